@@ -1,0 +1,13 @@
+/**
+ * The Functions app's entry (package.json `main` points at its bundle). Registrations happen on
+ * import; Azure's worker and the local host both load this file.
+ */
+import { app } from "@azure/functions";
+
+// Streamed request and response bodies (results downloads) need the HTTP stream proxy.
+app.setup({ enableHttpStream: true });
+
+await import("./health.js");
+await import("./me.js");
+await import("./diagnostics.js");
+await import("./orchestrations/noop.js");

@@ -1,0 +1,114 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdirSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+import type { Logger } from "../shared/logging/logger.js";
+
+/** The well-known development account Azurite serves (public, documented by Microsoft). */
+export const DEV_ACCOUNT = "devstoreaccount1";
+export const DEV_ACCOUNT_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+
+export interface AzuriteOptions {
+  /** Folder for persisted data; undefined keeps everything in memory. */
+  location?: string;
+  blobPort: number;
+  queuePort: number;
+  tablePort: number;
+  logger: Logger;
+  /** Path of the watchdog preload that ends Azurite when this process dies. */
+  watchdogPath: string;
+}
+
+export interface RunningAzurite {
+  blobEndpoint: string;
+  queueEndpoint: string;
+  tableEndpoint: string;
+  connectionString: string;
+  stop(): Promise<void>;
+}
+
+const LISTENING = /Azurite (Blob|Queue|Table) service is successfully listening at (http:\/\/\S+)/;
+
+/**
+ * Starts Azurite as a child process (loading it in-process would replace console.log) and waits
+ * until its three services listen. Port 0 picks free ports; the real ones are read from its output.
+ */
+export async function startAzurite(options: AzuriteOptions): Promise<RunningAzurite> {
+  const require = createRequire(import.meta.url);
+  const cli = path.join(path.dirname(require.resolve("azurite/package.json")), "dist/src/azurite.js");
+  const args = [
+    "--require",
+    options.watchdogPath,
+    cli,
+    "--disableTelemetry",
+    "--skipApiVersionCheck",
+    "--blobHost",
+    "127.0.0.1",
+    "--queueHost",
+    "127.0.0.1",
+    "--tableHost",
+    "127.0.0.1",
+    "--blobPort",
+    String(options.blobPort),
+    "--queuePort",
+    String(options.queuePort),
+    "--tablePort",
+    String(options.tablePort),
+  ];
+  if (options.location) {
+    mkdirSync(options.location, { recursive: true });
+    args.push("--location", options.location);
+  } else {
+    args.push("--inMemoryPersistence");
+  }
+  const child: ChildProcess = spawn(process.execPath, args, { stdio: ["pipe", "pipe", "pipe"] });
+  const endpoints: Record<string, string> = {};
+  let output = "";
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`Azurite did not start within 30 s:\n${output}`)), 30_000);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      for (const line of chunk.toString().split("\n")) {
+        const m = LISTENING.exec(line);
+        if (m?.[1] && m[2]) endpoints[m[1].toLowerCase()] = m[2];
+      }
+      if (endpoints.blob && endpoints.queue && endpoints.table) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout?.on("data", onData);
+    child.stderr?.on("data", (c: Buffer) => {
+      output += c.toString();
+    });
+    child.on("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`Azurite exited with code ${String(code)}:\n${output}`));
+    });
+  });
+  child.removeAllListeners("exit");
+  child.stdout?.removeAllListeners("data");
+  child.stdout?.resume();
+  child.stderr?.resume();
+  const exited = new Promise<void>((r) => child.once("exit", () => r()));
+  child.once("exit", (code, signal) => options.logger.info("azurite stopped", { code, signal }));
+  const blobEndpoint = `${endpoints.blob}/${DEV_ACCOUNT}`;
+  const queueEndpoint = `${endpoints.queue}/${DEV_ACCOUNT}`;
+  const tableEndpoint = `${endpoints.table}/${DEV_ACCOUNT}`;
+  options.logger.info("azurite started", { blob: blobEndpoint, queue: queueEndpoint, table: tableEndpoint, persistent: Boolean(options.location) });
+  return {
+    blobEndpoint,
+    queueEndpoint,
+    tableEndpoint,
+    connectionString:
+      `DefaultEndpointsProtocol=http;AccountName=${DEV_ACCOUNT};AccountKey=${DEV_ACCOUNT_KEY};` +
+      `BlobEndpoint=${blobEndpoint};QueueEndpoint=${queueEndpoint};TableEndpoint=${tableEndpoint};`,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill("SIGTERM");
+      const timeout = setTimeout(() => child.kill("SIGKILL"), 10_000);
+      await exited;
+      clearTimeout(timeout);
+    },
+  };
+}

@@ -1,0 +1,367 @@
+/**
+ * Development identity provider for the local stack. It imitates the parts of Entra ID that the
+ * API depends on (OpenID discovery, JWKS, RS256 access tokens with Entra claim names), so the
+ * production validator runs unchanged against it. It mints a token for anyone who asks: it is only
+ * ever meant to listen on loopback.
+ */
+import { createHash, randomUUID } from "node:crypto";
+import { chmod, link, mkdir, readFile, stat, unlink, writeFile } from "node:fs/promises";
+import { type IncomingMessage, type ServerResponse, createServer } from "node:http";
+import { dirname } from "node:path";
+import { type CryptoKey, type JWK, SignJWT, calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK } from "jose";
+import { z } from "zod";
+import { ROLES, type Role } from "../shared/auth/roles.js";
+
+/** Options for {@link startDevIdentityProvider}. */
+export interface DevIdentityProviderOptions {
+  /** Port to listen on; 0 picks a free port. */
+  port: number;
+  /** Address to bind. Default `127.0.0.1`; anything but loopback exposes a token minter. */
+  host?: string;
+  /**
+   * Where to keep the RSA key pair (private JWK JSON, file mode 0o600). Created on first start and
+   * reused afterwards, so tokens minted before a restart still validate. Without it the key pair
+   * lives in memory only.
+   */
+  keyFile?: string;
+  /** Client id of the API app registration; tokens carry `aud: api://<clientId>`. */
+  clientId: string;
+  /** Tenant id; appears in the issuer, the endpoint paths and the `tid` claim. */
+  tenantId: string;
+}
+
+/** Claims a caller may choose when minting a token. */
+export interface DevTokenClaims {
+  /** The single application role the token grants. */
+  role: Role;
+  /**
+   * Object id, 1..200 characters. Default: a name-based (version 5 style) UUID derived from the
+   * tenant id and `name`, so the same developer name keeps the same identity across restarts.
+   */
+  oid?: string;
+  /** Display name, at most 200 characters. Default `"Local Developer"`. */
+  name?: string;
+  /** Lifetime in seconds, 60..86400. Default 3600. */
+  ttlSeconds?: number;
+}
+
+/** A running development identity provider. */
+export interface DevIdentityProvider {
+  /** Base URL, e.g. `http://127.0.0.1:PORT`. */
+  url: string;
+  /** Token issuer, `${url}/${tenantId}/v2.0`, shaped like Entra's v2.0 issuer. */
+  issuer: string;
+  /** OpenID discovery document URL, to be given to the JWT validator. */
+  discoveryUrl: string;
+  /** Audience of minted tokens, `api://<clientId>`. */
+  audience: string;
+  /** Signs an access token in-process; rejects with TypeError on claims `/dev/token` would refuse. */
+  mint(claims: DevTokenClaims): Promise<string>;
+  /** Number of requests received so far whose URL path is exactly `path` (query ignored). */
+  requestCount(path: string): number;
+  /** Stops listening and drops open connections. Safe to call more than once. */
+  close(): Promise<void>;
+}
+
+const DEFAULT_NAME = "Local Developer";
+const DEFAULT_TTL_SECONDS = 3600;
+const MAX_BODY_BYTES = 64 * 1024;
+const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "::1", "[::1]"]);
+/** Namespace for name-based default object ids; changing it changes every default oid. */
+const OID_NAMESPACE = "6f1b0d8e-5c3a-4f7e-9a2d-3b8c1e4f5a60";
+const PATH_SEGMENT = /^[A-Za-z0-9._~-]{1,128}$/;
+
+const tokenRequestSchema = z.strictObject({
+  role: z.enum(ROLES),
+  oid: z.string().min(1).max(200).optional(),
+  name: z.string().max(200).optional(),
+  ttl_seconds: z.number().int().min(60).max(86_400).optional(),
+});
+
+const storedKeySchema = z.object({
+  kty: z.literal("RSA"),
+  n: z.string().min(1),
+  e: z.string().min(1),
+  d: z.string().min(1),
+  p: z.string().min(1),
+  q: z.string().min(1),
+  dp: z.string().min(1),
+  dq: z.string().min(1),
+  qi: z.string().min(1),
+});
+
+interface SigningKey {
+  privateKey: CryptoKey;
+  publicJwk: JWK;
+  kid: string;
+}
+
+/** Thrown inside the request handler; turned into a JSON `{detail}` response. */
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * Starts the development identity provider. Endpoints:
+ * `GET /{tenantId}/v2.0/.well-known/openid-configuration`, `GET /{tenantId}/discovery/v2.0/keys`,
+ * `POST /dev/token` (`{role, oid?, name?, ttl_seconds?}` → `{access_token, token_type, expires_in}`).
+ * When bound to loopback it also refuses requests whose Host header is not a loopback name, which
+ * keeps DNS-rebinding pages in a browser from reading minted tokens.
+ */
+export async function startDevIdentityProvider(opts: DevIdentityProviderOptions): Promise<DevIdentityProvider> {
+  if (!PATH_SEGMENT.test(opts.tenantId)) throw new TypeError("tenantId must be a plain path segment");
+  if (opts.clientId.length === 0) throw new TypeError("clientId must not be empty");
+  const host = opts.host ?? "127.0.0.1";
+  const key = opts.keyFile === undefined ? await freshKey() : await persistentKey(opts.keyFile);
+  const audience = `api://${opts.clientId}`;
+  const discoveryPath = `/${opts.tenantId}/v2.0/.well-known/openid-configuration`;
+  const keysPath = `/${opts.tenantId}/discovery/v2.0/keys`;
+  const counts = new Map<string, number>();
+  const enforceLoopbackHost = LOOPBACK_HOSTS.has(host);
+
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(opts.port, host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const address = server.address();
+  if (address === null || typeof address === "string") {
+    server.close();
+    throw new Error("dev IdP server has no TCP address");
+  }
+  const { port } = address;
+  const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+  const issuer = `${url}/${opts.tenantId}/v2.0`;
+
+  async function mintToken(claims: z.infer<typeof tokenRequestSchema>): Promise<{ token: string; ttl: number }> {
+    const name = claims.name ?? DEFAULT_NAME;
+    const oid = claims.oid ?? nameBasedUuid(`${opts.tenantId}\n${name}`);
+    const ttl = claims.ttl_seconds ?? DEFAULT_TTL_SECONDS;
+    const now = Math.floor(Date.now() / 1000);
+    const token = await new SignJWT({
+      oid,
+      name,
+      tid: opts.tenantId,
+      roles: [claims.role],
+      scp: "user_impersonation",
+    })
+      .setProtectedHeader({ alg: "RS256", typ: "JWT", kid: key.kid })
+      .setIssuer(issuer)
+      .setAudience(audience)
+      .setSubject(oid)
+      .setIssuedAt(now)
+      .setNotBefore(now)
+      .setExpirationTime(now + ttl)
+      .sign(key.privateKey);
+    return { token, ttl };
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = new URL(req.url ?? "/", "http://placeholder").pathname;
+    counts.set(path, (counts.get(path) ?? 0) + 1);
+    if (enforceLoopbackHost && !LOOPBACK_HOSTS.has(hostnameOf(req.headers.host))) {
+      throw new HttpError(421, "host header must name a loopback address");
+    }
+    if (req.method === "GET" && path === discoveryPath) {
+      sendJson(res, 200, {
+        issuer,
+        jwks_uri: `${url}${keysPath}`,
+        authorization_endpoint: `${url}/${opts.tenantId}/oauth2/v2.0/authorize`,
+        token_endpoint: `${url}/${opts.tenantId}/oauth2/v2.0/token`,
+        id_token_signing_alg_values_supported: ["RS256"],
+        response_types_supported: ["code"],
+        subject_types_supported: ["public"],
+      });
+      return;
+    }
+    if (req.method === "GET" && path === keysPath) {
+      sendJson(res, 200, { keys: [key.publicJwk] });
+      return;
+    }
+    if (req.method === "POST" && path === "/dev/token") {
+      const body = await readJsonBody(req);
+      const parsed = tokenRequestSchema.safeParse(body);
+      if (!parsed.success) throw new HttpError(422, describeIssues(parsed.error));
+      const { token, ttl } = await mintToken(parsed.data);
+      sendJson(res, 200, { access_token: token, token_type: "Bearer", expires_in: ttl }, { "cache-control": "no-store" });
+      return;
+    }
+    throw new HttpError(404, "not found");
+  }
+
+  server.on("request", (req: IncomingMessage, res: ServerResponse) => {
+    req.on("error", () => res.destroy());
+    handle(req, res).catch((err: unknown) => {
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      if (err instanceof HttpError) {
+        const extra: Record<string, string> = err.status === 413 ? { connection: "close" } : {};
+        sendJson(res, err.status, { detail: err.message }, extra);
+        if (err.status === 413) req.resume();
+        return;
+      }
+      sendJson(res, 500, { detail: "internal error" });
+    });
+  });
+
+  let closing: Promise<void> | undefined;
+  return {
+    url,
+    issuer,
+    discoveryUrl: `${url}${discoveryPath}`,
+    audience,
+    async mint(claims) {
+      const parsed = tokenRequestSchema.safeParse({
+        role: claims.role,
+        oid: claims.oid,
+        name: claims.name,
+        ttl_seconds: claims.ttlSeconds,
+      });
+      if (!parsed.success) throw new TypeError(describeIssues(parsed.error));
+      return (await mintToken(parsed.data)).token;
+    },
+    requestCount(path) {
+      return counts.get(path) ?? 0;
+    },
+    close() {
+      closing ??= new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      return closing;
+    },
+  };
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    "content-type": "application/json; charset=utf-8",
+    "content-length": Buffer.byteLength(text),
+    ...headers,
+  });
+  res.end(text);
+}
+
+function hostnameOf(hostHeader: string | undefined): string {
+  if (hostHeader === undefined) return "";
+  try {
+    return new URL(`http://${hostHeader}`).hostname;
+  } catch {
+    return "";
+  }
+}
+
+function describeIssues(error: z.ZodError): string {
+  return error.issues
+    .map((issue) => `${issue.path.length > 0 ? issue.path.join(".") : "body"}: ${issue.message}`)
+    .join("; ");
+}
+
+async function readJsonBody(req: IncomingMessage): Promise<unknown> {
+  const mediaType = (req.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase();
+  if (mediaType !== "application/json") throw new HttpError(400, "content-type must be application/json");
+  const declared = Number(req.headers["content-length"] ?? "0");
+  if (declared > MAX_BODY_BYTES) throw new HttpError(413, "request body too large");
+  const text = await new Promise<string>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) {
+        req.off("data", onData);
+        req.off("end", onEnd);
+        reject(new HttpError(413, "request body too large"));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => resolve(Buffer.concat(chunks).toString("utf8"));
+    req.on("data", onData);
+    req.on("end", onEnd);
+    req.on("error", reject);
+  });
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new HttpError(400, "body is not valid JSON");
+  }
+}
+
+/** RFC 4122 version-5 style UUID (SHA-1 over namespace and name). */
+function nameBasedUuid(name: string): string {
+  const namespace = Buffer.from(OID_NAMESPACE.replaceAll("-", ""), "hex");
+  const hash = createHash("sha1").update(namespace).update(name, "utf8").digest();
+  hash[6] = ((hash[6] ?? 0) & 0x0f) | 0x50;
+  hash[8] = ((hash[8] ?? 0) & 0x3f) | 0x80;
+  const hex = hash.subarray(0, 16).toString("hex");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
+}
+
+async function freshKey(): Promise<SigningKey> {
+  const { privateKey } = await generateKeyPair("RS256", { extractable: true });
+  return signingKeyFromJwk(storedKeySchema.parse(await exportJWK(privateKey)));
+}
+
+async function signingKeyFromJwk(stored: z.infer<typeof storedKeySchema>): Promise<SigningKey> {
+  const kid = await calculateJwkThumbprint({ kty: "RSA", n: stored.n, e: stored.e });
+  const privateKey = await importJWK({ ...stored }, "RS256");
+  return { privateKey, kid, publicJwk: { kty: "RSA", n: stored.n, e: stored.e, kid, alg: "RS256", use: "sig" } };
+}
+
+/** Loads the key pair from `keyFile`, creating it (never overwriting) when absent. */
+async function persistentKey(keyFile: string): Promise<SigningKey> {
+  const existing = await readStoredKey(keyFile);
+  if (existing !== undefined) return existing;
+  const { privateKey } = await generateKeyPair("RS256", { extractable: true });
+  const stored = storedKeySchema.parse(await exportJWK(privateKey));
+  await mkdir(dirname(keyFile), { recursive: true, mode: 0o700 });
+  const temp = `${keyFile}.${process.pid}.${randomUUID()}.tmp`;
+  await writeFile(temp, `${JSON.stringify({ ...stored, alg: "RS256", use: "sig" }, null, 2)}\n`, { mode: 0o600, flag: "wx" });
+  try {
+    await chmod(temp, 0o600);
+    // link() fails if keyFile exists, so a concurrent first start cannot replace the other's key.
+    await link(temp, keyFile);
+  } catch (err) {
+    if (!isErrnoException(err) || err.code !== "EEXIST") throw err;
+  } finally {
+    await unlink(temp).catch(() => undefined);
+  }
+  const winner = await readStoredKey(keyFile);
+  if (winner === undefined) throw new Error(`dev IdP key file ${keyFile} vanished while starting`);
+  return winner;
+}
+
+async function readStoredKey(keyFile: string): Promise<SigningKey | undefined> {
+  let text: string;
+  try {
+    text = await readFile(keyFile, "utf8");
+  } catch (err) {
+    if (isErrnoException(err) && err.code === "ENOENT") return undefined;
+    throw err;
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new Error(`dev IdP key file ${keyFile} is not JSON; delete it to generate a new key`);
+  }
+  const parsed = storedKeySchema.safeParse(json);
+  if (!parsed.success) throw new Error(`dev IdP key file ${keyFile} is not an RSA private JWK; delete it to generate a new key`);
+  if (((await stat(keyFile)).mode & 0o077) !== 0) await chmod(keyFile, 0o600);
+  return signingKeyFromJwk(parsed.data);
+}
+
+function isErrnoException(err: unknown): err is NodeJS.ErrnoException {
+  return err instanceof Error && "code" in err;
+}

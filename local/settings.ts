@@ -1,0 +1,56 @@
+import path from "node:path";
+import { z } from "zod";
+
+const port = z.coerce.number().int().min(0).max(65535);
+
+/** Settings of the embedded local stack (not of the Functions app, which has its own config). */
+const schema = z.object({
+  PORT: port.default(7071),
+  HOST: z.string().min(1).default("127.0.0.1"),
+  BLASTPLANE_DATA_DIR: z.string().min(1).default(".data"),
+  BLASTPLANE_IN_MEMORY: z.enum(["0", "1"]).default("0"),
+  AZURITE_BLOB_PORT: port.default(0),
+  AZURITE_QUEUE_PORT: port.default(0),
+  AZURITE_TABLE_PORT: port.default(0),
+  IDP_PORT: port.default(7072),
+  TASKHUB_NAME: z.string().default("blastplane"),
+  AUTH_TENANT_ID: z.string().min(1).default("blastplane-local"),
+  AUTH_CLIENT_ID: z.string().min(1).default("blastplane-local-api"),
+  DURABLE_ACTIVITY_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
+  LOG_LEVEL: z.enum(["debug", "info", "warn", "error"]).default("info"),
+});
+
+export interface LocalStackSettings {
+  port: number;
+  host: string;
+  dataDir: string;
+  inMemory: boolean;
+  azurite: { blobPort: number; queuePort: number; tablePort: number };
+  idpPort: number;
+  taskHubName: string;
+  tenantId: string;
+  clientId: string;
+  activityConcurrency: number;
+  logLevel: "debug" | "info" | "warn" | "error";
+}
+
+export function loadLocalStackSettings(env: Record<string, string | undefined>, cwd: string): LocalStackSettings {
+  const parsed = schema.safeParse(env);
+  if (!parsed.success) {
+    throw new Error(`invalid local stack setting: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+  }
+  const s = parsed.data;
+  return {
+    port: s.PORT,
+    host: s.HOST,
+    dataDir: path.resolve(cwd, s.BLASTPLANE_DATA_DIR),
+    inMemory: s.BLASTPLANE_IN_MEMORY === "1",
+    azurite: { blobPort: s.AZURITE_BLOB_PORT, queuePort: s.AZURITE_QUEUE_PORT, tablePort: s.AZURITE_TABLE_PORT },
+    idpPort: s.IDP_PORT,
+    taskHubName: s.TASKHUB_NAME,
+    tenantId: s.AUTH_TENANT_ID,
+    clientId: s.AUTH_CLIENT_ID,
+    activityConcurrency: s.DURABLE_ACTIVITY_CONCURRENCY,
+    logLevel: s.LOG_LEVEL,
+  };
+}

@@ -1,0 +1,51 @@
+import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import path from "node:path";
+
+/**
+ * `stack.json` in the data folder tells the CLI (`blastplane token`, …) where the running local
+ * stack listens, so it works with any data folder and with free ports.
+ */
+export interface StackFile {
+  pid: number;
+  started_at: string;
+  functions_url: string;
+  idp_url: string;
+  durable_rpc_url: string;
+  blob_endpoint: string;
+  table_endpoint: string;
+}
+
+export function stackFilePath(dataDir: string): string {
+  return path.join(dataDir, "stack.json");
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** The stack already running on this data folder, if any (a stale file from a killed stack is ignored). */
+export function readRunningStack(dataDir: string): StackFile | undefined {
+  const file = stackFilePath(dataDir);
+  if (!existsSync(file)) return undefined;
+  try {
+    const stack = JSON.parse(readFileSync(file, "utf8")) as StackFile;
+    return alive(stack.pid) ? stack : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function writeStackFile(dataDir: string, stack: StackFile): void {
+  const file = stackFilePath(dataDir);
+  writeFileSync(`${file}.tmp`, JSON.stringify(stack, null, 2), { mode: 0o600 });
+  renameSync(`${file}.tmp`, file);
+}
+
+export function removeStackFile(dataDir: string): void {
+  rmSync(stackFilePath(dataDir), { force: true });
+}

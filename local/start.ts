@@ -1,0 +1,186 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { mkdirSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { createLogger } from "../shared/logging/logger.js";
+import { startAzurite } from "./azurite.js";
+import { startDevIdentityProvider } from "./dev-idp.js";
+import { DurableEngine } from "./durable/engine.js";
+import { createHostInvoker } from "./durable/host-invoker.js";
+import { createManagementApi } from "./durable/management-api.js";
+import { DurableStore } from "./durable/store.js";
+import { type DurableClientInputData, LocalFunctionsHost } from "./functions-host.js";
+import { loadLocalStackSettings } from "./settings.js";
+import { readRunningStack, removeStackFile, writeStackFile } from "./stack-file.js";
+import { TimerScheduler } from "./timer-scheduler.js";
+import { createTableTimerStatusStore } from "./timer-status-store.js";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const DURABLE_BASE_PATH = "/durabletask/";
+
+function listen(server: http.Server, port: number, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => resolve((server.address() as AddressInfo).port));
+  });
+}
+
+function close(server: http.Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
+}
+
+/**
+ * `npm start`: the whole product on one machine, driven by the same code that runs on Azure
+ * Functions — Azurite, the development identity provider, the durable backend, timers and the
+ * Functions host. Ctrl-C or SIGTERM stops everything; children also end if this process is killed.
+ */
+async function main(): Promise<void> {
+  const settings = loadLocalStackSettings(process.env, process.cwd());
+  const logger = createLogger({ level: settings.logLevel, base: { service: "local-stack" } });
+  mkdirSync(settings.dataDir, { recursive: true });
+  const running = readRunningStack(settings.dataDir);
+  if (running) {
+    throw new Error(`a local stack (pid ${running.pid}) is already running on ${settings.dataDir}: ${running.functions_url}`);
+  }
+
+  const stops: (() => Promise<void>)[] = [];
+  let stopping = false;
+  const stopAll = async (code: number) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info("stopping local stack");
+    for (const stop of stops.reverse()) {
+      await stop().catch((error: unknown) => logger.warn("stop step failed", { error }));
+    }
+    removeStackFile(settings.dataDir);
+    process.exit(code);
+  };
+  process.once("SIGINT", () => void stopAll(0));
+  process.once("SIGTERM", () => void stopAll(0));
+
+  try {
+    const azurite = await startAzurite({
+      location: settings.inMemory ? undefined : path.join(settings.dataDir, "azurite"),
+      ...settings.azurite,
+      logger,
+      watchdogPath: path.join(here, "parent-watchdog.cjs"),
+    });
+    stops.push(() => azurite.stop());
+
+    const idp = await startDevIdentityProvider({
+      port: settings.idpPort,
+      keyFile: path.join(settings.dataDir, "idp-signing-key.json"),
+      clientId: settings.clientId,
+      tenantId: settings.tenantId,
+    });
+    stops.push(() => idp.close());
+
+    // The app reads its configuration from app settings, as on Azure.
+    Object.assign(process.env, {
+      AzureWebJobsStorage: azurite.connectionString,
+      TASKHUB_NAME: settings.taskHubName,
+      AUTH_TENANT_ID: settings.tenantId,
+      AUTH_CLIENT_ID: settings.clientId,
+      AUTH_DISCOVERY_URL: idp.discoveryUrl,
+      LOG_LEVEL: settings.logLevel,
+    });
+
+    let clientInput: DurableClientInputData | undefined;
+    const host = new LocalFunctionsHost({
+      logger,
+      routePrefix: "api",
+      durableClientInput: () => {
+        if (!clientInput) throw new Error("durable backend not ready");
+        return clientInput;
+      },
+    });
+    await host.load(path.resolve(here, "../functions/index.js"));
+
+    const store = DurableStore.fromConnectionString(azurite.connectionString, settings.taskHubName);
+    const engine = new DurableEngine({
+      store,
+      invoker: createHostInvoker(host),
+      logger: logger.child({ component: "durable" }),
+      activityConcurrency: settings.activityConcurrency,
+    });
+    const rpcServer = http.createServer(createManagementApi(engine, logger, DURABLE_BASE_PATH));
+    const rpcPort = await listen(rpcServer, 0, "127.0.0.1");
+    stops.push(() => close(rpcServer));
+    const rpcBaseUrl = `http://127.0.0.1:${rpcPort}${DURABLE_BASE_PATH}`;
+    const mgmt = `${rpcBaseUrl}instances/INSTANCEID`;
+    clientInput = {
+      taskHubName: settings.taskHubName,
+      creationUrls: {
+        createNewInstancePostUri: `${rpcBaseUrl}orchestrators/{functionName}[/{instanceId}]`,
+        createAndWaitOnNewInstancePostUri: `${rpcBaseUrl}orchestrators/{functionName}[/{instanceId}]`,
+      },
+      managementUrls: {
+        id: "INSTANCEID",
+        statusQueryGetUri: mgmt,
+        sendEventPostUri: `${mgmt}/raiseEvent/{eventName}`,
+        terminatePostUri: `${mgmt}/terminate?reason={text}`,
+        rewindPostUri: `${mgmt}/rewind?reason={text}`,
+        purgeHistoryDeleteUri: mgmt,
+        suspendPostUri: `${mgmt}/suspend?reason={text}`,
+        resumePostUri: `${mgmt}/resume?reason={text}`,
+      },
+      baseUrl: rpcBaseUrl,
+      requiredQueryStringParameters: "",
+      rpcBaseUrl,
+    };
+    await engine.start();
+    stops.push(() => engine.stop());
+
+    const timers = new TimerScheduler({
+      invoker: { invoke: (fn, data) => host.invoke(fn, data) },
+      store: await createTableTimerStatusStore(azurite.connectionString, settings.taskHubName),
+      logger,
+      env: process.env,
+    });
+    await timers.start(host.functionsByTrigger("timerTrigger"));
+    stops.push(() => timers.stop());
+    stops.push(() => host.stop());
+
+    const server = http.createServer(host.handleHttp);
+    const port = await listen(server, settings.port, settings.host);
+    stops.push(() => close(server));
+    const functionsUrl = `http://${settings.host === "0.0.0.0" ? "127.0.0.1" : settings.host}:${port}`;
+
+    writeStackFile(settings.dataDir, {
+      pid: process.pid,
+      started_at: new Date().toISOString(),
+      functions_url: functionsUrl,
+      idp_url: idp.url,
+      durable_rpc_url: rpcBaseUrl,
+      blob_endpoint: azurite.blobEndpoint,
+      table_endpoint: azurite.tableEndpoint,
+    });
+    logger.info("local stack ready", { functions_url: functionsUrl, idp_url: idp.url, data_dir: settings.dataDir });
+    process.stdout.write(
+      [
+        "",
+        "blastplane local stack is running",
+        `  Functions (dashboard API)  ${functionsUrl}/api/health`,
+        `  Identity provider          ${idp.discoveryUrl}`,
+        `  Data folder                ${settings.inMemory ? "(in memory)" : settings.dataDir}`,
+        "",
+        "  Get a token:   npx blastplane token --role Contributor",
+        `  Try it:        curl -H "Authorization: Bearer $(npx blastplane token --role Reader)" ${functionsUrl}/api/me`,
+        "  Stop:          Ctrl-C",
+        "",
+      ].join("\n"),
+    );
+  } catch (error) {
+    logger.error("local stack failed to start", { error });
+    await stopAll(1);
+  }
+}
+
+void main().catch((error: unknown) => {
+  process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});

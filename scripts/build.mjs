@@ -1,0 +1,44 @@
+// Bundles the deployables with esbuild: the Functions app (package.json "main") and the local
+// stack. Plain JavaScript so it runs before anything is compiled.
+import { copyFileSync, mkdirSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+// ESM bundles of CommonJS dependencies need a real `require`.
+const banner = {
+  js: [
+    'import { createRequire as __bpCreateRequire } from "node:module";',
+    "const require = __bpCreateRequire(import.meta.url);",
+  ].join("\n"),
+};
+const common = {
+  bundle: true,
+  platform: "node",
+  target: "node20",
+  format: "esm",
+  sourcemap: "linked",
+  banner,
+  logLevel: "warning",
+  absWorkingDir: root,
+};
+
+await Promise.all([
+  build({
+    ...common,
+    entryPoints: ["functions/index.ts"],
+    outfile: "dist/functions/index.js",
+    // Supplied by the Functions worker (or the local host) at run time.
+    external: ["@azure/functions-core"],
+  }),
+  build({
+    ...common,
+    entryPoints: ["local/start.ts"],
+    outfile: "dist/local/start.js",
+    // Azurite runs from node_modules as its own process.
+    external: ["azurite"],
+  }),
+]);
+mkdirSync(path.join(root, "dist/local"), { recursive: true });
+copyFileSync(path.join(root, "local/parent-watchdog.cjs"), path.join(root, "dist/local/parent-watchdog.cjs"));

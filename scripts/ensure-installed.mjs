@@ -1,0 +1,51 @@
+// Makes a fresh clone runnable: installs npm packages when node_modules is missing or older than
+// the lockfile, and checks for BLAST+ (installing it with apt-get when running as root).
+// Plain JavaScript with no dependencies, so it runs on the machine's own Node before anything else.
+import { execFileSync, spawnSync } from "node:child_process";
+import { existsSync, statSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const lock = path.join(root, "package-lock.json");
+const marker = path.join(root, "node_modules", ".package-lock.json");
+
+function run(cmd, args) {
+  const r = spawnSync(cmd, args, { cwd: root, stdio: "inherit" });
+  if (r.status !== 0) {
+    console.error(`\n${cmd} ${args.join(" ")} failed (exit ${r.status ?? r.signal}).`);
+    process.exit(r.status ?? 1);
+  }
+}
+
+const stale = !existsSync(marker) || statSync(marker).mtimeMs < statSync(lock).mtimeMs;
+if (stale) {
+  console.log("Installing npm packages (npm ci)…");
+  run("npm", ["ci", "--no-audit", "--no-fund"]);
+}
+
+function hasBlast() {
+  try {
+    execFileSync("blastn", ["-version"], { stdio: "ignore" });
+    execFileSync("makeblastdb", ["-version"], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+if (process.env.BLASTPLANE_SKIP_BLAST_CHECK !== "1" && !hasBlast()) {
+  const isRoot = typeof process.getuid === "function" && process.getuid() === 0;
+  if (!isRoot) {
+    console.error("BLAST+ is not installed. Install it, then run this command again:\n\n  sudo apt-get update && sudo apt-get install -y ncbi-blast+\n");
+    process.exit(1);
+  }
+  console.log("Installing BLAST+ (apt-get install ncbi-blast+)…");
+  run("apt-get", ["update", "-qq"]);
+  const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
+  const r = spawnSync("apt-get", ["install", "-y", "-qq", "ncbi-blast+"], { cwd: root, stdio: "inherit", env });
+  if (r.status !== 0 || !hasBlast()) {
+    console.error("Installing BLAST+ failed; install the Debian package ncbi-blast+ and retry.");
+    process.exit(1);
+  }
+}

@@ -1,0 +1,36 @@
+/**
+ * The spec's task-queue names survive as labels on durable orchestrations (DESIGN §2), so the
+ * diagnostics still answer per queue. Every orchestration must appear here; one that does not
+ * counts toward `fallback`, which must stay 0.
+ */
+export const QUEUE_NAMES = ["default", "cloud", "blast", "storage"] as const;
+export type QueueName = (typeof QUEUE_NAMES)[number];
+export const FALLBACK_QUEUE = "fallback";
+
+/** Orchestration function names (exported constants, used at registration and at start). */
+export const Orchestrations = {
+  noop: "noop",
+  provisionCluster: "provisionCluster",
+  buildImages: "buildImages",
+  submitBlastJob: "submitBlastJob",
+  warmDatabase: "warmDatabase",
+  prepareDatabase: "prepareDatabase",
+  checkDatabaseUpdates: "checkDatabaseUpdates",
+  approvalRequest: "approvalRequest",
+} as const;
+
+export const ORCHESTRATION_QUEUES: Readonly<Record<string, QueueName>> = Object.freeze({
+  [Orchestrations.noop]: "cloud",
+  [Orchestrations.provisionCluster]: "cloud",
+  [Orchestrations.buildImages]: "cloud",
+  [Orchestrations.submitBlastJob]: "blast",
+  [Orchestrations.warmDatabase]: "storage",
+  [Orchestrations.prepareDatabase]: "storage",
+  [Orchestrations.checkDatabaseUpdates]: "default",
+  [Orchestrations.approvalRequest]: "default",
+});
+
+/** The queue label of an orchestration, or `fallback` when it has none. */
+export function queueOf(orchestrationName: string): QueueName | typeof FALLBACK_QUEUE {
+  return Object.hasOwn(ORCHESTRATION_QUEUES, orchestrationName) ? (ORCHESTRATION_QUEUES[orchestrationName] as QueueName) : FALLBACK_QUEUE;
+}
