@@ -42,6 +42,7 @@ export async function startAzurite(options: AzuriteOptions): Promise<RunningAzur
     cli,
     "--disableTelemetry",
     "--skipApiVersionCheck",
+    "--silent",
     "--blobHost",
     "127.0.0.1",
     "--queueHost",

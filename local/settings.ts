@@ -18,6 +18,8 @@ const schema = z.object({
   AUTH_CLIENT_ID: z.string().min(1).default("blastplane-local-api"),
   DURABLE_ACTIVITY_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
   LOG_LEVEL: z.enum(["debug", "info", "warn", "error"]).default("info"),
+  /** Another Functions app bundle to host instead of ours (the durable protocol tests use one). */
+  BLASTPLANE_FUNCTIONS_ENTRY: z.string().min(1).optional(),
 });
 
 export interface LocalStackSettings {
@@ -32,6 +34,7 @@ export interface LocalStackSettings {
   clientId: string;
   activityConcurrency: number;
   logLevel: "debug" | "info" | "warn" | "error";
+  functionsEntry: string | undefined;
 }
 
 export function loadLocalStackSettings(env: Record<string, string | undefined>, cwd: string): LocalStackSettings {
@@ -52,5 +55,6 @@ export function loadLocalStackSettings(env: Record<string, string | undefined>, 
     clientId: s.AUTH_CLIENT_ID,
     activityConcurrency: s.DURABLE_ACTIVITY_CONCURRENCY,
     logLevel: s.LOG_LEVEL,
+    functionsEntry: s.BLASTPLANE_FUNCTIONS_ENTRY ? path.resolve(cwd, s.BLASTPLANE_FUNCTIONS_ENTRY) : undefined,
   };
 }

@@ -98,7 +98,7 @@ async function main(): Promise<void> {
         return clientInput;
       },
     });
-    await host.load(path.resolve(here, "../functions/index.js"));
+    await host.load(settings.functionsEntry ?? path.resolve(here, "../functions/index.js"));
 
     const store = DurableStore.fromConnectionString(azurite.connectionString, settings.taskHubName);
     const engine = new DurableEngine({

@@ -13,9 +13,18 @@ export interface OrchestratorStateLike {
 }
 
 /** The parts of the library's task objects the backend reads after a replay. */
+interface ActionLike {
+  actionType?: number;
+  functionName?: string;
+  input?: unknown;
+  fireAt?: string | Date;
+  instanceId?: string;
+  isCanceled?: boolean;
+}
+
 interface TaskLike {
   id: number | string | false;
-  actionObj?: { actionType?: number; functionName?: string; input?: unknown; fireAt?: string | Date; instanceId?: string; isCanceled?: boolean };
+  actionObj?: string | ActionLike;
   parent?: RetryParentLike;
 }
 
@@ -439,14 +448,15 @@ export class DurableEngine {
     for (const [key, task] of Object.entries(executor.openTasks)) {
       const id = Number(key);
       if (!Number.isInteger(id) || known.has(id)) continue;
-      const action = task.actionObj;
+      // No-op tasks carry the placeholder "noOp" instead of an action object.
+      const action = typeof task.actionObj === "object" ? task.actionObj : undefined;
       const retryParent = task.parent?.retryOptions ? task.parent : undefined;
       if (!action && retryParent) {
         if (retryParent.isWaitingOnTimer) {
           work.push(this.timerWork(inst, id, new Date(now.getTime() + this.retryDelayMs(retryParent))));
         } else {
           const inner = retryParent.innerTask?.actionObj;
-          if (!inner) throw new Error("retry without an inner action");
+          if (!inner || typeof inner !== "object") throw new Error("retry without an inner action");
           work.push(this.callWork(inst, id, inner));
         }
         continue;
@@ -485,9 +495,10 @@ export class DurableEngine {
     };
   }
 
-  private callWork(inst: InstanceRecord, id: number, action: NonNullable<TaskLike["actionObj"]>): ScheduledWork {
+  private callWork(inst: InstanceRecord, id: number, action: ActionLike): ScheduledWork {
     const name = String(action.functionName);
-    const inputJson = JSON.stringify(action.input ?? null);
+    // The library pre-serialises string inputs (Utils.processInput); other values travel as JSON.
+    const inputJson = typeof action.input === "string" ? action.input : JSON.stringify(action.input ?? null);
     if (action.actionType === ActionType.CallSubOrchestrator || action.actionType === ActionType.CallSubOrchestratorWithRetry) {
       const childId = action.instanceId || `${inst.instanceId}:${id}`;
       const event = historyEvent(EventType.SubOrchestrationInstanceCreated, { Name: name, InstanceId: childId, Input: inputJson }, id);
