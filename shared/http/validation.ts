@@ -4,11 +4,21 @@ import { type FieldIssue, InvalidRequestError, PayloadTooLargeError, ValidationE
 /** Where a field came from, as the first element of `loc` (FastAPI style: body, query, path). */
 export type FieldSource = "body" | "query" | "path" | "header";
 
+/** The value at `path` inside `data`, or undefined when any step is absent. */
+function valueAt(data: unknown, path: readonly PropertyKey[]): unknown {
+  let current: unknown = data;
+  for (const key of path) {
+    if (current === null || typeof current !== "object") return undefined;
+    current = (current as Record<PropertyKey, unknown>)[key];
+  }
+  return current;
+}
+
 /** Maps one zod issue to the spec's `{loc, msg, type}`, using stable snake_case type names. */
-function issueType(issue: z.core.$ZodIssue): string {
+function issueType(issue: z.core.$ZodIssue, missing: boolean): string {
   switch (issue.code) {
     case "invalid_type":
-      return issue.input === undefined ? "missing" : `${issue.expected}_type`;
+      return missing ? "missing" : `${issue.expected}_type`;
     case "too_small":
       return issue.origin === "string" || issue.origin === "array" ? "too_short" : "greater_than_equal";
     case "too_big":
@@ -26,8 +36,11 @@ function issueType(issue: z.core.$ZodIssue): string {
   }
 }
 
-/** Turns a zod error into field issues; unknown keys get one issue each, naming the key. */
-export function zodIssues(error: z.ZodError, source: FieldSource): FieldIssue[] {
+/**
+ * Turns a zod error into field issues; unknown keys get one issue each, naming the key. `input` is
+ * the validated data, used to tell a missing field from a wrong one (zod 4 issues omit the input).
+ */
+export function zodIssues(error: z.ZodError, source: FieldSource, input: unknown): FieldIssue[] {
   const out: FieldIssue[] = [];
   for (const issue of error.issues) {
     const path = issue.path.map((p) => (typeof p === "symbol" ? String(p) : p));
@@ -37,8 +50,8 @@ export function zodIssues(error: z.ZodError, source: FieldSource): FieldIssue[] 
       }
       continue;
     }
-    const msg = issue.code === "invalid_type" && issue.input === undefined ? "field required" : issue.message;
-    out.push({ loc: [source, ...path], msg, type: issueType(issue) });
+    const missing = issue.code === "invalid_type" && valueAt(input, issue.path) === undefined;
+    out.push({ loc: [source, ...path], msg: missing ? "field required" : issue.message, type: issueType(issue, missing) });
   }
   return out;
 }
@@ -79,7 +92,7 @@ export async function parseJsonBody<S extends z.ZodType>(
     throw new InvalidRequestError("request body is not valid JSON");
   }
   const parsed = schema.safeParse(raw);
-  if (!parsed.success) throw new ValidationError(zodIssues(parsed.error, "body"));
+  if (!parsed.success) throw new ValidationError(zodIssues(parsed.error, "body", raw));
   return parsed.data;
 }
 
@@ -92,7 +105,7 @@ export function parseQuery<S extends z.ZodType>(request: HttpRequestLike, schema
   for (const [k, v] of request.query) if (!(k in raw)) raw[k] = v;
   const parsed = schema.safeParse(raw);
   if (parsed.success) return parsed.data;
-  const issues = zodIssues(parsed.error, "query");
+  const issues = zodIssues(parsed.error, "query", raw);
   if (issues.every((i) => i.type === "missing")) throw new ValidationError(issues);
   const bad = issues.find((i) => i.type !== "missing");
   throw new InvalidRequestError(`invalid query parameter '${String(bad?.loc[1] ?? "")}': ${bad?.msg ?? ""}`);
@@ -102,6 +115,6 @@ export function parseQuery<S extends z.ZodType>(request: HttpRequestLike, schema
 export function parsePath<S extends z.ZodType>(request: HttpRequestLike, schema: S): z.output<S> {
   const parsed = schema.safeParse(request.params);
   if (parsed.success) return parsed.data;
-  const first = zodIssues(parsed.error, "path")[0];
+  const first = zodIssues(parsed.error, "path", request.params)[0];
   throw new InvalidRequestError(`invalid path parameter '${String(first?.loc[1] ?? "")}': ${first?.msg ?? ""}`);
 }

@@ -48,7 +48,7 @@ async function raise(id: string, event: string, data: unknown): Promise<number> 
 
 beforeAll(async () => {
   log = path.join(mkdtempSync(path.join(tmpdir(), "bp-durable-")), "activity.log");
-  stack = await startStack({ env: { BLASTPLANE_FUNCTIONS_ENTRY: DURABLE_TEST_APP, DURABLE_TEST_LOG: log } });
+  stack = await startStack({ env: { BLASTPLANE_FUNCTIONS_ENTRY: DURABLE_TEST_APP, DURABLE_TEST_LOG: log, TEST_TIMER_SCHEDULE: "0 0 0 1 1 *" } });
   rpc = stack.info.durable_rpc_url;
 });
 

@@ -33,7 +33,7 @@ describe("local stack: kill -9 mid-orchestration, then restart", () => {
   it("resumes the instance from its history, keeps finished activity results and re-runs the interrupted one", async () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), "bp-restart-"));
     const log = path.join(dataDir, "activity.log");
-    const env = { BLASTPLANE_FUNCTIONS_ENTRY: DURABLE_TEST_APP, DURABLE_TEST_LOG: log };
+    const env = { BLASTPLANE_FUNCTIONS_ENTRY: DURABLE_TEST_APP, DURABLE_TEST_LOG: log, TEST_TIMER_SCHEDULE: "0 0 0 1 1 *" };
     const first = await startStack({ dataDir, inMemory: false, env });
     stacks.push(first);
     const children = childPids(first.info.pid);

@@ -1,0 +1,48 @@
+// `npm test`: typecheck, lint, then every unit and integration test (real Azurite, real BLAST+),
+// ending with one summary line "N passed, N failed". Exits non-zero if any step fails.
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const bin = (name) => path.join(root, "node_modules", ".bin", name);
+
+function step(title, cmd, args) {
+  process.stdout.write(`\n== ${title}\n`);
+  const started = Date.now();
+  const r = spawnSync(cmd, args, { cwd: root, stdio: "inherit" });
+  process.stdout.write(`== ${title}: ${r.status === 0 ? "ok" : "FAILED"} (${((Date.now() - started) / 1000).toFixed(1)} s)\n`);
+  return r.status === 0;
+}
+
+const typecheck = step("typecheck", bin("tsc"), ["-p", "tsconfig.json", "--noEmit"]);
+const lint = step("lint", bin("biome"), ["lint", "."]);
+const reportDir = mkdtempSync(path.join(tmpdir(), "bp-test-report-"));
+const report = path.join(reportDir, "vitest.json");
+const tests = step("unit and integration tests", bin("vitest"), [
+  "run",
+  "--reporter=default",
+  "--reporter=json",
+  `--outputFile.json=${report}`,
+  ...process.argv.slice(2),
+]);
+
+let passed = 0;
+let failed = 0;
+let skipped = 0;
+try {
+  const json = JSON.parse(readFileSync(report, "utf8"));
+  passed = json.numPassedTests ?? 0;
+  failed = (json.numFailedTests ?? 0) + (json.numFailedTestSuites ?? 0);
+  skipped = (json.numPendingTests ?? 0) + (json.numTodoTests ?? 0);
+} catch {
+  failed += 1;
+}
+rmSync(reportDir, { recursive: true, force: true });
+if (!typecheck) failed += 1;
+if (!lint) failed += 1;
+process.stdout.write(`\ntypecheck ${typecheck ? "ok" : "FAILED"}, lint ${lint ? "ok" : "FAILED"}\n`);
+process.stdout.write(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ""}\n`);
+process.exit(typecheck && lint && tests && failed === 0 && passed > 0 ? 0 : 1);
