@@ -8,7 +8,11 @@ import { parseArgs } from "node:util";
 const ROLES = ["Reader", "Contributor", "Approver", "Owner"];
 const USAGE = `Usage:
   blastplane token --role <${ROLES.join("|")}> [--oid ID] [--name NAME] [--ttl SECONDS]
-      Prints a bearer token that the running local stack accepts.`;
+      Prints a bearer token that the running local stack accepts.
+  blastplane api-token
+      Prints the job API's current X-SVC-API-Token.
+  blastplane db add NAME FASTA [--type nucl|prot] [--partitions N]
+      Builds a BLAST database from a FASTA file (makeblastdb) and makes it current.`;
 
 function fail(message, code = 2) {
   process.stderr.write(`${message}\n`);
@@ -64,11 +68,31 @@ async function token(argv) {
   process.stdout.write(`${json.access_token}\n`);
 }
 
+function apiToken() {
+  const stack = runningStack();
+  const file = path.join(stack.jobapi_data_dir, "secrets", "jobapi-api-token");
+  if (!existsSync(file)) fail("The job API has not created its token yet; wait for it to start.", 1);
+  process.stdout.write(`${JSON.parse(readFileSync(file, "utf8")).current.value}\n`);
+}
+
+async function db(argv) {
+  const stack = runningStack();
+  const cli = new URL("../dist/local/cli-db.js", import.meta.url);
+  const { dbCommand } = await import(cli.href);
+  await dbCommand(argv, path.join(stack.jobapi_data_dir, "databases"));
+}
+
 const [command, ...rest] = process.argv.slice(2);
 try {
   switch (command) {
     case "token":
       await token(rest);
+      break;
+    case "api-token":
+      apiToken();
+      break;
+    case "db":
+      await db(rest);
       break;
     case undefined:
     case "help":

@@ -13,6 +13,8 @@ const schema = z.object({
   AZURITE_QUEUE_PORT: port.default(0),
   AZURITE_TABLE_PORT: port.default(0),
   IDP_PORT: port.default(7072),
+  JOBAPI_PORT: port.default(8080),
+  BLASTPLANE_SKIP_DEMO_DB: z.enum(["0", "1"]).default("0"),
   TASKHUB_NAME: z.string().default("blastplane"),
   AUTH_TENANT_ID: z.string().min(1).default("blastplane-local"),
   AUTH_CLIENT_ID: z.string().min(1).default("blastplane-local-api"),
@@ -29,6 +31,10 @@ export interface LocalStackSettings {
   inMemory: boolean;
   azurite: { blobPort: number; queuePort: number; tablePort: number };
   idpPort: number;
+  jobApiPort: number;
+  skipDemoDatabase: boolean;
+  /** JOBAPI_* settings passed through to the job API process. */
+  jobApiEnv: Record<string, string>;
   taskHubName: string;
   tenantId: string;
   clientId: string;
@@ -50,6 +56,11 @@ export function loadLocalStackSettings(env: Record<string, string | undefined>, 
     inMemory: s.BLASTPLANE_IN_MEMORY === "1",
     azurite: { blobPort: s.AZURITE_BLOB_PORT, queuePort: s.AZURITE_QUEUE_PORT, tablePort: s.AZURITE_TABLE_PORT },
     idpPort: s.IDP_PORT,
+    jobApiPort: s.JOBAPI_PORT,
+    skipDemoDatabase: s.BLASTPLANE_SKIP_DEMO_DB === "1",
+    jobApiEnv: Object.fromEntries(
+      Object.entries(env).filter((e): e is [string, string] => e[0].startsWith("JOBAPI_") && e[0] !== "JOBAPI_PORT" && e[1] !== undefined),
+    ),
     taskHubName: s.TASKHUB_NAME,
     tenantId: s.AUTH_TENANT_ID,
     clientId: s.AUTH_CLIENT_ID,

@@ -10,6 +10,8 @@ export interface StackFile {
   started_at: string;
   functions_url: string;
   idp_url: string;
+  jobapi_url: string;
+  jobapi_data_dir: string;
   durable_rpc_url: string;
   blob_endpoint: string;
   table_endpoint: string;

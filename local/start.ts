@@ -5,6 +5,8 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createLogger } from "../shared/logging/logger.js";
 import { startAzurite } from "./azurite.js";
+import { startChildService } from "./child-service.js";
+import { createFileDatabaseCatalog, publishDatabase } from "../shared/jobs/database-catalog.js";
 import { startDevIdentityProvider } from "./dev-idp.js";
 import { DurableEngine } from "./durable/engine.js";
 import { createHostInvoker } from "./durable/host-invoker.js";
@@ -18,6 +20,7 @@ import { createTableTimerStatusStore } from "./timer-status-store.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const DURABLE_BASE_PATH = "/durabletask/";
+const DEMO_DATABASE = "16s_rrna_demo";
 
 function listen(server: http.Server, port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -145,6 +148,30 @@ async function main(): Promise<void> {
     stops.push(() => timers.stop());
     stops.push(() => host.stop());
 
+    // The job API: its own process, as it is its own container on the cluster.
+    const jobApiDir = path.join(settings.dataDir, "jobapi");
+    const databasesDir = path.join(jobApiDir, "databases");
+    if (!settings.skipDemoDatabase && !(await createFileDatabaseCatalog(databasesDir).get(DEMO_DATABASE))) {
+      logger.info("adding the demo database", { name: DEMO_DATABASE });
+      await publishDatabase(databasesDir, { name: DEMO_DATABASE, fastaPath: path.resolve(here, "../../local/demo/16s-rrna-demo.fasta"), type: "nucl", partitions: 2 });
+    }
+    const jobApi = await startChildService({
+      name: "job API",
+      script: path.resolve(here, "../jobapi/server.js"),
+      env: {
+        JOBAPI_PORT: String(settings.jobApiPort),
+        JOBAPI_HOST: "127.0.0.1",
+        JOBAPI_STORAGE_CONNECTION_STRING: azurite.connectionString,
+        JOBAPI_DATA_DIR: jobApiDir,
+        LOG_LEVEL: settings.logLevel,
+        ...settings.jobApiEnv,
+      },
+      watchdogPath: path.join(here, "parent-watchdog.cjs"),
+      readyMessage: "job API ready",
+      logger,
+    });
+    stops.push(() => jobApi.stop());
+
     const server = http.createServer(host.handleHttp);
     const port = await listen(server, settings.port, settings.host);
     stops.push(() => close(server));
@@ -155,6 +182,8 @@ async function main(): Promise<void> {
       started_at: new Date().toISOString(),
       functions_url: functionsUrl,
       idp_url: idp.url,
+      jobapi_url: jobApi.url,
+      jobapi_data_dir: jobApiDir,
       durable_rpc_url: rpcBaseUrl,
       blob_endpoint: azurite.blobEndpoint,
       table_endpoint: azurite.tableEndpoint,
@@ -165,11 +194,13 @@ async function main(): Promise<void> {
         "",
         "blastplane local stack is running",
         `  Functions (dashboard API)  ${functionsUrl}/api/health`,
+        `  Job API                    ${jobApi.url}/docs`,
         `  Identity provider          ${idp.discoveryUrl}`,
         `  Data folder                ${settings.inMemory ? "(in memory)" : settings.dataDir}`,
         "",
         "  Get a token:   npx blastplane token --role Contributor",
         `  Try it:        curl -H "Authorization: Bearer $(npx blastplane token --role Reader)" ${functionsUrl}/api/me`,
+        "  Job API token: npx blastplane api-token",
         "  Stop:          Ctrl-C",
         "",
       ].join("\n"),

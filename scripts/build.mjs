@@ -34,6 +34,16 @@ await Promise.all([
   }),
   build({
     ...common,
+    entryPoints: ["jobapi/server.ts"],
+    outfile: "dist/jobapi/server.js",
+  }),
+  build({
+    ...common,
+    entryPoints: ["local/cli-db.ts"],
+    outfile: "dist/local/cli-db.js",
+  }),
+  build({
+    ...common,
     entryPoints: ["local/start.ts"],
     outfile: "dist/local/start.js",
     // Azurite runs from node_modules as its own process.

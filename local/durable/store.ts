@@ -1,5 +1,6 @@
 import { TableClient, TableServiceClient, odata } from "@azure/data-tables";
 import { randomUUID } from "node:crypto";
+import { isStatus, packText, unpackText } from "../../shared/storage/table-text.js";
 
 /** Runtime statuses as Durable Functions reports them. */
 export type RuntimeStatus = "Pending" | "Running" | "Completed" | "ContinuedAsNew" | "Failed" | "Terminated" | "Suspended";
@@ -37,26 +38,6 @@ export interface InstanceRecord {
 export interface InboxMessage {
   id: string;
   event: HistoryEvent;
-}
-
-/** Table properties hold at most 32K characters; longer strings are split across properties. */
-const CHUNK = 30_000;
-const MAX_CHUNKS = 30;
-
-function packString(prefix: string, value: string): Record<string, string | number> {
-  const out: Record<string, string | number> = {};
-  const count = Math.max(1, Math.ceil(value.length / CHUNK));
-  if (count > MAX_CHUNKS) throw new Error(`${prefix} is larger than the local durable backend stores (${CHUNK * MAX_CHUNKS} chars)`);
-  out[`${prefix}_n`] = count;
-  for (let i = 0; i < count; i++) out[`${prefix}_${i}`] = value.slice(i * CHUNK, (i + 1) * CHUNK);
-  return out;
-}
-
-function unpackString(entity: Record<string, unknown>, prefix: string): string {
-  const count = Number(entity[`${prefix}_n`] ?? 0);
-  let s = "";
-  for (let i = 0; i < count; i++) s += String(entity[`${prefix}_${i}`] ?? "");
-  return s;
 }
 
 function historyRowKey(index: number): string {
@@ -107,16 +88,16 @@ export class DurableStore {
       instanceId: String(e.rowKey),
       name: String(e.name),
       status: String(e.status) as RuntimeStatus,
-      input: unpackString(e, "input") || "null",
-      output: unpackString(e, "output") || "null",
-      customStatus: unpackString(e, "customStatus") || "null",
+      input: unpackText(e, "input") || "null",
+      output: unpackText(e, "output") || "null",
+      customStatus: unpackText(e, "customStatus") || "null",
       createdTime: String(e.createdTime),
       lastUpdatedTime: String(e.lastUpdatedTime),
       historyLength: Number(e.historyLength ?? 0),
       parentInstanceId: String(e.parentInstanceId ?? ""),
       parentTaskId: Number(e.parentTaskId ?? -1),
       executionId: String(e.executionId ?? ""),
-      appliedMessages: JSON.parse(unpackString(e, "applied") || "[]") as string[],
+      appliedMessages: JSON.parse(unpackText(e, "applied") || "[]") as string[],
     };
   }
 
@@ -125,7 +106,7 @@ export class DurableStore {
       const e = await this.instances.getEntity<Record<string, unknown>>("i", instanceId);
       return this.toRecord(e);
     } catch (error) {
-      if ((error as { statusCode?: number }).statusCode === 404) return undefined;
+      if (isStatus(error, 404)) return undefined;
       throw error;
     }
   }
@@ -143,11 +124,11 @@ export class DurableStore {
         parentInstanceId: record.parentInstanceId,
         parentTaskId: record.parentTaskId,
         executionId: record.executionId,
-        ...packString("input", record.input),
-        ...packString("output", record.output),
-        ...packString("customStatus", record.customStatus),
+        ...packText("input", record.input),
+        ...packText("output", record.output),
+        ...packText("customStatus", record.customStatus),
         // Only the recent ids matter: older messages were deleted after they were applied.
-        ...packString("applied", JSON.stringify(record.appliedMessages.slice(-200))),
+        ...packText("applied", JSON.stringify(record.appliedMessages.slice(-200))),
       },
       "Replace",
     );
@@ -169,7 +150,7 @@ export class DurableStore {
     const events: HistoryEvent[] = [];
     const filter = odata`PartitionKey eq ${instance.instanceId} and RowKey ge ${"h"} and RowKey lt ${historyRowKey(instance.historyLength)}`;
     for await (const e of this.history.listEntities<Record<string, unknown>>({ queryOptions: { filter } })) {
-      events.push(JSON.parse(unpackString(e, "event")) as HistoryEvent);
+      events.push(JSON.parse(unpackText(e, "event")) as HistoryEvent);
     }
     return events;
   }
@@ -181,7 +162,7 @@ export class DurableStore {
         (event, i) =>
           [
             "upsert",
-            { partitionKey: instanceId, rowKey: historyRowKey(fromIndex + start + i), ...packString("event", JSON.stringify(event)) },
+            { partitionKey: instanceId, rowKey: historyRowKey(fromIndex + start + i), ...packText("event", JSON.stringify(event)) },
             "Replace",
           ] as const,
       );
@@ -191,7 +172,7 @@ export class DurableStore {
 
   async enqueue(instanceId: string, event: HistoryEvent): Promise<string> {
     const id = `${INBOX_PREFIX}${Date.now().toString().padStart(15, "0")}-${randomUUID()}`;
-    await this.history.createEntity({ partitionKey: instanceId, rowKey: id, ...packString("event", JSON.stringify(event)) });
+    await this.history.createEntity({ partitionKey: instanceId, rowKey: id, ...packText("event", JSON.stringify(event)) });
     return id;
   }
 
@@ -199,15 +180,15 @@ export class DurableStore {
     const out: InboxMessage[] = [];
     const filter = odata`PartitionKey eq ${instanceId} and RowKey ge ${INBOX_PREFIX} and RowKey lt ${"n"}`;
     for await (const e of this.history.listEntities<Record<string, unknown>>({ queryOptions: { filter } })) {
-      out.push({ id: String(e.rowKey), event: JSON.parse(unpackString(e, "event")) as HistoryEvent });
+      out.push({ id: String(e.rowKey), event: JSON.parse(unpackText(e, "event")) as HistoryEvent });
     }
     return out.sort((a, b) => (a.id < b.id ? -1 : 1));
   }
 
   async deleteInbox(instanceId: string, ids: string[]): Promise<void> {
     for (const id of ids) {
-      await this.history.deleteEntity(instanceId, id).catch((error: { statusCode?: number }) => {
-        if (error.statusCode !== 404) throw error;
+      await this.history.deleteEntity(instanceId, id).catch((error: unknown) => {
+        if (!isStatus(error, 404)) throw error;
       });
     }
   }

@@ -14,7 +14,7 @@ const configSchema = z.object({
     .default("blastplane"),
   AUTH_TENANT_ID: z.string().min(1, "AUTH_TENANT_ID is required"),
   AUTH_CLIENT_ID: z.string().min(1, "AUTH_CLIENT_ID is required"),
-  AUTH_DISCOVERY_URL: z.url().optional(),
+  AUTH_DISCOVERY_URL: z.preprocess((v) => (v === "" ? undefined : v), z.url().optional()),
   AUTH_CLOCK_SKEW_SECONDS: z.coerce.number().int().min(0).max(600).default(60),
   LOG_LEVEL: z.enum(["debug", "info", "warn", "error"]).default("info"),
   NOOP_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).max(10_000).default(30),

@@ -9,6 +9,7 @@ export const DURABLE_TEST_APP = path.join(ROOT, "dist/test/durable-app.js");
 export interface StackInfo {
   functions_url: string;
   idp_url: string;
+  jobapi_url: string;
   durable_rpc_url: string;
   blob_endpoint: string;
   table_endpoint: string;

@@ -1,0 +1,93 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { blastVersion } from "../shared/blast/blast-tools.js";
+import { ApiTokenService, createFileSecretStore } from "../shared/jobs/api-tokens.js";
+import { ArtifactStore } from "../shared/jobs/artifact-store.js";
+import { createFileDatabaseCatalog } from "../shared/jobs/database-catalog.js";
+import { JobDispatcher } from "../shared/jobs/dispatcher.js";
+import { JobStore } from "../shared/jobs/job-store.js";
+import { JobService } from "../shared/jobs/job-service.js";
+import { createLogger } from "../shared/logging/logger.js";
+import { createJobApiRoutes } from "./app.js";
+import { loadJobApiConfig } from "./config.js";
+import { createLocalExecutor } from "./executors/local-executor.js";
+import { createRequestListener } from "./http.js";
+
+/**
+ * The job API process: `/v1/*` and `/api/v1/facade/*`. Runs as a container on the cluster, and as a
+ * child of `npm start` locally. SIGTERM stops it cleanly; unfinished jobs resume on the next start.
+ */
+async function main(): Promise<void> {
+  const config = loadJobApiConfig(process.env);
+  const logger = createLogger({ level: config.logLevel, base: { service: "jobapi" } });
+  const jobs = JobStore.fromConnectionString(config.storageConnectionString);
+  const artifacts = ArtifactStore.fromConnectionString(config.storageConnectionString);
+  await Promise.all([jobs.init(), artifacts.init()]);
+  const tokens = new ApiTokenService(createFileSecretStore(config.secretsDir));
+  await tokens.ensure();
+  const catalog = createFileDatabaseCatalog(config.databasesDir);
+  const executor = createLocalExecutor({ concurrency: config.shardConcurrency });
+  const dispatcher = new JobDispatcher({
+    jobs,
+    artifacts,
+    catalog,
+    executor,
+    logger,
+    workDir: config.workDir,
+    maxActiveJobs: config.maxActiveJobs,
+    nodeMemoryBytes: config.nodeMemoryBytes,
+    memoryMarginBytes: config.memoryMarginBytes,
+    threadsPerShard: config.threadsPerShard,
+    shardAttempts: config.shardAttempts,
+  });
+  const service = new JobService({
+    jobs,
+    artifacts,
+    catalog,
+    dispatcher,
+    logger,
+    blastVersion,
+    maxQueuedJobs: config.maxQueuedJobs,
+    retryAfterSeconds: config.retryAfterSeconds,
+  });
+  const routes = createJobApiRoutes({
+    config,
+    service,
+    jobs,
+    artifacts,
+    catalog,
+    tokens,
+    blastVersion,
+    executorName: executor.name,
+    activeJobs: () => dispatcher.activeCount,
+  });
+  const server = http.createServer(
+    createRequestListener({ routes, logger, authorize: (token) => tokens.isValid(token), bodyLimitBytes: config.bodyLimitBytes }),
+  );
+  server.requestTimeout = 0;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(config.port, config.host, () => resolve());
+  });
+  await dispatcher.start();
+  const port = (server.address() as AddressInfo).port;
+  logger.info("job API ready", { url: `http://${config.host}:${port}`, executor: executor.name });
+
+  let stopping = false;
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    logger.info("job API stopping");
+    server.close();
+    server.closeIdleConnections();
+    await dispatcher.stop();
+    process.exit(0);
+  };
+  process.once("SIGTERM", () => void stop());
+  process.once("SIGINT", () => void stop());
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`job API failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});

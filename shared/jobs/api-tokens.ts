@@ -1,0 +1,120 @@
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import path from "node:path";
+
+/** Where secrets live: Key Vault in Azure, a private folder in the local stack. */
+export interface SecretStore {
+  get(name: string): Promise<string | undefined>;
+  set(name: string, value: string): Promise<void>;
+}
+
+/** A folder of secret files (mode 0600), one per name; the local stack's stand-in for Key Vault. */
+export function createFileSecretStore(dir: string): SecretStore {
+  const file = (name: string) => {
+    if (!/^[a-z0-9-]{1,64}$/.test(name)) throw new Error("invalid secret name");
+    return path.join(dir, name);
+  };
+  return {
+    async get(name) {
+      try {
+        return await readFile(file(name), "utf8");
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+        throw error;
+      }
+    },
+    async set(name, value) {
+      await mkdir(dir, { recursive: true, mode: 0o700 });
+      const tmp = `${file(name)}.${process.pid}.tmp`;
+      await writeFile(tmp, value, { mode: 0o600 });
+      await rename(tmp, file(name));
+    },
+  };
+}
+
+export const API_TOKEN_SECRET = "jobapi-api-token";
+
+/** The stored token state: the current token and, during a rotation grace period, the previous one. */
+export interface ApiTokenState {
+  current: { value: string; created_at: string };
+  previous?: { value: string; rotated_at: string; valid_until: string };
+}
+
+function digest(value: string): Buffer {
+  return createHash("sha256").update(value, "utf8").digest();
+}
+
+/** Compares two secrets in constant time (over their SHA-256 digests, so lengths never leak). */
+export function secretsEqual(presented: string, expected: string): boolean {
+  return timingSafeEqual(digest(presented), digest(expected));
+}
+
+export function generateApiToken(): string {
+  return `bpt_${randomBytes(32).toString("base64url")}`;
+}
+
+/**
+ * The job API's shared token (`X-SVC-API-Token`). Several tokens may be valid at once: the current
+ * one and, until its grace period ends, the one it replaced — so callers survive a rotation.
+ */
+export class ApiTokenService {
+  private cache: { state: ApiTokenState; at: number } | undefined;
+
+  constructor(
+    private readonly secrets: SecretStore,
+    private readonly options: { cacheMs?: number; now?: () => Date } = {},
+  ) {}
+
+  private now(): Date {
+    return this.options.now ? this.options.now() : new Date();
+  }
+
+  async state(): Promise<ApiTokenState | undefined> {
+    const cacheMs = this.options.cacheMs ?? 2000;
+    if (this.cache && Date.now() - this.cache.at < cacheMs) return this.cache.state;
+    const text = await this.secrets.get(API_TOKEN_SECRET);
+    if (!text) return undefined;
+    const state = JSON.parse(text) as ApiTokenState;
+    this.cache = { state, at: Date.now() };
+    return state;
+  }
+
+  /** Creates the first token when none exists (first start of the local stack). */
+  async ensure(): Promise<void> {
+    if (await this.state()) return;
+    await this.write({ current: { value: generateApiToken(), created_at: this.now().toISOString() } });
+  }
+
+  /** Replaces the token; the old one stays valid for `graceSeconds`. Returns the new state. */
+  async rotate(graceSeconds: number): Promise<ApiTokenState> {
+    const old = await this.state();
+    const now = this.now();
+    const state: ApiTokenState = { current: { value: generateApiToken(), created_at: now.toISOString() } };
+    if (old && graceSeconds > 0) {
+      state.previous = {
+        value: old.current.value,
+        rotated_at: now.toISOString(),
+        valid_until: new Date(now.getTime() + graceSeconds * 1000).toISOString(),
+      };
+    }
+    await this.write(state);
+    return state;
+  }
+
+  private async write(state: ApiTokenState): Promise<void> {
+    await this.secrets.set(API_TOKEN_SECRET, JSON.stringify(state));
+    this.cache = { state, at: Date.now() };
+  }
+
+  /** True when `presented` equals a currently valid token. Every candidate is compared, always. */
+  async isValid(presented: string | null | undefined): Promise<boolean> {
+    if (!presented) return false;
+    const state = await this.state();
+    if (!state) return false;
+    let ok = secretsEqual(presented, state.current.value);
+    if (state.previous && new Date(state.previous.valid_until) > this.now()) {
+      ok = secretsEqual(presented, state.previous.value) || ok;
+    }
+    return ok;
+  }
+}

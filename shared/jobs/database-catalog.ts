@@ -1,0 +1,88 @@
+import { mkdir, readdir, readFile, rename, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { buildDatabase, DATABASE_NAME, type DatabaseManifest, formatVersion } from "../blast/database-builder.js";
+
+/** A prepared database release, as executors read it. */
+export interface DatabaseEntry {
+  manifest: DatabaseManifest;
+  /** Absolute folder of this release. */
+  root: string;
+  /** Credential-free storage location reported as the job status `db` field. */
+  location: string;
+}
+
+export interface DatabaseCatalog {
+  list(): Promise<DatabaseEntry[]>;
+  /** The current release of a database, or a given one. */
+  get(name: string, version?: string): Promise<DatabaseEntry | undefined>;
+}
+
+const VERSION = /^\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2}$/;
+
+/**
+ * Databases on the local file system: `<root>/<name>/<version>/manifest.json` holds each immutable
+ * release and `<root>/<name>/current` names the one in service (swapped by an atomic rename).
+ */
+export function createFileDatabaseCatalog(root: string): DatabaseCatalog {
+  async function load(name: string, version: string): Promise<DatabaseEntry | undefined> {
+    if (!DATABASE_NAME.test(name) || !VERSION.test(version)) return undefined;
+    const dir = path.join(root, name, version);
+    try {
+      const manifest = JSON.parse(await readFile(path.join(dir, "manifest.json"), "utf8")) as DatabaseManifest;
+      return { manifest, root: dir, location: `local://databases/${name}/${version}` };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw error;
+    }
+  }
+
+  async function current(name: string): Promise<string | undefined> {
+    try {
+      return (await readFile(path.join(root, name, "current"), "utf8")).trim();
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw error;
+    }
+  }
+
+  return {
+    async list() {
+      let names: string[] = [];
+      try {
+        names = (await readdir(root, { withFileTypes: true })).filter((d) => d.isDirectory()).map((d) => d.name);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+      }
+      const entries: DatabaseEntry[] = [];
+      for (const name of names.sort()) {
+        const entry = await this.get(name);
+        if (entry) entries.push(entry);
+      }
+      return entries;
+    },
+    async get(name, version) {
+      if (!DATABASE_NAME.test(name)) return undefined;
+      const v = version ?? (await current(name));
+      return v ? load(name, v) : undefined;
+    },
+  };
+}
+
+/**
+ * Builds a database release from a FASTA file into `<root>/<name>/<version>/` and makes it the
+ * current one (the pointer is swapped by an atomic rename, so searches never see half a release).
+ */
+export async function publishDatabase(
+  root: string,
+  input: { name: string; fastaPath: string; type: "nucl" | "prot"; partitions: number },
+): Promise<DatabaseEntry> {
+  if (!DATABASE_NAME.test(input.name)) throw new Error(`invalid database name '${input.name}'`);
+  const version = formatVersion(new Date());
+  const dir = path.join(root, input.name, version);
+  await mkdir(path.dirname(dir), { recursive: true });
+  const manifest = await buildDatabase({ ...input, outDir: dir, version });
+  const pointer = path.join(root, input.name, "current");
+  await writeFile(`${pointer}.tmp`, manifest.version);
+  await rename(`${pointer}.tmp`, pointer);
+  return { manifest, root: dir, location: `local://databases/${input.name}/${manifest.version}` };
+}

@@ -1,0 +1,282 @@
+import { createReadStream, createWriteStream } from "node:fs";
+import { mkdir, rm, stat, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { Transform } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { createGzip } from "node:zlib";
+import { batchQueries, parseQueryFasta, toFasta } from "../blast/fasta.js";
+import { type BlastOptions, toBlastArgs } from "../blast/options.js";
+import { type BlastProgram, QUERY_BATCH_LETTERS, queryMolecule } from "../blast/programs.js";
+import { mergeBlastXml } from "../blast/xml-merge.js";
+import type { Logger } from "../logging/logger.js";
+import type { ArtifactStore } from "./artifact-store.js";
+import type { DatabaseCatalog, DatabaseEntry } from "./database-catalog.js";
+import { buildShardArgs, type ShardExecutor } from "./executor.js";
+import type { JobStore } from "./job-store.js";
+import { ACTIVE_STATUSES, type JobRecord, type Shard, shardId } from "./model.js";
+
+export interface DispatcherOptions {
+  jobs: JobStore;
+  artifacts: ArtifactStore;
+  catalog: DatabaseCatalog;
+  executor: ShardExecutor;
+  logger: Logger;
+  /** Scratch folder for query batches and shard outputs. */
+  workDir: string;
+  /** Jobs dispatched at once; more wait as `queued`. */
+  maxActiveJobs: number;
+  /** Memory of the node a shard runs on, for the pre-flight. */
+  nodeMemoryBytes: number;
+  /** Kept free on the node (ElasticBLAST: RAM − 2 GB ≥ bytes-to-cache). */
+  memoryMarginBytes: number;
+  threadsPerShard: number;
+  /** Attempts per shard before the job fails. */
+  shardAttempts: number;
+  pollIntervalMs?: number;
+}
+
+const GIB = 1024 ** 3;
+
+/** The spec's memory pre-flight failure (§7), with its three remedies. */
+export function preflightMessage(dbName: string, neededBytes: number, availableBytes: number): string {
+  const gb = (n: number) => (n / GIB).toFixed(1);
+  return (
+    `memory pre-flight failed: database ${dbName} memory requirements (${gb(neededBytes)} GiB to cache) exceed the machine type's memory ` +
+    `(${gb(availableBytes)} GiB usable). Remedies: submit from the dashboard with the sharded execution profile, ` +
+    "recreate the cluster with a larger machine type, or choose a smaller database."
+  );
+}
+
+/** Bytes one shard needs in memory: the whole database, or the largest partition it searches. */
+export function shardMemoryNeed(db: DatabaseEntry, sharded: boolean): number {
+  const m = db.manifest;
+  if (!sharded || m.partitions.length === 0) return m.bytes_to_cache;
+  const largest = Math.max(...m.partitions.map((p) => p.letters));
+  return Math.ceil(m.bytes_to_cache * (largest / Math.max(1, m.letters)));
+}
+
+class JobFailure extends Error {}
+
+/**
+ * Moves jobs through `queued → dispatching → submitting → running → completed` (or `failed`,
+ * `cancelled`): higher priority first, then oldest; at most `maxActiveJobs` at once. After a
+ * restart, `start()` reconciles unfinished jobs: shards whose outputs are stored are kept, the
+ * rest run again, and each job ends completed or failed with a clear error — never stuck.
+ */
+export class JobDispatcher {
+  private readonly running = new Map<string, { controller: AbortController; done: Promise<void> }>();
+  private timer: NodeJS.Timeout | undefined;
+  private ticking = false;
+  private stopped = false;
+
+  constructor(private readonly o: DispatcherOptions) {}
+
+  async start(): Promise<void> {
+    const unfinished: JobRecord[] = [];
+    for await (const job of this.o.jobs.list([...ACTIVE_STATUSES])) unfinished.push(job);
+    for (const job of unfinished) {
+      this.o.logger.info("reconciling unfinished job", { job_id: job.job_id, status: job.status });
+      this.launch(job.job_id);
+    }
+    this.timer = setInterval(() => this.wake(), this.o.pollIntervalMs ?? 1000);
+    this.timer.unref();
+    this.wake();
+  }
+
+  /** Looks for queued work now (called after a submit). */
+  wake(): void {
+    if (this.stopped || this.ticking) return;
+    this.ticking = true;
+    void this.tick()
+      .catch((error: unknown) => this.o.logger.error("dispatch tick failed", { error }))
+      .finally(() => {
+        this.ticking = false;
+      });
+  }
+
+  get activeCount(): number {
+    return this.running.size;
+  }
+
+  private async tick(): Promise<void> {
+    if (this.running.size >= this.o.maxActiveJobs) return;
+    const queued: JobRecord[] = [];
+    for await (const job of this.o.jobs.list(["queued"])) queued.push(job);
+    queued.sort(compareForDispatch);
+    for (const job of queued) {
+      if (this.running.size >= this.o.maxActiveJobs || this.stopped) return;
+      const claimed = await this.o.jobs.update(job.job_id, (j) => (j.status === "queued" ? touch({ ...j, status: "dispatching" }) : undefined));
+      if (claimed?.status === "dispatching" && !this.running.has(job.job_id)) this.launch(job.job_id);
+    }
+  }
+
+  private launch(jobId: string): void {
+    const controller = new AbortController();
+    const done = this.runJob(jobId, controller.signal)
+      .catch(async (error: unknown) => {
+        if (controller.signal.aborted) return;
+        const message = error instanceof JobFailure ? error.message : "internal error while running the job";
+        if (!(error instanceof JobFailure)) this.o.logger.error("job failed unexpectedly", { job_id: jobId, error });
+        await this.fail(jobId, message);
+      })
+      .finally(() => {
+        this.running.delete(jobId);
+        void rm(path.join(this.o.workDir, jobId), { recursive: true, force: true });
+        this.wake();
+      });
+    this.running.set(jobId, { controller, done });
+  }
+
+  /** Stops a job's shards (after the job was marked cancelled). */
+  cancel(jobId: string): void {
+    this.running.get(jobId)?.controller.abort(new Error("job cancelled"));
+  }
+
+  /** Stops taking work and aborts running shards; their jobs are reconciled on the next start. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    for (const { controller } of this.running.values()) controller.abort(new Error("job API stopping"));
+    await Promise.allSettled([...this.running.values()].map((r) => r.done));
+  }
+
+  private async fail(jobId: string, message: string): Promise<void> {
+    await this.o.jobs.update(jobId, (j) =>
+      j.status === "cancelled" || j.status === "completed" ? undefined : touch({ ...j, status: "failed", error: message, completed_at: now() }),
+    );
+    this.o.logger.warn("job failed", { job_id: jobId, error: message });
+  }
+
+  /** Applies a change unless the job was cancelled meanwhile; aborts the run if it was. */
+  private async advance(jobId: string, signal: AbortSignal, change: (j: JobRecord) => JobRecord): Promise<JobRecord> {
+    const job = await this.o.jobs.update(jobId, (j) => (j.status === "cancelled" || j.cancel_requested ? undefined : change(j)));
+    if (!job || job.status === "cancelled" || job.cancel_requested || signal.aborted) throw signal.reason ?? new Error("job cancelled");
+    return job;
+  }
+
+  private async runJob(jobId: string, signal: AbortSignal): Promise<void> {
+    const initial = await this.o.jobs.get(jobId);
+    if (!initial || initial.status === "cancelled" || initial.cancel_requested) return;
+    const program = initial.program as BlastProgram;
+    const db = await this.o.catalog.get(initial.db_name, initial.db_version);
+    if (!db) throw new JobFailure(`database ${initial.db_name} version ${initial.db_version} is no longer available`);
+    const sharded = initial.execution_profile === "sharded";
+    if (sharded && db.manifest.partitions.length === 0) {
+      throw new JobFailure(`database ${initial.db_name} has no prepared partitions; use the standard execution profile or add partitions`);
+    }
+    const need = shardMemoryNeed(db, sharded);
+    const usable = this.o.nodeMemoryBytes - this.o.memoryMarginBytes;
+    if (need > usable) throw new JobFailure(preflightMessage(initial.db_name, need, usable));
+
+    // Dispatching: query batches on the scratch folder, the shard plan in the job.
+    const records = parseQueryFasta(await this.o.artifacts.getText(jobId, "query.fa"), queryMolecule(program));
+    const batches = batchQueries(records, QUERY_BATCH_LETTERS[program]);
+    const dir = path.join(this.o.workDir, jobId);
+    await mkdir(path.join(dir, "out"), { recursive: true });
+    for (const b of batches) await writeFile(path.join(dir, `b${b.index}.fa`), toFasta(b.records));
+    const partitions = sharded ? db.manifest.partitions.map((p) => p.index) : [-1];
+    let job = await this.advance(jobId, signal, (j) => {
+      const shards: Shard[] =
+        j.shards.length > 0
+          ? j.shards.map((s) => (s.state === "succeeded" ? s : { ...s, state: "pending" }))
+          : batches.flatMap((b) => partitions.map((p) => ({ id: shardId(b.index, p), batch: b.index, partition: p, state: "pending" as const, attempts: 0, output_bytes: 0 })));
+      return touch({ ...j, status: "submitting", shards, started_at: j.started_at || now() });
+    });
+
+    // Submitting: hand every unfinished shard to the executor.
+    const optionArgs = toBlastArgs(program, job.blast_options as BlastOptions);
+    const runs: Promise<void>[] = [];
+    for (const shard of job.shards) {
+      if (shard.state === "succeeded") continue;
+      const stored = await this.o.artifacts.size(jobId, `shards/${shard.id}.out.gz`);
+      if (stored !== undefined) {
+        await this.advance(jobId, signal, (j) => setShard(j, shard.id, { state: "succeeded", output_bytes: stored }));
+        continue;
+      }
+      runs.push(this.runShard(job, db, shard, optionArgs, signal));
+    }
+    job = await this.advance(jobId, signal, (j) => touch({ ...j, status: "running" }));
+    const outcomes = await Promise.allSettled(runs);
+    if (signal.aborted) throw signal.reason;
+    const failure = outcomes.find((o): o is PromiseRejectedResult => o.status === "rejected");
+    if (failure) throw failure.reason instanceof JobFailure ? failure.reason : new JobFailure(String(failure.reason));
+
+    // Merge and publish.
+    const merged = path.join(dir, "merged_results.out.gz");
+    const shardFiles = [];
+    for (const s of job.shards) {
+      const local = path.join(dir, "out", `${s.id}.out.gz`);
+      const exists = await stat(local).then(
+        () => true,
+        () => false,
+      );
+      if (!exists) await this.o.artifacts.downloadToFile(jobId, `shards/${s.id}.out.gz`, local);
+      shardFiles.push({ batchIndex: s.batch, partitionIndex: Math.max(0, s.partition), path: local });
+    }
+    const gzip = createGzip();
+    let xmlBytes = 0;
+    const counted = new Transform({
+      transform(chunk: Buffer | string, _enc, cb) {
+        xmlBytes += Buffer.byteLength(chunk);
+        cb(null, chunk);
+      },
+    });
+    const written = pipeline(counted, gzip, createWriteStream(merged));
+    await mergeBlastXml({
+      shards: shardFiles,
+      maxTargetSeqs: Number((job.blast_options as BlastOptions).max_target_seqs ?? 500),
+      database: job.db_name,
+      output: counted,
+    });
+    counted.end();
+    await written;
+    const mergedBytes = await this.o.artifacts.uploadFile(jobId, "merged_results.out.gz", merged);
+    await this.advance(jobId, signal, (j) => touch({ ...j, status: "completed", merged_bytes: mergedBytes, merged_xml_bytes: xmlBytes, completed_at: now() }));
+    this.o.logger.info("job completed", { job_id: jobId, shards: job.shards.length });
+  }
+
+  private async runShard(job: JobRecord, db: DatabaseEntry, shard: Shard, optionArgs: string[], signal: AbortSignal): Promise<void> {
+    const dir = path.join(this.o.workDir, job.job_id);
+    const xml = path.join(dir, "out", `${shard.id}.xml`);
+    const gz = path.join(dir, "out", `${shard.id}.out.gz`);
+    const partition = shard.partition < 0 ? undefined : db.manifest.partitions.find((p) => p.index === shard.partition);
+    const dbPath = partition ? partition.path : db.manifest.path;
+    const args = buildShardArgs({ optionArgs, queryPath: path.join(dir, `b${shard.batch}.fa`), dbPath, outputPath: xml, threads: this.o.threadsPerShard });
+    let lastError = "";
+    for (let attempt = shard.attempts + 1; attempt <= this.o.shardAttempts; attempt++) {
+      await this.advance(job.job_id, signal, (j) => setShard(j, shard.id, { state: "running", attempts: attempt }));
+      try {
+        await this.o.executor.run({ jobId: job.job_id, shardId: shard.id, program: job.program, args, outputPath: xml, cwd: db.root }, signal);
+        await pipeline(createReadStream(xml), createGzip(), createWriteStream(gz));
+        const bytes = await this.o.artifacts.uploadFile(job.job_id, `shards/${shard.id}.out.gz`, gz);
+        await rm(xml, { force: true });
+        await this.advance(job.job_id, signal, (j) => setShard(j, shard.id, { state: "succeeded", output_bytes: bytes }));
+        return;
+      } catch (error) {
+        if (signal.aborted) throw signal.reason;
+        lastError = error instanceof Error ? error.message : String(error);
+        this.o.logger.warn("shard attempt failed", { job_id: job.job_id, shard: shard.id, attempt, error: lastError });
+      }
+    }
+    await this.advance(job.job_id, signal, (j) => setShard(j, shard.id, { state: "failed" }));
+    throw new JobFailure(`shard ${shard.id} failed after ${this.o.shardAttempts} attempt(s): ${lastError}`);
+  }
+}
+
+function now(): string {
+  return new Date().toISOString();
+}
+
+function touch(job: JobRecord): JobRecord {
+  const t = now();
+  return { ...job, updated_at: t, last_progress_at: t };
+}
+
+function setShard(job: JobRecord, id: string, change: Partial<Shard>): JobRecord {
+  return touch({ ...job, shards: job.shards.map((s) => (s.id === id ? { ...s, ...change } : s)) });
+}
+
+/** Dispatch order: higher priority first, then oldest. */
+export function compareForDispatch(a: JobRecord, b: JobRecord): number {
+  return b.priority - a.priority || a.created_at.localeCompare(b.created_at) || a.job_id.localeCompare(b.job_id);
+}

@@ -1,0 +1,80 @@
+/** One shard as an executor runs it: fixed argv, files it reads and writes. */
+export interface ShardSpec {
+  jobId: string;
+  shardId: string;
+  program: string;
+  /** Full argv after the program name; built by {@link buildShardArgs}, never from raw request text. */
+  args: string[];
+  /** Where the executor leaves the XML output. */
+  outputPath: string;
+  /** Working folder: the database release, so `-db` is relative and no host path lands in results. */
+  cwd: string;
+}
+
+/**
+ * Runs shards. The local executor runs BLAST+ processes on this machine; a Kubernetes executor
+ * runs the same command as cluster Jobs. `run` resolves when the shard's output is complete.
+ */
+export interface ShardExecutor {
+  readonly name: string;
+  run(spec: ShardSpec, signal: AbortSignal): Promise<void>;
+}
+
+/** The BLAST command line of one shard. Results are always XML (`-outfmt 5`) so they merge exactly. */
+export function buildShardArgs(input: {
+  optionArgs: readonly string[];
+  queryPath: string;
+  dbPath: string;
+  outputPath: string;
+  threads: number;
+}): string[] {
+  return [
+    ...input.optionArgs,
+    "-query",
+    input.queryPath,
+    "-db",
+    input.dbPath,
+    "-outfmt",
+    "5",
+    "-out",
+    input.outputPath,
+    "-num_threads",
+    String(input.threads),
+  ];
+}
+
+/** A counting semaphore: at most `limit` holders at once, FIFO. */
+export function createSemaphore(limit: number) {
+  let held = 0;
+  const waiting: (() => void)[] = [];
+  return {
+    async acquire(signal?: AbortSignal): Promise<() => void> {
+      if (held >= limit) {
+        await new Promise<void>((resolve, reject) => {
+          const onAbort = () => {
+            const i = waiting.indexOf(go);
+            if (i >= 0) waiting.splice(i, 1);
+            reject(signal?.reason ?? new Error("aborted"));
+          };
+          const go = () => {
+            signal?.removeEventListener("abort", onAbort);
+            resolve();
+          };
+          waiting.push(go);
+          signal?.addEventListener("abort", onAbort, { once: true });
+        });
+      }
+      held++;
+      let released = false;
+      return () => {
+        if (released) return;
+        released = true;
+        held--;
+        waiting.shift()?.();
+      };
+    },
+    get active() {
+      return held;
+    },
+  };
+}

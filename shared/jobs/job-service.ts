@@ -1,0 +1,292 @@
+import { createHash } from "node:crypto";
+import { parseQueryFasta } from "../blast/fasta.js";
+import { type BlastOptions, validateOptionsForProgram } from "../blast/options.js";
+import { type BlastProgram, databaseMolecule, queryMolecule } from "../blast/programs.js";
+import { AdmissionRejectedError, ConflictError, InvalidRequestError, NotFoundError, ValidationError } from "../http/errors.js";
+import type { Logger } from "../logging/logger.js";
+import type { ArtifactStore } from "./artifact-store.js";
+import type { DatabaseCatalog } from "./database-catalog.js";
+import { compareForDispatch, type JobDispatcher } from "./dispatcher.js";
+import type { JobStore } from "./job-store.js";
+import {
+  ACTIVE_STATUSES,
+  JOB_ID_PATTERN,
+  type JobRecord,
+  type JobStatus,
+  newJobId,
+  PRIORITY_NAMES,
+  type SubmissionSource,
+  shardCounters,
+  TERMINAL_STATUSES,
+  UUID_PATTERN,
+} from "./model.js";
+import type { SubmitRequest } from "./schemas.js";
+
+export interface JobServiceOptions {
+  jobs: JobStore;
+  artifacts: ArtifactStore;
+  catalog: DatabaseCatalog;
+  dispatcher: Pick<JobDispatcher, "wake" | "cancel">;
+  logger: Logger;
+  blastVersion: () => Promise<string>;
+  /** Jobs waiting as `queued` beyond which submits get 429. */
+  maxQueuedJobs: number;
+  /** Suggested wait when the queue is full. */
+  retryAfterSeconds: number;
+}
+
+/** A normalised submission from either the job API or the facade. */
+export interface Submission extends Omit<SubmitRequest, "blast_options"> {
+  blast_options?: BlastOptions;
+  source: SubmissionSource;
+  external_correlation_id?: string;
+}
+
+export interface SubmitOutcome {
+  job: JobRecord;
+  /** True when an idempotency key returned an existing job instead of creating one. */
+  replayed: boolean;
+  queuePosition: number | null;
+}
+
+/** Canonical JSON (sorted keys), so equal requests fingerprint equally. */
+function canonical(value: unknown): string {
+  if (value === null || typeof value !== "object") return JSON.stringify(value);
+  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+  const entries = Object.entries(value as Record<string, unknown>)
+    .filter(([, v]) => v !== undefined)
+    .sort(([a], [b]) => a.localeCompare(b));
+  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(",")}}`;
+}
+
+/** What an idempotency key binds to: the request's search-defining fields. */
+export function fingerprint(s: Submission): string {
+  return createHash("sha256")
+    .update(
+      canonical({
+        program: s.program,
+        db: s.db,
+        query_fasta: s.query_fasta,
+        blast_options: s.blast_options ?? {},
+        execution_profile: s.execution_profile ?? "standard",
+        resource_profile: s.resource_profile ?? "",
+        priority: s.priority ?? "normal",
+      }),
+    )
+    .digest("hex");
+}
+
+function priorityValue(p: Submission["priority"]): number {
+  if (p === undefined) return PRIORITY_NAMES.normal;
+  return typeof p === "number" ? p : PRIORITY_NAMES[p];
+}
+
+/** Parses a path `job_id`: a dashboard UUID or any other shape is 400, never a lookup. */
+export function parseJobId(raw: string | undefined): string {
+  if (!raw) throw new InvalidRequestError("missing path parameter job_id");
+  if (UUID_PATTERN.test(raw)) {
+    throw new InvalidRequestError("job_id is an OpenAPI job id; a dashboard job UUID belongs on /api/blast/jobs/{uuid}");
+  }
+  if (!JOB_ID_PATTERN.test(raw)) throw new InvalidRequestError("malformed job_id: expected 12 lowercase letters or digits");
+  return raw;
+}
+
+/**
+ * Submission, status and cancellation of jobs: validation beyond the schema (database exists and
+ * fits the program, FASTA alphabet and limits, options valid for the program), admission,
+ * idempotency, and the projections the routes answer with.
+ */
+export class JobService {
+  constructor(private readonly o: JobServiceOptions) {}
+
+  async submit(s: Submission): Promise<SubmitOutcome> {
+    const program = s.program as BlastProgram;
+    const db = await this.o.catalog.get(s.db);
+    if (!db) {
+      throw new ValidationError([{ loc: ["body", "db"], msg: `unknown database '${s.db}' (see GET /v1/databases)`, type: "value_error" }]);
+    }
+    if (db.manifest.type !== databaseMolecule(program)) {
+      throw new ValidationError([
+        {
+          loc: ["body", "db"],
+          msg: `${program} searches a ${databaseMolecule(program) === "nucl" ? "nucleotide" : "protein"} database; '${s.db}' is ${db.manifest.type === "nucl" ? "nucleotide" : "protein"}`,
+          type: "value_error",
+        },
+      ]);
+    }
+    if (s.execution_profile === "sharded" && db.manifest.partitions.length === 0) {
+      throw new ValidationError([
+        { loc: ["body", "execution_profile"], msg: `database '${s.db}' has no prepared partitions`, type: "value_error" },
+      ]);
+    }
+    if (s.blast_options) validateOptionsForProgram(program, s.blast_options);
+    const records = parseQueryFasta(s.query_fasta, queryMolecule(program));
+
+    const fp = fingerprint(s);
+    const jobId = newJobId();
+    if (s.idempotency_key) {
+      const existing = await this.claimIdempotencyKey(s.idempotency_key, jobId, fp);
+      if (existing) return { job: existing, replayed: true, queuePosition: await this.queuePosition(existing) };
+    }
+
+    try {
+      await this.admit();
+      const t = new Date().toISOString();
+      const job: JobRecord = {
+        job_id: jobId,
+        status: "queued",
+        program,
+        db_name: db.manifest.name,
+        db_version: db.manifest.version,
+        db_location: db.location,
+        blast_version: await this.o.blastVersion(),
+        blast_options: (s.blast_options ?? {}) as Record<string, unknown>,
+        priority: priorityValue(s.priority),
+        execution_profile: s.execution_profile ?? "standard",
+        resource_profile: s.resource_profile ?? "",
+        submission_source: s.source,
+        external_correlation_id: s.external_correlation_id ?? "",
+        idempotency_key: s.idempotency_key ?? "",
+        fingerprint: fp,
+        query_count: records.length,
+        query_letters: records.reduce((n, r) => n + r.sequence.length, 0),
+        created_at: t,
+        updated_at: t,
+        last_progress_at: t,
+        started_at: "",
+        completed_at: "",
+        error: "",
+        shards: [],
+        merged_bytes: 0,
+        merged_xml_bytes: 0,
+        cancel_requested: false,
+      };
+      await this.o.artifacts.putText(jobId, "query.fa", s.query_fasta);
+      await this.o.jobs.create(job);
+      this.o.dispatcher.wake();
+      this.o.logger.info("job accepted", { job_id: jobId, program, db: job.db_name, queries: job.query_count, source: s.source });
+      return { job, replayed: false, queuePosition: await this.queuePosition(job) };
+    } catch (error) {
+      if (s.idempotency_key) await this.o.jobs.releaseKey(s.idempotency_key, jobId);
+      throw error;
+    }
+  }
+
+  /**
+   * Binds the key to `jobId`, or returns the job already bound to it. The same key with a different
+   * request is 409 while that job is active; once it has finished, the key moves to the new job.
+   */
+  private async claimIdempotencyKey(key: string, jobId: string, fp: string): Promise<JobRecord | undefined> {
+    for (let attempt = 0; attempt < 10; attempt++) {
+      const claim = await this.o.jobs.claimKey(key, { job_id: jobId, fingerprint: fp });
+      if (claim.claimed) return undefined;
+      // The winner writes its job right after claiming; give it a moment to appear.
+      let holder: JobRecord | undefined;
+      for (let i = 0; i < 50 && !holder; i++) {
+        holder = await this.o.jobs.get(claim.holder.job_id);
+        if (!holder) await new Promise((r) => setTimeout(r, 40));
+      }
+      if (holder && claim.holder.fingerprint === fp) return holder;
+      if (holder && !TERMINAL_STATUSES.has(holder.status)) {
+        throw new ConflictError(`idempotency_key is in use by job ${holder.job_id} with a different request; use a fresh key`);
+      }
+      // The holder finished (or vanished): take the key over for this request.
+      if (await this.o.jobs.reassignKey(key, { job_id: jobId, fingerprint: fp }, claim.etag)) return undefined;
+    }
+    throw new ConflictError("idempotency_key is being claimed concurrently; retry");
+  }
+
+  private async admit(): Promise<void> {
+    let queued = 0;
+    for await (const _ of this.o.jobs.list(["queued"])) queued++;
+    if (queued >= this.o.maxQueuedJobs) {
+      throw new AdmissionRejectedError(`the queue is full (${queued} jobs waiting); retry later`, this.o.retryAfterSeconds);
+    }
+  }
+
+  /** 1-based position among queued jobs in dispatch order; null once the job left the queue. */
+  async queuePosition(job: JobRecord): Promise<number | null> {
+    if (job.status !== "queued") return null;
+    const queued: JobRecord[] = [];
+    for await (const j of this.o.jobs.list(["queued"])) queued.push(j);
+    queued.sort(compareForDispatch);
+    const i = queued.findIndex((j) => j.job_id === job.job_id);
+    return i < 0 ? 1 : i + 1;
+  }
+
+  async get(jobId: string): Promise<JobRecord> {
+    const job = await this.o.jobs.get(jobId);
+    if (!job) throw new NotFoundError(`no job with id '${jobId}'`);
+    return job;
+  }
+
+  async list(filter: { status?: JobStatus; limit: number }): Promise<JobRecord[]> {
+    const out: JobRecord[] = [];
+    for await (const j of this.o.jobs.list(filter.status ? [filter.status] : undefined)) out.push(j);
+    out.sort((a, b) => b.created_at.localeCompare(a.created_at));
+    return out.slice(0, filter.limit);
+  }
+
+  /**
+   * DELETE: an active or queued job is cancelled (its shards stop; status `cancelled`); a finished
+   * job is deleted with its artifacts.
+   */
+  async cancelOrDelete(jobId: string): Promise<{ job_id: string; status: JobStatus; deleted: boolean }> {
+    const job = await this.get(jobId);
+    if (job.status === "queued" || ACTIVE_STATUSES.has(job.status)) {
+      const updated = await this.o.jobs.update(jobId, (j) =>
+        TERMINAL_STATUSES.has(j.status)
+          ? undefined
+          : { ...j, status: "cancelled", cancel_requested: true, updated_at: new Date().toISOString(), completed_at: new Date().toISOString() },
+      );
+      this.o.dispatcher.cancel(jobId);
+      this.o.logger.info("job cancelled", { job_id: jobId });
+      if (updated && updated.status !== "cancelled") return this.cancelOrDelete(jobId);
+      return { job_id: jobId, status: "cancelled", deleted: false };
+    }
+    await this.o.artifacts.deleteJob(jobId);
+    if (job.idempotency_key) await this.o.jobs.releaseKey(job.idempotency_key, jobId);
+    await this.o.jobs.delete(jobId);
+    this.o.logger.info("job deleted", { job_id: jobId });
+    return { job_id: jobId, status: job.status, deleted: true };
+  }
+
+  // ---- projections ---------------------------------------------------------------------------
+
+  acceptance(job: JobRecord, queuePosition: number | null) {
+    return {
+      job_id: job.job_id,
+      status: job.status,
+      queue_position: queuePosition,
+      submission_source: job.submission_source,
+      created_at: job.created_at,
+      blast_version: job.blast_version,
+      db_name: job.db_name,
+      db_version: job.db_version,
+      message: `Job accepted. Poll GET /v1/jobs/${job.job_id}/status until the status is completed, failed or cancelled.`,
+      status_url: `/v1/jobs/${job.job_id}/status`,
+    };
+  }
+
+  status(job: JobRecord, queuePosition: number | null) {
+    return {
+      job_id: job.job_id,
+      status: job.status,
+      phase: job.status,
+      queue_position: queuePosition,
+      created_at: job.created_at,
+      updated_at: job.updated_at,
+      last_progress_at: job.last_progress_at,
+      program: job.program,
+      db: job.db_location,
+      db_name: job.db_name,
+      db_version: job.db_version,
+      blast_version: job.blast_version,
+      resource_profile: job.resource_profile,
+      execution_profile: job.execution_profile,
+      priority: job.priority,
+      error: job.error,
+      kubernetes: { summary: shardCounters(job.shards) },
+    };
+  }
+}

@@ -1,0 +1,144 @@
+import { createHash } from "node:crypto";
+import { odata, TableClient } from "@azure/data-tables";
+import { isStatus, packText, unpackText } from "../storage/table-text.js";
+import type { JobRecord, JobStatus } from "./model.js";
+
+const PARTITION = "job";
+const IDEMPOTENCY_PARTITION = "key";
+const MAX_CONFLICT_RETRIES = 20;
+
+export interface IdempotencyClaim {
+  job_id: string;
+  fingerprint: string;
+}
+
+function keyHash(key: string): string {
+  return createHash("sha256").update(key).digest("hex");
+}
+
+/**
+ * Job state in Table storage. Every write is a compare-and-swap on the entity's ETag, so the
+ * dispatcher and a concurrent DELETE never overwrite each other's changes.
+ */
+export class JobStore {
+  constructor(
+    private readonly jobs: TableClient,
+    private readonly keys: TableClient,
+  ) {}
+
+  static fromConnectionString(connectionString: string, prefix = "jobapi"): JobStore {
+    const options = { allowInsecureConnection: true };
+    return new JobStore(
+      TableClient.fromConnectionString(connectionString, `${prefix}jobs`, options),
+      TableClient.fromConnectionString(connectionString, `${prefix}idempotency`, options),
+    );
+  }
+
+  async init(): Promise<void> {
+    await this.jobs.createTable();
+    await this.keys.createTable();
+  }
+
+  private entity(job: JobRecord) {
+    return {
+      partitionKey: PARTITION,
+      rowKey: job.job_id,
+      status: job.status,
+      priority: job.priority,
+      created_at: job.created_at,
+      ...packText("doc", JSON.stringify(job)),
+    };
+  }
+
+  async create(job: JobRecord): Promise<void> {
+    await this.jobs.createEntity(this.entity(job));
+  }
+
+  async get(jobId: string): Promise<JobRecord | undefined> {
+    return (await this.getWithEtag(jobId))?.job;
+  }
+
+  private async getWithEtag(jobId: string): Promise<{ job: JobRecord; etag: string } | undefined> {
+    try {
+      const e = await this.jobs.getEntity<Record<string, unknown>>(PARTITION, jobId);
+      return { job: JSON.parse(unpackText(e, "doc")) as JobRecord, etag: String(e.etag) };
+    } catch (error) {
+      if (isStatus(error, 404)) return undefined;
+      throw error;
+    }
+  }
+
+  /**
+   * Read-modify-write with optimistic concurrency: `mutate` sees the current job and returns the
+   * new one (or undefined to leave it); on a concurrent change it runs again on the fresh copy.
+   */
+  async update(jobId: string, mutate: (job: JobRecord) => JobRecord | undefined): Promise<JobRecord | undefined> {
+    for (let attempt = 0; attempt < MAX_CONFLICT_RETRIES; attempt++) {
+      const current = await this.getWithEtag(jobId);
+      if (!current) return undefined;
+      const next = mutate(structuredClone(current.job));
+      if (!next) return current.job;
+      try {
+        await this.jobs.updateEntity(this.entity(next), "Replace", { etag: current.etag });
+        return next;
+      } catch (error) {
+        if (!isStatus(error, 412)) throw error;
+      }
+    }
+    throw new Error(`job ${jobId}: too many concurrent updates`);
+  }
+
+  async *list(statuses?: readonly JobStatus[]): AsyncIterable<JobRecord> {
+    const clauses = [odata`PartitionKey eq ${PARTITION}`];
+    if (statuses && statuses.length > 0) clauses.push(`(${statuses.map((s) => odata`status eq ${s}`).join(" or ")})`);
+    for await (const e of this.jobs.listEntities<Record<string, unknown>>({ queryOptions: { filter: clauses.join(" and ") } })) {
+      yield JSON.parse(unpackText(e, "doc")) as JobRecord;
+    }
+  }
+
+  async delete(jobId: string): Promise<void> {
+    await this.jobs.deleteEntity(PARTITION, jobId).catch((error: unknown) => {
+      if (!isStatus(error, 404)) throw error;
+    });
+  }
+
+  /** Claims an idempotency key for a job; when another job holds it, returns that claim instead. */
+  async claimKey(key: string, claim: IdempotencyClaim): Promise<{ claimed: true } | { claimed: false; holder: IdempotencyClaim; etag: string }> {
+    const rowKey = keyHash(key);
+    try {
+      await this.keys.createEntity({ partitionKey: IDEMPOTENCY_PARTITION, rowKey, ...claim });
+      return { claimed: true };
+    } catch (error) {
+      if (!isStatus(error, 409)) throw error;
+    }
+    const e = await this.keys.getEntity<Record<string, unknown>>(IDEMPOTENCY_PARTITION, rowKey);
+    return { claimed: false, holder: { job_id: String(e.job_id), fingerprint: String(e.fingerprint) }, etag: String(e.etag) };
+  }
+
+  /** Moves a key held by a finished job to a new one; false when someone else moved it first. */
+  async reassignKey(key: string, claim: IdempotencyClaim, etag: string): Promise<boolean> {
+    try {
+      await this.keys.updateEntity({ partitionKey: IDEMPOTENCY_PARTITION, rowKey: keyHash(key), ...claim }, "Replace", { etag });
+      return true;
+    } catch (error) {
+      if (isStatus(error, 412) || isStatus(error, 404)) return false;
+      throw error;
+    }
+  }
+
+  async releaseKey(key: string, jobId: string): Promise<void> {
+    const rowKey = keyHash(key);
+    try {
+      const e = await this.keys.getEntity<Record<string, unknown>>(IDEMPOTENCY_PARTITION, rowKey);
+      if (String(e.job_id) === jobId) await this.keys.deleteEntity(IDEMPOTENCY_PARTITION, rowKey, { etag: String(e.etag) });
+    } catch (error) {
+      if (!isStatus(error, 404) && !isStatus(error, 412)) throw error;
+    }
+  }
+
+  async ping(): Promise<void> {
+    await this.jobs.getAccessPolicy().catch((error: unknown) => {
+      if (!isStatus(error, 404)) throw error;
+    });
+  }
+}

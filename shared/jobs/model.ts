@@ -1,0 +1,104 @@
+import { randomBytes } from "node:crypto";
+
+/** Job-API job states (spec §3). */
+export const JOB_STATUSES = ["queued", "dispatching", "submitting", "running", "completed", "failed", "cancelled"] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
+export const ACTIVE_STATUSES: ReadonlySet<JobStatus> = new Set(["dispatching", "submitting", "running"]);
+export const TERMINAL_STATUSES: ReadonlySet<JobStatus> = new Set(["completed", "failed", "cancelled"]);
+
+export type ExecutionProfile = "standard" | "sharded";
+export type SubmissionSource = "external_api" | "facade" | "dashboard";
+export type ShardState = "pending" | "running" | "succeeded" | "failed";
+
+/** One unit of execution: a query batch against the whole database or one partition. */
+export interface Shard {
+  id: string;
+  batch: number;
+  /** Partition index, or -1 for the whole database. */
+  partition: number;
+  state: ShardState;
+  attempts: number;
+  output_bytes: number;
+}
+
+/** A job as stored; the wire shapes of §2.3–2.5 are projections of it. */
+export interface JobRecord {
+  job_id: string;
+  status: JobStatus;
+  program: string;
+  db_name: string;
+  db_version: string;
+  db_location: string;
+  blast_version: string;
+  blast_options: Record<string, unknown>;
+  priority: number;
+  execution_profile: ExecutionProfile;
+  resource_profile: string;
+  submission_source: SubmissionSource;
+  external_correlation_id: string;
+  idempotency_key: string;
+  fingerprint: string;
+  query_count: number;
+  query_letters: number;
+  created_at: string;
+  updated_at: string;
+  last_progress_at: string;
+  started_at: string;
+  completed_at: string;
+  error: string;
+  shards: Shard[];
+  merged_bytes: number;
+  /** Size of the merged XML before compression (the facade's `merged-xml` file). */
+  merged_xml_bytes: number;
+  cancel_requested: boolean;
+}
+
+/** Short OpenAPI job ids: 12 characters of [a-z0-9]; never a UUID. */
+export const JOB_ID_PATTERN = /^[a-z0-9]{12}$/;
+export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789";
+
+export function newJobId(): string {
+  const bytes = randomBytes(12);
+  let id = "";
+  // 256 % 36 bias is negligible for an identifier that only has to be unique, not secret.
+  for (const b of bytes) id += ALPHABET[b % ALPHABET.length];
+  return id;
+}
+
+/** Named priorities; integers 0–100 are accepted as they are. */
+export const PRIORITY_NAMES = { low: 25, normal: 50, high: 75, urgent: 100 } as const;
+export type PriorityName = keyof typeof PRIORITY_NAMES;
+
+/** The facade's status vocabulary: `success` for completed, `running` for any active state. */
+export function facadeStatus(status: JobStatus): "queued" | "running" | "success" | "failed" | "cancelled" {
+  switch (status) {
+    case "queued":
+      return "queued";
+    case "completed":
+      return "success";
+    case "failed":
+      return "failed";
+    case "cancelled":
+      return "cancelled";
+    default:
+      return "running";
+  }
+}
+
+/** `kubernetes.summary`-style counters over a job's shards. */
+export function shardCounters(shards: readonly Shard[]): { total: number; succeeded: number; failed: number; active: number } {
+  let succeeded = 0;
+  let failed = 0;
+  let active = 0;
+  for (const s of shards) {
+    if (s.state === "succeeded") succeeded++;
+    else if (s.state === "failed") failed++;
+    else if (s.state === "running") active++;
+  }
+  return { total: shards.length, succeeded, failed, active };
+}
+
+export function shardId(batch: number, partition: number): string {
+  return partition < 0 ? `b${batch}` : `b${batch}-p${partition}`;
+}

@@ -1,0 +1,140 @@
+import { z } from "zod";
+import { DATABASE_NAME } from "../blast/database-builder.js";
+import { FASTA_LIMITS } from "../blast/fasta.js";
+import { blastOptionsSchema } from "../blast/options.js";
+import { BLAST_PROGRAMS } from "../blast/programs.js";
+import { PRIORITY_NAMES } from "./model.js";
+
+/** Priority: an integer 0–100 or one of low, normal, high, urgent (default normal). */
+export const prioritySchema = z
+  .union([z.number().int().min(0).max(100), z.enum(Object.keys(PRIORITY_NAMES) as [keyof typeof PRIORITY_NAMES])])
+  .describe("0–100, or low (25), normal (50), high (75), urgent (100)");
+
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,200}$/;
+
+const common = {
+  program: z.enum(BLAST_PROGRAMS),
+  db: z.string().regex(DATABASE_NAME, "database name must be letters, digits, '.', '_' or '-'").describe("database name (GET /v1/databases)"),
+  query_fasta: z
+    .string()
+    .min(1)
+    .max(FASTA_LIMITS.maxBytes, `query_fasta is limited to ${FASTA_LIMITS.maxBytes} characters`)
+    .describe("FASTA text as one JSON string, lines separated by newline characters"),
+  priority: prioritySchema.optional(),
+  idempotency_key: z.string().regex(IDEMPOTENCY_KEY, "1–200 printable ASCII characters without spaces").optional(),
+  resource_profile: z.string().max(200).optional().describe("free-form metadata echoed on the job status; selects nothing"),
+  execution_profile: z
+    .enum(["standard", "sharded"])
+    .optional()
+    .describe("standard (default): the whole database; sharded: its prepared partitions, merged exactly"),
+};
+
+/** `POST /v1/jobs` (spec §2.2). */
+export const submitRequestSchema = z.strictObject({
+  ...common,
+  blast_options: blastOptionsSchema.optional(),
+});
+export type SubmitRequest = z.output<typeof submitRequestSchema>;
+
+/** `POST /api/v1/facade/submit` (spec §2.5). */
+export const facadeSubmitSchema = z.strictObject({
+  ...common,
+  options: blastOptionsSchema.optional(),
+  external_correlation_id: z.string().max(200).optional(),
+});
+export type FacadeSubmitRequest = z.output<typeof facadeSubmitSchema>;
+
+const timestamp = z.string().describe("ISO 8601 timestamp with offset");
+
+export const acceptanceSchema = z.object({
+  job_id: z.string(),
+  status: z.string(),
+  queue_position: z.number().int().nullable(),
+  submission_source: z.string(),
+  created_at: timestamp,
+  blast_version: z.string(),
+  db_name: z.string(),
+  db_version: z.string().describe("YYYY-MM-DD-HH-MM-SS"),
+  message: z.string(),
+  status_url: z.string(),
+});
+
+const counters = z.object({ total: z.number().int(), succeeded: z.number().int(), failed: z.number().int(), active: z.number().int() });
+
+export const statusSchema = z.object({
+  job_id: z.string(),
+  status: z.string(),
+  phase: z.string(),
+  queue_position: z.number().int().nullable(),
+  created_at: timestamp,
+  updated_at: timestamp,
+  last_progress_at: timestamp,
+  program: z.string(),
+  db: z.string().describe("credential-free storage location of the database release"),
+  db_name: z.string(),
+  db_version: z.string(),
+  blast_version: z.string(),
+  resource_profile: z.string(),
+  execution_profile: z.string(),
+  priority: z.number().int(),
+  error: z.string(),
+  kubernetes: z.object({ summary: counters }),
+});
+
+export const facadeSubmitResponseSchema = z.object({
+  job_id: z.string(),
+  status: z.string(),
+  created_at: timestamp,
+  db_name: z.string(),
+  db_version: z.string(),
+  submission_source: z.string(),
+  external_correlation_id: z.string().nullable(),
+  queue_position: z.number().int().nullable(),
+});
+
+export const facadeFileSchema = z.object({ file_id: z.string(), filename: z.string(), format: z.string(), size_bytes: z.number().int() });
+
+export const facadeStatusSchema = z.object({
+  job_id: z.string(),
+  status: z.string(),
+  created_at: timestamp,
+  updated_at: timestamp,
+  completed_at: timestamp.nullable(),
+  blast_version: z.string(),
+  db_name: z.string(),
+  db_version: z.string(),
+  elapsed_seconds: z.number().int(),
+  queue_wait_seconds: z.number().int(),
+  run_seconds: z.number().int(),
+  external_correlation_id: z.string().nullable(),
+  execution: z.object({
+    shard_count: z.number().int(),
+    shards_succeeded: z.number().int(),
+    shards_active: z.number().int(),
+    shards_failed: z.number().int(),
+  }),
+  error: z.string(),
+  result: z.object({ files: z.array(facadeFileSchema) }),
+});
+
+export const errorEnvelopeSchema = z.object({
+  detail: z.union([z.string(), z.array(z.object({ loc: z.array(z.union([z.string(), z.number()])), msg: z.string(), type: z.string() }))]),
+  request_id: z.string(),
+});
+
+export const databaseSchema = z.object({
+  name: z.string(),
+  type: z.enum(["nucl", "prot"]),
+  version: z.string(),
+  letters: z.number().int(),
+  sequences: z.number().int(),
+  bytes: z.number().int(),
+  bytes_to_cache: z.number().int(),
+  volumes: z.number().int(),
+  partitions: z.number().int(),
+  location: z.string(),
+});
+
+export const resultsQuerySchema = z.object({
+  content: z.enum(["full", "merged", "xml", "tabular"]).default("full"),
+});

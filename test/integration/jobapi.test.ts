@@ -1,0 +1,241 @@
+import { gunzipSync } from "node:zlib";
+import { XMLValidator } from "fast-xml-parser";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEMO_DB, demoQueries, jobApi, readApiToken, unzip } from "../support/jobapi-client.js";
+import { startStack, type TestStack } from "../support/local-stack.js";
+
+let stack: TestStack;
+let api: ReturnType<typeof jobApi>;
+let completedJobId: string;
+
+const ISO_WITH_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
+
+beforeAll(async () => {
+  stack = await startStack();
+  api = jobApi(stack, readApiToken(stack));
+  const accepted = await api.submit({ program: "blastn", db: DEMO_DB, query_fasta: demoQueries(3), blast_options: { evalue: 1e-5, max_target_seqs: 20 } });
+  completedJobId = accepted.job_id;
+  await api.finished(completedJobId);
+});
+
+afterAll(async () => {
+  await stack?.stop();
+  stack?.cleanup();
+});
+
+describe("job API: authentication and public routes", () => {
+  it("B-197 B-030 refuses a call without X-SVC-API-Token", async () => {
+    const res = await fetch(`${api.base}/v1/jobs`);
+    expect(res.status).toBe(401);
+    expect(await res.json()).toMatchObject({ detail: expect.any(String), request_id: expect.any(String) });
+  });
+
+  it("B-199 refuses a wrong token, including one that shares the real token's prefix", async () => {
+    const real = readApiToken(stack);
+    for (const wrong of ["nope", `${real}x`, real.slice(0, -1), real.toUpperCase()]) {
+      const res = await fetch(`${api.base}/v1/databases`, { headers: { "X-SVC-API-Token": wrong } });
+      expect(res.status).toBe(401);
+    }
+  });
+
+  it("B-176 B-175 B-028 B-029 serves health, readiness, the OpenAPI document and the schema UI without a token", async () => {
+    expect((await fetch(`${api.base}/v1/health`)).status).toBe(200);
+    const ready = await fetch(`${api.base}/v1/ready`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toMatchObject({ status: "ready", checks: { storage: "ok", blast: "ok", api_token: "ok" } });
+    const docs = await fetch(`${api.base}/docs`);
+    expect(docs.status).toBe(200);
+    const html = await docs.text();
+    expect(html).toContain("swagger-ui");
+    expect(html).not.toMatch(/https?:\/\/(cdn|unpkg|jsdelivr)/);
+    const bundle = await fetch(`${api.base}/docs/swagger-ui-bundle.js`);
+    expect(bundle.status).toBe(200);
+    expect((await bundle.text()).length).toBeGreaterThan(100_000);
+  });
+
+  it("B-256 B-257 B-253 B-254 publishes OpenAPI 3.1 with the version and every §4.2 route", async () => {
+    const doc = (await (await fetch(`${api.base}/openapi.json`)).json()) as { openapi: string; info: { version: string }; paths: Record<string, unknown>; components: { schemas: Record<string, { properties?: Record<string, unknown> }> } };
+    expect(doc.openapi).toBe("3.1.0");
+    expect(doc.info.version).toMatch(/^\d+\.\d+\.\d+$/);
+    for (const p of ["/v1/health", "/v1/config", "/v1/cluster", "/v1/jobs", "/v1/jobs/{job_id}/status", "/v1/jobs/{job_id}/results", "/v1/jobs/{job_id}", "/api/v1/facade/submit", "/api/v1/facade/jobs/{job_id}", "/api/v1/facade/jobs/{job_id}/files/{file_id}"]) {
+      expect(doc.paths).toHaveProperty([p]);
+    }
+    // Generated from the validating schema: the allowlisted options are all there.
+    const submit = doc.components.schemas.SubmitRequest?.properties ?? {};
+    expect(Object.keys(submit)).toEqual(expect.arrayContaining(["program", "db", "query_fasta", "blast_options", "priority", "idempotency_key", "resource_profile", "execution_profile"]));
+  });
+
+  it("B-177 B-178 B-179 answers config, cluster, databases and the job list", async () => {
+    expect(await (await api.get("/v1/config")).json()).toMatchObject({ executor: "local", blast_version: expect.stringMatching(/^2\.\d+\.\d+/) });
+    expect(await (await api.get("/v1/cluster")).json()).toMatchObject({ executor: "local", nodes: [expect.objectContaining({ cpus: expect.any(Number) })] });
+    const dbs = (await (await api.get("/v1/databases")).json()) as { databases: { name: string; partitions: number }[] };
+    expect(dbs.databases).toContainEqual(expect.objectContaining({ name: DEMO_DB, partitions: 2 }));
+    const jobs = (await (await api.get("/v1/jobs?status=completed")).json()) as { jobs: { job_id: string }[] };
+    expect(jobs.jobs.map((j) => j.job_id)).toContain(completedJobId);
+    expect((await api.get("/v1/jobs?status=bogus")).status).toBe(400);
+  });
+});
+
+describe("job API: submit, status and results", () => {
+  it("B-060..B-070 B-033 accepts a search with 202 and every §2.3 field", async () => {
+    const res = await api.post("/v1/jobs", { program: "blastn", db: DEMO_DB, query_fasta: demoQueries(1), priority: "normal", resource_profile: "Standard_D4s_v5 please" });
+    expect(res.status).toBe(202);
+    const body = (await res.json()) as Record<string, unknown>;
+    expect(body.job_id).toMatch(/^[a-z0-9]{12}$/);
+    expect(body.status).toBe("queued");
+    expect(Number.isInteger(body.queue_position)).toBe(true);
+    expect(body.submission_source).toBe("external_api");
+    expect(body.created_at).toMatch(ISO_WITH_OFFSET);
+    expect(body.blast_version).toMatch(/^2\.\d+\.\d+\+?$/);
+    expect(body.db_name).toBe(DEMO_DB);
+    expect(body.db_version).toMatch(/^\d{4}(-\d{2}){5}$/);
+    expect(String(body.message)).toContain("status");
+    expect(body.status_url).toBe(`/v1/jobs/${String(body.job_id)}/status`);
+    const done = await api.finished(String(body.job_id));
+    expect(done.resource_profile).toBe("Standard_D4s_v5 please");
+  });
+
+  it("B-071..B-082 B-148 B-151 reports a completed job with every §2.4 field", async () => {
+    const s = await api.status(completedJobId);
+    expect(s).toMatchObject({ job_id: completedJobId, status: "completed", phase: "completed", queue_position: null, program: "blastn", error: "" });
+    for (const k of ["created_at", "updated_at", "last_progress_at"]) expect(s[k]).toMatch(ISO_WITH_OFFSET);
+    expect(String(s.db)).toMatch(/^local:\/\/databases\/16s_rrna_demo\/\d{4}(-\d{2}){5}$/);
+    expect(s.kubernetes).toEqual({ summary: { total: 1, succeeded: 1, failed: 0, active: 0 } });
+    expect((await api.status(completedJobId)).status).toBe("completed");
+  });
+
+  it("B-101 B-102 B-103 B-104 streams the merged XML as a valid BlastOutput document with no storage paths", async () => {
+    const res = await api.get(`/v1/jobs/${completedJobId}/results?content=xml`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("application/xml");
+    const xml = await res.text();
+    expect(XMLValidator.validate(xml)).toBe(true);
+    expect(xml).toContain("<BlastOutput>");
+    expect((xml.match(/<Iteration>/g) ?? []).length).toBe(3);
+    expect(xml).not.toContain(stack.dataDir);
+    expect(xml).not.toMatch(/sig=|devstoreaccount1|blob\.core/);
+  });
+
+  it("B-099 B-100 B-181 streams ZIPs: full holds every shard output, merged holds merged_results.out.gz", async () => {
+    const full = await unzip(Buffer.from(await (await api.get(`/v1/jobs/${completedJobId}/results?content=full`)).arrayBuffer()));
+    expect([...full.keys()]).toEqual(["b0.out.gz"]);
+    expect(gunzipSync(full.get("b0.out.gz") as Buffer).toString()).toContain("<BlastOutput>");
+    const merged = await unzip(Buffer.from(await (await api.get(`/v1/jobs/${completedJobId}/results?content=merged`)).arrayBuffer()));
+    expect([...merged.keys()]).toEqual(["merged_results.out.gz"]);
+    const xml = gunzipSync(merged.get("merged_results.out.gz") as Buffer).toString();
+    expect(xml).toBe(await (await api.get(`/v1/jobs/${completedJobId}/results?content=xml`)).text());
+  });
+
+  it("renders tabular (outfmt 6) rows from the merged XML", async () => {
+    const res = await api.get(`/v1/jobs/${completedJobId}/results?content=tabular`);
+    expect(res.status).toBe(200);
+    const rows = (await res.text()).trim().split("\n");
+    expect(rows.length).toBeGreaterThan(3);
+    for (const row of rows) expect(row.split("\t")).toHaveLength(12);
+  });
+
+  it("B-037 B-231 B-232 B-233 B-234 answers 400 for a UUID, a malformed id, an unknown content value and an empty segment; 404 for an unknown id", async () => {
+    expect((await api.get("/v1/jobs/123e4567-e89b-12d3-a456-426614174000/status")).status).toBe(400);
+    const uuid = await api.get("/api/v1/facade/jobs/123e4567-e89b-12d3-a456-426614174000");
+    expect(uuid.status).toBe(400);
+    expect(((await uuid.json()) as { detail: string }).detail).toContain("UUID");
+    expect((await api.get("/v1/jobs/NOT_AN_ID/status")).status).toBe(400);
+    expect((await api.get(`/v1/jobs/${completedJobId}/results?content=foo`)).status).toBe(400);
+    expect((await api.get("/v1/jobs//status")).status).toBe(400);
+    const unknown = await api.get("/v1/jobs/zzzzzzzzzzzz/status");
+    expect(unknown.status).toBe(404);
+    expect(await unknown.json()).toMatchObject({ detail: expect.any(String), request_id: unknown.headers.get("x-request-id") });
+  });
+
+  it("B-038 B-039 B-041 B-043 B-238 B-125 answers 422 naming each failing field", async () => {
+    const res = await api.post("/v1/jobs", { program: 5, query_fasta: ">q\nACGT" });
+    expect(res.status).toBe(422);
+    const detail = ((await res.json()) as { detail: { loc: string[]; type: string }[] }).detail;
+    expect(detail).toContainEqual(expect.objectContaining({ loc: ["body", "program"] }));
+    expect(detail).toContainEqual(expect.objectContaining({ loc: ["body", "db"], type: "missing" }));
+    const missingQuery = await api.post("/v1/jobs", { program: "blastn", db: DEMO_DB });
+    expect(((await missingQuery.json()) as { detail: { loc: string[] }[] }).detail).toContainEqual(expect.objectContaining({ loc: ["body", "query_fasta"] }));
+  });
+
+  it("refuses an unknown option key, an unknown database, a program that does not fit the database, and a bad FASTA alphabet", async () => {
+    const cases: [Record<string, unknown>, string[]][] = [
+      [{ program: "blastn", db: DEMO_DB, query_fasta: ">q\nACGT", blast_options: { evalue: 1, shell: "rm -rf /" } }, ["body", "blast_options", "shell"]],
+      [{ program: "blastn", db: "no_such_db", query_fasta: ">q\nACGT" }, ["body", "db"]],
+      [{ program: "blastp", db: DEMO_DB, query_fasta: ">q\nMKV" }, ["body", "db"]],
+      [{ program: "blastn", db: DEMO_DB, query_fasta: ">q\nACGT123" }, ["body", "query_fasta"]],
+      [{ program: "blastn", db: "../../etc", query_fasta: ">q\nACGT" }, ["body", "db"]],
+    ];
+    for (const [body, loc] of cases) {
+      const res = await api.post("/v1/jobs", body);
+      expect(res.status).toBe(422);
+      const detail = ((await res.json()) as { detail: { loc: unknown[] }[] }).detail;
+      expect(detail.some((d) => JSON.stringify(d.loc.slice(0, loc.length)) === JSON.stringify(loc))).toBe(true);
+    }
+  });
+
+  it("answers 400 for malformed JSON and a wrong content type", async () => {
+    expect((await api.post("/v1/jobs", "{not json")).status).toBe(400);
+    const res = await fetch(`${api.base}/v1/jobs`, { method: "POST", headers: { "X-SVC-API-Token": readApiToken(stack), "Content-Type": "text/plain" }, body: "{}" });
+    expect(res.status).toBe(400);
+  });
+
+  it("B-054 B-055 B-021 returns one job for 20 concurrent submits with one idempotency key", async () => {
+    const body = { program: "blastn", db: DEMO_DB, query_fasta: demoQueries(1, 300, 7), idempotency_key: "concurrent-key-1" };
+    const responses = await Promise.all(Array.from({ length: 20 }, () => api.post("/v1/jobs", body)));
+    const ids = new Set<string>();
+    for (const r of responses) {
+      expect([200, 202]).toContain(r.status);
+      ids.add(((await r.json()) as { job_id: string }).job_id);
+    }
+    expect(ids.size).toBe(1);
+    expect(responses.filter((r) => r.status === 202)).toHaveLength(1);
+    const all = (await (await api.get("/v1/jobs?limit=500")).json()) as { jobs: { job_id: string }[] };
+    expect(all.jobs.filter((j) => ids.has(j.job_id))).toHaveLength(1);
+  });
+
+  it("B-091 B-092 B-143 B-149 B-098 B-182 runs the facade: submit, success, stable file ids, download", async () => {
+    const res = await api.post("/api/v1/facade/submit", {
+      program: "blastn",
+      db: DEMO_DB,
+      query_fasta: demoQueries(2),
+      options: { outfmt: 5, word_size: 11, dust: true, evalue: 1e-10, max_target_seqs: 5 },
+      priority: "high",
+      external_correlation_id: "lims-4711",
+    });
+    expect(res.status).toBe(202);
+    const sub = (await res.json()) as Record<string, unknown>;
+    expect(sub).toMatchObject({ status: "queued", external_correlation_id: "lims-4711", db_name: DEMO_DB, submission_source: "facade" });
+    for (const k of ["job_id", "created_at", "db_version", "queue_position"]) expect(sub).toHaveProperty(k);
+    const jobId = String(sub.job_id);
+    await api.finished(jobId);
+    const status = (await (await api.get(`/api/v1/facade/jobs/${jobId}`)).json()) as Record<string, unknown> & { result: { files: { file_id: string; size_bytes: number; format: string }[] }; execution: Record<string, number> };
+    expect(status.status).toBe("success");
+    expect(status.completed_at).toMatch(ISO_WITH_OFFSET);
+    for (const k of ["elapsed_seconds", "queue_wait_seconds", "run_seconds"]) expect(Number.isInteger(status[k])).toBe(true);
+    expect(status.execution).toEqual({ shard_count: 1, shards_succeeded: 1, shards_active: 0, shards_failed: 0 });
+    const ids = status.result.files.map((f) => f.file_id);
+    expect(ids).toEqual(["merged-xml", "merged-gz", "shard-b0"]);
+    const again = (await (await api.get(`/api/v1/facade/jobs/${jobId}`)).json()) as typeof status;
+    expect(again.result.files).toEqual(status.result.files);
+    const xmlFile = status.result.files.find((f) => f.file_id === "merged-xml");
+    const download = await api.get(`/api/v1/facade/jobs/${jobId}/files/merged-xml`);
+    expect(download.status).toBe(200);
+    const bytes = Buffer.from(await download.arrayBuffer());
+    expect(bytes.length).toBe(xmlFile?.size_bytes);
+    expect(XMLValidator.validate(bytes.toString())).toBe(true);
+    expect((await api.get(`/api/v1/facade/jobs/${jobId}/files/nope`)).status).toBe(404);
+  });
+
+  it("B-152 cancels an active job with DELETE, then deletes it with its artifacts once finished", async () => {
+    const { job_id } = await api.submit({ program: "tblastx", db: DEMO_DB, query_fasta: demoQueries(4, 1500, 20) });
+    const del = await api.del(`/v1/jobs/${job_id}`);
+    expect(del.status).toBe(200);
+    expect(await del.json()).toEqual({ job_id, status: "cancelled", deleted: false });
+    expect((await api.status(job_id)).status).toBe("cancelled");
+    await new Promise((r) => setTimeout(r, 500));
+    expect((await api.status(job_id)).status).toBe("cancelled");
+    const gone = await api.del(`/v1/jobs/${job_id}`);
+    expect(await gone.json()).toEqual({ job_id, status: "cancelled", deleted: true });
+    expect((await api.get(`/v1/jobs/${job_id}/status`)).status).toBe(404);
+  });
+});
