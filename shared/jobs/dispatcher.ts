@@ -39,10 +39,10 @@ const GIB = 1024 ** 3;
 
 /** The spec's memory pre-flight failure (§7), with its three remedies. */
 export function preflightMessage(dbName: string, neededBytes: number, availableBytes: number): string {
-  const gb = (n: number) => (n / GIB).toFixed(1);
+  const size = (n: number) => (n >= GIB ? `${(n / GIB).toFixed(1)} GiB` : `${(n / 1024 ** 2).toFixed(1)} MiB`);
   return (
-    `memory pre-flight failed: database ${dbName} memory requirements (${gb(neededBytes)} GiB to cache) exceed the machine type's memory ` +
-    `(${gb(availableBytes)} GiB usable). Remedies: submit from the dashboard with the sharded execution profile, ` +
+    `memory pre-flight failed: database memory requirements of ${dbName} (${size(neededBytes)} to cache) exceed the machine type's memory ` +
+    `(${size(Math.max(0, availableBytes))} usable). Remedies: submit from the dashboard with the sharded execution profile, ` +
     "recreate the cluster with a larger machine type, or choose a smaller database."
   );
 }
@@ -226,6 +226,7 @@ export class JobDispatcher {
       shards: shardFiles,
       maxTargetSeqs: Number((job.blast_options as BlastOptions).max_target_seqs ?? 500),
       database: job.db_name,
+      totals: { sequences: db.manifest.sequences, letters: db.manifest.letters },
       output: counted,
     });
     counted.end();

@@ -42,6 +42,7 @@ export async function startStack(options: { env?: Record<string, string>; dataDi
       ...process.env,
       PORT: "0",
       IDP_PORT: "0",
+      JOBAPI_PORT: "0",
       BLASTPLANE_DATA_DIR: dataDir,
       BLASTPLANE_IN_MEMORY: options.inMemory === false ? "0" : "1",
       LOG_LEVEL: "info",

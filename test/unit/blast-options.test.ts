@@ -169,7 +169,7 @@ describe("blastOptionsSchema: keys, types and ranges", () => {
         [0, "greater_than_equal"],
         [5001, "less_than_equal"],
         [1.5, "int_type"],
-        ["10", "int_type"],
+        ["10", "number_type"],
       ],
     ],
     num_alignments: [
@@ -233,7 +233,7 @@ describe("blastOptionsSchema: keys, types and ranges", () => {
       [
         [4, "less_than_equal"],
         [-1, "greater_than_equal"],
-        ["D", "int_type"],
+        ["D", "number_type"],
       ],
     ],
     seg: [[true, false], [["no", "boolean_type"]]],

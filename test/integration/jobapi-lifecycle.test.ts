@@ -1,0 +1,148 @@
+import { existsSync, readFileSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEMO_DB, demoQueries, jobApi, readApiToken } from "../support/jobapi-client.js";
+import { eventually, startStack, type TestStack } from "../support/local-stack.js";
+
+const GIB = 1024 ** 3;
+
+/** A search slow enough to observe (tblastx translates both sides), split over both partitions. */
+const slowSearch = (skip: number) => ({ program: "tblastx", db: DEMO_DB, query_fasta: demoQueries(4, 1500, skip), execution_profile: "sharded" });
+
+function hitsByIteration(xml: string): string[][] {
+  return xml.split("<Iteration>").slice(1).map((it) =>
+    [...it.matchAll(/<Hit_accession>([^<]*)<\/Hit_accession>[\s\S]*?<Hsp_bit-score>([^<]*)<\/Hsp_bit-score>[\s\S]*?<Hsp_evalue>([^<]*)<\/Hsp_evalue>/g)].map(
+      (m) => `${m[1]} ${m[2]} ${m[3]}`,
+    ),
+  );
+}
+
+describe("job API lifecycle: admission, priority, guards, pre-flight", () => {
+  let stack: TestStack;
+  let api: ReturnType<typeof jobApi>;
+
+  beforeAll(async () => {
+    stack = await startStack({
+      env: {
+        JOBAPI_MAX_ACTIVE_JOBS: "1",
+        JOBAPI_MAX_QUEUED_JOBS: "3",
+        // Room for one partition of the demo database but not for all of it.
+        JOBAPI_NODE_MEMORY_BYTES: String(2 * GIB + 160 * 1024),
+      },
+    });
+    api = jobApi(stack, readApiToken(stack));
+  });
+
+  afterAll(async () => {
+    await stack?.stop();
+    stack?.cleanup();
+  });
+
+  it("B-244 B-245 fails the memory pre-flight of a standard search with the spec's message, while the sharded profile runs", async () => {
+    const standard = await api.submit({ program: "blastn", db: DEMO_DB, query_fasta: demoQueries(1) });
+    const failed = await api.finished(standard.job_id);
+    expect(failed.status).toBe("failed");
+    expect(String(failed.error)).toMatch(/database memory requirements .* exceed the machine type's memory/);
+    expect(String(failed.error)).toContain("sharded execution profile");
+    expect(String(failed.error)).toContain("larger machine type");
+    expect(String(failed.error)).toContain("smaller database");
+    const sharded = await api.submit({ program: "blastn", db: DEMO_DB, query_fasta: demoQueries(1), execution_profile: "sharded" });
+    const done = await api.finished(sharded.job_id);
+    expect(done.status).toBe("completed");
+    expect(done.kubernetes).toEqual({ summary: { total: 2, succeeded: 2, failed: 0, active: 0 } });
+  });
+
+  it("B-075 B-155 B-156 B-154 B-239 B-240 guards results while running, queues by priority and answers 429 when the queue is full", async () => {
+    const blocker = await api.submit(slowSearch(20));
+    const running = await eventually(async () => {
+      const s = await api.status(blocker.job_id);
+      return s.status === "running" ? s : undefined;
+    }, 20_000, 50);
+    expect(running.queue_position).toBeNull();
+    expect((await api.get(`/v1/jobs/${blocker.job_id}/results?content=xml`)).status).toBe(404);
+    expect((await api.get(`/v1/jobs/${blocker.job_id}/results?content=merged`)).status).toBe(404);
+    const early = await api.get(`/api/v1/facade/jobs/${blocker.job_id}/files/merged-xml`);
+    expect(early.status).toBe(409);
+    expect(await early.json()).toMatchObject({ detail: expect.stringContaining("success"), request_id: expect.any(String) });
+
+    const low = await api.submit({ program: "blastn", db: DEMO_DB, query_fasta: demoQueries(1, 300, 30), priority: "low", execution_profile: "sharded" });
+    const normal = await api.submit({ program: "blastn", db: DEMO_DB, query_fasta: demoQueries(1, 300, 31), priority: 50, execution_profile: "sharded" });
+    const urgent = await api.submit({ program: "blastn", db: DEMO_DB, query_fasta: demoQueries(1, 300, 32), priority: "urgent", execution_profile: "sharded" });
+    expect((await api.status(urgent.job_id)).queue_position).toBe(1);
+    expect((await api.status(normal.job_id)).queue_position).toBe(2);
+    expect((await api.status(low.job_id)).queue_position).toBe(3);
+
+    const full = await api.post("/v1/jobs", { program: "blastn", db: DEMO_DB, query_fasta: demoQueries(1, 300, 33) });
+    expect(full.status).toBe(429);
+    expect(Number(full.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(await full.json()).toMatchObject({ detail: expect.stringContaining("queue"), request_id: expect.any(String) });
+
+    const finished = await Promise.all([blocker, urgent, normal, low].map((j) => api.finished(j.job_id, 90_000)));
+    expect(finished.map((s) => s.status)).toEqual(["completed", "completed", "completed", "completed"]);
+    const jobs = (await (await api.get("/v1/jobs?limit=500")).json()) as { jobs: { job_id: string; updated_at: string }[] };
+    const order = [urgent, normal, low].map((j) => jobs.jobs.find((x) => x.job_id === j.job_id)?.updated_at ?? "");
+    // Higher priority first: the urgent job finished before the normal one, which finished before the low one.
+    expect([...order].sort()).toEqual(order);
+  }, 120_000);
+
+  it("the sharded profile merges to the same hits, e-values and bit scores as the standard search", async () => {
+    // The standard profile cannot pass this stack's pre-flight; compare on a second stack with room for it.
+    const roomy = await startStack();
+    try {
+      const big = jobApi(roomy, readApiToken(roomy));
+      const query = demoQueries(5, 900, 40);
+      const options = { evalue: 10, max_target_seqs: 25 };
+      const a = await big.submit({ program: "blastn", db: DEMO_DB, query_fasta: query, blast_options: options });
+      const b = await big.submit({ program: "blastn", db: DEMO_DB, query_fasta: query, blast_options: options, execution_profile: "sharded" });
+      await big.finished(a.job_id);
+      await big.finished(b.job_id);
+      const xa = await (await big.get(`/v1/jobs/${a.job_id}/results?content=xml`)).text();
+      const xb = await (await big.get(`/v1/jobs/${b.job_id}/results?content=xml`)).text();
+      const ha = hitsByIteration(xa);
+      const hb = hitsByIteration(xb);
+      expect(ha).toHaveLength(5);
+      expect(hb).toHaveLength(5);
+      for (let i = 0; i < 5; i++) {
+        expect(ha[i]?.length).toBeGreaterThan(0);
+        expect([...(hb[i] ?? [])].sort()).toEqual([...(ha[i] ?? [])].sort());
+      }
+    } finally {
+      await roomy.stop();
+      roomy.cleanup();
+    }
+  }, 90_000);
+});
+
+describe("job API restart: kill -9 mid-search", () => {
+  it("reconciles the job after the job API is killed: finished shards are kept, the rest run again, the job completes", async () => {
+    const first = await startStack({ inMemory: false, env: { JOBAPI_SHARD_CONCURRENCY: "1" } });
+    const dataDir = first.dataDir;
+    let second: TestStack | undefined;
+    try {
+      const api1 = jobApi(first, readApiToken(first));
+      const { job_id } = await api1.submit(slowSearch(50));
+      // Wait until one shard is done and the other still runs.
+      await eventually(async () => {
+        const s = (await api1.status(job_id)) as { kubernetes: { summary: { succeeded: number } } };
+        return s.kubernetes.summary.succeeded >= 1 ? true : undefined;
+      }, 60_000, 50);
+      const pids = readFileSync(`/proc/${first.info.pid}/task/${first.info.pid}/children`, "utf8").trim().split(/\s+/).map(Number);
+      const jobApiPid = pids.find((pid) => existsSync(`/proc/${pid}/cmdline`) && readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("jobapi/server.js"));
+      expect(jobApiPid).toBeDefined();
+      process.kill(jobApiPid as number, "SIGKILL");
+      await first.stop();
+
+      second = await startStack({ dataDir, inMemory: false, env: { JOBAPI_SHARD_CONCURRENCY: "1" } });
+      const api2 = jobApi(second, readApiToken(second));
+      const done = (await api2.finished(job_id, 90_000)) as { status: string; error: string; kubernetes: { summary: Record<string, number> } };
+      expect(done.status).toBe("completed");
+      expect(done.error).toBe("");
+      expect(done.kubernetes.summary).toEqual({ total: 2, succeeded: 2, failed: 0, active: 0 });
+      const xml = await (await api2.get(`/v1/jobs/${job_id}/results?content=xml`)).text();
+      expect((xml.match(/<Iteration>/g) ?? []).length).toBe(4);
+    } finally {
+      await second?.stop();
+      await first.stop();
+      first.cleanup();
+    }
+  }, 180_000);
+});
