@@ -5,7 +5,7 @@ import { promisify } from "node:util";
 import { importJWK, type JWK, SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startDevIdentityProvider } from "../../local/dev-idp.js";
-import { eventually, mintToken, ROOT, startStack, type TestStack } from "../support/local-stack.js";
+import { eventually, ROOT, startStack, type TestStack } from "../support/local-stack.js";
 
 const run = promisify(execFile);
 let stack: TestStack;
