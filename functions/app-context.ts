@@ -2,6 +2,7 @@ import { TableServiceClient } from "@azure/data-tables";
 import { apiAudience, createJwtValidator, entraDiscoveryUrl } from "../shared/auth/jwt-validator.js";
 import { type AppConfig, loadConfig } from "../shared/config/load-config.js";
 import { createLogger, type Logger } from "../shared/logging/logger.js";
+import { ApiTokenService, createFileSecretStore, type SecretStore } from "../shared/jobs/api-tokens.js";
 import { createFixedWindowLimiter } from "../shared/ops/rate-limiter.js";
 
 /**
@@ -14,12 +15,28 @@ export interface AppContext {
   validator: ReturnType<typeof createJwtValidator>;
   tableService: TableServiceClient;
   noopLimiter: ReturnType<typeof createFixedWindowLimiter>;
+  /** The secret store shared with the job API (Key Vault in Azure; a local folder in the local stack). */
+  secrets: SecretStore;
+  /** The job API's shared token, read from the same store the job API reads. */
+  apiTokens: ApiTokenService;
+}
+
+function secretStore(config: AppConfig): SecretStore {
+  if (config.secretsDir) return createFileSecretStore(config.secretsDir);
+  // Key Vault is the Azure store; until it is wired, a missing store refuses rather than guesses.
+  const unavailable = async (): Promise<never> => {
+    throw new Error("no secret store is configured (SECRETS_DIR)");
+  };
+  return { get: unavailable, set: unavailable };
 }
 
 function build(): AppContext {
   const config = loadConfig(process.env);
   const logger = createLogger({ level: config.logLevel, base: { service: "functions" } });
+  const secrets = secretStore(config);
   return {
+    secrets,
+    apiTokens: new ApiTokenService(secrets),
     config,
     logger,
     validator: createJwtValidator({

@@ -1,5 +1,7 @@
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from "@azure/functions";
 import * as df from "durable-functions";
+import { authorize } from "../shared/auth/authorize.js";
+import type { Caller, Role } from "../shared/auth/roles.js";
 import { createHttpHandler, type RequestScope } from "../shared/http/handler.js";
 import type { HttpResult } from "../shared/http/envelope.js";
 import { appContext } from "./app-context.js";
@@ -9,6 +11,14 @@ type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 export interface RouteScope extends RequestScope {
   /** The durable client, for routes registered with `durable: true`. */
   durable: () => df.DurableClient;
+  /** The authenticated caller, for routes registered with a `role` floor. */
+  caller: Caller | undefined;
+}
+
+/** The caller of a route registered with a role floor (always present there). */
+export function callerOf(scope: RouteScope): Caller {
+  if (!scope.caller) throw new Error("route has no role floor");
+  return scope.caller;
 }
 
 /**
@@ -17,7 +27,7 @@ export interface RouteScope extends RequestScope {
  */
 export function route(
   name: string,
-  options: { methods: Method[]; route: string; durable?: boolean },
+  options: { methods: Method[]; route: string; durable?: boolean; role?: Role },
   handler: (request: HttpRequest, scope: RouteScope) => Promise<HttpResult>,
 ): void {
   app.http(name, {
@@ -27,7 +37,11 @@ export function route(
     extraInputs: options.durable ? [df.input.durableClient()] : [],
     handler: async (request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> => {
       const wrapped = createHttpHandler<HttpRequest>(
-        (req, scope) => handler(req, { ...scope, durable: () => df.getClient(context) }),
+        async (req, scope) => {
+          // Authentication and the role floor come before any work.
+          const caller = options.role ? await authorize(appContext.validator, req.headers.get("authorization"), options.role) : undefined;
+          return handler(req, { ...scope, caller, durable: () => df.getClient(context) });
+        },
         appContext.logger,
       );
       return (await wrapped(request)) as HttpResponseInit;

@@ -92,6 +92,32 @@ async function main(): Promise<void> {
       LOG_LEVEL: settings.logLevel,
     });
 
+    // The job API: its own process, as it is its own container on the cluster.
+    const jobApiDir = path.join(settings.dataDir, "jobapi");
+    const databasesDir = path.join(jobApiDir, "databases");
+    if (!settings.skipDemoDatabase && !(await createFileDatabaseCatalog(databasesDir).get(DEMO_DATABASE))) {
+      logger.info("adding the demo database", { name: DEMO_DATABASE });
+      await publishDatabase(databasesDir, { name: DEMO_DATABASE, fastaPath: path.resolve(here, "../../local/demo/16s-rrna-demo.fasta"), type: "nucl", partitions: 2 });
+    }
+    const jobApi = await startChildService({
+      name: "job API",
+      script: path.resolve(here, "../jobapi/server.js"),
+      env: {
+        JOBAPI_PORT: String(settings.jobApiPort),
+        JOBAPI_HOST: "127.0.0.1",
+        JOBAPI_STORAGE_CONNECTION_STRING: azurite.connectionString,
+        JOBAPI_DATA_DIR: jobApiDir,
+        LOG_LEVEL: settings.logLevel,
+        ...settings.jobApiEnv,
+      },
+      watchdogPath: path.join(here, "parent-watchdog.cjs"),
+      readyMessage: "job API ready",
+      logger,
+    });
+    stops.push(() => jobApi.stop());
+    process.env.JOBAPI_URL = jobApi.url;
+    process.env.SECRETS_DIR = path.join(jobApiDir, "secrets");
+
     let clientInput: DurableClientInputData | undefined;
     const host = new LocalFunctionsHost({
       logger,
@@ -147,30 +173,6 @@ async function main(): Promise<void> {
     await timers.start(host.functionsByTrigger("timerTrigger"));
     stops.push(() => timers.stop());
     stops.push(() => host.stop());
-
-    // The job API: its own process, as it is its own container on the cluster.
-    const jobApiDir = path.join(settings.dataDir, "jobapi");
-    const databasesDir = path.join(jobApiDir, "databases");
-    if (!settings.skipDemoDatabase && !(await createFileDatabaseCatalog(databasesDir).get(DEMO_DATABASE))) {
-      logger.info("adding the demo database", { name: DEMO_DATABASE });
-      await publishDatabase(databasesDir, { name: DEMO_DATABASE, fastaPath: path.resolve(here, "../../local/demo/16s-rrna-demo.fasta"), type: "nucl", partitions: 2 });
-    }
-    const jobApi = await startChildService({
-      name: "job API",
-      script: path.resolve(here, "../jobapi/server.js"),
-      env: {
-        JOBAPI_PORT: String(settings.jobApiPort),
-        JOBAPI_HOST: "127.0.0.1",
-        JOBAPI_STORAGE_CONNECTION_STRING: azurite.connectionString,
-        JOBAPI_DATA_DIR: jobApiDir,
-        LOG_LEVEL: settings.logLevel,
-        ...settings.jobApiEnv,
-      },
-      watchdogPath: path.join(here, "parent-watchdog.cjs"),
-      readyMessage: "job API ready",
-      logger,
-    });
-    stops.push(() => jobApi.stop());
 
     const server = http.createServer(host.handleHttp);
     const port = await listen(server, settings.port, settings.host);

@@ -19,6 +19,11 @@ const configSchema = z.object({
   LOG_LEVEL: z.enum(["debug", "info", "warn", "error"]).default("info"),
   NOOP_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).max(10_000).default(30),
   HEALTH_DEPENDENCY_TIMEOUT_MS: z.coerce.number().int().min(100).max(30_000).default(2000),
+  JOBAPI_URL: z.preprocess((v) => (v === "" ? undefined : v), z.url().optional()),
+  SECRETS_DIR: z.preprocess((v) => (v === "" ? undefined : v), z.string().optional()),
+  API_TOKEN_GRACE_SECONDS: z.coerce.number().int().min(0).max(7 * 86_400).default(3600),
+  JOB_POLL_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(3600).default(5),
+  JOBAPI_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(15_000),
 });
 
 export interface AppConfig {
@@ -34,6 +39,15 @@ export interface AppConfig {
   readonly logLevel: "debug" | "info" | "warn" | "error";
   readonly noopRateLimitPerMinute: number;
   readonly healthDependencyTimeoutMs: number;
+  /** Where the dashboard reaches the job API (in Azure: its in-cluster service address). */
+  readonly jobApiUrl: string | undefined;
+  /** The local secret store folder (the local stack's stand-in for Key Vault). */
+  readonly secretsDir: string | undefined;
+  /** How long a regenerated API token's predecessor stays valid. */
+  readonly apiTokenGraceSeconds: number;
+  /** How often the submit orchestration polls the job API. */
+  readonly jobPollIntervalSeconds: number;
+  readonly jobApiTimeoutMs: number;
 }
 
 export class ConfigError extends Error {
@@ -62,5 +76,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     logLevel: c.LOG_LEVEL,
     noopRateLimitPerMinute: c.NOOP_RATE_LIMIT_PER_MINUTE,
     healthDependencyTimeoutMs: c.HEALTH_DEPENDENCY_TIMEOUT_MS,
+    jobApiUrl: c.JOBAPI_URL?.replace(/\/+$/, ""),
+    secretsDir: c.SECRETS_DIR,
+    apiTokenGraceSeconds: c.API_TOKEN_GRACE_SECONDS,
+    jobPollIntervalSeconds: c.JOB_POLL_INTERVAL_SECONDS,
+    jobApiTimeoutMs: c.JOBAPI_TIMEOUT_MS,
   });
 }

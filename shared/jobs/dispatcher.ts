@@ -224,7 +224,8 @@ export class JobDispatcher {
     const written = pipeline(counted, gzip, createWriteStream(merged));
     await mergeBlastXml({
       shards: shardFiles,
-      maxTargetSeqs: Number((job.blast_options as BlastOptions).max_target_seqs ?? 500),
+      // In XML output num_alignments caps hits per query as max_target_seqs does; BLAST's default is 500.
+      maxTargetSeqs: Number((job.blast_options as BlastOptions).max_target_seqs ?? (job.blast_options as BlastOptions).num_alignments ?? 500),
       database: job.db_name,
       totals: { sequences: db.manifest.sequences, letters: db.manifest.letters },
       output: counted,

@@ -119,7 +119,7 @@ export class JobService {
         { loc: ["body", "execution_profile"], msg: `database '${s.db}' has no prepared partitions`, type: "value_error" },
       ]);
     }
-    if (s.blast_options) validateOptionsForProgram(program, s.blast_options);
+    if (s.blast_options) validateOptionsForProgram(program, s.blast_options, s.source === "facade" ? "options" : "blast_options");
     const records = parseQueryFasta(s.query_fasta, queryMolecule(program));
 
     const fp = fingerprint(s);

@@ -653,7 +653,7 @@ describe("BLAST+ 2.12 accepts every flag toBlastArgs emits", () => {
     ["blastx", { task: "blastx-fast", matrix: "BLOSUM62", word_size: 7, ungapped: true, comp_based_stats: 0, num_alignments: 3 }],
     ["tblastn", { task: "tblastn", matrix: "BLOSUM80", db_gencode: 11, comp_based_stats: 0, seg: false, gapopen: 9, gapextend: 2, threshold: 13.5 }],
     ["tblastn", { task: "tblastn-fast", matrix: "blosum50", gapopen: 13, word_size: 5, max_hsps: 2, window_size: 30, outfmt: "tabular_commented" }],
-    ["tblastn", { matrix: "BLOSUM90", ungapped: true, evalue: 1e-3 }],
+    ["tblastn", { matrix: "BLOSUM90", ungapped: true, evalue: 1e-30 }],
     ["tblastx", { matrix: "PAM250", word_size: 3, query_gencode: 4, db_gencode: 5, strand: "both", seg: true, threshold: 13, evalue: 1, max_target_seqs: 100, soft_masking: true, qcov_hsp_perc: 10, window_size: 40 }],
     ["tblastx", { matrix: "PAM30", word_size: 2, num_alignments: 7 }],
   ];
@@ -719,7 +719,7 @@ describe("BLAST+ 2.12 accepts every flag toBlastArgs emits", () => {
   let gridRun = 0;
   async function verdicts(cases: [BlastProgram, BlastOptions][]): Promise<string[]> {
     const mismatches: string[] = [];
-    const codes = await mapLimit(cases, 3, ([program, options]) => {
+    const codes = await mapLimit(cases, 2, ([program, options]) => {
       // Raw flags, deliberately without our validation, to see what BLAST itself does.
       const args: string[] = [];
       for (const [key, value] of Object.entries(options)) {
@@ -749,7 +749,7 @@ describe("BLAST+ 2.12 accepts every flag toBlastArgs emits", () => {
 
   it("protein gap costs: our verdict equals BLAST's for every matrix (its pairs and a spread of others)", async () => {
     const cases: [BlastProgram, BlastOptions][] = [];
-    const probes: [number, number][] = [[0, 0], [5, 1], [8, 1], [12, 2], [10, 3], [14, 3], [25, 2], [20, 1], [11, 4], [16, 2], [100, 100]];
+    const probes: [number, number][] = [[0, 0], [8, 1], [12, 2], [14, 3], [25, 2], [11, 4], [100, 100]];
     for (const matrix of SCORING_MATRICES) {
       const pairs = new Set(probes.map(([o, e]) => `${o}/${e}`));
       for (let gapopen = 5; gapopen <= 25; gapopen++) {

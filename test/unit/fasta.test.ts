@@ -384,7 +384,9 @@ describe("batchQueries", () => {
     expect(batches.flatMap((b) => b.records)).toEqual(input);
     for (const b of batches) {
       expect(b.letters).toBe(b.records.reduce((n, r) => n + r.sequence.length, 0));
-      b.records.forEach((r, k) => expect(input[b.firstQueryIndex + k]).toBe(r));
+      b.records.forEach((r, k) => {
+        expect(input[b.firstQueryIndex + k]).toBe(r);
+      });
       if (b.records.length > 1) expect(b.letters).toBeLessThanOrEqual(50);
     }
     expect(batches.map((b) => b.index)).toEqual(batches.map((_, i) => i));
