@@ -11,3 +11,5 @@ await import("./health.js");
 await import("./me.js");
 await import("./diagnostics.js");
 await import("./orchestrations/noop.js");
+await import("./orchestrations/submit-blast-job.js");
+await import("./blast-jobs.js");

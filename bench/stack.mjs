@@ -1,0 +1,273 @@
+// The benchmark's view of a running local stack: starting and stopping `dist/local/start.js` the
+// way test/support/local-stack.ts does, a small job API client, and /proc probes of the stack's
+// processes (RSS, CPU time, BLAST child processes).
+import { spawn, spawnSync } from "node:child_process";
+import { createWriteStream, readdirSync, readFileSync } from "node:fs";
+import http from "node:http";
+import path from "node:path";
+import { TableClient } from "@azure/data-tables";
+
+export const ROOT = path.resolve(import.meta.dirname, "..");
+
+/** Azurite's well-known development account (public, documented by Microsoft; see local/azurite.ts). */
+const DEV_ACCOUNT = "devstoreaccount1";
+const DEV_ACCOUNT_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Starts the local stack on free ports with its data in `dataDir` and persistent Azurite (a 1 GB
+ * blob would sit in the memory of an in-memory Azurite). Its output goes to `logPath`.
+ */
+export async function startStack({ dataDir, logPath, env = {} }) {
+  const log = createWriteStream(logPath);
+  const child = spawn(process.execPath, [path.join(ROOT, "dist/local/start.js")], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      PORT: "0",
+      IDP_PORT: "0",
+      JOBAPI_PORT: "0",
+      BLASTPLANE_DATA_DIR: dataDir,
+      BLASTPLANE_IN_MEMORY: "0",
+      BLASTPLANE_SKIP_DEMO_DB: "1",
+      LOG_LEVEL: "info",
+      ...env,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let tail = "";
+  let ready = false;
+  const onOutput = (chunk) => {
+    log.write(chunk);
+    tail = (tail + chunk.toString()).slice(-8000);
+    if (tail.includes("local stack ready")) ready = true;
+  };
+  child.stdout.on("data", onOutput);
+  child.stderr.on("data", onOutput);
+  const exited = new Promise((resolve) => child.once("exit", (code) => resolve(code)));
+  const deadline = Date.now() + 60_000;
+  while (!ready) {
+    if (child.exitCode !== null) throw new Error(`stack exited with ${child.exitCode} before it was ready:\n${tail}`);
+    if (Date.now() > deadline) {
+      child.kill("SIGTERM");
+      throw new Error(`stack did not start in 60 s:\n${tail}`);
+    }
+    await sleep(50);
+  }
+  const info = JSON.parse(readFileSync(path.join(dataDir, "stack.json"), "utf8"));
+  const token = JSON.parse(readFileSync(path.join(dataDir, "jobapi", "secrets", "jobapi-api-token"), "utf8")).current.value;
+  const connectionString =
+    `DefaultEndpointsProtocol=http;AccountName=${DEV_ACCOUNT};AccountKey=${DEV_ACCOUNT_KEY};` +
+    `BlobEndpoint=${info.blob_endpoint};TableEndpoint=${info.table_endpoint};`;
+  return {
+    info,
+    token,
+    dataDir,
+    connectionString,
+    tail: () => tail,
+    /** SIGTERM, then SIGKILL if the stack has not gone after `graceMs`. */
+    async stop(graceMs = 30_000) {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill("SIGTERM");
+        const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
+        await exited;
+        clearTimeout(timer);
+      }
+      await new Promise((resolve) => log.end(resolve));
+    },
+  };
+}
+
+/** Runs the blastplane CLI against the stack in `dataDir`; throws with its output on failure. */
+export function cli(dataDir, args) {
+  const r = spawnSync(process.execPath, [path.join(ROOT, "bin/blastplane.mjs"), ...args], {
+    cwd: ROOT,
+    env: { ...process.env, BLASTPLANE_DATA_DIR: dataDir },
+    encoding: "utf8",
+  });
+  if (r.status !== 0) throw new Error(`blastplane ${args.join(" ")} failed (${r.status}):\n${r.stdout}${r.stderr}`);
+  return r.stdout;
+}
+
+/** A minimal job API client. `get`/`post` return parsed JSON and throw on an unexpected status. */
+export function jobApiClient(stack) {
+  const base = stack.info.jobapi_url;
+  const headers = { "X-SVC-API-Token": stack.token };
+  async function call(method, p, body, expect) {
+    const res = await fetch(`${base}${p}`, {
+      method,
+      headers: body === undefined ? headers : { ...headers, "Content-Type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    if (!expect.includes(res.status)) throw new Error(`${method} ${p} answered ${res.status}: ${text.slice(0, 500)}`);
+    return JSON.parse(text);
+  }
+  return {
+    get: (p) => call("GET", p, undefined, [200]),
+    post: (p, body) => call("POST", p, body, [200, 202]),
+    /** A streamed GET through node:http (lighter than fetch for big bodies). */
+    stream(p) {
+      return new Promise((resolve, reject) => {
+        http
+          .get(`${base}${p}`, { headers }, (res) => {
+            if (res.statusCode !== 200) {
+              let text = "";
+              res.on("data", (c) => {
+                text += c;
+              });
+              res.on("end", () => reject(new Error(`GET ${p} answered ${res.statusCode}: ${text.slice(0, 500)}`)));
+              return;
+            }
+            resolve(res);
+          })
+          .on("error", reject);
+      });
+    },
+  };
+}
+
+/** Reads a job record straight from the job API's table, for its exact timestamps. */
+export function jobRecordReader(stack) {
+  const table = TableClient.fromConnectionString(stack.connectionString, "jobapijobs", { allowInsecureConnection: true });
+  return async (jobId) => {
+    const e = await table.getEntity("job", jobId);
+    let doc = "";
+    for (let i = 0; i < Number(e.doc_n ?? 0); i++) doc += String(e[`doc_${i}`] ?? "");
+    return JSON.parse(doc);
+  };
+}
+
+// ---- /proc probes ------------------------------------------------------------------------------
+
+const CLOCK_TICKS = 100; // USER_HZ; `getconf CLK_TCK` is 100 on Linux
+const BOOT_TIME_MS = Number(/^btime (\d+)$/m.exec(readFileSync("/proc/stat", "utf8"))?.[1] ?? 0) * 1000;
+
+function readText(file) {
+  try {
+    return readFileSync(file, "utf8");
+  } catch {
+    return undefined;
+  }
+}
+
+/** Fields of /proc/<pid>/stat after the command name (index 0 is the state). */
+function statFields(pid) {
+  const text = readText(`/proc/${pid}/stat`);
+  if (!text) return undefined;
+  return text.slice(text.lastIndexOf(")") + 2).split(" ");
+}
+
+/** Direct children of `pid`, over all its threads. */
+export function childPids(pid) {
+  const out = [];
+  let tasks = [];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const tid of tasks) {
+    const text = readText(`/proc/${pid}/task/${tid}/children`);
+    if (text) for (const c of text.trim().split(/\s+/)) if (c) out.push(Number(c));
+  }
+  return out;
+}
+
+export function descendantPids(pid) {
+  const out = [];
+  const queue = [pid];
+  while (queue.length > 0) {
+    const p = queue.shift();
+    out.push(p);
+    queue.push(...childPids(p));
+  }
+  return out;
+}
+
+/** The job API process: the stack's child whose command line runs jobapi/server.js. */
+export function findJobApiPid(stackPid) {
+  for (const pid of childPids(stackPid)) {
+    if ((readText(`/proc/${pid}/cmdline`) ?? "").includes("jobapi/server.js")) return pid;
+  }
+  throw new Error(`no jobapi/server.js child under stack pid ${stackPid}`);
+}
+
+export function rssBytes(pid) {
+  const kb = /^VmRSS:\s+(\d+) kB$/m.exec(readText(`/proc/${pid}/status`) ?? "")?.[1];
+  return kb === undefined ? undefined : Number(kb) * 1024;
+}
+
+/** User + system CPU seconds used so far by `pids` (alive ones). */
+export function cpuSeconds(pids) {
+  let ticks = 0;
+  for (const pid of pids) {
+    const f = statFields(pid);
+    // utime and stime are fields 14 and 15 of stat, i.e. 11 and 12 after the state.
+    if (f) ticks += Number(f[11]) + Number(f[12]);
+  }
+  return ticks / CLOCK_TICKS;
+}
+
+/**
+ * Samples `pid`'s RSS every `intervalMs` until stopped; returns the peak. Started just before a
+ * download so the peak reflects what streaming it costs.
+ */
+export function sampleRss(pid, intervalMs = 100) {
+  let peak = rssBytes(pid) ?? 0;
+  let samples = 1;
+  const timer = setInterval(() => {
+    const rss = rssBytes(pid);
+    if (rss !== undefined) {
+      peak = Math.max(peak, rss);
+      samples++;
+    }
+  }, intervalMs);
+  return {
+    stop() {
+      clearInterval(timer);
+      const rss = rssBytes(pid);
+      if (rss !== undefined) peak = Math.max(peak, rss);
+      return { peak, samples };
+    },
+  };
+}
+
+/**
+ * Watches the BLAST processes the job API starts (its children named `program`), so a job's wall
+ * time can be split into BLAST itself and everything around it. Start times come from the kernel
+ * (10 ms resolution); end times are the first poll that finds the process gone (or a zombie).
+ */
+export function watchBlastProcesses(jobApiPid, program = "blastn", intervalMs = 20) {
+  const seen = new Map();
+  const poll = () => {
+    const now = Date.now();
+    const alive = new Set();
+    for (const pid of childPids(jobApiPid)) {
+      const comm = readText(`/proc/${pid}/comm`)?.trim();
+      if (comm !== program) continue;
+      const f = statFields(pid);
+      if (!f || f[0] === "Z") continue;
+      alive.add(pid);
+      if (!seen.has(pid)) {
+        // starttime is field 22 of stat, i.e. 19 after the state: clock ticks since boot.
+        const startedAt = BOOT_TIME_MS + (Number(f[19]) / CLOCK_TICKS) * 1000;
+        seen.set(pid, { pid, startedAt, endedAt: undefined, lastSeen: now });
+      } else {
+        seen.get(pid).lastSeen = now;
+      }
+    }
+    for (const p of seen.values()) if (p.endedAt === undefined && !alive.has(p.pid)) p.endedAt = now;
+  };
+  const timer = setInterval(poll, intervalMs);
+  poll();
+  return {
+    /** Processes seen so far, oldest first. */
+    stop() {
+      clearInterval(timer);
+      poll();
+      return [...seen.values()].sort((a, b) => a.startedAt - b.startedAt);
+    },
+  };
+}

@@ -1,0 +1,239 @@
+import { createHash } from "node:crypto";
+import { Readable } from "node:stream";
+import { z } from "zod";
+import { FASTA_LIMITS, parseQueryFasta } from "../shared/blast/fasta.js";
+import { blastOptionsSchema, validateOptionsForProgram } from "../shared/blast/options.js";
+import { BLAST_PROGRAMS, type BlastProgram, queryMolecule } from "../shared/blast/programs.js";
+import type { DashboardJob } from "../shared/dashboard/dashboard-jobs.js";
+import { createJobApiClient } from "../shared/dashboard/job-api-client.js";
+import { newOperationId, OPERATION_TYPES, operationState, operationView } from "../shared/dashboard/operations.js";
+import { jsonResult } from "../shared/http/envelope.js";
+import { InvalidRequestError, NotFoundError, UpstreamUnavailableError } from "../shared/http/errors.js";
+import { parseJsonBody, parsePath, parseQuery } from "../shared/http/validation.js";
+import { JOB_ID_PATTERN, UUID_PATTERN } from "../shared/jobs/model.js";
+import { prioritySchema } from "../shared/jobs/schemas.js";
+import { Orchestrations } from "../shared/ops/queue-labels.js";
+import { appContext } from "./app-context.js";
+import { dashboardJobs } from "./dashboard-deps.js";
+import { callerOf, route } from "./http-route.js";
+import { CANCEL_EVENT } from "./orchestrations/submit-blast-job.js";
+
+const submitSchema = z.strictObject({
+  program: z.enum(BLAST_PROGRAMS),
+  db: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, "database name must be letters, digits, '.', '_' or '-'"),
+  query_fasta: z.string().min(1).max(FASTA_LIMITS.maxBytes),
+  options: blastOptionsSchema.optional(),
+  priority: prioritySchema.optional(),
+  idempotency_key: z.string().regex(/^[\x21-\x7e]{1,200}$/, "1–200 printable ASCII characters without spaces").optional(),
+  execution_profile: z.enum(["standard", "sharded"]).optional(),
+  title: z.string().max(200).optional(),
+});
+
+const listQuery = z.object({
+  status: z.enum(["queued", "dispatching", "submitting", "running", "completed", "failed", "cancelled"]).optional(),
+  page: z.coerce.number().int().min(1).max(100_000).default(1),
+  page_size: z.coerce.number().int().min(1).max(100).default(25),
+});
+
+const resultsQuery = z.object({ content: z.enum(["full", "merged", "xml", "tabular"]).default("xml") });
+
+/** A dashboard job id must be a UUID; an OpenAPI job id here is 400, as the reverse is on the job API. */
+const uuidPath = z.object({
+  uuid: z.string().refine((v) => !JOB_ID_PATTERN.test(v), "this is an OpenAPI job id; use it on the job API's /v1/jobs/{job_id} routes").pipe(z.string().regex(UUID_PATTERN, "expected a dashboard job UUID")),
+});
+
+/** Dashboard jobs from the same caller and idempotency key share one UUID, so a retry returns the same job. */
+function dashboardJobId(oid: string, idempotencyKey: string | undefined): string {
+  if (!idempotencyKey) return crypto.randomUUID();
+  const h = createHash("sha256").update(`${oid}\n${idempotencyKey}`).digest("hex");
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${((Number.parseInt(h.slice(16, 18), 16) & 0x3f) | 0x80).toString(16)}${h.slice(18, 20)}-${h.slice(20, 32)}`;
+}
+
+function jobView(job: DashboardJob) {
+  return {
+    job_id: job.job_id,
+    job_id_kind: "dashboard",
+    openapi_job_id: job.openapi_job_id,
+    status: job.status,
+    title: job.title,
+    program: job.program,
+    db: job.db,
+    execution_profile: job.execution_profile,
+    priority: job.priority,
+    options: job.blast_options,
+    query_count: job.query_count,
+    created_by: job.created_by,
+    created_at: job.created_at,
+    updated_at: job.updated_at,
+    error: job.error,
+    progress: job.progress,
+    operation_status_url: `/api/operations/${job.operation_id}`,
+  };
+}
+
+/** The §2.7 envelope: the job's fields plus job_id_kind, status, operation, target, admission, meta. */
+function envelope(job: DashboardJob, requestId: string, operation: ReturnType<typeof operationView>) {
+  return {
+    ...jobView(job),
+    operation,
+    target: {
+      resource_type: "blast_job",
+      job_id_kind: "dashboard",
+      dashboard_job_id: job.job_id,
+      openapi_job_id: job.openapi_job_id,
+    },
+    admission: { decision: "accepted", reason: "validated and queued for submission to the job API" },
+    meta: { request_id: requestId },
+  };
+}
+
+route("blastJobsSubmit", { methods: ["POST"], route: "blast/jobs", role: "Contributor", durable: true }, async (request, scope) => {
+  const caller = callerOf(scope);
+  const body = await parseJsonBody(request, submitSchema, FASTA_LIMITS.maxBytes * 2);
+  const program = body.program as BlastProgram;
+  if (body.options) validateOptionsForProgram(program, body.options, "options");
+  const records = parseQueryFasta(body.query_fasta, queryMolecule(program));
+  const now = new Date().toISOString();
+  const job: DashboardJob = {
+    job_id: dashboardJobId(caller.oid, body.idempotency_key),
+    openapi_job_id: null,
+    operation_id: newOperationId(),
+    status: "submitting",
+    title: body.title ?? "",
+    program,
+    db: body.db,
+    execution_profile: body.execution_profile ?? "standard",
+    priority: body.priority ?? null,
+    blast_options: (body.options ?? {}) as Record<string, unknown>,
+    query_count: records.length,
+    created_by: { oid: caller.oid, name: caller.name },
+    created_at: now,
+    updated_at: now,
+    cancel_requested: false,
+    error: "",
+    progress: null,
+  };
+  const created = await dashboardJobs().create(job, body.query_fasta);
+  const stored = created ? job : await dashboardJobs().get(job.job_id);
+  if (!stored) throw new Error("dashboard job vanished");
+  if (created) {
+    await scope.durable().startNew(Orchestrations.submitBlastJob, {
+      instanceId: job.operation_id,
+      input: { dashboard_job_id: job.job_id, poll_interval_seconds: appContext.config.jobPollIntervalSeconds },
+    });
+    scope.logger.info("dashboard job accepted", { dashboard_job_id: job.job_id, operation_id: job.operation_id, oid: caller.oid });
+  }
+  const operation = await describeOperation(scope.durable(), stored.operation_id);
+  return jsonResult(200, {
+    ...envelope(stored, scope.requestId, operation ?? pendingOperation(stored)),
+    operation_status_url: `/api/operations/${stored.operation_id}`,
+  }, scope.requestId);
+});
+
+function pendingOperation(job: DashboardJob) {
+  return operationView({
+    operationId: job.operation_id,
+    operationType: "blast.submit",
+    state: "queued",
+    createdAt: job.created_at,
+    updatedAt: job.updated_at,
+    pollAfterSeconds: appContext.config.jobPollIntervalSeconds,
+    targetLink: `/api/blast/jobs/${job.job_id}`,
+  });
+}
+
+/** The operation view of an orchestration instance, or undefined when there is none. */
+async function describeOperation(client: import("durable-functions").DurableClient, operationId: string) {
+  const status = await client.getStatus(operationId).catch((error: unknown) => {
+    if (error instanceof Error && / 404 /.test(error.message)) return undefined;
+    throw error;
+  });
+  if (!status) return undefined;
+  const type = OPERATION_TYPES[status.name];
+  if (!type) return undefined;
+  const input = status.input as { dashboard_job_id?: string } | null;
+  const output = status.output as { error?: string } | null;
+  return operationView({
+    operationId,
+    operationType: type,
+    state: operationState(String(status.runtimeStatus), status.output),
+    createdAt: new Date(status.createdTime).toISOString(),
+    updatedAt: new Date(status.lastUpdatedTime).toISOString(),
+    pollAfterSeconds: appContext.config.jobPollIntervalSeconds,
+    ...(input?.dashboard_job_id
+      ? { target: { resource_type: "blast_job", dashboard_job_id: input.dashboard_job_id }, targetLink: `/api/blast/jobs/${input.dashboard_job_id}` }
+      : {}),
+    error: typeof status.output === "string" ? status.output : (output?.error ?? ""),
+  });
+}
+
+route("getOperation", { methods: ["GET"], route: "operations/{operation_id}", role: "Reader", durable: true }, async (request, scope) => {
+  const { operation_id } = parsePath(request, z.object({ operation_id: z.string().regex(/^op-[0-9a-f]{32}$/, "malformed operation id") }));
+  const op = await describeOperation(scope.durable(), operation_id);
+  if (!op) throw new NotFoundError(`no operation with id '${operation_id}'`);
+  return jsonResult(200, { ...op, meta: { request_id: scope.requestId } }, scope.requestId);
+});
+
+route("listBlastJobs", { methods: ["GET"], route: "blast/jobs", role: "Reader" }, async (request, scope) => {
+  const q = parseQuery(request, listQuery);
+  const { jobs, total } = await dashboardJobs().list({ status: q.status, page: q.page, pageSize: q.page_size });
+  return jsonResult(200, { jobs: jobs.map(jobView), page: q.page, page_size: q.page_size, total, meta: { request_id: scope.requestId } }, scope.requestId);
+});
+
+async function requireJob(uuid: string): Promise<DashboardJob> {
+  const job = await dashboardJobs().get(uuid);
+  if (!job) throw new NotFoundError(`no dashboard job with id '${uuid}'`);
+  return job;
+}
+
+route("getBlastJob", { methods: ["GET"], route: "blast/jobs/{uuid}", role: "Reader" }, async (request, scope) => {
+  const { uuid } = parsePath(request, uuidPath);
+  return jsonResult(200, { ...jobView(await requireJob(uuid)), meta: { request_id: scope.requestId } }, scope.requestId);
+});
+
+route("cancelBlastJob", { methods: ["DELETE"], route: "blast/jobs/{uuid}", role: "Contributor", durable: true }, async (request, scope) => {
+  const { uuid } = parsePath(request, uuidPath);
+  const job = await requireJob(uuid);
+  const updated = await dashboardJobs().update(uuid, (j) => (["completed", "failed", "cancelled"].includes(j.status) ? undefined : { ...j, cancel_requested: true }));
+  if (updated?.cancel_requested) {
+    await scope
+      .durable()
+      .raiseEvent(job.operation_id, CANCEL_EVENT, { by: callerOf(scope).oid })
+      .catch((error: unknown) => scope.logger.warn("cancel event not delivered; the poll will see the flag", { error }));
+    scope.logger.info("dashboard job cancel requested", { dashboard_job_id: uuid, oid: callerOf(scope).oid });
+  }
+  const operation = (await describeOperation(scope.durable(), job.operation_id)) ?? pendingOperation(job);
+  return jsonResult(200, { ...envelope(updated ?? job, scope.requestId, operation), operation_status_url: `/api/operations/${job.operation_id}` }, scope.requestId);
+});
+
+route("blastJobResults", { methods: ["GET"], route: "blast/jobs/{uuid}/results", role: "Reader" }, async (request, scope) => {
+  const { uuid } = parsePath(request, uuidPath);
+  const { content } = parseQuery(request, resultsQuery);
+  const job = await requireJob(uuid);
+  if (!job.openapi_job_id) throw new NotFoundError("the job has not reached the job API yet; poll its operation");
+  const client = createJobApiClient({
+    baseUrl: appContext.config.jobApiUrl,
+    token: async () => {
+      const state = await appContext.apiTokens.state();
+      if (!state) throw new UpstreamUnavailableError("no job API token is configured", 503);
+      return state.current.value;
+    },
+    timeoutMs: appContext.config.jobApiTimeoutMs,
+  });
+  const upstream = await client.results(job.openapi_job_id, content).catch((error: unknown) => {
+    throw new UpstreamUnavailableError(`job API unreachable: ${error instanceof Error ? error.message : String(error)}`, 502);
+  });
+  if (upstream.status !== 200 || !upstream.body) {
+    const detail = ((await upstream.json().catch(() => ({}))) as { detail?: unknown }).detail;
+    if (upstream.status === 404) throw new NotFoundError(typeof detail === "string" ? detail : "result not available yet");
+    if (upstream.status === 400) throw new InvalidRequestError(typeof detail === "string" ? detail : "invalid request");
+    throw new UpstreamUnavailableError(`job API answered ${upstream.status}`, 502);
+  }
+  const headers: Record<string, string> = { "X-Request-Id": scope.requestId };
+  for (const name of ["content-type", "content-disposition"]) {
+    const v = upstream.headers.get(name);
+    if (v) headers[name] = v;
+  }
+  // Bytes stream through; no storage URL reaches the browser.
+  return { status: 200, headers, body: Readable.fromWeb(upstream.body as import("node:stream/web").ReadableStream<Uint8Array>) as unknown as AsyncIterable<Uint8Array> };
+});

@@ -1,0 +1,119 @@
+import * as df from "durable-functions";
+import type { OrchestrationContext, OrchestrationHandler } from "durable-functions";
+import { createJobApiClient, type JobApiSubmitOutcome } from "../../shared/dashboard/job-api-client.js";
+import {
+  createCancelJobActivity,
+  createFailJobActivity,
+  createPollJobApiActivity,
+  createSubmitToJobApiActivity,
+} from "../../shared/dashboard/submit-activities.js";
+import { Orchestrations } from "../../shared/ops/queue-labels.js";
+import { appContext } from "../app-context.js";
+import { dashboardJobs } from "../dashboard-deps.js";
+
+export const SubmitActivities = {
+  submit: "submitToJobApi",
+  poll: "pollJobApi",
+  cancel: "cancelJobApiJob",
+  fail: "failDashboardJob",
+} as const;
+
+/** The event DELETE /api/blast/jobs/{uuid} raises. */
+export const CANCEL_EVENT = "cancel";
+const MAX_SUBMIT_ATTEMPTS = 20;
+const MAX_RETRY_WAIT_SECONDS = 300;
+/** Polls per execution before continue-as-new keeps the history short. */
+const POLLS_PER_EXECUTION = 50;
+
+interface SubmitInput {
+  dashboard_job_id: string;
+  openapi_job_id?: string;
+  poll_interval_seconds: number;
+}
+
+const deps = () => ({
+  jobs: dashboardJobs(),
+  jobApi: createJobApiClient({
+    baseUrl: appContext.config.jobApiUrl,
+    token: async () => {
+      const state = await appContext.apiTokens.state();
+      if (!state) throw new Error("no job API token is configured");
+      return state.current.value;
+    },
+    timeoutMs: appContext.config.jobApiTimeoutMs,
+  }),
+  logger: appContext.logger,
+});
+
+df.app.activity(SubmitActivities.submit, { handler: (input: { dashboard_job_id: string }) => createSubmitToJobApiActivity(deps())(input) });
+df.app.activity(SubmitActivities.poll, {
+  handler: (input: { dashboard_job_id: string; openapi_job_id: string }) => createPollJobApiActivity(deps())(input),
+});
+df.app.activity(SubmitActivities.cancel, {
+  handler: (input: { dashboard_job_id: string; openapi_job_id: string | null }) => createCancelJobActivity(deps())(input),
+});
+df.app.activity(SubmitActivities.fail, { handler: (input: { dashboard_job_id: string; error: string }) => createFailJobActivity(deps())(input) });
+
+function after(context: OrchestrationContext, seconds: number): Date {
+  return new Date(context.df.currentUtcDateTime.getTime() + seconds * 1000);
+}
+
+/**
+ * Submits a dashboard job to the job API (retrying 429/502/503/504 after Retry-After or a backoff,
+ * through durable timers), then polls with durable timers until the job is terminal, keeping the
+ * dashboard job current. A `cancel` event stops it. Deterministic: only context.df calls.
+ */
+const submitBlastJob: OrchestrationHandler = function* (context: OrchestrationContext) {
+  const input = context.df.getInput<SubmitInput>();
+  let openapiJobId = input.openapi_job_id;
+
+  if (!openapiJobId) {
+    context.df.setCustomStatus({ phase: "submitting" });
+    for (let attempt = 1; attempt <= MAX_SUBMIT_ATTEMPTS && !openapiJobId; attempt++) {
+      const outcome: JobApiSubmitOutcome = yield context.df.callActivity(SubmitActivities.submit, { dashboard_job_id: input.dashboard_job_id });
+      if (outcome.kind === "accepted") {
+        openapiJobId = outcome.job_id;
+      } else if (outcome.kind === "rejected") {
+        yield context.df.callActivity(SubmitActivities.fail, { dashboard_job_id: input.dashboard_job_id, error: outcome.detail });
+        return { outcome: "failed", error: outcome.detail };
+      } else {
+        const backoff = Math.min(MAX_RETRY_WAIT_SECONDS, Math.max(outcome.after_seconds, 2 ** Math.min(attempt, 8)));
+        yield context.df.createTimer(after(context, backoff));
+      }
+    }
+    if (!openapiJobId) {
+      const error = `the job API did not accept the job after ${MAX_SUBMIT_ATTEMPTS} attempts`;
+      yield context.df.callActivity(SubmitActivities.fail, { dashboard_job_id: input.dashboard_job_id, error });
+      return { outcome: "failed", error };
+    }
+  }
+
+  for (let poll = 0; poll < POLLS_PER_EXECUTION; poll++) {
+    context.df.setCustomStatus({ phase: "polling", openapi_job_id: openapiJobId });
+    const timer = context.df.createTimer(after(context, input.poll_interval_seconds));
+    const cancel = context.df.waitForExternalEvent(CANCEL_EVENT);
+    const winner: unknown = yield context.df.Task.any([timer, cancel]);
+    let cancelRequested = winner === cancel;
+    if (!cancelRequested) {
+      const s: { status: string; terminal: boolean; cancel_requested: boolean; error: string } = yield context.df.callActivity(SubmitActivities.poll, {
+        dashboard_job_id: input.dashboard_job_id,
+        openapi_job_id: openapiJobId,
+      });
+      if (s.terminal) {
+        context.df.setCustomStatus({ phase: "done", openapi_job_id: openapiJobId, job_status: s.status });
+        return { outcome: s.status === "completed" ? "succeeded" : s.status, openapi_job_id: openapiJobId, job_status: s.status, error: s.error };
+      }
+      cancelRequested = s.cancel_requested;
+    } else {
+      timer.cancel();
+    }
+    if (cancelRequested) {
+      yield context.df.callActivity(SubmitActivities.cancel, { dashboard_job_id: input.dashboard_job_id, openapi_job_id: openapiJobId });
+      return { outcome: "cancelled", openapi_job_id: openapiJobId, job_status: "cancelled" };
+    }
+  }
+  context.df.continueAsNew({ ...input, openapi_job_id: openapiJobId });
+  return undefined;
+};
+
+df.app.orchestration(Orchestrations.submitBlastJob, submitBlastJob);
