@@ -142,7 +142,6 @@ export function jobRecordReader(stack) {
 // ---- /proc probes ------------------------------------------------------------------------------
 
 const CLOCK_TICKS = 100; // USER_HZ; `getconf CLK_TCK` is 100 on Linux
-const BOOT_TIME_MS = Number(/^btime (\d+)$/m.exec(readFileSync("/proc/stat", "utf8"))?.[1] ?? 0) * 1000;
 
 function readText(file) {
   try {
@@ -236,8 +235,8 @@ export function sampleRss(pid, intervalMs = 100) {
 
 /**
  * Watches the BLAST processes the job API starts (its children named `program`), so a job's wall
- * time can be split into BLAST itself and everything around it. Start times come from the kernel
- * (10 ms resolution); end times are the first poll that finds the process gone (or a zombie).
+ * time can be split into BLAST itself and everything around it. Start and end are the first poll
+ * that finds the process alive and gone (or a zombie), so both are within `intervalMs`.
  */
 export function watchBlastProcesses(jobApiPid, program = "blastn", intervalMs = 20) {
   const seen = new Map();
@@ -251,9 +250,8 @@ export function watchBlastProcesses(jobApiPid, program = "blastn", intervalMs = 
       if (!f || f[0] === "Z") continue;
       alive.add(pid);
       if (!seen.has(pid)) {
-        // starttime is field 22 of stat, i.e. 19 after the state: clock ticks since boot.
-        const startedAt = BOOT_TIME_MS + (Number(f[19]) / CLOCK_TICKS) * 1000;
-        seen.set(pid, { pid, startedAt, endedAt: undefined, lastSeen: now });
+        const argv = (readText(`/proc/${pid}/cmdline`) ?? "").split("\0").filter(Boolean);
+        seen.set(pid, { pid, argv, firstSeen: now, endedAt: undefined, lastSeen: now });
       } else {
         seen.get(pid).lastSeen = now;
       }
@@ -267,7 +265,7 @@ export function watchBlastProcesses(jobApiPid, program = "blastn", intervalMs = 
     stop() {
       clearInterval(timer);
       poll();
-      return [...seen.values()].sort((a, b) => a.startedAt - b.startedAt);
+      return [...seen.values()].sort((a, b) => a.firstSeen - b.firstSeen);
     },
   };
 }

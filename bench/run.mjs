@@ -1,0 +1,516 @@
+// `npm run bench`: measures blastplane's overhead over bare BLAST+ on this machine, with the
+// baselines measured in the same run, and prints a table plus one JSON line.
+//
+//   (a) facade submit → poll → merged XML download, vs bare `blastn -num_threads 1` (the job API
+//       runs each shard with 1 thread by default, JOBAPI_THREADS_PER_SHARD=1)
+//   (b) /v1/jobs sharded (2 partitions, 1 thread each) submit → completed, vs `blastn -num_threads 2`
+//   (c) GET /v1/jobs/{id}/results?content=xml of a ~1 GB merged result, vs downloading the same
+//       blob with @azure/storage-blob and gunzipping it here; plus the job API's RSS growth
+//
+// A MISS is reported, not fatal: the process exits 0 unless the benchmark itself breaks.
+// BENCH_RUNS (default 3) sets the measured runs per metric; BENCH_XML_MB (default 1024) the size
+// of the streamed result.
+import { spawn } from "node:child_process";
+import { createReadStream, createWriteStream, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { Writable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { createGunzip, createGzip } from "node:zlib";
+import { BlobServiceClient } from "@azure/storage-blob";
+import { build } from "esbuild";
+import { writeBigBlastXml } from "./big-xml.mjs";
+import { generateData } from "./generate.mjs";
+import {
+  cli,
+  cpuSeconds,
+  descendantPids,
+  findJobApiPid,
+  jobApiClient,
+  jobRecordReader,
+  ROOT,
+  rssBytes,
+  sampleRss,
+  startStack,
+  watchBlastProcesses,
+} from "./stack.mjs";
+
+const RUNS = Math.max(1, Number(process.env.BENCH_RUNS ?? 3));
+const XML_TARGET_BYTES = Number(process.env.BENCH_XML_MB ?? 1024) * 1024 * 1024;
+/** Client poll interval for job status; short, so polling adds little to the measured time. */
+const POLL_MS = 100;
+const DB_NAME = "benchdb";
+const PARTITIONS = 2;
+
+/**
+ * Tuned so bare `blastn -task blastn` of the query takes ~5 s with 1 thread on a 2-core machine:
+ * 120 Mbases (400 families × 40 members of ~2 kb, plus 50 kb unrelated background records) and
+ * 48 queries of 2 kb (40 mutated family members, 8 unrelated).
+ */
+const DATA = {
+  seed: 20_240_601,
+  totalLetters: 120_000_000,
+  families: 400,
+  membersPerFamily: 40,
+  memberLength: 2000,
+  backgroundLength: 50_000,
+  relatedQueries: 40,
+  unrelatedQueries: 8,
+  queryLength: 2000,
+};
+/** The search both sides run. The task is blastn (word size 11), so BLAST does real work. */
+const BLAST_OPTIONS = { task: "blastn", evalue: 1e-5 };
+/** The flags the job API renders for BLAST_OPTIONS (checked against the job's own blastn argv). */
+const BLAST_ARGS = ["-task", "blastn", "-evalue", "0.00001"];
+
+const TARGETS = { facadeRatio: 1.15, shardedRatio: 1.1, streamRatio: 0.8, rssGrowthMB: 100 };
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+const MB = 1e6;
+const round = (x, digits = 3) => (x === undefined || Number.isNaN(x) ? null : Number(x.toFixed(digits)));
+const log = (message) => process.stdout.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
+
+/** Runs bare BLAST like a shard does (same argv shape, cwd = the database release); returns seconds. */
+function runBareBlast(args, cwd) {
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    const child = spawn("blastn", args, { cwd, stdio: ["ignore", "ignore", "pipe"] });
+    let stderr = "";
+    child.stderr.on("data", (c) => {
+      stderr += c;
+    });
+    child.on("error", reject);
+    child.on("exit", (code) =>
+      code === 0 ? resolve((performance.now() - started) / 1000) : reject(new Error(`blastn exited ${code}: ${stderr.slice(-500)}`)),
+    );
+  });
+}
+
+/** A sink that counts bytes, so consuming a stream costs the consumer as little as possible. */
+function byteCounter() {
+  const counter = new Writable({
+    highWaterMark: 1024 * 1024,
+    write(chunk, _enc, cb) {
+      counter.bytes += chunk.length;
+      cb();
+    },
+  });
+  counter.bytes = 0;
+  return counter;
+}
+
+/**
+ * Polls `statusPath` every POLL_MS until `done(status)`; remembers when the server last touched
+ * the job after all shards succeeded (the end of shard publishing, start of the merge).
+ */
+async function pollUntil(api, statusPath, { done, failed, shardsOf }) {
+  let polls = 0;
+  let shardsDoneAt;
+  for (;;) {
+    const s = await api.get(statusPath);
+    polls++;
+    if (done(s)) return { status: s, polls, seenAt: Date.now(), shardsDoneAt };
+    if (failed(s)) throw new Error(`job ${s.job_id} ended ${s.status}: ${s.error}`);
+    const { total, succeeded } = shardsOf(s);
+    if (shardsDoneAt === undefined && total > 0 && succeeded === total) shardsDoneAt = Date.parse(s.updated_at);
+    await sleep(POLL_MS);
+  }
+}
+
+/** Splits one job's wall time into phases (ms), from the job record, BLAST processes and the client. */
+function phases({ t0, acceptedAt, record, blasts, shardsDoneAt, seenAt, doneAt }) {
+  const created = Date.parse(record.created_at);
+  const started = Date.parse(record.started_at);
+  const completed = Date.parse(record.completed_at);
+  const blastStart = Math.min(...blasts.map((b) => b.firstSeen));
+  const blastEnd = Math.max(...blasts.map((b) => b.endedAt));
+  const p = {
+    submit_http: acceptedAt - t0,
+    queue_wait: started - created,
+    prepare: blastStart - started,
+    blast: blastEnd - blastStart,
+  };
+  if (shardsDoneAt !== undefined && shardsDoneAt >= blastEnd && shardsDoneAt <= completed) {
+    p.shard_publish = shardsDoneAt - blastEnd;
+    p.merge_publish = completed - shardsDoneAt;
+  } else {
+    p.after_blast = completed - blastEnd;
+  }
+  p.poll_lag = seenAt - completed;
+  if (doneAt !== undefined) p.download = doneAt - seenAt;
+  return p;
+}
+
+function medianPhases(list) {
+  const keys = [...new Set(list.flatMap((p) => Object.keys(p)))];
+  return Object.fromEntries(keys.map((k) => [k, median(list.map((p) => p[k]).filter((v) => v !== undefined))]));
+}
+
+/** Drops the lines where a job's output legitimately differs from bare BLAST's (the db label). */
+const normalizeXml = (text) => text.replace(/<BlastOutput_db>[^<]*<\/BlastOutput_db>/, "<BlastOutput_db/>");
+
+async function main(tmp) {
+  const benchStarted = performance.now();
+  const work = path.join(tmp, "work");
+  const dataDir = path.join(tmp, "stack");
+  mkdirSync(work, { recursive: true });
+  const results = { runs: RUNS, poll_interval_ms: POLL_MS, machine: { cpus: os.availableParallelism(), node: process.version } };
+
+  // ---- data ----------------------------------------------------------------------------------
+  log("generating database and queries");
+  const dbFasta = path.join(work, "db.fa");
+  const queryPath = path.join(work, "queries.fa");
+  let t = performance.now();
+  const gen = await generateData({ ...DATA, dbPath: dbFasta, queryPath });
+  results.generation = { ...DATA, letters: gen.letters, sequences: gen.sequences, queries: gen.queries, seconds: round((performance.now() - t) / 1000, 1) };
+  log(`  ${gen.sequences} sequences, ${(gen.letters / 1e6).toFixed(0)} Mbases, ${gen.queries} queries (${results.generation.seconds} s)`);
+
+  // ---- stack ---------------------------------------------------------------------------------
+  log("starting the local stack (persistent Azurite)");
+  const stack = await startStack({ dataDir, logPath: path.join(tmp, "stack.log") });
+  state.stack = stack;
+  const api = jobApiClient(stack);
+  const readRecord = jobRecordReader(stack);
+  const jobApiPid = findJobApiPid(stack.info.pid);
+
+  log(`adding ${DB_NAME} with ${PARTITIONS} partitions through the CLI`);
+  t = performance.now();
+  log(`  ${cli(dataDir, ["db", "add", DB_NAME, dbFasta, "--type", "nucl", "--partitions", String(PARTITIONS)]).trim()}`);
+  results.generation.db_add_seconds = round((performance.now() - t) / 1000, 1);
+  rmSync(dbFasta);
+  const dbDir = path.join(dataDir, "jobapi", "databases", DB_NAME);
+  const version = readFileSync(path.join(dbDir, "current"), "utf8").trim();
+  const release = path.join(dbDir, version);
+  const manifest = JSON.parse(readFileSync(path.join(release, "manifest.json"), "utf8"));
+  const queryFasta = readFileSync(queryPath, "utf8");
+  const bareArgs = (threads, out) => [...BLAST_ARGS, "-query", queryPath, "-db", manifest.path, "-outfmt", "5", "-out", out, "-num_threads", String(threads)];
+
+  // What the idle stack costs the machine: the baselines run next to it, so they pay it too.
+  const stackPids = descendantPids(stack.info.pid);
+  const idleCpu0 = cpuSeconds(stackPids);
+  await sleep(3000);
+  results.idle_stack_cpu_cores = round((cpuSeconds(stackPids) - idleCpu0) / 3, 3);
+  log(`  idle stack uses ${results.idle_stack_cpu_cores} CPU cores`);
+
+  // ---- (a) facade vs blastn -num_threads 1 ----------------------------------------------------
+  log(`(a) facade submit → success → merged XML, vs bare blastn -num_threads 1 (1 warm-up + ${RUNS} runs each)`);
+  const facade = { ours: [], baseline: [], phases: [], blastArgv: undefined };
+  const bareOut1 = path.join(work, "bare1.xml");
+  const facadeOut = path.join(work, "facade.xml");
+  for (let i = 0; i <= RUNS; i++) {
+    const bare = await runBareBlast(bareArgs(1, bareOut1), release);
+    const watcher = watchBlastProcesses(jobApiPid);
+    const t0 = Date.now();
+    const started = performance.now();
+    const accepted = await api.post("/api/v1/facade/submit", { program: "blastn", db: DB_NAME, query_fasta: queryFasta, options: BLAST_OPTIONS });
+    const acceptedAt = Date.now();
+    const polled = await pollUntil(api, `/api/v1/facade/jobs/${accepted.job_id}`, {
+      done: (s) => s.status === "success",
+      failed: (s) => s.status === "failed" || s.status === "cancelled",
+      shardsOf: (s) => ({ total: s.execution.shard_count, succeeded: s.execution.shards_succeeded }),
+    });
+    await pipeline(await api.stream(`/api/v1/facade/jobs/${accepted.job_id}/files/merged-xml`), createWriteStream(facadeOut));
+    const wall = (performance.now() - started) / 1000;
+    const doneAt = Date.now();
+    const blasts = watcher.stop();
+    const record = await readRecord(accepted.job_id);
+    const p = phases({ t0, acceptedAt, record, blasts, shardsDoneAt: polled.shardsDoneAt, seenAt: polled.seenAt, doneAt });
+    facade.blastArgv ??= blasts[0]?.argv;
+    log(`  ${i === 0 ? "warm-up" : `run ${i}`}: bare ${bare.toFixed(2)} s, facade ${wall.toFixed(2)} s (${polled.polls} polls) ${JSON.stringify(p)}`);
+    if (i === 0) continue;
+    facade.ours.push(wall);
+    facade.baseline.push(bare);
+    facade.phases.push(p);
+  }
+  const facadeSame = normalizeXml(readFileSync(facadeOut, "latin1")) === normalizeXml(readFileSync(bareOut1, "latin1"));
+  results.facade = {
+    ours_s: round(median(facade.ours)),
+    baseline_s: round(median(facade.baseline)),
+    ratio: round(median(facade.ours) / median(facade.baseline)),
+    target: TARGETS.facadeRatio,
+    runs_ours_s: facade.ours.map((x) => round(x)),
+    runs_baseline_s: facade.baseline.map((x) => round(x)),
+    median_phases_ms: medianPhases(facade.phases),
+    job_blast_argv: facade.blastArgv,
+    output_identical_to_bare: facadeSame,
+    merged_xml_bytes: readFileSync(facadeOut).length,
+  };
+  results.facade.pass = results.facade.ratio <= TARGETS.facadeRatio;
+
+  // ---- (b) sharded vs blastn -num_threads 2 ---------------------------------------------------
+  log(`(b) /v1/jobs sharded (${PARTITIONS} partitions × 1 thread) → completed, vs bare blastn -num_threads 2 (1 warm-up + ${RUNS} runs each)`);
+  const sharded = { ours: [], baseline: [], phases: [], shardBlast: [] };
+  const bareOut2 = path.join(work, "bare2.xml");
+  let shardedJobId;
+  for (let i = 0; i <= RUNS; i++) {
+    const bare = await runBareBlast(bareArgs(2, bareOut2), release);
+    const watcher = watchBlastProcesses(jobApiPid);
+    const t0 = Date.now();
+    const started = performance.now();
+    const accepted = await api.post("/v1/jobs", {
+      program: "blastn",
+      db: DB_NAME,
+      query_fasta: queryFasta,
+      blast_options: BLAST_OPTIONS,
+      execution_profile: "sharded",
+    });
+    const acceptedAt = Date.now();
+    const polled = await pollUntil(api, `/v1/jobs/${accepted.job_id}/status`, {
+      done: (s) => s.status === "completed",
+      failed: (s) => s.status === "failed" || s.status === "cancelled",
+      shardsOf: (s) => s.kubernetes.summary,
+    });
+    const wall = (performance.now() - started) / 1000;
+    const blasts = watcher.stop();
+    const record = await readRecord(accepted.job_id);
+    const p = phases({ t0, acceptedAt, record, blasts, shardsDoneAt: polled.shardsDoneAt, seenAt: polled.seenAt });
+    const perShard = blasts.map((b) => round((b.endedAt - b.firstSeen) / 1000, 2));
+    log(`  ${i === 0 ? "warm-up" : `run ${i}`}: bare ${bare.toFixed(2)} s, sharded ${wall.toFixed(2)} s, shard blastn ${perShard.join(" / ")} s ${JSON.stringify(p)}`);
+    shardedJobId = accepted.job_id;
+    if (i === 0) continue;
+    sharded.ours.push(wall);
+    sharded.baseline.push(bare);
+    sharded.phases.push(p);
+    sharded.shardBlast.push(perShard);
+  }
+  const shardedXml = path.join(work, "sharded.xml");
+  await pipeline(await api.stream(`/v1/jobs/${shardedJobId}/results?content=xml`), createWriteStream(shardedXml));
+  results.sharded = {
+    ours_s: round(median(sharded.ours)),
+    baseline_s: round(median(sharded.baseline)),
+    ratio: round(median(sharded.ours) / median(sharded.baseline)),
+    target: TARGETS.shardedRatio,
+    runs_ours_s: sharded.ours.map((x) => round(x)),
+    runs_baseline_s: sharded.baseline.map((x) => round(x)),
+    median_phases_ms: medianPhases(sharded.phases),
+    shard_blast_s: sharded.shardBlast,
+    partitions: manifest.partitions.map((p) => ({ index: p.index, letters: p.letters, sequences: p.sequences })),
+    output_identical_to_bare: normalizeXml(readFileSync(shardedXml, "latin1")) === normalizeXml(readFileSync(bareOut2, "latin1")),
+  };
+  results.sharded.pass = results.sharded.ratio <= TARGETS.shardedRatio;
+
+  // ---- where the time after BLAST goes: the same steps, in this process -----------------------
+  results.after_blast_probe_ms = await probeAfterBlast(bareOut1, work, manifest);
+  log(`  after-BLAST steps on one shard's XML, in-process: ${JSON.stringify(results.after_blast_probe_ms)}`);
+
+  // ---- (c) XML streaming ---------------------------------------------------------------------
+  log("(c) ~1 GB merged XML: job API stream vs direct blob download + local gunzip");
+  const small = await api.post("/v1/jobs", {
+    program: "blastn",
+    db: DB_NAME,
+    query_fasta: `>small\n${queryFasta.split("\n")[1]}\n`,
+    blast_options: BLAST_OPTIONS,
+  });
+  await pollUntil(api, `/v1/jobs/${small.job_id}/status`, {
+    done: (s) => s.status === "completed",
+    failed: (s) => s.status === "failed" || s.status === "cancelled",
+    shardsOf: (s) => s.kubernetes.summary,
+  });
+  const bigGz = path.join(work, "big.xml.gz");
+  t = performance.now();
+  const big = await writeBigBlastXml({ samplePath: facadeOut, outPath: bigGz, targetBytes: XML_TARGET_BYTES });
+  const gzBytes = statSync(bigGz).size;
+  log(`  ${(big.xmlBytes / MB).toFixed(0)} MB XML, ${big.iterations} iterations, ${(gzBytes / MB).toFixed(0)} MB gzip (${((performance.now() - t) / 1000).toFixed(1)} s)`);
+  const blob = BlobServiceClient.fromConnectionString(stack.connectionString)
+    .getContainerClient("jobapi-artifacts")
+    .getBlockBlobClient(`${small.job_id}/merged_results.out.gz`);
+  await blob.uploadFile(bigGz, { blockSize: 8 * 1024 * 1024, concurrency: 4 });
+  rmSync(bigGz);
+
+  const azuritePid = descendantPids(stack.info.pid).find((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("azurite");
+    } catch {
+      return false;
+    }
+  });
+  const stream = { ours: [], direct: [], rssGrowth: [], cpu: { jobapi: [], direct: [] } };
+  const cpuOf = () => ({ jobapi: cpuSeconds([jobApiPid]), azurite: azuritePid ? cpuSeconds([azuritePid]) : 0, bench: process.cpuUsage() });
+  const cpuDelta = (a, b, seconds) => ({
+    jobapi_cores: round((b.jobapi - a.jobapi) / seconds, 2),
+    azurite_cores: round((b.azurite - a.azurite) / seconds, 2),
+    bench_cores: round((b.bench.user + b.bench.system - a.bench.user - a.bench.system) / 1e6 / seconds, 2),
+  });
+  for (let i = 0; i <= RUNS; i++) {
+    // Through the job API, sampling its RSS.
+    await sleep(500);
+    const rssBefore = rssBytes(jobApiPid);
+    const sampler = sampleRss(jobApiPid, 100);
+    let c0 = cpuOf();
+    let started = performance.now();
+    const counted = byteCounter();
+    await pipeline(await api.stream(`/v1/jobs/${small.job_id}/results?content=xml`), counted);
+    let seconds = (performance.now() - started) / 1000;
+    const cpuOurs = cpuDelta(c0, cpuOf(), seconds);
+    const { peak, samples } = sampler.stop();
+    if (counted.bytes !== big.xmlBytes) throw new Error(`job API streamed ${counted.bytes} bytes, expected ${big.xmlBytes}`);
+    const ours = counted.bytes / seconds;
+    const growth = peak - rssBefore;
+
+    // Directly from Blob storage, gunzipped here.
+    await sleep(500);
+    c0 = cpuOf();
+    started = performance.now();
+    const direct = byteCounter();
+    const download = await blob.download(0);
+    await pipeline(download.readableStreamBody, createGunzip(), direct);
+    seconds = (performance.now() - started) / 1000;
+    const cpuDirect = cpuDelta(c0, cpuOf(), seconds);
+    if (direct.bytes !== big.xmlBytes) throw new Error(`direct download gave ${direct.bytes} bytes, expected ${big.xmlBytes}`);
+    const theirs = direct.bytes / seconds;
+    log(
+      `  ${i === 0 ? "warm-up" : `run ${i}`}: job API ${(ours / MB).toFixed(0)} MB/s (RSS +${(growth / MB).toFixed(1)} MB, ${samples} samples, CPU ${JSON.stringify(cpuOurs)}), ` +
+        `direct ${(theirs / MB).toFixed(0)} MB/s (CPU ${JSON.stringify(cpuDirect)})`,
+    );
+    if (i === 0) continue;
+    stream.ours.push(ours);
+    stream.direct.push(theirs);
+    stream.rssGrowth.push(growth);
+    stream.cpu.jobapi.push(cpuOurs);
+    stream.cpu.direct.push(cpuDirect);
+  }
+  results.stream = {
+    xml_bytes: big.xmlBytes,
+    gzip_bytes: gzBytes,
+    ours_mb_s: round(median(stream.ours) / MB, 1),
+    direct_mb_s: round(median(stream.direct) / MB, 1),
+    ratio: round(median(stream.ours) / median(stream.direct)),
+    target: TARGETS.streamRatio,
+    runs_ours_mb_s: stream.ours.map((x) => round(x / MB, 1)),
+    runs_direct_mb_s: stream.direct.map((x) => round(x / MB, 1)),
+    cpu_during_runs: stream.cpu,
+  };
+  results.stream.pass = results.stream.ratio >= TARGETS.streamRatio;
+  results.rss = {
+    peak_growth_mb: round(Math.max(...stream.rssGrowth) / MB, 1),
+    runs_growth_mb: stream.rssGrowth.map((x) => round(x / MB, 1)),
+    target_mb: TARGETS.rssGrowthMB,
+  };
+  results.rss.pass = results.rss.peak_growth_mb < TARGETS.rssGrowthMB;
+  results.bench_seconds = round((performance.now() - benchStarted) / 1000, 1);
+  return results;
+}
+
+/**
+ * Times, in this process, what the dispatcher does to a standard job's output after BLAST exits:
+ * gzip the shard XML (default level, as runShard does), then merge it (xml-merge.ts, bundled here
+ * from the source) into a gzipped merged result. Storage round trips are not included.
+ */
+async function probeAfterBlast(shardXml, work, manifest) {
+  const shardGz = path.join(work, "probe-shard.out.gz");
+  let t = performance.now();
+  await pipeline(createReadStream(shardXml), createGzip(), createWriteStream(shardGz));
+  const gzipShard = performance.now() - t;
+  t = performance.now();
+  await pipeline(createReadStream(shardXml), createGzip({ level: 1 }), createWriteStream(`${shardGz}.l1`));
+  const gzipShardLevel1 = performance.now() - t;
+
+  const mergeModule = path.join(work, "xml-merge.mjs");
+  await build({ entryPoints: [path.join(ROOT, "shared/blast/xml-merge.ts")], bundle: true, platform: "node", format: "esm", outfile: mergeModule, logLevel: "warning" });
+  const { mergeBlastXml } = await import(mergeModule);
+  t = performance.now();
+  const gzip = createGzip();
+  const written = pipeline(gzip, createWriteStream(path.join(work, "probe-merged.out.gz")));
+  await mergeBlastXml({
+    shards: [{ batchIndex: 0, partitionIndex: 0, path: shardGz }],
+    maxTargetSeqs: 500,
+    database: DB_NAME,
+    totals: { sequences: manifest.sequences, letters: manifest.letters },
+    output: gzip,
+  });
+  gzip.end();
+  await written;
+  const merge = performance.now() - t;
+  return { gzip_shard_level6: Math.round(gzipShard), gzip_shard_level1: Math.round(gzipShardLevel1), merge_and_gzip: Math.round(merge) };
+}
+
+function report(r) {
+  const rows = [
+    [
+      "(a) facade submit→success→merged XML",
+      `${r.facade.ours_s.toFixed(2)} s`,
+      `${r.facade.baseline_s.toFixed(2)} s (blastn 1 thread)`,
+      r.facade.ratio.toFixed(3),
+      `≤ ${r.facade.target}`,
+      r.facade.pass,
+    ],
+    [
+      "(b) sharded /v1/jobs submit→completed",
+      `${r.sharded.ours_s.toFixed(2)} s`,
+      `${r.sharded.baseline_s.toFixed(2)} s (blastn 2 threads)`,
+      r.sharded.ratio.toFixed(3),
+      `≤ ${r.sharded.target}`,
+      r.sharded.pass,
+    ],
+    [
+      "(c) XML stream throughput",
+      `${r.stream.ours_mb_s.toFixed(0)} MB/s`,
+      `${r.stream.direct_mb_s.toFixed(0)} MB/s (blob + gunzip)`,
+      r.stream.ratio.toFixed(3),
+      `≥ ${r.stream.target}`,
+      r.stream.pass,
+    ],
+    ["(c) job API RSS growth while streaming", `${r.rss.peak_growth_mb.toFixed(1)} MB`, "-", "-", `< ${r.rss.target_mb} MB`, r.rss.pass],
+  ];
+  const header = ["metric", "ours", "baseline", "ratio", "target", "result"];
+  const cells = rows.map((row) => [...row.slice(0, 5), row[5] ? "PASS" : "MISS"]);
+  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => String(c[i]).length)));
+  const line = (c) => c.map((v, i) => String(v).padEnd(widths[i])).join("  ");
+  const out = [
+    "",
+    `blastplane benchmark — median of ${r.runs} runs each, baselines measured in the same run; client polls every ${r.poll_interval_ms} ms`,
+    `data: ${r.generation.sequences} sequences / ${(r.generation.letters / 1e6).toFixed(0)} Mbases (seed ${r.generation.seed}), ${r.generation.queries} queries × ${r.generation.queryLength} bases; ` +
+      `blastn ${BLAST_ARGS.join(" ")}; streamed result ${(r.stream.xml_bytes / MB).toFixed(0)} MB XML (${(r.stream.gzip_bytes / MB).toFixed(0)} MB gzip)`,
+    "",
+    line(header),
+    line(widths.map((w) => "-".repeat(w))),
+    ...cells.map(line),
+    "",
+    `(a) phases, median ms: ${JSON.stringify(r.facade.median_phases_ms)}`,
+    `(b) phases, median ms: ${JSON.stringify(r.sharded.median_phases_ms)}; shard blastn s: ${JSON.stringify(r.sharded.shard_blast_s)}`,
+    `after-BLAST steps in-process, ms: ${JSON.stringify(r.after_blast_probe_ms)}; idle stack CPU: ${r.idle_stack_cpu_cores} cores`,
+    `outputs identical to bare blastn (BlastOutput_db aside): standard ${r.facade.output_identical_to_bare}, sharded ${r.sharded.output_identical_to_bare}`,
+    `bench took ${r.bench_seconds} s`,
+    "",
+  ];
+  process.stdout.write(out.join("\n"));
+  process.stdout.write(`${JSON.stringify({ bench: "blastplane", ...r })}\n`);
+}
+
+/** What clean-up needs, filled in as the run goes. */
+const state = { stack: undefined };
+const tmp = mkdtempSync(path.join(os.tmpdir(), "blastplane-bench-"));
+let cleaned = false;
+async function cleanup() {
+  if (cleaned) return;
+  cleaned = true;
+  if (state.stack) await state.stack.stop().catch((e) => process.stderr.write(`stopping the stack failed: ${e}\n`));
+  rmSync(tmp, { recursive: true, force: true });
+}
+for (const signal of ["SIGINT", "SIGTERM"]) {
+  process.once(signal, () => {
+    log(`${signal}: stopping`);
+    void cleanup().finally(() => process.exit(130));
+  });
+}
+
+let exitCode = 0;
+try {
+  report(await main(tmp));
+} catch (error) {
+  exitCode = 1;
+  process.stderr.write(`benchmark failed: ${error instanceof Error ? error.stack : String(error)}\n`);
+  if (state.stack) {
+    writeFileSync(path.join(os.tmpdir(), "blastplane-bench-failed-stack.log"), state.stack.tail());
+    process.stderr.write(`last stack output saved to ${path.join(os.tmpdir(), "blastplane-bench-failed-stack.log")}\n`);
+  }
+} finally {
+  await cleanup();
+}
+// Keep-alive sockets and SDK timers must not hold the process open once the report is out.
+process.exit(exitCode);

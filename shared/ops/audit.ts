@@ -1,0 +1,221 @@
+import { randomUUID } from "node:crypto";
+import { odata, TableClient } from "@azure/data-tables";
+import { z } from "zod";
+import { packText, unpackText } from "../storage/table-text.js";
+
+/** Opens a table client by table name (tests and callers with their own credentials pass one). */
+export type TableClientFactory = (tableName: string) => TableClient;
+
+/** Where a store's table lives: a storage connection string, or a factory of table clients. */
+export type TableSource = string | TableClientFactory;
+
+/**
+ * Returns a getter for the table `tableName` that creates the table on first use (once per
+ * process; a failed creation is retried on the next call).
+ */
+export function tableOpener(source: TableSource, tableName: string): () => Promise<TableClient> {
+  const client =
+    typeof source === "string" ? TableClient.fromConnectionString(source, tableName, { allowInsecureConnection: true }) : source(tableName);
+  let ready: Promise<TableClient> | undefined;
+  return () => {
+    ready ??= client.createTable().then(
+      () => client,
+      (error: unknown) => {
+        ready = undefined;
+        throw error;
+      },
+    );
+    return ready;
+  };
+}
+
+const DAY_MS = 86_400_000;
+/** Inverted keys count down from these, so ascending key order is newest first (until year ~4700 for days). */
+const MAX_DAY = 999_999;
+const MAX_MS = 999_999_999_999_999;
+
+/**
+ * The partition of the day `at` falls in (UTC): `<inverted day number>_<YYYY-MM-DD>`, so newer days
+ * sort first and the date stays readable in Storage Explorer.
+ */
+export function dayPartitionKey(at: Date): string {
+  const day = Math.floor(at.getTime() / DAY_MS);
+  return `${String(MAX_DAY - day).padStart(6, "0")}_${at.toISOString().slice(0, 10)}`;
+}
+
+/** A row key that sorts newest first (inverted milliseconds), made unique by `id`. */
+export function newestFirstRowKey(at: Date, id: string): string {
+  return `${String(MAX_MS - at.getTime()).padStart(15, "0")}_${id}`;
+}
+
+/**
+ * The OData filter selecting day partitions (keys starting with a digit, so other partitions of the
+ * same table are excluded) and, with `since`, only rows at or after it.
+ */
+export function newestFirstFilter(since?: Date): string {
+  if (!since) return "PartitionKey ge '0' and PartitionKey lt ':'";
+  // '~' sorts after every id character, so rows at exactly `since` are included.
+  return odata`PartitionKey ge '0' and PartitionKey le ${dayPartitionKey(since)} and RowKey le ${newestFirstRowKey(since, "~")}`;
+}
+
+/** Validates a list `limit`: 1 to 1000, 100 when absent. */
+export function listLimit(limit: number | undefined): number {
+  const value = limit ?? 100;
+  if (!Number.isInteger(value) || value < 1 || value > 1000) throw new RangeError("limit must be an integer from 1 to 1000");
+  return value;
+}
+
+/** Who acted: the caller's directory object id and display name. */
+export interface AuditActor {
+  oid: string;
+  name: string;
+}
+
+/** How a privileged act ended: done, refused for lack of a role, or attempted and failed. */
+export type AuditOutcome = "succeeded" | "denied" | "failed";
+
+/**
+ * One audit entry — the one schema of the audit log (table `audit`).
+ *
+ * - `audit_id`: a UUID, unique per entry.
+ * - `at`: when the entry was recorded (ISO 8601, UTC).
+ * - `actor`: who acted (`oid`, `name`), from the validated caller — never from the request body.
+ * - `action`: dotted lowercase name of the act: `api_token.reveal`, `api_token.regenerate`,
+ *   `workspace.update`, ….
+ * - `target`: what was acted on (`api_token`, `workspace`, a job id, …).
+ * - `outcome`: `succeeded`, `denied` (the caller's role was too low) or `failed`.
+ * - `request_id`: the request's id, to find the server's logs of the same act.
+ * - `details`: facts about the act (changed field names, an expiry time, a refusal reason). Never
+ *   secrets: values under keys named like tokens, secrets, passwords or keys are stored as
+ *   `[redacted]` whatever the caller passes.
+ *
+ * Storage: one partition per UTC day (newest day first), row keys newest first, so a listing reads
+ * the most recent entries without sorting. Entries are only ever inserted; no code updates or
+ * deletes them (retention belongs to the storage account's policy, not to this module).
+ */
+export interface AuditEntry {
+  audit_id: string;
+  at: string;
+  actor: AuditActor;
+  action: string;
+  target: string;
+  outcome: AuditOutcome;
+  request_id: string;
+  details: Record<string, unknown>;
+}
+
+/** What a caller records; the log assigns `audit_id` and `at`. */
+export interface AuditInput {
+  actor: AuditActor;
+  action: string;
+  target: string;
+  outcome: AuditOutcome;
+  request_id: string;
+  details?: Record<string, unknown>;
+}
+
+/** Filters of {@link AuditLog.list}; results are newest first. */
+export interface AuditFilter {
+  /** Only entries recorded at or after this time. */
+  since?: Date;
+  /** Only entries of this action. */
+  action?: string;
+  /** At most this many entries (1–1000, default 100). */
+  limit?: number;
+}
+
+/** The append-only audit log of privileged acts. */
+export interface AuditLog {
+  /** Appends one entry and returns it as stored. */
+  record(entry: AuditInput): Promise<AuditEntry>;
+  /** The most recent entries first. */
+  list(filter?: AuditFilter): Promise<AuditEntry[]>;
+}
+
+export const AUDIT_TABLE = "audit";
+
+const inputSchema = z.strictObject({
+  actor: z.strictObject({ oid: z.string().min(1).max(200), name: z.string().max(200) }),
+  action: z.string().regex(/^[a-z][a-z0-9_]*(?:\.[a-z][a-z0-9_]*)+$/, "action must be dotted lowercase words"),
+  target: z.string().min(1).max(500),
+  outcome: z.enum(["succeeded", "denied", "failed"]),
+  request_id: z.string().min(1).max(200),
+  details: z.record(z.string(), z.unknown()).optional(),
+});
+
+/** Keys whose values never reach the audit log (the logger's rule, plus API, access and private keys). */
+const SECRET_KEYS = /(authorization|token|secret|password|connection_?string|(?:account|api|access|private)_?key|sig)$/i;
+
+function redact(value: unknown, depth = 0): unknown {
+  if (value === null || typeof value !== "object") return value;
+  if (depth > 8) return "[truncated]";
+  if (Array.isArray(value)) return value.map((v) => redact(v, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) out[k] = SECRET_KEYS.test(k) ? "[redacted]" : redact(v, depth + 1);
+  return out;
+}
+
+function fromEntity(e: Record<string, unknown>): AuditEntry {
+  return {
+    audit_id: String(e.audit_id),
+    at: String(e.at),
+    actor: { oid: String(e.actor_oid), name: String(e.actor_name ?? "") },
+    action: String(e.action),
+    target: String(e.target),
+    outcome: String(e.outcome) as AuditOutcome,
+    request_id: String(e.request_id),
+    details: JSON.parse(unpackText(e, "details") || "{}") as Record<string, unknown>,
+  };
+}
+
+/**
+ * Opens the audit log in Table storage (table `audit`, created on first use). `now` is for tests.
+ */
+export function createAuditLog(source: TableSource, options: { now?: () => Date } = {}): AuditLog {
+  const table = tableOpener(source, AUDIT_TABLE);
+  const now = options.now ?? (() => new Date());
+  return {
+    async record(input) {
+      const valid = inputSchema.parse(input);
+      const at = now();
+      const entry: AuditEntry = {
+        audit_id: randomUUID(),
+        at: at.toISOString(),
+        actor: valid.actor,
+        action: valid.action,
+        target: valid.target,
+        outcome: valid.outcome,
+        request_id: valid.request_id,
+        details: redact(valid.details ?? {}) as Record<string, unknown>,
+      };
+      // createEntity only: an existing row is never overwritten.
+      await (await table()).createEntity({
+        partitionKey: dayPartitionKey(at),
+        rowKey: newestFirstRowKey(at, entry.audit_id),
+        audit_id: entry.audit_id,
+        at: entry.at,
+        actor_oid: entry.actor.oid,
+        actor_name: entry.actor.name,
+        action: entry.action,
+        target: entry.target,
+        outcome: entry.outcome,
+        request_id: entry.request_id,
+        ...packText("details", JSON.stringify(entry.details)),
+      });
+      return entry;
+    },
+
+    async list(filter = {}) {
+      const limit = listLimit(filter.limit);
+      const clauses = [newestFirstFilter(filter.since)];
+      if (filter.action !== undefined) clauses.push(odata`action eq ${filter.action}`);
+      const out: AuditEntry[] = [];
+      const entities = (await table()).listEntities<Record<string, unknown>>({ queryOptions: { filter: clauses.join(" and ") } });
+      for await (const e of entities) {
+        out.push(fromEntity(e));
+        if (out.length >= limit) break;
+      }
+      return out;
+    },
+  };
+}

@@ -1,0 +1,180 @@
+import { XMLValidator } from "fast-xml-parser";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEMO_DB, demoQueries, jobApi, readApiToken } from "../support/jobapi-client.js";
+import { eventually, mintToken, startStack, type TestStack } from "../support/local-stack.js";
+
+interface Envelope {
+  job_id: string;
+  job_id_kind: string;
+  status: string;
+  operation: { operation_id: string; [k: string]: unknown };
+  operation_status_url: string;
+  target: unknown;
+  admission: unknown;
+  meta: { request_id: string };
+}
+
+interface JobView {
+  job_id: string;
+  status: string;
+  openapi_job_id: string | null;
+  [k: string]: unknown;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const FAST_POLL = { JOB_POLL_INTERVAL_SECONDS: "1" };
+
+function dashboard(stack: TestStack) {
+  const base = `${stack.info.functions_url}/api`;
+  const call = async (token: string | undefined, method: string, path: string, body?: unknown) =>
+    fetch(`${base}${path}`, {
+      method,
+      headers: { ...(token ? { Authorization: `Bearer ${token}` } : {}), ...(body ? { "Content-Type": "application/json" } : {}) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  return {
+    call,
+    async operationDone(token: string, operationId: string, timeoutMs = 60_000): Promise<Record<string, unknown>> {
+      return eventually(async () => {
+        const op = (await (await call(token, "GET", `/operations/${operationId}`)).json()) as Record<string, unknown>;
+        return ["succeeded", "failed", "cancelled"].includes(String(op.state)) ? op : undefined;
+      }, timeoutMs, 200);
+    },
+  };
+}
+
+describe("dashboard jobs through the submit orchestration", () => {
+  let stack: TestStack;
+  let d: ReturnType<typeof dashboard>;
+  let contributor: string;
+  let reader: string;
+
+  beforeAll(async () => {
+    stack = await startStack({ env: FAST_POLL });
+    d = dashboard(stack);
+    contributor = await mintToken(stack, "Contributor", { name: "Cora" });
+    reader = await mintToken(stack, "Reader");
+  });
+
+  afterAll(async () => {
+    await stack?.stop();
+    stack?.cleanup();
+  });
+
+  it("B-169 B-153 B-167 B-168 B-170 B-035 B-008 B-007 submits, polls the operation to succeeded, reads the job and downloads XML", async () => {
+    const res = await d.call(contributor, "POST", "/blast/jobs", { program: "blastn", db: DEMO_DB, query_fasta: demoQueries(2), options: { evalue: 1e-5 }, title: "two 16S queries" });
+    expect(res.status).toBe(200);
+    const env = (await res.json()) as Envelope;
+    expect(env.job_id).toMatch(UUID);
+    expect(env.job_id_kind).toBe("dashboard");
+    expect(env.status).toBe("submitting");
+    expect(env.operation).toMatchObject({ operation_type: "blast.submit", state: "queued", poll_after_seconds: 1, links: { self: `/api/operations/${env.operation.operation_id}` } });
+    expect(env.operation_status_url).toBe(`/api/operations/${env.operation.operation_id}`);
+    expect(env.target).toEqual({ resource_type: "blast_job", job_id_kind: "dashboard", dashboard_job_id: env.job_id, openapi_job_id: null });
+    expect(env.admission).toMatchObject({ decision: "accepted", reason: expect.any(String) });
+    expect(env.meta.request_id).toBe(res.headers.get("x-request-id"));
+
+    const op = await d.operationDone(contributor, env.operation.operation_id);
+    expect(op).toMatchObject({ state: "succeeded", poll_after_seconds: 0, operation_type: "blast.submit" });
+    const job = (await (await d.call(reader, "GET", `/blast/jobs/${env.job_id}`)).json()) as JobView;
+    expect(job).toMatchObject({ job_id: env.job_id, status: "completed", title: "two 16S queries", created_by: { name: "Cora" }, error: "" });
+    expect(job.openapi_job_id).toMatch(/^[a-z0-9]{12}$/);
+    const xml = await d.call(reader, "GET", `/blast/jobs/${env.job_id}/results?content=xml`);
+    expect(xml.status).toBe(200);
+    expect(xml.headers.get("content-type")).toBe("application/xml");
+    const text = await xml.text();
+    expect(XMLValidator.validate(text)).toBe(true);
+    expect((text.match(/<Iteration>/g) ?? []).length).toBe(2);
+    const list = (await (await d.call(reader, "GET", "/blast/jobs?status=completed")).json()) as { jobs: { job_id: string }[]; total: number };
+    expect(list.jobs.map((j) => j.job_id)).toContain(env.job_id);
+  });
+
+  it("refuses a Reader's submit with 403 and a missing token with 401, before any work", async () => {
+    const before = (await (await d.call(reader, "GET", "/blast/jobs")).json()) as { total: number };
+    const body = { program: "blastn", db: DEMO_DB, query_fasta: demoQueries(1) };
+    const forbidden = await d.call(reader, "POST", "/blast/jobs", body);
+    expect(forbidden.status).toBe(403);
+    expect(await forbidden.json()).toMatchObject({ detail: expect.stringContaining("Contributor"), request_id: expect.any(String) });
+    expect((await d.call(undefined, "POST", "/blast/jobs", body)).status).toBe(401);
+    const after = (await (await d.call(reader, "GET", "/blast/jobs")).json()) as { total: number };
+    expect(after.total).toBe(before.total);
+  });
+
+  it("answers 400 for an OpenAPI job id on a dashboard route, 404 for an unknown UUID and operation, 422 for a bad body", async () => {
+    const wrongKind = await d.call(reader, "GET", "/blast/jobs/abcdefghijkl");
+    expect(wrongKind.status).toBe(400);
+    expect(((await wrongKind.json()) as { detail: string }).detail).toContain("OpenAPI job id");
+    expect((await d.call(reader, "GET", `/blast/jobs/${crypto.randomUUID()}`)).status).toBe(404);
+    expect((await d.call(reader, "GET", `/operations/op-${"0".repeat(32)}`)).status).toBe(404);
+    expect((await d.call(reader, "GET", "/operations/nope")).status).toBe(400);
+    const bad = await d.call(contributor, "POST", "/blast/jobs", { program: "blastz", db: DEMO_DB, query_fasta: ">q\nACGT", options: { bogus: 1 } });
+    expect(bad.status).toBe(422);
+    const detail = ((await bad.json()) as { detail: { loc: unknown[] }[] }).detail;
+    expect(detail.map((x) => x.loc.join("."))).toEqual(expect.arrayContaining(["body.program", "body.options.bogus"]));
+  });
+
+  it("returns the same dashboard job for a retried submit with the same idempotency key", async () => {
+    const body = { program: "blastn", db: DEMO_DB, query_fasta: demoQueries(1, 400, 3), idempotency_key: "dash-retry-1" };
+    const a = (await (await d.call(contributor, "POST", "/blast/jobs", body)).json()) as { job_id: string; operation: { operation_id: string } };
+    const b = (await (await d.call(contributor, "POST", "/blast/jobs", body)).json()) as { job_id: string; operation: { operation_id: string } };
+    expect(b.job_id).toBe(a.job_id);
+    expect(b.operation.operation_id).toBe(a.operation.operation_id);
+    await d.operationDone(contributor, a.operation.operation_id);
+  });
+
+  it("B-014 B-152 cancels through the orchestration: the operation ends cancelled and the job API job stops", async () => {
+    const res = await d.call(contributor, "POST", "/blast/jobs", { program: "tblastx", db: DEMO_DB, query_fasta: demoQueries(4, 1500, 60), execution_profile: "sharded" });
+    const env = (await res.json()) as { job_id: string; operation: { operation_id: string } };
+    await eventually(async () => {
+      const j = (await (await d.call(reader, "GET", `/blast/jobs/${env.job_id}`)).json()) as { openapi_job_id: string | null };
+      return j.openapi_job_id ? true : undefined;
+    }, 20_000);
+    expect((await d.call(reader, "DELETE", `/blast/jobs/${env.job_id}`)).status).toBe(403);
+    const del = await d.call(contributor, "DELETE", `/blast/jobs/${env.job_id}`);
+    expect(del.status).toBe(200);
+    const op = await d.operationDone(contributor, env.operation.operation_id);
+    expect(op.state).toBe("cancelled");
+    const job = (await (await d.call(reader, "GET", `/blast/jobs/${env.job_id}`)).json()) as { status: string; openapi_job_id: string };
+    expect(job.status).toBe("cancelled");
+    const api = jobApi(stack, readApiToken(stack));
+    expect((await api.status(job.openapi_job_id)).status).toBe("cancelled");
+  });
+});
+
+describe("dashboard submit survives kill -9 while polling", () => {
+  it("reaches the job API's terminal state after restart with no duplicate job-API submission", async () => {
+    const first = await startStack({ inMemory: false, env: { ...FAST_POLL, JOBAPI_SHARD_CONCURRENCY: "1" } });
+    let second: TestStack | undefined;
+    try {
+      const token = await mintToken(first, "Contributor");
+      const d1 = dashboard(first);
+      const env = (await (await d1.call(token, "POST", "/blast/jobs", { program: "tblastx", db: DEMO_DB, query_fasta: demoQueries(3, 1500, 70) })).json()) as {
+        job_id: string;
+        operation: { operation_id: string };
+      };
+      // Wait until the orchestration is polling a submitted job, then kill everything.
+      await eventually(async () => {
+        const j = (await (await d1.call(token, "GET", `/blast/jobs/${env.job_id}`)).json()) as { openapi_job_id: string | null };
+        return j.openapi_job_id ? true : undefined;
+      }, 30_000);
+      await first.kill();
+      await new Promise((r) => setTimeout(r, 1500));
+
+      second = await startStack({ dataDir: first.dataDir, inMemory: false, env: { ...FAST_POLL, JOBAPI_SHARD_CONCURRENCY: "1" } });
+      const token2 = await mintToken(second, "Contributor");
+      const d2 = dashboard(second);
+      const op = await d2.operationDone(token2, env.operation.operation_id, 120_000);
+      expect(op.state).toBe("succeeded");
+      const job = (await (await d2.call(token2, "GET", `/blast/jobs/${env.job_id}`)).json()) as { status: string; openapi_job_id: string };
+      expect(job.status).toBe("completed");
+      const api = jobApi(second, readApiToken(second));
+      const all = (await (await api.get("/v1/jobs?limit=500")).json()) as { jobs: { job_id: string }[] };
+      expect(all.jobs).toHaveLength(1);
+      expect(all.jobs[0]?.job_id).toBe(job.openapi_job_id);
+    } finally {
+      await second?.stop();
+      await first.stop();
+      first.cleanup();
+    }
+  }, 240_000);
+});
