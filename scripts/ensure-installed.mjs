@@ -20,8 +20,11 @@ function run(cmd, args) {
 
 const stale = !existsSync(marker) || statSync(marker).mtimeMs < statSync(lock).mtimeMs;
 if (stale) {
-  console.log("Installing npm packages (npm ci)…");
-  run("npm", ["ci", "--no-audit", "--no-fund"]);
+  console.log("Installing npm packages…");
+  // npm ci is exact; some npm releases refuse a lockfile that omits other platforms' optional
+  // packages, and npm install then installs the same locked versions.
+  const ci = spawnSync("npm", ["ci", "--no-audit", "--no-fund"], { cwd: root, stdio: "inherit" });
+  if (ci.status !== 0) run("npm", ["install", "--no-audit", "--no-fund"]);
 }
 
 function hasBlast() {
