@@ -20,11 +20,10 @@ function run(cmd, args) {
 
 const stale = !existsSync(marker) || statSync(marker).mtimeMs < statSync(lock).mtimeMs;
 if (stale) {
-  console.log("Installing npm packages…");
-  // npm ci is exact; some npm releases refuse a lockfile that omits other platforms' optional
-  // packages, and npm install then installs the same locked versions.
-  const ci = spawnSync("npm", ["ci", "--no-audit", "--no-fund"], { cwd: root, stdio: "inherit" });
-  if (ci.status !== 0) run("npm", ["install", "--no-audit", "--no-fund"]);
+  console.log("Installing npm packages (npm install from package-lock.json)…");
+  // Not `npm ci`: npm 11 refuses this lockfile for omitting other platforms' optional packages
+  // (biome's binaries); `npm install` installs the same locked versions.
+  run("npm", ["install", "--no-audit", "--no-fund"]);
 }
 
 function hasBlast() {
