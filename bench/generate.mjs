@@ -60,8 +60,8 @@ async function writeAll(stream, text) {
  * Writes `dbPath` (FASTA) and `queryPath` (FASTA) and returns what was generated.
  *
  * The database holds `families` families of `membersPerFamily` members (ancestor length
- * `memberLength` ± 20 %, member divergence 2–25 %), then unrelated background records until
- * `totalLetters`. Queries are windows of `queryLength` from mutated members (3–12 % divergence) of
+ * `memberLength` ± 20 %, member divergence 2–25 %), each family followed by unrelated background
+ * records (at most `backgroundLength` each) so the whole holds `totalLetters`. Queries are windows of `queryLength` from mutated members (3–12 % divergence) of
  * `relatedQueries` different families, plus `unrelatedQueries` random sequences with no homologs.
  */
 export async function generateData(options) {
@@ -83,6 +83,7 @@ export async function generateData(options) {
   const db = createWriteStream(dbPath, { encoding: "latin1" });
   let letters = 0;
   let sequences = 0;
+  let background = 0;
   const sampleMembers = [];
   for (let f = 0; f < families; f++) {
     const length = Math.round(memberLength * (0.8 + 0.4 * rng.next()));
@@ -96,12 +97,16 @@ export async function generateData(options) {
       letters += member.length;
       sequences++;
     }
-  }
-  for (let b = 0; letters < totalLetters; b++) {
-    const length = Math.min(backgroundLength, totalLetters - letters);
-    await writeAll(db, fastaRecord(`bg${b}`, `synthetic background ${b}`, randomSequence(rng, length)));
-    letters += length;
-    sequences++;
+    // Background after each family, so families spread over the whole database (and over every
+    // partition) as related genes do in real collections.
+    const goal = Math.round(((f + 1) / families) * totalLetters);
+    while (letters < goal) {
+      const length = Math.min(backgroundLength, goal - letters);
+      await writeAll(db, fastaRecord(`bg${background}`, `synthetic background ${background}`, randomSequence(rng, length)));
+      background++;
+      letters += length;
+      sequences++;
+    }
   }
   db.end();
   await once(db, "finish");

@@ -8,10 +8,10 @@
 //       blob with @azure/storage-blob and gunzipping it here; plus the job API's RSS growth
 //
 // A MISS is reported, not fatal: the process exits 0 unless the benchmark itself breaks.
-// BENCH_RUNS (default 3) sets the measured runs per metric; BENCH_XML_MB (default 1024) the size
+// BENCH_RUNS (default 5) sets the measured runs per metric; BENCH_XML_MB (default 1024) the size
 // of the streamed result.
 import { spawn } from "node:child_process";
-import { createReadStream, createWriteStream, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { copyFileSync, createReadStream, createWriteStream, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { Writable } from "node:stream";
@@ -35,7 +35,7 @@ import {
   watchBlastProcesses,
 } from "./stack.mjs";
 
-const RUNS = Math.max(1, Number(process.env.BENCH_RUNS ?? 3));
+const RUNS = Math.max(1, Number(process.env.BENCH_RUNS ?? 5));
 const XML_TARGET_BYTES = Number(process.env.BENCH_XML_MB ?? 1024) * 1024 * 1024;
 /** Client poll interval for job status; short, so polling adds little to the measured time. */
 const POLL_MS = 100;
@@ -44,12 +44,12 @@ const PARTITIONS = 2;
 
 /**
  * Tuned so bare `blastn -task blastn` of the query takes ~5 s with 1 thread on a 2-core machine:
- * 120 Mbases (400 families × 40 members of ~2 kb, plus 50 kb unrelated background records) and
- * 48 queries of 2 kb (40 mutated family members, 8 unrelated).
+ * 160 Mbases (400 families × 40 members of ~2 kb, between unrelated background records of up to
+ * 50 kb) and 48 queries of 2 kb (40 mutated family members, 8 unrelated).
  */
 const DATA = {
   seed: 20_240_601,
-  totalLetters: 120_000_000,
+  totalLetters: 160_000_000,
   families: 400,
   membersPerFamily: 40,
   memberLength: 2000,
@@ -392,6 +392,7 @@ async function main(tmp) {
     target_mb: TARGETS.rssGrowthMB,
   };
   results.rss.pass = results.rss.peak_growth_mb < TARGETS.rssGrowthMB;
+  results.client_network_errors = api.networkErrors;
   results.bench_seconds = round((performance.now() - benchStarted) / 1000, 1);
   return results;
 }
@@ -475,6 +476,7 @@ function report(r) {
     `(b) phases, median ms: ${JSON.stringify(r.sharded.median_phases_ms)}; shard blastn s: ${JSON.stringify(r.sharded.shard_blast_s)}`,
     `after-BLAST steps in-process, ms: ${JSON.stringify(r.after_blast_probe_ms)}; idle stack CPU: ${r.idle_stack_cpu_cores} cores`,
     `outputs identical to bare blastn (BlastOutput_db aside): standard ${r.facade.output_identical_to_bare}, sharded ${r.sharded.output_identical_to_bare}`,
+    `client network errors (GETs retried): ${r.client_network_errors.length === 0 ? "none" : r.client_network_errors.join("; ")}`,
     `bench took ${r.bench_seconds} s`,
     "",
   ];
@@ -485,11 +487,16 @@ function report(r) {
 /** What clean-up needs, filled in as the run goes. */
 const state = { stack: undefined };
 const tmp = mkdtempSync(path.join(os.tmpdir(), "blastplane-bench-"));
+const FAILED_LOG = path.join(os.tmpdir(), "blastplane-bench-failed-stack.log");
 let cleaned = false;
-async function cleanup() {
+async function cleanup(keepLog) {
   if (cleaned) return;
   cleaned = true;
   if (state.stack) await state.stack.stop().catch((e) => process.stderr.write(`stopping the stack failed: ${e}\n`));
+  if (keepLog && state.stack) {
+    copyFileSync(path.join(tmp, "stack.log"), FAILED_LOG);
+    process.stderr.write(`the stack's output is kept in ${FAILED_LOG}\n`);
+  }
   rmSync(tmp, { recursive: true, force: true });
 }
 for (const signal of ["SIGINT", "SIGTERM"]) {
@@ -504,13 +511,10 @@ try {
   report(await main(tmp));
 } catch (error) {
   exitCode = 1;
-  process.stderr.write(`benchmark failed: ${error instanceof Error ? error.stack : String(error)}\n`);
-  if (state.stack) {
-    writeFileSync(path.join(os.tmpdir(), "blastplane-bench-failed-stack.log"), state.stack.tail());
-    process.stderr.write(`last stack output saved to ${path.join(os.tmpdir(), "blastplane-bench-failed-stack.log")}\n`);
-  }
+  const cause = error instanceof Error && error.cause ? `\ncaused by: ${String(error.cause?.stack ?? error.cause)}` : "";
+  process.stderr.write(`benchmark failed: ${error instanceof Error ? error.stack : String(error)}${cause}\n`);
 } finally {
-  await cleanup();
+  await cleanup(exitCode !== 0);
 }
 // Keep-alive sockets and SDK timers must not hold the process open once the report is out.
 process.exit(exitCode);

@@ -90,21 +90,35 @@ export function cli(dataDir, args) {
   return r.stdout;
 }
 
-/** A minimal job API client. `get`/`post` return parsed JSON and throw on an unexpected status. */
+/**
+ * A minimal job API client. `get`/`post` return parsed JSON and throw on an unexpected status.
+ * A GET that fails at the network level is retried (twice) like a polling client would, and
+ * noted in `networkErrors` so the report shows it.
+ */
 export function jobApiClient(stack) {
   const base = stack.info.jobapi_url;
   const headers = { "X-SVC-API-Token": stack.token };
-  async function call(method, p, body, expect) {
-    const res = await fetch(`${base}${p}`, {
-      method,
-      headers: body === undefined ? headers : { ...headers, "Content-Type": "application/json" },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
+  const networkErrors = [];
+  async function call(method, p, body, expect, attempt = 1) {
+    let res;
+    try {
+      res = await fetch(`${base}${p}`, {
+        method,
+        headers: body === undefined ? headers : { ...headers, "Content-Type": "application/json" },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    } catch (error) {
+      networkErrors.push(`${method} ${p}: ${error.message}${error.cause ? ` (${error.cause.code ?? error.cause.message})` : ""}`);
+      if (method !== "GET" || attempt >= 3) throw error;
+      await sleep(50);
+      return call(method, p, body, expect, attempt + 1);
+    }
     const text = await res.text();
     if (!expect.includes(res.status)) throw new Error(`${method} ${p} answered ${res.status}: ${text.slice(0, 500)}`);
     return JSON.parse(text);
   }
   return {
+    networkErrors,
     get: (p) => call("GET", p, undefined, [200]),
     post: (p, body) => call("POST", p, body, [200, 202]),
     /** A streamed GET through node:http (lighter than fetch for big bodies). */
@@ -251,6 +265,8 @@ export function watchBlastProcesses(jobApiPid, program = "blastn", intervalMs = 
       alive.add(pid);
       if (!seen.has(pid)) {
         const argv = (readText(`/proc/${pid}/cmdline`) ?? "").split("\0").filter(Boolean);
+        // Only searches: the job API also runs `blastn -version` once to learn the BLAST version.
+        if (!argv.includes("-query")) continue;
         seen.set(pid, { pid, argv, firstSeen: now, endedAt: undefined, lastSeen: now });
       } else {
         seen.get(pid).lastSeen = now;

@@ -6,7 +6,7 @@ import { blastOptionsSchema, validateOptionsForProgram } from "../shared/blast/o
 import { BLAST_PROGRAMS, type BlastProgram, queryMolecule } from "../shared/blast/programs.js";
 import type { DashboardJob } from "../shared/dashboard/dashboard-jobs.js";
 import { createJobApiClient } from "../shared/dashboard/job-api-client.js";
-import { newOperationId, OPERATION_TYPES, operationState, operationView } from "../shared/dashboard/operations.js";
+import { newOperationId, operationView } from "../shared/dashboard/operations.js";
 import { jsonResult } from "../shared/http/envelope.js";
 import { InvalidRequestError, NotFoundError, UpstreamUnavailableError } from "../shared/http/errors.js";
 import { parseJsonBody, parsePath, parseQuery } from "../shared/http/validation.js";
@@ -16,6 +16,7 @@ import { Orchestrations } from "../shared/ops/queue-labels.js";
 import { appContext } from "./app-context.js";
 import { dashboardJobs } from "./dashboard-deps.js";
 import { callerOf, route } from "./http-route.js";
+import { describeOperation } from "./operations.js";
 import { CANCEL_EVENT } from "./orchestrations/submit-blast-job.js";
 
 const submitSchema = z.strictObject({
@@ -141,38 +142,6 @@ function pendingOperation(job: DashboardJob) {
     targetLink: `/api/blast/jobs/${job.job_id}`,
   });
 }
-
-/** The operation view of an orchestration instance, or undefined when there is none. */
-async function describeOperation(client: import("durable-functions").DurableClient, operationId: string) {
-  const status = await client.getStatus(operationId).catch((error: unknown) => {
-    if (error instanceof Error && / 404 /.test(error.message)) return undefined;
-    throw error;
-  });
-  if (!status) return undefined;
-  const type = OPERATION_TYPES[status.name];
-  if (!type) return undefined;
-  const input = status.input as { dashboard_job_id?: string } | null;
-  const output = status.output as { error?: string } | null;
-  return operationView({
-    operationId,
-    operationType: type,
-    state: operationState(String(status.runtimeStatus), status.output),
-    createdAt: new Date(status.createdTime).toISOString(),
-    updatedAt: new Date(status.lastUpdatedTime).toISOString(),
-    pollAfterSeconds: appContext.config.jobPollIntervalSeconds,
-    ...(input?.dashboard_job_id
-      ? { target: { resource_type: "blast_job", dashboard_job_id: input.dashboard_job_id }, targetLink: `/api/blast/jobs/${input.dashboard_job_id}` }
-      : {}),
-    error: typeof status.output === "string" ? status.output : (output?.error ?? ""),
-  });
-}
-
-route("getOperation", { methods: ["GET"], route: "operations/{operation_id}", role: "Reader", durable: true }, async (request, scope) => {
-  const { operation_id } = parsePath(request, z.object({ operation_id: z.string().regex(/^op-[0-9a-f]{32}$/, "malformed operation id") }));
-  const op = await describeOperation(scope.durable(), operation_id);
-  if (!op) throw new NotFoundError(`no operation with id '${operation_id}'`);
-  return jsonResult(200, { ...op, meta: { request_id: scope.requestId } }, scope.requestId);
-});
 
 route("listBlastJobs", { methods: ["GET"], route: "blast/jobs", role: "Reader" }, async (request, scope) => {
   const q = parseQuery(request, listQuery);

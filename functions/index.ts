@@ -13,3 +13,5 @@ await import("./diagnostics.js");
 await import("./orchestrations/noop.js");
 await import("./orchestrations/submit-blast-job.js");
 await import("./blast-jobs.js");
+await import("./workspace.js");
+await import("./api-token.js");

@@ -24,6 +24,10 @@ const configSchema = z.object({
   API_TOKEN_GRACE_SECONDS: z.coerce.number().int().min(0).max(7 * 86_400).default(3600),
   JOB_POLL_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(3600).default(5),
   JOBAPI_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(15_000),
+  DATABASES_DIR: z.preprocess((v) => (v === "" ? undefined : v), z.string().optional()),
+  DATABASE_SOURCE_URL: z.preprocess((v) => (v === "" ? undefined : v), z.url().optional()),
+  DATABASE_PARTITIONS: z.coerce.number().int().min(0).max(64).default(2),
+  SVC_DB_UPDATE_CHECK_SCHEDULE: z.string().min(1).default("0 0 3 * * *"),
 });
 
 export interface AppConfig {
@@ -48,6 +52,12 @@ export interface AppConfig {
   /** How often the submit orchestration polls the job API. */
   readonly jobPollIntervalSeconds: number;
   readonly jobApiTimeoutMs: number;
+  /** Where prepared databases live for the executors (the local stack: the job API's folder). */
+  readonly databasesDir: string | undefined;
+  /** Base URL of a release source laid out like NCBI's BLAST database distribution. */
+  readonly databaseSourceUrl: string | undefined;
+  /** Partitions built for each prepared database (for the sharded execution profile). */
+  readonly databasePartitions: number;
 }
 
 export class ConfigError extends Error {
@@ -81,5 +91,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     apiTokenGraceSeconds: c.API_TOKEN_GRACE_SECONDS,
     jobPollIntervalSeconds: c.JOB_POLL_INTERVAL_SECONDS,
     jobApiTimeoutMs: c.JOBAPI_TIMEOUT_MS,
+    databasesDir: c.DATABASES_DIR,
+    databaseSourceUrl: c.DATABASE_SOURCE_URL,
+    databasePartitions: c.DATABASE_PARTITIONS,
   });
 }
