@@ -1,13 +1,12 @@
 import { type Caller, hasRoleAtLeast } from "../shared/auth/roles.js";
 import { jsonResult } from "../shared/http/envelope.js";
 import { ForbiddenError, NotFoundError } from "../shared/http/errors.js";
-import { type AuditInput, createAuditLog } from "../shared/ops/audit.js";
-import { createEventLog } from "../shared/ops/events.js";
+import type { AuditInput } from "../shared/ops/audit.js";
 import { appContext } from "./app-context.js";
 import { callerOf, type RouteScope, route } from "./http-route.js";
 
-const audit = createAuditLog(appContext.config.storageConnectionString);
-const events = createEventLog(appContext.config.storageConnectionString);
+const audit = appContext.audit;
+const events = appContext.events;
 
 /** Responses carrying the token must not be kept by browsers or proxies. */
 const NO_STORE = { "Cache-Control": "no-store" };

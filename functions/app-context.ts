@@ -3,6 +3,8 @@ import { apiAudience, createJwtValidator, entraDiscoveryUrl } from "../shared/au
 import { type AppConfig, loadConfig } from "../shared/config/load-config.js";
 import { createLogger, type Logger } from "../shared/logging/logger.js";
 import { ApiTokenService, createFileSecretStore, type SecretStore } from "../shared/jobs/api-tokens.js";
+import { type AuditLog, createAuditLog } from "../shared/ops/audit.js";
+import { createEventLog, type EventLog } from "../shared/ops/events.js";
 import { createFixedWindowLimiter } from "../shared/ops/rate-limiter.js";
 
 /**
@@ -19,6 +21,10 @@ export interface AppContext {
   secrets: SecretStore;
   /** The job API's shared token, read from the same store the job API reads. */
   apiTokens: ApiTokenService;
+  /** Append-only record of privileged acts. */
+  audit: AuditLog;
+  /** Notable happenings, for the operator console. */
+  events: EventLog;
 }
 
 function secretStore(config: AppConfig): SecretStore {
@@ -37,6 +43,8 @@ function build(): AppContext {
   return {
     secrets,
     apiTokens: new ApiTokenService(secrets),
+    audit: createAuditLog(config.storageConnectionString),
+    events: createEventLog(config.storageConnectionString),
     config,
     logger,
     validator: createJwtValidator({

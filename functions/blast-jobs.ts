@@ -171,6 +171,14 @@ route("cancelBlastJob", { methods: ["DELETE"], route: "blast/jobs/{uuid}", role:
       .catch((error: unknown) => scope.logger.warn("cancel event not delivered; the poll will see the flag", { error }));
     scope.logger.info("dashboard job cancel requested", { dashboard_job_id: uuid, oid: callerOf(scope).oid });
   }
+  await appContext.audit.record({
+    actor: { oid: callerOf(scope).oid, name: callerOf(scope).name },
+    action: "blast_job.cancel",
+    target: `blast_job/${uuid}`,
+    outcome: updated?.cancel_requested ? "succeeded" : "failed",
+    request_id: scope.requestId,
+    details: updated?.cancel_requested ? { operation_id: job.operation_id } : { reason: `job is already ${job.status}` },
+  });
   const operation = (await describeOperation(scope.durable(), job.operation_id)) ?? pendingOperation(job);
   return jsonResult(200, { ...envelope(updated ?? job, scope.requestId, operation), operation_status_url: `/api/operations/${job.operation_id}` }, scope.requestId);
 });

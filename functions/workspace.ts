@@ -1,13 +1,12 @@
 import { jsonResult } from "../shared/http/envelope.js";
 import { ConflictError, NotFoundError } from "../shared/http/errors.js";
 import { parseJsonBody } from "../shared/http/validation.js";
-import { createAuditLog } from "../shared/ops/audit.js";
 import { createWorkspaceStore, PreconditionRequiredError, type Workspace, workspaceSchema } from "../shared/workspace/workspace.js";
 import { appContext } from "./app-context.js";
 import { callerOf, route } from "./http-route.js";
 
 const store = createWorkspaceStore(appContext.config.storageConnectionString);
-const audit = createAuditLog(appContext.config.storageConnectionString);
+const audit = appContext.audit;
 
 function changedFields(before: Workspace | undefined, after: Workspace): string[] {
   return (Object.keys(after) as (keyof Workspace)[]).filter((k) => before?.[k] !== after[k]);

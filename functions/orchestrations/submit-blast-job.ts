@@ -43,6 +43,7 @@ const deps = () => ({
     timeoutMs: appContext.config.jobApiTimeoutMs,
   }),
   logger: appContext.logger,
+  events: appContext.events,
 });
 
 df.app.activity(SubmitActivities.submit, { handler: (input: { dashboard_job_id: string }) => createSubmitToJobApiActivity(deps())(input) });

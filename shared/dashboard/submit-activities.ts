@@ -1,4 +1,5 @@
 import type { Logger } from "../logging/logger.js";
+import type { EventLog } from "../ops/events.js";
 import type { DashboardJobStore } from "./dashboard-jobs.js";
 import { TERMINAL_JOB_STATES } from "./dashboard-jobs.js";
 import type { JobApiClient, JobApiSubmitOutcome } from "./job-api-client.js";
@@ -7,7 +8,10 @@ export interface SubmitActivityDeps {
   jobs: DashboardJobStore;
   jobApi: JobApiClient;
   logger: Logger;
+  events: EventLog;
 }
+
+const PREFLIGHT_FAILURE = "memory pre-flight failed";
 
 /** The job API idempotency key of a dashboard job: a retried activity never submits twice. */
 export function jobApiIdempotencyKey(dashboardJobId: string): string {
@@ -51,6 +55,18 @@ export function createPollJobApiActivity(d: SubmitActivityDeps) {
         ? undefined
         : { ...j, status: s.status, error: s.error, progress: s.kubernetes.summary },
     );
+    if (s.status === "failed") {
+      // Idempotent on the job: a re-run poll records the same event once.
+      const preflight = s.error.startsWith(PREFLIGHT_FAILURE);
+      await d.events.record({
+        idempotency_key: `${preflight ? "preflight.failed" : "job.failed"}/${input.dashboard_job_id}`,
+        source: "dashboard.submit",
+        event_type: preflight ? "preflight.failed" : "job.failed",
+        correlation_id: input.dashboard_job_id,
+        resource_ref: `blast_job/${input.dashboard_job_id}`,
+        payload: { openapi_job_id: input.openapi_job_id, error: s.error },
+      });
+    }
     return { status: s.status, terminal: TERMINAL_JOB_STATES.has(s.status), cancel_requested: job?.cancel_requested ?? false, error: s.error };
   };
 }
