@@ -513,6 +513,8 @@ try {
   exitCode = 1;
   const cause = error instanceof Error && error.cause ? `\ncaused by: ${String(error.cause?.stack ?? error.cause)}` : "";
   process.stderr.write(`benchmark failed: ${error instanceof Error ? error.stack : String(error)}${cause}\n`);
+  const gone = state.stack?.unexpectedExit();
+  if (gone) process.stderr.write(`${gone}\n`);
 } finally {
   await cleanup(exitCode !== 0);
 }

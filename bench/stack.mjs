@@ -45,7 +45,13 @@ export async function startStack({ dataDir, logPath, env = {} }) {
   };
   child.stdout.on("data", onOutput);
   child.stderr.on("data", onOutput);
+  let stopRequested = false;
+  let unexpectedExit;
   const exited = new Promise((resolve) => child.once("exit", (code) => resolve(code)));
+  // The stack stops only when told to; note when something else ends it, so a failure says why.
+  child.once("exit", (code, signal) => {
+    if (!stopRequested) unexpectedExit = `the stack (pid ${child.pid}) exited at ${new Date().toISOString()} with ${signal ?? `code ${code}`} before the benchmark stopped it`;
+  });
   const deadline = Date.now() + 60_000;
   while (!ready) {
     if (child.exitCode !== null) throw new Error(`stack exited with ${child.exitCode} before it was ready:\n${tail}`);
@@ -66,8 +72,11 @@ export async function startStack({ dataDir, logPath, env = {} }) {
     dataDir,
     connectionString,
     tail: () => tail,
+    /** Why the stack is gone, if it went without being stopped. */
+    unexpectedExit: () => unexpectedExit,
     /** SIGTERM, then SIGKILL if the stack has not gone after `graceMs`. */
     async stop(graceMs = 30_000) {
+      stopRequested = true;
       if (child.exitCode === null && child.signalCode === null) {
         child.kill("SIGTERM");
         const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);

@@ -13,5 +13,8 @@ await import("./diagnostics.js");
 await import("./orchestrations/noop.js");
 await import("./orchestrations/submit-blast-job.js");
 await import("./blast-jobs.js");
+await import("./operations.js");
+await import("./orchestrations/database-ops.js");
+await import("./databases.js");
 await import("./workspace.js");
 await import("./api-token.js");

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { mkdir, readdir, readFile, rename, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { buildDatabase, DATABASE_NAME, type DatabaseManifest, formatVersion } from "../blast/database-builder.js";
@@ -82,7 +83,8 @@ export async function publishDatabase(
   await mkdir(path.dirname(dir), { recursive: true });
   const manifest = await buildDatabase({ ...input, outDir: dir, version });
   const pointer = path.join(root, input.name, "current");
-  await writeFile(`${pointer}.tmp`, manifest.version);
-  await rename(`${pointer}.tmp`, pointer);
+  const tmp = `${pointer}.${randomUUID()}.tmp`;
+  await writeFile(tmp, manifest.version);
+  await rename(tmp, pointer);
   return { manifest, root: dir, location: `local://databases/${input.name}/${manifest.version}` };
 }

@@ -1,0 +1,127 @@
+import { app } from "@azure/functions";
+import * as df from "durable-functions";
+import type { OrchestrationContext, OrchestrationHandler } from "durable-functions";
+import { DatabaseStateStore } from "../../shared/databases/database-state.js";
+import { createNcbiSource } from "../../shared/databases/ncbi-source.js";
+import { checkForUpdates, prepareDatabaseRelease } from "../../shared/databases/prepare.js";
+import { warmDatabaseFiles } from "../../shared/databases/warmup.js";
+import { newOperationId } from "../../shared/dashboard/operations.js";
+import { createFileDatabaseCatalog } from "../../shared/jobs/database-catalog.js";
+import { Orchestrations } from "../../shared/ops/queue-labels.js";
+import { appContext } from "../app-context.js";
+
+export const DatabaseActivities = {
+  prepare: "prepareDatabaseRelease",
+  warm: "warmDatabaseRelease",
+  checkUpdates: "checkDatabaseUpdatesActivity",
+} as const;
+
+let state: DatabaseStateStore | undefined;
+/** Database warm-up and update state, created on first use. */
+export function databaseState(): DatabaseStateStore {
+  state ??= DatabaseStateStore.fromConnectionString(appContext.config.storageConnectionString);
+  return state;
+}
+
+function databasesDir(): string {
+  const dir = appContext.config.databasesDir;
+  if (!dir) throw new Error("DATABASES_DIR is not configured");
+  return dir;
+}
+
+function source() {
+  const baseUrl = appContext.config.databaseSourceUrl;
+  if (!baseUrl) throw new Error("DATABASE_SOURCE_URL is not configured");
+  return createNcbiSource({ baseUrl });
+}
+
+df.app.activity(DatabaseActivities.prepare, {
+  handler: async (input: { name: string; partitions: number }) => {
+    const manifest = await prepareDatabaseRelease({ source: source(), name: input.name, databasesDir: databasesDir(), partitions: input.partitions });
+    await databaseState().patch(input.name, { update_available: false, warm_state: "cold", warmed_version: null });
+    appContext.logger.info("database prepared", { name: manifest.name, version: manifest.version });
+    return { name: manifest.name, version: manifest.version, sequences: manifest.sequences, letters: manifest.letters, partitions: manifest.partitions.length };
+  },
+});
+
+df.app.activity(DatabaseActivities.warm, {
+  handler: async (input: { name: string }) => {
+    const entry = await createFileDatabaseCatalog(databasesDir()).get(input.name);
+    if (!entry) throw new Error(`database ${input.name} is not prepared`);
+    await databaseState().patch(input.name, { warm_state: "warming" });
+    try {
+      const bytes = await warmDatabaseFiles(entry.root);
+      await databaseState().patch(input.name, { warm_state: "warm", warmed_version: entry.manifest.version, warmed_at: new Date().toISOString() });
+      return { name: input.name, version: entry.manifest.version, bytes };
+    } catch (error) {
+      await databaseState().patch(input.name, { warm_state: "failed" });
+      throw error;
+    }
+  },
+});
+
+df.app.activity(DatabaseActivities.checkUpdates, {
+  handler: async () => {
+    const results = await checkForUpdates({ source: source(), catalog: createFileDatabaseCatalog(databasesDir()) });
+    const now = new Date().toISOString();
+    for (const r of results) {
+      await databaseState().patch(r.name, { update_available: r.update_available, latest_release: r.latest_release, checked_at: now });
+      if (r.update_available) {
+        appContext.logger.info("database update available", { name: r.name, latest_release: r.latest_release });
+        await appContext.events.record({
+          idempotency_key: `database.update_available/${r.name}/${r.latest_release}`,
+          source: "database.update_check",
+          event_type: "database.update_available",
+          correlation_id: r.name,
+          resource_ref: `blast_database/${r.name}`,
+          payload: { current_version: r.current_version, latest_release: r.latest_release, latest_last_updated: r.latest_last_updated },
+        });
+      }
+    }
+    return results.map((r) => ({ name: r.name, update_available: r.update_available, latest_release: r.latest_release }));
+  },
+});
+
+const prepareDatabase: OrchestrationHandler = function* (context: OrchestrationContext) {
+  const input = context.df.getInput<{ name: string; partitions: number }>();
+  context.df.setCustomStatus({ phase: "preparing", name: input.name });
+  try {
+    const result: unknown = yield context.df.callActivity(DatabaseActivities.prepare, input);
+    return { outcome: "succeeded", ...(result as object) };
+  } catch (error) {
+    return { outcome: "failed", error: error instanceof Error ? error.message.split("\n")[0] : String(error) };
+  }
+};
+
+const warmDatabase: OrchestrationHandler = function* (context: OrchestrationContext) {
+  const input = context.df.getInput<{ name: string }>();
+  try {
+    const result: unknown = yield context.df.callActivity(DatabaseActivities.warm, input);
+    return { outcome: "succeeded", ...(result as object) };
+  } catch (error) {
+    return { outcome: "failed", error: error instanceof Error ? error.message.split("\n")[0] : String(error) };
+  }
+};
+
+const checkDatabaseUpdates: OrchestrationHandler = function* (context: OrchestrationContext) {
+  try {
+    const results: unknown = yield context.df.callActivity(DatabaseActivities.checkUpdates, null);
+    return { outcome: "succeeded", databases: results };
+  } catch (error) {
+    return { outcome: "failed", error: error instanceof Error ? error.message.split("\n")[0] : String(error) };
+  }
+};
+
+df.app.orchestration(Orchestrations.prepareDatabase, prepareDatabase);
+df.app.orchestration(Orchestrations.warmDatabase, warmDatabase);
+df.app.orchestration(Orchestrations.checkDatabaseUpdates, checkDatabaseUpdates);
+
+/** The scheduled update check (spec's check_database_updates): a timer starting the orchestration. */
+app.timer("databaseUpdateCheckTimer", {
+  schedule: "%SVC_DB_UPDATE_CHECK_SCHEDULE%",
+  extraInputs: [df.input.durableClient()],
+  handler: async (timer, context) => {
+    const instanceId = await df.getClient(context).startNew(Orchestrations.checkDatabaseUpdates, { instanceId: newOperationId() });
+    appContext.logger.info("database update check started", { operation_id: instanceId, past_due: timer.isPastDue });
+  },
+});
