@@ -1,4 +1,5 @@
 import { TableServiceClient } from "@azure/data-tables";
+import { UpstreamUnavailableError } from "../shared/http/errors.js";
 import { apiAudience, createJwtValidator, entraDiscoveryUrl } from "../shared/auth/jwt-validator.js";
 import { type AppConfig, loadConfig } from "../shared/config/load-config.js";
 import { createLogger, type Logger } from "../shared/logging/logger.js";
@@ -31,7 +32,7 @@ function secretStore(config: AppConfig): SecretStore {
   if (config.secretsDir) return createFileSecretStore(config.secretsDir);
   // Key Vault is the Azure store; until it is wired, a missing store refuses rather than guesses.
   const unavailable = async (): Promise<never> => {
-    throw new Error("no secret store is configured (SECRETS_DIR)");
+    throw new UpstreamUnavailableError("no secret store is configured (SECRETS_DIR)", 503);
   };
   return { get: unavailable, set: unavailable };
 }
