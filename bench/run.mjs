@@ -14,7 +14,7 @@ import { spawn } from "node:child_process";
 import { copyFileSync, createReadStream, createWriteStream, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { Writable } from "node:stream";
+import { PassThrough, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { createGunzip, createGzip } from "node:zlib";
 import { BlobServiceClient } from "@azure/storage-blob";
@@ -26,6 +26,7 @@ import {
   cpuSeconds,
   descendantPids,
   findJobApiPid,
+  foreignLoadMeter,
   jobApiClient,
   jobRecordReader,
   ROOT,
@@ -64,6 +65,8 @@ const BLAST_OPTIONS = { task: "blastn", evalue: 1e-5 };
 const BLAST_ARGS = ["-task", "blastn", "-evalue", "0.00001"];
 
 const TARGETS = { facadeRatio: 1.15, shardedRatio: 1.1, streamRatio: 0.8, rssGrowthMB: 100 };
+/** Foreign CPU load (cores) above which the report warns that other work disturbed the figures. */
+const FOREIGN_LOAD_WARNING = 0.2;
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const median = (xs) => {
@@ -199,10 +202,11 @@ async function main(tmp) {
 
   // ---- (a) facade vs blastn -num_threads 1 ----------------------------------------------------
   log(`(a) facade submit → success → merged XML, vs bare blastn -num_threads 1 (1 warm-up + ${RUNS} runs each)`);
-  const facade = { ours: [], baseline: [], phases: [], blastArgv: undefined };
+  const facade = { ours: [], baseline: [], phases: [], foreign: [], blastArgv: undefined };
   const bareOut1 = path.join(work, "bare1.xml");
   const facadeOut = path.join(work, "facade.xml");
   for (let i = 0; i <= RUNS; i++) {
+    const foreign = foreignLoadMeter();
     const bare = await runBareBlast(bareArgs(1, bareOut1), release);
     const watcher = watchBlastProcesses(jobApiPid);
     const t0 = Date.now();
@@ -221,8 +225,13 @@ async function main(tmp) {
     const record = await readRecord(accepted.job_id);
     const p = phases({ t0, acceptedAt, record, blasts, shardsDoneAt: polled.shardsDoneAt, seenAt: polled.seenAt, doneAt });
     facade.blastArgv ??= blasts[0]?.argv;
-    log(`  ${i === 0 ? "warm-up" : `run ${i}`}: bare ${bare.toFixed(2)} s, facade ${wall.toFixed(2)} s (${polled.polls} polls) ${JSON.stringify(p)}`);
+    const foreignCores = foreign();
+    log(
+      `  ${i === 0 ? "warm-up" : `run ${i}`}: bare ${bare.toFixed(2)} s, facade ${wall.toFixed(2)} s (${polled.polls} polls), ` +
+        `foreign load ${foreignCores.toFixed(2)} cores; phases ms ${JSON.stringify(p)}`,
+    );
     if (i === 0) continue;
+    facade.foreign.push(round(foreignCores, 2));
     facade.ours.push(wall);
     facade.baseline.push(bare);
     facade.phases.push(p);
@@ -232,9 +241,11 @@ async function main(tmp) {
     ours_s: round(median(facade.ours)),
     baseline_s: round(median(facade.baseline)),
     ratio: round(median(facade.ours) / median(facade.baseline)),
+    median_pair_ratio: round(median(facade.ours.map((x, i) => x / facade.baseline[i]))),
     target: TARGETS.facadeRatio,
     runs_ours_s: facade.ours.map((x) => round(x)),
     runs_baseline_s: facade.baseline.map((x) => round(x)),
+    runs_foreign_load_cores: facade.foreign,
     median_phases_ms: medianPhases(facade.phases),
     job_blast_argv: facade.blastArgv,
     output_identical_to_bare: facadeSame,
@@ -244,10 +255,11 @@ async function main(tmp) {
 
   // ---- (b) sharded vs blastn -num_threads 2 ---------------------------------------------------
   log(`(b) /v1/jobs sharded (${PARTITIONS} partitions × 1 thread) → completed, vs bare blastn -num_threads 2 (1 warm-up + ${RUNS} runs each)`);
-  const sharded = { ours: [], baseline: [], phases: [], shardBlast: [] };
+  const sharded = { ours: [], baseline: [], phases: [], shardBlast: [], foreign: [] };
   const bareOut2 = path.join(work, "bare2.xml");
   let shardedJobId;
   for (let i = 0; i <= RUNS; i++) {
+    const foreign = foreignLoadMeter();
     const bare = await runBareBlast(bareArgs(2, bareOut2), release);
     const watcher = watchBlastProcesses(jobApiPid);
     const t0 = Date.now();
@@ -270,9 +282,14 @@ async function main(tmp) {
     const record = await readRecord(accepted.job_id);
     const p = phases({ t0, acceptedAt, record, blasts, shardsDoneAt: polled.shardsDoneAt, seenAt: polled.seenAt });
     const perShard = blasts.map((b) => round((b.endedAt - b.firstSeen) / 1000, 2));
-    log(`  ${i === 0 ? "warm-up" : `run ${i}`}: bare ${bare.toFixed(2)} s, sharded ${wall.toFixed(2)} s, shard blastn ${perShard.join(" / ")} s ${JSON.stringify(p)}`);
+    const foreignCores = foreign();
+    log(
+      `  ${i === 0 ? "warm-up" : `run ${i}`}: bare ${bare.toFixed(2)} s, sharded ${wall.toFixed(2)} s, shard blastn ${perShard.join(" / ")} s, ` +
+        `foreign load ${foreignCores.toFixed(2)} cores; phases ms ${JSON.stringify(p)}`,
+    );
     shardedJobId = accepted.job_id;
     if (i === 0) continue;
+    sharded.foreign.push(round(foreignCores, 2));
     sharded.ours.push(wall);
     sharded.baseline.push(bare);
     sharded.phases.push(p);
@@ -284,9 +301,11 @@ async function main(tmp) {
     ours_s: round(median(sharded.ours)),
     baseline_s: round(median(sharded.baseline)),
     ratio: round(median(sharded.ours) / median(sharded.baseline)),
+    median_pair_ratio: round(median(sharded.ours.map((x, i) => x / sharded.baseline[i]))),
     target: TARGETS.shardedRatio,
     runs_ours_s: sharded.ours.map((x) => round(x)),
     runs_baseline_s: sharded.baseline.map((x) => round(x)),
+    runs_foreign_load_cores: sharded.foreign,
     median_phases_ms: medianPhases(sharded.phases),
     shard_blast_s: sharded.shardBlast,
     partitions: manifest.partitions.map((p) => ({ index: p.index, letters: p.letters, sequences: p.sequences })),
@@ -329,7 +348,7 @@ async function main(tmp) {
       return false;
     }
   });
-  const stream = { ours: [], direct: [], rssGrowth: [], cpu: { jobapi: [], direct: [] } };
+  const stream = { ours: [], direct: [], rssGrowth: [], foreign: [], cpu: { jobapi: [], direct: [] } };
   const cpuOf = () => ({ jobapi: cpuSeconds([jobApiPid]), azurite: azuritePid ? cpuSeconds([azuritePid]) : 0, bench: process.cpuUsage() });
   const cpuDelta = (a, b, seconds) => ({
     jobapi_cores: round((b.jobapi - a.jobapi) / seconds, 2),
@@ -337,6 +356,7 @@ async function main(tmp) {
     bench_cores: round((b.bench.user + b.bench.system - a.bench.user - a.bench.system) / 1e6 / seconds, 2),
   });
   for (let i = 0; i <= RUNS; i++) {
+    const foreign = foreignLoadMeter();
     // Through the job API, sampling its RSS.
     await sleep(500);
     const rssBefore = rssBytes(jobApiPid);
@@ -363,11 +383,13 @@ async function main(tmp) {
     const cpuDirect = cpuDelta(c0, cpuOf(), seconds);
     if (direct.bytes !== big.xmlBytes) throw new Error(`direct download gave ${direct.bytes} bytes, expected ${big.xmlBytes}`);
     const theirs = direct.bytes / seconds;
+    const foreignCores = foreign();
     log(
       `  ${i === 0 ? "warm-up" : `run ${i}`}: job API ${(ours / MB).toFixed(0)} MB/s (RSS +${(growth / MB).toFixed(1)} MB, ${samples} samples, CPU ${JSON.stringify(cpuOurs)}), ` +
-        `direct ${(theirs / MB).toFixed(0)} MB/s (CPU ${JSON.stringify(cpuDirect)})`,
+        `direct ${(theirs / MB).toFixed(0)} MB/s (CPU ${JSON.stringify(cpuDirect)}), foreign load ${foreignCores.toFixed(2)} cores`,
     );
     if (i === 0) continue;
+    stream.foreign.push(round(foreignCores, 2));
     stream.ours.push(ours);
     stream.direct.push(theirs);
     stream.rssGrowth.push(growth);
@@ -380,9 +402,11 @@ async function main(tmp) {
     ours_mb_s: round(median(stream.ours) / MB, 1),
     direct_mb_s: round(median(stream.direct) / MB, 1),
     ratio: round(median(stream.ours) / median(stream.direct)),
+    median_pair_ratio: round(median(stream.ours.map((x, i) => x / stream.direct[i]))),
     target: TARGETS.streamRatio,
     runs_ours_mb_s: stream.ours.map((x) => round(x / MB, 1)),
     runs_direct_mb_s: stream.direct.map((x) => round(x / MB, 1)),
+    runs_foreign_load_cores: stream.foreign,
     cpu_during_runs: stream.cpu,
   };
   results.stream.pass = results.stream.ratio >= TARGETS.streamRatio;
@@ -400,7 +424,8 @@ async function main(tmp) {
 /**
  * Times, in this process, what the dispatcher does to a standard job's output after BLAST exits:
  * gzip the shard XML (default level, as runShard does), then merge it (xml-merge.ts, bundled here
- * from the source) into a gzipped merged result. Storage round trips are not included.
+ * from the source) into a gzipped merged result; and cheaper variants of both, to show what they
+ * would save. Storage round trips are not included.
  */
 async function probeAfterBlast(shardXml, work, manifest) {
   const shardGz = path.join(work, "probe-shard.out.gz");
@@ -414,20 +439,30 @@ async function probeAfterBlast(shardXml, work, manifest) {
   const mergeModule = path.join(work, "xml-merge.mjs");
   await build({ entryPoints: [path.join(ROOT, "shared/blast/xml-merge.ts")], bundle: true, platform: "node", format: "esm", outfile: mergeModule, logLevel: "warning" });
   const { mergeBlastXml } = await import(mergeModule);
-  t = performance.now();
-  const gzip = createGzip();
-  const written = pipeline(gzip, createWriteStream(path.join(work, "probe-merged.out.gz")));
-  await mergeBlastXml({
-    shards: [{ batchIndex: 0, partitionIndex: 0, path: shardGz }],
-    maxTargetSeqs: 500,
-    database: DB_NAME,
-    totals: { sequences: manifest.sequences, letters: manifest.letters },
-    output: gzip,
-  });
-  gzip.end();
-  await written;
-  const merge = performance.now() - t;
-  return { gzip_shard_level6: Math.round(gzipShard), gzip_shard_level1: Math.round(gzipShardLevel1), merge_and_gzip: Math.round(merge) };
+  // As the dispatcher does (gzip input, default-level gzip output), then without the output gzip,
+  // then from the plain XML: which part of the merge step is parsing and which is compression.
+  const mergeTo = async (input, output) => {
+    const started = performance.now();
+    const written = pipeline(output, createWriteStream(path.join(work, "probe-merged.out")));
+    await mergeBlastXml({
+      shards: [{ batchIndex: 0, partitionIndex: 0, path: input }],
+      maxTargetSeqs: 500,
+      database: DB_NAME,
+      totals: { sequences: manifest.sequences, letters: manifest.letters },
+      output,
+    });
+    output.end();
+    await written;
+    return Math.round(performance.now() - started);
+  };
+  return {
+    gzip_shard_level6: Math.round(gzipShard),
+    gzip_shard_level1: Math.round(gzipShardLevel1),
+    merge_gz_in_gzip6_out: await mergeTo(shardGz, createGzip()),
+    merge_gz_in_gzip1_out: await mergeTo(shardGz, createGzip({ level: 1 })),
+    merge_gz_in_plain_out: await mergeTo(shardGz, new PassThrough()),
+    merge_plain_in_plain_out: await mergeTo(shardXml, new PassThrough()),
+  };
 }
 
 function report(r) {
@@ -458,6 +493,7 @@ function report(r) {
     ],
     ["(c) job API RSS growth while streaming", `${r.rss.peak_growth_mb.toFixed(1)} MB`, "-", "-", `< ${r.rss.target_mb} MB`, r.rss.pass],
   ];
+  const foreignMax = Math.max(...r.facade.runs_foreign_load_cores, ...r.sharded.runs_foreign_load_cores, ...r.stream.runs_foreign_load_cores);
   const header = ["metric", "ours", "baseline", "ratio", "target", "result"];
   const cells = rows.map((row) => [...row.slice(0, 5), row[5] ? "PASS" : "MISS"]);
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => String(c[i]).length)));
@@ -475,6 +511,11 @@ function report(r) {
     `(a) phases, median ms: ${JSON.stringify(r.facade.median_phases_ms)}`,
     `(b) phases, median ms: ${JSON.stringify(r.sharded.median_phases_ms)}; shard blastn s: ${JSON.stringify(r.sharded.shard_blast_s)}`,
     `after-BLAST steps in-process, ms: ${JSON.stringify(r.after_blast_probe_ms)}; idle stack CPU: ${r.idle_stack_cpu_cores} cores`,
+    `median of per-run ratios (each pair measured back to back): (a) ${r.facade.median_pair_ratio}, (b) ${r.sharded.median_pair_ratio}, (c) ${r.stream.median_pair_ratio}`,
+    `CPU used by other processes on the machine, cores per run: (a) ${r.facade.runs_foreign_load_cores.join(" ")}, (b) ${r.sharded.runs_foreign_load_cores.join(" ")}, (c) ${r.stream.runs_foreign_load_cores.join(" ")}`,
+    ...(foreignMax > FOREIGN_LOAD_WARNING
+      ? [`WARNING: other processes used up to ${foreignMax} cores of this ${r.machine.cpus}-core machine during the runs; the figures are disturbed by them.`]
+      : []),
     `outputs identical to bare blastn (BlastOutput_db aside): standard ${r.facade.output_identical_to_bare}, sharded ${r.sharded.output_identical_to_bare}`,
     `client network errors (GETs retried): ${r.client_network_errors.length === 0 ? "none" : r.client_network_errors.join("; ")}`,
     `bench took ${r.bench_seconds} s`,

@@ -232,6 +232,37 @@ export function cpuSeconds(pids) {
   return ticks / CLOCK_TICKS;
 }
 
+/** Busy CPU seconds of the whole machine so far (all cores), from the first line of /proc/stat. */
+function machineBusySeconds() {
+  const [user, nice, system, , , irq, softirq, steal = 0] = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).slice(1).map(Number);
+  return (user + nice + system + irq + softirq + steal) / CLOCK_TICKS;
+}
+
+/** CPU seconds of `pid` and its descendants, including children already reaped (cutime, cstime). */
+function treeCpuSeconds(pid) {
+  let ticks = 0;
+  for (const p of descendantPids(pid)) {
+    const f = statFields(p);
+    if (f) ticks += Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
+  }
+  return ticks / CLOCK_TICKS;
+}
+
+/**
+ * Measures CPU the benchmark did not cause: busy time of the machine minus this process tree's
+ * (which holds the stack, the job API's BLAST runs and the bare baselines). The machine may be
+ * shared; a run taken under foreign load shows it. Returns a function giving cores used so far.
+ */
+export function foreignLoadMeter() {
+  const started = performance.now();
+  const busy0 = machineBusySeconds();
+  const ours0 = treeCpuSeconds(process.pid);
+  return () => {
+    const seconds = (performance.now() - started) / 1000;
+    return Math.max(0, machineBusySeconds() - busy0 - (treeCpuSeconds(process.pid) - ours0)) / seconds;
+  };
+}
+
 /**
  * Samples `pid`'s RSS every `intervalMs` until stopped; returns the peak. Started just before a
  * download so the peak reflects what streaming it costs.

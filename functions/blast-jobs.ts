@@ -124,9 +124,10 @@ route("blastJobsSubmit", { methods: ["POST"], route: "blast/jobs", role: "Contri
     });
     scope.logger.info("dashboard job accepted", { dashboard_job_id: job.job_id, operation_id: job.operation_id, oid: caller.oid });
   }
-  const operation = await describeOperation(scope.durable(), stored.operation_id);
+  // A new operation was enqueued just now: report `queued` (a snapshot), not a race with the first episode.
+  const operation = created ? pendingOperation(stored) : ((await describeOperation(scope.durable(), stored.operation_id)) ?? pendingOperation(stored));
   return jsonResult(200, {
-    ...envelope(stored, scope.requestId, operation ?? pendingOperation(stored)),
+    ...envelope(stored, scope.requestId, operation),
     operation_status_url: `/api/operations/${stored.operation_id}`,
   }, scope.requestId);
 });

@@ -196,7 +196,10 @@ export function createJobApiRoutes(d: JobApiDeps): Route[] {
         const checks: Record<string, string> = {};
         const probe = async (name: string, run: () => Promise<unknown>) => {
           try {
-            await run();
+            await Promise.race([
+              run(),
+              new Promise((_, reject) => setTimeout(() => reject(new Error("no answer within 2 s")), 2000).unref()),
+            ]);
             checks[name] = "ok";
           } catch (error) {
             logger.warn("readiness check failed", { check: name, error });

@@ -83,6 +83,8 @@ async function main(): Promise<void> {
     await dispatcher.stop();
     process.exit(0);
   };
+  // A background failure is logged, never fatal: jobs are reconciled from storage.
+  process.on("unhandledRejection", (error) => logger.error("unhandled rejection", { error }));
   process.once("SIGTERM", () => void stop());
   process.once("SIGINT", () => void stop());
 }

@@ -62,6 +62,8 @@ async function main(): Promise<void> {
     removeStackFile(settings.dataDir);
     process.exit(code);
   };
+  // A failure in background work is logged, never fatal: durable state lives in storage.
+  process.on("unhandledRejection", (error) => logger.error("unhandled rejection", { error }));
   process.once("SIGINT", () => void stopAll(0));
   process.once("SIGTERM", () => void stopAll(0));
 

@@ -35,7 +35,9 @@ let skipped = 0;
 try {
   const json = JSON.parse(readFileSync(report, "utf8"));
   passed = json.numPassedTests ?? 0;
-  failed = (json.numFailedTests ?? 0) + (json.numFailedTestSuites ?? 0);
+  // A file whose setup failed has failed tests of none of its own; count it once then.
+  failed = json.numFailedTests ?? 0;
+  if (failed === 0) failed = json.numFailedTestSuites ?? 0;
   skipped = (json.numPendingTests ?? 0) + (json.numTodoTests ?? 0);
 } catch {
   failed += 1;

@@ -36,6 +36,10 @@ export function errorResult(
  * anything else is logged with the request id and answered with exactly `internal server error`.
  */
 export function mapErrorToResult(error: unknown, requestId: string, logger: Logger): HttpResult {
+  if (isDependencyUnreachable(error)) {
+    logger.warn("dependency unreachable", { error });
+    return errorResult(503, "a dependency (storage or the job API) is unreachable; retry shortly", requestId, { "Retry-After": "5" });
+  }
   if (error instanceof ValidationError) {
     return errorResult(422, error.issues, requestId, error.headers);
   }
@@ -45,6 +49,18 @@ export function mapErrorToResult(error: unknown, requestId: string, logger: Logg
   }
   logger.error("unhandled error", { error });
   return errorResult(500, INTERNAL_ERROR_DETAIL, requestId);
+}
+
+const NETWORK_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "ENOTFOUND", "EAI_AGAIN", "EPIPE", "UND_ERR_CONNECT_TIMEOUT", "UND_ERR_SOCKET"]);
+
+/** True for errors that mean a dependency could not be reached (not that it refused the request). */
+export function isDependencyUnreachable(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e && typeof e === "object" && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && NETWORK_CODES.has(code)) return true;
+    if (e instanceof AggregateError && e.errors.some((inner) => isDependencyUnreachable(inner))) return true;
+  }
+  return false;
 }
 
 /** A 2xx JSON response carrying the request id header. */

@@ -13,7 +13,9 @@ export class ArtifactStore {
   constructor(private readonly container: ContainerClient) {}
 
   static fromConnectionString(connectionString: string, containerName = "jobapi-artifacts"): ArtifactStore {
-    return new ArtifactStore(BlobServiceClient.fromConnectionString(connectionString).getContainerClient(containerName));
+    // Fail over quickly when storage is down (the route answers 503); transient blips still retry.
+    const client = BlobServiceClient.fromConnectionString(connectionString, { retryOptions: { maxTries: 3, retryDelayInMs: 200, maxRetryDelayInMs: 1000 } });
+    return new ArtifactStore(client.getContainerClient(containerName));
   }
 
   async init(): Promise<void> {

@@ -72,12 +72,7 @@ export class JobDispatcher {
   constructor(private readonly o: DispatcherOptions) {}
 
   async start(): Promise<void> {
-    const unfinished: JobRecord[] = [];
-    for await (const job of this.o.jobs.list([...ACTIVE_STATUSES])) unfinished.push(job);
-    for (const job of unfinished) {
-      this.o.logger.info("reconciling unfinished job", { job_id: job.job_id, status: job.status });
-      this.launch(job.job_id);
-    }
+    // The first tick reconciles jobs left active by a previous process.
     this.timer = setInterval(() => this.wake(), this.o.pollIntervalMs ?? 1000);
     this.timer.unref();
     this.wake();
@@ -99,6 +94,13 @@ export class JobDispatcher {
   }
 
   private async tick(): Promise<void> {
+    // Active jobs this process is not running were orphaned (a storage outage, a crash): resume them.
+    for await (const job of this.o.jobs.list([...ACTIVE_STATUSES])) {
+      if (!this.running.has(job.job_id) && !this.stopped) {
+        this.o.logger.info("resuming orphaned job", { job_id: job.job_id, status: job.status });
+        this.launch(job.job_id);
+      }
+    }
     if (this.running.size >= this.o.maxActiveJobs) return;
     const queued: JobRecord[] = [];
     for await (const job of this.o.jobs.list(["queued"])) queued.push(job);
@@ -117,7 +119,8 @@ export class JobDispatcher {
         if (controller.signal.aborted) return;
         const message = error instanceof JobFailure ? error.message : "internal error while running the job";
         if (!(error instanceof JobFailure)) this.o.logger.error("job failed unexpectedly", { job_id: jobId, error });
-        await this.fail(jobId, message);
+        // If storage is down the job stays active in storage; a later tick picks it up again.
+        await this.fail(jobId, message).catch((failError: unknown) => this.o.logger.error("could not record the job failure", { job_id: jobId, error: failError }));
       })
       .finally(() => {
         this.running.delete(jobId);

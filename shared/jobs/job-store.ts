@@ -27,7 +27,8 @@ export class JobStore {
   ) {}
 
   static fromConnectionString(connectionString: string, prefix = "jobapi"): JobStore {
-    const options = { allowInsecureConnection: true };
+    // Fail over quickly when storage is down (the route answers 503); transient blips still retry.
+    const options = { allowInsecureConnection: true, retryOptions: { maxRetries: 2, retryDelayInMs: 200, maxRetryDelayInMs: 1000 } };
     return new JobStore(
       TableClient.fromConnectionString(connectionString, `${prefix}jobs`, options),
       TableClient.fromConnectionString(connectionString, `${prefix}idempotency`, options),

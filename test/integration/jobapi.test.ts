@@ -1,8 +1,12 @@
+import { execFile } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { promisify } from "node:util";
 import { gunzipSync } from "node:zlib";
 import { XMLValidator } from "fast-xml-parser";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEMO_DB, demoQueries, jobApi, readApiToken, unzip } from "../support/jobapi-client.js";
-import { startStack, type TestStack } from "../support/local-stack.js";
+import { ROOT, startStack, type TestStack } from "../support/local-stack.js";
 
 let stack: TestStack;
 let api: ReturnType<typeof jobApi>;
@@ -239,3 +243,64 @@ describe("job API: submit, status and results", () => {
     expect((await api.get(`/v1/jobs/${job_id}/status`)).status).toBe(404);
   });
 });
+
+describe("job API: databases, conflicts and dependency failures", () => {
+  it("adds a protein database with `npx blastplane db add` (makeblastdb, partitions) and searches it with blastp", async () => {
+    const fasta = path.join(stack.dataDir, "proteins.fa");
+    const residues = "ACDEFGHIKLMNPQRSTVWY";
+    let seed = 7;
+    const next = () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed;
+    };
+    const proteins = Array.from({ length: 40 }, () => Array.from({ length: 300 }, () => residues[next() % 20]).join(""));
+    writeFileSync(fasta, proteins.map((p, i) => `>prot${i} synthetic protein ${i}\n${p}\n`).join(""));
+    const { stdout } = await promisify(execFile)(process.execPath, [path.join(ROOT, "bin/blastplane.mjs"), "db", "add", "toy_prot", fasta, "--type", "prot", "--partitions", "3"], {
+      env: { ...process.env, BLASTPLANE_DATA_DIR: stack.dataDir },
+    });
+    expect(stdout).toMatch(/database toy_prot \(prot\) version \d{4}(-\d{2}){5}: 40 sequences, 12000 letters, 3 partitions/);
+    const dbs = (await (await api.get("/v1/databases")).json()) as { databases: { name: string; type: string; partitions: number }[] };
+    expect(dbs.databases).toContainEqual(expect.objectContaining({ name: "toy_prot", type: "prot", partitions: 3 }));
+    const query = `>q\n${proteins[12]?.slice(20, 220)}\n`;
+    const { job_id } = await api.submit({ program: "blastp", db: "toy_prot", query_fasta: query, execution_profile: "sharded", blast_options: { matrix: "blosum62" } });
+    const done = await api.finished(job_id);
+    expect(done.status).toBe("completed");
+    expect(done.kubernetes).toEqual({ summary: { total: 3, succeeded: 3, failed: 0, active: 0 } });
+    const xml = await (await api.get(`/v1/jobs/${job_id}/results?content=xml`)).text();
+    expect(xml).toContain("prot12");
+    // A nucleotide program against this protein database is refused.
+    expect((await api.post("/v1/jobs", { program: "blastn", db: "toy_prot", query_fasta: ">q\nACGT" })).status).toBe(422);
+  });
+
+  it("B-237 answers 409 when an idempotency key is reused for a different request while its job is active", async () => {
+    const key = "conflict-key-1";
+    const first = await api.post("/v1/jobs", { program: "tblastx", db: DEMO_DB, query_fasta: demoQueries(3, 1500, 80), idempotency_key: key });
+    expect(first.status).toBe(202);
+    const { job_id } = (await first.json()) as { job_id: string };
+    const conflict = await api.post("/v1/jobs", { program: "blastn", db: DEMO_DB, query_fasta: demoQueries(1), idempotency_key: key });
+    expect(conflict.status).toBe(409);
+    expect(await conflict.json()).toMatchObject({ detail: expect.stringContaining("idempotency_key"), request_id: expect.any(String) });
+    await api.del(`/v1/jobs/${job_id}`);
+  });
+
+  it("B-243 B-241 reports 503 on /v1/ready and for work needing storage once storage is unreachable", async () => {
+    const children = readFileSync(`/proc/${stack.info.pid}/task/${stack.info.pid}/children`, "utf8").trim().split(/\s+/).map(Number);
+    const azurite = children.find((pid) => cmdline(pid).includes("azurite"));
+    expect(azurite).toBeDefined();
+    process.kill(azurite as number, "SIGKILL");
+    const ready = await fetch(`${api.base}/v1/ready`);
+    expect(ready.status).toBe(503);
+    expect(await ready.json()).toMatchObject({ detail: expect.stringContaining("storage"), checks: { storage: "unavailable" } });
+    const status = await api.get(`/v1/jobs/${completedJobId}/status`);
+    expect(status.status).toBe(503);
+    expect(await status.json()).toMatchObject({ detail: expect.any(String), request_id: expect.any(String) });
+  });
+});
+
+function cmdline(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8");
+  } catch {
+    return "";
+  }
+}

@@ -102,6 +102,19 @@ describe("HTTP kit", () => {
     expect(busy.headers?.["Retry-After"]).toBe("30");
   });
 
+  it("B-243 maps an unreachable dependency (connection refused, also nested as a cause) to 503 with Retry-After", async () => {
+    const quiet = createLogger({ level: "error", write: () => undefined });
+    const refused = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:10002"), { code: "ECONNREFUSED" });
+    for (const error of [refused, new Error("request failed", { cause: refused }), new AggregateError([refused])]) {
+      const result = await createHttpHandler(async () => {
+        throw error;
+      }, quiet)(request());
+      expect(result.status).toBe(503);
+      expect(result.headers?.["Retry-After"]).toBe("5");
+      expect(result.jsonBody).toMatchObject({ detail: expect.stringContaining("unreachable") });
+    }
+  });
+
   it("B-127 stamps X-Request-Id on successful responses and logs the request with it", async () => {
     const { lines, logger } = capture();
     const result = await createHttpHandler(async (_req, scope) => jsonResult(200, { ok: true }, scope.requestId), logger)(request());
