@@ -4,7 +4,7 @@ import { newOperationId, OPERATION_TYPES, operationView } from "../shared/dashbo
 import { jsonResult } from "../shared/http/envelope.js";
 import { NotFoundError, UpstreamUnavailableError } from "../shared/http/errors.js";
 import { parsePath } from "../shared/http/validation.js";
-import { createFileDatabaseCatalog } from "../shared/jobs/database-catalog.js";
+import { createFileDatabaseCatalog, databaseSummary } from "../shared/jobs/database-catalog.js";
 import { Orchestrations } from "../shared/ops/queue-labels.js";
 import { appContext } from "./app-context.js";
 import { route } from "./http-route.js";
@@ -24,13 +24,7 @@ route("databasesList", { methods: ["GET"], route: "databases", role: "Reader" },
     entries.map(async (e) => {
       const s = await databaseState().get(e.manifest.name);
       return {
-        name: e.manifest.name,
-        type: e.manifest.type,
-        version: e.manifest.version,
-        letters: e.manifest.letters,
-        sequences: e.manifest.sequences,
-        bytes: e.manifest.bytes,
-        partitions: e.manifest.partitions.length,
+        ...databaseSummary(e),
         warm_state: s.warmed_version === e.manifest.version || s.warm_state === "warming" ? s.warm_state : "cold",
         warmed_at: s.warmed_version === e.manifest.version ? s.warmed_at : null,
         update_available: s.update_available,

@@ -13,7 +13,7 @@ import { ConflictError, NotFoundError } from "../shared/http/errors.js";
 import { parseJsonBody, parseQuery } from "../shared/http/validation.js";
 import type { ApiTokenService } from "../shared/jobs/api-tokens.js";
 import type { ArtifactStore } from "../shared/jobs/artifact-store.js";
-import type { DatabaseCatalog } from "../shared/jobs/database-catalog.js";
+import { type DatabaseCatalog, databaseSummary } from "../shared/jobs/database-catalog.js";
 import type { JobStore } from "../shared/jobs/job-store.js";
 import { type JobService, parseJobId } from "../shared/jobs/job-service.js";
 import { facadeStatus, JOB_STATUSES, type JobRecord, shardCounters } from "../shared/jobs/model.js";
@@ -266,18 +266,7 @@ export function createJobApiRoutes(d: JobApiDeps): Route[] {
         return jsonResult(
           200,
           {
-            databases: entries.map((e) => ({
-              name: e.manifest.name,
-              type: e.manifest.type,
-              version: e.manifest.version,
-              letters: e.manifest.letters,
-              sequences: e.manifest.sequences,
-              bytes: e.manifest.bytes,
-              bytes_to_cache: e.manifest.bytes_to_cache,
-              volumes: e.manifest.volumes,
-              partitions: e.manifest.partitions.length,
-              location: e.location,
-            })),
+            databases: entries.map((e) => ({ ...databaseSummary(e), location: e.location })),
           },
           requestId,
         );

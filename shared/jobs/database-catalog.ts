@@ -12,6 +12,22 @@ export interface DatabaseEntry {
   location: string;
 }
 
+/** The fields every listing of databases reports (job API and dashboard). */
+export function databaseSummary(entry: DatabaseEntry) {
+  const m = entry.manifest;
+  return {
+    name: m.name,
+    type: m.type,
+    version: m.version,
+    letters: m.letters,
+    sequences: m.sequences,
+    bytes: m.bytes,
+    bytes_to_cache: m.bytes_to_cache,
+    volumes: m.volumes,
+    partitions: m.partitions.length,
+  };
+}
+
 export interface DatabaseCatalog {
   list(): Promise<DatabaseEntry[]>;
   /** The current release of a database, or a given one. */

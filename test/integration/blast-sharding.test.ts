@@ -17,21 +17,12 @@ import {
 } from "../../shared/blast/database-builder.js";
 import { formatBitScore, formatEvalue, formatFixed, renderTabular } from "../../shared/blast/tabular.js";
 import { BlastMergeError, mergeBlastXml, type ShardOutput } from "../../shared/blast/xml-merge.js";
+import { prng } from "../support/helpers.js";
 
 // ---------------------------------------------------------------------------------------------
 // Deterministic test data
 // ---------------------------------------------------------------------------------------------
 
-function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const NUCLEOTIDES = "ACGT";
 const AMINO_ACIDS = "ACDEFGHIKLMNPQRSTVWY";

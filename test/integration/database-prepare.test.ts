@@ -24,6 +24,7 @@ import {
   prepareDatabaseRelease,
 } from "../../shared/databases/prepare.js";
 import { type FakeNcbiServer, startFakeNcbiServer } from "../fakes/ncbi-server.js";
+import { prng } from "../support/helpers.js";
 
 const DB = "testdb";
 const R1 = "2024-01-01-00-00-00"; // 30 sequences, 3 volumes
@@ -34,16 +35,6 @@ const R5 = "2024-05-01-00-00-00"; // 20 sequences, 2 volumes: the shrinking rele
 const R6 = "2024-06-01-00-00-00"; // prepare aborted mid-download
 const VERSION = /^\d{4}(-\d{2}){5}$/;
 
-function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const rnd = prng(20240101);
 const SEQUENCES = Array.from({ length: 30 }, () => Array.from({ length: 1500 }, () => "ACGT"[Math.floor(rnd() * 4)]).join(""));

@@ -24,18 +24,9 @@ import {
   QUERY_BATCH_LETTERS,
   queryMolecule,
 } from "../../shared/blast/programs.js";
-import { type FieldIssue, ValidationError } from "../../shared/http/errors.js";
+import { ValidationError } from "../../shared/http/errors.js";
+import { issuesOf } from "../support/helpers.js";
 
-function issuesOf(fn: () => unknown): readonly FieldIssue[] {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ValidationError);
-    expect((error as ValidationError).status).toBe(422);
-    return (error as ValidationError).issues;
-  }
-  throw new Error("expected a ValidationError, but nothing was thrown");
-}
 
 /** Issues for raw options parsed for `program` (schema, then program rules). */
 const refuse = (program: BlastProgram, raw: unknown) => issuesOf(() => parseBlastOptions(program, raw));

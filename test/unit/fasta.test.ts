@@ -13,18 +13,8 @@ import {
 } from "../../shared/blast/fasta.js";
 import { QUERY_BATCH_LETTERS } from "../../shared/blast/programs.js";
 import { type FieldIssue, ValidationError } from "../../shared/http/errors.js";
+import { issuesOf } from "../support/helpers.js";
 
-/** The issues of the ValidationError `fn` throws; fails the test on anything else. */
-function issuesOf(fn: () => unknown): readonly FieldIssue[] {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ValidationError);
-    expect((error as ValidationError).status).toBe(422);
-    return (error as ValidationError).issues;
-  }
-  throw new Error("expected a ValidationError, but nothing was thrown");
-}
 
 const nucl = (text: string, limits?: FastaLimits) => parseQueryFasta(text, "nucl", limits);
 const prot = (text: string, limits?: FastaLimits) => parseQueryFasta(text, "prot", limits);

@@ -1,0 +1,26 @@
+import { expect } from "vitest";
+import { type FieldIssue, ValidationError } from "../../shared/http/errors.js";
+
+/** A small seeded PRNG (mulberry32): deterministic test data in [0, 1). */
+export function prng(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** The issues of the ValidationError `fn` throws; fails the test on anything else. */
+export function issuesOf(fn: () => unknown): readonly FieldIssue[] {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(ValidationError);
+    expect((error as ValidationError).status).toBe(422);
+    return (error as ValidationError).issues;
+  }
+  throw new Error("expected a ValidationError, but nothing was thrown");
+}
