@@ -56,7 +56,12 @@ function seconds(from: string, to: string): number {
 }
 
 async function gunzipped(source: Readable | undefined): Promise<Readable | undefined> {
-  return source ? source.pipe(createGunzip()) : undefined;
+  // Larger chunks than the 16 KiB default roughly double streaming throughput.
+  if (!source) return undefined;
+  const gunzip = createGunzip({ chunkSize: 128 * 1024 });
+  // .pipe() does not forward errors; a failed download must end the response, not stall it.
+  source.on("error", (error) => gunzip.destroy(error));
+  return source.pipe(gunzip);
 }
 
 /** The job API's routes (spec §4.2), as factories over their dependencies. */

@@ -36,6 +36,15 @@ export interface DispatcherOptions {
 }
 
 const GIB = 1024 ** 3;
+/** Fast gzip: results are large text and are compressed once per job (level 6 costs ~4× the time). */
+const GZIP_LEVEL = 1;
+
+async function exists(file: string): Promise<boolean> {
+  return stat(file).then(
+    () => true,
+    () => false,
+  );
+}
 
 /** The spec's memory pre-flight failure (§7), with its three remedies. */
 export function preflightMessage(dbName: string, neededBytes: number, availableBytes: number): string {
@@ -67,6 +76,7 @@ export class JobDispatcher {
   private readonly running = new Map<string, { controller: AbortController; done: Promise<void> }>();
   private timer: NodeJS.Timeout | undefined;
   private ticking = false;
+  private wakeAgain = false;
   private stopped = false;
 
   constructor(private readonly o: DispatcherOptions) {}
@@ -80,12 +90,21 @@ export class JobDispatcher {
 
   /** Looks for queued work now (called after a submit). */
   wake(): void {
-    if (this.stopped || this.ticking) return;
+    if (this.stopped) return;
+    if (this.ticking) {
+      // A submit during a pass must not wait for the next poll: run again right after.
+      this.wakeAgain = true;
+      return;
+    }
     this.ticking = true;
     void this.tick()
       .catch((error: unknown) => this.o.logger.error("dispatch tick failed", { error }))
       .finally(() => {
         this.ticking = false;
+        if (this.wakeAgain) {
+          this.wakeAgain = false;
+          this.wake();
+        }
       });
   }
 
@@ -208,15 +227,17 @@ export class JobDispatcher {
     const merged = path.join(dir, "merged_results.out.gz");
     const shardFiles = [];
     for (const s of job.shards) {
-      const local = path.join(dir, "out", `${s.id}.out.gz`);
-      const exists = await stat(local).then(
-        () => true,
-        () => false,
-      );
-      if (!exists) await this.o.artifacts.downloadToFile(jobId, `shards/${s.id}.out.gz`, local);
+      // The plain XML this process produced merges fastest; after a restart, fetch the stored copy.
+      const xml = path.join(dir, "out", `${s.id}.xml`);
+      const gz = path.join(dir, "out", `${s.id}.out.gz`);
+      let local = xml;
+      if (!(await exists(xml))) {
+        if (!(await exists(gz))) await this.o.artifacts.downloadToFile(jobId, `shards/${s.id}.out.gz`, gz);
+        local = gz;
+      }
       shardFiles.push({ batchIndex: s.batch, partitionIndex: Math.max(0, s.partition), path: local });
     }
-    const gzip = createGzip();
+    const gzip = createGzip({ level: GZIP_LEVEL });
     let xmlBytes = 0;
     const counted = new Transform({
       transform(chunk: Buffer | string, _enc, cb) {
@@ -252,9 +273,8 @@ export class JobDispatcher {
       await this.advance(job.job_id, signal, (j) => setShard(j, shard.id, { state: "running", attempts: attempt }));
       try {
         await this.o.executor.run({ jobId: job.job_id, shardId: shard.id, program: job.program, args, outputPath: xml, cwd: db.root }, signal);
-        await pipeline(createReadStream(xml), createGzip(), createWriteStream(gz));
+        await pipeline(createReadStream(xml), createGzip({ level: GZIP_LEVEL }), createWriteStream(gz));
         const bytes = await this.o.artifacts.uploadFile(job.job_id, `shards/${shard.id}.out.gz`, gz);
-        await rm(xml, { force: true });
         await this.advance(job.job_id, signal, (j) => setShard(j, shard.id, { state: "succeeded", output_bytes: bytes }));
         return;
       } catch (error) {
