@@ -82,35 +82,26 @@ df.app.activity(DatabaseActivities.checkUpdates, {
   },
 });
 
-const prepareDatabase: OrchestrationHandler = function* (context: OrchestrationContext) {
-  const input = context.df.getInput<{ name: string; partitions: number }>();
-  context.df.setCustomStatus({ phase: "preparing", name: input.name });
-  try {
-    const result: unknown = yield context.df.callActivity(DatabaseActivities.prepare, input);
-    return { outcome: "succeeded", ...(result as object) };
-  } catch (error) {
-    return { outcome: "failed", error: error instanceof Error ? error.message.split("\n")[0] : String(error) };
-  }
-};
+/**
+ * An orchestration that runs one activity and reports its outcome as the operation's result, so a
+ * failed activity becomes a `failed` operation with a focused error rather than a failed instance.
+ */
+function singleActivityOperation(activity: string, phase: string): OrchestrationHandler {
+  return function* (context: OrchestrationContext) {
+    const input = context.df.getInput<Record<string, unknown> | null>();
+    context.df.setCustomStatus({ phase, ...(input ?? {}) });
+    try {
+      const result: unknown = yield context.df.callActivity(activity, input);
+      return { outcome: "succeeded", ...(Array.isArray(result) ? { databases: result } : (result as object)) };
+    } catch (error) {
+      return { outcome: "failed", error: error instanceof Error ? error.message.split("\n")[0] : String(error) };
+    }
+  };
+}
 
-const warmDatabase: OrchestrationHandler = function* (context: OrchestrationContext) {
-  const input = context.df.getInput<{ name: string }>();
-  try {
-    const result: unknown = yield context.df.callActivity(DatabaseActivities.warm, input);
-    return { outcome: "succeeded", ...(result as object) };
-  } catch (error) {
-    return { outcome: "failed", error: error instanceof Error ? error.message.split("\n")[0] : String(error) };
-  }
-};
-
-const checkDatabaseUpdates: OrchestrationHandler = function* (context: OrchestrationContext) {
-  try {
-    const results: unknown = yield context.df.callActivity(DatabaseActivities.checkUpdates, null);
-    return { outcome: "succeeded", databases: results };
-  } catch (error) {
-    return { outcome: "failed", error: error instanceof Error ? error.message.split("\n")[0] : String(error) };
-  }
-};
+const prepareDatabase = singleActivityOperation(DatabaseActivities.prepare, "preparing");
+const warmDatabase = singleActivityOperation(DatabaseActivities.warm, "warming");
+const checkDatabaseUpdates = singleActivityOperation(DatabaseActivities.checkUpdates, "checking");
 
 df.app.orchestration(Orchestrations.prepareDatabase, prepareDatabase);
 df.app.orchestration(Orchestrations.warmDatabase, warmDatabase);
