@@ -3,7 +3,8 @@ import { UpstreamUnavailableError } from "../shared/http/errors.js";
 import { apiAudience, createJwtValidator, entraDiscoveryUrl } from "../shared/auth/jwt-validator.js";
 import { type AppConfig, loadConfig } from "../shared/config/load-config.js";
 import { createLogger, type Logger } from "../shared/logging/logger.js";
-import { ApiTokenService, createFileSecretStore, type SecretStore } from "../shared/jobs/api-tokens.js";
+import { ApiTokenService, type SecretStore } from "../shared/jobs/api-tokens.js";
+import { selectSecretStore } from "../shared/jobs/key-vault-secret-store.js";
 import { type AuditLog, createAuditLog } from "../shared/ops/audit.js";
 import { createEventLog, type EventLog } from "../shared/ops/events.js";
 import { createFixedWindowLimiter } from "../shared/ops/rate-limiter.js";
@@ -28,13 +29,22 @@ export interface AppContext {
   events: EventLog;
 }
 
+/** The secret store shared with the job API: Key Vault in Azure, a local folder in the local stack. */
 function secretStore(config: AppConfig): SecretStore {
-  if (config.secretsDir) return createFileSecretStore(config.secretsDir);
-  // Key Vault is the Azure store; until it is wired, a missing store refuses rather than guesses.
-  const unavailable = async (): Promise<never> => {
-    throw new UpstreamUnavailableError("no secret store is configured (SECRETS_DIR)", 503);
+  const selected = selectSecretStore({ keyVaultUrl: config.keyVaultUrl, secretsDir: config.secretsDir });
+  const unavailable = () => new UpstreamUnavailableError("no secret store is configured (KEY_VAULT_URL or SECRETS_DIR)", 503);
+  return {
+    get: async (name) => {
+      const store = await selected;
+      if (!store) throw unavailable();
+      return store.get(name);
+    },
+    set: async (name, value) => {
+      const store = await selected;
+      if (!store) throw unavailable();
+      return store.set(name, value);
+    },
   };
-  return { get: unavailable, set: unavailable };
 }
 
 function build(): AppContext {

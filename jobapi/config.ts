@@ -11,6 +11,7 @@ const schema = z.object({
   JOBAPI_DATA_DIR: z.string().min(1).default(".data/jobapi"),
   JOBAPI_DATABASES_DIR: z.string().min(1).optional(),
   JOBAPI_SECRETS_DIR: z.string().min(1).optional(),
+  JOBAPI_KEY_VAULT_URL: z.preprocess((v) => (v === "" ? undefined : v), z.url().optional()),
   JOBAPI_EXECUTOR: z.enum(["local"]).default("local"),
   JOBAPI_MAX_ACTIVE_JOBS: int(1, 1000).default(2),
   JOBAPI_MAX_QUEUED_JOBS: int(1, 100_000).default(100),
@@ -30,6 +31,8 @@ export interface JobApiConfig {
   readonly storageConnectionString: string;
   readonly databasesDir: string;
   readonly secretsDir: string;
+  /** Key Vault holding the API token (Azure); wins over `secretsDir`. */
+  readonly keyVaultUrl: string | undefined;
   readonly workDir: string;
   readonly executor: "local";
   readonly maxActiveJobs: number;
@@ -58,6 +61,7 @@ export function loadJobApiConfig(env: Record<string, string | undefined>, cwd = 
     storageConnectionString: c.JOBAPI_STORAGE_CONNECTION_STRING,
     databasesDir: path.resolve(cwd, c.JOBAPI_DATABASES_DIR ?? path.join(dataDir, "databases")),
     secretsDir: path.resolve(cwd, c.JOBAPI_SECRETS_DIR ?? path.join(dataDir, "secrets")),
+    keyVaultUrl: c.JOBAPI_KEY_VAULT_URL,
     workDir: path.join(dataDir, "work"),
     executor: c.JOBAPI_EXECUTOR,
     maxActiveJobs: c.JOBAPI_MAX_ACTIVE_JOBS,

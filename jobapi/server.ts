@@ -1,7 +1,8 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { blastVersion } from "../shared/blast/blast-tools.js";
-import { ApiTokenService, createFileSecretStore } from "../shared/jobs/api-tokens.js";
+import { ApiTokenService } from "../shared/jobs/api-tokens.js";
+import { selectSecretStore } from "../shared/jobs/key-vault-secret-store.js";
 import { ArtifactStore } from "../shared/jobs/artifact-store.js";
 import { createFileDatabaseCatalog } from "../shared/jobs/database-catalog.js";
 import { JobDispatcher } from "../shared/jobs/dispatcher.js";
@@ -23,7 +24,9 @@ async function main(): Promise<void> {
   const jobs = JobStore.fromConnectionString(config.storageConnectionString);
   const artifacts = ArtifactStore.fromConnectionString(config.storageConnectionString);
   await Promise.all([jobs.init(), artifacts.init()]);
-  const tokens = new ApiTokenService(createFileSecretStore(config.secretsDir));
+  const secrets = await selectSecretStore({ keyVaultUrl: config.keyVaultUrl, secretsDir: config.secretsDir });
+  if (!secrets) throw new Error("no secret store is configured");
+  const tokens = new ApiTokenService(secrets);
   await tokens.ensure();
   const catalog = createFileDatabaseCatalog(config.databasesDir);
   const executor = createLocalExecutor({ concurrency: config.shardConcurrency });

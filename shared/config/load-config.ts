@@ -21,6 +21,7 @@ const configSchema = z.object({
   HEALTH_DEPENDENCY_TIMEOUT_MS: z.coerce.number().int().min(100).max(30_000).default(2000),
   JOBAPI_URL: z.preprocess((v) => (v === "" ? undefined : v), z.url().optional()),
   SECRETS_DIR: z.preprocess((v) => (v === "" ? undefined : v), z.string().optional()),
+  KEY_VAULT_URL: z.preprocess((v) => (v === "" ? undefined : v), z.url().optional()),
   API_TOKEN_GRACE_SECONDS: z.coerce.number().int().min(0).max(7 * 86_400).default(3600),
   JOB_POLL_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(3600).default(5),
   JOBAPI_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(15_000),
@@ -47,6 +48,8 @@ export interface AppConfig {
   readonly jobApiUrl: string | undefined;
   /** The local secret store folder (the local stack's stand-in for Key Vault). */
   readonly secretsDir: string | undefined;
+  /** Key Vault holding the shared job-API token (Azure); wins over `secretsDir`. */
+  readonly keyVaultUrl: string | undefined;
   /** How long a regenerated API token's predecessor stays valid. */
   readonly apiTokenGraceSeconds: number;
   /** How often the submit orchestration polls the job API. */
@@ -88,6 +91,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     healthDependencyTimeoutMs: c.HEALTH_DEPENDENCY_TIMEOUT_MS,
     jobApiUrl: c.JOBAPI_URL?.replace(/\/+$/, ""),
     secretsDir: c.SECRETS_DIR,
+    keyVaultUrl: c.KEY_VAULT_URL,
     apiTokenGraceSeconds: c.API_TOKEN_GRACE_SECONDS,
     jobPollIntervalSeconds: c.JOB_POLL_INTERVAL_SECONDS,
     jobApiTimeoutMs: c.JOBAPI_TIMEOUT_MS,
