@@ -3,6 +3,7 @@ import { mkdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import type { Logger } from "../shared/logging/logger.js";
+import { stopChild } from "./stop-child.js";
 
 /** The well-known development account Azurite serves (public, documented by Microsoft). */
 export const DEV_ACCOUNT = "devstoreaccount1";
@@ -104,12 +105,6 @@ export async function startAzurite(options: AzuriteOptions): Promise<RunningAzur
     connectionString:
       `DefaultEndpointsProtocol=http;AccountName=${DEV_ACCOUNT};AccountKey=${DEV_ACCOUNT_KEY};` +
       `BlobEndpoint=${blobEndpoint};QueueEndpoint=${queueEndpoint};TableEndpoint=${tableEndpoint};`,
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill("SIGTERM");
-      const timeout = setTimeout(() => child.kill("SIGKILL"), 10_000);
-      await exited;
-      clearTimeout(timeout);
-    },
+    stop: () => stopChild(child, exited, 10_000),
   };
 }

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import type { Logger } from "../shared/logging/logger.js";
+import { stopChild } from "./stop-child.js";
 
 export interface RunningChild {
   url: string;
@@ -61,12 +62,6 @@ export async function startChildService(options: {
   return {
     url: resolvedUrl,
     process: child,
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill("SIGTERM");
-      const timeout = setTimeout(() => child.kill("SIGKILL"), 15_000);
-      await exited;
-      clearTimeout(timeout);
-    },
+    stop: () => stopChild(child, exited, 15_000),
   };
 }

@@ -2,7 +2,7 @@ import { createHash, randomUUID } from "node:crypto";
 import { odata } from "@azure/data-tables";
 import { z } from "zod";
 import { isStatus, packText, unpackText } from "../storage/table-text.js";
-import { dayPartitionKey, listLimit, newestFirstFilter, newestFirstRowKey, type TableSource, tableOpener } from "./audit.js";
+import { dayPartitionKey, listLimit, newestFirstFilter, newestFirstRowKey, type TableSource, tableOpener } from "../storage/table-source.js";
 
 /** Whether acting on an event is only proposed (`shadow`, the default) or carried out (`enforce`). */
 export type EventMode = "shadow" | "enforce";

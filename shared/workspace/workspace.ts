@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { ConflictError, DomainError } from "../http/errors.js";
-import { type AuditActor, type TableSource, tableOpener } from "../ops/audit.js";
+import type { AuditActor } from "../ops/audit.js";
+import { type TableSource, tableOpener } from "../storage/table-source.js";
 import { isStatus, packText, unpackText } from "../storage/table-text.js";
 
 /** Azure resource group names: letters (any script), digits, `_ - . ( )`; not ending in `.`. */
