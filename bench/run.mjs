@@ -9,7 +9,8 @@
 //
 // A MISS is reported, not fatal: the process exits 0 unless the benchmark itself breaks.
 // BENCH_RUNS (default 5) sets the measured runs per metric; BENCH_XML_MB (default 1024) the size
-// of the streamed result.
+// of the streamed result; BENCH_ONLY (default "a,b,c") the metrics to run; BENCH_STACK_LOG a file
+// to keep the local stack's log in.
 import { spawn } from "node:child_process";
 import { copyFileSync, createReadStream, createWriteStream, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import os from "node:os";
@@ -37,6 +38,7 @@ import {
 } from "./stack.mjs";
 
 const RUNS = Math.max(1, Number(process.env.BENCH_RUNS ?? 5));
+const ONLY = new Set((process.env.BENCH_ONLY ?? "a,b,c").split(",").map((x) => x.trim()));
 const XML_TARGET_BYTES = Number(process.env.BENCH_XML_MB ?? 1024) * 1024 * 1024;
 /** Client poll interval for job status; short, so polling adds little to the measured time. */
 const POLL_MS = 100;
@@ -200,11 +202,23 @@ async function main(tmp) {
   results.idle_stack_cpu_cores = round((cpuSeconds(stackPids) - idleCpu0) / 3, 3);
   log(`  idle stack uses ${results.idle_stack_cpu_cores} CPU cores`);
 
-  // ---- (a) facade vs blastn -num_threads 1 ----------------------------------------------------
-  log(`(a) facade submit → success → merged XML, vs bare blastn -num_threads 1 (1 warm-up + ${RUNS} runs each)`);
-  const facade = { ours: [], baseline: [], phases: [], foreign: [], blastArgv: undefined };
   const bareOut1 = path.join(work, "bare1.xml");
   const facadeOut = path.join(work, "facade.xml");
+  if (ONLY.has("a")) await benchFacade();
+  else await runBareBlast(bareArgs(1, bareOut1), release);
+  if (ONLY.has("b")) await benchSharded();
+  // ---- where the time after BLAST goes: the same steps, in this process -----------------------
+  results.after_blast_probe_ms = await probeAfterBlast(bareOut1, work, manifest);
+  log(`  after-BLAST steps on one shard's XML, in-process: ${JSON.stringify(results.after_blast_probe_ms)}`);
+  if (ONLY.has("c")) await benchStream(ONLY.has("a") ? facadeOut : bareOut1);
+  results.client_network_errors = api.networkErrors;
+  results.bench_seconds = round((performance.now() - benchStarted) / 1000, 1);
+  return results;
+
+  // ---- (a) facade vs blastn -num_threads 1 ----------------------------------------------------
+  async function benchFacade() {
+  log(`(a) facade submit → success → merged XML, vs bare blastn -num_threads 1 (1 warm-up + ${RUNS} runs each)`);
+  const facade = { ours: [], baseline: [], phases: [], foreign: [], blastArgv: undefined };
   for (let i = 0; i <= RUNS; i++) {
     const foreign = foreignLoadMeter();
     const bare = await runBareBlast(bareArgs(1, bareOut1), release);
@@ -252,8 +266,10 @@ async function main(tmp) {
     merged_xml_bytes: readFileSync(facadeOut).length,
   };
   results.facade.pass = results.facade.ratio <= TARGETS.facadeRatio;
+  }
 
   // ---- (b) sharded vs blastn -num_threads 2 ---------------------------------------------------
+  async function benchSharded() {
   log(`(b) /v1/jobs sharded (${PARTITIONS} partitions × 1 thread) → completed, vs bare blastn -num_threads 2 (1 warm-up + ${RUNS} runs each)`);
   const sharded = { ours: [], baseline: [], phases: [], shardBlast: [], foreign: [] };
   const bareOut2 = path.join(work, "bare2.xml");
@@ -312,12 +328,10 @@ async function main(tmp) {
     output_identical_to_bare: normalizeXml(readFileSync(shardedXml, "latin1")) === normalizeXml(readFileSync(bareOut2, "latin1")),
   };
   results.sharded.pass = results.sharded.ratio <= TARGETS.shardedRatio;
-
-  // ---- where the time after BLAST goes: the same steps, in this process -----------------------
-  results.after_blast_probe_ms = await probeAfterBlast(bareOut1, work, manifest);
-  log(`  after-BLAST steps on one shard's XML, in-process: ${JSON.stringify(results.after_blast_probe_ms)}`);
+  }
 
   // ---- (c) XML streaming ---------------------------------------------------------------------
+  async function benchStream(samplePath) {
   log("(c) ~1 GB merged XML: job API stream vs direct blob download + local gunzip");
   const small = await api.post("/v1/jobs", {
     program: "blastn",
@@ -332,7 +346,7 @@ async function main(tmp) {
   });
   const bigGz = path.join(work, "big.xml.gz");
   t = performance.now();
-  const big = await writeBigBlastXml({ samplePath: facadeOut, outPath: bigGz, targetBytes: XML_TARGET_BYTES });
+  const big = await writeBigBlastXml({ samplePath, outPath: bigGz, targetBytes: XML_TARGET_BYTES });
   const gzBytes = statSync(bigGz).size;
   log(`  ${(big.xmlBytes / MB).toFixed(0)} MB XML, ${big.iterations} iterations, ${(gzBytes / MB).toFixed(0)} MB gzip (${((performance.now() - t) / 1000).toFixed(1)} s)`);
   const blob = BlobServiceClient.fromConnectionString(stack.connectionString)
@@ -416,9 +430,7 @@ async function main(tmp) {
     target_mb: TARGETS.rssGrowthMB,
   };
   results.rss.pass = results.rss.peak_growth_mb < TARGETS.rssGrowthMB;
-  results.client_network_errors = api.networkErrors;
-  results.bench_seconds = round((performance.now() - benchStarted) / 1000, 1);
-  return results;
+  }
 }
 
 /**
@@ -466,57 +478,74 @@ async function probeAfterBlast(shardXml, work, manifest) {
 }
 
 function report(r) {
-  const rows = [
-    [
+  const rows = [];
+  if (r.facade) {
+    rows.push([
       "(a) facade submit→success→merged XML",
       `${r.facade.ours_s.toFixed(2)} s`,
       `${r.facade.baseline_s.toFixed(2)} s (blastn 1 thread)`,
       r.facade.ratio.toFixed(3),
       `≤ ${r.facade.target}`,
       r.facade.pass,
-    ],
-    [
+    ]);
+  }
+  if (r.sharded) {
+    rows.push([
       "(b) sharded /v1/jobs submit→completed",
       `${r.sharded.ours_s.toFixed(2)} s`,
       `${r.sharded.baseline_s.toFixed(2)} s (blastn 2 threads)`,
       r.sharded.ratio.toFixed(3),
       `≤ ${r.sharded.target}`,
       r.sharded.pass,
-    ],
-    [
-      "(c) XML stream throughput",
-      `${r.stream.ours_mb_s.toFixed(0)} MB/s`,
-      `${r.stream.direct_mb_s.toFixed(0)} MB/s (blob + gunzip)`,
-      r.stream.ratio.toFixed(3),
-      `≥ ${r.stream.target}`,
-      r.stream.pass,
-    ],
-    ["(c) job API RSS growth while streaming", `${r.rss.peak_growth_mb.toFixed(1)} MB`, "-", "-", `< ${r.rss.target_mb} MB`, r.rss.pass],
-  ];
-  const foreignMax = Math.max(...r.facade.runs_foreign_load_cores, ...r.sharded.runs_foreign_load_cores, ...r.stream.runs_foreign_load_cores);
+    ]);
+  }
+  if (r.stream) {
+    rows.push(
+      [
+        "(c) XML stream throughput",
+        `${r.stream.ours_mb_s.toFixed(0)} MB/s`,
+        `${r.stream.direct_mb_s.toFixed(0)} MB/s (blob + gunzip)`,
+        r.stream.ratio.toFixed(3),
+        `≥ ${r.stream.target}`,
+        r.stream.pass,
+      ],
+      ["(c) job API RSS growth while streaming", `${r.rss.peak_growth_mb.toFixed(1)} MB`, "-", "-", `< ${r.rss.target_mb} MB`, r.rss.pass],
+    );
+  }
+  const foreignRuns = [r.facade, r.sharded, r.stream].flatMap((m) => m?.runs_foreign_load_cores ?? []);
+  const foreignMax = Math.max(0, ...foreignRuns);
   const header = ["metric", "ours", "baseline", "ratio", "target", "result"];
   const cells = rows.map((row) => [...row.slice(0, 5), row[5] ? "PASS" : "MISS"]);
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => String(c[i]).length)));
   const line = (c) => c.map((v, i) => String(v).padEnd(widths[i])).join("  ");
+  const perMetric = (f) =>
+    [
+      ["(a)", r.facade],
+      ["(b)", r.sharded],
+      ["(c)", r.stream],
+    ]
+      .filter(([, m]) => m)
+      .map(([name, m]) => `${name} ${f(m)}`)
+      .join(", ");
   const out = [
     "",
     `blastplane benchmark — median of ${r.runs} runs each, baselines measured in the same run; client polls every ${r.poll_interval_ms} ms`,
     `data: ${r.generation.sequences} sequences / ${(r.generation.letters / 1e6).toFixed(0)} Mbases (seed ${r.generation.seed}), ${r.generation.queries} queries × ${r.generation.queryLength} bases; ` +
-      `blastn ${BLAST_ARGS.join(" ")}; streamed result ${(r.stream.xml_bytes / MB).toFixed(0)} MB XML (${(r.stream.gzip_bytes / MB).toFixed(0)} MB gzip)`,
+      `blastn ${BLAST_ARGS.join(" ")}${r.stream ? `; streamed result ${(r.stream.xml_bytes / MB).toFixed(0)} MB XML (${(r.stream.gzip_bytes / MB).toFixed(0)} MB gzip)` : ""}`,
     "",
     line(header),
     line(widths.map((w) => "-".repeat(w))),
     ...cells.map(line),
     "",
-    `(a) phases, median ms: ${JSON.stringify(r.facade.median_phases_ms)}`,
-    `(b) phases, median ms: ${JSON.stringify(r.sharded.median_phases_ms)}; shard blastn s: ${JSON.stringify(r.sharded.shard_blast_s)}`,
+    ...(r.facade ? [`(a) phases, median ms: ${JSON.stringify(r.facade.median_phases_ms)}`] : []),
+    ...(r.sharded ? [`(b) phases, median ms: ${JSON.stringify(r.sharded.median_phases_ms)}; shard blastn s: ${JSON.stringify(r.sharded.shard_blast_s)}`] : []),
     `after-BLAST steps in-process, ms: ${JSON.stringify(r.after_blast_probe_ms)}; idle stack CPU: ${r.idle_stack_cpu_cores} cores`,
-    `median of per-run ratios (each pair measured back to back): (a) ${r.facade.median_pair_ratio}, (b) ${r.sharded.median_pair_ratio}, (c) ${r.stream.median_pair_ratio}`,
-    `CPU used by other processes on the machine, cores per run: (a) ${r.facade.runs_foreign_load_cores.join(" ")}, (b) ${r.sharded.runs_foreign_load_cores.join(" ")}, (c) ${r.stream.runs_foreign_load_cores.join(" ")}`,
+    `median of per-run ratios (each pair measured back to back): ${perMetric((m) => m.median_pair_ratio)}`,
+    `CPU used by other processes on the machine, cores per run: ${perMetric((m) => m.runs_foreign_load_cores.join(" "))}`,
     ...(foreignMax > FOREIGN_LOAD_WARNING
       ? [`WARNING: other processes used up to ${foreignMax} cores of this ${r.machine.cpus}-core machine during the runs; the figures are disturbed by them.`]
       : []),
-    `outputs identical to bare blastn (BlastOutput_db aside): standard ${r.facade.output_identical_to_bare}, sharded ${r.sharded.output_identical_to_bare}`,
+    `outputs identical to bare blastn (BlastOutput_db aside): ${[r.facade && `standard ${r.facade.output_identical_to_bare}`, r.sharded && `sharded ${r.sharded.output_identical_to_bare}`].filter(Boolean).join(", ") || "-"}`,
     `client network errors (GETs retried): ${r.client_network_errors.length === 0 ? "none" : r.client_network_errors.join("; ")}`,
     `bench took ${r.bench_seconds} s`,
     "",
@@ -534,6 +563,7 @@ async function cleanup(keepLog) {
   if (cleaned) return;
   cleaned = true;
   if (state.stack) await state.stack.stop().catch((e) => process.stderr.write(`stopping the stack failed: ${e}\n`));
+  if (process.env.BENCH_STACK_LOG && state.stack) copyFileSync(path.join(tmp, "stack.log"), process.env.BENCH_STACK_LOG);
   if (keepLog && state.stack) {
     copyFileSync(path.join(tmp, "stack.log"), FAILED_LOG);
     process.stderr.write(`the stack's output is kept in ${FAILED_LOG}\n`);

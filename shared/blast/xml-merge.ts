@@ -130,7 +130,8 @@ function parseNumber(value: string | undefined, what: string): number {
   return number;
 }
 
-function parseHit(raw: string): BlastHit {
+/** The leaf fields and HSPs of a hit, parsed in full (the merge never needs them; tabular does). */
+function parseHitDetail(raw: string): { fields: Record<string, string>; hsps: BlastHsp[] } {
   const hspsAt = raw.indexOf("<Hit_hsps>");
   const fields = Object.fromEntries(leaves(hspsAt < 0 ? raw : raw.slice(0, hspsAt)));
   const hsps: BlastHsp[] = [];
@@ -143,12 +144,37 @@ function parseHit(raw: string): BlastHit {
     hsps.push(Object.fromEntries(leaves(raw.slice(open + 5, close))));
     from = close + 6;
   }
-  const id = fields.Hit_id ?? "?";
-  if (hsps.length === 0) throw new BlastXmlError(`hit ${id} has no <Hsp>`);
+  return { fields, hsps };
+}
+
+/**
+ * A hit with its ranking keys read directly (every `Hsp_evalue`, the first `Hsp_score`); its
+ * fields and HSPs are parsed on first use, since merging only ranks and copies hits.
+ */
+function parseHit(raw: string): BlastHit {
+  const id = () => leafText(raw, "Hit_id") ?? "?";
+  if (raw.indexOf("<Hsp>") < 0) throw new BlastXmlError(`hit ${id()} has no <Hsp>`);
   let bestEvalue = Number.POSITIVE_INFINITY;
-  for (const hsp of hsps) bestEvalue = Math.min(bestEvalue, parseNumber(hsp.Hsp_evalue, `Hsp_evalue of hit ${id}`));
-  const topScore = parseNumber(hsps[0]?.Hsp_score, `Hsp_score of hit ${id}`);
-  return { raw, fields, hsps, bestEvalue, topScore };
+  for (let at = raw.indexOf("<Hsp_evalue>"); at >= 0; at = raw.indexOf("<Hsp_evalue>", at + 1)) {
+    const value = leafText(raw, "Hsp_evalue", at);
+    bestEvalue = Math.min(bestEvalue, parseNumber(value, `Hsp_evalue of hit ${id()}`));
+  }
+  if (bestEvalue === Number.POSITIVE_INFINITY) parseNumber(undefined, `Hsp_evalue of hit ${id()}`);
+  const topScore = parseNumber(leafText(raw, "Hsp_score"), `Hsp_score of hit ${id()}`);
+  let detail: ReturnType<typeof parseHitDetail> | undefined;
+  return {
+    raw,
+    get fields() {
+      detail ??= parseHitDetail(raw);
+      return detail.fields;
+    },
+    get hsps() {
+      detail ??= parseHitDetail(raw);
+      return detail.hsps;
+    },
+    bestEvalue,
+    topScore,
+  };
 }
 
 function parseIteration(inner: string): BlastIteration {

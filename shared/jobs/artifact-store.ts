@@ -1,9 +1,61 @@
-import type { Readable } from "node:stream";
-import { BlobServiceClient, type ContainerClient } from "@azure/storage-blob";
+import { PassThrough, type Readable, type Transform } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { BlobServiceClient, type BlockBlobClient, type ContainerClient } from "@azure/storage-blob";
 import { isStatus } from "../storage/table-text.js";
 
 /** Artifact names inside a job's folder; nothing outside these shapes is ever read or written. */
 const ARTIFACT_NAME = /^(query\.fa|merged_results\.out\.gz|shards\/b\d{1,5}(-p\d{1,3})?\.out\.gz)$/;
+
+/** Streamed artifacts up to this size are sent in one Put Blob request. */
+const SINGLE_PUT_BYTES = 32 * 1024 * 1024;
+/** Larger ones are staged in blocks of this size, this many at once, then committed. */
+const UPLOAD_BLOCK_BYTES = 8 * 1024 * 1024;
+const UPLOAD_CONCURRENCY = 4;
+
+/**
+ * Sends a stream to a block blob. A stream that ends within {@link SINGLE_PUT_BYTES} goes in one
+ * Put Blob (one request; the SDK's uploadStream always stages blocks and commits, which costs a
+ * small result two extra round trips); a longer one is staged in blocks as it arrives, at most
+ * {@link UPLOAD_CONCURRENCY} at once, and committed at the end. Memory stays bounded either way.
+ */
+async function uploadChunks(client: BlockBlobClient, stream: AsyncIterable<Buffer>): Promise<number> {
+  let held: Buffer[] = [];
+  let heldBytes = 0;
+  let total = 0;
+  const blockIds: string[] = [];
+  const staging = new Set<Promise<void>>();
+  const stage = async (data: Buffer) => {
+    const id = Buffer.from(String(blockIds.length).padStart(6, "0")).toString("base64");
+    blockIds.push(id);
+    const staged = client.stageBlock(id, data, data.length).then(() => {
+      staging.delete(staged);
+    });
+    // A failed block stays in the set and surfaces through race/all below, never as unhandled.
+    staged.catch(() => {});
+    staging.add(staged);
+    if (staging.size >= UPLOAD_CONCURRENCY) await Promise.race(staging);
+  };
+  for await (const chunk of stream) {
+    held.push(chunk);
+    heldBytes += chunk.length;
+    total += chunk.length;
+    if ((blockIds.length === 0 && heldBytes <= SINGLE_PUT_BYTES) || heldBytes < UPLOAD_BLOCK_BYTES) continue;
+    const all = Buffer.concat(held, heldBytes);
+    let offset = 0;
+    for (; all.length - offset >= UPLOAD_BLOCK_BYTES; offset += UPLOAD_BLOCK_BYTES) await stage(all.subarray(offset, offset + UPLOAD_BLOCK_BYTES));
+    held = [all.subarray(offset)];
+    heldBytes = all.length - offset;
+  }
+  if (blockIds.length === 0) {
+    const data = Buffer.concat(held, heldBytes);
+    await client.upload(data, data.length);
+    return total;
+  }
+  if (heldBytes > 0) await stage(Buffer.concat(held, heldBytes));
+  await Promise.all(staging);
+  await client.commitBlockList(blockIds);
+  return total;
+}
 
 /**
  * Queries and results in Blob storage, under `<job_id>/`. Bytes only ever leave through the job
@@ -40,6 +92,29 @@ export class ArtifactStore {
     const client = this.blob(jobId, name);
     await client.uploadFile(path);
     return (await client.getProperties()).contentLength ?? 0;
+  }
+
+  /**
+   * Uploads `source`, passed through `transforms` (e.g. a gzip), as the artifact while it is still
+   * being produced; the blob appears (or is replaced) only when the stream has ended. Returns its
+   * size in bytes. See {@link uploadChunks} for how the bytes travel.
+   */
+  async uploadStream(jobId: string, name: string, source: Readable, ...transforms: Transform[]): Promise<number> {
+    const client = this.blob(jobId, name);
+    const last = new PassThrough({ highWaterMark: UPLOAD_BLOCK_BYTES });
+    // pipeline destroys every stream on a failure, so the upload sees it; a failed upload destroys
+    // the streams in turn, so the writer never waits for a drain that cannot come.
+    const fed = pipeline([source, ...transforms, last]);
+    const upload = uploadChunks(client, last).catch((error: unknown) => {
+      last.destroy(error as Error);
+      throw error;
+    });
+    // Both settle before returning, so on failure every stream is already destroyed. The upload
+    // carries the cause: its own failure, or the source's error that reached it through `last`.
+    const [uploaded, streamed] = await Promise.allSettled([upload, fed]);
+    if (uploaded.status === "rejected") throw uploaded.reason;
+    if (streamed.status === "rejected") throw streamed.reason;
+    return uploaded.value;
   }
 
   async downloadToFile(jobId: string, name: string, path: string): Promise<void> {

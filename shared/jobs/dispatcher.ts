@@ -1,14 +1,13 @@
-import { createReadStream, createWriteStream } from "node:fs";
+import { createReadStream } from "node:fs";
 import { mkdir, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { Transform } from "node:stream";
-import { pipeline } from "node:stream/promises";
-import { createGzip } from "node:zlib";
 import { batchQueries, parseQueryFasta, toFasta } from "../blast/fasta.js";
 import { type BlastOptions, toBlastArgs } from "../blast/options.js";
 import { type BlastProgram, QUERY_BATCH_LETTERS, queryMolecule } from "../blast/programs.js";
 import { mergeBlastXml } from "../blast/xml-merge.js";
 import type { Logger } from "../logging/logger.js";
+import { createParallelGzip } from "../storage/parallel-gzip.js";
 import type { ArtifactStore } from "./artifact-store.js";
 import type { DatabaseCatalog, DatabaseEntry } from "./database-catalog.js";
 import { buildShardArgs, type ShardExecutor } from "./executor.js";
@@ -179,6 +178,7 @@ export class JobDispatcher {
   private async runJob(jobId: string, signal: AbortSignal): Promise<void> {
     const initial = await this.o.jobs.get(jobId);
     if (!initial || initial.status === "cancelled" || initial.cancel_requested) return;
+    const fresh = initial.shards.length === 0;
     const program = initial.program as BlastProgram;
     const db = await this.o.catalog.get(initial.db_name, initial.db_version);
     if (!db) throw new JobFailure(`database ${initial.db_name} version ${initial.db_version} is no longer available`);
@@ -205,12 +205,13 @@ export class JobDispatcher {
       return touch({ ...j, status: "submitting", shards, started_at: j.started_at || now() });
     });
 
-    // Submitting: hand every unfinished shard to the executor.
+    // Submitting: hand every unfinished shard to the executor. A job planned just now has no
+    // stored outputs yet; a resumed one keeps the shards whose outputs were stored.
     const optionArgs = toBlastArgs(program, job.blast_options as BlastOptions);
-    const runs: Promise<void>[] = [];
+    const runs: Promise<ShardRun>[] = [];
     for (const shard of job.shards) {
       if (shard.state === "succeeded") continue;
-      const stored = await this.o.artifacts.size(jobId, `shards/${shard.id}.out.gz`);
+      const stored = fresh ? undefined : await this.o.artifacts.size(jobId, shardArtifact(shard.id));
       if (stored !== undefined) {
         await this.advance(jobId, signal, (j) => setShard(j, shard.id, { state: "succeeded", output_bytes: stored }));
         continue;
@@ -218,13 +219,44 @@ export class JobDispatcher {
       runs.push(this.runShard(job, db, shard, optionArgs, signal));
     }
     job = await this.advance(jobId, signal, (j) => touch({ ...j, status: "running" }));
+    const runningAt = performance.now();
     const outcomes = await Promise.allSettled(runs);
-    if (signal.aborted) throw signal.reason;
+    const blastedAt = performance.now();
+    // Shard outputs upload while the merge runs; the job completes once both are done.
+    const storing = outcomes.flatMap((o) => (o.status === "fulfilled" ? [o.value.stored] : []));
+    const settle = () => Promise.allSettled(storing);
+    if (signal.aborted) {
+      await settle();
+      throw signal.reason;
+    }
     const failure = outcomes.find((o): o is PromiseRejectedResult => o.status === "rejected");
-    if (failure) throw failure.reason instanceof JobFailure ? failure.reason : new JobFailure(String(failure.reason));
+    if (failure) {
+      await settle();
+      throw failure.reason instanceof JobFailure ? failure.reason : new JobFailure(String(failure.reason));
+    }
+    const ms = (from: number) => Math.round(performance.now() - from);
+    const timings: Record<string, number> = { shards_ms: Math.round(blastedAt - runningAt) };
+    const [merged, ...stored] = await Promise.allSettled([
+      this.mergeAndPublish(job, db, dir).finally(() => {
+        timings.merge_ms = ms(blastedAt);
+      }),
+      Promise.all(storing).finally(() => {
+        timings.store_ms = ms(blastedAt);
+      }),
+    ]);
+    const error = [merged, ...stored].find((o): o is PromiseRejectedResult => o.status === "rejected");
+    if (error) throw error.reason;
+    const { mergedBytes, xmlBytes } = (merged as PromiseFulfilledResult<MergedResult>).value;
+    await this.advance(jobId, signal, (j) => touch({ ...j, status: "completed", merged_bytes: mergedBytes, merged_xml_bytes: xmlBytes, completed_at: now() }));
+    timings.after_shards_ms = ms(blastedAt);
+    this.o.logger.info("job completed", { job_id: jobId, shards: job.shards.length, ...timings });
+  }
 
-    // Merge and publish.
-    const merged = path.join(dir, "merged_results.out.gz");
+  /**
+   * Merges every shard's output into `merged_results.out.gz`, streamed through a parallel gzip
+   * straight into Blob storage; the blob appears only when it is complete.
+   */
+  private async mergeAndPublish(job: JobRecord, db: DatabaseEntry, dir: string): Promise<MergedResult> {
     const shardFiles = [];
     for (const s of job.shards) {
       // The plain XML this process produced merges fastest; after a restart, fetch the stored copy.
@@ -232,39 +264,45 @@ export class JobDispatcher {
       const gz = path.join(dir, "out", `${s.id}.out.gz`);
       let local = xml;
       if (!(await exists(xml))) {
-        if (!(await exists(gz))) await this.o.artifacts.downloadToFile(jobId, `shards/${s.id}.out.gz`, gz);
+        if (!(await exists(gz))) await this.o.artifacts.downloadToFile(job.job_id, shardArtifact(s.id), gz);
         local = gz;
       }
       shardFiles.push({ batchIndex: s.batch, partitionIndex: Math.max(0, s.partition), path: local });
     }
-    const gzip = createGzip({ level: GZIP_LEVEL });
     let xmlBytes = 0;
-    const counted = new Transform({
-      transform(chunk: Buffer | string, _enc, cb) {
-        xmlBytes += Buffer.byteLength(chunk);
-        cb(null, chunk);
+    const xml = new Transform({
+      transform(chunk: Buffer, _encoding, callback) {
+        xmlBytes += chunk.length;
+        callback(null, chunk);
       },
     });
-    const written = pipeline(counted, gzip, createWriteStream(merged));
-    await mergeBlastXml({
-      shards: shardFiles,
-      // In XML output num_alignments caps hits per query as max_target_seqs does; BLAST's default is 500.
-      maxTargetSeqs: Number((job.blast_options as BlastOptions).max_target_seqs ?? (job.blast_options as BlastOptions).num_alignments ?? 500),
-      database: job.db_name,
-      totals: { sequences: db.manifest.sequences, letters: db.manifest.letters },
-      output: counted,
-    });
-    counted.end();
-    await written;
-    const mergedBytes = await this.o.artifacts.uploadFile(jobId, "merged_results.out.gz", merged);
-    await this.advance(jobId, signal, (j) => touch({ ...j, status: "completed", merged_bytes: mergedBytes, merged_xml_bytes: xmlBytes, completed_at: now() }));
-    this.o.logger.info("job completed", { job_id: jobId, shards: job.shards.length });
+    const uploaded = this.o.artifacts.uploadStream(job.job_id, MERGED_ARTIFACT, xml, createParallelGzip({ level: GZIP_LEVEL }));
+    const options = job.blast_options as BlastOptions;
+    try {
+      await mergeBlastXml({
+        shards: shardFiles,
+        // In XML output num_alignments caps hits per query as max_target_seqs does; BLAST's default is 500.
+        maxTargetSeqs: Number(options.max_target_seqs ?? options.num_alignments ?? 500),
+        database: job.db_name,
+        totals: { sequences: db.manifest.sequences, letters: db.manifest.letters },
+        output: xml,
+      });
+      xml.end();
+    } catch (error) {
+      xml.destroy(error as Error);
+      await uploaded.catch(() => {});
+      throw error;
+    }
+    return { mergedBytes: await uploaded, xmlBytes };
   }
 
-  private async runShard(job: JobRecord, db: DatabaseEntry, shard: Shard, optionArgs: string[], signal: AbortSignal): Promise<void> {
+  /**
+   * Runs one shard, retrying up to `shardAttempts`; resolves when BLAST has written its output,
+   * with `stored`: the output being gzipped into Blob storage and the shard marked succeeded.
+   */
+  private async runShard(job: JobRecord, db: DatabaseEntry, shard: Shard, optionArgs: string[], signal: AbortSignal): Promise<ShardRun> {
     const dir = path.join(this.o.workDir, job.job_id);
     const xml = path.join(dir, "out", `${shard.id}.xml`);
-    const gz = path.join(dir, "out", `${shard.id}.out.gz`);
     const partition = shard.partition < 0 ? undefined : db.manifest.partitions.find((p) => p.index === shard.partition);
     const dbPath = partition ? partition.path : db.manifest.path;
     const args = buildShardArgs({ optionArgs, queryPath: path.join(dir, `b${shard.batch}.fa`), dbPath, outputPath: xml, threads: this.o.threadsPerShard });
@@ -273,10 +311,10 @@ export class JobDispatcher {
       await this.advance(job.job_id, signal, (j) => setShard(j, shard.id, { state: "running", attempts: attempt }));
       try {
         await this.o.executor.run({ jobId: job.job_id, shardId: shard.id, program: job.program, args, outputPath: xml, cwd: db.root }, signal);
-        await pipeline(createReadStream(xml), createGzip({ level: GZIP_LEVEL }), createWriteStream(gz));
-        const bytes = await this.o.artifacts.uploadFile(job.job_id, `shards/${shard.id}.out.gz`, gz);
-        await this.advance(job.job_id, signal, (j) => setShard(j, shard.id, { state: "succeeded", output_bytes: bytes }));
-        return;
+        const stored = this.storeShard(job.job_id, shard.id, xml, signal);
+        // Awaited by the caller; this only keeps an early failure from being reported as unhandled.
+        stored.catch(() => {});
+        return { stored };
       } catch (error) {
         if (signal.aborted) throw signal.reason;
         lastError = error instanceof Error ? error.message : String(error);
@@ -286,6 +324,28 @@ export class JobDispatcher {
     await this.advance(job.job_id, signal, (j) => setShard(j, shard.id, { state: "failed" }));
     throw new JobFailure(`shard ${shard.id} failed after ${this.o.shardAttempts} attempt(s): ${lastError}`);
   }
+
+  private async storeShard(jobId: string, shardId: string, xml: string, signal: AbortSignal): Promise<void> {
+    const bytes = await this.o.artifacts.uploadStream(jobId, shardArtifact(shardId), createReadStream(xml), createParallelGzip({ level: GZIP_LEVEL }));
+    await this.advance(jobId, signal, (j) => setShard(j, shardId, { state: "succeeded", output_bytes: bytes }));
+  }
+}
+
+interface ShardRun {
+  /** Settles when the shard's output is stored and the shard marked succeeded. */
+  stored: Promise<void>;
+}
+
+interface MergedResult {
+  mergedBytes: number;
+  xmlBytes: number;
+}
+
+const MERGED_ARTIFACT = "merged_results.out.gz";
+
+/** Where a shard's gzipped BLAST XML is kept in Blob storage. */
+function shardArtifact(id: string): string {
+  return `shards/${id}.out.gz`;
 }
 
 function now(): string {

@@ -14,6 +14,7 @@ import {
   type JobRecord,
   type JobStatus,
   newJobId,
+  newJobRecord,
   PRIORITY_NAMES,
   type SubmissionSource,
   shardCounters,
@@ -131,10 +132,8 @@ export class JobService {
 
     try {
       await this.admit();
-      const t = new Date().toISOString();
-      const job: JobRecord = {
+      const job = newJobRecord({
         job_id: jobId,
-        status: "queued",
         program,
         db_name: db.manifest.name,
         db_version: db.manifest.version,
@@ -150,17 +149,7 @@ export class JobService {
         fingerprint: fp,
         query_count: records.length,
         query_letters: records.reduce((n, r) => n + r.sequence.length, 0),
-        created_at: t,
-        updated_at: t,
-        last_progress_at: t,
-        started_at: "",
-        completed_at: "",
-        error: "",
-        shards: [],
-        merged_bytes: 0,
-        merged_xml_bytes: 0,
-        cancel_requested: false,
-      };
+      });
       await this.o.artifacts.putText(jobId, "query.fa", s.query_fasta);
       await this.o.jobs.create(job);
       this.o.dispatcher.wake();

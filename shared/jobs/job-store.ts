@@ -6,6 +6,8 @@ import type { JobRecord, JobStatus } from "./model.js";
 const PARTITION = "job";
 const IDEMPOTENCY_PARTITION = "key";
 const MAX_CONFLICT_RETRIES = 20;
+/** Jobs whose last written version this process remembers (so an update can skip the read). */
+const KNOWN_VERSIONS_LIMIT = 1000;
 
 export interface IdempotencyClaim {
   job_id: string;
@@ -21,6 +23,13 @@ function keyHash(key: string): string {
  * dispatcher and a concurrent DELETE never overwrite each other's changes.
  */
 export class JobStore {
+  /**
+   * The version of each job this process last wrote or read, with its ETag. An update first tries
+   * its change on that copy (one round trip instead of two); if anyone else changed the job since,
+   * the ETag no longer matches and the update falls back to a fresh read.
+   */
+  private readonly known = new Map<string, { job: JobRecord; etag: string }>();
+
   constructor(
     private readonly jobs: TableClient,
     private readonly keys: TableClient,
@@ -51,8 +60,16 @@ export class JobStore {
     };
   }
 
+  private remember(job: JobRecord, etag: string | undefined): void {
+    this.known.delete(job.job_id);
+    if (etag === undefined) return;
+    this.known.set(job.job_id, { job: structuredClone(job), etag });
+    if (this.known.size > KNOWN_VERSIONS_LIMIT) this.known.delete(this.known.keys().next().value as string);
+  }
+
   async create(job: JobRecord): Promise<void> {
-    await this.jobs.createEntity(this.entity(job));
+    const created = await this.jobs.createEntity(this.entity(job));
+    this.remember(job, created.etag);
   }
 
   async get(jobId: string): Promise<JobRecord | undefined> {
@@ -62,9 +79,14 @@ export class JobStore {
   private async getWithEtag(jobId: string): Promise<{ job: JobRecord; etag: string } | undefined> {
     try {
       const e = await this.jobs.getEntity<Record<string, unknown>>(PARTITION, jobId);
-      return { job: JSON.parse(unpackText(e, "doc")) as JobRecord, etag: String(e.etag) };
+      const found = { job: JSON.parse(unpackText(e, "doc")) as JobRecord, etag: String(e.etag) };
+      this.remember(found.job, found.etag);
+      return found;
     } catch (error) {
-      if (isStatus(error, 404)) return undefined;
+      if (isStatus(error, 404)) {
+        this.known.delete(jobId);
+        return undefined;
+      }
       throw error;
     }
   }
@@ -75,14 +97,22 @@ export class JobStore {
    */
   async update(jobId: string, mutate: (job: JobRecord) => JobRecord | undefined): Promise<JobRecord | undefined> {
     for (let attempt = 0; attempt < MAX_CONFLICT_RETRIES; attempt++) {
-      const current = await this.getWithEtag(jobId);
+      // The remembered copy may be stale: a no-op decided on it is checked against a fresh read.
+      const remembered = attempt === 0 ? this.known.get(jobId) : undefined;
+      const current = remembered ?? (await this.getWithEtag(jobId));
       if (!current) return undefined;
       const next = mutate(structuredClone(current.job));
-      if (!next) return current.job;
+      if (!next) {
+        if (remembered) continue;
+        return current.job;
+      }
       try {
-        await this.jobs.updateEntity(this.entity(next), "Replace", { etag: current.etag });
+        const updated = await this.jobs.updateEntity(this.entity(next), "Replace", { etag: current.etag });
+        this.remember(next, updated.etag);
         return next;
       } catch (error) {
+        this.known.delete(jobId);
+        if (isStatus(error, 404)) return undefined;
         if (!isStatus(error, 412)) throw error;
       }
     }
@@ -98,6 +128,7 @@ export class JobStore {
   }
 
   async delete(jobId: string): Promise<void> {
+    this.known.delete(jobId);
     await this.jobs.deleteEntity(PARTITION, jobId).catch((error: unknown) => {
       if (!isStatus(error, 404)) throw error;
     });

@@ -54,6 +54,46 @@ export interface JobRecord {
 }
 
 /** Short OpenAPI job ids: 12 characters of [a-z0-9]; never a UUID. */
+/** What a submit decides about a new job; the rest of its record starts empty. */
+export type NewJob = Pick<
+  JobRecord,
+  | "job_id"
+  | "program"
+  | "db_name"
+  | "db_version"
+  | "db_location"
+  | "blast_version"
+  | "blast_options"
+  | "priority"
+  | "execution_profile"
+  | "resource_profile"
+  | "submission_source"
+  | "external_correlation_id"
+  | "idempotency_key"
+  | "fingerprint"
+  | "query_count"
+  | "query_letters"
+>;
+
+/** A queued job as it is first stored: no progress, no shards, no results yet. */
+export function newJobRecord(job: NewJob, now = new Date()): JobRecord {
+  const t = now.toISOString();
+  return {
+    ...job,
+    status: "queued",
+    created_at: t,
+    updated_at: t,
+    last_progress_at: t,
+    started_at: "",
+    completed_at: "",
+    error: "",
+    shards: [],
+    merged_bytes: 0,
+    merged_xml_bytes: 0,
+    cancel_requested: false,
+  };
+}
+
 export const JOB_ID_PATTERN = /^[a-z0-9]{12}$/;
 export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789";

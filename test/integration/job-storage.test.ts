@@ -1,0 +1,227 @@
+import { randomBytes } from "node:crypto";
+import path from "node:path";
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { createGunzip, gunzipSync } from "node:zlib";
+import { TableClient, type TableServiceClientOptions } from "@azure/data-tables";
+import { ContainerClient } from "@azure/storage-blob";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type RunningAzurite, startAzurite } from "../../local/azurite.js";
+import { ArtifactStore } from "../../shared/jobs/artifact-store.js";
+import { JobStore } from "../../shared/jobs/job-store.js";
+import { type JobRecord, newJobId, newJobRecord } from "../../shared/jobs/model.js";
+import { createLogger } from "../../shared/logging/logger.js";
+import { createParallelGzip } from "../../shared/storage/parallel-gzip.js";
+
+const root = path.resolve(import.meta.dirname, "../..");
+let azurite: RunningAzurite;
+
+beforeAll(async () => {
+  azurite = await startAzurite({
+    blobPort: 0,
+    queuePort: 0,
+    tablePort: 0,
+    logger: createLogger({ level: "error" }),
+    watchdogPath: path.join(root, "local/parent-watchdog.cjs"),
+  });
+});
+
+afterAll(async () => {
+  await azurite?.stop();
+});
+
+type PipelinePolicy = NonNullable<TableServiceClientOptions["additionalPolicies"]>[number]["policy"];
+
+/** Counts the requests a table client sends, so a test can tell one round trip from two. */
+function requestCounter(): { policy: PipelinePolicy; count: () => number; reset: () => void } {
+  let n = 0;
+  return {
+    policy: {
+      name: "count-requests",
+      sendRequest: (request, next) => {
+        n++;
+        return next(request);
+      },
+    },
+    count: () => n,
+    reset: () => {
+      n = 0;
+    },
+  };
+}
+
+function jobStore(prefix: string, counter?: ReturnType<typeof requestCounter>): JobStore {
+  const options = {
+    allowInsecureConnection: true,
+    additionalPolicies: counter ? [{ policy: counter.policy, position: "perCall" as const }] : [],
+  };
+  return new JobStore(
+    TableClient.fromConnectionString(azurite.connectionString, `${prefix}jobs`, options),
+    TableClient.fromConnectionString(azurite.connectionString, `${prefix}idempotency`, options),
+  );
+}
+
+function job(overrides: Partial<JobRecord> = {}): JobRecord {
+  const fields = {
+    job_id: newJobId(),
+    program: "blastn",
+    db_name: "demo",
+    db_version: "2026-01-01-00-00-00",
+    db_location: "local",
+    blast_version: "2.12.0+",
+    blast_options: {},
+    priority: 50,
+    execution_profile: "standard" as const,
+    resource_profile: "",
+    submission_source: "external_api" as const,
+    external_correlation_id: "",
+    idempotency_key: "",
+    fingerprint: "",
+    query_count: 1,
+    query_letters: 10,
+  };
+  return { ...newJobRecord(fields), ...overrides };
+}
+
+describe("job state: compare-and-swap updates from a remembered version", () => {
+  const counter = requestCounter();
+  let mine: JobStore;
+  let theirs: JobStore;
+
+  beforeAll(async () => {
+    mine = jobStore("cas", counter);
+    theirs = jobStore("cas");
+    await mine.init();
+  });
+
+  it("updates a job it wrote last in one round trip", async () => {
+    const j = job();
+    await mine.create(j);
+    counter.reset();
+    const updated = await mine.update(j.job_id, (x) => ({ ...x, priority: 70 }));
+    expect(updated?.priority).toBe(70);
+    expect(counter.count()).toBe(1);
+    expect((await theirs.get(j.job_id))?.priority).toBe(70);
+  });
+
+  it("never overwrites a change made elsewhere: a stale copy is re-read and the change applied on top", async () => {
+    const j = job();
+    await mine.create(j);
+    await theirs.update(j.job_id, (x) => ({ ...x, cancel_requested: true }));
+    const updated = await mine.update(j.job_id, (x) => ({ ...x, priority: 90 }));
+    expect(updated).toMatchObject({ priority: 90, cancel_requested: true });
+    expect(await theirs.get(j.job_id)).toMatchObject({ priority: 90, cancel_requested: true });
+  });
+
+  it("re-checks a decision not to change against the stored job", async () => {
+    const claim = (x: JobRecord) => (x.status === "queued" ? { ...x, status: "dispatching" as const } : undefined);
+    // Stale says "change", stored says "leave": the claim must not happen.
+    const a = job();
+    await mine.create(a);
+    await theirs.update(a.job_id, (x) => ({ ...x, status: "cancelled" }));
+    expect((await mine.update(a.job_id, claim))?.status).toBe("cancelled");
+    expect((await theirs.get(a.job_id))?.status).toBe("cancelled");
+    // Stale says "leave", stored says "change": the claim must happen.
+    const b = job({ status: "dispatching" });
+    await mine.create(b);
+    await theirs.update(b.job_id, (x) => ({ ...x, status: "queued" }));
+    expect((await mine.update(b.job_id, claim))?.status).toBe("dispatching");
+    expect((await theirs.get(b.job_id))?.status).toBe("dispatching");
+  });
+
+  it("answers undefined for a job deleted elsewhere, whether remembered or not", async () => {
+    const j = job();
+    await mine.create(j);
+    await theirs.delete(j.job_id);
+    expect(await mine.update(j.job_id, (x) => ({ ...x, priority: 1 }))).toBeUndefined();
+    expect(await mine.update(j.job_id, (x) => ({ ...x, priority: 1 }))).toBeUndefined();
+    expect(await theirs.get(j.job_id)).toBeUndefined();
+  });
+
+  it("keeps concurrent updates of one job from one process: none is lost", async () => {
+    const j = job({ shards: [0, 1, 2, 3, 4, 5].map((i) => ({ id: `b0-p${i}`, batch: 0, partition: i, state: "running" as const, attempts: 1, output_bytes: 0 })) });
+    await mine.create(j);
+    await Promise.all(
+      j.shards.map((s, i) =>
+        mine.update(j.job_id, (x) => ({ ...x, shards: x.shards.map((t) => (t.id === s.id ? { ...t, state: "succeeded" as const, output_bytes: i + 1 } : t)) })),
+      ),
+    );
+    const stored = await theirs.get(j.job_id);
+    expect(stored?.shards.map((s) => [s.state, s.output_bytes])).toEqual(j.shards.map((_, i) => ["succeeded", i + 1]));
+  });
+});
+
+describe("streamed artifact uploads", () => {
+  let store: ArtifactStore;
+  let container: ContainerClient;
+
+  beforeAll(async () => {
+    container = new ContainerClient(azurite.connectionString, "artifacts-test");
+    store = new ArtifactStore(container);
+    await store.init();
+  });
+
+  const committedBlocks = async (jobId: string, name: string) =>
+    (await container.getBlockBlobClient(`${jobId}/${name}`).getBlockList("committed")).committedBlocks?.length ?? 0;
+  const download = async (jobId: string, name: string) => (await container.getBlockBlobClient(`${jobId}/${name}`).downloadToBuffer()).subarray();
+
+  it("sends a small stream in one Put Blob and returns its size", async () => {
+    const data = Buffer.from("<BlastOutput>small</BlastOutput>\n".repeat(1000));
+    const bytes = await store.uploadStream("job1", "merged_results.out.gz", Readable.from([data.subarray(0, 5000), data.subarray(5000)]));
+    // Put Blob leaves no blocks behind; staged uploads leave committed blocks.
+    expect(await committedBlocks("job1", "merged_results.out.gz")).toBe(0);
+    expect(bytes).toBe(data.length);
+    expect((await download("job1", "merged_results.out.gz")).equals(data)).toBe(true);
+  });
+
+  it("stages a stream beyond 32 MiB in blocks, commits them in order, and returns its size", async () => {
+    const block = randomBytes(1024 * 1024);
+    const chunks = Array.from({ length: 41 }, (_, i) => Buffer.concat([Buffer.from([i]), block.subarray(1)]));
+    const bytes = await store.uploadStream("job2", "shards/b0-p1.out.gz", Readable.from(chunks));
+    expect(bytes).toBe(41 * 1024 * 1024);
+    const blob = await download("job2", "shards/b0-p1.out.gz");
+    expect(blob.length).toBe(bytes);
+    for (let i = 0; i < 41; i++) expect(blob[i * 1024 * 1024]).toBe(i);
+    expect(await committedBlocks("job2", "shards/b0-p1.out.gz")).toBe(6);
+  });
+
+  it("gzips through a parallel gzip into one valid gzip file, also for empty input", async () => {
+    const text = Array.from({ length: 60_000 }, (_, i) => `<Hit><Hit_num>${i}</Hit_num><Hit_id>gnl|x|${i * 7919}</Hit_id></Hit>\n`).join("");
+    const bytes = await store.uploadStream("job3", "merged_results.out.gz", Readable.from([Buffer.from(text)]), createParallelGzip({ memberBytes: 256 * 1024 }));
+    const gz = await download("job3", "merged_results.out.gz");
+    expect(bytes).toBe(gz.length);
+    expect(gunzipSync(gz).toString()).toBe(text);
+    // The same bytes through a streaming gunzip, as the results route reads them.
+    const parts: Buffer[] = [];
+    await pipeline(Readable.from([gz]), createGunzip(), async (source: AsyncIterable<Buffer>) => {
+      for await (const c of source) parts.push(c);
+    });
+    expect(Buffer.concat(parts).toString()).toBe(text);
+
+    await store.uploadStream("job3", "shards/b0-p2.out.gz", Readable.from([]), createParallelGzip());
+    expect(gunzipSync(await download("job3", "shards/b0-p2.out.gz")).length).toBe(0);
+  });
+
+  it("fails without leaving a blob when the source fails midway", async () => {
+    async function* failing() {
+      yield Buffer.alloc(1024, 65);
+      throw new Error("disk read failed");
+    }
+    await expect(store.uploadStream("job4", "merged_results.out.gz", Readable.from(failing()), createParallelGzip())).rejects.toThrow("disk read failed");
+    expect(await store.exists("job4", "merged_results.out.gz")).toBe(false);
+  });
+
+  it("fails, and stops the writer instead of leaving it waiting, when storage refuses the upload", async () => {
+    const missing = new ArtifactStore(new ContainerClient(azurite.connectionString, "no-such-container"));
+    let produced = 0;
+    const source = new Readable({
+      read() {
+        produced++;
+        this.push(produced > 100_000 ? null : randomBytes(64 * 1024));
+      },
+    });
+    await expect(missing.uploadStream("job5", "merged_results.out.gz", source)).rejects.toMatchObject({ statusCode: 404 });
+    expect(source.destroyed).toBe(true);
+    expect(produced).toBeLessThan(100_000);
+  });
+});
