@@ -19,8 +19,10 @@ import { z } from "zod";
  *
  * A `files` item is either a plain file name, resolved against `<base>/<release>/`, or an absolute
  * http(s) URL on the same origin as `<base>`; its last path segment must be a plain name ending
- * in `.tar.gz`. Anything else (`../x.tar.gz`, `a/b.tar.gz`, `/abs.tar.gz`, another origin, ftp:,
- * gs:) is refused with an {@link UnsafeSourcePathError} before any request is made.
+ * in `.tar.gz`. NCBI's own metadata lists `ftp://ftp.ncbi.nlm.nih.gov/...` URLs: an ftp URL on the
+ * source's host name (no port) is read from the same path over the source's http(s), since NCBI
+ * serves one tree both ways. Anything else (`../x.tar.gz`, `a/b.tar.gz`, `/abs.tar.gz`, another
+ * origin, ftp elsewhere, gs:) is refused with an {@link UnsafeSourcePathError} before any request.
  */
 export const METADATA_FILE = "blastdb-metadata-1-1.json";
 
@@ -231,7 +233,9 @@ function resolveArchive(base: URL, release: string, file: string): Archive {
     } catch {
       throw new UnsafeSourcePathError(file, "not a valid URL");
     }
-    if (url.protocol !== "http:" && url.protocol !== "https:") throw new UnsafeSourcePathError(file, "only http(s) URLs are fetched");
+    const ncbiStyleFtp = url.protocol === "ftp:" && url.hostname === base.hostname && url.port === "" && !url.username && !url.password;
+    if (ncbiStyleFtp) url = new URL(`${url.pathname}${url.search}${url.hash}`, base.origin);
+    if (url.protocol !== "http:" && url.protocol !== "https:") throw new UnsafeSourcePathError(file, "only http(s) URLs, or ftp URLs on the source's host, are fetched");
     if (url.origin !== base.origin) throw new UnsafeSourcePathError(file, `URL is not on the source's origin ${base.origin}`);
     if (url.username || url.password || url.search || url.hash) {
       throw new UnsafeSourcePathError(file, "URLs with credentials, queries or fragments are refused");

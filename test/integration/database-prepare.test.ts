@@ -212,6 +212,9 @@ describe("database preparation from an NCBI-style source (real BLAST+, fake dist
       `http://127.0.0.2:${port}/${R4}/${DB}.00.tar.gz`,
       `https://example.org/${DB}.00.tar.gz`,
       `ftp://127.0.0.1:${port}/${R4}/${DB}.00.tar.gz`,
+      `ftp://127.0.0.2/${R4}/${DB}.00.tar.gz`,
+      `ftp://user:pw@127.0.0.1/${R4}/${DB}.00.tar.gz`,
+      `ftp://127.0.0.1/${R4}/..%2fx.tar.gz`,
       `${server.url}${R4}/%2e%2e%2fx.tar.gz`,
     ];
     for (const file of hostile) {
@@ -226,16 +229,25 @@ describe("database preparation from an NCBI-style source (real BLAST+, fake dist
     expect(await current()).toBe(R1);
     expect(await listStagingFolders(databasesDir, DB)).toEqual([]);
 
-    // A same-origin absolute URL is fine.
-    await server.updateMetadata(R4, (dbs) => {
-      for (const db of dbs) db.files = [`${server.url}${R4}/${DB}.00.tar.gz`];
-    });
-    const entry = await source.find(R4, DB);
-    const dest = path.join(work, "same-origin");
-    const downloaded = await source.downloadVolumes(R4, entry!, dest);
-    expect(downloaded.files).toContain(`${DB}.00.nsq`);
-    expect(downloaded.files).toContain(`${DB}.nal`);
-    expect(await readdir(dest)).toEqual(downloaded.files);
+    // A same-origin absolute URL is fine, and so is NCBI's style of ftp URL on the source's host,
+    // which is read over the source's own http(s).
+    const allowed: [string, string][] = [
+      ["same-origin", `${server.url}${R4}/${DB}.00.tar.gz`],
+      ["ftp-on-source-host", `ftp://127.0.0.1/${R4}/${DB}.00.tar.gz`],
+    ];
+    for (const [label, file] of allowed) {
+      await server.updateMetadata(R4, (dbs) => {
+        for (const db of dbs) db.files = [file];
+      });
+      const before = server.requests().length;
+      const entry = await source.find(R4, DB);
+      const dest = path.join(work, label);
+      const downloaded = await source.downloadVolumes(R4, entry!, dest);
+      expect(downloaded.files).toContain(`${DB}.00.nsq`);
+      expect(downloaded.files).toContain(`${DB}.nal`);
+      expect(await readdir(dest)).toEqual(downloaded.files);
+      expect(server.requests().slice(before)).toContain(`/${R4}/${DB}.00.tar.gz`);
+    }
   });
 
   it("refuses archives holding symlinks or '..' members, and leaves nothing outside the folder", async () => {
