@@ -108,27 +108,31 @@ export function jobApiClient(stack) {
   const base = stack.info.jobapi_url;
   const headers = { "X-SVC-API-Token": stack.token };
   const networkErrors = [];
-  async function call(method, p, body, expect, attempt = 1) {
+  async function request(method, p, body, expect, extraHeaders = {}, attempt = 1) {
     let res;
     try {
       res = await fetch(`${base}${p}`, {
         method,
-        headers: body === undefined ? headers : { ...headers, "Content-Type": "application/json" },
+        headers: { ...headers, ...extraHeaders, ...(body === undefined ? {} : { "Content-Type": "application/json" }) },
         body: body === undefined ? undefined : JSON.stringify(body),
       });
     } catch (error) {
       networkErrors.push(`${method} ${p}: ${error.message}${error.cause ? ` (${error.cause.code ?? error.cause.message})` : ""}`);
       if (method !== "GET" || attempt >= 3) throw error;
       await sleep(50);
-      return call(method, p, body, expect, attempt + 1);
+      return request(method, p, body, expect, extraHeaders, attempt + 1);
     }
     const text = await res.text();
     if (!expect.includes(res.status)) throw new Error(`${method} ${p} answered ${res.status}: ${text.slice(0, 500)}`);
-    return JSON.parse(text);
+    return { status: res.status, etag: res.headers.get("etag"), body: text ? JSON.parse(text) : undefined };
   }
+  const call = async (...args) => (await request(...args)).body;
   return {
     networkErrors,
     get: (p) => call("GET", p, undefined, [200]),
+    /** A long-polling status read: held by the server until the status differs from `etag`. */
+    watch: (p, etag, waitSeconds) =>
+      etag ? request("GET", `${p}?wait=${waitSeconds}`, undefined, [200, 304], { "If-None-Match": etag }) : request("GET", p, undefined, [200]),
     post: (p, body) => call("POST", p, body, [200, 202]),
     /** A streamed GET through node:http (lighter than fetch for big bodies). */
     stream(p) {

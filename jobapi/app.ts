@@ -17,9 +17,9 @@ import { type DatabaseCatalog, databaseSummary } from "../shared/jobs/database-c
 import type { JobStore } from "../shared/jobs/job-store.js";
 import { type JobService, parseJobId } from "../shared/jobs/job-service.js";
 import { facadeStatus, JOB_STATUSES, type JobRecord, shardCounters } from "../shared/jobs/model.js";
-import { facadeSubmitSchema, resultsQuerySchema, submitRequestSchema } from "../shared/jobs/schemas.js";
+import { facadeSubmitSchema, resultsQuerySchema, statusQuerySchema, submitRequestSchema } from "../shared/jobs/schemas.js";
 import type { JobApiConfig } from "./config.js";
-import type { Route } from "./http.js";
+import type { JobApiRequest, Route } from "./http.js";
 import { buildOpenApiDocument, JOB_API_VERSION } from "./openapi.js";
 
 export interface JobApiDeps {
@@ -108,6 +108,18 @@ export function createJobApiRoutes(d: JobApiDeps): Route[] {
       });
     }
     return files;
+  }
+
+  /**
+   * A status answer with an ETag; with `If-None-Match` it is 304 while unchanged, and `?wait=N`
+   * holds the request up to N seconds for a change (long polling instead of a tight poll loop).
+   */
+  async function conditionalStatus(req: JobApiRequest, requestId: string, render: (job: JobRecord) => unknown): Promise<HttpResult> {
+    const jobId = parseJobId(req.params.job_id);
+    const { wait } = parseQuery(req, statusQuerySchema);
+    const view = await d.service.watch(jobId, render, { ifNoneMatch: req.headers.get("if-none-match"), waitMs: wait * 1000, signal: req.signal });
+    if (view.notModified) return { status: 304, headers: { ETag: view.etag, "X-Request-Id": requestId } };
+    return jsonResult(200, view.body, requestId, { ETag: view.etag });
   }
 
   function zipOf(entries: { name: string; open: () => Promise<Readable | undefined> }[]): PassThrough {
@@ -299,10 +311,8 @@ export function createJobApiRoutes(d: JobApiDeps): Route[] {
     {
       method: "GET",
       path: "/v1/jobs/{job_id}/status",
-      handler: async (req, { requestId }) => {
-        const job = await d.service.get(parseJobId(req.params.job_id));
-        return jsonResult(200, d.service.status(job, await d.service.queuePosition(job)), requestId);
-      },
+      handler: async (req, { requestId }) =>
+        conditionalStatus(req, requestId, async (job) => d.service.status(job, await d.service.queuePosition(job))),
     },
     {
       method: "GET",
@@ -368,7 +378,7 @@ export function createJobApiRoutes(d: JobApiDeps): Route[] {
     {
       method: "GET",
       path: "/api/v1/facade/jobs/{job_id}",
-      handler: async (req, { requestId }) => jsonResult(200, facadeView(await d.service.get(parseJobId(req.params.job_id))), requestId),
+      handler: async (req, { requestId }) => conditionalStatus(req, requestId, facadeView),
     },
     {
       method: "GET",

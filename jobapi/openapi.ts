@@ -6,6 +6,7 @@ import {
   facadeStatusSchema,
   facadeSubmitResponseSchema,
   facadeSubmitSchema,
+  MAX_STATUS_WAIT_SECONDS,
   statusSchema,
   submitRequestSchema,
 } from "../shared/jobs/schemas.js";
@@ -20,6 +21,17 @@ const json = (ref: string) => ({ "application/json": { schema: { $ref: `#/compon
 const error = (description: string) => ({ description, content: json("Error") });
 const jobIdParam = { name: "job_id", in: "path", required: true, schema: { type: "string", pattern: "^[a-z0-9]{12}$" } };
 const secured = [{ ApiToken: [] }];
+/** Conditional, long-polling status reads (additive): ETag + If-None-Match, and `wait`. */
+const statusWaitParams = [
+  { name: "If-None-Match", in: "header", schema: { type: "string" }, description: "ETag of the status the client holds; unchanged → 304" },
+  {
+    name: "wait",
+    in: "query",
+    schema: { type: "integer", minimum: 0, maximum: MAX_STATUS_WAIT_SECONDS, default: 0 },
+    description: "with If-None-Match: hold the request up to this many seconds until the status changes",
+  },
+];
+const notModified = { description: "the status still equals If-None-Match (after waiting up to `wait` seconds)" };
 
 /**
  * The job API's OpenAPI 3.1 document, generated from the same zod schemas that validate requests,
@@ -86,7 +98,12 @@ export function buildOpenApiDocument(): Record<string, unknown> {
         },
       },
       "/v1/jobs/{job_id}/status": {
-        get: { summary: "Job status", security: secured, parameters: [jobIdParam], responses: { "200": { description: "status", content: json("JobStatus") }, "400": error("not an OpenAPI job id"), "404": error("unknown job") } },
+        get: {
+          summary: "Job status",
+          security: secured,
+          parameters: [jobIdParam, ...statusWaitParams],
+          responses: { "200": { description: "status (with ETag)", content: json("JobStatus") }, "304": notModified, "400": error("not an OpenAPI job id, or wait out of range"), "404": error("unknown job") },
+        },
       },
       "/v1/jobs/{job_id}/results": {
         get: {
@@ -112,7 +129,12 @@ export function buildOpenApiDocument(): Record<string, unknown> {
         },
       },
       "/api/v1/facade/jobs/{job_id}": {
-        get: { summary: "Facade status", security: secured, parameters: [jobIdParam], responses: { "200": { description: "status", content: json("FacadeStatus") }, "404": error("unknown job") } },
+        get: {
+          summary: "Facade status",
+          security: secured,
+          parameters: [jobIdParam, ...statusWaitParams],
+          responses: { "200": { description: "status (with ETag)", content: json("FacadeStatus") }, "304": notModified, "400": error("wait out of range"), "404": error("unknown job") },
+        },
       },
       "/api/v1/facade/jobs/{job_id}/files/{file_id}": {
         get: {

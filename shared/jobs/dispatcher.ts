@@ -76,27 +76,31 @@ export class JobDispatcher {
   private timer: NodeJS.Timeout | undefined;
   private ticking = false;
   private wakeAgain = false;
+  private resumeOrphansNext = false;
   private stopped = false;
 
   constructor(private readonly o: DispatcherOptions) {}
 
   async start(): Promise<void> {
-    // The first tick reconciles jobs left active by a previous process.
-    this.timer = setInterval(() => this.wake(), this.o.pollIntervalMs ?? 1000);
+    // The first pass and every periodic one also resume jobs left active by a previous process.
+    this.timer = setInterval(() => this.wake({ resumeOrphans: true }), this.o.pollIntervalMs ?? 1000);
     this.timer.unref();
-    this.wake();
+    this.wake({ resumeOrphans: true });
   }
 
   /** Looks for queued work now (called after a submit). */
-  wake(): void {
+  wake(options: { resumeOrphans?: boolean } = {}): void {
     if (this.stopped) return;
+    this.resumeOrphansNext ||= options.resumeOrphans === true;
     if (this.ticking) {
       // A submit during a pass must not wait for the next poll: run again right after.
       this.wakeAgain = true;
       return;
     }
     this.ticking = true;
-    void this.tick()
+    const resumeOrphans = this.resumeOrphansNext;
+    this.resumeOrphansNext = false;
+    void this.tick(resumeOrphans)
       .catch((error: unknown) => this.o.logger.error("dispatch tick failed", { error }))
       .finally(() => {
         this.ticking = false;
@@ -111,12 +115,15 @@ export class JobDispatcher {
     return this.running.size;
   }
 
-  private async tick(): Promise<void> {
+  private async tick(resumeOrphans: boolean): Promise<void> {
     // Active jobs this process is not running were orphaned (a storage outage, a crash): resume them.
-    for await (const job of this.o.jobs.list([...ACTIVE_STATUSES])) {
-      if (!this.running.has(job.job_id) && !this.stopped) {
-        this.o.logger.info("resuming orphaned job", { job_id: job.job_id, status: job.status });
-        this.launch(job.job_id);
+    // Only on the periodic passes: a submit's wake goes straight to the queue.
+    if (resumeOrphans) {
+      for await (const job of this.o.jobs.list([...ACTIVE_STATUSES])) {
+        if (!this.running.has(job.job_id) && !this.stopped) {
+          this.o.logger.info("resuming orphaned job", { job_id: job.job_id, status: job.status });
+          this.launch(job.job_id);
+        }
       }
     }
     if (this.running.size >= this.o.maxActiveJobs) return;
@@ -126,13 +133,14 @@ export class JobDispatcher {
     for (const job of queued) {
       if (this.running.size >= this.o.maxActiveJobs || this.stopped) return;
       const claimed = await this.o.jobs.update(job.job_id, (j) => (j.status === "queued" ? touch({ ...j, status: "dispatching" }) : undefined));
-      if (claimed?.status === "dispatching" && !this.running.has(job.job_id)) this.launch(job.job_id);
+      if (claimed?.status === "dispatching" && !this.running.has(job.job_id)) this.launch(job.job_id, claimed);
     }
   }
 
-  private launch(jobId: string): void {
+  /** Runs a job; `claimed` is its record as this process just claimed it (else it is read). */
+  private launch(jobId: string, claimed?: JobRecord): void {
     const controller = new AbortController();
-    const done = this.runJob(jobId, controller.signal)
+    const done = this.runJob(jobId, controller.signal, claimed)
       .catch(async (error: unknown) => {
         if (controller.signal.aborted) return;
         const message = error instanceof JobFailure ? error.message : "internal error while running the job";
@@ -175,8 +183,8 @@ export class JobDispatcher {
     return job;
   }
 
-  private async runJob(jobId: string, signal: AbortSignal): Promise<void> {
-    const initial = await this.o.jobs.get(jobId);
+  private async runJob(jobId: string, signal: AbortSignal, claimed?: JobRecord): Promise<void> {
+    const initial = claimed ?? (await this.o.jobs.get(jobId));
     if (!initial || initial.status === "cancelled" || initial.cancel_requested) return;
     const fresh = initial.shards.length === 0;
     const program = initial.program as BlastProgram;
@@ -205,10 +213,10 @@ export class JobDispatcher {
       return touch({ ...j, status: "submitting", shards, started_at: j.started_at || now() });
     });
 
-    // Submitting: hand every unfinished shard to the executor. A job planned just now has no
-    // stored outputs yet; a resumed one keeps the shards whose outputs were stored.
+    // Submitting: find the shards still to run. A job planned just now has no stored outputs yet;
+    // a resumed one keeps the shards whose outputs were stored.
     const optionArgs = toBlastArgs(program, job.blast_options as BlastOptions);
-    const runs: Promise<ShardRun>[] = [];
+    const toRun = new Set<string>();
     for (const shard of job.shards) {
       if (shard.state === "succeeded") continue;
       const stored = fresh ? undefined : await this.o.artifacts.size(jobId, shardArtifact(shard.id));
@@ -216,9 +224,13 @@ export class JobDispatcher {
         await this.advance(jobId, signal, (j) => setShard(j, shard.id, { state: "succeeded", output_bytes: stored }));
         continue;
       }
-      runs.push(this.runShard(job, db, shard, optionArgs, signal));
+      toRun.add(shard.id);
     }
-    job = await this.advance(jobId, signal, (j) => touch({ ...j, status: "running" }));
+    // Running: every unfinished shard starts its next attempt, recorded in one write.
+    job = await this.advance(jobId, signal, (j) =>
+      touch({ ...j, status: "running", shards: j.shards.map((s) => (toRun.has(s.id) ? { ...s, state: "running", attempts: s.attempts + 1 } : s)) }),
+    );
+    const runs = job.shards.filter((s) => toRun.has(s.id)).map((shard) => this.runShard(job, db, shard, optionArgs, signal));
     const runningAt = performance.now();
     const outcomes = await Promise.allSettled(runs);
     const blastedAt = performance.now();
@@ -297,8 +309,9 @@ export class JobDispatcher {
   }
 
   /**
-   * Runs one shard, retrying up to `shardAttempts`; resolves when BLAST has written its output,
-   * with `stored`: the output being gzipped into Blob storage and the shard marked succeeded.
+   * Runs one shard, whose current attempt is already recorded, retrying up to `shardAttempts`;
+   * resolves when BLAST has written its output, with `stored`: the output being gzipped into Blob
+   * storage and the shard marked succeeded.
    */
   private async runShard(job: JobRecord, db: DatabaseEntry, shard: Shard, optionArgs: string[], signal: AbortSignal): Promise<ShardRun> {
     const dir = path.join(this.o.workDir, job.job_id);
@@ -307,8 +320,8 @@ export class JobDispatcher {
     const dbPath = partition ? partition.path : db.manifest.path;
     const args = buildShardArgs({ optionArgs, queryPath: path.join(dir, `b${shard.batch}.fa`), dbPath, outputPath: xml, threads: this.o.threadsPerShard });
     let lastError = "";
-    for (let attempt = shard.attempts + 1; attempt <= this.o.shardAttempts; attempt++) {
-      await this.advance(job.job_id, signal, (j) => setShard(j, shard.id, { state: "running", attempts: attempt }));
+    for (let attempt = shard.attempts; attempt <= this.o.shardAttempts; attempt++) {
+      if (attempt > shard.attempts) await this.advance(job.job_id, signal, (j) => setShard(j, shard.id, { state: "running", attempts: attempt }));
       try {
         await this.o.executor.run({ jobId: job.job_id, shardId: shard.id, program: job.program, args, outputPath: xml, cwd: db.root }, signal);
         const stored = this.storeShard(job.job_id, shard.id, xml, signal);

@@ -22,6 +22,10 @@ import {
   UUID_PATTERN,
 } from "./model.js";
 import type { SubmitRequest } from "./schemas.js";
+import { longPoll } from "../http/long-poll.js";
+
+/** How often a waiting status request re-reads the job for changes it was not told about. */
+const STATUS_RECHECK_MS = 1000;
 
 export interface JobServiceOptions {
   jobs: JobStore;
@@ -201,6 +205,22 @@ export class JobService {
     queued.sort(compareForDispatch);
     const i = queued.findIndex((j) => j.job_id === job.job_id);
     return i < 0 ? 1 : i + 1;
+  }
+
+  /**
+   * The job rendered by `render`, answered as soon as it differs from the client's copy
+   * (`If-None-Match`) or after `waitMs`; see {@link longPoll}.
+   */
+  watch<T>(jobId: string, render: (job: JobRecord) => Promise<T> | T, request: { ifNoneMatch: string | null; waitMs: number; signal?: AbortSignal }) {
+    return longPoll({
+      render: async () => render(await this.get(jobId)),
+      ifNoneMatch: request.ifNoneMatch,
+      waitMs: request.waitMs,
+      subscribe: (listener) => this.o.jobs.onChange(jobId, listener),
+      // Other replicas' writes and queue movement are not signalled here; re-read for them.
+      recheckMs: STATUS_RECHECK_MS,
+      signal: request.signal,
+    });
   }
 
   async get(jobId: string): Promise<JobRecord> {

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { EventEmitter } from "node:events";
 import { odata, TableClient } from "@azure/data-tables";
 import { isStatus, packText, unpackText } from "../storage/table-text.js";
 import type { JobRecord, JobStatus } from "./model.js";
@@ -29,6 +30,8 @@ export class JobStore {
    * the ETag no longer matches and the update falls back to a fresh read.
    */
   private readonly known = new Map<string, { job: JobRecord; etag: string }>();
+  /** Emits a job's id when this process changed it (long-polling status requests listen). */
+  private readonly changes = new EventEmitter().setMaxListeners(0);
 
   constructor(
     private readonly jobs: TableClient,
@@ -70,6 +73,16 @@ export class JobStore {
   async create(job: JobRecord): Promise<void> {
     const created = await this.jobs.createEntity(this.entity(job));
     this.remember(job, created.etag);
+    this.changes.emit(job.job_id);
+  }
+
+  /**
+   * Calls `listener` whenever this process writes the job; returns the unsubscribe. Writes by other
+   * processes are not seen here: a waiter re-reads on a timer too.
+   */
+  onChange(jobId: string, listener: () => void): () => void {
+    this.changes.on(jobId, listener);
+    return () => this.changes.off(jobId, listener);
   }
 
   async get(jobId: string): Promise<JobRecord | undefined> {
@@ -109,6 +122,7 @@ export class JobStore {
       try {
         const updated = await this.jobs.updateEntity(this.entity(next), "Replace", { etag: current.etag });
         this.remember(next, updated.etag);
+        this.changes.emit(jobId);
         return next;
       } catch (error) {
         this.known.delete(jobId);
@@ -132,6 +146,7 @@ export class JobStore {
     await this.jobs.deleteEntity(PARTITION, jobId).catch((error: unknown) => {
       if (!isStatus(error, 404)) throw error;
     });
+    this.changes.emit(jobId);
   }
 
   /** Claims an idempotency key for a job; when another job holds it, returns that claim instead. */

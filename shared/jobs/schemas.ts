@@ -138,3 +138,14 @@ export const databaseSchema = z.object({
 export const resultsQuerySchema = z.object({
   content: z.enum(["full", "merged", "xml", "tabular"]).default("full"),
 });
+
+/** Longest a status request may wait for a change (seconds). */
+export const MAX_STATUS_WAIT_SECONDS = 60;
+
+/**
+ * `wait`: with `If-None-Match`, hold the status request up to this many seconds until the status
+ * differs from the client's copy (else 304). Additive to the spec's routes.
+ */
+export const statusQuerySchema = z.object({
+  wait: z.coerce.number().int().min(0).max(MAX_STATUS_WAIT_SECONDS).default(0),
+});

@@ -242,6 +242,47 @@ describe("job API: submit, status and results", () => {
     expect(await gone.json()).toEqual({ job_id, status: "cancelled", deleted: true });
     expect((await api.get(`/v1/jobs/${job_id}/status`)).status).toBe(404);
   });
+
+  it("answers status with an ETag, 304 while it is unchanged, and holds ?wait=N requests until the status changes", async () => {
+    for (const route of [`/v1/jobs/${completedJobId}/status`, `/api/v1/facade/jobs/${completedJobId}`]) {
+      const first = await api.get(route);
+      const etag = first.headers.get("etag") ?? "";
+      expect(etag).toMatch(/^"[\w-]+"$/);
+      const same = await api.get(route, { "If-None-Match": etag });
+      expect(same.status).toBe(304);
+      expect(same.headers.get("etag")).toBe(etag);
+      expect(same.headers.get("x-request-id")).toBeTruthy();
+      expect(await same.text()).toBe("");
+      expect((await api.get(route, { "If-None-Match": '"other"' })).status).toBe(200);
+      // A finished job does not change: the request is held for the whole wait, then 304.
+      const started = Date.now();
+      expect((await api.get(`${route}?wait=1`, { "If-None-Match": etag })).status).toBe(304);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+    }
+
+    // A running job: each held request returns as soon as the status changes, until it completes.
+    const { job_id } = await api.submit({ program: "blastn", db: DEMO_DB, query_fasta: demoQueries(2, 600, 40) });
+    let response = await api.get(`/v1/jobs/${job_id}/status`);
+    const seen: string[] = [];
+    for (let i = 0; i < 30; i++) {
+      const body = (await response.json()) as Record<string, unknown>;
+      seen.push(String(body.status));
+      if (body.status === "completed") break;
+      const etag = response.headers.get("etag") ?? "";
+      response = await api.get(`/v1/jobs/${job_id}/status?wait=30`, { "If-None-Match": etag });
+      expect(response.status).toBe(200);
+      expect(response.headers.get("etag")).not.toBe(etag);
+    }
+    expect(seen.at(-1)).toBe("completed");
+    // Held requests answer changes, not time: far fewer requests than a 100 ms poll loop would make.
+    expect(seen.length).toBeLessThan(30);
+
+    for (const bad of ["61", "-1", "soon"]) {
+      const res = await api.get(`/v1/jobs/${job_id}/status?wait=${bad}`);
+      expect(res.status).toBe(400);
+      expect(await res.json()).toMatchObject({ detail: expect.stringContaining("wait"), request_id: expect.any(String) });
+    }
+  });
 });
 
 describe("job API: databases, conflicts and dependency failures", () => {

@@ -3,6 +3,7 @@ import { z } from "zod";
 import { AdmissionRejectedError, NotFoundError, ValidationError } from "../../shared/http/errors.js";
 import { createHttpHandler } from "../../shared/http/handler.js";
 import { jsonResult } from "../../shared/http/envelope.js";
+import { etagOf, ifNoneMatchHits, longPoll } from "../../shared/http/long-poll.js";
 import { resolveRequestId } from "../../shared/http/request-id.js";
 import { type HttpRequestLike, parseJsonBody, parsePath, parseQuery } from "../../shared/http/validation.js";
 import { createLogger } from "../../shared/logging/logger.js";
@@ -130,5 +131,43 @@ describe("HTTP kit", () => {
     expect(text).not.toContain("abc");
     expect(text).not.toContain("t0k3n");
     expect(text).not.toContain("AccountKey=x");
+  });
+});
+
+describe("conditional, long-polling reads", () => {
+  it("matches If-None-Match lists, weak tags and *, and nothing else", () => {
+    const etag = etagOf({ status: "running" });
+    expect(etag).toBe(etagOf({ status: "running" }));
+    expect(etag).not.toBe(etagOf({ status: "completed" }));
+    expect(ifNoneMatchHits(etag, etag)).toBe(true);
+    expect(ifNoneMatchHits(`"a", W/${etag}`, etag)).toBe(true);
+    expect(ifNoneMatchHits("*", etag)).toBe(true);
+    expect(ifNoneMatchHits('"a"', etag)).toBe(false);
+    expect(ifNoneMatchHits(null, etag)).toBe(false);
+  });
+
+  it("answers at once without If-None-Match, on a change signal while waiting, and when the client hangs up", async () => {
+    let state = "queued";
+    let notify: () => void = () => {};
+    const subscribe = (listener: () => void) => {
+      notify = listener;
+      return () => {
+        notify = () => {};
+      };
+    };
+    const render = async () => ({ status: state });
+    const hour = 3_600_000;
+    expect(await longPoll({ render, ifNoneMatch: null, waitMs: hour, subscribe, recheckMs: hour })).toMatchObject({ notModified: false, body: { status: "queued" } });
+
+    const held = longPoll({ render, ifNoneMatch: etagOf({ status: "queued" }), waitMs: hour, subscribe, recheckMs: hour });
+    await new Promise((r) => setTimeout(r, 20));
+    state = "running";
+    notify();
+    expect(await held).toMatchObject({ notModified: false, body: { status: "running" }, etag: etagOf({ status: "running" }) });
+
+    const controller = new AbortController();
+    const abandoned = longPoll({ render, ifNoneMatch: etagOf({ status: "running" }), waitMs: hour, subscribe, recheckMs: hour, signal: controller.signal });
+    controller.abort();
+    expect(await abandoned).toMatchObject({ notModified: true });
   });
 });
