@@ -1,4 +1,6 @@
 import { spawn } from "node:child_process";
+import { accessSync, constants } from "node:fs";
+import path from "node:path";
 
 /** The NCBI BLAST+ executables blastplane may start. Anything else is refused. */
 export type BlastTool =
@@ -28,6 +30,29 @@ const STDERR_TAIL_BYTES = 64 * 1024;
 const STDOUT_LIMIT_BYTES = 16 * 1024 * 1024;
 /** Time a process gets to exit after SIGTERM before it is SIGKILLed. */
 const KILL_GRACE_MS = 5_000;
+
+/**
+ * util-linux `setpriv`, when this machine has it (Linux): a tool started through
+ * `setpriv --pdeathsig KILL` is killed by the kernel the moment the process that started it dies,
+ * even by SIGKILL, so a restarted job API never races a leftover BLAST writing the same files.
+ */
+const SETPRIV = findExecutable("setpriv");
+
+/** Absolute path of `name` on PATH (executable), or undefined. */
+function findExecutable(name: string): string | undefined {
+  if (process.platform !== "linux") return undefined;
+  for (const dir of (process.env.PATH ?? "").split(path.delimiter)) {
+    if (!dir) continue;
+    const candidate = path.join(dir, name);
+    try {
+      accessSync(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
 
 /** Options for {@link runBlastTool}. */
 export interface RunBlastToolOptions {
@@ -120,8 +145,12 @@ export async function runBlastTool(
   const { signal } = options;
   if (signal?.aborted) throw abortError(tool, signal.reason);
 
+  // Resolved here, so a missing tool is reported as such rather than as setpriv's failure to exec.
+  const executable = findExecutable(tool);
+  const [command, argv] = SETPRIV && executable ? [SETPRIV, ["--pdeathsig", "KILL", "--", executable, ...args]] : [tool, args];
+
   return new Promise((resolve, reject) => {
-    const child = spawn(tool, args, {
+    const child = spawn(command, argv, {
       cwd: options.cwd,
       shell: false,
       stdio: ["ignore", "pipe", "pipe"],

@@ -202,6 +202,9 @@ export class JobDispatcher {
     const records = parseQueryFasta(await this.o.artifacts.getText(jobId, "query.fa"), queryMolecule(program));
     const batches = batchQueries(records, QUERY_BATCH_LETTERS[program]);
     const dir = path.join(this.o.workDir, jobId);
+    // A resumed job's scratch outputs may be half-written by the process that died: start clean
+    // (shards whose outputs were stored are fetched from storage for the merge).
+    if (!fresh) await rm(path.join(dir, "out"), { recursive: true, force: true });
     await mkdir(path.join(dir, "out"), { recursive: true });
     for (const b of batches) await writeFile(path.join(dir, `b${b.index}.fa`), toFasta(b.records));
     const partitions = sharded ? db.manifest.partitions.map((p) => p.index) : [-1];

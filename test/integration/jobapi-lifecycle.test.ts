@@ -112,6 +112,20 @@ describe("job API lifecycle: admission, priority, guards, pre-flight", () => {
   }, 90_000);
 });
 
+function childrenOf(pid: number): number[] {
+  const text = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim();
+  return text ? text.split(/\s+/).map(Number) : [];
+}
+
+/** A process that exists and is not a zombie. */
+function alive(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
+  }
+}
+
 describe("job API restart: kill -9 mid-search", () => {
   it("reconciles the job after the job API is killed: finished shards are kept, the rest run again, the job completes", async () => {
     const first = await startStack({ inMemory: false, env: { JOBAPI_SHARD_CONCURRENCY: "1" } });
@@ -119,16 +133,22 @@ describe("job API restart: kill -9 mid-search", () => {
     let second: TestStack | undefined;
     try {
       const api1 = jobApi(first, readApiToken(first));
-      const { job_id } = await api1.submit(slowSearch(50));
+      // Shards long enough that the second is mid-search, seconds from its end, at the kill.
+      const { job_id } = await api1.submit({ ...slowSearch(50), query_fasta: demoQueries(12, 1500, 50) });
       // Wait until one shard is done and the other still runs.
       await eventually(async () => {
         const s = (await api1.status(job_id)) as { kubernetes: { summary: { succeeded: number } } };
         return s.kubernetes.summary.succeeded >= 1 ? true : undefined;
       }, 60_000, 50);
-      const pids = readFileSync(`/proc/${first.info.pid}/task/${first.info.pid}/children`, "utf8").trim().split(/\s+/).map(Number);
+      const pids = childrenOf(first.info.pid);
       const jobApiPid = pids.find((pid) => existsSync(`/proc/${pid}/cmdline`) && readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("jobapi/server.js"));
       expect(jobApiPid).toBeDefined();
+      const searches = childrenOf(jobApiPid as number).filter((pid) => readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "tblastx");
+      expect(searches.length).toBe(1);
       process.kill(jobApiPid as number, "SIGKILL");
+      // The running search dies with the job API (parent-death signal), not left to race its rerun.
+      // (Its shard takes seconds more; without the signal it would outlive this wait.)
+      await eventually(async () => (searches.every((pid) => !alive(pid)) ? true : undefined), 1_500, 50);
       await first.stop();
 
       second = await startStack({ dataDir, inMemory: false, env: { JOBAPI_SHARD_CONCURRENCY: "1" } });
@@ -138,7 +158,7 @@ describe("job API restart: kill -9 mid-search", () => {
       expect(done.error).toBe("");
       expect(done.kubernetes.summary).toEqual({ total: 2, succeeded: 2, failed: 0, active: 0 });
       const xml = await (await api2.get(`/v1/jobs/${job_id}/results?content=xml`)).text();
-      expect((xml.match(/<Iteration>/g) ?? []).length).toBe(4);
+      expect((xml.match(/<Iteration>/g) ?? []).length).toBe(12);
     } finally {
       await second?.stop();
       await first.stop();
