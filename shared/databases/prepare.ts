@@ -12,6 +12,7 @@ import {
   ReleaseFormatError,
   type ReleaseDatabase,
 } from "./ncbi-source.js";
+import { claimStaging, pruneReleases, swapCurrent } from "./releases.js";
 
 /** Where a prepared release came from; stored as the extra `source` key of `manifest.json`. */
 export interface ManifestSource {
@@ -110,29 +111,6 @@ async function completeManifest(dir: string, name: string, release: string): Pro
   return manifest;
 }
 
-async function readCurrent(dbDir: string): Promise<string | undefined> {
-  try {
-    return (await readFile(path.join(dbDir, "current"), "utf8")).trim();
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw error;
-  }
-}
-
-/** Points `<dbDir>/current` at `release` with write-then-rename, so readers see old or new, never half. */
-async function swapCurrent(dbDir: string, release: string): Promise<void> {
-  if ((await readCurrent(dbDir)) === release) return;
-  const pointer = path.join(dbDir, "current");
-  const tmp = `${pointer}.tmp-${randomUUID()}`;
-  try {
-    await writeFile(tmp, release);
-    await rename(tmp, pointer);
-  } catch (error) {
-    await rm(tmp, { force: true });
-    throw error;
-  }
-}
-
 /** Counts from `blastdbcmd -info` (the same report the builder reads). */
 async function infoCounts(
   cwd: string,
@@ -175,6 +153,12 @@ function sourceInfo(release: string, entry: ReleaseDatabase): ManifestSource {
  * staging folder is removed and `current` is untouched. A concurrent prepare of the same release
  * loses the final rename and returns the winner's manifest.
  */
+/** Puts `release` in service, then frees older releases and crashed builds (never failing the prepare for it). */
+async function makeCurrent(dbDir: string, release: string): Promise<void> {
+  await swapCurrent(dbDir, release);
+  await pruneReleases(dbDir).catch(() => []);
+}
+
 export async function prepareDatabaseRelease(opts: PrepareDatabaseReleaseOptions): Promise<PreparedDatabaseManifest> {
   const { source, name, databasesDir, partitions, signal } = opts;
   if (typeof name !== "string" || !DATABASE_NAME.test(name)) {
@@ -192,7 +176,7 @@ export async function prepareDatabaseRelease(opts: PrepareDatabaseReleaseOptions
 
   const existing = await completeManifest(releaseDir, name, release);
   if (existing) {
-    await swapCurrent(dbDir, release);
+    await makeCurrent(dbDir, release);
     return existing;
   }
 
@@ -204,6 +188,7 @@ export async function prepareDatabaseRelease(opts: PrepareDatabaseReleaseOptions
   const staging = path.join(dbDir, `.staging-${randomUUID()}`);
   await mkdir(staging);
   try {
+    await claimStaging(staging);
     const volumesDir = path.join(staging, "volumes");
     await source.downloadVolumes(release, entry, volumesDir, { signal });
 
@@ -242,10 +227,10 @@ export async function prepareDatabaseRelease(opts: PrepareDatabaseReleaseOptions
           cause: error,
         });
       }
-      await swapCurrent(dbDir, release);
+      await makeCurrent(dbDir, release);
       return winner;
     }
-    await swapCurrent(dbDir, release);
+    await makeCurrent(dbDir, release);
     return manifest;
   } finally {
     await rm(staging, { recursive: true, force: true });

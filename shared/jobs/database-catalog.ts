@@ -1,7 +1,7 @@
-import { randomUUID } from "node:crypto";
-import { mkdir, readdir, readFile, rename, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { buildDatabase, DATABASE_NAME, type DatabaseManifest, formatVersion } from "../blast/database-builder.js";
+import { pruneReleases, readCurrent, swapCurrent } from "../databases/releases.js";
 
 /** A prepared database release, as executors read it. */
 export interface DatabaseEntry {
@@ -53,14 +53,7 @@ export function createFileDatabaseCatalog(root: string): DatabaseCatalog {
     }
   }
 
-  async function current(name: string): Promise<string | undefined> {
-    try {
-      return (await readFile(path.join(root, name, "current"), "utf8")).trim();
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-      throw error;
-    }
-  }
+  const current = (name: string) => readCurrent(path.join(root, name));
 
   return {
     async list() {
@@ -98,9 +91,8 @@ export async function publishDatabase(
   const dir = path.join(root, input.name, version);
   await mkdir(path.dirname(dir), { recursive: true });
   const manifest = await buildDatabase({ ...input, outDir: dir, version });
-  const pointer = path.join(root, input.name, "current");
-  const tmp = `${pointer}.${randomUUID()}.tmp`;
-  await writeFile(tmp, manifest.version);
-  await rename(tmp, pointer);
+  await swapCurrent(path.join(root, input.name), manifest.version);
+  // Older releases beyond the kept few are freed; a failure there must not fail the publish.
+  await pruneReleases(path.join(root, input.name)).catch(() => []);
   return { manifest, root: dir, location: `local://databases/${input.name}/${manifest.version}` };
 }

@@ -1,7 +1,7 @@
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { hostname, tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BlastToolError, runBlastTool } from "../../shared/blast/blast-tools.js";
@@ -336,7 +336,14 @@ describe("database preparation from an NCBI-style source (real BLAST+, fake dist
     const oldManifest = await readFile(path.join(oldDir, "manifest.json"), "utf8");
     const oldNsq = await md5File(path.join(oldDir, `${first.path}.nsq`));
 
+    // A build that crashed earlier (its owner process is gone) is cleaned up by the next prepare.
+    const crashed = path.join(databasesDir, DB, ".staging-crashed");
+    await mkdir(crashed);
+    const gone = spawnSync(process.execPath, ["-e", "process.stdout.write(String(process.pid))"], { encoding: "utf8" });
+    await writeFile(path.join(crashed, "owner.json"), JSON.stringify({ host: hostname(), pid: Number(gone.stdout), started_at: new Date().toISOString() }));
+
     const next = await prepareDatabaseRelease({ source, name: DB, databasesDir, partitions: 2 });
+    expect(await listStagingFolders(databasesDir, DB)).toEqual([]);
     const metadata = await metadataOf(R5);
     expect(next.version).toBe(R5);
     expect(next.sequences).toBe(20);
