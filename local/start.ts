@@ -214,8 +214,23 @@ async function main(): Promise<void> {
     );
   } catch (error) {
     logger.error("local stack failed to start", { error });
+    const busy = portInUse(error, { PORT: settings.port, IDP_PORT: settings.idpPort, JOBAPI_PORT: settings.jobApiPort });
+    if (busy) process.stderr.write(`\n${busy}\n\n`);
     await stopAll(1);
   }
+}
+
+/** A plain-words hint when a listener's port is taken (another stack, or another program). */
+function portInUse(error: unknown, ports: Record<string, number>): string | undefined {
+  const text = error instanceof Error ? `${error.message} ${String((error as { cause?: unknown }).cause ?? "")}` : String(error);
+  const match = /EADDRINUSE[^\d]*(?:[\d.:[\]a-f]*:)?(\d+)/.exec(text);
+  if (!match) return undefined;
+  const port = Number(match[1]);
+  const setting = Object.entries(ports).find(([, value]) => value === port)?.[0];
+  return (
+    `Port ${port} is already in use (another blastplane stack, or another program). ` +
+    `Stop that process, or start on other ports, e.g. ${setting ?? "PORT"}=${port + 100} npm start (0 picks a free port).`
+  );
 }
 
 void main().catch((error: unknown) => {

@@ -1,8 +1,11 @@
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { DURABLE_TEST_APP, eventually, startStack, type TestStack } from "../support/local-stack.js";
+import { DURABLE_TEST_APP, eventually, ROOT, startStack, type TestStack } from "../support/local-stack.js";
 
 function alive(pid: number): boolean {
   try {
@@ -67,4 +70,31 @@ describe("local stack: kill -9 mid-orchestration, then restart", () => {
     expect(count("slow done 2")).toBe(1);
     expect(count("slow start 3")).toBe(1);
   }, 120_000);
+});
+
+describe("local stack start-up", () => {
+  it("names the busy port and the setting to change when a listener's port is taken", async () => {
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve));
+    const port = (blocker.address() as AddressInfo).port;
+    const dataDir = mkdtempSync(path.join(tmpdir(), "bp-busy-"));
+    try {
+      const child = spawn(process.execPath, [path.join(ROOT, "dist/local/start.js")], {
+        cwd: ROOT,
+        env: { ...process.env, BLASTPLANE_DATA_DIR: dataDir, BLASTPLANE_SKIP_DEMO_DB: "1", PORT: "0", IDP_PORT: "0", JOBAPI_PORT: String(port) },
+        stdio: ["ignore", "ignore", "pipe"],
+      });
+      let stderr = "";
+      child.stderr.on("data", (c) => {
+        stderr += c;
+      });
+      const [code] = (await once(child, "exit")) as [number | null];
+      expect(code).toBe(1);
+      expect(stderr).toContain(`Port ${port} is already in use`);
+      expect(stderr).toContain(`JOBAPI_PORT=${port + 100} npm start`);
+    } finally {
+      blocker.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
