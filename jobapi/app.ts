@@ -114,10 +114,15 @@ export function createJobApiRoutes(d: JobApiDeps): Route[] {
    * A status answer with an ETag; with `If-None-Match` it is 304 while unchanged, and `?wait=N`
    * holds the request up to N seconds for a change (long polling instead of a tight poll loop).
    */
-  async function conditionalStatus(req: JobApiRequest, requestId: string, render: (job: JobRecord) => unknown): Promise<HttpResult> {
+  async function conditionalStatus<T>(
+    req: JobApiRequest,
+    requestId: string,
+    render: (job: JobRecord) => T | Promise<T>,
+    versionOf?: (body: T) => unknown,
+  ): Promise<HttpResult> {
     const jobId = parseJobId(req.params.job_id);
     const { wait } = parseQuery(req, statusQuerySchema);
-    const view = await d.service.watch(jobId, render, { ifNoneMatch: req.headers.get("if-none-match"), waitMs: wait * 1000, signal: req.signal });
+    const view = await d.service.watch(jobId, render, { ifNoneMatch: req.headers.get("if-none-match"), waitMs: wait * 1000, signal: req.signal, versionOf });
     if (view.notModified) return { status: 304, headers: { ETag: view.etag, "X-Request-Id": requestId } };
     return jsonResult(200, view.body, requestId, { ETag: view.etag });
   }
@@ -378,7 +383,9 @@ export function createJobApiRoutes(d: JobApiDeps): Route[] {
     {
       method: "GET",
       path: "/api/v1/facade/jobs/{job_id}",
-      handler: async (req, { requestId }) => conditionalStatus(req, requestId, facadeView),
+      // Its clock-derived seconds change by themselves; the (weak) ETag follows the job instead.
+      handler: async (req, { requestId }) =>
+        conditionalStatus(req, requestId, facadeView, ({ elapsed_seconds, queue_wait_seconds, run_seconds, ...stable }) => stable),
     },
     {
       method: "GET",

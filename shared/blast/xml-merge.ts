@@ -1,4 +1,3 @@
-import { once } from "node:events";
 import { createReadStream } from "node:fs";
 import { open } from "node:fs/promises";
 import path from "node:path";
@@ -379,9 +378,30 @@ function escapeXml(text: string): string {
   return toBinary(text.replace(/[&<>"']/g, (c) => XML_ESCAPES[c] ?? c));
 }
 
+/**
+ * Writes with back-pressure. A destroyed output (its consumer failed) ends the merge with an error
+ * instead of a wait for a 'drain' that will never come.
+ */
 async function write(output: NodeJS.WritableStream, text: string): Promise<void> {
   if (text.length === 0) return;
-  if (!output.write(Buffer.from(text, "latin1"))) await once(output, "drain");
+  const stream = output as NodeJS.WritableStream & { destroyed?: boolean };
+  if (stream.destroyed) throw new BlastMergeError("the merged output was closed before the merge finished");
+  if (stream.write(Buffer.from(text, "latin1"))) return;
+  await new Promise<void>((resolve, reject) => {
+    const done = (error?: Error) => {
+      stream.off("drain", onDrain);
+      stream.off("close", onClose);
+      stream.off("error", onError);
+      if (error) reject(error);
+      else resolve();
+    };
+    const onDrain = () => done();
+    const onClose = () => done(new BlastMergeError("the merged output was closed before the merge finished"));
+    const onError = (error: Error) => done(error);
+    stream.on("drain", onDrain);
+    stream.on("close", onClose);
+    stream.on("error", onError);
+  });
 }
 
 interface Candidate {

@@ -1,13 +1,14 @@
 import { randomUUID } from "node:crypto";
-import { readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { RELEASE_NAME } from "./ncbi-source.js";
 
 /**
  * The release folders of one database, `<databasesDir>/<name>/`: immutable `YYYY-MM-DD-HH-MM-SS/`
- * folders, the `current` pointer naming the one in service, and `.staging-*` folders of builds
- * in progress (each with an `owner.json`).
+ * folders, the `current` pointer naming the one in service, `.staging-*` folders of builds in
+ * progress (each with an `owner.json`), and `.in-use/<release>/<holder>` markers of the jobs
+ * searching a release.
  */
 
 /** Releases kept per database: `current` and the newest others, so jobs submitted against a
@@ -16,6 +17,8 @@ export const RELEASES_KEPT = 3;
 /** A staging folder or unfinished release older than this is abandoned, whoever owns it. */
 const ABANDONED_AFTER_MS = 48 * 3600 * 1000;
 const OWNER_FILE = "owner.json";
+const IN_USE = ".in-use";
+const HOLDER = /^[A-Za-z0-9_-]{1,64}$/;
 
 export async function readCurrent(dbDir: string): Promise<string | undefined> {
   try {
@@ -54,16 +57,77 @@ function processAlive(pid: number): boolean {
   }
 }
 
-/** A staging folder whose owner process is gone (same host), or that is older than any build takes. */
-async function abandonedStaging(dir: string, now: number): Promise<boolean> {
+/** mtime of `file` in ms, or undefined when it is gone (a concurrent prepare may have moved it). */
+async function modifiedAt(file: string): Promise<number | undefined> {
   try {
-    const owner = JSON.parse(await readFile(path.join(dir, OWNER_FILE), "utf8")) as { host?: string; pid?: number; started_at?: string };
-    if (owner.host === os.hostname() && Number.isInteger(owner.pid) && !processAlive(owner.pid as number)) return true;
-    const started = Date.parse(owner.started_at ?? "");
-    return Number.isFinite(started) && now - started > ABANDONED_AFTER_MS;
-  } catch {
-    return now - (await stat(dir)).mtimeMs > ABANDONED_AFTER_MS;
+    return (await stat(file)).mtimeMs;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw error;
   }
+}
+
+/**
+ * A staging folder is abandoned when its owner on this host is gone, or, for an owner elsewhere
+ * (or none recorded), when it is older than any build takes. A live owner here is never abandoned.
+ */
+async function abandonedStaging(dir: string, now: number): Promise<boolean> {
+  let owner: { host?: string; pid?: number; started_at?: string } | undefined;
+  try {
+    owner = JSON.parse(await readFile(path.join(dir, OWNER_FILE), "utf8"));
+  } catch {
+    owner = undefined;
+  }
+  if (owner?.host === os.hostname() && Number.isInteger(owner.pid)) return !processAlive(owner.pid as number);
+  const started = owner ? Date.parse(owner.started_at ?? "") : Number.NaN;
+  const since = Number.isFinite(started) ? started : await modifiedAt(dir);
+  return since !== undefined && now - since > ABANDONED_AFTER_MS;
+}
+
+/**
+ * Marks `release` as searched by `holder` (a job id) until the returned function is called, so
+ * {@link pruneReleases} keeps it. A marker left by a crash expires after the abandonment age.
+ */
+export async function holdRelease(dbDir: string, release: string, holder: string): Promise<() => Promise<void>> {
+  if (!RELEASE_NAME.test(release) || !HOLDER.test(holder)) throw new TypeError("invalid release or holder name");
+  const dir = path.join(dbDir, IN_USE, release);
+  await mkdir(dir, { recursive: true });
+  const marker = path.join(dir, holder);
+  await writeFile(marker, JSON.stringify({ host: os.hostname(), pid: process.pid, since: new Date().toISOString() }));
+  return async () => {
+    await rm(marker, { force: true });
+    await rm(dir).catch(() => {}); // only when empty; another holder may remain
+  };
+}
+
+/** A holder process alive on this host, or (elsewhere, unknown) a marker younger than the abandonment age. */
+async function liveMarker(file: string, now: number): Promise<boolean> {
+  try {
+    const owner = JSON.parse(await readFile(file, "utf8")) as { host?: string; pid?: number };
+    if (owner.host === os.hostname() && Number.isInteger(owner.pid)) return processAlive(owner.pid as number);
+  } catch {
+    // unreadable: judge by age
+  }
+  const at = await modifiedAt(file);
+  return at !== undefined && now - at <= ABANDONED_AFTER_MS;
+}
+
+/** Releases with a live in-use marker; dead markers are removed on the way. */
+async function heldReleases(dbDir: string, now: number): Promise<Set<string>> {
+  const held = new Set<string>();
+  let releases: string[];
+  try {
+    releases = await readdir(path.join(dbDir, IN_USE));
+  } catch {
+    return held;
+  }
+  for (const release of releases) {
+    for (const holder of await readdir(path.join(dbDir, IN_USE, release)).catch(() => [] as string[])) {
+      if (await liveMarker(path.join(dbDir, IN_USE, release, holder), now)) held.add(release);
+      else await rm(path.join(dbDir, IN_USE, release, holder), { force: true });
+    }
+  }
+  return held;
 }
 
 async function hasManifest(dir: string): Promise<boolean> {
@@ -74,8 +138,8 @@ async function hasManifest(dir: string): Promise<boolean> {
 }
 
 /**
- * Frees the disk of releases no longer needed: keeps `current` and the newest others up to
- * `keep`, removes older releases, staging folders of crashed or abandoned builds, unfinished
+ * Frees the disk of releases no longer needed: keeps `current`, the newest others up to `keep`
+ * and every release a job holds ({@link holdRelease}), removes older releases, staging folders of crashed or abandoned builds, unfinished
  * release folders (no manifest) past the abandonment age, and stray pointer temp files. Returns
  * the names removed. Never touches `current` or a build that may still be running.
  */
@@ -83,6 +147,7 @@ export async function pruneReleases(dbDir: string, options: { keep?: number; now
   const keep = Math.max(1, options.keep ?? RELEASES_KEPT);
   const now = (options.now ?? new Date()).getTime();
   const current = await readCurrent(dbDir);
+  const held = await heldReleases(dbDir, now);
   const entries = await readdir(dbDir, { withFileTypes: true });
   const removed: string[] = [];
   const remove = async (name: string) => {
@@ -93,15 +158,24 @@ export async function pruneReleases(dbDir: string, options: { keep?: number; now
   const complete: string[] = [];
   for (const e of entries) {
     if (!e.isDirectory() || !RELEASE_NAME.test(e.name) || e.name === current) continue;
-    if (await hasManifest(path.join(dbDir, e.name))) complete.push(e.name);
-    else if (now - (await stat(path.join(dbDir, e.name))).mtimeMs > ABANDONED_AFTER_MS) await remove(e.name);
+    const dir = path.join(dbDir, e.name);
+    if (await hasManifest(dir)) {
+      complete.push(e.name);
+      continue;
+    }
+    const at = await modifiedAt(dir);
+    if (at !== undefined && now - at > ABANDONED_AFTER_MS && !held.has(e.name)) await remove(e.name);
   }
   complete.sort().reverse();
-  for (const name of complete.slice(current === undefined ? keep : keep - 1)) await remove(name);
+  for (const name of complete.slice(current === undefined ? keep : keep - 1)) if (!held.has(name)) await remove(name);
 
   for (const e of entries) {
-    if (e.isDirectory() && e.name.startsWith(".staging-") && (await abandonedStaging(path.join(dbDir, e.name), now))) await remove(e.name);
-    if (e.isFile() && e.name.startsWith("current.") && now - (await stat(path.join(dbDir, e.name))).mtimeMs > ABANDONED_AFTER_MS) await remove(e.name);
+    const file = path.join(dbDir, e.name);
+    if (e.isDirectory() && e.name.startsWith(".staging-") && (await abandonedStaging(file, now))) await remove(e.name);
+    if (e.isFile() && e.name.startsWith("current.")) {
+      const at = await modifiedAt(file);
+      if (at !== undefined && now - at > ABANDONED_AFTER_MS) await remove(e.name);
+    }
   }
   return removed.sort();
 }

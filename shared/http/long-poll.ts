@@ -1,22 +1,28 @@
 import { createHash } from "node:crypto";
 
-/** A strong ETag of a JSON representation: equal bodies, equal tags. */
-export function etagOf(body: unknown): string {
-  return `"${createHash("sha256").update(JSON.stringify(body)).digest("base64url").slice(0, 27)}"`;
+/**
+ * An ETag of a JSON value: strong for the exact body, or weak (`W/`) when `value` is a version of
+ * the body that leaves out parts that change on their own (a clock).
+ */
+export function etagOf(value: unknown, weak = false): string {
+  return `${weak ? "W/" : ""}"${createHash("sha256").update(JSON.stringify(value)).digest("base64url").slice(0, 27)}"`;
 }
 
-/** Whether an `If-None-Match` header names `etag` (or `*`); weak tags compare by their value. */
+/** Whether an `If-None-Match` header names `etag` (or `*`); tags compare weakly (RFC 9110 §13.1.2). */
 export function ifNoneMatchHits(header: string | null | undefined, etag: string): boolean {
   if (!header) return false;
-  return header.split(",").some((candidate) => {
-    const tag = candidate.trim().replace(/^W\//, "");
-    return tag === "*" || tag === etag;
-  });
+  const opaque = (tag: string) => tag.trim().replace(/^W\//, "");
+  return header.split(",").some((candidate) => opaque(candidate) === "*" || opaque(candidate) === opaque(etag));
 }
 
 export interface LongPollOptions<T> {
   /** Reads the current representation. */
   render: () => Promise<T>;
+  /**
+   * The part of the representation that identifies its version, when the body also holds values
+   * that change by themselves (elapsed seconds); the ETag is then weak. By default, the whole body.
+   */
+  versionOf?: (body: T) => unknown;
   /** The request's `If-None-Match`: the representation the client already has. */
   ifNoneMatch: string | null | undefined;
   /** How long to hold the request while nothing changes; 0 answers at once. */
@@ -49,7 +55,7 @@ export async function longPoll<T>(o: LongPollOptions<T>): Promise<{ body: T; eta
     for (;;) {
       signalled = false;
       const body = await o.render();
-      const etag = etagOf(body);
+      const etag = o.versionOf ? etagOf(o.versionOf(body), true) : etagOf(body);
       const notModified = ifNoneMatchHits(o.ifNoneMatch, etag);
       const remaining = deadline - Date.now();
       if (!notModified || remaining <= 0 || o.signal?.aborted) return { body, etag, notModified };

@@ -7,10 +7,11 @@ import { isStatus } from "../storage/table-text.js";
 const ARTIFACT_NAME = /^(query\.fa|merged_results\.out\.gz|shards\/b\d{1,5}(-p\d{1,3})?\.out\.gz)$/;
 
 /** Streamed artifacts up to this size are sent in one Put Blob request. */
-const SINGLE_PUT_BYTES = 32 * 1024 * 1024;
-/** Larger ones are staged in blocks of this size, this many at once, then committed. */
+const SINGLE_PUT_BYTES = 8 * 1024 * 1024;
+/** Larger ones are staged in blocks of this size, this many at once, then committed; memory per
+ * upload stays near (concurrency + 1) blocks. */
 const UPLOAD_BLOCK_BYTES = 8 * 1024 * 1024;
-const UPLOAD_CONCURRENCY = 4;
+const UPLOAD_CONCURRENCY = 2;
 
 /**
  * Sends a stream to a block blob. A stream that ends within {@link SINGLE_PUT_BYTES} goes in one
@@ -101,7 +102,7 @@ export class ArtifactStore {
    */
   async uploadStream(jobId: string, name: string, source: Readable, ...transforms: Transform[]): Promise<number> {
     const client = this.blob(jobId, name);
-    const last = new PassThrough({ highWaterMark: UPLOAD_BLOCK_BYTES });
+    const last = new PassThrough({ highWaterMark: 1024 * 1024 });
     // pipeline destroys every stream on a failure, so the upload sees it; a failed upload destroys
     // the streams in turn, so the writer never waits for a drain that cannot come.
     const fed = pipeline([source, ...transforms, last]);

@@ -148,9 +148,12 @@ export class JobDispatcher {
         // If storage is down the job stays active in storage; a later tick picks it up again.
         await this.fail(jobId, message).catch((failError: unknown) => this.o.logger.error("could not record the job failure", { job_id: jobId, error: failError }));
       })
-      .finally(() => {
+      .finally(async () => {
+        // Cleaned before the job may be launched again, so a relaunch never loses its new files.
+        await rm(path.join(this.o.workDir, jobId), { recursive: true, force: true }).catch((error: unknown) =>
+          this.o.logger.warn("could not remove a job's scratch folder", { job_id: jobId, error }),
+        );
         this.running.delete(jobId);
-        void rm(path.join(this.o.workDir, jobId), { recursive: true, force: true });
         this.wake();
       });
     this.running.set(jobId, { controller, done });
@@ -186,10 +189,24 @@ export class JobDispatcher {
   private async runJob(jobId: string, signal: AbortSignal, claimed?: JobRecord): Promise<void> {
     const initial = claimed ?? (await this.o.jobs.get(jobId));
     if (!initial || initial.status === "cancelled" || initial.cancel_requested) return;
-    const fresh = initial.shards.length === 0;
-    const program = initial.program as BlastProgram;
     const db = await this.o.catalog.get(initial.db_name, initial.db_version);
     if (!db) throw new JobFailure(`database ${initial.db_name} version ${initial.db_version} is no longer available`);
+    // The release stays on disk while this job searches it, whatever prepares happen meanwhile.
+    const letGo = await this.o.catalog.hold(db, jobId).catch((error: unknown) => {
+      // A read-only database folder cannot be marked; the search itself does not need the mark.
+      this.o.logger.warn("could not mark the database release in use", { job_id: jobId, error });
+      return async () => {};
+    });
+    try {
+      await this.runOnDatabase(jobId, signal, initial, db);
+    } finally {
+      await letGo().catch((error: unknown) => this.o.logger.warn("could not release a database hold", { job_id: jobId, error }));
+    }
+  }
+
+  private async runOnDatabase(jobId: string, signal: AbortSignal, initial: JobRecord, db: DatabaseEntry): Promise<void> {
+    const program = initial.program as BlastProgram;
+    const fresh = initial.shards.length === 0;
     const sharded = initial.execution_profile === "sharded";
     if (sharded && db.manifest.partitions.length === 0) {
       throw new JobFailure(`database ${initial.db_name} has no prepared partitions; use the standard execution profile or add partitions`);
@@ -292,6 +309,8 @@ export class JobDispatcher {
       },
     });
     const uploaded = this.o.artifacts.uploadStream(job.job_id, MERGED_ARTIFACT, xml, createParallelGzip({ level: GZIP_LEVEL }));
+    // A failed upload must end the merge at once (its writer stops on the destroyed stream).
+    uploaded.catch((error: unknown) => xml.destroy(error as Error));
     const options = job.blast_options as BlastOptions;
     try {
       await mergeBlastXml({
@@ -305,10 +324,26 @@ export class JobDispatcher {
       xml.end();
     } catch (error) {
       xml.destroy(error as Error);
-      await uploaded.catch(() => {});
-      throw error;
+      const uploadError = await uploaded.then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      // The upload's failure is the cause when it ended the merge; else the merge itself failed.
+      if (uploadError !== undefined && uploadError !== error) throw this.storageFailure(job.job_id, "the merged result", uploadError);
+      this.o.logger.error("merge failed", { job_id: job.job_id, error });
+      throw new JobFailure("merging the shard outputs failed: a shard's output is not valid BLAST XML, or the shards disagree");
     }
-    return { mergedBytes: await uploaded, xmlBytes };
+    try {
+      return { mergedBytes: await uploaded, xmlBytes };
+    } catch (error) {
+      throw this.storageFailure(job.job_id, "the merged result", error);
+    }
+  }
+
+  /** A storage write that failed; the details (which may name storage endpoints) go to the log only. */
+  private storageFailure(jobId: string, what: string, error: unknown): JobFailure {
+    this.o.logger.error("storing a job artifact failed", { job_id: jobId, artifact: what, error });
+    return new JobFailure(`storing ${what} failed; the job API log has the storage error (job ${jobId})`);
   }
 
   /**
@@ -342,7 +377,13 @@ export class JobDispatcher {
   }
 
   private async storeShard(jobId: string, shardId: string, xml: string, signal: AbortSignal): Promise<void> {
-    const bytes = await this.o.artifacts.uploadStream(jobId, shardArtifact(shardId), createReadStream(xml), createParallelGzip({ level: GZIP_LEVEL }));
+    let bytes: number;
+    try {
+      bytes = await this.o.artifacts.uploadStream(jobId, shardArtifact(shardId), createReadStream(xml), createParallelGzip({ level: GZIP_LEVEL }));
+    } catch (error) {
+      if (signal.aborted) throw signal.reason;
+      throw this.storageFailure(jobId, `the output of shard ${shardId}`, error);
+    }
     await this.advance(jobId, signal, (j) => setShard(j, shardId, { state: "succeeded", output_bytes: bytes }));
   }
 }

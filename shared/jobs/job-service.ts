@@ -211,9 +211,14 @@ export class JobService {
    * The job rendered by `render`, answered as soon as it differs from the client's copy
    * (`If-None-Match`) or after `waitMs`; see {@link longPoll}.
    */
-  watch<T>(jobId: string, render: (job: JobRecord) => Promise<T> | T, request: { ifNoneMatch: string | null; waitMs: number; signal?: AbortSignal }) {
+  watch<T>(
+    jobId: string,
+    render: (job: JobRecord) => Promise<T> | T,
+    request: { ifNoneMatch: string | null; waitMs: number; signal?: AbortSignal; versionOf?: (body: T) => unknown },
+  ) {
     return longPoll({
       render: async () => render(await this.get(jobId)),
+      versionOf: request.versionOf,
       ifNoneMatch: request.ifNoneMatch,
       waitMs: request.waitMs,
       subscribe: (listener) => this.o.jobs.onChange(jobId, listener),

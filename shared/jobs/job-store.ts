@@ -30,6 +30,8 @@ export class JobStore {
    * the ETag no longer matches and the update falls back to a fresh read.
    */
   private readonly known = new Map<string, { job: JobRecord; etag: string }>();
+  /** The tail of each job's chain of in-process updates. */
+  private readonly updating = new Map<string, Promise<void>>();
   /** Emits a job's id when this process changed it (long-polling status requests listen). */
   private readonly changes = new EventEmitter().setMaxListeners(0);
 
@@ -109,6 +111,22 @@ export class JobStore {
    * new one (or undefined to leave it); on a concurrent change it runs again on the fresh copy.
    */
   async update(jobId: string, mutate: (job: JobRecord) => JobRecord | undefined): Promise<JobRecord | undefined> {
+    // This process's updates of one job run one after another: concurrent shard updates would
+    // otherwise all conflict on the same ETag. Other processes are still handled by the ETag.
+    const previous = this.updating.get(jobId) ?? Promise.resolve();
+    const run = previous.then(() => this.compareAndSwap(jobId, mutate));
+    const settled = run.then(
+      () => {},
+      () => {},
+    );
+    this.updating.set(jobId, settled);
+    void settled.then(() => {
+      if (this.updating.get(jobId) === settled) this.updating.delete(jobId);
+    });
+    return run;
+  }
+
+  private async compareAndSwap(jobId: string, mutate: (job: JobRecord) => JobRecord | undefined): Promise<JobRecord | undefined> {
     for (let attempt = 0; attempt < MAX_CONFLICT_RETRIES; attempt++) {
       // The remembered copy may be stale: a no-op decided on it is checked against a fresh read.
       const remembered = attempt === 0 ? this.known.get(jobId) : undefined;

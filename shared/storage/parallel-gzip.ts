@@ -5,12 +5,31 @@ import { gzip } from "node:zlib";
 
 const gzipAsync = promisify(gzip);
 
+/**
+ * Members compressing at once in this process, across all streams: zlib work runs on libuv's
+ * thread pool (4 threads by default), which file reads and DNS lookups share, so one is left free.
+ */
+const PROCESS_MEMBER_LIMIT = Math.max(1, Math.min(availableParallelism(), 3));
+let compressing = 0;
+const waitingForSlot: (() => void)[] = [];
+
+async function compressMember(block: Buffer, level: number): Promise<Buffer> {
+  if (compressing >= PROCESS_MEMBER_LIMIT) await new Promise<void>((resolve) => waitingForSlot.push(resolve));
+  compressing++;
+  try {
+    return await gzipAsync(block, { level });
+  } finally {
+    compressing--;
+    waitingForSlot.shift()?.();
+  }
+}
+
 export interface ParallelGzipOptions {
   /** zlib level; results are compressed once per job, so fast (1) is the default. */
   level?: number;
   /** Input bytes per gzip member. */
   memberBytes?: number;
-  /** Members compressed at once (zlib runs on the libuv thread pool). */
+  /** Members of this stream in flight at once (also bounded process-wide). */
   concurrency?: number;
 }
 
@@ -24,7 +43,7 @@ export interface ParallelGzipOptions {
 export function createParallelGzip(options: ParallelGzipOptions = {}): Transform {
   const level = options.level ?? 1;
   const memberBytes = options.memberBytes ?? 1024 * 1024;
-  const concurrency = Math.max(1, options.concurrency ?? availableParallelism());
+  const concurrency = Math.max(1, options.concurrency ?? PROCESS_MEMBER_LIMIT);
   let pending: Buffer[] = [];
   let pendingBytes = 0;
   let emitted = false;
@@ -34,7 +53,7 @@ export function createParallelGzip(options: ParallelGzipOptions = {}): Transform
     const block = Buffer.concat(pending, pendingBytes);
     pending = [];
     pendingBytes = 0;
-    const member = gzipAsync(block, { level });
+    const member = compressMember(block, level);
     // A failure surfaces when the member is awaited in order; this only keeps it from being unhandled first.
     member.catch(() => {});
     inFlight.push(member);

@@ -594,6 +594,23 @@ describe("BLAST database partitioning and exact result merging (real BLAST+)", (
     await expect(
       mergeBlastXml({ shards: [{ batchIndex: 0, partitionIndex: 1, path: truncated }], maxTargetSeqs: 50, output: sink }),
     ).rejects.toThrow(/truncated/);
+    // Its consumer fails (a storage upload): the output is destroyed while the merge waits for room,
+    // or before its next write. Either way the merge ends with an error instead of waiting forever.
+    for (const destroyAfter of [0, 1]) {
+      let writes = 0;
+      const stalled: Writable = new Writable({
+        highWaterMark: 1,
+        write: (_chunk, _encoding, callback) => {
+          writes++;
+          if (writes > destroyAfter) setTimeout(() => stalled.destroy(), 10);
+          else callback();
+        },
+      });
+      stalled.on("error", () => {});
+      await expect(
+        mergeBlastXml({ shards: [{ batchIndex: 0, partitionIndex: 1, path: batchXml[0]?.[0] as string }], maxTargetSeqs: 50, output: stalled }),
+      ).rejects.toThrow(/closed before the merge finished/);
+    }
   });
 
   it("runBlastTool reports failures with the exit code and stderr, and abort kills the process", async () => {

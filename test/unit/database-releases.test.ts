@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, wr
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { pruneReleases, readCurrent, swapCurrent } from "../../shared/databases/releases.js";
+import { holdRelease, pruneReleases, readCurrent, swapCurrent } from "../../shared/databases/releases.js";
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -56,7 +56,8 @@ describe("database release folders", () => {
     release(d, "2026-06-01-00-00-00", false); // being built right now
     release(d, "2025-12-01-00-00-00", false, 3 * DAY); // a build that crashed days ago
     const me = { host: os.hostname(), pid: process.pid, started_at: NOW.toISOString() };
-    staging(d, ".staging-live", me);
+    staging(d, ".staging-live", { ...me, started_at: new Date(NOW.getTime() - 5 * DAY).toISOString() }); // a long build, still running
+    staging(d, ".staging-unowned-new", undefined);
     staging(d, ".staging-crashed", { ...me, pid: deadPid() });
     staging(d, ".staging-elsewhere", { host: "other-host", pid: 1, started_at: new Date(NOW.getTime() - 3600_000).toISOString() });
     staging(d, ".staging-elsewhere-old", { host: "other-host", pid: 1, started_at: new Date(NOW.getTime() - 3 * DAY).toISOString() });
@@ -77,6 +78,7 @@ describe("database release folders", () => {
     expect(readdirSync(d).sort()).toEqual([
       ".staging-elsewhere",
       ".staging-live",
+      ".staging-unowned-new",
       "2026-03-01-00-00-00",
       "2026-04-01-00-00-00",
       "2026-05-01-00-00-00",
@@ -86,6 +88,27 @@ describe("database release folders", () => {
     expect(await readCurrent(d)).toBe("2026-03-01-00-00-00");
     // Idempotent.
     expect(await pruneReleases(d, { keep: 3, now: NOW })).toEqual([]);
+  });
+
+  it("keeps a release a job holds, until the job lets go or its holder process is gone", async () => {
+    const d = dbDir();
+    for (const r of ["2026-01-01-00-00-00", "2026-02-01-00-00-00", "2026-03-01-00-00-00"]) release(d, r);
+    await swapCurrent(d, "2026-03-01-00-00-00");
+    const letGo = await holdRelease(d, "2026-01-01-00-00-00", "job000000001");
+    expect(await pruneReleases(d, { keep: 1, now: NOW })).toEqual(["2026-02-01-00-00-00"]);
+    expect(existsSync(path.join(d, "2026-01-01-00-00-00"))).toBe(true);
+    await letGo();
+    expect(await pruneReleases(d, { keep: 1, now: NOW })).toEqual(["2026-01-01-00-00-00"]);
+
+    // A marker left by a job API that died no longer holds anything.
+    release(d, "2026-04-01-00-00-00");
+    await holdRelease(d, "2026-04-01-00-00-00", "job000000002");
+    const marker = path.join(d, ".in-use", "2026-04-01-00-00-00", "job000000002");
+    writeFileSync(marker, JSON.stringify({ host: os.hostname(), pid: deadPid() }));
+    expect(await pruneReleases(d, { keep: 1, now: NOW })).toEqual(["2026-04-01-00-00-00"]);
+    expect(existsSync(marker)).toBe(false);
+    await expect(holdRelease(d, "../x", "job")).rejects.toThrow(TypeError);
+    await expect(holdRelease(d, "2026-04-01-00-00-00", "../../x")).rejects.toThrow(TypeError);
   });
 
   it("never removes current, even when it is the oldest and keep is 1", async () => {

@@ -149,9 +149,12 @@ describe("conditional, long-polling reads", () => {
   it("answers at once without If-None-Match, on a change signal while waiting, and when the client hangs up", async () => {
     let state = "queued";
     let notify: () => void = () => {};
+    let subscribed = 0;
     const subscribe = (listener: () => void) => {
+      subscribed++;
       notify = listener;
       return () => {
+        subscribed--;
         notify = () => {};
       };
     };
@@ -165,9 +168,44 @@ describe("conditional, long-polling reads", () => {
     notify();
     expect(await held).toMatchObject({ notModified: false, body: { status: "running" }, etag: etagOf({ status: "running" }) });
 
+    // A client hanging up while the request is held ends the wait, and the subscription.
     const controller = new AbortController();
     const abandoned = longPoll({ render, ifNoneMatch: etagOf({ status: "running" }), waitMs: hour, subscribe, recheckMs: hour, signal: controller.signal });
+    await new Promise((r) => setTimeout(r, 20));
     controller.abort();
     expect(await abandoned).toMatchObject({ notModified: true });
+    expect(subscribed).toBe(0);
+  });
+
+  it("finds changes nobody signalled by re-reading, and answers 304 when the wait runs out", async () => {
+    let state = "running";
+    let renders = 0;
+    const render = async () => {
+      renders++;
+      return { status: state };
+    };
+    const silent = () => () => {};
+    const changed = longPoll({ render, ifNoneMatch: etagOf({ status: "running" }), waitMs: 60_000, subscribe: silent, recheckMs: 20 });
+    await new Promise((r) => setTimeout(r, 50));
+    state = "completed";
+    expect(await changed).toMatchObject({ notModified: false, body: { status: "completed" } });
+
+    renders = 0;
+    const started = Date.now();
+    const unchanged = await longPoll({ render, ifNoneMatch: etagOf({ status: "completed" }), waitMs: 120, subscribe: silent, recheckMs: 50 });
+    expect(unchanged.notModified).toBe(true);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(100);
+    expect(renders).toBeGreaterThanOrEqual(2);
+  });
+
+  it("tags a version of the body weakly, so values that change by themselves do not count as changes", async () => {
+    let tick = 0;
+    const render = async () => ({ status: "running", elapsed_seconds: tick++ });
+    const versionOf = ({ elapsed_seconds, ...stable }: { status: string; elapsed_seconds: number }) => stable;
+    const first = await longPoll({ render, versionOf, ifNoneMatch: null, waitMs: 0, subscribe: () => () => {}, recheckMs: 10 });
+    expect(first.etag).toMatch(/^W\/"/);
+    const held = await longPoll({ render, versionOf, ifNoneMatch: first.etag, waitMs: 60, subscribe: () => () => {}, recheckMs: 10 });
+    expect(held).toMatchObject({ notModified: true, etag: first.etag });
+    expect(held.body.elapsed_seconds).toBeGreaterThan(first.body.elapsed_seconds);
   });
 });
