@@ -6,10 +6,12 @@ import { gzip } from "node:zlib";
 const gzipAsync = promisify(gzip);
 
 /**
- * Members compressing at once in this process, across all streams: zlib work runs on libuv's
- * thread pool (4 threads by default), which file reads and DNS lookups share, so one is left free.
+ * Members compressing at once in this process, across all streams: one more than the cores (so a
+ * core never idles while a member is handed over), but below the size of libuv's thread pool
+ * (4 threads by default), which file reads and DNS lookups share. On 2 cores: 3.
  */
-const PROCESS_MEMBER_LIMIT = Math.max(1, Math.min(availableParallelism(), 3));
+const THREAD_POOL_SIZE = Number(process.env.UV_THREADPOOL_SIZE) || 4;
+const PROCESS_MEMBER_LIMIT = Math.max(1, Math.min(availableParallelism() + 1, THREAD_POOL_SIZE - 1));
 let compressing = 0;
 const waitingForSlot: (() => void)[] = [];
 
