@@ -67,6 +67,12 @@ describe("job API: authentication and public routes", () => {
     // Generated from the validating schema: the allowlisted options are all there.
     const submit = doc.components.schemas.SubmitRequest?.properties ?? {};
     expect(Object.keys(submit)).toEqual(expect.arrayContaining(["program", "db", "query_fasta", "blast_options", "priority", "idempotency_key", "resource_profile", "execution_profile"]));
+    // Status reads document their conditional, long-polling form.
+    for (const p of ["/v1/jobs/{job_id}/status", "/api/v1/facade/jobs/{job_id}"]) {
+      const get = (doc.paths[p] as { get: { parameters: { name: string; in: string }[]; responses: Record<string, unknown> } }).get;
+      expect(get.parameters.map((x) => `${x.in}:${x.name}`)).toEqual(expect.arrayContaining(["query:wait", "header:If-None-Match"]));
+      expect(get.responses).toHaveProperty(["304"]);
+    }
   });
 
   it("B-177 B-178 B-179 answers config, cluster, databases and the job list", async () => {
