@@ -19,7 +19,9 @@ async function compressMember(block: Buffer, level: number): Promise<Buffer> {
   if (compressing >= PROCESS_MEMBER_LIMIT) await new Promise<void>((resolve) => waitingForSlot.push(resolve));
   compressing++;
   try {
-    return await gzipAsync(block, { level });
+    // One output buffer for the whole member: zlib then compresses it in a single thread-pool pass,
+    // instead of returning to the (busy) main thread every 16 KiB.
+    return await gzipAsync(block, { level, chunkSize: Math.max(64 * 1024, block.length + 1024) });
   } finally {
     compressing--;
     waitingForSlot.shift()?.();
