@@ -19,7 +19,7 @@ const UPLOAD_CONCURRENCY = 2;
  * small result two extra round trips); a longer one is staged in blocks as it arrives, at most
  * {@link UPLOAD_CONCURRENCY} at once, and committed at the end. Memory stays bounded either way.
  */
-async function uploadChunks(client: BlockBlobClient, stream: AsyncIterable<Buffer>): Promise<number> {
+async function uploadChunks(client: BlockBlobClient, stream: AsyncIterable<Buffer>, abortSignal?: AbortSignal): Promise<number> {
   let held: Buffer[] = [];
   let heldBytes = 0;
   let total = 0;
@@ -28,7 +28,7 @@ async function uploadChunks(client: BlockBlobClient, stream: AsyncIterable<Buffe
   const stage = async (data: Buffer) => {
     const id = Buffer.from(String(blockIds.length).padStart(6, "0")).toString("base64");
     blockIds.push(id);
-    const staged = client.stageBlock(id, data, data.length).then(() => {
+    const staged = client.stageBlock(id, data, data.length, { abortSignal }).then(() => {
       staging.delete(staged);
     });
     // A failed block stays in the set and surfaces through race/all below, never as unhandled.
@@ -49,12 +49,12 @@ async function uploadChunks(client: BlockBlobClient, stream: AsyncIterable<Buffe
   }
   if (blockIds.length === 0) {
     const data = Buffer.concat(held, heldBytes);
-    await client.upload(data, data.length);
+    await client.upload(data, data.length, { abortSignal });
     return total;
   }
   if (heldBytes > 0) await stage(Buffer.concat(held, heldBytes));
   await Promise.all(staging);
-  await client.commitBlockList(blockIds);
+  await client.commitBlockList(blockIds, { abortSignal });
   return total;
 }
 
@@ -96,26 +96,34 @@ export class ArtifactStore {
   }
 
   /**
-   * Uploads `source`, passed through `transforms` (e.g. a gzip), as the artifact while it is still
-   * being produced; the blob appears (or is replaced) only when the stream has ended. Returns its
-   * size in bytes. See {@link uploadChunks} for how the bytes travel.
+   * Uploads `source`, passed through `options.through` (e.g. a gzip), as the artifact while it is
+   * still being produced; the blob appears (or is replaced) only when the stream has ended.
+   * Aborting `options.signal` stops it. Returns its size in bytes. See {@link uploadChunks}.
    */
-  async uploadStream(jobId: string, name: string, source: Readable, ...transforms: Transform[]): Promise<number> {
+  async uploadStream(jobId: string, name: string, source: Readable, options: { through?: Transform; signal?: AbortSignal } = {}): Promise<number> {
+    const { signal } = options;
+    signal?.throwIfAborted();
     const client = this.blob(jobId, name);
     const last = new PassThrough({ highWaterMark: 1024 * 1024 });
     // pipeline destroys every stream on a failure, so the upload sees it; a failed upload destroys
     // the streams in turn, so the writer never waits for a drain that cannot come.
-    const fed = pipeline([source, ...transforms, last]);
-    const upload = uploadChunks(client, last).catch((error: unknown) => {
+    const fed = pipeline(options.through ? [source, options.through, last] : [source, last]);
+    const onAbort = () => last.destroy(signal?.reason instanceof Error ? signal.reason : new Error("upload aborted"));
+    signal?.addEventListener("abort", onAbort, { once: true });
+    const upload = uploadChunks(client, last, signal).catch((error: unknown) => {
       last.destroy(error as Error);
       throw error;
     });
-    // Both settle before returning, so on failure every stream is already destroyed. The upload
-    // carries the cause: its own failure, or the source's error that reached it through `last`.
-    const [uploaded, streamed] = await Promise.allSettled([upload, fed]);
-    if (uploaded.status === "rejected") throw uploaded.reason;
-    if (streamed.status === "rejected") throw streamed.reason;
-    return uploaded.value;
+    try {
+      // Both settle before returning, so on failure every stream is already destroyed. The upload
+      // carries the cause: its own failure, or the source's error that reached it through `last`.
+      const [uploaded, streamed] = await Promise.allSettled([upload, fed]);
+      if (uploaded.status === "rejected") throw uploaded.reason;
+      if (streamed.status === "rejected") throw streamed.reason;
+      return uploaded.value;
+    } finally {
+      signal?.removeEventListener("abort", onAbort);
+    }
   }
 
   async downloadToFile(jobId: string, name: string, path: string): Promise<void> {

@@ -269,7 +269,7 @@ export class JobDispatcher {
     const ms = (from: number) => Math.round(performance.now() - from);
     const timings: Record<string, number> = { shards_ms: Math.round(blastedAt - runningAt) };
     const [merged, ...stored] = await Promise.allSettled([
-      this.mergeAndPublish(job, db, dir).finally(() => {
+      this.mergeAndPublish(job, db, dir, signal).finally(() => {
         timings.merge_ms = ms(blastedAt);
       }),
       Promise.all(storing).finally(() => {
@@ -288,7 +288,7 @@ export class JobDispatcher {
    * Merges every shard's output into `merged_results.out.gz`, streamed through a parallel gzip
    * straight into Blob storage; the blob appears only when it is complete.
    */
-  private async mergeAndPublish(job: JobRecord, db: DatabaseEntry, dir: string): Promise<MergedResult> {
+  private async mergeAndPublish(job: JobRecord, db: DatabaseEntry, dir: string, signal: AbortSignal): Promise<MergedResult> {
     const shardFiles = [];
     for (const s of job.shards) {
       // The plain XML this process produced merges fastest; after a restart, fetch the stored copy.
@@ -308,7 +308,8 @@ export class JobDispatcher {
         callback(null, chunk);
       },
     });
-    const uploaded = this.o.artifacts.uploadStream(job.job_id, MERGED_ARTIFACT, xml, createParallelGzip({ level: GZIP_LEVEL }));
+    // Cancelling the job (or stopping the job API) ends the upload, and with it the merge.
+    const uploaded = this.o.artifacts.uploadStream(job.job_id, MERGED_ARTIFACT, xml, { through: createParallelGzip({ level: GZIP_LEVEL }), signal });
     // A failed upload must end the merge at once (its writer stops on the destroyed stream).
     uploaded.catch((error: unknown) => xml.destroy(error as Error));
     const options = job.blast_options as BlastOptions;
@@ -324,6 +325,10 @@ export class JobDispatcher {
       xml.end();
     } catch (error) {
       xml.destroy(error as Error);
+      if (signal.aborted) {
+        await uploaded.catch(() => {});
+        throw signal.reason;
+      }
       const uploadError = await uploaded.then(
         () => undefined,
         (e: unknown) => e,
@@ -336,6 +341,7 @@ export class JobDispatcher {
     try {
       return { mergedBytes: await uploaded, xmlBytes };
     } catch (error) {
+      if (signal.aborted) throw signal.reason;
       throw this.storageFailure(job.job_id, "the merged result", error);
     }
   }
@@ -379,7 +385,7 @@ export class JobDispatcher {
   private async storeShard(jobId: string, shardId: string, xml: string, signal: AbortSignal): Promise<void> {
     let bytes: number;
     try {
-      bytes = await this.o.artifacts.uploadStream(jobId, shardArtifact(shardId), createReadStream(xml), createParallelGzip({ level: GZIP_LEVEL }));
+      bytes = await this.o.artifacts.uploadStream(jobId, shardArtifact(shardId), createReadStream(xml), { through: createParallelGzip({ level: GZIP_LEVEL }), signal });
     } catch (error) {
       if (signal.aborted) throw signal.reason;
       throw this.storageFailure(jobId, `the output of shard ${shardId}`, error);

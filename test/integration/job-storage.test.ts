@@ -191,7 +191,7 @@ describe("streamed artifact uploads", () => {
 
   it("gzips through a parallel gzip into one valid gzip file, also for empty input", async () => {
     const text = Array.from({ length: 60_000 }, (_, i) => `<Hit><Hit_num>${i}</Hit_num><Hit_id>gnl|x|${i * 7919}</Hit_id></Hit>\n`).join("");
-    const bytes = await store.uploadStream("job3", "merged_results.out.gz", Readable.from([Buffer.from(text)]), createParallelGzip({ memberBytes: 256 * 1024 }));
+    const bytes = await store.uploadStream("job3", "merged_results.out.gz", Readable.from([Buffer.from(text)]), { through: createParallelGzip({ memberBytes: 256 * 1024 }) });
     const gz = await download("job3", "merged_results.out.gz");
     expect(bytes).toBe(gz.length);
     expect(gunzipSync(gz).toString()).toBe(text);
@@ -202,7 +202,7 @@ describe("streamed artifact uploads", () => {
     });
     expect(Buffer.concat(parts).toString()).toBe(text);
 
-    await store.uploadStream("job3", "shards/b0-p2.out.gz", Readable.from([]), createParallelGzip());
+    await store.uploadStream("job3", "shards/b0-p2.out.gz", Readable.from([]), { through: createParallelGzip() });
     expect(gunzipSync(await download("job3", "shards/b0-p2.out.gz")).length).toBe(0);
   });
 
@@ -218,6 +218,27 @@ describe("streamed artifact uploads", () => {
       await expect(store.uploadStream("job4", name, Readable.from(failing()))).rejects.toThrow("disk read failed");
       expect(await store.exists("job4", name)).toBe(false);
     }
+  });
+
+  it("stops at once, source included, and leaves no blob when its signal aborts", async () => {
+    const controller = new AbortController();
+    let produced = 0;
+    const endless = new Readable({
+      read() {
+        produced++;
+        this.push(randomBytes(256 * 1024));
+      },
+    });
+    const upload = store.uploadStream("job6", "merged_results.out.gz", endless, { through: createParallelGzip(), signal: controller.signal });
+    await new Promise((r) => setTimeout(r, 100));
+    controller.abort(new Error("job cancelled"));
+    await expect(upload).rejects.toThrow("job cancelled");
+    expect(endless.destroyed).toBe(true);
+    const at = produced;
+    await new Promise((r) => setTimeout(r, 50));
+    expect(produced).toBe(at);
+    expect(await store.exists("job6", "merged_results.out.gz")).toBe(false);
+    await expect(store.uploadStream("job6", "merged_results.out.gz", Readable.from([]), { signal: controller.signal })).rejects.toThrow("job cancelled");
   });
 
   it("fails, and stops the writer instead of leaving it waiting, when storage refuses the upload", async () => {
