@@ -85,19 +85,25 @@ async function abandonedStaging(dir: string, now: number): Promise<boolean> {
 }
 
 /**
- * Marks `release` as searched by `holder` (a job id) until the returned function is called, so
- * {@link pruneReleases} keeps it. A marker left by a crash expires after the abandonment age.
+ * Marks `release` as needed by `holder` (a job id), so {@link pruneReleases} keeps it until
+ * {@link releaseHold}. Marking again refreshes the marker (a new process takes it over). A marker
+ * whose process is gone no longer holds anything.
  */
-export async function holdRelease(dbDir: string, release: string, holder: string): Promise<() => Promise<void>> {
-  if (!RELEASE_NAME.test(release) || !HOLDER.test(holder)) throw new TypeError("invalid release or holder name");
-  const dir = path.join(dbDir, IN_USE, release);
-  await mkdir(dir, { recursive: true });
-  const marker = path.join(dir, holder);
+export async function holdRelease(dbDir: string, release: string, holder: string): Promise<void> {
+  const marker = markerPath(dbDir, release, holder);
+  await mkdir(path.dirname(marker), { recursive: true });
   await writeFile(marker, JSON.stringify({ host: os.hostname(), pid: process.pid, since: new Date().toISOString() }));
-  return async () => {
-    await rm(marker, { force: true });
-    await rm(dir).catch(() => {}); // only when empty; another holder may remain
-  };
+}
+
+export async function releaseHold(dbDir: string, release: string, holder: string): Promise<void> {
+  const marker = markerPath(dbDir, release, holder);
+  await rm(marker, { force: true });
+  await rm(path.dirname(marker)).catch(() => {}); // only when empty; another holder may remain
+}
+
+function markerPath(dbDir: string, release: string, holder: string): string {
+  if (!RELEASE_NAME.test(release) || !HOLDER.test(holder)) throw new TypeError("invalid release or holder name");
+  return path.join(dbDir, IN_USE, release, holder);
 }
 
 /** A holder process alive on this host, or (elsewhere, unknown) a marker younger than the abandonment age. */

@@ -1,7 +1,7 @@
 import { mkdir, readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { buildDatabase, DATABASE_NAME, type DatabaseManifest, formatVersion } from "../blast/database-builder.js";
-import { holdRelease, pruneReleases, readCurrent, swapCurrent } from "../databases/releases.js";
+import { holdRelease, pruneReleases, readCurrent, releaseHold, swapCurrent } from "../databases/releases.js";
 
 /** A prepared database release, as executors read it. */
 export interface DatabaseEntry {
@@ -32,8 +32,9 @@ export interface DatabaseCatalog {
   list(): Promise<DatabaseEntry[]>;
   /** The current release of a database, or a given one. */
   get(name: string, version?: string): Promise<DatabaseEntry | undefined>;
-  /** Keeps a release from being pruned while `holder` (a job) searches it; call the result to let go. */
-  hold(entry: DatabaseEntry, holder: string): Promise<() => Promise<void>>;
+  /** Keeps a release from being pruned while `holder` (a job) needs it, until {@link release}. */
+  hold(name: string, version: string, holder: string): Promise<void>;
+  release(name: string, version: string, holder: string): Promise<void>;
 }
 
 const VERSION = /^\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2}$/;
@@ -77,8 +78,11 @@ export function createFileDatabaseCatalog(root: string): DatabaseCatalog {
       const v = version ?? (await current(name));
       return v ? load(name, v) : undefined;
     },
-    hold(entry, holder) {
-      return holdRelease(path.join(root, entry.manifest.name), entry.manifest.version, holder);
+    async hold(name, version, holder) {
+      if (DATABASE_NAME.test(name)) await holdRelease(path.join(root, name), version, holder);
+    },
+    async release(name, version, holder) {
+      if (DATABASE_NAME.test(name)) await releaseHold(path.join(root, name), version, holder);
     },
   };
 }

@@ -188,19 +188,22 @@ export class JobDispatcher {
 
   private async runJob(jobId: string, signal: AbortSignal, claimed?: JobRecord): Promise<void> {
     const initial = claimed ?? (await this.o.jobs.get(jobId));
-    if (!initial || initial.status === "cancelled" || initial.cancel_requested) return;
-    const db = await this.o.catalog.get(initial.db_name, initial.db_version);
-    if (!db) throw new JobFailure(`database ${initial.db_name} version ${initial.db_version} is no longer available`);
-    // The release stays on disk while this job searches it, whatever prepares happen meanwhile.
-    const letGo = await this.o.catalog.hold(db, jobId).catch((error: unknown) => {
-      // A read-only database folder cannot be marked; the search itself does not need the mark.
-      this.o.logger.warn("could not mark the database release in use", { job_id: jobId, error });
-      return async () => {};
-    });
+    if (!initial) return;
+    // The release stays on disk while the job needs it (held since its submit); let go at the end.
     try {
+      if (initial.status === "cancelled" || initial.cancel_requested) return;
+      const db = await this.o.catalog.get(initial.db_name, initial.db_version);
+      if (!db) throw new JobFailure(`database ${initial.db_name} version ${initial.db_version} is no longer available`);
+      // Marked again by this process, which takes over a hold left by one that died.
+      await this.o.catalog.hold(initial.db_name, initial.db_version, jobId).catch((error: unknown) => {
+        // A read-only database folder cannot be marked; the search itself does not need the mark.
+        this.o.logger.warn("could not mark the database release in use", { job_id: jobId, error });
+      });
       await this.runOnDatabase(jobId, signal, initial, db);
     } finally {
-      await letGo().catch((error: unknown) => this.o.logger.warn("could not release a database hold", { job_id: jobId, error }));
+      await this.o.catalog
+        .release(initial.db_name, initial.db_version, jobId)
+        .catch((error: unknown) => this.o.logger.warn("could not release a database hold", { job_id: jobId, error }));
     }
   }
 

@@ -156,6 +156,10 @@ export class JobService {
       });
       await this.o.artifacts.putText(jobId, "query.fa", s.query_fasta);
       await this.o.jobs.create(job);
+      // Its release must survive newer prepares while the job waits in the queue.
+      await this.o.catalog.hold(job.db_name, job.db_version, jobId).catch((error: unknown) => {
+        this.o.logger.warn("could not mark the database release in use", { job_id: jobId, error });
+      });
       this.o.dispatcher.wake();
       this.o.logger.info("job accepted", { job_id: jobId, program, db: job.db_name, queries: job.query_count, source: s.source });
       return { job, replayed: false, queuePosition: await this.queuePosition(job) };
@@ -254,6 +258,8 @@ export class JobService {
           : { ...j, status: "cancelled", cancel_requested: true, updated_at: new Date().toISOString(), completed_at: new Date().toISOString() },
       );
       this.o.dispatcher.cancel(jobId);
+      // A queued job never reaches the dispatcher, which would let go of its release.
+      if (job.status === "queued") await this.o.catalog.release(job.db_name, job.db_version, jobId).catch(() => {});
       this.o.logger.info("job cancelled", { job_id: jobId });
       if (updated && updated.status !== "cancelled") return this.cancelOrDelete(jobId);
       return { job_id: jobId, status: "cancelled", deleted: false };

@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEMO_DB, demoQueries, jobApi, readApiToken } from "../support/jobapi-client.js";
 import { eventually, startStack, type TestStack } from "../support/local-stack.js";
@@ -76,8 +77,14 @@ describe("job API lifecycle: admission, priority, guards, pre-flight", () => {
     expect(Number(full.headers.get("retry-after"))).toBeGreaterThan(0);
     expect(await full.json()).toMatchObject({ detail: expect.stringContaining("queue"), request_id: expect.any(String) });
 
+    // Queued and running jobs hold their database release against pruning, and let go when done.
+    const releaseHolds = (version: string) => path.join(stack.dataDir, "jobapi", "databases", DEMO_DB, ".in-use", version);
+    const held = (j: { job_id: string; [k: string]: unknown }) => existsSync(path.join(releaseHolds(String(j.db_version)), j.job_id));
+    for (const j of [blocker, urgent, normal, low]) expect(held(j)).toBe(true);
+
     const finished = await Promise.all([blocker, urgent, normal, low].map((j) => api.finished(j.job_id, 90_000)));
     expect(finished.map((s) => s.status)).toEqual(["completed", "completed", "completed", "completed"]);
+    for (const j of [blocker, urgent, normal, low]) expect(held(j)).toBe(false);
     const jobs = (await (await api.get("/v1/jobs?limit=500")).json()) as { jobs: { job_id: string; updated_at: string }[] };
     const order = [urgent, normal, low].map((j) => jobs.jobs.find((x) => x.job_id === j.job_id)?.updated_at ?? "");
     // Higher priority first: the urgent job finished before the normal one, which finished before the low one.

@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, wr
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { holdRelease, pruneReleases, readCurrent, swapCurrent } from "../../shared/databases/releases.js";
+import { holdRelease, pruneReleases, readCurrent, releaseHold, swapCurrent } from "../../shared/databases/releases.js";
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -94,10 +94,11 @@ describe("database release folders", () => {
     const d = dbDir();
     for (const r of ["2026-01-01-00-00-00", "2026-02-01-00-00-00", "2026-03-01-00-00-00"]) release(d, r);
     await swapCurrent(d, "2026-03-01-00-00-00");
-    const letGo = await holdRelease(d, "2026-01-01-00-00-00", "job000000001");
+    await holdRelease(d, "2026-01-01-00-00-00", "job000000001");
+    await holdRelease(d, "2026-01-01-00-00-00", "job000000001"); // marking again is harmless
     expect(await pruneReleases(d, { keep: 1, now: NOW })).toEqual(["2026-02-01-00-00-00"]);
     expect(existsSync(path.join(d, "2026-01-01-00-00-00"))).toBe(true);
-    await letGo();
+    await releaseHold(d, "2026-01-01-00-00-00", "job000000001");
     expect(await pruneReleases(d, { keep: 1, now: NOW })).toEqual(["2026-01-01-00-00-00"]);
 
     // A marker left by a job API that died no longer holds anything.
