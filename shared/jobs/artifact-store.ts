@@ -86,7 +86,11 @@ export class ArtifactStore {
   }
 
   async getText(jobId: string, name: string): Promise<string> {
-    return (await this.blob(jobId, name).downloadToBuffer()).toString("utf8");
+    // One GET: downloadToBuffer would first ask for the blob's size (a second round trip).
+    const body = (await this.blob(jobId, name).download(0)).readableStreamBody;
+    const chunks: Buffer[] = [];
+    if (body) for await (const chunk of body) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks).toString("utf8");
   }
 
   async uploadFile(jobId: string, name: string, path: string): Promise<number> {
