@@ -154,12 +154,19 @@ export class JobService {
         query_count: records.length,
         query_letters: records.reduce((n, r) => n + r.sequence.length, 0),
       });
-      await this.o.artifacts.putText(jobId, "query.fa", s.query_fasta);
-      await this.o.jobs.create(job);
-      // Its release must survive newer prepares while the job waits in the queue.
-      await this.o.catalog.hold(job.db_name, job.db_version, jobId).catch((error: unknown) => {
+      // Its release must survive newer prepares while the job waits in the queue (marked before
+      // the job exists, so the dispatcher's let-go at its end always comes after).
+      const held = this.o.catalog.hold(job.db_name, job.db_version, jobId).catch((error: unknown) => {
         this.o.logger.warn("could not mark the database release in use", { job_id: jobId, error });
       });
+      try {
+        await Promise.all([this.o.artifacts.putText(jobId, "query.fa", s.query_fasta), held]);
+        await this.o.jobs.create(job);
+      } catch (error) {
+        await held;
+        await this.o.catalog.release(job.db_name, job.db_version, jobId).catch(() => {});
+        throw error;
+      }
       this.o.dispatcher.wake();
       this.o.logger.info("job accepted", { job_id: jobId, program, db: job.db_name, queries: job.query_count, source: s.source });
       return { job, replayed: false, queuePosition: await this.queuePosition(job) };
