@@ -35,6 +35,8 @@ export interface DispatcherOptions {
 }
 
 const GIB = 1024 ** 3;
+/** Queries handed over by submits in this process, kept in memory up to this many bytes in all. */
+const HANDED_OVER_QUERY_BYTES = 32 * 1024 * 1024;
 /** Fast gzip: results are large text and are compressed once per job (level 6 costs ~4× the time). */
 const GZIP_LEVEL = 1;
 
@@ -78,6 +80,9 @@ export class JobDispatcher {
   private wakeAgain = false;
   private resumeOrphansNext = false;
   private stopped = false;
+  /** Query FASTA of jobs submitted through this process, so dispatching need not read it back. */
+  private readonly handedOver = new Map<string, string>();
+  private handedOverBytes = 0;
 
   constructor(private readonly o: DispatcherOptions) {}
 
@@ -109,6 +114,39 @@ export class JobDispatcher {
           this.wake();
         }
       });
+  }
+
+  /**
+   * A job was just stored by a submit in this process: keep its query (the stored copy stays the
+   * source of truth; a job dispatched elsewhere or after a restart reads that) and look for work.
+   */
+  submitted(jobId: string, queryFasta: string): void {
+    this.takeHandedOver(jobId);
+    if (queryFasta.length <= HANDED_OVER_QUERY_BYTES) {
+      // Oldest first out: a job another replica dispatched never comes to take its copy.
+      for (const oldest of this.handedOver.keys()) {
+        if (this.handedOverBytes + queryFasta.length <= HANDED_OVER_QUERY_BYTES) break;
+        this.takeHandedOver(oldest);
+      }
+      this.handedOver.set(jobId, queryFasta);
+      this.handedOverBytes += queryFasta.length;
+    }
+    this.wake();
+  }
+
+  /** The job's query: handed over by its submit, else read from storage. */
+  private async queryOf(jobId: string): Promise<string> {
+    const handed = this.takeHandedOver(jobId);
+    return handed ?? (await this.o.artifacts.getText(jobId, "query.fa"));
+  }
+
+  private takeHandedOver(jobId: string): string | undefined {
+    const fasta = this.handedOver.get(jobId);
+    if (fasta !== undefined) {
+      this.handedOver.delete(jobId);
+      this.handedOverBytes -= fasta.length;
+    }
+    return fasta;
   }
 
   get activeCount(): number {
@@ -161,6 +199,7 @@ export class JobDispatcher {
 
   /** Stops a job's shards (after the job was marked cancelled). */
   cancel(jobId: string): void {
+    this.takeHandedOver(jobId);
     this.running.get(jobId)?.controller.abort(new Error("job cancelled"));
   }
 
@@ -219,7 +258,7 @@ export class JobDispatcher {
     if (need > usable) throw new JobFailure(preflightMessage(initial.db_name, need, usable));
 
     // Dispatching: query batches on the scratch folder, the shard plan in the job.
-    const records = parseQueryFasta(await this.o.artifacts.getText(jobId, "query.fa"), queryMolecule(program));
+    const records = parseQueryFasta(await this.queryOf(jobId), queryMolecule(program));
     const batches = batchQueries(records, QUERY_BATCH_LETTERS[program]);
     const dir = path.join(this.o.workDir, jobId);
     // A resumed job's scratch outputs may be half-written by the process that died: start clean

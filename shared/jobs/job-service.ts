@@ -31,7 +31,7 @@ export interface JobServiceOptions {
   jobs: JobStore;
   artifacts: ArtifactStore;
   catalog: DatabaseCatalog;
-  dispatcher: Pick<JobDispatcher, "wake" | "cancel">;
+  dispatcher: Pick<JobDispatcher, "submitted" | "cancel">;
   logger: Logger;
   blastVersion: () => Promise<string>;
   /** Jobs waiting as `queued` beyond which submits get 429. */
@@ -135,7 +135,7 @@ export class JobService {
     }
 
     try {
-      await this.admit();
+      const queued = await this.admit();
       const job = newJobRecord({
         job_id: jobId,
         program,
@@ -167,9 +167,10 @@ export class JobService {
         await this.o.catalog.release(job.db_name, job.db_version, jobId).catch(() => {});
         throw error;
       }
-      this.o.dispatcher.wake();
+      this.o.dispatcher.submitted(jobId, s.query_fasta);
       this.o.logger.info("job accepted", { job_id: jobId, program, db: job.db_name, queries: job.query_count, source: s.source });
-      return { job, replayed: false, queuePosition: await this.queuePosition(job) };
+      // Its place among the jobs queued at admission: no second listing on the submit path.
+      return { job, replayed: false, queuePosition: 1 + queued.filter((j) => compareForDispatch(j, job) < 0).length };
     } catch (error) {
       if (s.idempotency_key) await this.o.jobs.releaseKey(s.idempotency_key, jobId);
       throw error;
@@ -200,12 +201,14 @@ export class JobService {
     throw new ConflictError("idempotency_key is being claimed concurrently; retry");
   }
 
-  private async admit(): Promise<void> {
-    let queued = 0;
-    for await (const _ of this.o.jobs.list(["queued"])) queued++;
-    if (queued >= this.o.maxQueuedJobs) {
-      throw new AdmissionRejectedError(`the queue is full (${queued} jobs waiting); retry later`, this.o.retryAfterSeconds);
+  /** Refuses a submit while the queue is full; returns the jobs queued now. */
+  private async admit(): Promise<JobRecord[]> {
+    const queued: JobRecord[] = [];
+    for await (const j of this.o.jobs.list(["queued"])) queued.push(j);
+    if (queued.length >= this.o.maxQueuedJobs) {
+      throw new AdmissionRejectedError(`the queue is full (${queued.length} jobs waiting); retry later`, this.o.retryAfterSeconds);
     }
+    return queued;
   }
 
   /** 1-based position among queued jobs in dispatch order; null once the job left the queue. */

@@ -68,6 +68,8 @@ describe("job API lifecycle: admission, priority, guards, pre-flight", () => {
     const low = await api.submit({ program: "blastn", db: DEMO_DB, query_fasta: demoQueries(1, 300, 30), priority: "low", execution_profile: "sharded" });
     const normal = await api.submit({ program: "blastn", db: DEMO_DB, query_fasta: demoQueries(1, 300, 31), priority: 50, execution_profile: "sharded" });
     const urgent = await api.submit({ program: "blastn", db: DEMO_DB, query_fasta: demoQueries(1, 300, 32), priority: "urgent", execution_profile: "sharded" });
+    // Each submit answers its place at that moment: higher priority goes ahead of the jobs waiting.
+    expect([low.queue_position, normal.queue_position, urgent.queue_position]).toEqual([1, 1, 1]);
     expect((await api.status(urgent.job_id)).queue_position).toBe(1);
     expect((await api.status(normal.job_id)).queue_position).toBe(2);
     expect((await api.status(low.job_id)).queue_position).toBe(3);
