@@ -259,6 +259,7 @@ export function createJobApiRoutes(d: JobApiDeps): Route[] {
               max_queued_jobs: d.config.maxQueuedJobs,
               request_body_bytes: d.config.bodyLimitBytes,
               shard_concurrency: d.config.shardConcurrency,
+              threads_per_shard: d.config.threadsPerShard,
             },
           },
           requestId,

@@ -17,7 +17,7 @@ const schema = z.object({
   JOBAPI_MAX_QUEUED_JOBS: int(1, 100_000).default(100),
   JOBAPI_RETRY_AFTER_SECONDS: int(1, 3600).default(30),
   JOBAPI_SHARD_CONCURRENCY: int(1, 512).default(os.availableParallelism()),
-  JOBAPI_THREADS_PER_SHARD: int(1, 64).default(1),
+  JOBAPI_THREADS_PER_SHARD: z.union([z.literal("auto"), int(1, 64)]).default("auto"),
   JOBAPI_SHARD_ATTEMPTS: int(1, 10).default(2),
   JOBAPI_NODE_MEMORY_BYTES: z.coerce.number().int().positive().default(os.totalmem()),
   JOBAPI_MEMORY_MARGIN_BYTES: z.coerce.number().int().min(0).default(2 * 1024 ** 3),
@@ -39,7 +39,8 @@ export interface JobApiConfig {
   readonly maxQueuedJobs: number;
   readonly retryAfterSeconds: number;
   readonly shardConcurrency: number;
-  readonly threadsPerShard: number;
+  /** `-num_threads` per shard, or "auto" (see shardThreads). */
+  readonly threadsPerShard: number | "auto";
   readonly shardAttempts: number;
   readonly nodeMemoryBytes: number;
   readonly memoryMarginBytes: number;

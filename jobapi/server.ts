@@ -41,6 +41,7 @@ async function main(): Promise<void> {
     nodeMemoryBytes: config.nodeMemoryBytes,
     memoryMarginBytes: config.memoryMarginBytes,
     threadsPerShard: config.threadsPerShard,
+    shardSlots: config.shardConcurrency,
     shardAttempts: config.shardAttempts,
   });
   const service = new JobService({

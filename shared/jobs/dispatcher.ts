@@ -10,7 +10,7 @@ import type { Logger } from "../logging/logger.js";
 import { createParallelGzip } from "../storage/parallel-gzip.js";
 import type { ArtifactStore } from "./artifact-store.js";
 import type { DatabaseCatalog, DatabaseEntry } from "./database-catalog.js";
-import { buildShardArgs, type ShardExecutor } from "./executor.js";
+import { buildShardArgs, type ShardExecutor, shardThreads } from "./executor.js";
 import type { JobStore } from "./job-store.js";
 import { ACTIVE_STATUSES, type JobRecord, type Shard, shardId } from "./model.js";
 
@@ -28,7 +28,10 @@ export interface DispatcherOptions {
   nodeMemoryBytes: number;
   /** Kept free on the node (ElasticBLAST: RAM − 2 GB ≥ bytes-to-cache). */
   memoryMarginBytes: number;
-  threadsPerShard: number;
+  /** `-num_threads` per shard, or "auto" (see {@link shardThreads}). */
+  threadsPerShard: number | "auto";
+  /** BLAST processes the executor runs at once. */
+  shardSlots: number;
   /** Attempts per shard before the job fails. */
   shardAttempts: number;
   pollIntervalMs?: number;
@@ -292,7 +295,8 @@ export class JobDispatcher {
     job = await this.advance(jobId, signal, (j) =>
       touch({ ...j, status: "running", shards: j.shards.map((s) => (toRun.has(s.id) ? { ...s, state: "running", attempts: s.attempts + 1 } : s)) }),
     );
-    const runs = job.shards.filter((s) => toRun.has(s.id)).map((shard) => this.runShard(job, db, shard, optionArgs, signal));
+    const threads = shardThreads(this.o.threadsPerShard, this.o.shardSlots, toRun.size);
+    const runs = job.shards.filter((s) => toRun.has(s.id)).map((shard) => this.runShard(job, db, shard, optionArgs, threads, signal));
     const runningAt = performance.now();
     const outcomes = await Promise.allSettled(runs);
     const blastedAt = performance.now();
@@ -399,12 +403,12 @@ export class JobDispatcher {
    * resolves when BLAST has written its output, with `stored`: the output being gzipped into Blob
    * storage and the shard marked succeeded.
    */
-  private async runShard(job: JobRecord, db: DatabaseEntry, shard: Shard, optionArgs: string[], signal: AbortSignal): Promise<ShardRun> {
+  private async runShard(job: JobRecord, db: DatabaseEntry, shard: Shard, optionArgs: string[], threads: number, signal: AbortSignal): Promise<ShardRun> {
     const dir = path.join(this.o.workDir, job.job_id);
     const xml = path.join(dir, "out", `${shard.id}.xml`);
     const partition = shard.partition < 0 ? undefined : db.manifest.partitions.find((p) => p.index === shard.partition);
     const dbPath = partition ? partition.path : db.manifest.path;
-    const args = buildShardArgs({ optionArgs, queryPath: path.join(dir, `b${shard.batch}.fa`), dbPath, outputPath: xml, threads: this.o.threadsPerShard });
+    const args = buildShardArgs({ optionArgs, queryPath: path.join(dir, `b${shard.batch}.fa`), dbPath, outputPath: xml, threads });
     let lastError = "";
     for (let attempt = shard.attempts; attempt <= this.o.shardAttempts; attempt++) {
       if (attempt > shard.attempts) await this.advance(job.job_id, signal, (j) => setShard(j, shard.id, { state: "running", attempts: attempt }));

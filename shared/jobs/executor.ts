@@ -20,6 +20,21 @@ export interface ShardExecutor {
   run(spec: ShardSpec, signal: AbortSignal): Promise<void>;
 }
 
+/**
+ * `-num_threads` for each of a job's `shards` when the executor runs up to `slots` BLAST processes
+ * at once (one per core locally): "auto" gives the job about two threads per core while its shards
+ * run side by side, and every core to a job of one shard. Partitions never take exactly equal time;
+ * with two threads per core, the shard still running after the others have finished keeps every core
+ * busy instead of one (static partitions otherwise leave cores idle while the last one finishes).
+ * A number is taken as it is.
+ */
+export function shardThreads(setting: number | "auto", slots: number, shards: number): number {
+  if (setting !== "auto") return setting;
+  const cores = Math.max(1, slots);
+  const side = Math.max(1, Math.min(shards, cores));
+  return Math.min(cores, Math.ceil((2 * cores) / side));
+}
+
 /** The BLAST command line of one shard. Results are always XML (`-outfmt 5`) so they merge exactly. */
 export function buildShardArgs(input: {
   optionArgs: readonly string[];

@@ -1,4 +1,5 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEMO_DB, demoQueries, jobApi, readApiToken } from "../support/jobapi-client.js";
@@ -8,6 +9,26 @@ const GIB = 1024 ** 3;
 
 /** A search slow enough to observe (tblastx translates both sides), split over both partitions. */
 const slowSearch = (skip: number) => ({ program: "tblastx", db: DEMO_DB, query_fasta: demoQueries(4, 1500, skip), execution_profile: "sharded" });
+
+/** Command lines of the running `program` processes under `pid` (the stack), from /proc. */
+function runningArgvs(pid: number, program: string): string[][] {
+  const read = (file: string) => {
+    try {
+      return readFileSync(file, "utf8");
+    } catch {
+      return "";
+    }
+  };
+  const out: string[][] = [];
+  const queue = [pid];
+  while (queue.length > 0) {
+    const p = queue.shift() as number;
+    if (read(`/proc/${p}/comm`).trim() === program) out.push(read(`/proc/${p}/cmdline`).split("\0").filter(Boolean));
+    const tasks = existsSync(`/proc/${p}/task`) ? readdirSync(`/proc/${p}/task`) : [];
+    for (const t of tasks) queue.push(...read(`/proc/${p}/task/${t}/children`).trim().split(/\s+/).filter(Boolean).map(Number));
+  }
+  return out;
+}
 
 function hitsByIteration(xml: string): string[][] {
   return xml.split("<Iteration>").slice(1).map((it) =>
@@ -59,6 +80,12 @@ describe("job API lifecycle: admission, priority, guards, pre-flight", () => {
       return s.status === "running" ? s : undefined;
     }, 20_000, 50);
     expect(running.queue_position).toBeNull();
+    // "auto" threads: a job of two shards gets two threads per core in all, each shard as many as the cores.
+    const argvs = await eventually(async () => {
+      const found = runningArgvs(stack.info.pid, "tblastx");
+      return found.length > 0 ? found : undefined;
+    }, 20_000, 20);
+    for (const argv of argvs) expect(argv[argv.indexOf("-num_threads") + 1]).toBe(String(os.availableParallelism()));
     expect((await api.get(`/v1/jobs/${blocker.job_id}/results?content=xml`)).status).toBe(404);
     expect((await api.get(`/v1/jobs/${blocker.job_id}/results?content=merged`)).status).toBe(404);
     const early = await api.get(`/api/v1/facade/jobs/${blocker.job_id}/files/merged-xml`);
