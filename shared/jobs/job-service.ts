@@ -230,12 +230,22 @@ export class JobService {
     render: (job: JobRecord) => Promise<T> | T,
     request: { ifNoneMatch: string | null; waitMs: number; signal?: AbortSignal; versionOf?: (body: T) => unknown },
   ) {
+    // A change written by this process comes with the record it wrote: rendered without a read.
+    let written: JobRecord | undefined;
     return longPoll({
-      render: async () => render(await this.get(jobId)),
+      render: async () => {
+        const job = written ?? (await this.get(jobId));
+        written = undefined;
+        return render(job);
+      },
       versionOf: request.versionOf,
       ifNoneMatch: request.ifNoneMatch,
       waitMs: request.waitMs,
-      subscribe: (listener) => this.o.jobs.onChange(jobId, listener),
+      subscribe: (listener) =>
+        this.o.jobs.onChange(jobId, (job) => {
+          written = job;
+          listener();
+        }),
       // Other replicas' writes and queue movement are not signalled here; re-read for them.
       recheckMs: STATUS_RECHECK_MS,
       signal: request.signal,

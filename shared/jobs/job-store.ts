@@ -75,14 +75,15 @@ export class JobStore {
   async create(job: JobRecord): Promise<void> {
     const created = await this.jobs.createEntity(this.entity(job));
     this.remember(job, created.etag);
-    this.changes.emit(job.job_id);
+    this.changes.emit(job.job_id, job);
   }
 
   /**
-   * Calls `listener` whenever this process writes the job; returns the unsubscribe. Writes by other
-   * processes are not seen here: a waiter re-reads on a timer too.
+   * Calls `listener` with the record whenever this process writes the job (undefined once it is
+   * deleted); returns the unsubscribe. Writes by other processes are not seen here: a waiter
+   * re-reads on a timer too.
    */
-  onChange(jobId: string, listener: () => void): () => void {
+  onChange(jobId: string, listener: (job: JobRecord | undefined) => void): () => void {
     this.changes.on(jobId, listener);
     return () => this.changes.off(jobId, listener);
   }
@@ -140,7 +141,7 @@ export class JobStore {
       try {
         const updated = await this.jobs.updateEntity(this.entity(next), "Replace", { etag: current.etag });
         this.remember(next, updated.etag);
-        this.changes.emit(jobId);
+        this.changes.emit(jobId, next);
         return next;
       } catch (error) {
         this.known.delete(jobId);

@@ -153,6 +153,19 @@ describe("job state: compare-and-swap updates from a remembered version", () => 
     const stored = await theirs.get(j.job_id);
     expect(stored?.shards.map((s) => [s.state, s.output_bytes])).toEqual(j.shards.map((_, i) => ["succeeded", i + 1]));
   });
+
+  it("tells a watcher of each write with the record written, and of a delete with undefined", async () => {
+    const j = job();
+    const seen: (JobRecord | undefined)[] = [];
+    const stop = mine.onChange(j.job_id, (record) => seen.push(record));
+    await mine.create(j);
+    await mine.update(j.job_id, (x) => ({ ...x, status: "dispatching" }));
+    await mine.update(j.job_id, (x) => ({ ...x, priority: 80 }));
+    await mine.delete(j.job_id);
+    stop();
+    await mine.create(j);
+    expect(seen.map((r) => r && [r.status, r.priority])).toEqual([["queued", j.priority], ["dispatching", j.priority], ["dispatching", 80], undefined]);
+  });
 });
 
 describe("streamed artifact uploads", () => {
