@@ -296,7 +296,8 @@ async function main(tmp) {
   // ---- (b) sharded vs blastn -num_threads 2 ---------------------------------------------------
   async function benchSharded() {
   log(`(b) /v1/jobs sharded (${PARTITIONS} partitions side by side) → completed, vs bare blastn -num_threads 2 (1 warm-up + ${RUNS} runs each)`);
-  const sharded = { ours: [], baseline: [], phases: [], shardBlast: [], foreign: [] };
+  const sharded = { ours: [], baseline: [], phases: [], shardBlast: [], foreign: [], bareParts: [] };
+  const partitionArgs = (part, threads) => [...BLAST_ARGS, "-query", queryPath, "-db", part.path, "-outfmt", "5", "-out", path.join(work, `part${part.index}.xml`), "-num_threads", String(threads)];
   const bareOut2 = path.join(work, "bare2.xml");
   let shardedJobId;
   for (let i = 0; i <= RUNS; i++) {
@@ -323,10 +324,17 @@ async function main(tmp) {
     const record = await readRecord(accepted.job_id);
     const p = phases({ t0, acceptedAt, record, blasts, shardsDoneAt: polled.shardsDoneAt, seenAt: polled.seenAt });
     const perShard = blasts.map((b) => round((b.endedAt - b.firstSeen) / 1000, 2));
+    // The same partition searches run bare side by side, with the job's threads: what partitioning
+    // itself costs BLAST here, apart from anything the job API adds.
+    const shardThreads = Number(blasts[0]?.argv[blasts[0].argv.indexOf("-num_threads") + 1]);
+    if (!Number.isInteger(shardThreads) || shardThreads < 1) throw new Error(`no -num_threads in the shard's BLAST command: ${blasts[0]?.argv.join(" ")}`);
+    const partsStarted = performance.now();
+    await Promise.all(manifest.partitions.map((part) => runBareBlast(partitionArgs(part, shardThreads), release)));
+    const bareParts = (performance.now() - partsStarted) / 1000;
     const foreignCores = foreign();
     log(
       `  ${i === 0 ? "warm-up" : `run ${i}`}: bare ${bare.toFixed(2)} s, sharded ${wall.toFixed(2)} s, shard blastn ${perShard.join(" / ")} s, ` +
-        `foreign load ${foreignCores.toFixed(2)} cores; phases ms ${JSON.stringify(p)}`,
+        `bare partitions ${bareParts.toFixed(2)} s, foreign load ${foreignCores.toFixed(2)} cores; phases ms ${JSON.stringify(p)}`,
     );
     shardedJobId = accepted.job_id;
     if (i === 0) continue;
@@ -335,6 +343,7 @@ async function main(tmp) {
     sharded.baseline.push(bare);
     sharded.phases.push(p);
     sharded.shardBlast.push(perShard);
+    sharded.bareParts.push(bareParts);
   }
   const shardedXml = path.join(work, "sharded.xml");
   await pipeline(await api.stream(`/v1/jobs/${shardedJobId}/results?content=xml`), createWriteStream(shardedXml));
@@ -350,6 +359,11 @@ async function main(tmp) {
     runs_foreign_load_cores: sharded.foreign,
     median_phases_ms: medianPhases(sharded.phases),
     shard_blast_s: sharded.shardBlast,
+    // Diagnostics: the job against the same partition searches run bare, and those against blastn.
+    bare_partitions_s: round(median(sharded.bareParts)),
+    runs_bare_partitions_s: sharded.bareParts.map((x) => round(x)),
+    ratio_vs_bare_partitions: round(median(sharded.ours) / median(sharded.bareParts)),
+    bare_partitions_vs_blastn: round(median(sharded.bareParts) / median(sharded.baseline)),
     partitions: manifest.partitions.map((p) => ({ index: p.index, letters: p.letters, sequences: p.sequences })),
     output_identical_to_bare: normalizeXml(readFileSync(shardedXml, "latin1")) === normalizeXml(readFileSync(bareOut2, "latin1")),
   };
@@ -564,7 +578,13 @@ function report(r) {
     ...cells.map(line),
     "",
     ...(r.facade ? [`(a) phases, median ms: ${JSON.stringify(r.facade.median_phases_ms)}`] : []),
-    ...(r.sharded ? [`(b) phases, median ms: ${JSON.stringify(r.sharded.median_phases_ms)}; shard blastn s: ${JSON.stringify(r.sharded.shard_blast_s)}`] : []),
+    ...(r.sharded
+      ? [
+          `(b) phases, median ms: ${JSON.stringify(r.sharded.median_phases_ms)}; shard blastn s: ${JSON.stringify(r.sharded.shard_blast_s)}`,
+          `(b) the same ${PARTITIONS} partition searches run bare side by side: ${r.sharded.bare_partitions_s.toFixed(2)} s, ${r.sharded.bare_partitions_vs_blastn}× blastn -num_threads 2 ` +
+            `(what partitioning costs BLAST on this machine); the sharded job is ${r.sharded.ratio_vs_bare_partitions}× those bare partition searches`,
+        ]
+      : []),
     `after-BLAST steps in-process, ms: ${JSON.stringify(r.after_blast_probe_ms)}; idle stack CPU: ${r.idle_stack_cpu_cores} cores`,
     `median of per-run ratios (each pair measured back to back): ${perMetric((m) => m.median_pair_ratio)}`,
     `overhead over the baseline, median ms (follows the result size, not the database size): ${perMetric((m) => m.overhead_ms ?? "-")}`,

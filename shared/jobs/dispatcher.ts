@@ -90,10 +90,28 @@ export class JobDispatcher {
   constructor(private readonly o: DispatcherOptions) {}
 
   async start(): Promise<void> {
+    await this.holdQueuedReleases();
     // The first pass and every periodic one also resume jobs left active by a previous process.
     this.timer = setInterval(() => this.wake({ resumeOrphans: true }), this.o.pollIntervalMs ?? 1000);
     this.timer.unref();
     this.wake({ resumeOrphans: true });
+  }
+
+  /**
+   * A queued job's database release is marked in use by the process that took its submit; after a
+   * restart that process is gone and its marks no longer count, so this one marks them again.
+   * (Active jobs are marked when they are resumed.) Best effort: storage may still be starting.
+   */
+  private async holdQueuedReleases(): Promise<void> {
+    try {
+      for await (const job of this.o.jobs.list(["queued"])) {
+        await this.o.catalog.hold(job.db_name, job.db_version, job.job_id).catch((error: unknown) => {
+          this.o.logger.warn("could not mark the database release in use", { job_id: job.job_id, error });
+        });
+      }
+    } catch (error) {
+      this.o.logger.warn("could not list queued jobs to mark their database releases in use", { error });
+    }
   }
 
   /** Looks for queued work now (called after a submit). */

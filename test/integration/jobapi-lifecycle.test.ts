@@ -164,13 +164,18 @@ function alive(pid: number): boolean {
 
 describe("job API restart: kill -9 mid-search", () => {
   it("reconciles the job after the job API is killed: finished shards are kept, the rest run again, the job completes", async () => {
-    const first = await startStack({ inMemory: false, env: { JOBAPI_SHARD_CONCURRENCY: "1" } });
+    const oneAtATime = { JOBAPI_SHARD_CONCURRENCY: "1", JOBAPI_MAX_ACTIVE_JOBS: "1" };
+    const first = await startStack({ inMemory: false, env: oneAtATime });
     const dataDir = first.dataDir;
     let second: TestStack | undefined;
     try {
       const api1 = jobApi(first, readApiToken(first));
       // Shards long enough that the second is mid-search, seconds from its end, at the kill.
       const { job_id } = await api1.submit({ ...slowSearch(50), query_fasta: demoQueries(12, 1500, 50) });
+      // A second job waits in the queue through the restart, its database release marked in use.
+      const queued = await api1.submit({ program: "blastn", db: DEMO_DB, query_fasta: demoQueries(1, 300, 70) });
+      const marker = path.join(dataDir, "jobapi", "databases", DEMO_DB, ".in-use", String(queued.db_version), queued.job_id);
+      const markerPid = () => (JSON.parse(readFileSync(marker, "utf8")) as { pid: number }).pid;
       // Wait until one shard is done and the other still runs.
       await eventually(async () => {
         const s = (await api1.status(job_id)) as { kubernetes: { summary: { succeeded: number } } };
@@ -186,15 +191,21 @@ describe("job API restart: kill -9 mid-search", () => {
       // (Its shard takes seconds more; without the signal it would outlive this wait.)
       await eventually(async () => (searches.every((pid) => !alive(pid)) ? true : undefined), 1_500, 50);
       await first.stop();
+      expect(alive(markerPid())).toBe(false);
 
-      second = await startStack({ dataDir, inMemory: false, env: { JOBAPI_SHARD_CONCURRENCY: "1" } });
+      second = await startStack({ dataDir, inMemory: false, env: oneAtATime });
       const api2 = jobApi(second, readApiToken(second));
+      // The restarted job API marks the queued job's release again, so pruning keeps it.
+      expect(((await api2.status(queued.job_id)) as { status: string }).status).toBe("queued");
+      expect(alive(markerPid())).toBe(true);
       const done = (await api2.finished(job_id, 90_000)) as { status: string; error: string; kubernetes: { summary: Record<string, number> } };
       expect(done.status).toBe("completed");
       expect(done.error).toBe("");
       expect(done.kubernetes.summary).toEqual({ total: 2, succeeded: 2, failed: 0, active: 0 });
       const xml = await (await api2.get(`/v1/jobs/${job_id}/results?content=xml`)).text();
       expect((xml.match(/<Iteration>/g) ?? []).length).toBe(12);
+      expect(((await api2.finished(queued.job_id, 60_000)) as { status: string }).status).toBe("completed");
+      expect(existsSync(marker)).toBe(false);
     } finally {
       await second?.stop();
       await first.stop();

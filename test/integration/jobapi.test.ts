@@ -76,7 +76,7 @@ describe("job API: authentication and public routes", () => {
   });
 
   it("B-177 B-178 B-179 answers config, cluster, databases and the job list", async () => {
-    expect(await (await api.get("/v1/config")).json()).toMatchObject({ executor: "local", blast_version: expect.stringMatching(/^2\.\d+\.\d+/) });
+    expect(await (await api.get("/v1/config")).json()).toMatchObject({ executor: "local", blast_version: expect.stringMatching(/^2\.\d+\.\d+/), limits: { threads_per_shard: "auto" } });
     expect(await (await api.get("/v1/cluster")).json()).toMatchObject({ executor: "local", nodes: [expect.objectContaining({ cpus: expect.any(Number) })] });
     const dbs = (await (await api.get("/v1/databases")).json()) as { databases: { name: string; partitions: number }[] };
     expect(dbs.databases).toContainEqual(expect.objectContaining({ name: DEMO_DB, partitions: 2 }));
