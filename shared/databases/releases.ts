@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rename, rm, rmdir, stat, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { RELEASE_NAME } from "./ncbi-source.js";
@@ -91,14 +91,26 @@ async function abandonedStaging(dir: string, now: number): Promise<boolean> {
  */
 export async function holdRelease(dbDir: string, release: string, holder: string): Promise<void> {
   const marker = markerPath(dbDir, release, holder);
-  await mkdir(path.dirname(marker), { recursive: true });
-  await writeFile(marker, JSON.stringify({ host: os.hostname(), pid: process.pid, since: new Date().toISOString() }));
+  const owner = JSON.stringify({ host: os.hostname(), pid: process.pid, since: new Date().toISOString() });
+  for (let attempt = 1; ; attempt++) {
+    await mkdir(path.dirname(marker), { recursive: true });
+    try {
+      await writeFile(marker, owner);
+      return;
+    } catch (error) {
+      // The last holder letting go may remove the emptied folder between mkdir and write: again.
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT" || attempt >= 3) throw error;
+    }
+  }
 }
 
+/** Lets go of `holder`'s mark; folders left empty are removed (others' marks keep theirs). */
 export async function releaseHold(dbDir: string, release: string, holder: string): Promise<void> {
   const marker = markerPath(dbDir, release, holder);
   await rm(marker, { force: true });
-  await rm(path.dirname(marker)).catch(() => {}); // only when empty; another holder may remain
+  // rmdir removes a folder only when it is empty.
+  await rmdir(path.dirname(marker)).catch(() => {});
+  await rmdir(path.join(dbDir, IN_USE)).catch(() => {});
 }
 
 function markerPath(dbDir: string, release: string, holder: string): string {

@@ -98,7 +98,13 @@ describe("database release folders", () => {
     await holdRelease(d, "2026-01-01-00-00-00", "job000000001"); // marking again is harmless
     expect(await pruneReleases(d, { keep: 1, now: NOW })).toEqual(["2026-02-01-00-00-00"]);
     expect(existsSync(path.join(d, "2026-01-01-00-00-00"))).toBe(true);
+    await holdRelease(d, "2026-01-01-00-00-00", "job000000003");
     await releaseHold(d, "2026-01-01-00-00-00", "job000000001");
+    // Another job still holds it: its mark and folder stay.
+    expect(await pruneReleases(d, { keep: 1, now: NOW })).toEqual([]);
+    await releaseHold(d, "2026-01-01-00-00-00", "job000000003");
+    // The last one to let go leaves no empty folders behind.
+    expect(existsSync(path.join(d, ".in-use"))).toBe(false);
     expect(await pruneReleases(d, { keep: 1, now: NOW })).toEqual(["2026-01-01-00-00-00"]);
 
     // A marker left by a job API that died no longer holds anything.
