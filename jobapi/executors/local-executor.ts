@@ -10,6 +10,7 @@ export function createLocalExecutor(options: { concurrency: number }): ShardExec
   const slots = createSemaphore(options.concurrency);
   return {
     name: "local",
+    oneNode: true,
     async run(spec, signal) {
       if (!(BLAST_PROGRAMS as readonly string[]).includes(spec.program)) throw new Error(`unknown program ${spec.program}`);
       const release = await slots.acquire(signal);

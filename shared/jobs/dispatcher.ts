@@ -10,7 +10,7 @@ import type { Logger } from "../logging/logger.js";
 import { createParallelGzip } from "../storage/parallel-gzip.js";
 import type { ArtifactStore } from "./artifact-store.js";
 import type { DatabaseCatalog, DatabaseEntry } from "./database-catalog.js";
-import { buildShardArgs, type ShardExecutor, shardThreads } from "./executor.js";
+import { buildShardArgs, createSemaphore, type ShardExecutor, shardThreads } from "./executor.js";
 import type { JobStore } from "./job-store.js";
 import { ACTIVE_STATUSES, type JobRecord, type Shard, shardId } from "./model.js";
 
@@ -313,8 +313,12 @@ export class JobDispatcher {
     job = await this.advance(jobId, signal, (j) =>
       touch({ ...j, status: "running", shards: j.shards.map((s) => (toRun.has(s.id) ? { ...s, state: "running", attempts: s.attempts + 1 } : s)) }),
     );
-    const threads = shardThreads(this.o.threadsPerShard, this.o.shardSlots, toRun.size);
-    const runs = job.shards.filter((s) => toRun.has(s.id)).map((shard) => this.runShard(job, db, shard, optionArgs, threads, signal));
+    // Partitions are distinct files: on one machine, those searched at once must fit its memory
+    // together (a job of query batches over one database shares its pages).
+    const sideBySide = sharded && this.o.executor.oneNode ? Math.max(1, Math.floor(usable / need)) : toRun.size;
+    const room = createSemaphore(sideBySide);
+    const threads = shardThreads(this.o.threadsPerShard, this.o.shardSlots, Math.min(toRun.size, sideBySide));
+    const runs = job.shards.filter((s) => toRun.has(s.id)).map((shard) => this.runShard(job, db, shard, optionArgs, threads, room, signal));
     const runningAt = performance.now();
     const outcomes = await Promise.allSettled(runs);
     const blastedAt = performance.now();
@@ -421,7 +425,15 @@ export class JobDispatcher {
    * resolves when BLAST has written its output, with `stored`: the output being gzipped into Blob
    * storage and the shard marked succeeded.
    */
-  private async runShard(job: JobRecord, db: DatabaseEntry, shard: Shard, optionArgs: string[], threads: number, signal: AbortSignal): Promise<ShardRun> {
+  private async runShard(
+    job: JobRecord,
+    db: DatabaseEntry,
+    shard: Shard,
+    optionArgs: string[],
+    threads: number,
+    room: ReturnType<typeof createSemaphore>,
+    signal: AbortSignal,
+  ): Promise<ShardRun> {
     const dir = path.join(this.o.workDir, job.job_id);
     const xml = path.join(dir, "out", `${shard.id}.xml`);
     const partition = shard.partition < 0 ? undefined : db.manifest.partitions.find((p) => p.index === shard.partition);
@@ -431,7 +443,12 @@ export class JobDispatcher {
     for (let attempt = shard.attempts; attempt <= this.o.shardAttempts; attempt++) {
       if (attempt > shard.attempts) await this.advance(job.job_id, signal, (j) => setShard(j, shard.id, { state: "running", attempts: attempt }));
       try {
-        await this.o.executor.run({ jobId: job.job_id, shardId: shard.id, program: job.program, args, outputPath: xml, cwd: db.root }, signal);
+        const release = await room.acquire(signal);
+        try {
+          await this.o.executor.run({ jobId: job.job_id, shardId: shard.id, program: job.program, args, outputPath: xml, cwd: db.root }, signal);
+        } finally {
+          release();
+        }
         const stored = this.storeShard(job.job_id, shard.id, xml, signal);
         // Awaited by the caller; this only keeps an early failure from being reported as unhandled.
         stored.catch(() => {});

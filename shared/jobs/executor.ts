@@ -17,6 +17,8 @@ export interface ShardSpec {
  */
 export interface ShardExecutor {
   readonly name: string;
+  /** Every shard runs on this one machine, so shards running at once share its memory. */
+  readonly oneNode: boolean;
   run(spec: ShardSpec, signal: AbortSignal): Promise<void>;
 }
 

@@ -75,12 +75,17 @@ describe("job API lifecycle: admission, priority, guards, pre-flight", () => {
 
   it("B-075 B-155 B-156 B-154 B-239 B-240 guards results while running, queues by priority and answers 429 when the queue is full", async () => {
     const blocker = await api.submit(slowSearch(20));
+    // This node has room for one partition at a time: the job's two never run side by side.
+    let mostAtOnce = 0;
+    const sampler = setInterval(() => {
+      mostAtOnce = Math.max(mostAtOnce, runningArgvs(stack.info.pid, "tblastx").length);
+    }, 10);
     const running = await eventually(async () => {
       const s = await api.status(blocker.job_id);
       return s.status === "running" ? s : undefined;
     }, 20_000, 50);
     expect(running.queue_position).toBeNull();
-    // "auto" threads: a job of two shards gets two threads per core in all, each shard as many as the cores.
+    // "auto" threads: a shard running alone gets every core.
     const argvs = await eventually(async () => {
       const found = runningArgvs(stack.info.pid, "tblastx");
       return found.length > 0 ? found : undefined;
@@ -113,6 +118,8 @@ describe("job API lifecycle: admission, priority, guards, pre-flight", () => {
 
     const finished = await Promise.all([blocker, urgent, normal, low].map((j) => api.finished(j.job_id, 90_000)));
     expect(finished.map((s) => s.status)).toEqual(["completed", "completed", "completed", "completed"]);
+    clearInterval(sampler);
+    expect(mostAtOnce).toBe(1);
     for (const j of [blocker, urgent, normal, low]) expect(held(j)).toBe(false);
     const jobs = (await (await api.get("/v1/jobs?limit=500")).json()) as { jobs: { job_id: string; updated_at: string }[] };
     const order = [urgent, normal, low].map((j) => jobs.jobs.find((x) => x.job_id === j.job_id)?.updated_at ?? "");
