@@ -9,7 +9,7 @@
 //       blob with @azure/storage-blob and gunzipping it here; plus the job API's RSS growth
 //
 // A MISS is reported, not fatal: the process exits 0 unless the benchmark itself breaks.
-// BENCH_RUNS (default 5) sets the measured runs per metric; BENCH_XML_MB (default 1024) the size
+// BENCH_RUNS (default 7) sets the measured runs per metric; BENCH_XML_MB (default 1024) the size
 // of the streamed result; BENCH_ONLY (default "a,b,c") the metrics to run; BENCH_STACK_LOG a file
 // to keep the local stack's log in.
 import { spawn } from "node:child_process";
@@ -38,7 +38,7 @@ import {
   watchBlastProcesses,
 } from "./stack.mjs";
 
-const RUNS = Math.max(1, Number(process.env.BENCH_RUNS ?? 5));
+const RUNS = Math.max(1, Number(process.env.BENCH_RUNS ?? 7));
 const ONLY = new Set((process.env.BENCH_ONLY ?? "a,b,c").split(",").map((x) => x.trim()));
 const XML_TARGET_BYTES = Number(process.env.BENCH_XML_MB ?? 1024) * 1024 * 1024;
 /**
