@@ -234,9 +234,9 @@ export class JobService {
     let written: JobRecord | undefined;
     return longPoll({
       render: async () => {
-        const job = written ?? (await this.get(jobId));
+        const hint = written;
         written = undefined;
-        return render(job);
+        return render(hint ?? (await this.get(jobId)));
       },
       versionOf: request.versionOf,
       ifNoneMatch: request.ifNoneMatch,
