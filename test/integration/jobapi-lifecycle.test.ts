@@ -75,7 +75,7 @@ describe("job API lifecycle: admission, priority, guards, pre-flight", () => {
 
   it("B-075 B-155 B-156 B-154 B-239 B-240 guards results while running, queues by priority and answers 429 when the queue is full", async () => {
     const blocker = await api.submit(slowSearch(20));
-    // This node has room for one partition at a time: the job's two never run side by side.
+    // On one machine a sharded job searches its partitions one at a time: they never run side by side.
     let mostAtOnce = 0;
     const sampler = setInterval(() => {
       mostAtOnce = Math.max(mostAtOnce, runningArgvs(stack.info.pid, "tblastx").length);
