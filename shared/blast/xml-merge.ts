@@ -503,6 +503,17 @@ export interface MergeBlastXmlOptions {
 }
 
 /**
+ * A BLAST XML header (as {@link BlastXmlHeader.raw}, binary string) with `BlastOutput_db` set to
+ * `database` (escaped; e.g. the database's name instead of the path BLAST was given), or unchanged
+ * without one.
+ */
+export function namedDatabaseHeader(header: string, database: string | undefined): string {
+  if (database === undefined) return header;
+  const paramAt = header.indexOf("<BlastOutput_param>");
+  return replaceLeaf(header, "BlastOutput_db", escapeXml(database), paramAt < 0 ? header.length : paramAt);
+}
+
+/**
  * Merges sharded BLAST XML results into one document identical to what an unsharded search
  * writes.
  *
@@ -560,8 +571,7 @@ export async function mergeBlastXml(opts: MergeBlastXmlOptions): Promise<{ queri
     headerWritten = true;
     const paramAt = header.indexOf("<BlastOutput_param>");
     const limit = paramAt < 0 ? header.length : paramAt;
-    let text = header;
-    if (opts.database !== undefined) text = replaceLeaf(text, "BlastOutput_db", escapeXml(opts.database), limit);
+    let text = namedDatabaseHeader(header, opts.database);
     if (firstQuery) {
       if (QUERY_ID.test(firstQuery.queryId)) text = replaceLeaf(text, "BlastOutput_query-ID", "Query_1", limit);
       text = replaceLeaf(text, "BlastOutput_query-def", firstQuery.queryDef, limit);

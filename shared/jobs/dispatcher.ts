@@ -1,11 +1,14 @@
+import { once } from "node:events";
 import { createReadStream } from "node:fs";
 import { mkdir, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { Transform } from "node:stream";
+import { PassThrough, Transform } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { gzipSync } from "node:zlib";
 import { batchQueries, parseQueryFasta, toFasta } from "../blast/fasta.js";
 import { type BlastOptions, toBlastArgs } from "../blast/options.js";
 import { type BlastProgram, QUERY_BATCH_LETTERS, queryMolecule } from "../blast/programs.js";
-import { mergeBlastXml } from "../blast/xml-merge.js";
+import { BlastXmlError, mergeBlastXml, namedDatabaseHeader, readIterations } from "../blast/xml-merge.js";
 import type { Logger } from "../logging/logger.js";
 import { createParallelGzip } from "../storage/parallel-gzip.js";
 import type { ArtifactStore } from "./artifact-store.js";
@@ -321,7 +324,11 @@ export class JobDispatcher {
     const sideBySide = sharded && this.o.executor.oneNode ? 1 : toRun.size;
     const room = createSemaphore(sideBySide);
     const threads = shardThreads(this.o.threadsPerShard, this.o.shardSlots, Math.min(toRun.size, sideBySide));
-    const runs = job.shards.filter((s) => toRun.has(s.id)).map((shard) => this.runShard(job, db, shard, optionArgs, threads, room, signal));
+    // A job of one shard run here publishes both files from one compression (publishSingleShard).
+    const only = job.shards.length === 1 && toRun.size === 1 ? job.shards[0] : undefined;
+    const runs = job.shards
+      .filter((s) => toRun.has(s.id))
+      .map((shard) => this.runShard(job, db, shard, optionArgs, threads, room, { store: only === undefined }, signal));
     const runningAt = performance.now();
     const outcomes = await Promise.allSettled(runs);
     const blastedAt = performance.now();
@@ -339,6 +346,21 @@ export class JobDispatcher {
     }
     const ms = (from: number) => Math.round(performance.now() - from);
     const timings: Record<string, number> = { shards_ms: Math.round(blastedAt - runningAt) };
+    if (only) {
+      const published = await this.publishSingleShard(job, only, path.join(dir, "out", `${only.id}.xml`), signal);
+      await this.advance(jobId, signal, (j) =>
+        touch({
+          ...setShard(j, only.id, { state: "succeeded", output_bytes: published.shardBytes }),
+          status: "completed",
+          merged_bytes: published.mergedBytes,
+          merged_xml_bytes: published.xmlBytes,
+          completed_at: now(),
+        }),
+      );
+      timings.after_shards_ms = ms(blastedAt);
+      this.o.logger.info("job completed", { job_id: jobId, shards: 1, ...timings });
+      return;
+    }
     const [merged, ...stored] = await Promise.allSettled([
       this.mergeAndPublish(job, db, dir, signal).finally(() => {
         timings.merge_ms = ms(blastedAt);
@@ -406,8 +428,7 @@ export class JobDispatcher {
       );
       // The upload's failure is the cause when it ended the merge; else the merge itself failed.
       if (uploadError !== undefined && uploadError !== error) throw this.storageFailure(job.job_id, "the merged result", uploadError);
-      this.o.logger.error("merge failed", { job_id: job.job_id, error });
-      throw new JobFailure("merging the shard outputs failed: a shard's output is not valid BLAST XML, or the shards disagree");
+      throw this.invalidOutput(job.job_id, error);
     }
     try {
       return { mergedBytes: await uploaded, xmlBytes };
@@ -415,6 +436,70 @@ export class JobDispatcher {
       if (signal.aborted) throw signal.reason;
       throw this.storageFailure(job.job_id, "the merged result", error);
     }
+  }
+
+  /**
+   * Publishes a job of one shard: its merged document is BLAST's own output with the database
+   * named instead of the path BLAST was given (what the merge writes for one shard, byte for byte),
+   * so the body is gzipped once and stored twice, under BLAST's header as the shard output and under
+   * the merged header as `merged_results.out.gz` (each header its own gzip member). The output is
+   * still read through the BLAST XML reader meanwhile, so a truncated or malformed one fails the job
+   * as the merge would.
+   */
+  private async publishSingleShard(job: JobRecord, shard: Shard, xml: string, signal: AbortSignal): Promise<MergedResult & { shardBytes: number }> {
+    const events = readIterations(xml);
+    let header: string;
+    try {
+      const first = await events.next();
+      if (first.done || first.value.type !== "header") throw new BlastXmlError("no BLAST XML header");
+      header = first.value.header.raw;
+    } catch (error) {
+      await events.return(undefined);
+      throw this.invalidOutput(job.job_id, error);
+    }
+    // An output that turns out invalid stops the uploads too.
+    const stop = new AbortController();
+    const onAbort = () => stop.abort(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    const validated = (async () => {
+      for await (const _ of events) stop.signal.throwIfAborted();
+    })();
+    validated.catch((error: unknown) => stop.abort(error));
+    const mergedHeader = namedDatabaseHeader(header, job.db_name);
+    const shardCopy = new PassThrough({ highWaterMark: 1024 * 1024 });
+    const mergedCopy = new PassThrough({ highWaterMark: 1024 * 1024 });
+    shardCopy.write(gzipSync(Buffer.from(header, "latin1"), { level: GZIP_LEVEL }));
+    mergedCopy.write(gzipSync(Buffer.from(mergedHeader, "latin1"), { level: GZIP_LEVEL }));
+    // The body after the header, in BLAST's bytes (the header string holds one character per byte).
+    const body = pipeline(createReadStream(xml, { start: header.length, highWaterMark: 1024 * 1024 }), createParallelGzip({ level: GZIP_LEVEL }), async (members) => {
+      for await (const member of members as AsyncIterable<Buffer>) await writeEach([shardCopy, mergedCopy], member, stop.signal);
+      // Neither blob is committed before the document proved valid (an upload commits at its end).
+      await validated;
+      shardCopy.end();
+      mergedCopy.end();
+    });
+    body.catch((error: unknown) => {
+      shardCopy.destroy(error as Error);
+      mergedCopy.destroy(error as Error);
+    });
+    const uploads = [
+      this.o.artifacts.uploadStream(job.job_id, shardArtifact(shard.id), shardCopy, { signal: stop.signal }),
+      this.o.artifacts.uploadStream(job.job_id, MERGED_ARTIFACT, mergedCopy, { signal: stop.signal }),
+    ];
+    const [read, compressed, ...stored] = await Promise.allSettled([validated, body, ...uploads]);
+    signal.removeEventListener("abort", onAbort);
+    if (signal.aborted) throw signal.reason;
+    if (read.status === "rejected") throw this.invalidOutput(job.job_id, read.reason);
+    const failed = [compressed, ...stored].find((o): o is PromiseRejectedResult => o.status === "rejected");
+    if (failed) throw this.storageFailure(job.job_id, "the merged result", failed.reason);
+    const [shardBytes, mergedBytes] = stored.map((o) => (o as PromiseFulfilledResult<number>).value) as [number, number];
+    const { size } = await stat(xml);
+    return { shardBytes, mergedBytes, xmlBytes: mergedHeader.length + size - header.length };
+  }
+
+  private invalidOutput(jobId: string, error: unknown): JobFailure {
+    this.o.logger.error("merge failed", { job_id: jobId, error });
+    return new JobFailure("merging the shard outputs failed: a shard's output is not valid BLAST XML, or the shards disagree");
   }
 
   /** A storage write that failed; the details (which may name storage endpoints) go to the log only. */
@@ -435,6 +520,7 @@ export class JobDispatcher {
     optionArgs: string[],
     threads: number,
     room: ReturnType<typeof createSemaphore>,
+    options: { store: boolean },
     signal: AbortSignal,
   ): Promise<ShardRun> {
     const dir = path.join(this.o.workDir, job.job_id);
@@ -452,7 +538,8 @@ export class JobDispatcher {
         } finally {
           release();
         }
-        const stored = this.storeShard(job.job_id, shard.id, xml, signal);
+        // Unless the caller publishes the output itself (a job of one shard).
+        const stored = options.store ? this.storeShard(job.job_id, shard.id, xml, signal) : Promise.resolve();
         // Awaited by the caller; this only keeps an early failure from being reported as unhandled.
         stored.catch(() => {});
         return { stored };
@@ -475,6 +562,28 @@ export class JobDispatcher {
       throw this.storageFailure(jobId, `the output of shard ${shardId}`, error);
     }
     await this.advance(jobId, signal, (j) => setShard(j, shardId, { state: "succeeded", output_bytes: bytes }));
+  }
+}
+
+/** Writes `chunk` to each stream, waiting while one is full; fails once one has closed early. */
+async function writeEach(streams: PassThrough[], chunk: Buffer, signal: AbortSignal): Promise<void> {
+  for (const stream of streams) {
+    if (stream.destroyed) throw new Error("a result upload ended before its input did");
+    if (stream.write(chunk)) continue;
+    const waiting = new AbortController();
+    const stop = () => waiting.abort(signal.reason);
+    signal.addEventListener("abort", stop, { once: true });
+    try {
+      await Promise.race([
+        once(stream, "drain", { signal: waiting.signal }),
+        once(stream, "close", { signal: waiting.signal }).then(() => {
+          throw new Error("a result upload ended before its input did");
+        }),
+      ]);
+    } finally {
+      waiting.abort();
+      signal.removeEventListener("abort", stop);
+    }
   }
 }
 

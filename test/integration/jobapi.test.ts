@@ -1,10 +1,13 @@
 import { execFile } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
+import { Writable } from "node:stream";
 import { promisify } from "node:util";
 import { gunzipSync } from "node:zlib";
 import { XMLValidator } from "fast-xml-parser";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { mergeBlastXml } from "../../shared/blast/xml-merge.js";
 import { DEMO_DB, demoQueries, jobApi, readApiToken, unzip } from "../support/jobapi-client.js";
 import { eventually, ROOT, startStack, type TestStack } from "../support/local-stack.js";
 
@@ -134,6 +137,30 @@ describe("job API: submit, status and results", () => {
     expect([...merged.keys()]).toEqual(["merged_results.out.gz"]);
     const xml = gunzipSync(merged.get("merged_results.out.gz") as Buffer).toString();
     expect(xml).toBe(await (await api.get(`/v1/jobs/${completedJobId}/results?content=xml`)).text());
+  });
+
+  it("publishes a one-shard job's merged XML exactly as the merge writes it from the stored shard output", async () => {
+    const full = await unzip(Buffer.from(await (await api.get(`/v1/jobs/${completedJobId}/results?content=full`)).arrayBuffer()));
+    const dir = mkdtempSync(path.join(os.tmpdir(), "blastplane-merge-"));
+    try {
+      const shard = path.join(dir, "b0.xml");
+      writeFileSync(shard, gunzipSync(full.get("b0.out.gz") as Buffer));
+      const chunks: Buffer[] = [];
+      const sink = new Writable({
+        write(chunk: Buffer, _encoding, callback) {
+          chunks.push(chunk);
+          callback();
+        },
+      });
+      await mergeBlastXml({ shards: [{ batchIndex: 0, partitionIndex: 0, path: shard }], maxTargetSeqs: 20, database: DEMO_DB, output: sink });
+      const published = Buffer.from(await (await api.get(`/v1/jobs/${completedJobId}/results?content=xml`)).arrayBuffer());
+      expect(published.equals(Buffer.concat(chunks))).toBe(true);
+      // The shard output is BLAST's own, naming the database path it was given; the merged one names the database.
+      expect(readFileSync(shard, "latin1")).toMatch(/<BlastOutput_db>full\/[^<]+<\/BlastOutput_db>/);
+      expect(published.toString("latin1")).toContain(`<BlastOutput_db>${DEMO_DB}</BlastOutput_db>`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("renders tabular (outfmt 6) rows from the merged XML", async () => {
