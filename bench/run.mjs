@@ -8,6 +8,8 @@
 //   (c) GET /v1/jobs/{id}/results?content=xml of a ~1 GB merged result, vs downloading the same
 //       blob with @azure/storage-blob and gunzipping it here; plus the job API's RSS growth
 //
+// Each run measures ours and its baseline back to back; which goes first alternates from run to
+// run, so a drift in the machine's speed (it moves by ±20% within minutes here) favours neither.
 // A MISS is reported, not fatal: the process exits 0 unless the benchmark itself breaks.
 // BENCH_RUNS (default 7) sets the measured runs per metric; BENCH_XML_MB (default 1024) the size
 // of the streamed result; BENCH_ONLY (default "a,b,c") the metrics to run; BENCH_STACK_LOG a file
@@ -238,9 +240,7 @@ async function main(tmp) {
   async function benchFacade() {
   log(`(a) facade submit → success → merged XML, vs bare blastn with the job's -num_threads (1 warm-up + ${RUNS} runs each)`);
   const facade = { ours: [], baseline: [], phases: [], foreign: [], blastArgv: undefined };
-  for (let i = 0; i <= RUNS; i++) {
-    const foreign = foreignLoadMeter();
-    // The job first: the baseline then runs with the thread count the job's BLAST process had.
+  const runFacadeJob = async () => {
     const watcher = watchBlastProcesses(jobApiPid);
     const t0 = Date.now();
     const started = performance.now();
@@ -256,12 +256,26 @@ async function main(tmp) {
     const doneAt = Date.now();
     const blasts = watcher.stop();
     const record = await readRecord(accepted.job_id);
-    const p = phases({ t0, acceptedAt, record, blasts, shardsDoneAt: polled.shardsDoneAt, seenAt: polled.seenAt, doneAt });
     facade.blastArgv ??= blasts[0]?.argv;
     const jobThreads = Number(facade.blastArgv?.[facade.blastArgv.indexOf("-num_threads") + 1]);
     if (!Number.isInteger(jobThreads) || jobThreads < 1) throw new Error(`no -num_threads in the job's BLAST command: ${facade.blastArgv?.join(" ")}`);
     facade.threads = jobThreads;
-    const bare = await runBareBlast(bareArgs(jobThreads, bareOut1), release);
+    return { wall, polled, p: phases({ t0, acceptedAt, record, blasts, shardsDoneAt: polled.shardsDoneAt, seenAt: polled.seenAt, doneAt }) };
+  };
+  for (let i = 0; i <= RUNS; i++) {
+    const foreign = foreignLoadMeter();
+    // The baseline runs with the thread count the job's BLAST process had (known after the warm-up
+    // job). Which side runs first alternates, so a drift in the machine's speed favours neither.
+    let bare;
+    let job;
+    if (i % 2 === 1) {
+      bare = await runBareBlast(bareArgs(facade.threads, bareOut1), release);
+      job = await runFacadeJob();
+    } else {
+      job = await runFacadeJob();
+      bare = await runBareBlast(bareArgs(facade.threads, bareOut1), release);
+    }
+    const { wall, polled, p } = job;
     const foreignCores = foreign();
     log(
       `  ${i === 0 ? "warm-up" : `run ${i}`}: bare ${bare.toFixed(2)} s, facade ${wall.toFixed(2)} s (${polled.polls} polls), ` +
@@ -300,9 +314,11 @@ async function main(tmp) {
   const partitionArgs = (part, threads) => [...BLAST_ARGS, "-query", queryPath, "-db", part.path, "-outfmt", "5", "-out", path.join(work, `part${part.index}.xml`), "-num_threads", String(threads)];
   const bareOut2 = path.join(work, "bare2.xml");
   let shardedJobId;
-  for (let i = 0; i <= RUNS; i++) {
-    const foreign = foreignLoadMeter();
-    const bare = await runBareBlast(bareArgs(2, bareOut2), release);
+  // The job's partitions as it ran them (side by side, or one after another) and its threads,
+  // learnt from its BLAST processes; the bare partition searches repeat that arrangement.
+  let shardThreads;
+  let oneAfterAnother = false;
+  const runShardedJob = async () => {
     const watcher = watchBlastProcesses(jobApiPid);
     const t0 = Date.now();
     const started = performance.now();
@@ -322,24 +338,47 @@ async function main(tmp) {
     const wall = (performance.now() - started) / 1000;
     const blasts = watcher.stop();
     const record = await readRecord(accepted.job_id);
-    const p = phases({ t0, acceptedAt, record, blasts, shardsDoneAt: polled.shardsDoneAt, seenAt: polled.seenAt });
-    const perShard = blasts.map((b) => round((b.endedAt - b.firstSeen) / 1000, 2));
-    // The same partition searches run bare as the job ran them (side by side, or one after another),
-    // with its threads: what partitioning itself costs BLAST here, apart from what the job API adds.
-    const shardThreads = Number(blasts[0]?.argv[blasts[0].argv.indexOf("-num_threads") + 1]);
+    shardThreads = Number(blasts[0]?.argv[blasts[0].argv.indexOf("-num_threads") + 1]);
     if (!Number.isInteger(shardThreads) || shardThreads < 1) throw new Error(`no -num_threads in the shard's BLAST command: ${blasts[0]?.argv.join(" ")}`);
-    const oneAfterAnother = blasts.length > 1 && blasts.slice(1).every((b, k) => b.firstSeen >= (blasts[k]?.endedAt ?? Infinity));
+    oneAfterAnother = blasts.length > 1 && blasts.slice(1).every((b, k) => b.firstSeen >= (blasts[k]?.endedAt ?? Infinity));
+    sharded.arrangement = oneAfterAnother ? "one after another" : "side by side";
+    return {
+      jobId: accepted.job_id,
+      wall,
+      perShard: blasts.map((b) => round((b.endedAt - b.firstSeen) / 1000, 2)),
+      p: phases({ t0, acceptedAt, record, blasts, shardsDoneAt: polled.shardsDoneAt, seenAt: polled.seenAt }),
+    };
+  };
+  // The same partition searches run bare: what partitioning itself costs BLAST here, apart from
+  // what the job API adds.
+  const runBarePartitions = async () => {
     const partsStarted = performance.now();
     if (oneAfterAnother) for (const part of manifest.partitions) await runBareBlast(partitionArgs(part, shardThreads), release);
     else await Promise.all(manifest.partitions.map((part) => runBareBlast(partitionArgs(part, shardThreads), release)));
-    const bareParts = (performance.now() - partsStarted) / 1000;
-    sharded.arrangement = oneAfterAnother ? "one after another" : "side by side";
+    return (performance.now() - partsStarted) / 1000;
+  };
+  for (let i = 0; i <= RUNS; i++) {
+    const foreign = foreignLoadMeter();
+    // Which side runs first alternates (after the warm-up, which teaches the job's arrangement).
+    let bare;
+    let job;
+    let bareParts;
+    if (i % 2 === 1) {
+      bareParts = await runBarePartitions();
+      job = await runShardedJob();
+      bare = await runBareBlast(bareArgs(2, bareOut2), release);
+    } else {
+      bare = await runBareBlast(bareArgs(2, bareOut2), release);
+      job = await runShardedJob();
+      bareParts = await runBarePartitions();
+    }
+    const { wall, perShard, p } = job;
     const foreignCores = foreign();
     log(
       `  ${i === 0 ? "warm-up" : `run ${i}`}: bare ${bare.toFixed(2)} s, sharded ${wall.toFixed(2)} s, shard blastn ${perShard.join(" / ")} s, ` +
         `bare partitions ${bareParts.toFixed(2)} s, foreign load ${foreignCores.toFixed(2)} cores; phases ms ${JSON.stringify(p)}`,
     );
-    shardedJobId = accepted.job_id;
+    shardedJobId = job.jobId;
     if (i === 0) continue;
     sharded.foreign.push(round(foreignCores, 2));
     sharded.ours.push(wall);
