@@ -115,8 +115,8 @@ interface Draft {
   readonly index: number;
   readonly id: string;
   readonly description: string;
-  /** How the record is named in messages, e.g. `record 2 ('>seq2 kinase')`. */
-  readonly label: string;
+  /** How the record is named in messages, e.g. `record 2 ('>seq2 kinase')`; built only for a message. */
+  readonly label: () => string;
   readonly parts: string[];
   letters: number;
   /** Set once the record has an issue; its remaining lines are skipped. */
@@ -180,7 +180,7 @@ export function parseQueryFasta(
   };
   const recordIssue = (draft: Draft, msg: string, type: string): void => {
     draft.failed = true;
-    report({ loc: [...root, draft.index], msg: `${draft.label} ${msg}`, type });
+    report({ loc: [...root, draft.index], msg: `${draft.label()} ${msg}`, type });
   };
 
   // Text before any header is gathered as an implicit bare query; whether it is one (no header
@@ -189,7 +189,7 @@ export function parseQueryFasta(
     index: 0,
     id: BARE_QUERY_ID,
     description: "",
-    label: `record 1 (no header, taken as '${BARE_QUERY_ID}')`,
+    label: () => `record 1 (no header, taken as '${BARE_QUERY_ID}')`,
     parts: [],
     letters: 0,
     failed: false,
@@ -235,11 +235,12 @@ export function parseQueryFasta(
     let idEnd = 0;
     while (idEnd < header.length && header.charCodeAt(idEnd) !== 32 && header.charCodeAt(idEnd) !== 9) idEnd++;
     const id = header.slice(0, idEnd);
+    const number = recordCount;
     current = {
       index,
       id,
       description: header.slice(idEnd).trim(),
-      label: `record ${formatCount(recordCount)} (${quoteHeader(header)})`,
+      label: () => `record ${formatCount(number)} (${quoteHeader(header)})`,
       parts: [],
       letters: 0,
       failed: false,
@@ -274,7 +275,7 @@ export function parseQueryFasta(
       return;
     }
     current.failed = true;
-    deferredBareIssue = { loc: [...root, 0], msg: `${current.label} ${msg}`, type };
+    deferredBareIssue = { loc: [...root, 0], msg: `${current.label()} ${msg}`, type };
   };
 
   const addSequenceLine = (lineStart: number, lineEnd: number, lineNo: number): void => {
