@@ -230,7 +230,7 @@ describe("job API: submit, status and results", () => {
     expect(all.jobs.filter((j) => ids.has(j.job_id))).toHaveLength(1);
   });
 
-  it("B-091 B-092 B-143 B-149 B-098 B-182 runs the facade: submit, success, stable file ids, download", async () => {
+  it("B-091 B-092 B-143 B-149 B-098 B-182 B-235 runs the facade: submit, success, stable file ids, download; an unknown file id is 404", async () => {
     const res = await api.post("/api/v1/facade/submit", {
       program: "blastn",
       db: DEMO_DB,
@@ -376,7 +376,7 @@ describe("job API: databases, conflicts and dependency failures", () => {
     await api.del(`/v1/jobs/${job_id}`);
   });
 
-  it("B-243 B-241 reports 503 on /v1/ready and for work needing storage once storage is unreachable", async () => {
+  it("B-243 B-241 B-230 reports 503 on /v1/ready and, with a focused message, for work needing storage once storage is unreachable", async () => {
     const children = readFileSync(`/proc/${stack.info.pid}/task/${stack.info.pid}/children`, "utf8").trim().split(/\s+/).map(Number);
     const azurite = children.find((pid) => cmdline(pid).includes("azurite"));
     expect(azurite).toBeDefined();
@@ -386,7 +386,9 @@ describe("job API: databases, conflicts and dependency failures", () => {
     expect(await ready.json()).toMatchObject({ detail: expect.stringContaining("storage"), checks: { storage: "unavailable" } });
     const status = await api.get(`/v1/jobs/${completedJobId}/status`);
     expect(status.status).toBe(503);
-    expect(await status.json()).toMatchObject({ detail: expect.any(String), request_id: expect.any(String) });
+    expect(status.headers.get("retry-after")).toBe("5");
+    // A handled failure gets a focused message, not the catch-all text.
+    expect(await status.json()).toEqual({ detail: "a dependency (storage or the job API) is unreachable; retry shortly", request_id: expect.any(String) });
   });
 });
 
