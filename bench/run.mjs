@@ -94,6 +94,11 @@ const median = (xs) => {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 };
 const MB = 1e6;
+/** The smallest and largest per-run ratio: how far one pair can stray on this machine. */
+const pairRange = (ours, baseline) => {
+  const ratios = ours.map((x, i) => x / baseline[i]);
+  return [round(Math.min(...ratios)), round(Math.max(...ratios))];
+};
 const round = (x, digits = 3) => (x === undefined || Number.isNaN(x) ? null : Number(x.toFixed(digits)));
 const log = (message) => process.stdout.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
 
@@ -294,6 +299,7 @@ async function main(tmp) {
     ratio: round(median(facade.ours) / median(facade.baseline)),
     overhead_ms: Math.round((median(facade.ours) - median(facade.baseline)) * 1000),
     median_pair_ratio: round(median(facade.ours.map((x, i) => x / facade.baseline[i]))),
+    pair_ratio_range: pairRange(facade.ours, facade.baseline),
     target: TARGETS.facadeRatio,
     runs_ours_s: facade.ours.map((x) => round(x)),
     runs_baseline_s: facade.baseline.map((x) => round(x)),
@@ -395,6 +401,7 @@ async function main(tmp) {
     ratio: round(median(sharded.ours) / median(sharded.baseline)),
     overhead_ms: Math.round((median(sharded.ours) - median(sharded.baseline)) * 1000),
     median_pair_ratio: round(median(sharded.ours.map((x, i) => x / sharded.baseline[i]))),
+    pair_ratio_range: pairRange(sharded.ours, sharded.baseline),
     target: TARGETS.shardedRatio,
     runs_ours_s: sharded.ours.map((x) => round(x)),
     runs_baseline_s: sharded.baseline.map((x) => round(x)),
@@ -500,6 +507,7 @@ async function main(tmp) {
     direct_mb_s: round(median(stream.direct) / MB, 1),
     ratio: round(median(stream.ours) / median(stream.direct)),
     median_pair_ratio: round(median(stream.ours.map((x, i) => x / stream.direct[i]))),
+    pair_ratio_range: pairRange(stream.ours, stream.direct),
     target: TARGETS.streamRatio,
     runs_ours_mb_s: stream.ours.map((x) => round(x / MB, 1)),
     runs_direct_mb_s: stream.direct.map((x) => round(x / MB, 1)),
@@ -629,7 +637,7 @@ function report(r) {
         ]
       : []),
     `after-BLAST steps in-process, ms: ${JSON.stringify(r.after_blast_probe_ms)}; idle stack CPU: ${r.idle_stack_cpu_cores} cores`,
-    `median of per-run ratios (each pair measured back to back): ${perMetric((m) => m.median_pair_ratio)}`,
+    `median of per-run ratios (each pair measured back to back): ${perMetric((m) => `${m.median_pair_ratio} (runs ${m.pair_ratio_range.join("–")})`)}`,
     `overhead over the baseline, median ms (follows the result size, not the database size): ${perMetric((m) => m.overhead_ms ?? "-")}`,
     `CPU used by other processes on the machine, cores per run: ${perMetric((m) => m.runs_foreign_load_cores.join(" "))}`,
     ...(foreignMax > FOREIGN_LOAD_WARNING
