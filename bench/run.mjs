@@ -94,12 +94,12 @@ const median = (xs) => {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 };
 const MB = 1e6;
-/** The smallest and largest per-run ratio: how far one pair can stray on this machine. */
-const pairRange = (ours, baseline) => {
-  const ratios = ours.map((x, i) => x / baseline[i]);
-  return [round(Math.min(...ratios)), round(Math.max(...ratios))];
-};
 const round = (x, digits = 3) => (x === undefined || Number.isNaN(x) ? null : Number(x.toFixed(digits)));
+/** The per-run ratios (each pair measured back to back): their median, and how far one pair can stray. */
+const pairRatios = (ours, baseline) => {
+  const ratios = ours.map((x, i) => x / baseline[i]);
+  return { median_pair_ratio: round(median(ratios)), pair_ratio_range: [round(Math.min(...ratios)), round(Math.max(...ratios))] };
+};
 const log = (message) => process.stdout.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
 
 /** Runs bare BLAST like a shard does (same argv shape, cwd = the database release); returns seconds. */
@@ -298,8 +298,7 @@ async function main(tmp) {
     baseline_s: round(median(facade.baseline)),
     ratio: round(median(facade.ours) / median(facade.baseline)),
     overhead_ms: Math.round((median(facade.ours) - median(facade.baseline)) * 1000),
-    median_pair_ratio: round(median(facade.ours.map((x, i) => x / facade.baseline[i]))),
-    pair_ratio_range: pairRange(facade.ours, facade.baseline),
+    ...pairRatios(facade.ours, facade.baseline),
     target: TARGETS.facadeRatio,
     runs_ours_s: facade.ours.map((x) => round(x)),
     runs_baseline_s: facade.baseline.map((x) => round(x)),
@@ -400,8 +399,7 @@ async function main(tmp) {
     baseline_s: round(median(sharded.baseline)),
     ratio: round(median(sharded.ours) / median(sharded.baseline)),
     overhead_ms: Math.round((median(sharded.ours) - median(sharded.baseline)) * 1000),
-    median_pair_ratio: round(median(sharded.ours.map((x, i) => x / sharded.baseline[i]))),
-    pair_ratio_range: pairRange(sharded.ours, sharded.baseline),
+    ...pairRatios(sharded.ours, sharded.baseline),
     target: TARGETS.shardedRatio,
     runs_ours_s: sharded.ours.map((x) => round(x)),
     runs_baseline_s: sharded.baseline.map((x) => round(x)),
@@ -506,8 +504,7 @@ async function main(tmp) {
     ours_mb_s: round(median(stream.ours) / MB, 1),
     direct_mb_s: round(median(stream.direct) / MB, 1),
     ratio: round(median(stream.ours) / median(stream.direct)),
-    median_pair_ratio: round(median(stream.ours.map((x, i) => x / stream.direct[i]))),
-    pair_ratio_range: pairRange(stream.ours, stream.direct),
+    ...pairRatios(stream.ours, stream.direct),
     target: TARGETS.streamRatio,
     runs_ours_mb_s: stream.ours.map((x) => round(x / MB, 1)),
     runs_direct_mb_s: stream.direct.map((x) => round(x / MB, 1)),

@@ -235,12 +235,11 @@ export function parseQueryFasta(
     let idEnd = 0;
     while (idEnd < header.length && header.charCodeAt(idEnd) !== 32 && header.charCodeAt(idEnd) !== 9) idEnd++;
     const id = header.slice(0, idEnd);
-    const number = recordCount;
     current = {
       index,
       id,
       description: header.slice(idEnd).trim(),
-      label: () => `record ${formatCount(number)} (${quoteHeader(header)})`,
+      label: () => `record ${formatCount(index + 1)} (${quoteHeader(header)})`,
       parts: [],
       letters: 0,
       failed: false,
