@@ -37,20 +37,39 @@ export class DatabaseStateStore {
   }
 
   async get(name: string): Promise<DatabaseState> {
+    return (await this.read(name)).state;
+  }
+
+  private async read(name: string): Promise<{ state: DatabaseState; etag: string | undefined }> {
     await this.init();
     try {
       const e = await this.table.getEntity<Record<string, unknown>>("db", name);
-      return { ...EMPTY(name), ...(JSON.parse(String(e.doc)) as Partial<DatabaseState>), name };
+      return { state: { ...EMPTY(name), ...(JSON.parse(String(e.doc)) as Partial<DatabaseState>), name }, etag: String(e.etag) };
     } catch (error) {
-      if (isStatus(error, 404)) return EMPTY(name);
+      if (isStatus(error, 404)) return { state: EMPTY(name), etag: undefined };
       throw error;
     }
   }
 
-  /** Merges `change` into the stored state (last writer wins; each field has one writer). */
+  /**
+   * Merges `change` into the stored state. Writers (warm-up, the update check) touch different
+   * fields of the same row at overlapping times, so the write is conditional on the version read
+   * and re-merged on a conflict: neither can put back what the other just changed.
+   */
   async patch(name: string, change: Partial<DatabaseState>): Promise<DatabaseState> {
-    const next = { ...(await this.get(name)), ...change, name };
-    await this.table.upsertEntity({ partitionKey: "db", rowKey: name, doc: JSON.stringify(next) }, "Replace");
-    return next;
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const { state, etag } = await this.read(name);
+      const next = { ...state, ...change, name };
+      const entity = { partitionKey: "db", rowKey: name, doc: JSON.stringify(next) };
+      try {
+        if (etag === undefined) await this.table.createEntity(entity);
+        else await this.table.updateEntity(entity, "Replace", { etag });
+        return next;
+      } catch (error) {
+        // 409: created meanwhile; 412: changed meanwhile; 404: deleted meanwhile. Read again.
+        if (!isStatus(error, 409) && !isStatus(error, 412) && !isStatus(error, 404)) throw error;
+      }
+    }
+    throw new Error(`database ${name}: too many concurrent state updates`);
   }
 }

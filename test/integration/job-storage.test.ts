@@ -7,6 +7,7 @@ import { TableClient, type TableServiceClientOptions } from "@azure/data-tables"
 import { ContainerClient } from "@azure/storage-blob";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningAzurite, startAzurite } from "../../local/azurite.js";
+import { DatabaseStateStore } from "../../shared/databases/database-state.js";
 import { ArtifactStore } from "../../shared/jobs/artifact-store.js";
 import { JobStore } from "../../shared/jobs/job-store.js";
 import { type JobRecord, newJobId, newJobRecord } from "../../shared/jobs/model.js";
@@ -266,5 +267,33 @@ describe("streamed artifact uploads", () => {
     await expect(missing.uploadStream("job5", "merged_results.out.gz", source)).rejects.toMatchObject({ statusCode: 404 });
     expect(source.destroyed).toBe(true);
     expect(produced).toBeLessThan(100_000);
+  });
+});
+
+describe("database state: writers of different fields at the same time", () => {
+  it("B-006 B-017 keeps the warm-up's and the update check's fields when both write the same database at once", async () => {
+    const store = new DatabaseStateStore(TableClient.fromConnectionString(azurite.connectionString, "dbstaterace", { allowInsecureConnection: true }));
+    for (let round = 0; round < 10; round++) {
+      const name = `db${round}`;
+      // Both start from a missing row (create races create), then from an existing one (update races update).
+      await Promise.all([
+        store.patch(name, { warm_state: "warming" }),
+        store.patch(name, { checked_at: `2026-01-01T00:00:0${round}Z` }),
+      ]);
+      await Promise.all([
+        store.patch(name, { warm_state: "warm", warmed_version: "v2", warmed_at: "2026-01-02T00:00:00Z" }),
+        store.patch(name, { update_available: true, latest_release: "v3" }),
+        store.patch(name, { checked_at: "2026-01-03T00:00:00Z" }),
+      ]);
+      expect(await store.get(name)).toEqual({
+        name,
+        warm_state: "warm",
+        warmed_version: "v2",
+        warmed_at: "2026-01-02T00:00:00Z",
+        update_available: true,
+        latest_release: "v3",
+        checked_at: "2026-01-03T00:00:00Z",
+      });
+    }
   });
 });
