@@ -103,9 +103,13 @@ describe("dashboard databases: prepare, warm-up and the scheduled update check",
       "events",
       { allowInsecureConnection: true },
     );
-    const recorded: Record<string, unknown>[] = [];
-    for await (const e of events.listEntities<Record<string, unknown>>()) recorded.push(e);
-    expect(recorded.some((e) => JSON.stringify(e).includes("database.update_available") && JSON.stringify(e).includes(R3))).toBe(true);
+    // The check sets the flag, then records the event: one storage round trip apart.
+    await eventually(async () => {
+      for await (const e of events.listEntities<Record<string, unknown>>()) {
+        if (JSON.stringify(e).includes("database.update_available") && JSON.stringify(e).includes(R3)) return true;
+      }
+      return undefined;
+    }, 10_000, 100);
 
     // 3 volumes → 2 volumes: the new release is built in its own folder, so no stale volume survives.
     const op = await operation(`/databases/${DB}/prepare`);

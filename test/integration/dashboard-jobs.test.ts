@@ -2,6 +2,7 @@ import { XMLValidator } from "fast-xml-parser";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEMO_DB, demoQueries, jobApi, readApiToken } from "../support/jobapi-client.js";
 import { eventually, mintToken, startStack, type TestStack } from "../support/local-stack.js";
+import { alive, childPids } from "../support/processes.js";
 
 interface Envelope {
   job_id: string;
@@ -157,8 +158,11 @@ describe("dashboard submit survives kill -9 while polling", () => {
         const j = (await (await d1.call(token, "GET", `/blast/jobs/${env.job_id}`)).json()) as { openapi_job_id: string | null };
         return j.openapi_job_id ? true : undefined;
       }, 30_000);
+      const children = childPids(first.info.pid);
       await first.kill();
-      await new Promise((r) => setTimeout(r, 1500));
+      // Its children (Azurite, the Functions host, the job API) notice and stop; Azurite saves its
+      // tables on the way out, and the restart must read what was saved.
+      await eventually(async () => (children.every((pid) => !alive(pid)) ? true : undefined), 15_000);
 
       second = await startStack({ dataDir: first.dataDir, inMemory: false, env: { ...FAST_POLL, JOBAPI_SHARD_CONCURRENCY: "1" } });
       const token2 = await mintToken(second, "Contributor");

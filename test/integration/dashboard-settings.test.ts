@@ -9,8 +9,10 @@ import { createAuditLog } from "../../shared/ops/audit.js";
 import { createEventLog } from "../../shared/ops/events.js";
 import { eventually, mintToken, startStack, type TestStack } from "../support/local-stack.js";
 
-// One stack for the file; a 3 s grace period lets the rotation test watch the old token expire.
-const GRACE_SECONDS = 3;
+// One stack for the file; a short grace period lets the rotation test watch the old token expire.
+// It must outlast the job API's 2 s token cache by enough that a stalled machine still checks the
+// old token inside it.
+const GRACE_SECONDS = 8;
 const ROLES = ["Reader", "Contributor", "Approver", "Owner"] as const;
 type Who = "none" | (typeof ROLES)[number];
 
@@ -245,7 +247,7 @@ describe("API token panel", () => {
     const status = (await (await call("GET", "/api/settings/api-token", { who: "Reader" })).json()) as Record<string, unknown>;
     expect(status).toMatchObject({ last_four: body.api_token.slice(-4), rotated_at: body.created_at, previous_valid_until: body.previous_valid_until });
 
-    const refusedAt = await eventually(async () => ((await jobApiStatus(oldToken)) === 401 ? Date.now() : undefined), 10_000, 100);
+    const refusedAt = await eventually(async () => ((await jobApiStatus(oldToken)) === 401 ? Date.now() : undefined), 20_000, 100);
     expect(refusedAt).toBeGreaterThanOrEqual(validUntil);
     expect(await jobApiStatus(body.api_token)).toBe(200);
     const after = (await (await call("GET", "/api/settings/api-token", { who: "Reader" })).json()) as Record<string, unknown>;
@@ -270,7 +272,7 @@ describe("API token panel", () => {
         payload: expect.objectContaining({ rotated_at: body.created_at, previous_valid_until: body.previous_valid_until }),
       },
     ]);
-  });
+  }, 60_000);
 
   it("refuses reveal and regenerate with 403 below Owner, and audits each refusal as denied", async () => {
     const before = storedTokenState().current.value;

@@ -4,6 +4,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEMO_DB, demoQueries, jobApi, readApiToken } from "../support/jobapi-client.js";
 import { eventually, startStack, type TestStack } from "../support/local-stack.js";
+import { alive, childPids } from "../support/processes.js";
 
 const GIB = 1024 ** 3;
 
@@ -24,7 +25,12 @@ function runningArgvs(pid: number, program: string): string[][] {
   while (queue.length > 0) {
     const p = queue.shift() as number;
     if (read(`/proc/${p}/comm`).trim() === program) out.push(read(`/proc/${p}/cmdline`).split("\0").filter(Boolean));
-    const tasks = existsSync(`/proc/${p}/task`) ? readdirSync(`/proc/${p}/task`) : [];
+    let tasks: string[] = [];
+    try {
+      tasks = readdirSync(`/proc/${p}/task`);
+    } catch {
+      // The process ended between listing its parent's children and reading its threads.
+    }
     for (const t of tasks) queue.push(...read(`/proc/${p}/task/${t}/children`).trim().split(/\s+/).filter(Boolean).map(Number));
   }
   return out;
@@ -88,7 +94,8 @@ describe("job API lifecycle: admission, priority, guards, pre-flight", () => {
     // "auto" threads: a shard running alone gets every core.
     const argvs = await eventually(async () => {
       const found = runningArgvs(stack.info.pid, "tblastx");
-      return found.length > 0 ? found : undefined;
+      // A process just exec'd has its new name before its command line is readable.
+      return found.length > 0 && found.every((argv) => argv.includes("-num_threads")) ? found : undefined;
     }, 20_000, 20);
     for (const argv of argvs) expect(argv[argv.indexOf("-num_threads") + 1]).toBe(String(os.availableParallelism()));
     expect((await api.get(`/v1/jobs/${blocker.job_id}/results?content=xml`)).status).toBe(404);
@@ -156,20 +163,6 @@ describe("job API lifecycle: admission, priority, guards, pre-flight", () => {
   }, 90_000);
 });
 
-function childrenOf(pid: number): number[] {
-  const text = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim();
-  return text ? text.split(/\s+/).map(Number) : [];
-}
-
-/** A process that exists and is not a zombie. */
-function alive(pid: number): boolean {
-  try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
-  } catch {
-    return false;
-  }
-}
-
 describe("job API restart: kill -9 mid-search", () => {
   it("reconciles the job after the job API is killed: finished shards are kept, the rest run again, the job completes", async () => {
     const oneAtATime = { JOBAPI_SHARD_CONCURRENCY: "1", JOBAPI_MAX_ACTIVE_JOBS: "1" };
@@ -189,15 +182,18 @@ describe("job API restart: kill -9 mid-search", () => {
         const s = (await api1.status(job_id)) as { kubernetes: { summary: { succeeded: number } } };
         return s.kubernetes.summary.succeeded >= 1 ? true : undefined;
       }, 60_000, 50);
-      const pids = childrenOf(first.info.pid);
+      const pids = childPids(first.info.pid);
       const jobApiPid = pids.find((pid) => existsSync(`/proc/${pid}/cmdline`) && readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("jobapi/server.js"));
       expect(jobApiPid).toBeDefined();
-      const searches = childrenOf(jobApiPid as number).filter((pid) => readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "tblastx");
+      const searches = childPids(jobApiPid as number).filter((pid) => readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "tblastx");
       expect(searches.length).toBe(1);
+      const argv = readFileSync(`/proc/${searches[0]}/cmdline`, "utf8").split("\0");
+      const output = argv[argv.indexOf("-out") + 1] as string;
       process.kill(jobApiPid as number, "SIGKILL");
-      // The running search dies with the job API (parent-death signal), not left to race its rerun.
-      // (Its shard takes seconds more; without the signal it would outlive this wait.)
-      await eventually(async () => (searches.every((pid) => !alive(pid)) ? true : undefined), 1_500, 50);
+      // The running search dies with the job API (parent-death signal), not left to race its rerun:
+      // it ends at once, and its output never gets the document's closing tag.
+      await eventually(async () => (searches.every((pid) => !alive(pid)) ? true : undefined), 5_000, 50);
+      expect(readFileSync(output, "utf8")).not.toContain("</BlastOutput>");
       await first.stop();
       expect(alive(markerPid())).toBe(false);
 
@@ -220,5 +216,5 @@ describe("job API restart: kill -9 mid-search", () => {
       await first.stop();
       first.cleanup();
     }
-  }, 180_000);
+  }, 300_000);
 });

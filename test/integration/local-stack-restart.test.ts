@@ -6,24 +6,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { DURABLE_TEST_APP, eventually, ROOT, startStack, type TestStack } from "../support/local-stack.js";
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function childPids(pid: number): number[] {
-  const file = `/proc/${pid}/task/${pid}/children`;
-  if (!existsSync(file)) return [];
-  return readFileSync(file, "utf8")
-    .split(/\s+/)
-    .filter((s) => s !== "")
-    .map(Number);
-}
+import { alive, childPids } from "../support/processes.js";
 
 const stacks: TestStack[] = [];
 

@@ -1,0 +1,20 @@
+import { readFileSync } from "node:fs";
+
+/** Direct children of `pid`, from /proc (empty once the process is gone). */
+export function childPids(pid: number): number[] {
+  try {
+    const text = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim();
+    return text ? text.split(/\s+/).map(Number) : [];
+  } catch {
+    return [];
+  }
+}
+
+/** A process that exists and is not a zombie. */
+export function alive(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
+  }
+}
