@@ -352,6 +352,11 @@ export function createJobApiRoutes(d: JobApiDeps): Route[] {
       },
     },
     {
+      method: "POST",
+      path: "/v1/jobs/{job_id}/cancel",
+      handler: async (req, { requestId }) => jsonResult(200, await d.service.cancel(parseJobId(req.params.job_id)), requestId),
+    },
+    {
       method: "DELETE",
       path: "/v1/jobs/{job_id}",
       handler: async (req, { requestId }) => jsonResult(200, await d.service.cancelOrDelete(parseJobId(req.params.job_id)), requestId),

@@ -117,6 +117,14 @@ export function buildOpenApiDocument(): Record<string, unknown> {
           },
         },
       },
+      "/v1/jobs/{job_id}/cancel": {
+        post: {
+          summary: "Cancel a queued or active job; a finished job is left as it is (its status is answered)",
+          security: secured,
+          parameters: [jobIdParam],
+          responses: { "200": { description: "{job_id, status}: cancelled, or the status the job had already reached" }, "400": error("malformed job id"), "404": error("unknown job") },
+        },
+      },
       "/v1/jobs/{job_id}": {
         delete: { summary: "Cancel an active job, or delete a finished one with its artifacts", security: secured, parameters: [jobIdParam], responses: { "200": { description: "cancelled or deleted" }, "404": error("unknown job") } },
       },

@@ -59,6 +59,12 @@ function after(context: OrchestrationContext, seconds: number): Date {
   return new Date(context.df.currentUtcDateTime.getTime() + seconds * 1000);
 }
 
+/** The orchestration's result once the job API's job is terminal. */
+function ended(context: OrchestrationContext, openapiJobId: string, s: { status: string; error: string }) {
+  context.df.setCustomStatus({ phase: "done", openapi_job_id: openapiJobId, job_status: s.status });
+  return { outcome: s.status === "completed" ? "succeeded" : s.status, openapi_job_id: openapiJobId, job_status: s.status, error: s.error };
+}
+
 /**
  * Submits a dashboard job to the job API (retrying 429/502/503/504 after Retry-After or a backoff,
  * through durable timers), then polls with durable timers until the job is terminal, keeping the
@@ -100,16 +106,21 @@ const submitBlastJob: OrchestrationHandler = function* (context: OrchestrationCo
         dashboard_job_id: input.dashboard_job_id,
         openapi_job_id: openapiJobId,
       });
-      if (s.terminal) {
-        context.df.setCustomStatus({ phase: "done", openapi_job_id: openapiJobId, job_status: s.status });
-        return { outcome: s.status === "completed" ? "succeeded" : s.status, openapi_job_id: openapiJobId, job_status: s.status, error: s.error };
-      }
+      if (s.terminal) return ended(context, openapiJobId, s);
       cancelRequested = s.cancel_requested;
     } else {
       timer.cancel();
     }
     if (cancelRequested) {
-      yield context.df.callActivity(SubmitActivities.cancel, { dashboard_job_id: input.dashboard_job_id, openapi_job_id: openapiJobId });
+      const cancelled: { status: string } = yield context.df.callActivity(SubmitActivities.cancel, { dashboard_job_id: input.dashboard_job_id, openapi_job_id: openapiJobId });
+      if (cancelled.status !== "cancelled") {
+        // The job finished before the cancel reached it: record how it ended, results included.
+        const s: { status: string; error: string } = yield context.df.callActivity(SubmitActivities.poll, {
+          dashboard_job_id: input.dashboard_job_id,
+          openapi_job_id: openapiJobId,
+        });
+        return ended(context, openapiJobId, s);
+      }
       return { outcome: "cancelled", openapi_job_id: openapiJobId, job_status: "cancelled" };
     }
   }

@@ -69,10 +69,20 @@ export function createJobApiClient(options: { baseUrl: string | undefined; token
       }
     },
 
-    async cancel(jobId: string): Promise<number> {
-      const res = await call(`/v1/jobs/${encodeURIComponent(jobId)}`, { method: "DELETE" });
-      await res.body?.cancel();
-      return res.status;
+    /**
+     * Cancels a job that is still queued or running; one that already finished keeps its results.
+     * Answers the job's status afterwards (`cancelled`, or the one it had reached), `gone` when
+     * the job API no longer has it, or undefined when it could not tell.
+     */
+    async cancel(jobId: string): Promise<string | undefined> {
+      try {
+        const res = await call(`/v1/jobs/${encodeURIComponent(jobId)}/cancel`, { method: "POST" });
+        const json = (await res.json().catch(() => ({}))) as Record<string, unknown>;
+        if (res.status === 200 && typeof json.status === "string") return json.status;
+        return res.status === 404 ? "gone" : undefined;
+      } catch {
+        return undefined;
+      }
     },
 
     /** The job API's results response, streamed through (never a storage URL). */

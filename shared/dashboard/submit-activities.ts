@@ -71,10 +71,17 @@ export function createPollJobApiActivity(d: SubmitActivityDeps) {
   };
 }
 
-/** Cancels the job at the job API (when it has one there) and marks the dashboard job cancelled. */
+/**
+ * Cancels the job at the job API (when it has one there) and marks the dashboard job cancelled.
+ * A job that finished before the cancel reached it is left alone: the answer carries its status
+ * (`completed` or `failed`) so the orchestration records that instead.
+ */
 export function createCancelJobActivity(d: SubmitActivityDeps) {
   return async (input: { dashboard_job_id: string; openapi_job_id: string | null }): Promise<{ status: string }> => {
-    if (input.openapi_job_id) await d.jobApi.cancel(input.openapi_job_id);
+    if (input.openapi_job_id) {
+      const status = await d.jobApi.cancel(input.openapi_job_id);
+      if (status === "completed" || status === "failed") return { status };
+    }
     await d.jobs.update(input.dashboard_job_id, (j) => (TERMINAL_JOB_STATES.has(j.status) ? undefined : { ...j, status: "cancelled" }));
     return { status: "cancelled" };
   };

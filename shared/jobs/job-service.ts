@@ -9,7 +9,6 @@ import type { DatabaseCatalog } from "./database-catalog.js";
 import { compareForDispatch, type JobDispatcher } from "./dispatcher.js";
 import type { JobStore } from "./job-store.js";
 import {
-  ACTIVE_STATUSES,
   JOB_ID_PATTERN,
   type JobRecord,
   type JobStatus,
@@ -266,24 +265,34 @@ export class JobService {
   }
 
   /**
-   * DELETE: an active or queued job is cancelled (its shards stop; status `cancelled`); a finished
-   * job is deleted with its artifacts.
+   * Cancels a queued or active job (its shards stop; status `cancelled`). A job that has already
+   * finished — also one that finishes while this runs — is left as it is, results and all: the
+   * answer says which status it ended in.
+   */
+  async cancel(jobId: string): Promise<{ job_id: string; status: JobStatus }> {
+    const job = await this.get(jobId);
+    if (TERMINAL_STATUSES.has(job.status)) return { job_id: jobId, status: job.status };
+    const updated = await this.o.jobs.update(jobId, (j) =>
+      TERMINAL_STATUSES.has(j.status)
+        ? undefined
+        : { ...j, status: "cancelled", cancel_requested: true, updated_at: new Date().toISOString(), completed_at: new Date().toISOString() },
+    );
+    if (!updated) throw new NotFoundError(`no job with id '${jobId}'`);
+    if (updated.status !== "cancelled") return { job_id: jobId, status: updated.status };
+    this.o.dispatcher.cancel(jobId);
+    // A queued job never reaches the dispatcher, which would let go of its release.
+    if (job.status === "queued") await this.o.catalog.release(job.db_name, job.db_version, jobId).catch(() => {});
+    this.o.logger.info("job cancelled", { job_id: jobId });
+    return { job_id: jobId, status: "cancelled" };
+  }
+
+  /**
+   * DELETE: an active or queued job is cancelled ({@link cancel}); a finished job is deleted with
+   * its artifacts. A job that finishes while being cancelled is kept (`deleted: false`).
    */
   async cancelOrDelete(jobId: string): Promise<{ job_id: string; status: JobStatus; deleted: boolean }> {
     const job = await this.get(jobId);
-    if (job.status === "queued" || ACTIVE_STATUSES.has(job.status)) {
-      const updated = await this.o.jobs.update(jobId, (j) =>
-        TERMINAL_STATUSES.has(j.status)
-          ? undefined
-          : { ...j, status: "cancelled", cancel_requested: true, updated_at: new Date().toISOString(), completed_at: new Date().toISOString() },
-      );
-      this.o.dispatcher.cancel(jobId);
-      // A queued job never reaches the dispatcher, which would let go of its release.
-      if (job.status === "queued") await this.o.catalog.release(job.db_name, job.db_version, jobId).catch(() => {});
-      this.o.logger.info("job cancelled", { job_id: jobId });
-      if (updated && updated.status !== "cancelled") return this.cancelOrDelete(jobId);
-      return { job_id: jobId, status: "cancelled", deleted: false };
-    }
+    if (!TERMINAL_STATUSES.has(job.status)) return { ...(await this.cancel(jobId)), deleted: false };
     await this.o.artifacts.deleteJob(jobId);
     if (job.idempotency_key) await this.o.jobs.releaseKey(job.idempotency_key, jobId);
     await this.o.jobs.delete(jobId);

@@ -142,6 +142,43 @@ describe("dashboard jobs through the submit orchestration", () => {
   });
 });
 
+describe("dashboard cancel that arrives after the job finished", () => {
+  it("B-014 B-152 keeps the finished job and its results: the operation succeeds and the job API job is not deleted", async () => {
+    // Polls far apart: the job API finishes the job long before the orchestration looks again.
+    const slow = await startStack({ env: { JOB_POLL_INTERVAL_SECONDS: "600" } });
+    try {
+      const token = await mintToken(slow, "Contributor");
+      const d = dashboard(slow);
+      const api = jobApi(slow, readApiToken(slow));
+      const env = (await (await d.call(token, "POST", "/blast/jobs", { program: "blastn", db: DEMO_DB, query_fasta: demoQueries(1, 300, 80) })).json()) as {
+        job_id: string;
+        operation: { operation_id: string };
+      };
+      const openapiJobId = await eventually(async () => {
+        const j = (await (await d.call(token, "GET", `/blast/jobs/${env.job_id}`)).json()) as { openapi_job_id: string | null };
+        return j.openapi_job_id ?? undefined;
+      }, 20_000);
+      expect((await api.finished(openapiJobId)).status).toBe("completed");
+      // The dashboard has not polled yet, so it still offers the cancel.
+      const before = (await (await d.call(token, "GET", `/blast/jobs/${env.job_id}`)).json()) as { status: string };
+      expect(before.status).not.toBe("completed");
+      expect((await d.call(token, "DELETE", `/blast/jobs/${env.job_id}`)).status).toBe(200);
+
+      const op = await d.operationDone(token, env.operation.operation_id);
+      expect(op.state).toBe("succeeded");
+      const job = (await (await d.call(token, "GET", `/blast/jobs/${env.job_id}`)).json()) as { status: string };
+      expect(job.status).toBe("completed");
+      expect((await api.status(openapiJobId)).status).toBe("completed");
+      const xml = await d.call(token, "GET", `/blast/jobs/${env.job_id}/results?content=xml`);
+      expect(xml.status).toBe(200);
+      expect(XMLValidator.validate(await xml.text())).toBe(true);
+    } finally {
+      await slow.stop();
+      slow.cleanup();
+    }
+  }, 90_000);
+});
+
 describe("dashboard submit survives kill -9 while polling", () => {
   it("reaches the job API's terminal state after restart with no duplicate job-API submission", async () => {
     const first = await startStack({ inMemory: false, env: { ...FAST_POLL, JOBAPI_SHARD_CONCURRENCY: "1" } });

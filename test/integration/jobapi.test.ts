@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -64,7 +65,7 @@ describe("job API: authentication and public routes", () => {
     const doc = (await (await fetch(`${api.base}/openapi.json`)).json()) as { openapi: string; info: { version: string }; paths: Record<string, unknown>; components: { schemas: Record<string, { properties?: Record<string, unknown> }> } };
     expect(doc.openapi).toBe("3.1.0");
     expect(doc.info.version).toMatch(/^\d+\.\d+\.\d+$/);
-    for (const p of ["/v1/health", "/v1/config", "/v1/cluster", "/v1/jobs", "/v1/jobs/{job_id}/status", "/v1/jobs/{job_id}/results", "/v1/jobs/{job_id}", "/api/v1/facade/submit", "/api/v1/facade/jobs/{job_id}", "/api/v1/facade/jobs/{job_id}/files/{file_id}"]) {
+    for (const p of ["/v1/health", "/v1/config", "/v1/cluster", "/v1/jobs", "/v1/jobs/{job_id}/status", "/v1/jobs/{job_id}/results", "/v1/jobs/{job_id}/cancel", "/v1/jobs/{job_id}", "/api/v1/facade/submit", "/api/v1/facade/jobs/{job_id}", "/api/v1/facade/jobs/{job_id}/files/{file_id}"]) {
       expect(doc.paths).toHaveProperty([p]);
     }
     // Generated from the validating schema: the allowlisted options are all there.
@@ -274,6 +275,29 @@ describe("job API: submit, status and results", () => {
     const gone = await api.del(`/v1/jobs/${job_id}`);
     expect(await gone.json()).toEqual({ job_id, status: "cancelled", deleted: true });
     expect((await api.get(`/v1/jobs/${job_id}/status`)).status).toBe(404);
+  });
+
+  it("B-152 POST /cancel stops an active job and leaves a finished one, results and all, as it is", async () => {
+    const { job_id } = await api.submit({ program: "tblastx", db: DEMO_DB, query_fasta: demoQueries(4, 1500, 24) });
+    const cancel = await api.post(`/v1/jobs/${job_id}/cancel`, {});
+    expect(cancel.status).toBe(200);
+    expect(await cancel.json()).toEqual({ job_id, status: "cancelled" });
+    expect((await api.status(job_id)).status).toBe("cancelled");
+    // Repeating it (a retried activity) changes nothing and deletes nothing.
+    expect(await (await api.post(`/v1/jobs/${job_id}/cancel`, {})).json()).toEqual({ job_id, status: "cancelled" });
+    expect((await api.status(job_id)).status).toBe("cancelled");
+
+    // A cancel that arrives after the job finished: the job and its results stay.
+    const late = await api.post(`/v1/jobs/${completedJobId}/cancel`, {});
+    expect(late.status).toBe(200);
+    expect(await late.json()).toEqual({ job_id: completedJobId, status: "completed" });
+    expect((await api.status(completedJobId)).status).toBe("completed");
+    expect((await api.get(`/v1/jobs/${completedJobId}/results?content=xml`)).status).toBe(200);
+
+    const unknown = await api.post("/v1/jobs/zzzzzzzzzzzz/cancel", {});
+    expect(unknown.status).toBe(404);
+    expect(await unknown.json()).toMatchObject({ detail: expect.stringContaining("zzzzzzzzzzzz"), request_id: expect.any(String) });
+    expect((await api.post(`/v1/jobs/${randomUUID()}/cancel`, {})).status).toBe(400);
   });
 
   it("answers status with an ETag, 304 while it is unchanged, and holds ?wait=N requests until the status changes", async () => {
