@@ -27,7 +27,9 @@ route("databasesList", { methods: ["GET"], route: "databases", role: "Reader" },
         ...databaseSummary(e),
         warm_state: s.warmed_version === e.manifest.version || s.warm_state === "warming" ? s.warm_state : "cold",
         warmed_at: s.warmed_version === e.manifest.version ? s.warmed_at : null,
-        update_available: s.update_available,
+        // A check that read the catalog just before a prepare swapped in its release may flag the
+        // release now serving; that is not an update.
+        update_available: s.update_available && s.latest_release !== e.manifest.version,
         latest_release: s.latest_release,
         checked_at: s.checked_at,
       };

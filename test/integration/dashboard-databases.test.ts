@@ -1,6 +1,7 @@
 import { TableClient } from "@azure/data-tables";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_ACCOUNT, DEV_ACCOUNT_KEY } from "../../local/azurite.js";
+import { DatabaseStateStore } from "../../shared/databases/database-state.js";
 import { type FakeNcbiServer, startFakeNcbiServer } from "../fakes/ncbi-server.js";
 import { DEMO_DB, demoQueries, jobApi, readApiToken } from "../support/jobapi-client.js";
 import { eventually, mintToken, startStack, type TestStack } from "../support/local-stack.js";
@@ -119,6 +120,12 @@ describe("dashboard databases: prepare, warm-up and the scheduled update check",
       return r?.version === R3 && !r.update_available ? r : undefined;
     }, 30_000, 250);
     expect(row.sequences).toBe(12);
+
+    // A check that read the catalog just before the swap writes its verdict after it: the release
+    // it flags is the one now serving, which is not an update.
+    const connection = `DefaultEndpointsProtocol=http;AccountName=${DEV_ACCOUNT};AccountKey=${DEV_ACCOUNT_KEY};TableEndpoint=${stack.info.table_endpoint};`;
+    await DatabaseStateStore.fromConnectionString(connection).patch(DB, { update_available: true, latest_release: R3 });
+    expect(await database(DB)).toMatchObject({ version: R3, update_available: false, latest_release: R3 });
   });
 
   it("refuses a Reader's prepare (403) and answers 404 when warming an unknown database", async () => {
