@@ -12,6 +12,7 @@ import { InvalidRequestError, NotFoundError, UpstreamUnavailableError } from "..
 import { parseJsonBody, parsePath, parseQuery } from "../shared/http/validation.js";
 import { JOB_ID_PATTERN, UUID_PATTERN } from "../shared/jobs/model.js";
 import { prioritySchema } from "../shared/jobs/schemas.js";
+import { requestFingerprint } from "../shared/http/idempotency.js";
 import { Orchestrations } from "../shared/ops/queue-labels.js";
 import { appContext } from "./app-context.js";
 import { dashboardJobs } from "./dashboard-deps.js";
@@ -113,19 +114,34 @@ route("blastJobsSubmit", { methods: ["POST"], route: "blast/jobs", role: "Contri
     cancel_requested: false,
     error: "",
     progress: null,
+    request_fingerprint: requestFingerprint({
+      program,
+      db: body.db,
+      query_fasta: body.query_fasta,
+      options: body.options ?? {},
+      execution_profile: body.execution_profile ?? "standard",
+      priority: body.priority ?? null,
+    }),
   };
-  const created = await dashboardJobs().create(job, body.query_fasta);
-  const stored = created ? job : await dashboardJobs().get(job.job_id);
-  if (!stored) throw new Error("dashboard job vanished");
-  if (created) {
-    await scope.durable().startNew(Orchestrations.submitBlastJob, {
-      instanceId: job.operation_id,
-      input: { dashboard_job_id: job.job_id, poll_interval_seconds: appContext.config.jobPollIntervalSeconds },
-    });
-    scope.logger.info("dashboard job accepted", { dashboard_job_id: job.job_id, operation_id: job.operation_id, oid: caller.oid });
+  const { job: stored, created } = await dashboardJobs().create(job, body.query_fasta);
+  // A retry also starts the orchestration when the first attempt stored the job but stopped before
+  // starting it (the operation id is the instance id, so it starts once).
+  let existing = created ? undefined : await describeOperation(scope.durable(), stored.operation_id);
+  if (!existing) {
+    try {
+      await scope.durable().startNew(Orchestrations.submitBlastJob, {
+        instanceId: stored.operation_id,
+        input: { dashboard_job_id: stored.job_id, poll_interval_seconds: appContext.config.jobPollIntervalSeconds },
+      });
+      scope.logger.info("dashboard job accepted", { dashboard_job_id: stored.job_id, operation_id: stored.operation_id, oid: caller.oid, resumed: !created });
+    } catch (error) {
+      // A concurrent retry started it first (the host refuses a second start of a running instance).
+      existing = created ? undefined : await describeOperation(scope.durable(), stored.operation_id);
+      if (!existing) throw error;
+    }
   }
   // A new operation was enqueued just now: report `queued` (a snapshot), not a race with the first episode.
-  const operation = created ? pendingOperation(stored) : ((await describeOperation(scope.durable(), stored.operation_id)) ?? pendingOperation(stored));
+  const operation = existing ?? pendingOperation(stored);
   return jsonResult(200, {
     ...envelope(stored, scope.requestId, operation),
     operation_status_url: `/api/operations/${stored.operation_id}`,

@@ -1,6 +1,7 @@
 import { BlobServiceClient, type ContainerClient } from "@azure/storage-blob";
 import { odata, TableClient } from "@azure/data-tables";
 import { isStatus, packText, unpackText } from "../storage/table-text.js";
+import { ConflictError } from "../http/errors.js";
 
 /** A search as the dashboard tracks it (UUID), linked to its job-API job once submitted. */
 export interface DashboardJob {
@@ -21,6 +22,8 @@ export interface DashboardJob {
   cancel_requested: boolean;
   error: string;
   progress: { total: number; succeeded: number; failed: number; active: number } | null;
+  /** What the idempotency key binds to (the search-defining fields); never shown. */
+  request_fingerprint?: string;
 }
 
 export const TERMINAL_JOB_STATES = new Set(["completed", "failed", "cancelled"]);
@@ -49,18 +52,35 @@ export class DashboardJobStore {
     return { partitionKey: "job", rowKey: job.job_id, status: job.status, created_at: job.created_at, ...packText("doc", JSON.stringify(job)) };
   }
 
-  /** Creates the job; false when a job with this id exists already (an idempotent retry). */
-  async create(job: DashboardJob, queryFasta: string): Promise<boolean> {
+  /**
+   * Creates the job and stores its query; on a retry with the same idempotency key (the same job
+   * id) answers the stored job instead. A retry must be the same request: another query or other
+   * search fields under the same key are a 409, and never replace what the first request stored.
+   */
+  async create(job: DashboardJob, queryFasta: string): Promise<{ job: DashboardJob; created: boolean }> {
     await this.init();
     const data = Buffer.from(queryFasta);
-    await this.queries.getBlockBlobClient(`${job.job_id}.fa`).upload(data, data.length);
+    const blob = this.queries.getBlockBlobClient(`${job.job_id}.fa`);
     try {
       await this.table.createEntity(this.entity(job));
-      return true;
     } catch (error) {
-      if (isStatus(error, 409)) return false;
-      throw error;
+      if (!isStatus(error, 409)) throw error;
+      const stored = await this.get(job.job_id);
+      if (!stored) throw error;
+      // Jobs stored before fingerprints were kept cannot be told apart: treated as the same request.
+      if (stored.request_fingerprint !== undefined && stored.request_fingerprint !== job.request_fingerprint) {
+        throw new ConflictError("idempotency_key was already used for a different request; use a new key for a new search");
+      }
+      // A first attempt may have stopped before storing its query: store it, never over one stored.
+      try {
+        await blob.upload(data, data.length, { conditions: { ifNoneMatch: "*" } });
+      } catch (uploadError) {
+        if (!isStatus(uploadError, 409)) throw uploadError;
+      }
+      return { job: stored, created: false };
     }
+    await blob.upload(data, data.length);
+    return { job, created: true };
   }
 
   async get(jobId: string): Promise<DashboardJob | undefined> {

@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import { parseQueryFasta } from "../blast/fasta.js";
 import { type BlastOptions, validateOptionsForProgram } from "../blast/options.js";
 import { type BlastProgram, databaseMolecule, queryMolecule } from "../blast/programs.js";
@@ -21,6 +20,7 @@ import {
   UUID_PATTERN,
 } from "./model.js";
 import type { SubmitRequest } from "./schemas.js";
+import { requestFingerprint } from "../http/idempotency.js";
 import { longPoll } from "../http/long-poll.js";
 
 /** How often a waiting status request re-reads the job for changes it was not told about. */
@@ -53,31 +53,17 @@ export interface SubmitOutcome {
   queuePosition: number | null;
 }
 
-/** Canonical JSON (sorted keys), so equal requests fingerprint equally. */
-function canonical(value: unknown): string {
-  if (value === null || typeof value !== "object") return JSON.stringify(value);
-  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
-  const entries = Object.entries(value as Record<string, unknown>)
-    .filter(([, v]) => v !== undefined)
-    .sort(([a], [b]) => a.localeCompare(b));
-  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(",")}}`;
-}
-
 /** What an idempotency key binds to: the request's search-defining fields. */
 export function fingerprint(s: Submission): string {
-  return createHash("sha256")
-    .update(
-      canonical({
-        program: s.program,
-        db: s.db,
-        query_fasta: s.query_fasta,
-        blast_options: s.blast_options ?? {},
-        execution_profile: s.execution_profile ?? "standard",
-        resource_profile: s.resource_profile ?? "",
-        priority: s.priority ?? "normal",
-      }),
-    )
-    .digest("hex");
+  return requestFingerprint({
+    program: s.program,
+    db: s.db,
+    query_fasta: s.query_fasta,
+    blast_options: s.blast_options ?? {},
+    execution_profile: s.execution_profile ?? "standard",
+    resource_profile: s.resource_profile ?? "",
+    priority: s.priority ?? "normal",
+  });
 }
 
 function priorityValue(p: Submission["priority"]): number {

@@ -123,6 +123,50 @@ describe("dashboard jobs through the submit orchestration", () => {
     await d.operationDone(contributor, a.operation.operation_id);
   });
 
+  it("B-237 B-021 refuses the same idempotency key with another query (409) and keeps the first request's search", async () => {
+    const key = "dash-retry-other-query";
+    const first = await d.call(contributor, "POST", "/blast/jobs", { program: "blastn", db: DEMO_DB, query_fasta: demoQueries(1, 400, 4), idempotency_key: key });
+    expect(first.status).toBe(200);
+    const a = (await first.json()) as { job_id: string; operation: { operation_id: string } };
+    const other = await d.call(contributor, "POST", "/blast/jobs", { program: "blastn", db: DEMO_DB, query_fasta: demoQueries(2, 400, 5), idempotency_key: key });
+    expect(other.status).toBe(409);
+    expect(await other.json()).toMatchObject({ detail: expect.stringContaining("idempotency_key"), request_id: expect.any(String) });
+    // The search that runs is the first one: one query, not the two of the refused retry.
+    expect((await d.operationDone(contributor, a.operation.operation_id)).state).toBe("succeeded");
+    const job = (await (await d.call(reader, "GET", `/blast/jobs/${a.job_id}`)).json()) as { query_count: number; status: string };
+    expect(job).toMatchObject({ query_count: 1, status: "completed" });
+    const xml = await (await d.call(reader, "GET", `/blast/jobs/${a.job_id}/results?content=xml`)).text();
+    expect((xml.match(/<Iteration>/g) ?? []).length).toBe(1);
+  });
+
+  it("B-021 B-054 B-055 concurrent identical submits with one key make one job and one operation", async () => {
+    const body = { program: "blastn", db: DEMO_DB, query_fasta: demoQueries(1, 400, 6), idempotency_key: "dash-concurrent-1" };
+    const answers = await Promise.all(Array.from({ length: 8 }, () => d.call(contributor, "POST", "/blast/jobs", body)));
+    expect(answers.map((r) => r.status)).toEqual(Array(8).fill(200));
+    const envelopes = (await Promise.all(answers.map((r) => r.json()))) as { job_id: string; operation: { operation_id: string } }[];
+    expect(new Set(envelopes.map((e) => e.job_id)).size).toBe(1);
+    expect(new Set(envelopes.map((e) => e.operation.operation_id)).size).toBe(1);
+    expect((await d.operationDone(contributor, envelopes[0]?.operation.operation_id as string)).state).toBe("succeeded");
+  });
+
+  it("a retry starts the orchestration when the first attempt stored the job but its orchestration is gone", async () => {
+    const body = { program: "blastn", db: DEMO_DB, query_fasta: demoQueries(1, 400, 7), idempotency_key: "dash-never-started" };
+    const a = (await (await d.call(contributor, "POST", "/blast/jobs", body)).json()) as { job_id: string; operation: { operation_id: string } };
+    // What a start that failed after the job was stored leaves behind: the job, and no instance.
+    const rpc = stack.info.durable_rpc_url;
+    await fetch(`${rpc}instances/${a.operation.operation_id}/terminate?reason=test`, { method: "POST" });
+    await eventually(async () => ((await fetch(`${rpc}instances/${a.operation.operation_id}`, { method: "DELETE" })).status === 200 ? true : undefined), 10_000);
+    expect((await d.call(reader, "GET", `/operations/${a.operation.operation_id}`)).status).toBe(404);
+
+    const retry = await d.call(contributor, "POST", "/blast/jobs", body);
+    expect(retry.status).toBe(200);
+    const b = (await retry.json()) as { job_id: string; operation: { operation_id: string } };
+    expect(b.job_id).toBe(a.job_id);
+    expect(b.operation.operation_id).toBe(a.operation.operation_id);
+    expect((await d.operationDone(contributor, a.operation.operation_id)).state).toBe("succeeded");
+    expect(((await (await d.call(reader, "GET", `/blast/jobs/${a.job_id}`)).json()) as { status: string }).status).toBe("completed");
+  });
+
   it("B-014 B-152 cancels through the orchestration: the operation ends cancelled and the job API job stops", async () => {
     const res = await d.call(contributor, "POST", "/blast/jobs", { program: "tblastx", db: DEMO_DB, query_fasta: demoQueries(4, 1500, 60), execution_profile: "sharded" });
     const env = (await res.json()) as { job_id: string; operation: { operation_id: string } };
