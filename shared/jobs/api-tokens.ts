@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHash, randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import path from "node:path";
 
@@ -25,7 +25,8 @@ export function createFileSecretStore(dir: string): SecretStore {
     },
     async set(name, value) {
       await mkdir(dir, { recursive: true, mode: 0o700 });
-      const tmp = `${file(name)}.${process.pid}.tmp`;
+      // A name of its own per write: two writes at once must not share (and rename away) one file.
+      const tmp = `${file(name)}.${randomUUID()}.tmp`;
       await writeFile(tmp, value, { mode: 0o600 });
       await rename(tmp, file(name));
     },
@@ -59,6 +60,8 @@ export function generateApiToken(): string {
  */
 export class ApiTokenService {
   private cache: { state: ApiTokenState; at: number } | undefined;
+  /** Rotations in this process, one after another (see {@link rotate}). */
+  private rotating: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly secrets: SecretStore,
@@ -69,9 +72,9 @@ export class ApiTokenService {
     return this.options.now ? this.options.now() : new Date();
   }
 
-  async state(): Promise<ApiTokenState | undefined> {
+  async state(options: { fresh?: boolean } = {}): Promise<ApiTokenState | undefined> {
     const cacheMs = this.options.cacheMs ?? 2000;
-    if (this.cache && Date.now() - this.cache.at < cacheMs) return this.cache.state;
+    if (!options.fresh && this.cache && Date.now() - this.cache.at < cacheMs) return this.cache.state;
     const text = await this.secrets.get(API_TOKEN_SECRET);
     if (!text) return undefined;
     const state = JSON.parse(text) as ApiTokenState;
@@ -85,9 +88,19 @@ export class ApiTokenService {
     await this.write({ current: { value: generateApiToken(), created_at: this.now().toISOString() } });
   }
 
-  /** Replaces the token; the old one stays valid for `graceSeconds`. Returns the new state. */
-  async rotate(graceSeconds: number): Promise<ApiTokenState> {
-    const old = await this.state();
+  /**
+   * Replaces the token; the old one stays valid for `graceSeconds`. Returns the new state.
+   * Rotations run one after another, each on the stored state (never the cache), so two at once
+   * (a double click, two owners) chain: every token handed out stays valid at least for the grace.
+   */
+  rotate(graceSeconds: number): Promise<ApiTokenState> {
+    const run = this.rotating.then(() => this.rotateNow(graceSeconds));
+    this.rotating = run.catch(() => {});
+    return run;
+  }
+
+  private async rotateNow(graceSeconds: number): Promise<ApiTokenState> {
+    const old = await this.state({ fresh: true });
     const now = this.now();
     const state: ApiTokenState = { current: { value: generateApiToken(), created_at: now.toISOString() } };
     if (old && graceSeconds > 0) {

@@ -1,0 +1,59 @@
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { ApiTokenService, createFileSecretStore } from "../../shared/jobs/api-tokens.js";
+
+const dirs: string[] = [];
+function secretsDir(): string {
+  const dir = mkdtempSync(path.join(tmpdir(), "bp-tokens-"));
+  dirs.push(dir);
+  return dir;
+}
+
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+describe("job API token rotation", () => {
+  it("B-201 B-202 two rotations at once both hand out a working token, and the first start's token stays valid through the grace", async () => {
+    const dir = secretsDir();
+    const tokens = new ApiTokenService(createFileSecretStore(dir));
+    await tokens.ensure();
+    const first = (await tokens.state())?.current.value as string;
+    const [a, b] = await Promise.all([tokens.rotate(60), tokens.rotate(60)]);
+    // Each caller shows its user a token; neither may be dead on arrival.
+    expect(await tokens.isValid(a.current.value)).toBe(true);
+    expect(await tokens.isValid(b.current.value)).toBe(true);
+    expect(a.current.value).not.toBe(b.current.value);
+    // The second chained on the first: what the first replaced is its grace token, not lost.
+    expect(b.previous?.value).toBe(a.current.value);
+    expect(a.previous?.value).toBe(first);
+    // Another process (the job API) reading the stored state agrees.
+    const reader = new ApiTokenService(createFileSecretStore(dir));
+    expect(await reader.isValid(b.current.value)).toBe(true);
+    expect(await reader.isValid(a.current.value)).toBe(true);
+    expect(readdirSync(dir)).toEqual(["jobapi-api-token"]);
+  });
+
+  it("concurrent writes of the file store each land whole, with no temporary file left behind", async () => {
+    const dir = secretsDir();
+    const store = createFileSecretStore(dir);
+    const values = Array.from({ length: 20 }, (_, i) => `value-${i}-${"x".repeat(1000 * i)}`);
+    await Promise.all(values.map((v) => store.set("some-secret", v)));
+    expect(values).toContain(await store.get("some-secret"));
+    expect(readdirSync(dir)).toEqual(["some-secret"]);
+  });
+
+  it("a rotation reads the stored token, not a cached copy another process has since replaced", async () => {
+    const dir = secretsDir();
+    const here = new ApiTokenService(createFileSecretStore(dir), { cacheMs: 60_000 });
+    const elsewhere = new ApiTokenService(createFileSecretStore(dir), { cacheMs: 60_000 });
+    await here.ensure();
+    await here.state();
+    const theirs = await elsewhere.rotate(60);
+    const ours = await here.rotate(60);
+    // The token the other instance handed out is the one this rotation keeps in its grace period.
+    expect(ours.previous?.value).toBe(theirs.current.value);
+  });
+});
