@@ -1,7 +1,7 @@
 import { parseQueryFasta } from "../blast/fasta.js";
 import { type BlastOptions, validateOptionsForProgram } from "../blast/options.js";
 import { type BlastProgram, databaseMolecule, queryMolecule } from "../blast/programs.js";
-import { AdmissionRejectedError, ConflictError, InvalidRequestError, NotFoundError, ValidationError } from "../http/errors.js";
+import { AdmissionRejectedError, ConflictError, InvalidRequestError, NotFoundError, UpstreamUnavailableError, ValidationError } from "../http/errors.js";
 import type { Logger } from "../logging/logger.js";
 import type { ArtifactStore } from "./artifact-store.js";
 import type { DatabaseCatalog } from "./database-catalog.js";
@@ -22,6 +22,9 @@ import {
 import type { SubmitRequest } from "./schemas.js";
 import { requestFingerprint } from "../http/idempotency.js";
 import { longPoll } from "../http/long-poll.js";
+
+/** How long a key claimed by a submit whose job does not exist yet counts as that submit's. */
+const CLAIM_IN_PROGRESS_MS = 60_000;
 
 /** How often a waiting status request re-reads the job for changes it was not told about. */
 const STATUS_RECHECK_MS = 1000;
@@ -168,7 +171,7 @@ export class JobService {
    */
   private async claimIdempotencyKey(key: string, jobId: string, fp: string): Promise<JobRecord | undefined> {
     for (let attempt = 0; attempt < 10; attempt++) {
-      const claim = await this.o.jobs.claimKey(key, { job_id: jobId, fingerprint: fp });
+      const claim = await this.o.jobs.claimKey(key, { job_id: jobId, fingerprint: fp, claimed_at: new Date().toISOString() });
       if (claim.claimed) return undefined;
       // The winner writes its job right after claiming; give it a moment to appear.
       let holder: JobRecord | undefined;
@@ -180,8 +183,17 @@ export class JobService {
       if (holder && !TERMINAL_STATUSES.has(holder.status)) {
         throw new ConflictError(`idempotency_key is in use by job ${holder.job_id} with a different request; use a fresh key`);
       }
-      // The holder finished (or vanished): take the key over for this request.
-      if (await this.o.jobs.reassignKey(key, { job_id: jobId, fingerprint: fp }, claim.etag)) return undefined;
+      // A submit that claimed the key moments ago may still be writing its job (slow storage):
+      // taking the key from it would run two jobs for one key.
+      // A retry of that same request is answered once its job exists; another request is a conflict.
+      if (!holder && claim.holder.claimed_at && Date.now() - Date.parse(claim.holder.claimed_at) < CLAIM_IN_PROGRESS_MS) {
+        if (claim.holder.fingerprint === fp) {
+          throw new UpstreamUnavailableError("the first submit with this idempotency_key is still being stored; retry shortly", 503, 2);
+        }
+        throw new ConflictError("idempotency_key is in use by a submit still in progress with a different request; use a fresh key");
+      }
+      // The holder finished (or its submit died before writing it): take the key over.
+      if (await this.o.jobs.reassignKey(key, { job_id: jobId, fingerprint: fp, claimed_at: new Date().toISOString() }, claim.etag)) return undefined;
     }
     throw new ConflictError("idempotency_key is being claimed concurrently; retry");
   }

@@ -13,6 +13,8 @@ const KNOWN_VERSIONS_LIMIT = 1000;
 export interface IdempotencyClaim {
   job_id: string;
   fingerprint: string;
+  /** When the claim was taken (ISO); claims stored before it was kept have none. */
+  claimed_at?: string;
 }
 
 function keyHash(key: string): string {
@@ -171,14 +173,24 @@ export class JobStore {
   /** Claims an idempotency key for a job; when another job holds it, returns that claim instead. */
   async claimKey(key: string, claim: IdempotencyClaim): Promise<{ claimed: true } | { claimed: false; holder: IdempotencyClaim; etag: string }> {
     const rowKey = keyHash(key);
-    try {
-      await this.keys.createEntity({ partitionKey: IDEMPOTENCY_PARTITION, rowKey, ...claim });
-      return { claimed: true };
-    } catch (error) {
-      if (!isStatus(error, 409)) throw error;
+    for (let attempt = 0; attempt < MAX_CONFLICT_RETRIES; attempt++) {
+      try {
+        await this.keys.createEntity({ partitionKey: IDEMPOTENCY_PARTITION, rowKey, ...claim });
+        return { claimed: true };
+      } catch (error) {
+        if (!isStatus(error, 409)) throw error;
+      }
+      try {
+        const e = await this.keys.getEntity<Record<string, unknown>>(IDEMPOTENCY_PARTITION, rowKey);
+        const holder: IdempotencyClaim = { job_id: String(e.job_id), fingerprint: String(e.fingerprint) };
+        if (typeof e.claimed_at === "string") holder.claimed_at = e.claimed_at;
+        return { claimed: false, holder, etag: String(e.etag) };
+      } catch (error) {
+        // Released between the two calls (its submit failed, or its job was deleted): claim again.
+        if (!isStatus(error, 404)) throw error;
+      }
     }
-    const e = await this.keys.getEntity<Record<string, unknown>>(IDEMPOTENCY_PARTITION, rowKey);
-    return { claimed: false, holder: { job_id: String(e.job_id), fingerprint: String(e.fingerprint) }, etag: String(e.etag) };
+    throw new Error("idempotency key: too many concurrent claims");
   }
 
   /** Moves a key held by a finished job to a new one; false when someone else moved it first. */

@@ -8,7 +8,10 @@ import { promisify } from "node:util";
 import { gunzipSync } from "node:zlib";
 import { XMLValidator } from "fast-xml-parser";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEV_ACCOUNT, DEV_ACCOUNT_KEY } from "../../local/azurite.js";
 import { mergeBlastXml } from "../../shared/blast/xml-merge.js";
+import { fingerprint, type Submission } from "../../shared/jobs/job-service.js";
+import { JobStore } from "../../shared/jobs/job-store.js";
 import { DEMO_DB, demoQueries, jobApi, readApiToken, unzip } from "../support/jobapi-client.js";
 import { eventually, ROOT, startStack, type TestStack } from "../support/local-stack.js";
 
@@ -398,6 +401,32 @@ describe("job API: databases, conflicts and dependency failures", () => {
     expect(conflict.status).toBe(409);
     expect(await conflict.json()).toMatchObject({ detail: expect.stringContaining("idempotency_key"), request_id: expect.any(String) });
     await api.del(`/v1/jobs/${job_id}`);
+  });
+
+  it("B-237 B-055 a key claimed by a submit still storing its job: the same request is told to retry (503), another is 409, a stale claim is taken over", async () => {
+    const jobs = JobStore.fromConnectionString(
+      `DefaultEndpointsProtocol=http;AccountName=${DEV_ACCOUNT};AccountKey=${DEV_ACCOUNT_KEY};TableEndpoint=${stack.info.table_endpoint};`,
+    );
+    const request = { program: "blastn", db: DEMO_DB, query_fasta: demoQueries(1, 300, 90) };
+    const fp = fingerprint(request as Submission);
+    // What a first submit leaves while it is still writing its job: the claim, and no job yet.
+    const claimedNow = (key: string, at = new Date()) => jobs.claimKey(key, { job_id: "inflight0000", fingerprint: fp, claimed_at: at.toISOString() });
+    expect(await claimedNow("inflight-key-1")).toEqual({ claimed: true });
+
+    const retry = await api.post("/v1/jobs", { ...request, idempotency_key: "inflight-key-1" });
+    expect(retry.status).toBe(503);
+    expect(retry.headers.get("retry-after")).toBe("2");
+    expect(await retry.json()).toMatchObject({ detail: expect.stringContaining("still being stored"), request_id: expect.any(String) });
+    const other = await api.post("/v1/jobs", { ...request, query_fasta: demoQueries(1, 300, 91), idempotency_key: "inflight-key-1" });
+    expect(other.status).toBe(409);
+
+    // A claim whose submit died long ago (no job ever written) does not block the key for good.
+    expect(await claimedNow("inflight-key-2", new Date(Date.now() - 5 * 60_000))).toEqual({ claimed: true });
+    const takeover = await api.post("/v1/jobs", { ...request, idempotency_key: "inflight-key-2" });
+    expect(takeover.status).toBe(202);
+    const { job_id } = (await takeover.json()) as { job_id: string };
+    expect((await api.post("/v1/jobs", { ...request, idempotency_key: "inflight-key-2" })).status).toBe(200);
+    await api.finished(job_id);
   });
 
   it("B-243 B-241 B-230 reports 503 on /v1/ready and, with a focused message, for work needing storage once storage is unreachable", async () => {
