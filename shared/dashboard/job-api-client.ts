@@ -71,15 +71,14 @@ export function createJobApiClient(options: { baseUrl: string | undefined; token
 
     /**
      * Cancels a job that is still queued or running; one that already finished keeps its results.
-     * Answers the job's status afterwards (`cancelled`, or the one it had reached), `gone` when
-     * the job API no longer has it, or undefined when it could not tell.
+     * Answers the job's status afterwards (`cancelled`, or the one it had reached), or undefined
+     * when the job API could not tell (it no longer has the job, or did not answer).
      */
     async cancel(jobId: string): Promise<string | undefined> {
       try {
         const res = await call(`/v1/jobs/${encodeURIComponent(jobId)}/cancel`, { method: "POST" });
         const json = (await res.json().catch(() => ({}))) as Record<string, unknown>;
-        if (res.status === 200 && typeof json.status === "string") return json.status;
-        return res.status === 404 ? "gone" : undefined;
+        return res.status === 200 && typeof json.status === "string" ? json.status : undefined;
       } catch {
         return undefined;
       }

@@ -183,9 +183,8 @@ export class JobService {
       if (holder && !TERMINAL_STATUSES.has(holder.status)) {
         throw new ConflictError(`idempotency_key is in use by job ${holder.job_id} with a different request; use a fresh key`);
       }
-      // A submit that claimed the key moments ago may still be writing its job (slow storage):
-      // taking the key from it would run two jobs for one key.
-      // A retry of that same request is answered once its job exists; another request is a conflict.
+      // A submit that claimed the key moments ago may still be writing its job (slow storage);
+      // taking the key from it would run two jobs for one key. The same request retries later.
       if (!holder && claim.holder.claimed_at && Date.now() - Date.parse(claim.holder.claimed_at) < CLAIM_IN_PROGRESS_MS) {
         if (claim.holder.fingerprint === fp) {
           throw new UpstreamUnavailableError("the first submit with this idempotency_key is still being stored; retry shortly", 503, 2);
@@ -268,7 +267,12 @@ export class JobService {
    * answer says which status it ended in.
    */
   async cancel(jobId: string): Promise<{ job_id: string; status: JobStatus }> {
-    const job = await this.get(jobId);
+    return this.cancelRecord(await this.get(jobId));
+  }
+
+  /** {@link cancel} of a job already read. */
+  private async cancelRecord(job: JobRecord): Promise<{ job_id: string; status: JobStatus }> {
+    const jobId = job.job_id;
     if (TERMINAL_STATUSES.has(job.status)) return { job_id: jobId, status: job.status };
     const updated = await this.o.jobs.update(jobId, (j) =>
       TERMINAL_STATUSES.has(j.status)
@@ -290,7 +294,7 @@ export class JobService {
    */
   async cancelOrDelete(jobId: string): Promise<{ job_id: string; status: JobStatus; deleted: boolean }> {
     const job = await this.get(jobId);
-    if (!TERMINAL_STATUSES.has(job.status)) return { ...(await this.cancel(jobId)), deleted: false };
+    if (!TERMINAL_STATUSES.has(job.status)) return { ...(await this.cancelRecord(job)), deleted: false };
     await this.o.artifacts.deleteJob(jobId);
     if (job.idempotency_key) await this.o.jobs.releaseKey(job.idempotency_key, jobId);
     await this.o.jobs.delete(jobId);
