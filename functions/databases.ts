@@ -4,7 +4,7 @@ import { newOperationId, OPERATION_TYPES, operationView } from "../shared/dashbo
 import { jsonResult } from "../shared/http/envelope.js";
 import { NotFoundError, UpstreamUnavailableError } from "../shared/http/errors.js";
 import { parsePath } from "../shared/http/validation.js";
-import { createFileDatabaseCatalog, databaseSummary } from "../shared/jobs/database-catalog.js";
+import { createFileDatabaseCatalog, databaseSummary } from "../shared/databases/database-catalog.js";
 import { Orchestrations } from "../shared/ops/queue-labels.js";
 import { appContext } from "./app-context.js";
 import { route } from "./http-route.js";

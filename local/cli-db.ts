@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { publishDatabase } from "../shared/jobs/database-catalog.js";
+import { publishDatabase } from "../shared/databases/database-catalog.js";
 
 /**
  * `blastplane db add NAME FASTA [--type nucl|prot] [--partitions N]`: builds a database with

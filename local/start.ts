@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import { createLogger } from "../shared/logging/logger.js";
 import { startAzurite } from "./azurite.js";
 import { startChildService } from "./child-service.js";
-import { createFileDatabaseCatalog, publishDatabase } from "../shared/jobs/database-catalog.js";
+import { createFileDatabaseCatalog, publishDatabase } from "../shared/databases/database-catalog.js";
 import { startDevIdentityProvider } from "./dev-idp.js";
 import { DurableEngine } from "./durable/engine.js";
 import { createHostInvoker } from "./durable/host-invoker.js";

@@ -6,7 +6,7 @@ import { createNcbiSource } from "../../shared/databases/ncbi-source.js";
 import { checkForUpdates, prepareDatabaseRelease } from "../../shared/databases/prepare.js";
 import { warmDatabaseFiles } from "../../shared/databases/warmup.js";
 import { newOperationId } from "../../shared/dashboard/operations.js";
-import { createFileDatabaseCatalog } from "../../shared/jobs/database-catalog.js";
+import { createFileDatabaseCatalog } from "../../shared/databases/database-catalog.js";
 import { Orchestrations } from "../../shared/ops/queue-labels.js";
 import { appContext } from "../app-context.js";
 

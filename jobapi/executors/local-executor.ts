@@ -1,6 +1,6 @@
 import { runBlastTool } from "../../shared/blast/blast-tools.js";
 import { BLAST_PROGRAMS, type BlastProgram } from "../../shared/blast/programs.js";
-import { createSemaphore, type ShardExecutor } from "../../shared/jobs/executor.js";
+import { createSemaphore, type ShardExecutor } from "./executor.js";
 
 /**
  * Runs shards as BLAST+ processes on this machine, at most `concurrency` at once (one per core by

@@ -3,7 +3,7 @@ import { readdir, readFile, rename, rm, writeFile, mkdir } from "node:fs/promise
 import path from "node:path";
 import { runBlastTool } from "../blast/blast-tools.js";
 import { buildDatabase, DATABASE_NAME, type DatabaseManifest } from "../blast/database-builder.js";
-import type { DatabaseCatalog } from "../jobs/database-catalog.js";
+import type { DatabaseCatalog } from "./database-catalog.js";
 import {
   blastDbType,
   type NcbiSource,

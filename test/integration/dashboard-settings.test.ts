@@ -4,7 +4,7 @@ import path from "node:path";
 import { odata, TableClient } from "@azure/data-tables";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_ACCOUNT, DEV_ACCOUNT_KEY } from "../../local/azurite.js";
-import { API_TOKEN_SECRET, type ApiTokenState } from "../../shared/jobs/api-tokens.js";
+import { API_TOKEN_SECRET, type ApiTokenState } from "../../shared/secrets/api-tokens.js";
 import { createAuditLog } from "../../shared/ops/audit.js";
 import { createEventLog } from "../../shared/ops/events.js";
 import { eventually, mintToken, startStack, type TestStack } from "../support/local-stack.js";

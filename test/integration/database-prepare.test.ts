@@ -5,7 +5,7 @@ import { hostname, tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BlastToolError, runBlastTool } from "../../shared/blast/blast-tools.js";
-import { createFileDatabaseCatalog, publishDatabase } from "../../shared/jobs/database-catalog.js";
+import { createFileDatabaseCatalog, publishDatabase } from "../../shared/databases/database-catalog.js";
 import {
   ArchiveError,
   ChecksumMismatchError,

@@ -10,8 +10,8 @@ import { XMLValidator } from "fast-xml-parser";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_ACCOUNT, DEV_ACCOUNT_KEY } from "../../local/azurite.js";
 import { mergeBlastXml } from "../../shared/blast/xml-merge.js";
-import { fingerprint, type Submission } from "../../shared/jobs/job-service.js";
-import { JobStore } from "../../shared/jobs/job-store.js";
+import { fingerprint, type Submission } from "../../jobapi/jobs/job-service.js";
+import { JobStore } from "../../jobapi/jobs/job-store.js";
 import { DEMO_DB, demoQueries, jobApi, readApiToken, unzip } from "../support/jobapi-client.js";
 import { eventually, ROOT, startStack, type TestStack } from "../support/local-stack.js";
 

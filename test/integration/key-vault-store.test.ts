@@ -1,7 +1,7 @@
 import type { AccessToken } from "@azure/identity";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ApiTokenService } from "../../shared/jobs/api-tokens.js";
-import { createKeyVaultSecretStore } from "../../shared/jobs/key-vault-secret-store.js";
+import { ApiTokenService } from "../../shared/secrets/api-tokens.js";
+import { createKeyVaultSecretStore } from "../../shared/secrets/key-vault-secret-store.js";
 import { type FakeKeyVault, startFakeKeyVault } from "../fakes/key-vault-server.js";
 
 let vault: FakeKeyVault;

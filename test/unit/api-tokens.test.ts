@@ -2,7 +2,7 @@ import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { ApiTokenService, createFileSecretStore } from "../../shared/jobs/api-tokens.js";
+import { ApiTokenService, createFileSecretStore } from "../../shared/secrets/api-tokens.js";
 
 const dirs: string[] = [];
 function secretsDir(): string {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { loadJobApiConfig } from "../../jobapi/config.js";
-import { shardThreads } from "../../shared/jobs/executor.js";
+import { shardThreads } from "../../jobapi/executors/executor.js";
 
 describe("shardThreads: -num_threads per shard", () => {
   it("gives a job of one shard every core", () => {

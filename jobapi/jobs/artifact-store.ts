@@ -1,7 +1,7 @@
 import { PassThrough, type Readable, type Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { BlobServiceClient, type BlockBlobClient, type ContainerClient } from "@azure/storage-blob";
-import { isStatus } from "../storage/table-text.js";
+import { isStatus } from "../../shared/storage/table-text.js";
 
 /** Artifact names inside a job's folder; nothing outside these shapes is ever read or written. */
 const ARTIFACT_NAME = /^(query\.fa|merged_results\.out\.gz|shards\/b\d{1,5}(-p\d{1,3})?\.out\.gz)$/;

@@ -1,10 +1,10 @@
-import { parseQueryFasta } from "../blast/fasta.js";
-import { type BlastOptions, validateOptionsForProgram } from "../blast/options.js";
-import { type BlastProgram, databaseMolecule, queryMolecule } from "../blast/programs.js";
-import { AdmissionRejectedError, ConflictError, InvalidRequestError, NotFoundError, UpstreamUnavailableError, ValidationError } from "../http/errors.js";
-import type { Logger } from "../logging/logger.js";
+import { parseQueryFasta } from "../../shared/blast/fasta.js";
+import { type BlastOptions, validateOptionsForProgram } from "../../shared/blast/options.js";
+import { type BlastProgram, databaseMolecule, queryMolecule } from "../../shared/blast/programs.js";
+import { AdmissionRejectedError, ConflictError, InvalidRequestError, NotFoundError, UpstreamUnavailableError, ValidationError } from "../../shared/http/errors.js";
+import type { Logger } from "../../shared/logging/logger.js";
 import type { ArtifactStore } from "./artifact-store.js";
-import type { DatabaseCatalog } from "./database-catalog.js";
+import type { DatabaseCatalog } from "../../shared/databases/database-catalog.js";
 import { compareForDispatch, type JobDispatcher } from "./dispatcher.js";
 import type { JobStore } from "./job-store.js";
 import {
@@ -18,10 +18,10 @@ import {
   shardCounters,
   TERMINAL_STATUSES,
   UUID_PATTERN,
-} from "./model.js";
-import type { SubmitRequest } from "./schemas.js";
-import { requestFingerprint } from "../http/idempotency.js";
-import { longPoll } from "../http/long-poll.js";
+} from "../../shared/jobs/model.js";
+import type { SubmitRequest } from "../../shared/jobs/schemas.js";
+import { requestFingerprint } from "../../shared/http/idempotency.js";
+import { longPoll } from "../../shared/http/long-poll.js";
 
 /** How long a key claimed by a submit whose job does not exist yet counts as that submit's. */
 const CLAIM_IN_PROGRESS_MS = 60_000;

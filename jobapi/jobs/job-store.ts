@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
 import { EventEmitter } from "node:events";
 import { odata, TableClient } from "@azure/data-tables";
-import { isStatus, packText, unpackText } from "../storage/table-text.js";
-import type { JobRecord, JobStatus } from "./model.js";
+import { isStatus, packText, unpackText } from "../../shared/storage/table-text.js";
+import type { JobRecord, JobStatus } from "../../shared/jobs/model.js";
 
 const PARTITION = "job";
 const IDEMPOTENCY_PARTITION = "key";

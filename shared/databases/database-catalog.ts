@@ -1,7 +1,7 @@
 import { mkdir, readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { buildDatabase, DATABASE_NAME, type DatabaseManifest, formatVersion } from "../blast/database-builder.js";
-import { holdRelease, pruneReleases, readCurrent, releaseHold, swapCurrent } from "../databases/releases.js";
+import { holdRelease, pruneReleases, readCurrent, releaseHold, swapCurrent } from "./releases.js";
 
 /** A prepared database release, as executors read it. */
 export interface DatabaseEntry {

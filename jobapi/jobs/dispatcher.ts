@@ -5,17 +5,17 @@ import path from "node:path";
 import { PassThrough, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { gzipSync } from "node:zlib";
-import { batchQueries, parseQueryFasta, toFasta } from "../blast/fasta.js";
-import { type BlastOptions, toBlastArgs } from "../blast/options.js";
-import { type BlastProgram, QUERY_BATCH_LETTERS, queryMolecule } from "../blast/programs.js";
-import { BlastXmlError, mergeBlastXml, namedDatabaseHeader, readIterations } from "../blast/xml-merge.js";
-import type { Logger } from "../logging/logger.js";
-import { createParallelGzip } from "../storage/parallel-gzip.js";
+import { batchQueries, parseQueryFasta, toFasta } from "../../shared/blast/fasta.js";
+import { type BlastOptions, toBlastArgs } from "../../shared/blast/options.js";
+import { type BlastProgram, QUERY_BATCH_LETTERS, queryMolecule } from "../../shared/blast/programs.js";
+import { BlastXmlError, mergeBlastXml, namedDatabaseHeader, readIterations } from "../../shared/blast/xml-merge.js";
+import type { Logger } from "../../shared/logging/logger.js";
+import { createParallelGzip } from "../../shared/storage/parallel-gzip.js";
 import type { ArtifactStore } from "./artifact-store.js";
-import type { DatabaseCatalog, DatabaseEntry } from "./database-catalog.js";
-import { buildShardArgs, createSemaphore, type ShardExecutor, shardThreads } from "./executor.js";
+import type { DatabaseCatalog, DatabaseEntry } from "../../shared/databases/database-catalog.js";
+import { buildShardArgs, createSemaphore, type ShardExecutor, shardThreads } from "../executors/executor.js";
 import type { JobStore } from "./job-store.js";
-import { ACTIVE_STATUSES, type JobRecord, type Shard, shardId } from "./model.js";
+import { ACTIVE_STATUSES, type JobRecord, type Shard, shardId } from "../../shared/jobs/model.js";
 
 export interface DispatcherOptions {
   jobs: JobStore;
