@@ -1,6 +1,6 @@
 import { type Caller, hasRoleAtLeast } from "../shared/auth/roles.js";
 import { jsonResult } from "../shared/http/envelope.js";
-import { ForbiddenError, NotFoundError } from "../shared/http/errors.js";
+import { ForbiddenError, NotFoundError } from "../shared/errors.js";
 import type { AuditInput } from "../shared/ops/audit.js";
 import { appContext } from "./app-context.js";
 import { callerOf, type RouteScope, route } from "./http-route.js";

@@ -1,5 +1,5 @@
 import { TableServiceClient } from "@azure/data-tables";
-import { UpstreamUnavailableError } from "../shared/http/errors.js";
+import { DependencyUnavailableError } from "../shared/errors.js";
 import { apiAudience, createJwtValidator, entraDiscoveryUrl } from "../shared/auth/jwt-validator.js";
 import { type AppConfig, loadConfig } from "../shared/config/load-config.js";
 import { createLogger, type Logger } from "../shared/logging/logger.js";
@@ -32,7 +32,7 @@ export interface AppContext {
 /** The secret store shared with the job API: Key Vault in Azure, a local folder in the local stack. */
 function secretStore(config: AppConfig): SecretStore {
   const selected = selectSecretStore({ keyVaultUrl: config.keyVaultUrl, secretsDir: config.secretsDir });
-  const unavailable = () => new UpstreamUnavailableError("no secret store is configured (KEY_VAULT_URL or SECRETS_DIR)", 503);
+  const unavailable = () => new DependencyUnavailableError("no secret store is configured (KEY_VAULT_URL or SECRETS_DIR)");
   return {
     get: async (name) => {
       const store = await selected;

@@ -1,17 +1,15 @@
 import { createHash } from "node:crypto";
 import { Readable } from "node:stream";
-import { z } from "zod";
 import { FASTA_LIMITS, parseQueryFasta } from "../shared/blast/fasta.js";
-import { blastOptionsSchema, validateOptionsForProgram } from "../shared/blast/options.js";
-import { BLAST_PROGRAMS, type BlastProgram, queryMolecule } from "../shared/blast/programs.js";
+import { validateOptionsForProgram } from "../shared/blast/options.js";
+import { type BlastProgram, queryMolecule } from "../shared/blast/programs.js";
 import type { DashboardJob } from "../shared/dashboard/dashboard-jobs.js";
 import { createJobApiClient } from "../shared/dashboard/job-api-client.js";
 import { newOperationId, operationView } from "../shared/dashboard/operations.js";
 import { jsonResult } from "../shared/http/envelope.js";
-import { InvalidRequestError, NotFoundError, UpstreamUnavailableError } from "../shared/http/errors.js";
+import { dashboardJobListQuerySchema, dashboardJobPathSchema, dashboardResultsQuerySchema, dashboardSubmitSchema } from "../shared/dashboard/schemas.js";
+import { DependencyFailedError, DependencyUnavailableError, InvalidRequestError, NotFoundError } from "../shared/errors.js";
 import { parseJsonBody, parsePath, parseQuery } from "../shared/http/validation.js";
-import { JOB_ID_PATTERN, UUID_PATTERN } from "../shared/jobs/model.js";
-import { prioritySchema } from "../shared/jobs/schemas.js";
 import { requestFingerprint } from "../shared/http/idempotency.js";
 import { Orchestrations } from "../shared/ops/queue-labels.js";
 import { appContext } from "./app-context.js";
@@ -19,30 +17,6 @@ import { dashboardJobs } from "./dashboard-deps.js";
 import { callerOf, route } from "./http-route.js";
 import { describeOperation } from "./operations.js";
 import { CANCEL_EVENT } from "./orchestrations/submit-blast-job.js";
-
-const submitSchema = z.strictObject({
-  program: z.enum(BLAST_PROGRAMS),
-  db: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, "database name must be letters, digits, '.', '_' or '-'"),
-  query_fasta: z.string().min(1).max(FASTA_LIMITS.maxBytes),
-  options: blastOptionsSchema.optional(),
-  priority: prioritySchema.optional(),
-  idempotency_key: z.string().regex(/^[\x21-\x7e]{1,200}$/, "1–200 printable ASCII characters without spaces").optional(),
-  execution_profile: z.enum(["standard", "sharded"]).optional(),
-  title: z.string().max(200).optional(),
-});
-
-const listQuery = z.object({
-  status: z.enum(["queued", "dispatching", "submitting", "running", "completed", "failed", "cancelled"]).optional(),
-  page: z.coerce.number().int().min(1).max(100_000).default(1),
-  page_size: z.coerce.number().int().min(1).max(100).default(25),
-});
-
-const resultsQuery = z.object({ content: z.enum(["full", "merged", "xml", "tabular"]).default("xml") });
-
-/** A dashboard job id must be a UUID; an OpenAPI job id here is 400, as the reverse is on the job API. */
-const uuidPath = z.object({
-  uuid: z.string().refine((v) => !JOB_ID_PATTERN.test(v), "this is an OpenAPI job id; use it on the job API's /v1/jobs/{job_id} routes").pipe(z.string().regex(UUID_PATTERN, "expected a dashboard job UUID")),
-});
 
 /** Dashboard jobs from the same caller and idempotency key share one UUID, so a retry returns the same job. */
 function dashboardJobId(oid: string, idempotencyKey: string | undefined): string {
@@ -91,7 +65,7 @@ function envelope(job: DashboardJob, requestId: string, operation: ReturnType<ty
 
 route("blastJobsSubmit", { methods: ["POST"], route: "blast/jobs", role: "Contributor", durable: true }, async (request, scope) => {
   const caller = callerOf(scope);
-  const body = await parseJsonBody(request, submitSchema, FASTA_LIMITS.maxBytes * 2);
+  const body = await parseJsonBody(request, dashboardSubmitSchema, FASTA_LIMITS.maxBytes * 2);
   const program = body.program as BlastProgram;
   if (body.options) validateOptionsForProgram(program, body.options, "options");
   const records = parseQueryFasta(body.query_fasta, queryMolecule(program));
@@ -161,7 +135,7 @@ function pendingOperation(job: DashboardJob) {
 }
 
 route("listBlastJobs", { methods: ["GET"], route: "blast/jobs", role: "Reader" }, async (request, scope) => {
-  const q = parseQuery(request, listQuery);
+  const q = parseQuery(request, dashboardJobListQuerySchema);
   const { jobs, total } = await dashboardJobs().list({ status: q.status, page: q.page, pageSize: q.page_size });
   return jsonResult(200, { jobs: jobs.map(jobView), page: q.page, page_size: q.page_size, total, meta: { request_id: scope.requestId } }, scope.requestId);
 });
@@ -173,12 +147,12 @@ async function requireJob(uuid: string): Promise<DashboardJob> {
 }
 
 route("getBlastJob", { methods: ["GET"], route: "blast/jobs/{uuid}", role: "Reader" }, async (request, scope) => {
-  const { uuid } = parsePath(request, uuidPath);
+  const { uuid } = parsePath(request, dashboardJobPathSchema);
   return jsonResult(200, { ...jobView(await requireJob(uuid)), meta: { request_id: scope.requestId } }, scope.requestId);
 });
 
 route("cancelBlastJob", { methods: ["DELETE"], route: "blast/jobs/{uuid}", role: "Contributor", durable: true }, async (request, scope) => {
-  const { uuid } = parsePath(request, uuidPath);
+  const { uuid } = parsePath(request, dashboardJobPathSchema);
   const job = await requireJob(uuid);
   const updated = await dashboardJobs().update(uuid, (j) => (["completed", "failed", "cancelled"].includes(j.status) ? undefined : { ...j, cancel_requested: true }));
   if (updated?.cancel_requested) {
@@ -201,27 +175,27 @@ route("cancelBlastJob", { methods: ["DELETE"], route: "blast/jobs/{uuid}", role:
 });
 
 route("blastJobResults", { methods: ["GET"], route: "blast/jobs/{uuid}/results", role: "Reader" }, async (request, scope) => {
-  const { uuid } = parsePath(request, uuidPath);
-  const { content } = parseQuery(request, resultsQuery);
+  const { uuid } = parsePath(request, dashboardJobPathSchema);
+  const { content } = parseQuery(request, dashboardResultsQuerySchema);
   const job = await requireJob(uuid);
   if (!job.openapi_job_id) throw new NotFoundError("the job has not reached the job API yet; poll its operation");
   const client = createJobApiClient({
     baseUrl: appContext.config.jobApiUrl,
     token: async () => {
       const state = await appContext.apiTokens.state();
-      if (!state) throw new UpstreamUnavailableError("no job API token is configured", 503);
+      if (!state) throw new DependencyUnavailableError("no job API token is configured");
       return state.current.value;
     },
     timeoutMs: appContext.config.jobApiTimeoutMs,
   });
   const upstream = await client.results(job.openapi_job_id, content).catch((error: unknown) => {
-    throw new UpstreamUnavailableError(`job API unreachable: ${error instanceof Error ? error.message : String(error)}`, 502);
+    throw new DependencyFailedError(`job API unreachable: ${error instanceof Error ? error.message : String(error)}`);
   });
   if (upstream.status !== 200 || !upstream.body) {
     const detail = ((await upstream.json().catch(() => ({}))) as { detail?: unknown }).detail;
     if (upstream.status === 404) throw new NotFoundError(typeof detail === "string" ? detail : "result not available yet");
     if (upstream.status === 400) throw new InvalidRequestError(typeof detail === "string" ? detail : "invalid request");
-    throw new UpstreamUnavailableError(`job API answered ${upstream.status}`, 502);
+    throw new DependencyFailedError(`job API answered ${upstream.status}`);
   }
   const headers: Record<string, string> = { "X-Request-Id": scope.requestId };
   for (const name of ["content-type", "content-disposition"]) {

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { DATABASE_NAME } from "../shared/blast/database-builder.js";
 import { newOperationId, OPERATION_TYPES, operationView } from "../shared/dashboard/operations.js";
 import { jsonResult } from "../shared/http/envelope.js";
-import { NotFoundError, UpstreamUnavailableError } from "../shared/http/errors.js";
+import { NotFoundError, DependencyUnavailableError } from "../shared/errors.js";
 import { parsePath } from "../shared/http/validation.js";
 import { createFileDatabaseCatalog, databaseSummary } from "../shared/databases/database-catalog.js";
 import { Orchestrations } from "../shared/ops/queue-labels.js";
@@ -14,7 +14,7 @@ const namePath = z.object({ name: z.string().regex(DATABASE_NAME, "malformed dat
 
 function catalog() {
   const dir = appContext.config.databasesDir;
-  if (!dir) throw new UpstreamUnavailableError("no database store is configured (DATABASES_DIR)", 503);
+  if (!dir) throw new DependencyUnavailableError("no database store is configured (DATABASES_DIR)");
   return createFileDatabaseCatalog(dir);
 }
 
@@ -68,7 +68,7 @@ async function startOperation(scope: Parameters<Parameters<typeof route>[2]>[1],
 
 route("databasesPrepare", { methods: ["POST"], route: "databases/{name}/prepare", role: "Contributor", durable: true }, async (request, scope) => {
   const { name } = parsePath(request, namePath);
-  if (!appContext.config.databaseSourceUrl) throw new UpstreamUnavailableError("no database source is configured (DATABASE_SOURCE_URL)", 503);
+  if (!appContext.config.databaseSourceUrl) throw new DependencyUnavailableError("no database source is configured (DATABASE_SOURCE_URL)");
   scope.logger.info("database prepare requested", { name, oid: scope.caller?.oid });
   return startOperation(scope, Orchestrations.prepareDatabase, { name, partitions: appContext.config.databasePartitions }, name);
 });

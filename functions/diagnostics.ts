@@ -1,7 +1,7 @@
 import * as df from "durable-functions";
 import { z } from "zod";
 import { jsonResult } from "../shared/http/envelope.js";
-import { AdmissionRejectedError, NotFoundError } from "../shared/http/errors.js";
+import { QueueFullError, NotFoundError } from "../shared/errors.js";
 import { parsePath, parseQuery } from "../shared/http/validation.js";
 import { computeQueueDiagnostics, taskState } from "../shared/ops/diagnostics.js";
 import { Orchestrations } from "../shared/ops/queue-labels.js";
@@ -31,7 +31,7 @@ route(
   async (request, { requestId, durable, logger }) => {
     const { message } = parseQuery(request, enqueueQuery);
     const waitSeconds = appContext.noopLimiter.take();
-    if (waitSeconds > 0) throw new AdmissionRejectedError("too many no-op diagnostics; try again later", waitSeconds);
+    if (waitSeconds > 0) throw new QueueFullError("too many no-op diagnostics; try again later", waitSeconds);
     const client = durable();
     const taskId = await client.startNew(Orchestrations.noop, { input: { message } });
     logger.info("no-op diagnostic enqueued", { task_id: taskId });

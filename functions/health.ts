@@ -1,5 +1,5 @@
 import { jsonResult } from "../shared/http/envelope.js";
-import { UpstreamUnavailableError } from "../shared/http/errors.js";
+import { DependencyUnavailableError } from "../shared/errors.js";
 import { appContext } from "./app-context.js";
 import { route } from "./http-route.js";
 
@@ -34,7 +34,7 @@ route("healthReady", { methods: ["GET"], route: "health/ready", durable: true },
   const failing = [storage ? "storage" : undefined, durableBackend ? "durable backend" : undefined].filter(Boolean);
   if (failing.length > 0) {
     logger.warn("not ready", { storage, durable_backend: durableBackend });
-    throw new UpstreamUnavailableError(`not ready: ${failing.join(" and ")} unreachable`, 503, 5);
+    throw new DependencyUnavailableError(`not ready: ${failing.join(" and ")} unreachable`, 5);
   }
   return jsonResult(200, { status: "ready", checks: { storage: "ok", durable_backend: "ok" } }, requestId);
 });

@@ -2,7 +2,7 @@ import type * as df from "durable-functions";
 import { z } from "zod";
 import { OPERATION_TYPES, operationState, operationView } from "../shared/dashboard/operations.js";
 import { jsonResult } from "../shared/http/envelope.js";
-import { NotFoundError } from "../shared/http/errors.js";
+import { NotFoundError } from "../shared/errors.js";
 import { parsePath } from "../shared/http/validation.js";
 import { appContext } from "./app-context.js";
 import { route } from "./http-route.js";

@@ -1,7 +1,7 @@
-import { jsonResult } from "../shared/http/envelope.js";
-import { ConflictError, NotFoundError } from "../shared/http/errors.js";
+import { httpMappingOf, jsonResult } from "../shared/http/envelope.js";
+import { ConflictError, NotFoundError, PreconditionRequiredError } from "../shared/errors.js";
 import { parseJsonBody } from "../shared/http/validation.js";
-import { createWorkspaceStore, PreconditionRequiredError, type Workspace, workspaceSchema } from "../shared/workspace/workspace.js";
+import { createWorkspaceStore, type Workspace, workspaceSchema } from "../shared/workspace/workspace.js";
 import { appContext } from "./app-context.js";
 import { callerOf, route } from "./http-route.js";
 
@@ -35,7 +35,7 @@ route("putWorkspace", { methods: ["PUT"], route: "workspace", role: "Contributor
     saved = await store.put(workspace, { ifMatch, actor });
   } catch (error) {
     if (error instanceof ConflictError || error instanceof PreconditionRequiredError) {
-      await audit.record({ ...base, outcome: "failed", details: { status: error.status, reason: error.message } });
+      await audit.record({ ...base, outcome: "failed", details: { status: httpMappingOf(error)?.status, reason: error.message } });
     }
     throw error;
   }

@@ -9,7 +9,7 @@ import yazl from "yazl";
 import { z } from "zod";
 import { renderTabular } from "../shared/blast/tabular.js";
 import { jsonResult, type HttpResult } from "../shared/http/envelope.js";
-import { ConflictError, NotFoundError } from "../shared/http/errors.js";
+import { ConflictError, NotFoundError } from "../shared/errors.js";
 import { parseJsonBody, parseQuery } from "../shared/http/validation.js";
 import type { ApiTokenService } from "../shared/secrets/api-tokens.js";
 import type { ArtifactStore } from "./jobs/artifact-store.js";

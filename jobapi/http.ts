@@ -2,7 +2,7 @@ import type http from "node:http";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { errorResult, type HttpResult, INTERNAL_ERROR_DETAIL, mapErrorToResult } from "../shared/http/envelope.js";
-import { PayloadTooLargeError } from "../shared/http/errors.js";
+import { PayloadTooLargeError } from "../shared/errors.js";
 import { REQUEST_ID_HEADER, resolveRequestId } from "../shared/http/request-id.js";
 import { createRouteTable } from "../shared/http/route-template.js";
 import type { HttpRequestLike } from "../shared/http/validation.js";

@@ -1,7 +1,7 @@
 import { parseQueryFasta } from "../../shared/blast/fasta.js";
 import { type BlastOptions, validateOptionsForProgram } from "../../shared/blast/options.js";
 import { type BlastProgram, databaseMolecule, queryMolecule } from "../../shared/blast/programs.js";
-import { AdmissionRejectedError, ConflictError, InvalidRequestError, NotFoundError, UpstreamUnavailableError, ValidationError } from "../../shared/http/errors.js";
+import { QueueFullError, ConflictError, InvalidRequestError, NotFoundError, DependencyUnavailableError, ValidationError } from "../../shared/errors.js";
 import type { Logger } from "../../shared/logging/logger.js";
 import type { ArtifactStore } from "./artifact-store.js";
 import type { DatabaseCatalog } from "../../shared/databases/database-catalog.js";
@@ -187,7 +187,7 @@ export class JobService {
       // taking the key from it would run two jobs for one key. The same request retries later.
       if (!holder && claim.holder.claimed_at && Date.now() - Date.parse(claim.holder.claimed_at) < CLAIM_IN_PROGRESS_MS) {
         if (claim.holder.fingerprint === fp) {
-          throw new UpstreamUnavailableError("the first submit with this idempotency_key is still being stored; retry shortly", 503, 2);
+          throw new DependencyUnavailableError("the first submit with this idempotency_key is still being stored; retry shortly", 2);
         }
         throw new ConflictError("idempotency_key is in use by a submit still in progress with a different request; use a fresh key");
       }
@@ -202,7 +202,7 @@ export class JobService {
     const queued: JobRecord[] = [];
     for await (const j of this.o.jobs.list(["queued"])) queued.push(j);
     if (queued.length >= this.o.maxQueuedJobs) {
-      throw new AdmissionRejectedError(`the queue is full (${queued.length} jobs waiting); retry later`, this.o.retryAfterSeconds);
+      throw new QueueFullError(`the queue is full (${queued.length} jobs waiting); retry later`, this.o.retryAfterSeconds);
     }
     return queued;
   }

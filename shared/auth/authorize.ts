@@ -1,4 +1,4 @@
-import { ForbiddenError } from "../http/errors.js";
+import { ForbiddenError } from "../errors.js";
 import { type Caller, hasRoleAtLeast, type Role } from "./roles.js";
 
 /** Validates bearer tokens; the jose-based validator in jwt-validator.ts satisfies it. */

@@ -4,7 +4,7 @@
  */
 import { createRemoteJWKSet, customFetch, type FetchImplementation, type JWTPayload, errors as joseErrors, jwtVerify } from "jose";
 import { z } from "zod";
-import { UnauthorizedError, UpstreamUnavailableError } from "../http/errors.js";
+import { UnauthorizedError, DependencyUnavailableError } from "../errors.js";
 import { type Caller, type Role, isRole } from "./roles.js";
 
 /** Options for {@link createJwtValidator}. */
@@ -27,7 +27,7 @@ export interface JwtValidator {
   /**
    * Resolves to the caller for a valid `Bearer <token>` header. Rejects with `UnauthorizedError`
    * (401) for a missing, malformed, unsigned, mis-signed, expired, not-yet-valid, foreign-issuer or
-   * foreign-audience token, and with `UpstreamUnavailableError` (503) when the discovery document
+   * foreign-audience token, and with `DependencyUnavailableError` (503) when the discovery document
    * or the signing keys cannot be fetched, since the token itself may well be valid.
    */
   validate(authorizationHeader: string | null | undefined): Promise<Caller>;
@@ -99,7 +99,7 @@ export function createJwtValidator(opts: JwtValidatorOptions): JwtValidator {
           requiredClaims: ["exp"],
         }));
       } catch (err) {
-        if (err instanceof UpstreamUnavailableError) throw err;
+        if (err instanceof DependencyUnavailableError) throw err;
         if (err instanceof joseErrors.JWTExpired) throw new UnauthorizedError("bearer token expired");
         // Fail closed: anything else (jose error or otherwise) means the token is not accepted.
         throw new UnauthorizedError("invalid bearer token");
@@ -130,7 +130,7 @@ function toCaller(payload: JWTPayload): Caller {
 }
 
 async function loadConfig(discoveryUrl: URL, issuerOverride: string | undefined, fetchImpl: typeof fetch): Promise<ResolvedConfig> {
-  const unavailable = new UpstreamUnavailableError("identity provider discovery document unavailable", 503);
+  const unavailable = new DependencyUnavailableError("identity provider discovery document unavailable");
   let body: unknown;
   try {
     const response = await fetchImpl(discoveryUrl, {
@@ -160,11 +160,11 @@ async function loadConfig(discoveryUrl: URL, issuerOverride: string | undefined,
 
 /**
  * jose reports an unreachable or broken JWKS endpoint as a generic JOSEError, indistinguishable
- * from a bad token; this wrapper turns those cases into UpstreamUnavailableError (503) first.
+ * from a bad token; this wrapper turns those cases into DependencyUnavailableError (503) first.
  */
 function upstreamGuardedFetch(fetchImpl: typeof fetch): FetchImplementation {
   return async (url, init) => {
-    const unavailable = new UpstreamUnavailableError("identity provider signing keys unavailable", 503);
+    const unavailable = new DependencyUnavailableError("identity provider signing keys unavailable");
     let text: string;
     try {
       const response = await fetchImpl(url, init);

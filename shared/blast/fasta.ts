@@ -7,7 +7,7 @@
  * so that a job that is accepted does not fail later inside a shard.
  */
 import { Buffer } from "node:buffer";
-import { type FieldIssue, ValidationError } from "../http/errors.js";
+import { type FieldIssue, ValidationError } from "../errors.js";
 import type { MoleculeType } from "./programs.js";
 
 /** One query sequence as parsed from the caller's FASTA. */

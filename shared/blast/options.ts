@@ -5,7 +5,7 @@
  * and numbers. Keys, ranges and combinations were checked against BLAST+ 2.12.
  */
 import { z } from "zod";
-import { type FieldIssue, ValidationError } from "../http/errors.js";
+import { type FieldIssue, ValidationError } from "../errors.js";
 import { zodIssues } from "../http/validation.js";
 import type { BlastProgram } from "./programs.js";
 

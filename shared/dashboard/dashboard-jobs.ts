@@ -1,7 +1,7 @@
 import { BlobServiceClient, type ContainerClient } from "@azure/storage-blob";
 import { odata, TableClient } from "@azure/data-tables";
 import { isStatus, packText, unpackText } from "../storage/table-text.js";
-import { ConflictError } from "../http/errors.js";
+import { ConflictError } from "../errors.js";
 
 /** A search as the dashboard tracks it (UUID), linked to its job-API job once submitted. */
 export interface DashboardJob {

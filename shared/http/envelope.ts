@@ -1,5 +1,19 @@
 import type { Logger } from "../logging/logger.js";
-import { DomainError, ValidationError } from "./errors.js";
+import {
+  ConflictError,
+  DependencyFailedError,
+  DependencyUnavailableError,
+  type DomainError,
+  ForbiddenError,
+  InvalidRequestError,
+  MethodNotAllowedError,
+  NotFoundError,
+  PayloadTooLargeError,
+  PreconditionRequiredError,
+  QueueFullError,
+  UnauthorizedError,
+  ValidationError,
+} from "../errors.js";
 import { REQUEST_ID_HEADER } from "./request-id.js";
 
 /** A transport-neutral HTTP response; `@azure/functions` accepts it as HttpResponseInit. */
@@ -31,21 +45,54 @@ export function errorResult(
   };
 }
 
+/** How a domain error shows on HTTP: its status and any headers it implies. */
+interface HttpErrorMapping {
+  status: number;
+  headers?: Record<string, string>;
+}
+
+const retryAfter = (seconds: number | undefined): Record<string, string> => (seconds === undefined ? {} : { "Retry-After": String(seconds) });
+
+/** Each domain error class and its HTTP status; the first match wins (subclasses first). */
+const HTTP_ERROR_MAPPINGS: readonly [abstract new (...args: never[]) => DomainError, (error: never) => HttpErrorMapping][] = [
+  [InvalidRequestError, () => ({ status: 400 })],
+  [UnauthorizedError, () => ({ status: 401 })],
+  [ForbiddenError, () => ({ status: 403 })],
+  [NotFoundError, () => ({ status: 404 })],
+  [MethodNotAllowedError, (e: MethodNotAllowedError) => ({ status: 405, headers: { Allow: e.allowed.join(", ") } })],
+  [ConflictError, () => ({ status: 409 })],
+  [PayloadTooLargeError, () => ({ status: 413 })],
+  [ValidationError, () => ({ status: 422 })],
+  [PreconditionRequiredError, () => ({ status: 428 })],
+  [QueueFullError, (e: QueueFullError) => ({ status: 429, headers: retryAfter(e.retryAfterSeconds) })],
+  [DependencyFailedError, () => ({ status: 502 })],
+  [DependencyUnavailableError, (e: DependencyUnavailableError) => ({ status: 503, headers: retryAfter(e.retryAfterSeconds) })],
+];
+
+/** The HTTP status and headers of a domain error, or undefined for anything else. */
+export function httpMappingOf(error: unknown): HttpErrorMapping | undefined {
+  for (const [type, map] of HTTP_ERROR_MAPPINGS) {
+    if (error instanceof type) return map(error as never);
+  }
+  return undefined;
+}
+
 /**
- * The one error mapper of the HTTP transport: domain errors become their status and message;
- * anything else is logged with the request id and answered with exactly `internal server error`.
+ * The one error mapper of the HTTP transport (the Functions app and the job API both use it):
+ * domain errors become their status and message (422: the field issues); anything else is logged
+ * with the request id and answered with exactly `internal server error`.
  */
 export function mapErrorToResult(error: unknown, requestId: string, logger: Logger): HttpResult {
   if (isDependencyUnreachable(error)) {
     logger.warn("dependency unreachable", { error });
     return errorResult(503, "a dependency (storage or the job API) is unreachable; retry shortly", requestId, { "Retry-After": "5" });
   }
-  if (error instanceof ValidationError) {
-    return errorResult(422, error.issues, requestId, error.headers);
-  }
-  if (error instanceof DomainError) {
-    if (error.status >= 500) logger.warn("dependency failure", { status: error.status, error: error.message });
-    return errorResult(error.status, error.message, requestId, error.headers);
+  const mapping = httpMappingOf(error);
+  if (mapping) {
+    const domainError = error as DomainError;
+    if (mapping.status >= 500) logger.warn("dependency failure", { status: mapping.status, error: domainError.message });
+    const detail = domainError instanceof ValidationError ? domainError.issues : domainError.message;
+    return errorResult(mapping.status, detail, requestId, mapping.headers);
   }
   logger.error("unhandled error", { error });
   return errorResult(500, INTERNAL_ERROR_DETAIL, requestId);

@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { type FieldIssue, InvalidRequestError, PayloadTooLargeError, ValidationError } from "./errors.js";
+import { type FieldIssue, InvalidRequestError, PayloadTooLargeError, ValidationError } from "../errors.js";
 
 /** Where a field came from, as the first element of `loc` (FastAPI style: body, query, path). */
 export type FieldSource = "body" | "query" | "path" | "header";

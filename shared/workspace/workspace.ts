@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ConflictError, DomainError } from "../http/errors.js";
+import { ConflictError, PreconditionRequiredError } from "../errors.js";
 import type { AuditActor } from "../ops/audit.js";
 import { type TableSource, tableOpener } from "../storage/table-source.js";
 import { isStatus, packText, unpackText } from "../storage/table-text.js";
@@ -54,14 +54,6 @@ export interface StoredWorkspace {
 /** The outcome of a save: the new version, and the configuration it replaced (if any). */
 export interface SavedWorkspace extends StoredWorkspace {
   previous: Workspace | undefined;
-}
-
-/**
- * 428: an update of an existing resource without `If-Match`. Refusing (rather than overwriting)
- * means a client that never read the current version cannot silently discard someone else's save.
- */
-export class PreconditionRequiredError extends DomainError {
-  readonly status = 428;
 }
 
 /** The one workspace configuration, with optimistic concurrency on its ETag. */

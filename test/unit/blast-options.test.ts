@@ -24,7 +24,7 @@ import {
   QUERY_BATCH_LETTERS,
   queryMolecule,
 } from "../../shared/blast/programs.js";
-import { ValidationError } from "../../shared/http/errors.js";
+import { ValidationError } from "../../shared/errors.js";
 import { issuesOf } from "../support/helpers.js";
 
 

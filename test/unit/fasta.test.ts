@@ -12,7 +12,7 @@ import {
   toFasta,
 } from "../../shared/blast/fasta.js";
 import { QUERY_BATCH_LETTERS } from "../../shared/blast/programs.js";
-import { type FieldIssue, ValidationError } from "../../shared/http/errors.js";
+import { type FieldIssue, ValidationError } from "../../shared/errors.js";
 import { issuesOf } from "../support/helpers.js";
 
 

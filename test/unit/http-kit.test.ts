@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { AdmissionRejectedError, NotFoundError, ValidationError } from "../../shared/http/errors.js";
+import { QueueFullError, NotFoundError, ValidationError } from "../../shared/errors.js";
 import { createHttpHandler } from "../../shared/http/handler.js";
 import { jsonResult } from "../../shared/http/envelope.js";
 import { etagOf, ifNoneMatchHits, longPoll } from "../../shared/http/long-poll.js";
@@ -97,7 +97,7 @@ describe("HTTP kit", () => {
     expect(notFound.status).toBe(404);
     expect(notFound.jsonBody).toMatchObject({ detail: "no such job", request_id: expect.any(String) });
     const busy = await createHttpHandler(async () => {
-      throw new AdmissionRejectedError("queue full", 30);
+      throw new QueueFullError("queue full", 30);
     }, quiet)(request());
     expect(busy.status).toBe(429);
     expect(busy.headers?.["Retry-After"]).toBe("30");

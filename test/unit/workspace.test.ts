@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ValidationError } from "../../shared/http/errors.js";
+import { ValidationError } from "../../shared/errors.js";
 import { type HttpRequestLike, parseJsonBody } from "../../shared/http/validation.js";
 import { type Workspace, workspaceSchema } from "../../shared/workspace/workspace.js";
 
