@@ -1,63 +1,58 @@
 import path from "node:path";
 import { z } from "zod";
-
-const port = z.coerce.number().int().min(0).max(65535);
+import { type Env, envEnum, envFlag, envInt, envPort, LOG_LEVELS, type LogLevel, parseEnv } from "../shared/config/env.js";
 
 /** Settings of the embedded local stack (not of the Functions app, which has its own config). */
 const schema = z.object({
-  PORT: port.default(7071),
-  HOST: z.string().min(1).default("127.0.0.1"),
-  BLASTPLANE_DATA_DIR: z.string().min(1).default(".data"),
-  BLASTPLANE_IN_MEMORY: z.enum(["0", "1"]).default("0"),
-  AZURITE_BLOB_PORT: port.default(0),
-  AZURITE_QUEUE_PORT: port.default(0),
-  AZURITE_TABLE_PORT: port.default(0),
-  IDP_PORT: port.default(7072),
-  JOBAPI_PORT: port.default(8080),
-  BLASTPLANE_SKIP_DEMO_DB: z.enum(["0", "1"]).default("0"),
+  PORT: envPort().default(7071),
+  HOST: z.string().default("127.0.0.1"),
+  BLASTPLANE_DATA_DIR: z.string().default(".data"),
+  BLASTPLANE_IN_MEMORY: envFlag().default(false),
+  AZURITE_BLOB_PORT: envPort().default(0),
+  AZURITE_QUEUE_PORT: envPort().default(0),
+  AZURITE_TABLE_PORT: envPort().default(0),
+  IDP_PORT: envPort().default(7072),
+  JOBAPI_PORT: envPort().default(8080),
+  BLASTPLANE_SKIP_DEMO_DB: envFlag().default(false),
   TASKHUB_NAME: z.string().default("blastplane"),
-  AUTH_TENANT_ID: z.string().min(1).default("blastplane-local"),
-  AUTH_CLIENT_ID: z.string().min(1).default("blastplane-local-api"),
-  DURABLE_ACTIVITY_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
-  LOG_LEVEL: z.enum(["debug", "info", "warn", "error"]).default("info"),
+  AUTH_TENANT_ID: z.string().default("blastplane-local"),
+  AUTH_CLIENT_ID: z.string().default("blastplane-local-api"),
+  DURABLE_ACTIVITY_CONCURRENCY: envInt(1, 64).default(4),
+  LOG_LEVEL: envEnum(LOG_LEVELS).default("info"),
   /** Another Functions app bundle to host instead of ours (the durable protocol tests use one). */
-  BLASTPLANE_FUNCTIONS_ENTRY: z.string().min(1).optional(),
+  BLASTPLANE_FUNCTIONS_ENTRY: z.string().optional(),
 });
 
 export interface LocalStackSettings {
-  port: number;
-  host: string;
-  dataDir: string;
-  inMemory: boolean;
-  azurite: { blobPort: number; queuePort: number; tablePort: number };
-  idpPort: number;
-  jobApiPort: number;
-  skipDemoDatabase: boolean;
+  readonly port: number;
+  readonly host: string;
+  readonly dataDir: string;
+  readonly inMemory: boolean;
+  readonly azurite: { blobPort: number; queuePort: number; tablePort: number };
+  readonly idpPort: number;
+  readonly jobApiPort: number;
+  readonly skipDemoDatabase: boolean;
   /** JOBAPI_* settings passed through to the job API process. */
-  jobApiEnv: Record<string, string>;
-  taskHubName: string;
-  tenantId: string;
-  clientId: string;
-  activityConcurrency: number;
-  logLevel: "debug" | "info" | "warn" | "error";
-  functionsEntry: string | undefined;
+  readonly jobApiEnv: Record<string, string>;
+  readonly taskHubName: string;
+  readonly tenantId: string;
+  readonly clientId: string;
+  readonly activityConcurrency: number;
+  readonly logLevel: LogLevel;
+  readonly functionsEntry: string | undefined;
 }
 
-export function loadLocalStackSettings(env: Record<string, string | undefined>, cwd: string): LocalStackSettings {
-  const parsed = schema.safeParse(env);
-  if (!parsed.success) {
-    throw new Error(`invalid local stack setting: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
-  }
-  const s = parsed.data;
-  return {
+/** The local stack's validated settings; throws `ConfigError` naming every bad setting. */
+export function loadLocalStackSettings(env: Env, cwd: string): LocalStackSettings {
+  return parseEnv(schema, env, (s) => ({
     port: s.PORT,
     host: s.HOST,
     dataDir: path.resolve(cwd, s.BLASTPLANE_DATA_DIR),
-    inMemory: s.BLASTPLANE_IN_MEMORY === "1",
+    inMemory: s.BLASTPLANE_IN_MEMORY,
     azurite: { blobPort: s.AZURITE_BLOB_PORT, queuePort: s.AZURITE_QUEUE_PORT, tablePort: s.AZURITE_TABLE_PORT },
     idpPort: s.IDP_PORT,
     jobApiPort: s.JOBAPI_PORT,
-    skipDemoDatabase: s.BLASTPLANE_SKIP_DEMO_DB === "1",
+    skipDemoDatabase: s.BLASTPLANE_SKIP_DEMO_DB,
     jobApiEnv: Object.fromEntries(
       Object.entries(env).filter((e): e is [string, string] => e[0].startsWith("JOBAPI_") && e[0] !== "JOBAPI_PORT" && e[1] !== undefined),
     ),
@@ -67,5 +62,5 @@ export function loadLocalStackSettings(env: Record<string, string | undefined>, 
     activityConcurrency: s.DURABLE_ACTIVITY_CONCURRENCY,
     logLevel: s.LOG_LEVEL,
     functionsEntry: s.BLASTPLANE_FUNCTIONS_ENTRY ? path.resolve(cwd, s.BLASTPLANE_FUNCTIONS_ENTRY) : undefined,
-  };
+  }));
 }

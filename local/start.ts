@@ -120,8 +120,6 @@ async function main(): Promise<void> {
     process.env.JOBAPI_URL = jobApi.url;
     process.env.SECRETS_DIR = path.join(jobApiDir, "secrets");
     process.env.DATABASES_DIR = databasesDir;
-    // Azure reads this schedule from an app setting; locally it defaults to daily at 03:00 UTC.
-    process.env.SVC_DB_UPDATE_CHECK_SCHEDULE ??= "0 0 3 * * *";
 
     let clientInput: DurableClientInputData | undefined;
     const host = new LocalFunctionsHost({

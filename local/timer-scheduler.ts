@@ -1,6 +1,6 @@
 import type { Logger } from "../shared/logging/logger.js";
 import type { RegisteredFunction } from "./functions-core.js";
-import { isPastDue, parseNcrontab } from "./ncrontab.js";
+import { isPastDue, parseNcrontab } from "../shared/config/ncrontab.js";
 
 /** Last and next occurrence of one timer, kept across restarts (Azure's schedule monitor). */
 export interface TimerStatus {

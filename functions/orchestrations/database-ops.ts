@@ -109,7 +109,8 @@ df.app.orchestration(Orchestrations.checkDatabaseUpdates, checkDatabaseUpdates);
 
 /** The scheduled update check (spec's check_database_updates): a timer starting the orchestration. */
 app.timer("databaseUpdateCheckTimer", {
-  schedule: "%SVC_DB_UPDATE_CHECK_SCHEDULE%",
+  // The validated setting (default included), so Azure's host and the config never disagree.
+  schedule: appContext.config.dbUpdateCheckSchedule,
   extraInputs: [df.input.durableClient()],
   handler: async (timer, context) => {
     const instanceId = await df.getClient(context).startNew(Orchestrations.checkDatabaseUpdates, { instanceId: newOperationId() });

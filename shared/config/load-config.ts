@@ -1,4 +1,8 @@
 import { z } from "zod";
+import { type Env, envEnum, envInt, envUrl, LOG_LEVELS, type LogLevel, parseEnv } from "./env.js";
+import { parseNcrontab } from "./ncrontab.js";
+
+export { ConfigError } from "./env.js";
 
 /**
  * The Functions app's one validated configuration. Every setting the app reads is here and in
@@ -6,30 +10,42 @@ import { z } from "zod";
  */
 const TASK_HUB_NAME = /^[A-Za-z][A-Za-z0-9]{2,44}$/;
 
-const configSchema = z.object({
-  AzureWebJobsStorage: z.string().min(1, "AzureWebJobsStorage is required"),
-  TASKHUB_NAME: z
-    .string()
-    .regex(TASK_HUB_NAME, "TASKHUB_NAME must be 3-45 letters or digits, starting with a letter")
-    .default("blastplane"),
-  AUTH_TENANT_ID: z.string().min(1, "AUTH_TENANT_ID is required"),
-  AUTH_CLIENT_ID: z.string().min(1, "AUTH_CLIENT_ID is required"),
-  AUTH_DISCOVERY_URL: z.preprocess((v) => (v === "" ? undefined : v), z.url().optional()),
-  AUTH_CLOCK_SKEW_SECONDS: z.coerce.number().int().min(0).max(600).default(60),
-  LOG_LEVEL: z.enum(["debug", "info", "warn", "error"]).default("info"),
-  NOOP_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).max(10_000).default(30),
-  HEALTH_DEPENDENCY_TIMEOUT_MS: z.coerce.number().int().min(100).max(30_000).default(2000),
-  JOBAPI_URL: z.preprocess((v) => (v === "" ? undefined : v), z.url().optional()),
-  SECRETS_DIR: z.preprocess((v) => (v === "" ? undefined : v), z.string().optional()),
-  KEY_VAULT_URL: z.preprocess((v) => (v === "" ? undefined : v), z.url().optional()),
-  API_TOKEN_GRACE_SECONDS: z.coerce.number().int().min(0).max(7 * 86_400).default(3600),
-  JOB_POLL_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(3600).default(5),
-  JOBAPI_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(15_000),
-  DATABASES_DIR: z.preprocess((v) => (v === "" ? undefined : v), z.string().optional()),
-  DATABASE_SOURCE_URL: z.preprocess((v) => (v === "" ? undefined : v), z.url().optional()),
-  DATABASE_PARTITIONS: z.coerce.number().int().min(0).max(64).default(2),
-  SVC_DB_UPDATE_CHECK_SCHEDULE: z.string().min(1).default("0 0 3 * * *"),
+/** Daily at 03:00 UTC: the update check's schedule when `SVC_DB_UPDATE_CHECK_SCHEDULE` is unset. */
+export const DEFAULT_DB_UPDATE_CHECK_SCHEDULE = "0 0 3 * * *";
+
+/** A timer schedule as Azure Functions reads it (six-field NCRONTAB or a TimeSpan). */
+const schedule = z.string().superRefine((value, ctx) => {
+  try {
+    parseNcrontab(value);
+  } catch (error) {
+    ctx.addIssue({ code: "custom", message: error instanceof Error ? error.message : String(error) });
+  }
 });
+
+const configSchema = z.object({
+  AzureWebJobsStorage: z.string(),
+  TASKHUB_NAME: z.string().regex(TASK_HUB_NAME, "must be 3-45 letters or digits, starting with a letter").default("blastplane"),
+  AUTH_TENANT_ID: z.string(),
+  AUTH_CLIENT_ID: z.string(),
+  AUTH_DISCOVERY_URL: envUrl().optional(),
+  AUTH_CLOCK_SKEW_SECONDS: envInt(0, 600).default(60),
+  LOG_LEVEL: envEnum(LOG_LEVELS).default("info"),
+  NOOP_RATE_LIMIT_PER_MINUTE: envInt(1, 10_000).default(30),
+  HEALTH_DEPENDENCY_TIMEOUT_MS: envInt(100, 30_000).default(2000),
+  JOBAPI_URL: envUrl().optional(),
+  SECRETS_DIR: z.string().optional(),
+  KEY_VAULT_URL: envUrl().optional(),
+  API_TOKEN_GRACE_SECONDS: envInt(0, 7 * 86_400).default(3600),
+  JOB_POLL_INTERVAL_SECONDS: envInt(1, 3600).default(5),
+  JOBAPI_TIMEOUT_MS: envInt(100, 120_000).default(15_000),
+  DATABASES_DIR: z.string().optional(),
+  DATABASE_SOURCE_URL: envUrl().optional(),
+  DATABASE_PARTITIONS: envInt(0, 64).default(2),
+  SVC_DB_UPDATE_CHECK_SCHEDULE: schedule.default(DEFAULT_DB_UPDATE_CHECK_SCHEDULE),
+});
+
+/** Every app setting the Functions app reads (`local.settings.sample.json` lists the same). */
+export const APP_SETTING_NAMES: readonly string[] = Object.freeze(Object.keys(configSchema.shape));
 
 export interface AppConfig {
   readonly storageConnectionString: string;
@@ -41,7 +57,7 @@ export interface AppConfig {
     readonly discoveryUrl: string | undefined;
     readonly clockSkewSeconds: number;
   };
-  readonly logLevel: "debug" | "info" | "warn" | "error";
+  readonly logLevel: LogLevel;
   readonly noopRateLimitPerMinute: number;
   readonly healthDependencyTimeoutMs: number;
   /** Where the dashboard reaches the job API (in Azure: its in-cluster service address). */
@@ -61,31 +77,24 @@ export interface AppConfig {
   readonly databaseSourceUrl: string | undefined;
   /** Partitions built for each prepared database (for the sharded execution profile). */
   readonly databasePartitions: number;
+  /** When the database update check runs; the timer trigger registers with exactly this. */
+  readonly dbUpdateCheckSchedule: string;
 }
 
-export class ConfigError extends Error {
-  constructor(readonly problems: readonly string[]) {
-    super(`invalid configuration: ${problems.join("; ")}`);
-    this.name = "ConfigError";
-  }
-}
-
-/** Validates the environment and returns a frozen, typed configuration. */
-export function loadConfig(env: Record<string, string | undefined> = process.env): AppConfig {
-  const parsed = configSchema.safeParse(env);
-  if (!parsed.success) {
-    throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`));
-  }
-  const c = parsed.data;
-  return Object.freeze({
+/**
+ * Validates the environment and returns a frozen, typed configuration; throws `ConfigError`
+ * naming every bad setting.
+ */
+export function loadConfig(env: Env = process.env): AppConfig {
+  return parseEnv(configSchema, env, (c) => ({
     storageConnectionString: c.AzureWebJobsStorage,
     taskHubName: c.TASKHUB_NAME,
-    auth: Object.freeze({
+    auth: {
       tenantId: c.AUTH_TENANT_ID,
       clientId: c.AUTH_CLIENT_ID,
       discoveryUrl: c.AUTH_DISCOVERY_URL,
       clockSkewSeconds: c.AUTH_CLOCK_SKEW_SECONDS,
-    }),
+    },
     logLevel: c.LOG_LEVEL,
     noopRateLimitPerMinute: c.NOOP_RATE_LIMIT_PER_MINUTE,
     healthDependencyTimeoutMs: c.HEALTH_DEPENDENCY_TIMEOUT_MS,
@@ -98,5 +107,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     databasesDir: c.DATABASES_DIR,
     databaseSourceUrl: c.DATABASE_SOURCE_URL,
     databasePartitions: c.DATABASE_PARTITIONS,
-  });
+    dbUpdateCheckSchedule: c.SVC_DB_UPDATE_CHECK_SCHEDULE,
+  }));
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { isPastDue, parseNcrontab } from "../../local/ncrontab.js";
+import { isPastDue, parseNcrontab } from "../../shared/config/ncrontab.js";
 
 /** ISO strings of the first `count` occurrences after `after`. */
 function occurrences(expression: string, after: string, count: number): string[] {

@@ -1,0 +1,54 @@
+// Imports one module in this fresh process the way the Azure Functions worker loads an app: with
+// an `@azure/functions-core` present, so `@azure/functions` registers functions instead of dropping
+// to test mode. Prints one JSON line: how long the import took (wall and CPU ms) and, with
+// --functions, what the app registered. Used by `npm run bench` (metric d) and by tests.
+// Plain JavaScript with no dependencies.
+//
+//   node scripts/import-probe.mjs [--functions] <module specifier or file>
+import Module from "node:module";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+
+const args = process.argv.slice(2);
+const listFunctions = args.includes("--functions");
+const target = args.find((arg) => !arg.startsWith("--"));
+if (!target) {
+  process.stderr.write("usage: node scripts/import-probe.mjs [--functions] <module>\n");
+  process.exit(2);
+}
+
+// The worker's core module, as much of it as the library calls while an app registers.
+const functions = [];
+const disposable = { dispose() {} };
+const core = {
+  version: "4.0.0-probe",
+  hostVersion: "4.1000.0",
+  Disposable: class {
+    static from() {
+      return disposable;
+    }
+    dispose() {}
+  },
+  registerFunction: (metadata) => {
+    functions.push(metadata);
+    return disposable;
+  },
+  setProgrammingModel: () => {},
+  getProgrammingModel: () => undefined,
+  registerHook: () => disposable,
+  log: () => {},
+};
+const originalLoad = Module._load;
+Module._load = function load(request, parent, isMain) {
+  return request === "@azure/functions-core" ? core : originalLoad.call(this, request, parent, isMain);
+};
+
+const specifier = target.startsWith(".") || path.isAbsolute(target) ? pathToFileURL(path.resolve(target)).href : target;
+const cpuBefore = process.cpuUsage();
+const started = performance.now();
+await import(specifier);
+const importMs = performance.now() - started;
+const cpu = process.cpuUsage(cpuBefore);
+const result = { import_ms: importMs, cpu_ms: (cpu.user + cpu.system) / 1000, registered: functions.length };
+if (listFunctions) result.functions = functions.map(({ name, bindings }) => ({ name, bindings }));
+process.stdout.write(`${JSON.stringify(result)}\n`);
