@@ -8,6 +8,7 @@ import { selectSecretStore } from "../shared/secrets/key-vault-secret-store.js";
 import { type AuditLog, createAuditLog } from "../shared/ops/audit.js";
 import { createEventLog, type EventLog } from "../shared/ops/events.js";
 import { createFixedWindowLimiter } from "../shared/ops/rate-limiter.js";
+import { storageClientOptions } from "../shared/storage/endpoints.js";
 
 /**
  * The app's dependencies, built once from the one validated configuration when the app loads, so
@@ -63,7 +64,7 @@ function build(): AppContext {
       audience: [config.auth.clientId, apiAudience(config.auth.clientId)],
       clockToleranceSeconds: config.auth.clockSkewSeconds,
     }),
-    tableService: TableServiceClient.fromConnectionString(config.storageConnectionString, { allowInsecureConnection: true }),
+    tableService: TableServiceClient.fromConnectionString(config.storageConnectionString, storageClientOptions(config.storageConnectionString)),
     noopLimiter: createFixedWindowLimiter(config.noopRateLimitPerMinute, 60_000),
   };
 }

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { EventEmitter } from "node:events";
 import { odata, TableClient } from "@azure/data-tables";
 import { isStatus, packText, unpackText } from "../../shared/storage/table-text.js";
+import { storageClientOptions } from "../../shared/storage/endpoints.js";
 import type { JobRecord, JobStatus } from "../../shared/jobs/model.js";
 
 const PARTITION = "job";
@@ -44,7 +45,7 @@ export class JobStore {
 
   static fromConnectionString(connectionString: string, prefix = "jobapi"): JobStore {
     // Fail over quickly when storage is down (the route answers 503); transient blips still retry.
-    const options = { allowInsecureConnection: true, retryOptions: { maxRetries: 2, retryDelayInMs: 200, maxRetryDelayInMs: 1000 } };
+    const options = storageClientOptions(connectionString, { retryOptions: { maxRetries: 2, retryDelayInMs: 200, maxRetryDelayInMs: 1000 } });
     return new JobStore(
       TableClient.fromConnectionString(connectionString, `${prefix}jobs`, options),
       TableClient.fromConnectionString(connectionString, `${prefix}idempotency`, options),

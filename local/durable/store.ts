@@ -1,6 +1,7 @@
 import { TableClient, TableServiceClient, odata } from "@azure/data-tables";
 import { randomUUID } from "node:crypto";
 import { isStatus, packText, unpackText } from "../../shared/storage/table-text.js";
+import { storageClientOptions } from "../../shared/storage/endpoints.js";
 
 /** Runtime statuses as Durable Functions reports them. */
 export type RuntimeStatus = "Pending" | "Running" | "Completed" | "ContinuedAsNew" | "Failed" | "Terminated" | "Suspended";
@@ -65,10 +66,10 @@ export class DurableStore {
   }
 
   static fromConnectionString(connectionString: string, taskHubName: string): DurableStore {
-    const service = TableServiceClient.fromConnectionString(connectionString, { allowInsecureConnection: true });
+    const service = TableServiceClient.fromConnectionString(connectionString, storageClientOptions(connectionString));
     return new DurableStore(
       service,
-      (table) => TableClient.fromConnectionString(connectionString, table, { allowInsecureConnection: true }),
+      (table) => TableClient.fromConnectionString(connectionString, table, storageClientOptions(connectionString)),
       taskHubName,
     );
   }

@@ -1,6 +1,7 @@
 import { BlobServiceClient, type ContainerClient } from "@azure/storage-blob";
 import { odata, TableClient } from "@azure/data-tables";
 import { isStatus, packText, unpackText } from "../storage/table-text.js";
+import { storageClientOptions } from "../storage/endpoints.js";
 import { ConflictError } from "../errors.js";
 
 /** A search as the dashboard tracks it (UUID), linked to its job-API job once submitted. */
@@ -37,7 +38,7 @@ export class DashboardJobStore {
 
   static fromConnectionString(connectionString: string): DashboardJobStore {
     return new DashboardJobStore(
-      TableClient.fromConnectionString(connectionString, "dashboardjobs", { allowInsecureConnection: true }),
+      TableClient.fromConnectionString(connectionString, "dashboardjobs", storageClientOptions(connectionString)),
       BlobServiceClient.fromConnectionString(connectionString).getContainerClient("dashboard-queries"),
     );
   }

@@ -1,5 +1,6 @@
 import { TableClient } from "@azure/data-tables";
 import { isStatus } from "../storage/table-text.js";
+import { storageClientOptions } from "../storage/endpoints.js";
 
 /** What the dashboard tracks about a database beyond its manifest: warm-up and update checks. */
 export interface DatabaseState {
@@ -28,7 +29,7 @@ export class DatabaseStateStore {
   constructor(private readonly table: TableClient) {}
 
   static fromConnectionString(connectionString: string): DatabaseStateStore {
-    return new DatabaseStateStore(TableClient.fromConnectionString(connectionString, "databasestate", { allowInsecureConnection: true }));
+    return new DatabaseStateStore(TableClient.fromConnectionString(connectionString, "databasestate", storageClientOptions(connectionString)));
   }
 
   private init() {

@@ -1,4 +1,5 @@
 import { odata, TableClient } from "@azure/data-tables";
+import { storageClientOptions } from "./endpoints.js";
 
 /**
  * Table plumbing shared by the append-only stores (audit, events, workspace): where a table lives,
@@ -17,7 +18,7 @@ export type TableSource = string | TableClientFactory;
  */
 export function tableOpener(source: TableSource, tableName: string): () => Promise<TableClient> {
   const client =
-    typeof source === "string" ? TableClient.fromConnectionString(source, tableName, { allowInsecureConnection: true }) : source(tableName);
+    typeof source === "string" ? TableClient.fromConnectionString(source, tableName, storageClientOptions(source)) : source(tableName);
   let ready: Promise<TableClient> | undefined;
   return () => {
     ready ??= client.createTable().then(
