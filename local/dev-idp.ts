@@ -30,6 +30,17 @@ export interface DevIdentityProviderOptions {
   tenantId: string;
 }
 
+/**
+ * The issuer of the development identity provider for `tenantId`, shaped like Entra's v2.0 issuer
+ * (`https://login.microsoftonline.com/<tenant>/v2.0`). Like a real identity provider's, it names
+ * the tenant and not where the provider listens, so tokens minted before a restart on another
+ * port (`IDP_PORT=0`) stay valid as long as the signing key (kept in the data folder) is the same.
+ * The host is never contacted: validators fetch keys through the discovery URL.
+ */
+export function devIssuer(tenantId: string): string {
+  return `https://login.blastplane.local/${tenantId}/v2.0`;
+}
+
 /** Claims a caller may choose when minting a token. */
 export interface DevTokenClaims {
   /** The single application role the token grants. */
@@ -49,7 +60,7 @@ export interface DevTokenClaims {
 export interface DevIdentityProvider {
   /** Base URL, e.g. `http://127.0.0.1:PORT`. */
   url: string;
-  /** Token issuer, `${url}/${tenantId}/v2.0`, shaped like Entra's v2.0 issuer. */
+  /** Token issuer, {@link devIssuer}: the same on every start, whatever the port. */
   issuer: string;
   /** OpenID discovery document URL, to be given to the JWT validator. */
   discoveryUrl: string;
@@ -139,7 +150,7 @@ export async function startDevIdentityProvider(opts: DevIdentityProviderOptions)
   }
   const { port } = address;
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
-  const issuer = `${url}/${opts.tenantId}/v2.0`;
+  const issuer = devIssuer(opts.tenantId);
 
   async function mintToken(claims: z.infer<typeof tokenRequestSchema>): Promise<{ token: string; ttl: number }> {
     const name = claims.name ?? DEFAULT_NAME;

@@ -1,5 +1,5 @@
 import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
-import { request as httpRequest } from "node:http";
+import { createServer, request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type CryptoKey, exportSPKI, generateKeyPair, importJWK, type JWTPayload, SignJWT } from "jose";
@@ -383,13 +383,13 @@ describe("dev identity provider", () => {
   it("serves an Entra-shaped discovery document and a public-only JWKS", async () => {
     const discovery: unknown = await (await fetch(idp.discoveryUrl)).json();
     expect(discovery).toMatchObject({
-      issuer: `${idp.url}/${TENANT_ID}/v2.0`,
+      issuer: `https://login.blastplane.local/${TENANT_ID}/v2.0`,
       jwks_uri: `${idp.url}/${TENANT_ID}/discovery/v2.0/keys`,
       id_token_signing_alg_values_supported: ["RS256"],
       response_types_supported: ["code"],
       subject_types_supported: ["public"],
     });
-    expect(idp.issuer).toBe(`${idp.url}/${TENANT_ID}/v2.0`);
+    expect(idp.issuer).toBe(`https://login.blastplane.local/${TENANT_ID}/v2.0`);
     expect(idp.audience).toBe(`api://${CLIENT_ID}`);
     expect(idp.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     const jwks: unknown = await (await fetch(`${idp.url}${keysPathOf(idp)}`)).json();
@@ -522,6 +522,34 @@ describe("dev identity provider key persistence", () => {
         await expect(fresh.validate(`Bearer ${token}`)).resolves.toMatchObject({ roles: ["Approver"] });
       } finally {
         await restarted.close();
+      }
+    } finally {
+      await rm(persistDir, { recursive: true, force: true });
+    }
+  });
+
+  it("keeps its issuer across a restart on another port, so tokens minted before stay valid", async () => {
+    const persistDir = await mkdtemp(join(tmpdir(), "dev-idp-persist-"));
+    const file = join(persistDir, "key.json");
+    try {
+      const first = await startDevIdentityProvider({ port: 0, keyFile: file, clientId: CLIENT_ID, tenantId: TENANT_ID });
+      const token = await first.mint({ role: "Contributor" });
+      await first.close();
+      // Hold the first port, so the restart surely listens elsewhere.
+      const holder = createServer();
+      await new Promise<void>((resolve) => holder.listen(Number(new URL(first.url).port), "127.0.0.1", resolve));
+      try {
+        const restarted = await startDevIdentityProvider({ port: 0, keyFile: file, clientId: CLIENT_ID, tenantId: TENANT_ID });
+        try {
+          expect(restarted.url).not.toBe(first.url);
+          expect(restarted.issuer).toBe(first.issuer);
+          const fresh = createJwtValidator({ discoveryUrl: restarted.discoveryUrl, audience: restarted.audience });
+          await expect(fresh.validate(`Bearer ${token}`)).resolves.toMatchObject({ roles: ["Contributor"] });
+        } finally {
+          await restarted.close();
+        }
+      } finally {
+        holder.close();
       }
     } finally {
       await rm(persistDir, { recursive: true, force: true });
