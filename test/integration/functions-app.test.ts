@@ -4,7 +4,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { importJWK, type JWK, SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startDevIdentityProvider } from "../../local/dev-idp.js";
+import { devIssuer, startDevIdentityProvider } from "../../local/dev-idp.js";
 import { eventually, ROOT, startStack, type TestStack } from "../support/local-stack.js";
 
 const run = promisify(execFile);
@@ -35,7 +35,7 @@ async function signWithStackKey(claims: Record<string, unknown>): Promise<string
 function goodClaims(): Record<string, unknown> {
   const now = Math.floor(Date.now() / 1000);
   return {
-    iss: `${stack.info.idp_url}/blastplane-local/v2.0`,
+    iss: devIssuer("blastplane-local"),
     aud: "api://blastplane-local-api",
     oid: "11111111-2222-3333-4444-555555555555",
     name: "Test User",
