@@ -42,6 +42,8 @@ function close(server: http.Server): Promise<void> {
  * Functions host. Ctrl-C or SIGTERM stops everything; children also end if this process is killed.
  */
 async function main(): Promise<void> {
+  // The Functions bundle is minified: stack traces in the log point into its sources this way.
+  process.setSourceMapsEnabled(true);
   const settings = loadLocalStackSettings(process.env, process.cwd());
   const logger = createLogger({ level: settings.logLevel, base: { service: "local-stack" } });
   mkdirSync(settings.dataDir, { recursive: true });

@@ -1,37 +1,15 @@
 // Bundles the deployables with esbuild: the Functions app (package.json "main") and the local
 // stack. Plain JavaScript so it runs before anything is compiled.
-import { copyFileSync, mkdirSync } from "node:fs";
+import { copyFileSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
+import { common, functionsBuildOptions, LAZY_DURABLE_REQUIRES, lazyBuildOptions, root } from "./build-options.mjs";
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-// ESM bundles of CommonJS dependencies need a real `require`.
-const banner = {
-  js: [
-    'import { createRequire as __bpCreateRequire } from "node:module";',
-    "const require = __bpCreateRequire(import.meta.url);",
-  ].join("\n"),
-};
-const common = {
-  bundle: true,
-  platform: "node",
-  target: "node20",
-  format: "esm",
-  sourcemap: "linked",
-  banner,
-  logLevel: "warning",
-  absWorkingDir: root,
-};
-
-await Promise.all([
-  build({
-    ...common,
-    entryPoints: ["functions/index.ts"],
-    outfile: "dist/functions/index.js",
-    // Supplied by the Functions worker (or the local host) at run time.
-    external: ["@azure/functions-core"],
-  }),
+// Chunk names carry content hashes: drop the previous build's.
+rmSync(path.join(root, "dist/functions"), { recursive: true, force: true });
+const [functionsBuild] = await Promise.all([
+  build(functionsBuildOptions),
+  ...LAZY_DURABLE_REQUIRES.map((name) => build(lazyBuildOptions(name))),
   build({
     ...common,
     entryPoints: ["jobapi/server.ts"],
@@ -50,5 +28,12 @@ await Promise.all([
     external: ["azurite"],
   }),
 ]);
+// The lazy stand-ins require their module relative to the entry bundle.
+const entryInputs = Object.keys(functionsBuild.metafile.outputs["dist/functions/index.js"]?.inputs ?? {});
+for (const name of LAZY_DURABLE_REQUIRES) {
+  if (!entryInputs.includes(`lazy-require:${name}`)) throw new Error(`the lazy stand-in for ${name} is not in dist/functions/index.js`);
+}
+mkdirSync(path.join(root, "dist/meta"), { recursive: true });
+writeFileSync(path.join(root, "dist/meta/functions.json"), JSON.stringify(functionsBuild.metafile));
 mkdirSync(path.join(root, "dist/local"), { recursive: true });
 copyFileSync(path.join(root, "local/parent-watchdog.cjs"), path.join(root, "dist/local/parent-watchdog.cjs"));

@@ -1,19 +1,20 @@
 // Imports one module in this fresh process the way the Azure Functions worker loads an app: with
 // an `@azure/functions-core` present, so `@azure/functions` registers functions instead of dropping
-// to test mode. Prints one JSON line: how long the import took (wall and CPU ms) and, with
-// --functions, what the app registered. Used by `npm run bench` (metric d) and by tests.
-// Plain JavaScript with no dependencies.
+// to test mode. Prints one JSON line: how long the import took (wall and CPU ms); with --functions,
+// what the app registered; with --loaded, the CommonJS files the import loaded. Used by
+// `npm run bench` (metric d) and by tests. Plain JavaScript with no dependencies.
 //
-//   node scripts/import-probe.mjs [--functions] <module specifier or file>
+//   node scripts/import-probe.mjs [--functions] [--loaded] <module specifier or file>
 import Module from "node:module";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
 const args = process.argv.slice(2);
 const listFunctions = args.includes("--functions");
+const listLoaded = args.includes("--loaded");
 const target = args.find((arg) => !arg.startsWith("--"));
 if (!target) {
-  process.stderr.write("usage: node scripts/import-probe.mjs [--functions] <module>\n");
+  process.stderr.write("usage: node scripts/import-probe.mjs [--functions] [--loaded] <module>\n");
   process.exit(2);
 }
 
@@ -51,4 +52,5 @@ const importMs = performance.now() - started;
 const cpu = process.cpuUsage(cpuBefore);
 const result = { import_ms: importMs, cpu_ms: (cpu.user + cpu.system) / 1000, registered: functions.length };
 if (listFunctions) result.functions = functions.map(({ name, bindings }) => ({ name, bindings }));
+if (listLoaded) result.loaded = Object.keys(Module._cache);
 process.stdout.write(`${JSON.stringify(result)}\n`);

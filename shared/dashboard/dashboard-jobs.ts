@@ -1,6 +1,7 @@
-import { BlobServiceClient, type ContainerClient } from "@azure/storage-blob";
+import type { ContainerClient } from "@azure/storage-blob";
 import { odata, TableClient } from "@azure/data-tables";
 import { isStatus, packText, unpackText } from "../storage/table-text.js";
+import { openBlobContainer } from "../storage/blob-container.js";
 import { storageClientOptions } from "../storage/endpoints.js";
 import { ConflictError } from "../errors.js";
 
@@ -31,21 +32,25 @@ export const TERMINAL_JOB_STATES = new Set(["completed", "failed", "cancelled"])
 
 /** Dashboard jobs in Table storage (ETag concurrency) and their queries in Blob storage. */
 export class DashboardJobStore {
+  private readonly queries: Promise<ContainerClient>;
+
   constructor(
     private readonly table: TableClient,
-    private readonly queries: ContainerClient,
-  ) {}
+    queries: ContainerClient | Promise<ContainerClient>,
+  ) {
+    this.queries = Promise.resolve(queries);
+  }
 
   static fromConnectionString(connectionString: string): DashboardJobStore {
     return new DashboardJobStore(
       TableClient.fromConnectionString(connectionString, "dashboardjobs", storageClientOptions(connectionString)),
-      BlobServiceClient.fromConnectionString(connectionString).getContainerClient("dashboard-queries"),
+      openBlobContainer(connectionString, "dashboard-queries"),
     );
   }
 
   private ready: Promise<void> | undefined;
   private init(): Promise<void> {
-    this.ready ??= Promise.all([this.table.createTable(), this.queries.createIfNotExists()]).then(() => undefined);
+    this.ready ??= Promise.all([this.table.createTable(), this.queries.then((queries) => queries.createIfNotExists())]).then(() => undefined);
     return this.ready;
   }
 
@@ -61,7 +66,7 @@ export class DashboardJobStore {
   async create(job: DashboardJob, queryFasta: string): Promise<{ job: DashboardJob; created: boolean }> {
     await this.init();
     const data = Buffer.from(queryFasta);
-    const blob = this.queries.getBlockBlobClient(`${job.job_id}.fa`);
+    const blob = (await this.queries).getBlockBlobClient(`${job.job_id}.fa`);
     try {
       await this.table.createEntity(this.entity(job));
     } catch (error) {
@@ -97,7 +102,7 @@ export class DashboardJobStore {
 
   async query(jobId: string): Promise<string> {
     await this.init();
-    return (await this.queries.getBlockBlobClient(`${jobId}.fa`).downloadToBuffer()).toString("utf8");
+    return (await (await this.queries).getBlockBlobClient(`${jobId}.fa`).downloadToBuffer()).toString("utf8");
   }
 
   /** Read-modify-write with the entity's ETag; re-runs `change` on a concurrent update. */

@@ -1,30 +1,35 @@
 import type { TokenCredential } from "@azure/identity";
-import { SecretClient, type SecretClientOptions } from "@azure/keyvault-secrets";
+import type { SecretClient, SecretClientOptions } from "@azure/keyvault-secrets";
 import { isStatus } from "../storage/table-text.js";
 import { createFileSecretStore, type SecretStore } from "./api-tokens.js";
 
 /**
  * Secrets in Azure Key Vault, read and written with the shared managed identity (in Azure:
  * DefaultAzureCredential). The dashboard regenerates the job-API token here and the job API reads it
- * from here, so both always agree.
+ * from here, so both always agree. The Key Vault SDK loads on the first read or write, not with the
+ * app (it costs cold starts that never touch the token; see `npm run bench`, metric d).
  */
 export function createKeyVaultSecretStore(options: {
   vaultUrl: string;
   credential: TokenCredential;
   clientOptions?: SecretClientOptions;
 }): SecretStore {
-  const client = new SecretClient(options.vaultUrl, options.credential, options.clientOptions);
+  let client: Promise<SecretClient> | undefined;
+  const open = () => {
+    client ??= import("@azure/keyvault-secrets").then(({ SecretClient }) => new SecretClient(options.vaultUrl, options.credential, options.clientOptions));
+    return client;
+  };
   return {
     async get(name) {
       try {
-        return (await client.getSecret(name)).value;
+        return (await (await open()).getSecret(name)).value;
       } catch (error) {
         if (isStatus(error, 404)) return undefined;
         throw error;
       }
     },
     async set(name, value) {
-      await client.setSecret(name, value, { contentType: "application/json" });
+      await (await open()).setSecret(name, value, { contentType: "application/json" });
     },
   };
 }

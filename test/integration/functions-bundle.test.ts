@@ -1,0 +1,110 @@
+import { execFile } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
+import { createRequire, SourceMap } from "node:module";
+import path from "node:path";
+import { promisify } from "node:util";
+import { describe, expect, it } from "vitest";
+
+const ROOT = path.resolve(import.meta.dirname, "../..");
+const DIST = path.join(ROOT, "dist/functions");
+
+interface Metafile {
+  outputs: Record<string, { inputs: Record<string, unknown>; imports: { path: string; kind: string }[] }>;
+}
+// Written by scripts/build.mjs (the tests' global setup runs it).
+const meta = JSON.parse(readFileSync(path.join(ROOT, "dist/meta/functions.json"), "utf8")) as Metafile;
+
+/** The outputs the worker reads when it imports the app: the entry and what it imports statically. */
+function eagerOutputs(): string[] {
+  const seen = new Set<string>();
+  const visit = (output: string) => {
+    if (seen.has(output)) return;
+    seen.add(output);
+    for (const imported of meta.outputs[output]?.imports ?? []) if (imported.kind === "import-statement") visit(imported.path);
+  };
+  visit("dist/functions/index.js");
+  return [...seen];
+}
+
+const packagesOf = (outputs: string[]) =>
+  new Set(
+    outputs.flatMap((output) =>
+      Object.keys(meta.outputs[output]?.inputs ?? {}).map((input) => /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(input)?.[1] ?? input),
+    ),
+  );
+
+/** Position (0-based line and column) of the first occurrence of `text` in `file`. */
+function positionOf(file: string, text: string): { line: number; column: number } {
+  const lines = readFileSync(file, "utf8").split("\n");
+  const line = lines.findIndex((l) => l.includes(text));
+  expect(line, `${text} in ${file}`).toBeGreaterThanOrEqual(0);
+  return { line, column: lines[line]?.indexOf(text) ?? -1 };
+}
+
+function originalSourceAt(file: string, text: string): string | undefined {
+  const map = new SourceMap(JSON.parse(readFileSync(`${file}.map`, "utf8")));
+  const { line, column } = positionOf(file, text);
+  const entry = map.findEntry(line, column);
+  return "originalSource" in entry ? entry.originalSource : undefined;
+}
+
+describe("the Functions bundle, built for cold starts", () => {
+  it("imports no SDK that only some routes need: Key Vault, identity, Blob load on first use", () => {
+    const eager = packagesOf(eagerOutputs());
+    for (const lazy of ["@azure/keyvault-secrets", "@azure/identity", "@azure/msal-node", "@azure/storage-blob", "apache-arrow"]) {
+      expect(eager.has(lazy), lazy).toBe(false);
+    }
+    // They are still shipped, in chunks of their own.
+    const all = packagesOf(Object.keys(meta.outputs));
+    for (const lazy of ["@azure/keyvault-secrets", "@azure/identity", "@azure/storage-blob"]) expect(all.has(lazy), lazy).toBe(true);
+    // What registrations need is there.
+    for (const needed of ["@azure/functions", "durable-functions", "zod", "@azure/data-tables"]) expect(eager.has(needed), needed).toBe(true);
+  });
+
+  it("parses durable-functions' client-only dependencies only when a durable client first calls out", async () => {
+    const eager = packagesOf(eagerOutputs());
+    for (const lazy of ["axios", "validator", "moment", "mime-db", "@opentelemetry/api"]) expect(eager.has(lazy), lazy).toBe(false);
+    expect(readdirSync(path.join(DIST, "lazy")).filter((f) => f.endsWith(".cjs")).sort()).toEqual([
+      "axios.cjs",
+      "moment.cjs",
+      "opentelemetry-api.cjs",
+      "validator.cjs",
+    ]);
+    // A fresh process importing the app (as the worker does) loads none of them.
+    const { stdout } = await promisify(execFile)(process.execPath, [path.join(ROOT, "scripts/import-probe.mjs"), "--loaded", path.join(DIST, "index.js")], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH, AzureWebJobsStorage: "UseDevelopmentStorage=true", AUTH_TENANT_ID: "t", AUTH_CLIENT_ID: "c" },
+    });
+    const { loaded, registered } = JSON.parse(stdout) as { loaded: string[]; registered: number };
+    expect(registered).toBeGreaterThan(20);
+    expect(loaded.filter((file) => file.includes(`${path.sep}lazy${path.sep}`))).toEqual([]);
+  });
+
+  it("ships those dependencies whole: each lazy module loads on its own and works", () => {
+    const load = createRequire(path.join(DIST, "index.js"));
+    const axios = load("./lazy/axios.cjs") as { default: { create: unknown } };
+    expect(typeof axios.default.create).toBe("function");
+    const validator = load("./lazy/validator.cjs") as { isURL: (url: string, options?: object) => boolean };
+    expect(validator.isURL("http://127.0.0.1:7071/runtime/webhooks/durabletask", { require_tld: false })).toBe(true);
+    const moment = load("./lazy/moment.cjs") as (input: string) => { add: (n: number, unit: string) => { toISOString: () => string } };
+    expect(moment("2026-01-01T00:00:00Z").add(90, "s").toISOString()).toBe("2026-01-01T00:01:30.000Z");
+    const otel = load("./lazy/opentelemetry-api.cjs") as { trace: { getTracer: unknown } };
+    expect(typeof otel.trace.getTracer).toBe("function");
+  });
+
+  it("carries English zod messages only (no other locale)", () => {
+    const zodLocales = Object.values(meta.outputs).flatMap((output) =>
+      Object.keys(output.inputs).filter((input) => input.includes("zod/v4/locales/") && !input.startsWith("zod-english-only:")),
+    );
+    expect(zodLocales.map((input) => path.basename(input))).toEqual(["en.js"]);
+  });
+
+  it("keeps source maps usable: minified code maps back to its source file, in the entry, a chunk and a lazy module", () => {
+    expect(originalSourceAt(path.join(DIST, "index.js"), "invalid configuration: ")).toMatch(/shared\/config\/env\.ts$/);
+    const vaultChunk = Object.keys(meta.outputs).find((output) =>
+      Object.keys(meta.outputs[output]?.inputs ?? {}).some((input) => input.includes("@azure/keyvault-secrets/")),
+    );
+    expect(originalSourceAt(path.join(ROOT, String(vaultChunk)), "keyvault-secrets")).toMatch(/node_modules\/@azure\/keyvault-secrets\//);
+    expect(originalSourceAt(path.join(DIST, "lazy/validator.cjs"), "isURL")).toMatch(/node_modules\/validator\//);
+  });
+});
