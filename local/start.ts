@@ -195,7 +195,7 @@ async function main(): Promise<void> {
       blob_endpoint: azurite.blobEndpoint,
       table_endpoint: azurite.tableEndpoint,
     });
-    logger.info("local stack ready", { functions_url: functionsUrl, idp_url: idp.url, data_dir: settings.dataDir });
+    logger.info("local stack ready", { functions_url: functionsUrl, idp_url: idp.url, data_dir: settings.dataDir, node: process.version });
     process.stdout.write(
       [
         "",

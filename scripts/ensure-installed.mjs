@@ -1,6 +1,9 @@
 // Makes a fresh clone runnable: installs npm packages when node_modules is missing or older than
 // the lockfile, and checks for BLAST+ (installing it with apt-get when running as root).
 // Plain JavaScript with no dependencies, so it runs on the machine's own Node before anything else.
+// The npm scripts then run everything else with node_modules/.bin/node (the `node` package, Node
+// 22) by path: the shell that runs a script looked `node` up before this install linked it, and
+// keeps using what it found (the machine's Node) for the rest of the script.
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, statSync } from "node:fs";
 import path from "node:path";
@@ -18,12 +21,20 @@ function run(cmd, args) {
   }
 }
 
-const stale = !existsSync(marker) || statSync(marker).mtimeMs < statSync(lock).mtimeMs;
-if (stale) {
-  console.log("Installing npm packages (npm install from package-lock.json)…");
-  // Not `npm ci`: npm 11 refuses this lockfile for omitting other platforms' optional packages
-  // (biome's binaries); `npm install` installs the same locked versions.
-  run("npm", ["install", "--no-audit", "--no-fund"]);
+// Errors only: installing on the machine's Node 20 prints one EBADENGINE warning per package that
+// wants Node 22, which is what the scripts run on once the install is done.
+const QUIET = ["--no-audit", "--no-fund", "--loglevel=error"];
+if (!existsSync(marker)) {
+  console.log("Installing npm packages (npm ci: exactly package-lock.json)…");
+  run("npm", ["ci", ...QUIET]);
+} else if (statSync(marker).mtimeMs < statSync(lock).mtimeMs) {
+  console.log("Updating npm packages to package-lock.json (npm install)…");
+  run("npm", ["install", ...QUIET]);
+}
+const node22 = path.join(root, "node_modules", ".bin", "node");
+if (!existsSync(node22)) {
+  console.error(`\n${node22} is missing: the devDependency "node" did not install its binary. Run npm ci and look for its error.`);
+  process.exit(1);
 }
 
 function hasBlast() {
