@@ -48,9 +48,9 @@ const builtinsThroughRequire = {
 /**
  * Makes `require(name)` from a package's files return a stand-in that loads the real module when it
  * is first used (a property read, a call). durable-functions requires axios (and through it undici,
- * form-data and mime-db), validator and OpenTelemetry when it loads but uses them only inside a
- * durable client's calls, and moment only while an orchestration replays: loading them with the
- * app cost ~70 ms of every cold start. The real modules are bundled apart
+ * form-data and mime-db), validator, OpenTelemetry and lodash's cloneDeep when it loads but uses
+ * them only inside a durable client's calls, and moment only while an orchestration replays:
+ * loading them with the app cost ~70 ms of every cold start. The real modules are bundled apart
  * (`dist/functions/lazy/<name>.cjs`, see {@link lazyBuildOptions}), so the app does not even parse
  * them until then.
  */
@@ -86,7 +86,7 @@ function lazyRequires(fromPackage, names) {
 }
 
 /** Packages durable-functions requires at load but uses only later (see lazyRequires). */
-export const LAZY_DURABLE_REQUIRES = ["axios", "validator", "moment", "@opentelemetry/api"];
+export const LAZY_DURABLE_REQUIRES = ["axios", "validator", "moment", "@opentelemetry/api", "lodash/cloneDeep"];
 
 /** `dist/functions/lazy/` file of a lazily required package. */
 const lazyFileName = (name) => `${name.replace(/^@/, "").replaceAll("/", "-")}.cjs`;

@@ -63,9 +63,10 @@ describe("the Functions bundle, built for cold starts", () => {
 
   it("parses durable-functions' client-only dependencies only when a durable client first calls out", async () => {
     const eager = packagesOf(eagerOutputs());
-    for (const lazy of ["axios", "validator", "moment", "mime-db", "@opentelemetry/api"]) expect(eager.has(lazy), lazy).toBe(false);
+    for (const lazy of ["axios", "validator", "moment", "mime-db", "@opentelemetry/api", "lodash"]) expect(eager.has(lazy), lazy).toBe(false);
     expect(readdirSync(path.join(DIST, "lazy")).filter((f) => f.endsWith(".cjs")).sort()).toEqual([
       "axios.cjs",
+      "lodash-cloneDeep.cjs",
       "moment.cjs",
       "opentelemetry-api.cjs",
       "validator.cjs",
@@ -90,6 +91,11 @@ describe("the Functions bundle, built for cold starts", () => {
     expect(moment("2026-01-01T00:00:00Z").add(90, "s").toISOString()).toBe("2026-01-01T00:01:30.000Z");
     const otel = load("./lazy/opentelemetry-api.cjs") as { trace: { getTracer: unknown } };
     expect(typeof otel.trace.getTracer).toBe("function");
+    const cloneDeep = load("./lazy/lodash-cloneDeep.cjs") as <T>(value: T) => T;
+    const original = { urls: { statusQueryGetUri: "http://127.0.0.1/x" } };
+    const copy = cloneDeep(original);
+    expect(copy).toEqual(original);
+    expect(copy.urls).not.toBe(original.urls);
   });
 
   it("carries English zod messages only (no other locale)", () => {
