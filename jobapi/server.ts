@@ -1,5 +1,6 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { getRequestListener } from "@hono/node-server";
 import { blastVersion } from "../shared/blast/blast-tools.js";
 import { ApiTokenService } from "../shared/secrets/api-tokens.js";
 import { selectSecretStore } from "../shared/secrets/key-vault-secret-store.js";
@@ -9,10 +10,9 @@ import { JobDispatcher } from "./jobs/dispatcher.js";
 import { JobStore } from "./jobs/job-store.js";
 import { JobService } from "./jobs/job-service.js";
 import { createLogger } from "../shared/logging/logger.js";
-import { createJobApiRoutes } from "./app.js";
+import { createJobApiApp } from "./app.js";
 import { loadJobApiConfig } from "./config.js";
 import { createLocalExecutor } from "./executors/local-executor.js";
-import { createRequestListener } from "./http.js";
 
 /**
  * The job API process: `/v1/*` and `/api/v1/facade/*`. Runs as a container on the cluster, and as a
@@ -54,20 +54,20 @@ async function main(): Promise<void> {
     maxQueuedJobs: config.maxQueuedJobs,
     retryAfterSeconds: config.retryAfterSeconds,
   });
-  const routes = createJobApiRoutes({
+  const app = createJobApiApp({
     config,
     service,
     jobs,
     artifacts,
     catalog,
     tokens,
+    logger,
     blastVersion,
     executorName: executor.name,
     activeJobs: () => dispatcher.activeCount,
+    dispatchRole: () => "active",
   });
-  const server = http.createServer(
-    createRequestListener({ routes, logger, authorize: (token) => tokens.isValid(token), bodyLimitBytes: config.bodyLimitBytes }),
-  );
+  const server = http.createServer(getRequestListener(app.fetch));
   server.requestTimeout = 0;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);

@@ -3,6 +3,14 @@ import { pipeline } from "node:stream/promises";
 import { BlobServiceClient, type BlockBlobClient, type ContainerClient } from "@azure/storage-blob";
 import { isStatus } from "../../shared/storage/table-text.js";
 
+/** The merged result of a job: gzipped BLAST XML. */
+export const MERGED_ARTIFACT = "merged_results.out.gz";
+
+/** Where a shard's gzipped BLAST XML is kept. */
+export function shardArtifact(shardId: string): string {
+  return `shards/${shardId}.out.gz`;
+}
+
 /** Artifact names inside a job's folder; nothing outside these shapes is ever read or written. */
 const ARTIFACT_NAME = /^(query\.fa|merged_results\.out\.gz|shards\/b\d{1,5}(-p\d{1,3})?\.out\.gz)$/;
 

@@ -11,7 +11,7 @@ import { type BlastProgram, QUERY_BATCH_LETTERS, queryMolecule } from "../../sha
 import { BlastXmlError, mergeBlastXml, namedDatabaseHeader, readIterations } from "../../shared/blast/xml-merge.js";
 import type { Logger } from "../../shared/logging/logger.js";
 import { createParallelGzip } from "../../shared/storage/parallel-gzip.js";
-import type { ArtifactStore } from "./artifact-store.js";
+import { type ArtifactStore, MERGED_ARTIFACT, shardArtifact } from "./artifact-store.js";
 import type { DatabaseCatalog, DatabaseEntry } from "../../shared/databases/database-catalog.js";
 import { buildShardArgs, createSemaphore, type ShardExecutor, shardThreads } from "../executors/executor.js";
 import type { JobStore } from "./job-store.js";
@@ -595,13 +595,6 @@ interface ShardRun {
 interface MergedResult {
   mergedBytes: number;
   xmlBytes: number;
-}
-
-const MERGED_ARTIFACT = "merged_results.out.gz";
-
-/** Where a shard's gzipped BLAST XML is kept in Blob storage. */
-function shardArtifact(id: string): string {
-  return `shards/${id}.out.gz`;
 }
 
 function now(): string {
