@@ -22,6 +22,7 @@ const schema = z.object({
   JOBAPI_NODE_MEMORY_BYTES: z.coerce.number().int().positive().default(os.totalmem()),
   JOBAPI_MEMORY_MARGIN_BYTES: z.coerce.number().int().min(0).default(2 * 1024 ** 3),
   JOBAPI_BODY_LIMIT_BYTES: int(1024, 64 * 1024 * 1024).default(12 * 1024 * 1024),
+  JOBAPI_DISPATCH_LEASE_SECONDS: int(2, 3600).default(60),
   LOG_LEVEL: z.enum(["debug", "info", "warn", "error"]).default("info"),
 });
 
@@ -45,6 +46,8 @@ export interface JobApiConfig {
   readonly nodeMemoryBytes: number;
   readonly memoryMarginBytes: number;
   readonly bodyLimitBytes: number;
+  /** How long the dispatch lease outlives its holder's last renewal (see DispatchLease). */
+  readonly dispatchLeaseSeconds: number;
   readonly logLevel: "debug" | "info" | "warn" | "error";
 }
 
@@ -74,6 +77,7 @@ export function loadJobApiConfig(env: Record<string, string | undefined>, cwd = 
     nodeMemoryBytes: c.JOBAPI_NODE_MEMORY_BYTES,
     memoryMarginBytes: c.JOBAPI_MEMORY_MARGIN_BYTES,
     bodyLimitBytes: c.JOBAPI_BODY_LIMIT_BYTES,
+    dispatchLeaseSeconds: c.JOBAPI_DISPATCH_LEASE_SECONDS,
     logLevel: c.LOG_LEVEL,
   });
 }

@@ -6,6 +6,7 @@ import { ApiTokenService } from "../shared/secrets/api-tokens.js";
 import { selectSecretStore } from "../shared/secrets/key-vault-secret-store.js";
 import { ArtifactStore } from "./jobs/artifact-store.js";
 import { createFileDatabaseCatalog } from "../shared/databases/database-catalog.js";
+import { DispatchLease } from "./jobs/dispatch-lease.js";
 import { JobDispatcher } from "./jobs/dispatcher.js";
 import { JobStore } from "./jobs/job-store.js";
 import { JobService } from "./jobs/job-service.js";
@@ -23,7 +24,8 @@ async function main(): Promise<void> {
   const logger = createLogger({ level: config.logLevel, base: { service: "jobapi" } });
   const jobs = JobStore.fromConnectionString(config.storageConnectionString);
   const artifacts = ArtifactStore.fromConnectionString(config.storageConnectionString);
-  await Promise.all([jobs.init(), artifacts.init()]);
+  const lease = DispatchLease.fromConnectionString(config.storageConnectionString, { leaseDurationMs: config.dispatchLeaseSeconds * 1000, logger });
+  await Promise.all([jobs.init(), artifacts.init(), lease.init()]);
   const secrets = await selectSecretStore({ keyVaultUrl: config.keyVaultUrl, secretsDir: config.secretsDir });
   if (!secrets) throw new Error("no secret store is configured");
   const tokens = new ApiTokenService(secrets);
@@ -43,6 +45,7 @@ async function main(): Promise<void> {
     threadsPerShard: config.threadsPerShard,
     shardSlots: config.shardConcurrency,
     shardAttempts: config.shardAttempts,
+    lease,
   });
   const service = new JobService({
     jobs,
@@ -65,7 +68,7 @@ async function main(): Promise<void> {
     blastVersion,
     executorName: executor.name,
     activeJobs: () => dispatcher.activeCount,
-    dispatchRole: () => "active",
+    dispatchRole: () => dispatcher.role,
   });
   const server = http.createServer(getRequestListener(app.fetch));
   server.requestTimeout = 0;

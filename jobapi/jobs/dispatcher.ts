@@ -1,6 +1,7 @@
+import { randomUUID } from "node:crypto";
 import { once } from "node:events";
 import { createReadStream } from "node:fs";
-import { mkdir, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, readdir, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { PassThrough, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -14,6 +15,7 @@ import { createParallelGzip } from "../../shared/storage/parallel-gzip.js";
 import { type ArtifactStore, MERGED_ARTIFACT, shardArtifact } from "./artifact-store.js";
 import type { DatabaseCatalog, DatabaseEntry } from "../../shared/databases/database-catalog.js";
 import { buildShardArgs, createSemaphore, type ShardExecutor, shardThreads } from "../executors/executor.js";
+import type { DispatchLease } from "./dispatch-lease.js";
 import type { JobStore } from "./job-store.js";
 import { ACTIVE_STATUSES, type JobRecord, type Shard, shardId } from "../../shared/jobs/model.js";
 
@@ -23,8 +25,13 @@ export interface DispatcherOptions {
   catalog: DatabaseCatalog;
   executor: ShardExecutor;
   logger: Logger;
-  /** Scratch folder for query batches and shard outputs. */
+  /** Scratch space for query batches and shard outputs; each dispatcher works in a folder of its own inside. */
   workDir: string;
+  /**
+   * The dispatch lease this process must hold to run jobs (see {@link DispatchLease}); without one,
+   * the dispatcher runs jobs from `start()` on (a single process, or tests).
+   */
+  lease?: Pick<DispatchLease, "start" | "stop" | "isHeld">;
   /** Jobs dispatched at once; more wait as `queued`. */
   maxActiveJobs: number;
   /** Memory of the node a shard runs on, for the pre-flight. */
@@ -73,6 +80,13 @@ export function shardMemoryNeed(db: DatabaseEntry, sharded: boolean): number {
 
 class JobFailure extends Error {}
 
+/** A dispatch write refused because this process no longer holds the dispatch lease. */
+class LeaseLostError extends Error {
+  constructor() {
+    super("this process no longer holds the dispatch lease");
+  }
+}
+
 /**
  * Moves jobs through `queued → dispatching → submitting → running → completed` (or `failed`,
  * `cancelled`): higher priority first, then oldest; at most `maxActiveJobs` at once. After a
@@ -85,19 +99,80 @@ export class JobDispatcher {
   private ticking = false;
   private wakeAgain = false;
   private resumeOrphansNext = false;
+  /** Set by `stop()`: the dispatcher never runs again. */
   private stopped = false;
+  /** Whether this dispatcher runs jobs now (it holds the lease, or has none to hold). */
+  private active = false;
+  /** This dispatcher's scratch folder: two processes on one data folder never share one. */
+  private readonly scratchDir: string;
   /** Query FASTA of jobs submitted through this process, so dispatching need not read it back. */
   private readonly handedOver = new Map<string, string>();
   private handedOverBytes = 0;
 
-  constructor(private readonly o: DispatcherOptions) {}
+  constructor(private readonly o: DispatcherOptions) {
+    this.scratchDir = path.join(o.workDir, `dispatcher-${randomUUID()}`);
+  }
 
+  /**
+   * Starts dispatching: at once without a lease, else whenever this process holds it (and it stops
+   * again when the lease is lost; see {@link DispatchLease}).
+   */
   async start(): Promise<void> {
+    if (!this.o.lease) return this.activate();
+    let activation: Promise<void> | undefined;
+    // The first round of the lease is awaited, so a process that is alone starts dispatching at once.
+    await this.o.lease.start({
+      acquired: () => {
+        activation = this.activate().catch((error: unknown) => this.o.logger.error("could not start dispatching", { error }));
+      },
+      lost: () => {
+        void this.deactivate("the dispatch lease was lost");
+      },
+    });
+    await activation;
+  }
+
+  /** Whether this dispatcher may run jobs and write their state now. */
+  private dispatching(): boolean {
+    return this.active && !this.stopped && (this.o.lease?.isHeld() ?? true);
+  }
+
+  /** "active" while this process runs jobs, "standby" while another one does. */
+  get role(): "active" | "standby" {
+    return this.dispatching() ? "active" : "standby";
+  }
+
+  private async activate(): Promise<void> {
+    if (this.active || this.stopped) return;
+    this.active = true;
+    // Scratch folders of dispatchers that no longer run (this process's or a predecessor's) go.
+    await this.removeOtherScratch();
     await this.holdQueuedReleases();
     // The first pass and every periodic one also resume jobs left active by a previous process.
     this.timer = setInterval(() => this.wake({ resumeOrphans: true }), this.o.pollIntervalMs ?? 1000);
     this.timer.unref();
     this.wake({ resumeOrphans: true });
+  }
+
+  /** Stops running jobs (they stay active in storage, for the next holder to resume). */
+  private async deactivate(reason: string): Promise<void> {
+    const wasActive = this.active;
+    this.active = false;
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    if (wasActive && this.running.size > 0) this.o.logger.warn("dispatch stops; running jobs are left to the next dispatcher", { reason, jobs: [...this.running.keys()] });
+    for (const { controller } of this.running.values()) controller.abort(new Error(reason));
+    await Promise.allSettled([...this.running.values()].map((r) => r.done));
+  }
+
+  private async removeOtherScratch(): Promise<void> {
+    const entries = await readdir(this.o.workDir).catch(() => [] as string[]);
+    for (const name of entries) {
+      if (path.join(this.o.workDir, name) === this.scratchDir) continue;
+      await rm(path.join(this.o.workDir, name), { recursive: true, force: true }).catch((error: unknown) =>
+        this.o.logger.warn("could not remove an old scratch folder", { folder: name, error }),
+      );
+    }
   }
 
   /**
@@ -119,7 +194,7 @@ export class JobDispatcher {
 
   /** Looks for queued work now (called after a submit). */
   wake(options: { resumeOrphans?: boolean } = {}): void {
-    if (this.stopped) return;
+    if (!this.dispatching()) return;
     this.resumeOrphansNext ||= options.resumeOrphans === true;
     if (this.ticking) {
       // A submit during a pass must not wait for the next poll: run again right after.
@@ -181,11 +256,19 @@ export class JobDispatcher {
     // Active jobs this process is not running were orphaned (a storage outage, a crash): resume them.
     // Only on the periodic passes: a submit's wake goes straight to the queue.
     if (resumeOrphans) {
+      const activeIds = new Set<string>();
       for await (const job of this.o.jobs.list([...ACTIVE_STATUSES])) {
-        if (!this.running.has(job.job_id) && !this.stopped) {
+        activeIds.add(job.job_id);
+        if (!this.running.has(job.job_id) && this.dispatching()) {
           this.o.logger.info("resuming orphaned job", { job_id: job.job_id, status: job.status });
           this.launch(job.job_id);
         }
+      }
+      // A job cancelled or deleted through another process (which cannot reach these shards).
+      for (const [jobId, run] of this.running) {
+        if (activeIds.has(jobId)) continue;
+        const job = await this.o.jobs.get(jobId);
+        if (!job || job.status === "cancelled" || job.cancel_requested) run.controller.abort(new Error("job cancelled"));
       }
     }
     if (this.running.size >= this.o.maxActiveJobs) return;
@@ -193,7 +276,7 @@ export class JobDispatcher {
     for await (const job of this.o.jobs.list(["queued"])) queued.push(job);
     queued.sort(compareForDispatch);
     for (const job of queued) {
-      if (this.running.size >= this.o.maxActiveJobs || this.stopped) return;
+      if (this.running.size >= this.o.maxActiveJobs || !this.dispatching()) return;
       const claimed = await this.o.jobs.update(job.job_id, (j) => (j.status === "queued" ? touch({ ...j, status: "dispatching" }) : undefined));
       if (claimed?.status === "dispatching" && !this.running.has(job.job_id)) this.launch(job.job_id, claimed);
     }
@@ -204,7 +287,8 @@ export class JobDispatcher {
     const controller = new AbortController();
     const done = this.runJob(jobId, controller.signal, claimed)
       .catch(async (error: unknown) => {
-        if (controller.signal.aborted) return;
+        // Stopped here (cancelled, stopping, or the lease moved on): not a failure of the job.
+        if (controller.signal.aborted || error instanceof LeaseLostError) return;
         const message = error instanceof JobFailure ? error.message : "internal error while running the job";
         if (!(error instanceof JobFailure)) this.o.logger.error("job failed unexpectedly", { job_id: jobId, error });
         // If storage is down the job stays active in storage; a later tick picks it up again.
@@ -212,7 +296,7 @@ export class JobDispatcher {
       })
       .finally(async () => {
         // Cleaned before the job may be launched again, so a relaunch never loses its new files.
-        await rm(path.join(this.o.workDir, jobId), { recursive: true, force: true }).catch((error: unknown) =>
+        await rm(path.join(this.scratchDir, jobId), { recursive: true, force: true }).catch((error: unknown) =>
           this.o.logger.warn("could not remove a job's scratch folder", { job_id: jobId, error }),
         );
         this.running.delete(jobId);
@@ -227,15 +311,18 @@ export class JobDispatcher {
     this.running.get(jobId)?.controller.abort(new Error("job cancelled"));
   }
 
-  /** Stops taking work and aborts running shards; their jobs are reconciled on the next start. */
+  /**
+   * Stops taking work and aborts running shards; their jobs are reconciled by the next dispatcher.
+   * The lease is given up last, once nothing here runs any more.
+   */
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearInterval(this.timer);
-    for (const { controller } of this.running.values()) controller.abort(new Error("job API stopping"));
-    await Promise.allSettled([...this.running.values()].map((r) => r.done));
+    await this.deactivate("job API stopping");
+    await this.o.lease?.stop();
   }
 
   private async fail(jobId: string, message: string): Promise<void> {
+    if (!this.dispatching()) return;
     await this.o.jobs.update(jobId, (j) =>
       j.status === "cancelled" || j.status === "completed" ? undefined : touch({ ...j, status: "failed", error: message, completed_at: now() }),
     );
@@ -244,6 +331,8 @@ export class JobDispatcher {
 
   /** Applies a change unless the job was cancelled meanwhile; aborts the run if it was. */
   private async advance(jobId: string, signal: AbortSignal, change: (j: JobRecord) => JobRecord): Promise<JobRecord> {
+    // Only the lease holder writes a running job's state (a paused process resuming must not).
+    if (!this.dispatching()) throw signal.reason ?? new LeaseLostError();
     const job = await this.o.jobs.update(jobId, (j) => (j.status === "cancelled" || j.cancel_requested ? undefined : change(j)));
     if (!job || job.status === "cancelled" || job.cancel_requested || signal.aborted) throw signal.reason ?? new Error("job cancelled");
     return job;
@@ -284,7 +373,7 @@ export class JobDispatcher {
     // Dispatching: query batches on the scratch folder, the shard plan in the job.
     const records = parseQueryFasta(await this.queryOf(jobId), queryMolecule(program));
     const batches = batchQueries(records, QUERY_BATCH_LETTERS[program]);
-    const dir = path.join(this.o.workDir, jobId);
+    const dir = path.join(this.scratchDir, jobId);
     // A resumed job's scratch outputs may be half-written by the process that died: start clean
     // (shards whose outputs were stored are fetched from storage for the merge).
     if (!fresh) await rm(path.join(dir, "out"), { recursive: true, force: true });
@@ -523,7 +612,7 @@ export class JobDispatcher {
     options: { store: boolean },
     signal: AbortSignal,
   ): Promise<ShardRun> {
-    const dir = path.join(this.o.workDir, job.job_id);
+    const dir = path.join(this.scratchDir, job.job_id);
     const xml = path.join(dir, "out", `${shard.id}.xml`);
     const partition = shard.partition < 0 ? undefined : db.manifest.partitions.find((p) => p.index === shard.partition);
     const dbPath = partition ? partition.path : db.manifest.path;
