@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { PassThrough, type Readable, type Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { BlobServiceClient, type BlockBlobClient, type ContainerClient } from "@azure/storage-blob";
@@ -32,9 +33,13 @@ async function uploadChunks(client: BlockBlobClient, stream: AsyncIterable<Buffe
   let heldBytes = 0;
   let total = 0;
   const blockIds: string[] = [];
+  // Block ids of their own per upload: two uploads of one blob (a shard rerun by another process
+  // after a takeover, a retried job) never commit each other's blocks. All ids of a blob are of
+  // one length, as the service requires.
+  const uploadId = randomBytes(9).toString("hex");
   const staging = new Set<Promise<void>>();
   const stage = async (data: Buffer) => {
-    const id = Buffer.from(String(blockIds.length).padStart(6, "0")).toString("base64");
+    const id = Buffer.from(`${uploadId}-${String(blockIds.length).padStart(6, "0")}`).toString("base64");
     blockIds.push(id);
     const staged = client.stageBlock(id, data, data.length, { abortSignal }).then(() => {
       staging.delete(staged);
