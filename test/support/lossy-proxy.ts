@@ -24,7 +24,7 @@ export async function startLossyProxy(target: { host: string; port: number }): P
     sockets.add(client).add(upstream);
     let dropAnswer: (() => void) | undefined;
     client.on("data", (chunk: Buffer) => {
-      if (armed && armed.requestLine.test(chunk.toString("latin1").split("\r\n", 1)[0] ?? "")) {
+      if (armed?.requestLine.test(chunk.toString("latin1").split("\r\n", 1)[0] ?? "")) {
         dropAnswer = armed.dropped;
         armed = undefined;
       }
