@@ -117,6 +117,10 @@ describe("job API transport: routing answers in the envelope", () => {
     expect(wrongMethod.status).toBe(405);
     expect(wrongMethod.headers.get("allow")).toBe("GET");
     expect(await wrongMethod.json()).toMatchObject({ detail: "method not allowed" });
+    // HEAD is not served (a GET handler would open a result stream nobody reads).
+    const head = await app.request("/v1/jobs/abc/status", { method: "HEAD", headers: { "X-SVC-API-Token": "good" } });
+    expect(head.status).toBe(405);
+    expect(head.headers.get("allow")).toBe("GET");
     for (const empty of ["/v1/jobs//status", "/v1/jobs/abc/status/"]) {
       const res = await app.request(empty, { headers: { "X-SVC-API-Token": "good" } });
       expect(res.status).toBe(400);
@@ -215,8 +219,13 @@ describe("job API transport: streamed responses", () => {
     const res = await fetch(`${base}/v1/stream`, { headers: { "X-SVC-API-Token": "good", "X-Request-Id": "stream-fails-1" } });
     expect(res.status).toBe(200);
     await expect(res.arrayBuffer()).rejects.toThrow();
-    const failed = entries().find((l) => l.msg === "response stream failed");
+    const failed = await vi.waitFor(() => {
+      const line = entries().find((l) => l.msg === "response stream failed");
+      if (!line) throw new Error("not logged yet");
+      return line;
+    });
     expect(failed).toMatchObject({ level: "error", request_id: "stream-fails-1" });
+    expect(JSON.stringify(failed)).toContain("blob download failed");
     expect(consoleError).not.toHaveBeenCalled();
   });
 
@@ -237,7 +246,7 @@ describe("job API transport: streamed responses", () => {
           callback(error);
         },
       });
-    const { app } = transport([streamRoute(endless)]);
+    const { app, entries } = transport([streamRoute(endless)]);
     const base = await listen(app);
     const controller = new AbortController();
     const res = await fetch(`${base}/v1/stream`, { headers: { "X-SVC-API-Token": "good" }, signal: controller.signal });
@@ -246,6 +255,14 @@ describe("job API transport: streamed responses", () => {
     controller.abort();
     await sourceDestroyed;
     expect(produced).toBeGreaterThan(0);
+    // A client hanging up is not a server failure.
+    const left = await vi.waitFor(() => {
+      const line = entries().find((l) => l.msg === "client went away");
+      if (!line) throw new Error("not logged yet");
+      return line;
+    });
+    expect(left.level).toBe("info");
+    expect(entries().filter((l) => l.level === "error")).toEqual([]);
   });
 });
 
