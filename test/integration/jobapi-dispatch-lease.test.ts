@@ -3,6 +3,8 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { TableClient } from "@azure/data-tables";
+import { DispatchLease } from "../../jobapi/jobs/dispatch-lease.js";
 import { type RunningAzurite, startAzurite } from "../../local/azurite.js";
 import { publishDatabase } from "../../shared/databases/database-catalog.js";
 import { createLogger } from "../../shared/logging/logger.js";
@@ -222,4 +224,63 @@ describe("job API dispatch lease: two processes on one data folder and storage a
     expect(holder.logs().filter((l) => l.job_id === jobId && /failed/.test(String(l.msg)))).toEqual([]);
     expect(await statusOf(holder, jobId)).toEqual(await statusOf(standby, jobId));
   }, 240_000);
+});
+
+describe("dispatch lease protocol, on a clock the test drives", () => {
+  const DURATION_MS = 60_000;
+
+  /** A lease as a process on `host` would hold it; `events` records what it was told. */
+  async function contender(table: string, host: string, clock: { now: number }) {
+    const events: string[] = [];
+    const lease = new DispatchLease({
+      table: TableClient.fromConnectionString(azurite.connectionString, table, { allowInsecureConnection: true }),
+      leaseDurationMs: DURATION_MS,
+      logger: createLogger({ level: "error" }),
+      now: () => clock.now,
+      host,
+      pid: 4242,
+    });
+    await lease.init();
+    await lease.start({ acquired: () => events.push("acquired"), lost: () => events.push("lost") });
+    return { lease, events };
+  }
+
+  it("a holder on another host is taken over only after its row stayed unchanged for the whole duration; it stops first, on its own clock", async () => {
+    const clock = { now: 0 };
+    const a = await contender("leaseprotocol", "node-a", clock);
+    expect(a.events).toEqual(["acquired"]);
+    const b = await contender("leaseprotocol", "node-b", clock);
+    expect(b.events).toEqual([]);
+    // A renews while B watches: B never takes over, however long it watches.
+    for (let i = 0; i < 8; i++) {
+      clock.now += DURATION_MS / 4;
+      await a.lease.tick();
+      await b.lease.tick();
+    }
+    expect(b.events).toEqual([]);
+    expect(a.lease.isHeld()).toBe(true);
+    // A stops renewing (hung). Two thirds of the duration later it no longer counts itself holder...
+    const lastRenewal = clock.now;
+    clock.now = lastRenewal + (DURATION_MS * 2) / 3;
+    expect(a.lease.isHeld()).toBe(false);
+    await b.lease.tick();
+    expect(b.events).toEqual([]);
+    // ...and B takes over once it has seen the same row for the whole duration.
+    clock.now = lastRenewal + DURATION_MS - 1;
+    await b.lease.tick();
+    expect(b.events).toEqual([]);
+    clock.now = lastRenewal + DURATION_MS;
+    await b.lease.tick();
+    expect(b.events).toEqual(["acquired"]);
+    expect(b.lease.isHeld()).toBe(true);
+    // A wakes up: its renewal finds the row changed; it reports the loss and stays off.
+    await a.lease.tick();
+    expect(a.events).toEqual(["acquired", "lost"]);
+    expect(a.lease.isHeld()).toBe(false);
+    // B gives the lease up on a clean stop; A takes it at once, without waiting for a duration.
+    await b.lease.stop();
+    await a.lease.tick();
+    expect(a.events).toEqual(["acquired", "lost", "acquired"]);
+    await a.lease.stop();
+  });
 });
