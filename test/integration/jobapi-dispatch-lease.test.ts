@@ -148,17 +148,22 @@ async function statusOf(p: JobApiProcess, jobId: string): Promise<{ status: stri
   return (await (await p.get(`/v1/jobs/${jobId}/status`)).json()) as { status: string; updated_at: string; error: string };
 }
 
-/** Watches both processes' BLAST children until stopped; `both` is set if they ever ran at once. */
+/**
+ * Watches both processes' BLAST children until stopped; `both` is set if they ever ran at once.
+ * `sample()` looks now (and counts what it sees), returning each one's searches.
+ */
 function watchSearches(a: JobApiProcess, b: JobApiProcess) {
   const seen = { a: false, b: false, both: false };
-  const timer = setInterval(() => {
-    const inA = a.searches().length > 0;
-    const inB = b.searches().length > 0;
-    seen.a ||= inA;
-    seen.b ||= inB;
-    seen.both ||= inA && inB;
-  }, 20);
-  return { seen, stop: () => clearInterval(timer) };
+  const sample = () => {
+    const inA = a.searches();
+    const inB = b.searches();
+    seen.a ||= inA.length > 0;
+    seen.b ||= inB.length > 0;
+    seen.both ||= inA.length > 0 && inB.length > 0;
+    return { inA, inB };
+  };
+  const timer = setInterval(sample, 20);
+  return { seen, sample, stop: () => clearInterval(timer) };
 }
 
 describe("job API dispatch lease: two processes on one data folder and storage account", () => {
@@ -171,8 +176,11 @@ describe("job API dispatch lease: two processes on one data folder and storage a
     const jobId = await submit(second, 100);
     const watch = watchSearches(first, second);
     try {
-      const searches = await eventually(async () => (first.searches().length > 0 ? first.searches() : undefined), 60_000, 20);
-      expect(second.searches()).toEqual([]);
+      const searches = await eventually(async () => {
+        const { inA } = watch.sample();
+        return inA.length > 0 ? inA : undefined;
+      }, 60_000, 20);
+      expect(watch.sample().inB).toEqual([]);
       process.kill(first.pid, "SIGKILL");
       // Its search dies with it (parent-death signal); the survivor sees its holder gone on this
       // host and takes over without waiting for the lease to run out.
