@@ -84,7 +84,7 @@ export interface BuildDatabaseOptions {
   version?: string;
   now?: () => Date;
   /** Aborting stops the running BLAST+ tool; the partly built folder is removed. */
-  signal?: AbortSignal;
+  abortSignal?: AbortSignal;
 }
 
 interface DbInfo {
@@ -326,7 +326,7 @@ async function prepareOutDir(outDir: string): Promise<boolean> {
  */
 export async function buildDatabase(opts: BuildDatabaseOptions): Promise<DatabaseManifest> {
   validate(opts);
-  const { name, type, fastaPath, outDir, signal } = opts;
+  const { name, type, fastaPath, outDir, abortSignal: signal } = opts;
   const fastaStat = await stat(fastaPath).catch((error: unknown) => {
     throw new DatabaseBuildError(`cannot read FASTA ${fastaPath}`, { cause: error });
   });

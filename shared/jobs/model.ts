@@ -77,13 +77,13 @@ export type NewJob = Pick<
 
 /** A queued job as it is first stored: no progress, no shards, no results yet. */
 export function newJobRecord(job: NewJob, now = new Date()): JobRecord {
-  const t = now.toISOString();
+  const at = now.toISOString();
   return {
     ...job,
     status: "queued",
-    created_at: t,
-    updated_at: t,
-    last_progress_at: t,
+    created_at: at,
+    updated_at: at,
+    last_progress_at: at,
     started_at: "",
     completed_at: "",
     error: "",
@@ -131,10 +131,10 @@ export function shardCounters(shards: readonly Shard[]): { total: number; succee
   let succeeded = 0;
   let failed = 0;
   let active = 0;
-  for (const s of shards) {
-    if (s.state === "succeeded") succeeded++;
-    else if (s.state === "failed") failed++;
-    else if (s.state === "running") active++;
+  for (const shard of shards) {
+    if (shard.state === "succeeded") succeeded++;
+    else if (shard.state === "failed") failed++;
+    else if (shard.state === "running") active++;
   }
   return { total: shards.length, succeeded, failed, active };
 }
