@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "../../shared/logging/logger.js";
 import type { DeleteOptions, Deleter, PropagationPolicy } from "./deletion.js";
 import type { Kubelet } from "./kubelet.js";
-import { admit, type Any, field } from "./objects.js";
+import { admit, type Any, field, withSecretData } from "./objects.js";
 import { apiVersionOf, findResource, groupList, groupOf, podStatusText, RESOURCES, type ResourceDef, resourceList, toTable } from "./resources.js";
 import { type KubeObject, parseFieldSelector, parseLabelSelector, SelectorError, type Selector } from "./selectors.js";
 import { KubeStatusError, notFound, type ObjectStore, type StoreEvent } from "./store.js";
@@ -282,7 +282,8 @@ export class ApiServer {
             const next = (method === "PUT" ? structuredClone(body) : mergePatch(current, body)) as KubeObject;
             // The status subresource changes status only; the main resource leaves status alone.
             if (sub === "status") return { ...current, status: next.status };
-            return { ...next, apiVersion: current.apiVersion, kind: current.kind, status: current.status };
+            const replaced = { ...next, apiVersion: current.apiVersion, kind: current.kind, status: current.status };
+            return def.plural === "secrets" ? withSecretData(replaced) : replaced;
           },
           expectedRv,
         );

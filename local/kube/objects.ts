@@ -235,10 +235,19 @@ export function admit(def: ResourceDef, namespace: string | undefined, input: Ku
     obj.metadata.labels = { "kubernetes.io/metadata.name": name, ...(obj.metadata.labels ?? {}) };
   } else if (def.plural === "secrets") {
     if (causes.length > 0) throw invalid(def, name, causes);
-    const stringData = (obj.stringData ?? {}) as Record<string, string>;
-    obj.data = { ...((obj.data as Record<string, string>) ?? {}), ...Object.fromEntries(Object.entries(stringData).map(([k, v]) => [k, Buffer.from(String(v)).toString("base64")])) };
-    delete obj.stringData;
-    obj.type ??= "Opaque";
+    Object.assign(obj, withSecretData(obj));
   } else if (causes.length > 0) throw invalid(def, name, causes);
   return obj;
+}
+
+/** A Secret's `stringData` is write-only: the API server folds it into `data` (base64) on every write. */
+export function withSecretData(secret: KubeObject): KubeObject {
+  const stringData = (secret.stringData ?? {}) as Record<string, string>;
+  const out: KubeObject = {
+    ...secret,
+    type: secret.type ?? "Opaque",
+    data: { ...((secret.data as Record<string, string>) ?? {}), ...Object.fromEntries(Object.entries(stringData).map(([k, v]) => [k, Buffer.from(String(v)).toString("base64")])) },
+  };
+  delete out.stringData;
+  return out;
 }
