@@ -1,7 +1,10 @@
 // The SDK keeps its serializer (generated from the OpenAPI spec) out of the package index.
 import { ObjectSerializer } from "@kubernetes/client-node/dist/serializer.js";
 import { Job } from "kubernetes-models/batch/v1";
+import { readFileSync } from "node:fs";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { parseAllDocuments } from "yaml";
 import { loadJobApiConfig } from "../../jobapi/config.js";
 import { buildShardArgs } from "../../jobapi/executors/executor.js";
 import { buildShardJob, labelValue, releaseFolder, type ShardJobSettings, shardJobName } from "../../jobapi/executors/kubernetes-manifests.js";
@@ -137,5 +140,20 @@ describe("JOBAPI_K8S_* configuration", () => {
       tolerations: [{ key: "dedicated", operator: "Exists", effect: "NoSchedule" }],
       nodeSelector: {},
     });
+  });
+});
+
+describe("the job API's cluster permissions (infra/k8s/jobapi.yaml)", () => {
+  it("grant the executor's calls and nothing on other resources", () => {
+    const docs = parseAllDocuments(readFileSync(path.resolve(import.meta.dirname, "../../infra/k8s/jobapi.yaml"), "utf8")).map((d) => d.toJS());
+    const rules = docs.filter((d) => d.kind === "Role" || d.kind === "ClusterRole").flatMap((d) => d.rules as { apiGroups: string[]; resources: string[]; verbs: string[] }[]);
+    const allowed = (group: string, resource: string, verb: string) => rules.some((r) => r.apiGroups.includes(group) && r.resources.includes(resource) && r.verbs.includes(verb));
+    for (const verb of ["create", "delete", "deletecollection", "list", "watch"]) expect(allowed("batch", "jobs", verb)).toBe(true);
+    for (const verb of ["list", "watch"]) expect(allowed("", "pods", verb)).toBe(true);
+    expect(allowed("", "pods/log", "get")).toBe(true);
+    expect(allowed("", "secrets", "create") && allowed("", "secrets", "update")).toBe(true);
+    expect(allowed("", "nodes", "list")).toBe(true);
+    expect(allowed("", "secrets", "list")).toBe(false);
+    expect(rules.flatMap((r) => r.resources).sort()).toEqual(["jobs", "nodes", "pods", "pods/log", "secrets"]);
   });
 });
