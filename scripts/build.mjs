@@ -39,6 +39,12 @@ await Promise.all([
   }),
   build({
     ...common,
+    // The shard worker: the command of every shard's pod on the cluster (same image as the server).
+    entryPoints: ["jobapi/shard.ts"],
+    outfile: "dist/jobapi/shard.js",
+  }),
+  build({
+    ...common,
     entryPoints: ["local/cli-db.ts"],
     outfile: "dist/local/cli-db.js",
   }),

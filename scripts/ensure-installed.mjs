@@ -26,14 +26,17 @@ if (stale) {
   run("npm", ["install", "--no-audit", "--no-fund"]);
 }
 
-function hasBlast() {
+function has(command, args) {
   try {
-    execFileSync("blastn", ["-version"], { stdio: "ignore" });
-    execFileSync("makeblastdb", ["-version"], { stdio: "ignore" });
+    execFileSync(command, args, { stdio: "ignore" });
     return true;
   } catch {
     return false;
   }
+}
+
+function hasBlast() {
+  return has("blastn", ["-version"]) && has("makeblastdb", ["-version"]);
 }
 
 if (process.env.BLASTPLANE_SKIP_BLAST_CHECK !== "1" && !hasBlast()) {
@@ -48,6 +51,30 @@ if (process.env.BLASTPLANE_SKIP_BLAST_CHECK !== "1" && !hasBlast()) {
   const r = spawnSync("apt-get", ["install", "-y", "-qq", "ncbi-blast+"], { cwd: root, stdio: "inherit", env });
   if (r.status !== 0 || !hasBlast()) {
     console.error("Installing BLAST+ failed; install the Debian package ncbi-blast+ and retry.");
+    process.exit(1);
+  }
+}
+
+
+// The local Kubernetes API (BLASTPLANE_EXECUTOR=kubernetes) serves TLS with a certificate openssl
+// makes, and its tests use Debian's kubectl as an independent client.
+const missing = [
+  ["openssl", ["version"], "openssl"],
+  ["kubectl", ["version", "--client"], "kubectl"],
+].filter(([command, args]) => !has(command, args));
+if (process.env.BLASTPLANE_SKIP_KUBECTL_CHECK !== "1" && missing.length > 0) {
+  const packages = missing.map(([, , pkg]) => pkg);
+  const isRoot = typeof process.getuid === "function" && process.getuid() === 0;
+  if (!isRoot) {
+    console.error(`${packages.join(" and ")} ${packages.length > 1 ? "are" : "is"} not installed. Install, then run this command again:\n\n  sudo apt-get update && sudo apt-get install -y ${packages.join(" ")}\n`);
+    process.exit(1);
+  }
+  console.log(`Installing ${packages.join(", ")} (apt-get install)…`);
+  run("apt-get", ["update", "-qq"]);
+  const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
+  const r = spawnSync("apt-get", ["install", "-y", "-qq", ...packages], { cwd: root, stdio: "inherit", env });
+  if (r.status !== 0) {
+    console.error(`Installing ${packages.join(", ")} failed; install the Debian package(s) and retry.`);
     process.exit(1);
   }
 }
