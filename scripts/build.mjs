@@ -1,9 +1,11 @@
 // Bundles the deployables with esbuild: the Functions app (package.json "main") and the local
-// stack. Plain JavaScript so it runs before anything is compiled.
+// stack; and the dashboard web app with Vite (dist/web). Plain JavaScript so it runs before
+// anything is compiled.
 import { copyFileSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
+import { build as buildWeb } from "vite";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 // ESM bundles of CommonJS dependencies need a real `require`.
@@ -49,6 +51,7 @@ await Promise.all([
     // Azurite runs from node_modules as its own process.
     external: ["azurite"],
   }),
+  buildWeb({ configFile: path.join(root, "web/vite.config.ts") }),
 ]);
 mkdirSync(path.join(root, "dist/local"), { recursive: true });
 copyFileSync(path.join(root, "local/parent-watchdog.cjs"), path.join(root, "dist/local/parent-watchdog.cjs"));
