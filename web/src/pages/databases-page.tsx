@@ -100,11 +100,11 @@ export function DatabasesPage() {
                       <code>{d.version}</code>
                     </td>
                     <td class="num">{d.partitions}</td>
-                    <td>
+                    <td class="wrap">
                       <StatusBadge status={d.warm_state} />
-                      {d.warmed_at ? <span class="muted"> {formatTime(d.warmed_at)}</span> : null}
+                      {d.warmed_at ? <span class="muted small-block">since {formatTime(d.warmed_at)}</span> : null}
                     </td>
-                    <td>
+                    <td class="wrap">
                       {d.update_available ? (
                         <span>
                           <strong>available</strong> <code>{d.latest_release}</code>

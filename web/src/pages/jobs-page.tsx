@@ -40,9 +40,10 @@ export function JobsPage() {
     <section>
       <PageTitle subtitle="Every search submitted from the dashboard. The list updates by itself while jobs run.">Jobs</PageTitle>
       <div class="toolbar">
-        <label class="inline-field">
-          <span>Status</span>
+        <div class="inline-field">
+          <label for="status-filter">Status</label>
           <select
+            id="status-filter"
             value={status}
             onChange={(e) => {
               setStatus(e.currentTarget.value as typeof status);
@@ -56,7 +57,7 @@ export function JobsPage() {
               </option>
             ))}
           </select>
-        </label>
+        </div>
         {canSubmit ? (
           <Link href="/blast/new" class="button primary">
             New search
@@ -99,10 +100,10 @@ export function JobsPage() {
                   <td>
                     <StatusBadge status={job.status} />
                   </td>
-                  <td>{job.progress ? `${job.progress.succeeded}/${job.progress.total}` : "—"}</td>
-                  <td>
+                  <td>{job.progress && job.progress.total > 0 ? `${job.progress.succeeded}/${job.progress.total}` : "—"}</td>
+                  <td class="wrap">
                     {formatTime(job.created_at)}
-                    <span class="muted"> · {job.created_by.name}</span>
+                    <span class="muted small-block">by {job.created_by.name || job.created_by.oid}</span>
                   </td>
                   {canSubmit ? (
                     <td>

@@ -142,15 +142,19 @@ function SubmitForm() {
 
   const usable = (databases.data?.databases ?? []).filter((d) => d.type === databaseMolecule(program));
   const chosenDb = db && usable.some((d) => d.name === db) ? db : (usable.find((d) => d.name === EXAMPLE_DATABASE)?.name ?? usable[0]?.name ?? "");
-  const summary = useMemo(() => {
-    if (!query.trim()) return undefined;
+  // Checked as the user types (the server's own rules), so no message appears or vanishes on blur
+  // and moves the submit button from under the pointer.
+  const live = useMemo(() => {
+    if (!query.trim()) return {};
     try {
       const records = parseQueryFasta(query, queryMolecule(program));
-      return { count: records.length, letters: records.reduce((n, r) => n + r.sequence.length, 0) };
-    } catch {
-      return undefined;
+      return { summary: { count: records.length, letters: records.reduce((n, r) => n + r.sequence.length, 0) } };
+    } catch (error) {
+      if (error instanceof ValidationError) return { issues: error.issues.map((i) => i.msg) };
+      throw error;
     }
   }, [query, program]);
+  const summary = live.summary;
 
   const request = (): SubmitRequest => {
     const options = optionsFrom(optionValues, program);
@@ -199,7 +203,7 @@ function SubmitForm() {
     setIssues((m) => ({ ...m, query_fasta: [] }));
   };
 
-  const queryError = issues.query_fasta?.join(" ");
+  const queryError = issues.query_fasta?.length ? issues.query_fasta.join(" ") : live.issues?.join(" ");
   const shown = OPTION_FIELDS.filter((f) => OPTION_PROGRAMS[f.key].includes(program) && !(f.kind === "choice" && choices(f.key, program).length === 0));
   const optionInput = (field: (typeof OPTION_FIELDS)[number]) => {
     const id = `opt-${field.key}`;
@@ -290,15 +294,9 @@ function SubmitForm() {
             rows={10}
             spellcheck={false}
             value={query}
-            onInput={(e) => setQuery(e.currentTarget.value)}
-            onBlur={() => {
-              if (!query.trim()) return;
-              try {
-                parseQueryFasta(query, queryMolecule(program));
-                setIssues((m) => ({ ...m, query_fasta: [] }));
-              } catch (error) {
-                if (error instanceof ValidationError) setIssues((m) => ({ ...m, query_fasta: error.issues.map((i) => i.msg) }));
-              }
+            onInput={(e) => {
+              setQuery(e.currentTarget.value);
+              setIssues((m) => ({ ...m, query_fasta: [] }));
             }}
             {...fieldAria("query_fasta", queryError, true)}
           />

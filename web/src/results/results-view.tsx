@@ -60,16 +60,16 @@ export default function ResultsView(props: { api: ApiClient; uuid: string }) {
     <div class="results">
       {queries.length > 1 ? (
         <div class="toolbar">
-          <label class="inline-field">
-            <span>Query</span>
-            <select value={String(selected)} onChange={(e) => setSelected(Number(e.currentTarget.value))}>
+          <div class="inline-field">
+            <label for="query-select">Query</label>
+            <select id="query-select" value={String(selected)} onChange={(e) => setSelected(Number(e.currentTarget.value))}>
               {queries.map((q) => (
                 <option key={q.index} value={String(q.index)}>
                   {q.index + 1}. {q.def || q.id} ({formatCount(q.length)} letters)
                 </option>
               ))}
             </select>
-          </label>
+          </div>
           {summary?.truncated ? <span class="muted">Showing the first {formatCount(queries.length)} queries; download the results for all.</span> : null}
         </div>
       ) : null}
