@@ -9,6 +9,8 @@ import { build } from "esbuild";
 import { build as buildWeb } from "vite";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+// Vite builds whatever NODE_ENV says; vitest sets "test", and the tests must drive the build users get.
+process.env.NODE_ENV = "production";
 // ESM bundles of CommonJS dependencies need a real `require`.
 const banner = {
   js: [
@@ -52,7 +54,7 @@ await Promise.all([
     // Azurite runs from node_modules as its own process.
     external: ["azurite"],
   }),
-  buildWeb({ configFile: path.join(root, "web/vite.config.ts") }),
+  buildWeb({ configFile: path.join(root, "web/vite.config.ts"), mode: "production" }),
 ]);
 mkdirSync(path.join(root, "dist/local"), { recursive: true });
 copyFileSync(path.join(root, "local/parent-watchdog.cjs"), path.join(root, "dist/local/parent-watchdog.cjs"));

@@ -304,7 +304,7 @@ describe("the dashboard web app in Chromium", () => {
     await checkPage(page, "jobs");
   }, 120_000);
 
-  it("B-217 a Reader reads jobs and results but cannot submit: the page offers no submit, and the backend refuses with 403", async () => {
+  it("B-217 a Reader reads jobs and results but cannot submit: the page offers no submit, and the backend refuses with 403; sign-out returns to the signed-out page", async () => {
     const reader = await signIn("Reader", "E2E Reader");
     const { page } = reader;
     await page.getByRole("link", { name: "Demo search" }).waitFor();
@@ -329,6 +329,11 @@ describe("the dashboard web app in Chromium", () => {
     await page.getByRole("link", { name: "API token" }).click();
     await page.getByText("Only an Owner can reveal, copy or regenerate the token.").waitFor();
     expect(await page.getByRole("button", { name: "Reveal token" }).count()).toBe(0);
+
+    // Signing out goes through the provider's logout and back to the signed-out page.
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.getByRole("heading", { name: "Sign in to blastplane" }).waitFor();
+    expect(reader.requests.some((r) => new URL(r.url).pathname.endsWith("/oauth2/v2.0/logout"))).toBe(true);
   }, 60_000);
 
   it("B-203 B-204 an Owner reveals and copies the API token, and regenerating explains the grace period first", async () => {
