@@ -69,10 +69,10 @@ describe("the local web server beside the Functions routes", () => {
 
   it("refuses what is not a file of the app: a missing asset, a path out of the folder, a malformed path, other methods", async () => {
     expect((await fetch(`${base}/assets/missing.js`)).status).toBe(404);
-    for (const escape of ["/%2e%2e/secret.txt", "/assets/%2e%2e/%2e%2e/secret.txt", "/..%2fsecret.txt"]) {
-      const res = await fetch(`${base}${escape}`);
-      expect(res.status, escape).toBe(404);
-      expect(await res.text(), escape).not.toContain("outside the app folder");
+    for (const outside of ["/%2e%2e/secret.txt", "/assets/%2e%2e/%2e%2e/secret.txt", "/..%2fsecret.txt"]) {
+      const res = await fetch(`${base}${outside}`);
+      expect(res.status, outside).toBe(404);
+      expect(await res.text(), outside).not.toContain("outside the app folder");
     }
     expect((await fetch(`${base}/%E0%A4%A`)).status).toBe(400);
     const post = await fetch(`${base}/`, { method: "POST", body: "x" });

@@ -1,5 +1,6 @@
 import {
   type AccountInfo,
+  BrowserAuthError,
   InteractionRequiredAuthError,
   type IPublicClientApplication,
   ProtocolMode,
@@ -38,7 +39,12 @@ export async function createAuth(config: WebConfig["auth"]): Promise<Auth> {
       postLogoutRedirectUri: redirectUri,
     },
     cache: { cacheLocation: "sessionStorage" },
-    system: { protocolMode: config.protocol_mode === "OIDC" ? ProtocolMode.OIDC : ProtocolMode.AAD },
+    system:
+      config.protocol_mode === "OIDC"
+        ? // The local provider keeps no session and issues no refresh token: a silent renewal
+          // comes back at once with login_required, read from the frame (no redirect bridge page).
+          { protocolMode: ProtocolMode.OIDC, enableLegacyPolling: true }
+        : { protocolMode: ProtocolMode.AAD },
   });
   await msal.initialize();
   const result = await msal.handleRedirectPromise();
@@ -66,7 +72,8 @@ export async function createAuth(config: WebConfig["auth"]): Promise<Auth> {
       try {
         return (await msal.acquireTokenSilent({ scopes, account: current })).accessToken;
       } catch (error) {
-        if (!(error instanceof InteractionRequiredAuthError)) throw error;
+        // The provider needs the user (or a silent renewal could not complete): sign in again.
+        if (!(error instanceof InteractionRequiredAuthError || error instanceof BrowserAuthError)) throw error;
         await msal.acquireTokenRedirect({ scopes, account: current, redirectStartPage: window.location.href });
         return new Promise<string>(() => undefined);
       }
