@@ -112,7 +112,8 @@ async function sendFile(req: IncomingMessage, res: ServerResponse, file: string,
 
 /**
  * Scripts and styles only from this origin; data calls to this origin and the identity provider;
- * the provider may be framed for MSAL's silent renewal; nobody may frame the app but itself.
+ * the provider (and the app it returns to) may be framed for MSAL's silent renewal; nobody may
+ * frame the app but itself.
  */
 function securityHeaders(connectOrigins: string[]): Record<string, string> {
   const others = connectOrigins.join(" ");
@@ -123,7 +124,8 @@ function securityHeaders(connectOrigins: string[]): Record<string, string> {
       "style-src 'self'",
       "img-src 'self' data:",
       `connect-src 'self' ${others}`,
-      `frame-src ${others || "'none'"}`,
+      // MSAL's silent renewal frame starts at the provider and comes back to the app.
+      `frame-src 'self' ${others}`,
       "frame-ancestors 'self'",
       "base-uri 'self'",
       "form-action 'self'",

@@ -304,7 +304,7 @@ describe("the dashboard web app in Chromium", () => {
     await checkPage(page, "jobs");
   }, 120_000);
 
-  it("B-217 a Reader reads jobs and results but cannot submit: the page offers no submit, and the backend refuses with 403; sign-out returns to the signed-out page", async () => {
+  it("B-217 a Reader reads jobs and results but cannot submit: the page offers no submit, and the backend refuses with 403; an expired session signs in again; sign-out returns to the signed-out page", async () => {
     const reader = await signIn("Reader", "E2E Reader");
     const { page } = reader;
     await page.getByRole("link", { name: "Demo search" }).waitFor();
@@ -329,6 +329,28 @@ describe("the dashboard web app in Chromium", () => {
     await page.getByRole("link", { name: "API token" }).click();
     await page.getByText("Only an Owner can reveal, copy or regenerate the token.").waitFor();
     expect(await page.getByRole("button", { name: "Reveal token" }).count()).toBe(0);
+
+    // An expired access token (MSAL's session-storage cache entry aged past its expiry): the silent
+    // renewal comes back login_required, and the app sends the user through sign-in again.
+    await page.evaluate(() => {
+      for (const key of Object.keys(sessionStorage).filter((k) => k.includes("|accesstoken|"))) {
+        const entry = JSON.parse(sessionStorage.getItem(key) ?? "{}") as Record<string, string>;
+        const past = String(Math.floor(Date.now() / 1000) - 60);
+        sessionStorage.setItem(key, JSON.stringify({ ...entry, expiresOn: past, extendedExpiresOn: past }));
+      }
+    });
+    const before = reader.requests.length;
+    await page.getByRole("link", { name: "Jobs", exact: true }).click();
+    await page.waitForURL(/\/oauth2\/v2\.0\/authorize/);
+    // The renewal frame asked without prompting and came back to the app (the CSP admits it),
+    // rather than MSAL waiting out its frame timeout.
+    const after = reader.requests.slice(before);
+    const silent = after.findIndex((r) => new URL(r.url).searchParams.get("prompt") === "none");
+    expect(silent).toBeGreaterThanOrEqual(0);
+    expect(after.slice(silent + 1).some((r) => r.url === `${app()}/`)).toBe(true);
+    await page.getByRole("radio", { name: /^Reader/ }).check();
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByRole("heading", { name: "Jobs" }).waitFor();
 
     // Signing out goes through the provider's logout and back to the signed-out page.
     await page.getByRole("button", { name: "Sign out" }).click();
