@@ -24,13 +24,3 @@ export function formatTime(iso: string | null | undefined): string {
   const date = new Date(iso);
   return Number.isNaN(date.getTime()) ? iso : date.toLocaleString();
 }
-
-/** How long ago, roughly: "12 s ago", "3 min ago". */
-export function formatAgo(iso: string | null | undefined, now = Date.now()): string {
-  if (!iso) return "—";
-  const seconds = Math.max(0, Math.round((now - new Date(iso).getTime()) / 1000));
-  if (seconds < 60) return `${seconds} s ago`;
-  if (seconds < 3600) return `${Math.round(seconds / 60)} min ago`;
-  if (seconds < 86_400) return `${Math.round(seconds / 3600)} h ago`;
-  return formatTime(iso);
-}

@@ -3,7 +3,7 @@ import { type JobStatus, TERMINAL_STATUSES } from "../../../shared/jobs/model.js
 import type { JobView } from "../api.js";
 import { formatTime } from "../format.js";
 import { Link } from "../router.js";
-import { ErrorNotice, LiveText, PageTitle, StatusBadge, useApp, useAsync, useCan, usePolling, ScrollRegion } from "../ui.js";
+import { ErrorNotice, PageTitle, StatusBadge, useApp, useAsync, useCan, usePolling, ScrollRegion } from "../ui.js";
 
 const STATUSES = ["queued", "dispatching", "submitting", "running", "completed", "failed", "cancelled"] as const;
 const PAGE_SIZE = 20;
@@ -146,7 +146,8 @@ export function JobsPage() {
           </button>
         </nav>
       ) : null}
-      {updatedAt ? <LiveText>Updated {updatedAt.toLocaleTimeString()}</LiveText> : null}
+      {/* Not a live region: it changes every poll, which a screen reader would announce each time. */}
+      {updatedAt ? <p class="live">Updated {updatedAt.toLocaleTimeString()}</p> : null}
     </section>
   );
 }

@@ -16,9 +16,6 @@ export interface HitRow {
   bitscore: number;
 }
 
-/** The columns in file order, as BLAST names them. */
-export const HIT_COLUMNS = ["qseqid", "sseqid", "pident", "length", "mismatch", "gapopen", "qstart", "qend", "sstart", "send", "evalue", "bitscore"] as const;
-
 /** The result of reading a tabular stream: its rows, and whether reading stopped at the cap. */
 export interface TabularRead {
   rows: HitRow[];
