@@ -18,6 +18,7 @@ import { type DurableClientInputData, LocalFunctionsHost } from "./functions-hos
 import { loadLocalStackSettings } from "./settings.js";
 import { readRunningStack, removeStackFile, writeStackFile } from "./stack-file.js";
 import { TimerScheduler } from "./timer-scheduler.js";
+import { createWebHandler } from "./web-server.js";
 import { createTableTimerStatusStore } from "./timer-status-store.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -201,10 +202,34 @@ async function main(): Promise<void> {
     stops.push(() => timers.stop());
     stops.push(() => host.stop());
 
-    const server = http.createServer(host.handleHttp);
+    // The dashboard web app shares the Functions origin (no CORS for /api), as on Static Web Apps.
+    const idpUrl = new URL(idp.url);
+    const server = http.createServer(
+      createWebHandler({
+        root: path.resolve(here, "../web"),
+        api: host.handleHttp,
+        connectOrigins: () => [idp.url],
+        webConfig: () => ({
+          auth: {
+            client_id: settings.clientId,
+            // MSAL requires an https authority; it only names MSAL's cache here, because the
+            // provider's endpoints come inline (authority_metadata) and MSAL fetches nothing else.
+            authority: `https://${idpUrl.host}/${settings.tenantId}/v2.0`,
+            known_authorities: [idpUrl.host],
+            protocol_mode: "OIDC",
+            authority_metadata: idp.metadata(),
+            scopes: [`${idp.audience}/user_impersonation`],
+          },
+          api_base_url: "",
+        }),
+      }),
+    );
     const port = await listen(server, settings.port, settings.host);
     stops.push(() => close(server));
     const functionsUrl = `http://${settings.host === "0.0.0.0" ? "127.0.0.1" : settings.host}:${port}`;
+    // The app's redirect URI, under both loopback names a browser may use.
+    idp.allowRedirectUri(`${functionsUrl}/`);
+    if (new URL(functionsUrl).hostname === "127.0.0.1") idp.allowRedirectUri(`http://localhost:${port}/`);
 
     writeStackFile(settings.dataDir, {
       pid: process.pid,
@@ -223,6 +248,7 @@ async function main(): Promise<void> {
       [
         "",
         "blastplane local stack is running",
+        `  Dashboard (web app)        ${functionsUrl}/`,
         `  Functions (dashboard API)  ${functionsUrl}/api/health`,
         `  Job API                    ${jobApi.url}/docs`,
         `  Identity provider          ${idp.discoveryUrl}`,

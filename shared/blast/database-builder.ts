@@ -4,6 +4,7 @@ import { mkdir, readdir, rm, stat, unlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import { BlastToolError, runBlastTool } from "./blast-tools.js";
+import { DATABASE_NAME } from "./database-name.js";
 
 /** One partition of a database: an alias over its own volumes carrying the whole database's STATS. */
 export interface PartitionInfo {
@@ -39,8 +40,7 @@ export interface DatabaseManifest {
   created_at: string;
 }
 
-/** Database names: no path separators, no leading dot, at most 64 characters. */
-export const DATABASE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+export { DATABASE_NAME } from "./database-name.js";
 
 const VERSION = /^\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2}$/;
 const MAX_PARTITIONS = 64;

@@ -1,5 +1,3 @@
-import { randomBytes } from "node:crypto";
-
 /** Job-API job states (spec §3). */
 export const JOB_STATUSES = ["queued", "dispatching", "submitting", "running", "completed", "failed", "cancelled"] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
@@ -99,7 +97,8 @@ export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0
 const ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789";
 
 export function newJobId(): string {
-  const bytes = randomBytes(12);
+  // Web Crypto (global in Node and browsers), so this module also bundles into the web app.
+  const bytes = crypto.getRandomValues(new Uint8Array(12));
   let id = "";
   // 256 % 36 bias is negligible for an identifier that only has to be unique, not secret.
   for (const b of bytes) id += ALPHABET[b % ALPHABET.length];
