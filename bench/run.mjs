@@ -12,8 +12,11 @@
 // run, so a drift in the machine's speed (it moves by ±20% within minutes here) favours neither.
 // A MISS is reported, not fatal: the process exits 0 unless the benchmark itself breaks.
 // BENCH_RUNS (default 7) sets the measured runs per metric; BENCH_XML_MB (default 1024) the size
-// of the streamed result; BENCH_ONLY (default "a,b,c") the metrics to run; BENCH_STACK_LOG a file
+// of the streamed result; BENCH_ONLY (default "a,b,c,f") the metrics to run; BENCH_STACK_LOG a file
 // to keep the local stack's log in.
+//   (f) a sharded job of 8 shards through the Kubernetes executor on the local cluster, vs the same
+//       8 partition searches run bare side by side; and the API calls per shard (bench/kube.mjs;
+//       BENCH_F_MBASES sets its database size, default 64)
 import { spawn } from "node:child_process";
 import { copyFileSync, createReadStream, createWriteStream, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import os from "node:os";
@@ -25,6 +28,7 @@ import { BlobServiceClient } from "@azure/storage-blob";
 import { build } from "esbuild";
 import { writeBigBlastXml } from "./big-xml.mjs";
 import { generateData } from "./generate.mjs";
+import { benchKubernetes } from "./kube.mjs";
 import {
   cli,
   cpuSeconds,
@@ -41,7 +45,7 @@ import {
 } from "./stack.mjs";
 
 const RUNS = Math.max(1, Number(process.env.BENCH_RUNS ?? 7));
-const ONLY = new Set((process.env.BENCH_ONLY ?? "a,b,c").split(",").map((x) => x.trim()));
+const ONLY = new Set((process.env.BENCH_ONLY ?? "a,b,c,f").split(",").map((x) => x.trim()));
 const XML_TARGET_BYTES = Number(process.env.BENCH_XML_MB ?? 1024) * 1024 * 1024;
 /**
  * How the client learns a job finished: by default it long-polls (If-None-Match + `wait`), as the
@@ -192,6 +196,13 @@ async function main(tmp) {
   mkdirSync(work, { recursive: true });
   const results = { runs: RUNS, status_reads: POLL_MS === undefined ? `long poll (If-None-Match, wait=${WAIT_SECONDS})` : `poll every ${POLL_MS} ms`, machine: { cpus: os.availableParallelism(), node: process.version } };
 
+  // (f) alone needs neither the standard stack nor its data.
+  if (!["a", "b", "c"].some((m) => ONLY.has(m))) {
+    if (ONLY.has("f")) results.kubernetes = await benchKubernetes({ tmp, runs: RUNS, log });
+    results.bench_seconds = round((performance.now() - benchStarted) / 1000, 1);
+    return results;
+  }
+
   // ---- data ----------------------------------------------------------------------------------
   log("generating database and queries");
   const dbFasta = path.join(work, "db.fa");
@@ -238,6 +249,11 @@ async function main(tmp) {
   log(`  after-BLAST steps on one shard's XML, in-process: ${JSON.stringify(results.after_blast_probe_ms)}`);
   if (ONLY.has("c")) await benchStream(ONLY.has("a") ? facadeOut : bareOut1);
   results.client_network_errors = api.networkErrors;
+  if (ONLY.has("f")) {
+    await stack.stop();
+    state.stack = undefined;
+    results.kubernetes = await benchKubernetes({ tmp, runs: RUNS, log });
+  }
   results.bench_seconds = round((performance.now() - benchStarted) / 1000, 1);
   return results;
 
@@ -600,6 +616,13 @@ function report(r) {
       ["(c) job API RSS growth while streaming", `${r.rss.peak_growth_mb.toFixed(1)} MB`, "-", "-", `< ${r.rss.target_mb} MB`, r.rss.pass],
     );
   }
+  if (r.kubernetes) {
+    const k = r.kubernetes;
+    rows.push(
+      [`(f) ${k.shards} shards on the local cluster`, `${k.ours_s.toFixed(2)} s`, `${k.baseline_s.toFixed(2)} s (the shards bare, ${k.threads_per_shard} threads)`, k.ratio.toFixed(3), `≤ ${k.target}`, k.pass],
+      ["(f) API calls per shard, per run", k.api_calls_per_shard.join(" "), "-", "-", "constant", new Set(k.api_calls_per_shard).size === 1],
+    );
+  }
   const foreignRuns = [r.facade, r.sharded, r.stream].flatMap((m) => m?.runs_foreign_load_cores ?? []);
   const foreignMax = Math.max(0, ...foreignRuns);
   const header = ["metric", "ours", "baseline", "ratio", "target", "result"];
@@ -615,6 +638,11 @@ function report(r) {
       .filter(([, m]) => m)
       .map(([name, m]) => `${name} ${f(m)}`)
       .join(", ");
+  if (!r.generation) {
+    process.stdout.write(["", `blastplane benchmark — median of ${r.runs} runs each`, "", line(header), line(widths.map((w) => "-".repeat(w))), ...cells.map(line), `bench took ${r.bench_seconds} s`, ""].join("\n"));
+    process.stdout.write(`${JSON.stringify({ bench: "blastplane", ...r })}\n`);
+    return;
+  }
   const out = [
     "",
     `blastplane benchmark — median of ${r.runs} runs each, baselines measured in the same run; status: ${r.status_reads}`,

@@ -13,6 +13,8 @@ import { JobService } from "./jobs/job-service.js";
 import { createLogger } from "../shared/logging/logger.js";
 import { createJobApiApp } from "./app.js";
 import { loadJobApiConfig } from "./config.js";
+import { KubeConfig } from "@kubernetes/client-node";
+import { createKubernetesExecutor } from "./executors/kubernetes-executor.js";
 import { createLocalExecutor } from "./executors/local-executor.js";
 
 /**
@@ -31,7 +33,20 @@ async function main(): Promise<void> {
   const tokens = new ApiTokenService(secrets);
   await tokens.ensure();
   const catalog = createFileDatabaseCatalog(config.databasesDir);
-  const executor = createLocalExecutor({ concurrency: config.shardConcurrency });
+  const executor =
+    config.executor === "kubernetes"
+      ? createKubernetesExecutor({
+          // KUBECONFIG when set (the local cluster), else the pod's service account.
+          kubeConfig: loadKubeConfig(),
+          artifacts,
+          logger,
+          settings: { ...config.kubernetes, nodeSelector: { ...config.kubernetes.nodeSelector }, tolerations: [...config.kubernetes.tolerations], dbCacheHostPath: config.kubernetes.dbCacheDir },
+          maxJobs: config.kubernetes.maxJobs,
+          maxJobsPerSearch: config.kubernetes.maxJobsPerSearch,
+          scheduleTimeoutSeconds: config.kubernetes.scheduleTimeoutSeconds,
+          storageConnectionString: config.storageConnectionString,
+        })
+      : createLocalExecutor({ concurrency: config.shardConcurrency });
   const dispatcher = new JobDispatcher({
     jobs,
     artifacts,
@@ -94,6 +109,12 @@ async function main(): Promise<void> {
   process.on("unhandledRejection", (error) => logger.error("unhandled rejection", { error }));
   process.once("SIGTERM", () => void stop());
   process.once("SIGINT", () => void stop());
+}
+
+function loadKubeConfig(): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromDefault();
+  return kc;
 }
 
 main().catch((error: unknown) => {

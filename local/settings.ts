@@ -20,6 +20,12 @@ const schema = z.object({
   AUTH_CLIENT_ID: z.string().min(1).default("blastplane-local-api"),
   DURABLE_ACTIVITY_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
   LOG_LEVEL: z.enum(["debug", "info", "warn", "error"]).default("info"),
+  /** Where shards run: BLAST+ processes of the job API (`local`), or Jobs on the local Kubernetes API (`kubernetes`). */
+  BLASTPLANE_EXECUTOR: z.enum(["local", "kubernetes"]).default("local"),
+  BLASTPLANE_KUBE_NODES: z.coerce.number().int().min(1).max(16).default(2),
+  BLASTPLANE_KUBE_NODE_MEMORY_BYTES: z.coerce.number().int().positive().default(8 * 1024 ** 3),
+  BLASTPLANE_KUBE_NODE_CPU: z.coerce.number().positive().max(256).optional(),
+  BLASTPLANE_KUBE_PORT: port.default(0),
   /** Another Functions app bundle to host instead of ours (the durable protocol tests use one). */
   BLASTPLANE_FUNCTIONS_ENTRY: z.string().min(1).optional(),
 });
@@ -41,6 +47,9 @@ export interface LocalStackSettings {
   activityConcurrency: number;
   logLevel: "debug" | "info" | "warn" | "error";
   functionsEntry: string | undefined;
+  executor: "local" | "kubernetes";
+  /** The local cluster's simulated nodes (BLASTPLANE_EXECUTOR=kubernetes). */
+  kube: { nodes: number; nodeMemoryBytes: number; nodeCpu: number | undefined; port: number };
 }
 
 export function loadLocalStackSettings(env: Record<string, string | undefined>, cwd: string): LocalStackSettings {
@@ -67,5 +76,7 @@ export function loadLocalStackSettings(env: Record<string, string | undefined>, 
     activityConcurrency: s.DURABLE_ACTIVITY_CONCURRENCY,
     logLevel: s.LOG_LEVEL,
     functionsEntry: s.BLASTPLANE_FUNCTIONS_ENTRY ? path.resolve(cwd, s.BLASTPLANE_FUNCTIONS_ENTRY) : undefined,
+    executor: s.BLASTPLANE_EXECUTOR,
+    kube: { nodes: s.BLASTPLANE_KUBE_NODES, nodeMemoryBytes: s.BLASTPLANE_KUBE_NODE_MEMORY_BYTES, nodeCpu: s.BLASTPLANE_KUBE_NODE_CPU, port: s.BLASTPLANE_KUBE_PORT },
   };
 }

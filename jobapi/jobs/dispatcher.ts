@@ -18,6 +18,7 @@ import { buildShardArgs, createSemaphore, type ShardExecutor, shardThreads } fro
 import type { DispatchLease } from "./dispatch-lease.js";
 import type { JobStore } from "./job-store.js";
 import { ACTIVE_STATUSES, type JobRecord, type Shard, shardId } from "../../shared/jobs/model.js";
+import { ShardFailedError } from "../../shared/errors.js";
 
 export interface DispatcherOptions {
   jobs: JobStore;
@@ -60,13 +61,16 @@ async function exists(file: string): Promise<boolean> {
   );
 }
 
+/** The spec's three remedies (§7) for a database that does not fit a node's memory. */
+export const PREFLIGHT_REMEDIES =
+  "Remedies: submit from the dashboard with the sharded execution profile, recreate the cluster with a larger machine type, or choose a smaller database.";
+
 /** The spec's memory pre-flight failure (§7), with its three remedies. */
 export function preflightMessage(dbName: string, neededBytes: number, availableBytes: number): string {
   const size = (n: number) => (n >= GIB ? `${(n / GIB).toFixed(1)} GiB` : `${(n / 1024 ** 2).toFixed(1)} MiB`);
   return (
     `memory pre-flight failed: database memory requirements of ${dbName} (${size(neededBytes)} to cache) exceed the machine type's memory ` +
-    `(${size(Math.max(0, availableBytes))} usable). Remedies: submit from the dashboard with the sharded execution profile, ` +
-    "recreate the cluster with a larger machine type, or choose a smaller database."
+    `(${size(Math.max(0, availableBytes))} usable). ${PREFLIGHT_REMEDIES}`
   );
 }
 
@@ -309,6 +313,8 @@ export class JobDispatcher {
   cancel(jobId: string): void {
     this.takeHandedOver(jobId);
     this.running.get(jobId)?.controller.abort(new Error("job cancelled"));
+    // Cluster Jobs outlive this process's runs: they are removed whether or not it runs the job.
+    this.o.executor.cancelJob?.(jobId).catch((error: unknown) => this.o.logger.warn("could not remove a cancelled job's shards", { job_id: jobId, error }));
   }
 
   /**
@@ -414,7 +420,8 @@ export class JobDispatcher {
     const room = createSemaphore(sideBySide);
     const threads = shardThreads(this.o.threadsPerShard, this.o.shardSlots, Math.min(toRun.size, sideBySide));
     // A job of one shard run here publishes both files from one compression (publishSingleShard).
-    const only = job.shards.length === 1 && toRun.size === 1 ? job.shards[0] : undefined;
+    // (An executor whose shards store their own outputs leaves the merge to publish it.)
+    const only = !this.o.executor.storesOutputs && job.shards.length === 1 && toRun.size === 1 ? job.shards[0] : undefined;
     const runs = job.shards
       .filter((s) => toRun.has(s.id))
       .map((shard) => this.runShard(job, db, shard, optionArgs, threads, room, { store: only === undefined }, signal));
@@ -618,17 +625,39 @@ export class JobDispatcher {
     const dbPath = partition ? partition.path : db.manifest.path;
     const args = buildShardArgs({ optionArgs, queryPath: path.join(dir, `b${shard.batch}.fa`), dbPath, outputPath: xml, threads });
     let lastError = "";
+    let attempts = 0;
     for (let attempt = shard.attempts; attempt <= this.o.shardAttempts; attempt++) {
+      attempts = attempt;
       if (attempt > shard.attempts) await this.advance(job.job_id, signal, (j) => setShard(j, shard.id, { state: "running", attempts: attempt }));
       try {
         const release = await room.acquire(signal);
         try {
-          await this.o.executor.run({ jobId: job.job_id, shardId: shard.id, program: job.program, args, outputPath: xml, cwd: db.root }, signal);
+          await this.o.executor.run(
+            {
+              jobId: job.job_id,
+              shardId: shard.id,
+              program: job.program,
+              args,
+              outputPath: xml,
+              cwd: db.root,
+              attempt,
+              batch: shard.batch,
+              queryPath: path.join(dir, `b${shard.batch}.fa`),
+              database: { name: db.manifest.name, version: db.manifest.version },
+              memoryBytes: shardMemoryNeed(db, shard.partition >= 0),
+              threads,
+            },
+            signal,
+          );
         } finally {
           release();
         }
         // Unless the caller publishes the output itself (a job of one shard).
-        const stored = options.store ? this.storeShard(job.job_id, shard.id, xml, signal) : Promise.resolve();
+        const stored = !options.store
+          ? Promise.resolve()
+          : this.o.executor.storesOutputs
+            ? this.recordStored(job.job_id, shard.id, signal)
+            : this.storeShard(job.job_id, shard.id, xml, signal);
         // Awaited by the caller; this only keeps an early failure from being reported as unhandled.
         stored.catch(() => {});
         return { stored };
@@ -636,10 +665,19 @@ export class JobDispatcher {
         if (signal.aborted) throw signal.reason;
         lastError = error instanceof Error ? error.message : String(error);
         this.o.logger.warn("shard attempt failed", { job_id: job.job_id, shard: shard.id, attempt, error: lastError });
+        // Out of memory, no node large enough, no image: another attempt would fail the same way.
+        if (error instanceof ShardFailedError && !error.retryable) break;
       }
     }
     await this.advance(job.job_id, signal, (j) => setShard(j, shard.id, { state: "failed" }));
-    throw new JobFailure(`shard ${shard.id} failed after ${this.o.shardAttempts} attempt(s): ${lastError}`);
+    throw new JobFailure(`shard ${shard.id} failed after ${attempts} attempt(s): ${lastError}`);
+  }
+
+  /** The shard stored its own output (a cluster shard worker): record it as succeeded with its size. */
+  private async recordStored(jobId: string, shardId: string, signal: AbortSignal): Promise<void> {
+    const bytes = await this.o.artifacts.size(jobId, shardArtifact(shardId));
+    if (bytes === undefined) throw new JobFailure(`shard ${shardId} finished without storing its output`);
+    await this.advance(jobId, signal, (j) => setShard(j, shardId, { state: "succeeded", output_bytes: bytes }));
   }
 
   private async storeShard(jobId: string, shardId: string, xml: string, signal: AbortSignal): Promise<void> {
