@@ -14,8 +14,11 @@
 // run, so a drift in the machine's speed (it moves by ±20% within minutes here) favours neither.
 // A MISS is reported, not fatal: the process exits 0 unless the benchmark itself breaks.
 // BENCH_RUNS (default 7) sets the measured runs per metric; BENCH_XML_MB (default 1024) the size
-// of the streamed result; BENCH_ONLY (default "a,b,c,d") the metrics to run (d alone needs no stack
-// and takes seconds); BENCH_STACK_LOG a file to keep the local stack's log in.
+// of the streamed result; BENCH_ONLY (default "a,b,c,d,f") the metrics to run (d and f alone need
+// neither the standard stack nor its data); BENCH_STACK_LOG a file to keep the local stack's log in.
+//   (f) a sharded job of 8 shards through the Kubernetes executor on the local cluster, vs the same
+//       8 partition searches run bare side by side; and the API calls per shard (bench/kube.mjs;
+//       BENCH_F_MBASES sets its database size, default 64)
 import { spawn } from "node:child_process";
 import { copyFileSync, createReadStream, createWriteStream, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import os from "node:os";
@@ -28,6 +31,7 @@ import { build } from "esbuild";
 import { writeBigBlastXml } from "./big-xml.mjs";
 import { benchColdStart } from "./cold-start.mjs";
 import { generateData } from "./generate.mjs";
+import { benchKubernetes } from "./kube.mjs";
 import {
   cli,
   cpuSeconds,
@@ -44,8 +48,8 @@ import {
 } from "./stack.mjs";
 
 const RUNS = Math.max(1, Number(process.env.BENCH_RUNS ?? 7));
-const ONLY = new Set((process.env.BENCH_ONLY ?? "a,b,c,d").split(",").map((x) => x.trim()));
-/** Whether a metric that needs the local stack and the generated data runs. */
+const ONLY = new Set((process.env.BENCH_ONLY ?? "a,b,c,d,f").split(",").map((x) => x.trim()));
+/** Whether a metric that needs the standard stack and the generated data runs. */
 const NEEDS_STACK = ["a", "b", "c"].some((metric) => ONLY.has(metric));
 const IMPORT_RUNS = Math.max(1, Number(process.env.BENCH_IMPORT_RUNS ?? 10));
 const XML_TARGET_BYTES = Number(process.env.BENCH_XML_MB ?? 1024) * 1024 * 1024;
@@ -200,7 +204,9 @@ async function main(tmp) {
 
   // ---- (d) first, while nothing else of the benchmark runs ------------------------------------
   if (ONLY.has("d")) results.cold_start = await benchColdStart({ runs: IMPORT_RUNS, targetMs: TARGETS.coldStartMs, log });
+  // (d) and (f) alone need neither the standard stack nor its data.
   if (!NEEDS_STACK) {
+    if (ONLY.has("f")) results.kubernetes = await benchKubernetes({ tmp, runs: RUNS, log });
     results.bench_seconds = round((performance.now() - benchStarted) / 1000, 1);
     return results;
   }
@@ -251,6 +257,11 @@ async function main(tmp) {
   log(`  after-BLAST steps on one shard's XML, in-process: ${JSON.stringify(results.after_blast_probe_ms)}`);
   if (ONLY.has("c")) await benchStream(ONLY.has("a") ? facadeOut : bareOut1);
   results.client_network_errors = api.networkErrors;
+  if (ONLY.has("f")) {
+    await stack.stop();
+    state.stack = undefined;
+    results.kubernetes = await benchKubernetes({ tmp, runs: RUNS, log });
+  }
   results.bench_seconds = round((performance.now() - benchStarted) / 1000, 1);
   return results;
 
@@ -623,6 +634,13 @@ function report(r) {
       r.cold_start.pass,
     ]);
   }
+  if (r.kubernetes) {
+    const k = r.kubernetes;
+    rows.push(
+      [`(f) ${k.shards} shards on the local cluster`, `${k.ours_s.toFixed(2)} s`, `${k.baseline_s.toFixed(2)} s (the shards bare, ${k.threads_per_shard} threads)`, k.ratio.toFixed(3), `≤ ${k.target}`, k.pass],
+      ["(f) API calls per shard, per run", k.api_calls_per_shard.join(" "), "-", "-", "constant", new Set(k.api_calls_per_shard).size === 1],
+    );
+  }
   const foreignRuns = [r.facade, r.sharded, r.stream, r.cold_start].flatMap((m) => m?.runs_foreign_load_cores ?? []);
   const foreignMax = Math.max(0, ...foreignRuns);
   const header = ["metric", "ours", "baseline", "ratio", "target", "result"];
@@ -638,17 +656,27 @@ function report(r) {
       .filter(([, m]) => m)
       .map(([name, m]) => `${name} ${f(m)}`)
       .join(", ");
+  const coldStartLines = r.cold_start
+    ? [
+        `(d) ${r.cold_start.functions_registered} functions registered; ${(r.cold_start.eager_bytes / 1e6).toFixed(2)} MB read at import; import CPU ${r.cold_start.ours_cpu_ms} ms; ` +
+          `runs ms: bundle ${r.cold_start.runs_ours_ms.join(" ")}, @azure/functions ${r.cold_start.runs_baseline_ms.join(" ")}; foreign load cores ${r.cold_start.runs_foreign_load_cores.join(" ")}`,
+      ]
+    : [];
+  const foreignWarning =
+    foreignMax > FOREIGN_LOAD_WARNING
+      ? [`WARNING: other processes used up to ${foreignMax} cores of this ${r.machine.cpus}-core machine during the runs; the figures are disturbed by them.`]
+      : [];
+  if (!r.generation) {
+    const table = [line(header), line(widths.map((w) => "-".repeat(w))), ...cells.map(line)];
+    process.stdout.write(["", `blastplane benchmark — median of ${r.runs} runs each`, "", ...table, "", ...coldStartLines, ...foreignWarning, `bench took ${r.bench_seconds} s`, ""].join("\n"));
+    process.stdout.write(`${JSON.stringify({ bench: "blastplane", ...r })}\n`);
+    return;
+  }
   const out = [
     "",
-    r.generation
-      ? `blastplane benchmark — median of ${r.runs} runs each, baselines measured in the same run; status: ${r.status_reads}`
-      : "blastplane benchmark — baselines measured in the same run",
-    ...(r.generation
-      ? [
-          `data: ${r.generation.sequences} sequences / ${(r.generation.letters / 1e6).toFixed(0)} Mbases (seed ${r.generation.seed}), ${r.generation.queries} queries × ${r.generation.queryLength} bases; ` +
-            `blastn ${BLAST_ARGS.join(" ")}${r.stream ? `; streamed result ${(r.stream.xml_bytes / MB).toFixed(0)} MB XML (${(r.stream.gzip_bytes / MB).toFixed(0)} MB gzip)` : ""}`,
-        ]
-      : []),
+    `blastplane benchmark — median of ${r.runs} runs each, baselines measured in the same run; status: ${r.status_reads}`,
+    `data: ${r.generation.sequences} sequences / ${(r.generation.letters / 1e6).toFixed(0)} Mbases (seed ${r.generation.seed}), ${r.generation.queries} queries × ${r.generation.queryLength} bases; ` +
+      `blastn ${BLAST_ARGS.join(" ")}${r.stream ? `; streamed result ${(r.stream.xml_bytes / MB).toFixed(0)} MB XML (${(r.stream.gzip_bytes / MB).toFixed(0)} MB gzip)` : ""}`,
     "",
     line(header),
     line(widths.map((w) => "-".repeat(w))),
@@ -662,25 +690,14 @@ function report(r) {
             `(what partitioning costs BLAST on this machine); the sharded job is ${r.sharded.ratio_vs_bare_partitions}× those bare partition searches`,
         ]
       : []),
-    ...(r.cold_start
-      ? [
-          `(d) ${r.cold_start.functions_registered} functions registered; ${(r.cold_start.eager_bytes / 1e6).toFixed(2)} MB read at import; import CPU ${r.cold_start.ours_cpu_ms} ms; ` +
-            `runs ms: bundle ${r.cold_start.runs_ours_ms.join(" ")}, @azure/functions ${r.cold_start.runs_baseline_ms.join(" ")}; foreign load cores ${r.cold_start.runs_foreign_load_cores.join(" ")}`,
-        ]
-      : []),
-    ...(r.generation ? [`after-BLAST steps in-process, ms: ${JSON.stringify(r.after_blast_probe_ms)}; idle stack CPU: ${r.idle_stack_cpu_cores} cores`] : []),
-    ...(r.generation
-      ? [
-          `median of per-run ratios (each pair measured back to back): ${perMetric((m) => `${m.median_pair_ratio} (runs ${m.pair_ratio_range.join("–")})`)}`,
-          `overhead over the baseline, median ms (follows the result size, not the database size): ${perMetric((m) => m.overhead_ms ?? "-")}`,
-          `CPU used by other processes on the machine, cores per run: ${perMetric((m) => m.runs_foreign_load_cores.join(" "))}`,
-        ]
-      : []),
-    ...(foreignMax > FOREIGN_LOAD_WARNING
-      ? [`WARNING: other processes used up to ${foreignMax} cores of this ${r.machine.cpus}-core machine during the runs; the figures are disturbed by them.`]
-      : []),
-    ...(r.generation ? [`outputs identical to bare blastn (BlastOutput_db aside): ${[r.facade && `standard ${r.facade.output_identical_to_bare}`, r.sharded && `sharded ${r.sharded.output_identical_to_bare}`].filter(Boolean).join(", ") || "-"}`] : []),
-    ...(r.client_network_errors ? [`client network errors (GETs retried): ${r.client_network_errors.length === 0 ? "none" : r.client_network_errors.join("; ")}`] : []),
+    ...coldStartLines,
+    `after-BLAST steps in-process, ms: ${JSON.stringify(r.after_blast_probe_ms)}; idle stack CPU: ${r.idle_stack_cpu_cores} cores`,
+    `median of per-run ratios (each pair measured back to back): ${perMetric((m) => `${m.median_pair_ratio} (runs ${m.pair_ratio_range.join("–")})`)}`,
+    `overhead over the baseline, median ms (follows the result size, not the database size): ${perMetric((m) => m.overhead_ms ?? "-")}`,
+    `CPU used by other processes on the machine, cores per run: ${perMetric((m) => m.runs_foreign_load_cores.join(" "))}`,
+    ...foreignWarning,
+    `outputs identical to bare blastn (BlastOutput_db aside): ${[r.facade && `standard ${r.facade.output_identical_to_bare}`, r.sharded && `sharded ${r.sharded.output_identical_to_bare}`].filter(Boolean).join(", ") || "-"}`,
+    `client network errors (GETs retried): ${r.client_network_errors.length === 0 ? "none" : r.client_network_errors.join("; ")}`,
     `bench took ${r.bench_seconds} s`,
     "",
   ];

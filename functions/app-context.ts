@@ -2,6 +2,7 @@ import { TableServiceClient } from "@azure/data-tables";
 import { DependencyUnavailableError } from "../shared/errors.js";
 import { apiAudience, createJwtValidator, entraDiscoveryUrl } from "../shared/auth/jwt-validator.js";
 import { type AppConfig, loadConfig } from "../shared/config/load-config.js";
+import { createJobApiClient, type JobApiClient } from "../shared/dashboard/job-api-client.js";
 import { createLogger, type Logger } from "../shared/logging/logger.js";
 import { ApiTokenService, type SecretStore } from "../shared/secrets/api-tokens.js";
 import { selectSecretStore } from "../shared/secrets/key-vault-secret-store.js";
@@ -28,6 +29,8 @@ export interface AppContext {
   audit: AuditLog;
   /** Notable happenings, for the operator console. */
   events: EventLog;
+  /** The dashboard's one client of the job API (the results route and the submit activities). */
+  jobApi: JobApiClient;
 }
 
 /** The secret store shared with the job API: Key Vault in Azure, a local folder in the local stack. */
@@ -52,9 +55,10 @@ function build(): AppContext {
   const config = loadConfig(process.env);
   const logger = createLogger({ level: config.logLevel, base: { service: "functions" } });
   const secrets = secretStore(config);
+  const apiTokens = new ApiTokenService(secrets);
   return {
     secrets,
-    apiTokens: new ApiTokenService(secrets),
+    apiTokens,
     audit: createAuditLog(config.storageConnectionString),
     events: createEventLog(config.storageConnectionString),
     config,
@@ -66,6 +70,15 @@ function build(): AppContext {
     }),
     tableService: TableServiceClient.fromConnectionString(config.storageConnectionString, storageClientOptions(config.storageConnectionString)),
     noopLimiter: createFixedWindowLimiter(config.noopRateLimitPerMinute, 60_000),
+    jobApi: createJobApiClient({
+      baseUrl: config.jobApiUrl,
+      token: async () => {
+        const state = await apiTokens.state();
+        if (!state) throw new DependencyUnavailableError("no job API token is configured");
+        return state.current.value;
+      },
+      timeoutMs: config.jobApiTimeoutMs,
+    }),
   };
 }
 

@@ -1,4 +1,20 @@
+/**
+ * The composition of the dashboard's services over the app's one context: stores are created on
+ * first use; services that need the invocation's durable client are built per request.
+ */
+
+import { createDashboardJobService, type DashboardJobService } from "../shared/dashboard/dashboard-job-service.js";
 import { DashboardJobStore } from "../shared/dashboard/dashboard-jobs.js";
+import { createFileDatabaseCatalog } from "../shared/databases/database-catalog.js";
+import { createDatabaseService, type DatabaseService } from "../shared/databases/database-service.js";
+import { DatabaseStateStore } from "../shared/databases/database-state.js";
+import type { Logger } from "../shared/logging/logger.js";
+import { createDiagnosticsService, type DiagnosticsService } from "../shared/ops/diagnostics-service.js";
+import type { OrchestrationClient } from "../shared/ops/orchestration-client.js";
+import { createReadinessCheck } from "../shared/ops/readiness.js";
+import { type ApiTokenSettings, createApiTokenSettings } from "../shared/secrets/api-token-settings.js";
+import { createWorkspaceStore } from "../shared/workspace/workspace.js";
+import { createWorkspaceService, type WorkspaceService } from "../shared/workspace/workspace-service.js";
 import { appContext } from "./app-context.js";
 
 let jobs: DashboardJobStore | undefined;
@@ -7,4 +23,91 @@ let jobs: DashboardJobStore | undefined;
 export function dashboardJobs(): DashboardJobStore {
   jobs ??= DashboardJobStore.fromConnectionString(appContext.config.storageConnectionString);
   return jobs;
+}
+
+let databaseStates: DatabaseStateStore | undefined;
+
+/** Database warm-up and update state, created on first use. */
+export function databaseState(): DatabaseStateStore {
+  databaseStates ??= DatabaseStateStore.fromConnectionString(appContext.config.storageConnectionString);
+  return databaseStates;
+}
+
+/** What a request gives the services it builds: its durable client and its logger. */
+export interface ServiceScope {
+  durable: () => OrchestrationClient;
+  logger: Logger;
+}
+
+/** The dashboard job service for one request. */
+export function dashboardJobService(scope: ServiceScope): DashboardJobService {
+  return createDashboardJobService({
+    jobs: dashboardJobs(),
+    orchestrations: scope.durable(),
+    jobApi: appContext.jobApi,
+    audit: appContext.audit,
+    logger: scope.logger,
+    pollIntervalSeconds: appContext.config.jobPollIntervalSeconds,
+  });
+}
+
+/** The database service for one request. */
+export function databaseService(scope: ServiceScope): DatabaseService {
+  const { config } = appContext;
+  return createDatabaseService({
+    catalog: config.databasesDir ? createFileDatabaseCatalog(config.databasesDir) : undefined,
+    states: databaseState(),
+    orchestrations: scope.durable(),
+    audit: appContext.audit,
+    logger: scope.logger,
+    sourceConfigured: config.databaseSourceUrl !== undefined,
+    partitions: config.databasePartitions,
+  });
+}
+
+/** The task-queue diagnostics for one request. */
+export function diagnosticsService(scope: ServiceScope): DiagnosticsService {
+  return createDiagnosticsService({
+    orchestrations: scope.durable(),
+    taskHubName: appContext.config.taskHubName,
+    noopLimiter: appContext.noopLimiter,
+    logger: scope.logger,
+  });
+}
+
+/** The readiness check (storage and the durable backend) for one request. */
+export function readinessCheck(scope: ServiceScope): ReturnType<typeof createReadinessCheck> {
+  const orchestrations = scope.durable();
+  return createReadinessCheck({
+    probes: [
+      { key: "storage", label: "storage", probe: () => appContext.tableService.getProperties() },
+      {
+        key: "durable_backend",
+        label: "durable backend",
+        // A listing proves the task hub answers.
+        probe: () => orchestrations.listInstances({ runtimeStatus: [] })[Symbol.asyncIterator]().next(),
+      },
+    ],
+    timeoutMs: appContext.config.healthDependencyTimeoutMs,
+    logger: scope.logger,
+  });
+}
+
+let workspaces: WorkspaceService | undefined;
+
+/** The workspace service, created on first use. */
+export function workspaceService(): WorkspaceService {
+  workspaces ??= createWorkspaceService({ store: createWorkspaceStore(appContext.config.storageConnectionString), audit: appContext.audit });
+  return workspaces;
+}
+
+/** The API token panel for one request. */
+export function apiTokenSettings(scope: Pick<ServiceScope, "logger">): ApiTokenSettings {
+  return createApiTokenSettings({
+    tokens: appContext.apiTokens,
+    audit: appContext.audit,
+    events: appContext.events,
+    logger: scope.logger,
+    graceSeconds: appContext.config.apiTokenGraceSeconds,
+  });
 }

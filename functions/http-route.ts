@@ -2,17 +2,28 @@ import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } 
 import * as df from "durable-functions";
 import { authorize } from "../shared/auth/authorize.js";
 import type { Caller, Role } from "../shared/auth/roles.js";
-import { createHttpHandler, type RequestScope } from "../shared/http/handler.js";
 import type { HttpResult } from "../shared/http/envelope.js";
+import { createHttpHandler, type RequestScope } from "../shared/http/handler.js";
+import type { OrchestrationClient, OrchestrationInstance } from "../shared/ops/orchestration-client.js";
 import { appContext } from "./app-context.js";
 
 type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 
 export interface RouteScope extends RequestScope {
-  /** The durable client, for routes registered with `durable: true`. */
-  durable: () => df.DurableClient;
+  /** The durable client (as the domain's port), for routes registered with `durable: true`. */
+  durable: () => OrchestrationClient;
   /** The authenticated caller, for routes registered with a `role` floor. */
   caller: Caller | undefined;
+}
+
+/** Options of {@link route}. */
+export interface RouteOptions {
+  methods: Method[];
+  route: string;
+  /** The route reads or starts orchestrations (adds the durable client input). */
+  durable?: boolean;
+  /** The role floor: the caller is authenticated and checked before the handler runs. */
+  role?: Role;
 }
 
 /** The caller of a route registered with a role floor (always present there). */
@@ -21,15 +32,51 @@ export function callerOf(scope: RouteScope): Caller {
   return scope.caller;
 }
 
+function instanceOf(status: df.DurableOrchestrationStatus): OrchestrationInstance {
+  return {
+    name: status.name,
+    instanceId: status.instanceId,
+    runtimeStatus: String(status.runtimeStatus),
+    input: status.input,
+    output: status.output,
+    // The client hands over the JSON it received: the times may arrive as strings.
+    createdAt: new Date(status.createdTime),
+    lastUpdatedAt: new Date(status.lastUpdatedTime),
+  };
+}
+
 /**
- * Registers one HTTP route: the trigger stays thin — the kit stamps the request id, maps errors to
- * the envelope and logs; the handler parses and calls shared/.
+ * Adapts the invocation's durable client to the domain's {@link OrchestrationClient} port. The
+ * client is read from the invocation on first use: only routes registered with `durable: true`
+ * have one, and a service may be built on a route that never calls it.
  */
-export function route(
-  name: string,
-  options: { methods: Method[]; route: string; durable?: boolean; role?: Role },
-  handler: (request: HttpRequest, scope: RouteScope) => Promise<HttpResult>,
-): void {
+function orchestrationClient(context: InvocationContext): OrchestrationClient {
+  let durableClient: df.DurableClient | undefined;
+  const client = () => (durableClient ??= df.getClient(context));
+  return {
+    startNew: (name, options) => client().startNew(name, options),
+    async getInstance(instanceId) {
+      try {
+        return instanceOf(await client().getStatus(instanceId));
+      } catch (error) {
+        // The client reports a missing instance as an error mentioning the 404 it received.
+        if (error instanceof Error && / 404 /.test(error.message)) return undefined;
+        throw error;
+      }
+    },
+    async *listInstances(options) {
+      const statuses = await client().getStatusBy({ runtimeStatus: options.runtimeStatus as df.OrchestrationRuntimeStatus[] });
+      for (const status of statuses) yield instanceOf(status);
+    },
+    raiseEvent: (instanceId, eventName, eventData) => client().raiseEvent(instanceId, eventName, eventData),
+  };
+}
+
+/**
+ * Registers one HTTP route: the trigger stays thin — the kit stamps the request id, authorizes,
+ * maps errors to the envelope and logs; the handler parses, calls one service and maps its result.
+ */
+export function route(name: string, options: RouteOptions, handler: (request: HttpRequest, scope: RouteScope) => Promise<HttpResult>): void {
   app.http(name, {
     methods: options.methods,
     route: options.route,
@@ -37,10 +84,11 @@ export function route(
     extraInputs: options.durable ? [df.input.durableClient()] : [],
     handler: async (request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> => {
       const wrapped = createHttpHandler<HttpRequest>(
-        async (req, scope) => {
+        async (httpRequest, scope) => {
           // Authentication and the role floor come before any work.
-          const caller = options.role ? await authorize(appContext.validator, req.headers.get("authorization"), options.role) : undefined;
-          return handler(req, { ...scope, caller, durable: () => df.getClient(context) });
+          const caller = options.role ? await authorize(appContext.validator, httpRequest.headers.get("authorization"), options.role) : undefined;
+          const durable = orchestrationClient(context);
+          return handler(httpRequest, { ...scope, caller, durable: () => durable });
         },
         appContext.logger,
       );

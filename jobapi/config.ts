@@ -1,7 +1,80 @@
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
-import { type Env, envEnum, envInt, envPort, envUrl, LOG_LEVELS, type LogLevel, parseEnv } from "../shared/config/env.js";
+import { type Env, envEnum, envInt, envParsed, envPort, envUrl, LOG_LEVELS, type LogLevel, parseEnv } from "../shared/config/env.js";
+
+
+export interface JobApiConfig {
+  readonly port: number;
+  readonly host: string;
+  readonly storageConnectionString: string;
+  readonly databasesDir: string;
+  readonly secretsDir: string;
+  /** Key Vault holding the API token (Azure); wins over `secretsDir`. */
+  readonly keyVaultUrl: string | undefined;
+  readonly workDir: string;
+  readonly executor: "local" | "kubernetes";
+  /** The Kubernetes executor's settings (used when `executor` is "kubernetes"). */
+  readonly kubernetes: KubernetesSettings;
+  readonly maxActiveJobs: number;
+  readonly maxQueuedJobs: number;
+  readonly retryAfterSeconds: number;
+  readonly shardConcurrency: number;
+  /** `-num_threads` per shard, or "auto" (see shardThreads). */
+  readonly threadsPerShard: number | "auto";
+  readonly shardAttempts: number;
+  readonly nodeMemoryBytes: number;
+  readonly memoryMarginBytes: number;
+  readonly bodyLimitBytes: number;
+  /** How long the dispatch lease outlives its holder's last renewal (see DispatchLease). */
+  readonly dispatchLeaseSeconds: number;
+  readonly logLevel: LogLevel;
+}
+
+/** Shard Jobs on the cluster (`JOBAPI_K8S_*`). */
+export interface KubernetesSettings {
+  readonly namespace: string;
+  readonly image: string;
+  readonly nodeSelector: Readonly<Record<string, string>>;
+  readonly tolerations: readonly { key: string; operator: "Equal" | "Exists"; value?: string; effect: string }[];
+  readonly backoffLimit: number;
+  readonly activeDeadlineSeconds: number;
+  readonly ttlSecondsAfterFinished: number;
+  readonly workingSetBytes: number;
+  /** Node-local database cache (a hostPath): `<dir>/<database>/<release>/`. */
+  readonly dbCacheDir: string;
+  readonly maxJobs: number;
+  readonly maxJobsPerSearch: number;
+  readonly scheduleTimeoutSeconds: number;
+}
+
+const LABEL_KEY = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
+const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
+
+/** `k=v,k2=v2`; a key given twice is refused (a Job template would silently keep only one). */
+function parseNodeSelector(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const pair of text.split(",").map((p) => p.trim()).filter(Boolean)) {
+    const [key = "", value = "", ...rest] = pair.split("=");
+    if (rest.length > 0 || !LABEL_KEY.test(key) || !LABEL_VALUE.test(value)) throw new Error(`"${pair}" is not key=value`);
+    if (key in out) throw new Error(`the key ${key} is given twice`);
+    out[key] = value;
+  }
+  return out;
+}
+
+/** `key=value:Effect` (Equal) or `key:Effect` (Exists), comma-separated. */
+function parseTolerations(text: string): KubernetesSettings["tolerations"] {
+  return text
+    .split(",")
+    .map((t) => t.trim())
+    .filter(Boolean)
+    .map((t) => {
+      const m = /^([^=:]+)(?:=([^:]*))?:(NoSchedule|PreferNoSchedule|NoExecute)$/.exec(t);
+      if (!m || !LABEL_KEY.test(m[1] ?? "")) throw new Error(`"${t}" is not key=value:Effect or key:Effect`);
+      return m[2] === undefined ? { key: m[1] as string, operator: "Exists" as const, effect: m[3] as string } : { key: m[1] as string, operator: "Equal" as const, value: m[2], effect: m[3] as string };
+    });
+}
 
 const schema = z.object({
   JOBAPI_PORT: envPort().default(8080),
@@ -11,7 +84,19 @@ const schema = z.object({
   JOBAPI_DATABASES_DIR: z.string().optional(),
   JOBAPI_SECRETS_DIR: z.string().optional(),
   JOBAPI_KEY_VAULT_URL: envUrl().optional(),
-  JOBAPI_EXECUTOR: envEnum(["local"]).default("local"),
+  JOBAPI_EXECUTOR: envEnum(["local", "kubernetes"]).default("local"),
+  JOBAPI_K8S_NAMESPACE: z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, "must be a namespace name").default("blastplane"),
+  JOBAPI_K8S_IMAGE: z.string().default("blastplane-jobapi:local"),
+  JOBAPI_K8S_NODE_SELECTOR: envParsed(parseNodeSelector).default(parseNodeSelector("blastplane.io/pool=blast")),
+  JOBAPI_K8S_TOLERATIONS: envParsed(parseTolerations).default(parseTolerations("blastplane.io/pool=blast:NoSchedule")),
+  JOBAPI_K8S_BACKOFF_LIMIT: envInt(0, 10).default(1),
+  JOBAPI_K8S_ACTIVE_DEADLINE_SECONDS: envInt(1, 7 * 24 * 3600).default(6 * 3600),
+  JOBAPI_K8S_TTL_SECONDS_AFTER_FINISHED: envInt(0, 30 * 24 * 3600).default(3600),
+  JOBAPI_K8S_WORKING_SET_BYTES: envInt(0, Number.MAX_SAFE_INTEGER).default(512 * 1024 ** 2),
+  JOBAPI_K8S_DB_CACHE_DIR: z.string().optional(),
+  JOBAPI_K8S_MAX_JOBS: envInt(1, 10_000).default(16),
+  JOBAPI_K8S_MAX_JOBS_PER_SEARCH: envInt(1, 10_000).default(8),
+  JOBAPI_K8S_SCHEDULE_TIMEOUT_SECONDS: envInt(1, 24 * 3600).default(600),
   JOBAPI_MAX_ACTIVE_JOBS: envInt(1, 1000).default(2),
   JOBAPI_MAX_QUEUED_JOBS: envInt(1, 100_000).default(100),
   JOBAPI_RETRY_AFTER_SECONDS: envInt(1, 3600).default(30),
@@ -25,31 +110,9 @@ const schema = z.object({
   JOBAPI_NODE_MEMORY_BYTES: envInt(1, Number.MAX_SAFE_INTEGER).default(os.totalmem()),
   JOBAPI_MEMORY_MARGIN_BYTES: envInt(0, Number.MAX_SAFE_INTEGER).default(2 * 1024 ** 3),
   JOBAPI_BODY_LIMIT_BYTES: envInt(1024, 64 * 1024 * 1024).default(12 * 1024 * 1024),
+  JOBAPI_DISPATCH_LEASE_SECONDS: envInt(2, 3600).default(60),
   LOG_LEVEL: envEnum(LOG_LEVELS).default("info"),
 });
-
-export interface JobApiConfig {
-  readonly port: number;
-  readonly host: string;
-  readonly storageConnectionString: string;
-  readonly databasesDir: string;
-  readonly secretsDir: string;
-  /** Key Vault holding the API token (Azure); wins over `secretsDir`. */
-  readonly keyVaultUrl: string | undefined;
-  readonly workDir: string;
-  readonly executor: "local";
-  readonly maxActiveJobs: number;
-  readonly maxQueuedJobs: number;
-  readonly retryAfterSeconds: number;
-  readonly shardConcurrency: number;
-  /** `-num_threads` per shard, or "auto" (see shardThreads). */
-  readonly threadsPerShard: number | "auto";
-  readonly shardAttempts: number;
-  readonly nodeMemoryBytes: number;
-  readonly memoryMarginBytes: number;
-  readonly bodyLimitBytes: number;
-  readonly logLevel: LogLevel;
-}
 
 /** The job API's one validated configuration; throws `ConfigError` naming every bad setting. */
 export function loadJobApiConfig(env: Env, cwd = process.cwd()): JobApiConfig {
@@ -64,6 +127,20 @@ export function loadJobApiConfig(env: Env, cwd = process.cwd()): JobApiConfig {
       keyVaultUrl: c.JOBAPI_KEY_VAULT_URL,
       workDir: path.join(dataDir, "work"),
       executor: c.JOBAPI_EXECUTOR,
+      kubernetes: {
+        namespace: c.JOBAPI_K8S_NAMESPACE,
+        image: c.JOBAPI_K8S_IMAGE,
+        nodeSelector: c.JOBAPI_K8S_NODE_SELECTOR,
+        tolerations: c.JOBAPI_K8S_TOLERATIONS,
+        backoffLimit: c.JOBAPI_K8S_BACKOFF_LIMIT,
+        activeDeadlineSeconds: c.JOBAPI_K8S_ACTIVE_DEADLINE_SECONDS,
+        ttlSecondsAfterFinished: c.JOBAPI_K8S_TTL_SECONDS_AFTER_FINISHED,
+        workingSetBytes: c.JOBAPI_K8S_WORKING_SET_BYTES,
+        dbCacheDir: path.resolve(cwd, c.JOBAPI_K8S_DB_CACHE_DIR ?? c.JOBAPI_DATABASES_DIR ?? path.join(dataDir, "databases")),
+        maxJobs: c.JOBAPI_K8S_MAX_JOBS,
+        maxJobsPerSearch: c.JOBAPI_K8S_MAX_JOBS_PER_SEARCH,
+        scheduleTimeoutSeconds: c.JOBAPI_K8S_SCHEDULE_TIMEOUT_SECONDS,
+      },
       maxActiveJobs: c.JOBAPI_MAX_ACTIVE_JOBS,
       maxQueuedJobs: c.JOBAPI_MAX_QUEUED_JOBS,
       retryAfterSeconds: c.JOBAPI_RETRY_AFTER_SECONDS,
@@ -73,6 +150,7 @@ export function loadJobApiConfig(env: Env, cwd = process.cwd()): JobApiConfig {
       nodeMemoryBytes: c.JOBAPI_NODE_MEMORY_BYTES,
       memoryMarginBytes: c.JOBAPI_MEMORY_MARGIN_BYTES,
       bodyLimitBytes: c.JOBAPI_BODY_LIMIT_BYTES,
+      dispatchLeaseSeconds: c.JOBAPI_DISPATCH_LEASE_SECONDS,
       logLevel: c.LOG_LEVEL,
     };
   });

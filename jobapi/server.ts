@@ -1,18 +1,21 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { getRequestListener } from "@hono/node-server";
 import { blastVersion } from "../shared/blast/blast-tools.js";
 import { ApiTokenService } from "../shared/secrets/api-tokens.js";
 import { selectSecretStore } from "../shared/secrets/key-vault-secret-store.js";
 import { ArtifactStore } from "./jobs/artifact-store.js";
 import { createFileDatabaseCatalog } from "../shared/databases/database-catalog.js";
+import { DispatchLease } from "./jobs/dispatch-lease.js";
 import { JobDispatcher } from "./jobs/dispatcher.js";
 import { JobStore } from "./jobs/job-store.js";
 import { JobService } from "./jobs/job-service.js";
 import { createLogger } from "../shared/logging/logger.js";
-import { createJobApiRoutes } from "./app.js";
+import { createJobApiApp } from "./app.js";
 import { loadJobApiConfig } from "./config.js";
+import { KubeConfig } from "@kubernetes/client-node";
+import { createKubernetesExecutor } from "./executors/kubernetes-executor.js";
 import { createLocalExecutor } from "./executors/local-executor.js";
-import { createRequestListener } from "./http.js";
 
 /**
  * The job API process: `/v1/*` and `/api/v1/facade/*`. Runs as a container on the cluster, and as a
@@ -23,13 +26,27 @@ async function main(): Promise<void> {
   const logger = createLogger({ level: config.logLevel, base: { service: "jobapi" } });
   const jobs = JobStore.fromConnectionString(config.storageConnectionString);
   const artifacts = ArtifactStore.fromConnectionString(config.storageConnectionString);
-  await Promise.all([jobs.init(), artifacts.init()]);
+  const lease = DispatchLease.fromConnectionString(config.storageConnectionString, { leaseDurationMs: config.dispatchLeaseSeconds * 1000, logger });
+  await Promise.all([jobs.init(), artifacts.init(), lease.init()]);
   const secrets = await selectSecretStore({ keyVaultUrl: config.keyVaultUrl, secretsDir: config.secretsDir });
   if (!secrets) throw new Error("no secret store is configured");
   const tokens = new ApiTokenService(secrets);
   await tokens.ensure();
   const catalog = createFileDatabaseCatalog(config.databasesDir);
-  const executor = createLocalExecutor({ concurrency: config.shardConcurrency });
+  const executor =
+    config.executor === "kubernetes"
+      ? createKubernetesExecutor({
+          // KUBECONFIG when set (the local cluster), else the pod's service account.
+          kubeConfig: loadKubeConfig(),
+          artifacts,
+          logger,
+          settings: { ...config.kubernetes, nodeSelector: { ...config.kubernetes.nodeSelector }, tolerations: [...config.kubernetes.tolerations], dbCacheHostPath: config.kubernetes.dbCacheDir },
+          maxJobs: config.kubernetes.maxJobs,
+          maxJobsPerSearch: config.kubernetes.maxJobsPerSearch,
+          scheduleTimeoutSeconds: config.kubernetes.scheduleTimeoutSeconds,
+          storageConnectionString: config.storageConnectionString,
+        })
+      : createLocalExecutor({ concurrency: config.shardConcurrency });
   const dispatcher = new JobDispatcher({
     jobs,
     artifacts,
@@ -43,6 +60,7 @@ async function main(): Promise<void> {
     threadsPerShard: config.threadsPerShard,
     shardSlots: config.shardConcurrency,
     shardAttempts: config.shardAttempts,
+    lease,
   });
   const service = new JobService({
     jobs,
@@ -54,20 +72,20 @@ async function main(): Promise<void> {
     maxQueuedJobs: config.maxQueuedJobs,
     retryAfterSeconds: config.retryAfterSeconds,
   });
-  const routes = createJobApiRoutes({
+  const app = createJobApiApp({
     config,
     service,
     jobs,
     artifacts,
     catalog,
     tokens,
+    logger,
     blastVersion,
     executorName: executor.name,
     activeJobs: () => dispatcher.activeCount,
+    dispatchRole: () => dispatcher.role,
   });
-  const server = http.createServer(
-    createRequestListener({ routes, logger, authorize: (token) => tokens.isValid(token), bodyLimitBytes: config.bodyLimitBytes }),
-  );
+  const server = http.createServer(getRequestListener(app.fetch));
   server.requestTimeout = 0;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -91,6 +109,12 @@ async function main(): Promise<void> {
   process.on("unhandledRejection", (error) => logger.error("unhandled rejection", { error }));
   process.once("SIGTERM", () => void stop());
   process.once("SIGINT", () => void stop());
+}
+
+function loadKubeConfig(): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromDefault();
+  return kc;
 }
 
 main().catch((error: unknown) => {

@@ -11,6 +11,7 @@ import { dirname } from "node:path";
 import { type CryptoKey, type JWK, SignJWT, calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK } from "jose";
 import { z } from "zod";
 import { ROLES, type Role } from "../shared/auth/roles.js";
+import { type CodeGrant, createCodeFlow } from "./oauth-code-flow.js";
 
 /** Options for {@link startDevIdentityProvider}. */
 export interface DevIdentityProviderOptions {
@@ -68,6 +69,13 @@ export interface DevIdentityProvider {
   audience: string;
   /** Signs an access token in-process; rejects with TypeError on claims `/dev/token` would refuse. */
   mint(claims: DevTokenClaims): Promise<string>;
+  /** The discovery document's contents (what `discoveryUrl` serves). */
+  metadata(): Record<string, unknown>;
+  /**
+   * Allows a redirect URI (exact match) for the authorization code flow of the app client; its
+   * origin is then also admitted by CORS on the discovery document and the token endpoint.
+   */
+  allowRedirectUri(uri: string): void;
   /** Number of requests received so far whose URL path is exactly `path` (query ignored). */
   requestCount(path: string): number;
   /** Stops listening and drops open connections. Safe to call more than once. */
@@ -120,7 +128,9 @@ class HttpError extends Error {
 /**
  * Starts the development identity provider. Endpoints:
  * `GET /{tenantId}/v2.0/.well-known/openid-configuration`, `GET /{tenantId}/discovery/v2.0/keys`,
- * `POST /dev/token` (`{role, oid?, name?, ttl_seconds?}` → `{access_token, token_type, expires_in}`).
+ * `POST /dev/token` (`{role, oid?, name?, ttl_seconds?}` → `{access_token, token_type, expires_in}`),
+ * and the browser sign-in under `/{tenantId}/oauth2/v2.0/`: `authorize`, `token`, `logout` (see
+ * `oauth-code-flow.ts`).
  * When bound to loopback it also refuses requests whose Host header is not a loopback name, which
  * keeps DNS-rebinding pages in a browser from reading minted tokens.
  */
@@ -152,7 +162,7 @@ export async function startDevIdentityProvider(opts: DevIdentityProviderOptions)
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
   const issuer = devIssuer(opts.tenantId);
 
-  async function mintToken(claims: z.infer<typeof tokenRequestSchema>): Promise<{ token: string; ttl: number }> {
+  async function mintToken(claims: z.infer<typeof tokenRequestSchema>, extra: Record<string, unknown> = {}): Promise<{ token: string; ttl: number }> {
     const name = claims.name ?? DEFAULT_NAME;
     const oid = claims.oid ?? nameBasedUuid(`${opts.tenantId}\n${name}`);
     const ttl = claims.ttl_seconds ?? DEFAULT_TTL_SECONDS;
@@ -163,6 +173,7 @@ export async function startDevIdentityProvider(opts: DevIdentityProviderOptions)
       tid: opts.tenantId,
       roles: [claims.role],
       scp: "user_impersonation",
+      ...extra,
     })
       .setProtectedHeader({ alg: "RS256", typ: "JWT", kid: key.kid })
       .setIssuer(issuer)
@@ -175,22 +186,62 @@ export async function startDevIdentityProvider(opts: DevIdentityProviderOptions)
     return { token, ttl };
   }
 
+  const oauthPath = `/${opts.tenantId}/oauth2/v2.0`;
+  const metadata = () => ({
+    issuer,
+    jwks_uri: `${url}${keysPath}`,
+    authorization_endpoint: `${url}${oauthPath}/authorize`,
+    token_endpoint: `${url}${oauthPath}/token`,
+    end_session_endpoint: `${url}${oauthPath}/logout`,
+    id_token_signing_alg_values_supported: ["RS256"],
+    response_types_supported: ["code"],
+    response_modes_supported: ["query", "fragment"],
+    subject_types_supported: ["public"],
+    grant_types_supported: ["authorization_code"],
+    code_challenge_methods_supported: ["S256"],
+    token_endpoint_auth_methods_supported: ["none"],
+    scopes_supported: ["openid", "profile", "offline_access", `${audience}/user_impersonation`],
+  });
+
+  // The browser sign-in (authorization code + PKCE) for the app, which uses the API's client id.
+  const codeFlow = createCodeFlow({
+    clientId: opts.clientId,
+    requiredScope: `${audience}/user_impersonation`,
+    issue: async (grant: CodeGrant) => {
+      const { token, ttl } = await mintToken({ role: grant.role, name: grant.name }, { azp: grant.clientId });
+      return { accessToken: token, idToken: await mintIdToken(grant, ttl), expiresInSeconds: ttl };
+    },
+  });
+
+  /** The OpenID Connect ID token of a browser sign-in: who signed in, for the app (not the API). */
+  async function mintIdToken(grant: CodeGrant, ttl: number): Promise<string> {
+    const oid = nameBasedUuid(`${opts.tenantId}\n${grant.name}`);
+    const now = Math.floor(Date.now() / 1000);
+    return new SignJWT({ oid, name: grant.name, tid: opts.tenantId, preferred_username: grant.name, ...(grant.nonce ? { nonce: grant.nonce } : {}) })
+      .setProtectedHeader({ alg: "RS256", typ: "JWT", kid: key.kid })
+      .setIssuer(issuer)
+      .setAudience(grant.clientId)
+      .setSubject(oid)
+      .setIssuedAt(now)
+      .setNotBefore(now)
+      .setExpirationTime(now + ttl)
+      .sign(key.privateKey);
+  }
+
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const path = new URL(req.url ?? "/", "http://placeholder").pathname;
+    const requestUrl = new URL(req.url ?? "/", "http://placeholder");
+    const path = requestUrl.pathname;
     counts.set(path, (counts.get(path) ?? 0) + 1);
     if (enforceLoopbackHost && !LOOPBACK_HOSTS.has(hostnameOf(req.headers.host))) {
       throw new HttpError(421, "host header must name a loopback address");
     }
+    // The app reads the discovery document and redeems codes from its own origin.
+    if ((path === discoveryPath || path === `${oauthPath}/token`) && codeFlow.cors(req, res)) return;
+    if (path === `${oauthPath}/authorize`) return codeFlow.authorize(req, res, requestUrl);
+    if (path === `${oauthPath}/token`) return codeFlow.token(req, res);
+    if (path === `${oauthPath}/logout`) return codeFlow.logout(req, res, requestUrl);
     if (req.method === "GET" && path === discoveryPath) {
-      sendJson(res, 200, {
-        issuer,
-        jwks_uri: `${url}${keysPath}`,
-        authorization_endpoint: `${url}/${opts.tenantId}/oauth2/v2.0/authorize`,
-        token_endpoint: `${url}/${opts.tenantId}/oauth2/v2.0/token`,
-        id_token_signing_alg_values_supported: ["RS256"],
-        response_types_supported: ["code"],
-        subject_types_supported: ["public"],
-      });
+      sendJson(res, 200, metadata());
       return;
     }
     if (req.method === "GET" && path === keysPath) {
@@ -231,6 +282,8 @@ export async function startDevIdentityProvider(opts: DevIdentityProviderOptions)
     issuer,
     discoveryUrl: `${url}${discoveryPath}`,
     audience,
+    metadata,
+    allowRedirectUri: (uri) => codeFlow.allowRedirectUri(uri),
     async mint(claims) {
       const parsed = tokenRequestSchema.safeParse({
         role: claims.role,

@@ -12,7 +12,7 @@ import {
   installFunctionsCore,
   type RegisteredFunction,
 } from "./functions-core.js";
-import { createRouteTable } from "../shared/http/route-template.js";
+import { createRouteTable } from "./route-template.js";
 
 /** Durable trigger types, handed to the durable backend rather than served. */
 export const DURABLE_TRIGGER_TYPES = new Set(["orchestrationTrigger", "activityTrigger", "entityTrigger"]);

@@ -1,6 +1,6 @@
 import path from "node:path";
 import { z } from "zod";
-import { type Env, envEnum, envFlag, envInt, envPort, LOG_LEVELS, type LogLevel, parseEnv } from "../shared/config/env.js";
+import { type Env, envEnum, envFlag, envInt, envNumber, envPort, LOG_LEVELS, type LogLevel, parseEnv } from "../shared/config/env.js";
 
 /** Settings of the embedded local stack (not of the Functions app, which has its own config). */
 const schema = z.object({
@@ -19,6 +19,12 @@ const schema = z.object({
   AUTH_CLIENT_ID: z.string().default("blastplane-local-api"),
   DURABLE_ACTIVITY_CONCURRENCY: envInt(1, 64).default(4),
   LOG_LEVEL: envEnum(LOG_LEVELS).default("info"),
+  /** Where shards run: BLAST+ processes of the job API (`local`), or Jobs on the local Kubernetes API (`kubernetes`). */
+  BLASTPLANE_EXECUTOR: envEnum(["local", "kubernetes"]).default("local"),
+  BLASTPLANE_KUBE_NODES: envInt(1, 16).default(2),
+  BLASTPLANE_KUBE_NODE_MEMORY_BYTES: envInt(1, Number.MAX_SAFE_INTEGER).default(8 * 1024 ** 3),
+  BLASTPLANE_KUBE_NODE_CPU: envNumber(0, 256, true).optional(),
+  BLASTPLANE_KUBE_PORT: envPort().default(0),
   /** Another Functions app bundle to host instead of ours (the durable protocol tests use one). */
   BLASTPLANE_FUNCTIONS_ENTRY: z.string().optional(),
 });
@@ -40,6 +46,9 @@ export interface LocalStackSettings {
   readonly activityConcurrency: number;
   readonly logLevel: LogLevel;
   readonly functionsEntry: string | undefined;
+  readonly executor: "local" | "kubernetes";
+  /** The local cluster's simulated nodes (BLASTPLANE_EXECUTOR=kubernetes). */
+  readonly kube: { nodes: number; nodeMemoryBytes: number; nodeCpu: number | undefined; port: number };
 }
 
 /** The local stack's validated settings; throws `ConfigError` naming every bad setting. */
@@ -62,5 +71,7 @@ export function loadLocalStackSettings(env: Env, cwd: string): LocalStackSetting
     activityConcurrency: s.DURABLE_ACTIVITY_CONCURRENCY,
     logLevel: s.LOG_LEVEL,
     functionsEntry: s.BLASTPLANE_FUNCTIONS_ENTRY ? path.resolve(cwd, s.BLASTPLANE_FUNCTIONS_ENTRY) : undefined,
+    executor: s.BLASTPLANE_EXECUTOR,
+    kube: { nodes: s.BLASTPLANE_KUBE_NODES, nodeMemoryBytes: s.BLASTPLANE_KUBE_NODE_MEMORY_BYTES, nodeCpu: s.BLASTPLANE_KUBE_NODE_CPU, port: s.BLASTPLANE_KUBE_PORT },
   }));
 }

@@ -15,6 +15,8 @@ export interface StackFile {
   durable_rpc_url: string;
   blob_endpoint: string;
   table_endpoint: string;
+  /** With BLASTPLANE_EXECUTOR=kubernetes: the local cluster's kubeconfig. */
+  kubeconfig?: string;
 }
 
 export function stackFilePath(dataDir: string): string {

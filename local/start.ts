@@ -1,6 +1,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { mkdirSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createLogger } from "../shared/logging/logger.js";
@@ -8,6 +9,7 @@ import { startAzurite } from "./azurite.js";
 import { startChildService } from "./child-service.js";
 import { createFileDatabaseCatalog, publishDatabase } from "../shared/databases/database-catalog.js";
 import { startDevIdentityProvider } from "./dev-idp.js";
+import { blastPoolNodes, startLocalCluster } from "./kube/cluster.js";
 import { DurableEngine } from "./durable/engine.js";
 import { createHostInvoker } from "./durable/host-invoker.js";
 import { createManagementApi } from "./durable/management-api.js";
@@ -16,6 +18,7 @@ import { type DurableClientInputData, LocalFunctionsHost } from "./functions-hos
 import { loadLocalStackSettings } from "./settings.js";
 import { readRunningStack, removeStackFile, writeStackFile } from "./stack-file.js";
 import { TimerScheduler } from "./timer-scheduler.js";
+import { createWebHandler } from "./web-server.js";
 import { createTableTimerStatusStore } from "./timer-status-store.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -103,6 +106,25 @@ async function main(): Promise<void> {
       logger.info("adding the demo database", { name: DEMO_DATABASE });
       await publishDatabase(databasesDir, { name: DEMO_DATABASE, fastaPath: path.resolve(here, "../../local/demo/16s-rrna-demo.fasta"), type: "nucl", partitions: 2 });
     }
+    // BLASTPLANE_EXECUTOR=kubernetes: shards run as Jobs on a local Kubernetes-compatible API.
+    const kubeEnv: Record<string, string> = {};
+    let kubeconfig: string | undefined;
+    if (settings.executor === "kubernetes") {
+      const namespace = settings.jobApiEnv.JOBAPI_K8S_NAMESPACE ?? "blastplane";
+      const cluster = await startLocalCluster({
+        logger: logger.child({ component: "local-kube" }),
+        dataDir: settings.dataDir,
+        port: settings.kube.port,
+        nodes: blastPoolNodes(settings.kube.nodes, settings.kube.nodeMemoryBytes, settings.kube.nodeCpu ?? os.availableParallelism()),
+        namespaces: [namespace],
+        // The job API image is this build: its WORKDIR is the project folder (dist/ inside).
+        images: [{ pattern: /(^|\/)blastplane-jobapi(:[\w.-]+)?$/, workingDir: path.resolve(here, "../.."), cmd: ["node", "--enable-source-maps", "dist/jobapi/server.js"] }],
+      });
+      stops.push(() => cluster.stop());
+      kubeconfig = cluster.kubeconfigPath;
+      // The pre-flight measures against a node of the cluster unless told otherwise.
+      Object.assign(kubeEnv, { KUBECONFIG: kubeconfig, JOBAPI_EXECUTOR: "kubernetes", JOBAPI_NODE_MEMORY_BYTES: String(settings.kube.nodeMemoryBytes), JOBAPI_K8S_DB_CACHE_DIR: databasesDir });
+    }
     const jobApi = await startChildService({
       name: "job API",
       script: path.resolve(here, "../jobapi/server.js"),
@@ -112,6 +134,7 @@ async function main(): Promise<void> {
         JOBAPI_STORAGE_CONNECTION_STRING: azurite.connectionString,
         JOBAPI_DATA_DIR: jobApiDir,
         LOG_LEVEL: settings.logLevel,
+        ...kubeEnv,
         ...settings.jobApiEnv,
       },
       watchdogPath: path.join(here, "parent-watchdog.cjs"),
@@ -179,10 +202,34 @@ async function main(): Promise<void> {
     stops.push(() => timers.stop());
     stops.push(() => host.stop());
 
-    const server = http.createServer(host.handleHttp);
+    // The dashboard web app shares the Functions origin (no CORS for /api), as on Static Web Apps.
+    const idpUrl = new URL(idp.url);
+    const server = http.createServer(
+      createWebHandler({
+        root: path.resolve(here, "../web"),
+        api: host.handleHttp,
+        connectOrigins: () => [idp.url],
+        webConfig: () => ({
+          auth: {
+            client_id: settings.clientId,
+            // MSAL requires an https authority; it only names MSAL's cache here, because the
+            // provider's endpoints come inline (authority_metadata) and MSAL fetches nothing else.
+            authority: `https://${idpUrl.host}/${settings.tenantId}/v2.0`,
+            known_authorities: [idpUrl.host],
+            protocol_mode: "OIDC",
+            authority_metadata: idp.metadata(),
+            scopes: [`${idp.audience}/user_impersonation`],
+          },
+          api_base_url: "",
+        }),
+      }),
+    );
     const port = await listen(server, settings.port, settings.host);
     stops.push(() => close(server));
     const functionsUrl = `http://${settings.host === "0.0.0.0" ? "127.0.0.1" : settings.host}:${port}`;
+    // The app's redirect URI, under both loopback names a browser may use.
+    idp.allowRedirectUri(`${functionsUrl}/`);
+    if (new URL(functionsUrl).hostname === "127.0.0.1") idp.allowRedirectUri(`http://localhost:${port}/`);
 
     writeStackFile(settings.dataDir, {
       pid: process.pid,
@@ -194,16 +241,19 @@ async function main(): Promise<void> {
       durable_rpc_url: rpcBaseUrl,
       blob_endpoint: azurite.blobEndpoint,
       table_endpoint: azurite.tableEndpoint,
+      ...(kubeconfig ? { kubeconfig } : {}),
     });
     logger.info("local stack ready", { functions_url: functionsUrl, idp_url: idp.url, data_dir: settings.dataDir, node: process.version });
     process.stdout.write(
       [
         "",
         "blastplane local stack is running",
+        `  Dashboard (web app)        ${functionsUrl}/`,
         `  Functions (dashboard API)  ${functionsUrl}/api/health`,
         `  Job API                    ${jobApi.url}/docs`,
         `  Identity provider          ${idp.discoveryUrl}`,
         `  Data folder                ${settings.inMemory ? "(in memory)" : settings.dataDir}`,
+        ...(kubeconfig ? [`  Local Kubernetes API       kubectl --kubeconfig ${kubeconfig} get jobs,pods -n ${settings.jobApiEnv.JOBAPI_K8S_NAMESPACE ?? "blastplane"}`] : []),
         "",
         "  Get a token:   npx blastplane token --role Contributor",
         `  Try it:        curl -H "Authorization: Bearer $(npx blastplane token --role Reader)" ${functionsUrl}/api/me`,

@@ -1,9 +1,15 @@
 // Bundles the deployables with esbuild: the Functions app (package.json "main") and the local
-// stack. Plain JavaScript so it runs before anything is compiled.
-import { copyFileSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+// stack; and the dashboard web app with Vite (dist/web). Plain JavaScript so it runs before
+// anything is compiled.
+import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { gzipSync } from "node:zlib";
 import { build } from "esbuild";
+import { build as buildWeb } from "vite";
 import { common, functionsBuildOptions, LAZY_DURABLE_REQUIRES, lazyBuildOptions, root } from "./build-options.mjs";
+
+// Vite builds whatever NODE_ENV says; vitest sets "test", and the tests must drive the build users get.
+process.env.NODE_ENV = "production";
 
 // Chunk names carry content hashes: drop the previous build's.
 rmSync(path.join(root, "dist/functions"), { recursive: true, force: true });
@@ -17,6 +23,12 @@ const [functionsBuild] = await Promise.all([
   }),
   build({
     ...common,
+    // The shard worker: the command of every shard's pod on the cluster (same image as the server).
+    entryPoints: ["jobapi/shard.ts"],
+    outfile: "dist/jobapi/shard.js",
+  }),
+  build({
+    ...common,
     entryPoints: ["local/cli-db.ts"],
     outfile: "dist/local/cli-db.js",
   }),
@@ -27,6 +39,7 @@ const [functionsBuild] = await Promise.all([
     // Azurite runs from node_modules as its own process.
     external: ["azurite"],
   }),
+  buildWeb({ configFile: path.join(root, "web/vite.config.ts"), mode: "production" }),
 ]);
 // The lazy stand-ins require their module relative to the entry bundle.
 const entryInputs = Object.keys(functionsBuild.metafile.outputs["dist/functions/index.js"]?.inputs ?? {});
@@ -37,3 +50,16 @@ mkdirSync(path.join(root, "dist/meta"), { recursive: true });
 writeFileSync(path.join(root, "dist/meta/functions.json"), JSON.stringify(functionsBuild.metafile));
 mkdirSync(path.join(root, "dist/local"), { recursive: true });
 copyFileSync(path.join(root, "local/parent-watchdog.cjs"), path.join(root, "dist/local/parent-watchdog.cjs"));
+
+// The web app's first load (the page and what it links: script, stylesheet, preloads) must stay
+// under 150 KB gzipped; the results view is a chunk loaded on the job page only.
+const FIRST_LOAD_BUDGET_BYTES = 150 * 1024;
+const webDir = path.join(root, "dist/web");
+const page = readFileSync(path.join(webDir, "index.html"));
+const linked = [...page.toString().matchAll(/(?:src|href)="\/(assets\/[^"]+)"/g)].map((m) => m[1]);
+const firstLoad = [page, ...linked.map((file) => readFileSync(path.join(webDir, file)))].reduce((sum, bytes) => sum + gzipSync(bytes, { level: 9 }).length, 0);
+console.log(`web app first load: ${(firstLoad / 1024).toFixed(1)} KB gzipped (budget ${FIRST_LOAD_BUDGET_BYTES / 1024} KB)`);
+if (firstLoad > FIRST_LOAD_BUDGET_BYTES) {
+  console.error("the web app's first load is over its budget: move code behind a dynamic import() or drop a dependency");
+  process.exit(1);
+}

@@ -1,5 +1,6 @@
 // Makes a fresh clone runnable: installs npm packages when node_modules is missing or older than
-// the lockfile, and checks for BLAST+ (installing it with apt-get when running as root).
+// the lockfile, and checks for BLAST+, openssl and kubectl and, with --with-browser, Chromium (installing them with
+// apt-get when running as root).
 // Plain JavaScript with no dependencies, so it runs on the machine's own Node before anything else.
 // The npm scripts then run everything else with node_modules/.bin/node (the `node` package, Node
 // 22) by path: the shell that runs a script looked `node` up before this install linked it, and
@@ -37,28 +38,58 @@ if (!existsSync(node22)) {
   process.exit(1);
 }
 
-function hasBlast() {
+function has(command, args) {
   try {
-    execFileSync("blastn", ["-version"], { stdio: "ignore" });
-    execFileSync("makeblastdb", ["-version"], { stdio: "ignore" });
+    execFileSync(command, args, { stdio: "ignore" });
     return true;
   } catch {
     return false;
   }
 }
 
-if (process.env.BLASTPLANE_SKIP_BLAST_CHECK !== "1" && !hasBlast()) {
-  const isRoot = typeof process.getuid === "function" && process.getuid() === 0;
+function hasBlast() {
+  return has("blastn", ["-version"]) && has("makeblastdb", ["-version"]);
+}
+
+const isRoot = typeof process.getuid === "function" && process.getuid() === 0;
+let aptUpdated = false;
+
+/** Installs a Debian package as root, or prints the command and stops. */
+function aptInstall(what, pkg, installed) {
   if (!isRoot) {
-    console.error("BLAST+ is not installed. Install it, then run this command again:\n\n  sudo apt-get update && sudo apt-get install -y ncbi-blast+\n");
+    console.error(`${what} is not installed. Install it, then run this command again:\n\n  sudo apt-get update && sudo apt-get install -y ${pkg}\n`);
     process.exit(1);
   }
-  console.log("Installing BLAST+ (apt-get install ncbi-blast+)…");
-  run("apt-get", ["update", "-qq"]);
+  console.log(`Installing ${what} (apt-get install ${pkg})…`);
+  if (!aptUpdated) run("apt-get", ["update", "-qq"]);
+  aptUpdated = true;
   const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
-  const r = spawnSync("apt-get", ["install", "-y", "-qq", "ncbi-blast+"], { cwd: root, stdio: "inherit", env });
-  if (r.status !== 0 || !hasBlast()) {
-    console.error("Installing BLAST+ failed; install the Debian package ncbi-blast+ and retry.");
+  const r = spawnSync("apt-get", ["install", "-y", "-qq", pkg], { cwd: root, stdio: "inherit", env });
+  if (r.status !== 0 || !installed()) {
+    console.error(`Installing ${what} failed; install the Debian package ${pkg} and retry.`);
     process.exit(1);
   }
+}
+
+if (process.env.BLASTPLANE_SKIP_BLAST_CHECK !== "1" && !hasBlast()) aptInstall("BLAST+", "ncbi-blast+", hasBlast);
+
+// The local Kubernetes API (BLASTPLANE_EXECUTOR=kubernetes) serves TLS with a certificate openssl
+// makes, and its tests use Debian's kubectl as an independent client.
+if (process.env.BLASTPLANE_SKIP_KUBECTL_CHECK !== "1") {
+  const hasOpenssl = () => has("openssl", ["version"]);
+  const hasKubectl = () => has("kubectl", ["version", "--client"]);
+  if (!hasOpenssl()) aptInstall("openssl", "openssl", hasOpenssl);
+  if (!hasKubectl()) aptInstall("kubectl", "kubectl", hasKubectl);
+}
+
+// The end-to-end tests drive Debian's Chromium (browser downloads are not reachable here);
+// `npm test` asks for it with --with-browser, `npm start` does not need it.
+const chromiumPath = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const hasChromium = () => existsSync(chromiumPath);
+if (process.argv.includes("--with-browser") && !hasChromium()) {
+  if (process.env.CHROMIUM_PATH) {
+    console.error(`CHROMIUM_PATH names ${chromiumPath}, which does not exist.`);
+    process.exit(1);
+  }
+  aptInstall("Chromium", "chromium", hasChromium);
 }

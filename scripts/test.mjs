@@ -1,4 +1,5 @@
-// `npm test`: typecheck, lint, then every unit and integration test (real Azurite, real BLAST+),
+// `npm test`: typecheck, lint, then every unit, integration and end-to-end test (real Azurite,
+// real BLAST+, Debian's Chromium),
 // ending with one summary line "N passed, N failed". Exits non-zero if any step fails.
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -21,7 +22,7 @@ const typecheck = step("typecheck", bin("tsc"), ["-p", "tsconfig.json", "--noEmi
 const lint = step("lint", bin("biome"), ["lint", "."]);
 const reportDir = mkdtempSync(path.join(tmpdir(), "bp-test-report-"));
 const report = path.join(reportDir, "vitest.json");
-const tests = step("unit and integration tests", bin("vitest"), [
+const tests = step("unit, integration and end-to-end tests", bin("vitest"), [
   "run",
   "--reporter=default",
   "--reporter=json",

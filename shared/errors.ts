@@ -93,3 +93,16 @@ export class DependencyUnavailableError extends DomainError {
 
 /** A dependency answered in a way this service cannot use, or could not be reached mid-act. */
 export class DependencyFailedError extends DomainError {}
+
+/**
+ * A shard could not finish. `retryable` is false when another attempt would fail the same way
+ * (out of memory, no node large enough, image missing), so the job fails at once.
+ */
+export class ShardFailedError extends DomainError {
+  constructor(
+    message: string,
+    readonly retryable: boolean,
+  ) {
+    super(message);
+  }
+}

@@ -1,7 +1,6 @@
 import { app } from "@azure/functions";
 import * as df from "durable-functions";
 import type { OrchestrationContext, OrchestrationHandler } from "durable-functions";
-import { DatabaseStateStore } from "../../shared/databases/database-state.js";
 import { createNcbiSource } from "../../shared/databases/ncbi-source.js";
 import { checkForUpdates, prepareDatabaseRelease } from "../../shared/databases/prepare.js";
 import { warmDatabaseFiles } from "../../shared/databases/warmup.js";
@@ -9,19 +8,13 @@ import { newOperationId } from "../../shared/dashboard/operations.js";
 import { createFileDatabaseCatalog } from "../../shared/databases/database-catalog.js";
 import { Orchestrations } from "../../shared/ops/queue-labels.js";
 import { appContext } from "../app-context.js";
+import { databaseState } from "../dashboard-deps.js";
 
 export const DatabaseActivities = {
   prepare: "prepareDatabaseRelease",
   warm: "warmDatabaseRelease",
   checkUpdates: "checkDatabaseUpdatesActivity",
 } as const;
-
-let state: DatabaseStateStore | undefined;
-/** Database warm-up and update state, created on first use. */
-export function databaseState(): DatabaseStateStore {
-  state ??= DatabaseStateStore.fromConnectionString(appContext.config.storageConnectionString);
-  return state;
-}
 
 function databasesDir(): string {
   const dir = appContext.config.databasesDir;

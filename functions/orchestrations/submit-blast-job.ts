@@ -1,13 +1,13 @@
 import * as df from "durable-functions";
 import type { OrchestrationContext, OrchestrationHandler } from "durable-functions";
-import { createJobApiClient, type JobApiSubmitOutcome } from "../../shared/dashboard/job-api-client.js";
 import {
   createCancelJobActivity,
   createFailJobActivity,
   createPollJobApiActivity,
   createSubmitToJobApiActivity,
+  type JobApiSubmitOutcome,
 } from "../../shared/dashboard/submit-activities.js";
-import { Orchestrations } from "../../shared/ops/queue-labels.js";
+import { CANCEL_EVENT, Orchestrations } from "../../shared/ops/queue-labels.js";
 import { appContext } from "../app-context.js";
 import { dashboardJobs } from "../dashboard-deps.js";
 
@@ -18,8 +18,6 @@ export const SubmitActivities = {
   fail: "failDashboardJob",
 } as const;
 
-/** The event DELETE /api/blast/jobs/{uuid} raises. */
-export const CANCEL_EVENT = "cancel";
 const MAX_SUBMIT_ATTEMPTS = 20;
 const MAX_RETRY_WAIT_SECONDS = 300;
 /** Polls per execution before continue-as-new keeps the history short. */
@@ -33,15 +31,7 @@ interface SubmitInput {
 
 const deps = () => ({
   jobs: dashboardJobs(),
-  jobApi: createJobApiClient({
-    baseUrl: appContext.config.jobApiUrl,
-    token: async () => {
-      const state = await appContext.apiTokens.state();
-      if (!state) throw new Error("no job API token is configured");
-      return state.current.value;
-    },
-    timeoutMs: appContext.config.jobApiTimeoutMs,
-  }),
+  jobApi: appContext.jobApi,
   logger: appContext.logger,
   events: appContext.events,
 });

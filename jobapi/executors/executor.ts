@@ -9,6 +9,17 @@ export interface ShardSpec {
   outputPath: string;
   /** Working folder: the database release, so `-db` is relative and no host path lands in results. */
   cwd: string;
+  /** This run's attempt (1, 2…): cluster Job names are deterministic per shard and attempt. */
+  attempt?: number;
+  /** Query batch index and the query file of this shard (the `-query` of `args`). */
+  batch?: number;
+  queryPath?: string;
+  /** The database release searched (labels, and the node-local cache path of the cluster's shard worker). */
+  database?: { name: string; version: string };
+  /** Memory the pre-flight reserves for the database (partition) this shard searches. */
+  memoryBytes?: number;
+  /** `-num_threads` of this shard (its CPU request on a cluster). */
+  threads?: number;
 }
 
 /**
@@ -19,7 +30,19 @@ export interface ShardExecutor {
   readonly name: string;
   /** Every shard runs on this one machine, so shards running at once share its memory. */
   readonly oneNode: boolean;
+  /**
+   * The shard's own process stores its output as the artifact `shards/<id>.out.gz` (the cluster's
+   * shard worker); the dispatcher then neither stores nor reads `outputPath`.
+   */
+  readonly storesOutputs?: boolean;
+  /**
+   * Resolves when the shard's output is complete. Aborting `signal` stops waiting; whether the
+   * shard itself stops is the executor's (locally it does; cluster Jobs keep running to be adopted
+   * by the next process, and {@link cancelJob} removes them). Failures may be a ShardFailedError.
+   */
   run(spec: ShardSpec, signal: AbortSignal): Promise<void>;
+  /** Removes whatever still runs for a cancelled job (its cluster Jobs and their pods). */
+  cancelJob?(jobId: string): Promise<void>;
 }
 
 /**

@@ -1,10 +1,19 @@
+import { createHash, randomBytes } from "node:crypto";
 import { PassThrough, type Readable, type Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { BlobServiceClient, type BlockBlobClient, type ContainerClient } from "@azure/storage-blob";
 import { isStatus } from "../../shared/storage/table-text.js";
 
+/** The merged result of a job: gzipped BLAST XML. */
+export const MERGED_ARTIFACT = "merged_results.out.gz";
+
+/** Where a shard's gzipped BLAST XML is kept. */
+export function shardArtifact(shardId: string): string {
+  return `shards/${shardId}.out.gz`;
+}
+
 /** Artifact names inside a job's folder; nothing outside these shapes is ever read or written. */
-const ARTIFACT_NAME = /^(query\.fa|merged_results\.out\.gz|shards\/b\d{1,5}(-p\d{1,3})?\.out\.gz)$/;
+const ARTIFACT_NAME = /^(query\.fa|merged_results\.out\.gz|shards\/b\d{1,5}(-p\d{1,3})?\.out\.gz|batches\/b\d{1,5}\.fa)$/;
 
 /** Streamed artifacts up to this size are sent in one Put Blob request. */
 const SINGLE_PUT_BYTES = 8 * 1024 * 1024;
@@ -19,16 +28,25 @@ const UPLOAD_CONCURRENCY = 2;
  * small result two extra round trips); a longer one is staged in blocks as it arrives, at most
  * {@link UPLOAD_CONCURRENCY} at once, and committed at the end. Memory stays bounded either way.
  */
-async function uploadChunks(client: BlockBlobClient, stream: AsyncIterable<Buffer>, abortSignal?: AbortSignal): Promise<number> {
+async function uploadChunks(client: BlockBlobClient, stream: AsyncIterable<Buffer>, abortSignal?: AbortSignal, write: WriteOptions = {}): Promise<number> {
+  // Only when the blob does not exist yet: a second writer fails with 409/412 instead of replacing it.
+  const conditions = write.ifNew ? { ifNoneMatch: "*" } : undefined;
+  const whole = write.checksum ? createHash("md5") : undefined;
+  const md5 = (data: Buffer) => (write.checksum ? new Uint8Array(createHash("md5").update(data).digest()) : undefined);
   let held: Buffer[] = [];
   let heldBytes = 0;
   let total = 0;
   const blockIds: string[] = [];
+  // Block ids of their own per upload: two uploads of one blob (a shard rerun by another process
+  // after a takeover, a retried job) never commit each other's blocks. All ids of a blob are of
+  // one length, as the service requires.
+  const uploadId = randomBytes(9).toString("hex");
   const staging = new Set<Promise<void>>();
   const stage = async (data: Buffer) => {
-    const id = Buffer.from(String(blockIds.length).padStart(6, "0")).toString("base64");
+    const id = Buffer.from(`${uploadId}-${String(blockIds.length).padStart(6, "0")}`).toString("base64");
     blockIds.push(id);
-    const staged = client.stageBlock(id, data, data.length, { abortSignal }).then(() => {
+    // Storage checks each block against its MD5 on receipt.
+    const staged = client.stageBlock(id, data, data.length, { abortSignal, transactionalContentMD5: md5(data) }).then(() => {
       staging.delete(staged);
     });
     // A failed block stays in the set and surfaces through race/all below, never as unhandled.
@@ -37,6 +55,7 @@ async function uploadChunks(client: BlockBlobClient, stream: AsyncIterable<Buffe
     if (staging.size >= UPLOAD_CONCURRENCY) await Promise.race(staging);
   };
   for await (const chunk of stream) {
+    whole?.update(chunk);
     held.push(chunk);
     heldBytes += chunk.length;
     total += chunk.length;
@@ -49,13 +68,23 @@ async function uploadChunks(client: BlockBlobClient, stream: AsyncIterable<Buffe
   }
   if (blockIds.length === 0) {
     const data = Buffer.concat(held, heldBytes);
-    await client.upload(data, data.length, { abortSignal });
+    const headers = whole ? { blobContentMD5: new Uint8Array(whole.digest()) } : undefined;
+    await client.upload(data, data.length, { abortSignal, conditions, blobHTTPHeaders: headers, transactionalContentMD5: md5(data) });
     return total;
   }
   if (heldBytes > 0) await stage(Buffer.concat(held, heldBytes));
   await Promise.all(staging);
-  await client.commitBlockList(blockIds, { abortSignal });
+  // The blob's Content-MD5 covers it whole, so any reader can check what it got.
+  await client.commitBlockList(blockIds, { abortSignal, conditions, blobHTTPHeaders: whole ? { blobContentMD5: new Uint8Array(whole.digest()) } : undefined });
   return total;
+}
+
+/** How {@link ArtifactStore.uploadStream} writes. */
+export interface WriteOptions {
+  /** Fail (409/412) rather than replace an artifact that exists: a retried shard never publishes twice. */
+  ifNew?: boolean;
+  /** MD5 of every block, verified by storage on receipt, and of the whole blob as its Content-MD5. */
+  checksum?: boolean;
 }
 
 /**
@@ -104,7 +133,7 @@ export class ArtifactStore {
    * still being produced; the blob appears (or is replaced) only when the stream has ended.
    * Aborting `options.signal` stops it. Returns its size in bytes. See {@link uploadChunks}.
    */
-  async uploadStream(jobId: string, name: string, source: Readable, options: { through?: Transform; signal?: AbortSignal } = {}): Promise<number> {
+  async uploadStream(jobId: string, name: string, source: Readable, options: { through?: Transform; signal?: AbortSignal } & WriteOptions = {}): Promise<number> {
     const { signal } = options;
     signal?.throwIfAborted();
     const client = this.blob(jobId, name);
@@ -114,7 +143,7 @@ export class ArtifactStore {
     const fed = pipeline(options.through ? [source, options.through, last] : [source, last]);
     const onAbort = () => last.destroy(signal?.reason instanceof Error ? signal.reason : new Error("upload aborted"));
     signal?.addEventListener("abort", onAbort, { once: true });
-    const upload = uploadChunks(client, last, signal).catch((error: unknown) => {
+    const upload = uploadChunks(client, last, signal, options).catch((error: unknown) => {
       last.destroy(error as Error);
       throw error;
     });

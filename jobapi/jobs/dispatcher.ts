@@ -1,6 +1,7 @@
+import { randomUUID } from "node:crypto";
 import { once } from "node:events";
 import { createReadStream } from "node:fs";
-import { mkdir, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, readdir, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { PassThrough, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -11,11 +12,13 @@ import { type BlastProgram, QUERY_BATCH_LETTERS, queryMolecule } from "../../sha
 import { BlastXmlError, mergeBlastXml, namedDatabaseHeader, readIterations } from "../../shared/blast/xml-merge.js";
 import type { Logger } from "../../shared/logging/logger.js";
 import { createParallelGzip } from "../../shared/storage/parallel-gzip.js";
-import type { ArtifactStore } from "./artifact-store.js";
+import { type ArtifactStore, MERGED_ARTIFACT, shardArtifact } from "./artifact-store.js";
 import type { DatabaseCatalog, DatabaseEntry } from "../../shared/databases/database-catalog.js";
 import { buildShardArgs, createSemaphore, type ShardExecutor, shardThreads } from "../executors/executor.js";
+import type { DispatchLease } from "./dispatch-lease.js";
 import type { JobStore } from "./job-store.js";
 import { ACTIVE_STATUSES, type JobRecord, type Shard, shardId } from "../../shared/jobs/model.js";
+import { ShardFailedError } from "../../shared/errors.js";
 
 export interface DispatcherOptions {
   jobs: JobStore;
@@ -23,8 +26,13 @@ export interface DispatcherOptions {
   catalog: DatabaseCatalog;
   executor: ShardExecutor;
   logger: Logger;
-  /** Scratch folder for query batches and shard outputs. */
+  /** Scratch space for query batches and shard outputs; each dispatcher works in a folder of its own inside. */
   workDir: string;
+  /**
+   * The dispatch lease this process must hold to run jobs (see {@link DispatchLease}); without one,
+   * the dispatcher runs jobs from `start()` on (a single process, or tests).
+   */
+  lease?: Pick<DispatchLease, "start" | "stop" | "isHeld">;
   /** Jobs dispatched at once; more wait as `queued`. */
   maxActiveJobs: number;
   /** Memory of the node a shard runs on, for the pre-flight. */
@@ -53,13 +61,16 @@ async function exists(file: string): Promise<boolean> {
   );
 }
 
+/** The spec's three remedies (§7) for a database that does not fit a node's memory. */
+export const PREFLIGHT_REMEDIES =
+  "Remedies: submit from the dashboard with the sharded execution profile, recreate the cluster with a larger machine type, or choose a smaller database.";
+
 /** The spec's memory pre-flight failure (§7), with its three remedies. */
 export function preflightMessage(dbName: string, neededBytes: number, availableBytes: number): string {
   const size = (n: number) => (n >= GIB ? `${(n / GIB).toFixed(1)} GiB` : `${(n / 1024 ** 2).toFixed(1)} MiB`);
   return (
     `memory pre-flight failed: database memory requirements of ${dbName} (${size(neededBytes)} to cache) exceed the machine type's memory ` +
-    `(${size(Math.max(0, availableBytes))} usable). Remedies: submit from the dashboard with the sharded execution profile, ` +
-    "recreate the cluster with a larger machine type, or choose a smaller database."
+    `(${size(Math.max(0, availableBytes))} usable). ${PREFLIGHT_REMEDIES}`
   );
 }
 
@@ -73,6 +84,13 @@ export function shardMemoryNeed(db: DatabaseEntry, sharded: boolean): number {
 
 class JobFailure extends Error {}
 
+/** A dispatch write refused because this process no longer holds the dispatch lease. */
+class LeaseLostError extends Error {
+  constructor() {
+    super("this process no longer holds the dispatch lease");
+  }
+}
+
 /**
  * Moves jobs through `queued → dispatching → submitting → running → completed` (or `failed`,
  * `cancelled`): higher priority first, then oldest; at most `maxActiveJobs` at once. After a
@@ -85,19 +103,80 @@ export class JobDispatcher {
   private ticking = false;
   private wakeAgain = false;
   private resumeOrphansNext = false;
+  /** Set by `stop()`: the dispatcher never runs again. */
   private stopped = false;
+  /** Whether this dispatcher runs jobs now (it holds the lease, or has none to hold). */
+  private active = false;
+  /** This dispatcher's scratch folder: two processes on one data folder never share one. */
+  private readonly scratchDir: string;
   /** Query FASTA of jobs submitted through this process, so dispatching need not read it back. */
   private readonly handedOver = new Map<string, string>();
   private handedOverBytes = 0;
 
-  constructor(private readonly o: DispatcherOptions) {}
+  constructor(private readonly o: DispatcherOptions) {
+    this.scratchDir = path.join(o.workDir, `dispatcher-${randomUUID()}`);
+  }
 
+  /**
+   * Starts dispatching: at once without a lease, else whenever this process holds it (and it stops
+   * again when the lease is lost; see {@link DispatchLease}).
+   */
   async start(): Promise<void> {
+    if (!this.o.lease) return this.activate();
+    let activation: Promise<void> | undefined;
+    // The first round of the lease is awaited, so a process that is alone starts dispatching at once.
+    await this.o.lease.start({
+      acquired: () => {
+        activation = this.activate().catch((error: unknown) => this.o.logger.error("could not start dispatching", { error }));
+      },
+      lost: () => {
+        void this.deactivate("the dispatch lease was lost");
+      },
+    });
+    await activation;
+  }
+
+  /** Whether this dispatcher may run jobs and write their state now. */
+  private dispatching(): boolean {
+    return this.active && !this.stopped && (this.o.lease?.isHeld() ?? true);
+  }
+
+  /** "active" while this process runs jobs, "standby" while another one does. */
+  get role(): "active" | "standby" {
+    return this.dispatching() ? "active" : "standby";
+  }
+
+  private async activate(): Promise<void> {
+    if (this.active || this.stopped) return;
+    this.active = true;
+    // Scratch folders of dispatchers that no longer run (this process's or a predecessor's) go.
+    await this.removeOtherScratch();
     await this.holdQueuedReleases();
     // The first pass and every periodic one also resume jobs left active by a previous process.
     this.timer = setInterval(() => this.wake({ resumeOrphans: true }), this.o.pollIntervalMs ?? 1000);
     this.timer.unref();
     this.wake({ resumeOrphans: true });
+  }
+
+  /** Stops running jobs (they stay active in storage, for the next holder to resume). */
+  private async deactivate(reason: string): Promise<void> {
+    const wasActive = this.active;
+    this.active = false;
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    if (wasActive && this.running.size > 0) this.o.logger.warn("dispatch stops; running jobs are left to the next dispatcher", { reason, jobs: [...this.running.keys()] });
+    for (const { controller } of this.running.values()) controller.abort(new Error(reason));
+    await Promise.allSettled([...this.running.values()].map((r) => r.done));
+  }
+
+  private async removeOtherScratch(): Promise<void> {
+    const entries = await readdir(this.o.workDir).catch(() => [] as string[]);
+    for (const name of entries) {
+      if (path.join(this.o.workDir, name) === this.scratchDir) continue;
+      await rm(path.join(this.o.workDir, name), { recursive: true, force: true }).catch((error: unknown) =>
+        this.o.logger.warn("could not remove an old scratch folder", { folder: name, error }),
+      );
+    }
   }
 
   /**
@@ -119,7 +198,7 @@ export class JobDispatcher {
 
   /** Looks for queued work now (called after a submit). */
   wake(options: { resumeOrphans?: boolean } = {}): void {
-    if (this.stopped) return;
+    if (!this.dispatching()) return;
     this.resumeOrphansNext ||= options.resumeOrphans === true;
     if (this.ticking) {
       // A submit during a pass must not wait for the next poll: run again right after.
@@ -181,11 +260,19 @@ export class JobDispatcher {
     // Active jobs this process is not running were orphaned (a storage outage, a crash): resume them.
     // Only on the periodic passes: a submit's wake goes straight to the queue.
     if (resumeOrphans) {
+      const activeIds = new Set<string>();
       for await (const job of this.o.jobs.list([...ACTIVE_STATUSES])) {
-        if (!this.running.has(job.job_id) && !this.stopped) {
+        activeIds.add(job.job_id);
+        if (!this.running.has(job.job_id) && this.dispatching()) {
           this.o.logger.info("resuming orphaned job", { job_id: job.job_id, status: job.status });
           this.launch(job.job_id);
         }
+      }
+      // A job cancelled or deleted through another process (which cannot reach these shards).
+      for (const [jobId, run] of this.running) {
+        if (activeIds.has(jobId)) continue;
+        const job = await this.o.jobs.get(jobId);
+        if (!job || job.status === "cancelled" || job.cancel_requested) run.controller.abort(new Error("job cancelled"));
       }
     }
     if (this.running.size >= this.o.maxActiveJobs) return;
@@ -193,7 +280,7 @@ export class JobDispatcher {
     for await (const job of this.o.jobs.list(["queued"])) queued.push(job);
     queued.sort(compareForDispatch);
     for (const job of queued) {
-      if (this.running.size >= this.o.maxActiveJobs || this.stopped) return;
+      if (this.running.size >= this.o.maxActiveJobs || !this.dispatching()) return;
       const claimed = await this.o.jobs.update(job.job_id, (j) => (j.status === "queued" ? touch({ ...j, status: "dispatching" }) : undefined));
       if (claimed?.status === "dispatching" && !this.running.has(job.job_id)) this.launch(job.job_id, claimed);
     }
@@ -204,7 +291,8 @@ export class JobDispatcher {
     const controller = new AbortController();
     const done = this.runJob(jobId, controller.signal, claimed)
       .catch(async (error: unknown) => {
-        if (controller.signal.aborted) return;
+        // Stopped here (cancelled, stopping, or the lease moved on): not a failure of the job.
+        if (controller.signal.aborted || error instanceof LeaseLostError) return;
         const message = error instanceof JobFailure ? error.message : "internal error while running the job";
         if (!(error instanceof JobFailure)) this.o.logger.error("job failed unexpectedly", { job_id: jobId, error });
         // If storage is down the job stays active in storage; a later tick picks it up again.
@@ -212,7 +300,7 @@ export class JobDispatcher {
       })
       .finally(async () => {
         // Cleaned before the job may be launched again, so a relaunch never loses its new files.
-        await rm(path.join(this.o.workDir, jobId), { recursive: true, force: true }).catch((error: unknown) =>
+        await rm(path.join(this.scratchDir, jobId), { recursive: true, force: true }).catch((error: unknown) =>
           this.o.logger.warn("could not remove a job's scratch folder", { job_id: jobId, error }),
         );
         this.running.delete(jobId);
@@ -225,17 +313,22 @@ export class JobDispatcher {
   cancel(jobId: string): void {
     this.takeHandedOver(jobId);
     this.running.get(jobId)?.controller.abort(new Error("job cancelled"));
+    // Cluster Jobs outlive this process's runs: they are removed whether or not it runs the job.
+    this.o.executor.cancelJob?.(jobId).catch((error: unknown) => this.o.logger.warn("could not remove a cancelled job's shards", { job_id: jobId, error }));
   }
 
-  /** Stops taking work and aborts running shards; their jobs are reconciled on the next start. */
+  /**
+   * Stops taking work and aborts running shards; their jobs are reconciled by the next dispatcher.
+   * The lease is given up last, once nothing here runs any more.
+   */
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearInterval(this.timer);
-    for (const { controller } of this.running.values()) controller.abort(new Error("job API stopping"));
-    await Promise.allSettled([...this.running.values()].map((r) => r.done));
+    await this.deactivate("job API stopping");
+    await this.o.lease?.stop();
   }
 
   private async fail(jobId: string, message: string): Promise<void> {
+    if (!this.dispatching()) return;
     await this.o.jobs.update(jobId, (j) =>
       j.status === "cancelled" || j.status === "completed" ? undefined : touch({ ...j, status: "failed", error: message, completed_at: now() }),
     );
@@ -244,6 +337,8 @@ export class JobDispatcher {
 
   /** Applies a change unless the job was cancelled meanwhile; aborts the run if it was. */
   private async advance(jobId: string, signal: AbortSignal, change: (j: JobRecord) => JobRecord): Promise<JobRecord> {
+    // Only the lease holder writes a running job's state (a paused process resuming must not).
+    if (!this.dispatching()) throw signal.reason ?? new LeaseLostError();
     const job = await this.o.jobs.update(jobId, (j) => (j.status === "cancelled" || j.cancel_requested ? undefined : change(j)));
     if (!job || job.status === "cancelled" || job.cancel_requested || signal.aborted) throw signal.reason ?? new Error("job cancelled");
     return job;
@@ -284,7 +379,7 @@ export class JobDispatcher {
     // Dispatching: query batches on the scratch folder, the shard plan in the job.
     const records = parseQueryFasta(await this.queryOf(jobId), queryMolecule(program));
     const batches = batchQueries(records, QUERY_BATCH_LETTERS[program]);
-    const dir = path.join(this.o.workDir, jobId);
+    const dir = path.join(this.scratchDir, jobId);
     // A resumed job's scratch outputs may be half-written by the process that died: start clean
     // (shards whose outputs were stored are fetched from storage for the merge).
     if (!fresh) await rm(path.join(dir, "out"), { recursive: true, force: true });
@@ -325,7 +420,8 @@ export class JobDispatcher {
     const room = createSemaphore(sideBySide);
     const threads = shardThreads(this.o.threadsPerShard, this.o.shardSlots, Math.min(toRun.size, sideBySide));
     // A job of one shard run here publishes both files from one compression (publishSingleShard).
-    const only = job.shards.length === 1 && toRun.size === 1 ? job.shards[0] : undefined;
+    // (An executor whose shards store their own outputs leaves the merge to publish it.)
+    const only = !this.o.executor.storesOutputs && job.shards.length === 1 && toRun.size === 1 ? job.shards[0] : undefined;
     const runs = job.shards
       .filter((s) => toRun.has(s.id))
       .map((shard) => this.runShard(job, db, shard, optionArgs, threads, room, { store: only === undefined }, signal));
@@ -523,23 +619,45 @@ export class JobDispatcher {
     options: { store: boolean },
     signal: AbortSignal,
   ): Promise<ShardRun> {
-    const dir = path.join(this.o.workDir, job.job_id);
+    const dir = path.join(this.scratchDir, job.job_id);
     const xml = path.join(dir, "out", `${shard.id}.xml`);
     const partition = shard.partition < 0 ? undefined : db.manifest.partitions.find((p) => p.index === shard.partition);
     const dbPath = partition ? partition.path : db.manifest.path;
     const args = buildShardArgs({ optionArgs, queryPath: path.join(dir, `b${shard.batch}.fa`), dbPath, outputPath: xml, threads });
     let lastError = "";
+    let attempts = 0;
     for (let attempt = shard.attempts; attempt <= this.o.shardAttempts; attempt++) {
+      attempts = attempt;
       if (attempt > shard.attempts) await this.advance(job.job_id, signal, (j) => setShard(j, shard.id, { state: "running", attempts: attempt }));
       try {
         const release = await room.acquire(signal);
         try {
-          await this.o.executor.run({ jobId: job.job_id, shardId: shard.id, program: job.program, args, outputPath: xml, cwd: db.root }, signal);
+          await this.o.executor.run(
+            {
+              jobId: job.job_id,
+              shardId: shard.id,
+              program: job.program,
+              args,
+              outputPath: xml,
+              cwd: db.root,
+              attempt,
+              batch: shard.batch,
+              queryPath: path.join(dir, `b${shard.batch}.fa`),
+              database: { name: db.manifest.name, version: db.manifest.version },
+              memoryBytes: shardMemoryNeed(db, shard.partition >= 0),
+              threads,
+            },
+            signal,
+          );
         } finally {
           release();
         }
         // Unless the caller publishes the output itself (a job of one shard).
-        const stored = options.store ? this.storeShard(job.job_id, shard.id, xml, signal) : Promise.resolve();
+        const stored = !options.store
+          ? Promise.resolve()
+          : this.o.executor.storesOutputs
+            ? this.recordStored(job.job_id, shard.id, signal)
+            : this.storeShard(job.job_id, shard.id, xml, signal);
         // Awaited by the caller; this only keeps an early failure from being reported as unhandled.
         stored.catch(() => {});
         return { stored };
@@ -547,10 +665,19 @@ export class JobDispatcher {
         if (signal.aborted) throw signal.reason;
         lastError = error instanceof Error ? error.message : String(error);
         this.o.logger.warn("shard attempt failed", { job_id: job.job_id, shard: shard.id, attempt, error: lastError });
+        // Out of memory, no node large enough, no image: another attempt would fail the same way.
+        if (error instanceof ShardFailedError && !error.retryable) break;
       }
     }
     await this.advance(job.job_id, signal, (j) => setShard(j, shard.id, { state: "failed" }));
-    throw new JobFailure(`shard ${shard.id} failed after ${this.o.shardAttempts} attempt(s): ${lastError}`);
+    throw new JobFailure(`shard ${shard.id} failed after ${attempts} attempt(s): ${lastError}`);
+  }
+
+  /** The shard stored its own output (a cluster shard worker): record it as succeeded with its size. */
+  private async recordStored(jobId: string, shardId: string, signal: AbortSignal): Promise<void> {
+    const bytes = await this.o.artifacts.size(jobId, shardArtifact(shardId));
+    if (bytes === undefined) throw new JobFailure(`shard ${shardId} finished without storing its output`);
+    await this.advance(jobId, signal, (j) => setShard(j, shardId, { state: "succeeded", output_bytes: bytes }));
   }
 
   private async storeShard(jobId: string, shardId: string, xml: string, signal: AbortSignal): Promise<void> {
@@ -595,13 +722,6 @@ interface ShardRun {
 interface MergedResult {
   mergedBytes: number;
   xmlBytes: number;
-}
-
-const MERGED_ARTIFACT = "merged_results.out.gz";
-
-/** Where a shard's gzipped BLAST XML is kept in Blob storage. */
-function shardArtifact(id: string): string {
-  return `shards/${id}.out.gz`;
 }
 
 function now(): string {

@@ -1,24 +1,13 @@
 import { parseQueryFasta } from "../../shared/blast/fasta.js";
 import { type BlastOptions, validateOptionsForProgram } from "../../shared/blast/options.js";
 import { type BlastProgram, databaseMolecule, queryMolecule } from "../../shared/blast/programs.js";
-import { QueueFullError, ConflictError, InvalidRequestError, NotFoundError, DependencyUnavailableError, ValidationError } from "../../shared/errors.js";
+import { ConflictError, DependencyUnavailableError, NotFoundError, QueueFullError, ValidationError } from "../../shared/errors.js";
 import type { Logger } from "../../shared/logging/logger.js";
 import type { ArtifactStore } from "./artifact-store.js";
 import type { DatabaseCatalog } from "../../shared/databases/database-catalog.js";
 import { compareForDispatch, type JobDispatcher } from "./dispatcher.js";
 import type { JobStore } from "./job-store.js";
-import {
-  JOB_ID_PATTERN,
-  type JobRecord,
-  type JobStatus,
-  newJobId,
-  newJobRecord,
-  PRIORITY_NAMES,
-  type SubmissionSource,
-  shardCounters,
-  TERMINAL_STATUSES,
-  UUID_PATTERN,
-} from "../../shared/jobs/model.js";
+import { type JobRecord, type JobStatus, newJobId, newJobRecord, PRIORITY_NAMES, type SubmissionSource, TERMINAL_STATUSES } from "../../shared/jobs/model.js";
 import type { SubmitRequest } from "../../shared/jobs/schemas.js";
 import { requestFingerprint } from "../../shared/http/idempotency.js";
 import { longPoll } from "../../shared/http/long-poll.js";
@@ -74,20 +63,10 @@ function priorityValue(p: Submission["priority"]): number {
   return typeof p === "number" ? p : PRIORITY_NAMES[p];
 }
 
-/** Parses a path `job_id`: a dashboard UUID or any other shape is 400, never a lookup. */
-export function parseJobId(raw: string | undefined): string {
-  if (!raw) throw new InvalidRequestError("missing path parameter job_id");
-  if (UUID_PATTERN.test(raw)) {
-    throw new InvalidRequestError("job_id is an OpenAPI job id; a dashboard job UUID belongs on /api/blast/jobs/{uuid}");
-  }
-  if (!JOB_ID_PATTERN.test(raw)) throw new InvalidRequestError("malformed job_id: expected 12 lowercase letters or digits");
-  return raw;
-}
-
 /**
  * Submission, status and cancellation of jobs: validation beyond the schema (database exists and
- * fits the program, FASTA alphabet and limits, options valid for the program), admission,
- * idempotency, and the projections the routes answer with.
+ * fits the program, FASTA alphabet and limits, options valid for the program), admission and
+ * idempotency. It answers with job records; the routes render them.
  */
 export class JobService {
   constructor(private readonly o: JobServiceOptions) {}
@@ -224,7 +203,7 @@ export class JobService {
   watch<T>(
     jobId: string,
     render: (job: JobRecord) => Promise<T> | T,
-    request: { ifNoneMatch: string | null; waitMs: number; signal?: AbortSignal; versionOf?: (body: T) => unknown },
+    request: { ifNoneMatch: string | null; waitMs: number; abortSignal?: AbortSignal; versionOf?: (body: T) => unknown },
   ) {
     // A change written by this process comes with the record it wrote: rendered without a read.
     let written: JobRecord | undefined;
@@ -244,7 +223,7 @@ export class JobService {
         }),
       // Other replicas' writes and queue movement are not signalled here; re-read for them.
       recheckMs: STATUS_RECHECK_MS,
-      signal: request.signal,
+      signal: request.abortSignal,
     });
   }
 
@@ -300,44 +279,5 @@ export class JobService {
     await this.o.jobs.delete(jobId);
     this.o.logger.info("job deleted", { job_id: jobId });
     return { job_id: jobId, status: job.status, deleted: true };
-  }
-
-  // ---- projections ---------------------------------------------------------------------------
-
-  acceptance(job: JobRecord, queuePosition: number | null) {
-    return {
-      job_id: job.job_id,
-      status: job.status,
-      queue_position: queuePosition,
-      submission_source: job.submission_source,
-      created_at: job.created_at,
-      blast_version: job.blast_version,
-      db_name: job.db_name,
-      db_version: job.db_version,
-      message: `Job accepted. Poll GET /v1/jobs/${job.job_id}/status until the status is completed, failed or cancelled.`,
-      status_url: `/v1/jobs/${job.job_id}/status`,
-    };
-  }
-
-  status(job: JobRecord, queuePosition: number | null) {
-    return {
-      job_id: job.job_id,
-      status: job.status,
-      phase: job.status,
-      queue_position: queuePosition,
-      created_at: job.created_at,
-      updated_at: job.updated_at,
-      last_progress_at: job.last_progress_at,
-      program: job.program,
-      db: job.db_location,
-      db_name: job.db_name,
-      db_version: job.db_version,
-      blast_version: job.blast_version,
-      resource_profile: job.resource_profile,
-      execution_profile: job.execution_profile,
-      priority: job.priority,
-      error: job.error,
-      kubernetes: { summary: shardCounters(job.shards) },
-    };
   }
 }

@@ -75,9 +75,21 @@ export class JobStore {
     if (this.known.size > KNOWN_VERSIONS_LIMIT) this.known.delete(this.known.keys().next().value as string);
   }
 
+  /**
+   * Stores a new job. A 409 is success when the stored job is this one: the SDK retried an insert
+   * that had landed but whose answer was lost (job ids are random; another job never has this id).
+   */
   async create(job: JobRecord): Promise<void> {
-    const created = await this.jobs.createEntity(this.entity(job));
-    this.remember(job, created.etag);
+    let etag: string | undefined;
+    try {
+      etag = (await this.jobs.createEntity(this.entity(job))).etag;
+    } catch (error) {
+      if (!isStatus(error, 409)) throw error;
+      const stored = await this.getWithEtag(job.job_id);
+      if (!stored || JSON.stringify(stored.job) !== JSON.stringify(job)) throw error;
+      etag = stored.etag;
+    }
+    this.remember(job, etag);
     this.changes.emit(job.job_id, job);
   }
 
@@ -131,11 +143,20 @@ export class JobStore {
   }
 
   private async compareAndSwap(jobId: string, mutate: (job: JobRecord) => JobRecord | undefined): Promise<JobRecord | undefined> {
+    /** The document of the write refused last with 412, which may have landed after all. */
+    let refused: string | undefined;
     for (let attempt = 0; attempt < MAX_CONFLICT_RETRIES; attempt++) {
       // The remembered copy may be stale: a no-op decided on it is checked against a fresh read.
       const remembered = attempt === 0 ? this.known.get(jobId) : undefined;
       const current = remembered ?? (await this.getWithEtag(jobId));
       if (!current) return undefined;
+      // The SDK retried a write whose answer was lost: the first attempt landed, the retry found
+      // the ETag changed (by that very write). The stored job is exactly ours: done, not again.
+      if (refused !== undefined && JSON.stringify(current.job) === refused) {
+        this.changes.emit(jobId, current.job);
+        return current.job;
+      }
+      refused = undefined;
       const next = mutate(structuredClone(current.job));
       if (!next) {
         if (remembered) continue;
@@ -150,6 +171,7 @@ export class JobStore {
         this.known.delete(jobId);
         if (isStatus(error, 404)) return undefined;
         if (!isStatus(error, 412)) throw error;
+        refused = JSON.stringify(next);
       }
     }
     throw new Error(`job ${jobId}: too many concurrent updates`);
@@ -171,7 +193,10 @@ export class JobStore {
     this.changes.emit(jobId);
   }
 
-  /** Claims an idempotency key for a job; when another job holds it, returns that claim instead. */
+  /**
+   * Claims an idempotency key for a job; when another job holds it, returns that claim instead. A
+   * claim already naming this job is this claim (an insert retried after its answer was lost).
+   */
   async claimKey(key: string, claim: IdempotencyClaim): Promise<{ claimed: true } | { claimed: false; holder: IdempotencyClaim; etag: string }> {
     const rowKey = keyHash(key);
     for (let attempt = 0; attempt < MAX_CONFLICT_RETRIES; attempt++) {
@@ -185,6 +210,7 @@ export class JobStore {
         const e = await this.keys.getEntity<Record<string, unknown>>(IDEMPOTENCY_PARTITION, rowKey);
         const holder: IdempotencyClaim = { job_id: String(e.job_id), fingerprint: String(e.fingerprint) };
         if (typeof e.claimed_at === "string") holder.claimed_at = e.claimed_at;
+        if (holder.job_id === claim.job_id) return { claimed: true };
         return { claimed: false, holder, etag: String(e.etag) };
       } catch (error) {
         // Released between the two calls (its submit failed, or its job was deleted): claim again.

@@ -63,19 +63,19 @@ interface ResolvedConfig {
  * cached for the validator's lifetime (a failed fetch is retried on the next call); jose caches the
  * JWKS and refetches it, subject to its cooldown, when a token names an unknown `kid`.
  */
-export function createJwtValidator(opts: JwtValidatorOptions): JwtValidator {
-  const clockTolerance = opts.clockToleranceSeconds ?? DEFAULT_CLOCK_TOLERANCE_SECONDS;
+export function createJwtValidator(options: JwtValidatorOptions): JwtValidator {
+  const clockTolerance = options.clockToleranceSeconds ?? DEFAULT_CLOCK_TOLERANCE_SECONDS;
   if (!Number.isFinite(clockTolerance) || clockTolerance < 0) {
     throw new TypeError("clockToleranceSeconds must be a non-negative finite number");
   }
-  if (opts.audience.length === 0) throw new TypeError("audience must not be empty");
-  const discoveryUrl = new URL(opts.discoveryUrl);
-  const fetchImpl = opts.fetchImpl ?? fetch;
+  if (options.audience.length === 0) throw new TypeError("audience must not be empty");
+  const discoveryUrl = new URL(options.discoveryUrl);
+  const fetchImpl = options.fetchImpl ?? fetch;
   let config: Promise<ResolvedConfig> | undefined;
 
   function resolveConfig(): Promise<ResolvedConfig> {
     if (config === undefined) {
-      const pending = loadConfig(discoveryUrl, opts.issuer, fetchImpl);
+      const pending = loadConfig(discoveryUrl, options.issuer, fetchImpl);
       config = pending;
       // Do not cache a failure: the next request retries discovery.
       pending.catch(() => {
@@ -94,7 +94,7 @@ export function createJwtValidator(opts: JwtValidatorOptions): JwtValidator {
         ({ payload } = await jwtVerify(token, jwks, {
           algorithms: ["RS256"],
           issuer,
-          audience: opts.audience,
+          audience: options.audience,
           clockTolerance,
           requiredClaims: ["exp"],
         }));

@@ -4,6 +4,7 @@ import { mkdir, readdir, rm, stat, unlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import { BlastToolError, runBlastTool } from "./blast-tools.js";
+import { DATABASE_NAME } from "./database-name.js";
 
 /** One partition of a database: an alias over its own volumes carrying the whole database's STATS. */
 export interface PartitionInfo {
@@ -39,8 +40,7 @@ export interface DatabaseManifest {
   created_at: string;
 }
 
-/** Database names: no path separators, no leading dot, at most 64 characters. */
-export const DATABASE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+export { DATABASE_NAME } from "./database-name.js";
 
 const VERSION = /^\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2}$/;
 const MAX_PARTITIONS = 64;
@@ -84,7 +84,7 @@ export interface BuildDatabaseOptions {
   version?: string;
   now?: () => Date;
   /** Aborting stops the running BLAST+ tool; the partly built folder is removed. */
-  signal?: AbortSignal;
+  abortSignal?: AbortSignal;
 }
 
 interface DbInfo {
@@ -270,26 +270,26 @@ function aliasText(name: string, index: number, count: number, whole: DbInfo): s
   ].join("\n");
 }
 
-function validate(opts: BuildDatabaseOptions): void {
-  if (typeof opts.name !== "string" || !DATABASE_NAME.test(opts.name)) {
+function validate(options: BuildDatabaseOptions): void {
+  if (typeof options.name !== "string" || !DATABASE_NAME.test(options.name)) {
     throw new DatabaseBuildError(
-      `invalid database name ${JSON.stringify(opts.name)}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit`,
+      `invalid database name ${JSON.stringify(options.name)}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit`,
     );
   }
-  if (opts.type !== "nucl" && opts.type !== "prot") {
-    throw new DatabaseBuildError(`invalid database type ${JSON.stringify(opts.type)}: use "nucl" or "prot"`);
+  if (options.type !== "nucl" && options.type !== "prot") {
+    throw new DatabaseBuildError(`invalid database type ${JSON.stringify(options.type)}: use "nucl" or "prot"`);
   }
-  if (!Number.isInteger(opts.partitions) || opts.partitions < 0 || opts.partitions > MAX_PARTITIONS) {
-    throw new DatabaseBuildError(`partitions must be an integer from 0 to ${MAX_PARTITIONS}, got ${opts.partitions}`);
+  if (!Number.isInteger(options.partitions) || options.partitions < 0 || options.partitions > MAX_PARTITIONS) {
+    throw new DatabaseBuildError(`partitions must be an integer from 0 to ${MAX_PARTITIONS}, got ${options.partitions}`);
   }
-  if (typeof opts.fastaPath !== "string" || !path.isAbsolute(opts.fastaPath) || /[\s\0]/.test(opts.fastaPath)) {
+  if (typeof options.fastaPath !== "string" || !path.isAbsolute(options.fastaPath) || /[\s\0]/.test(options.fastaPath)) {
     throw new DatabaseBuildError("fastaPath must be an absolute path without whitespace");
   }
-  if (typeof opts.outDir !== "string" || !path.isAbsolute(opts.outDir) || opts.outDir.includes("\0")) {
+  if (typeof options.outDir !== "string" || !path.isAbsolute(options.outDir) || options.outDir.includes("\0")) {
     throw new DatabaseBuildError("outDir must be an absolute path");
   }
-  if (opts.version !== undefined && !VERSION.test(opts.version)) {
-    throw new DatabaseBuildError(`version must look like YYYY-MM-DD-HH-MM-SS, got ${JSON.stringify(opts.version)}`);
+  if (options.version !== undefined && !VERSION.test(options.version)) {
+    throw new DatabaseBuildError(`version must look like YYYY-MM-DD-HH-MM-SS, got ${JSON.stringify(options.version)}`);
   }
 }
 
@@ -324,16 +324,16 @@ async function prepareOutDir(outDir: string): Promise<boolean> {
  * The FASTA is streamed (read twice: once to count letters, once to split), never loaded whole.
  * On failure the folder is removed if this call created it.
  */
-export async function buildDatabase(opts: BuildDatabaseOptions): Promise<DatabaseManifest> {
-  validate(opts);
-  const { name, type, fastaPath, outDir, signal } = opts;
+export async function buildDatabase(options: BuildDatabaseOptions): Promise<DatabaseManifest> {
+  validate(options);
+  const { name, type, fastaPath, outDir, abortSignal: signal } = options;
   const fastaStat = await stat(fastaPath).catch((error: unknown) => {
     throw new DatabaseBuildError(`cannot read FASTA ${fastaPath}`, { cause: error });
   });
   if (!fastaStat.isFile()) throw new DatabaseBuildError(`FASTA ${fastaPath} is not a regular file`);
-  const now = (opts.now ?? (() => new Date()))();
-  const version = opts.version ?? formatVersion(now);
-  const partitionCount = opts.partitions >= 2 ? opts.partitions : 0;
+  const now = (options.now ?? (() => new Date()))();
+  const version = options.version ?? formatVersion(now);
+  const partitionCount = options.partitions >= 2 ? options.partitions : 0;
   const created = await prepareOutDir(outDir);
 
   try {

@@ -6,7 +6,6 @@
  * accepts and refuses, with a 422 naming the record, what BLAST would reject or silently alter,
  * so that a job that is accepted does not fail later inside a shard.
  */
-import { Buffer } from "node:buffer";
 import { type FieldIssue, ValidationError } from "../errors.js";
 import type { MoleculeType } from "./programs.js";
 
@@ -107,6 +106,16 @@ function quoteHeader(header: string): string {
   return `'>${shown}'`;
 }
 
+/**
+ * UTF-8 length of `text`. Node's global Buffer counts without copying (~1.4 ms for 10 MB, where
+ * encoding takes ~11 ms); browsers, where the web app runs this parser too, encode. Not imported
+ * from node:buffer, so the module bundles for the browser.
+ */
+function utf8ByteLength(text: string): number {
+  const nodeBuffer = (globalThis as { Buffer?: { byteLength(text: string, encoding: "utf8"): number } }).Buffer;
+  return nodeBuffer ? nodeBuffer.byteLength(text, "utf8") : new TextEncoder().encode(text).byteLength;
+}
+
 function formatCount(n: number): string {
   return n.toLocaleString("en-US");
 }
@@ -160,7 +169,7 @@ export function parseQueryFasta(
   if (typeof text !== "string") {
     throw new ValidationError([{ loc: root, msg: "query_fasta must be a string", type: "string_type" }]);
   }
-  const bytes = Buffer.byteLength(text, "utf8");
+  const bytes = utf8ByteLength(text);
   if (bytes > limits.maxBytes) {
     throw new ValidationError([
       {

@@ -191,6 +191,9 @@ const APPLIES_TO: Readonly<Record<OptionKey, readonly BlastProgram[]>> = {
   db_gencode: ["tblastn", "tblastx"],
 };
 
+/** The programs each option applies to (the web app offers only these fields for a program). */
+export const OPTION_PROGRAMS: Readonly<Record<OptionKey, readonly BlastProgram[]>> = APPLIES_TO;
+
 /** Options that become flags, in the order they are emitted, with their fixed BLAST+ flag. */
 const FLAGS: ReadonlyArray<readonly [Exclude<OptionKey, "outfmt">, string]> = [
   ["task", "-task"],

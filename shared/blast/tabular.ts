@@ -184,6 +184,12 @@ async function write(output: NodeJS.WritableStream, text: string): Promise<void>
   if (!output.write(Buffer.from(text, "latin1"))) await once(output, "drain");
 }
 
+/** Options of {@link renderTabular}. */
+export interface RenderTabularOptions {
+  /** The outfmt 7 layout, with comment lines; otherwise outfmt 6. */
+  commented?: boolean;
+}
+
 /**
  * Renders BLAST XML (typically the merged result) as tabular output, one iteration at a time:
  * outfmt 6 with the standard columns `qaccver saccver pident length mismatch gapopen qstart qend
@@ -198,9 +204,9 @@ async function write(output: NodeJS.WritableStream, text: string): Promise<void>
 export async function renderTabular(
   xml: AsyncIterable<string | Uint8Array> | NodeJS.ReadableStream,
   output: NodeJS.WritableStream,
-  opts: { commented?: boolean } = {},
+  options: RenderTabularOptions = {},
 ): Promise<void> {
-  const commented = opts.commented === true;
+  const commented = options.commented === true;
   let version = "";
   let database = "";
   let queries = 0;

@@ -528,8 +528,8 @@ export function namedDatabaseHeader(header: string, database: string | undefined
  * values and sums `Statistics_db-num`/`-len` (see `totals`). `<Hit>` contents are copied byte
  * for byte apart from `Hit_num`. Returns the number of queries and hits written.
  */
-export async function mergeBlastXml(opts: MergeBlastXmlOptions): Promise<{ queries: number; hits: number }> {
-  const { shards, maxTargetSeqs, output } = opts;
+export async function mergeBlastXml(options: MergeBlastXmlOptions): Promise<{ queries: number; hits: number }> {
+  const { shards, maxTargetSeqs, output } = options;
   if (!Number.isSafeInteger(maxTargetSeqs) || maxTargetSeqs < 1) {
     throw new RangeError(`maxTargetSeqs must be a positive integer, got ${maxTargetSeqs}`);
   }
@@ -571,7 +571,7 @@ export async function mergeBlastXml(opts: MergeBlastXmlOptions): Promise<{ queri
     headerWritten = true;
     const paramAt = header.indexOf("<BlastOutput_param>");
     const limit = paramAt < 0 ? header.length : paramAt;
-    let text = namedDatabaseHeader(header, opts.database);
+    let text = namedDatabaseHeader(header, options.database);
     if (firstQuery) {
       if (QUERY_ID.test(firstQuery.queryId)) text = replaceLeaf(text, "BlastOutput_query-ID", "Query_1", limit);
       text = replaceLeaf(text, "BlastOutput_query-def", firstQuery.queryDef, limit);
@@ -639,7 +639,7 @@ export async function mergeBlastXml(opts: MergeBlastXmlOptions): Promise<{ queri
         }
         pool.sort(compareCandidates);
         const kept = pool.slice(0, maxTargetSeqs);
-        const stat = mergeStatistics(iterations, partitionIndexes, where, opts.totals);
+        const stat = mergeStatistics(iterations, partitionIndexes, where, options.totals);
 
         queries++;
         hitsWritten += kept.length;

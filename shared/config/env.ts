@@ -35,6 +35,31 @@ export function envInt(min: number, max: number) {
 /** A TCP port; 0 asks the system for a free one. */
 export const envPort = () => envInt(0, 65_535);
 
+/** A number from `min` to `max` (decimals allowed); with `minExclusive`, above `min`. */
+export function envNumber(min: number, max: number, minExclusive = false) {
+  const message = minExclusive ? `must be a number above ${min} and at most ${max}` : `must be a number from ${min} to ${max}`;
+  return z
+    .string()
+    .regex(/^-?\d+(\.\d+)?$/, message)
+    .transform(Number)
+    .refine((n) => (minExclusive ? n > min : n >= min) && n <= max, message);
+}
+
+/**
+ * A setting in a format of its own, read by `parse` (which throws an Error saying what is wrong);
+ * its message becomes the setting's problem.
+ */
+export function envParsed<T>(parse: (text: string) => T) {
+  return z.string().transform((text, ctx): T => {
+    try {
+      return parse(text);
+    } catch (error) {
+      ctx.addIssue({ code: "custom", message: error instanceof Error ? error.message : String(error) });
+      return z.NEVER;
+    }
+  });
+}
+
 /** An absolute http(s) URL. */
 export function envUrl() {
   return z.string().refine((value) => URL.canParse(value) && /^https?:$/.test(new URL(value).protocol), "must be an absolute http(s) URL");

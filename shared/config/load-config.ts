@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { type Env, envEnum, envInt, envUrl, LOG_LEVELS, type LogLevel, parseEnv } from "./env.js";
+import { type Env, envEnum, envInt, envParsed, envUrl, LOG_LEVELS, type LogLevel, parseEnv } from "./env.js";
 import { parseNcrontab } from "./ncrontab.js";
 
 export { ConfigError } from "./env.js";
@@ -12,15 +12,6 @@ const TASK_HUB_NAME = /^[A-Za-z][A-Za-z0-9]{2,44}$/;
 
 /** Daily at 03:00 UTC: the update check's schedule when `SVC_DB_UPDATE_CHECK_SCHEDULE` is unset. */
 export const DEFAULT_DB_UPDATE_CHECK_SCHEDULE = "0 0 3 * * *";
-
-/** A timer schedule as Azure Functions reads it (six-field NCRONTAB or a TimeSpan). */
-const schedule = z.string().superRefine((value, ctx) => {
-  try {
-    parseNcrontab(value);
-  } catch (error) {
-    ctx.addIssue({ code: "custom", message: error instanceof Error ? error.message : String(error) });
-  }
-});
 
 const configSchema = z.object({
   AzureWebJobsStorage: z.string(),
@@ -41,7 +32,8 @@ const configSchema = z.object({
   DATABASES_DIR: z.string().optional(),
   DATABASE_SOURCE_URL: envUrl().optional(),
   DATABASE_PARTITIONS: envInt(0, 64).default(2),
-  SVC_DB_UPDATE_CHECK_SCHEDULE: schedule.default(DEFAULT_DB_UPDATE_CHECK_SCHEDULE),
+  // A timer schedule as Azure Functions reads it (six-field NCRONTAB or a TimeSpan).
+  SVC_DB_UPDATE_CHECK_SCHEDULE: envParsed((text) => parseNcrontab(text).expression).default(DEFAULT_DB_UPDATE_CHECK_SCHEDULE),
 });
 
 /** Every app setting the Functions app reads (`local.settings.sample.json` lists the same). */

@@ -60,40 +60,52 @@ export class DashboardJobStore {
 
   /**
    * Creates the job and stores its query; on a retry with the same idempotency key (the same job
-   * id) answers the stored job instead. A retry must be the same request: another query or other
-   * search fields under the same key are a 409, and never replace what the first request stored.
+   * id) answers the stored job instead (see {@link acceptRetry}).
    */
   async create(job: DashboardJob, queryFasta: string): Promise<{ job: DashboardJob; created: boolean }> {
     await this.init();
-    const data = Buffer.from(queryFasta);
-    const blob = (await this.queries).getBlockBlobClient(`${job.job_id}.fa`);
     try {
       await this.table.createEntity(this.entity(job));
     } catch (error) {
       if (!isStatus(error, 409)) throw error;
       const stored = await this.get(job.job_id);
       if (!stored) throw error;
-      // Jobs stored before fingerprints were kept cannot be told apart: treated as the same request.
-      if (stored.request_fingerprint !== undefined && stored.request_fingerprint !== job.request_fingerprint) {
-        throw new ConflictError("idempotency_key was already used for a different request; use a new key for a new search");
-      }
-      // A first attempt may have stopped before storing its query: store it, never over one stored.
-      try {
-        await blob.upload(data, data.length, { conditions: { ifNoneMatch: "*" } });
-      } catch (uploadError) {
-        if (!isStatus(uploadError, 409)) throw uploadError;
-      }
-      return { job: stored, created: false };
+      return { job: await this.acceptRetry(stored, job, queryFasta), created: false };
     }
-    await blob.upload(data, data.length);
+    const data = Buffer.from(queryFasta);
+    await (await this.queryBlob(job.job_id)).upload(data, data.length);
     return { job, created: true };
+  }
+
+  /**
+   * Answers `stored` for a retry (`request`) of the submit that created it. A retry must be the
+   * same request: another query or other search fields under the same key are a ConflictError,
+   * and never replace what the first request stored. A first attempt may have stopped before
+   * storing its query: the retry stores it, never over one stored.
+   */
+  async acceptRetry(stored: DashboardJob, request: DashboardJob, queryFasta: string): Promise<DashboardJob> {
+    await this.init();
+    // Jobs stored before fingerprints were kept cannot be told apart: treated as the same request.
+    if (stored.request_fingerprint !== undefined && stored.request_fingerprint !== request.request_fingerprint) {
+      throw new ConflictError("idempotency_key was already used for a different request; use a new key for a new search");
+    }
+    const data = Buffer.from(queryFasta);
+    try {
+      await (await this.queryBlob(stored.job_id)).upload(data, data.length, { conditions: { ifNoneMatch: "*" } });
+    } catch (uploadError) {
+      if (!isStatus(uploadError, 409)) throw uploadError;
+    }
+    return stored;
+  }
+
+  private async queryBlob(jobId: string) {
+    return (await this.queries).getBlockBlobClient(`${jobId}.fa`);
   }
 
   async get(jobId: string): Promise<DashboardJob | undefined> {
     await this.init();
     try {
-      const e = await this.table.getEntity<Record<string, unknown>>("job", jobId);
-      return JSON.parse(unpackText(e, "doc")) as DashboardJob;
+      return JSON.parse(unpackText(await this.table.getEntity<Record<string, unknown>>("job", jobId), "doc")) as DashboardJob;
     } catch (error) {
       if (isStatus(error, 404)) return undefined;
       throw error;
@@ -102,26 +114,26 @@ export class DashboardJobStore {
 
   async query(jobId: string): Promise<string> {
     await this.init();
-    return (await (await this.queries).getBlockBlobClient(`${jobId}.fa`).downloadToBuffer()).toString("utf8");
+    return (await (await this.queryBlob(jobId)).downloadToBuffer()).toString("utf8");
   }
 
   /** Read-modify-write with the entity's ETag; re-runs `change` on a concurrent update. */
   async update(jobId: string, change: (job: DashboardJob) => DashboardJob | undefined): Promise<DashboardJob | undefined> {
     await this.init();
     for (let attempt = 0; attempt < 20; attempt++) {
-      let e: Record<string, unknown>;
+      let entity: Record<string, unknown>;
       try {
-        e = await this.table.getEntity<Record<string, unknown>>("job", jobId);
+        entity = await this.table.getEntity<Record<string, unknown>>("job", jobId);
       } catch (error) {
         if (isStatus(error, 404)) return undefined;
         throw error;
       }
-      const current = JSON.parse(unpackText(e, "doc")) as DashboardJob;
+      const current = JSON.parse(unpackText(entity, "doc")) as DashboardJob;
       const next = change(current);
       if (!next) return current;
       next.updated_at = new Date().toISOString();
       try {
-        await this.table.updateEntity(this.entity(next), "Replace", { etag: String(e.etag) });
+        await this.table.updateEntity(this.entity(next), "Replace", { etag: String(entity.etag) });
         return next;
       } catch (error) {
         if (!isStatus(error, 412)) throw error;
@@ -136,8 +148,8 @@ export class DashboardJobStore {
     const clauses = [odata`PartitionKey eq ${"job"}`];
     if (filter.status) clauses.push(odata`status eq ${filter.status}`);
     const all: DashboardJob[] = [];
-    for await (const e of this.table.listEntities<Record<string, unknown>>({ queryOptions: { filter: clauses.join(" and ") } })) {
-      all.push(JSON.parse(unpackText(e, "doc")) as DashboardJob);
+    for await (const entity of this.table.listEntities<Record<string, unknown>>({ queryOptions: { filter: clauses.join(" and ") } })) {
+      all.push(JSON.parse(unpackText(entity, "doc")) as DashboardJob);
     }
     all.sort((a, b) => b.created_at.localeCompare(a.created_at));
     const start = (filter.page - 1) * filter.pageSize;

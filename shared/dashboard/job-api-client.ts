@@ -1,11 +1,24 @@
-import type { Readable } from "node:stream";
+import {
+  ConflictError,
+  DependencyFailedError,
+  DependencyUnavailableError,
+  DomainError,
+  type FieldIssue,
+  InvalidRequestError,
+  NotFoundError,
+  QueueFullError,
+  ValidationError,
+} from "../errors.js";
 
-/** What a submit to the job API came to. */
-export type JobApiSubmitOutcome =
-  | { kind: "accepted"; job_id: string; status: string; replayed: boolean }
-  | { kind: "retry"; after_seconds: number; reason: string }
-  | { kind: "rejected"; status: number; detail: string };
+/** The job API's answer to an accepted submit. */
+export interface JobApiAcceptance {
+  job_id: string;
+  status: string;
+  /** True when the idempotency key returned the job an earlier submit created. */
+  replayed: boolean;
+}
 
+/** The job API's status of one job (`GET /v1/jobs/{job_id}/status`), the fields the dashboard reads. */
 export interface JobApiStatus {
   job_id: string;
   status: string;
@@ -15,81 +28,168 @@ export interface JobApiStatus {
   [key: string]: unknown;
 }
 
-const RETRYABLE = new Set([429, 502, 503, 504]);
+/** A results download from the job API, to stream through (never a storage URL). */
+export interface JobApiResults {
+  body: ReadableStream<Uint8Array>;
+  contentType: string | undefined;
+  contentDisposition: string | undefined;
+}
 
-function detailOf(body: unknown): string {
-  if (body && typeof body === "object" && "detail" in body) {
-    const d = (body as { detail: unknown }).detail;
-    return typeof d === "string" ? d : JSON.stringify(d);
-  }
-  return "";
+/** Options of {@link createJobApiClient}. */
+export interface JobApiClientOptions {
+  /** The job API's base URL; undefined when it is not configured (every call is then unavailable). */
+  baseUrl: string | undefined;
+  /** The shared job-API token (`X-SVC-API-Token`), read per call so a rotation takes effect. */
+  token: () => Promise<string>;
+  /** How long one call may take before it counts as unreachable. */
+  timeoutMs: number;
+  /** The fetch to use; tests pass one that records or fails. */
+  fetch?: typeof fetch;
+}
+
+/** Options of each call: the caller may give up (a client that hung up, a cancelled activity). */
+export interface JobApiCallOptions {
+  abortSignal?: AbortSignal;
+}
+
+/** Retry-After when the job API gives none (or is unreachable). */
+const DEFAULT_RETRY_AFTER_SECONDS = 5;
+
+/** The job API's `detail` as text (422 details are field issues). */
+function detailText(detail: unknown): string {
+  if (typeof detail === "string") return detail;
+  return detail === undefined ? "" : JSON.stringify(detail);
+}
+
+function isFieldIssueList(detail: unknown): detail is FieldIssue[] {
+  return Array.isArray(detail) && detail.every((issue) => issue && typeof issue === "object" && Array.isArray(issue.loc) && typeof issue.msg === "string");
+}
+
+function retryAfterSeconds(response: Response): number {
+  const seconds = Number(response.headers.get("retry-after"));
+  return Number.isFinite(seconds) && seconds > 0 ? seconds : DEFAULT_RETRY_AFTER_SECONDS;
 }
 
 /**
- * The dashboard's client of the job API. It sends the configured token (never the user's bearer
- * token) and classifies answers so the submit orchestration can retry 429/502/503/504 with durable
- * timers instead of failing.
+ * The domain error of a job-API answer that is not a success: the caller's request was refused
+ * (400, 404, 409, 422: the job API's own words), the job API is busy or restarting (429, 502, 503,
+ * 504: try again after its Retry-After), or it failed in a way this service cannot use.
  */
-export function createJobApiClient(options: { baseUrl: string | undefined; token: () => Promise<string>; timeoutMs: number; fetchImpl?: typeof fetch }) {
-  const doFetch = options.fetchImpl ?? fetch;
-  async function call(path: string, init: RequestInit = {}, signal?: AbortSignal): Promise<Response> {
-    if (!options.baseUrl) throw new Error("JOBAPI_URL is not configured");
-    const headers = new Headers(init.headers);
-    headers.set("X-SVC-API-Token", await options.token());
-    const timeout = AbortSignal.timeout(options.timeoutMs);
-    return doFetch(`${options.baseUrl}${path}`, { ...init, headers, signal: signal ? AbortSignal.any([signal, timeout]) : timeout });
+async function answerError(response: Response): Promise<DomainError> {
+  const body = (await response.json().catch(() => ({}))) as { detail?: unknown };
+  const detail = detailText(body.detail);
+  const answered = `job API answered ${response.status}${detail ? `: ${detail}` : ""}`;
+  switch (response.status) {
+    case 400:
+      return new InvalidRequestError(detail || answered);
+    case 404:
+      return new NotFoundError(detail || answered);
+    case 409:
+      return new ConflictError(detail || answered);
+    case 422:
+      return isFieldIssueList(body.detail) ? new ValidationError(body.detail) : new InvalidRequestError(detail || answered);
+    case 429:
+      return new QueueFullError(answered, retryAfterSeconds(response));
+    case 502:
+    case 503:
+    case 504:
+      return new DependencyUnavailableError(answered, retryAfterSeconds(response));
+    default:
+      // 401/403 mean the shared token is wrong: this deployment's fault, not the caller's.
+      return new DependencyFailedError(answered);
+  }
+}
+
+/**
+ * The dashboard's one client of the job API (the submit orchestration's activities and the results
+ * route share it). It sends the configured token, never the user's bearer token, and speaks the
+ * domain errors of `shared/errors.ts`: {@link QueueFullError} and
+ * {@link DependencyUnavailableError} (with `retryAfterSeconds`) when trying again later may
+ * work, the job API's refusals as their own error classes, {@link DependencyFailedError} for the
+ * rest. An abort by the caller's `abortSignal` rejects with that signal's reason.
+ */
+export function createJobApiClient(options: JobApiClientOptions) {
+  const fetchJobApi = options.fetch ?? fetch;
+
+  /** The token; a secret store that fails to answer is a dependency that is unavailable for now. */
+  async function token(): Promise<string> {
+    try {
+      return await options.token();
+    } catch (error) {
+      if (error instanceof DomainError) throw error;
+      throw new DependencyUnavailableError("the job API token could not be read", DEFAULT_RETRY_AFTER_SECONDS, { cause: error });
+    }
   }
 
+  async function call(path: string, init: RequestInit, callOptions: JobApiCallOptions = {}): Promise<Response> {
+    if (!options.baseUrl) throw new DependencyUnavailableError("the job API is not configured (JOBAPI_URL)");
+    const headers = new Headers(init.headers);
+    headers.set("X-SVC-API-Token", await token());
+    const timeout = AbortSignal.timeout(options.timeoutMs);
+    const { abortSignal } = callOptions;
+    try {
+      return await fetchJobApi(`${options.baseUrl}${path}`, {
+        ...init,
+        headers,
+        signal: abortSignal ? AbortSignal.any([abortSignal, timeout]) : timeout,
+      });
+    } catch (error) {
+      if (abortSignal?.aborted) throw abortSignal.reason;
+      const reason = timeout.aborted ? `no answer within ${options.timeoutMs} ms` : error instanceof Error ? error.message : String(error);
+      throw new DependencyUnavailableError(`job API unreachable: ${reason}`, DEFAULT_RETRY_AFTER_SECONDS, { cause: error });
+    }
+  }
+
+  async function json<T>(response: Response): Promise<T> {
+    try {
+      return (await response.json()) as T;
+    } catch (error) {
+      throw new DependencyFailedError(`job API answered ${response.status} with a body that is not JSON`, { cause: error });
+    }
+  }
+
+  const jobPath = (jobId: string) => `/v1/jobs/${encodeURIComponent(jobId)}`;
+
   return {
-    async submit(body: Record<string, unknown>): Promise<JobApiSubmitOutcome> {
-      let res: Response;
-      try {
-        res = await call("/v1/jobs", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
-      } catch (error) {
-        return { kind: "retry", after_seconds: 5, reason: `job API unreachable: ${error instanceof Error ? error.message : String(error)}` };
-      }
-      const json = (await res.json().catch(() => ({}))) as Record<string, unknown>;
-      if (res.status === 202 || res.status === 200) {
-        return { kind: "accepted", job_id: String(json.job_id), status: String(json.status), replayed: res.status === 200 };
-      }
-      if (RETRYABLE.has(res.status)) {
-        const after = Number(res.headers.get("retry-after"));
-        return { kind: "retry", after_seconds: Number.isFinite(after) && after > 0 ? after : 5, reason: `job API answered ${res.status}: ${detailOf(json)}` };
-      }
-      return { kind: "rejected", status: res.status, detail: detailOf(json) || `job API answered ${res.status}` };
+    /** Submits a job (`POST /v1/jobs`); an idempotency key in `body` makes a retry harmless. */
+    async submit(body: Record<string, unknown>, callOptions?: JobApiCallOptions): Promise<JobApiAcceptance> {
+      const response = await call("/v1/jobs", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) }, callOptions);
+      if (response.status !== 202 && response.status !== 200) throw await answerError(response);
+      const accepted = await json<{ job_id: unknown; status: unknown }>(response);
+      return { job_id: String(accepted.job_id), status: String(accepted.status), replayed: response.status === 200 };
     },
 
-    async status(jobId: string): Promise<JobApiStatus | { unavailable: string }> {
-      try {
-        const res = await call(`/v1/jobs/${encodeURIComponent(jobId)}/status`);
-        if (res.status === 200) return (await res.json()) as JobApiStatus;
-        return { unavailable: `job API answered ${res.status}` };
-      } catch (error) {
-        return { unavailable: error instanceof Error ? error.message : String(error) };
-      }
+    /** The job's status. */
+    async getStatus(jobId: string, callOptions?: JobApiCallOptions): Promise<JobApiStatus> {
+      const response = await call(`${jobPath(jobId)}/status`, {}, callOptions);
+      if (response.status !== 200) throw await answerError(response);
+      return json<JobApiStatus>(response);
     },
 
     /**
      * Cancels a job that is still queued or running; one that already finished keeps its results.
-     * Answers the job's status afterwards (`cancelled`, or the one it had reached), or undefined
-     * when the job API could not tell (it no longer has the job, or did not answer).
+     * Answers the job's status afterwards: `cancelled`, or the one it had reached.
      */
-    async cancel(jobId: string): Promise<string | undefined> {
-      try {
-        const res = await call(`/v1/jobs/${encodeURIComponent(jobId)}/cancel`, { method: "POST" });
-        const json = (await res.json().catch(() => ({}))) as Record<string, unknown>;
-        return res.status === 200 && typeof json.status === "string" ? json.status : undefined;
-      } catch {
-        return undefined;
-      }
+    async cancel(jobId: string, callOptions?: JobApiCallOptions): Promise<string> {
+      const response = await call(`${jobPath(jobId)}/cancel`, { method: "POST" }, callOptions);
+      if (response.status !== 200) throw await answerError(response);
+      const answer = await json<{ status?: unknown }>(response);
+      if (typeof answer.status !== "string") throw new DependencyFailedError("job API answered a cancel without a status");
+      return answer.status;
     },
 
-    /** The job API's results response, streamed through (never a storage URL). */
-    async results(jobId: string, content: string, signal?: AbortSignal): Promise<Response> {
-      return call(`/v1/jobs/${encodeURIComponent(jobId)}/results?content=${encodeURIComponent(content)}`, {}, signal);
+    /** Opens the job's results (`content` as the job API names it) for streaming through. */
+    async openResults(jobId: string, content: string, callOptions?: JobApiCallOptions): Promise<JobApiResults> {
+      const response = await call(`${jobPath(jobId)}/results?content=${encodeURIComponent(content)}`, {}, callOptions);
+      if (response.status !== 200 || !response.body) throw await answerError(response);
+      return {
+        body: response.body,
+        contentType: response.headers.get("content-type") ?? undefined,
+        contentDisposition: response.headers.get("content-disposition") ?? undefined,
+      };
     },
   };
 }
 
+/** The job-API client's interface (fakes in tests implement it). */
 export type JobApiClient = ReturnType<typeof createJobApiClient>;
-export type { Readable };

@@ -1,3 +1,5 @@
+import { NotFoundError } from "../errors.js";
+import type { OrchestrationClient } from "../ops/orchestration-client.js";
 import { Orchestrations } from "../ops/queue-labels.js";
 
 /** Operation types the dashboard reports, by the orchestration that carries them out. */
@@ -43,6 +45,10 @@ export function operationState(runtimeStatus: string, output: unknown): Operatio
   }
 }
 
+/** The view of one operation the dashboard reports (`GET /api/operations/{operation_id}`). */
+export type OperationView = ReturnType<typeof operationView>;
+
+/** Builds the operation view from its parts; a terminal operation asks for no further polls. */
 export function operationView(input: {
   operationId: string;
   operationType: string;
@@ -66,4 +72,49 @@ export function operationView(input: {
     ...(input.target ? { target: input.target } : {}),
     ...(input.state === "failed" ? { error: { detail: input.error || "the operation failed" } } : {}),
   };
+}
+
+/** Options of {@link describeOperation}. */
+export interface DescribeOperationOptions {
+  /** What a running operation tells its caller to wait before polling again. */
+  pollAfterSeconds: number;
+}
+
+/**
+ * The operation view of an orchestration instance, or undefined when there is none (or it is an
+ * orchestration the dashboard does not report, such as the no-op diagnostic).
+ */
+export async function describeOperation(
+  orchestrations: OrchestrationClient,
+  operationId: string,
+  options: DescribeOperationOptions,
+): Promise<OperationView | undefined> {
+  const instance = await orchestrations.getInstance(operationId);
+  if (!instance) return undefined;
+  const operationType = OPERATION_TYPES[instance.name];
+  if (!operationType) return undefined;
+  const input = instance.input as { dashboard_job_id?: string; name?: string } | null;
+  const output = instance.output as { error?: string } | null;
+  const target = input?.dashboard_job_id
+    ? { target: { resource_type: "blast_job", dashboard_job_id: input.dashboard_job_id }, targetLink: `/api/blast/jobs/${input.dashboard_job_id}` }
+    : input?.name
+      ? { target: { resource_type: "blast_database", name: input.name }, targetLink: "/api/databases" }
+      : {};
+  return operationView({
+    operationId,
+    operationType,
+    state: operationState(instance.runtimeStatus, instance.output),
+    createdAt: instance.createdAt.toISOString(),
+    updatedAt: instance.lastUpdatedAt.toISOString(),
+    pollAfterSeconds: options.pollAfterSeconds,
+    ...target,
+    error: typeof instance.output === "string" ? instance.output : (output?.error ?? ""),
+  });
+}
+
+/** Like {@link describeOperation}, for a caller that asked for this operation: none is a NotFoundError. */
+export async function getOperation(orchestrations: OrchestrationClient, operationId: string, options: DescribeOperationOptions): Promise<OperationView> {
+  const operation = await describeOperation(orchestrations, operationId, options);
+  if (!operation) throw new NotFoundError(`no operation with id '${operationId}'`);
+  return operation;
 }

@@ -14,17 +14,17 @@ export interface DatabaseEntry {
 
 /** The fields every listing of databases reports (job API and dashboard). */
 export function databaseSummary(entry: DatabaseEntry) {
-  const m = entry.manifest;
+  const { manifest } = entry;
   return {
-    name: m.name,
-    type: m.type,
-    version: m.version,
-    letters: m.letters,
-    sequences: m.sequences,
-    bytes: m.bytes,
-    bytes_to_cache: m.bytes_to_cache,
-    volumes: m.volumes,
-    partitions: m.partitions.length,
+    name: manifest.name,
+    type: manifest.type,
+    version: manifest.version,
+    letters: manifest.letters,
+    sequences: manifest.sequences,
+    bytes: manifest.bytes,
+    bytes_to_cache: manifest.bytes_to_cache,
+    volumes: manifest.volumes,
+    partitions: manifest.partitions.length,
   };
 }
 
@@ -75,8 +75,8 @@ export function createFileDatabaseCatalog(root: string): DatabaseCatalog {
     },
     async get(name, version) {
       if (!DATABASE_NAME.test(name)) return undefined;
-      const v = version ?? (await current(name));
-      return v ? load(name, v) : undefined;
+      const release = version ?? (await current(name));
+      return release ? load(name, release) : undefined;
     },
     async hold(name, version, holder) {
       if (DATABASE_NAME.test(name)) await holdRelease(path.join(root, name), version, holder);

@@ -44,8 +44,8 @@ export class DatabaseStateStore {
   private async read(name: string): Promise<{ state: DatabaseState; etag: string | undefined }> {
     await this.init();
     try {
-      const e = await this.table.getEntity<Record<string, unknown>>("db", name);
-      return { state: { ...EMPTY(name), ...(JSON.parse(String(e.doc)) as Partial<DatabaseState>), name }, etag: String(e.etag) };
+      const entity = await this.table.getEntity<Record<string, unknown>>("db", name);
+      return { state: { ...EMPTY(name), ...(JSON.parse(String(entity.doc)) as Partial<DatabaseState>), name }, etag: String(entity.etag) };
     } catch (error) {
       if (isStatus(error, 404)) return { state: EMPTY(name), etag: undefined };
       throw error;

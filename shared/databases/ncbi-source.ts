@@ -166,7 +166,7 @@ export interface NcbiSourceOptions {
 /** Options for {@link NcbiSource.downloadVolumes}. */
 export interface DownloadVolumesOptions {
   /** Aborting stops downloads and `tar`; partial files are left for the caller to remove. */
-  signal?: AbortSignal;
+  abortSignal?: AbortSignal;
   /** Archives fetched at once; default 2. */
   concurrency?: number;
 }
@@ -179,16 +179,22 @@ export interface DownloadedVolumes {
   bytes: number;
 }
 
+/** Options of each {@link NcbiSource} read. */
+export interface NcbiSourceReadOptions {
+  /** Aborting stops the request. */
+  abortSignal?: AbortSignal;
+}
+
 /** Read access to a release distribution; see {@link METADATA_FILE} for the layout. */
 export interface NcbiSource {
   /** The distribution root, normalised to end in `/`. */
   readonly baseUrl: string;
   /** The newest release folder name, from `latest-dir`. */
-  latestRelease(options?: { signal?: AbortSignal }): Promise<string>;
+  latestRelease(options?: NcbiSourceReadOptions): Promise<string>;
   /** Every database of a release. */
-  metadata(release: string, options?: { signal?: AbortSignal }): Promise<ReleaseDatabase[]>;
+  metadata(release: string, options?: NcbiSourceReadOptions): Promise<ReleaseDatabase[]>;
   /** The database called `dbname` in a release, if it has one. */
-  find(release: string, dbname: string, options?: { signal?: AbortSignal }): Promise<ReleaseDatabase | undefined>;
+  find(release: string, dbname: string, options?: NcbiSourceReadOptions): Promise<ReleaseDatabase | undefined>;
   /**
    * Downloads every volume archive of `entry` into `destDir` (created if missing, else it must be
    * empty, so nothing of another release can pass for part of this one), verifies each
@@ -457,19 +463,19 @@ export function createNcbiSource(options: NcbiSourceOptions): NcbiSource {
   const source: NcbiSource = {
     baseUrl: base.href,
 
-    async latestRelease(opts = {}) {
+    async latestRelease(options = {}) {
       const url = new URL("latest-dir", base);
-      const text = (await fetchText(url, opts.signal)).trim();
+      const text = (await fetchText(url, options.abortSignal)).trim();
       if (!RELEASE_NAME.test(text)) {
         throw new ReleaseFormatError(`latest-dir should name a YYYY-MM-DD-HH-MM-SS folder, got ${JSON.stringify(text.slice(0, 80))}`, url.href);
       }
       return text;
     },
 
-    async metadata(release, opts = {}) {
+    async metadata(release, options = {}) {
       checkRelease(release);
       const url = new URL(`${release}/${METADATA_FILE}`, base);
-      const text = await fetchText(url, opts.signal);
+      const text = await fetchText(url, options.abortSignal);
       let json: unknown;
       try {
         json = JSON.parse(text);
@@ -484,14 +490,14 @@ export function createNcbiSource(options: NcbiSourceOptions): NcbiSource {
       return parsed.data;
     },
 
-    async find(release, dbname, opts = {}) {
-      return (await source.metadata(release, opts)).find((entry) => entry.dbname === dbname);
+    async find(release, dbname, options = {}) {
+      return (await source.metadata(release, options)).find((entry) => entry.dbname === dbname);
     },
 
-    async downloadVolumes(release, entry, destDir, opts = {}) {
+    async downloadVolumes(release, entry, destDir, options = {}) {
       checkRelease(release);
       const archives = planArchives(base, release, entry);
-      const concurrency = Math.max(1, Math.floor(opts.concurrency ?? DEFAULT_CONCURRENCY));
+      const concurrency = Math.max(1, Math.floor(options.concurrency ?? DEFAULT_CONCURRENCY));
       await mkdir(destDir, { recursive: true });
       // Files already there would pass for part of this release (stale volumes of an older one).
       if ((await readdir(destDir)).length > 0) throw new Error(`destination ${destDir} must be empty`);
@@ -501,7 +507,7 @@ export function createNcbiSource(options: NcbiSourceOptions): NcbiSource {
       // One failure stops the rest; every worker has settled before the error surfaces, so the
       // caller can delete destDir without racing a write.
       const stop = new AbortController();
-      const signal = opts.signal ? AbortSignal.any([opts.signal, stop.signal]) : stop.signal;
+      const signal = options.abortSignal ? AbortSignal.any([options.abortSignal, stop.signal]) : stop.signal;
       const files = new Set<string>();
       let bytes = 0;
       let next = 0;
@@ -525,7 +531,7 @@ export function createNcbiSource(options: NcbiSourceOptions): NcbiSource {
             for (const name of await step) files.add(name);
             await rm(archivePath, { force: true });
           } catch (error) {
-            failure ??= { error: opts.signal?.aborted ? abortError(opts.signal.reason) : error };
+            failure ??= { error: options.abortSignal?.aborted ? abortError(options.abortSignal.reason) : error };
             stop.abort(new Error("another volume failed"));
           }
         }

@@ -87,7 +87,7 @@ export interface PrepareDatabaseReleaseOptions {
   /** A release folder name; defaults to the source's `latest-dir`. */
   release?: string;
   /** Aborting stops downloads and BLAST+ tools; the staging folder is still removed. */
-  signal?: AbortSignal;
+  abortSignal?: AbortSignal;
   /** Clock for the manifest's `created_at`. */
   now?: () => Date;
 }
@@ -159,15 +159,15 @@ async function makeCurrent(dbDir: string, release: string): Promise<void> {
   await pruneReleases(dbDir).catch(() => []);
 }
 
-export async function prepareDatabaseRelease(opts: PrepareDatabaseReleaseOptions): Promise<PreparedDatabaseManifest> {
-  const { source, name, databasesDir, partitions, signal } = opts;
+export async function prepareDatabaseRelease(options: PrepareDatabaseReleaseOptions): Promise<PreparedDatabaseManifest> {
+  const { source, name, databasesDir, partitions, abortSignal: signal } = options;
   if (typeof name !== "string" || !DATABASE_NAME.test(name)) {
     throw new DatabasePrepareError(`invalid database name ${JSON.stringify(name)}`, String(name), null);
   }
   if (!path.isAbsolute(databasesDir) || /[\s\0]/.test(databasesDir)) {
     throw new DatabasePrepareError("databasesDir must be an absolute path without whitespace", name, null);
   }
-  const release = opts.release ?? (await source.latestRelease({ signal }));
+  const release = options.release ?? (await source.latestRelease({ abortSignal: signal }));
   if (!RELEASE_NAME.test(release)) {
     throw new ReleaseFormatError(`release names look like YYYY-MM-DD-HH-MM-SS, got ${JSON.stringify(release)}`, null);
   }
@@ -180,7 +180,7 @@ export async function prepareDatabaseRelease(opts: PrepareDatabaseReleaseOptions
     return existing;
   }
 
-  const entry = await source.find(release, name, { signal });
+  const entry = await source.find(release, name, { abortSignal: signal });
   if (!entry) throw new DatabaseNotInReleaseError(name, release);
   const type = blastDbType(entry);
 
@@ -190,7 +190,7 @@ export async function prepareDatabaseRelease(opts: PrepareDatabaseReleaseOptions
   try {
     await claimStaging(staging);
     const volumesDir = path.join(staging, "volumes");
-    await source.downloadVolumes(release, entry, volumesDir, { signal });
+    await source.downloadVolumes(release, entry, volumesDir, { abortSignal: signal });
 
     const expected = { sequences: entry["number-of-sequences"], letters: entry["number-of-letters"] };
     const actual = await infoCounts(volumesDir, name, release, type, signal);
@@ -208,7 +208,7 @@ export async function prepareDatabaseRelease(opts: PrepareDatabaseReleaseOptions
     await rm(volumesDir, { recursive: true, force: true });
 
     const buildDir = path.join(staging, "release");
-    const built = await buildDatabase({ name, fastaPath, type, outDir: buildDir, partitions, version: release, now: opts.now, signal });
+    const built = await buildDatabase({ name, fastaPath, type, outDir: buildDir, partitions, version: release, now: options.now, abortSignal: signal });
     if (built.sequences !== expected.sequences || built.letters !== expected.letters) {
       throw new DatabaseVerificationError(name, release, expected, { sequences: built.sequences, letters: built.letters });
     }
@@ -251,6 +251,14 @@ export interface DatabaseUpdateStatus {
   note?: string;
 }
 
+/** Options of {@link checkForUpdates}. */
+export interface CheckForUpdatesOptions {
+  source: NcbiSource;
+  catalog: DatabaseCatalog;
+  /** Aborting stops the source's requests. */
+  abortSignal?: AbortSignal;
+}
+
 /**
  * The scheduled update check: for every database in the catalog, compares the source's newest
  * metadata with the prepared current release. An update is available when the newest release
@@ -259,16 +267,12 @@ export interface DatabaseUpdateStatus {
  * source). Databases the newest release does not publish report `update_available: false` with a
  * note. Reads `latest-dir` and one metadata document; downloads nothing.
  */
-export async function checkForUpdates(opts: {
-  source: NcbiSource;
-  catalog: DatabaseCatalog;
-  signal?: AbortSignal;
-}): Promise<DatabaseUpdateStatus[]> {
-  const { source, catalog, signal } = opts;
+export async function checkForUpdates(options: CheckForUpdatesOptions): Promise<DatabaseUpdateStatus[]> {
+  const { source, catalog, abortSignal } = options;
   const entries = await catalog.list();
   if (entries.length === 0) return [];
-  const latest = await source.latestRelease({ signal });
-  const published = new Map((await source.metadata(latest, { signal })).map((db) => [db.dbname, db]));
+  const latest = await source.latestRelease({ abortSignal });
+  const published = new Map((await source.metadata(latest, { abortSignal })).map((db) => [db.dbname, db]));
   return entries.map(({ manifest }) => {
     const prepared = manifest as PreparedDatabaseManifest;
     const entry = published.get(manifest.name);

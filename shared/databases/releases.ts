@@ -174,25 +174,25 @@ export async function pruneReleases(dbDir: string, options: { keep?: number; now
   };
 
   const complete: string[] = [];
-  for (const e of entries) {
-    if (!e.isDirectory() || !RELEASE_NAME.test(e.name) || e.name === current) continue;
-    const dir = path.join(dbDir, e.name);
+  for (const entry of entries) {
+    if (!entry.isDirectory() || !RELEASE_NAME.test(entry.name) || entry.name === current) continue;
+    const dir = path.join(dbDir, entry.name);
     if (await hasManifest(dir)) {
-      complete.push(e.name);
+      complete.push(entry.name);
       continue;
     }
     const at = await modifiedAt(dir);
-    if (at !== undefined && now - at > ABANDONED_AFTER_MS && !held.has(e.name)) await remove(e.name);
+    if (at !== undefined && now - at > ABANDONED_AFTER_MS && !held.has(entry.name)) await remove(entry.name);
   }
   complete.sort().reverse();
   for (const name of complete.slice(current === undefined ? keep : keep - 1)) if (!held.has(name)) await remove(name);
 
-  for (const e of entries) {
-    const file = path.join(dbDir, e.name);
-    if (e.isDirectory() && e.name.startsWith(".staging-") && (await abandonedStaging(file, now))) await remove(e.name);
-    if (e.isFile() && e.name.startsWith("current.")) {
+  for (const entry of entries) {
+    const file = path.join(dbDir, entry.name);
+    if (entry.isDirectory() && entry.name.startsWith(".staging-") && (await abandonedStaging(file, now))) await remove(entry.name);
+    if (entry.isFile() && entry.name.startsWith("current.")) {
       const at = await modifiedAt(file);
-      if (at !== undefined && now - at > ABANDONED_AFTER_MS) await remove(e.name);
+      if (at !== undefined && now - at > ABANDONED_AFTER_MS) await remove(entry.name);
     }
   }
   return removed.sort();

@@ -1,13 +1,21 @@
 import { createHash } from "node:crypto";
 
-/** Canonical JSON (sorted keys, undefined fields left out), so equal requests fingerprint equally. */
-function canonical(value: unknown): string {
+/** Orders strings by UTF-16 code unit, as RFC 8785 sorts object keys (JavaScript's `<` on strings). */
+function byCodeUnit(left: string, right: string): number {
+  return left < right ? -1 : left > right ? 1 : 0;
+}
+
+/**
+ * Canonical JSON (RFC 8785 key order: by UTF-16 code unit, not by locale; undefined fields left
+ * out), so equal requests fingerprint equally on every machine whatever its locale.
+ */
+export function canonicalJson(value: unknown): string {
   if (value === null || typeof value !== "object") return JSON.stringify(value);
-  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
   const entries = Object.entries(value as Record<string, unknown>)
-    .filter(([, v]) => v !== undefined)
-    .sort(([a], [b]) => a.localeCompare(b));
-  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(",")}}`;
+    .filter(([, field]) => field !== undefined)
+    .sort(([left], [right]) => byCodeUnit(left, right));
+  return `{${entries.map(([key, field]) => `${JSON.stringify(key)}:${canonicalJson(field)}`).join(",")}}`;
 }
 
 /**
@@ -15,5 +23,5 @@ function canonical(value: unknown): string {
  * same key and the same fields is a replay; the same key with other fields is a different request.
  */
 export function requestFingerprint(fields: Record<string, unknown>): string {
-  return createHash("sha256").update(canonical(fields)).digest("hex");
+  return createHash("sha256").update(canonicalJson(fields)).digest("hex");
 }

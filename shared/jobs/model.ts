@@ -1,5 +1,3 @@
-import { randomBytes } from "node:crypto";
-
 /** Job-API job states (spec §3). */
 export const JOB_STATUSES = ["queued", "dispatching", "submitting", "running", "completed", "failed", "cancelled"] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
@@ -77,13 +75,13 @@ export type NewJob = Pick<
 
 /** A queued job as it is first stored: no progress, no shards, no results yet. */
 export function newJobRecord(job: NewJob, now = new Date()): JobRecord {
-  const t = now.toISOString();
+  const at = now.toISOString();
   return {
     ...job,
     status: "queued",
-    created_at: t,
-    updated_at: t,
-    last_progress_at: t,
+    created_at: at,
+    updated_at: at,
+    last_progress_at: at,
     started_at: "",
     completed_at: "",
     error: "",
@@ -99,7 +97,8 @@ export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0
 const ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789";
 
 export function newJobId(): string {
-  const bytes = randomBytes(12);
+  // Web Crypto (global in Node and browsers), so this module also bundles into the web app.
+  const bytes = crypto.getRandomValues(new Uint8Array(12));
   let id = "";
   // 256 % 36 bias is negligible for an identifier that only has to be unique, not secret.
   for (const b of bytes) id += ALPHABET[b % ALPHABET.length];
@@ -131,10 +130,10 @@ export function shardCounters(shards: readonly Shard[]): { total: number; succee
   let succeeded = 0;
   let failed = 0;
   let active = 0;
-  for (const s of shards) {
-    if (s.state === "succeeded") succeeded++;
-    else if (s.state === "failed") failed++;
-    else if (s.state === "running") active++;
+  for (const shard of shards) {
+    if (shard.state === "succeeded") succeeded++;
+    else if (shard.state === "failed") failed++;
+    else if (shard.state === "running") active++;
   }
   return { total: shards.length, succeeded, failed, active };
 }

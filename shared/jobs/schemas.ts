@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { DATABASE_NAME } from "../blast/database-builder.js";
+import { DATABASE_NAME } from "../blast/database-name.js";
 import { FASTA_LIMITS } from "../blast/fasta.js";
 import { blastOptionsSchema } from "../blast/options.js";
 import { BLAST_PROGRAMS } from "../blast/programs.js";

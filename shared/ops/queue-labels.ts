@@ -1,4 +1,8 @@
 /**
+ * The names every side of an orchestration shares: its function name, its queue label and the
+ * events it waits for. Triggers, activities and services import them from here, never from
+ * another trigger module.
+ *
  * The spec's task-queue names survive as labels on durable orchestrations (DESIGN §2), so the
  * diagnostics still answer per queue. Every orchestration must appear here; one that does not
  * counts toward `fallback`, which must stay 0.
@@ -18,6 +22,9 @@ export const Orchestrations = {
   checkDatabaseUpdates: "checkDatabaseUpdates",
   approvalRequest: "approvalRequest",
 } as const;
+
+/** The external event `submitBlastJob` waits for: `DELETE /api/blast/jobs/{uuid}` raises it. */
+export const CANCEL_EVENT = "cancel";
 
 export const ORCHESTRATION_QUEUES: Readonly<Record<string, QueueName>> = Object.freeze({
   [Orchestrations.noop]: "cloud",

@@ -54,6 +54,20 @@ export function generateApiToken(): string {
   return `bpt_${randomBytes(32).toString("base64url")}`;
 }
 
+/** Options of {@link ApiTokenService}. */
+export interface ApiTokenServiceOptions {
+  /** How long a read state is reused before the store is read again (default 2000). */
+  cacheMs?: number;
+  /** The clock (tests set it). */
+  now?: () => Date;
+}
+
+/** Options of {@link ApiTokenService.state}. */
+export interface ApiTokenStateOptions {
+  /** Read the store, not the cache. */
+  fresh?: boolean;
+}
+
 /**
  * The job API's shared token (`X-SVC-API-Token`). Several tokens may be valid at once: the current
  * one and, until its grace period ends, the one it replaced — so callers survive a rotation.
@@ -65,14 +79,14 @@ export class ApiTokenService {
 
   constructor(
     private readonly secrets: SecretStore,
-    private readonly options: { cacheMs?: number; now?: () => Date } = {},
+    private readonly options: ApiTokenServiceOptions = {},
   ) {}
 
   private now(): Date {
     return this.options.now ? this.options.now() : new Date();
   }
 
-  async state(options: { fresh?: boolean } = {}): Promise<ApiTokenState | undefined> {
+  async state(options: ApiTokenStateOptions = {}): Promise<ApiTokenState | undefined> {
     const cacheMs = this.options.cacheMs ?? 2000;
     if (!options.fresh && this.cache && Date.now() - this.cache.at < cacheMs) return this.cache.state;
     const text = await this.secrets.get(API_TOKEN_SECRET);

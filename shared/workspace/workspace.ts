@@ -56,6 +56,20 @@ export interface SavedWorkspace extends StoredWorkspace {
   previous: Workspace | undefined;
 }
 
+/** Options of {@link WorkspaceStore.put}. */
+export interface PutWorkspaceOptions {
+  /** The version the save replaces; none to create the first one. */
+  ifMatch?: string | undefined;
+  /** Who saves it. */
+  actor: AuditActor;
+}
+
+/** Options of {@link createWorkspaceStore}. */
+export interface WorkspaceStoreOptions {
+  /** The clock (tests set it). */
+  now?: () => Date;
+}
+
 /** The one workspace configuration, with optimistic concurrency on its ETag. */
 export interface WorkspaceStore {
   /** The saved workspace, or undefined when none has been saved yet. */
@@ -71,24 +85,24 @@ export interface WorkspaceStore {
    *   a save racing in between still makes it a 409).
    * - `ifMatch` stale, or naming a workspace that does not exist: {@link ConflictError} (409).
    */
-  put(workspace: Workspace, options: { ifMatch?: string | undefined; actor: AuditActor }): Promise<SavedWorkspace>;
+  put(workspace: Workspace, options: PutWorkspaceOptions): Promise<SavedWorkspace>;
 }
 
 export const WORKSPACE_TABLE = "workspace";
 const PARTITION = "workspace";
 const ROW = "current";
 
-function fromEntity(e: Record<string, unknown>): StoredWorkspace {
+function fromEntity(entity: Record<string, unknown>): StoredWorkspace {
   return {
-    workspace: JSON.parse(unpackText(e, "doc")) as Workspace,
-    etag: String(e.etag),
-    updated_at: String(e.updated_at),
-    updated_by: { oid: String(e.updated_by_oid), name: String(e.updated_by_name ?? "") },
+    workspace: JSON.parse(unpackText(entity, "doc")) as Workspace,
+    etag: String(entity.etag),
+    updated_at: String(entity.updated_at),
+    updated_by: { oid: String(entity.updated_by_oid), name: String(entity.updated_by_name ?? "") },
   };
 }
 
-/** Opens the workspace store in Table storage (table `workspace`, one entity). `now` is for tests. */
-export function createWorkspaceStore(source: TableSource, options: { now?: () => Date } = {}): WorkspaceStore {
+/** Opens the workspace store in Table storage (table `workspace`, one entity). */
+export function createWorkspaceStore(source: TableSource, options: WorkspaceStoreOptions = {}): WorkspaceStore {
   const table = tableOpener(source, WORKSPACE_TABLE);
   const now = options.now ?? (() => new Date());
 

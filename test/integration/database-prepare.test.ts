@@ -399,7 +399,7 @@ describe("database preparation from an NCBI-style source (real BLAST+, fake dist
     };
     const watched = createNcbiSource({ baseUrl: server.url, fetchImpl: aborting });
 
-    const error = await prepareDatabaseRelease({ source: watched, name: DB, databasesDir, partitions: 2, signal: controller.signal }).catch(
+    const error = await prepareDatabaseRelease({ source: watched, name: DB, databasesDir, partitions: 2, abortSignal: controller.signal }).catch(
       (e: unknown) => e,
     );
 

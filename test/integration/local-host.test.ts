@@ -41,8 +41,12 @@ describe("local Functions host", () => {
     expect(wrongMethod.status).toBe(405);
     expect(wrongMethod.headers.get("allow")).toBe("POST");
     expect(await wrongMethod.json()).toMatchObject({ detail: "method not allowed" });
-    // Outside the route prefix nothing is served.
-    expect((await fetch(`${base}/boom`)).status).toBe(404);
+    // Outside the route prefix no function answers: those paths are the web app's (its page for an
+    // app route, 404 for a file it does not have).
+    const outside = await fetch(`${base}/boom`);
+    expect(outside.status).toBe(200);
+    expect(outside.headers.get("content-type")).toBe("text/html; charset=utf-8");
+    expect((await fetch(`${base}/boom.js`)).status).toBe(404);
   });
 
   it("streams a request body through the function and back", async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { compileRouteTemplate, createRouteTable } from "../../shared/http/route-template.js";
+import { compileRouteTemplate, createRouteTable } from "../../local/route-template.js";
 
 const match = (template: string, path: string) => compileRouteTemplate(template).match(path);
 

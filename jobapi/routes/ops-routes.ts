@@ -1,0 +1,132 @@
+import os from "node:os";
+import { type DatabaseCatalog, databaseSummary } from "../../shared/databases/database-catalog.js";
+import { jsonResult } from "../../shared/http/envelope.js";
+import type { ApiTokenService } from "../../shared/secrets/api-tokens.js";
+import type { JobApiConfig } from "../config.js";
+import type { JobApiRoute } from "../http.js";
+import type { ArtifactStore } from "../jobs/artifact-store.js";
+import type { JobStore } from "../jobs/job-store.js";
+import { errorResponse, JOB_API_VERSION, secured, unauthorized } from "../openapi.js";
+
+/** How long each readiness check may take before it counts as unavailable. */
+const READY_CHECK_TIMEOUT_MS = 2000;
+
+export interface OpsRouteOptions {
+  config: Pick<JobApiConfig, "maxActiveJobs" | "maxQueuedJobs" | "bodyLimitBytes" | "shardConcurrency" | "threadsPerShard" | "nodeMemoryBytes">;
+  jobs: Pick<JobStore, "ping">;
+  artifacts: Pick<ArtifactStore, "ping">;
+  catalog: Pick<DatabaseCatalog, "list">;
+  tokens: Pick<ApiTokenService, "state">;
+  blastVersion: () => Promise<string>;
+  executorName: string;
+  /** Jobs this process is running now. */
+  activeJobs: () => number;
+  /** Whether this process holds the dispatch lease (runs jobs) or stands by (serves the API only). */
+  dispatchRole: () => "active" | "standby";
+}
+
+/** Liveness, readiness, configuration, capacity and the database list. */
+export function createOpsRoutes(o: OpsRouteOptions): JobApiRoute[] {
+  return [
+    {
+      method: "GET",
+      path: "/v1/health",
+      public: true,
+      openapi: { summary: "Liveness", responses: { "200": { description: "alive" } } },
+      handler: async (_req, { requestId }) => jsonResult(200, { status: "ok", version: JOB_API_VERSION }, requestId),
+    },
+    {
+      method: "GET",
+      path: "/v1/ready",
+      public: true,
+      openapi: { summary: "Readiness (storage, BLAST+, token store)", responses: { "200": { description: "ready" }, "503": errorResponse("a dependency is unavailable") } },
+      handler: async (_req, { requestId, logger }) => {
+        const checks: Record<string, string> = {};
+        const probe = async (name: string, run: () => Promise<unknown>) => {
+          try {
+            await Promise.race([
+              run(),
+              new Promise((_, reject) => setTimeout(() => reject(new Error(`no answer within ${READY_CHECK_TIMEOUT_MS} ms`)), READY_CHECK_TIMEOUT_MS).unref()),
+            ]);
+            checks[name] = "ok";
+          } catch (error) {
+            logger.warn("readiness check failed", { check: name, error });
+            checks[name] = "unavailable";
+          }
+        };
+        await Promise.all([
+          probe("storage", () => Promise.all([o.jobs.ping(), o.artifacts.ping()])),
+          probe("blast", () => o.blastVersion()),
+          probe("api_token", async () => {
+            if (!(await o.tokens.state())) throw new Error("no API token configured");
+          }),
+        ]);
+        const failing = Object.entries(checks)
+          .filter(([, v]) => v !== "ok")
+          .map(([k]) => k);
+        if (failing.length > 0) {
+          return { status: 503, headers: { "Content-Type": "application/json", "Retry-After": "5" }, jsonBody: { detail: `not ready: ${failing.join(", ")} unavailable`, request_id: requestId, checks } };
+        }
+        return jsonResult(200, { status: "ready", checks }, requestId);
+      },
+    },
+    {
+      method: "GET",
+      path: "/v1/config",
+      openapi: { summary: "Service configuration and limits", security: secured, responses: { "200": { description: "configuration" }, ...unauthorized } },
+      handler: async (_req, { requestId }) =>
+        jsonResult(
+          200,
+          {
+            version: JOB_API_VERSION,
+            blast_version: await o.blastVersion(),
+            executor: o.executorName,
+            programs: ["blastn", "blastp", "blastx", "tblastn", "tblastx"],
+            execution_profiles: ["standard", "sharded"],
+            limits: {
+              max_active_jobs: o.config.maxActiveJobs,
+              max_queued_jobs: o.config.maxQueuedJobs,
+              request_body_bytes: o.config.bodyLimitBytes,
+              shard_concurrency: o.config.shardConcurrency,
+              threads_per_shard: o.config.threadsPerShard,
+            },
+          },
+          requestId,
+        ),
+    },
+    {
+      method: "GET",
+      path: "/v1/cluster",
+      openapi: { summary: "Execution capacity", security: secured, responses: { "200": { description: "cluster status" }, ...unauthorized } },
+      handler: async (_req, { requestId }) =>
+        jsonResult(
+          200,
+          {
+            executor: o.executorName,
+            status: "running",
+            nodes: [{ name: os.hostname(), cpus: os.availableParallelism(), memory_bytes: o.config.nodeMemoryBytes }],
+            active_jobs: o.activeJobs(),
+            max_active_jobs: o.config.maxActiveJobs,
+            dispatch: o.dispatchRole(),
+          },
+          requestId,
+        ),
+    },
+    {
+      method: "GET",
+      path: "/v1/databases",
+      openapi: {
+        summary: "Prepared databases",
+        security: secured,
+        responses: {
+          "200": { description: "databases", content: { "application/json": { schema: { type: "object", properties: { databases: { type: "array", items: { $ref: "#/components/schemas/Database" } } } } } } },
+          ...unauthorized,
+        },
+      },
+      handler: async (_req, { requestId }) => {
+        const entries = await o.catalog.list();
+        return jsonResult(200, { databases: entries.map((e) => ({ ...databaseSummary(e), location: e.location })) }, requestId);
+      },
+    },
+  ];
+}

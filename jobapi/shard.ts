@@ -1,0 +1,87 @@
+import { createReadStream } from "node:fs";
+import { access } from "node:fs/promises";
+import path from "node:path";
+import { z } from "zod";
+import { runBlastTool } from "../shared/blast/blast-tools.js";
+import { DATABASE_NAME } from "../shared/blast/database-builder.js";
+import { BLAST_PROGRAMS, type BlastProgram } from "../shared/blast/programs.js";
+import { RELEASE_NAME } from "../shared/databases/ncbi-source.js";
+import { JOB_ID_PATTERN } from "../shared/jobs/model.js";
+import { createLogger } from "../shared/logging/logger.js";
+import { createParallelGzip } from "../shared/storage/parallel-gzip.js";
+import { isStatus } from "../shared/storage/table-text.js";
+import { releaseFolder } from "./executors/kubernetes-manifests.js";
+import { ArtifactStore } from "./jobs/artifact-store.js";
+
+/** As the dispatcher stores shard outputs: fast gzip, parallel 1 MiB members. */
+const GZIP_LEVEL = 1;
+
+const env = z.object({
+  SHARD_JOB_ID: z.string().regex(JOB_ID_PATTERN),
+  SHARD_ID: z.string().regex(/^b\d{1,5}(-p\d{1,3})?$/),
+  SHARD_BATCH: z.coerce.number().int().min(0).max(99_999),
+  SHARD_DB_CACHE_ROOT: z.string().min(1),
+  SHARD_DB_NAME: z.string().regex(DATABASE_NAME),
+  SHARD_DB_RELEASE: z.string().regex(RELEASE_NAME),
+  SHARD_QUERY_FILE: z.string().min(1),
+  SHARD_OUTPUT_FILE: z.string().min(1),
+  SHARD_STORAGE_CONNECTION_STRING: z.string().min(1),
+  LOG_LEVEL: z.enum(["debug", "info", "warn", "error"]).default("info"),
+});
+
+/**
+ * A shard's pod: `node dist/jobapi/shard.js <program> <BLAST argv…>`. Reads its query batch from
+ * Blob storage, runs BLAST+ on its database partition in the node-local cache with the argv the
+ * job API built (never a shell, never request text), and uploads the output gzipped, streamed,
+ * MD5-checked block by block and as a whole, only if it is not published yet: a pod that
+ * Kubernetes retries, or one adopted after a job API restart, never replaces a published output.
+ * Exit 0 when the output is published (by this pod or an earlier one), 1 with the reason on
+ * stderr otherwise; SIGTERM stops BLAST.
+ */
+async function main(): Promise<void> {
+  const e = env.parse(process.env);
+  const logger = createLogger({ level: e.LOG_LEVEL, base: { service: "shard", job_id: e.SHARD_JOB_ID, shard: e.SHARD_ID } });
+  const [program, ...args] = process.argv.slice(2);
+  if (!program || !(BLAST_PROGRAMS as readonly string[]).includes(program)) throw new Error(`not a BLAST program: ${String(program)}`);
+  const stop = new AbortController();
+  process.once("SIGTERM", () => stop.abort(new Error("pod terminating")));
+  const artifacts = ArtifactStore.fromConnectionString(e.SHARD_STORAGE_CONNECTION_STRING);
+  const output = `shards/${e.SHARD_ID}.out.gz`;
+  if ((await artifacts.size(e.SHARD_JOB_ID, output)) !== undefined) {
+    logger.info("shard output already published; nothing to do");
+    return;
+  }
+  const cwd = releaseFolder(e.SHARD_DB_CACHE_ROOT, e.SHARD_DB_NAME, e.SHARD_DB_RELEASE);
+  await access(path.join(cwd, "manifest.json")).catch(() => {
+    throw new Error(`database ${e.SHARD_DB_NAME} release ${e.SHARD_DB_RELEASE} is not in the node's cache`);
+  });
+  await artifacts.downloadToFile(e.SHARD_JOB_ID, `batches/b${e.SHARD_BATCH}.fa`, e.SHARD_QUERY_FILE);
+  const started = performance.now();
+  logger.info("running BLAST", { program });
+  await runBlastTool(program as BlastProgram, args, { cwd, signal: stop.signal });
+  const blastMs = Math.round(performance.now() - started);
+  try {
+    const bytes = await artifacts.uploadStream(e.SHARD_JOB_ID, output, createReadStream(e.SHARD_OUTPUT_FILE), {
+      through: createParallelGzip({ level: GZIP_LEVEL }),
+      signal: stop.signal,
+      ifNew: true,
+      checksum: true,
+    });
+    logger.info("shard output published", { bytes, blast_ms: blastMs });
+  } catch (error) {
+    // Another pod of this shard published first: its output stands.
+    if (isStatus(error, 409) || isStatus(error, 412)) {
+      logger.info("shard output was published by another pod; keeping it");
+      return;
+    }
+    throw error;
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    process.stderr.write(`shard failed: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,433 @@
+import { timingSafeEqual } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Logger } from "../../shared/logging/logger.js";
+import type { DeleteOptions, Deleter, PropagationPolicy } from "./deletion.js";
+import type { Kubelet } from "./kubelet.js";
+import { admit, type Any, field, withSecretData } from "./objects.js";
+import { apiVersionOf, findResource, groupList, groupOf, podStatusText, RESOURCES, type ResourceDef, resourceList, toTable } from "./resources.js";
+import { type KubeObject, parseFieldSelector, parseLabelSelector, SelectorError, type Selector } from "./selectors.js";
+import { KubeStatusError, notFound, type ObjectStore, type StoreEvent } from "./store.js";
+
+/** A failure the server answers instead of serving (failure injection in tests). */
+export interface FaultRule {
+  /** HTTP method to match (any when absent). */
+  method?: string;
+  /** Matched against `path?query`. */
+  path?: RegExp;
+  status: 429 | 500 | 503;
+  /** How many matching requests fail; then the rule is spent. */
+  times: number;
+  retryAfterSeconds?: number;
+}
+
+/** The Kubernetes version this server reports (`/version`, node `kubeletVersion`). */
+export const KUBE_VERSION = { major: "1", minor: "32", gitVersion: "v1.32.0-blastplane-local", platform: "linux/amd64" };
+
+const BODY_LIMIT_BYTES = 3 * 1024 * 1024;
+const STATUS_REASON: Record<number, string> = { 400: "BadRequest", 401: "Unauthorized", 404: "NotFound", 405: "MethodNotAllowed", 415: "UnsupportedMediaType", 429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable" };
+
+function statusBody(code: number, reason: string, message: string, details?: Record<string, unknown>): Any {
+  return { kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message, reason, ...(details ? { details } : {}), code };
+}
+
+function sendJson(res: ServerResponse, code: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(code, { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(text), ...headers });
+  res.end(text);
+}
+
+function sendStatus(res: ServerResponse, error: KubeStatusError, headers: Record<string, string> = {}): void {
+  sendJson(res, error.code, statusBody(error.code, error.reason, error.message, error.details), headers);
+}
+
+async function readBody(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > BODY_LIMIT_BYTES) throw new KubeStatusError(413, "RequestEntityTooLarge", "the request body is too large");
+    chunks.push(chunk as Buffer);
+  }
+  if (size === 0) return undefined;
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString("utf8"));
+  } catch {
+    throw new KubeStatusError(400, "BadRequest", "the request body is not valid JSON");
+  }
+}
+
+/** RFC 7386 merge patch (strategic merge patches are read as merge patches here). */
+function mergePatch(target: unknown, patch: unknown): unknown {
+  if (patch === null || typeof patch !== "object" || Array.isArray(patch)) return patch;
+  const out: Any = target !== null && typeof target === "object" && !Array.isArray(target) ? { ...(target as Any) } : {};
+  for (const [k, v] of Object.entries(patch as Any)) {
+    if (v === null) delete out[k];
+    else out[k] = mergePatch(out[k], v);
+  }
+  return out;
+}
+
+interface Route {
+  def: ResourceDef;
+  namespace: string | undefined;
+  name: string | undefined;
+  sub: string | undefined;
+}
+
+/** `/api/v1/...` and `/apis/<group>/<version>/...` into a resource route. */
+function route(segments: string[]): Route | undefined {
+  let group = "";
+  let version: string | undefined;
+  let rest: string[];
+  if (segments[0] === "api") {
+    version = segments[1];
+    rest = segments.slice(2);
+  } else if (segments[0] === "apis") {
+    group = segments[1] ?? "";
+    version = segments[2];
+    rest = segments.slice(3);
+  } else return undefined;
+  if (!version || rest.length === 0) return undefined;
+  let namespace: string | undefined;
+  if (rest[0] === "namespaces" && rest.length >= 3 && !group) {
+    const inner = findResource(group, version, rest[2] ?? "");
+    if (inner?.namespaced) {
+      namespace = rest[1];
+      rest = rest.slice(2);
+    }
+  } else if (rest[0] === "namespaces" && rest.length >= 3) {
+    namespace = rest[1];
+    rest = rest.slice(2);
+  }
+  const def = findResource(group, version, rest[0] ?? "");
+  if (!def || rest.length > 3) return undefined;
+  if (def.namespaced && namespace === undefined && rest.length > 1) return undefined;
+  return { def, namespace, name: rest[1], sub: rest[2] };
+}
+
+interface OpenWatch {
+  expire(): void;
+}
+
+/**
+ * The HTTP face of the local cluster: discovery, CRUD, list/watch with label and field selectors,
+ * server-side printing (Tables) for kubectl, pod logs, deletion with propagation, bearer-token
+ * authentication, `Status` errors, request counting (`/metrics`) and injected failures.
+ */
+export class ApiServer {
+  /** Requests served, by `VERB resource[/sub] code` (what the bench and tests count). */
+  readonly requests = new Map<string, number>();
+  /** Bodies of objects created through the API, newest last (tests validate them against the schemas). */
+  readonly created: { resource: string; body: unknown }[] = [];
+  private readonly faults: FaultRule[] = [];
+  private readonly watches = new Set<OpenWatch>();
+  private readonly token: Buffer;
+
+  constructor(
+    private readonly o: {
+      store: ObjectStore;
+      deleter: Deleter;
+      kubelet: Kubelet;
+      token: string;
+      logger: Logger;
+      /** Interval of BOOKMARK events on watches that allow them. */
+      bookmarkIntervalMs: number;
+    },
+  ) {
+    this.token = Buffer.from(o.token);
+  }
+
+  /** Makes the next `times` requests matching the rule fail with its status. */
+  inject(rule: FaultRule): void {
+    this.faults.push({ ...rule });
+  }
+
+  /** Ends every open watch with `ERROR 410 Expired` and compacts history, as after etcd compaction. */
+  expireWatches(): void {
+    this.o.store.compact();
+    for (const w of [...this.watches]) w.expire();
+  }
+
+  /** Requests whose key (`VERB resource code`) matches `filter`, summed. */
+  count(filter: (key: string) => boolean = () => true): number {
+    let n = 0;
+    for (const [k, v] of this.requests) if (filter(k)) n += v;
+    return n;
+  }
+
+  /** Closes open watches (the server is stopping). */
+  closeWatches(): void {
+    for (const w of [...this.watches]) w.expire();
+  }
+
+  readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
+    this.serve(req, res).catch((error: unknown) => {
+      if (error instanceof KubeStatusError) return sendStatus(res, error);
+      this.o.logger.error("local API server request failed", { error, url: req.url });
+      if (!res.headersSent) sendJson(res, 500, statusBody(500, "InternalError", "an error on the server has prevented the request from succeeding"));
+      else res.destroy();
+    });
+  };
+
+  private record(verb: string, resource: string, code: number): void {
+    const key = `${verb} ${resource} ${code}`;
+    this.requests.set(key, (this.requests.get(key) ?? 0) + 1);
+  }
+
+  private authorized(req: IncomingMessage): boolean {
+    const header = req.headers.authorization ?? "";
+    const given = Buffer.from(header.startsWith("Bearer ") ? header.slice(7) : "");
+    return given.length === this.token.length && timingSafeEqual(given, this.token);
+  }
+
+  private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? "/", "http://local");
+    const method = req.method ?? "GET";
+    const segments = url.pathname.split("/").filter(Boolean);
+    if (["/healthz", "/livez", "/readyz"].includes(url.pathname)) {
+      res.writeHead(200, { "Content-Type": "text/plain" });
+      res.end("ok");
+      return;
+    }
+    if (url.pathname === "/version") return sendJson(res, 200, { ...KUBE_VERSION, gitCommit: "", gitTreeState: "clean", buildDate: "2026-01-01T00:00:00Z", goVersion: "n/a", compiler: "n/a" });
+    if (!this.authorized(req)) return sendJson(res, 401, statusBody(401, "Unauthorized", "Unauthorized"));
+    const fault = this.faults.find((f) => f.times > 0 && (!f.method || f.method === method) && (!f.path || f.path.test(`${url.pathname}${url.search}`)));
+    if (fault) {
+      fault.times--;
+      this.record(method, `fault:${url.pathname}`, fault.status);
+      const message = fault.status === 429 ? "the server has received too many requests and has asked us to try again later" : "an error on the server has prevented the request from succeeding";
+      return sendJson(res, fault.status, statusBody(fault.status, STATUS_REASON[fault.status] ?? "InternalError", message), fault.retryAfterSeconds ? { "Retry-After": String(fault.retryAfterSeconds) } : {});
+    }
+    if (url.pathname === "/metrics") {
+      const lines = ["# TYPE apiserver_request_total counter"];
+      for (const [key, n] of this.requests) {
+        const [verb, resource, code] = key.split(" ");
+        lines.push(`apiserver_request_total{verb="${verb}",resource="${resource}",code="${code}"} ${n}`);
+      }
+      res.writeHead(200, { "Content-Type": "text/plain; version=0.0.4" });
+      res.end(`${lines.join("\n")}\n`);
+      return;
+    }
+    if (method === "GET") {
+      const discovery = this.discovery(url.pathname, segments);
+      if (discovery) return sendJson(res, 200, discovery);
+    }
+    const r = route(segments);
+    if (!r) throw new KubeStatusError(404, "NotFound", "the server could not find the requested resource");
+    try {
+      await this.resource(req, res, url, method, r);
+    } catch (error) {
+      if (error instanceof SelectorError) throw new KubeStatusError(400, "BadRequest", error.message);
+      throw error;
+    }
+  }
+
+  private discovery(pathname: string, segments: string[]): Any | undefined {
+    if (pathname === "/api") return { kind: "APIVersions", versions: ["v1"], serverAddressByClientCIDRs: [{ clientCIDR: "0.0.0.0/0", serverAddress: "127.0.0.1" }] };
+    if (pathname === "/apis") return groupList();
+    if (segments[0] === "api" && segments.length === 2) return resourceList("", segments[1] ?? "");
+    if (segments[0] === "apis" && segments.length === 2 && RESOURCES.some((r) => r.group === segments[1])) return groupOf(segments[1] ?? "");
+    if (segments[0] === "apis" && segments.length === 3) return resourceList(segments[1] ?? "", segments[2] ?? "");
+    return undefined;
+  }
+
+  private async resource(req: IncomingMessage, res: ServerResponse, url: URL, method: string, r: Route): Promise<void> {
+    const { def, namespace, name, sub } = r;
+    const q = url.searchParams;
+    const label = `${def.plural}${sub ? `/${sub}` : ""}`;
+    const wantsTable = (req.headers.accept ?? "").includes("as=Table");
+    const respond = (verb: string, code: number, body: unknown) => {
+      this.record(verb, label, code);
+      sendJson(res, code, body);
+    };
+    try {
+      if (method === "GET" && name === undefined) {
+        const selector = this.selector(q, namespace);
+        if (q.get("watch") === "true" || q.get("watch") === "1") {
+          this.record("WATCH", label, 200);
+          return this.watch(req, res, def, selector, q);
+        }
+        const items = this.o.store.list(def.plural, namespace, selector);
+        const rv = this.o.store.resourceVersion;
+        if (wantsTable) return respond("LIST", 200, toTable(def.plural, items, rv));
+        return respond("LIST", 200, { kind: `${def.kind}List`, apiVersion: apiVersionOf(def), metadata: { resourceVersion: rv }, items });
+      }
+      if (method === "GET" && name !== undefined && sub === "log") return this.logs(res, namespace, name, q, label);
+      if (method === "GET" && name !== undefined) {
+        const obj = this.o.store.get(def.plural, namespace, name);
+        if (!obj) throw notFound(def.plural, name);
+        return respond("GET", 200, wantsTable && !sub ? toTable(def.plural, [obj], this.o.store.resourceVersion) : obj);
+      }
+      if (method === "POST" && name === undefined) {
+        const body = (await readBody(req)) as KubeObject | undefined;
+        if (!body || typeof body !== "object") throw new KubeStatusError(400, "BadRequest", "the request body must be an object");
+        this.created.push({ resource: def.plural, body: structuredClone(body) });
+        if (this.created.length > 1000) this.created.shift();
+        const admitted = admit(def, namespace, body, this.o.store);
+        if (q.get("dryRun") === "All") return respond("POST", 201, admitted);
+        return respond("POST", 201, this.o.store.create(def.plural, admitted));
+      }
+      if ((method === "PUT" || method === "PATCH") && name !== undefined) {
+        const body = await readBody(req);
+        const type = req.headers["content-type"] ?? "application/json";
+        if (method === "PATCH" && !/merge-patch\+json|strategic-merge-patch\+json/.test(type)) {
+          throw new KubeStatusError(415, "UnsupportedMediaType", `the body of the request was in an unknown format - accepted media types include: application/merge-patch+json, application/strategic-merge-patch+json`);
+        }
+        const expectedRv = method === "PUT" ? field<string>(body, "metadata", "resourceVersion") : undefined;
+        const updated = this.o.store.update(
+          def.plural,
+          namespace,
+          name,
+          (current) => {
+            const next = (method === "PUT" ? structuredClone(body) : mergePatch(current, body)) as KubeObject;
+            // The status subresource changes status only; the main resource leaves status alone.
+            if (sub === "status") return { ...current, status: next.status };
+            const replaced = { ...next, apiVersion: current.apiVersion, kind: current.kind, status: current.status };
+            return def.plural === "secrets" ? withSecretData(replaced) : replaced;
+          },
+          expectedRv,
+        );
+        return respond(method, 200, updated);
+      }
+      if (method === "DELETE") {
+        const body = ((await readBody(req)) ?? {}) as Any;
+        const options: DeleteOptions = {
+          propagationPolicy: (q.get("propagationPolicy") ?? body.propagationPolicy) as PropagationPolicy | undefined,
+          gracePeriodSeconds: q.has("gracePeriodSeconds") ? Number(q.get("gracePeriodSeconds")) : (body.gracePeriodSeconds as number | undefined),
+          orphanDependents: q.has("orphanDependents") ? q.get("orphanDependents") === "true" : (body.orphanDependents as boolean | undefined),
+        };
+        if (options.propagationPolicy && !["Background", "Foreground", "Orphan"].includes(options.propagationPolicy)) {
+          throw new KubeStatusError(422, "Invalid", `DeleteOptions.meta.k8s.io is invalid: propagationPolicy: Unsupported value: "${options.propagationPolicy}"`);
+        }
+        if (name === undefined) {
+          const items = this.o.store.list(def.plural, namespace, this.selector(q, namespace));
+          for (const item of items) {
+            try {
+              this.o.deleter.delete(def.plural, item.metadata.namespace, item.metadata.name, options);
+            } catch (error) {
+              if (!(error instanceof KubeStatusError && error.code === 404)) throw error;
+            }
+          }
+          return respond("DELETECOLLECTION", 200, { kind: "Status", apiVersion: "v1", metadata: {}, status: "Success", details: { kind: def.plural, group: def.group } });
+        }
+        const { object, gone } = this.o.deleter.delete(def.plural, namespace, name, options);
+        if (!gone || def.plural === "pods") return respond("DELETE", 200, object);
+        return respond("DELETE", 200, { kind: "Status", apiVersion: "v1", metadata: {}, status: "Success", details: { name, group: def.group, kind: def.plural, uid: object.metadata.uid } });
+      }
+      throw new KubeStatusError(405, "MethodNotAllowed", `the server does not allow this method on the requested resource`);
+    } catch (error) {
+      if (error instanceof KubeStatusError) this.record(method === "GET" && name === undefined ? "LIST" : method, label, error.code);
+      throw error;
+    }
+  }
+
+  private selector(q: URLSearchParams, namespace: string | undefined): Selector {
+    const labels = parseLabelSelector(q.get("labelSelector") ?? undefined);
+    const fields = parseFieldSelector(q.get("fieldSelector") ?? undefined);
+    return (o) => (namespace === undefined || o.metadata.namespace === namespace) && labels(o) && fields(o);
+  }
+
+  private logs(res: ServerResponse, namespace: string | undefined, name: string, q: URLSearchParams, label: string): void {
+    const pod = this.o.store.get("pods", namespace, name);
+    if (!pod) {
+      this.record("GET", label, 404);
+      throw notFound("pods", name);
+    }
+    const container = q.get("container") ?? String(field(pod, "spec", "containers", "0", "name"));
+    const buffer = this.o.kubelet.logs(String(pod.metadata.uid));
+    if (!buffer || (field(pod, "status", "phase") === "Pending" && buffer.text() === "")) {
+      this.record("GET", label, 400);
+      throw new KubeStatusError(400, "BadRequest", `container "${container}" in pod "${name}" is waiting to start: ${podStatusText(pod)}`);
+    }
+    this.record("GET", label, 200);
+    let text = buffer.text();
+    const tail = q.get("tailLines");
+    if (tail !== null) {
+      const lines = text.split("\n");
+      const ending = lines.at(-1) === "" ? lines.pop() : undefined;
+      text = lines.slice(-Math.max(0, Number(tail))).join("\n") + (ending === "" ? "\n" : "");
+    }
+    const limit = q.get("limitBytes");
+    if (limit !== null) text = Buffer.from(text).subarray(0, Math.max(0, Number(limit))).toString("utf8");
+    res.writeHead(200, { "Content-Type": "text/plain" });
+    res.write(text);
+    if (q.get("follow") !== "true" || buffer.ended) {
+      res.end();
+      return;
+    }
+    const stop = buffer.follow((chunk) => (chunk ? res.write(chunk) : res.end()));
+    res.once("close", stop);
+  }
+
+  /**
+   * A watch: events after `resourceVersion` (410 Gone when it was compacted away), or the current
+   * objects as ADDED first when none is given; changes into or out of the selector's set arrive as
+   * ADDED and DELETED; BOOKMARKs carry the current version when `allowWatchBookmarks=true`.
+   */
+  private watch(req: IncomingMessage, res: ServerResponse, def: ResourceDef, selector: Selector, q: URLSearchParams): void {
+    res.writeHead(200, { "Content-Type": "application/json", "Transfer-Encoding": "chunked" });
+    const write = (type: string, object: unknown) => res.write(`${JSON.stringify({ type, object })}\n`);
+    const expired = (rv: string) =>
+      write("ERROR", statusBody(410, "Expired", `too old resource version: ${rv} (${this.o.store.resourceVersion})`));
+    const rvParam = q.get("resourceVersion") ?? "";
+    const translate = (event: StoreEvent): [string, KubeObject] | undefined => {
+      if (event.resource !== def.plural) return undefined;
+      const isIn = selector(event.object);
+      const wasIn = event.previous ? selector(event.previous) : false;
+      if (event.type === "ADDED") return isIn ? ["ADDED", event.object] : undefined;
+      if (event.type === "DELETED") return isIn ? ["DELETED", event.object] : undefined;
+      if (isIn && wasIn) return ["MODIFIED", event.object];
+      if (isIn) return ["ADDED", event.object];
+      if (wasIn) return ["DELETED", event.object];
+      return undefined;
+    };
+    let closed = false;
+    const close = () => {
+      if (closed) return;
+      closed = true;
+      unsubscribe();
+      clearInterval(bookmarks);
+      clearTimeout(timeout);
+      this.watches.delete(handle);
+      res.end();
+    };
+    const handle: OpenWatch = {
+      expire: () => {
+        if (closed) return;
+        expired(rvParam);
+        close();
+      },
+    };
+    // Backlog and subscription in one turn of the event loop: no change falls between them.
+    const unsubscribe = this.o.store.subscribe((event) => {
+      const t = translate(event);
+      if (t) write(t[0], t[1]);
+    });
+    if (rvParam === "" || rvParam === "0") {
+      for (const obj of this.o.store.list(def.plural, undefined, selector)) write("ADDED", obj);
+    } else {
+      const backlog = this.o.store.eventsSince(Number(rvParam));
+      if (!backlog || !/^\d+$/.test(rvParam)) {
+        expired(rvParam);
+        closed = true;
+        unsubscribe();
+        res.end();
+        return;
+      }
+      for (const event of backlog) {
+        const t = translate(event);
+        if (t) write(t[0], t[1]);
+      }
+    }
+    const bookmarks = setInterval(() => {
+      if (q.get("allowWatchBookmarks") === "true") write("BOOKMARK", { kind: def.kind, apiVersion: apiVersionOf(def), metadata: { resourceVersion: this.o.store.resourceVersion } });
+    }, this.o.bookmarkIntervalMs);
+    bookmarks.unref();
+    const timeoutSeconds = Number(q.get("timeoutSeconds") ?? 1800);
+    const timeout = setTimeout(close, Math.max(1, timeoutSeconds) * 1000);
+    timeout.unref();
+    this.watches.add(handle);
+    req.once("close", close);
+    res.once("close", close);
+  }
+}

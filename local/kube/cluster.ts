@@ -1,0 +1,211 @@
+import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import https from "node:https";
+import type { AddressInfo } from "node:net";
+import path from "node:path";
+import { cpuQuantity, memoryQuantity } from "../../shared/cluster/quantity.js";
+import type { Logger } from "../../shared/logging/logger.js";
+import { ApiServer, KUBE_VERSION } from "./api-server.js";
+import { DaemonSetController, JobController } from "./controllers.js";
+import { Deleter } from "./deletion.js";
+import { Kubelet, type LocalImage } from "./kubelet.js";
+import { timestamp } from "./objects.js";
+import { nodeMismatch, Scheduler } from "./scheduler.js";
+import type { KubeObject } from "./selectors.js";
+import { ObjectStore } from "./store.js";
+
+/** A simulated node: what it offers the scheduler. */
+export interface LocalNodeSpec {
+  name: string;
+  memoryBytes: number;
+  cpu: number;
+  labels?: Record<string, string>;
+  taints?: { key: string; value?: string; effect: "NoSchedule" | "NoExecute" | "PreferNoSchedule" }[];
+}
+
+export interface LocalClusterOptions {
+  logger: Logger;
+  /** Where emptyDir volumes live, and the kubeconfig unless `kubeconfigPath` says otherwise. */
+  dataDir: string;
+  kubeconfigPath?: string;
+  port?: number;
+  host?: string;
+  nodes: LocalNodeSpec[];
+  images: LocalImage[];
+  /** Namespaces created at start (besides `default` and `kube-system`). */
+  namespaces?: string[];
+  bookmarkIntervalMs?: number;
+  memorySampleMs?: number;
+  /** First back-off before a Job replaces a failed pod (Kubernetes: 10 s). */
+  podBackoffMs?: number;
+  restartBackoffMs?: number;
+}
+
+export interface LocalCluster {
+  /** `https://127.0.0.1:<port>` */
+  url: string;
+  token: string;
+  kubeconfigPath: string;
+  store: ObjectStore;
+  api: ApiServer;
+  stop(): Promise<void>;
+}
+
+/** The pool label and taint of the BLAST node pool, as the AKS pool would carry them. */
+export const BLAST_POOL = { label: "blastplane.io/pool", value: "blast" };
+
+/** `count` nodes named `local-blast-<i>`, labelled and tainted as the BLAST node pool. */
+export function blastPoolNodes(count: number, memoryBytes: number, cpu: number): LocalNodeSpec[] {
+  return Array.from({ length: count }, (_, i) => ({
+    name: `local-blast-${i}`,
+    memoryBytes,
+    cpu,
+    labels: { [BLAST_POOL.label]: BLAST_POOL.value },
+    taints: [{ key: BLAST_POOL.label, value: BLAST_POOL.value, effect: "NoSchedule" as const }],
+  }));
+}
+
+function nodeObject(spec: LocalNodeSpec): KubeObject {
+  const resources = { cpu: cpuQuantity(spec.cpu), memory: memoryQuantity(spec.memoryBytes), pods: "110", "ephemeral-storage": "100Gi" };
+  const now = timestamp();
+  return {
+    apiVersion: "v1",
+    kind: "Node",
+    metadata: {
+      name: spec.name,
+      labels: {
+        "kubernetes.io/hostname": spec.name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "node.kubernetes.io/instance-type": "local",
+        ...(spec.labels ?? {}),
+      },
+    },
+    spec: { ...(spec.taints && spec.taints.length > 0 ? { taints: spec.taints } : {}) },
+    status: {
+      capacity: resources,
+      allocatable: resources,
+      conditions: [
+        { type: "MemoryPressure", status: "False", reason: "KubeletHasSufficientMemory", message: "kubelet has sufficient memory available", lastHeartbeatTime: now, lastTransitionTime: now },
+        { type: "Ready", status: "True", reason: "KubeletReady", message: "kubelet is posting ready status", lastHeartbeatTime: now, lastTransitionTime: now },
+      ],
+      addresses: [
+        { type: "InternalIP", address: "127.0.0.1" },
+        { type: "Hostname", address: spec.name },
+      ],
+      nodeInfo: {
+        kubeletVersion: KUBE_VERSION.gitVersion,
+        kubeProxyVersion: KUBE_VERSION.gitVersion,
+        osImage: "blastplane local kubelet",
+        operatingSystem: "linux",
+        architecture: "amd64",
+        containerRuntimeVersion: "local://processes",
+        kernelVersion: "",
+        machineID: "",
+        systemUUID: "",
+        bootID: "",
+      },
+    },
+  };
+}
+
+/**
+ * The API server's TLS certificate (self-signed, for 127.0.0.1 and localhost), made once with
+ * openssl and kept in `dir`. kubectl sends a bearer token only over TLS, as a real cluster serves.
+ */
+export function servingCertificate(dir: string): { key: string; cert: string } {
+  const keyFile = path.join(dir, "apiserver.key");
+  const certFile = path.join(dir, "apiserver.crt");
+  if (!existsSync(keyFile) || !existsSync(certFile)) {
+    mkdirSync(dir, { recursive: true });
+    execFileSync("openssl", [
+      "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "3650",
+      "-subj", "/CN=blastplane-local-apiserver",
+      "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
+      "-addext", "basicConstraints=critical,CA:TRUE",
+      "-addext", "keyUsage=critical,digitalSignature,keyCertSign",
+      "-addext", "extendedKeyUsage=serverAuth",
+      "-keyout", keyFile, "-out", certFile,
+    ], { stdio: "ignore" });
+  }
+  return { key: readFileSync(keyFile, "utf8"), cert: readFileSync(certFile, "utf8") };
+}
+
+/** A kubeconfig naming this cluster (and the CA of its certificate), its bearer token and a context using `namespace`. */
+export function kubeconfigText(url: string, caCert: string, token: string, namespace: string): string {
+  return JSON.stringify(
+    {
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [{ name: "blastplane-local", cluster: { server: url, "certificate-authority-data": Buffer.from(caCert).toString("base64") } }],
+      users: [{ name: "blastplane-local", user: { token } }],
+      contexts: [{ name: "blastplane-local", context: { cluster: "blastplane-local", user: "blastplane-local", namespace } }],
+      "current-context": "blastplane-local",
+      preferences: {},
+    },
+    null,
+    2,
+  );
+}
+
+/**
+ * Starts the local Kubernetes-compatible cluster: API server on loopback (TLS, bearer token), store,
+ * scheduler, Job and DaemonSet controllers, garbage collection, and one kubelet for all simulated
+ * nodes; writes a kubeconfig (mode 600) whose context uses the first extra namespace.
+ */
+export async function startLocalCluster(options: LocalClusterOptions): Promise<LocalCluster> {
+  const store = new ObjectStore();
+  const deleter = new Deleter(store);
+  const token = randomBytes(24).toString("base64url");
+  for (const ns of ["default", "kube-system", ...(options.namespaces ?? [])]) {
+    if (!store.get("namespaces", undefined, ns)) {
+      store.create("namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: ns, labels: { "kubernetes.io/metadata.name": ns } }, spec: { finalizers: ["kubernetes"] }, status: { phase: "Active" } });
+    }
+  }
+  for (const node of options.nodes) store.create("nodes", nodeObject(node));
+  const kubelet = new Kubelet({
+    store,
+    deleter,
+    logger: options.logger,
+    rootDir: path.join(options.dataDir, "kubelet"),
+    images: options.images,
+    memorySampleMs: options.memorySampleMs,
+    restartBackoffMs: options.restartBackoffMs,
+  });
+  const scheduler = new Scheduler(store);
+  const jobs = new JobController(store, deleter, { podBackoffMs: options.podBackoffMs ?? 1000 });
+  const daemonSets = new DaemonSetController(store, deleter, (podSpec, node) => nodeMismatch(podSpec, node) === undefined);
+  const api = new ApiServer({ store, deleter, kubelet, token, logger: options.logger, bookmarkIntervalMs: options.bookmarkIntervalMs ?? 10_000 });
+  const tls = servingCertificate(path.join(options.dataDir, "kube-pki"));
+  const server = https.createServer({ key: tls.key, cert: tls.cert }, api.handle);
+  server.requestTimeout = 0;
+  const host = options.host ?? "127.0.0.1";
+  const port = await new Promise<number>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port ?? 0, host, () => resolve((server.address() as AddressInfo).port));
+  });
+  const url = `https://${host}:${port}`;
+  const kubeconfigPath = options.kubeconfigPath ?? path.join(options.dataDir, "kubeconfig");
+  mkdirSync(path.dirname(kubeconfigPath), { recursive: true });
+  writeFileSync(kubeconfigPath, kubeconfigText(url, tls.cert, token, options.namespaces?.[0] ?? "default"), { mode: 0o600 });
+  options.logger.info("local Kubernetes API ready", { url, nodes: options.nodes.length, kubeconfig: kubeconfigPath });
+  return {
+    url,
+    token,
+    kubeconfigPath,
+    store,
+    api,
+    async stop() {
+      jobs.stop();
+      daemonSets.stop();
+      scheduler.stop();
+      kubelet.stop();
+      api.closeWatches();
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    },
+  };
+}

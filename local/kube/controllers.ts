@@ -1,0 +1,321 @@
+import type { Deleter } from "./deletion.js";
+import { type Any, type Condition, controllerRef, defaultPodSpec, field, ownedBy, randomSuffix, recordEvent, setCondition, timestamp } from "./objects.js";
+import type { KubeObject } from "./selectors.js";
+import type { ObjectStore } from "./store.js";
+
+const TERMINAL = new Set(["Succeeded", "Failed"]);
+
+/**
+ * Runs `reconcile(key)` once per key per turn of the event loop however many changes arrive, and
+ * again at a requested time (deadlines, TTLs, back-off).
+ */
+class WorkQueue {
+  private readonly pending = new Set<string>();
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private scheduled = false;
+  private stopped = false;
+
+  constructor(private readonly reconcile: (key: string) => void) {}
+
+  add(key: string): void {
+    if (this.stopped) return;
+    this.pending.add(key);
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      const keys = [...this.pending];
+      this.pending.clear();
+      for (const k of keys) this.reconcile(k);
+    });
+  }
+
+  addAfter(key: string, delayMs: number): void {
+    if (this.stopped) return;
+    clearTimeout(this.timers.get(key));
+    const timer = setTimeout(() => {
+      this.timers.delete(key);
+      this.add(key);
+    }, Math.max(0, delayMs));
+    timer.unref();
+    this.timers.set(key, timer);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const t of this.timers.values()) clearTimeout(t);
+  }
+}
+
+const nsKey = (o: KubeObject) => `${o.metadata.namespace ?? ""}/${o.metadata.name}`;
+const splitKey = (key: string) => {
+  const i = key.indexOf("/");
+  return { namespace: key.slice(0, i), name: key.slice(i + 1) };
+};
+
+function hasCondition(obj: KubeObject, type: string): boolean {
+  return (field<Condition[]>(obj, "status", "conditions") ?? []).some((c) => c.type === type && c.status === "True");
+}
+
+export interface JobControllerOptions {
+  /** First delay before a failed pod is replaced; doubles per failure (Kubernetes: 10 s, capped at 6 min). */
+  podBackoffMs: number;
+}
+
+/**
+ * The Job controller, for `completions: 1, parallelism: 1` Jobs (what shards are): creates the
+ * pod, replaces failed ones with exponential back-off until `backoffLimit` failures, enforces
+ * `activeDeadlineSeconds` (DeadlineExceeded), writes `status` and conditions as Kubernetes 1.31+
+ * does (SuccessCriteriaMet/FailureTarget, then Complete/Failed once no pod is left running), and
+ * deletes finished Jobs after `ttlSecondsAfterFinished`.
+ */
+export class JobController {
+  private readonly queue = new WorkQueue((key) => this.reconcile(key));
+  /** Pods already counted in a Job's succeeded/failed, by Job uid (pods may be deleted after). */
+  private readonly counted = new Map<string, Set<string>>();
+  /** Failures seen per Job uid and when the last one was seen (the replacement's back-off). */
+  private readonly failures = new Map<string, { count: number; at: number }>();
+  private readonly unsubscribe: () => void;
+
+  constructor(
+    private readonly store: ObjectStore,
+    private readonly deleter: Deleter,
+    private readonly options: JobControllerOptions,
+  ) {
+    this.unsubscribe = store.subscribe((event) => {
+      if (event.resource === "jobs") {
+        if (event.type === "DELETED") {
+          this.counted.delete(String(event.object.metadata.uid));
+          this.failures.delete(String(event.object.metadata.uid));
+        }
+        else this.queue.add(nsKey(event.object));
+      } else if (event.resource === "pods") {
+        const owner = (event.object.metadata.ownerReferences ?? []).find((r) => r.kind === "Job" && r.controller);
+        if (!owner) return;
+        if (event.type === "DELETED") this.countDeleted(owner.uid, event.object);
+        this.queue.add(`${event.object.metadata.namespace}/${owner.name}`);
+      }
+    });
+    for (const job of store.list("jobs")) this.queue.add(nsKey(job));
+  }
+
+  stop(): void {
+    this.unsubscribe();
+    this.queue.stop();
+  }
+
+  /** A pod deleted before it finished (its node lost, or deleted by hand) counts as failed. */
+  private countDeleted(jobUid: string, pod: KubeObject): void {
+    const seen = this.counted.get(jobUid);
+    if (seen?.has(String(pod.metadata.uid))) return;
+    const phase = String(field(pod, "status", "phase") ?? "");
+    const job = this.store.list("jobs", pod.metadata.namespace, (j) => j.metadata.uid === jobUid)[0];
+    if (!job || hasCondition(job, "Complete") || hasCondition(job, "Failed")) return;
+    this.mark(jobUid, String(pod.metadata.uid));
+    this.bump(job, phase === "Succeeded" ? "succeeded" : "failed");
+  }
+
+  private mark(jobUid: string, podUid: string): void {
+    let seen = this.counted.get(jobUid);
+    if (!seen) {
+      seen = new Set();
+      this.counted.set(jobUid, seen);
+    }
+    seen.add(podUid);
+  }
+
+  private bump(job: KubeObject, counter: "succeeded" | "failed"): void {
+    this.store.update("jobs", job.metadata.namespace, job.metadata.name, (j) => ({
+      ...j,
+      status: { ...((j.status as Any) ?? {}), [counter]: Number(field(j, "status", counter) ?? 0) + 1 },
+    }));
+  }
+
+  private reconcile(key: string): void {
+    const { namespace, name } = splitKey(key);
+    const job = this.store.get("jobs", namespace, name);
+    if (!job) return;
+    const spec = job.spec as Any;
+    const uid = String(job.metadata.uid);
+    const pods = this.store.list("pods", namespace, (p) => ownedBy(p, uid));
+    for (const pod of pods) {
+      const phase = String(field(pod, "status", "phase") ?? "");
+      if (TERMINAL.has(phase) && !this.counted.get(uid)?.has(String(pod.metadata.uid))) {
+        this.mark(uid, String(pod.metadata.uid));
+        this.bump(job, phase === "Succeeded" ? "succeeded" : "failed");
+      }
+    }
+    const current = this.store.get("jobs", namespace, name);
+    if (!current) return;
+    const status = { ...((current.status as Any) ?? {}) } as Any;
+    const live = pods.filter((p) => !TERMINAL.has(String(field(p, "status", "phase") ?? "")));
+    const active = live.filter((p) => !p.metadata.deletionTimestamp);
+    const terminating = live.length - active.length;
+    const now = Date.now();
+    let conditions = (status.conditions as Condition[] | undefined) ?? [];
+
+    if (hasCondition(current, "Complete") || hasCondition(current, "Failed")) {
+      this.expireAfterTtl(current);
+      return;
+    }
+    if (current.metadata.deletionTimestamp) return;
+    status.startTime ??= timestamp(now);
+    const succeeded = Number(status.succeeded ?? 0);
+    const failed = Number(status.failed ?? 0);
+    if (failed > (this.failures.get(uid)?.count ?? 0)) this.failures.set(uid, { count: failed, at: now });
+    const backoffLimit = Number(spec.backoffLimit ?? 6);
+    const deadline = spec.activeDeadlineSeconds === undefined ? undefined : Date.parse(String(status.startTime)) + Number(spec.activeDeadlineSeconds) * 1000;
+
+    let failure: { reason: string; message: string } | undefined;
+    const target = conditions.find((c) => c.type === "FailureTarget" && c.status === "True");
+    if (target) failure = { reason: String(target.reason), message: String(target.message) };
+    else if (failed > backoffLimit) failure = { reason: "BackoffLimitExceeded", message: "Job has reached the specified backoff limit" };
+    else if (deadline !== undefined && now >= deadline) failure = { reason: "DeadlineExceeded", message: "Job was active longer than specified deadline" };
+
+    if (failure) {
+      if (!target) {
+        conditions = setCondition(conditions, { type: "FailureTarget", status: "True", ...failure });
+        recordEvent(this.store, current, "Warning", failure.reason, failure.message, "job-controller");
+      }
+      for (const pod of active) this.deleter.delete("pods", namespace, pod.metadata.name);
+      if (live.length === 0) conditions = setCondition(conditions, { type: "Failed", status: "True", ...failure });
+    } else if (succeeded >= Number(spec.completions ?? 1)) {
+      conditions = setCondition(conditions, { type: "SuccessCriteriaMet", status: "True", reason: "CompletionsReached", message: "Reached expected number of succeeded pods" });
+      if (live.length === 0) {
+        conditions = setCondition(conditions, { type: "Complete", status: "True", reason: "CompletionsReached", message: "Reached expected number of succeeded pods" });
+        status.completionTime = timestamp(now);
+        recordEvent(this.store, current, "Normal", "Completed", "Job completed", "job-controller");
+      }
+    } else if (live.length === 0 && spec.suspend !== true) {
+      // Replace a failed pod after its back-off; the first starts at once.
+      const lastFailure = this.failures.get(uid)?.at ?? 0;
+      const wait = failed === 0 ? 0 : lastFailure + this.options.podBackoffMs * 2 ** Math.min(failed - 1, 6) - now;
+      if (wait > 0) this.queue.addAfter(key, wait);
+      else this.createPod(current);
+    }
+    status.active = active.length;
+    status.terminating = terminating;
+    status.ready = active.filter((p) => (field<Condition[]>(p, "status", "conditions") ?? []).some((c) => c.type === "Ready" && c.status === "True")).length;
+    status.uncountedTerminatedPods = {};
+    status.conditions = conditions;
+    this.store.update("jobs", namespace, name, (j) => ({ ...j, status: cleanStatus(status) }));
+    if (deadline !== undefined && !failure) this.queue.addAfter(key, deadline - now);
+  }
+
+  private createPod(job: KubeObject): void {
+    const template = field<Any>(job, "spec", "template") ?? {};
+    const metadata = (template.metadata as Any) ?? {};
+    const pod = this.store.create("pods", {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: {
+        ...metadata,
+        name: `${job.metadata.name}-${randomSuffix()}`,
+        generateName: `${job.metadata.name}-`,
+        namespace: job.metadata.namespace,
+        labels: (metadata.labels as Record<string, string>) ?? {},
+        ownerReferences: [controllerRef(job)],
+      },
+      spec: defaultPodSpec((template.spec as Any) ?? {}),
+      status: { phase: "Pending", qosClass: "Burstable" },
+    });
+    recordEvent(this.store, job, "Normal", "SuccessfulCreate", `Created pod: ${pod.metadata.name}`, "job-controller");
+  }
+
+  private expireAfterTtl(job: KubeObject): void {
+    const ttl = field<number>(job, "spec", "ttlSecondsAfterFinished");
+    if (ttl === undefined || job.metadata.deletionTimestamp) return;
+    const finished = (field<Condition[]>(job, "status", "conditions") ?? []).find((c) => (c.type === "Complete" || c.type === "Failed") && c.status === "True");
+    const at = Date.parse(String(finished?.lastTransitionTime ?? "")) + ttl * 1000;
+    if (Date.now() >= at) {
+      try {
+        this.deleter.delete("jobs", job.metadata.namespace, job.metadata.name, { propagationPolicy: "Background" });
+      } catch {
+        // Deleted meanwhile.
+      }
+    } else this.queue.addAfter(nsKey(job), at - Date.now());
+  }
+}
+
+/** Zero counters are left out, as Kubernetes leaves them. */
+function cleanStatus(status: Any): Any {
+  const out = { ...status };
+  for (const k of ["failed", "succeeded"]) if (out[k] === 0) delete out[k];
+  return out;
+}
+
+/**
+ * The DaemonSet controller: one pod per node whose labels match the template's node selector and
+ * whose taints it tolerates; `status` counts them.
+ */
+export class DaemonSetController {
+  private readonly queue = new WorkQueue((key) => this.reconcile(key));
+  private readonly unsubscribe: () => void;
+
+  constructor(
+    private readonly store: ObjectStore,
+    private readonly deleter: Deleter,
+    private readonly fits: (podSpec: Any, node: KubeObject) => boolean,
+  ) {
+    this.unsubscribe = store.subscribe((event) => {
+      if (event.resource === "daemonsets" && event.type !== "DELETED") this.queue.add(nsKey(event.object));
+      else if (event.resource === "nodes") for (const ds of store.list("daemonsets")) this.queue.add(nsKey(ds));
+      else if (event.resource === "pods") {
+        const owner = (event.object.metadata.ownerReferences ?? []).find((r) => r.kind === "DaemonSet");
+        if (owner) this.queue.add(`${event.object.metadata.namespace}/${owner.name}`);
+      }
+    });
+    for (const ds of store.list("daemonsets")) this.queue.add(nsKey(ds));
+  }
+
+  stop(): void {
+    this.unsubscribe();
+    this.queue.stop();
+  }
+
+  private reconcile(key: string): void {
+    const { namespace, name } = splitKey(key);
+    const ds = this.store.get("daemonsets", namespace, name);
+    if (!ds || ds.metadata.deletionTimestamp) return;
+    const template = field<Any>(ds, "spec", "template") ?? {};
+    const podSpec = (template.spec as Any) ?? {};
+    const nodes = this.store.list("nodes").filter((n) => this.fits(podSpec, n));
+    const pods = this.store.list("pods", namespace, (p) => ownedBy(p, ds.metadata.uid));
+    for (const node of nodes) {
+      if (pods.some((p) => field(p, "spec", "nodeName") === node.metadata.name)) continue;
+      const metadata = (template.metadata as Any) ?? {};
+      const pod = this.store.create("pods", {
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { ...metadata, name: `${name}-${randomSuffix()}`, generateName: `${name}-`, namespace, ownerReferences: [controllerRef(ds)] },
+        spec: { ...defaultPodSpec(podSpec), nodeName: node.metadata.name },
+        status: { phase: "Pending", qosClass: "Burstable" },
+      });
+      recordEvent(this.store, ds, "Normal", "SuccessfulCreate", `Created pod: ${pod.metadata.name}`, "daemonset-controller");
+    }
+    const nodeNames = new Set(nodes.map((n) => n.metadata.name));
+    for (const pod of pods) {
+      if (!nodeNames.has(String(field(pod, "spec", "nodeName")))) {
+        try {
+          this.deleter.delete("pods", namespace, pod.metadata.name);
+        } catch {
+          // gone
+        }
+      }
+    }
+    const current = this.store.list("pods", namespace, (p) => ownedBy(p, ds.metadata.uid) && !p.metadata.deletionTimestamp);
+    const ready = current.filter((p) => (field<Condition[]>(p, "status", "conditions") ?? []).some((c) => c.type === "Ready" && c.status === "True")).length;
+    this.store.update("daemonsets", namespace, name, (d) => ({
+      ...d,
+      status: {
+        currentNumberScheduled: current.length,
+        desiredNumberScheduled: nodes.length,
+        numberMisscheduled: 0,
+        numberReady: ready,
+        numberAvailable: ready,
+        updatedNumberScheduled: current.length,
+        observedGeneration: d.metadata.generation,
+      },
+    }));
+  }
+}

@@ -1,0 +1,452 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { accessSync, constants, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import path from "node:path";
+import { constants as osConstants } from "node:os";
+import { parseQuantity } from "../../shared/cluster/quantity.js";
+import type { Logger } from "../../shared/logging/logger.js";
+import type { Deleter } from "./deletion.js";
+import { type Any, type Condition, field, recordEvent, setCondition, timestamp } from "./objects.js";
+import type { KubeObject } from "./selectors.js";
+import type { ObjectStore } from "./store.js";
+
+/** An image the local kubelet can "run": its working folder and environment on this machine. */
+export interface LocalImage {
+  /** Matches the image reference (`registry/blastplane-jobapi:tag`). */
+  pattern: RegExp;
+  /** The image's WORKDIR, here a local folder (the project's build). */
+  workingDir: string;
+  /** The image's CMD when the container gives no command. */
+  cmd: string[];
+}
+
+export interface KubeletOptions {
+  store: ObjectStore;
+  deleter: Deleter;
+  logger: Logger;
+  /** emptyDir volumes and pod scratch folders go under `<rootDir>/pods/<uid>/`. */
+  rootDir: string;
+  images: LocalImage[];
+  /** How often the memory of each container's process tree is measured. */
+  memorySampleMs?: number;
+  /** Delay before a container of a `restartPolicy: Always|OnFailure` pod restarts. */
+  restartBackoffMs?: number;
+  /** Log bytes kept per container (the oldest are dropped beyond it). */
+  logLimitBytes?: number;
+}
+
+/** A container's output, bounded, with followers for `kubectl logs -f`. */
+export class LogBuffer {
+  private chunks: Buffer[] = [];
+  private bytes = 0;
+  private readonly followers = new Set<(chunk: Buffer | null) => void>();
+  ended = false;
+
+  constructor(private readonly limit: number) {}
+
+  push(chunk: Buffer): void {
+    this.chunks.push(chunk);
+    this.bytes += chunk.length;
+    while (this.bytes > this.limit && this.chunks.length > 1) this.bytes -= (this.chunks.shift() as Buffer).length;
+    for (const f of this.followers) f(chunk);
+  }
+
+  end(): void {
+    this.ended = true;
+    for (const f of this.followers) f(null);
+    this.followers.clear();
+  }
+
+  text(): string {
+    return Buffer.concat(this.chunks).toString("utf8");
+  }
+
+  /** Calls `on` with each new chunk, then with null at the end; returns the unsubscribe function. */
+  follow(on: (chunk: Buffer | null) => void): () => void {
+    if (this.ended) {
+      on(null);
+      return () => {};
+    }
+    this.followers.add(on);
+    return () => this.followers.delete(on);
+  }
+}
+
+interface Run {
+  child: ChildProcess;
+  oom: boolean;
+  sampler?: NodeJS.Timeout;
+  killTimer?: NodeJS.Timeout;
+  startedAt: string;
+}
+
+interface PodState {
+  uid: string;
+  namespace: string;
+  name: string;
+  logs: LogBuffer;
+  run?: Run;
+  retry?: NodeJS.Timeout;
+  restarts: number;
+  /** The pod object is gone from the store: nothing more is written about it. */
+  removed: boolean;
+}
+
+const SETPRIV = findOnPath("setpriv");
+
+function findOnPath(name: string): string | undefined {
+  for (const dir of (process.env.PATH ?? "").split(path.delimiter)) {
+    if (!dir) continue;
+    try {
+      accessSync(path.join(dir, name), constants.X_OK);
+      return path.join(dir, name);
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
+
+/** Resident memory of a process and all its descendants, from /proc (0 once it is gone). */
+export function treeRssBytes(pid: number): number {
+  let total = 0;
+  const queue = [pid];
+  const seen = new Set<number>();
+  while (queue.length > 0) {
+    const p = queue.pop() as number;
+    if (seen.has(p)) continue;
+    seen.add(p);
+    try {
+      const pages = Number(readFileSync(`/proc/${p}/statm`, "utf8").split(" ")[1]);
+      total += pages * 4096;
+      for (const task of readdirSync(`/proc/${p}/task`)) {
+        queue.push(...readFileSync(`/proc/${p}/task/${task}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number));
+      }
+    } catch {
+      // The process ended while being read.
+    }
+  }
+  return total;
+}
+
+const READY_CONDITIONS = ["PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady"];
+
+/**
+ * The kubelet of every simulated node: runs each bound pod's container as a local process.
+ *
+ * - The image maps to this machine ({@link LocalImage}): its WORKDIR is the project folder and
+ *   `node` is this Node binary; an unknown image is ErrImagePull, then ImagePullBackOff.
+ * - Volumes: a `hostPath` is that folder, an `emptyDir` a fresh folder per pod. There is no mount
+ *   namespace, so a mount path inside the container's command, args, env values and working dir
+ *   is rewritten to the folder it mounts.
+ * - Env: values, `secretKeyRef` (a missing secret is CreateContainerConfigError) and `fieldRef`.
+ *   Nothing of this process's own environment passes but `PATH`.
+ * - Memory limits: the resident memory (RSS) of the container's whole process tree is measured
+ *   every `memorySampleMs` (default 100 ms) from /proc; over the limit, the tree is SIGKILLed and
+ *   the container terminates with reason OOMKilled, exit code 137 (a spike shorter than one
+ *   sample can escape; cgroups would catch it, but they are not writable on every machine here).
+ * - Each process is started through `setpriv --pdeathsig KILL` in its own process group, so it dies
+ *   with the cluster, and deleting the pod stops the whole tree (SIGTERM, SIGKILL after the grace
+ *   period).
+ * - `terminationMessagePolicy: FallbackToLogsOnError` puts the log's tail (80 lines, 2 KiB) in
+ *   `state.terminated.message` of a failed container.
+ */
+export class Kubelet {
+  private readonly pods = new Map<string, PodState>();
+  private readonly unsubscribe: () => void;
+  private readonly sampleMs: number;
+  private readonly backoffMs: number;
+  private readonly logLimit: number;
+
+  constructor(private readonly o: KubeletOptions) {
+    this.sampleMs = o.memorySampleMs ?? 100;
+    this.backoffMs = o.restartBackoffMs ?? 1000;
+    this.logLimit = o.logLimitBytes ?? 4 * 1024 * 1024;
+    this.unsubscribe = o.store.subscribe((event) => {
+      if (event.resource !== "pods") return;
+      const pod = event.object;
+      if (event.type === "DELETED") {
+        setImmediate(() => this.forget(String(pod.metadata.uid)));
+        return;
+      }
+      if (!field(pod, "spec", "nodeName")) return;
+      setImmediate(() => this.sync(pod));
+    });
+  }
+
+  /** The log of a pod's container (undefined when the kubelet never ran it). */
+  logs(uid: string): LogBuffer | undefined {
+    return this.pods.get(uid)?.logs;
+  }
+
+  /** Kills every container at once (the cluster is stopping). */
+  stop(): void {
+    this.unsubscribe();
+    for (const state of this.pods.values()) {
+      state.removed = true;
+      clearTimeout(state.retry);
+      this.kill(state, "SIGKILL");
+    }
+  }
+
+  private sync(pod: KubeObject): void {
+    const uid = String(pod.metadata.uid);
+    const current = this.o.store.get("pods", pod.metadata.namespace, pod.metadata.name);
+    if (!current || current.metadata.uid !== uid) return;
+    let state = this.pods.get(uid);
+    if (current.metadata.deletionTimestamp) {
+      if (state?.run) this.terminate(state, current);
+      else this.o.store.remove("pods", current.metadata.namespace, current.metadata.name);
+      return;
+    }
+    const phase = String(field(current, "status", "phase") ?? "Pending");
+    if (phase === "Succeeded" || phase === "Failed") return;
+    if (!state) {
+      state = { uid, namespace: String(current.metadata.namespace), name: current.metadata.name, logs: new LogBuffer(this.logLimit), restarts: 0, removed: false };
+      this.pods.set(uid, state);
+      this.start(state);
+    }
+  }
+
+  private forget(uid: string): void {
+    const state = this.pods.get(uid);
+    if (!state) return;
+    state.removed = true;
+    clearTimeout(state.retry);
+    this.kill(state, "SIGKILL");
+    this.pods.delete(uid);
+    rmSync(path.join(this.o.rootDir, "pods", uid), { recursive: true, force: true });
+  }
+
+  private podOf(state: PodState): KubeObject | undefined {
+    if (state.removed) return undefined;
+    const pod = this.o.store.get("pods", state.namespace, state.name);
+    return pod && pod.metadata.uid === state.uid ? pod : undefined;
+  }
+
+  private setStatus(state: PodState, change: (status: Any, pod: KubeObject) => Any): KubeObject | undefined {
+    const pod = this.podOf(state);
+    if (!pod) return undefined;
+    return this.o.store.update("pods", state.namespace, state.name, (p) => ({ ...p, status: change({ ...((p.status as Any) ?? {}) }, p) }));
+  }
+
+  private waiting(state: PodState, container: Any, reason: string, message: string, retry: boolean): void {
+    const pod = this.setStatus(state, (status) => ({
+      ...status,
+      phase: "Pending",
+      containerStatuses: [{ name: container.name, image: container.image, imageID: "", ready: false, started: false, restartCount: state.restarts, state: { waiting: { reason, message } } }],
+    }));
+    if (pod) recordEvent(this.o.store, pod, "Warning", reason === "ImagePullBackOff" ? "BackOff" : "Failed", message, "kubelet");
+    if (retry) {
+      state.retry = setTimeout(() => this.start(state), Math.max(this.backoffMs, 1000));
+      state.retry.unref();
+    }
+  }
+
+  private start(state: PodState): void {
+    const pod = this.podOf(state);
+    if (!pod || pod.metadata.deletionTimestamp) return;
+    const spec = (pod.spec as Any) ?? {};
+    const containers = (spec.containers as Any[]) ?? [];
+    const container = containers[0] as Any;
+    const imageRef = String(container.image);
+    const image = this.o.images.find((i) => i.pattern.test(imageRef));
+    if (!image) {
+      const pulled = field(pod, "status", "containerStatuses", "0", "state", "waiting", "reason");
+      const reason = pulled === "ErrImagePull" || pulled === "ImagePullBackOff" ? "ImagePullBackOff" : "ErrImagePull";
+      const message =
+        reason === "ErrImagePull"
+          ? `Failed to pull image "${imageRef}": the local kubelet runs only images it maps to this machine's build`
+          : `Back-off pulling image "${imageRef}"`;
+      this.waiting(state, container, reason, message, true);
+      return;
+    }
+    if (containers.length !== 1) {
+      this.waiting(state, container, "CreateContainerConfigError", "the local kubelet runs pods of exactly one container", false);
+      return;
+    }
+    // Volumes: where each mount path lives on this machine.
+    const mounts: [string, string][] = [];
+    for (const m of (container.volumeMounts as Any[]) ?? []) {
+      const volume = ((spec.volumes as Any[]) ?? []).find((v) => v.name === m.name);
+      let host: string | undefined;
+      if (volume?.hostPath) host = String(field(volume, "hostPath", "path"));
+      else if (volume?.emptyDir) {
+        host = path.join(this.o.rootDir, "pods", state.uid, "volumes", String(m.name));
+        mkdirSync(host, { recursive: true });
+      }
+      if (!host) {
+        this.waiting(state, container, "CreateContainerConfigError", `volume "${String(m.name)}" is not a hostPath or emptyDir volume`, false);
+        return;
+      }
+      mounts.push([String(m.mountPath).replace(/\/+$/, ""), host]);
+    }
+    mounts.sort((a, b) => b[0].length - a[0].length);
+    const mapPath = (value: string): string => {
+      for (const [mountPath, host] of mounts) {
+        if (value === mountPath || value.startsWith(`${mountPath}/`)) return host + value.slice(mountPath.length);
+      }
+      return value;
+    };
+    const home = path.join(this.o.rootDir, "pods", state.uid, "home");
+    mkdirSync(home, { recursive: true });
+    const env: Record<string, string> = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: home, HOSTNAME: state.name, NODE_ENV: "production" };
+    for (const e of (container.env as Any[]) ?? []) {
+      const name = String(e.name);
+      if (typeof e.value === "string") env[name] = mapPath(e.value);
+      else if (field(e, "valueFrom", "secretKeyRef")) {
+        const ref = field<Any>(e, "valueFrom", "secretKeyRef") ?? {};
+        const secret = this.o.store.get("secrets", state.namespace, String(ref.name));
+        const data = field<string>(secret, "data", String(ref.key));
+        if (data === undefined) {
+          if (ref.optional === true) continue;
+          this.waiting(state, container, "CreateContainerConfigError", secret ? `couldn't find key ${String(ref.key)} in Secret ${state.namespace}/${String(ref.name)}` : `secret "${String(ref.name)}" not found`, true);
+          return;
+        }
+        env[name] = Buffer.from(data, "base64").toString("utf8");
+      } else if (field(e, "valueFrom", "fieldRef")) {
+        const fieldPath = String(field(e, "valueFrom", "fieldRef", "fieldPath"));
+        const values: Record<string, unknown> = {
+          "metadata.name": pod.metadata.name,
+          "metadata.namespace": pod.metadata.namespace,
+          "metadata.uid": pod.metadata.uid,
+          "spec.nodeName": spec.nodeName,
+          "spec.serviceAccountName": spec.serviceAccountName ?? "default",
+          "status.podIP": "127.0.0.1",
+          "status.hostIP": "127.0.0.1",
+        };
+        env[name] = String(values[fieldPath] ?? "");
+      }
+    }
+    const argv = [...((container.command as string[]) ?? image.cmd), ...((container.args as string[]) ?? [])].map(mapPath);
+    if (argv[0] !== "node") {
+      this.waiting(state, container, "CreateContainerError", `exec: "${argv[0] ?? ""}": executable file not found in $PATH`, false);
+      return;
+    }
+    const cwd = container.workingDir ? mapPath(String(container.workingDir)) : image.workingDir;
+    const [command, args] = SETPRIV ? [SETPRIV, ["--pdeathsig", "KILL", "--", process.execPath, ...argv.slice(1)]] : [process.execPath, argv.slice(1)];
+    const child = spawn(command, args, { cwd, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    child.stdout?.on("data", (c: Buffer) => state.logs.push(c));
+    child.stderr?.on("data", (c: Buffer) => state.logs.push(c));
+    const limit = parseQuantity(field<string>(container, "resources", "limits", "memory"));
+    const run: Run = { child, oom: false, startedAt: timestamp() };
+    if (limit !== undefined && child.pid !== undefined) {
+      const pid = child.pid;
+      run.sampler = setInterval(() => {
+        if (run.oom || treeRssBytes(pid) <= limit) return;
+        run.oom = true;
+        this.o.logger.info("container exceeded its memory limit", { pod: state.name, limit_bytes: limit });
+        this.kill(state, "SIGKILL");
+      }, this.sampleMs);
+      run.sampler.unref();
+    }
+    state.run = run;
+    child.once("error", (error) => state.logs.push(Buffer.from(`${error.message}\n`)));
+    child.once("close", (code, signal) => this.exited(state, run, code, signal));
+    const started = this.setStatus(state, (status, p) => ({
+      ...status,
+      phase: "Running",
+      hostIP: "127.0.0.1",
+      hostIPs: [{ ip: "127.0.0.1" }],
+      podIP: "127.0.0.1",
+      podIPs: [{ ip: "127.0.0.1" }],
+      startTime: status.startTime ?? run.startedAt,
+      conditions: READY_CONDITIONS.reduce((cs, type) => setCondition(cs, { type, status: "True" }), field<Condition[]>(p, "status", "conditions")),
+      containerStatuses: [
+        {
+          name: container.name,
+          image: imageRef,
+          imageID: `local://${imageRef}`,
+          containerID: `local://${child.pid ?? 0}`,
+          ready: true,
+          started: true,
+          restartCount: state.restarts,
+          state: { running: { startedAt: run.startedAt } },
+          ...(field(status, "containerStatuses", "0", "lastState") ? { lastState: field(status, "containerStatuses", "0", "lastState") } : {}),
+        },
+      ],
+    }));
+    if (started && state.restarts === 0) {
+      recordEvent(this.o.store, started, "Normal", "Pulled", `Container image "${imageRef}" already present on machine`, "kubelet");
+      recordEvent(this.o.store, started, "Normal", "Created", `Created container: ${String(container.name)}`, "kubelet");
+      recordEvent(this.o.store, started, "Normal", "Started", `Started container ${String(container.name)}`, "kubelet");
+    }
+  }
+
+  private exited(state: PodState, run: Run, code: number | null, signal: NodeJS.Signals | null): void {
+    clearInterval(run.sampler);
+    clearTimeout(run.killTimer);
+    if (state.run === run) state.run = undefined;
+    const pod = this.podOf(state);
+    if (!pod) return;
+    if (pod.metadata.deletionTimestamp) {
+      state.logs.end();
+      this.o.store.remove("pods", state.namespace, state.name);
+      return;
+    }
+    const spec = (pod.spec as Any) ?? {};
+    const container = ((spec.containers as Any[]) ?? [])[0] ?? {};
+    const exitCode = run.oom ? 137 : (code ?? 128 + (signal ? (osConstants.signals[signal] ?? 9) : 9));
+    const reason = run.oom ? "OOMKilled" : exitCode === 0 ? "Completed" : "Error";
+    let message: string | undefined;
+    if (exitCode !== 0 && container.terminationMessagePolicy === "FallbackToLogsOnError") {
+      message = state.logs.text().split("\n").slice(-81).join("\n").slice(-2048);
+    }
+    const terminated = { exitCode, reason, startedAt: run.startedAt, finishedAt: timestamp(), containerID: `local://${run.child.pid ?? 0}`, ...(message ? { message } : {}) };
+    const policy = String(spec.restartPolicy ?? "Always");
+    const restart = policy === "Always" || (policy === "OnFailure" && exitCode !== 0);
+    if (restart) {
+      state.restarts++;
+      this.setStatus(state, (status) => ({
+        ...status,
+        conditions: setCondition(setCondition(field<Condition[]>(status, "conditions"), { type: "Ready", status: "False", reason: "ContainersNotReady" }), { type: "ContainersReady", status: "False", reason: "ContainersNotReady" }),
+        containerStatuses: [
+          {
+            name: container.name,
+            image: container.image,
+            imageID: `local://${String(container.image)}`,
+            ready: false,
+            started: false,
+            restartCount: state.restarts,
+            lastState: { terminated },
+            state: { waiting: { reason: exitCode === 0 ? "Completed" : "CrashLoopBackOff", message: `back-off restarting failed container ${String(container.name)}` } },
+          },
+        ],
+      }));
+      state.retry = setTimeout(() => this.start(state), this.backoffMs);
+      state.retry.unref();
+      return;
+    }
+    state.logs.end();
+    this.setStatus(state, (status) => ({
+      ...status,
+      phase: exitCode === 0 ? "Succeeded" : "Failed",
+      conditions: ["Ready", "ContainersReady", "PodReadyToStartContainers"].reduce(
+        (cs, type) => setCondition(cs, { type, status: "False", ...(type === "PodReadyToStartContainers" ? {} : { reason: "PodCompleted" }) }),
+        field<Condition[]>(status, "conditions"),
+      ),
+      containerStatuses: [{ name: container.name, image: container.image, imageID: `local://${String(container.image)}`, containerID: terminated.containerID, ready: false, started: false, restartCount: state.restarts, state: { terminated } }],
+    }));
+  }
+
+  /** Graceful stop of a pod being deleted: SIGTERM now, SIGKILL when its grace period ends. */
+  private terminate(state: PodState, pod: KubeObject): void {
+    const run = state.run;
+    if (!run || run.killTimer) return;
+    recordEvent(this.o.store, pod, "Normal", "Killing", `Stopping container ${String(field(pod, "spec", "containers", "0", "name"))}`, "kubelet");
+    this.kill(state, "SIGTERM");
+    const grace = Number(pod.metadata.deletionGracePeriodSeconds ?? 30);
+    run.killTimer = setTimeout(() => this.kill(state, "SIGKILL"), grace * 1000);
+    run.killTimer.unref();
+  }
+
+  private kill(state: PodState, signal: NodeJS.Signals): void {
+    const pid = state.run?.child.pid;
+    if (pid === undefined) return;
+    try {
+      // The whole process group: the container's process and everything it started.
+      process.kill(-pid, signal);
+    } catch {
+      // Already gone.
+    }
+  }
+}

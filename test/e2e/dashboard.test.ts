@@ -1,0 +1,421 @@
+import { createHash } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { EXAMPLE_QUERY } from "../../web/src/example-query.js";
+import { mintToken, startStack, type TestStack } from "../support/local-stack.js";
+import { checkPage, expectAccessible, launchChromium } from "./browser.js";
+
+/*
+ * The dashboard as a person uses it: real Chromium, the real local stack (Azurite, BLAST+, the
+ * development identity provider's PKCE sign-in). One stack for the file.
+ *
+ * The job API is told its node has 180,000 bytes of memory and keeps no margin: the demo database
+ * needs ~240 KB cached whole and ~120 KB per partition, so a standard search fails the memory
+ * pre-flight and a sharded one runs, which shows both paths with the same database.
+ */
+const STACK_ENV = {
+  JOBAPI_NODE_MEMORY_BYTES: "180000",
+  JOBAPI_MEMORY_MARGIN_BYTES: "0",
+  JOB_POLL_INTERVAL_SECONDS: "1",
+};
+
+let stack: TestStack;
+let browser: Browser;
+const contexts: BrowserContext[] = [];
+
+beforeAll(async () => {
+  [stack, browser] = await Promise.all([startStack({ env: STACK_ENV }), launchChromium()]);
+}, 90_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await stack?.stop();
+  stack?.cleanup();
+});
+
+const app = () => stack.info.functions_url;
+
+interface Seen {
+  url: string;
+  method: string;
+  authorization: string | undefined;
+  postData: string | null;
+}
+
+/** A signed-in browser session: its page, every request it made, and its bearer token. */
+interface Session {
+  page: Page;
+  requests: Seen[];
+  /** The access token the app sends (from its last API request). */
+  bearer(): string;
+}
+
+/** Opens the dashboard in a fresh browser profile and signs in through the identity provider's page. */
+async function signIn(role: "Reader" | "Contributor" | "Owner", name: string, options: { check?: boolean } = {}): Promise<Session> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
+  contexts.push(context);
+  const page = await context.newPage();
+  page.setDefaultTimeout(20_000);
+  const requests: Seen[] = [];
+  page.on("request", (r) => requests.push({ url: r.url(), method: r.method(), authorization: r.headers().authorization, postData: r.postData() }));
+  await page.goto(`${app()}/`);
+  await page.getByRole("heading", { name: "Sign in to blastplane" }).waitFor();
+  if (options.check) await checkPage(page, "sign-in");
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.waitForURL(/\/oauth2\/v2\.0\/authorize/);
+  if (options.check) await checkPage(page, "identity-provider");
+  await page.getByLabel("Your name").fill(name);
+  await page.getByRole("radio", { name: new RegExp(`^${role}`) }).check();
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.locator(".who .badge-role", { hasText: role }).waitFor();
+  return {
+    page,
+    requests,
+    bearer() {
+      const header = requests.findLast((r) => r.url.startsWith(`${app()}/api/`) && r.authorization)?.authorization ?? "";
+      return header.replace(/^Bearer /, "");
+    },
+  };
+}
+
+/** The job API's current token, as an Owner reveals it through the dashboard API. */
+async function jobApiToken(): Promise<string> {
+  const owner = await mintToken(stack, "Owner");
+  const res = await fetch(`${app()}/api/settings/api-token/reveal`, { method: "POST", headers: { Authorization: `Bearer ${owner}` } });
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { api_token: string }).api_token;
+}
+
+/** Starts a search on the New search page with the example query and the chosen profile; resolves on the job page. */
+async function submitExample(page: Page, profile: "Standard" | "Sharded", title: string): Promise<string> {
+  await page.getByRole("link", { name: "New search" }).first().click();
+  await page.getByRole("heading", { name: "New search" }).waitFor();
+  await page.getByRole("button", { name: "Use the example query" }).click();
+  await page.getByLabel("Title (optional)").fill(title);
+  await page.getByRole("radio", { name: new RegExp(`^${profile}`) }).check();
+  await page.getByRole("button", { name: "Submit search" }).click();
+  await page.waitForURL(/\/blast\/jobs\/[0-9a-f-]{36}$/);
+  return new URL(page.url()).pathname.split("/").pop() ?? "";
+}
+
+describe("the dashboard web app in Chromium", () => {
+  let contributor: Session;
+
+  it("B-183 B-184 B-185 a researcher signs in with the authorization code flow and PKCE, and sees who they are and their role", async () => {
+    contributor = await signIn("Contributor", "E2E Contributor", { check: true });
+    const { page, requests } = contributor;
+    const authorize = new URL(requests.find((r) => r.url.includes("/oauth2/v2.0/authorize") && r.method === "GET")?.url ?? "http://x");
+    expect(authorize.searchParams.get("response_type")).toBe("code");
+    expect(authorize.searchParams.get("code_challenge_method")).toBe("S256");
+    expect(authorize.searchParams.get("scope")?.split(" ")).toContain("api://blastplane-local-api/user_impersonation");
+    // The token request proves possession of the verifier behind the challenge sent to /authorize.
+    const tokenRequest = new URLSearchParams(requests.find((r) => r.method === "POST" && new URL(r.url).pathname.endsWith("/oauth2/v2.0/token"))?.postData ?? "");
+    expect(tokenRequest.get("grant_type")).toBe("authorization_code");
+    const verifier = tokenRequest.get("code_verifier") ?? "";
+    expect(createHash("sha256").update(verifier).digest("base64url")).toBe(authorize.searchParams.get("code_challenge"));
+    // The API answers the app's bearer token for this caller.
+    const me = await fetch(`${app()}/api/me`, { headers: { Authorization: `Bearer ${contributor.bearer()}` } });
+    expect(((await me.json()) as { caller: { name: string; roles: string[] } }).caller).toMatchObject({ name: "E2E Contributor", roles: ["Contributor"] });
+    expect(await page.locator(".who").textContent()).toContain("E2E Contributor");
+    await page.getByRole("heading", { name: "Jobs" }).waitFor();
+    await checkPage(page, "jobs-empty");
+  }, 60_000);
+
+  it("B-002 the workspace is saved from the page, is still there after a reload, and a save over another change says it changed elsewhere", async () => {
+    const { page } = contributor;
+    await page.getByRole("link", { name: "Workspace" }).click();
+    await page.getByText("No workspace is saved yet").waitFor();
+    const values: Record<string, string> = {
+      "Subscription id": "0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0",
+      "Resource group": "rg-blast-e2e",
+      Region: "westeurope",
+      "Storage account": "Blast Store",
+      "Container registry": "blastacr01",
+      "Cluster name": "aks-blast",
+      "Node size": "Standard_D4s_v5",
+      "Node count": "2",
+    };
+    for (const [label, value] of Object.entries(values)) await page.getByLabel(label, { exact: true }).fill(value);
+    await page.getByRole("button", { name: "Save workspace" }).click();
+    // The backend's own schema refuses the storage account name in the page, next to the field.
+    await page.getByText("must be 3-24 lowercase letters or digits").waitFor();
+    expect(await page.getByLabel("Storage account").getAttribute("aria-invalid")).toBe("true");
+    await checkPage(page, "workspace-invalid");
+    await page.getByLabel("Storage account").fill("blaststore01");
+    await page.getByRole("button", { name: "Save workspace" }).click();
+    await page.getByRole("status").filter({ hasText: /^Saved/ }).waitFor();
+
+    await page.reload();
+    await page.getByLabel("Resource group").waitFor();
+    await page.waitForFunction(() => (document.getElementById("ws-resource_group") as HTMLInputElement | null)?.value === "rg-blast-e2e");
+    expect(await page.getByLabel("Storage account").inputValue()).toBe("blaststore01");
+
+    // Someone else saves meanwhile.
+    const other = await mintToken(stack, "Owner", { name: "Someone Else" });
+    const current = await fetch(`${app()}/api/workspace`, { headers: { Authorization: `Bearer ${other}` } });
+    const etag = current.headers.get("etag") ?? "";
+    const saved = await fetch(`${app()}/api/workspace`, {
+      method: "PUT",
+      headers: { Authorization: `Bearer ${other}`, "Content-Type": "application/json", "If-Match": etag },
+      body: JSON.stringify({ ...((await current.json()) as { workspace: object }).workspace, node_count: 5 }),
+    });
+    expect(saved.status).toBe(200);
+    await page.getByLabel("Node count").fill("3");
+    await page.getByRole("button", { name: "Save workspace" }).click();
+    await page.getByRole("alert").filter({ hasText: "Changed elsewhere" }).waitFor();
+    await checkPage(page, "workspace-conflict");
+    await page.getByRole("button", { name: "Reload" }).click();
+    await page.waitForFunction(() => (document.getElementById("ws-node_count") as HTMLInputElement | null)?.value === "5");
+    await page.getByText("Last saved").filter({ hasText: "Someone Else" }).waitFor();
+  }, 60_000);
+
+  it("the page checks the query with the server's FASTA rules before sending it, and shows the server's 422 next to the field it names", async () => {
+    const { page, requests } = contributor;
+    await page.getByRole("link", { name: "New search" }).first().click();
+    await page.getByLabel("Query (FASTA)").fill(">q1 first\nACGTACGTAC1GT\n");
+    const before = requests.filter((r) => r.method === "POST" && r.url.endsWith("/api/blast/jobs")).length;
+    await page.getByRole("button", { name: "Submit search" }).click();
+    await page.getByText("record 1 ('>q1 first') has an invalid character '1' at line 2, column 11: digits are not allowed in a sequence").waitFor();
+    expect(await page.getByLabel("Query (FASTA)").getAttribute("aria-invalid")).toBe("true");
+    expect(requests.filter((r) => r.method === "POST" && r.url.endsWith("/api/blast/jobs")).length).toBe(before);
+    await checkPage(page, "new-search-invalid");
+
+    // A page whose rules were older than the server's: the server's own 422 lands on the field.
+    await page.route("**/api/blast/jobs", async (route) => {
+      const body = JSON.parse(route.request().postData() ?? "{}") as Record<string, unknown>;
+      await route.continue({ postData: JSON.stringify({ ...body, query_fasta: ">q2\nACGT>ACGT\n" }) });
+    });
+    await page.getByLabel("Query (FASTA)").fill(">q1\nACGTACGTAC\n");
+    await page.getByRole("button", { name: "Submit search" }).click();
+    await page.getByText("The service refused some fields").waitFor();
+    await page.locator("#query_fasta-error", { hasText: "a header line must start with '>' in the first column" }).waitFor();
+    await page.unroute("**/api/blast/jobs");
+  }, 60_000);
+
+  it("a search refused by the memory pre-flight shows the message and its three remedies", async () => {
+    const { page } = contributor;
+    await submitExample(page, "Standard", "Standard profile, too big");
+    const alert = page.getByRole("alert").filter({ hasText: "memory pre-flight failed" });
+    await alert.waitFor({ timeout: 60_000 });
+    const text = (await alert.textContent()) ?? "";
+    expect(text).toContain("exceed the machine type's memory");
+    expect(text).toContain("sharded");
+    expect(text).toContain("larger machine type");
+    expect(text).toContain("smaller database");
+    expect(await alert.getByRole("link", { name: "Submit the search again" }).getAttribute("href")).toBe("/blast/new");
+    await checkPage(page, "job-preflight-failed");
+  }, 90_000);
+
+  let jobUuid = "";
+
+  it("B-007 B-036 B-008 B-022 B-023 B-024 a Contributor submits the demo search, watches it complete, reads the graphic and the hit table, and downloads XML identical to the job API's", async () => {
+    const { page, requests } = contributor;
+    await page.getByRole("link", { name: "New search" }).first().click();
+    await page.getByRole("heading", { name: "New search" }).waitFor();
+    await page.getByRole("button", { name: "Use the example query" }).click();
+    await page.getByText("2 sequences, 2,702 letters.").waitFor();
+    await checkPage(page, "new-search");
+    jobUuid = await submitExample(page, "Sharded", "Demo search");
+    await page.getByRole("heading", { name: "Demo search" }).waitFor();
+    expect(await page.getByText(`Dashboard job ${jobUuid}`).count()).toBe(1);
+    await page.getByText("The search has completed.").waitFor({ timeout: 90_000 });
+    expect(await page.locator(".timeline li").last().textContent()).toContain("completed");
+    await page.getByText("2 of 2 done, 0 running, 0 failed").waitFor();
+
+    // The graphic: one bar per HSP of the top hits, along the query.
+    const graphic = page.getByRole("img", { name: /Distribution of the top 50 hits on the query gb\|U20776\.2\|/ });
+    await graphic.waitFor();
+    expect(await graphic.locator("rect[fill]").count()).toBeGreaterThanOrEqual(50);
+    // The hit table: the query finds itself first, at 100% identity.
+    const table = page.getByRole("table", { name: /Hits of gb\|U20776\.2\|/ });
+    const firstRow = () => table.locator("tbody tr").first().locator("td");
+    await table.locator("tbody tr").first().waitFor();
+    expect(await firstRow().nth(1).textContent()).toBe("U20776.2");
+    expect(await firstRow().nth(2).textContent()).toBe("100");
+    await checkPage(page, "job-completed");
+    const range = (await page.getByText(/^Rows 1–50 of /).textContent()) ?? "";
+    const total = Number(/of ([\d,]+)/.exec(range)?.[1]?.replace(/,/g, ""));
+    expect(total).toBeGreaterThan(50);
+    await page.getByRole("navigation", { name: /pages/ }).getByRole("button", { name: "Next" }).click();
+    await page.getByText(/^Rows 51–100 of /).waitFor();
+    // Sorting: bit score descending, then e-value ascending.
+    await table.getByRole("button", { name: "Bit score" }).click();
+    expect(await table.locator("th", { hasText: "Bit score" }).getAttribute("aria-sort")).toBe("descending");
+    const bits = await table.locator("tbody tr td:nth-child(12)").allInnerTexts();
+    expect(bits.map(Number)).toEqual([...bits.map(Number)].sort((a, b) => b - a));
+    await table.getByRole("button", { name: "% identity" }).click();
+    await table.getByRole("button", { name: "% identity" }).click();
+    expect(await table.locator("th", { hasText: "% identity" }).getAttribute("aria-sort")).toBe("ascending");
+    const identities = (await table.locator("tbody tr td:nth-child(3)").allInnerTexts()).map(Number);
+    expect(identities).toEqual([...identities].sort((a, b) => a - b));
+    // The second query has its own graphic and hits.
+    await page.getByLabel("Query", { exact: true }).selectOption({ label: "2. lcl|AB039769.1 Thermotoga thermarum gene for 16S rRNA clone AB039769.1 (1,471 letters)" });
+    await page.getByRole("img", { name: /on the query lcl\|AB039769\.1/ }).waitFor();
+    expect(await page.getByRole("table", { name: /Hits of lcl\|AB039769\.1/ }).locator("tbody tr").first().locator("td").first().textContent()).toBe("lcl|AB039769.1");
+
+    // Download the XML through the dashboard, and compare it with the job API's bytes.
+    const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Download BLAST XML" }).click()]);
+    const downloaded = await readFile((await download.path()) ?? "");
+    const job = (await (await fetch(`${app()}/api/blast/jobs/${jobUuid}`, { headers: { Authorization: `Bearer ${contributor.bearer()}` } })).json()) as { openapi_job_id: string };
+    const direct = await fetch(`${stack.info.jobapi_url}/v1/jobs/${job.openapi_job_id}/results?content=xml`, { headers: { "X-SVC-API-Token": await jobApiToken() } });
+    expect(direct.status).toBe(200);
+    const expected = Buffer.from(await direct.arrayBuffer());
+    expect(expected.subarray(0, 60).toString()).toContain("<?xml");
+    expect(downloaded.equals(expected)).toBe(true);
+
+    // The browser spoke only to the app's origin and the identity provider: never to storage.
+    const origins = new Set(requests.map((r) => new URL(r.url).origin));
+    expect([...origins].sort()).toEqual([new URL(app()).origin, new URL(stack.info.idp_url).origin].sort());
+    for (const storage of [stack.info.blob_endpoint, stack.info.table_endpoint]) {
+      expect(requests.some((r) => r.url.startsWith(new URL(storage).origin))).toBe(false);
+    }
+  }, 150_000);
+
+  it("B-022 no API answer the app reads carries a storage URL or a SAS", async () => {
+    const bearer = contributor.bearer();
+    for (const path of ["/api/blast/jobs", `/api/blast/jobs/${jobUuid}`, "/api/databases", "/api/workspace", "/api/settings/api-token"]) {
+      const res = await fetch(`${app()}${path}`, { headers: { Authorization: `Bearer ${bearer}` } });
+      const text = `${JSON.stringify([...res.headers])}${await res.text()}`;
+      expect(res.status, path).toBe(200);
+      expect(text, path).not.toMatch(/[?&](sig|se|sv)=/);
+      expect(text, path).not.toContain(new URL(stack.info.blob_endpoint).host);
+    }
+  });
+
+  it("the jobs list updates live: a search submitted elsewhere appears and completes without a reload", async () => {
+    const { page } = contributor;
+    await page.getByRole("link", { name: "Jobs", exact: true }).click();
+    await page.getByRole("link", { name: "Demo search" }).waitFor();
+    let navigations = 0;
+    page.on("framenavigated", () => {
+      navigations += 1;
+    });
+    const res = await fetch(`${app()}/api/blast/jobs`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${contributor.bearer()}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ program: "blastn", db: "16s_rrna_demo", query_fasta: EXAMPLE_QUERY, execution_profile: "sharded", title: "Submitted elsewhere" }),
+    });
+    expect(res.status).toBe(200);
+    const row = page.getByRole("row").filter({ has: page.getByRole("link", { name: "Submitted elsewhere" }) });
+    await row.waitFor({ timeout: 30_000 });
+    await row.locator(".badge", { hasText: "completed" }).waitFor({ timeout: 60_000 });
+    expect(navigations).toBe(0);
+    await checkPage(page, "jobs");
+  }, 120_000);
+
+  it("B-217 a Reader reads jobs and results but cannot submit: the page offers no submit, and the backend refuses with 403; an expired session signs in again; sign-out returns to the signed-out page", async () => {
+    const reader = await signIn("Reader", "E2E Reader");
+    const { page } = reader;
+    await page.getByRole("link", { name: "Demo search" }).waitFor();
+    expect(await page.getByRole("link", { name: "New search" }).count()).toBe(0);
+    expect(await page.getByRole("button", { name: /^Cancel/ }).count()).toBe(0);
+    await page.goto(`${app()}/blast/new`);
+    await page.getByText("cannot submit searches").waitFor();
+    expect(await page.getByRole("button", { name: "Submit search" }).count()).toBe(0);
+    await checkPage(page, "new-search-reader");
+    await page.goto(`${app()}/blast/jobs/${jobUuid}`);
+    await page.getByRole("table", { name: /Hits of/ }).locator("tbody tr").first().waitFor();
+
+    const refused = await fetch(`${app()}/api/blast/jobs`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${reader.bearer()}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ program: "blastn", db: "16s_rrna_demo", query_fasta: EXAMPLE_QUERY }),
+    });
+    expect(refused.status).toBe(403);
+    const body = (await refused.json()) as { detail: string; request_id: string };
+    expect(body.detail).toMatch(/Contributor/);
+    expect(body.request_id).toBe(refused.headers.get("x-request-id"));
+    await page.getByRole("link", { name: "API token" }).click();
+    await page.getByText("Only an Owner can reveal, copy or regenerate the token.").waitFor();
+    expect(await page.getByRole("button", { name: "Reveal token" }).count()).toBe(0);
+
+    // An expired access token (MSAL's session-storage cache entry aged past its expiry): the silent
+    // renewal comes back login_required, and the app sends the user through sign-in again.
+    await page.evaluate(() => {
+      for (const key of Object.keys(sessionStorage).filter((k) => k.includes("|accesstoken|"))) {
+        const entry = JSON.parse(sessionStorage.getItem(key) ?? "{}") as Record<string, string>;
+        const past = String(Math.floor(Date.now() / 1000) - 60);
+        sessionStorage.setItem(key, JSON.stringify({ ...entry, expiresOn: past, extendedExpiresOn: past }));
+      }
+    });
+    const before = reader.requests.length;
+    await page.getByRole("link", { name: "Jobs", exact: true }).click();
+    await page.waitForURL(/\/oauth2\/v2\.0\/authorize/);
+    // The renewal frame asked without prompting and came back to the app (the CSP admits it),
+    // rather than MSAL waiting out its frame timeout.
+    const after = reader.requests.slice(before);
+    const silent = after.findIndex((r) => new URL(r.url).searchParams.get("prompt") === "none");
+    expect(silent).toBeGreaterThanOrEqual(0);
+    expect(after.slice(silent + 1).some((r) => r.url === `${app()}/`)).toBe(true);
+    await page.getByRole("radio", { name: /^Reader/ }).check();
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByRole("heading", { name: "Jobs" }).waitFor();
+
+    // Signing out goes through the provider's logout and back to the signed-out page.
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.getByRole("heading", { name: "Sign in to blastplane" }).waitFor();
+    expect(reader.requests.some((r) => new URL(r.url).pathname.endsWith("/oauth2/v2.0/logout"))).toBe(true);
+  }, 60_000);
+
+  it("B-203 B-204 an Owner reveals and copies the API token, and regenerating explains the grace period first", async () => {
+    const owner = await signIn("Owner", "E2E Owner");
+    const { page } = owner;
+    await page.context().grantPermissions(["clipboard-read", "clipboard-write"], { origin: app() });
+    await page.getByRole("link", { name: "API token" }).click();
+    await page.getByRole("button", { name: "Reveal token" }).click();
+    const field = page.getByLabel("Token", { exact: true });
+    await field.waitFor();
+    const shown = await field.inputValue();
+    expect(shown).toBe(await jobApiToken());
+    expect(shown).toMatch(/^bpt_/);
+    await page.getByRole("button", { name: "Copy" }).click();
+    await page.getByText("Copied to the clipboard.").waitFor();
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(shown);
+    await page.getByRole("button", { name: "Hide" }).click();
+    await checkPage(page, "api-token-owner");
+
+    await page.getByRole("button", { name: "Regenerate…" }).click();
+    const dialog = page.getByRole("dialog", { name: "Regenerate the API token?" });
+    await dialog.waitFor();
+    expect(await dialog.textContent()).toContain("keeps working for a grace period");
+    await expectAccessible(page, "regenerate dialog");
+    await dialog.getByRole("button", { name: "Regenerate token" }).click();
+    await page.getByText(/The previous token keeps working until/).waitFor();
+    const fresh = await page.getByLabel("Token", { exact: true }).inputValue();
+    expect(fresh).not.toBe(shown);
+    expect(fresh).toBe(await jobApiToken());
+    const accepted = await fetch(`${stack.info.jobapi_url}/v1/databases`, { headers: { "X-SVC-API-Token": fresh } });
+    expect(accepted.status).toBe(200);
+  }, 60_000);
+
+  it("B-005 B-006 the databases page lists the demo database, warms it and follows the operation to its end; prepare without a source says why", async () => {
+    const { page } = contributor;
+    await page.getByRole("link", { name: "Databases" }).click();
+    const row = page.getByRole("row", { name: /16s_rrna_demo/ });
+    await row.waitFor();
+    const cells = await row.locator("td").allInnerTexts();
+    expect(cells).toEqual(expect.arrayContaining(["nucleotide", "480", "2"]));
+    await row.getByRole("button", { name: "Warm up 16s_rrna_demo" }).click();
+    const operation = page.getByRole("list", { name: "Operations" }).getByRole("listitem").filter({ hasText: "Warming up" });
+    await operation.locator(".badge", { hasText: "succeeded" }).waitFor({ timeout: 60_000 });
+    await row.locator(".badge", { hasText: "warm" }).waitFor();
+    await row.getByRole("button", { name: "Prepare 16s_rrna_demo" }).click();
+    await page.getByRole("alert").filter({ hasText: "no database source is configured" }).waitFor();
+    await checkPage(page, "databases");
+  }, 90_000);
+
+  it("diagnostics: the queue diagnostics and the no-op round trip work, signed out too", async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    contexts.push(context);
+    const page = await context.newPage();
+    await page.goto(`${app()}/diagnostics`);
+    await page.getByRole("heading", { name: "Task queues" }).waitFor();
+    expect(await page.getByText("(equal, as they must be)").count()).toBe(1);
+    await page.getByLabel("Message").fill("ping from e2e");
+    await page.getByRole("button", { name: "Run the round trip" }).click();
+    await page.getByRole("status").filter({ hasText: "the message came back unchanged" }).waitFor({ timeout: 30_000 });
+    expect(await page.getByRole("status").locator(".badge").textContent()).toBe("SUCCESS");
+    await checkPage(page, "diagnostics");
+  }, 60_000);
+});

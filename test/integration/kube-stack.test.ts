@@ -1,0 +1,138 @@
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { publishDatabase } from "../../shared/databases/database-catalog.js";
+import { demoQueries, jobApi, readApiToken } from "../support/jobapi-client.js";
+import { eventually, ROOT, startStack, type TestStack } from "../support/local-stack.js";
+import { alive, childPids } from "../support/processes.js";
+
+const run = promisify(execFile);
+const DB = "demo3";
+const DEMO_FASTA = path.join(ROOT, "local/demo/16s-rrna-demo.fasta");
+
+/** Per query: each hit's accession, bit score and e-value, in order. */
+function hitsByIteration(xml: string): string[][] {
+  return xml
+    .split("<Iteration>")
+    .slice(1)
+    .map((it) =>
+      [...it.matchAll(/<Hit_accession>([^<]*)<\/Hit_accession>[\s\S]*?<Hsp_bit-score>([^<]*)<\/Hsp_bit-score>[\s\S]*?<Hsp_evalue>([^<]*)<\/Hsp_evalue>/g)].map((m) => `${m[1]} ${m[2]} ${m[3]}`),
+    );
+}
+
+/** A stack whose shards run on the local Kubernetes API, with a 3-partition database. */
+async function kubeStack(env: Record<string, string> = {}): Promise<TestStack> {
+  const dataDir = mkdtempSync(path.join(tmpdir(), "bp-kube-stack-"));
+  const databases = path.join(dataDir, "jobapi", "databases");
+  mkdirSync(databases, { recursive: true });
+  await publishDatabase(databases, { name: DB, fastaPath: DEMO_FASTA, type: "nucl", partitions: 3 });
+  return startStack({ dataDir, env: { BLASTPLANE_EXECUTOR: "kubernetes", BLASTPLANE_SKIP_DEMO_DB: "1", BLASTPLANE_KUBE_NODES: "3", ...env } });
+}
+
+describe("npm start with BLASTPLANE_EXECUTOR=kubernetes", () => {
+  let stack: TestStack;
+  let api: ReturnType<typeof jobApi>;
+  let kubeconfig: string;
+  let restarted: ChildProcess | undefined;
+  const kubectl = async (...args: string[]) => (await run("kubectl", ["--kubeconfig", kubeconfig, "-n", "blastplane", ...args])).stdout;
+  const shardJobs = async (jobId: string) => (await kubectl("get", "jobs", "-l", `blastplane.io/job-id=${jobId}`, "-o", "jsonpath={range .items[*]}{.metadata.labels.blastplane\\.io/shard}{\"\\n\"}{end}")).split("\n").filter(Boolean).sort();
+
+  beforeAll(async () => {
+    stack = await kubeStack();
+    api = jobApi(stack, readApiToken(stack));
+    kubeconfig = String((JSON.parse(readFileSync(path.join(stack.dataDir, "stack.json"), "utf8")) as { kubeconfig?: string }).kubeconfig);
+  });
+
+  afterAll(async () => {
+    if (restarted?.pid && alive(restarted.pid)) restarted.kill("SIGKILL");
+    await stack?.stop();
+    stack?.cleanup();
+  });
+
+  it("B-148 a multi-query search partitioned 3 ways gives the unpartitioned search's hits, e-values and bit scores, and kubectl lists one Job per shard", async () => {
+    expect(kubeconfig).toBe(path.join(stack.dataDir, "kubeconfig"));
+    const query = demoQueries(4, 800, 3);
+    const sharded = await api.submit({ program: "blastn", db: DB, query_fasta: query, execution_profile: "sharded" });
+    const whole = await api.submit({ program: "blastn", db: DB, query_fasta: query });
+    for (const id of [sharded.job_id, whole.job_id]) expect((await api.finished(id, 90_000)).status).toBe("completed");
+    expect((await api.status(sharded.job_id)).kubernetes).toEqual({ summary: { total: 3, succeeded: 3, failed: 0, active: 0 } });
+    const xml = async (id: string) => (await api.get(`/v1/jobs/${id}/results?content=xml`)).text();
+    const partitioned = hitsByIteration(await xml(sharded.job_id));
+    expect(partitioned).toHaveLength(4);
+    expect(partitioned.flat().length).toBeGreaterThan(10);
+    expect(partitioned).toEqual(hitsByIteration(await xml(whole.job_id)));
+    expect(await shardJobs(sharded.job_id)).toEqual(["b0-p1", "b0-p2", "b0-p3"]);
+    expect(await shardJobs(whole.job_id)).toEqual(["b0"]);
+    expect(await kubectl("get", "jobs,pods", "-l", `blastplane.io/job-id=${sharded.job_id}`)).toMatch(/job\.batch\/bp-\w+-b0-p1-a1\s+Complete\s+1\/1/);
+  });
+
+  it("cancel leaves no Job or Pod of the job", async () => {
+    const job = await api.submit({ program: "tblastx", db: DB, query_fasta: demoQueries(4, 1500, 20), execution_profile: "sharded" });
+    await eventually(async () => ((await kubectl("get", "pods", "-l", `blastplane.io/job-id=${job.job_id}`)).includes("Running") ? true : undefined), 30_000, 100);
+    const cancelled = await api.post(`/v1/jobs/${job.job_id}/cancel`, {});
+    expect(cancelled.status).toBe(200);
+    await eventually(async () => {
+      const left = await run("kubectl", ["--kubeconfig", kubeconfig, "-n", "blastplane", "get", "jobs,pods", "-l", `blastplane.io/job-id=${job.job_id}`]);
+      return `${left.stdout}${left.stderr}`.includes("No resources found") ? true : undefined;
+    }, 30_000, 200);
+    expect((await api.status(job.job_id)).status).toBe("cancelled");
+  });
+
+  it("kill -9 of the job API mid-job, then a restart: the job completes and no shard has two Jobs", async () => {
+    const job = await api.submit({ program: "tblastx", db: DB, query_fasta: demoQueries(4, 1500, 30), execution_profile: "sharded" });
+    await eventually(async () => ((await kubectl("get", "pods", "-l", `blastplane.io/job-id=${job.job_id}`)).includes("Running") ? true : undefined), 30_000, 100);
+    const jobApiPid = childPids(stack.info.pid).find((pid) => readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("jobapi/server.js"));
+    expect(jobApiPid).toBeDefined();
+    // Its environment is what a restart needs (storage, KUBECONFIG, JOBAPI_* settings).
+    const env = Object.fromEntries(
+      readFileSync(`/proc/${jobApiPid}/environ`, "utf8")
+        .split("\0")
+        .filter(Boolean)
+        .map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]),
+    );
+    process.kill(Number(jobApiPid), "SIGKILL");
+    await eventually(async () => (alive(Number(jobApiPid)) ? undefined : true));
+    const before = await shardJobs(job.job_id);
+    restarted = spawn(process.execPath, [path.join(ROOT, "dist/jobapi/server.js")], { env: { ...env, JOBAPI_PORT: "0" }, stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    restarted.stdout?.on("data", (c: Buffer) => {
+      output += c.toString();
+    });
+    const url = await eventually(async () => /"msg":"job API ready".*?"url":"([^"]+)"/.exec(output)?.[1], 30_000, 50);
+    const again = jobApi({ ...stack, info: { ...stack.info, jobapi_url: url } }, readApiToken(stack));
+    const done = await again.finished(job.job_id, 120_000);
+    expect(done.status).toBe("completed");
+    const after = await shardJobs(job.job_id);
+    expect(after).toEqual(["b0-p1", "b0-p2", "b0-p3"]);
+    expect(after).toEqual([...new Set(after)]);
+    expect(before.length).toBeGreaterThan(0);
+    expect(output).toContain("adopting the shard's cluster Job");
+  });
+});
+
+describe("a shard over its memory limit on the cluster", () => {
+  let stack: TestStack;
+
+  beforeAll(async () => {
+    stack = await kubeStack({ JOBAPI_K8S_WORKING_SET_BYTES: String(16 * 1024 ** 2) });
+  });
+
+  afterAll(async () => {
+    await stack?.stop();
+    stack?.cleanup();
+  });
+
+  it("fails the job with the OOMKilled message and the pre-flight's remedies", async () => {
+    const api = jobApi(stack, readApiToken(stack));
+    const job = await api.submit({ program: "blastn", db: DB, query_fasta: demoQueries(1), execution_profile: "sharded" });
+    const failed = await api.finished(job.job_id, 60_000);
+    expect(failed.status).toBe("failed");
+    expect(String(failed.error)).toMatch(/failed after 1 attempt\(s\): cluster Job bp-\w+-b0-p\d-a1: OOMKilled — the shard's pod used more than its memory limit/);
+    expect(String(failed.error)).toContain("sharded execution profile");
+    expect(String(failed.error)).toContain("larger machine type");
+    expect(String(failed.error)).toContain("smaller database");
+  });
+});

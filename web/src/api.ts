@@ -1,0 +1,193 @@
+/**
+ * The typed client of the dashboard API (`/api/...`). Request bodies are the backend's own zod
+ * schemas' input types and the domain types come from `shared/`, so a change there breaks this
+ * build instead of the running app; the few response shapes that exist only inside a trigger are
+ * declared here once.
+ */
+import type { z } from "zod";
+import type { Caller } from "../../shared/auth/roles.js";
+import type { DashboardJob } from "../../shared/dashboard/dashboard-jobs.js";
+import type { operationView } from "../../shared/dashboard/operations.js";
+import type { dashboardJobListQuerySchema, dashboardResultsQuerySchema, dashboardSubmitSchema } from "../../shared/dashboard/schemas.js";
+import type { databaseSummary } from "../../shared/databases/database-catalog.js";
+import type { DatabaseState } from "../../shared/databases/database-state.js";
+import type { FieldIssue } from "../../shared/errors.js";
+import type { QueueDiagnostics } from "../../shared/ops/diagnostics.js";
+import type { StoredWorkspace, Workspace } from "../../shared/workspace/workspace.js";
+
+export type { Caller, FieldIssue, QueueDiagnostics, StoredWorkspace, Workspace };
+
+/** `POST /api/blast/jobs` body, exactly as the backend validates it. */
+export type SubmitRequest = z.input<typeof dashboardSubmitSchema>;
+/** `GET /api/blast/jobs` query. */
+export type JobListQuery = Partial<z.input<typeof dashboardJobListQuerySchema>>;
+/** `content` of `GET /api/blast/jobs/{uuid}/results`. */
+export type ResultContent = z.output<typeof dashboardResultsQuerySchema>["content"];
+
+/** A control-plane operation (spec §2.7). */
+export type Operation = ReturnType<typeof operationView>;
+
+/** A dashboard job as the API shows it (the stored job without its internal fields). */
+export type JobView = Omit<DashboardJob, "blast_options" | "cancel_requested" | "request_fingerprint" | "operation_id"> & {
+  job_id_kind: "dashboard";
+  options: DashboardJob["blast_options"];
+  operation_status_url: string;
+};
+
+/** The §2.7 envelope of submit and cancel. */
+export type JobEnvelope = JobView & {
+  operation: Operation;
+  target: { resource_type: string; job_id_kind: string; dashboard_job_id: string; openapi_job_id: string | null };
+  admission: { decision: string; reason: string };
+  meta: { request_id: string };
+};
+
+/** One database of `GET /api/databases`. */
+export type DatabaseView = ReturnType<typeof databaseSummary> &
+  Pick<DatabaseState, "warm_state" | "warmed_at" | "update_available" | "latest_release" | "checked_at">;
+
+/** `GET /api/settings/api-token` (declared in functions/api-token.ts). */
+export interface ApiTokenStatus {
+  configured: boolean;
+  last_four: string | null;
+  created_at: string | null;
+  rotated_at: string | null;
+  previous_valid_until: string | null;
+}
+
+/** `GET /api/health/queue/result/{task_id}` (declared in functions/diagnostics.ts). */
+export interface NoopResult {
+  task_id: string;
+  status: "PENDING" | "STARTED" | "SUCCESS" | "FAILURE" | "REVOKED";
+  result: { message: unknown } | null;
+  error?: string;
+}
+
+/** An error answer of the API, in the spec's envelope (§2.8). */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    /** The envelope's `detail`: a sentence, or per-field issues for 422. */
+    readonly detail: string | readonly FieldIssue[],
+    readonly requestId: string,
+    readonly retryAfterSeconds: number | undefined,
+  ) {
+    super(typeof detail === "string" ? detail : detail.map((i) => `${i.loc.join(".")}: ${i.msg}`).join("; "));
+    this.name = "ApiError";
+  }
+
+  /** The 422 issues, or none. */
+  get issues(): readonly FieldIssue[] {
+    return typeof this.detail === "string" ? [] : this.detail;
+  }
+}
+
+interface RequestOptions {
+  method?: "GET" | "POST" | "PUT" | "DELETE";
+  body?: unknown;
+  headers?: Record<string, string>;
+  signal?: AbortSignal;
+  /** Unauthenticated routes (health, diagnostics) send no token. */
+  anonymous?: boolean;
+}
+
+/** A JSON answer and the headers that matter to callers. */
+export interface ApiResponse<T> {
+  body: T;
+  etag: string | undefined;
+  requestId: string;
+}
+
+/** The dashboard API, typed. Every method rejects with {@link ApiError} on an error answer. */
+export type ApiClient = ReturnType<typeof createApiClient>;
+
+/** Creates the client; `accessToken` supplies a bearer token per request. */
+export function createApiClient(options: { baseUrl: string; accessToken: () => Promise<string> }) {
+  async function send(path: string, opts: RequestOptions = {}): Promise<Response> {
+    const headers: Record<string, string> = { Accept: "application/json", ...opts.headers };
+    if (!opts.anonymous) headers.Authorization = `Bearer ${await options.accessToken()}`;
+    let body: string | undefined;
+    if (opts.body !== undefined) {
+      headers["Content-Type"] = "application/json";
+      body = JSON.stringify(opts.body);
+    }
+    const res = await fetch(`${options.baseUrl}${path}`, { method: opts.method ?? "GET", headers, body, signal: opts.signal, cache: "no-store" });
+    if (!res.ok) throw await toApiError(res);
+    return res;
+  }
+
+  async function json<T>(path: string, opts: RequestOptions = {}): Promise<ApiResponse<T>> {
+    const res = await send(path, opts);
+    return { body: (await res.json()) as T, etag: res.headers.get("ETag") ?? undefined, requestId: res.headers.get("X-Request-Id") ?? "" };
+  }
+
+  const data = async <T>(path: string, opts: RequestOptions = {}): Promise<T> => (await json<T>(path, opts)).body;
+  const job = (uuid: string) => `/api/blast/jobs/${encodeURIComponent(uuid)}`;
+
+  return {
+    me: (signal?: AbortSignal) => data<{ caller: Caller }>("/api/me", { signal }),
+    queueDiagnostics: (signal?: AbortSignal) => data<QueueDiagnostics>("/api/health/queue", { anonymous: true, signal }),
+    readiness: async (signal?: AbortSignal): Promise<{ ready: boolean; detail: string }> => {
+      try {
+        await data<unknown>("/api/health/ready", { anonymous: true, signal });
+        return { ready: true, detail: "ready" };
+      } catch (error) {
+        if (error instanceof ApiError && error.status === 503) return { ready: false, detail: String(error.detail) };
+        throw error;
+      }
+    },
+    enqueueNoop: (message: string) =>
+      data<QueueDiagnostics & { task_id: string; status: string }>(`/api/health/queue/enqueue-noop?message=${encodeURIComponent(message)}`, {
+        method: "POST",
+        anonymous: true,
+      }),
+    noopResult: (taskId: string, signal?: AbortSignal) =>
+      data<NoopResult>(`/api/health/queue/result/${encodeURIComponent(taskId)}`, { anonymous: true, signal }),
+
+    getWorkspace: (signal?: AbortSignal) => json<StoredWorkspace>("/api/workspace", { signal }),
+    putWorkspace: (workspace: Workspace, etag: string | undefined) =>
+      json<StoredWorkspace>("/api/workspace", { method: "PUT", body: workspace, headers: etag ? { "If-Match": etag } : {} }),
+
+    listDatabases: (signal?: AbortSignal) => data<{ databases: DatabaseView[] }>("/api/databases", { signal }),
+    prepareDatabase: (name: string) =>
+      data<{ operation: Operation }>(`/api/databases/${encodeURIComponent(name)}/prepare`, { method: "POST" }),
+    warmDatabase: (name: string) => data<{ operation: Operation }>(`/api/databases/${encodeURIComponent(name)}/warmup`, { method: "POST" }),
+    operation: (operationId: string, signal?: AbortSignal) =>
+      data<Operation>(`/api/operations/${encodeURIComponent(operationId)}`, { signal }),
+
+    listJobs: (query: JobListQuery, signal?: AbortSignal) => {
+      const params = new URLSearchParams();
+      for (const [key, value] of Object.entries(query)) if (value !== undefined) params.set(key, String(value));
+      return data<{ jobs: JobView[]; page: number; page_size: number; total: number }>(`/api/blast/jobs?${params}`, { signal });
+    },
+    getJob: (uuid: string, signal?: AbortSignal) => data<JobView>(job(uuid), { signal }),
+    submitJob: (request: SubmitRequest) => data<JobEnvelope>("/api/blast/jobs", { method: "POST", body: request }),
+    cancelJob: (uuid: string) => data<JobEnvelope>(job(uuid), { method: "DELETE" }),
+    /** The result stream (bytes pass through the backend; no storage URL reaches the browser). */
+    results: (uuid: string, content: ResultContent, signal?: AbortSignal) =>
+      send(`${job(uuid)}/results?content=${content}`, { signal, headers: { Accept: "*/*" } }),
+
+    apiTokenStatus: (signal?: AbortSignal) => data<ApiTokenStatus>("/api/settings/api-token", { signal }),
+    revealApiToken: () => data<{ api_token: string }>("/api/settings/api-token/reveal", { method: "POST" }),
+    regenerateApiToken: () =>
+      data<{ api_token: string; created_at: string; previous_valid_until: string | null }>("/api/settings/api-token/regenerate", {
+        method: "POST",
+      }),
+  };
+}
+
+async function toApiError(res: Response): Promise<ApiError> {
+  const requestId = res.headers.get("X-Request-Id") ?? "";
+  const retry = Number(res.headers.get("Retry-After"));
+  const retryAfterSeconds = Number.isFinite(retry) && retry > 0 ? retry : undefined;
+  let detail: string | FieldIssue[] = `HTTP ${res.status}`;
+  let bodyRequestId = requestId;
+  try {
+    const body = (await res.json()) as { detail?: unknown; request_id?: unknown };
+    if (typeof body.detail === "string" || Array.isArray(body.detail)) detail = body.detail as string | FieldIssue[];
+    if (typeof body.request_id === "string") bodyRequestId = body.request_id;
+  } catch {
+    // Not the envelope (a proxy's page): keep the status line.
+  }
+  return new ApiError(res.status, detail, bodyRequestId, retryAfterSeconds);
+}

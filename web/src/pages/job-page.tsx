@@ -1,0 +1,253 @@
+import type { ComponentType } from "preact";
+import { useEffect, useRef, useState } from "preact/hooks";
+import { type ApiClient, ApiError, type JobView, type ResultContent } from "../api.js";
+import { formatTime } from "../format.js";
+import { Link } from "../router.js";
+import { ErrorNotice, LiveText, PageTitle, StatusBadge, useApp, useAsync, useCan, usePolling } from "../ui.js";
+import { isTerminal, jobTitle } from "./jobs-page.js";
+
+/** How often a running job is re-read (the dashboard refreshes it from the job API every few seconds). */
+const POLL_MS = 1500;
+
+const STEPS = [
+  { key: "accepted", label: "Accepted", statuses: [] as string[] },
+  { key: "queued", label: "Queued", statuses: ["queued"] },
+  { key: "running", label: "Running", statuses: ["dispatching", "running"] },
+  { key: "finished", label: "Finished", statuses: ["completed", "failed", "cancelled"] },
+] as const;
+
+function stepIndex(job: JobView): number {
+  // "submitting" is both the dashboard's hand-over and the job API's start of shards: a job with
+  // a job-API id and shards is running, otherwise still being handed over.
+  if (job.status === "submitting") return job.openapi_job_id && job.progress ? 2 : 0;
+  const index = STEPS.findIndex((s) => (s.statuses as readonly string[]).includes(job.status));
+  return index === -1 ? 0 : index;
+}
+
+const DOWNLOADS: readonly { content: ResultContent; label: string; file: (uuid: string) => string }[] = [
+  { content: "xml", label: "BLAST XML", file: (u) => `${u}.xml` },
+  { content: "tabular", label: "Tabular (outfmt 6)", file: (u) => `${u}.tsv` },
+  { content: "merged", label: "Merged result (ZIP)", file: (u) => `${u}-merged.zip` },
+  { content: "full", label: "All shard outputs (ZIP)", file: (u) => `${u}-shards.zip` },
+];
+
+const PREFLIGHT = "memory pre-flight failed";
+
+/** One search: its status timeline, shard progress, details, and results once it has completed. */
+export function JobPage(props: { uuid: string }) {
+  const { api } = useApp();
+  const canCancel = useCan("Contributor");
+  const job = useAsync((signal) => api.getJob(props.uuid, signal), [props.uuid]);
+  const [seen, setSeen] = useState<Record<string, string>>({});
+  const [cancelError, setCancelError] = useState<unknown>(undefined);
+  const data = job.data;
+  const terminal = data ? isTerminal(data) : false;
+
+  usePolling(async () => job.setData(await api.getJob(props.uuid)), data && !terminal ? POLL_MS : undefined);
+
+  // When this page first saw each step (the job record keeps only its first and last times).
+  useEffect(() => {
+    if (!data) return;
+    const key = STEPS[stepIndex(data)]?.key;
+    if (key && !seen[key]) setSeen((s) => ({ ...s, [key]: terminal ? data.updated_at : new Date().toISOString() }));
+  }, [data, seen, terminal]);
+
+  if (!data) {
+    return (
+      <section>
+        <PageTitle>Search</PageTitle>
+        {job.error ? <ErrorNotice error={job.error} /> : <p class="loading">Loading the search…</p>}
+        <p>
+          <Link href="/blast/jobs">Back to all jobs</Link>
+        </p>
+      </section>
+    );
+  }
+
+  const current = stepIndex(data);
+  const progress = data.progress;
+  return (
+    <section>
+      <PageTitle subtitle={<>Dashboard job {data.job_id}</>}>{jobTitle(data)}</PageTitle>
+      <div class="toolbar">
+        <span>
+          Status: <StatusBadge status={data.status} />
+        </span>
+        {canCancel && !terminal ? (
+          <button
+            type="button"
+            onClick={async () => {
+              setCancelError(undefined);
+              try {
+                await api.cancelJob(data.job_id);
+                job.setData(await api.getJob(data.job_id));
+              } catch (error) {
+                setCancelError(error);
+              }
+            }}
+          >
+            Cancel search
+          </button>
+        ) : null}
+      </div>
+      <ErrorNotice error={cancelError} title="Could not cancel:" />
+      <ErrorNotice error={job.error} title="Could not refresh:" />
+
+      <ol class="timeline" aria-label="Status timeline">
+        {STEPS.map((step, i) => {
+          const done = i < current || (i === current && terminal);
+          const label = step.key === "finished" && i <= current && terminal ? data.status : step.label;
+          const time = step.key === "accepted" ? data.created_at : seen[step.key];
+          return (
+            <li key={step.key} class={done ? "done" : i === current ? "current" : "todo"} aria-current={i === current ? "step" : undefined}>
+              <span class="dot" aria-hidden="true" />
+              <span class="step-label">{label}</span>
+              <span class="step-time">{i <= current && time ? formatTime(time) : ""}</span>
+            </li>
+          );
+        })}
+      </ol>
+
+      {progress && progress.total > 0 ? (
+        <div class="progress-block">
+          <label for="shard-progress">Shards</label>
+          <progress id="shard-progress" max={progress.total} value={progress.succeeded} />
+          <p class="hint">
+            {progress.succeeded} of {progress.total} done, {progress.active} running, {progress.failed} failed
+          </p>
+        </div>
+      ) : null}
+
+      {data.error ? <JobError error={data.error} /> : null}
+
+      <dl class="details">
+        <dt>Program</dt>
+        <dd>{data.program}</dd>
+        <dt>Database</dt>
+        <dd>{data.db}</dd>
+        <dt>Execution profile</dt>
+        <dd>{data.execution_profile}</dd>
+        <dt>Priority</dt>
+        <dd>{data.priority ?? "normal"}</dd>
+        <dt>Queries</dt>
+        <dd>{data.query_count}</dd>
+        <dt>Options</dt>
+        <dd>
+          {Object.keys(data.options).length === 0
+            ? "BLAST defaults"
+            : Object.entries(data.options)
+                .map(([k, v]) => `${k} = ${String(v)}`)
+                .join(", ")}
+        </dd>
+        <dt>Submitted</dt>
+        <dd>
+          {formatTime(data.created_at)} by {data.created_by.name || data.created_by.oid}
+        </dd>
+        <dt>Last update</dt>
+        <dd>{formatTime(data.updated_at)}</dd>
+        <dt>Job API id</dt>
+        <dd>{data.openapi_job_id ?? "not assigned yet"}</dd>
+      </dl>
+      {!terminal ? <LiveText>Watching for changes…</LiveText> : <LiveText>The search has {data.status}.</LiveText>}
+
+      {data.status === "completed" ? (
+        <>
+          <h2>Results</h2>
+          <Downloads api={api} uuid={data.job_id} />
+          <LazyResults api={api} uuid={data.job_id} />
+        </>
+      ) : null}
+      <p>
+        <Link href="/blast/jobs">Back to all jobs</Link>
+      </p>
+    </section>
+  );
+}
+
+/** A failure, with the memory pre-flight's remedies spelled out as actions. */
+function JobError(props: { error: string }) {
+  const preflight = props.error.startsWith(PREFLIGHT);
+  const message = preflight ? props.error.split(" Remedies:")[0] : props.error;
+  return (
+    <div class="notice notice-error" role="alert">
+      <p>
+        <strong>The search failed:</strong> {message}
+      </p>
+      {preflight ? (
+        <>
+          <p>What you can do:</p>
+          <ul>
+            <li>
+              <Link href="/blast/new">Submit the search again</Link> with the <strong>sharded</strong> execution profile, so each search needs only one
+              partition's memory;
+            </li>
+            <li>recreate the cluster with a larger machine type (an Owner's task, in the workspace's cluster settings); or</li>
+            <li>
+              choose a smaller database (see <Link href="/databases">Databases</Link>).
+            </li>
+          </ul>
+        </>
+      ) : null}
+    </div>
+  );
+}
+
+/** Downloads stream through the dashboard API with the caller's token; no storage URL is involved. */
+function Downloads(props: { api: ApiClient; uuid: string }) {
+  const [busy, setBusy] = useState<ResultContent | undefined>(undefined);
+  const [error, setError] = useState<unknown>(undefined);
+  const download = async (content: ResultContent, fallbackName: string) => {
+    setBusy(content);
+    setError(undefined);
+    try {
+      const res = await props.api.results(props.uuid, content);
+      const name = /filename="([^"]+)"/.exec(res.headers.get("Content-Disposition") ?? "")?.[1] ?? fallbackName;
+      const url = URL.createObjectURL(await res.blob());
+      const a = document.createElement("a");
+      a.href = url;
+      a.download = name;
+      document.body.append(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 60_000);
+    } catch (e) {
+      setError(e instanceof ApiError && e.status === 404 ? new Error(`${String(e.detail)}`) : e);
+    } finally {
+      setBusy(undefined);
+    }
+  };
+  return (
+    <div class="downloads">
+      <h3>Downloads</h3>
+      <ul class="button-list">
+        {DOWNLOADS.map((d) => (
+          <li key={d.content}>
+            <button type="button" disabled={busy !== undefined} onClick={() => void download(d.content, d.file(props.uuid))}>
+              {busy === d.content ? "Preparing…" : `Download ${d.label}`}
+            </button>
+          </li>
+        ))}
+      </ul>
+      <ErrorNotice error={error} title="The download failed:" />
+    </div>
+  );
+}
+
+/** The results view is its own chunk: the first load of the app stays small. */
+function LazyResults(props: { api: ApiClient; uuid: string }) {
+  const [View, setView] = useState<ComponentType<{ api: ApiClient; uuid: string }> | undefined>(undefined);
+  const [error, setError] = useState<unknown>(undefined);
+  const mounted = useRef(true);
+  useEffect(() => {
+    mounted.current = true;
+    import("../results/results-view.js").then(
+      (m) => mounted.current && setView(() => m.default),
+      (e: unknown) => mounted.current && setError(e),
+    );
+    return () => {
+      mounted.current = false;
+    };
+  }, []);
+  if (error) return <ErrorNotice error={error} title="The results view could not load:" />;
+  return View ? <View api={props.api} uuid={props.uuid} /> : <p class="loading">Loading the results view…</p>;
+}
