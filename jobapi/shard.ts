@@ -3,6 +3,7 @@ import { access } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
 import { runBlastTool } from "../shared/blast/blast-tools.js";
+import { envEnum, envInt, LOG_LEVELS, parseEnv } from "../shared/config/env.js";
 import { DATABASE_NAME } from "../shared/blast/database-builder.js";
 import { BLAST_PROGRAMS, type BlastProgram } from "../shared/blast/programs.js";
 import { RELEASE_NAME } from "../shared/databases/ncbi-source.js";
@@ -19,14 +20,14 @@ const GZIP_LEVEL = 1;
 const env = z.object({
   SHARD_JOB_ID: z.string().regex(JOB_ID_PATTERN),
   SHARD_ID: z.string().regex(/^b\d{1,5}(-p\d{1,3})?$/),
-  SHARD_BATCH: z.coerce.number().int().min(0).max(99_999),
+  SHARD_BATCH: envInt(0, 99_999),
   SHARD_DB_CACHE_ROOT: z.string().min(1),
   SHARD_DB_NAME: z.string().regex(DATABASE_NAME),
   SHARD_DB_RELEASE: z.string().regex(RELEASE_NAME),
   SHARD_QUERY_FILE: z.string().min(1),
   SHARD_OUTPUT_FILE: z.string().min(1),
   SHARD_STORAGE_CONNECTION_STRING: z.string().min(1),
-  LOG_LEVEL: z.enum(["debug", "info", "warn", "error"]).default("info"),
+  LOG_LEVEL: envEnum(LOG_LEVELS).default("info"),
 });
 
 /**
@@ -39,7 +40,7 @@ const env = z.object({
  * stderr otherwise; SIGTERM stops BLAST.
  */
 async function main(): Promise<void> {
-  const e = env.parse(process.env);
+  const e = parseEnv(env, process.env, (values) => ({ ...values }));
   const logger = createLogger({ level: e.LOG_LEVEL, base: { service: "shard", job_id: e.SHARD_JOB_ID, shard: e.SHARD_ID } });
   const [program, ...args] = process.argv.slice(2);
   if (!program || !(BLAST_PROGRAMS as readonly string[]).includes(program)) throw new Error(`not a BLAST program: ${String(program)}`);

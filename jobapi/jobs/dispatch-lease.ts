@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import os from "node:os";
 import { TableClient } from "@azure/data-tables";
 import type { Logger } from "../../shared/logging/logger.js";
+import { storageClientOptions } from "../../shared/storage/endpoints.js";
 import { isStatus } from "../../shared/storage/table-text.js";
 
 const PARTITION = "lease";
@@ -85,10 +86,11 @@ export class DispatchLease {
   }
 
   static fromConnectionString(connectionString: string, options: Omit<DispatchLeaseOptions, "table">, tableName = "jobapileases"): DispatchLease {
-    const table = TableClient.fromConnectionString(connectionString, tableName, {
-      allowInsecureConnection: true,
-      retryOptions: { maxRetries: 2, retryDelayInMs: 200, maxRetryDelayInMs: 1000 },
-    });
+    const table = TableClient.fromConnectionString(
+      connectionString,
+      tableName,
+      storageClientOptions(connectionString, { retryOptions: { maxRetries: 2, retryDelayInMs: 200, maxRetryDelayInMs: 1000 } }),
+    );
     return new DispatchLease({ ...options, table });
   }
 
