@@ -105,6 +105,22 @@ describe("the Functions bundle, built for cold starts", () => {
     expect(zodLocales.map((input) => path.basename(input))).toEqual(["en.js"]);
   });
 
+  it("keeps the domain errors' class names, which their `name` (and so the logs) comes from", () => {
+    const classes = ["shared/errors.ts", "shared/config/env.ts"].flatMap((file) =>
+      [...readFileSync(path.join(ROOT, file), "utf8").matchAll(/export (?:abstract )?class (\w+)/g)].map((m) => m[1] as string),
+    );
+    expect(classes).toContain("NotFoundError");
+    const bundle = eagerOutputs().map((output) => readFileSync(path.join(ROOT, output), "utf8")).join("\n");
+    // Classes no trigger uses are dropped from the bundle; every one it holds keeps its name.
+    const bundled = classes.filter((name) => new RegExp(`(?<![\\w$])${name}\\d*=class|class ${name}\\d*[ {]`).test(bundle));
+    expect(bundled).toEqual(expect.arrayContaining(["DomainError", "NotFoundError", "ConflictError", "QueueFullError", "ConfigError"]));
+    for (const name of bundled) {
+      // Declared under its own name (`X=class` or `class X`), never renamed apart (`X2=class`).
+      expect(new RegExp(`(?<![\\w$])(?:${name}=class|class ${name}[ {])`).test(bundle), name).toBe(true);
+      expect(new RegExp(`(?<![\\w$])${name}\\d+=class`).test(bundle), `${name} renamed`).toBe(false);
+    }
+  });
+
   it("keeps source maps usable: minified code maps back to its source file, in the entry, a chunk and a lazy module", () => {
     expect(originalSourceAt(path.join(DIST, "index.js"), "invalid configuration: ")).toMatch(/shared\/config\/env\.ts$/);
     const vaultChunk = Object.keys(meta.outputs).find((output) =>
