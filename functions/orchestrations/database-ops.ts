@@ -1,6 +1,6 @@
 import { app } from "@azure/functions";
 import * as df from "durable-functions";
-import type { OrchestrationContext, OrchestrationHandler } from "durable-functions";
+import type { OrchestrationContext, OrchestrationHandler, RegisteredActivity } from "durable-functions";
 import { createNcbiSource } from "../../shared/databases/ncbi-source.js";
 import { checkForUpdates, prepareDatabaseRelease } from "../../shared/databases/prepare.js";
 import { warmDatabaseFiles } from "../../shared/databases/warmup.js";
@@ -28,7 +28,7 @@ function source() {
   return createNcbiSource({ baseUrl });
 }
 
-df.app.activity(DatabaseActivities.prepare, {
+const prepareReleaseActivity = df.app.activity(DatabaseActivities.prepare, {
   handler: async (input: { name: string; partitions: number }) => {
     const manifest = await prepareDatabaseRelease({ source: source(), name: input.name, databasesDir: databasesDir(), partitions: input.partitions });
     await databaseState().patch(input.name, { update_available: false, warm_state: "cold", warmed_version: null });
@@ -37,7 +37,7 @@ df.app.activity(DatabaseActivities.prepare, {
   },
 });
 
-df.app.activity(DatabaseActivities.warm, {
+const warmReleaseActivity = df.app.activity(DatabaseActivities.warm, {
   handler: async (input: { name: string }) => {
     const entry = await createFileDatabaseCatalog(databasesDir()).get(input.name);
     if (!entry) throw new Error(`database ${input.name} is not prepared`);
@@ -53,7 +53,7 @@ df.app.activity(DatabaseActivities.warm, {
   },
 });
 
-df.app.activity(DatabaseActivities.checkUpdates, {
+const checkUpdatesActivity = df.app.activity(DatabaseActivities.checkUpdates, {
   handler: async () => {
     const results = await checkForUpdates({ source: source(), catalog: createFileDatabaseCatalog(databasesDir()) });
     const now = new Date().toISOString();
@@ -79,22 +79,23 @@ df.app.activity(DatabaseActivities.checkUpdates, {
  * An orchestration that runs one activity and reports its outcome as the operation's result, so a
  * failed activity becomes a `failed` operation with a focused error rather than a failed instance.
  */
-function singleActivityOperation(activity: string, phase: string): OrchestrationHandler {
+function singleActivityOperation(activity: RegisteredActivity, phase: string): OrchestrationHandler {
   return function* (context: OrchestrationContext) {
     const input = context.df.getInput<Record<string, unknown> | null>();
     context.df.setCustomStatus({ phase, ...(input ?? {}) });
     try {
-      const result: unknown = yield context.df.callActivity(activity, input);
+      const result: unknown = yield activity(input);
       return { outcome: "succeeded", ...(Array.isArray(result) ? { databases: result } : (result as object)) };
     } catch (error) {
-      return { outcome: "failed", error: error instanceof Error ? error.message.split("\n")[0] : String(error) };
+      // The library words an activity failure as "<reason> \n <details>": keep the reason alone.
+      return { outcome: "failed", error: error instanceof Error ? (error.message.split("\n")[0] ?? "").trim() : String(error) };
     }
   };
 }
 
-const prepareDatabase = singleActivityOperation(DatabaseActivities.prepare, "preparing");
-const warmDatabase = singleActivityOperation(DatabaseActivities.warm, "warming");
-const checkDatabaseUpdates = singleActivityOperation(DatabaseActivities.checkUpdates, "checking");
+const prepareDatabase = singleActivityOperation(prepareReleaseActivity, "preparing");
+const warmDatabase = singleActivityOperation(warmReleaseActivity, "warming");
+const checkDatabaseUpdates = singleActivityOperation(checkUpdatesActivity, "checking");
 
 df.app.orchestration(Orchestrations.prepareDatabase, prepareDatabase);
 df.app.orchestration(Orchestrations.warmDatabase, warmDatabase);

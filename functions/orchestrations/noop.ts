@@ -5,13 +5,13 @@ import { Orchestrations } from "../../shared/ops/queue-labels.js";
 export const NOOP_ECHO_ACTIVITY = "noopEcho";
 
 /** Returns its message unchanged: proves an enqueue reaches a consumer and comes back (§2.9 rule 3). */
-df.app.activity(NOOP_ECHO_ACTIVITY, {
+const noopEcho = df.app.activity(NOOP_ECHO_ACTIVITY, {
   handler: (input: { message: string }) => ({ message: input.message }),
 });
 
 const noop: OrchestrationHandler = function* (context: OrchestrationContext) {
   const input = context.df.getInput<{ message: string }>();
-  const echoed: { message: string } = yield context.df.callActivity(NOOP_ECHO_ACTIVITY, input);
+  const echoed: { message: string } = yield noopEcho(input);
   return echoed;
 };
 

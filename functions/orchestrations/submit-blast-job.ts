@@ -36,14 +36,19 @@ const deps = () => ({
   events: appContext.events,
 });
 
-df.app.activity(SubmitActivities.submit, { handler: (input: { dashboard_job_id: string }) => createSubmitToJobApiActivity(deps())(input) });
-df.app.activity(SubmitActivities.poll, {
+// The typed handles the registrations return: the orchestrator calls these, never a bare name.
+const submitToJobApi = df.app.activity(SubmitActivities.submit, {
+  handler: (input: { dashboard_job_id: string }) => createSubmitToJobApiActivity(deps())(input),
+});
+const pollJobApi = df.app.activity(SubmitActivities.poll, {
   handler: (input: { dashboard_job_id: string; openapi_job_id: string }) => createPollJobApiActivity(deps())(input),
 });
-df.app.activity(SubmitActivities.cancel, {
+const cancelJobApiJob = df.app.activity(SubmitActivities.cancel, {
   handler: (input: { dashboard_job_id: string; openapi_job_id: string | null }) => createCancelJobActivity(deps())(input),
 });
-df.app.activity(SubmitActivities.fail, { handler: (input: { dashboard_job_id: string; error: string }) => createFailJobActivity(deps())(input) });
+const failDashboardJob = df.app.activity(SubmitActivities.fail, {
+  handler: (input: { dashboard_job_id: string; error: string }) => createFailJobActivity(deps())(input),
+});
 
 function after(context: OrchestrationContext, seconds: number): Date {
   return new Date(context.df.currentUtcDateTime.getTime() + seconds * 1000);
@@ -67,11 +72,11 @@ const submitBlastJob: OrchestrationHandler = function* (context: OrchestrationCo
   if (!openapiJobId) {
     context.df.setCustomStatus({ phase: "submitting" });
     for (let attempt = 1; attempt <= MAX_SUBMIT_ATTEMPTS && !openapiJobId; attempt++) {
-      const outcome: JobApiSubmitOutcome = yield context.df.callActivity(SubmitActivities.submit, { dashboard_job_id: input.dashboard_job_id });
+      const outcome: JobApiSubmitOutcome = yield submitToJobApi({ dashboard_job_id: input.dashboard_job_id });
       if (outcome.kind === "accepted") {
         openapiJobId = outcome.job_id;
       } else if (outcome.kind === "rejected") {
-        yield context.df.callActivity(SubmitActivities.fail, { dashboard_job_id: input.dashboard_job_id, error: outcome.detail });
+        yield failDashboardJob({ dashboard_job_id: input.dashboard_job_id, error: outcome.detail });
         return { outcome: "failed", error: outcome.detail };
       } else {
         const backoff = Math.min(MAX_RETRY_WAIT_SECONDS, Math.max(outcome.after_seconds, 2 ** Math.min(attempt, 8)));
@@ -80,7 +85,7 @@ const submitBlastJob: OrchestrationHandler = function* (context: OrchestrationCo
     }
     if (!openapiJobId) {
       const error = `the job API did not accept the job after ${MAX_SUBMIT_ATTEMPTS} attempts`;
-      yield context.df.callActivity(SubmitActivities.fail, { dashboard_job_id: input.dashboard_job_id, error });
+      yield failDashboardJob({ dashboard_job_id: input.dashboard_job_id, error });
       return { outcome: "failed", error };
     }
   }
@@ -92,7 +97,7 @@ const submitBlastJob: OrchestrationHandler = function* (context: OrchestrationCo
     const winner: unknown = yield context.df.Task.any([timer, cancel]);
     let cancelRequested = winner === cancel;
     if (!cancelRequested) {
-      const s: { status: string; terminal: boolean; cancel_requested: boolean; error: string } = yield context.df.callActivity(SubmitActivities.poll, {
+      const s: { status: string; terminal: boolean; cancel_requested: boolean; error: string } = yield pollJobApi({
         dashboard_job_id: input.dashboard_job_id,
         openapi_job_id: openapiJobId,
       });
@@ -102,10 +107,10 @@ const submitBlastJob: OrchestrationHandler = function* (context: OrchestrationCo
       timer.cancel();
     }
     if (cancelRequested) {
-      const cancelled: { status: string } = yield context.df.callActivity(SubmitActivities.cancel, { dashboard_job_id: input.dashboard_job_id, openapi_job_id: openapiJobId });
+      const cancelled: { status: string } = yield cancelJobApiJob({ dashboard_job_id: input.dashboard_job_id, openapi_job_id: openapiJobId });
       if (cancelled.status !== "cancelled") {
         // The job finished before the cancel reached it: record how it ended, results included.
-        const s: { status: string; error: string } = yield context.df.callActivity(SubmitActivities.poll, {
+        const s: { status: string; error: string } = yield pollJobApi({
           dashboard_job_id: input.dashboard_job_id,
           openapi_job_id: openapiJobId,
         });
