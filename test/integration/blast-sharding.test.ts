@@ -602,7 +602,8 @@ describe("BLAST database partitioning and exact result merging (real BLAST+)", (
         highWaterMark: 1,
         write: (_chunk, _encoding, callback) => {
           writes++;
-          if (writes > destroyAfter) setTimeout(() => stalled.destroy(), 10);
+          // The write is left pending (no callback) and the consumer fails after it, on the next turn.
+          if (writes > destroyAfter) setImmediate(() => stalled.destroy());
           else callback();
         },
       });

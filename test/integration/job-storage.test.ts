@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import path from "node:path";
+import { once } from "node:events";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { createGunzip, gunzipSync } from "node:zlib";
@@ -237,19 +238,26 @@ describe("streamed artifact uploads", () => {
   it("stops at once, source included, and leaves no blob when its signal aborts", async () => {
     const controller = new AbortController();
     let produced = 0;
+    let flowing: () => void = () => {};
+    const uploading = new Promise<void>((resolve) => {
+      flowing = resolve;
+    });
     const endless = new Readable({
       read() {
         produced++;
+        // Well past the stream buffers: the upload is consuming the source.
+        if (produced === 16) flowing();
         this.push(randomBytes(256 * 1024));
       },
     });
     const upload = store.uploadStream("job6", "merged_results.out.gz", endless, { through: createParallelGzip(), signal: controller.signal });
-    await new Promise((r) => setTimeout(r, 100));
+    await uploading;
     controller.abort(new Error("job cancelled"));
     await expect(upload).rejects.toThrow("job cancelled");
     expect(endless.destroyed).toBe(true);
     const at = produced;
-    await new Promise((r) => setTimeout(r, 50));
+    // Once the source has closed, nothing can read from it again.
+    if (!endless.closed) await once(endless, "close");
     expect(produced).toBe(at);
     expect(await store.exists("job6", "merged_results.out.gz")).toBe(false);
     await expect(store.uploadStream("job6", "merged_results.out.gz", Readable.from([]), { signal: controller.signal })).rejects.toThrow("job cancelled");

@@ -273,7 +273,9 @@ describe("job API: submit, status and results", () => {
     expect(del.status).toBe(200);
     expect(await del.json()).toEqual({ job_id, status: "cancelled", deleted: false });
     expect((await api.status(job_id)).status).toBe("cancelled");
-    await new Promise((r) => setTimeout(r, 500));
+    // Once the dispatcher runs nothing, the cancelled job's run (if it had started) has ended: a late
+    // write from it would show now.
+    await eventually(async () => (((await (await api.get("/v1/cluster")).json()) as { active_jobs: number }).active_jobs === 0 ? true : undefined), 60_000);
     expect((await api.status(job_id)).status).toBe("cancelled");
     const gone = await api.del(`/v1/jobs/${job_id}`);
     expect(await gone.json()).toEqual({ job_id, status: "cancelled", deleted: true });

@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { QueueFullError, NotFoundError, ValidationError } from "../../shared/errors.js";
 import { createHttpHandler } from "../../shared/http/handler.js";
@@ -7,6 +7,24 @@ import { etagOf, ifNoneMatchHits, longPoll } from "../../shared/http/long-poll.j
 import { resolveRequestId } from "../../shared/http/request-id.js";
 import { type HttpRequestLike, parseJsonBody, parsePath, parseQuery } from "../../shared/http/validation.js";
 import { createLogger } from "../../shared/logging/logger.js";
+
+/**
+ * Resolves once the code under test arms a timer of at least `minDelayMs`: the signal that a long
+ * poll holds the request (its re-check timer is set). The spy is removed at that moment.
+ */
+function longTimerArmed(minDelayMs: number): Promise<void> {
+  const original = globalThis.setTimeout;
+  return new Promise((resolve) => {
+    const spy = vi.spyOn(globalThis, "setTimeout").mockImplementation(((handler: () => void, delayMs?: number) => {
+      const handle = original(handler, delayMs);
+      if ((delayMs ?? 0) >= minDelayMs) {
+        spy.mockRestore();
+        resolve();
+      }
+      return handle;
+    }) as typeof setTimeout);
+  });
+}
 
 function request(init: { url?: string; body?: string; headers?: Record<string, string>; params?: Record<string, string> } = {}): HttpRequestLike {
   const url = init.url ?? "http://localhost/api/x";
@@ -162,16 +180,18 @@ describe("conditional, long-polling reads", () => {
     const hour = 3_600_000;
     expect(await longPoll({ render, ifNoneMatch: null, waitMs: hour, subscribe, recheckMs: hour })).toMatchObject({ notModified: false, body: { status: "queued" } });
 
+    const heldArmed = longTimerArmed(60_000);
     const held = longPoll({ render, ifNoneMatch: etagOf({ status: "queued" }), waitMs: hour, subscribe, recheckMs: hour });
-    await new Promise((r) => setTimeout(r, 20));
+    await heldArmed;
     state = "running";
     notify();
     expect(await held).toMatchObject({ notModified: false, body: { status: "running" }, etag: etagOf({ status: "running" }) });
 
     // A client hanging up while the request is held ends the wait, and the subscription.
     const controller = new AbortController();
+    const abandonedArmed = longTimerArmed(60_000);
     const abandoned = longPoll({ render, ifNoneMatch: etagOf({ status: "running" }), waitMs: hour, subscribe, recheckMs: hour, signal: controller.signal });
-    await new Promise((r) => setTimeout(r, 20));
+    await abandonedArmed;
     controller.abort();
     expect(await abandoned).toMatchObject({ notModified: true });
     expect(subscribed).toBe(0);
@@ -180,13 +200,19 @@ describe("conditional, long-polling reads", () => {
   it("finds changes nobody signalled by re-reading, and answers 304 when the wait runs out", async () => {
     let state = "running";
     let renders = 0;
+    let reread: () => void = () => {};
+    const rereadOnce = new Promise<void>((resolve) => {
+      reread = resolve;
+    });
     const render = async () => {
       renders++;
+      if (renders === 2) reread();
       return { status: state };
     };
     const silent = () => () => {};
     const changed = longPoll({ render, ifNoneMatch: etagOf({ status: "running" }), waitMs: 60_000, subscribe: silent, recheckMs: 20 });
-    await new Promise((r) => setTimeout(r, 50));
+    // Unsignalled, it re-read once and found nothing new; the change comes after.
+    await rereadOnce;
     state = "completed";
     expect(await changed).toMatchObject({ notModified: false, body: { status: "completed" } });
 

@@ -26,6 +26,10 @@ const quiet = createLogger({ level: "error", write: () => undefined });
 describe("timer scheduler", () => {
   it("fires a missed occurrence at start with isPastDue, from the persisted schedule status", async () => {
     const fired: { IsPastDue: boolean; ScheduleStatus: { Last: string } }[] = [];
+    let firedOnce: () => void = () => {};
+    const invoked = new Promise<void>((resolve) => {
+      firedOnce = resolve;
+    });
     const store = memoryStore({
       nightly: { last: "2026-01-01T00:00:00.000Z", next: "2026-01-02T00:00:00.000Z", lastUpdated: "2026-01-01T00:00:00.000Z" },
     });
@@ -33,6 +37,7 @@ describe("timer scheduler", () => {
       invoker: {
         invoke: async (_fn, data) => {
           fired.push(JSON.parse((data as { json: string }).json));
+          firedOnce();
         },
       },
       store,
@@ -41,7 +46,8 @@ describe("timer scheduler", () => {
       now: () => new Date("2026-01-05T12:00:00Z"),
     });
     await scheduler.start([timerFunction("nightly", "0 0 0 * * *")]);
-    await new Promise((r) => setTimeout(r, 20));
+    // The missed occurrence fired; stopping then disarms the timers, so no second firing can follow.
+    await invoked;
     await scheduler.stop();
     expect(fired).toHaveLength(1);
     expect(fired[0]?.IsPastDue).toBe(true);
@@ -51,10 +57,15 @@ describe("timer scheduler", () => {
 
   it("runs once at start with runOnStartup and not past due", async () => {
     const fired: { IsPastDue: boolean }[] = [];
+    let firedOnce: () => void = () => {};
+    const invoked = new Promise<void>((resolve) => {
+      firedOnce = resolve;
+    });
     const scheduler = new TimerScheduler({
       invoker: {
         invoke: async (_fn, data) => {
           fired.push(JSON.parse((data as { json: string }).json));
+          firedOnce();
         },
       },
       store: memoryStore(),
@@ -62,7 +73,7 @@ describe("timer scheduler", () => {
       env: {},
     });
     await scheduler.start([timerFunction("warm", "0 0 0 1 1 *", { runOnStartup: true })]);
-    await new Promise((r) => setTimeout(r, 20));
+    await invoked;
     await scheduler.stop();
     expect(fired).toEqual([expect.objectContaining({ IsPastDue: false })]);
   });
