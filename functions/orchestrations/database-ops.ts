@@ -2,8 +2,12 @@ import { app } from "@azure/functions";
 import * as df from "durable-functions";
 import type { OrchestrationContext, OrchestrationHandler, RegisteredActivity } from "durable-functions";
 import { createNcbiSource } from "../../shared/databases/ncbi-source.js";
-import { checkForUpdates, prepareDatabaseRelease } from "../../shared/databases/prepare.js";
-import { warmDatabaseFiles } from "../../shared/databases/warmup.js";
+import {
+  createCheckDatabaseUpdatesActivity,
+  createPrepareDatabaseActivity,
+  createWarmDatabaseActivity,
+  type DatabaseActivityDependencies,
+} from "../../shared/databases/database-activities.js";
 import { newOperationId } from "../../shared/dashboard/operations.js";
 import { createFileDatabaseCatalog } from "../../shared/databases/database-catalog.js";
 import { Orchestrations } from "../../shared/ops/queue-labels.js";
@@ -28,51 +32,24 @@ function source() {
   return createNcbiSource({ baseUrl });
 }
 
+const activityDependencies = (): DatabaseActivityDependencies => ({
+  databasesDir,
+  source,
+  catalog: createFileDatabaseCatalog,
+  state: databaseState(),
+  events: appContext.events,
+  logger: appContext.logger,
+});
+
+// The typed handles the registrations return: the orchestrators call these, never a bare name.
 const prepareReleaseActivity = df.app.activity(DatabaseActivities.prepare, {
-  handler: async (input: { name: string; partitions: number }) => {
-    const manifest = await prepareDatabaseRelease({ source: source(), name: input.name, databasesDir: databasesDir(), partitions: input.partitions });
-    await databaseState().patch(input.name, { update_available: false, warm_state: "cold", warmed_version: null });
-    appContext.logger.info("database prepared", { name: manifest.name, version: manifest.version });
-    return { name: manifest.name, version: manifest.version, sequences: manifest.sequences, letters: manifest.letters, partitions: manifest.partitions.length };
-  },
+  handler: (input: { name: string; partitions: number }) => createPrepareDatabaseActivity(activityDependencies())(input),
 });
-
 const warmReleaseActivity = df.app.activity(DatabaseActivities.warm, {
-  handler: async (input: { name: string }) => {
-    const entry = await createFileDatabaseCatalog(databasesDir()).get(input.name);
-    if (!entry) throw new Error(`database ${input.name} is not prepared`);
-    await databaseState().patch(input.name, { warm_state: "warming" });
-    try {
-      const bytes = await warmDatabaseFiles(entry.root);
-      await databaseState().patch(input.name, { warm_state: "warm", warmed_version: entry.manifest.version, warmed_at: new Date().toISOString() });
-      return { name: input.name, version: entry.manifest.version, bytes };
-    } catch (error) {
-      await databaseState().patch(input.name, { warm_state: "failed" });
-      throw error;
-    }
-  },
+  handler: (input: { name: string }) => createWarmDatabaseActivity(activityDependencies())(input),
 });
-
 const checkUpdatesActivity = df.app.activity(DatabaseActivities.checkUpdates, {
-  handler: async () => {
-    const results = await checkForUpdates({ source: source(), catalog: createFileDatabaseCatalog(databasesDir()) });
-    const now = new Date().toISOString();
-    for (const r of results) {
-      await databaseState().patch(r.name, { update_available: r.update_available, latest_release: r.latest_release, checked_at: now });
-      if (r.update_available) {
-        appContext.logger.info("database update available", { name: r.name, latest_release: r.latest_release });
-        await appContext.events.record({
-          idempotency_key: `database.update_available/${r.name}/${r.latest_release}`,
-          source: "database.update_check",
-          event_type: "database.update_available",
-          correlation_id: r.name,
-          resource_ref: `blast_database/${r.name}`,
-          payload: { current_version: r.current_version, latest_release: r.latest_release, latest_last_updated: r.latest_last_updated },
-        });
-      }
-    }
-    return results.map((r) => ({ name: r.name, update_available: r.update_available, latest_release: r.latest_release }));
-  },
+  handler: () => createCheckDatabaseUpdatesActivity(activityDependencies())(),
 });
 
 /**
