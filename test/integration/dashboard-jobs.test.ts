@@ -62,23 +62,40 @@ describe("dashboard jobs through the submit orchestration", () => {
     stack?.cleanup();
   });
 
-  it("B-169 B-153 B-167 B-168 B-170 B-035 B-008 B-007 submits, polls the operation to succeeded, reads the job and downloads XML", async () => {
+  it("B-169 B-153 B-167 B-168 B-170 B-035 B-008 B-007 B-105 B-106 B-107 B-108 B-109 B-110 B-111 B-112 B-113 B-114 B-115 B-116 B-117 B-119 B-120 B-121 B-123 submits, polls the operation to succeeded, reads the job and downloads XML", async () => {
     const res = await d.call(contributor, "POST", "/blast/jobs", { program: "blastn", db: DEMO_DB, query_fasta: demoQueries(2), options: { evalue: 1e-5 }, title: "two 16S queries" });
     expect(res.status).toBe(200);
     const env = (await res.json()) as Envelope;
     expect(env.job_id).toMatch(UUID);
     expect(env.job_id_kind).toBe("dashboard");
     expect(env.status).toBe("submitting");
-    expect(env.operation).toMatchObject({ operation_type: "blast.submit", state: "queued", poll_after_seconds: 1, links: { self: `/api/operations/${env.operation.operation_id}` } });
+    expect(env.operation).toMatchObject({
+      operation_id: expect.stringMatching(/^op-[0-9a-f]{32}$/),
+      operation_type: "blast.submit",
+      state: "queued",
+      poll_after_seconds: 1,
+      links: { self: `/api/operations/${env.operation.operation_id}` },
+    });
+    // The self link polls the operation.
+    const self = await fetch(`${stack.info.functions_url}${String((env.operation.links as { self: string }).self)}`, { headers: { Authorization: `Bearer ${reader}` } });
+    expect(self.status).toBe(200);
+    expect(await self.json()).toMatchObject({ operation_id: env.operation.operation_id, operation_type: "blast.submit" });
     expect(env.operation_status_url).toBe(`/api/operations/${env.operation.operation_id}`);
     expect(env.target).toEqual({ resource_type: "blast_job", job_id_kind: "dashboard", dashboard_job_id: env.job_id, openapi_job_id: null });
     expect(env.admission).toMatchObject({ decision: "accepted", reason: expect.any(String) });
+    expect(env.meta.request_id).toEqual(expect.any(String));
     expect(env.meta.request_id).toBe(res.headers.get("x-request-id"));
 
     const op = await d.operationDone(contributor, env.operation.operation_id);
     expect(op).toMatchObject({ state: "succeeded", poll_after_seconds: 0, operation_type: "blast.submit" });
-    const job = (await (await d.call(reader, "GET", `/blast/jobs/${env.job_id}`)).json()) as JobView;
+    // The target's dashboard id works on the dashboard's job route.
+    const target = env.target as { dashboard_job_id: string };
+    const read = await d.call(reader, "GET", `/blast/jobs/${target.dashboard_job_id}`);
+    expect(read.status).toBe(200);
+    const job = (await read.json()) as JobView;
     expect(job).toMatchObject({ job_id: env.job_id, status: "completed", title: "two 16S queries", created_by: { name: "Cora" }, error: "" });
+    // The envelope only adds to the job's own fields: every field the job route shows is there too.
+    expect(Object.keys(env)).toEqual(expect.arrayContaining(Object.keys(job)));
     expect(job.openapi_job_id).toMatch(/^[a-z0-9]{12}$/);
     const xml = await d.call(reader, "GET", `/blast/jobs/${env.job_id}/results?content=xml`);
     expect(xml.status).toBe(200);
@@ -167,7 +184,7 @@ describe("dashboard jobs through the submit orchestration", () => {
     expect(((await (await d.call(reader, "GET", `/blast/jobs/${a.job_id}`)).json()) as { status: string }).status).toBe("completed");
   });
 
-  it("B-014 B-152 cancels through the orchestration: the operation ends cancelled and the job API job stops", async () => {
+  it("B-014 B-152 B-118 B-122 cancels through the orchestration: the operation ends cancelled and the job API job stops", async () => {
     const res = await d.call(contributor, "POST", "/blast/jobs", { program: "tblastx", db: DEMO_DB, query_fasta: demoQueries(4, 1500, 60), execution_profile: "sharded" });
     const env = (await res.json()) as { job_id: string; operation: { operation_id: string } };
     await eventually(async () => {
@@ -177,12 +194,19 @@ describe("dashboard jobs through the submit orchestration", () => {
     expect((await d.call(reader, "DELETE", `/blast/jobs/${env.job_id}`)).status).toBe(403);
     const del = await d.call(contributor, "DELETE", `/blast/jobs/${env.job_id}`);
     expect(del.status).toBe(200);
+    // Once the job reached the job API, the envelope's target names its job-API id.
+    const target = ((await del.json()) as { target: { openapi_job_id: string } }).target;
+    expect(target.openapi_job_id).toMatch(/^[a-z0-9]{12}$/);
     const op = await d.operationDone(contributor, env.operation.operation_id);
     expect(op.state).toBe("cancelled");
     const job = (await (await d.call(reader, "GET", `/blast/jobs/${env.job_id}`)).json()) as { status: string; openapi_job_id: string };
     expect(job.status).toBe("cancelled");
+    expect(job.openapi_job_id).toBe(target.openapi_job_id);
+    // That id works on the job API's routes.
     const api = jobApi(stack, readApiToken(stack));
-    expect((await api.status(job.openapi_job_id)).status).toBe("cancelled");
+    const upstream = await api.get(`/v1/jobs/${target.openapi_job_id}/status`);
+    expect(upstream.status).toBe(200);
+    expect(((await upstream.json()) as { status: string }).status).toBe("cancelled");
   });
 });
 

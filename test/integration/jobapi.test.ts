@@ -94,7 +94,7 @@ describe("job API: authentication and public routes", () => {
 });
 
 describe("job API: submit, status and results", () => {
-  it("B-060..B-070 B-033 accepts a search with 202 and every §2.3 field", async () => {
+  it("B-060 B-061 B-062 B-063 B-064 B-065 B-066 B-067 B-068 B-069 B-070 B-033 B-052 B-056 B-057 accepts a search with 202 and every §2.3 field", async () => {
     const res = await api.post("/v1/jobs", { program: "blastn", db: DEMO_DB, query_fasta: demoQueries(1), priority: "normal", resource_profile: "Standard_D4s_v5 please" });
     expect(res.status).toBe(202);
     const body = (await res.json()) as Record<string, unknown>;
@@ -112,7 +112,7 @@ describe("job API: submit, status and results", () => {
     expect(done.resource_profile).toBe("Standard_D4s_v5 please");
   });
 
-  it("B-071..B-082 B-148 B-151 reports a completed job with every §2.4 field", async () => {
+  it("B-071 B-072 B-073 B-074 B-076 B-077 B-078 B-079 B-080 B-081 B-082 B-148 B-151 reports a completed job with every §2.4 field", async () => {
     const s = await api.status(completedJobId);
     expect(s).toMatchObject({ job_id: completedJobId, status: "completed", phase: "completed", queue_position: null, program: "blastn", error: "" });
     for (const k of ["created_at", "updated_at", "last_progress_at"]) expect(s[k]).toMatch(ISO_WITH_OFFSET);
@@ -234,7 +234,7 @@ describe("job API: submit, status and results", () => {
     expect(all.jobs.filter((j) => ids.has(j.job_id))).toHaveLength(1);
   });
 
-  it("B-091 B-092 B-143 B-149 B-098 B-182 B-235 runs the facade: submit, success, stable file ids, download; an unknown file id is 404", async () => {
+  it("B-091 B-092 B-143 B-149 B-093 B-094 B-095 B-096 B-097 B-098 B-150 B-088 B-182 B-235 runs the facade: submit, success, stable file ids, download; an unknown file id is 404", async () => {
     const res = await api.post("/api/v1/facade/submit", {
       program: "blastn",
       db: DEMO_DB,
@@ -250,8 +250,10 @@ describe("job API: submit, status and results", () => {
     const jobId = String(sub.job_id);
     await api.finished(jobId);
     const status = (await (await api.get(`/api/v1/facade/jobs/${jobId}`)).json()) as Record<string, unknown> & { result: { files: { file_id: string; size_bytes: number; format: string }[] }; execution: Record<string, number> };
+    expect(status.job_id).toBe(jobId);
     expect(status.status).toBe("success");
-    expect(status.completed_at).toMatch(ISO_WITH_OFFSET);
+    for (const k of ["created_at", "updated_at", "completed_at"]) expect(status[k]).toMatch(ISO_WITH_OFFSET);
+    expect(status).toMatchObject({ blast_version: expect.stringMatching(/^2\.\d+\.\d+\+?$/), db_name: DEMO_DB, db_version: expect.stringMatching(/^\d{4}(-\d{2}){5}$/) });
     for (const k of ["elapsed_seconds", "queue_wait_seconds", "run_seconds"]) expect(Number.isInteger(status[k])).toBe(true);
     expect(status.execution).toEqual({ shard_count: 1, shards_succeeded: 1, shards_active: 0, shards_failed: 0 });
     const ids = status.result.files.map((f) => f.file_id);
@@ -265,6 +267,11 @@ describe("job API: submit, status and results", () => {
     expect(bytes.length).toBe(xmlFile?.size_bytes);
     expect(XMLValidator.validate(bytes.toString())).toBe(true);
     expect((await api.get(`/api/v1/facade/jobs/${jobId}/files/nope`)).status).toBe(404);
+
+    // priority (like options) may be left out.
+    const minimal = await api.post("/api/v1/facade/submit", { program: "blastn", db: DEMO_DB, query_fasta: demoQueries(1, 300, 41) });
+    expect(minimal.status).toBe(202);
+    expect((await api.finished(String(((await minimal.json()) as { job_id: string }).job_id))).status).toBe("completed");
   });
 
   it("B-152 cancels an active job with DELETE, then deletes it with its artifacts once finished", async () => {
