@@ -62,7 +62,7 @@ describe("dashboard jobs through the submit orchestration", () => {
     stack?.cleanup();
   });
 
-  it("B-169 B-153 B-167 B-168 B-170 B-035 B-008 B-007 B-105 B-106 B-107 B-108 B-109 B-110 B-111 B-112 B-113 B-114 B-115 B-116 B-117 B-119 B-120 B-121 B-123 submits, polls the operation to succeeded, reads the job and downloads XML", async () => {
+  it("B-169 B-153 B-167 B-168 B-170 B-035 B-008 B-007 B-105 B-106 B-107 B-108 B-109 B-110 B-111 B-112 B-113 B-114 B-115 B-116 B-117 B-119 B-120 B-121 B-123 B-018 B-200 submits, polls the operation to succeeded, reads the job and downloads XML", async () => {
     const res = await d.call(contributor, "POST", "/blast/jobs", { program: "blastn", db: DEMO_DB, query_fasta: demoQueries(2), options: { evalue: 1e-5 }, title: "two 16S queries" });
     expect(res.status).toBe(200);
     const env = (await res.json()) as Envelope;

@@ -79,7 +79,7 @@ describe("job API lifecycle: admission, priority, guards, pre-flight", () => {
     expect(done.kubernetes).toEqual({ summary: { total: 2, succeeded: 2, failed: 0, active: 0 } });
   });
 
-  it("B-075 B-155 B-156 B-236 B-154 B-239 B-240 guards results while running, queues by priority and answers 429 when the queue is full", async () => {
+  it("B-075 B-155 B-156 B-236 B-154 B-239 B-240 B-051 guards results while running, queues by priority and answers 429 when the queue is full", async () => {
     const blocker = await api.submit(slowSearch(20));
     // On one machine a sharded job searches its partitions one at a time: they never run side by side.
     let mostAtOnce = 0;

@@ -94,7 +94,7 @@ describe("job API: authentication and public routes", () => {
 });
 
 describe("job API: submit, status and results", () => {
-  it("B-060 B-061 B-062 B-063 B-064 B-065 B-066 B-067 B-068 B-069 B-070 B-033 B-052 B-056 B-057 accepts a search with 202 and every §2.3 field", async () => {
+  it("B-060 B-061 B-062 B-063 B-064 B-065 B-066 B-067 B-068 B-069 B-070 B-033 B-052 B-056 B-057 B-020 B-045 accepts a search with 202 and every §2.3 field", async () => {
     const res = await api.post("/v1/jobs", { program: "blastn", db: DEMO_DB, query_fasta: demoQueries(1), priority: "normal", resource_profile: "Standard_D4s_v5 please" });
     expect(res.status).toBe(202);
     const body = (await res.json()) as Record<string, unknown>;
@@ -108,17 +108,22 @@ describe("job API: submit, status and results", () => {
     expect(body.db_version).toMatch(/^\d{4}(-\d{2}){5}$/);
     expect(String(body.message)).toContain("status");
     expect(body.status_url).toBe(`/v1/jobs/${String(body.job_id)}/status`);
+    // Accepted before it ran; the body named no storage path, and the server took it from there.
     const done = await api.finished(String(body.job_id));
+    expect(done.status).toBe("completed");
     expect(done.resource_profile).toBe("Standard_D4s_v5 please");
   });
 
-  it("B-071 B-072 B-073 B-074 B-076 B-077 B-078 B-079 B-080 B-081 B-082 B-148 B-151 reports a completed job with every §2.4 field", async () => {
+  it("B-071 B-072 B-073 B-074 B-076 B-077 B-078 B-079 B-080 B-081 B-082 B-148 B-151 B-034 reports a completed job with every §2.4 field", async () => {
     const s = await api.status(completedJobId);
     expect(s).toMatchObject({ job_id: completedJobId, status: "completed", phase: "completed", queue_position: null, program: "blastn", error: "" });
     for (const k of ["created_at", "updated_at", "last_progress_at"]) expect(s[k]).toMatch(ISO_WITH_OFFSET);
     expect(String(s.db)).toMatch(/^local:\/\/databases\/16s_rrna_demo\/\d{4}(-\d{2}){5}$/);
     expect(s.kubernetes).toEqual({ summary: { total: 1, succeeded: 1, failed: 0, active: 0 } });
     expect((await api.status(completedJobId)).status).toBe("completed");
+    // The same id serves the results and the facade's status route.
+    expect((await api.get(`/v1/jobs/${completedJobId}/results?content=xml`)).status).toBe(200);
+    expect((await api.get(`/api/v1/facade/jobs/${completedJobId}`)).status).toBe(200);
   });
 
   it("B-101 B-102 B-103 B-104 streams the merged XML as a valid BlastOutput document with no storage paths", async () => {
@@ -220,7 +225,7 @@ describe("job API: submit, status and results", () => {
     expect(res.status).toBe(400);
   });
 
-  it("B-054 B-055 B-021 returns one job for 20 concurrent submits with one idempotency key", async () => {
+  it("B-054 B-055 B-021 B-142 returns one job for 20 concurrent submits with one idempotency key", async () => {
     const body = { program: "blastn", db: DEMO_DB, query_fasta: demoQueries(1, 300, 7), idempotency_key: "concurrent-key-1" };
     const responses = await Promise.all(Array.from({ length: 20 }, () => api.post("/v1/jobs", body)));
     const ids = new Set<string>();
@@ -230,8 +235,11 @@ describe("job API: submit, status and results", () => {
     }
     expect(ids.size).toBe(1);
     expect(responses.filter((r) => r.status === 202)).toHaveLength(1);
-    const all = (await (await api.get("/v1/jobs?limit=500")).json()) as { jobs: { job_id: string }[] };
+    const all = (await (await api.get("/v1/jobs?limit=500")).json()) as { jobs: { job_id: string; status: string }[] };
     expect(all.jobs.filter((j) => ids.has(j.job_id))).toHaveLength(1);
+    // Every job so far (queued, running, finished, cancelled) has one of §3's states.
+    expect(all.jobs.length).toBeGreaterThan(2);
+    for (const job of all.jobs) expect(["queued", "dispatching", "submitting", "running", "completed", "failed", "cancelled"]).toContain(job.status);
   });
 
   it("B-091 B-092 B-143 B-149 B-093 B-094 B-095 B-096 B-097 B-098 B-150 B-088 B-182 B-235 runs the facade: submit, success, stable file ids, download; an unknown file id is 404", async () => {
