@@ -2,6 +2,7 @@ import { createReadStream } from "node:fs";
 import { access } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
+import { describeCloudAuthorizationError } from "../shared/auth/cloud-authorization.js";
 import { runBlastTool } from "../shared/blast/blast-tools.js";
 import { envEnum, envInt, LOG_LEVELS, parseEnv } from "../shared/config/env.js";
 import { DATABASE_NAME } from "../shared/blast/database-builder.js";
@@ -84,7 +85,9 @@ async function main(): Promise<void> {
 main().then(
   () => process.exit(0),
   (error: unknown) => {
-    process.stderr.write(`shard failed: ${error instanceof Error ? error.message : String(error)}\n`);
+    // A missing role names itself (it reaches the job's error through the pod's log tail).
+    const message = describeCloudAuthorizationError(error)?.message ?? (error instanceof Error ? error.message : String(error));
+    process.stderr.write(`shard failed: ${message}\n`);
     process.exit(1);
   },
 );

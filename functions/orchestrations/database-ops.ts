@@ -1,6 +1,7 @@
 import { app } from "@azure/functions";
 import * as df from "durable-functions";
 import type { OrchestrationContext, OrchestrationHandler } from "durable-functions";
+import { explainCloudAuthorization } from "../../shared/auth/cloud-authorization.js";
 import { createNcbiSource } from "../../shared/databases/ncbi-source.js";
 import { checkForUpdates, prepareDatabaseRelease } from "../../shared/databases/prepare.js";
 import { warmDatabaseFiles } from "../../shared/databases/warmup.js";
@@ -29,16 +30,16 @@ function source() {
 }
 
 df.app.activity(DatabaseActivities.prepare, {
-  handler: async (input: { name: string; partitions: number }) => {
+  handler: explainCloudAuthorization(async (input: { name: string; partitions: number }) => {
     const manifest = await prepareDatabaseRelease({ source: source(), name: input.name, databasesDir: databasesDir(), partitions: input.partitions });
     await databaseState().patch(input.name, { update_available: false, warm_state: "cold", warmed_version: null });
     appContext.logger.info("database prepared", { name: manifest.name, version: manifest.version });
     return { name: manifest.name, version: manifest.version, sequences: manifest.sequences, letters: manifest.letters, partitions: manifest.partitions.length };
-  },
+  }),
 });
 
 df.app.activity(DatabaseActivities.warm, {
-  handler: async (input: { name: string }) => {
+  handler: explainCloudAuthorization(async (input: { name: string }) => {
     const entry = await createFileDatabaseCatalog(databasesDir()).get(input.name);
     if (!entry) throw new Error(`database ${input.name} is not prepared`);
     await databaseState().patch(input.name, { warm_state: "warming" });
@@ -50,11 +51,11 @@ df.app.activity(DatabaseActivities.warm, {
       await databaseState().patch(input.name, { warm_state: "failed" });
       throw error;
     }
-  },
+  }),
 });
 
 df.app.activity(DatabaseActivities.checkUpdates, {
-  handler: async () => {
+  handler: explainCloudAuthorization(async () => {
     const results = await checkForUpdates({ source: source(), catalog: createFileDatabaseCatalog(databasesDir()) });
     const now = new Date().toISOString();
     for (const r of results) {
@@ -72,7 +73,7 @@ df.app.activity(DatabaseActivities.checkUpdates, {
       }
     }
     return results.map((r) => ({ name: r.name, update_available: r.update_available, latest_release: r.latest_release }));
-  },
+  }),
 });
 
 /**

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { ApiException, BatchV1Api, CoreV1Api, type KubeConfig, type V1Job, type V1Pod, Watch } from "@kubernetes/client-node";
+import { describeCloudAuthorizationError } from "../../shared/auth/cloud-authorization.js";
 import { formatBytes, parseQuantity } from "../../shared/cluster/quantity.js";
 import { ShardFailedError } from "../../shared/errors.js";
 import type { Logger } from "../../shared/logging/logger.js";
@@ -363,8 +364,12 @@ export function createKubernetesExecutor(o: KubernetesExecutorOptions): Kubernet
           try {
             await call("create job", () => batch.createNamespacedJob({ namespace, body }), signal);
           } catch (error) {
-            // A retried create whose first try went through: the Job is this attempt's.
-            if (statusOf(error) !== 409) throw new ShardFailedError(`creating cluster Job ${target} failed: ${messageOf(error)}`, true);
+            // A retried create whose first try went through (409): the Job is this attempt's.
+            if (statusOf(error) !== 409) {
+              // A missing role names itself and is not retried: the next try would be refused too.
+              const refusal = describeCloudAuthorizationError(error);
+              throw new ShardFailedError(`creating cluster Job ${target} failed: ${refusal?.message ?? messageOf(error)}`, !refusal);
+            }
           }
         }
         await waitFor(spec, target, signal);
