@@ -14,11 +14,13 @@ import { JobStore } from "../../jobapi/jobs/job-store.js";
 import { type RunningAzurite, startAzurite } from "../../local/azurite.js";
 import { CloudAuthorizationError, describeCloudAuthorizationError, explainCloudAuthorization } from "../../shared/auth/cloud-authorization.js";
 import type { DatabaseCatalog, DatabaseEntry } from "../../shared/databases/database-catalog.js";
+import { mapErrorToResult } from "../../shared/http/envelope.js";
 import { newJobId, newJobRecord } from "../../shared/jobs/model.js";
 import { createLogger } from "../../shared/logging/logger.js";
 import { createKeyVaultSecretStore } from "../../shared/secrets/key-vault-secret-store.js";
 import { type Refusal, startRefusalServer } from "../fakes/azure-refusal-server.js";
 import { eventually } from "../support/local-stack.js";
+import { captureLogger } from "../support/service-fakes.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const PROPAGATION = "a new role assignment takes 1 to 5 minutes to take effect";
@@ -106,6 +108,20 @@ describe("Azure's authorization refusals name the missing role, its scope and th
     expect(failure).toMatchObject({ code: "Forbidden", role: "Azure Kubernetes Service Cluster User Role", scope: "the cluster (namespace 'blastplane')" });
     expect(failure?.message).toContain('cannot list resource "jobs"');
     expect(failure?.message).toContain(PROPAGATION);
+  });
+
+  it("B-247 B-230 a route whose call Azure refuses answers 502 with the role message (not the catch-all text) and logs Azure's code", async () => {
+    const error = await refusedBy("keyvault-write", ({ url, ca }) =>
+      createKeyVaultSecretStore({ vaultUrl: url, credential, clientOptions: { tlsOptions: { ca }, disableChallengeResourceVerification: true, retryOptions: { maxRetries: 0 } } }).set(
+        "jobapi-token",
+        "{}",
+      ),
+    );
+    const logger = captureLogger();
+    const result = mapErrorToResult(error, "req-12345678", logger);
+    expect(result.status).toBe(502);
+    expect(result.jsonBody).toEqual({ detail: expect.stringMatching(/^ForbiddenByRbac: .*Key Vault Secrets Officer role on key vault 'kv-blastplane' \(a new role assignment takes 1 to 5 minutes to take effect\)$/), request_id: "req-12345678" });
+    expect(logger.entries).toContainEqual(expect.objectContaining({ level: "error", fields: expect.objectContaining({ error_code: "ForbiddenByRbac", role: "Key Vault Secrets Officer" }) }));
   });
 
   it("leaves other failures alone: a 404, a 403 that is not a role refusal, a plain error", () => {
