@@ -154,6 +154,33 @@ describe("the managed identity path: DefaultAzureCredential's token on every sto
     }
   });
 
+  it("B-195: the shard worker reaches Blob storage at SHARD_STORAGE_BLOB_URL with the identity's token", async () => {
+    const identity = await startManagedIdentityServer({ tenantId: TENANT });
+    try {
+      const exit = await run([path.join(ROOT, "dist/jobapi/shard.js"), "blastn", "-db", "demo"], {
+        SHARD_JOB_ID: "tz1doyvc4e87",
+        SHARD_ID: "b0-p1",
+        SHARD_BATCH: "0",
+        SHARD_DB_CACHE_ROOT: dir,
+        SHARD_DB_NAME: "demo",
+        SHARD_DB_RELEASE: "2026-11-22-04-41-01",
+        SHARD_QUERY_FILE: path.join(dir, "query.fa"),
+        SHARD_OUTPUT_FILE: path.join(dir, "out.xml"),
+        SHARD_STORAGE_BLOB_URL: azurite.blobEndpoint,
+        IDENTITY_ENDPOINT: identity.url,
+        IDENTITY_HEADER: identity.identityHeader,
+        AZURE_CLIENT_ID: CLIENT_ID,
+        NODE_EXTRA_CA_CERTS: path.join(dir, "apiserver.crt"),
+      });
+      // Its first call (is this shard's output published?) was authorized: storage answered "not
+      // published", and the worker went on to look for the database, which this node lacks.
+      expect(exit.stderr).toContain("shard failed: database demo release 2026-11-22-04-41-01 is not in the node's cache");
+      expect(identity.requests).toContainEqual({ resource: "https://storage.azure.com", clientId: CLIENT_ID, apiVersion: "2019-08-01", identityHeader: identity.identityHeader });
+    } finally {
+      await identity.close();
+    }
+  });
+
   it("B-195: storage checks the token: one for another audience leaves the job API unable to start", async () => {
     const identity = await startManagedIdentityServer({ tenantId: TENANT, audience: "https://vault.azure.net" });
     try {
