@@ -11,16 +11,17 @@ import type { ShardExecutor } from "../../jobapi/executors/executor.js";
 import { ArtifactStore } from "../../jobapi/jobs/artifact-store.js";
 import { JobDispatcher } from "../../jobapi/jobs/dispatcher.js";
 import { JobStore } from "../../jobapi/jobs/job-store.js";
-import { type RunningAzurite, startAzurite } from "../../local/azurite.js";
+import type { RunningAzurite } from "../../local/azurite.js";
 import { CloudAuthorizationError, describeCloudAuthorizationError, explainCloudAuthorization } from "../../shared/auth/cloud-authorization.js";
 import type { DatabaseCatalog, DatabaseEntry } from "../../shared/databases/database-catalog.js";
 import { mapErrorToResult } from "../../shared/http/envelope.js";
-import { newJobId, newJobRecord } from "../../shared/jobs/model.js";
+import { newJobId } from "../../shared/jobs/model.js";
 import { createLogger } from "../../shared/logging/logger.js";
 import { createKeyVaultSecretStore } from "../../shared/secrets/key-vault-secret-store.js";
 import { type Refusal, startRefusalServer } from "../fakes/azure-refusal-server.js";
 import { eventually } from "../support/local-stack.js";
-import { captureLogger } from "../support/service-fakes.js";
+import { testJobRecord } from "../support/helpers.js";
+import { captureLogger, startTestAzurite } from "../support/service-fakes.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const PROPAGATION = "a new role assignment takes 1 to 5 minutes to take effect";
@@ -146,7 +147,7 @@ describe("a job whose shard storage refuses the identity fails with the role mes
   let dir: string;
 
   beforeAll(async () => {
-    azurite = await startAzurite({ blobPort: 0, queuePort: 0, tablePort: 0, logger: createLogger({ level: "error" }), watchdogPath: path.join(ROOT, "local/parent-watchdog.cjs") });
+    azurite = await startTestAzurite();
     dir = mkdtempSync(path.join(os.tmpdir(), "blastplane-authz-"));
   });
 
@@ -210,24 +211,7 @@ describe("a job whose shard storage refuses the identity fails with the role mes
         shardAttempts: 3,
         pollIntervalMs: 50,
       });
-      const job = newJobRecord({
-        job_id: newJobId(),
-        program: "blastn",
-        db_name: "demo",
-        db_version: manifest.version,
-        db_location: entry.location,
-        blast_version: "2.12.0+",
-        blast_options: {},
-        priority: 50,
-        execution_profile: "standard",
-        resource_profile: "",
-        submission_source: "external_api",
-        external_correlation_id: "",
-        idempotency_key: "",
-        fingerprint: "",
-        query_count: 1,
-        query_letters: 10,
-      });
+      const job = testJobRecord();
       await artifacts.putText(job.job_id, "query.fa", ">q1\nACGTACGTAC\n");
       await jobs.create(job);
       await dispatcher.start();

@@ -4,10 +4,10 @@ import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type RunningAzurite, startAzurite } from "../../local/azurite.js";
+import type { RunningAzurite } from "../../local/azurite.js";
 import { servingCertificate } from "../../local/kube/cluster.js";
-import { createLogger } from "../../shared/logging/logger.js";
 import { startManagedIdentityServer } from "../fakes/managed-identity-server.js";
+import { startTestAzurite } from "../support/service-fakes.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const TENANT = "5f3c2b1a-0000-4000-8000-00000000beef";
@@ -86,14 +86,7 @@ describe("the managed identity path: DefaultAzureCredential's token on every sto
   beforeAll(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), "blastplane-identity-"));
     servingCertificate(dir);
-    azurite = await startAzurite({
-      blobPort: 0,
-      queuePort: 0,
-      tablePort: 0,
-      logger: createLogger({ level: "error" }),
-      watchdogPath: path.join(ROOT, "local/parent-watchdog.cjs"),
-      oauth: { certPath: path.join(dir, "apiserver.crt"), keyPath: path.join(dir, "apiserver.key") },
-    });
+    azurite = await startTestAzurite({ oauth: { certPath: path.join(dir, "apiserver.crt"), keyPath: path.join(dir, "apiserver.key") } });
   });
 
   afterAll(async () => {

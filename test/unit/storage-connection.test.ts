@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { loadJobApiConfig } from "../../jobapi/config.js";
-import { ConfigError } from "../../shared/config/env.js";
 import { loadConfig } from "../../shared/config/load-config.js";
 import { openBlobServiceClient } from "../../shared/storage/blob-service.js";
 import { openTableClient } from "../../shared/storage/storage-connection.js";
+import { configRefusal } from "../support/helpers.js";
 
 const AUTH = { AUTH_TENANT_ID: "tenant", AUTH_CLIENT_ID: "client" };
 // Shaped like real secrets; none may appear in a refusal.
@@ -12,16 +12,7 @@ const SIG = "sv=2024-11-04&ss=bt&srt=sco&sp=rwdlac&se=2030-01-01T00:00:00Z&sig=U
 const KEY_STRING = `DefaultEndpointsProtocol=https;AccountName=prodaccount;AccountKey=${KEY};EndpointSuffix=core.windows.net`;
 const SAS_STRING = `BlobEndpoint=https://prodaccount.blob.core.windows.net;TableEndpoint=https://prodaccount.table.core.windows.net;SharedAccessSignature=${SIG}`;
 const AZURITE = "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;TableEndpoint=http://127.0.0.1:10002/devstoreaccount1;";
-
-function refusal(load: () => unknown): ConfigError {
-  try {
-    load();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ConfigError);
-    return error as ConfigError;
-  }
-  throw new Error("expected a ConfigError, but the configuration was accepted");
-}
+const refusal = configRefusal;
 
 describe("storage outside local mode: the managed identity, never a key or SAS (B-195, B-219)", () => {
   it("B-219: the Functions app refuses an account key or a SAS, naming the setting and the identity settings to use, never the value", () => {
