@@ -81,7 +81,13 @@ export function readinessCheck(scope: ServiceScope): ReturnType<typeof createRea
   const orchestrations = scope.durable();
   return createReadinessCheck({
     probes: [
-      { key: "storage", label: "storage", probe: () => appContext.tableService.getProperties() },
+      {
+        key: "storage",
+        label: "storage",
+        // A one-table listing: the Table Data Contributor role the managed identity holds allows it,
+        // while Get Table Service Properties is an account-level read that role does not grant.
+        probe: () => appContext.tableService.listTables().byPage({ maxPageSize: 1 }).next(),
+      },
       {
         key: "durable_backend",
         label: "durable backend",

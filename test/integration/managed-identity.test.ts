@@ -57,6 +57,20 @@ describe("outside local mode, every deployable refuses to start with a storage k
     expect(exit.stderr + exit.stdout).not.toContain("U2lnbmF0dXJl");
   });
 
+  it("B-195: the Functions app loads and registers its functions with the host's identity-based storage settings and no connection string", async () => {
+    const exit = await run([path.join(ROOT, "scripts/import-probe.mjs"), "--functions", path.join(ROOT, "dist/functions/index.js")], {
+      AzureWebJobsStorage__accountName: "blastplaneplat",
+      AzureWebJobsStorage__credential: "managedidentity",
+      AzureWebJobsStorage__clientId: CLIENT_ID,
+      AUTH_TENANT_ID: "tenant",
+      AUTH_CLIENT_ID: "client",
+    });
+    expect(exit.stderr).toBe("");
+    expect(exit.code).toBe(0);
+    const names = (JSON.parse(exit.stdout) as { functions: { name: string }[] }).functions.map((f) => f.name);
+    expect(names).toContain("databaseUpdateCheckTimer");
+  });
+
   it.each(CREDENTIALS)("B-219: the job API refuses %s in JOBAPI_STORAGE_CONNECTION_STRING", async (_, value, holds) => {
     const exit = await run([path.join(ROOT, "dist/jobapi/server.js")], { JOBAPI_STORAGE_CONNECTION_STRING: value, JOBAPI_PORT: "0", JOBAPI_DATA_DIR: os.tmpdir() });
     expectRefused(exit, "JOBAPI_STORAGE_CONNECTION_STRING", holds, "job API failed to start: ");
