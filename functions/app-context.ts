@@ -1,4 +1,4 @@
-import { TableServiceClient } from "@azure/data-tables";
+import type { TableServiceClient } from "@azure/data-tables";
 import { DependencyUnavailableError } from "../shared/errors.js";
 import { apiAudience, createJwtValidator, entraDiscoveryUrl } from "../shared/auth/jwt-validator.js";
 import { type AppConfig, loadConfig } from "../shared/config/load-config.js";
@@ -9,7 +9,7 @@ import { selectSecretStore } from "../shared/secrets/key-vault-secret-store.js";
 import { type AuditLog, createAuditLog } from "../shared/ops/audit.js";
 import { createEventLog, type EventLog } from "../shared/ops/events.js";
 import { createFixedWindowLimiter } from "../shared/ops/rate-limiter.js";
-import { storageClientOptions } from "../shared/storage/endpoints.js";
+import { openTableServiceClient } from "../shared/storage/storage-connection.js";
 
 /**
  * The app's dependencies, built once from the one validated configuration when the app loads, so
@@ -35,7 +35,11 @@ export interface AppContext {
 
 /** The secret store shared with the job API: Key Vault in Azure, a local folder in the local stack. */
 function secretStore(config: AppConfig): SecretStore {
-  const selected = selectSecretStore({ keyVaultUrl: config.keyVaultUrl, secretsDir: config.secretsDir });
+  const selected = selectSecretStore({
+    keyVaultUrl: config.keyVaultUrl,
+    secretsDir: config.secretsDir,
+    clientId: config.storage.kind === "identity" ? config.storage.clientId : undefined,
+  });
   const unavailable = () => new DependencyUnavailableError("no secret store is configured (KEY_VAULT_URL or SECRETS_DIR)");
   return {
     get: async (name) => {
@@ -59,8 +63,8 @@ function build(): AppContext {
   return {
     secrets,
     apiTokens,
-    audit: createAuditLog(config.storageConnectionString),
-    events: createEventLog(config.storageConnectionString),
+    audit: createAuditLog(config.storage),
+    events: createEventLog(config.storage),
     config,
     logger,
     validator: createJwtValidator({
@@ -68,7 +72,7 @@ function build(): AppContext {
       audience: [config.auth.clientId, apiAudience(config.auth.clientId)],
       clockToleranceSeconds: config.auth.clockSkewSeconds,
     }),
-    tableService: TableServiceClient.fromConnectionString(config.storageConnectionString, storageClientOptions(config.storageConnectionString)),
+    tableService: openTableServiceClient(config.storage),
     noopLimiter: createFixedWindowLimiter(config.noopRateLimitPerMinute, 60_000),
     jobApi: createJobApiClient({
       baseUrl: config.jobApiUrl,

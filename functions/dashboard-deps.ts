@@ -15,13 +15,14 @@ import { createReadinessCheck } from "../shared/ops/readiness.js";
 import { type ApiTokenSettings, createApiTokenSettings } from "../shared/secrets/api-token-settings.js";
 import { createWorkspaceStore } from "../shared/workspace/workspace.js";
 import { createWorkspaceService, type WorkspaceService } from "../shared/workspace/workspace-service.js";
+import { openTableClient } from "../shared/storage/storage-connection.js";
 import { appContext } from "./app-context.js";
 
 let jobs: DashboardJobStore | undefined;
 
 /** The dashboard job store, created on first use from the app's one configuration. */
 export function dashboardJobs(): DashboardJobStore {
-  jobs ??= DashboardJobStore.fromConnectionString(appContext.config.storageConnectionString);
+  jobs ??= DashboardJobStore.fromConnectionString(appContext.config.storage);
   return jobs;
 }
 
@@ -29,7 +30,7 @@ let databaseStates: DatabaseStateStore | undefined;
 
 /** Database warm-up and update state, created on first use. */
 export function databaseState(): DatabaseStateStore {
-  databaseStates ??= DatabaseStateStore.fromConnectionString(appContext.config.storageConnectionString);
+  databaseStates ??= new DatabaseStateStore(openTableClient(appContext.config.storage, "databasestate"));
   return databaseStates;
 }
 
@@ -80,7 +81,13 @@ export function readinessCheck(scope: ServiceScope): ReturnType<typeof createRea
   const orchestrations = scope.durable();
   return createReadinessCheck({
     probes: [
-      { key: "storage", label: "storage", probe: () => appContext.tableService.getProperties() },
+      {
+        key: "storage",
+        label: "storage",
+        // A one-table listing: the Table Data Contributor role the managed identity holds allows it,
+        // while Get Table Service Properties is an account-level read that role does not grant.
+        probe: () => appContext.tableService.listTables().byPage({ maxPageSize: 1 }).next(),
+      },
       {
         key: "durable_backend",
         label: "durable backend",
@@ -97,7 +104,7 @@ let workspaces: WorkspaceService | undefined;
 
 /** The workspace service, created on first use. */
 export function workspaceService(): WorkspaceService {
-  workspaces ??= createWorkspaceService({ store: createWorkspaceStore(appContext.config.storageConnectionString), audit: appContext.audit });
+  workspaces ??= createWorkspaceService({ store: createWorkspaceStore(appContext.config.storage), audit: appContext.audit });
   return workspaces;
 }
 

@@ -2,11 +2,25 @@ import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
 import { type Env, envEnum, envInt, envParsed, envPort, envUrl, LOG_LEVELS, type LogLevel, parseEnv } from "../shared/config/env.js";
+import {
+  checkStorageSettings,
+  JOBAPI_STORAGE_SETTINGS,
+  type StorageConnection,
+  storageConnectionFromSettings,
+  storageSettingsShape,
+  withLegacyConnectionString,
+} from "../shared/storage/storage-connection.js";
 
 
 export interface JobApiConfig {
   readonly port: number;
   readonly host: string;
+  /** Job state (Tables) and artifacts (Blobs): Azurite by connection string, or account URLs with the workload identity. */
+  readonly storage: StorageConnection;
+  /**
+   * The Azurite connection string (local mode only).
+   * @deprecated Open storage through `storage`; with the workload identity reading this throws.
+   */
   readonly storageConnectionString: string;
   readonly databasesDir: string;
   readonly secretsDir: string;
@@ -46,6 +60,8 @@ export interface KubernetesSettings {
   readonly maxJobs: number;
   readonly maxJobsPerSearch: number;
   readonly scheduleTimeoutSeconds: number;
+  /** The shard pods' service account, federated with the workload identity (used with identity-based storage). */
+  readonly serviceAccountName: string;
 }
 
 const LABEL_KEY = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
@@ -79,7 +95,8 @@ function parseTolerations(text: string): KubernetesSettings["tolerations"] {
 const schema = z.object({
   JOBAPI_PORT: envPort().default(8080),
   JOBAPI_HOST: z.string().default("127.0.0.1"),
-  JOBAPI_STORAGE_CONNECTION_STRING: z.string(),
+  // A connection string (Azurite only) or the account's name or URLs (the workload identity).
+  ...storageSettingsShape(JOBAPI_STORAGE_SETTINGS),
   JOBAPI_DATA_DIR: z.string().default(".data/jobapi"),
   JOBAPI_DATABASES_DIR: z.string().optional(),
   JOBAPI_SECRETS_DIR: z.string().optional(),
@@ -97,6 +114,7 @@ const schema = z.object({
   JOBAPI_K8S_MAX_JOBS: envInt(1, 10_000).default(16),
   JOBAPI_K8S_MAX_JOBS_PER_SEARCH: envInt(1, 10_000).default(8),
   JOBAPI_K8S_SCHEDULE_TIMEOUT_SECONDS: envInt(1, 24 * 3600).default(600),
+  JOBAPI_K8S_SERVICE_ACCOUNT: z.string().regex(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, "must be a service account name").default("blastplane-shard"),
   JOBAPI_MAX_ACTIVE_JOBS: envInt(1, 1000).default(2),
   JOBAPI_MAX_QUEUED_JOBS: envInt(1, 100_000).default(100),
   JOBAPI_RETRY_AFTER_SECONDS: envInt(1, 3600).default(30),
@@ -112,16 +130,16 @@ const schema = z.object({
   JOBAPI_BODY_LIMIT_BYTES: envInt(1024, 64 * 1024 * 1024).default(12 * 1024 * 1024),
   JOBAPI_DISPATCH_LEASE_SECONDS: envInt(2, 3600).default(60),
   LOG_LEVEL: envEnum(LOG_LEVELS).default("info"),
-});
+}).superRefine(...checkStorageSettings(JOBAPI_STORAGE_SETTINGS));
 
 /** The job API's one validated configuration; throws `ConfigError` naming every bad setting. */
 export function loadJobApiConfig(env: Env, cwd = process.cwd()): JobApiConfig {
   return parseEnv(schema, env, (c) => {
     const dataDir = path.resolve(cwd, c.JOBAPI_DATA_DIR);
-    return {
+    return withLegacyConnectionString({
       port: c.JOBAPI_PORT,
       host: c.JOBAPI_HOST,
-      storageConnectionString: c.JOBAPI_STORAGE_CONNECTION_STRING,
+      storage: storageConnectionFromSettings(c, JOBAPI_STORAGE_SETTINGS),
       databasesDir: path.resolve(cwd, c.JOBAPI_DATABASES_DIR ?? path.join(dataDir, "databases")),
       secretsDir: path.resolve(cwd, c.JOBAPI_SECRETS_DIR ?? path.join(dataDir, "secrets")),
       keyVaultUrl: c.JOBAPI_KEY_VAULT_URL,
@@ -140,6 +158,7 @@ export function loadJobApiConfig(env: Env, cwd = process.cwd()): JobApiConfig {
         maxJobs: c.JOBAPI_K8S_MAX_JOBS,
         maxJobsPerSearch: c.JOBAPI_K8S_MAX_JOBS_PER_SEARCH,
         scheduleTimeoutSeconds: c.JOBAPI_K8S_SCHEDULE_TIMEOUT_SECONDS,
+        serviceAccountName: c.JOBAPI_K8S_SERVICE_ACCOUNT,
       },
       maxActiveJobs: c.JOBAPI_MAX_ACTIVE_JOBS,
       maxQueuedJobs: c.JOBAPI_MAX_QUEUED_JOBS,
@@ -152,6 +171,6 @@ export function loadJobApiConfig(env: Env, cwd = process.cwd()): JobApiConfig {
       bodyLimitBytes: c.JOBAPI_BODY_LIMIT_BYTES,
       dispatchLeaseSeconds: c.JOBAPI_DISPATCH_LEASE_SECONDS,
       logLevel: c.LOG_LEVEL,
-    };
+    });
   });
 }

@@ -16,6 +16,7 @@ import { loadJobApiConfig } from "./config.js";
 import { KubeConfig } from "@kubernetes/client-node";
 import { createKubernetesExecutor } from "./executors/kubernetes-executor.js";
 import { createLocalExecutor } from "./executors/local-executor.js";
+import { blobUrlOf } from "../shared/storage/storage-connection.js";
 
 /**
  * The job API process: `/v1/*` and `/api/v1/facade/*`. Runs as a container on the cluster, and as a
@@ -24,9 +25,9 @@ import { createLocalExecutor } from "./executors/local-executor.js";
 async function main(): Promise<void> {
   const config = loadJobApiConfig(process.env);
   const logger = createLogger({ level: config.logLevel, base: { service: "jobapi" } });
-  const jobs = JobStore.fromConnectionString(config.storageConnectionString);
-  const artifacts = ArtifactStore.fromConnectionString(config.storageConnectionString);
-  const lease = DispatchLease.fromConnectionString(config.storageConnectionString, { leaseDurationMs: config.dispatchLeaseSeconds * 1000, logger });
+  const jobs = JobStore.fromConnectionString(config.storage);
+  const artifacts = ArtifactStore.fromConnectionString(config.storage);
+  const lease = DispatchLease.fromConnectionString(config.storage, { leaseDurationMs: config.dispatchLeaseSeconds * 1000, logger });
   await Promise.all([jobs.init(), artifacts.init(), lease.init()]);
   const secrets = await selectSecretStore({ keyVaultUrl: config.keyVaultUrl, secretsDir: config.secretsDir });
   if (!secrets) throw new Error("no secret store is configured");
@@ -40,11 +41,18 @@ async function main(): Promise<void> {
           kubeConfig: loadKubeConfig(),
           artifacts,
           logger,
-          settings: { ...config.kubernetes, nodeSelector: { ...config.kubernetes.nodeSelector }, tolerations: [...config.kubernetes.tolerations], dbCacheHostPath: config.kubernetes.dbCacheDir },
+          settings: {
+            ...config.kubernetes,
+            nodeSelector: { ...config.kubernetes.nodeSelector },
+            tolerations: [...config.kubernetes.tolerations],
+            dbCacheHostPath: config.kubernetes.dbCacheDir,
+            workloadIdentity:
+              config.storage.kind === "identity" ? { serviceAccountName: config.kubernetes.serviceAccountName, blobUrl: blobUrlOf(config.storage) } : undefined,
+          },
           maxJobs: config.kubernetes.maxJobs,
           maxJobsPerSearch: config.kubernetes.maxJobsPerSearch,
           scheduleTimeoutSeconds: config.kubernetes.scheduleTimeoutSeconds,
-          storageConnectionString: config.storageConnectionString,
+          storage: config.storage,
         })
       : createLocalExecutor({ concurrency: config.shardConcurrency });
   const dispatcher = new JobDispatcher({

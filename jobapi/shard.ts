@@ -2,6 +2,7 @@ import { createReadStream } from "node:fs";
 import { access } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
+import { describeCloudAuthorizationError } from "../shared/auth/cloud-authorization.js";
 import { runBlastTool } from "../shared/blast/blast-tools.js";
 import { envEnum, envInt, LOG_LEVELS, parseEnv } from "../shared/config/env.js";
 import { DATABASE_NAME } from "../shared/blast/database-builder.js";
@@ -10,6 +11,7 @@ import { RELEASE_NAME } from "../shared/databases/ncbi-source.js";
 import { JOB_ID_PATTERN } from "../shared/jobs/model.js";
 import { createLogger } from "../shared/logging/logger.js";
 import { createParallelGzip } from "../shared/storage/parallel-gzip.js";
+import { checkStorageSettings, SHARD_STORAGE_SETTINGS, storageConnectionFromSettings, storageSettingsShape } from "../shared/storage/storage-connection.js";
 import { isStatus } from "../shared/storage/table-text.js";
 import { releaseFolder } from "./executors/kubernetes-manifests.js";
 import { ArtifactStore } from "./jobs/artifact-store.js";
@@ -26,9 +28,10 @@ const env = z.object({
   SHARD_DB_RELEASE: z.string().regex(RELEASE_NAME),
   SHARD_QUERY_FILE: z.string().min(1),
   SHARD_OUTPUT_FILE: z.string().min(1),
-  SHARD_STORAGE_CONNECTION_STRING: z.string().min(1),
+  // An Azurite connection string (local), or the Blob URL reached with the pod's workload identity.
+  ...storageSettingsShape(SHARD_STORAGE_SETTINGS),
   LOG_LEVEL: envEnum(LOG_LEVELS).default("info"),
-});
+}).superRefine(...checkStorageSettings(SHARD_STORAGE_SETTINGS));
 
 /**
  * A shard's pod: `node dist/jobapi/shard.js <program> <BLAST argv…>`. Reads its query batch from
@@ -40,13 +43,13 @@ const env = z.object({
  * stderr otherwise; SIGTERM stops BLAST.
  */
 async function main(): Promise<void> {
-  const e = parseEnv(env, process.env, (values) => ({ ...values }));
+  const e = parseEnv(env, process.env, (values) => ({ ...values, storage: storageConnectionFromSettings(values, SHARD_STORAGE_SETTINGS) }));
   const logger = createLogger({ level: e.LOG_LEVEL, base: { service: "shard", job_id: e.SHARD_JOB_ID, shard: e.SHARD_ID } });
   const [program, ...args] = process.argv.slice(2);
   if (!program || !(BLAST_PROGRAMS as readonly string[]).includes(program)) throw new Error(`not a BLAST program: ${String(program)}`);
   const stop = new AbortController();
   process.once("SIGTERM", () => stop.abort(new Error("pod terminating")));
-  const artifacts = ArtifactStore.fromConnectionString(e.SHARD_STORAGE_CONNECTION_STRING);
+  const artifacts = ArtifactStore.fromConnectionString(e.storage);
   const output = `shards/${e.SHARD_ID}.out.gz`;
   if ((await artifacts.size(e.SHARD_JOB_ID, output)) !== undefined) {
     logger.info("shard output already published; nothing to do");
@@ -82,7 +85,9 @@ async function main(): Promise<void> {
 main().then(
   () => process.exit(0),
   (error: unknown) => {
-    process.stderr.write(`shard failed: ${error instanceof Error ? error.message : String(error)}\n`);
+    // A missing role names itself (it reaches the job's error through the pod's log tail).
+    const message = describeCloudAuthorizationError(error)?.message ?? (error instanceof Error ? error.message : String(error));
+    process.stderr.write(`shard failed: ${message}\n`);
     process.exit(1);
   },
 );

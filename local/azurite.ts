@@ -18,6 +18,12 @@ export interface AzuriteOptions {
   logger: Logger;
   /** Path of the watchdog preload that ends Azurite when this process dies. */
   watchdogPath: string;
+  /**
+   * Serve HTTPS with this certificate and key (PEM files) and accept only OAuth bearer tokens
+   * besides the account key (`--oauth basic`: issuer, audience and lifetime are checked), as Azure
+   * storage does for a managed identity. Tests of the identity-based configuration use it.
+   */
+  oauth?: { certPath: string; keyPath: string };
 }
 
 export interface RunningAzurite {
@@ -28,7 +34,7 @@ export interface RunningAzurite {
   stop(): Promise<void>;
 }
 
-const LISTENING = /Azurite (Blob|Queue|Table) service is successfully listening at (http:\/\/\S+)/;
+const LISTENING = /Azurite (Blob|Queue|Table) service is successfully listening at (https?:\/\/\S+)/;
 
 /**
  * Starts Azurite as a child process (loading it in-process would replace console.log) and waits
@@ -57,6 +63,7 @@ export async function startAzurite(options: AzuriteOptions): Promise<RunningAzur
     "--tablePort",
     String(options.tablePort),
   ];
+  if (options.oauth) args.push("--oauth", "basic", "--cert", options.oauth.certPath, "--key", options.oauth.keyPath);
   if (options.location) {
     mkdirSync(options.location, { recursive: true });
     args.push("--location", options.location);

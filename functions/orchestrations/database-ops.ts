@@ -1,6 +1,7 @@
 import { app } from "@azure/functions";
 import * as df from "durable-functions";
 import type { OrchestrationContext, OrchestrationHandler, RegisteredActivity } from "durable-functions";
+import { explainCloudAuthorization } from "../../shared/auth/cloud-authorization.js";
 import { createNcbiSource } from "../../shared/databases/ncbi-source.js";
 import {
   createCheckDatabaseUpdatesActivity,
@@ -43,13 +44,13 @@ const activityDependencies = (): DatabaseActivityDependencies => ({
 
 // The typed handles the registrations return: the orchestrators call these, never a bare name.
 const prepareReleaseActivity = df.app.activity(DatabaseActivities.prepare, {
-  handler: (input: { name: string; partitions: number }) => createPrepareDatabaseActivity(activityDependencies())(input),
+  handler: explainCloudAuthorization((input: { name: string; partitions: number }) => createPrepareDatabaseActivity(activityDependencies())(input)),
 });
 const warmReleaseActivity = df.app.activity(DatabaseActivities.warm, {
-  handler: (input: { name: string }) => createWarmDatabaseActivity(activityDependencies())(input),
+  handler: explainCloudAuthorization((input: { name: string }) => createWarmDatabaseActivity(activityDependencies())(input)),
 });
 const checkUpdatesActivity = df.app.activity(DatabaseActivities.checkUpdates, {
-  handler: () => createCheckDatabaseUpdatesActivity(activityDependencies())(),
+  handler: explainCloudAuthorization(() => createCheckDatabaseUpdatesActivity(activityDependencies())()),
 });
 
 /**

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { ApiException, BatchV1Api, CoreV1Api, type KubeConfig, type V1Job, type V1Pod, Watch } from "@kubernetes/client-node";
+import { describeCloudAuthorizationError } from "../../shared/auth/cloud-authorization.js";
 import { formatBytes, parseQuantity } from "../../shared/cluster/quantity.js";
 import { ShardFailedError } from "../../shared/errors.js";
 import type { Logger } from "../../shared/logging/logger.js";
@@ -8,6 +9,7 @@ import { PREFLIGHT_REMEDIES } from "../jobs/dispatcher.js";
 import { createSemaphore, type ShardExecutor, type ShardSpec } from "./executor.js";
 import { buildShardJob, LABEL, MANAGED_BY, type ShardJobSettings, shardJobName, shardMemoryBytes, STORAGE_SECRET } from "./kubernetes-manifests.js";
 import { WatchCache } from "./kubernetes-watch.js";
+import type { StorageConnection } from "../../shared/storage/storage-connection.js";
 
 export interface KubernetesExecutorOptions {
   kubeConfig: KubeConfig;
@@ -19,8 +21,14 @@ export interface KubernetesExecutorOptions {
   maxJobsPerSearch: number;
   /** How long a shard may wait for a node that could take it (one that cannot fails at once). */
   scheduleTimeoutSeconds: number;
-  /** The storage connection the shard worker uses (kept in a Secret, never in the Job). */
-  storageConnectionString: string;
+  /**
+   * The job API's storage. An Azurite connection string is handed to the shard worker in a Secret
+   * (never in the Job); with identity-based storage, `settings.workloadIdentity` names the pods'
+   * service account and no Secret is written.
+   */
+  storage?: StorageConnection;
+  /** @deprecated The Azurite connection string; give `storage` instead. */
+  storageConnectionString?: string;
   /** Log lines of a failed pod quoted in the job's error. */
   logTailLines?: number;
   /** Server-side timeout of each watch request. */
@@ -111,13 +119,17 @@ export function createKubernetesExecutor(o: KubernetesExecutorOptions): Kubernet
   let starting: Promise<void> | undefined;
   function start(): Promise<void> {
     starting ??= (async () => {
-      // The worker's storage connection lives in a Secret (never in the Job), created or replaced.
-      const secret = { apiVersion: "v1", kind: "Secret", metadata: { name: STORAGE_SECRET.name, namespace }, type: "Opaque", stringData: { [STORAGE_SECRET.key]: o.storageConnectionString } };
-      try {
-        await call("create secret", () => core.createNamespacedSecret({ namespace, body: secret }));
-      } catch (error) {
-        if (statusOf(error) !== 409) throw error;
-        await call("replace secret", () => core.replaceNamespacedSecret({ name: STORAGE_SECRET.name, namespace, body: secret }));
+      // The worker's Azurite connection lives in a Secret (never in the Job), created or replaced;
+      // with the workload identity there is no secret to hand over.
+      const connectionString = o.storage?.kind === "connection-string" ? o.storage.connectionString : o.storage ? undefined : o.storageConnectionString;
+      if (connectionString !== undefined) {
+        const secret = { apiVersion: "v1", kind: "Secret", metadata: { name: STORAGE_SECRET.name, namespace }, type: "Opaque", stringData: { [STORAGE_SECRET.key]: connectionString } };
+        try {
+          await call("create secret", () => core.createNamespacedSecret({ namespace, body: secret }));
+        } catch (error) {
+          if (statusOf(error) !== 409) throw error;
+          await call("replace secret", () => core.replaceNamespacedSecret({ name: STORAGE_SECRET.name, namespace, body: secret }));
+        }
       }
       const common = { watch, logger: o.logger, labelSelector: selector, onRequest: () => calls++, watchTimeoutSeconds: o.watchTimeoutSeconds };
       caches = {
@@ -352,8 +364,12 @@ export function createKubernetesExecutor(o: KubernetesExecutorOptions): Kubernet
           try {
             await call("create job", () => batch.createNamespacedJob({ namespace, body }), signal);
           } catch (error) {
-            // A retried create whose first try went through: the Job is this attempt's.
-            if (statusOf(error) !== 409) throw new ShardFailedError(`creating cluster Job ${target} failed: ${messageOf(error)}`, true);
+            // A retried create whose first try went through (409): the Job is this attempt's.
+            if (statusOf(error) !== 409) {
+              // A missing role names itself and is not retried: the next try would be refused too.
+              const refusal = describeCloudAuthorizationError(error);
+              throw new ShardFailedError(`creating cluster Job ${target} failed: ${refusal?.message ?? messageOf(error)}`, !refusal);
+            }
           }
         }
         await waitFor(spec, target, signal);

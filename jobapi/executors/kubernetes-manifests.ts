@@ -25,7 +25,7 @@ export const POD_PATHS = { dbCache: "/blast/db", scratch: "/scratch", query: "/s
 /** The shard worker's entrypoint in the job API image. */
 export const SHARD_COMMAND = ["node", "--enable-source-maps", "dist/jobapi/shard.js"];
 
-/** Name of the Secret holding the shard worker's storage connection (local Azurite; §4 replaces it with workload identity). */
+/** Name of the Secret holding the shard worker's storage connection (the local Azurite only; in Azure the pod uses its workload identity). */
 export const STORAGE_SECRET = { name: "blastplane-shard-storage", key: "connection-string" } as const;
 
 /** What every shard Job of this deployment shares. */
@@ -41,7 +41,18 @@ export interface ShardJobSettings {
   workingSetBytes: number;
   /** The node-local database cache: `<root>/<database>/<release>/`, mounted read-only. */
   dbCacheHostPath: string;
+  /**
+   * With identity-based storage: the pod runs as this service account (federated with the
+   * user-assigned identity through its `azure.workload.identity/client-id` annotation), is
+   * labelled `azure.workload.identity/use: "true"` so the webhook projects the identity token and
+   * sets `AZURE_CLIENT_ID`/`AZURE_TENANT_ID`/`AZURE_FEDERATED_TOKEN_FILE`, and reaches Blob storage
+   * at this URL. Without it, the worker reads the Azurite connection string from {@link STORAGE_SECRET}.
+   */
+  workloadIdentity?: { serviceAccountName: string; blobUrl: string };
 }
+
+/** The pod label that asks the Azure Workload Identity webhook to inject the identity's token and env. */
+export const WORKLOAD_IDENTITY_LABEL = "azure.workload.identity/use";
 
 /** A Job name per shard and attempt: the same shard and attempt always name the same Job. */
 export function shardJobName(jobId: string, shardId: string, attempt: number): string {
@@ -102,8 +113,11 @@ export function buildShardJob(spec: ShardSpec, settings: ShardJobSettings): V1Jo
     { name: "SHARD_QUERY_FILE", value: POD_PATHS.query },
     { name: "SHARD_OUTPUT_FILE", value: POD_PATHS.output },
     { name: "TMPDIR", value: POD_PATHS.scratch },
-    { name: "SHARD_STORAGE_CONNECTION_STRING", valueFrom: { secretKeyRef: { name: STORAGE_SECRET.name, key: STORAGE_SECRET.key } } },
+    settings.workloadIdentity
+      ? { name: "SHARD_STORAGE_BLOB_URL", value: settings.workloadIdentity.blobUrl }
+      : { name: "SHARD_STORAGE_CONNECTION_STRING", valueFrom: { secretKeyRef: { name: STORAGE_SECRET.name, key: STORAGE_SECRET.key } } },
   ];
+  const podLabels = settings.workloadIdentity ? { ...labels, [WORKLOAD_IDENTITY_LABEL]: "true" } : labels;
   return {
     apiVersion: "batch/v1",
     kind: "Job",
@@ -115,10 +129,13 @@ export function buildShardJob(spec: ShardSpec, settings: ShardJobSettings): V1Jo
       completions: 1,
       parallelism: 1,
       template: {
-        metadata: { labels },
+        metadata: { labels: podLabels },
         spec: {
           restartPolicy: "Never",
+          // The workload identity webhook mounts its own projected token (audience
+          // api://AzureADTokenExchange); the API server's token is never needed.
           automountServiceAccountToken: false,
+          ...(settings.workloadIdentity ? { serviceAccountName: settings.workloadIdentity.serviceAccountName } : {}),
           nodeSelector: settings.nodeSelector,
           tolerations: settings.tolerations,
           securityContext: { runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, fsGroup: 1000, seccompProfile: { type: "RuntimeDefault" } },

@@ -1,7 +1,9 @@
 import { createHash, randomBytes } from "node:crypto";
 import { PassThrough, type Readable, type Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { BlobServiceClient, type BlockBlobClient, type ContainerClient } from "@azure/storage-blob";
+import type { BlockBlobClient, ContainerClient } from "@azure/storage-blob";
+import { openBlobServiceClient } from "../../shared/storage/blob-service.js";
+import type { StorageTarget } from "../../shared/storage/storage-connection.js";
 import { isStatus } from "../../shared/storage/table-text.js";
 
 /** The merged result of a job: gzipped BLAST XML. */
@@ -94,9 +96,10 @@ export interface WriteOptions {
 export class ArtifactStore {
   constructor(private readonly container: ContainerClient) {}
 
-  static fromConnectionString(connectionString: string, containerName = "jobapi-artifacts"): ArtifactStore {
+  /** The store in `storage` (an Azurite connection string, or the job API's storage connection). */
+  static fromConnectionString(storage: StorageTarget, containerName = "jobapi-artifacts"): ArtifactStore {
     // Fail over quickly when storage is down (the route answers 503); transient blips still retry.
-    const client = BlobServiceClient.fromConnectionString(connectionString, { retryOptions: { maxTries: 3, retryDelayInMs: 200, maxRetryDelayInMs: 1000 } });
+    const client = openBlobServiceClient(storage, { retryOptions: { maxTries: 3, retryDelayInMs: 200, maxRetryDelayInMs: 1000 } });
     return new ArtifactStore(client.getContainerClient(containerName));
   }
 

@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import os from "node:os";
-import { TableClient } from "@azure/data-tables";
+import type { TableClient } from "@azure/data-tables";
 import type { Logger } from "../../shared/logging/logger.js";
-import { storageClientOptions } from "../../shared/storage/endpoints.js";
+import { openTableClient, type StorageTarget } from "../../shared/storage/storage-connection.js";
 import { isStatus } from "../../shared/storage/table-text.js";
 
 const PARTITION = "lease";
@@ -85,12 +85,9 @@ export class DispatchLease {
     this.pid = o.pid ?? process.pid;
   }
 
-  static fromConnectionString(connectionString: string, options: Omit<DispatchLeaseOptions, "table">, tableName = "jobapileases"): DispatchLease {
-    const table = TableClient.fromConnectionString(
-      connectionString,
-      tableName,
-      storageClientOptions(connectionString, { retryOptions: { maxRetries: 2, retryDelayInMs: 200, maxRetryDelayInMs: 1000 } }),
-    );
+  /** The lease in `storage` (an Azurite connection string, or the job API's storage connection). */
+  static fromConnectionString(storage: StorageTarget, options: Omit<DispatchLeaseOptions, "table">, tableName = "jobapileases"): DispatchLease {
+    const table = openTableClient(storage, tableName, { retryOptions: { maxRetries: 2, retryDelayInMs: 200, maxRetryDelayInMs: 1000 } });
     return new DispatchLease({ ...options, table });
   }
 

@@ -6,6 +6,7 @@ import path from "node:path";
 import { PassThrough, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { gzipSync } from "node:zlib";
+import { describeCloudAuthorizationError } from "../../shared/auth/cloud-authorization.js";
 import { batchQueries, parseQueryFasta, toFasta } from "../../shared/blast/fasta.js";
 import { type BlastOptions, toBlastArgs } from "../../shared/blast/options.js";
 import { type BlastProgram, QUERY_BATCH_LETTERS, queryMolecule } from "../../shared/blast/programs.js";
@@ -293,7 +294,8 @@ export class JobDispatcher {
       .catch(async (error: unknown) => {
         // Stopped here (cancelled, stopping, or the lease moved on): not a failure of the job.
         if (controller.signal.aborted || error instanceof LeaseLostError) return;
-        const message = error instanceof JobFailure ? error.message : "internal error while running the job";
+        // A missing role says which one, where, and how long a new assignment takes (spec §7).
+        const message = error instanceof JobFailure ? error.message : (describeCloudAuthorizationError(error)?.message ?? "internal error while running the job");
         if (!(error instanceof JobFailure)) this.o.logger.error("job failed unexpectedly", { job_id: jobId, error });
         // If storage is down the job stays active in storage; a later tick picks it up again.
         await this.fail(jobId, message).catch((failError: unknown) => this.o.logger.error("could not record the job failure", { job_id: jobId, error: failError }));
@@ -601,6 +603,8 @@ export class JobDispatcher {
   /** A storage write that failed; the details (which may name storage endpoints) go to the log only. */
   private storageFailure(jobId: string, what: string, error: unknown): JobFailure {
     this.o.logger.error("storing a job artifact failed", { job_id: jobId, artifact: what, error });
+    const refusal = describeCloudAuthorizationError(error);
+    if (refusal) return new JobFailure(`storing ${what} failed: ${refusal.message}`);
     return new JobFailure(`storing ${what} failed; the job API log has the storage error (job ${jobId})`);
   }
 
@@ -663,10 +667,11 @@ export class JobDispatcher {
         return { stored };
       } catch (error) {
         if (signal.aborted) throw signal.reason;
-        lastError = error instanceof Error ? error.message : String(error);
+        const refusal = describeCloudAuthorizationError(error);
+        lastError = refusal?.message ?? (error instanceof Error ? error.message : String(error));
         this.o.logger.warn("shard attempt failed", { job_id: job.job_id, shard: shard.id, attempt, error: lastError });
-        // Out of memory, no node large enough, no image: another attempt would fail the same way.
-        if (error instanceof ShardFailedError && !error.retryable) break;
+        // Out of memory, no node large enough, no image, a missing role: another attempt would fail the same way.
+        if ((error instanceof ShardFailedError && !error.retryable) || refusal) break;
       }
     }
     await this.advance(job.job_id, signal, (j) => setShard(j, shard.id, { state: "failed" }));

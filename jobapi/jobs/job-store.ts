@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
 import { EventEmitter } from "node:events";
-import { odata, TableClient } from "@azure/data-tables";
+import { odata, type TableClient } from "@azure/data-tables";
 import { isStatus, packText, unpackText } from "../../shared/storage/table-text.js";
-import { storageClientOptions } from "../../shared/storage/endpoints.js";
+import { openTableClient, type StorageTarget } from "../../shared/storage/storage-connection.js";
 import type { JobRecord, JobStatus } from "../../shared/jobs/model.js";
 
 const PARTITION = "job";
@@ -43,13 +43,11 @@ export class JobStore {
     private readonly keys: TableClient,
   ) {}
 
-  static fromConnectionString(connectionString: string, prefix = "jobapi"): JobStore {
+  /** The store in `storage` (an Azurite connection string, or the job API's storage connection). */
+  static fromConnectionString(storage: StorageTarget, prefix = "jobapi"): JobStore {
     // Fail over quickly when storage is down (the route answers 503); transient blips still retry.
-    const options = storageClientOptions(connectionString, { retryOptions: { maxRetries: 2, retryDelayInMs: 200, maxRetryDelayInMs: 1000 } });
-    return new JobStore(
-      TableClient.fromConnectionString(connectionString, `${prefix}jobs`, options),
-      TableClient.fromConnectionString(connectionString, `${prefix}idempotency`, options),
-    );
+    const options = { retryOptions: { maxRetries: 2, retryDelayInMs: 200, maxRetryDelayInMs: 1000 } };
+    return new JobStore(openTableClient(storage, `${prefix}jobs`, options), openTableClient(storage, `${prefix}idempotency`, options));
   }
 
   async init(): Promise<void> {
@@ -242,8 +240,14 @@ export class JobStore {
   }
 
   async ping(): Promise<void> {
-    await this.jobs.getAccessPolicy().catch((error: unknown) => {
-      if (!isStatus(error, 404)) throw error;
-    });
+    // A one-row query, not Get Table ACL: ACL operations are not available with Microsoft Entra ID
+    // authorization, so with the managed identity that probe could never answer "ready".
+    const rows = this.jobs.listEntities({ queryOptions: { filter: odata`PartitionKey eq ${"~ping"}`, select: ["PartitionKey"] } });
+    await rows
+      .byPage({ maxPageSize: 1 })
+      .next()
+      .catch((error: unknown) => {
+        if (!isStatus(error, 404)) throw error;
+      });
   }
 }

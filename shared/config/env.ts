@@ -92,7 +92,11 @@ export function parseEnv<S extends z.ZodObject, T extends object>(schema: S, env
     error: (issue) => (issue.input === undefined ? "is required" : undefined),
   });
   if (!parsed.success) {
-    throw new ConfigError(parsed.error.issues.map((issue) => `${issue.path.map(String).join(".")}: ${issue.message}`));
+    // Problems in the order the schema declares its settings, whether a field or a refinement of the whole found them.
+    const order = Object.keys(schema.shape);
+    const rank = (issue: z.core.$ZodIssue) => order.indexOf(String(issue.path[0]));
+    const issues = [...parsed.error.issues].sort((a, b) => rank(a) - rank(b));
+    throw new ConfigError(issues.map((issue) => `${issue.path.map(String).join(".")}: ${issue.message}`));
   }
   return deepFreeze(build(parsed.data));
 }

@@ -1,6 +1,14 @@
 import { z } from "zod";
 import { type Env, envEnum, envInt, envParsed, envUrl, LOG_LEVELS, type LogLevel, parseEnv } from "./env.js";
 import { parseNcrontab } from "./ncrontab.js";
+import {
+  checkStorageSettings,
+  FUNCTIONS_STORAGE_SETTINGS,
+  type StorageConnection,
+  storageConnectionFromSettings,
+  storageSettingsShape,
+  withLegacyConnectionString,
+} from "../storage/storage-connection.js";
 
 export { ConfigError } from "./env.js";
 
@@ -14,7 +22,8 @@ const TASK_HUB_NAME = /^[A-Za-z][A-Za-z0-9]{2,44}$/;
 export const DEFAULT_DB_UPDATE_CHECK_SCHEDULE = "0 0 3 * * *";
 
 const configSchema = z.object({
-  AzureWebJobsStorage: z.string(),
+  // A connection string (Azurite only) or the host's identity-based settings (`AzureWebJobsStorage__*`).
+  ...storageSettingsShape(FUNCTIONS_STORAGE_SETTINGS),
   TASKHUB_NAME: z.string().regex(TASK_HUB_NAME, "must be 3-45 letters or digits, starting with a letter").default("blastplane"),
   AUTH_TENANT_ID: z.string(),
   AUTH_CLIENT_ID: z.string(),
@@ -34,12 +43,19 @@ const configSchema = z.object({
   DATABASE_PARTITIONS: envInt(0, 64).default(2),
   // A timer schedule as Azure Functions reads it (six-field NCRONTAB or a TimeSpan).
   SVC_DB_UPDATE_CHECK_SCHEDULE: envParsed((text) => parseNcrontab(text).expression).default(DEFAULT_DB_UPDATE_CHECK_SCHEDULE),
-});
+}).superRefine(...checkStorageSettings(FUNCTIONS_STORAGE_SETTINGS));
 
 /** Every app setting the Functions app reads (`local.settings.sample.json` lists the same). */
 export const APP_SETTING_NAMES: readonly string[] = Object.freeze(Object.keys(configSchema.shape));
 
 export interface AppConfig {
+  /** Where the app's tables and blobs are: Azurite by connection string, or account URLs with the managed identity. */
+  readonly storage: StorageConnection;
+  /**
+   * The Azurite connection string (local mode only).
+   * @deprecated Open storage through `storage` (`shared/storage/storage-connection.ts`); with the
+   * managed identity there is no connection string and reading this throws.
+   */
   readonly storageConnectionString: string;
   readonly taskHubName: string;
   readonly auth: {
@@ -78,8 +94,8 @@ export interface AppConfig {
  * naming every bad setting.
  */
 export function loadConfig(env: Env = process.env): AppConfig {
-  return parseEnv(configSchema, env, (c) => ({
-    storageConnectionString: c.AzureWebJobsStorage,
+  return parseEnv(configSchema, env, (c) => withLegacyConnectionString({
+    storage: storageConnectionFromSettings(c, FUNCTIONS_STORAGE_SETTINGS),
     taskHubName: c.TASKHUB_NAME,
     auth: {
       tenantId: c.AUTH_TENANT_ID,

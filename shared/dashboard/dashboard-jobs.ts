@@ -1,8 +1,8 @@
 import type { ContainerClient } from "@azure/storage-blob";
-import { odata, TableClient } from "@azure/data-tables";
+import { odata, type TableClient } from "@azure/data-tables";
 import { isStatus, packText, unpackText } from "../storage/table-text.js";
 import { openBlobContainer } from "../storage/blob-container.js";
-import { storageClientOptions } from "../storage/endpoints.js";
+import { openTableClient, type StorageTarget } from "../storage/storage-connection.js";
 import { ConflictError } from "../errors.js";
 
 /** A search as the dashboard tracks it (UUID), linked to its job-API job once submitted. */
@@ -41,11 +41,9 @@ export class DashboardJobStore {
     this.queries = Promise.resolve(queries);
   }
 
-  static fromConnectionString(connectionString: string): DashboardJobStore {
-    return new DashboardJobStore(
-      TableClient.fromConnectionString(connectionString, "dashboardjobs", storageClientOptions(connectionString)),
-      openBlobContainer(connectionString, "dashboard-queries"),
-    );
+  /** The store in `storage` (an Azurite connection string, or the app's storage connection). */
+  static fromConnectionString(storage: StorageTarget): DashboardJobStore {
+    return new DashboardJobStore(openTableClient(storage, "dashboardjobs"), openBlobContainer(storage, "dashboard-queries"));
   }
 
   private ready: Promise<void> | undefined;

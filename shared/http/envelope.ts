@@ -1,3 +1,4 @@
+import { describeCloudAuthorizationError } from "../auth/cloud-authorization.js";
 import type { Logger } from "../logging/logger.js";
 import {
   ConflictError,
@@ -93,6 +94,12 @@ export function mapErrorToResult(error: unknown, requestId: string, logger: Logg
     if (mapping.status >= 500) logger.warn("dependency failure", { status: mapping.status, error: domainError.message });
     const detail = domainError instanceof ValidationError ? domainError.issues : domainError.message;
     return errorResult(mapping.status, detail, requestId, mapping.headers);
+  }
+  // Azure refused the service's own identity: say which role is missing where (spec §7), and log Azure's code.
+  const refusal = describeCloudAuthorizationError(error);
+  if (refusal) {
+    logger.error("cloud authorization refused", { error_code: refusal.code, role: refusal.role, scope: refusal.scope });
+    return errorResult(502, refusal.message, requestId);
   }
   logger.error("unhandled error", { error });
   return errorResult(500, INTERNAL_ERROR_DETAIL, requestId);

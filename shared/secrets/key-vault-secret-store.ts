@@ -1,5 +1,6 @@
 import type { TokenCredential } from "@azure/identity";
 import type { SecretClient, SecretClientOptions } from "@azure/keyvault-secrets";
+import { azureCredential } from "../auth/azure-credential.js";
 import { isStatus } from "../storage/table-text.js";
 import { createFileSecretStore, type SecretStore } from "./api-tokens.js";
 
@@ -38,10 +39,14 @@ export function createKeyVaultSecretStore(options: {
  * The secret store a process uses: Key Vault when a vault URL is configured (Azure, managed
  * identity through DefaultAzureCredential), else the local folder (the local stack), else none.
  */
-export async function selectSecretStore(options: { keyVaultUrl: string | undefined; secretsDir: string | undefined }): Promise<SecretStore | undefined> {
+export async function selectSecretStore(options: {
+  keyVaultUrl: string | undefined;
+  secretsDir: string | undefined;
+  /** The user-assigned identity's client id (unset: `AZURE_CLIENT_ID`). */
+  clientId?: string;
+}): Promise<SecretStore | undefined> {
   if (options.keyVaultUrl) {
-    const { DefaultAzureCredential } = await import("@azure/identity");
-    return createKeyVaultSecretStore({ vaultUrl: options.keyVaultUrl, credential: new DefaultAzureCredential() });
+    return createKeyVaultSecretStore({ vaultUrl: options.keyVaultUrl, credential: azureCredential(options.clientId) });
   }
   if (options.secretsDir) return createFileSecretStore(options.secretsDir);
   return undefined;

@@ -1,5 +1,5 @@
-import { odata, TableClient } from "@azure/data-tables";
-import { storageClientOptions } from "./endpoints.js";
+import { odata, type TableClient } from "@azure/data-tables";
+import { openTableClient, type StorageConnection } from "./storage-connection.js";
 
 /**
  * Table plumbing shared by the append-only stores (audit, events, workspace): where a table lives,
@@ -9,16 +9,15 @@ import { storageClientOptions } from "./endpoints.js";
 /** Opens a table client by table name (tests and callers with their own credentials pass one). */
 export type TableClientFactory = (tableName: string) => TableClient;
 
-/** Where a store's table lives: a storage connection string, or a factory of table clients. */
-export type TableSource = string | TableClientFactory;
+/** Where a store's table lives: an Azurite connection string, the deployable's storage connection, or a factory of table clients. */
+export type TableSource = string | StorageConnection | TableClientFactory;
 
 /**
  * Returns a getter for the table `tableName` that creates the table on first use (once per
  * process; a failed creation is retried on the next call).
  */
 export function tableOpener(source: TableSource, tableName: string): () => Promise<TableClient> {
-  const client =
-    typeof source === "string" ? TableClient.fromConnectionString(source, tableName, storageClientOptions(source)) : source(tableName);
+  const client = typeof source === "function" ? source(tableName) : openTableClient(source, tableName);
   let ready: Promise<TableClient> | undefined;
   return () => {
     ready ??= client.createTable().then(

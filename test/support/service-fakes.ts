@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { TableClient } from "@azure/data-tables";
-import { type RunningAzurite, startAzurite } from "../../local/azurite.js";
+import { type AzuriteOptions, type RunningAzurite, startAzurite } from "../../local/azurite.js";
 import type { JobApiClient } from "../../shared/dashboard/job-api-client.js";
 import { createLogger, type LogFields, type Logger } from "../../shared/logging/logger.js";
 import type { OrchestrationClient, OrchestrationInstance, StartOrchestrationOptions } from "../../shared/ops/orchestration-client.js";
@@ -9,14 +9,15 @@ import type { TableClientFactory } from "../../shared/storage/table-source.js";
 
 const root = path.resolve(import.meta.dirname, "../..");
 
-/** Real Azurite (in memory) for the unit tests of services whose stores are Table and Blob storage. */
-export function startTestAzurite(): Promise<RunningAzurite> {
+/** Real Azurite (in memory) for the unit tests of services whose stores are Table and Blob storage; `oauth` serves HTTPS with bearer tokens. */
+export function startTestAzurite(options: Pick<AzuriteOptions, "oauth"> = {}): Promise<RunningAzurite> {
   return startAzurite({
     blobPort: 0,
     queuePort: 0,
     tablePort: 0,
     logger: createLogger({ level: "error" }),
     watchdogPath: path.join(root, "local/parent-watchdog.cjs"),
+    ...options,
   });
 }
 

@@ -4,22 +4,13 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { loadJobApiConfig } from "../../jobapi/config.js";
 import { loadLocalStackSettings } from "../../local/settings.js";
-import { ConfigError, envFlag, envInt, envPort, envUrl, parseEnv } from "../../shared/config/env.js";
+import { envFlag, envInt, envPort, envUrl, parseEnv } from "../../shared/config/env.js";
 import { APP_SETTING_NAMES, DEFAULT_DB_UPDATE_CHECK_SCHEDULE, loadConfig } from "../../shared/config/load-config.js";
+import { configRefusal } from "../support/helpers.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const APP = { AzureWebJobsStorage: "UseDevelopmentStorage=true", AUTH_TENANT_ID: "tenant", AUTH_CLIENT_ID: "client" };
-
-/** The ConfigError `load` throws; fails the test when it throws nothing or something else. */
-function refusal(load: () => unknown): ConfigError {
-  try {
-    load();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ConfigError);
-    return error as ConfigError;
-  }
-  throw new Error("expected a ConfigError, but the configuration was accepted");
-}
+const refusal = configRefusal;
 
 describe("parseEnv: one helper, one message format", () => {
   const schema = z.object({

@@ -100,6 +100,23 @@ describe("shard Job manifests", () => {
     expect(JSON.stringify(job)).not.toMatch(/AccountKey|DefaultEndpointsProtocol/);
   });
 
+  it("B-195 B-219: with identity-based storage, run as the federated service account with the workload identity label and the Blob URL, and no Secret", () => {
+    const job = buildShardJob(spec, { ...SETTINGS, workloadIdentity: { serviceAccountName: "blastplane-shard", blobUrl: "https://blastplanework.blob.core.windows.net" } });
+    expect(() => new Job(job as ConstructorParameters<typeof Job>[0]).validate()).not.toThrow();
+    expect(unknownFields(job, "V1Job")).toEqual(job);
+    const pod = job.spec?.template;
+    expect(pod?.metadata?.labels?.["azure.workload.identity/use"]).toBe("true");
+    // Only the pods carry the webhook's label; the Job's own labels (its selectors) are unchanged.
+    expect(job.metadata?.labels?.["azure.workload.identity/use"]).toBeUndefined();
+    expect(pod?.spec?.serviceAccountName).toBe("blastplane-shard");
+    // The webhook mounts the identity token itself; the API server's token stays out.
+    expect(pod?.spec?.automountServiceAccountToken).toBe(false);
+    const env = pod?.spec?.containers[0]?.env ?? [];
+    expect(env.find((e) => e.name === "SHARD_STORAGE_BLOB_URL")?.value).toBe("https://blastplanework.blob.core.windows.net");
+    expect(env.some((e) => e.valueFrom?.secretKeyRef)).toBe(false);
+    expect(env.map((e) => e.name)).not.toContain("SHARD_STORAGE_CONNECTION_STRING");
+  });
+
   it("keep label values valid and release folders inside the cache", () => {
     expect(labelValue("A".repeat(70))).toHaveLength(63);
     expect(labelValue("-db.name_")).toBe("db.name");
@@ -151,9 +168,9 @@ describe("the job API's cluster permissions (infra/k8s/jobapi.yaml)", () => {
     for (const verb of ["create", "delete", "deletecollection", "list", "watch"]) expect(allowed("batch", "jobs", verb)).toBe(true);
     for (const verb of ["list", "watch"]) expect(allowed("", "pods", verb)).toBe(true);
     expect(allowed("", "pods/log", "get")).toBe(true);
-    expect(allowed("", "secrets", "create") && allowed("", "secrets", "update")).toBe(true);
     expect(allowed("", "nodes", "list")).toBe(true);
-    expect(allowed("", "secrets", "list")).toBe(false);
-    expect(rules.flatMap((r) => r.resources).sort()).toEqual(["jobs", "nodes", "pods", "pods/log", "secrets"]);
+    // In Azure the shard pods use the workload identity: there is no storage Secret to write, so no Secret verb at all.
+    for (const verb of ["create", "update", "get", "list"]) expect(allowed("", "secrets", verb)).toBe(false);
+    expect(rules.flatMap((r) => r.resources).sort()).toEqual(["jobs", "nodes", "pods", "pods/log"]);
   });
 });
