@@ -1,6 +1,7 @@
-import { createHash, randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
-import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { mkdir, readFile } from "node:fs/promises";
 import path from "node:path";
+import { writeFileDurably } from "../storage/durable-file.js";
 
 /** Where secrets live: Key Vault in Azure, a private folder in the local stack. */
 export interface SecretStore {
@@ -25,10 +26,8 @@ export function createFileSecretStore(dir: string): SecretStore {
     },
     async set(name, value) {
       await mkdir(dir, { recursive: true, mode: 0o700 });
-      // A name of its own per write: two writes at once must not share (and rename away) one file.
-      const tmp = `${file(name)}.${randomUUID()}.tmp`;
-      await writeFile(tmp, value, { mode: 0o600 });
-      await rename(tmp, file(name));
+      // Durable before the caller acknowledges a regenerated token: a power cut must not bring back the old one.
+      await writeFileDurably(file(name), value, { mode: 0o600 });
     },
   };
 }
