@@ -212,7 +212,7 @@ describe(`power cut of the whole embedded stack (issue 15; ${ROUNDS} rounds, see
           const body = (await (await dashboard(contributor, "GET", `/operations/${operationId}`)).json()) as { state: string };
           return TERMINAL_OPERATION.has(body.state) ? body : undefined;
         }, 120_000, 250);
-        expect(op.state, `dashboard submit ${operationId}`).toBe("succeeded");
+        expect(op.state, `dashboard submit ${operationId}: ${JSON.stringify(op)}`).toBe("succeeded");
         const s = await eventually(async () => {
           const body = (await (await dashboard(contributor, "GET", `/blast/jobs/${jobId}`)).json()) as { status: string };
           return TERMINAL_JOB.has(body.status) ? body.status : undefined;
@@ -228,7 +228,7 @@ describe(`power cut of the whole embedded stack (issue 15; ${ROUNDS} rounds, see
           const body = (await res.json()) as { state: string };
           return TERMINAL_OPERATION.has(body.state) ? body : undefined;
         }, 120_000, 250);
-        expect(op.state, `prepare ${operationId}`).toBe("succeeded");
+        expect(op.state, `prepare ${operationId}: ${JSON.stringify(op)}`).toBe("succeeded");
       }
       if (final && ack.prepared.length > 0) {
         const latest = ack.prepared.at(-1)?.release;
