@@ -12,9 +12,10 @@ import { EventType } from "../../local/durable/history.js";
 import { DurableStore } from "../../local/durable/store.js";
 import { type DashboardJob, DashboardJobStore } from "../../shared/dashboard/dashboard-jobs.js";
 import { createFileDatabaseCatalog, publishDatabase } from "../../shared/databases/database-catalog.js";
-import { type JobRecord, newJobId, newJobRecord } from "../../shared/jobs/model.js";
+import type { JobRecord } from "../../shared/jobs/model.js";
 import { createLogger } from "../../shared/logging/logger.js";
 import { openBlobContainer } from "../../shared/storage/blob-container.js";
+import { jobRecordFixture } from "../support/helpers.js";
 import { DEMO_DB, demoQueries } from "../support/jobapi-client.js";
 import { captureLogger, startTestAzurite } from "../support/service-fakes.js";
 
@@ -35,29 +36,7 @@ afterAll(async () => {
   rmSync(dbRoot, { recursive: true, force: true });
 });
 
-function job(overrides: Partial<JobRecord> = {}): JobRecord {
-  return {
-    ...newJobRecord({
-      job_id: newJobId(),
-      program: "blastn",
-      db_name: DEMO_DB,
-      db_version: demoVersion,
-      db_location: "local",
-      blast_version: "2.12.0+",
-      blast_options: {},
-      priority: 50,
-      execution_profile: "standard",
-      resource_profile: "",
-      submission_source: "external_api",
-      external_correlation_id: "",
-      idempotency_key: "",
-      fingerprint: "",
-      query_count: 1,
-      query_letters: 10,
-    }),
-    ...overrides,
-  };
-}
+const job = (overrides: Partial<JobRecord> = {}) => jobRecordFixture({ db_name: DEMO_DB, db_version: demoVersion, ...overrides });
 
 describe("start-up consistency check of the job API (issue 15 item 2)", () => {
   it("fails, with a reason, each job whose query, results or database release storage no longer has, and leaves the rest alone", async () => {

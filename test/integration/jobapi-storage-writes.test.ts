@@ -14,7 +14,8 @@ import { JobStore } from "../../jobapi/jobs/job-store.js";
 import { DEV_ACCOUNT, DEV_ACCOUNT_KEY, type RunningAzurite, startAzurite } from "../../local/azurite.js";
 import { blastVersion } from "../../shared/blast/blast-tools.js";
 import { createFileDatabaseCatalog, publishDatabase } from "../../shared/databases/database-catalog.js";
-import { type JobRecord, newJobId, newJobRecord } from "../../shared/jobs/model.js";
+import type { JobRecord } from "../../shared/jobs/model.js";
+import { jobRecordFixture } from "../support/helpers.js";
 import { createLogger } from "../../shared/logging/logger.js";
 import { ApiTokenService, createFileSecretStore } from "../../shared/secrets/api-tokens.js";
 import { demoQueries } from "../support/jobapi-client.js";
@@ -54,24 +55,7 @@ async function storeViaProxy(prefix: string): Promise<JobStore> {
 }
 
 function job(): JobRecord {
-  return newJobRecord({
-    job_id: newJobId(),
-    program: "blastn",
-    db_name: "demo",
-    db_version: "2026-01-01-00-00-00",
-    db_location: "local://databases/demo/2026-01-01-00-00-00",
-    blast_version: "2.12.0+",
-    blast_options: {},
-    priority: 50,
-    execution_profile: "standard",
-    resource_profile: "",
-    submission_source: "external_api",
-    external_correlation_id: "",
-    idempotency_key: "",
-    fingerprint: "",
-    query_count: 1,
-    query_letters: 10,
-  });
+  return jobRecordFixture({ db_location: "local://databases/demo/2026-01-01-00-00-00" });
 }
 
 describe("storage writes the SDK retries after a lost answer", () => {

@@ -5,6 +5,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
 import { type FakeNcbiServer, startFakeNcbiServer } from "../fakes/ncbi-server.js";
+import { prng } from "../support/helpers.js";
 import { DEMO_DB, demoQueries, readApiToken } from "../support/jobapi-client.js";
 import { eventually, mintToken, ROOT, startStack, type TestStack } from "../support/local-stack.js";
 
@@ -22,18 +23,6 @@ const TERMINAL_JOB = new Set(["completed", "failed", "cancelled"]);
 const TERMINAL_OPERATION = new Set(["succeeded", "failed", "cancelled"]);
 const RUNNING_ORCHESTRATION = ["Pending", "Running"];
 const PREPARED_DB = "pc_ref_16s";
-
-/** mulberry32: a small seeded generator, so a failing run can be replayed with its seed. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Everything the stack acknowledged, to be found again after every cut. */
 interface Acknowledged {
@@ -63,7 +52,8 @@ afterAll(async () => {
 
 describe(`power cut of the whole embedded stack (issue 15; ${ROUNDS} rounds, seed ${SEED})`, () => {
   it("loses nothing acknowledged, finishes every accepted job exactly once and leaves no orchestration stuck", async () => {
-    const rand = random(SEED);
+    // Seeded, so a failing run can be replayed with its seed.
+    const rand = prng(SEED);
     const dataDir = mkdtempSync(path.join(tmpdir(), "bp-power-cut-"));
     const work = mkdtempSync(path.join(tmpdir(), "bp-power-cut-work-"));
     folders.push(dataDir, work);

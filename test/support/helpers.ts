@@ -1,5 +1,6 @@
 import { expect } from "vitest";
 import { type FieldIssue, ValidationError } from "../../shared/errors.js";
+import { type JobRecord, newJobId, newJobRecord } from "../../shared/jobs/model.js";
 
 /** A small seeded PRNG (mulberry32): deterministic test data in [0, 1). */
 export function prng(seed: number): () => number {
@@ -22,4 +23,29 @@ export function issuesOf(fn: () => unknown): readonly FieldIssue[] {
     return (error as ValidationError).issues;
   }
   throw new Error("expected a ValidationError, but nothing was thrown");
+}
+
+/** A queued job-API job record (a fresh id, one blastn query) with `overrides`, for store tests. */
+export function jobRecordFixture(overrides: Partial<JobRecord> = {}): JobRecord {
+  return {
+    ...newJobRecord({
+      job_id: newJobId(),
+      program: "blastn",
+      db_name: "demo",
+      db_version: "2026-01-01-00-00-00",
+      db_location: "local",
+      blast_version: "2.12.0+",
+      blast_options: {},
+      priority: 50,
+      execution_profile: "standard",
+      resource_profile: "",
+      submission_source: "external_api",
+      external_correlation_id: "",
+      idempotency_key: "",
+      fingerprint: "",
+      query_count: 1,
+      query_letters: 10,
+    }),
+    ...overrides,
+  };
 }
