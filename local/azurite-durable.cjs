@@ -54,9 +54,26 @@ function syncDirectory(dir, callback) {
   });
 }
 
+// The save of each database file in flight, so a request whose changes it already holds waits for
+// it alone instead of for one more save.
+const inFlight = new Map();
+
 // 1. Temp file, fsync, rename, folder fsync. The temp name is LokiJS's own (`<db>~`): one save of a
 // database runs at a time (throttledSaves), so it is never shared.
-Loki.LokiFsAdapter.prototype.saveDatabase = function saveDatabaseDurably(dbname, dbstring, callback) {
+Loki.LokiFsAdapter.prototype.saveDatabase = function saveDatabaseDurably(dbname, dbstring, done) {
+  let settle;
+  const saved = new Promise((resolve, reject) => {
+    settle = (error) => (error ? reject(error) : resolve());
+  });
+  // Waiters get the outcome through their own handlers; this one only keeps an unobserved failure
+  // from becoming an unhandled rejection (LokiJS reports it to its own caller).
+  saved.catch(() => undefined);
+  inFlight.set(dbname, saved);
+  const callback = (error) => {
+    if (inFlight.get(dbname) === saved) inFlight.delete(dbname);
+    settle(error);
+    done(error);
+  };
   const temp = `${dbname}~`;
   fs.open(temp, "w", (openError, fd) => {
     if (openError) return callback(openError);
@@ -95,8 +112,11 @@ function saveNow(db) {
 function persistChanged() {
   const pending = [];
   for (const db of databases) {
-    // A save in flight may have serialized before this request's change: wait for the next one.
-    if (db.autosaveDirty() || db.throttledSavePending) pending.push(saveNow(db));
+    // Changed since the last save began (LokiJS clears the flags as it serializes): one more save,
+    // which LokiJS queues behind any in flight. Unchanged: the save in flight, if any, holds every
+    // change so far; wait for it alone.
+    if (db.autosaveDirty()) pending.push(saveNow(db));
+    else if (inFlight.has(db.filename)) pending.push(inFlight.get(db.filename));
   }
   return pending.length > 0 ? Promise.all(pending) : undefined;
 }
