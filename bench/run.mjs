@@ -14,11 +14,14 @@
 // run, so a drift in the machine's speed (it moves by ±20% within minutes here) favours neither.
 // A MISS is reported, not fatal: the process exits 0 unless the benchmark itself breaks.
 // BENCH_RUNS (default 7) sets the measured runs per metric; BENCH_XML_MB (default 1024) the size
-// of the streamed result; BENCH_ONLY (default "a,b,c,d,f") the metrics to run (d and f alone need
+// of the streamed result; BENCH_ONLY (default "a,b,c,d,f,g") the metrics to run (d, f and g alone need
 // neither the standard stack nor its data); BENCH_STACK_LOG a file to keep the local stack's log in.
 //   (f) a sharded job of 8 shards through the Kubernetes executor on the local cluster, vs the same
 //       8 partition searches run bare side by side; and the API calls per shard (bench/kube.mjs;
 //       BENCH_F_MBASES sets its database size, default 64)
+//   (g) what durable storage writes cost: submit latency (job API, dashboard), a burst of submits
+//       and a small job end to end, with Azurite's durable writes on vs off, two stacks side by
+//       side (bench/durability.mjs). (a) and (b) with them off: BLASTPLANE_AZURITE_DURABLE=0.
 import { spawn } from "node:child_process";
 import { copyFileSync, createReadStream, createWriteStream, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import os from "node:os";
@@ -30,6 +33,7 @@ import { BlobServiceClient } from "@azure/storage-blob";
 import { build } from "esbuild";
 import { writeBigBlastXml } from "./big-xml.mjs";
 import { benchColdStart } from "./cold-start.mjs";
+import { benchDurability } from "./durability.mjs";
 import { generateData } from "./generate.mjs";
 import { benchKubernetes } from "./kube.mjs";
 import {
@@ -48,7 +52,7 @@ import {
 } from "./stack.mjs";
 
 const RUNS = Math.max(1, Number(process.env.BENCH_RUNS ?? 7));
-const ONLY = new Set((process.env.BENCH_ONLY ?? "a,b,c,d,f").split(",").map((x) => x.trim()));
+const ONLY = new Set((process.env.BENCH_ONLY ?? "a,b,c,d,f,g").split(",").map((x) => x.trim()));
 /** Whether a metric that needs the standard stack and the generated data runs. */
 const NEEDS_STACK = ["a", "b", "c"].some((metric) => ONLY.has(metric));
 const IMPORT_RUNS = Math.max(1, Number(process.env.BENCH_IMPORT_RUNS ?? 10));
@@ -93,7 +97,7 @@ const BLAST_OPTIONS = { task: "blastn", evalue: 1e-5 };
 /** The flags the job API renders for BLAST_OPTIONS (checked against the job's own blastn argv). */
 const BLAST_ARGS = ["-task", "blastn", "-evalue", "0.00001"];
 
-const TARGETS = { facadeRatio: 1.15, shardedRatio: 1.1, streamRatio: 0.8, rssGrowthMB: 100, coldStartMs: 150 };
+const TARGETS = { facadeRatio: 1.15, shardedRatio: 1.1, streamRatio: 0.8, rssGrowthMB: 100, coldStartMs: 150, durableSubmitAddedMs: 25, durableJobRatio: 1.1 };
 /** Foreign CPU load (cores) above which the report warns that other work disturbed the figures. */
 const FOREIGN_LOAD_WARNING = 0.2;
 
@@ -204,6 +208,15 @@ async function main(tmp) {
 
   // ---- (d) first, while nothing else of the benchmark runs ------------------------------------
   if (ONLY.has("d")) results.cold_start = await benchColdStart({ runs: IMPORT_RUNS, targetMs: TARGETS.coldStartMs, log });
+  if (ONLY.has("g")) {
+    const g = await benchDurability({ tmp, runs: RUNS, log });
+    results.durability = {
+      ...g,
+      target_added_submit_ms: TARGETS.durableSubmitAddedMs,
+      target_job_ratio: TARGETS.durableJobRatio,
+      pass: g.job_api_submit_ms.added_ms <= TARGETS.durableSubmitAddedMs && g.dashboard_submit_ms.added_ms <= TARGETS.durableSubmitAddedMs && g.small_job_ms.ratio <= TARGETS.durableJobRatio,
+    };
+  }
   // (d) and (f) alone need neither the standard stack nor its data.
   if (!NEEDS_STACK) {
     if (ONLY.has("f")) results.kubernetes = await benchKubernetes({ tmp, runs: RUNS, log });
@@ -641,6 +654,16 @@ function report(r) {
       ["(f) API calls per shard, per run", k.api_calls_per_shard.join(" "), "-", "-", "constant", new Set(k.api_calls_per_shard).size === 1],
     );
   }
+  if (r.durability) {
+    const g = r.durability;
+    const pass = (added) => added <= g.target_added_submit_ms;
+    rows.push(
+      ["(g) job-API submit, durable writes", `${g.job_api_submit_ms.on} ms`, `${g.job_api_submit_ms.off} ms (durable writes off)`, g.job_api_submit_ms.ratio.toFixed(3), `+≤ ${g.target_added_submit_ms} ms`, pass(g.job_api_submit_ms.added_ms)],
+      ["(g) dashboard submit, durable writes", `${g.dashboard_submit_ms.on} ms`, `${g.dashboard_submit_ms.off} ms (durable writes off)`, g.dashboard_submit_ms.ratio.toFixed(3), `+≤ ${g.target_added_submit_ms} ms`, pass(g.dashboard_submit_ms.added_ms)],
+      [`(g) ${g.burst_ms.submits} concurrent submits`, `${g.burst_ms.on} ms`, `${g.burst_ms.off} ms (durable writes off)`, g.burst_ms.ratio.toFixed(3), "-", true],
+      ["(g) small job submit→completed", `${g.small_job_ms.on} ms`, `${g.small_job_ms.off} ms (durable writes off)`, g.small_job_ms.ratio.toFixed(3), `≤ ${g.target_job_ratio}`, g.small_job_ms.ratio <= g.target_job_ratio],
+    );
+  }
   const foreignRuns = [r.facade, r.sharded, r.stream, r.cold_start].flatMap((m) => m?.runs_foreign_load_cores ?? []);
   const foreignMax = Math.max(0, ...foreignRuns);
   const header = ["metric", "ours", "baseline", "ratio", "target", "result"];
@@ -662,13 +685,20 @@ function report(r) {
           `runs ms: bundle ${r.cold_start.runs_ours_ms.join(" ")}, @azure/functions ${r.cold_start.runs_baseline_ms.join(" ")}; foreign load cores ${r.cold_start.runs_foreign_load_cores.join(" ")}`,
       ]
     : [];
+  const durabilityLines = r.durability
+    ? [
+        `(g) added by durable writes, median ms: job-API submit ${r.durability.job_api_submit_ms.added_ms}, dashboard submit ${r.durability.dashboard_submit_ms.added_ms}, ` +
+          `${r.durability.burst_ms.submits} concurrent submits ${r.durability.burst_ms.added_ms}, small job ${r.durability.small_job_ms.added_ms}; ` +
+          `job-API submit runs ms on ${r.durability.job_api_submit_ms.runs_on.join(" ")} / off ${r.durability.job_api_submit_ms.runs_off.join(" ")}`,
+      ]
+    : [];
   const foreignWarning =
     foreignMax > FOREIGN_LOAD_WARNING
       ? [`WARNING: other processes used up to ${foreignMax} cores of this ${r.machine.cpus}-core machine during the runs; the figures are disturbed by them.`]
       : [];
   if (!r.generation) {
     const table = [line(header), line(widths.map((w) => "-".repeat(w))), ...cells.map(line)];
-    process.stdout.write(["", `blastplane benchmark — median of ${r.runs} runs each`, "", ...table, "", ...coldStartLines, ...foreignWarning, `bench took ${r.bench_seconds} s`, ""].join("\n"));
+    process.stdout.write(["", `blastplane benchmark — median of ${r.runs} runs each`, "", ...table, "", ...coldStartLines, ...durabilityLines, ...foreignWarning, `bench took ${r.bench_seconds} s`, ""].join("\n"));
     process.stdout.write(`${JSON.stringify({ bench: "blastplane", ...r })}\n`);
     return;
   }
@@ -691,6 +721,7 @@ function report(r) {
         ]
       : []),
     ...coldStartLines,
+    ...durabilityLines,
     `after-BLAST steps in-process, ms: ${JSON.stringify(r.after_blast_probe_ms)}; idle stack CPU: ${r.idle_stack_cpu_cores} cores`,
     `median of per-run ratios (each pair measured back to back): ${perMetric((m) => `${m.median_pair_ratio} (runs ${m.pair_ratio_range.join("–")})`)}`,
     `overhead over the baseline, median ms (follows the result size, not the database size): ${perMetric((m) => m.overhead_ms ?? "-")}`,

@@ -5,6 +5,7 @@ import { blastVersion } from "../shared/blast/blast-tools.js";
 import { ApiTokenService } from "../shared/secrets/api-tokens.js";
 import { selectSecretStore } from "../shared/secrets/key-vault-secret-store.js";
 import { ArtifactStore } from "./jobs/artifact-store.js";
+import { checkJobConsistency } from "./jobs/consistency-check.js";
 import { createFileDatabaseCatalog } from "../shared/databases/database-catalog.js";
 import { DispatchLease } from "./jobs/dispatch-lease.js";
 import { JobDispatcher } from "./jobs/dispatcher.js";
@@ -34,6 +35,8 @@ async function main(): Promise<void> {
   const tokens = new ApiTokenService(secrets);
   await tokens.ensure();
   const catalog = createFileDatabaseCatalog(config.databasesDir);
+  // Before any job is dispatched or served: nothing may reference what storage lost in a crash.
+  await checkJobConsistency({ jobs, artifacts, catalog, logger });
   const executor =
     config.executor === "kubernetes"
       ? createKubernetesExecutor({

@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import type { Logger } from "../shared/logging/logger.js";
 import { stopChild } from "./stop-child.js";
 
@@ -24,6 +25,11 @@ export interface AzuriteOptions {
    * storage does for a managed identity. Tests of the identity-based configuration use it.
    */
   oauth?: { certPath: string; keyPath: string };
+  /**
+   * With `location`: every acknowledged write is on disk before its response leaves (default
+   * true; see `azurite-durable.cjs`). false only to measure what durability costs.
+   */
+  durableWrites?: boolean;
 }
 
 export interface RunningAzurite {
@@ -31,10 +37,16 @@ export interface RunningAzurite {
   queueEndpoint: string;
   tableEndpoint: string;
   connectionString: string;
+  /** The Azurite process (tests cut its power with SIGKILL). */
+  pid: number | undefined;
   stop(): Promise<void>;
 }
 
 const LISTENING = /Azurite (Blob|Queue|Table) service is successfully listening at (https?:\/\/\S+)/;
+const DURABLE_ON = "blastplane durable writes on";
+
+/** The durable-write preload, next to this module (in `local/` from source, `dist/local/` built). */
+export const AZURITE_DURABLE_PRELOAD = path.join(path.dirname(fileURLToPath(import.meta.url)), "azurite-durable.cjs");
 
 /**
  * Starts Azurite as a child process (loading it in-process would replace console.log) and waits
@@ -64,6 +76,9 @@ export async function startAzurite(options: AzuriteOptions): Promise<RunningAzur
     String(options.tablePort),
   ];
   if (options.oauth) args.push("--oauth", "basic", "--cert", options.oauth.certPath, "--key", options.oauth.keyPath);
+  const durable = Boolean(options.location) && options.durableWrites !== false;
+  // Preloads go before the script: node runs them in the Azurite process ahead of its modules.
+  if (durable) args.unshift("--require", AZURITE_DURABLE_PRELOAD);
   if (options.location) {
     mkdirSync(options.location, { recursive: true });
     args.push("--location", options.location);
@@ -72,6 +87,7 @@ export async function startAzurite(options: AzuriteOptions): Promise<RunningAzur
   }
   const child: ChildProcess = spawn(process.execPath, args, { stdio: ["pipe", "pipe", "pipe"] });
   const endpoints: Record<string, string> = {};
+  let durableOn = false;
   let output = "";
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`Azurite did not start within 30 s:\n${output}`)), 30_000);
@@ -80,8 +96,16 @@ export async function startAzurite(options: AzuriteOptions): Promise<RunningAzur
       for (const line of chunk.toString().split("\n")) {
         const m = LISTENING.exec(line);
         if (m?.[1] && m[2]) endpoints[m[1].toLowerCase()] = m[2];
+        if (line.startsWith(DURABLE_ON)) durableOn = true;
       }
       if (endpoints.blob && endpoints.queue && endpoints.table) {
+        // The preload prints before Azurite loads: listening without it means it never ran.
+        if (durable && !durableOn) {
+          clearTimeout(timer);
+          child.kill("SIGKILL");
+          reject(new Error(`Azurite started without its durable-write preload:\n${output}`));
+          return;
+        }
         clearTimeout(timer);
         resolve();
       }
@@ -104,7 +128,7 @@ export async function startAzurite(options: AzuriteOptions): Promise<RunningAzur
   const blobEndpoint = `${endpoints.blob}/${DEV_ACCOUNT}`;
   const queueEndpoint = `${endpoints.queue}/${DEV_ACCOUNT}`;
   const tableEndpoint = `${endpoints.table}/${DEV_ACCOUNT}`;
-  options.logger.info("azurite started", { blob: blobEndpoint, queue: queueEndpoint, table: tableEndpoint, persistent: Boolean(options.location) });
+  options.logger.info("azurite started", { blob: blobEndpoint, queue: queueEndpoint, table: tableEndpoint, persistent: Boolean(options.location), durable_writes: durable });
   return {
     blobEndpoint,
     queueEndpoint,
@@ -112,6 +136,7 @@ export async function startAzurite(options: AzuriteOptions): Promise<RunningAzur
     connectionString:
       `DefaultEndpointsProtocol=http;AccountName=${DEV_ACCOUNT};AccountKey=${DEV_ACCOUNT_KEY};` +
       `BlobEndpoint=${blobEndpoint};QueueEndpoint=${queueEndpoint};TableEndpoint=${tableEndpoint};`,
+    pid: child.pid,
     stop: () => stopChild(child, exited, 10_000),
   };
 }

@@ -11,6 +11,7 @@ import { dirname } from "node:path";
 import { type CryptoKey, type JWK, SignJWT, calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK } from "jose";
 import { z } from "zod";
 import { ROLES, type Role } from "../shared/auth/roles.js";
+import { syncDirectory, syncFile } from "../shared/storage/durable-file.js";
 import { type CodeGrant, createCodeFlow } from "./oauth-code-flow.js";
 
 /** Options for {@link startDevIdentityProvider}. */
@@ -394,8 +395,11 @@ async function persistentKey(keyFile: string): Promise<SigningKey> {
   await writeFile(temp, `${JSON.stringify({ ...stored, alg: "RS256", use: "sig" }, null, 2)}\n`, { mode: 0o600, flag: "wx" });
   try {
     await chmod(temp, 0o600);
+    // On disk before it can be linked: a power cut must not leave an empty key file behind.
+    await syncFile(temp);
     // link() fails if keyFile exists, so a concurrent first start cannot replace the other's key.
     await link(temp, keyFile);
+    await syncDirectory(dirname(keyFile));
   } catch (err) {
     if (!isErrnoException(err) || err.code !== "EEXIST") throw err;
   } finally {

@@ -8,6 +8,8 @@ const schema = z.object({
   HOST: z.string().default("127.0.0.1"),
   BLASTPLANE_DATA_DIR: z.string().default(".data"),
   BLASTPLANE_IN_MEMORY: envFlag().default(false),
+  /** 0 turns off Azurite's durable writes (acknowledged = on disk); only to measure their cost. */
+  BLASTPLANE_AZURITE_DURABLE: envFlag().default(true),
   AZURITE_BLOB_PORT: envPort().default(0),
   AZURITE_QUEUE_PORT: envPort().default(0),
   AZURITE_TABLE_PORT: envPort().default(0),
@@ -34,7 +36,7 @@ export interface LocalStackSettings {
   readonly host: string;
   readonly dataDir: string;
   readonly inMemory: boolean;
-  readonly azurite: { blobPort: number; queuePort: number; tablePort: number };
+  readonly azurite: { blobPort: number; queuePort: number; tablePort: number; durableWrites: boolean };
   readonly idpPort: number;
   readonly jobApiPort: number;
   readonly skipDemoDatabase: boolean;
@@ -58,7 +60,7 @@ export function loadLocalStackSettings(env: Env, cwd: string): LocalStackSetting
     host: s.HOST,
     dataDir: path.resolve(cwd, s.BLASTPLANE_DATA_DIR),
     inMemory: s.BLASTPLANE_IN_MEMORY,
-    azurite: { blobPort: s.AZURITE_BLOB_PORT, queuePort: s.AZURITE_QUEUE_PORT, tablePort: s.AZURITE_TABLE_PORT },
+    azurite: { blobPort: s.AZURITE_BLOB_PORT, queuePort: s.AZURITE_QUEUE_PORT, tablePort: s.AZURITE_TABLE_PORT, durableWrites: s.BLASTPLANE_AZURITE_DURABLE },
     idpPort: s.IDP_PORT,
     jobApiPort: s.JOBAPI_PORT,
     skipDemoDatabase: s.BLASTPLANE_SKIP_DEMO_DB,

@@ -1,5 +1,6 @@
-import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
+import { writeFileDurablySync } from "../shared/storage/durable-file.js";
 
 /**
  * `stack.json` in the data folder tells the CLI (`blastplane token`, …) where the running local
@@ -45,9 +46,7 @@ export function readRunningStack(dataDir: string): StackFile | undefined {
 }
 
 export function writeStackFile(dataDir: string, stack: StackFile): void {
-  const file = stackFilePath(dataDir);
-  writeFileSync(`${file}.tmp`, JSON.stringify(stack, null, 2), { mode: 0o600 });
-  renameSync(`${file}.tmp`, file);
+  writeFileDurablySync(stackFilePath(dataDir), JSON.stringify(stack, null, 2), { mode: 0o600 });
 }
 
 export function removeStackFile(dataDir: string): void {

@@ -7,6 +7,8 @@ import { fileURLToPath } from "node:url";
 import { createLogger } from "../shared/logging/logger.js";
 import { startAzurite } from "./azurite.js";
 import { startChildService } from "./child-service.js";
+import { checkStackConsistency } from "./consistency-check.js";
+import { DashboardJobStore } from "../shared/dashboard/dashboard-jobs.js";
 import { createFileDatabaseCatalog, publishDatabase } from "../shared/databases/database-catalog.js";
 import { startDevIdentityProvider } from "./dev-idp.js";
 import { blastPoolNodes, startLocalCluster } from "./kube/cluster.js";
@@ -189,6 +191,8 @@ async function main(): Promise<void> {
       requiredQueryStringParameters: "",
       rpcBaseUrl,
     };
+    // Before resuming work: repair or fail what a crash left half-written (issue 15).
+    await checkStackConsistency({ store, dashboardJobs: DashboardJobStore.fromConnectionString(azurite.connectionString), logger });
     await engine.start();
     stops.push(() => engine.stop());
 

@@ -89,7 +89,8 @@ interface ActivityWork {
   inputJson: string;
 }
 
-const EXEC_KEY = "_executionId";
+/** Marks which execution an inbox message belongs to (a restarted instance ignores older ones). */
+export const EXEC_KEY = "_executionId";
 /** setTimeout's longest delay; longer timers re-arm in steps. */
 const MAX_DELAY_MS = 2 ** 31 - 1;
 const LIST_PAGE_SIZE = 100;

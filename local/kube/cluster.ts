@@ -1,11 +1,12 @@
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import https from "node:https";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { cpuQuantity, memoryQuantity } from "../../shared/cluster/quantity.js";
 import type { Logger } from "../../shared/logging/logger.js";
+import { writeFileDurablySync } from "../../shared/storage/durable-file.js";
 import { ApiServer, KUBE_VERSION } from "./api-server.js";
 import { DaemonSetController, JobController } from "./controllers.js";
 import { Deleter } from "./deletion.js";
@@ -188,7 +189,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
   const url = `https://${host}:${port}`;
   const kubeconfigPath = options.kubeconfigPath ?? path.join(options.dataDir, "kubeconfig");
   mkdirSync(path.dirname(kubeconfigPath), { recursive: true });
-  writeFileSync(kubeconfigPath, kubeconfigText(url, tls.cert, token, options.namespaces?.[0] ?? "default"), { mode: 0o600 });
+  writeFileDurablySync(kubeconfigPath, kubeconfigText(url, tls.cert, token, options.namespaces?.[0] ?? "default"), { mode: 0o600 });
   options.logger.info("local Kubernetes API ready", { url, nodes: options.nodes.length, kubeconfig: kubeconfigPath });
   return {
     url,

@@ -1,6 +1,7 @@
 import { mkdir, readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { buildDatabase, DATABASE_NAME, type DatabaseManifest, formatVersion } from "../blast/database-builder.js";
+import { syncTree } from "../storage/durable-file.js";
 import { holdRelease, pruneReleases, readCurrent, releaseHold, swapCurrent } from "./releases.js";
 
 /** A prepared database release, as executors read it. */
@@ -100,6 +101,8 @@ export async function publishDatabase(
   const dir = path.join(root, input.name, version);
   await mkdir(path.dirname(dir), { recursive: true });
   const manifest = await buildDatabase({ ...input, outDir: dir, version });
+  // The pointer must never survive a power cut that the release's files did not.
+  await syncTree(dir);
   await swapCurrent(path.join(root, input.name), manifest.version);
   // Older releases beyond the kept few are freed; a failure there must not fail the publish.
   await pruneReleases(path.join(root, input.name)).catch(() => []);

@@ -12,6 +12,7 @@ import {
   ReleaseFormatError,
   type ReleaseDatabase,
 } from "./ncbi-source.js";
+import { syncTree } from "../storage/durable-file.js";
 import { claimStaging, pruneReleases, swapCurrent } from "./releases.js";
 
 /** Where a prepared release came from; stored as the extra `source` key of `manifest.json`. */
@@ -214,6 +215,8 @@ export async function prepareDatabaseRelease(options: PrepareDatabaseReleaseOpti
     }
     const manifest: PreparedDatabaseManifest = { ...built, source: sourceInfo(release, entry) };
     await writeFile(path.join(buildDir, "manifest.json"), `${JSON.stringify(manifest, null, 2)}\n`);
+    // A release folder that survives a power cut must hold its files: synced before it appears.
+    await syncTree(buildDir);
 
     try {
       await rename(buildDir, releaseDir);

@@ -1,7 +1,7 @@
-import { randomUUID } from "node:crypto";
-import { mkdir, readdir, readFile, rename, rm, rmdir, stat, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rm, rmdir, stat, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { writeFileDurably } from "../storage/durable-file.js";
 import { RELEASE_NAME } from "./ncbi-source.js";
 
 /**
@@ -29,18 +29,13 @@ export async function readCurrent(dbDir: string): Promise<string | undefined> {
   }
 }
 
-/** Points `<dbDir>/current` at `release` with write-then-rename, so readers see old or new, never half. */
+/**
+ * Points `<dbDir>/current` at `release` with write-then-rename, so readers see old or new, never half;
+ * durably, so a power cut after the swap keeps it (the release's own files are synced before).
+ */
 export async function swapCurrent(dbDir: string, release: string): Promise<void> {
   if ((await readCurrent(dbDir)) === release) return;
-  const pointer = path.join(dbDir, "current");
-  const tmp = `${pointer}.tmp-${randomUUID()}`;
-  try {
-    await writeFile(tmp, release);
-    await rename(tmp, pointer);
-  } catch (error) {
-    await rm(tmp, { force: true });
-    throw error;
-  }
+  await writeFileDurably(path.join(dbDir, "current"), release);
 }
 
 /** Marks a staging folder as this process's, so a later prune can tell a crashed build from a live one. */

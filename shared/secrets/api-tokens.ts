@@ -1,6 +1,7 @@
-import { createHash, randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
-import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { mkdir, readFile } from "node:fs/promises";
 import path from "node:path";
+import { writeFileDurably } from "../storage/durable-file.js";
 
 /** Where secrets live: Key Vault in Azure, a private folder in the local stack. */
 export interface SecretStore {
@@ -25,10 +26,8 @@ export function createFileSecretStore(dir: string): SecretStore {
     },
     async set(name, value) {
       await mkdir(dir, { recursive: true, mode: 0o700 });
-      // A name of its own per write: two writes at once must not share (and rename away) one file.
-      const tmp = `${file(name)}.${randomUUID()}.tmp`;
-      await writeFile(tmp, value, { mode: 0o600 });
-      await rename(tmp, file(name));
+      // Durable before the caller acknowledges a regenerated token: a power cut must not bring back the old one.
+      await writeFileDurably(file(name), value, { mode: 0o600 });
     },
   };
 }
@@ -136,12 +135,46 @@ export class ApiTokenService {
   /** True when `presented` equals a currently valid token. Every candidate is compared, always. */
   async isValid(presented: string | null | undefined): Promise<boolean> {
     if (!presented) return false;
+    const arrivedAt = performance.now();
     const state = await this.state();
     if (!state) return false;
+    if (this.accepts(state, presented)) return true;
+    // Not in the cached state: another process (the dashboard backend) may have regenerated the
+    // token since this cache was read, and a caller holding the new token must not get a 401 (the
+    // power-cut suite caught a dashboard submit failing so, within 2 s of a regenerate). Check once
+    // more against a read that started after this request arrived; such reads are shared by all
+    // waiting requests, so a stream of wrong tokens costs at most one store read at a time.
+    const fresh = await this.stateReadSince(arrivedAt);
+    return fresh !== undefined && this.accepts(fresh, presented);
+  }
+
+  private accepts(state: ApiTokenState, presented: string): boolean {
     let ok = secretsEqual(presented, state.current.value);
     if (state.previous && new Date(state.previous.valid_until) > this.now()) {
       ok = secretsEqual(presented, state.previous.value) || ok;
     }
     return ok;
+  }
+
+  private freshRead: { startedAt: number; read: Promise<ApiTokenState | undefined> } | undefined;
+
+  /** The stored state, from a read that started at or after `since` (joining one in flight if it did). */
+  private async stateReadSince(since: number): Promise<ApiTokenState | undefined> {
+    for (;;) {
+      const running = this.freshRead;
+      if (running && running.startedAt >= since) return running.read;
+      if (running) {
+        await running.read.catch(() => undefined);
+        continue;
+      }
+      const entry = { startedAt: performance.now(), read: this.state({ fresh: true }) };
+      this.freshRead = entry;
+      entry.read
+        .finally(() => {
+          if (this.freshRead === entry) this.freshRead = undefined;
+        })
+        .catch(() => undefined);
+      return entry.read;
+    }
   }
 }

@@ -11,7 +11,8 @@ import { type RunningAzurite, startAzurite } from "../../local/azurite.js";
 import { DatabaseStateStore } from "../../shared/databases/database-state.js";
 import { ArtifactStore } from "../../jobapi/jobs/artifact-store.js";
 import { JobStore } from "../../jobapi/jobs/job-store.js";
-import { type JobRecord, newJobId, newJobRecord } from "../../shared/jobs/model.js";
+import type { JobRecord } from "../../shared/jobs/model.js";
+import { jobRecordFixture } from "../support/helpers.js";
 import { createLogger } from "../../shared/logging/logger.js";
 import { createParallelGzip } from "../../shared/storage/parallel-gzip.js";
 
@@ -64,25 +65,7 @@ function jobStore(prefix: string, counter?: ReturnType<typeof requestCounter>): 
 }
 
 function job(overrides: Partial<JobRecord> = {}): JobRecord {
-  const fields = {
-    job_id: newJobId(),
-    program: "blastn",
-    db_name: "demo",
-    db_version: "2026-01-01-00-00-00",
-    db_location: "local",
-    blast_version: "2.12.0+",
-    blast_options: {},
-    priority: 50,
-    execution_profile: "standard" as const,
-    resource_profile: "",
-    submission_source: "external_api" as const,
-    external_correlation_id: "",
-    idempotency_key: "",
-    fingerprint: "",
-    query_count: 1,
-    query_letters: 10,
-  };
-  return { ...newJobRecord(fields), ...overrides };
+  return jobRecordFixture(overrides);
 }
 
 describe("job state: compare-and-swap updates from a remembered version", () => {

@@ -14,9 +14,10 @@ import { JobStore } from "../../jobapi/jobs/job-store.js";
 import { DEV_ACCOUNT, DEV_ACCOUNT_KEY, type RunningAzurite, startAzurite } from "../../local/azurite.js";
 import { blastVersion } from "../../shared/blast/blast-tools.js";
 import { createFileDatabaseCatalog, publishDatabase } from "../../shared/databases/database-catalog.js";
+import type { JobRecord } from "../../shared/jobs/model.js";
+import { jobRecordFixture } from "../support/helpers.js";
 import { createLogger } from "../../shared/logging/logger.js";
 import { ApiTokenService, createFileSecretStore } from "../../shared/secrets/api-tokens.js";
-import { testJobRecord } from "../support/helpers.js";
 import { demoQueries } from "../support/jobapi-client.js";
 import { type LossyProxy, startLossyProxy } from "../support/lossy-proxy.js";
 
@@ -53,7 +54,7 @@ async function storeViaProxy(prefix: string): Promise<JobStore> {
   return store;
 }
 
-const job = testJobRecord;
+const job = (): JobRecord => jobRecordFixture({ db_location: "local://databases/demo/2026-01-01-00-00-00" });
 
 describe("storage writes the SDK retries after a lost answer", () => {
   it("a job insert whose answer was lost is stored once and succeeds (the retry's 409 is this very job)", async () => {

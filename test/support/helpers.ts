@@ -37,24 +37,32 @@ export function configRefusal(load: () => unknown): ConfigError {
   throw new Error("expected a ConfigError, but the configuration was accepted");
 }
 
+/** A queued job-API job record (a fresh id, one blastn query) with `overrides`, for store tests. */
+export function jobRecordFixture(overrides: Partial<JobRecord> = {}): JobRecord {
+  return {
+    ...newJobRecord({
+      job_id: newJobId(),
+      program: "blastn",
+      db_name: "demo",
+      db_version: "2026-01-01-00-00-00",
+      db_location: "local",
+      blast_version: "2.12.0+",
+      blast_options: {},
+      priority: 50,
+      execution_profile: "standard",
+      resource_profile: "",
+      submission_source: "external_api",
+      external_correlation_id: "",
+      idempotency_key: "",
+      fingerprint: "",
+      query_count: 1,
+      query_letters: 10,
+    }),
+    ...overrides,
+  };
+}
+
 /** A new blastn job of one 10-letter query against the release `2026-01-01-00-00-00` of `demo`. */
 export function testJobRecord(): JobRecord {
-  return newJobRecord({
-    job_id: newJobId(),
-    program: "blastn",
-    db_name: "demo",
-    db_version: "2026-01-01-00-00-00",
-    db_location: "local://databases/demo/2026-01-01-00-00-00",
-    blast_version: "2.12.0+",
-    blast_options: {},
-    priority: 50,
-    execution_profile: "standard",
-    resource_profile: "",
-    submission_source: "external_api",
-    external_correlation_id: "",
-    idempotency_key: "",
-    fingerprint: "",
-    query_count: 1,
-    query_letters: 10,
-  });
+  return jobRecordFixture({ db_location: "local://databases/demo/2026-01-01-00-00-00" });
 }

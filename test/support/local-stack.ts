@@ -26,6 +26,11 @@ export interface TestStack {
   stop(): Promise<number | null>;
   /** SIGKILL: no clean-up runs. */
   kill(): Promise<void>;
+  /**
+   * A power cut: SIGKILL to every process of the stack at once (its process group: Azurite, the
+   * job API, BLAST+), then waits until none is left. Needs `detached: true` at start.
+   */
+  cutPower(): Promise<void>;
   /** Removes the data folder (after stop). */
   cleanup(): void;
 }
@@ -34,7 +39,9 @@ export interface TestStack {
  * Starts `dist/local/start.js` as `npm start` would, on free ports and a data folder of its own,
  * and waits until it has written its stack file.
  */
-export async function startStack(options: { env?: Record<string, string>; dataDir?: string; inMemory?: boolean } = {}): Promise<TestStack> {
+export async function startStack(
+  options: { env?: Record<string, string>; dataDir?: string; inMemory?: boolean; /** Its own process group (for cutPower). */ detached?: boolean } = {},
+): Promise<TestStack> {
   const dataDir = options.dataDir ?? mkdtempSync(path.join(tmpdir(), "bp-stack-"));
   const child = spawn(process.execPath, [path.join(ROOT, "dist/local/start.js")], {
     cwd: ROOT,
@@ -49,6 +56,7 @@ export async function startStack(options: { env?: Record<string, string>; dataDi
       ...options.env,
     },
     stdio: ["ignore", "pipe", "pipe"],
+    detached: options.detached ?? false,
   });
   let output = "";
   child.stdout?.on("data", (c: Buffer) => {
@@ -87,6 +95,21 @@ export async function startStack(options: { env?: Record<string, string>; dataDi
     async kill() {
       child.kill("SIGKILL");
       await exited;
+    },
+    async cutPower() {
+      if (!options.detached || child.pid === undefined) throw new Error("cutPower needs a stack started with detached: true");
+      const group = -child.pid;
+      process.kill(group, "SIGKILL");
+      await exited;
+      // The group exists while any member does (orphans are reaped by init within moments).
+      for (;;) {
+        try {
+          process.kill(group, 0);
+        } catch {
+          return;
+        }
+        await new Promise((r) => setTimeout(r, 20));
+      }
     },
     cleanup() {
       rmSync(dataDir, { recursive: true, force: true });
