@@ -1,0 +1,96 @@
+import http from "node:http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { mintToken, startStack, type TestStack } from "../support/local-stack.js";
+
+let stack: TestStack;
+let token: string;
+
+beforeAll(async () => {
+  stack = await startStack();
+  token = await mintToken(stack, "Contributor");
+});
+
+afterAll(async () => {
+  await stack?.stop();
+  stack?.cleanup();
+});
+
+const MiB = 1024 * 1024;
+
+interface ChunkedOutcome {
+  status: number;
+  body: string;
+  /** Bytes the client had written when the answer arrived. */
+  sentWhenAnswered: number;
+}
+
+/**
+ * Uploads up to `maxBytes` with chunked framing (no Content-Length), a chunk at a time and only
+ * as fast as the server reads, stopping as soon as the answer arrives.
+ */
+function chunkedUpload(url: string, method: string, maxBytes: number): Promise<ChunkedOutcome> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, {
+      method,
+      headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json", "Transfer-Encoding": "chunked" },
+    });
+    let sent = 0;
+    let answered = false;
+    const chunk = Buffer.alloc(256 * 1024, "a");
+    req.on("response", (res) => {
+      answered = true;
+      const sentWhenAnswered = sent;
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (c: string) => {
+        body += c;
+      });
+      res.on("end", () => {
+        req.destroy();
+        resolve({ status: res.statusCode ?? 0, body, sentWhenAnswered });
+      });
+    });
+    req.on("error", (error) => {
+      if (!answered) reject(error);
+    });
+    const pump = (): void => {
+      while (!answered && sent < maxBytes) {
+        sent += chunk.length;
+        if (!req.write(sent === chunk.length ? Buffer.concat([Buffer.from('{"x":"'), chunk.subarray(6)]) : chunk)) {
+          req.once("drain", pump);
+          return;
+        }
+      }
+      if (!answered) req.end();
+    };
+    pump();
+  });
+}
+
+describe("request bodies over the limit, whatever the framing", () => {
+  it("B-227 B-126 PUT /api/workspace stops reading a chunked body at its limit and answers 413 in the envelope", async () => {
+    const out = await chunkedUpload(`${stack.info.functions_url}/api/workspace`, "PUT", 96 * MiB);
+    expect(out.status).toBe(413);
+    expect(JSON.parse(out.body)).toMatchObject({ detail: expect.any(String), request_id: expect.any(String) });
+    // Answered while the upload was still under way: the body was counted while read, not held whole.
+    expect(out.sentWhenAnswered).toBeLessThan(32 * MiB);
+  });
+
+  it("B-227 B-126 POST /api/blast/jobs stops reading a chunked body at its limit and answers 413 in the envelope", async () => {
+    const out = await chunkedUpload(`${stack.info.functions_url}/api/blast/jobs`, "POST", 192 * MiB);
+    expect(out.status).toBe(413);
+    expect(JSON.parse(out.body)).toMatchObject({ detail: expect.any(String), request_id: expect.any(String) });
+    expect(out.sentWhenAnswered).toBeLessThan(64 * MiB);
+  });
+
+  it("B-164 a route that reads no body answers without taking the rest of a huge upload", async () => {
+    const out = await chunkedUpload(`${stack.info.functions_url}/api/health/queue/enqueue-noop?message=hi`, "POST", 192 * MiB);
+    expect([200, 429]).toContain(out.status);
+    expect(out.sentWhenAnswered).toBeLessThan(64 * MiB);
+  });
+
+  it("B-227 the host stays healthy after refusing oversized bodies", async () => {
+    const res = await fetch(`${stack.info.functions_url}/api/health`);
+    expect(res.status).toBe(200);
+  });
+});
