@@ -6,7 +6,6 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createLogger } from "../shared/logging/logger.js";
 import { startAzurite } from "./azurite.js";
-import { startChildService } from "./child-service.js";
 import { createFileDatabaseCatalog, publishDatabase } from "../shared/databases/database-catalog.js";
 import { startDevIdentityProvider } from "./dev-idp.js";
 import { blastPoolNodes, startLocalCluster } from "./kube/cluster.js";
@@ -17,6 +16,7 @@ import { DurableStore } from "./durable/store.js";
 import { type DurableClientInputData, LocalFunctionsHost } from "./functions-host.js";
 import { loadLocalStackSettings } from "./settings.js";
 import { readRunningStack, removeStackFile, writeStackFile } from "./stack-file.js";
+import { superviseChildService } from "./supervisor.js";
 import { TimerScheduler } from "./timer-scheduler.js";
 import { createWebHandler } from "./web-server.js";
 import { createTableTimerStatusStore } from "./timer-status-store.js";
@@ -125,8 +125,11 @@ async function main(): Promise<void> {
       // The pre-flight measures against a node of the cluster unless told otherwise.
       Object.assign(kubeEnv, { KUBECONFIG: kubeconfig, JOBAPI_EXECUTOR: "kubernetes", JOBAPI_NODE_MEMORY_BYTES: String(settings.kube.nodeMemoryBytes), JOBAPI_K8S_DB_CACHE_DIR: databasesDir });
     }
-    const jobApi = await startChildService({
+    // Supervised: if it dies, it comes back on the same port (and the dashboard says not ready meanwhile).
+    const jobApi = await superviseChildService({
       name: "job API",
+      portVariable: "JOBAPI_PORT",
+      initialBackoffMs: settings.restartBackoffMs,
       script: path.resolve(here, "../jobapi/server.js"),
       env: {
         JOBAPI_PORT: String(settings.jobApiPort),
