@@ -49,6 +49,7 @@ export function dashboardJobService(scope: ServiceScope): DashboardJobService {
     audit: appContext.audit,
     logger: scope.logger,
     pollIntervalSeconds: appContext.config.jobPollIntervalSeconds,
+    databases: appContext.config.databasesDir ? createFileDatabaseCatalog(appContext.config.databasesDir) : undefined,
   });
 }
 

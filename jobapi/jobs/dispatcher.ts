@@ -6,6 +6,7 @@ import path from "node:path";
 import { PassThrough, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { gzipSync } from "node:zlib";
+import { userFacingBlastError } from "../../shared/blast/blast-diagnostics.js";
 import { batchQueries, parseQueryFasta, toFasta } from "../../shared/blast/fasta.js";
 import { type BlastOptions, toBlastArgs } from "../../shared/blast/options.js";
 import { type BlastProgram, QUERY_BATCH_LETTERS, queryMolecule } from "../../shared/blast/programs.js";
@@ -663,8 +664,10 @@ export class JobDispatcher {
         return { stored };
       } catch (error) {
         if (signal.aborted) throw signal.reason;
-        lastError = error instanceof Error ? error.message : String(error);
-        this.o.logger.warn("shard attempt failed", { job_id: job.job_id, shard: shard.id, attempt, error: lastError });
+        const raw = error instanceof Error ? error.message : String(error);
+        // The raw diagnostics (toolkit paths, line numbers) to the log; a readable message to the job.
+        this.o.logger.warn("shard attempt failed", { job_id: job.job_id, shard: shard.id, attempt, error: raw });
+        lastError = userFacingBlastError(raw);
         // Out of memory, no node large enough, no image: another attempt would fail the same way.
         if (error instanceof ShardFailedError && !error.retryable) break;
       }

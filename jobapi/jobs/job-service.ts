@@ -1,10 +1,11 @@
 import { parseQueryFasta } from "../../shared/blast/fasta.js";
 import { type BlastOptions, validateOptionsForProgram } from "../../shared/blast/options.js";
-import { type BlastProgram, databaseMolecule, queryMolecule } from "../../shared/blast/programs.js";
-import { ConflictError, DependencyUnavailableError, NotFoundError, QueueFullError, ValidationError } from "../../shared/errors.js";
+import { type BlastProgram, queryMolecule } from "../../shared/blast/programs.js";
+import { ConflictError, DependencyUnavailableError, NotFoundError, QueueFullError } from "../../shared/errors.js";
 import type { Logger } from "../../shared/logging/logger.js";
 import type { ArtifactStore } from "./artifact-store.js";
 import type { DatabaseCatalog } from "../../shared/databases/database-catalog.js";
+import { requireDatabaseFit } from "../../shared/databases/database-fit.js";
 import { compareForDispatch, type JobDispatcher } from "./dispatcher.js";
 import type { JobStore } from "./job-store.js";
 import { type JobRecord, type JobStatus, newJobId, newJobRecord, PRIORITY_NAMES, type SubmissionSource, TERMINAL_STATUSES } from "../../shared/jobs/model.js";
@@ -89,24 +90,7 @@ export class JobService {
 
   async submit(s: Submission): Promise<SubmitOutcome> {
     const program = s.program as BlastProgram;
-    const db = await this.o.catalog.get(s.db);
-    if (!db) {
-      throw new ValidationError([{ loc: ["body", "db"], msg: `unknown database '${s.db}' (see GET /v1/databases)`, type: "value_error" }]);
-    }
-    if (db.manifest.type !== databaseMolecule(program)) {
-      throw new ValidationError([
-        {
-          loc: ["body", "db"],
-          msg: `${program} searches a ${databaseMolecule(program) === "nucl" ? "nucleotide" : "protein"} database; '${s.db}' is ${db.manifest.type === "nucl" ? "nucleotide" : "protein"}`,
-          type: "value_error",
-        },
-      ]);
-    }
-    if (s.execution_profile === "sharded" && db.manifest.partitions.length === 0) {
-      throw new ValidationError([
-        { loc: ["body", "execution_profile"], msg: `database '${s.db}' has no prepared partitions`, type: "value_error" },
-      ]);
-    }
+    const db = requireDatabaseFit(program, s.db, await this.o.catalog.get(s.db), s.execution_profile);
     if (s.blast_options) validateOptionsForProgram(program, s.blast_options, s.source === "facade" ? "options" : "blast_options");
     const records = parseQueryFasta(s.query_fasta, queryMolecule(program));
 

@@ -94,3 +94,37 @@ describe("request bodies over the limit, whatever the framing", () => {
     expect(res.status).toBe(200);
   });
 });
+
+describe("dashboard submits the job API could never run are refused up front", () => {
+  async function submit(body: Record<string, unknown>): Promise<Response> {
+    return fetch(`${stack.info.functions_url}/api/blast/jobs`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+      body: JSON.stringify(body),
+    });
+  }
+
+  it("B-238 B-125 an unknown database is 422 naming body.db, not an accepted job that fails later", async () => {
+    const res = await submit({ program: "blastn", db: "no_such_database", query_fasta: ">q1\nACGTACGTACGTACGT\n" });
+    expect(res.status).toBe(422);
+    const body = (await res.json()) as { detail: { loc: unknown[]; msg: string; type: string }[]; request_id: string };
+    expect(body.detail).toEqual([{ loc: ["body", "db"], msg: "unknown database 'no_such_database' (see GET /v1/databases)", type: "value_error" }]);
+    expect(body.request_id).toEqual(expect.any(String));
+  });
+
+  it("B-238 a protein program against the nucleotide demo database is 422 naming body.db", async () => {
+    const res = await submit({ program: "blastp", db: "16s_rrna_demo", query_fasta: ">p1\nMKTAYIAKQR\n" });
+    expect(res.status).toBe(422);
+    const body = (await res.json()) as { detail: { loc: unknown[]; msg: string }[] };
+    expect(body.detail[0]?.loc).toEqual(["body", "db"]);
+    expect(body.detail[0]?.msg).toContain("protein database");
+  });
+
+  it("B-238 a header BLAST cannot write (non-ASCII) is 422 naming the record on the dashboard too", async () => {
+    const res = await submit({ program: "blastn", db: "16s_rrna_demo", query_fasta: ">ok\nACGTACGTAC\n>\u00e9t\u00e9\nACGTACGTAC\n" });
+    expect(res.status).toBe(422);
+    const body = (await res.json()) as { detail: { loc: unknown[]; msg: string }[] };
+    expect(body.detail[0]?.loc).toEqual(["body", "query_fasta", 1]);
+    expect(body.detail[0]?.msg).toContain("non-ASCII character U+00E9");
+  });
+});
