@@ -240,6 +240,9 @@ export class LocalFunctionsHost {
     const headers = headerRecord(req.headers);
     // Keep the id we resolved, so the app and the host answer with the same one.
     headers[REQUEST_ID_HEADER.toLowerCase()] = requestId;
+    // As Azure's front end does: append the peer this connection came from.
+    const peer = req.socket.remoteAddress ?? "";
+    if (peer) headers["x-forwarded-for"] = headers["x-forwarded-for"] ? `${headers["x-forwarded-for"]}, ${peer}` : peer;
     const host = req.headers.host ?? "localhost";
     const triggerMetadata: Record<string, unknown> = {
       Headers: { json: JSON.stringify(headers) },

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { mkdirSync } from "node:fs";
@@ -167,10 +168,12 @@ async function main(): Promise<void> {
       logger: logger.child({ component: "durable" }),
       activityConcurrency: settings.activityConcurrency,
     });
-    const rpcServer = http.createServer(createManagementApi(engine, logger, DURABLE_BASE_PATH));
+    // Loopback only, and keyed like the Functions host's system key: a new key per start.
+    const durableKey = randomBytes(24).toString("base64url");
+    const rpcServer = http.createServer(createManagementApi(engine, logger, DURABLE_BASE_PATH, { key: durableKey }));
     const rpcPort = await listen(rpcServer, 0, "127.0.0.1");
     stops.push(() => close(rpcServer));
-    const rpcBaseUrl = `http://127.0.0.1:${rpcPort}${DURABLE_BASE_PATH}`;
+    const rpcBaseUrl = `http://127.0.0.1:${rpcPort}${DURABLE_BASE_PATH}${durableKey}/`;
     const mgmt = `${rpcBaseUrl}instances/INSTANCEID`;
     clientInput = {
       taskHubName: settings.taskHubName,
@@ -189,7 +192,7 @@ async function main(): Promise<void> {
         resumePostUri: `${mgmt}/resume?reason={text}`,
       },
       baseUrl: rpcBaseUrl,
-      requiredQueryStringParameters: "",
+      requiredQueryStringParameters: `code=${durableKey}`,
       rpcBaseUrl,
     };
     await engine.start();

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mintToken, startStack, type TestStack } from "../support/local-stack.js";
@@ -126,5 +127,63 @@ describe("dashboard submits the job API could never run are refused up front", (
     const body = (await res.json()) as { detail: { loc: unknown[]; msg: string }[] };
     expect(body.detail[0]?.loc).toEqual(["body", "query_fasta", 1]);
     expect(body.detail[0]?.msg).toContain("non-ASCII character U+00E9");
+  });
+});
+
+describe("the local durable management API", () => {
+  /** Local addresses listening on `port`, from /proc/net/tcp{,6} (hex, as the kernel writes them). */
+  function listeners(port: number): string[] {
+    const hexPort = port.toString(16).toUpperCase().padStart(4, "0");
+    const out: string[] = [];
+    for (const file of ["/proc/net/tcp", "/proc/net/tcp6"]) {
+      let text = "";
+      try {
+        text = readFileSync(file, "utf8");
+      } catch {
+        continue;
+      }
+      for (const line of text.split("\n").slice(1)) {
+        const [, local, , state] = line.trim().split(/\s+/);
+        if (state === "0A" && local?.endsWith(`:${hexPort}`)) out.push(local.slice(0, -5));
+      }
+    }
+    return out;
+  }
+
+  it("B-196 refuses calls without its key, and listens on loopback only", async () => {
+    const keyed = new URL(stack.info.durable_rpc_url);
+    const key = keyed.pathname.split("/").filter(Boolean).at(-1) as string;
+    const unkeyedBase = `${keyed.origin}${keyed.pathname.slice(0, -(key.length + 1))}`;
+    expect((await fetch(`${unkeyedBase}instances/`)).status).toBe(401);
+    expect((await fetch(`${unkeyedBase}instances/?code=not-the-key`)).status).toBe(401);
+    expect((await fetch(`${unkeyedBase}orchestrators/anything`, { method: "POST", body: "{}" })).status).toBe(401);
+    expect((await fetch(`${unkeyedBase}instances/?code=${key}`)).status).toBe(200);
+    expect((await fetch(`${unkeyedBase}instances/`, { headers: { "x-functions-key": key } })).status).toBe(200);
+    expect((await fetch(`${stack.info.durable_rpc_url}instances/`)).status).toBe(200);
+    // A malformed escape is a 400, not a failure of the API.
+    expect((await fetch(`${stack.info.durable_rpc_url}instances/%E0%A4%A`)).status).toBe(400);
+    expect(listeners(Number(keyed.port))).toEqual(["0100007F"]);
+  });
+});
+
+describe("the unauthenticated no-op diagnostic's rate limit", () => {
+  function noopFrom(localAddress: string, headers: Record<string, string> = {}): Promise<number> {
+    return new Promise((resolve, reject) => {
+      const req = http.request(`${stack.info.functions_url}/api/health/queue/enqueue-noop?message=hi`, { method: "POST", localAddress, headers });
+      req.on("response", (res) => {
+        res.resume();
+        res.on("end", () => resolve(res.statusCode ?? 0));
+      });
+      req.on("error", reject);
+      req.end();
+    });
+  }
+
+  it("B-239 B-240 is per client: one caller draining its share leaves another theirs, and a forged X-Forwarded-For does not help", async () => {
+    let status = 0;
+    for (let i = 0; i < 40 && status !== 429; i++) status = await noopFrom("127.0.0.1");
+    expect(status).toBe(429);
+    expect(await noopFrom("127.0.0.1", { "X-Forwarded-For": "198.51.100.23" })).toBe(429);
+    expect(await noopFrom("127.0.0.2")).toBe(200);
   });
 });
