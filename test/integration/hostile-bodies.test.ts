@@ -187,3 +187,24 @@ describe("the unauthenticated no-op diagnostic's rate limit", () => {
     expect(await noopFrom("127.0.0.2")).toBe(200);
   });
 });
+
+describe("dashboard job ids", () => {
+  it("B-234 B-231 an upper-case id names the same job, and a braced one is 400, never 404 or 200", async () => {
+    const res = await fetch(`${stack.info.functions_url}/api/blast/jobs`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ program: "blastn", db: "16s_rrna_demo", query_fasta: ">q1\nACGTACGTACGTACGTACGTACGT\n" }),
+    });
+    expect(res.status).toBe(200);
+    const id = ((await res.json()) as { job_id: string }).job_id;
+    const get = (form: string) => fetch(`${stack.info.functions_url}/api/blast/jobs/${form}`, { headers: { Authorization: `Bearer ${token}` } });
+    const upper = await get(id.toUpperCase());
+    expect(upper.status).toBe(200);
+    expect(((await upper.json()) as { job_id: string }).job_id).toBe(id);
+    for (const braced of [`{${id}}`, `%7B${id}%7D`, `%7B${id.toUpperCase()}%7D`]) {
+      const res = await get(braced);
+      expect(res.status, braced).toBe(400);
+      expect(await res.json()).toMatchObject({ detail: expect.any(String), request_id: expect.any(String) });
+    }
+  });
+});
