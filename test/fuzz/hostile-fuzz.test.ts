@@ -104,7 +104,8 @@ const HOSTILE_TEXT = [
   "PartitionKey eq 'job'",
   "<script>alert(1)</script>",
   "{{7*7}}",
-  "${jndi:ldap://x/a}",
+  // A log4shell-style lookup, sent as literal text.
+  "$" + "{jndi:ldap://x/a}",
   "__proto__",
   "constructor",
   "NaN",
