@@ -216,7 +216,8 @@ function leaks(answer: string, request: string, c: Case): string[] {
 async function send(c: Case): Promise<void> {
   cases += 1;
   let i = 0;
-  const pathname = c.route.template.replace(/\{[^}]+\}/g, () => encodeURIComponent(c.params[i++] ?? "x"));
+  // A lone surrogate cannot travel in a URL (the client sends U+FFFD), so it is made well-formed first.
+  const pathname = c.route.template.replace(/\{[^}]+\}/g, () => encodeURIComponent((c.params[i++] ?? "x").replace(/\p{Cs}/gu, "\ufffd")));
   const base = c.route.service === "dashboard" ? stack.info.functions_url : stack.info.jobapi_url;
   const url = new URL(`${base}${pathname}`);
   for (const [k, v] of Object.entries(c.query)) url.searchParams.append(k, v);
