@@ -16,6 +16,9 @@ import { longPoll } from "../../shared/http/long-poll.js";
 /** How long a key claimed by a submit whose job does not exist yet counts as that submit's. */
 const CLAIM_IN_PROGRESS_MS = 60_000;
 
+/** How long a listing of the queue serves admissions (a burst of submits lists it once, not per submit). */
+const ADMISSION_LISTING_MAX_AGE_MS = 1000;
+
 /** How often a waiting status request re-reads the job for changes it was not told about. */
 const STATUS_RECHECK_MS = 1000;
 
@@ -79,6 +82,8 @@ export class JobService {
   private readonly reserved = new Map<string, JobRecord>();
   /** The creation time of the last job admitted here, so the next is strictly later. */
   private lastAdmittedMs = 0;
+  /** The queued jobs as last listed, plus those admitted here since (see {@link admit}). */
+  private queuedSnapshot: { jobs: Map<string, JobRecord>; at: number } | undefined;
 
   constructor(private readonly o: JobServiceOptions) {}
 
@@ -192,19 +197,34 @@ export class JobService {
    * Refuses a submit while the queue is full, else builds its job (created now: admission order is
    * creation order, so each admitted job's queue position is its own) and reserves it a place.
    * Returns the job and the jobs queued before it was admitted (stored ones and those admitted but
-   * not yet stored). Atomic within this process.
+   * not yet stored). Atomic within this process. A listing under a second old is reused: it can
+   * only over-count, so a refusal is always decided on a fresh one, and its count is exact.
    */
   private admit(build: (admittedAt: Date) => JobRecord): Promise<{ job: JobRecord; queued: JobRecord[] }> {
     return this.serially(async () => {
-      const queued = new Map<string, JobRecord>();
-      for await (const j of this.o.jobs.list(["queued"])) queued.set(j.job_id, j);
-      for (const [id, reserved] of this.reserved) if (!queued.has(id)) queued.set(id, reserved);
+      const fresh = async () => {
+        const listed = new Map<string, JobRecord>();
+        for await (const j of this.o.jobs.list(["queued"])) listed.set(j.job_id, j);
+        this.queuedSnapshot = { jobs: listed, at: Date.now() };
+        return listed;
+      };
+      // The queue only shrinks between listings but for what this process admits (added below),
+      // so a recent listing can only over-count: it may admit, never refuse. A refusal re-lists.
+      const recent = this.queuedSnapshot && Date.now() - this.queuedSnapshot.at < ADMISSION_LISTING_MAX_AGE_MS ? this.queuedSnapshot.jobs : undefined;
+      const waitingOf = (listed: Map<string, JobRecord>) => {
+        const all = new Map(listed);
+        for (const [id, reserved] of this.reserved) if (!all.has(id)) all.set(id, reserved);
+        return all;
+      };
+      let queued = waitingOf(recent ?? (await fresh()));
+      if (recent && queued.size >= this.o.maxQueuedJobs) queued = waitingOf(await fresh());
       if (queued.size >= this.o.maxQueuedJobs) {
         throw new QueueFullError(`the queue is full (${queued.size} jobs waiting); retry later`, this.o.retryAfterSeconds);
       }
       this.lastAdmittedMs = Math.max(Date.now(), this.lastAdmittedMs + 1);
       const job = build(new Date(this.lastAdmittedMs));
       this.reserved.set(job.job_id, job);
+      this.queuedSnapshot?.jobs.set(job.job_id, job);
       return { job, queued: [...queued.values()] };
     });
   }

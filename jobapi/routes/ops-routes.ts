@@ -1,12 +1,14 @@
 import os from "node:os";
 import { type DatabaseCatalog, databaseSummary } from "../../shared/databases/database-catalog.js";
 import { jsonResult } from "../../shared/http/envelope.js";
+import type { Logger } from "../../shared/logging/logger.js";
 import type { ApiTokenService } from "../../shared/secrets/api-tokens.js";
 import type { JobApiConfig } from "../config.js";
 import type { JobApiRoute } from "../http.js";
 import type { ArtifactStore } from "../jobs/artifact-store.js";
 import type { JobStore } from "../jobs/job-store.js";
 import { errorResponse, JOB_API_VERSION, secured, unauthorized } from "../openapi.js";
+import { createReadinessState } from "./readiness-state.js";
 
 /** How long each readiness check may take before it counts as unavailable. */
 const READY_CHECK_TIMEOUT_MS = 2000;
@@ -23,10 +25,35 @@ export interface OpsRouteOptions {
   activeJobs: () => number;
   /** Whether this process holds the dispatch lease (runs jobs) or stands by (serves the API only). */
   dispatchRole: () => "active" | "standby";
+  /** Where failing readiness checks are logged. */
+  logger: Logger;
 }
 
 /** Liveness, readiness, configuration, capacity and the database list. */
 export function createOpsRoutes(o: OpsRouteOptions): JobApiRoute[] {
+  const readiness = createReadinessState(async () => {
+    const checks: Record<string, string> = {};
+    const probe = async (name: string, run: () => Promise<unknown>) => {
+      try {
+        await Promise.race([
+          run(),
+          new Promise((_, reject) => setTimeout(() => reject(new Error(`no answer within ${READY_CHECK_TIMEOUT_MS} ms`)), READY_CHECK_TIMEOUT_MS).unref()),
+        ]);
+        checks[name] = "ok";
+      } catch (error) {
+        o.logger.warn("readiness check failed", { check: name, error });
+        checks[name] = "unavailable";
+      }
+    };
+    await Promise.all([
+      probe("storage", () => Promise.all([o.jobs.ping(), o.artifacts.ping()])),
+      probe("blast", () => o.blastVersion()),
+      probe("api_token", async () => {
+        if (!(await o.tokens.state())) throw new Error("no API token configured");
+      }),
+    ]);
+    return checks;
+  });
   return [
     {
       method: "GET",
@@ -40,27 +67,8 @@ export function createOpsRoutes(o: OpsRouteOptions): JobApiRoute[] {
       path: "/v1/ready",
       public: true,
       openapi: { summary: "Readiness (storage, BLAST+, token store)", responses: { "200": { description: "ready" }, "503": errorResponse("a dependency is unavailable") } },
-      handler: async (_req, { requestId, logger }) => {
-        const checks: Record<string, string> = {};
-        const probe = async (name: string, run: () => Promise<unknown>) => {
-          try {
-            await Promise.race([
-              run(),
-              new Promise((_, reject) => setTimeout(() => reject(new Error(`no answer within ${READY_CHECK_TIMEOUT_MS} ms`)), READY_CHECK_TIMEOUT_MS).unref()),
-            ]);
-            checks[name] = "ok";
-          } catch (error) {
-            logger.warn("readiness check failed", { check: name, error });
-            checks[name] = "unavailable";
-          }
-        };
-        await Promise.all([
-          probe("storage", () => Promise.all([o.jobs.ping(), o.artifacts.ping()])),
-          probe("blast", () => o.blastVersion()),
-          probe("api_token", async () => {
-            if (!(await o.tokens.state())) throw new Error("no API token configured");
-          }),
-        ]);
+      handler: async (_req, { requestId }) => {
+        const checks = await readiness.current();
         const failing = Object.entries(checks)
           .filter(([, v]) => v !== "ok")
           .map(([k]) => k);
