@@ -1,5 +1,9 @@
-/** How old a readiness answer may be when served. */
-export const READINESS_MAX_AGE_MS = 1000;
+/**
+ * How old a readiness answer may be when served: reads answer at once within it (a refresh runs
+ * behind them from {@link REFRESH_AFTER_MS} on), so a slow dependency under a burst delays the
+ * next answer, not every read.
+ */
+export const READINESS_MAX_AGE_MS = 3000;
 /** From this age on, a read also starts a fresh check in the background. */
 const REFRESH_AFTER_MS = 250;
 

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_ACCOUNT_KEY } from "../../local/azurite.js";
 import { readApiToken } from "../support/jobapi-client.js";
 import { mintToken, ROOT, startStack, type TestStack } from "../support/local-stack.js";
-import { childPids } from "../support/processes.js";
+import { jobApiPidOf } from "../support/processes.js";
 
 const RUNS = Math.max(1, Number(process.env.FUZZ_RUNS ?? 150));
 /** Resident memory a process may gain over a whole run (the bodies sent are at most a few MB each). */
@@ -54,13 +54,8 @@ function rssBytes(pid: number): number {
 }
 
 function servicePids(): number[] {
-  return [stack.info.pid, ...childPids(stack.info.pid).filter((pid) => {
-    try {
-      return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("jobapi/server.js");
-    } catch {
-      return false;
-    }
-  })];
+  const jobApi = jobApiPidOf(stack.info.pid);
+  return jobApi ? [stack.info.pid, jobApi] : [stack.info.pid];
 }
 
 beforeAll(async () => {

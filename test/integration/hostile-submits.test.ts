@@ -5,7 +5,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createJobApiApp } from "../../jobapi/app.js";
 import { loadJobApiConfig } from "../../jobapi/config.js";
 import { ArtifactStore } from "../../jobapi/jobs/artifact-store.js";
-import { JobDispatcher } from "../../jobapi/jobs/dispatcher.js";
 import { JobService } from "../../jobapi/jobs/job-service.js";
 import { JobStore } from "../../jobapi/jobs/job-store.js";
 import type { RunningAzurite } from "../../local/azurite.js";
@@ -15,6 +14,7 @@ import { createLogger } from "../../shared/logging/logger.js";
 import { ApiTokenService, createFileSecretStore } from "../../shared/secrets/api-tokens.js";
 import { demoQueries } from "../support/jobapi-client.js";
 import { startTestAzurite } from "../support/service-fakes.js";
+import { idleDispatcher } from "../support/idle-dispatcher.js";
 
 const logger = createLogger({ level: "error" });
 const MAX_QUEUED = 10;
@@ -44,20 +44,7 @@ beforeAll(async () => {
   const tokens = new ApiTokenService(createFileSecretStore(path.join(dir, "secrets")));
   await tokens.ensure();
   token = (await tokens.state())?.current.value as string;
-  const dispatcher = new JobDispatcher({
-    jobs,
-    artifacts,
-    catalog,
-    executor: { name: "none", oneNode: true, run: async () => {} },
-    logger,
-    workDir: path.join(dir, "work"),
-    maxActiveJobs: 1,
-    nodeMemoryBytes: config.nodeMemoryBytes,
-    memoryMarginBytes: 0,
-    threadsPerShard: "auto",
-    shardSlots: 1,
-    shardAttempts: 1,
-  });
+  const dispatcher = idleDispatcher({ jobs, artifacts, catalog, logger, nodeMemoryBytes: config.nodeMemoryBytes, dir });
   const service = new JobService({ jobs, artifacts, catalog, dispatcher, logger, blastVersion, maxQueuedJobs: MAX_QUEUED, retryAfterSeconds: 5 });
   app = createJobApiApp({ config, service, jobs, artifacts, catalog, tokens, logger, blastVersion, executorName: "none", activeJobs: () => 0, dispatchRole: () => "standby" });
 });

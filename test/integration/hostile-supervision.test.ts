@@ -1,6 +1,5 @@
-import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { alive, childPids } from "../support/processes.js";
+import { jobApiPidOf } from "../support/processes.js";
 import { eventually, startStack, type TestStack } from "../support/local-stack.js";
 
 let stack: TestStack;
@@ -16,13 +15,7 @@ afterAll(async () => {
 });
 
 function jobApiPid(): number | undefined {
-  return childPids(stack.info.pid).find((pid) => {
-    try {
-      return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("jobapi/server.js") && alive(pid);
-    } catch {
-      return false;
-    }
-  });
+  return jobApiPidOf(stack.info.pid);
 }
 
 function countLines(text: string): number {

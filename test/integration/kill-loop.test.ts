@@ -5,13 +5,12 @@
  * client retrying its in-flight submits with their idempotency keys gets the same job), and no
  * result is lost or corrupt (the merged XML is well-formed and its hits equal an undisturbed run's).
  */
-import { readFileSync } from "node:fs";
 import { XMLValidator } from "fast-xml-parser";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { prng } from "../support/helpers.js";
 import { DEMO_DB, demoQueries, jobApi, readApiToken } from "../support/jobapi-client.js";
 import { eventually, startStack, type TestStack } from "../support/local-stack.js";
-import { alive, childPids } from "../support/processes.js";
+import { alive, childPids, jobApiPidOf } from "../support/processes.js";
 
 const ROUNDS = Math.max(1, Number(process.env.KILL_LOOP_ROUNDS ?? 2));
 const SEED = Number(process.env.KILL_LOOP_SEED ?? 20261126);
@@ -33,13 +32,7 @@ function hitsByIteration(xml: string): string[][] {
 }
 
 function jobApiPid(): number | undefined {
-  return childPids(stack.info.pid).find((pid) => {
-    try {
-      return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("jobapi/server.js") && alive(pid);
-    } catch {
-      return false;
-    }
-  });
+  return jobApiPidOf(stack.info.pid);
 }
 
 function api() {
