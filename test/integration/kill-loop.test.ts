@@ -39,12 +39,25 @@ function api() {
   return jobApi(stack, readApiToken(stack));
 }
 
-/** Submits with an idempotency key; undefined when the connection dies with the kill. */
+/**
+ * Submits with an idempotency key as a client would: a 503 (the key's first submit, killed after
+ * claiming it, is "still being stored" until the claim lapses) is retried after its Retry-After.
+ * Undefined when the connection dies with the kill.
+ */
 async function submitKeyed(key: string): Promise<string | undefined> {
   try {
-    const res = await api().post("/v1/jobs", { ...SEARCH, idempotency_key: key });
-    if (res.status !== 202 && res.status !== 200) throw new Error(`submit answered ${res.status}: ${await res.text()}`);
-    return ((await res.json()) as { job_id: string }).job_id;
+    for (;;) {
+      const res = await api().post("/v1/jobs", { ...SEARCH, idempotency_key: key });
+      if (res.status === 503) {
+        const wait = Number(res.headers.get("retry-after"));
+        await res.arrayBuffer();
+        expect(wait, "a 503 says when to retry").toBeGreaterThan(0);
+        await new Promise((r) => setTimeout(r, wait * 1000));
+        continue;
+      }
+      if (res.status !== 202 && res.status !== 200) throw new Error(`submit answered ${res.status}: ${await res.text()}`);
+      return ((await res.json()) as { job_id: string }).job_id;
+    }
   } catch (error) {
     if (error instanceof TypeError) return undefined; // fetch failed: the service was killed under it
     throw error;

@@ -59,6 +59,30 @@ describe("job API token rotation", () => {
     for (const state of handedOut) expect(await reader.isValid(state.current.value)).toBe(true);
   });
 
+  it("B-202 B-201 with a last-write-wins store (Key Vault), rotations in two processes at once keep the token in use and both new tokens valid", async () => {
+    // Key Vault keeps the last write and offers no compare-and-swap: no update() here.
+    let stored: string | undefined;
+    const tick = () => new Promise((r) => setImmediate(r));
+    const lastWriteWins = {
+      async get() {
+        await tick();
+        return stored;
+      },
+      async set(_name: string, value: string) {
+        await tick();
+        stored = value;
+      },
+    };
+    const first = new ApiTokenService(lastWriteWins, { cacheMs: 0 });
+    await first.ensure();
+    const inUse = (await first.state())?.current.value as string;
+    const [a, b] = await Promise.all([new ApiTokenService(lastWriteWins, { cacheMs: 0 }).rotate(60), new ApiTokenService(lastWriteWins, { cacheMs: 0 }).rotate(60)]);
+    const reader = new ApiTokenService(lastWriteWins, { cacheMs: 0 });
+    expect(await reader.isValid(inUse)).toBe(true);
+    expect(await reader.isValid(a.current.value)).toBe(true);
+    expect(await reader.isValid(b.current.value)).toBe(true);
+  });
+
   it("B-202 a predecessor stops working once its grace period has passed, also after later rotations", async () => {
     let now = new Date("2026-11-26T00:00:00Z");
     const tokens = new ApiTokenService(createFileSecretStore(secretsDir()), { cacheMs: 0, now: () => now });
