@@ -146,7 +146,7 @@ describe("kill loop", () => {
     const client = api();
     for (const [key, id] of accepted) {
       const done = await client.finished(id, 180_000);
-      expect(done.status, `${key} (${id})`).toBe("completed");
+      expect(done.status, `${key} (${id}): ${String(done.error ?? "")}`).toBe("completed");
       const xml = await (await client.get(`/v1/jobs/${id}/results?content=xml`)).text();
       expect(XMLValidator.validate(xml), `${key} (${id})`).toBe(true);
       expect(hitsByIteration(xml), `${key} (${id})`).toEqual(referenceHits);
