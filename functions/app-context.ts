@@ -8,7 +8,7 @@ import { ApiTokenService, type SecretStore } from "../shared/secrets/api-tokens.
 import { selectSecretStore } from "../shared/secrets/key-vault-secret-store.js";
 import { type AuditLog, createAuditLog } from "../shared/ops/audit.js";
 import { createEventLog, type EventLog } from "../shared/ops/events.js";
-import { createFixedWindowLimiter } from "../shared/ops/rate-limiter.js";
+import { createPerClientLimiter } from "../shared/ops/rate-limiter.js";
 import { openTableServiceClient } from "../shared/storage/storage-connection.js";
 
 /**
@@ -20,7 +20,7 @@ export interface AppContext {
   logger: Logger;
   validator: ReturnType<typeof createJwtValidator>;
   tableService: TableServiceClient;
-  noopLimiter: ReturnType<typeof createFixedWindowLimiter>;
+  noopLimiter: ReturnType<typeof createPerClientLimiter>;
   /** The secret store shared with the job API (Key Vault in Azure; a local folder in the local stack). */
   secrets: SecretStore;
   /** The job API's shared token, read from the same store the job API reads. */
@@ -73,7 +73,7 @@ function build(): AppContext {
       clockToleranceSeconds: config.auth.clockSkewSeconds,
     }),
     tableService: openTableServiceClient(config.storage),
-    noopLimiter: createFixedWindowLimiter(config.noopRateLimitPerMinute, 60_000),
+    noopLimiter: createPerClientLimiter(config.noopRateLimitPerMinute, 60_000),
     jobApi: createJobApiClient({
       baseUrl: config.jobApiUrl,
       token: async () => {

@@ -11,6 +11,7 @@ import { DatabaseStateStore } from "../shared/databases/database-state.js";
 import type { Logger } from "../shared/logging/logger.js";
 import { createDiagnosticsService, type DiagnosticsService } from "../shared/ops/diagnostics-service.js";
 import type { OrchestrationClient } from "../shared/ops/orchestration-client.js";
+import { probeJobApiReady } from "../shared/ops/job-api-readiness.js";
 import { createReadinessCheck } from "../shared/ops/readiness.js";
 import { type ApiTokenSettings, createApiTokenSettings } from "../shared/secrets/api-token-settings.js";
 import { createWorkspaceStore } from "../shared/workspace/workspace.js";
@@ -49,6 +50,7 @@ export function dashboardJobService(scope: ServiceScope): DashboardJobService {
     audit: appContext.audit,
     logger: scope.logger,
     pollIntervalSeconds: appContext.config.jobPollIntervalSeconds,
+    databases: appContext.config.databasesDir ? createFileDatabaseCatalog(appContext.config.databasesDir) : undefined,
   });
 }
 
@@ -79,6 +81,7 @@ export function diagnosticsService(scope: ServiceScope): DiagnosticsService {
 /** The readiness check (storage and the durable backend) for one request. */
 export function readinessCheck(scope: ServiceScope): ReturnType<typeof createReadinessCheck> {
   const orchestrations = scope.durable();
+  const { jobApiUrl } = appContext.config;
   return createReadinessCheck({
     probes: [
       {
@@ -94,6 +97,7 @@ export function readinessCheck(scope: ServiceScope): ReturnType<typeof createRea
         // A listing proves the task hub answers.
         probe: () => orchestrations.listInstances({ runtimeStatus: [] })[Symbol.asyncIterator]().next(),
       },
+      ...(jobApiUrl ? [{ key: "job_api", label: "job API", probe: () => probeJobApiReady(jobApiUrl) }] : []),
     ],
     timeoutMs: appContext.config.healthDependencyTimeoutMs,
     logger: scope.logger,

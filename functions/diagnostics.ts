@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { clientAddress } from "../shared/http/client-address.js";
 import { jsonResult } from "../shared/http/envelope.js";
 import { parsePath, parseQuery } from "../shared/http/validation.js";
 import { diagnosticsService } from "./dashboard-deps.js";
@@ -13,7 +14,7 @@ route("queueDiagnostics", { methods: ["GET"], route: "health/queue", durable: tr
 
 route("enqueueNoop", { methods: ["POST"], route: "health/queue/enqueue-noop", durable: true }, async (request, scope) => {
   const { message } = parseQuery(request, enqueueQuery);
-  return jsonResult(200, await diagnosticsService(scope).enqueueNoop(message), scope.requestId);
+  return jsonResult(200, await diagnosticsService(scope).enqueueNoop(message, clientAddress(request.headers)), scope.requestId);
 });
 
 route("noopResult", { methods: ["GET"], route: "health/queue/result/{task_id}", durable: true }, async (request, scope) => {

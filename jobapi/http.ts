@@ -3,8 +3,8 @@ import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import { type Context, Hono, type MiddlewareHandler } from "hono";
-import { PayloadTooLargeError } from "../shared/errors.js";
 import { errorResult, type HttpResult, mapErrorToResult } from "../shared/http/envelope.js";
+import { readBodyText } from "../shared/http/read-body.js";
 import { REQUEST_ID_HEADER, resolveRequestId } from "../shared/http/request-id.js";
 import type { HttpRequestLike } from "../shared/http/validation.js";
 import type { Logger } from "../shared/logging/logger.js";
@@ -56,30 +56,6 @@ function honoPath(template: string): string {
 function pathPattern(template: string): RegExp {
   const escaped = template.split(/\{[A-Za-z_][A-Za-z0-9_]*\}/).map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
   return new RegExp(`^${escaped.join("[^/]+")}$`);
-}
-
-/**
- * Reads a request body up to `limitBytes`, counting while it reads, whatever the framing (a
- * Content-Length or chunked): a body over the limit is refused without being held in memory. The
- * rest is left unread; the server drains or closes the connection after the answer.
- */
-async function readBodyText(body: ReadableStream<Uint8Array> | null, limitBytes: number): Promise<string> {
-  if (!body) return "";
-  const reader = body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.byteLength;
-      if (size > limitBytes) throw new PayloadTooLargeError(limitBytes);
-      chunks.push(value);
-    }
-  } finally {
-    reader.releaseLock();
-  }
-  return Buffer.concat(chunks).toString("utf8");
 }
 
 function toRequest(c: Context<JobApiEnv>, limitBytes: number): JobApiRequest {

@@ -33,8 +33,13 @@ export interface InvocationOutcome {
   result: unknown;
 }
 
+/** Azure Functions' default request body limit (`FUNCTIONS_REQUEST_BODY_SIZE_LIMIT`, 100 MB). */
+export const DEFAULT_MAX_REQUEST_BODY_BYTES = 104_857_600;
+
 export interface LocalFunctionsHostOptions {
   logger: Logger;
+  /** Bodies over this many bytes get 413 from the host itself, as on Azure (default 100 MB). */
+  maxRequestBodyBytes?: number;
   /** Azure's `extensions.http.routePrefix` (host.json); `api` by default. */
   routePrefix?: string;
   /** Supplies the durable client binding's data; required when any function binds a durable client. */
@@ -82,12 +87,14 @@ export class LocalFunctionsHost {
   readonly registry: FunctionsCoreRegistry;
   private readonly logger: Logger;
   private readonly routePrefix: string;
+  private readonly maxRequestBodyBytes: number;
   private httpProxyUri: string | undefined;
   private routeTable: ReturnType<typeof createRouteTable<RegisteredFunction>> | undefined;
 
   constructor(private readonly options: LocalFunctionsHostOptions) {
     this.logger = options.logger;
     this.routePrefix = (options.routePrefix ?? "api").replace(/^\/+|\/+$/g, "");
+    this.maxRequestBodyBytes = options.maxRequestBodyBytes ?? DEFAULT_MAX_REQUEST_BODY_BYTES;
     this.registry = new FunctionsCoreRegistry((level, category, message) => {
       const lvl = level === "error" || level === "critical" ? "error" : level === "warning" ? "warn" : "debug";
       this.logger[lvl](message, { category });
@@ -233,6 +240,9 @@ export class LocalFunctionsHost {
     const headers = headerRecord(req.headers);
     // Keep the id we resolved, so the app and the host answer with the same one.
     headers[REQUEST_ID_HEADER.toLowerCase()] = requestId;
+    // As Azure's front end does: append the peer this connection came from.
+    const peer = req.socket.remoteAddress ?? "";
+    if (peer) headers["x-forwarded-for"] = headers["x-forwarded-for"] ? `${headers["x-forwarded-for"]}, ${peer}` : peer;
     const host = req.headers.host ?? "localhost";
     const triggerMetadata: Record<string, unknown> = {
       Headers: { json: JSON.stringify(headers) },
@@ -253,12 +263,34 @@ export class LocalFunctionsHost {
         delete outHeaders["x-ms-invocation-id"];
         res.writeHead(proxyRes.statusCode ?? 500, outHeaders);
         proxyRes.pipe(res);
-        proxyRes.on("end", resolve);
+        proxyRes.on("end", () => {
+          // The function answered without reading the whole body (a 413): pass no more of the
+          // upload on; what is left is read and dropped, never held.
+          if (!req.complete) {
+            req.unpipe(proxyReq);
+            proxyReq.destroy();
+            req.resume();
+          }
+          resolve();
+        });
         proxyRes.on("error", reject);
       });
       proxyReq.on("error", reject);
       res.on("close", () => {
         if (!res.writableFinished) proxyReq.destroy();
+      });
+      // Azure's host refuses a body over its limit whatever the function does; so does this one,
+      // counting while it streams (a chunked upload declares no length).
+      let received = 0;
+      req.on("data", (chunk: Buffer) => {
+        received += chunk.length;
+        if (received > this.maxRequestBodyBytes && !responded) {
+          responded = true;
+          req.unpipe(proxyReq);
+          proxyReq.destroy();
+          sendJsonError(res, 413, `request body too large (limit ${this.maxRequestBodyBytes} bytes)`, requestId, { Connection: "close" });
+          resolve();
+        }
       });
       req.pipe(proxyReq);
     });

@@ -29,6 +29,8 @@ const schema = z.object({
   BLASTPLANE_KUBE_PORT: envPort().default(0),
   /** Another Functions app bundle to host instead of ours (the durable protocol tests use one). */
   BLASTPLANE_FUNCTIONS_ENTRY: z.string().optional(),
+  /** First wait before the job API is restarted after it died (doubled per failed restart). */
+  BLASTPLANE_RESTART_BACKOFF_MS: envInt(10, 60_000).default(250),
 });
 
 export interface LocalStackSettings {
@@ -48,6 +50,8 @@ export interface LocalStackSettings {
   readonly activityConcurrency: number;
   readonly logLevel: LogLevel;
   readonly functionsEntry: string | undefined;
+  /** First wait before a dead job API is restarted. */
+  readonly restartBackoffMs: number;
   readonly executor: "local" | "kubernetes";
   /** The local cluster's simulated nodes (BLASTPLANE_EXECUTOR=kubernetes). */
   readonly kube: { nodes: number; nodeMemoryBytes: number; nodeCpu: number | undefined; port: number };
@@ -74,6 +78,7 @@ export function loadLocalStackSettings(env: Env, cwd: string): LocalStackSetting
     logLevel: s.LOG_LEVEL,
     functionsEntry: s.BLASTPLANE_FUNCTIONS_ENTRY ? path.resolve(cwd, s.BLASTPLANE_FUNCTIONS_ENTRY) : undefined,
     executor: s.BLASTPLANE_EXECUTOR,
+    restartBackoffMs: s.BLASTPLANE_RESTART_BACKOFF_MS,
     kube: { nodes: s.BLASTPLANE_KUBE_NODES, nodeMemoryBytes: s.BLASTPLANE_KUBE_NODE_MEMORY_BYTES, nodeCpu: s.BLASTPLANE_KUBE_NODE_CPU, port: s.BLASTPLANE_KUBE_PORT },
   }));
 }

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { mkdirSync } from "node:fs";
@@ -6,7 +7,6 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createLogger } from "../shared/logging/logger.js";
 import { startAzurite } from "./azurite.js";
-import { startChildService } from "./child-service.js";
 import { checkStackConsistency } from "./consistency-check.js";
 import { DashboardJobStore } from "../shared/dashboard/dashboard-jobs.js";
 import { createFileDatabaseCatalog, publishDatabase } from "../shared/databases/database-catalog.js";
@@ -19,6 +19,7 @@ import { DurableStore } from "./durable/store.js";
 import { type DurableClientInputData, LocalFunctionsHost } from "./functions-host.js";
 import { loadLocalStackSettings } from "./settings.js";
 import { readRunningStack, removeStackFile, writeStackFile } from "./stack-file.js";
+import { superviseChildService } from "./supervisor.js";
 import { TimerScheduler } from "./timer-scheduler.js";
 import { createWebHandler } from "./web-server.js";
 import { createTableTimerStatusStore } from "./timer-status-store.js";
@@ -127,8 +128,11 @@ async function main(): Promise<void> {
       // The pre-flight measures against a node of the cluster unless told otherwise.
       Object.assign(kubeEnv, { KUBECONFIG: kubeconfig, JOBAPI_EXECUTOR: "kubernetes", JOBAPI_NODE_MEMORY_BYTES: String(settings.kube.nodeMemoryBytes), JOBAPI_K8S_DB_CACHE_DIR: databasesDir });
     }
-    const jobApi = await startChildService({
+    // Supervised: if it dies, it comes back on the same port (and the dashboard says not ready meanwhile).
+    const jobApi = await superviseChildService({
       name: "job API",
+      portVariable: "JOBAPI_PORT",
+      initialBackoffMs: settings.restartBackoffMs,
       script: path.resolve(here, "../jobapi/server.js"),
       env: {
         JOBAPI_PORT: String(settings.jobApiPort),
@@ -166,10 +170,12 @@ async function main(): Promise<void> {
       logger: logger.child({ component: "durable" }),
       activityConcurrency: settings.activityConcurrency,
     });
-    const rpcServer = http.createServer(createManagementApi(engine, logger, DURABLE_BASE_PATH));
+    // Loopback only, and keyed like the Functions host's system key: a new key per start.
+    const durableKey = randomBytes(24).toString("base64url");
+    const rpcServer = http.createServer(createManagementApi(engine, logger, DURABLE_BASE_PATH, { key: durableKey }));
     const rpcPort = await listen(rpcServer, 0, "127.0.0.1");
     stops.push(() => close(rpcServer));
-    const rpcBaseUrl = `http://127.0.0.1:${rpcPort}${DURABLE_BASE_PATH}`;
+    const rpcBaseUrl = `http://127.0.0.1:${rpcPort}${DURABLE_BASE_PATH}${durableKey}/`;
     const mgmt = `${rpcBaseUrl}instances/INSTANCEID`;
     clientInput = {
       taskHubName: settings.taskHubName,
@@ -188,7 +194,7 @@ async function main(): Promise<void> {
         resumePostUri: `${mgmt}/resume?reason={text}`,
       },
       baseUrl: rpcBaseUrl,
-      requiredQueryStringParameters: "",
+      requiredQueryStringParameters: `code=${durableKey}`,
       rpcBaseUrl,
     };
     // Before resuming work: repair or fail what a crash left half-written (issue 15).

@@ -7,6 +7,7 @@ import { PassThrough, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { gzipSync } from "node:zlib";
 import { describeCloudAuthorizationError } from "../../shared/auth/cloud-authorization.js";
+import { userFacingBlastError } from "../../shared/blast/blast-diagnostics.js";
 import { batchQueries, parseQueryFasta, toFasta } from "../../shared/blast/fasta.js";
 import { type BlastOptions, toBlastArgs } from "../../shared/blast/options.js";
 import { type BlastProgram, QUERY_BATCH_LETTERS, queryMolecule } from "../../shared/blast/programs.js";
@@ -667,9 +668,11 @@ export class JobDispatcher {
         return { stored };
       } catch (error) {
         if (signal.aborted) throw signal.reason;
+        const raw = error instanceof Error ? error.message : String(error);
         const refusal = describeCloudAuthorizationError(error);
-        lastError = refusal?.message ?? (error instanceof Error ? error.message : String(error));
-        this.o.logger.warn("shard attempt failed", { job_id: job.job_id, shard: shard.id, attempt, error: lastError });
+        // The raw diagnostics (toolkit paths, line numbers) to the log; a readable message to the job.
+        this.o.logger.warn("shard attempt failed", { job_id: job.job_id, shard: shard.id, attempt, error: raw });
+        lastError = refusal?.message ?? userFacingBlastError(raw);
         // Out of memory, no node large enough, no image, a missing role: another attempt would fail the same way.
         if ((error instanceof ShardFailedError && !error.retryable) || refusal) break;
       }

@@ -1,10 +1,11 @@
 import { parseQueryFasta } from "../../shared/blast/fasta.js";
 import { type BlastOptions, validateOptionsForProgram } from "../../shared/blast/options.js";
-import { type BlastProgram, databaseMolecule, queryMolecule } from "../../shared/blast/programs.js";
-import { ConflictError, DependencyUnavailableError, NotFoundError, QueueFullError, ValidationError } from "../../shared/errors.js";
+import { type BlastProgram, queryMolecule } from "../../shared/blast/programs.js";
+import { ConflictError, DependencyUnavailableError, NotFoundError, QueueFullError } from "../../shared/errors.js";
 import type { Logger } from "../../shared/logging/logger.js";
 import type { ArtifactStore } from "./artifact-store.js";
 import type { DatabaseCatalog } from "../../shared/databases/database-catalog.js";
+import { requireDatabaseFit } from "../../shared/databases/database-fit.js";
 import { compareForDispatch, type JobDispatcher } from "./dispatcher.js";
 import type { JobStore } from "./job-store.js";
 import { type JobRecord, type JobStatus, newJobId, newJobRecord, PRIORITY_NAMES, type SubmissionSource, TERMINAL_STATUSES } from "../../shared/jobs/model.js";
@@ -14,6 +15,9 @@ import { longPoll } from "../../shared/http/long-poll.js";
 
 /** How long a key claimed by a submit whose job does not exist yet counts as that submit's. */
 const CLAIM_IN_PROGRESS_MS = 60_000;
+
+/** How long a listing of the queue serves admissions (a burst of submits lists it once, not per submit). */
+const ADMISSION_LISTING_MAX_AGE_MS = 1000;
 
 /** How often a waiting status request re-reads the job for changes it was not told about. */
 const STATUS_RECHECK_MS = 1000;
@@ -69,28 +73,29 @@ function priorityValue(p: Submission["priority"]): number {
  * idempotency. It answers with job records; the routes render them.
  */
 export class JobService {
+  /**
+   * Admission's critical sections, one after another: listing the queue and reserving a place,
+   * and giving a reservation back. A burst of submits thus never queues more than the limit.
+   */
+  private admission: Promise<unknown> = Promise.resolve();
+  /** Jobs admitted whose record may not be visible to a listing yet. */
+  private readonly reserved = new Map<string, JobRecord>();
+  /** The creation time of the last job admitted here, so the next is strictly later. */
+  private lastAdmittedMs = 0;
+  /** The queued jobs as last listed, plus those admitted here since (see {@link admit}). */
+  private queuedSnapshot: { jobs: Map<string, JobRecord>; at: number } | undefined;
+
   constructor(private readonly o: JobServiceOptions) {}
+
+  private serially<T>(step: () => Promise<T> | T): Promise<T> {
+    const run = this.admission.then(step);
+    this.admission = run.catch(() => {});
+    return run;
+  }
 
   async submit(s: Submission): Promise<SubmitOutcome> {
     const program = s.program as BlastProgram;
-    const db = await this.o.catalog.get(s.db);
-    if (!db) {
-      throw new ValidationError([{ loc: ["body", "db"], msg: `unknown database '${s.db}' (see GET /v1/databases)`, type: "value_error" }]);
-    }
-    if (db.manifest.type !== databaseMolecule(program)) {
-      throw new ValidationError([
-        {
-          loc: ["body", "db"],
-          msg: `${program} searches a ${databaseMolecule(program) === "nucl" ? "nucleotide" : "protein"} database; '${s.db}' is ${db.manifest.type === "nucl" ? "nucleotide" : "protein"}`,
-          type: "value_error",
-        },
-      ]);
-    }
-    if (s.execution_profile === "sharded" && db.manifest.partitions.length === 0) {
-      throw new ValidationError([
-        { loc: ["body", "execution_profile"], msg: `database '${s.db}' has no prepared partitions`, type: "value_error" },
-      ]);
-    }
+    const db = requireDatabaseFit(program, s.db, await this.o.catalog.get(s.db), s.execution_profile);
     if (s.blast_options) validateOptionsForProgram(program, s.blast_options, s.source === "facade" ? "options" : "blast_options");
     const records = parseQueryFasta(s.query_fasta, queryMolecule(program));
 
@@ -102,14 +107,14 @@ export class JobService {
     }
 
     try {
-      const queued = await this.admit();
-      const job = newJobRecord({
+      const blastVersion = await this.o.blastVersion();
+      const { job, queued } = await this.admit((admittedAt) => newJobRecord({
         job_id: jobId,
         program,
         db_name: db.manifest.name,
         db_version: db.manifest.version,
         db_location: db.location,
-        blast_version: await this.o.blastVersion(),
+        blast_version: blastVersion,
         blast_options: (s.blast_options ?? {}) as Record<string, unknown>,
         priority: priorityValue(s.priority),
         execution_profile: s.execution_profile ?? "standard",
@@ -120,19 +125,13 @@ export class JobService {
         fingerprint: fp,
         query_count: records.length,
         query_letters: records.reduce((n, r) => n + r.sequence.length, 0),
-      });
-      // Its release must survive newer prepares while the job waits in the queue (marked before
-      // the job exists, so the dispatcher's let-go at its end always comes after).
-      const held = this.o.catalog.hold(job.db_name, job.db_version, jobId).catch((error: unknown) => {
-        this.o.logger.warn("could not mark the database release in use", { job_id: jobId, error });
-      });
+      }, admittedAt));
       try {
-        await Promise.all([this.o.artifacts.putText(jobId, "query.fa", s.query_fasta), held]);
-        await this.o.jobs.create(job);
-      } catch (error) {
-        await held;
-        await this.o.catalog.release(job.db_name, job.db_version, jobId).catch(() => {});
-        throw error;
+        await this.store(job, s.query_fasta);
+      } finally {
+        // Given back only between two admissions' listings: a listing either sees the job or
+        // counts its reservation, never neither.
+        await this.serially(() => this.reserved.delete(jobId));
       }
       this.o.dispatcher.submitted(jobId, s.query_fasta);
       this.o.logger.info("job accepted", { job_id: jobId, program, db: job.db_name, queries: job.query_count, source: s.source });
@@ -140,6 +139,24 @@ export class JobService {
       return { job, replayed: false, queuePosition: 1 + queued.filter((j) => compareForDispatch(j, job) < 0).length };
     } catch (error) {
       if (s.idempotency_key) await this.o.jobs.releaseKey(s.idempotency_key, jobId);
+      throw error;
+    }
+  }
+
+  /** Stores an admitted job's query and record, its database release marked in use. */
+  private async store(job: JobRecord, queryFasta: string): Promise<void> {
+    const jobId = job.job_id;
+    // Its release must survive newer prepares while the job waits in the queue (marked before
+    // the job exists, so the dispatcher's let-go at its end always comes after).
+    const held = this.o.catalog.hold(job.db_name, job.db_version, jobId).catch((error: unknown) => {
+      this.o.logger.warn("could not mark the database release in use", { job_id: jobId, error });
+    });
+    try {
+      await Promise.all([this.o.artifacts.putText(jobId, "query.fa", queryFasta), held]);
+      await this.o.jobs.create(job);
+    } catch (error) {
+      await held;
+      await this.o.catalog.release(job.db_name, job.db_version, jobId).catch(() => {});
       throw error;
     }
   }
@@ -176,14 +193,40 @@ export class JobService {
     throw new ConflictError("idempotency_key is being claimed concurrently; retry");
   }
 
-  /** Refuses a submit while the queue is full; returns the jobs queued now. */
-  private async admit(): Promise<JobRecord[]> {
-    const queued: JobRecord[] = [];
-    for await (const j of this.o.jobs.list(["queued"])) queued.push(j);
-    if (queued.length >= this.o.maxQueuedJobs) {
-      throw new QueueFullError(`the queue is full (${queued.length} jobs waiting); retry later`, this.o.retryAfterSeconds);
-    }
-    return queued;
+  /**
+   * Refuses a submit while the queue is full, else builds its job (created now: admission order is
+   * creation order, so each admitted job's queue position is its own) and reserves it a place.
+   * Returns the job and the jobs queued before it was admitted (stored ones and those admitted but
+   * not yet stored). Atomic within this process. A listing under a second old is reused: it can
+   * only over-count, so a refusal is always decided on a fresh one, and its count is exact.
+   */
+  private admit(build: (admittedAt: Date) => JobRecord): Promise<{ job: JobRecord; queued: JobRecord[] }> {
+    return this.serially(async () => {
+      const fresh = async () => {
+        const listed = new Map<string, JobRecord>();
+        for await (const j of this.o.jobs.list(["queued"])) listed.set(j.job_id, j);
+        this.queuedSnapshot = { jobs: listed, at: Date.now() };
+        return listed;
+      };
+      // The queue only shrinks between listings but for what this process admits (added below),
+      // so a recent listing can only over-count: it may admit, never refuse. A refusal re-lists.
+      const recent = this.queuedSnapshot && Date.now() - this.queuedSnapshot.at < ADMISSION_LISTING_MAX_AGE_MS ? this.queuedSnapshot.jobs : undefined;
+      const waitingOf = (listed: Map<string, JobRecord>) => {
+        const all = new Map(listed);
+        for (const [id, reserved] of this.reserved) if (!all.has(id)) all.set(id, reserved);
+        return all;
+      };
+      let queued = waitingOf(recent ?? (await fresh()));
+      if (recent && queued.size >= this.o.maxQueuedJobs) queued = waitingOf(await fresh());
+      if (queued.size >= this.o.maxQueuedJobs) {
+        throw new QueueFullError(`the queue is full (${queued.size} jobs waiting); retry later`, this.o.retryAfterSeconds);
+      }
+      this.lastAdmittedMs = Math.max(Date.now(), this.lastAdmittedMs + 1);
+      const job = build(new Date(this.lastAdmittedMs));
+      this.reserved.set(job.job_id, job);
+      this.queuedSnapshot?.jobs.set(job.job_id, job);
+      return { job, queued: [...queued.values()] };
+    });
   }
 
   /** 1-based position among queued jobs in dispatch order; null once the job left the queue. */

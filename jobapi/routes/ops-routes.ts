@@ -1,15 +1,22 @@
 import os from "node:os";
 import { type DatabaseCatalog, databaseSummary } from "../../shared/databases/database-catalog.js";
 import { jsonResult } from "../../shared/http/envelope.js";
+import type { Logger } from "../../shared/logging/logger.js";
 import type { ApiTokenService } from "../../shared/secrets/api-tokens.js";
 import type { JobApiConfig } from "../config.js";
 import type { JobApiRoute } from "../http.js";
 import type { ArtifactStore } from "../jobs/artifact-store.js";
 import type { JobStore } from "../jobs/job-store.js";
 import { errorResponse, JOB_API_VERSION, secured, unauthorized } from "../openapi.js";
+import { createReadinessState } from "./readiness-state.js";
 
-/** How long each readiness check may take before it counts as unavailable. */
-const READY_CHECK_TIMEOUT_MS = 2000;
+/**
+ * How long each readiness check may take before it counts as unavailable. Storage answering a ping
+ * in 2–5 s under a burst of submits is busy, not down; beyond 5 s it is treated as unavailable.
+ */
+const READY_CHECK_TIMEOUT_MS = 5000;
+/** How long after its last answer a check that only times out still counts as ok. */
+const READY_SLOW_GRACE_MS = 15_000;
 
 export interface OpsRouteOptions {
   config: Pick<JobApiConfig, "maxActiveJobs" | "maxQueuedJobs" | "bodyLimitBytes" | "shardConcurrency" | "threadsPerShard" | "nodeMemoryBytes">;
@@ -23,10 +30,47 @@ export interface OpsRouteOptions {
   activeJobs: () => number;
   /** Whether this process holds the dispatch lease (runs jobs) or stands by (serves the API only). */
   dispatchRole: () => "active" | "standby";
+  /** Where failing readiness checks are logged. */
+  logger: Logger;
 }
 
 /** Liveness, readiness, configuration, capacity and the database list. */
 export function createOpsRoutes(o: OpsRouteOptions): JobApiRoute[] {
+  /** When each check last answered; a check that is only slow stays ok for a while after that. */
+  const lastAnswered = new Map<string, number>();
+  const readiness = createReadinessState(async () => {
+    const checks: Record<string, string> = {};
+    const probe = async (name: string, run: () => Promise<unknown>) => {
+      let timedOut = false;
+      try {
+        await Promise.race([
+          run(),
+          new Promise((_, reject) =>
+            setTimeout(() => {
+              timedOut = true;
+              reject(new Error(`no answer within ${READY_CHECK_TIMEOUT_MS} ms`));
+            }, READY_CHECK_TIMEOUT_MS).unref(),
+          ),
+        ]);
+        lastAnswered.set(name, Date.now());
+        checks[name] = "ok";
+      } catch (error) {
+        // Busy, not down: a dependency that answered moments ago and is slow under a burst (every
+        // long poll reads storage) keeps the service ready; one that refuses or errs does not.
+        const busy = timedOut && Date.now() - (lastAnswered.get(name) ?? 0) < READY_SLOW_GRACE_MS;
+        o.logger.warn(busy ? "readiness check slow" : "readiness check failed", { check: name, error });
+        checks[name] = busy ? "ok" : "unavailable";
+      }
+    };
+    await Promise.all([
+      probe("storage", () => Promise.all([o.jobs.ping(), o.artifacts.ping()])),
+      probe("blast", () => o.blastVersion()),
+      probe("api_token", async () => {
+        if (!(await o.tokens.state())) throw new Error("no API token configured");
+      }),
+    ]);
+    return checks;
+  });
   return [
     {
       method: "GET",
@@ -40,27 +84,8 @@ export function createOpsRoutes(o: OpsRouteOptions): JobApiRoute[] {
       path: "/v1/ready",
       public: true,
       openapi: { summary: "Readiness (storage, BLAST+, token store)", responses: { "200": { description: "ready" }, "503": errorResponse("a dependency is unavailable") } },
-      handler: async (_req, { requestId, logger }) => {
-        const checks: Record<string, string> = {};
-        const probe = async (name: string, run: () => Promise<unknown>) => {
-          try {
-            await Promise.race([
-              run(),
-              new Promise((_, reject) => setTimeout(() => reject(new Error(`no answer within ${READY_CHECK_TIMEOUT_MS} ms`)), READY_CHECK_TIMEOUT_MS).unref()),
-            ]);
-            checks[name] = "ok";
-          } catch (error) {
-            logger.warn("readiness check failed", { check: name, error });
-            checks[name] = "unavailable";
-          }
-        };
-        await Promise.all([
-          probe("storage", () => Promise.all([o.jobs.ping(), o.artifacts.ping()])),
-          probe("blast", () => o.blastVersion()),
-          probe("api_token", async () => {
-            if (!(await o.tokens.state())) throw new Error("no API token configured");
-          }),
-        ]);
+      handler: async (_req, { requestId }) => {
+        const checks = await readiness.current();
         const failing = Object.entries(checks)
           .filter(([, v]) => v !== "ok")
           .map(([k]) => k);

@@ -1,5 +1,6 @@
 import type http from "node:http";
 import type { Logger } from "../../shared/logging/logger.js";
+import { secretsEqual } from "../../shared/secrets/api-tokens.js";
 import {
   type DurableEngine,
   InstanceNotFoundError,
@@ -23,6 +24,27 @@ async function readBody(req: http.IncomingMessage): Promise<string> {
   return Buffer.concat(chunks).toString("utf8");
 }
 
+/** Options of {@link createManagementApi}. */
+export interface ManagementApiOptions {
+  /**
+   * Required of every call, like the Functions host's system key: as the first path segment
+   * after the base path (the durable client's base URL carries it there, since the client
+   * resolves relative paths and would drop a query), the `code` query parameter, or the
+   * `x-functions-key` header. Compared in constant time.
+   */
+  key?: string;
+}
+
+function presentsKey(req: http.IncomingMessage, base: string, key: string): boolean {
+  const url = new URL(req.url ?? "/", "http://localhost");
+  const header = req.headers["x-functions-key"];
+  const segment = url.pathname.startsWith(base) ? (url.pathname.slice(base.length).split("/")[0] ?? "") : "";
+  let ok = secretsEqual(segment, key);
+  ok = secretsEqual(url.searchParams.get("code") ?? "", key) || ok;
+  ok = secretsEqual(typeof header === "string" ? header : "", key) || ok;
+  return ok;
+}
+
 function send(res: http.ServerResponse, status: number, body?: unknown, headers: Record<string, string> = {}): void {
   const text = body === undefined ? "" : JSON.stringify(body);
   res.writeHead(status, { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(text), ...headers });
@@ -40,14 +62,20 @@ function jsonOrNull(text: string): string {
  * `df.getClient(context)` works unchanged: start, status, list (paged with
  * `x-ms-continuation-token`), raise event, terminate, suspend, resume and purge.
  */
-export function createManagementApi(engine: DurableEngine, logger: Logger, basePath: string): http.RequestListener {
+export function createManagementApi(engine: DurableEngine, logger: Logger, basePath: string, options: ManagementApiOptions = {}): http.RequestListener {
   const base = basePath.endsWith("/") ? basePath : `${basePath}/`;
+  const { key } = options;
   return (req, res) => {
+    if (key !== undefined && !presentsKey(req, base, key)) {
+      req.resume();
+      send(res, 401, { message: "a valid key is required (the code query parameter, x-functions-key, or the keyed base URL)" });
+      return;
+    }
     handle(req, res).catch((error: unknown) => {
       if (error instanceof InstanceNotFoundError) return send(res, 404, { message: error.message });
       if (error instanceof InstanceStateError) return send(res, 410, { message: error.message });
       if (error instanceof OrchestratorNotFoundError) return send(res, 400, { message: error.message });
-      if (error instanceof SyntaxError || error instanceof RangeError) return send(res, 400, { message: error.message });
+      if (error instanceof SyntaxError || error instanceof RangeError || error instanceof URIError) return send(res, 400, { message: error.message });
       logger.error("durable management API failure", { error });
       send(res, 500, { message: "internal server error" });
     });
@@ -61,6 +89,10 @@ export function createManagementApi(engine: DurableEngine, logger: Logger, baseP
       .split("/")
       .filter((p) => p !== "")
       .map((p) => decodeURIComponent(p));
+    // The keyed base URL (what the durable client is given): its key segment is not a route part.
+    const keyed = key !== undefined && parts[0] !== undefined && secretsEqual(parts[0], key);
+    if (keyed) parts.shift();
+    const routeBase = keyed ? `${base}${encodeURIComponent(key)}/` : base;
     const method = req.method ?? "GET";
     const reason = url.searchParams.get("reason") ?? "";
 
@@ -71,7 +103,7 @@ export function createManagementApi(engine: DurableEngine, logger: Logger, baseP
       const input = jsonOrNull(await readBody(req));
       try {
         const id = await engine.startNew(name, instanceId, input);
-        return send(res, 202, { id }, { Location: `${base}instances/${encodeURIComponent(id)}` });
+        return send(res, 202, { id }, { Location: `${routeBase}instances/${encodeURIComponent(id)}` });
       } catch (error) {
         if (error instanceof InstanceStateError) return send(res, 409, { message: error.message });
         throw error;

@@ -97,13 +97,23 @@ function showChar(text: string, at: number): string {
   return `U+${code.toString(16).toUpperCase().padStart(4, "0")}`;
 }
 
-/** A header as quoted in messages: bounded length, control characters replaced. */
+/**
+ * Beyond ASCII: BLAST+ 2.12 accepts such a header, then its XML writer throws CStringException on
+ * every attempt, so a job carrying one is certain to fail.
+ */
+function isNonAscii(code: number): boolean {
+  return code > 126;
+}
+
+/** A header as quoted in messages: bounded length, control and non-ASCII characters replaced. */
 function quoteHeader(header: string): string {
   let shown = "";
-  for (const ch of header.length > 60 ? `${header.slice(0, 60)}…` : header) {
-    shown += isHeaderControl(ch.charCodeAt(0)) ? "?" : ch;
+  const bounded = header.length > 60 ? header.slice(0, 60) : header;
+  for (const ch of bounded) {
+    const code = ch.codePointAt(0) ?? 0;
+    shown += isHeaderControl(code) || isNonAscii(code) ? "?" : ch;
   }
-  return `'>${shown}'`;
+  return `'>${shown}${bounded.length < header.length ? "…" : ""}'`;
 }
 
 /**
@@ -152,7 +162,8 @@ class IssueLimitReached extends Error {}
  *   BLAST 2.12 drops them (with a warning), so coordinates match what BLAST searched. Digits and
  *   every other character are refused; the first bad character of a record is reported with its
  *   line and column. A record with no letters is refused (BLAST fails the whole run on one).
- * - Headers may not contain control characters (they would corrupt BLAST's XML report).
+ * - Headers may not contain control characters (they would corrupt BLAST's XML report) nor
+ *   characters beyond ASCII (BLAST+ 2.12 accepts them, then fails writing its XML report).
  * - Every {@link FastaLimits} bound is enforced, each with its own message and type `too_long`.
  *
  * Runs in time linear in the text (a single pass, no regular expressions). At most 20 issues are
@@ -264,6 +275,10 @@ export function parseQueryFasta(
     for (let i = 0; i < header.length; i++) {
       if (isHeaderControl(header.charCodeAt(i))) {
         recordIssue(current, `has a control character ${showChar(header, i)} in its header at line ${lineNo}`, "value_error");
+        return;
+      }
+      if (isNonAscii(header.charCodeAt(i))) {
+        recordIssue(current, `has a non-ASCII character ${showChar(header, i)} in its header at line ${lineNo}: BLAST+ writes only ASCII headers`, "value_error");
         return;
       }
     }

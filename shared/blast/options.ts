@@ -35,6 +35,11 @@ export const SCORING_MATRICES = [
   "PAM250",
 ] as const;
 
+/** {@link SCORING_MATRICES} in any letter case, e.g. `[Bb][Ll][Oo]...` (JSON Schema patterns have no flags). */
+const SCORING_MATRIX_PATTERN = new RegExp(
+  `^(?:${SCORING_MATRICES.map((m) => [...m].map((c) => (/[A-Za-z]/.test(c) ? `[${c.toUpperCase()}${c.toLowerCase()}]` : c)).join("")).join("|")})$`,
+);
+
 /** One of {@link SCORING_MATRICES}. */
 export type ScoringMatrix = (typeof SCORING_MATRICES)[number];
 
@@ -124,6 +129,13 @@ export const blastOptionsSchema = z.strictObject({
   /** Scoring matrix (`-matrix`), case-insensitive, normalised to upper case; protein scoring only. */
   matrix: z
     .string({ error: `matrix must be one of ${SCORING_MATRICES.join(", ")}` })
+    // What is accepted, for the OpenAPI document: the same set in any letter case (the pipe below
+    // validates; a test checks the pattern and the validator agree).
+    .meta({
+      pattern: SCORING_MATRIX_PATTERN.source,
+      description: `One of ${SCORING_MATRICES.join(", ")}, in any letter case (normalised to upper case).`,
+      examples: [...SCORING_MATRICES],
+    })
     .transform((value) => value.toUpperCase())
     .pipe(z.enum(SCORING_MATRICES, { error: `matrix must be one of ${SCORING_MATRICES.join(", ")}` }))
     .optional(),

@@ -4,6 +4,8 @@ import { validateOptionsForProgram } from "../blast/options.js";
 import { queryMolecule } from "../blast/programs.js";
 import { NotFoundError } from "../errors.js";
 import { requestFingerprint } from "../http/idempotency.js";
+import type { DatabaseCatalog } from "../databases/database-catalog.js";
+import { requireDatabaseFit } from "../databases/database-fit.js";
 import type { Logger } from "../logging/logger.js";
 import type { AuditLog } from "../ops/audit.js";
 import type { OrchestrationClient } from "../ops/orchestration-client.js";
@@ -27,6 +29,11 @@ export interface DashboardJobServiceDependencies {
   logger: Logger;
   /** How often the submit orchestration polls the job API; a queued operation's `poll_after_seconds`. */
   pollIntervalSeconds: number;
+  /**
+   * The job API's database catalog, when this process can read it: a submit for a database the
+   * job API does not know (or cannot search with the program) is then refused with 422 at once.
+   */
+  databases?: Pick<DatabaseCatalog, "get">;
 }
 
 /** A dashboard job with the operation that carries it out. */
@@ -109,6 +116,7 @@ export function createDashboardJobService(dependencies: DashboardJobServiceDepen
       if (request.options) validateOptionsForProgram(program, request.options, "options");
       const records = parseQueryFasta(request.query_fasta, queryMolecule(program));
       const executionProfile = request.execution_profile ?? "standard";
+      if (dependencies.databases) requireDatabaseFit(program, request.db, await dependencies.databases.get(request.db), executionProfile);
       const priority = request.priority ?? null;
       const now = new Date().toISOString();
       const { job: stored, created } = await record(

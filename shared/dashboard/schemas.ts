@@ -33,7 +33,9 @@ export const dashboardResultsQuerySchema = z.object({ content: z.enum(["full", "
 
 /** A dashboard job id must be a UUID; an OpenAPI job id here is 400, as the reverse is on the job API. */
 export const dashboardJobPathSchema = z.object({
-  uuid: z.string().refine((v) => !JOB_ID_PATTERN.test(v), "this is an OpenAPI job id; use it on the job API's /v1/jobs/{job_id} routes").pipe(z.string().regex(UUID_PATTERN, "expected a dashboard job UUID")),
+  uuid: z.string().refine((v) => !JOB_ID_PATTERN.test(v), "this is an OpenAPI job id; use it on the job API's /v1/jobs/{job_id} routes").pipe(z.string().regex(UUID_PATTERN, "expected a dashboard job UUID"))
+    // Stored lower-case: any letter case names the same job (a UUID is case-insensitive).
+    .transform((v) => v.toLowerCase()),
 });
 
 export type DashboardSubmitRequest = z.infer<typeof dashboardSubmitSchema>;

@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import { type FieldIssue, InvalidRequestError, PayloadTooLargeError, ValidationError } from "../errors.js";
+import { type BodyStream, readBodyText } from "./read-body.js";
 
 /** Where a field came from, as the first element of `loc` (FastAPI style: body, query, path). */
 export type FieldSource = "body" | "query" | "path" | "header";
@@ -63,6 +64,8 @@ export interface HttpRequestLike {
   readonly headers: Headers;
   readonly query: URLSearchParams;
   readonly params: Record<string, string>;
+  /** The body as a stream, when the transport has one (the Functions app): read counting bytes. */
+  readonly body?: BodyStream | null;
   text(): Promise<string>;
 }
 
@@ -83,7 +86,8 @@ export async function parseJsonBody<S extends z.ZodType>(
   }
   const declared = Number(request.headers.get("content-length") ?? "0");
   if (declared > limitBytes) throw new PayloadTooLargeError(limitBytes);
-  const text = await request.text();
+  // Counted while read, whatever the framing: a chunked upload has no Content-Length to check.
+  const text = request.body !== undefined ? await readBodyText(request.body, limitBytes) : await request.text();
   if (Buffer.byteLength(text) > limitBytes) throw new PayloadTooLargeError(limitBytes);
   let raw: unknown;
   try {

@@ -9,8 +9,8 @@ export interface DiagnosticsServiceDependencies {
   /** The durable client port: the task hub whose instances are the queues. */
   orchestrations: OrchestrationClient;
   taskHubName: string;
-  /** The no-op's rate limit: takes a slot and answers the seconds to wait (0: go ahead). */
-  noopLimiter: { take(): number };
+  /** The no-op's rate limit, per client: takes a slot and answers the seconds to wait (0: go ahead). */
+  noopLimiter: { take(client: string): number };
   /** The request's logger. */
   logger: Logger;
 }
@@ -42,9 +42,12 @@ export function createDiagnosticsService(dependencies: DiagnosticsServiceDepende
   return {
     getQueueDiagnostics,
 
-    /** Enqueues a no-op carrying `message`; QueueFullError (with the wait) beyond the rate limit. */
-    async enqueueNoop(message: string): Promise<QueueDiagnostics & { task_id: string; status: "PENDING" }> {
-      const waitSeconds = noopLimiter.take();
+    /**
+     * Enqueues a no-op carrying `message`; QueueFullError (with the wait) beyond `client`'s rate
+     * limit (its address: one caller's flood leaves the others their share).
+     */
+    async enqueueNoop(message: string, client = "unknown"): Promise<QueueDiagnostics & { task_id: string; status: "PENDING" }> {
+      const waitSeconds = noopLimiter.take(client);
       if (waitSeconds > 0) throw new QueueFullError("too many no-op diagnostics; try again later", waitSeconds);
       const taskId = await orchestrations.startNew(Orchestrations.noop, { input: { message } });
       logger.info("no-op diagnostic enqueued", { task_id: taskId });

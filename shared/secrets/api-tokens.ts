@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
-import { mkdir, readFile } from "node:fs/promises";
+import { mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { writeFileDurably } from "../storage/durable-file.js";
 
@@ -7,6 +7,37 @@ import { writeFileDurably } from "../storage/durable-file.js";
 export interface SecretStore {
   get(name: string): Promise<string | undefined>;
   set(name: string, value: string): Promise<void>;
+  /**
+   * Reads, changes and writes one secret with no other update in between, across processes (a
+   * compare-and-swap). Stores that cannot (Key Vault keeps the last write) leave it out; callers
+   * then write and check what landed (see {@link ApiTokenService.rotate}).
+   */
+  update?(name: string, change: (value: string | undefined) => string): Promise<string>;
+}
+
+/** How long a lock file may sit before it counts as left behind by a process that died. */
+const STALE_LOCK_MS = 10_000;
+
+/** Holds `<file>.lock` (created exclusively) while `work` runs; other processes wait their turn. */
+async function withLockFile<T>(file: string, work: () => Promise<T>): Promise<T> {
+  const lock = `${file}.lock`;
+  for (let waited = 0; ; waited += 10) {
+    try {
+      await writeFile(lock, String(process.pid), { flag: "wx", mode: 0o600 });
+      break;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      const since = await stat(lock).then((s) => Date.now() - s.mtimeMs, () => 0);
+      if (since > STALE_LOCK_MS) await rm(lock, { force: true });
+      else if (waited > 4 * STALE_LOCK_MS) throw new Error("secret store is locked");
+      else await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+  try {
+    return await work();
+  } finally {
+    await rm(lock, { force: true });
+  }
 }
 
 /** A folder of secret files (mode 0600), one per name; the local stack's stand-in for Key Vault. */
@@ -15,7 +46,7 @@ export function createFileSecretStore(dir: string): SecretStore {
     if (!/^[a-z0-9-]{1,64}$/.test(name)) throw new Error("invalid secret name");
     return path.join(dir, name);
   };
-  return {
+  const store: Required<SecretStore> = {
     async get(name) {
       try {
         return await readFile(file(name), "utf8");
@@ -29,7 +60,16 @@ export function createFileSecretStore(dir: string): SecretStore {
       // Durable before the caller acknowledges a regenerated token: a power cut must not bring back the old one.
       await writeFileDurably(file(name), value, { mode: 0o600 });
     },
+    async update(name, change) {
+      await mkdir(dir, { recursive: true, mode: 0o700 });
+      return withLockFile(file(name), async () => {
+        const next = change(await store.get(name));
+        await store.set(name, next);
+        return next;
+      });
+    },
   };
+  return store;
 }
 
 export const API_TOKEN_SECRET = "jobapi-api-token";
@@ -38,6 +78,46 @@ export const API_TOKEN_SECRET = "jobapi-api-token";
 export interface ApiTokenState {
   current: { value: string; created_at: string };
   previous?: { value: string; rotated_at: string; valid_until: string };
+  /**
+   * Tokens replaced before `previous` whose grace has not ended: a burst of rotations must not cut
+   * off the token clients were using before it. Expired ones are dropped at each rotation.
+   */
+  earlier?: { value: string; valid_until: string }[];
+}
+
+/** Grace tokens kept at most; a burst longer than this within one grace period drops the oldest. */
+const MAX_GRACE_TOKENS = 32;
+
+/** `state` rotated to `token`: its current token and every unexpired predecessor stay valid for their grace. */
+function rotatedState(old: ApiTokenState | undefined, token: string, now: Date, graceSeconds: number): ApiTokenState {
+  const state: ApiTokenState = { current: { value: token, created_at: now.toISOString() } };
+  if (!old || graceSeconds <= 0) return state;
+  state.previous = {
+    value: old.current.value,
+    rotated_at: now.toISOString(),
+    valid_until: new Date(now.getTime() + graceSeconds * 1000).toISOString(),
+  };
+  const earlier = [...(old.previous ? [old.previous] : []), ...(old.earlier ?? [])]
+    .filter((t) => new Date(t.valid_until) > now)
+    .map((t) => ({ value: t.value, valid_until: t.valid_until }))
+    .slice(0, MAX_GRACE_TOKENS - 1);
+  if (earlier.length > 0) state.earlier = earlier;
+  return state;
+}
+
+/** The state with `token` (handed out by a rotation another writer overwrote) kept valid for the grace. */
+function withGraceToken(state: ApiTokenState, token: string, now: Date, graceSeconds: number): ApiTokenState {
+  const validUntil = new Date(now.getTime() + graceSeconds * 1000).toISOString();
+  return { ...state, earlier: [{ value: token, valid_until: validUntil }, ...(state.earlier ?? [])].slice(0, MAX_GRACE_TOKENS - 1) };
+}
+
+/** Every token the state accepts at `now`, current first. */
+function validTokens(state: ApiTokenState, now: Date): string[] {
+  const out = [state.current.value];
+  for (const t of [...(state.previous ? [state.previous] : []), ...(state.earlier ?? [])]) {
+    if (new Date(t.valid_until) > now) out.push(t.value);
+  }
+  return out;
 }
 
 function digest(value: string): Buffer {
@@ -113,17 +193,28 @@ export class ApiTokenService {
   }
 
   private async rotateNow(graceSeconds: number): Promise<ApiTokenState> {
-    const old = await this.state({ fresh: true });
+    const token = generateApiToken();
     const now = this.now();
-    const state: ApiTokenState = { current: { value: generateApiToken(), created_at: now.toISOString() } };
-    if (old && graceSeconds > 0) {
-      state.previous = {
-        value: old.current.value,
-        rotated_at: now.toISOString(),
-        valid_until: new Date(now.getTime() + graceSeconds * 1000).toISOString(),
-      };
+    const { update } = this.secrets;
+    if (update) {
+      // Compare-and-swap: no other process's rotation lands between the read and the write.
+      let state!: ApiTokenState;
+      await update.call(this.secrets, API_TOKEN_SECRET, (text) => {
+        state = rotatedState(text ? (JSON.parse(text) as ApiTokenState) : undefined, token, now, graceSeconds);
+        return JSON.stringify(state);
+      });
+      this.cache = { state, at: Date.now() };
+      return state;
     }
+    // Last write wins (Key Vault): write, read back, and while another writer's state has replaced
+    // ours, write theirs again with our token kept for the grace period.
+    const state = rotatedState(await this.state({ fresh: true }), token, now, graceSeconds);
     await this.write(state);
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const landed = await this.state({ fresh: true });
+      if (!landed || validTokens(landed, this.now()).includes(token)) break;
+      await this.write(withGraceToken(landed, token, now, graceSeconds));
+    }
     return state;
   }
 
@@ -149,10 +240,8 @@ export class ApiTokenService {
   }
 
   private accepts(state: ApiTokenState, presented: string): boolean {
-    let ok = secretsEqual(presented, state.current.value);
-    if (state.previous && new Date(state.previous.valid_until) > this.now()) {
-      ok = secretsEqual(presented, state.previous.value) || ok;
-    }
+    let ok = false;
+    for (const token of validTokens(state, this.now())) ok = secretsEqual(presented, token) || ok;
     return ok;
   }
 

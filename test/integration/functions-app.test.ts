@@ -64,10 +64,10 @@ describe("dashboard backend foundation routes", () => {
     expect(res.headers.get("x-request-id")).toBe("client-trace-0042");
   });
 
-  it("B-161 answers readiness with both dependencies checked", async () => {
+  it("B-161 answers readiness with every dependency checked", async () => {
     const res = await fetch(`${base}/api/health/ready`);
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ status: "ready", checks: { storage: "ok", durable_backend: "ok" } });
+    expect(await res.json()).toEqual({ status: "ready", checks: { storage: "ok", durable_backend: "ok", job_api: "ok" } });
   });
 
   it("B-159 B-185 B-191 accepts a token minted by `npx blastplane token` and returns the caller", async () => {

@@ -8,7 +8,6 @@ import { createJobApiApp } from "../../jobapi/app.js";
 import { loadJobApiConfig } from "../../jobapi/config.js";
 import { ArtifactStore } from "../../jobapi/jobs/artifact-store.js";
 import { DispatchLease } from "../../jobapi/jobs/dispatch-lease.js";
-import { JobDispatcher } from "../../jobapi/jobs/dispatcher.js";
 import { JobService } from "../../jobapi/jobs/job-service.js";
 import { JobStore } from "../../jobapi/jobs/job-store.js";
 import { DEV_ACCOUNT, DEV_ACCOUNT_KEY, type RunningAzurite, startAzurite } from "../../local/azurite.js";
@@ -20,6 +19,7 @@ import { createLogger } from "../../shared/logging/logger.js";
 import { ApiTokenService, createFileSecretStore } from "../../shared/secrets/api-tokens.js";
 import { demoQueries } from "../support/jobapi-client.js";
 import { type LossyProxy, startLossyProxy } from "../support/lossy-proxy.js";
+import { idleDispatcher } from "../support/idle-dispatcher.js";
 
 const root = path.resolve(import.meta.dirname, "../..");
 const logger = createLogger({ level: "error" });
@@ -118,21 +118,7 @@ describe("storage writes the SDK retries after a lost answer", () => {
       const tokens = new ApiTokenService(createFileSecretStore(path.join(dir, "secrets")));
       await tokens.ensure();
       const token = (await tokens.state())?.current.value as string;
-      // Never started: this test is about the submit's writes, not about running the job.
-      const dispatcher = new JobDispatcher({
-        jobs,
-        artifacts,
-        catalog,
-        executor: { name: "none", oneNode: true, run: async () => {} },
-        logger,
-        workDir: path.join(dir, "work"),
-        maxActiveJobs: 1,
-        nodeMemoryBytes: config.nodeMemoryBytes,
-        memoryMarginBytes: 0,
-        threadsPerShard: "auto",
-        shardSlots: 1,
-        shardAttempts: 1,
-      });
+      const dispatcher = idleDispatcher({ jobs, artifacts, catalog, logger, nodeMemoryBytes: config.nodeMemoryBytes, dir });
       const service = new JobService({ jobs, artifacts, catalog, dispatcher, logger, blastVersion, maxQueuedJobs: 10, retryAfterSeconds: 5 });
       const app = createJobApiApp({ config, service, jobs, artifacts, catalog, tokens, logger, blastVersion, executorName: "none", activeJobs: () => 0, dispatchRole: () => "standby" });
       const lost = proxy.loseNextResponse(/^POST \/devstoreaccount1\/lostsubmitjobs\b/);

@@ -18,3 +18,14 @@ export function alive(pid: number): boolean {
     return false;
   }
 }
+
+/** The job API process among the direct children of a local stack's process, if one is running. */
+export function jobApiPidOf(stackPid: number): number | undefined {
+  return childPids(stackPid).find((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("jobapi/server.js") && alive(pid);
+    } catch {
+      return false;
+    }
+  });
+}

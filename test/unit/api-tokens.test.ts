@@ -36,6 +36,71 @@ describe("job API token rotation", () => {
     expect(readdirSync(dir)).toEqual(["jobapi-api-token"]);
   });
 
+  it("B-202 the token in use before a burst of rotations keeps its grace period, whatever the interleaving", async () => {
+    const dir = secretsDir();
+    const tokens = new ApiTokenService(createFileSecretStore(dir));
+    await tokens.ensure();
+    const inUse = (await tokens.state())?.current.value as string;
+    const burst = await Promise.all(Array.from({ length: 5 }, () => tokens.rotate(60)));
+    const reader = new ApiTokenService(createFileSecretStore(dir));
+    expect(await reader.isValid(inUse)).toBe(true);
+    for (const state of burst) expect(await reader.isValid(state.current.value)).toBe(true);
+  });
+
+  it("B-202 rotations in two processes at once keep the token in use and every token handed out valid", async () => {
+    const dir = secretsDir();
+    const first = new ApiTokenService(createFileSecretStore(dir), { cacheMs: 0 });
+    await first.ensure();
+    const inUse = (await first.state())?.current.value as string;
+    const processes = Array.from({ length: 4 }, () => new ApiTokenService(createFileSecretStore(dir), { cacheMs: 0 }));
+    const handedOut = await Promise.all(processes.flatMap((p) => [p.rotate(60), p.rotate(60)]));
+    const reader = new ApiTokenService(createFileSecretStore(dir), { cacheMs: 0 });
+    expect(await reader.isValid(inUse)).toBe(true);
+    for (const state of handedOut) expect(await reader.isValid(state.current.value)).toBe(true);
+  });
+
+  it("B-202 B-201 with a last-write-wins store (Key Vault), rotations in two processes at once keep the token in use and both new tokens valid", async () => {
+    // Key Vault keeps the last write and offers no compare-and-swap: no update() here.
+    let stored: string | undefined;
+    const tick = () => new Promise((r) => setImmediate(r));
+    const lastWriteWins = {
+      async get() {
+        await tick();
+        return stored;
+      },
+      async set(_name: string, value: string) {
+        await tick();
+        stored = value;
+      },
+    };
+    const first = new ApiTokenService(lastWriteWins, { cacheMs: 0 });
+    await first.ensure();
+    const inUse = (await first.state())?.current.value as string;
+    const [a, b] = await Promise.all([new ApiTokenService(lastWriteWins, { cacheMs: 0 }).rotate(60), new ApiTokenService(lastWriteWins, { cacheMs: 0 }).rotate(60)]);
+    const reader = new ApiTokenService(lastWriteWins, { cacheMs: 0 });
+    expect(await reader.isValid(inUse)).toBe(true);
+    expect(await reader.isValid(a.current.value)).toBe(true);
+    expect(await reader.isValid(b.current.value)).toBe(true);
+  });
+
+  it("B-202 a predecessor stops working once its grace period has passed, also after later rotations", async () => {
+    let now = new Date("2026-11-26T00:00:00Z");
+    const tokens = new ApiTokenService(createFileSecretStore(secretsDir()), { cacheMs: 0, now: () => now });
+    await tokens.ensure();
+    const oldest = (await tokens.state())?.current.value as string;
+    const middle = (await tokens.rotate(60)).current.value;
+    now = new Date(now.getTime() + 30_000);
+    const newest = (await tokens.rotate(60)).current.value;
+    expect(await tokens.isValid(oldest)).toBe(true);
+    now = new Date(now.getTime() + 31_000);
+    expect(await tokens.isValid(oldest)).toBe(false);
+    expect(await tokens.isValid(middle)).toBe(true);
+    expect(await tokens.isValid(newest)).toBe(true);
+    now = new Date(now.getTime() + 60_000);
+    expect(await tokens.isValid(middle)).toBe(false);
+    expect(await tokens.isValid(newest)).toBe(true);
+  });
+
   it("concurrent writes of the file store each land whole, with no temporary file left behind", async () => {
     const dir = secretsDir();
     const store = createFileSecretStore(dir);

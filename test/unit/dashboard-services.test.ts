@@ -260,3 +260,17 @@ describe("API token settings", () => {
     expect((await audit.list({ action: "api_token.reveal" })).map((entry) => [entry.outcome, entry.request_id])).toEqual([["succeeded", "r3"]]);
   });
 });
+
+describe("per-client rate limit", () => {
+  it("B-239 gives each client its own window, and an overall ceiling still holds", async () => {
+    const { createPerClientLimiter } = await import("../../shared/ops/rate-limiter.js");
+    let t = 0;
+    const limiter = createPerClientLimiter(2, 60_000, { overallFactor: 2, now: () => t });
+    expect([limiter.take("a"), limiter.take("a"), limiter.take("a")]).toEqual([0, 0, 60]);
+    expect([limiter.take("b"), limiter.take("b")]).toEqual([0, 0]);
+    // Four taken overall (the ceiling): a third client waits too.
+    expect(limiter.take("c")).toBe(60);
+    t = 60_000;
+    expect(limiter.take("a")).toBe(0);
+  });
+});

@@ -192,6 +192,18 @@ describe("parseQueryFasta: refusals (B-238: a field failing validation is a 422)
     expect(only(() => nucl(">a\rb\nACGT\n")).msg).toContain("U+000D");
   });
 
+  it("B-238 refuses a non-ASCII header (é, an emoji, a lone surrogate) with 422 naming the record: BLAST+ 2.12's XML writer fails on it", () => {
+    expect(only(() => nucl(">ok\nACGT\n>caf\u00e9 x\nACGT\n"))).toEqual({
+      loc: ["body", "query_fasta", 1],
+      msg: "record 2 ('>caf? x') has a non-ASCII character U+00E9 in its header at line 3: BLAST+ writes only ASCII headers",
+      type: "value_error",
+    });
+    expect(only(() => nucl(">seq \u{1F600}\nACGT\n")).msg).toContain("U+1F600");
+    expect(only(() => nucl(">seq\ud800\nACGT\n")).msg).toContain("U+D800");
+    // Printable ASCII and tabs stay accepted.
+    expect(nucl(">a_b|c.d e\t~!@#$%^&*()\nACGT\n")[0]?.id).toBe("a_b|c.d");
+  });
+
   it("reports one issue per bad record, in order, and keeps checking the others", () => {
     const issues = issuesOf(() => nucl(">ok\nAC\n>bad1\nA1\n>ok2\nGG\n>bad2\nAE\n>empty\n"));
     expect(issues.map((i) => i.loc)).toEqual([
