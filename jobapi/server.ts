@@ -6,6 +6,7 @@ import { ApiTokenService } from "../shared/secrets/api-tokens.js";
 import { selectSecretStore } from "../shared/secrets/key-vault-secret-store.js";
 import { ArtifactStore } from "./jobs/artifact-store.js";
 import { createFileDatabaseCatalog } from "../shared/databases/database-catalog.js";
+import { createTableDatabaseCatalog, openDatabaseStorage } from "../shared/databases/table-catalog.js";
 import { DispatchLease } from "./jobs/dispatch-lease.js";
 import { JobDispatcher } from "./jobs/dispatcher.js";
 import { JobStore } from "./jobs/job-store.js";
@@ -32,7 +33,15 @@ async function main(): Promise<void> {
   if (!secrets) throw new Error("no secret store is configured");
   const tokens = new ApiTokenService(secrets);
   await tokens.ensure();
-  const catalog = createFileDatabaseCatalog(config.databasesDir);
+  // The catalog the Functions app reads too; databases only in the folder layout are published once.
+  // The local executor searches this machine's copy, filled from storage when missing.
+  const catalog = createTableDatabaseCatalog({
+    ...openDatabaseStorage(config.storageConnectionString),
+    cacheRoot: config.databasesDir,
+    fillCache: config.executor === "local",
+    holdLocally: true,
+    importFrom: createFileDatabaseCatalog(config.databasesDir),
+  });
   const executor =
     config.executor === "kubernetes"
       ? createKubernetesExecutor({

@@ -5,10 +5,9 @@ import { createNcbiSource } from "../../shared/databases/ncbi-source.js";
 import { checkForUpdates, prepareDatabaseRelease } from "../../shared/databases/prepare.js";
 import { warmDatabaseFiles } from "../../shared/databases/warmup.js";
 import { newOperationId } from "../../shared/dashboard/operations.js";
-import { createFileDatabaseCatalog } from "../../shared/databases/database-catalog.js";
 import { Orchestrations } from "../../shared/ops/queue-labels.js";
 import { appContext } from "../app-context.js";
-import { databaseState } from "../dashboard-deps.js";
+import { databaseCatalog, databaseState } from "../dashboard-deps.js";
 
 export const DatabaseActivities = {
   prepare: "prepareDatabaseRelease",
@@ -30,7 +29,7 @@ function source() {
 
 df.app.activity(DatabaseActivities.prepare, {
   handler: async (input: { name: string; partitions: number }) => {
-    const manifest = await prepareDatabaseRelease({ source: source(), name: input.name, databasesDir: databasesDir(), partitions: input.partitions });
+    const manifest = await prepareDatabaseRelease({ source: source(), name: input.name, databasesDir: databasesDir(), partitions: input.partitions, publisher: databaseCatalog() });
     await databaseState().patch(input.name, { update_available: false, warm_state: "cold", warmed_version: null });
     appContext.logger.info("database prepared", { name: manifest.name, version: manifest.version });
     return { name: manifest.name, version: manifest.version, sequences: manifest.sequences, letters: manifest.letters, partitions: manifest.partitions.length };
@@ -39,7 +38,7 @@ df.app.activity(DatabaseActivities.prepare, {
 
 df.app.activity(DatabaseActivities.warm, {
   handler: async (input: { name: string }) => {
-    const entry = await createFileDatabaseCatalog(databasesDir()).get(input.name);
+    const entry = await databaseCatalog().get(input.name);
     if (!entry) throw new Error(`database ${input.name} is not prepared`);
     await databaseState().patch(input.name, { warm_state: "warming" });
     try {
@@ -55,7 +54,7 @@ df.app.activity(DatabaseActivities.warm, {
 
 df.app.activity(DatabaseActivities.checkUpdates, {
   handler: async () => {
-    const results = await checkForUpdates({ source: source(), catalog: createFileDatabaseCatalog(databasesDir()) });
+    const results = await checkForUpdates({ source: source(), catalog: databaseCatalog() });
     const now = new Date().toISOString();
     for (const r of results) {
       await databaseState().patch(r.name, { update_available: r.update_available, latest_release: r.latest_release, checked_at: now });
