@@ -17,6 +17,7 @@ import { loadJobApiConfig } from "./config.js";
 import { KubeConfig } from "@kubernetes/client-node";
 import { createKubernetesExecutor } from "./executors/kubernetes-executor.js";
 import { createLocalExecutor } from "./executors/local-executor.js";
+import { createKubernetesWarmup } from "./executors/kubernetes-warmup.js";
 
 /**
  * The job API process: `/v1/*` and `/api/v1/facade/*`. Runs as a container on the cluster, and as a
@@ -42,11 +43,12 @@ async function main(): Promise<void> {
     holdLocally: true,
     importFrom: createFileDatabaseCatalog(config.databasesDir),
   });
+  // KUBECONFIG when set (the local cluster), else the pod's service account.
+  const kubeConfig = config.executor === "kubernetes" ? loadKubeConfig() : undefined;
   const executor =
-    config.executor === "kubernetes"
+    kubeConfig
       ? createKubernetesExecutor({
-          // KUBECONFIG when set (the local cluster), else the pod's service account.
-          kubeConfig: loadKubeConfig(),
+          kubeConfig,
           artifacts,
           logger,
           settings: { ...config.kubernetes, nodeSelector: { ...config.kubernetes.nodeSelector }, tolerations: [...config.kubernetes.tolerations], dbCacheHostPath: config.kubernetes.dbCacheDir },
@@ -81,7 +83,17 @@ async function main(): Promise<void> {
     maxQueuedJobs: config.maxQueuedJobs,
     retryAfterSeconds: config.retryAfterSeconds,
   });
+  const warmup = kubeConfig
+    ? createKubernetesWarmup({
+        kubeConfig,
+        catalog,
+        logger,
+        storageConnectionString: config.storageConnectionString,
+        settings: { ...config.kubernetes, nodeSelector: { ...config.kubernetes.nodeSelector }, tolerations: [...config.kubernetes.tolerations], dbCacheHostPath: config.kubernetes.dbCacheDir },
+      })
+    : undefined;
   const app = createJobApiApp({
+    warmup,
     config,
     service,
     jobs,

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { gunzipSync } from "node:zlib";
@@ -6,16 +6,17 @@ import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildShardArgs, type ShardSpec } from "../../jobapi/executors/executor.js";
 import { createKubernetesExecutor } from "../../jobapi/executors/kubernetes-executor.js";
+import { createKubernetesWarmup, type WarmupView } from "../../jobapi/executors/kubernetes-warmup.js";
 import { ArtifactStore } from "../../jobapi/jobs/artifact-store.js";
 import { type RunningAzurite, startAzurite } from "../../local/azurite.js";
 import { blastPoolNodes, type LocalCluster, startLocalCluster } from "../../local/kube/cluster.js";
 import { type DatabaseEntry, publishDatabase } from "../../shared/databases/database-catalog.js";
 import { fileDigest, type ReleaseManifest } from "../../shared/databases/release-store.js";
-import { createTableDatabaseCatalog, openDatabaseStorage } from "../../shared/databases/table-catalog.js";
+import { createTableDatabaseCatalog, openDatabaseStorage, type TableDatabaseCatalog } from "../../shared/databases/table-catalog.js";
 import { newJobId } from "../../shared/jobs/model.js";
 import { createLogger } from "../../shared/logging/logger.js";
 import { demoQueries } from "../support/jobapi-client.js";
-import { ROOT } from "../support/local-stack.js";
+import { eventually, ROOT } from "../support/local-stack.js";
 
 const NS = "blastplane";
 const GiB = 1024 ** 3;
@@ -159,5 +160,101 @@ describe("shard init on the local cluster: the node-local database cache", () =>
     expect(await cacheReports(jobId)).toEqual([{ downloaded: 1, verified: partitionFiles(1).length - 1 }]);
     expect(await fileDigest(file)).toEqual({ size: victim?.size, md5: victim?.md5 });
     expect(await hits(jobId)).toContain("</BlastOutput>");
+  });
+});
+
+describe("warm-up on the local cluster: one Job per BLAST node, progress node by node", () => {
+  let azurite: RunningAzurite;
+  let cluster: LocalCluster;
+  let catalog: TableDatabaseCatalog;
+  let published: ReleaseManifest;
+  let work: string;
+  let cacheRoot: string;
+  const logger = createLogger({ level: "error" });
+
+  beforeAll(async () => {
+    work = mkdtempSync(path.join(tmpdir(), "bp-kube-warm-"));
+    cacheRoot = path.join(work, "node-cache");
+    mkdirSync(cacheRoot);
+    azurite = await startAzurite({ blobPort: 0, queuePort: 0, tablePort: 0, logger, watchdogPath: path.join(ROOT, "local/parent-watchdog.cjs") });
+    const storage = openDatabaseStorage(azurite.connectionString);
+    catalog = createTableDatabaseCatalog({ ...storage, cacheRoot: path.join(work, "build") });
+    const db = await publishDatabase(path.join(work, "build"), { name: "warmdb", fastaPath: DEMO_FASTA, type: "nucl", partitions: 2 }, catalog);
+    published = (await storage.store.manifest("warmdb", db.manifest.version)) as ReleaseManifest;
+    cluster = await startLocalCluster({
+      logger,
+      dataDir: work,
+      nodes: blastPoolNodes(2, 4 * GiB, 2),
+      namespaces: [NS],
+      images: [{ pattern: /(^|\/)blastplane-jobapi(:[\w.-]+)?$/, workingDir: ROOT, cmd: ["node", "dist/jobapi/server.js"] }],
+      bookmarkIntervalMs: 500,
+      podBackoffMs: 100,
+    });
+  });
+
+  afterAll(async () => {
+    await cluster?.stop();
+    await azurite?.stop();
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  it("fills every node's cache with the current release, reports each node's bytes, and evicts the node's older releases no job holds", async () => {
+    // Older releases on the node: one a running job still holds, one nobody does.
+    for (const old of ["2020-01-01-00-00-00", "2020-02-01-00-00-00"]) {
+      mkdirSync(path.join(cacheRoot, "warmdb", old, "full"), { recursive: true });
+      writeFileSync(path.join(cacheRoot, "warmdb", old, "full", "warmdb.nsq"), "old");
+    }
+    await catalog.hold("warmdb", "2020-02-01-00-00-00", "job_still_running");
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromFile(cluster.kubeconfigPath);
+    const warmup = createKubernetesWarmup({
+      kubeConfig,
+      catalog,
+      logger,
+      storageConnectionString: azurite.connectionString,
+      settings: {
+        namespace: NS,
+        image: "blastplane-jobapi:local",
+        nodeSelector: { "blastplane.io/pool": "blast" },
+        tolerations: [{ key: "blastplane.io/pool", operator: "Equal", value: "blast", effect: "NoSchedule" }],
+        activeDeadlineSeconds: 600,
+        ttlSecondsAfterFinished: 600,
+        dbCacheHostPath: cacheRoot,
+      },
+    });
+    const started = await warmup.start("warmdb");
+    expect(started.release).toBe(published.release);
+    expect(started.nodes.map((n) => n.node)).toEqual(["local-blast-0", "local-blast-1"]);
+    // Started twice: the same Jobs, no new ones.
+    await warmup.start("warmdb");
+    expect(cluster.store.list("jobs", NS)).toHaveLength(2);
+
+    const done = await eventually<WarmupView>(async () => {
+      const view = await warmup.status("warmdb");
+      return view.state === "running" ? undefined : view;
+    }, 60_000, 100);
+    const total = published.files.reduce((sum, f) => sum + f.size, 0);
+    expect(done).toEqual({
+      database: "warmdb",
+      release: published.release,
+      state: "succeeded",
+      nodes: ["local-blast-0", "local-blast-1"].map((node) => ({ node, state: "succeeded", bytes_done: total, bytes_total: total, files_done: published.files.length, files_total: published.files.length })),
+    });
+    const releaseDir = path.join(cacheRoot, "warmdb", published.release);
+    for (const f of published.files) expect(await fileDigest(path.join(releaseDir, f.name))).toEqual({ size: f.size, md5: f.md5 });
+    expect(existsSync(path.join(cacheRoot, "warmdb", "2020-01-01-00-00-00"))).toBe(false);
+    expect(existsSync(path.join(cacheRoot, "warmdb", "2020-02-01-00-00-00"))).toBe(true);
+    // Each pod ran pinned to its own node.
+    const pods = cluster.store.list("pods", NS);
+    expect(pods.map((p) => (p.spec as { nodeName?: string }).nodeName).sort()).toEqual(["local-blast-0", "local-blast-1"]);
+  });
+
+  it("an unknown database is 404 and no Job is created", async () => {
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromFile(cluster.kubeconfigPath);
+    const warmup = createKubernetesWarmup({ kubeConfig, catalog, logger, storageConnectionString: azurite.connectionString, settings: { namespace: NS, image: "x", nodeSelector: {}, tolerations: [], activeDeadlineSeconds: 60, ttlSecondsAfterFinished: 60, dbCacheHostPath: cacheRoot } });
+    const before = cluster.store.list("jobs", NS).length;
+    await expect(warmup.start("no_such_db")).rejects.toThrow(/not prepared/);
+    expect(cluster.store.list("jobs", NS)).toHaveLength(before);
   });
 });
