@@ -6,12 +6,16 @@ import { checkForUpdates, prepareDatabaseRelease } from "../../shared/databases/
 import { warmDatabaseFiles } from "../../shared/databases/warmup.js";
 import { newOperationId } from "../../shared/dashboard/operations.js";
 import { Orchestrations } from "../../shared/ops/queue-labels.js";
+import type { ClusterWarmup } from "../../shared/dashboard/job-api-client.js";
+import { ConflictError } from "../../shared/errors.js";
 import { appContext } from "../app-context.js";
 import { databaseCatalog, databaseState } from "../dashboard-deps.js";
 
 export const DatabaseActivities = {
   prepare: "prepareDatabaseRelease",
   warm: "warmDatabaseRelease",
+  startClusterWarm: "startClusterWarmupActivity",
+  readClusterWarm: "readClusterWarmupActivity",
   checkUpdates: "checkDatabaseUpdatesActivity",
 } as const;
 
@@ -49,6 +53,35 @@ df.app.activity(DatabaseActivities.warm, {
       await databaseState().patch(input.name, { warm_state: "failed" });
       throw error;
     }
+  },
+});
+
+/** Records a finished cluster warm-up in the database's state. */
+async function recordClusterWarmup(view: ClusterWarmup): Promise<void> {
+  if (view.state === "succeeded") await databaseState().patch(view.database, { warm_state: "warm", warmed_version: view.release, warmed_at: new Date().toISOString() });
+  else if (view.state === "failed") await databaseState().patch(view.database, { warm_state: "failed" });
+}
+
+/** Starts warming every node of the cluster through the job API; `local` when shards run on its own machine. */
+df.app.activity(DatabaseActivities.startClusterWarm, {
+  handler: async (input: { name: string }): Promise<{ mode: "local" } | { mode: "cluster"; view: ClusterWarmup; poll_seconds: number }> => {
+    try {
+      const view = await appContext.jobApi.startWarmup(input.name);
+      await databaseState().patch(input.name, { warm_state: "warming" });
+      await recordClusterWarmup(view);
+      return { mode: "cluster", view, poll_seconds: appContext.config.jobPollIntervalSeconds };
+    } catch (error) {
+      if (error instanceof ConflictError) return { mode: "local" };
+      throw error;
+    }
+  },
+});
+
+df.app.activity(DatabaseActivities.readClusterWarm, {
+  handler: async (input: { name: string }): Promise<ClusterWarmup> => {
+    const view = await appContext.jobApi.getWarmup(input.name);
+    await recordClusterWarmup(view);
+    return view;
   },
 });
 
@@ -92,7 +125,36 @@ function singleActivityOperation(activity: string, phase: string): Orchestration
 }
 
 const prepareDatabase = singleActivityOperation(DatabaseActivities.prepare, "preparing");
-const warmDatabase = singleActivityOperation(DatabaseActivities.warm, "warming");
+/**
+ * Warm-up: on a cluster, one Job per node fills that node's cache (the job API runs them); the
+ * operation reports each node's progress (custom status) until every node is done. With the local
+ * executor, this machine reads its copy of the release into the page cache instead.
+ */
+const warmDatabase: OrchestrationHandler = function* (context: OrchestrationContext) {
+  const input = context.df.getInput<{ name: string }>();
+  context.df.setCustomStatus({ phase: "warming", ...input });
+  try {
+    const started: { mode: "local" } | { mode: "cluster"; view: ClusterWarmup; poll_seconds: number } = yield context.df.callActivity(DatabaseActivities.startClusterWarm, input);
+    if (started.mode === "local") {
+      const result: object = yield context.df.callActivity(DatabaseActivities.warm, input);
+      return { outcome: "succeeded", ...result };
+    }
+    let view = started.view;
+    while (view.state === "running") {
+      context.df.setCustomStatus({ phase: "warming", name: view.database, release: view.release, nodes: view.nodes });
+      yield context.df.createTimer(new Date(context.df.currentUtcDateTime.getTime() + started.poll_seconds * 1000));
+      view = yield context.df.callActivity(DatabaseActivities.readClusterWarm, input);
+    }
+    context.df.setCustomStatus({ phase: view.state, name: view.database, release: view.release, nodes: view.nodes });
+    if (view.state === "failed") {
+      const failed = view.nodes.filter((n) => n.state === "failed");
+      return { outcome: "failed", error: `warm-up failed on ${failed.map((n) => `${n.node}${n.error ? ` (${n.error.split("\n").pop()})` : ""}`).join(", ")}`, nodes: view.nodes };
+    }
+    return { outcome: "succeeded", name: view.database, version: view.release, nodes: view.nodes };
+  } catch (error) {
+    return { outcome: "failed", error: error instanceof Error ? error.message.split("\n")[0] : String(error) };
+  }
+};
 const checkDatabaseUpdates = singleActivityOperation(DatabaseActivities.checkUpdates, "checking");
 
 df.app.orchestration(Orchestrations.prepareDatabase, prepareDatabase);
