@@ -114,6 +114,8 @@ export function createTableDatabaseCatalog(options: TableCatalogOptions): TableD
     const now = new Date().toISOString();
     await table.upsertEntity({ partitionKey: `release-${manifest.name}`, rowKey: manifest.version, ...doc, published_at: now }, "Replace");
     await table.upsertEntity({ ...dbRowKey(manifest.name), current: manifest.version, ...doc, updated_at: now }, "Replace");
+    // Releases now beyond the kept few and held by no job are freed; that must not fail the publish.
+    await catalog.collect(manifest.name).catch(() => []);
   }
 
   /** Publishes a database the table does not know from the folder catalog (once per process and database). */

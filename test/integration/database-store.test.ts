@@ -127,17 +127,18 @@ describe("databases in the workload storage account", () => {
     expect((await catalog.get("legacy"))?.manifest.version).toBe(next.version);
   });
 
-  it("garbage collection keeps the current release, the newest others and any release a job holds", async () => {
+  it("publishing collects old releases: it keeps the current one, the two newest others and any release a job holds", async () => {
     const { catalog, store } = isolated("gc", path.join(work, "gc-cache"));
     const versions = ["2026-01-01-00-00-00", "2026-02-01-00-00-00", "2026-03-01-00-00-00", "2026-04-01-00-00-00", "2026-05-01-00-00-00"];
     for (const version of versions) {
       const manifest = await buildRelease(path.join(work, "gc"), "gcdb", version);
       await catalog.publish(path.join(work, "gc", "gcdb", version), manifest);
+      // A job searches the first release while the others are published.
+      if (version === versions[0]) await catalog.hold("gcdb", version, "job1");
     }
-    await catalog.hold("gcdb", versions[0] as string, "job1");
-    expect(await catalog.collect("gcdb", 3)).toEqual([versions[1]]);
     expect(await store.releases("gcdb")).toEqual([versions[0], versions[2], versions[3], versions[4]]);
     expect(await catalog.get("gcdb", versions[1])).toBeUndefined();
+    expect((await catalog.get("gcdb", versions[0]))?.manifest.version).toBe(versions[0]);
 
     await catalog.release("gcdb", versions[0] as string, "job1");
     expect(await catalog.collect("gcdb", 3)).toEqual([versions[0]]);
