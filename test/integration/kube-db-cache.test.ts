@@ -22,10 +22,52 @@ const NS = "blastplane";
 const GiB = 1024 ** 3;
 const DEMO_FASTA = path.join(ROOT, "local/demo/16s-rrna-demo.fasta");
 
+/** Where the BLAST pool's pods go, as the job API's defaults say. */
+const POOL = {
+  namespace: NS,
+  image: "blastplane-jobapi:local",
+  nodeSelector: { "blastplane.io/pool": "blast" },
+  tolerations: [{ key: "blastplane.io/pool", operator: "Equal" as const, value: "blast", effect: "NoSchedule" }],
+  activeDeadlineSeconds: 600,
+  ttlSecondsAfterFinished: 600,
+};
+
+/**
+ * Azurite, a database release published to it (built in its own folder), an empty node cache and
+ * a local cluster of `nodes` BLAST nodes.
+ */
+async function startFixture(prefix: string, database: string, nodes: number) {
+  const logger = createLogger({ level: "error" });
+  const work = mkdtempSync(path.join(tmpdir(), prefix));
+  const cacheRoot = path.join(work, "node-cache");
+  mkdirSync(cacheRoot);
+  const azurite = await startAzurite({ blobPort: 0, queuePort: 0, tablePort: 0, logger, watchdogPath: path.join(ROOT, "local/parent-watchdog.cjs") });
+  const storage = openDatabaseStorage(azurite.connectionString);
+  const catalog = createTableDatabaseCatalog({ ...storage, cacheRoot: path.join(work, "build") });
+  const db = await publishDatabase(path.join(work, "build"), { name: database, fastaPath: DEMO_FASTA, type: "nucl", partitions: 2 }, catalog);
+  const published = (await storage.store.manifest(database, db.manifest.version)) as ReleaseManifest;
+  const cluster = await startLocalCluster({
+    logger,
+    dataDir: work,
+    nodes: blastPoolNodes(nodes, 4 * GiB, 2),
+    namespaces: [NS],
+    images: [{ pattern: /(^|\/)blastplane-jobapi(:[\w.-]+)?$/, workingDir: ROOT, cmd: ["node", "dist/jobapi/server.js"] }],
+    bookmarkIntervalMs: 500,
+    podBackoffMs: 100,
+  });
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromFile(cluster.kubeconfigPath);
+  const stop = async () => {
+    await cluster.stop();
+    await azurite.stop();
+    rmSync(work, { recursive: true, force: true });
+  };
+  return { logger, work, cacheRoot, azurite, catalog, db, published, cluster, kubeConfig, stop };
+}
+
 /** The shard worker's node cache on the local cluster: one node, a cache folder that starts empty. */
 describe("shard init on the local cluster: the node-local database cache", () => {
-  let azurite: RunningAzurite;
-  let cluster: LocalCluster;
+  let fixture: Awaited<ReturnType<typeof startFixture>>;
   let artifacts: ArtifactStore;
   let db: DatabaseEntry;
   let published: ReleaseManifest;
@@ -36,27 +78,10 @@ describe("shard init on the local cluster: the node-local database cache", () =>
   let executor: ReturnType<typeof createKubernetesExecutor>;
 
   beforeAll(async () => {
-    work = mkdtempSync(path.join(tmpdir(), "bp-kube-cache-"));
-    cacheRoot = path.join(work, "node-cache");
-    mkdirSync(cacheRoot);
-    azurite = await startAzurite({ blobPort: 0, queuePort: 0, tablePort: 0, logger, watchdogPath: path.join(ROOT, "local/parent-watchdog.cjs") });
-    artifacts = ArtifactStore.fromConnectionString(azurite.connectionString);
+    fixture = await startFixture("bp-kube-cache-", "demo16s", 1);
+    ({ work, cacheRoot, db, published, kubeConfig } = fixture);
+    artifacts = ArtifactStore.fromConnectionString(fixture.azurite.connectionString);
     await artifacts.init();
-    const storage = openDatabaseStorage(azurite.connectionString);
-    const catalog = createTableDatabaseCatalog({ ...storage, cacheRoot: path.join(work, "build") });
-    db = await publishDatabase(path.join(work, "build"), { name: "demo16s", fastaPath: DEMO_FASTA, type: "nucl", partitions: 2 }, catalog);
-    published = (await storage.store.manifest("demo16s", db.manifest.version)) as ReleaseManifest;
-    cluster = await startLocalCluster({
-      logger,
-      dataDir: work,
-      nodes: blastPoolNodes(1, 4 * GiB, 2),
-      namespaces: [NS],
-      images: [{ pattern: /(^|\/)blastplane-jobapi(:[\w.-]+)?$/, workingDir: ROOT, cmd: ["node", "dist/jobapi/server.js"] }],
-      bookmarkIntervalMs: 500,
-      podBackoffMs: 100,
-    });
-    kubeConfig = new KubeConfig();
-    kubeConfig.loadFromFile(cluster.kubeconfigPath);
     executor = createKubernetesExecutor({
       kubeConfig,
       artifacts,
@@ -64,26 +89,14 @@ describe("shard init on the local cluster: the node-local database cache", () =>
       maxJobs: 8,
       maxJobsPerSearch: 8,
       scheduleTimeoutSeconds: 60,
-      storageConnectionString: azurite.connectionString,
-      settings: {
-        namespace: NS,
-        image: "blastplane-jobapi:local",
-        nodeSelector: { "blastplane.io/pool": "blast" },
-        tolerations: [{ key: "blastplane.io/pool", operator: "Equal", value: "blast", effect: "NoSchedule" }],
-        backoffLimit: 0,
-        activeDeadlineSeconds: 600,
-        ttlSecondsAfterFinished: 600,
-        workingSetBytes: 512 * 1024 ** 2,
-        dbCacheHostPath: cacheRoot,
-      },
+      storageConnectionString: fixture.azurite.connectionString,
+      settings: { ...POOL, backoffLimit: 0, workingSetBytes: 512 * 1024 ** 2, dbCacheHostPath: cacheRoot },
     });
   });
 
   afterAll(async () => {
     executor?.stop();
-    await cluster?.stop();
-    await azurite?.stop();
-    rmSync(work, { recursive: true, force: true });
+    await fixture?.stop();
   });
 
   const shard = (jobId: string, partition: number): ShardSpec => {
@@ -164,38 +177,22 @@ describe("shard init on the local cluster: the node-local database cache", () =>
 });
 
 describe("warm-up on the local cluster: one Job per BLAST node, progress node by node", () => {
+  let fixture: Awaited<ReturnType<typeof startFixture>>;
   let azurite: RunningAzurite;
   let cluster: LocalCluster;
   let catalog: TableDatabaseCatalog;
   let published: ReleaseManifest;
-  let work: string;
   let cacheRoot: string;
+  let kubeConfig: KubeConfig;
   const logger = createLogger({ level: "error" });
 
   beforeAll(async () => {
-    work = mkdtempSync(path.join(tmpdir(), "bp-kube-warm-"));
-    cacheRoot = path.join(work, "node-cache");
-    mkdirSync(cacheRoot);
-    azurite = await startAzurite({ blobPort: 0, queuePort: 0, tablePort: 0, logger, watchdogPath: path.join(ROOT, "local/parent-watchdog.cjs") });
-    const storage = openDatabaseStorage(azurite.connectionString);
-    catalog = createTableDatabaseCatalog({ ...storage, cacheRoot: path.join(work, "build") });
-    const db = await publishDatabase(path.join(work, "build"), { name: "warmdb", fastaPath: DEMO_FASTA, type: "nucl", partitions: 2 }, catalog);
-    published = (await storage.store.manifest("warmdb", db.manifest.version)) as ReleaseManifest;
-    cluster = await startLocalCluster({
-      logger,
-      dataDir: work,
-      nodes: blastPoolNodes(2, 4 * GiB, 2),
-      namespaces: [NS],
-      images: [{ pattern: /(^|\/)blastplane-jobapi(:[\w.-]+)?$/, workingDir: ROOT, cmd: ["node", "dist/jobapi/server.js"] }],
-      bookmarkIntervalMs: 500,
-      podBackoffMs: 100,
-    });
+    fixture = await startFixture("bp-kube-warm-", "warmdb", 2);
+    ({ azurite, cluster, catalog, published, cacheRoot, kubeConfig } = fixture);
   });
 
   afterAll(async () => {
-    await cluster?.stop();
-    await azurite?.stop();
-    rmSync(work, { recursive: true, force: true });
+    await fixture?.stop();
   });
 
   it("fills every node's cache with the current release, reports each node's bytes, and evicts the node's older releases no job holds", async () => {
@@ -205,23 +202,7 @@ describe("warm-up on the local cluster: one Job per BLAST node, progress node by
       writeFileSync(path.join(cacheRoot, "warmdb", old, "full", "warmdb.nsq"), "old");
     }
     await catalog.hold("warmdb", "2020-02-01-00-00-00", "job_still_running");
-    const kubeConfig = new KubeConfig();
-    kubeConfig.loadFromFile(cluster.kubeconfigPath);
-    const warmup = createKubernetesWarmup({
-      kubeConfig,
-      catalog,
-      logger,
-      storageConnectionString: azurite.connectionString,
-      settings: {
-        namespace: NS,
-        image: "blastplane-jobapi:local",
-        nodeSelector: { "blastplane.io/pool": "blast" },
-        tolerations: [{ key: "blastplane.io/pool", operator: "Equal", value: "blast", effect: "NoSchedule" }],
-        activeDeadlineSeconds: 600,
-        ttlSecondsAfterFinished: 600,
-        dbCacheHostPath: cacheRoot,
-      },
-    });
+    const warmup = createKubernetesWarmup({ kubeConfig, catalog, logger, storageConnectionString: azurite.connectionString, settings: { ...POOL, dbCacheHostPath: cacheRoot } });
     const started = await warmup.start("warmdb");
     expect(started.release).toBe(published.release);
     expect(started.nodes.map((n) => n.node)).toEqual(["local-blast-0", "local-blast-1"]);
@@ -250,9 +231,7 @@ describe("warm-up on the local cluster: one Job per BLAST node, progress node by
   });
 
   it("an unknown database is 404 and no Job is created", async () => {
-    const kubeConfig = new KubeConfig();
-    kubeConfig.loadFromFile(cluster.kubeconfigPath);
-    const warmup = createKubernetesWarmup({ kubeConfig, catalog, logger, storageConnectionString: azurite.connectionString, settings: { namespace: NS, image: "x", nodeSelector: {}, tolerations: [], activeDeadlineSeconds: 60, ttlSecondsAfterFinished: 60, dbCacheHostPath: cacheRoot } });
+    const warmup = createKubernetesWarmup({ kubeConfig, catalog, logger, storageConnectionString: azurite.connectionString, settings: { ...POOL, dbCacheHostPath: cacheRoot } });
     const before = cluster.store.list("jobs", NS).length;
     await expect(warmup.start("no_such_db")).rejects.toThrow(/not prepared/);
     expect(cluster.store.list("jobs", NS)).toHaveLength(before);
