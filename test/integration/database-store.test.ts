@@ -13,6 +13,10 @@ import { fileDigest, ReleaseStore } from "../../shared/databases/release-store.j
 import { createTableDatabaseCatalog, RELEASES_CONTAINER, type TableDatabaseCatalog } from "../../shared/databases/table-catalog.js";
 import { createLogger } from "../../shared/logging/logger.js";
 import { tableOpener } from "../../shared/storage/table-source.js";
+import { createNcbiSource } from "../../shared/databases/ncbi-source.js";
+import { prepareDatabaseRelease } from "../../shared/databases/prepare.js";
+import { startFakeNcbiServer } from "../fakes/ncbi-server.js";
+import { demoQueries } from "../support/jobapi-client.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const DEMO_FASTA = path.join(ROOT, "local/demo/16s-rrna-demo.fasta");
@@ -87,6 +91,22 @@ describe("databases in the workload storage account", () => {
     expect(second.manifest.version >= entry.manifest.version).toBe(true);
     expect((await reader.get("demo"))?.manifest.partitions).toEqual([]);
     if (second.manifest.version !== entry.manifest.version) expect((await reader.get("demo", entry.manifest.version))?.manifest.partitions).toHaveLength(2);
+  });
+
+  it("B-005 the prepare orchestration's step publishes the prepared release and makes it current in the table catalog", async () => {
+    const server = await startFakeNcbiServer();
+    try {
+      await server.publishRelease("2026-07-01-00-00-00", [{ name: "ncbidb", type: "nucl", fasta: demoQueries(12, 1500), volumes: 2 }]);
+      await server.setLatest("2026-07-01-00-00-00");
+      const folder = path.join(work, "prepare");
+      const { catalog, store } = isolated("prep", folder);
+      const manifest = await prepareDatabaseRelease({ source: createNcbiSource({ baseUrl: server.url }), name: "ncbidb", databasesDir: folder, partitions: 2, publisher: catalog });
+      expect(await store.releases("ncbidb")).toEqual(["2026-07-01-00-00-00"]);
+      expect((await store.manifest("ncbidb", "2026-07-01-00-00-00"))?.manifest).toEqual(manifest);
+      expect((await catalog.get("ncbidb"))?.manifest).toEqual(manifest);
+    } finally {
+      await server.close();
+    }
   });
 
   it("a release whose manifest was never written does not exist, and publishing it again completes it", async () => {
