@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { createReadStream, createWriteStream } from "node:fs";
 import { mkdir, readdir, readFile, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
@@ -76,12 +76,28 @@ export async function fileDigest(file: string): Promise<{ size: number; md5: str
  * and check them against that list.
  */
 export class ReleaseStore {
-  private ready: Promise<unknown> | undefined;
-  constructor(private readonly container: ContainerClient) {}
+  private ready: Promise<ContainerClient> | undefined;
+  private client: ContainerClient | undefined;
+  /** A container client, or a way to open one on first use (the Functions app loads the Blob SDK lazily). */
+  constructor(private readonly source: ContainerClient | (() => Promise<ContainerClient>)) {}
 
-  private init() {
-    this.ready ??= this.container.createIfNotExists();
+  private init(): Promise<ContainerClient> {
+    this.ready ??= (async () => {
+      const client = typeof this.source === "function" ? await this.source() : this.source;
+      await client.createIfNotExists();
+      this.client = client;
+      return client;
+    })().catch((error: unknown) => {
+      this.ready = undefined;
+      throw error;
+    });
     return this.ready;
+  }
+
+  /** The container, once {@link init} has opened it. */
+  private get container(): ContainerClient {
+    if (!this.client) throw new Error("release store used before it was opened");
+    return this.client;
   }
 
   private blobName(database: string, release: string, file: string): string {
@@ -110,6 +126,7 @@ export class ReleaseStore {
    */
   async publish(database: string, release: string, dir: string, now = new Date()): Promise<ReleaseManifest> {
     checkNames(database, release);
+    await this.init();
     const existing = await this.manifest(database, release);
     if (existing) return existing;
     const manifest = JSON.parse(await readFile(path.join(dir, "manifest.json"), "utf8")) as DatabaseManifest;
@@ -166,9 +183,11 @@ export class ReleaseStore {
    * size and MD5, then renamed into place), so `target` is either absent or complete and right.
    */
   async download(database: string, release: string, file: ReleaseFile, target: string, signal?: AbortSignal): Promise<void> {
+    await this.init();
     const client = this.container.getBlockBlobClient(this.blobName(database, release, file.name));
     await mkdir(path.dirname(target), { recursive: true });
-    const partial = `${target}.partial-${process.pid}`;
+    // Unique per download: pods on one node may all be pid 1 in their own containers.
+    const partial = `${target}.partial-${randomUUID()}`;
     try {
       const response = await client.download(0, undefined, { abortSignal: signal });
       if (!response.readableStreamBody) throw new ReleaseIntegrityError(`${file.name}: empty response`);
@@ -209,8 +228,14 @@ export class ReleaseStore {
   }
 }
 
+/** True when `name` is a plain relative file name inside a release folder (never `..`, never absolute). */
+export function isReleaseFileName(name: string): boolean {
+  return FILE_NAME.test(name);
+}
+
 /** True when `file` in `dir` has the manifest's size (a cheap check; {@link verifyFile} reads it). */
 export async function hasExpectedSize(dir: string, file: ReleaseFile): Promise<boolean> {
+  if (!isReleaseFileName(file.name)) throw new ReleaseIntegrityError(`invalid release file name ${JSON.stringify(file.name)}`);
   try {
     return (await stat(path.join(dir, ...file.name.split("/")))).size === file.size;
   } catch {

@@ -1,9 +1,9 @@
 import { access } from "node:fs/promises";
 import path from "node:path";
 import { odata, type TableClient } from "@azure/data-tables";
-import { BlobServiceClient } from "@azure/storage-blob";
 import { DATABASE_NAME, type DatabaseManifest } from "../blast/database-builder.js";
 import { isLoopbackUrl, storageEndpoint } from "../storage/endpoints.js";
+import { openBlobContainer } from "../storage/blob-container.js";
 import { tableOpener } from "../storage/table-source.js";
 import { isStatus, packText, unpackText } from "../storage/table-text.js";
 import type { DatabaseCatalog, DatabaseEntry } from "./database-catalog.js";
@@ -25,11 +25,10 @@ const HOLDER = /^[A-Za-z0-9_-]{1,64}$/;
  * clients authenticate is decided here for every database reader and writer).
  */
 export function openDatabaseStorage(connectionString: string): { store: ReleaseStore; table: () => Promise<TableClient>; locationScheme: "local" | "blob" } {
-  // The Blob SDK takes http:// endpoints without an option (as the artifact store's client does).
-  const blobs = BlobServiceClient.fromConnectionString(connectionString);
   const endpoint = storageEndpoint(connectionString, "blob");
   return {
-    store: new ReleaseStore(blobs.getContainerClient(RELEASES_CONTAINER)),
+    // The Blob SDK (which takes http:// endpoints without an option) is loaded on first use.
+    store: new ReleaseStore(() => openBlobContainer(connectionString, RELEASES_CONTAINER)),
     table: tableOpener(connectionString, CATALOG_TABLE),
     // The embedded stack's storage (Azurite on this machine) keeps the `local://` locations it always reported.
     locationScheme: endpoint !== undefined && isLoopbackUrl(endpoint) ? "local" : "blob",

@@ -131,6 +131,12 @@ describe("databases in the workload storage account", () => {
     const { store } = isolated("names", work);
     await expect(store.manifest("../x", "2026-01-01-00-00-00")).rejects.toThrow(/invalid database release/);
     await expect(store.download("demo", "2026-01-01-00-00-00", { name: "../../etc/passwd", size: 1, md5: "" }, path.join(work, "x"))).rejects.toThrow(/invalid release file name/);
+    // A tampered release.json naming a file outside the release folder is refused before any file is read.
+    const container = BlobServiceClient.fromConnectionString(azurite.connectionString).getContainerClient(`names-${RELEASES_CONTAINER}`);
+    await container.createIfNotExists();
+    const tampered = Buffer.from(JSON.stringify({ database: "evil", release: "2026-01-01-00-00-00", files: [{ name: "../../../../etc/hostname", size: 1, md5: "" }] }));
+    await container.getBlockBlobClient("releases/evil/2026-01-01-00-00-00/release.json").upload(tampered, tampered.length);
+    await expect(fillReleaseCache({ store, cacheRoot: path.join(work, "names-cache"), database: "evil", release: "2026-01-01-00-00-00" })).rejects.toThrow(/invalid release file name/);
   });
 
   it("imports a database found only in the folder layout once, and a later publish supersedes it", async () => {
