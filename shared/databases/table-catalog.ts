@@ -88,6 +88,8 @@ function dbRowKey(name: string): { partitionKey: string; rowKey: string } {
 export function createTableDatabaseCatalog(options: TableCatalogOptions): TableDatabaseCatalog {
   const { store, cacheRoot } = options;
   const importing = new Map<string, Promise<void>>();
+  /** Databases this process has seen in the table: never imported from the folder again. */
+  const known = new Set<string>();
 
   const entryOf = (manifest: DatabaseManifest): DatabaseEntry => ({
     manifest,
@@ -119,13 +121,16 @@ export function createTableDatabaseCatalog(options: TableCatalogOptions): TableD
 
   /** Publishes a database the table does not know from the folder catalog (once per process and database). */
   async function importFromFolder(name: string): Promise<void> {
-    if (!options.importFrom) return;
+    if (!options.importFrom || known.has(name)) return;
     let running = importing.get(name);
     if (!running) {
       running = (async () => {
-        if (await readRow("db", name)) return;
-        const entry = await options.importFrom?.get(name);
-        if (entry) await publish(entry.root, entry.manifest);
+        if (!(await readRow("db", name))) {
+          const entry = await options.importFrom?.get(name);
+          if (!entry) return;
+          await publish(entry.root, entry.manifest);
+        }
+        known.add(name);
       })().finally(() => importing.delete(name));
       importing.set(name, running);
     }
