@@ -165,19 +165,6 @@ export class ReleaseStore {
     return out.sort();
   }
 
-  /** Names of the databases with any blob in the store. */
-  async databases(): Promise<string[]> {
-    await this.init();
-    const out: string[] = [];
-    for await (const item of this.container.listBlobsByHierarchy("/", { prefix: "releases/" })) {
-      if (item.kind === "prefix") {
-        const name = item.name.slice("releases/".length, -1);
-        if (DATABASE_NAME.test(name)) out.push(name);
-      }
-    }
-    return out.sort();
-  }
-
   /**
    * Downloads one file of a release to `target` (written beside it, checked against the manifest's
    * size and MD5, then renamed into place), so `target` is either absent or complete and right.
