@@ -56,8 +56,14 @@ export function cachedReleaseDir(cacheRoot: string, database: string, release: s
   return path.join(cacheRoot, database, release);
 }
 
-function lockPath(cacheRoot: string, database: string, release: string): string {
-  return path.join(cacheRoot, database, `.fill-${release}.lock`);
+/**
+ * The fill lock of one release's partition (`p<i>`), its whole database (`full`) or all of it
+ * (`all`): pods of different partitions on one node fill side by side; a whole-release fill and a
+ * partition fill may fetch a shared file twice, never wrongly.
+ */
+function lockPath(cacheRoot: string, database: string, release: string, partition?: number): string {
+  const scope = partition === undefined ? "all" : partition === 0 ? "full" : `p${partition}`;
+  return path.join(cacheRoot, database, `.fill-${release}-${scope}.lock`);
 }
 
 /**
@@ -127,7 +133,7 @@ export async function fillReleaseCache(options: FillOptions): Promise<FillResult
   const dir = cachedReleaseDir(cacheRoot, database, release);
   const manifest = await store.manifest(database, release);
   if (!manifest) throw new ReleaseIntegrityError(`database ${database} release ${release} is not published`);
-  const lock = await acquireLock(lockPath(cacheRoot, database, release), options.lockStaleMs ?? LOCK_STALE_MS, options.heartbeatMs ?? HEARTBEAT_MS, signal);
+  const lock = await acquireLock(lockPath(cacheRoot, database, release, options.partition), options.lockStaleMs ?? LOCK_STALE_MS, options.heartbeatMs ?? HEARTBEAT_MS, signal);
   const downloaded: string[] = [];
   let verified = 0;
   let bytes = 0;
@@ -166,7 +172,7 @@ export async function evictCachedReleases(cacheRoot: string, database: string, k
   }
   const removed: string[] = [];
   for (const name of names.sort()) {
-    if (!RELEASE_NAME.test(name) || keep.has(name) || names.includes(`.fill-${name}.lock`)) continue;
+    if (!RELEASE_NAME.test(name) || keep.has(name) || names.some((n) => n.startsWith(`.fill-${name}-`))) continue;
     await rm(path.join(dbDir, name), { recursive: true, force: true });
     removed.push(name);
   }

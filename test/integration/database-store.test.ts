@@ -212,7 +212,7 @@ describe("node-local release cache", () => {
 
   it("takes over the lock of a filler that died (its heartbeat stopped), and eviction spares a release being filled", async () => {
     const cacheRoot = path.join(work, "node-c");
-    const lock = path.join(cacheRoot, "nodedb", `.fill-${release}.lock`);
+    const lock = path.join(cacheRoot, "nodedb", `.fill-${release}-p2.lock`);
     await fillReleaseCache({ store, cacheRoot, database: "nodedb", release, partition: 2 });
     await writeFile(lock, JSON.stringify({ token: "dead", pid: 1 }));
     expect(await evictCachedReleases(cacheRoot, "nodedb", new Set())).toEqual([]);
