@@ -79,7 +79,7 @@ async function db(argv) {
   const stack = runningStack();
   const cli = new URL("../dist/local/cli-db.js", import.meta.url);
   const { dbCommand } = await import(cli.href);
-  await dbCommand(argv, path.join(stack.jobapi_data_dir, "databases"));
+  await dbCommand(argv, path.join(stack.jobapi_data_dir, "databases"), stack);
 }
 
 const [command, ...rest] = process.argv.slice(2);

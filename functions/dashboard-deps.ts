@@ -5,7 +5,10 @@
 
 import { createDashboardJobService, type DashboardJobService } from "../shared/dashboard/dashboard-job-service.js";
 import { DashboardJobStore } from "../shared/dashboard/dashboard-jobs.js";
+import os from "node:os";
+import path from "node:path";
 import { createFileDatabaseCatalog } from "../shared/databases/database-catalog.js";
+import { createTableDatabaseCatalog, openDatabaseStorage, type TableDatabaseCatalog } from "../shared/databases/table-catalog.js";
 import { createDatabaseService, type DatabaseService } from "../shared/databases/database-service.js";
 import { DatabaseStateStore } from "../shared/databases/database-state.js";
 import type { Logger } from "../shared/logging/logger.js";
@@ -35,6 +38,27 @@ export function databaseState(): DatabaseStateStore {
   return databaseStates;
 }
 
+let catalog: TableDatabaseCatalog | undefined;
+
+/**
+ * The database catalog in the workload storage account (shared with the job API), created on first
+ * use. Databases found only in the `DATABASES_DIR` folder layout are published to it once.
+ */
+export function databaseCatalog(): TableDatabaseCatalog {
+  const { config } = appContext;
+  if (!catalog) {
+    const { store, table, locationScheme } = openDatabaseStorage(config.storage);
+    catalog = createTableDatabaseCatalog({
+      store,
+      table,
+      locationScheme,
+      cacheRoot: config.databasesDir ?? path.join(os.tmpdir(), "blastplane-databases"),
+      importFrom: config.databasesDir ? createFileDatabaseCatalog(config.databasesDir) : undefined,
+    });
+  }
+  return catalog;
+}
+
 /** What a request gives the services it builds: its durable client and its logger. */
 export interface ServiceScope {
   durable: () => OrchestrationClient;
@@ -58,7 +82,7 @@ export function dashboardJobService(scope: ServiceScope): DashboardJobService {
 export function databaseService(scope: ServiceScope): DatabaseService {
   const { config } = appContext;
   return createDatabaseService({
-    catalog: config.databasesDir ? createFileDatabaseCatalog(config.databasesDir) : undefined,
+    catalog: databaseCatalog(),
     states: databaseState(),
     orchestrations: scope.durable(),
     audit: appContext.audit,

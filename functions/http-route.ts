@@ -42,6 +42,7 @@ function instanceOf(status: df.DurableOrchestrationStatus): OrchestrationInstanc
     // The client hands over the JSON it received: the times may arrive as strings.
     createdAt: new Date(status.createdTime),
     lastUpdatedAt: new Date(status.lastUpdatedTime),
+    customStatus: status.customStatus,
   };
 }
 

@@ -11,6 +11,8 @@ import { createDocsRoutes } from "./routes/docs-routes.js";
 import { createFacadeRoutes } from "./routes/facade-routes.js";
 import { createJobRoutes } from "./routes/job-routes.js";
 import { createOpsRoutes } from "./routes/ops-routes.js";
+import { createWarmupRoutes } from "./routes/warmup-routes.js";
+import type { KubernetesWarmup } from "./executors/kubernetes-warmup.js";
 
 export interface JobApiDeps {
   config: JobApiConfig;
@@ -24,6 +26,8 @@ export interface JobApiDeps {
   executorName: string;
   activeJobs: () => number;
   dispatchRole: () => "active" | "standby";
+  /** Node cache warm-up on the cluster (the Kubernetes executor only). */
+  warmup?: KubernetesWarmup;
 }
 
 /** Every route of the job API (spec §4.2): ops, jobs, facade, then the docs that describe them. */
@@ -33,6 +37,7 @@ export function createJobApiRoutes(d: JobApiDeps): JobApiRoute[] {
     ...createOpsRoutes(d),
     ...createJobRoutes({ service: d.service, artifacts: d.artifacts, bodyLimitBytes }),
     ...createFacadeRoutes({ service: d.service, artifacts: d.artifacts, bodyLimitBytes }),
+    ...createWarmupRoutes(d.warmup),
   ];
   const openapi = JSON.stringify(buildOpenApiDocument(routes));
   return [...routes, ...createDocsRoutes({ openapi: () => openapi })];

@@ -7,6 +7,7 @@ import { selectSecretStore } from "../shared/secrets/key-vault-secret-store.js";
 import { ArtifactStore } from "./jobs/artifact-store.js";
 import { checkJobConsistency } from "./jobs/consistency-check.js";
 import { createFileDatabaseCatalog } from "../shared/databases/database-catalog.js";
+import { createTableDatabaseCatalog, openDatabaseStorage } from "../shared/databases/table-catalog.js";
 import { DispatchLease } from "./jobs/dispatch-lease.js";
 import { JobDispatcher } from "./jobs/dispatcher.js";
 import { JobStore } from "./jobs/job-store.js";
@@ -18,6 +19,7 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { createKubernetesExecutor } from "./executors/kubernetes-executor.js";
 import { createLocalExecutor } from "./executors/local-executor.js";
 import { blobUrlOf } from "../shared/storage/storage-connection.js";
+import { createKubernetesWarmup } from "./executors/kubernetes-warmup.js";
 
 /**
  * The job API process: `/v1/*` and `/api/v1/facade/*`. Runs as a container on the cluster, and as a
@@ -34,14 +36,23 @@ async function main(): Promise<void> {
   if (!secrets) throw new Error("no secret store is configured");
   const tokens = new ApiTokenService(secrets);
   await tokens.ensure();
-  const catalog = createFileDatabaseCatalog(config.databasesDir);
+  // The catalog the Functions app reads too; databases only in the folder layout are published once.
+  // The local executor searches this machine's copy, filled from storage when missing.
+  const catalog = createTableDatabaseCatalog({
+    ...openDatabaseStorage(config.storage),
+    cacheRoot: config.databasesDir,
+    fillCache: config.executor === "local",
+    holdLocally: true,
+    importFrom: createFileDatabaseCatalog(config.databasesDir),
+  });
+  // KUBECONFIG when set (the local cluster), else the pod's service account.
+  const kubeConfig = config.executor === "kubernetes" ? loadKubeConfig() : undefined;
   // Before any job is dispatched or served: nothing may reference what storage lost in a crash.
   await checkJobConsistency({ jobs, artifacts, catalog, logger });
   const executor =
-    config.executor === "kubernetes"
+    kubeConfig
       ? createKubernetesExecutor({
-          // KUBECONFIG when set (the local cluster), else the pod's service account.
-          kubeConfig: loadKubeConfig(),
+          kubeConfig,
           artifacts,
           logger,
           settings: {
@@ -83,7 +94,17 @@ async function main(): Promise<void> {
     maxQueuedJobs: config.maxQueuedJobs,
     retryAfterSeconds: config.retryAfterSeconds,
   });
+  const warmup = kubeConfig
+    ? createKubernetesWarmup({
+        kubeConfig,
+        catalog,
+        logger,
+        storageConnectionString: config.storageConnectionString,
+        settings: { ...config.kubernetes, nodeSelector: { ...config.kubernetes.nodeSelector }, tolerations: [...config.kubernetes.tolerations], dbCacheHostPath: config.kubernetes.dbCacheDir },
+      })
+    : undefined;
   const app = createJobApiApp({
+    warmup,
     config,
     service,
     jobs,

@@ -1,6 +1,4 @@
 import { createReadStream } from "node:fs";
-import { access } from "node:fs/promises";
-import path from "node:path";
 import { z } from "zod";
 import { describeCloudAuthorizationError } from "../shared/auth/cloud-authorization.js";
 import { runBlastTool } from "../shared/blast/blast-tools.js";
@@ -8,6 +6,8 @@ import { envEnum, envInt, LOG_LEVELS, parseEnv } from "../shared/config/env.js";
 import { DATABASE_NAME } from "../shared/blast/database-builder.js";
 import { BLAST_PROGRAMS, type BlastProgram } from "../shared/blast/programs.js";
 import { RELEASE_NAME } from "../shared/databases/ncbi-source.js";
+import { fillReleaseCache } from "../shared/databases/node-cache.js";
+import { openDatabaseStorage } from "../shared/databases/table-catalog.js";
 import { JOB_ID_PATTERN } from "../shared/jobs/model.js";
 import { createLogger } from "../shared/logging/logger.js";
 import { createParallelGzip } from "../shared/storage/parallel-gzip.js";
@@ -33,8 +33,16 @@ const env = z.object({
   LOG_LEVEL: envEnum(LOG_LEVELS).default("info"),
 }).superRefine(...checkStorageSettings(SHARD_STORAGE_SETTINGS));
 
+/** The partition a shard searches (`b<n>-p<i>` → i), or 0 for the whole database (`b<n>`). */
+function partitionOf(shardId: string): number {
+  const match = /-p(\d+)$/.exec(shardId);
+  return match ? Number(match[1]) : 0;
+}
+
 /**
- * A shard's pod: `node dist/jobapi/shard.js <program> <BLAST argv…>`. Reads its query batch from
+ * A shard's pod: `node dist/jobapi/shard.js <program> <BLAST argv…>`. Its init step fills the
+ * node-local cache with its partition of the published release (verified against the release
+ * manifest; one download per node however many pods start together). It then reads its query batch from
  * Blob storage, runs BLAST+ on its database partition in the node-local cache with the argv the
  * job API built (never a shell, never request text), and uploads the output gzipped, streamed,
  * MD5-checked block by block and as a whole, only if it is not published yet: a pod that
@@ -56,9 +64,15 @@ async function main(): Promise<void> {
     return;
   }
   const cwd = releaseFolder(e.SHARD_DB_CACHE_ROOT, e.SHARD_DB_NAME, e.SHARD_DB_RELEASE);
-  await access(path.join(cwd, "manifest.json")).catch(() => {
-    throw new Error(`database ${e.SHARD_DB_NAME} release ${e.SHARD_DB_RELEASE} is not in the node's cache`);
+  const filled = await fillReleaseCache({
+    store: openDatabaseStorage(e.storage).store,
+    cacheRoot: e.SHARD_DB_CACHE_ROOT,
+    database: e.SHARD_DB_NAME,
+    release: e.SHARD_DB_RELEASE,
+    partition: partitionOf(e.SHARD_ID),
+    signal: stop.signal,
   });
+  logger.info("database cache ready", { downloaded: filled.downloaded.length, verified: filled.verified, waited: filled.waited, took_over: filled.tookOver });
   await artifacts.downloadToFile(e.SHARD_JOB_ID, `batches/b${e.SHARD_BATCH}.fa`, e.SHARD_QUERY_FILE);
   const started = performance.now();
   logger.info("running BLAST", { program });

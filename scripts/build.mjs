@@ -29,6 +29,12 @@ const [functionsBuild] = await Promise.all([
   }),
   build({
     ...common,
+    // The warm-up worker: one pod per node fills that node's database cache.
+    entryPoints: ["jobapi/warm.ts"],
+    outfile: "dist/jobapi/warm.js",
+  }),
+  build({
+    ...common,
     entryPoints: ["local/cli-db.ts"],
     outfile: "dist/local/cli-db.js",
   }),

@@ -10,14 +10,17 @@ import {
   type DatabaseActivityDependencies,
 } from "../../shared/databases/database-activities.js";
 import { newOperationId } from "../../shared/dashboard/operations.js";
-import { createFileDatabaseCatalog } from "../../shared/databases/database-catalog.js";
 import { Orchestrations } from "../../shared/ops/queue-labels.js";
+import type { ClusterWarmup } from "../../shared/dashboard/job-api-client.js";
+import { ConflictError } from "../../shared/errors.js";
 import { appContext } from "../app-context.js";
-import { databaseState } from "../dashboard-deps.js";
+import { databaseCatalog, databaseState } from "../dashboard-deps.js";
 
 export const DatabaseActivities = {
   prepare: "prepareDatabaseRelease",
   warm: "warmDatabaseRelease",
+  startClusterWarm: "startClusterWarmupActivity",
+  readClusterWarm: "readClusterWarmupActivity",
   checkUpdates: "checkDatabaseUpdatesActivity",
 } as const;
 
@@ -36,7 +39,8 @@ function source() {
 const activityDependencies = (): DatabaseActivityDependencies => ({
   databasesDir,
   source,
-  catalog: createFileDatabaseCatalog,
+  catalog: () => databaseCatalog(),
+  publisher: () => databaseCatalog(),
   state: databaseState(),
   events: appContext.events,
   logger: appContext.logger,
@@ -51,6 +55,37 @@ const warmReleaseActivity = df.app.activity(DatabaseActivities.warm, {
 });
 const checkUpdatesActivity = df.app.activity(DatabaseActivities.checkUpdates, {
   handler: explainCloudAuthorization(() => createCheckDatabaseUpdatesActivity(activityDependencies())()),
+});
+
+/** Records a finished cluster warm-up in the database's state. */
+async function recordClusterWarmup(view: ClusterWarmup): Promise<void> {
+  if (view.state === "succeeded") await databaseState().patch(view.database, { warm_state: "warm", warmed_version: view.release, warmed_at: new Date().toISOString() });
+  else if (view.state === "failed") await databaseState().patch(view.database, { warm_state: "failed" });
+}
+
+type ClusterWarmStart = { mode: "local" } | { mode: "cluster"; view: ClusterWarmup; poll_seconds: number };
+
+/** Starts warming every node of the cluster through the job API; `local` when shards run on its own machine. */
+const startClusterWarmActivity = df.app.activity(DatabaseActivities.startClusterWarm, {
+  handler: explainCloudAuthorization(async (input: { name: string }): Promise<ClusterWarmStart> => {
+    try {
+      const view = await appContext.jobApi.startWarmup(input.name);
+      await databaseState().patch(input.name, { warm_state: "warming" });
+      await recordClusterWarmup(view);
+      return { mode: "cluster", view, poll_seconds: appContext.config.jobPollIntervalSeconds };
+    } catch (error) {
+      if (error instanceof ConflictError) return { mode: "local" };
+      throw error;
+    }
+  }),
+});
+
+const readClusterWarmActivity = df.app.activity(DatabaseActivities.readClusterWarm, {
+  handler: explainCloudAuthorization(async (input: { name: string }): Promise<ClusterWarmup> => {
+    const view = await appContext.jobApi.getWarmup(input.name);
+    await recordClusterWarmup(view);
+    return view;
+  }),
 });
 
 /**
@@ -72,7 +107,36 @@ function singleActivityOperation(activity: RegisteredActivity, phase: string): O
 }
 
 const prepareDatabase = singleActivityOperation(prepareReleaseActivity, "preparing");
-const warmDatabase = singleActivityOperation(warmReleaseActivity, "warming");
+/**
+ * Warm-up: on a cluster, one Job per node fills that node's cache (the job API runs them); the
+ * operation reports each node's progress (custom status) until every node is done. With the local
+ * executor, this machine reads its copy of the release into the page cache instead.
+ */
+const warmDatabase: OrchestrationHandler = function* (context: OrchestrationContext) {
+  const input = context.df.getInput<{ name: string }>();
+  context.df.setCustomStatus({ phase: "warming", ...input });
+  try {
+    const started: ClusterWarmStart = yield startClusterWarmActivity(input);
+    if (started.mode === "local") {
+      const result: object = yield warmReleaseActivity(input);
+      return { outcome: "succeeded", ...result };
+    }
+    let view = started.view;
+    while (view.state === "running") {
+      context.df.setCustomStatus({ phase: "warming", name: view.database, release: view.release, nodes: view.nodes });
+      yield context.df.createTimer(new Date(context.df.currentUtcDateTime.getTime() + started.poll_seconds * 1000));
+      view = yield readClusterWarmActivity(input);
+    }
+    context.df.setCustomStatus({ phase: view.state, name: view.database, release: view.release, nodes: view.nodes });
+    if (view.state === "failed") {
+      const failed = view.nodes.filter((n) => n.state === "failed");
+      return { outcome: "failed", error: `warm-up failed on ${failed.map((n) => `${n.node}${n.error ? ` (${n.error.split("\n").pop()})` : ""}`).join(", ")}`, nodes: view.nodes };
+    }
+    return { outcome: "succeeded", name: view.database, version: view.release, nodes: view.nodes };
+  } catch (error) {
+    return { outcome: "failed", error: error instanceof Error ? (error.message.split("\n")[0] ?? "").trim() : String(error) };
+  }
+};
 const checkDatabaseUpdates = singleActivityOperation(checkUpdatesActivity, "checking");
 
 df.app.orchestration(Orchestrations.prepareDatabase, prepareDatabase);

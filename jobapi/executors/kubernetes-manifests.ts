@@ -39,7 +39,7 @@ export interface ShardJobSettings {
   ttlSecondsAfterFinished: number;
   /** BLAST's working set and the worker's own memory, on top of the database bytes to cache. */
   workingSetBytes: number;
-  /** The node-local database cache: `<root>/<database>/<release>/`, mounted read-only. */
+  /** The node-local database cache: `<root>/<database>/<release>/`, which the shard's init step fills. */
   dbCacheHostPath: string;
   /**
    * With identity-based storage: the pod runs as this service account (federated with the
@@ -150,7 +150,8 @@ export function buildShardJob(spec: ShardSpec, settings: ShardJobSettings): V1Jo
               securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, runAsNonRoot: true, capabilities: { drop: ["ALL"] } },
               terminationMessagePolicy: "FallbackToLogsOnError",
               volumeMounts: [
-                { name: "blastdb", mountPath: POD_PATHS.dbCache, readOnly: true },
+                // Writable: the worker's init step fills the node's cache before BLAST reads it.
+                { name: "blastdb", mountPath: POD_PATHS.dbCache },
                 { name: "scratch", mountPath: POD_PATHS.scratch },
               ],
             },
@@ -166,9 +167,8 @@ export function buildShardJob(spec: ShardSpec, settings: ShardJobSettings): V1Jo
 }
 
 /**
- * The node-local folder of a database release: `<cache root>/<database>/<release>/`. Here the
- * cache is the folder the job API keeps databases in (mounted into the pod); when releases are
- * published to blob storage, this is the folder the shard's init step fills and verifies.
+ * The node-local folder of a database release: `<cache root>/<database>/<release>/`, which the
+ * shard's init step fills from the published release and verifies.
  */
 export function releaseFolder(cacheRoot: string, database: string, release: string): string {
   if (!DATABASE_NAME.test(database) || !RELEASE_NAME.test(release) || database === "." || database === "..") throw new Error("invalid database or release name");

@@ -36,6 +36,14 @@ export interface JobApiResults {
 }
 
 /** Options of {@link createJobApiClient}. */
+/** A warm-up on the cluster as the job API reports it (`/v1/databases/{name}/warmup`). */
+export interface ClusterWarmup {
+  database: string;
+  release: string;
+  state: "running" | "succeeded" | "failed";
+  nodes: { node: string; state: string; bytes_done: number; bytes_total: number; files_done: number; files_total: number; error?: string }[];
+}
+
 export interface JobApiClientOptions {
   /** The job API's base URL; undefined when it is not configured (every call is then unavailable). */
   baseUrl: string | undefined;
@@ -176,6 +184,23 @@ export function createJobApiClient(options: JobApiClientOptions) {
       const answer = await json<{ status?: unknown }>(response);
       if (typeof answer.status !== "string") throw new DependencyFailedError("job API answered a cancel without a status");
       return answer.status;
+    },
+
+    /**
+     * Starts warming `database` on every node of the cluster (`POST /v1/databases/{name}/warmup`);
+     * a ConflictError when the job API runs shards on its own machine (nothing to warm there).
+     */
+    async startWarmup(database: string, callOptions?: JobApiCallOptions): Promise<ClusterWarmup> {
+      const response = await call(`/v1/databases/${encodeURIComponent(database)}/warmup`, { method: "POST" }, callOptions);
+      if (response.status !== 202) throw await answerError(response);
+      return json<ClusterWarmup>(response);
+    },
+
+    /** The warm-up's progress node by node. */
+    async getWarmup(database: string, callOptions?: JobApiCallOptions): Promise<ClusterWarmup> {
+      const response = await call(`/v1/databases/${encodeURIComponent(database)}/warmup`, {}, callOptions);
+      if (response.status !== 200) throw await answerError(response);
+      return json<ClusterWarmup>(response);
     },
 
     /** Opens the job's results (`content` as the job API names it) for streaming through. */

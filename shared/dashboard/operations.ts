@@ -59,6 +59,8 @@ export function operationView(input: {
   target?: Record<string, unknown>;
   targetLink?: string;
   error?: string;
+  /** Progress the operation reports (a warm-up: each node's bytes). */
+  progress?: Record<string, unknown>;
 }) {
   const terminal = input.state === "succeeded" || input.state === "failed" || input.state === "cancelled";
   return {
@@ -70,6 +72,7 @@ export function operationView(input: {
     poll_after_seconds: terminal ? 0 : input.pollAfterSeconds,
     links: { self: `/api/operations/${input.operationId}`, ...(input.targetLink ? { target: input.targetLink } : {}) },
     ...(input.target ? { target: input.target } : {}),
+    ...(input.progress ? { progress: input.progress } : {}),
     ...(input.state === "failed" ? { error: { detail: input.error || "the operation failed" } } : {}),
   };
 }
@@ -94,7 +97,10 @@ export async function describeOperation(
   const operationType = OPERATION_TYPES[instance.name];
   if (!operationType) return undefined;
   const input = instance.input as { dashboard_job_id?: string; name?: string } | null;
-  const output = instance.output as { error?: string } | null;
+  const output = instance.output as { error?: string; nodes?: unknown } | null;
+  // A warm-up reports its nodes while it runs (custom status) and when it ends (its output).
+  const nodes = (instance.customStatus as { nodes?: unknown } | null | undefined)?.nodes ?? output?.nodes;
+  const progress = operationType === OPERATION_TYPES[Orchestrations.warmDatabase] && Array.isArray(nodes) ? { nodes } : undefined;
   const target = input?.dashboard_job_id
     ? { target: { resource_type: "blast_job", dashboard_job_id: input.dashboard_job_id }, targetLink: `/api/blast/jobs/${input.dashboard_job_id}` }
     : input?.name
@@ -108,6 +114,7 @@ export async function describeOperation(
     updatedAt: instance.lastUpdatedAt.toISOString(),
     pollAfterSeconds: options.pollAfterSeconds,
     ...target,
+    progress,
     error: typeof instance.output === "string" ? instance.output : (output?.error ?? ""),
   });
 }

@@ -4,6 +4,7 @@ import type { DatabaseCatalog } from "./database-catalog.js";
 import type { DatabaseState } from "./database-state.js";
 import type { NcbiSource } from "./ncbi-source.js";
 import { checkForUpdates, prepareDatabaseRelease } from "./prepare.js";
+import type { ReleasePublisher } from "./table-catalog.js";
 import { warmDatabaseFiles } from "./warmup.js";
 
 /** What the database operations' activities work with; each is built from these, so tests pass fakes. */
@@ -12,8 +13,10 @@ export interface DatabaseActivityDependencies {
   databasesDir: () => string;
   /** The release source (`DATABASE_SOURCE_URL`); throws when that is not configured. */
   source: () => NcbiSource;
-  /** The prepared releases under a databases folder. */
+  /** The prepared releases (the table catalog in the workload storage account; `databasesDir` for the folder one). */
   catalog: (databasesDir: string) => DatabaseCatalog;
+  /** Where a prepared release is published so the job API and the Functions app see it (the table catalog). */
+  publisher?: () => ReleasePublisher;
   /** The dashboard's per-database state (warm-up and update checks). */
   state: { patch(name: string, change: Partial<DatabaseState>): Promise<unknown> };
   events: Pick<EventLog, "record">;
@@ -48,6 +51,7 @@ export function createPrepareDatabaseActivity(dependencies: DatabaseActivityDepe
       name: input.name,
       databasesDir: dependencies.databasesDir(),
       partitions: input.partitions,
+      publisher: dependencies.publisher?.(),
     });
     await dependencies.state.patch(input.name, { update_available: false, warm_state: "cold", warmed_version: null });
     dependencies.logger.info("database prepared", { name: manifest.name, version: manifest.version });

@@ -3,6 +3,7 @@ import path from "node:path";
 import { buildDatabase, DATABASE_NAME, type DatabaseManifest, formatVersion } from "../blast/database-builder.js";
 import { syncTree } from "../storage/durable-file.js";
 import { holdRelease, pruneReleases, readCurrent, releaseHold, swapCurrent } from "./releases.js";
+import type { ReleasePublisher } from "./table-catalog.js";
 
 /** A prepared database release, as executors read it. */
 export interface DatabaseEntry {
@@ -91,10 +92,13 @@ export function createFileDatabaseCatalog(root: string): DatabaseCatalog {
 /**
  * Builds a database release from a FASTA file into `<root>/<name>/<version>/` and makes it the
  * current one (the pointer is swapped by an atomic rename, so searches never see half a release).
+ * With a `publisher` (the table catalog), the release is first published to the workload storage
+ * account and made current there, so the job API and the Functions app see it.
  */
 export async function publishDatabase(
   root: string,
   input: { name: string; fastaPath: string; type: "nucl" | "prot"; partitions: number },
+  publisher?: ReleasePublisher,
 ): Promise<DatabaseEntry> {
   if (!DATABASE_NAME.test(input.name)) throw new Error(`invalid database name '${input.name}'`);
   const version = formatVersion(new Date());
@@ -103,6 +107,7 @@ export async function publishDatabase(
   const manifest = await buildDatabase({ ...input, outDir: dir, version });
   // The pointer must never survive a power cut that the release's files did not.
   await syncTree(dir);
+  await publisher?.publish(dir, manifest);
   await swapCurrent(path.join(root, input.name), manifest.version);
   // Older releases beyond the kept few are freed; a failure there must not fail the publish.
   await pruneReleases(path.join(root, input.name)).catch(() => []);

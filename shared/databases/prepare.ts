@@ -14,6 +14,7 @@ import {
 } from "./ncbi-source.js";
 import { syncTree } from "../storage/durable-file.js";
 import { claimStaging, pruneReleases, swapCurrent } from "./releases.js";
+import type { ReleasePublisher } from "./table-catalog.js";
 
 /** Where a prepared release came from; stored as the extra `source` key of `manifest.json`. */
 export interface ManifestSource {
@@ -91,6 +92,8 @@ export interface PrepareDatabaseReleaseOptions {
   abortSignal?: AbortSignal;
   /** Clock for the manifest's `created_at`. */
   now?: () => Date;
+  /** Publishes the finished release to the workload storage account and makes it current there (before the local pointer). */
+  publisher?: ReleasePublisher;
 }
 
 /**
@@ -154,8 +157,13 @@ function sourceInfo(release: string, entry: ReleaseDatabase): ManifestSource {
  * staging folder is removed and `current` is untouched. A concurrent prepare of the same release
  * loses the final rename and returns the winner's manifest.
  */
-/** Puts `release` in service, then frees older releases and crashed builds (never failing the prepare for it). */
-async function makeCurrent(dbDir: string, release: string): Promise<void> {
+/**
+ * Puts `release` in service (published to storage first, when a publisher is given), then frees
+ * older releases and crashed builds (never failing the prepare for it).
+ */
+async function makeCurrent(dbDir: string, manifest: DatabaseManifest, publisher?: ReleasePublisher): Promise<void> {
+  const release = manifest.version;
+  await publisher?.publish(path.join(dbDir, release), manifest);
   await swapCurrent(dbDir, release);
   await pruneReleases(dbDir).catch(() => []);
 }
@@ -177,7 +185,7 @@ export async function prepareDatabaseRelease(options: PrepareDatabaseReleaseOpti
 
   const existing = await completeManifest(releaseDir, name, release);
   if (existing) {
-    await makeCurrent(dbDir, release);
+    await makeCurrent(dbDir, existing, options.publisher);
     return existing;
   }
 
@@ -230,10 +238,10 @@ export async function prepareDatabaseRelease(options: PrepareDatabaseReleaseOpti
           cause: error,
         });
       }
-      await makeCurrent(dbDir, release);
+      await makeCurrent(dbDir, winner, options.publisher);
       return winner;
     }
-    await makeCurrent(dbDir, release);
+    await makeCurrent(dbDir, manifest, options.publisher);
     return manifest;
   } finally {
     await rm(staging, { recursive: true, force: true });

@@ -15,6 +15,8 @@ export interface OrchestrationInstance {
   output: unknown;
   createdAt: Date;
   lastUpdatedAt: Date;
+  /** What the orchestration last reported with `setCustomStatus` (progress), when anything. */
+  customStatus?: unknown;
 }
 
 /** Options of {@link OrchestrationClient.startNew}. */

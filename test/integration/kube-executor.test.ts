@@ -14,6 +14,7 @@ import { ArtifactStore } from "../../jobapi/jobs/artifact-store.js";
 import { type RunningAzurite, startAzurite } from "../../local/azurite.js";
 import { blastPoolNodes, type LocalCluster, startLocalCluster } from "../../local/kube/cluster.js";
 import { type DatabaseEntry, publishDatabase } from "../../shared/databases/database-catalog.js";
+import { createTableDatabaseCatalog, openDatabaseStorage } from "../../shared/databases/table-catalog.js";
 import { ShardFailedError } from "../../shared/errors.js";
 import { newJobId } from "../../shared/jobs/model.js";
 import { createLogger } from "../../shared/logging/logger.js";
@@ -98,7 +99,10 @@ describe("Kubernetes executor on the local cluster", () => {
     azurite = await startAzurite({ blobPort: 0, queuePort: 0, tablePort: 0, logger, watchdogPath: path.join(ROOT, "local/parent-watchdog.cjs") });
     artifacts = ArtifactStore.fromConnectionString(azurite.connectionString);
     await artifacts.init();
-    db = await publishDatabase(path.join(work, "databases"), { name: "demo16s", fastaPath: DEMO_FASTA, type: "nucl", partitions: 2 });
+    // Published to the storage account (the shard's init step verifies its cache against it); the
+    // build folder is the node cache here, so nothing is downloaded.
+    const catalog = createTableDatabaseCatalog({ ...openDatabaseStorage(azurite.connectionString), cacheRoot: path.join(work, "databases") });
+    db = await publishDatabase(path.join(work, "databases"), { name: "demo16s", fastaPath: DEMO_FASTA, type: "nucl", partitions: 2 }, catalog);
     cluster = await startLocalCluster({
       logger,
       dataDir: work,

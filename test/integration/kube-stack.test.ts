@@ -6,7 +6,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { publishDatabase } from "../../shared/databases/database-catalog.js";
 import { demoQueries, jobApi, readApiToken } from "../support/jobapi-client.js";
-import { eventually, ROOT, startStack, type TestStack } from "../support/local-stack.js";
+import { eventually, mintToken, ROOT, startStack, type TestStack } from "../support/local-stack.js";
 import { alive, childPids } from "../support/processes.js";
 
 const run = promisify(execFile);
@@ -79,6 +79,32 @@ describe("npm start with BLASTPLANE_EXECUTOR=kubernetes", () => {
       return `${left.stdout}${left.stderr}`.includes("No resources found") ? true : undefined;
     }, 30_000, 200);
     expect((await api.status(job.job_id)).status).toBe("cancelled");
+  });
+
+  it("B-006 B-016 the dashboard's warm-up fills every BLAST node through the job API and its operation reports each node's bytes", async () => {
+    const token = await mintToken(stack, "Contributor");
+    const dashboard = (method: string, p: string) => fetch(`${stack.info.functions_url}/api${p}`, { method, headers: { Authorization: `Bearer ${token}` } });
+    const started = await dashboard("POST", `/databases/${DB}/warmup`);
+    expect(started.status).toBe(200);
+    const { operation } = (await started.json()) as { operation: { operation_id: string; state: string } };
+    // The call returns before the warm-up has finished: the operation is queued.
+    expect(operation.state).toBe("queued");
+    const done = await eventually(async () => {
+      const o = (await (await dashboard("GET", `/operations/${operation.operation_id}`)).json()) as { state: string; progress?: { nodes: Record<string, unknown>[] } };
+      return ["succeeded", "failed", "cancelled"].includes(o.state) ? o : undefined;
+    }, 90_000, 250);
+    expect(done.state).toBe("succeeded");
+    const nodes = done.progress?.nodes ?? [];
+    expect(nodes.map((n) => n.node)).toEqual(["local-blast-0", "local-blast-1", "local-blast-2"]);
+    for (const n of nodes) {
+      expect(n).toMatchObject({ state: "succeeded", bytes_done: n.bytes_total });
+      expect(Number(n.bytes_total)).toBeGreaterThan(0);
+    }
+    const listed = (await (await dashboard("GET", "/databases")).json()) as { databases: { name: string; warm_state: string }[] };
+    expect(listed.databases.find((d) => d.name === DB)?.warm_state).toBe("warm");
+    // kubectl sees one warm-up Job per node, apart from the shard Jobs.
+    const warmJobs = await kubectl("get", "jobs", "-l", "app.kubernetes.io/managed-by=blastplane-warmup", "-o", "jsonpath={range .items[*]}{.spec.template.spec.nodeSelector.kubernetes\\.io/hostname}{\"\\n\"}{end}");
+    expect(warmJobs.split("\n").filter(Boolean).sort()).toEqual(["local-blast-0", "local-blast-1", "local-blast-2"]);
   });
 
   it("kill -9 of the job API mid-job, then a restart: the job completes and no shard has two Jobs", async () => {

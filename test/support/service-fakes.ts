@@ -111,5 +111,7 @@ export function fakeJobApi(overrides: Partial<JobApiClient> = {}): JobApiClient 
     getStatus: recorded("getStatus"),
     cancel: recorded("cancel"),
     openResults: recorded("openResults"),
+    startWarmup: recorded("startWarmup"),
+    getWarmup: recorded("getWarmup"),
   };
 }
