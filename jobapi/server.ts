@@ -99,7 +99,8 @@ async function main(): Promise<void> {
         kubeConfig,
         catalog,
         logger,
-        storageConnectionString: config.storageConnectionString,
+        storage: config.storage,
+        serviceAccountName: config.kubernetes.serviceAccountName,
         settings: { ...config.kubernetes, nodeSelector: { ...config.kubernetes.nodeSelector }, tolerations: [...config.kubernetes.tolerations], dbCacheHostPath: config.kubernetes.dbCacheDir },
       })
     : undefined;

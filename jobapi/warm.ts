@@ -5,15 +5,17 @@ import { RELEASE_NAME } from "../shared/databases/ncbi-source.js";
 import { evictCachedReleases, fillReleaseCache } from "../shared/databases/node-cache.js";
 import { createTableDatabaseCatalog, openDatabaseStorage } from "../shared/databases/table-catalog.js";
 import { createLogger } from "../shared/logging/logger.js";
+import { checkStorageSettings, storageConnectionFromSettings, storageSettingsShape, WARM_STORAGE_SETTINGS } from "../shared/storage/storage-connection.js";
 
 const env = z.object({
   WARM_DB_NAME: z.string().regex(DATABASE_NAME),
   WARM_DB_RELEASE: z.string().regex(RELEASE_NAME),
   WARM_DB_CACHE_ROOT: z.string().min(1),
   WARM_NODE: z.string().min(1).max(253),
-  SHARD_STORAGE_CONNECTION_STRING: z.string().min(1),
+  // An Azurite connection string (local), or the Blob and Table URLs reached with the pod's workload identity.
+  ...storageSettingsShape(WARM_STORAGE_SETTINGS),
   LOG_LEVEL: envEnum(LOG_LEVELS).default("info"),
-});
+}).superRefine(...checkStorageSettings(WARM_STORAGE_SETTINGS));
 
 /**
  * A warm-up pod (`node dist/jobapi/warm.js`), one per node of the BLAST pool: fills the node's
@@ -22,11 +24,11 @@ const env = z.object({
  * evicts the node's other releases of the database that are neither current nor held by a job.
  */
 async function main(): Promise<void> {
-  const e = parseEnv(env, process.env, (values) => ({ ...values }));
+  const e = parseEnv(env, process.env, (values) => ({ ...values, storage: storageConnectionFromSettings(values, WARM_STORAGE_SETTINGS) }));
   const logger = createLogger({ level: e.LOG_LEVEL, base: { service: "warm", node: e.WARM_NODE } });
   const stop = new AbortController();
   process.once("SIGTERM", () => stop.abort(new Error("pod terminating")));
-  const storage = openDatabaseStorage(e.SHARD_STORAGE_CONNECTION_STRING);
+  const storage = openDatabaseStorage(e.storage);
   const manifest = await storage.store.manifest(e.WARM_DB_NAME, e.WARM_DB_RELEASE);
   const total = manifest?.files.reduce((sum, f) => sum + f.size, 0) ?? 0;
   const filled = await fillReleaseCache({

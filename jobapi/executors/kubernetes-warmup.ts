@@ -3,7 +3,8 @@ import { BatchV1Api, CoreV1Api, type KubeConfig, type V1Job, type V1Pod } from "
 import type { DatabaseCatalog } from "../../shared/databases/database-catalog.js";
 import { NotFoundError } from "../../shared/errors.js";
 import type { Logger } from "../../shared/logging/logger.js";
-import { LABEL, labelValue, POD_PATHS, type ShardJobSettings, STORAGE_SECRET } from "./kubernetes-manifests.js";
+import { LABEL, labelValue, POD_PATHS, type ShardJobSettings, STORAGE_SECRET, WORKLOAD_IDENTITY_LABEL } from "./kubernetes-manifests.js";
+import type { StorageConnection } from "../../shared/storage/storage-connection.js";
 
 /** `app.kubernetes.io/managed-by` of warm-up Jobs (apart from shard Jobs, which the executor watches). */
 export const WARMUP_MANAGED_BY = "blastplane-warmup";
@@ -36,8 +37,14 @@ export interface KubernetesWarmupOptions {
   kubeConfig: KubeConfig;
   catalog: Pick<DatabaseCatalog, "get">;
   settings: Pick<ShardJobSettings, "namespace" | "image" | "nodeSelector" | "tolerations" | "dbCacheHostPath" | "ttlSecondsAfterFinished" | "activeDeadlineSeconds">;
-  /** Written to the Secret the shard pods read too (created or replaced before the first warm-up). */
-  storageConnectionString: string;
+  /**
+   * Where the pods read the release and the catalog: an Azurite connection string is written to the
+   * Secret the shard pods read too (created or replaced before the first warm-up); with the managed
+   * identity the pods get the account URLs and the workload identity's service account instead.
+   */
+  storage: StorageConnection;
+  /** The workload identity's service account (identity-based storage only). */
+  serviceAccountName?: string;
   logger: Logger;
 }
 
@@ -50,6 +57,66 @@ const selectorOf = (labels: Record<string, string>) =>
   Object.entries(labels)
     .map(([k, v]) => `${k}=${v}`)
     .join(",");
+
+/** The warm-up Job of one node: pinned to it, filling its cache with the release (`warm.js`). */
+export function buildWarmupJob(o: Pick<KubernetesWarmupOptions, "settings" | "storage" | "serviceAccountName">, database: string, version: string, node: string): V1Job {
+  const { namespace } = o.settings;
+  const identity = o.storage.kind === "identity" ? o.storage : undefined;
+  const storageEnv = identity
+    ? [
+        { name: "SHARD_STORAGE_BLOB_URL", value: identity.blobUrl ?? "" },
+        { name: "SHARD_STORAGE_TABLE_URL", value: identity.tableUrl ?? "" },
+      ]
+    : [{ name: "SHARD_STORAGE_CONNECTION_STRING", valueFrom: { secretKeyRef: { name: STORAGE_SECRET.name, key: STORAGE_SECRET.key } } }];
+  const labels = {
+    [LABEL.name]: "blastplane-warmup",
+    [LABEL.managedBy]: WARMUP_MANAGED_BY,
+    [LABEL.database]: labelValue(database),
+    [LABEL.release]: version,
+    [NODE_LABEL]: labelValue(node),
+  };
+  return {
+    apiVersion: "batch/v1",
+    kind: "Job",
+    metadata: { name: warmupJobName(database, version, node), namespace, labels },
+    spec: {
+      backoffLimit: 2,
+      activeDeadlineSeconds: o.settings.activeDeadlineSeconds,
+      ttlSecondsAfterFinished: o.settings.ttlSecondsAfterFinished,
+      template: {
+        metadata: { labels: identity ? { ...labels, [WORKLOAD_IDENTITY_LABEL]: "true" } : labels },
+        spec: {
+          ...(identity && o.serviceAccountName ? { serviceAccountName: o.serviceAccountName } : {}),
+          restartPolicy: "Never",
+          automountServiceAccountToken: false,
+          nodeSelector: { ...o.settings.nodeSelector, [HOSTNAME]: node },
+          tolerations: o.settings.tolerations,
+          securityContext: { runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, fsGroup: 1000, seccompProfile: { type: "RuntimeDefault" } },
+          containers: [
+            {
+              name: "warm",
+              image: o.settings.image,
+              command: ["node", "--enable-source-maps", "dist/jobapi/warm.js"],
+              env: [
+                { name: "WARM_DB_NAME", value: database },
+                { name: "WARM_DB_RELEASE", value: version },
+                { name: "WARM_DB_CACHE_ROOT", value: POD_PATHS.dbCache },
+                { name: "WARM_NODE", value: node },
+                ...storageEnv,
+              ],
+              resources: { requests: { memory: WARMUP_MEMORY, cpu: "100m" }, limits: { memory: WARMUP_MEMORY } },
+              securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, runAsNonRoot: true, capabilities: { drop: ["ALL"] } },
+              terminationMessagePolicy: "FallbackToLogsOnError",
+              volumeMounts: [{ name: "blastdb", mountPath: POD_PATHS.dbCache }],
+            },
+          ],
+          volumes: [{ name: "blastdb", hostPath: { path: o.settings.dbCacheHostPath, type: "Directory" } }],
+        },
+      },
+    },
+  };
+}
+
 
 /**
  * Warm-up on the cluster: one `batch/v1` Job per node of the BLAST pool, pinned to its node
@@ -65,8 +132,10 @@ export function createKubernetesWarmup(o: KubernetesWarmupOptions) {
   const statusOf = (error: unknown) => (error as { code?: number }).code;
 
   function writeSecret(): Promise<void> {
+    if (o.storage.kind !== "connection-string") return Promise.resolve();
+    const { connectionString } = o.storage;
     secretWritten ??= (async () => {
-      const body = { apiVersion: "v1", kind: "Secret", metadata: { name: STORAGE_SECRET.name, namespace }, type: "Opaque", stringData: { [STORAGE_SECRET.key]: o.storageConnectionString } };
+      const body = { apiVersion: "v1", kind: "Secret", metadata: { name: STORAGE_SECRET.name, namespace }, type: "Opaque", stringData: { [STORAGE_SECRET.key]: connectionString } };
       try {
         await core.createNamespacedSecret({ namespace, body });
       } catch (error) {
@@ -84,55 +153,6 @@ export function createKubernetesWarmup(o: KubernetesWarmupOptions) {
     const entry = await o.catalog.get(database);
     if (!entry) throw new NotFoundError(`database '${database}' is not prepared`);
     return entry.manifest.version;
-  }
-
-  function warmupJob(database: string, version: string, node: string): V1Job {
-    const labels = {
-      [LABEL.name]: "blastplane-warmup",
-      [LABEL.managedBy]: WARMUP_MANAGED_BY,
-      [LABEL.database]: labelValue(database),
-      [LABEL.release]: version,
-      [NODE_LABEL]: labelValue(node),
-    };
-    return {
-      apiVersion: "batch/v1",
-      kind: "Job",
-      metadata: { name: warmupJobName(database, version, node), namespace, labels },
-      spec: {
-        backoffLimit: 2,
-        activeDeadlineSeconds: o.settings.activeDeadlineSeconds,
-        ttlSecondsAfterFinished: o.settings.ttlSecondsAfterFinished,
-        template: {
-          metadata: { labels },
-          spec: {
-            restartPolicy: "Never",
-            automountServiceAccountToken: false,
-            nodeSelector: { ...o.settings.nodeSelector, [HOSTNAME]: node },
-            tolerations: o.settings.tolerations,
-            securityContext: { runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, fsGroup: 1000, seccompProfile: { type: "RuntimeDefault" } },
-            containers: [
-              {
-                name: "warm",
-                image: o.settings.image,
-                command: ["node", "--enable-source-maps", "dist/jobapi/warm.js"],
-                env: [
-                  { name: "WARM_DB_NAME", value: database },
-                  { name: "WARM_DB_RELEASE", value: version },
-                  { name: "WARM_DB_CACHE_ROOT", value: POD_PATHS.dbCache },
-                  { name: "WARM_NODE", value: node },
-                  { name: "SHARD_STORAGE_CONNECTION_STRING", valueFrom: { secretKeyRef: { name: STORAGE_SECRET.name, key: STORAGE_SECRET.key } } },
-                ],
-                resources: { requests: { memory: WARMUP_MEMORY, cpu: "100m" }, limits: { memory: WARMUP_MEMORY } },
-                securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, runAsNonRoot: true, capabilities: { drop: ["ALL"] } },
-                terminationMessagePolicy: "FallbackToLogsOnError",
-                volumeMounts: [{ name: "blastdb", mountPath: POD_PATHS.dbCache }],
-              },
-            ],
-            volumes: [{ name: "blastdb", hostPath: { path: o.settings.dbCacheHostPath, type: "Directory" } }],
-          },
-        },
-      },
-    };
   }
 
   /** The last `warm progress` line of a pod's log (one small read per running node). */
@@ -185,7 +205,7 @@ export function createKubernetesWarmup(o: KubernetesWarmupOptions) {
       for (const node of nodes.items) {
         const name = String(node.metadata?.name);
         try {
-          await batch.createNamespacedJob({ namespace, body: warmupJob(database, version, name) });
+          await batch.createNamespacedJob({ namespace, body: buildWarmupJob(o, database, version, name) });
         } catch (error) {
           if (statusOf(error) !== 409) throw error;
         }

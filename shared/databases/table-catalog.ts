@@ -28,10 +28,15 @@ const HOLDER = /^[A-Za-z0-9_-]{1,64}$/;
 export function openDatabaseStorage(storage: StorageTarget): { store: ReleaseStore; table: () => Promise<TableClient>; locationScheme: "local" | "blob" } {
   const connectionString = typeof storage === "string" ? storage : storage.kind === "connection-string" ? storage.connectionString : undefined;
   const endpoint = connectionString === undefined ? undefined : storageEndpoint(connectionString, "blob");
+  let openTable: (() => Promise<TableClient>) | undefined;
   return {
     // The Blob SDK (which takes http:// endpoints without an option) is loaded on first use.
     store: new ReleaseStore(() => openBlobContainer(storage, RELEASES_CONTAINER)),
-    table: tableOpener(storage, CATALOG_TABLE),
+    // Opened on first use: a shard pod reaches Blob storage only (its identity settings name no Table URL).
+    table: () => {
+      openTable ??= tableOpener(storage, CATALOG_TABLE);
+      return openTable();
+    },
     // The embedded stack's storage (Azurite on this machine) keeps the `local://` locations it always reported.
     locationScheme: endpoint !== undefined && isLoopbackUrl(endpoint) ? "local" : "blob",
   };

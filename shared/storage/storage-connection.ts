@@ -72,6 +72,9 @@ export const SHARD_STORAGE_SETTINGS: StorageSettingNames = {
   services: ["blob"],
 };
 
+/** A warm-up pod (the release in Blobs, the catalog's holds in Tables). */
+export const WARM_STORAGE_SETTINGS: StorageSettingNames = { ...SHARD_STORAGE_SETTINGS, tableUrl: "SHARD_STORAGE_TABLE_URL", services: ["blob", "table"] };
+
 const ACCOUNT_NAME = /^[a-z0-9]{3,24}$/;
 const URL_SETTING: Record<StorageService, "blobUrl" | "tableUrl" | "queueUrl"> = { blob: "blobUrl", table: "tableUrl", queue: "queueUrl" };
 

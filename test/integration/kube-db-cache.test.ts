@@ -202,7 +202,7 @@ describe("warm-up on the local cluster: one Job per BLAST node, progress node by
       writeFileSync(path.join(cacheRoot, "warmdb", old, "full", "warmdb.nsq"), "old");
     }
     await catalog.hold("warmdb", "2020-02-01-00-00-00", "job_still_running");
-    const warmup = createKubernetesWarmup({ kubeConfig, catalog, logger, storageConnectionString: azurite.connectionString, settings: { ...POOL, dbCacheHostPath: cacheRoot } });
+    const warmup = createKubernetesWarmup({ kubeConfig, catalog, logger, storage: { kind: "connection-string", connectionString: azurite.connectionString }, settings: { ...POOL, dbCacheHostPath: cacheRoot } });
     const started = await warmup.start("warmdb");
     expect(started.release).toBe(published.release);
     expect(started.nodes.map((n) => n.node)).toEqual(["local-blast-0", "local-blast-1"]);
@@ -231,7 +231,7 @@ describe("warm-up on the local cluster: one Job per BLAST node, progress node by
   });
 
   it("an unknown database is 404 and no Job is created", async () => {
-    const warmup = createKubernetesWarmup({ kubeConfig, catalog, logger, storageConnectionString: azurite.connectionString, settings: { ...POOL, dbCacheHostPath: cacheRoot } });
+    const warmup = createKubernetesWarmup({ kubeConfig, catalog, logger, storage: { kind: "connection-string", connectionString: azurite.connectionString }, settings: { ...POOL, dbCacheHostPath: cacheRoot } });
     const before = cluster.store.list("jobs", NS).length;
     await expect(warmup.start("no_such_db")).rejects.toThrow(/not prepared/);
     expect(cluster.store.list("jobs", NS)).toHaveLength(before);

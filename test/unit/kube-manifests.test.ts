@@ -8,6 +8,7 @@ import { parseAllDocuments } from "yaml";
 import { loadJobApiConfig } from "../../jobapi/config.js";
 import { buildShardArgs } from "../../jobapi/executors/executor.js";
 import { buildShardJob, labelValue, releaseFolder, type ShardJobSettings, shardJobName } from "../../jobapi/executors/kubernetes-manifests.js";
+import { buildWarmupJob } from "../../jobapi/executors/kubernetes-warmup.js";
 import { cpuQuantity, memoryQuantity, parseQuantity } from "../../shared/cluster/quantity.js";
 
 const SETTINGS: ShardJobSettings = {
@@ -115,6 +116,30 @@ describe("shard Job manifests", () => {
     expect(env.find((e) => e.name === "SHARD_STORAGE_BLOB_URL")?.value).toBe("https://blastplanework.blob.core.windows.net");
     expect(env.some((e) => e.valueFrom?.secretKeyRef)).toBe(false);
     expect(env.map((e) => e.name)).not.toContain("SHARD_STORAGE_CONNECTION_STRING");
+  });
+
+  it("B-195 B-219: a warm-up Job with identity-based storage runs as the federated service account with the Blob and Table URLs, and no Secret", () => {
+    const identity = { kind: "identity", blobUrl: "https://blastplanework.blob.core.windows.net", tableUrl: "https://blastplanework.table.core.windows.net", queueUrl: undefined, clientId: undefined } as const;
+    const job = buildWarmupJob({ settings: SETTINGS, storage: identity, serviceAccountName: "blastplane-shard" }, "nt", "2026-11-22-04-41-01", "aks-blast-0");
+    expect(() => new Job(job as ConstructorParameters<typeof Job>[0]).validate()).not.toThrow();
+    expect(unknownFields(job, "V1Job")).toEqual(job);
+    const pod = job.spec?.template;
+    expect(pod?.metadata?.labels?.["azure.workload.identity/use"]).toBe("true");
+    expect(pod?.spec?.serviceAccountName).toBe("blastplane-shard");
+    expect(pod?.spec?.automountServiceAccountToken).toBe(false);
+    expect(pod?.spec?.nodeSelector?.["kubernetes.io/hostname"]).toBe("aks-blast-0");
+    const env = pod?.spec?.containers[0]?.env ?? [];
+    expect(env.find((e) => e.name === "SHARD_STORAGE_BLOB_URL")?.value).toBe(identity.blobUrl);
+    expect(env.find((e) => e.name === "SHARD_STORAGE_TABLE_URL")?.value).toBe(identity.tableUrl);
+    expect(env.some((e) => e.valueFrom?.secretKeyRef)).toBe(false);
+
+    // With the embedded Azurite the pod reads the connection string from the Secret, never from the Job.
+    const local = buildWarmupJob({ settings: SETTINGS, storage: { kind: "connection-string", connectionString: "UseDevelopmentStorage=true" } }, "nt", "2026-11-22-04-41-01", "aks-blast-0");
+    expect(() => new Job(local as ConstructorParameters<typeof Job>[0]).validate()).not.toThrow();
+    expect(local.spec?.template.metadata?.labels?.["azure.workload.identity/use"]).toBeUndefined();
+    expect(local.spec?.template.spec?.serviceAccountName).toBeUndefined();
+    expect(local.spec?.template.spec?.containers[0]?.env?.find((e) => e.name === "SHARD_STORAGE_CONNECTION_STRING")?.valueFrom?.secretKeyRef?.name).toBe("blastplane-shard-storage");
+    expect(JSON.stringify(local)).not.toMatch(/UseDevelopmentStorage|AccountKey/);
   });
 
   it("keep label values valid and release folders inside the cache", () => {
