@@ -179,9 +179,10 @@ describe("the managed identity path: DefaultAzureCredential's token on every sto
         AZURE_CLIENT_ID: CLIENT_ID,
         NODE_EXTRA_CA_CERTS: path.join(dir, "apiserver.crt"),
       });
-      // Its first call (is this shard's output published?) was authorized: storage answered "not
-      // published", and the worker went on to look for the database, which this node lacks.
-      expect(exit.stderr).toContain("shard failed: database demo release 2026-11-22-04-41-01 is not in the node's cache");
+      // Its calls were authorized: storage answered that this shard's output is not published, and
+      // then that the release's manifest is absent (nothing was published to this account), so the
+      // worker could not fill the node's cache. A refused token would have named the missing role.
+      expect(exit.stderr).toContain("shard failed: database demo release 2026-11-22-04-41-01 is not published");
       expect(identity.requests).toContainEqual({ resource: "https://storage.azure.com", clientId: CLIENT_ID, apiVersion: "2019-08-01", identityHeader: identity.identityHeader });
     } finally {
       await identity.close();
