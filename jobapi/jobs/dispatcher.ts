@@ -338,10 +338,17 @@ export class JobDispatcher {
     this.o.logger.warn("job failed", { job_id: jobId, error: message });
   }
 
+  /**
+   * Only the lease holder writes a running job's state or artifacts: a process that was paused and
+   * resumes is past its lease on its own clock before it hears of the loss, and must write nothing.
+   */
+  private ensureDispatching(signal: AbortSignal): void {
+    if (!this.dispatching()) throw signal.reason ?? new LeaseLostError();
+  }
+
   /** Applies a change unless the job was cancelled meanwhile; aborts the run if it was. */
   private async advance(jobId: string, signal: AbortSignal, change: (j: JobRecord) => JobRecord): Promise<JobRecord> {
-    // Only the lease holder writes a running job's state (a paused process resuming must not).
-    if (!this.dispatching()) throw signal.reason ?? new LeaseLostError();
+    this.ensureDispatching(signal);
     const job = await this.o.jobs.update(jobId, (j) => (j.status === "cancelled" || j.cancel_requested ? undefined : change(j)));
     if (!job || job.status === "cancelled" || job.cancel_requested || signal.aborted) throw signal.reason ?? new Error("job cancelled");
     return job;
@@ -392,7 +399,7 @@ export class JobDispatcher {
     let job = await this.advance(jobId, signal, (j) => {
       const shards: Shard[] =
         j.shards.length > 0
-          ? j.shards.map((s) => (s.state === "succeeded" ? s : { ...s, state: "pending" }))
+          ? j.shards.map((s) => (s.state === "succeeded" || s.state === "failed" ? s : { ...s, state: "pending" }))
           : batches.flatMap((b) => partitions.map((p) => ({ id: shardId(b.index, p), batch: b.index, partition: p, state: "pending" as const, attempts: 0, output_bytes: 0 })));
       return touch({ ...j, status: "submitting", shards, started_at: j.started_at || now() });
     });
@@ -410,9 +417,11 @@ export class JobDispatcher {
       }
       toRun.add(shard.id);
     }
-    // Running: every unfinished shard starts its next attempt, recorded in one write.
+    // Running: every unfinished shard runs, recorded in one write. Only a failed attempt counts: a
+    // shard whose attempt was interrupted (the lease moved, or the process running it stopped) goes
+    // on with that attempt, so resumes never use up attempts that did not run to an end.
     job = await this.advance(jobId, signal, (j) =>
-      touch({ ...j, status: "running", shards: j.shards.map((s) => (toRun.has(s.id) ? { ...s, state: "running", attempts: s.attempts + 1 } : s)) }),
+      touch({ ...j, status: "running", shards: j.shards.map((s) => (toRun.has(s.id) ? { ...s, state: "running", attempts: nextAttempt(s) } : s)) }),
     );
     // On one machine, partitions are searched one at a time with every core: the partitioned
     // profile exists for databases larger than memory, and partitions searched side by side need
@@ -481,6 +490,7 @@ export class JobDispatcher {
    * straight into Blob storage; the blob appears only when it is complete.
    */
   private async mergeAndPublish(job: JobRecord, db: DatabaseEntry, dir: string, signal: AbortSignal): Promise<MergedResult> {
+    this.ensureDispatching(signal);
     const shardFiles = [];
     for (const s of job.shards) {
       // The plain XML this process produced merges fastest; after a restart, fetch the stored copy.
@@ -546,6 +556,7 @@ export class JobDispatcher {
    * as the merge would.
    */
   private async publishSingleShard(job: JobRecord, shard: Shard, xml: string, signal: AbortSignal): Promise<MergedResult & { shardBytes: number }> {
+    this.ensureDispatching(signal);
     const events = readIterations(xml);
     let header: string;
     try {
@@ -678,6 +689,13 @@ export class JobDispatcher {
       }
     }
     await this.advance(job.job_id, signal, (j) => setShard(j, shard.id, { state: "failed" }));
+    if (attempts === 0) {
+      // Its last allowed attempt failed under a process that stopped before failing the job (or the
+      // allowed number was lowered since): nothing ran here, and the reason was not recorded.
+      throw new JobFailure(
+        `shard ${shard.id} has no attempt left: attempt ${shard.attempts} of ${this.o.shardAttempts} allowed (JOBAPI_SHARD_ATTEMPTS) would be next; the job API that ran the earlier attempts logged why they failed`,
+      );
+    }
     throw new JobFailure(`shard ${shard.id} failed after ${attempts} attempt(s): ${lastError}`);
   }
 
@@ -689,6 +707,7 @@ export class JobDispatcher {
   }
 
   private async storeShard(jobId: string, shardId: string, xml: string, signal: AbortSignal): Promise<void> {
+    this.ensureDispatching(signal);
     let bytes: number;
     try {
       bytes = await this.o.artifacts.uploadStream(jobId, shardArtifact(shardId), createReadStream(xml), { through: createParallelGzip({ level: GZIP_LEVEL }), signal });
@@ -739,6 +758,11 @@ function now(): string {
 function touch(job: JobRecord): JobRecord {
   const t = now();
   return { ...job, updated_at: t, last_progress_at: t };
+}
+
+/** The attempt a shard about to run is on: its first, the one that was interrupted, or the one after a failure. */
+function nextAttempt(shard: Shard): number {
+  return shard.state === "failed" || shard.attempts === 0 ? shard.attempts + 1 : shard.attempts;
 }
 
 function setShard(job: JobRecord, id: string, change: Partial<Shard>): JobRecord {
