@@ -46,7 +46,9 @@ export function parseCommand(text: string, jsonArg?: string): ParsedCommand {
     try {
       const value = JSON.parse(rest) as unknown;
       if (!value || typeof value !== "object" || Array.isArray(value)) return { ok: false, verb, error: "the JSON argument must be an object" };
-      return { ok: true, verb, args: jsonArg && !(jsonArg in value) ? { [jsonArg]: value } : (value as Record<string, unknown>) };
+      // Wrapped unless it already is `{ "<jsonArg>": … }` alone (an event may have its own `payload` field).
+      const wrapped = jsonArg !== undefined && !(Object.keys(value).length === 1 && jsonArg in value);
+      return { ok: true, verb, args: wrapped ? { [jsonArg]: value } : (value as Record<string, unknown>) };
     } catch {
       return { ok: false, verb, error: "the JSON argument is not valid JSON" };
     }
