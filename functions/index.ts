@@ -15,3 +15,4 @@ import "./orchestrations/database-ops.js";
 import "./databases.js";
 import "./workspace.js";
 import "./api-token.js";
+import "./console.js";

@@ -1,0 +1,64 @@
+import { z } from "zod";
+import { type Env, envInt, parseEnv } from "../config/env.js";
+import { BREAK_GLASS_MAX_TTL_SECONDS } from "./break-glass/break-glass.js";
+
+/** Object ids, comma-separated. */
+const oidList = z
+  .string()
+  .transform((s) => s.split(",").map((x) => x.trim()).filter(Boolean))
+  .pipe(z.array(z.string().regex(/^[A-Za-z0-9._-]{1,200}$/, "object ids are letters, digits, '.', '_' or '-'")).max(100));
+
+const consoleEnvSchema = z.object({
+  /** Object ids of the approvers A1 requests go to. */
+  SVC_CONSOLE_APPROVERS: oidList.default([]),
+  /** Object ids of every Owner break-glass pages; none configured means every activation is denied. */
+  SVC_BREAK_GLASS_OWNERS: oidList.default([]),
+  /** Above 14,400 refuses to load (spec §2.3). */
+  SVC_BREAK_GLASS_MAX_TTL_SECONDS: envInt(60, BREAK_GLASS_MAX_TTL_SECONDS).default(BREAK_GLASS_MAX_TTL_SECONDS),
+  SVC_APPROVAL_TTL_SECONDS: envInt(60, 7 * 86_400).default(86_400),
+  /** Seconds before expiry at which reminders go out. */
+  SVC_APPROVAL_REMINDER_OFFSETS_SECONDS: z
+    .string()
+    .transform((s) => s.split(",").map((x) => Number(x.trim())))
+    .pipe(z.array(z.number().int().min(1)).max(5))
+    .default([3600, 600]),
+  SVC_INCIDENT_WINDOW_SECONDS: envInt(60, 86_400).default(1800),
+  /** The time zone of the inventory's reference time (scheduled shutdowns). */
+  SVC_SERVER_TIME_ZONE: z
+    .string()
+    .refine((tz) => {
+      try {
+        new Intl.DateTimeFormat("en", { timeZone: tz });
+        return true;
+      } catch {
+        return false;
+      }
+    }, "is not a known time zone")
+    .default("UTC"),
+  /** Where the rule and action-type catalogs live (default `config/` of the app root). */
+  SVC_CATALOG_DIR: z.string().min(1).optional(),
+});
+
+/** The console's validated settings. */
+export interface ConsoleConfig {
+  readonly approvers: readonly string[];
+  readonly breakGlass: { readonly owners: readonly string[]; readonly max_ttl_seconds: number };
+  readonly approvalTtlSeconds: number;
+  readonly reminderOffsetsSeconds: readonly number[];
+  readonly incidentWindowMs: number;
+  readonly serverTimeZone: string;
+  readonly catalogDir: string | undefined;
+}
+
+/** Reads the console's `SVC_*` settings; a bad one stops start-up naming it. */
+export function loadConsoleConfig(env: Env = process.env): ConsoleConfig {
+  return parseEnv(consoleEnvSchema, env, (c) => ({
+    approvers: c.SVC_CONSOLE_APPROVERS,
+    breakGlass: { owners: c.SVC_BREAK_GLASS_OWNERS, max_ttl_seconds: c.SVC_BREAK_GLASS_MAX_TTL_SECONDS },
+    approvalTtlSeconds: c.SVC_APPROVAL_TTL_SECONDS,
+    reminderOffsetsSeconds: c.SVC_APPROVAL_REMINDER_OFFSETS_SECONDS,
+    incidentWindowMs: c.SVC_INCIDENT_WINDOW_SECONDS * 1000,
+    serverTimeZone: c.SVC_SERVER_TIME_ZONE,
+    catalogDir: c.SVC_CATALOG_DIR,
+  }));
+}
