@@ -1,5 +1,8 @@
+import { execFile } from "node:child_process";
+import path from "node:path";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mintToken, startStack, type TestStack } from "../support/local-stack.js";
+import { mintToken, ROOT, startStack, type TestStack } from "../support/local-stack.js";
 
 let stack: TestStack;
 const tokens: Record<string, string> = {};
@@ -101,5 +104,21 @@ describe("console routes on the local stack", () => {
   it("C-316: /chat/health reads the narrator's readiness from the process: none, with the deterministic path ready", async () => {
     const res = await call("chat/health", { token: tokens.Reader });
     expect(await res.json()).toEqual({ status: "ok", narrator: "none", narrator_ready: false, deterministic_ready: true });
+  });
+});
+
+describe("npx blastplane console", () => {
+  const cli = (...args: string[]) => promisify(execFile)(process.execPath, [path.join(ROOT, "bin/blastplane.mjs"), "console", ...args], { env: { ...process.env, BLASTPLANE_DATA_DIR: stack.dataDir } });
+
+  it("C-001: --eval signs in with the local identity provider for a role and prints one deterministic reply per turn", async () => {
+    const { stdout } = await cli("--role", "Reader", "--eval", "explore_catalog query=R-DB-001", "--eval", "list_hil");
+    expect(stdout).toContain("explore_catalog: ok (evidence catalog:rules@1,action_types@1");
+    expect(stdout).toContain("Refused: the tool list_hil requires the Approver role; your current role is Reader. The tool was not invoked.");
+  });
+
+  it("takes a token instead of a role, prints JSON replies with --json, and fails on a refused token", async () => {
+    const { stdout } = await cli("--token", tokens.Contributor ?? "", "--json", "--eval", 'simulate_change {"event_type":"job.failed","resource_ref":"blast_job/x"}');
+    expect(JSON.parse(stdout)).toMatchObject({ kind: "tool_result", intent: "simulate", tool_results: [{ status: "ok", tool: "simulate_change" }] });
+    await expect(cli("--token", "not-a-jwt", "--eval", "search_tools")).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining("refused the token (401)") });
   });
 });
