@@ -4,6 +4,7 @@
  * start-up naming its file and line; everything else is created on first use.
  */
 
+import { createApprovalActivities } from "../shared/console/approvals/approval-activities.js";
 import { createApprovalService } from "../shared/console/approvals/approval-service.js";
 import { createApprovalStore } from "../shared/console/approvals/approval-store.js";
 import { loadBreakGlassConfig } from "../shared/console/break-glass/break-glass.js";
@@ -33,6 +34,7 @@ interface ConsoleParts {
   coordinator: Coordinator;
   approvals: ReturnType<typeof createApprovalService>;
   notifier: ReturnType<typeof createOutboxNotifier>;
+  approvalActivities: ReturnType<typeof createApprovalActivities>;
 }
 let parts: ConsoleParts | undefined;
 
@@ -124,6 +126,7 @@ export function consoleParts(): ConsoleParts {
     { serverTimeZone: consoleConfig.serverTimeZone },
   );
   const coordinator = createCoordinator({ registry, audit: appContext.audit, approvals, verify });
-  parts = { registry, coordinator, approvals, notifier };
+  const approvalActivities = createApprovalActivities({ approvals, store: approvalStore, loadPolicy: consoleConfig.loadPolicy });
+  parts = { registry, coordinator, approvals, notifier, approvalActivities };
   return parts;
 }

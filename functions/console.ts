@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { agentActivity } from "../shared/console/activity.js";
+import { ApprovalOrchestration } from "../shared/console/approvals/approval-activities.js";
 import { effectiveRole } from "../shared/console/tools/tool.js";
 import { ForbiddenError, NotFoundError } from "../shared/errors.js";
 import { jsonResult } from "../shared/http/envelope.js";
@@ -30,9 +31,21 @@ const rpcBody = z.strictObject({
 });
 
 // A principal with no application role never reaches the coordinator (spec §5.1): the Reader floor blocks it.
-route("consoleChat", { methods: ["POST"], route: "chat", role: "Reader" }, async (request, scope) => {
+route("consoleChat", { methods: ["POST"], route: "chat", role: "Reader", durable: true }, async (request, scope) => {
   const turn = await parseJsonBody(request, turnBody, 64 * 1024);
-  const reply = await consoleParts().coordinator.handleTurn(callerOf(scope), turn, scope.requestId);
+  const reply = await consoleParts().coordinator.handleTurn(callerOf(scope), turn, scope.requestId, {
+    async approvalFiled(approvalId, requestId) {
+      // One orchestration per item: the instance id is the approval id, so a repeat finds the first.
+      if (await scope.durable().getInstance(approvalId)) return;
+      await scope.durable().startNew(ApprovalOrchestration.name, { instanceId: approvalId, input: { approval_id: approvalId, request_id: requestId } });
+    },
+    async approvalDecided(approvalId) {
+      await scope.durable().raiseEvent(approvalId, ApprovalOrchestration.decidedEvent, { approval_id: approvalId }).catch((error: unknown) => {
+        // The decision is recorded and executed already; the orchestration also ends at its TTL.
+        scope.logger.warn("approval decision event not delivered", { approval_id: approvalId, error: error instanceof Error ? error.message : String(error) });
+      });
+    },
+  });
   return jsonResult(200, reply, scope.requestId);
 });
 

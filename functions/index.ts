@@ -16,3 +16,4 @@ import "./databases.js";
 import "./workspace.js";
 import "./api-token.js";
 import "./console.js";
+import "./orchestrations/approval-request.js";

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { type Env, envInt, parseEnv } from "../config/env.js";
+import type { LoadPolicy } from "./approvals/load-policy.js";
 import { BREAK_GLASS_MAX_TTL_SECONDS } from "./break-glass/break-glass.js";
 
 /** Object ids, comma-separated. */
@@ -15,13 +16,24 @@ const consoleEnvSchema = z.object({
   SVC_BREAK_GLASS_OWNERS: oidList.default([]),
   /** Above 14,400 refuses to load (spec §2.3). */
   SVC_BREAK_GLASS_MAX_TTL_SECONDS: envInt(60, BREAK_GLASS_MAX_TTL_SECONDS).default(BREAK_GLASS_MAX_TTL_SECONDS),
-  SVC_APPROVAL_TTL_SECONDS: envInt(60, 7 * 86_400).default(86_400),
+  SVC_APPROVAL_TTL_SECONDS: envInt(5, 7 * 86_400).default(86_400),
   /** Seconds before expiry at which reminders go out. */
   SVC_APPROVAL_REMINDER_OFFSETS_SECONDS: z
     .string()
     .transform((s) => s.split(",").map((x) => Number(x.trim())))
     .pipe(z.array(z.number().int().min(1)).max(5))
     .default([3600, 600]),
+  /** Non-critical A1 requests go out together at multiples of this interval; 0 sends them at once. */
+  SVC_APPROVAL_GROUP_INTERVAL_SECONDS: envInt(0, 86_400).default(0),
+  /** Quiet hours in the server time zone, `HH:MM-HH:MM`; non-critical requests wait for their end. */
+  SVC_APPROVAL_QUIET_HOURS: z
+    .string()
+    .regex(/^([01]\d|2[0-3]):[0-5]\d-([01]\d|2[0-3]):[0-5]\d$/, "must look like 22:00-07:00")
+    .transform((s) => {
+      const [a, b] = s.split("-").map((t) => t.split(":").map(Number));
+      return { startMinute: (a?.[0] ?? 0) * 60 + (a?.[1] ?? 0), endMinute: (b?.[0] ?? 0) * 60 + (b?.[1] ?? 0) };
+    })
+    .optional(),
   SVC_INCIDENT_WINDOW_SECONDS: envInt(60, 86_400).default(1800),
   /** The time zone of the inventory's reference time (scheduled shutdowns). */
   SVC_SERVER_TIME_ZONE: z
@@ -46,6 +58,7 @@ export interface ConsoleConfig {
   readonly approvalTtlSeconds: number;
   readonly reminderOffsetsSeconds: readonly number[];
   readonly incidentWindowMs: number;
+  readonly loadPolicy: LoadPolicy;
   readonly serverTimeZone: string;
   readonly catalogDir: string | undefined;
 }
@@ -58,6 +71,7 @@ export function loadConsoleConfig(env: Env = process.env): ConsoleConfig {
     approvalTtlSeconds: c.SVC_APPROVAL_TTL_SECONDS,
     reminderOffsetsSeconds: c.SVC_APPROVAL_REMINDER_OFFSETS_SECONDS,
     incidentWindowMs: c.SVC_INCIDENT_WINDOW_SECONDS * 1000,
+    loadPolicy: { groupIntervalSeconds: c.SVC_APPROVAL_GROUP_INTERVAL_SECONDS, ...(c.SVC_APPROVAL_QUIET_HOURS ? { quietHours: { ...c.SVC_APPROVAL_QUIET_HOURS, timeZone: c.SVC_SERVER_TIME_ZONE } } : {}) },
     serverTimeZone: c.SVC_SERVER_TIME_ZONE,
     catalogDir: c.SVC_CATALOG_DIR,
   }));

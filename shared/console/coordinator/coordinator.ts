@@ -36,6 +36,16 @@ export interface OutboundResponse {
   request_id: string;
 }
 
+/**
+ * What a transport lets the coordinator start for one turn: the durable approval orchestration
+ * (filed items) and its decision event (decided items). Hooks handle their own failures: the item
+ * is parked durably before either runs.
+ */
+export interface TurnHooks {
+  approvalFiled?(approvalId: string, requestId: string): Promise<void>;
+  approvalDecided?(approvalId: string): Promise<void>;
+}
+
 export interface CoordinatorDependencies {
   registry: ToolRegistry;
   audit: AuditLog;
@@ -116,7 +126,7 @@ export function createCoordinator(deps: CoordinatorDependencies) {
     ...extra,
   });
 
-  async function runTool(tool: Tool, rawArgs: unknown, caller: Caller, role: Role, requestId: string): Promise<OutboundResponse> {
+  async function runTool(tool: Tool, rawArgs: unknown, caller: Caller, role: Role, requestId: string, hooks: TurnHooks): Promise<OutboundResponse> {
     const context: ToolContext = { caller, role, requestId, now };
     const actor: AuditActor = { oid: caller.oid, name: caller.name };
     const intent = intentOf(tool);
@@ -143,6 +153,7 @@ export function createCoordinator(deps: CoordinatorDependencies) {
           outcome: "denied",
           details: { side_effect_class: descriptor.side_effect_class, intent, args: argDetails, reason: "verifier_abstained", cause, approval_id: item.approval_id, verifier_report: report, required_role: floor, current_role: role },
         });
+        await hooks.approvalFiled?.(item.approval_id, requestId);
         const why = cause === "rbac_floor_not_met" ? `${descriptor.name} with these arguments requires the ${floor} role; your current role is ${role}` : `the verifier abstains (missing evidence: ${report.missing_evidence.join(", ")})`;
         return reply(requestId, "approval_filed", `Not executed: ${why}. Filed human approval ${item.approval_id} (enqueue_hil) for an approver to decide.`, { intent, approval_id: item.approval_id, audit_ids: [entry.audit_id] });
       }
@@ -160,13 +171,17 @@ export function createCoordinator(deps: CoordinatorDependencies) {
       });
       auditIds.push(entry.audit_id);
     }
+    if (result.status === "ok" && descriptor.side_effect_class === "approve") {
+      const decided = (result.data as { approval_id?: unknown }).approval_id;
+      if (typeof decided === "string") await hooks.approvalDecided?.(decided);
+    }
     return reply(requestId, "tool_result", previewOf(result), { intent, tool_results: [result], evidence_refs: result.status === "ok" ? [result.evidence_ref] : [], audit_ids: auditIds });
   }
 
   return {
     narrator,
     /** Handles one turn for an authenticated caller; the audit entries are written before this returns. */
-    async handleTurn(caller: Caller, turn: InboundTurn, requestId: string = randomUUID()): Promise<OutboundResponse> {
+    async handleTurn(caller: Caller, turn: InboundTurn, requestId: string = randomUUID(), hooks: TurnHooks = {}): Promise<OutboundResponse> {
       const role = effectiveRole(caller);
       if (!role) return reply(requestId, "blocked", "Access is blocked: your account has no application role assigned. Ask an Owner to assign one.");
       if (turn.target_agent !== undefined && turn.incident_agent !== undefined && turn.target_agent !== turn.incident_agent)
@@ -179,7 +194,7 @@ export function createCoordinator(deps: CoordinatorDependencies) {
         if (!meetsFloor(role, tool.descriptor.rbac_floor)) return reply(requestId, "refused", refusalText(tool.descriptor.name, tool.descriptor.rbac_floor, role), { intent: intentOf(tool) });
         const command = parseCommand(text, tool.jsonArg);
         if (!command.ok) return reply(requestId, "invalid_command", `${tool.descriptor.name}: ${command.error}. Usage: ${tool.descriptor.argument_hint}. The tool was not invoked.`, { intent: intentOf(tool) });
-        return runTool(tool, command.args, caller, role, requestId);
+        return runTool(tool, command.args, caller, role, requestId, hooks);
       }
       if (GLOSSARY_QUESTION.test(text) && !SELECTOR.test(text)) {
         if (T2_TERMS.test(text)) return reply(requestId, "glossary", GLOSSARY.t2_eligibility);
@@ -189,7 +204,7 @@ export function createCoordinator(deps: CoordinatorDependencies) {
       // A T0 direct hit: a rule id or an action-type id named in the text is looked up in the catalog.
       const ruleId = RULE_ID.exec(text)?.[0];
       const explore = deps.registry.get("explore_catalog");
-      if (ruleId && explore) return runTool(explore, { query: ruleId }, caller, role, requestId);
+      if (ruleId && explore) return runTool(explore, { query: ruleId }, caller, role, requestId, hooks);
       if (LIFECYCLE_TERMS.test(text)) return reply(requestId, "action_context_abstention", ACTION_CONTEXT_ABSTENTION);
       const visible = deps.registry.search(role).map((d) => d.name);
       if (!narrator.available()) {
