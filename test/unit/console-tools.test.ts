@@ -270,17 +270,18 @@ describe("simulate_change", () => {
 });
 
 describe("activate_break_glass", () => {
-  it("C-124 C-125 C-126 C-127 C-128 C-183 C-184 C-186 C-187 C-188 C-190: validates TTL and reason, pages every Owner, audits, and changes no role", async () => {
+  it("C-124 C-125 C-126 C-127 C-128 C-183 C-184 C-185 C-186 C-187 C-188 C-190: validates TTL and reason, pages every Owner, audits, and changes no role", async () => {
     const h = harness({ owners: ["oid-owner-1", "oid-owner-2"] });
     expect(loadBreakGlassConfig({}).max_ttl_seconds).toBe(BREAK_GLASS_MAX_TTL_SECONDS);
     expect(await run(h, "Reader", 'activate_break_glass reason="cluster is down and nobody answers" expiry=18000')).toMatchObject({ status: "error", error: { type: "invalid_arguments", issues: [{ loc: ["expiry"] }] } });
     expect(await run(h, "Reader", 'activate_break_glass reason="short"')).toMatchObject({ status: "error", error: { type: "invalid_arguments", issues: [{ loc: ["reason"] }] } });
-    const result = data<{ activated_at: string; expires_at: string; reason: string; audit_id: string; pager_receipt: { paged: number; confirmed: number } }>(
+    const result = data<{ activated_at: string; expires_at: string; reason: string; audit_id: string; pager_receipt: { paged: number; confirmed: number; delivery_ids: string[] } }>(
       await run(h, "Reader", 'activate_break_glass reason="<b>cluster down</b> password=hunter2 Bearer abc.def.ghi" expiry=3600', "bg"),
     );
     expect(Date.parse(result.expires_at) - Date.parse(result.activated_at)).toBe(3_600_000);
     expect(result.reason).toBe("cluster down password=[redacted] Bearer [redacted]");
     expect(result.pager_receipt).toMatchObject({ paged: 2, confirmed: 2 });
+    expect(result.pager_receipt.delivery_ids.sort()).toEqual((await h.notifier.list()).map((m) => m.delivery_id).sort());
     expect((await h.notifier.list()).map((m) => [m.recipient, m.template_key])).toEqual([
       ["oid-owner-1", "break_glass.page"],
       ["oid-owner-2", "break_glass.page"],
