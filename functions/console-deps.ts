@@ -11,6 +11,9 @@ import { loadBreakGlassConfig } from "../shared/console/break-glass/break-glass.
 import { loadConsoleConfig } from "../shared/console/console-config.js";
 import { type Coordinator, createCoordinator } from "../shared/console/coordinator/coordinator.js";
 import { createOutboxNotifier } from "../shared/console/notify/outbox-notifier.js";
+import { createLogAnalyticsProvider } from "../shared/console/providers/azure-log-analytics.js";
+import { lazyDefaultCredential } from "../shared/console/providers/azure-credential.js";
+import { createResourceGraphInventoryProvider } from "../shared/console/providers/azure-resource-graph.js";
 import { createLocalInventoryProvider } from "../shared/console/providers/local-inventory.js";
 import { createConsoleToolRegistry } from "../shared/console/tools/index.js";
 import type { ToolRegistry } from "../shared/console/tools/registry.js";
@@ -103,8 +106,12 @@ export function consoleParts(): ConsoleParts {
       breakGlass: loadBreakGlassConfig({ owners: [...consoleConfig.breakGlass.owners], max_ttl_seconds: consoleConfig.breakGlass.max_ttl_seconds }),
       incidentWindowMs: consoleConfig.incidentWindowMs,
       providers: {
-        // On the local stack the inventory is the control plane's own resources; Azure providers are not configured.
-        inventory: createLocalInventoryProvider({
+        ...(consoleConfig.logAnalyticsWorkspaceId ? { logs: createLogAnalyticsProvider({ workspaceId: consoleConfig.logAnalyticsWorkspaceId, credential: lazyDefaultCredential() }) } : {}),
+        // With a subscription configured the inventory is Resource Graph's; otherwise (the local
+        // stack) it is the control plane's own resources.
+        inventory: consoleConfig.resourceGraphSubscriptionId
+          ? createResourceGraphInventoryProvider({ subscriptionId: consoleConfig.resourceGraphSubscriptionId, credential: lazyDefaultCredential() })
+          : createLocalInventoryProvider({
           location: "local",
           async databases() {
             if (!databasesDir) return [];

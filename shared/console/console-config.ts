@@ -47,6 +47,10 @@ const consoleEnvSchema = z.object({
       }
     }, "is not a known time zone")
     .default("UTC"),
+  /** The one Log Analytics workspace `query_log` reads; unset, `query_log` answers unavailable. */
+  SVC_LOG_ANALYTICS_WORKSPACE_ID: z.string().regex(/^[0-9a-f-]{36}$/i, "must be a workspace id (a GUID)").optional(),
+  /** The subscription `query_inventory` reads through Resource Graph; unset, the local inventory is used. */
+  SVC_RESOURCE_GRAPH_SUBSCRIPTION_ID: z.string().regex(/^[0-9a-f-]{36}$/i, "must be a subscription id (a GUID)").optional(),
   /** Where the rule and action-type catalogs live (default `config/` of the app root). */
   SVC_CATALOG_DIR: z.string().min(1).optional(),
 });
@@ -61,6 +65,8 @@ export interface ConsoleConfig {
   readonly loadPolicy: LoadPolicy;
   readonly serverTimeZone: string;
   readonly catalogDir: string | undefined;
+  readonly logAnalyticsWorkspaceId: string | undefined;
+  readonly resourceGraphSubscriptionId: string | undefined;
 }
 
 /** Reads the console's `SVC_*` settings; a bad one stops start-up naming it. */
@@ -74,5 +80,7 @@ export function loadConsoleConfig(env: Env = process.env): ConsoleConfig {
     loadPolicy: { groupIntervalSeconds: c.SVC_APPROVAL_GROUP_INTERVAL_SECONDS, ...(c.SVC_APPROVAL_QUIET_HOURS ? { quietHours: { ...c.SVC_APPROVAL_QUIET_HOURS, timeZone: c.SVC_SERVER_TIME_ZONE } } : {}) },
     serverTimeZone: c.SVC_SERVER_TIME_ZONE,
     catalogDir: c.SVC_CATALOG_DIR,
+    logAnalyticsWorkspaceId: c.SVC_LOG_ANALYTICS_WORKSPACE_ID,
+    resourceGraphSubscriptionId: c.SVC_RESOURCE_GRAPH_SUBSCRIPTION_ID,
   }));
 }
