@@ -22,6 +22,7 @@ import { createFileDatabaseCatalog } from "../shared/databases/database-catalog.
 import { ActionNotSupportedError, type ActionExecutor } from "../shared/ops/actions/action-executor.js";
 import { catalogPath, loadActionTypes } from "../shared/ops/actions/action-types.js";
 import { createKillSwitch } from "../shared/ops/kill-switch.js";
+import { createOpsLoop } from "../shared/ops/ops-loop.js";
 import { loadRuleCatalog } from "../shared/ops/rules/rule-catalog.js";
 import { type ControlPlaneStateReader, type ProposedAction, verifyAction } from "../shared/ops/verifier/verifier.js";
 import { appContext } from "./app-context.js";
@@ -38,6 +39,7 @@ interface ConsoleParts {
   approvals: ReturnType<typeof createApprovalService>;
   notifier: ReturnType<typeof createOutboxNotifier>;
   approvalActivities: ReturnType<typeof createApprovalActivities>;
+  opsLoop: ReturnType<typeof createOpsLoop>;
 }
 let parts: ConsoleParts | undefined;
 
@@ -134,6 +136,7 @@ export function consoleParts(): ConsoleParts {
   );
   const coordinator = createCoordinator({ registry, audit: appContext.audit, approvals, verify });
   const approvalActivities = createApprovalActivities({ approvals, store: approvalStore, loadPolicy: consoleConfig.loadPolicy });
-  parts = { registry, coordinator, approvals, notifier, approvalActivities };
+  const opsLoop = createOpsLoop({ events: appContext.events, audit: appContext.audit, rules: ruleCatalog, actions: actionTypes, verify, claims: source, incidentWindowMs: consoleConfig.incidentWindowMs });
+  parts = { registry, coordinator, approvals, notifier, approvalActivities, opsLoop };
   return parts;
 }

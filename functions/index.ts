@@ -17,3 +17,4 @@ import "./workspace.js";
 import "./api-token.js";
 import "./console.js";
 import "./orchestrations/approval-request.js";
+import "./ops-loop.js";

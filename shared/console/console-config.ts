@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { type Env, envInt, parseEnv } from "../config/env.js";
+import { type Env, envInt, envParsed, parseEnv } from "../config/env.js";
+import { parseNcrontab } from "../config/ncrontab.js";
 import type { LoadPolicy } from "./approvals/load-policy.js";
 import { BREAK_GLASS_MAX_TTL_SECONDS } from "./break-glass/break-glass.js";
 
@@ -34,6 +35,8 @@ const consoleEnvSchema = z.object({
       return { startMinute: (a?.[0] ?? 0) * 60 + (a?.[1] ?? 0), endMinute: (b?.[0] ?? 0) * 60 + (b?.[1] ?? 0) };
     })
     .optional(),
+  /** How often the operations core processes new events (six-field NCRONTAB). */
+  SVC_OPS_LOOP_SCHEDULE: envParsed((text) => parseNcrontab(text).expression).default("0 */1 * * * *"),
   SVC_INCIDENT_WINDOW_SECONDS: envInt(60, 86_400).default(1800),
   /** The time zone of the inventory's reference time (scheduled shutdowns). */
   SVC_SERVER_TIME_ZONE: z
@@ -63,6 +66,7 @@ export interface ConsoleConfig {
   readonly reminderOffsetsSeconds: readonly number[];
   readonly incidentWindowMs: number;
   readonly loadPolicy: LoadPolicy;
+  readonly opsLoopSchedule: string;
   readonly serverTimeZone: string;
   readonly catalogDir: string | undefined;
   readonly logAnalyticsWorkspaceId: string | undefined;
@@ -77,6 +81,7 @@ export function loadConsoleConfig(env: Env = process.env): ConsoleConfig {
     approvalTtlSeconds: c.SVC_APPROVAL_TTL_SECONDS,
     reminderOffsetsSeconds: c.SVC_APPROVAL_REMINDER_OFFSETS_SECONDS,
     incidentWindowMs: c.SVC_INCIDENT_WINDOW_SECONDS * 1000,
+    opsLoopSchedule: c.SVC_OPS_LOOP_SCHEDULE,
     loadPolicy: { groupIntervalSeconds: c.SVC_APPROVAL_GROUP_INTERVAL_SECONDS, ...(c.SVC_APPROVAL_QUIET_HOURS ? { quietHours: { ...c.SVC_APPROVAL_QUIET_HOURS, timeZone: c.SVC_SERVER_TIME_ZONE } } : {}) },
     serverTimeZone: c.SVC_SERVER_TIME_ZONE,
     catalogDir: c.SVC_CATALOG_DIR,

@@ -2,13 +2,16 @@ import { execFile } from "node:child_process";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mintToken, ROOT, startStack, type TestStack } from "../support/local-stack.js";
+import { DEV_ACCOUNT, DEV_ACCOUNT_KEY } from "../../local/azurite.js";
+import { createEventLog } from "../../shared/ops/events.js";
+import { eventually, mintToken, ROOT, startStack, type TestStack } from "../support/local-stack.js";
 
 let stack: TestStack;
 const tokens: Record<string, string> = {};
 
 beforeAll(async () => {
-  stack = await startStack();
+  // The operations core's loop every 2 s, so a test waits seconds (not a minute) for its signal.
+  stack = await startStack({ env: { SVC_OPS_LOOP_SCHEDULE: "*/2 * * * * *" } });
   for (const role of ["Reader", "Contributor", "Owner"]) tokens[role] = await mintToken(stack, role);
 });
 afterAll(async () => {
@@ -99,6 +102,19 @@ describe("console routes on the local stack", () => {
     expect(hidden.status).toBe(404);
     const shown = await call("rpc", { token: tokens.Owner, body: { jsonrpc: "2.0", id: 9, method: "tools.describe", params: { name: "approve_hil" } } });
     expect(((await shown.json()) as { result: { rbac_floor: string } }).result.rbac_floor).toBe("Approver");
+  });
+
+  it("C-078: the operations core processes the control plane's own events, so explain_verdict reads a real event's verdict", async () => {
+    const rotated = await call("settings/api-token/regenerate", { token: tokens.Owner, body: {} });
+    expect(rotated.status).toBe(200);
+    const events = createEventLog(`DefaultEndpointsProtocol=http;AccountName=${DEV_ACCOUNT};AccountKey=${DEV_ACCOUNT_KEY};TableEndpoint=${stack.info.table_endpoint};`);
+    const [event] = await events.list({ event_type: "token.rotated" });
+    expect(event).toBeDefined();
+    const explained = await eventually(async () => {
+      const reply = await chat("Reader", `explain_verdict event_id=${event?.event_id}`);
+      return reply.tool_results[0]?.status === "ok" ? reply.tool_results[0] : undefined;
+    }, 30_000);
+    expect(explained.data).toMatchObject({ event_id: event?.event_id, tier: "T0", decision: "record", rule_ids: ["R-TOK-001"], verifier_report: null, mode: "shadow" });
   });
 
   it("C-316: /chat/health reads the narrator's readiness from the process: none, with the deterministic path ready", async () => {

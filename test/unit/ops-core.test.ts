@@ -9,6 +9,7 @@ import { queryAudit } from "../../shared/ops/audit-query.js";
 import { CatalogLoadError } from "../../shared/ops/catalog/json-catalog.js";
 import { createEventLog, type OpsEvent } from "../../shared/ops/events.js";
 import { correlateIncidents, publishSeverityChanges, SEVERITY_CHANGED } from "../../shared/ops/incidents/incidents.js";
+import { createOpsLoop } from "../../shared/ops/ops-loop.js";
 import { evaluateRules, loadRuleCatalog } from "../../shared/ops/rules/rule-catalog.js";
 import { type ControlPlaneStateReader, verifyAction } from "../../shared/ops/verifier/verifier.js";
 import { prefixedTables, startTestAzurite } from "../support/service-fakes.js";
@@ -197,5 +198,24 @@ describe("audit query", () => {
     expect(await ids({ page_size: 100, mode: "enforce" })).toEqual(["r6", "r5", "r4"]);
     expect(await ids({ page_size: 100, since: new Date("2026-01-01T00:00:03Z"), until: new Date("2026-01-01T00:00:05Z") })).toEqual(["r4", "r3", "r2"]);
     await expect(queryAudit(audit, { page_size: 3, cursor: "not-ours" })).rejects.toThrow("validation failed");
+  });
+});
+
+describe("ops loop", () => {
+  it("processes each new event once across two hosts, so explain_verdict has its trail, and publishes severity rises", async () => {
+    const source = tables();
+    const events = createEventLog(source);
+    const audit = createAuditLog(source);
+    const verify = async () => ({ verdict: "abstain" as const, action_type: "retry_job", target: "blast_job/j-1", checks: [], missing_evidence: ["job_exists"], checked_at: new Date().toISOString() });
+    const loop = () => createOpsLoop({ events, audit, rules, actions, verify, claims: source, incidentWindowMs: 1_800_000 });
+    await events.record({ idempotency_key: "l1", source: "dashboard.submit", event_type: "preflight.failed", correlation_id: "c", resource_ref: "blast_job/j-1" });
+    await events.record({ idempotency_key: "l2", source: "dashboard.submit", event_type: "job.failed", correlation_id: "c", resource_ref: "blast_job/j-1" });
+    const [a, b] = await Promise.all([loop().runOnce("tick-a"), loop().runOnce("tick-b")]);
+    expect([...a.processed, ...b.processed].sort()).toHaveLength(2);
+    await loop().runOnce("tick-c");
+    const trail = await audit.list({ action: "ops.event_processed" });
+    expect(trail).toHaveLength(2);
+    expect(trail.map((e) => e.details.rule_ids).sort()).toEqual([["R-JOB-001"], ["R-JOB-002"]]);
+    expect(await events.list({ event_type: SEVERITY_CHANGED })).toHaveLength(1);
   });
 });
