@@ -58,6 +58,9 @@ const consoleEnvSchema = z.object({
   SVC_CATALOG_DIR: z.string().min(1).optional(),
 });
 
+/** Every setting the console reads (the Functions app's `local.settings.sample.json` lists them). */
+export const CONSOLE_SETTING_NAMES: readonly string[] = Object.freeze(Object.keys(consoleEnvSchema.shape));
+
 /** The console's validated settings. */
 export interface ConsoleConfig {
   readonly approvers: readonly string[];
