@@ -1,24 +1,16 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { RunningAzurite } from "../../local/azurite.js";
+import { describe, expect, it } from "vitest";
 import { createApprovalService, NO_SELF_APPROVAL } from "../../shared/console/approvals/approval-service.js";
 import { actionHash } from "../../shared/console/approvals/approval-store.js";
 import type { ToolResult } from "../../shared/console/tools/tool.js";
 import { callerWith, consoleHarness } from "../support/console-harness.js";
-import { prefixedTables, startTestAzurite } from "../support/service-fakes.js";
+import { azuriteTables } from "../support/service-fakes.js";
 
-let azurite: RunningAzurite;
-let counter = 0;
-beforeAll(async () => {
-  azurite = await startTestAzurite();
-});
-afterAll(async () => {
-  await azurite?.stop();
-});
+const azurite = azuriteTables("appr");
 
 /** A console whose clock the test moves. */
 function harness(options: Parameters<typeof consoleHarness>[1] = {}) {
   const clock = { now: new Date("2026-03-01T10:00:00Z") };
-  const tables = prefixedTables(azurite.connectionString, `appr${++counter}x${Date.now().toString(36)}`);
+  const tables = azurite.tables();
   const h = consoleHarness(tables, { now: () => clock.now, ...options });
   return { ...h, clock, tables };
 }

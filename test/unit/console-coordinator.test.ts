@@ -1,22 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { RunningAzurite } from "../../local/azurite.js";
+import { describe, expect, it } from "vitest";
 import { ACTION_CONTEXT_ABSTENTION, GLOSSARY, LIFECYCLE_ABSTENTION } from "../../shared/console/coordinator/coordinator.js";
 import { parseCommand } from "../../shared/console/coordinator/verb-parser.js";
 import { callerWith, consoleHarness } from "../support/console-harness.js";
-import { prefixedTables, startTestAzurite } from "../support/service-fakes.js";
+import { azuriteTables } from "../support/service-fakes.js";
 
-let azurite: RunningAzurite;
-let counter = 0;
-
-beforeAll(async () => {
-  azurite = await startTestAzurite();
-});
-afterAll(async () => {
-  await azurite?.stop();
-});
+const azurite = azuriteTables("coord");
 
 function harness(options: Parameters<typeof consoleHarness>[1] = {}) {
-  return consoleHarness(prefixedTables(azurite.connectionString, `coord${++counter}x${Date.now().toString(36)}`), options);
+  return consoleHarness(azurite.tables(), options);
 }
 const auditOf = async (h: ReturnType<typeof harness>, requestId: string) => (await h.audit.list({ limit: 1000 })).filter((e) => e.request_id === requestId).reverse();
 

@@ -1,19 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { RunningAzurite } from "../../local/azurite.js";
+import { beforeAll, describe, expect, it } from "vitest";
 import { ROLES, type Role } from "../../shared/auth/roles.js";
 import { meetsFloor, refusalText } from "../../shared/console/tools/tool.js";
 import { consoleHarness, callerWith } from "../support/console-harness.js";
-import { prefixedTables, startTestAzurite } from "../support/service-fakes.js";
+import { azuriteTables } from "../support/service-fakes.js";
 
-let azurite: RunningAzurite;
+const azurite = azuriteTables("matrix");
 let h: ReturnType<typeof consoleHarness>;
 
-beforeAll(async () => {
-  azurite = await startTestAzurite();
-  h = consoleHarness(prefixedTables(azurite.connectionString, `matrix${Date.now().toString(36)}`));
-});
-afterAll(async () => {
-  await azurite?.stop();
+beforeAll(() => {
+  h = consoleHarness(azurite.tables());
 });
 
 /** Spec §2.2: each tool's floor and side-effect class, and a canonical command that invokes it. */

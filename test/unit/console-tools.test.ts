@@ -1,24 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { RunningAzurite } from "../../local/azurite.js";
+import { describe, expect, it } from "vitest";
 import { BREAK_GLASS_MAX_TTL_SECONDS, loadBreakGlassConfig } from "../../shared/console/break-glass/break-glass.js";
 import type { InventoryRecord, InventorySnapshot, LogProvider } from "../../shared/console/providers/providers.js";
 import type { ToolResult } from "../../shared/console/tools/tool.js";
 import { processEvent } from "../../shared/ops/event-processor.js";
 import { actions, callerWith, consoleHarness, rules } from "../support/console-harness.js";
-import { prefixedTables, startTestAzurite } from "../support/service-fakes.js";
+import { azuriteTables } from "../support/service-fakes.js";
 
-let azurite: RunningAzurite;
-let counter = 0;
-
-beforeAll(async () => {
-  azurite = await startTestAzurite();
-});
-afterAll(async () => {
-  await azurite?.stop();
-});
+const azurite = azuriteTables("tools");
 
 function harness(options: Parameters<typeof consoleHarness>[1] = {}) {
-  return consoleHarness(prefixedTables(azurite.connectionString, `tools${++counter}x${Date.now().toString(36)}`), options);
+  return consoleHarness(azurite.tables(), options);
 }
 type H = ReturnType<typeof harness>;
 async function run(h: H, role: Parameters<typeof callerWith>[0], text: string, requestId?: string): Promise<ToolResult> {

@@ -1,8 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { RunningAzurite } from "../../local/azurite.js";
+import { afterAll, describe, expect, it } from "vitest";
 import { loadActionTypes } from "../../shared/ops/actions/action-types.js";
 import { createAuditLog } from "../../shared/ops/audit.js";
 import { queryAudit } from "../../shared/ops/audit-query.js";
@@ -12,23 +11,16 @@ import { correlateIncidents, publishSeverityChanges, SEVERITY_CHANGED } from "..
 import { createOpsLoop } from "../../shared/ops/ops-loop.js";
 import { evaluateRules, loadRuleCatalog } from "../../shared/ops/rules/rule-catalog.js";
 import { type ControlPlaneStateReader, verifyAction } from "../../shared/ops/verifier/verifier.js";
-import { prefixedTables, startTestAzurite } from "../support/service-fakes.js";
+import { azuriteTables } from "../support/service-fakes.js";
 
 const actions = loadActionTypes();
 const rules = loadRuleCatalog(actions);
 const folder = mkdtempSync(path.join(tmpdir(), "ops-core-"));
-let azurite: RunningAzurite;
-let counter = 0;
+const { tables } = azuriteTables("ops");
 
-beforeAll(async () => {
-  azurite = await startTestAzurite();
-});
-afterAll(async () => {
-  await azurite?.stop();
+afterAll(() => {
   rmSync(folder, { recursive: true, force: true });
 });
-
-const tables = () => prefixedTables(azurite.connectionString, `ops${++counter}x${Date.now().toString(36)}`);
 
 function writeCatalog(name: string, text: string): string {
   const file = path.join(folder, name);
