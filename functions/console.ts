@@ -33,7 +33,7 @@ const rpcBody = z.strictObject({
 // A principal with no application role never reaches the coordinator (spec §5.1): the Reader floor blocks it.
 route("consoleChat", { methods: ["POST"], route: "chat", role: "Reader", durable: true }, async (request, scope) => {
   const turn = await parseJsonBody(request, turnBody, 64 * 1024);
-  const reply = await consoleParts().coordinator.handleTurn(callerOf(scope), turn, scope.requestId, {
+  const reply = await (await consoleParts()).coordinator.handleTurn(callerOf(scope), turn, scope.requestId, {
     async approvalFiled(approvalId, requestId) {
       // One orchestration per item: the instance id is the approval id, so a repeat finds the first.
       if (await scope.durable().getInstance(approvalId)) return;
@@ -50,7 +50,7 @@ route("consoleChat", { methods: ["POST"], route: "chat", role: "Reader", durable
 });
 
 route("consoleChatHealth", { methods: ["GET"], route: "chat/health", role: "Reader" }, async (_request, scope) => {
-  const narrator = consoleParts().coordinator.narrator;
+  const narrator = (await consoleParts()).coordinator.narrator;
   // Read from the process directly: "none" has no worker, so the deterministic path is what is ready.
   return jsonResult(200, { status: "ok", narrator: narrator.name, narrator_ready: narrator.available(), deterministic_ready: true }, scope.requestId);
 });
@@ -65,7 +65,7 @@ route("consoleRpc", { methods: ["POST"], route: "rpc", role: "Reader" }, async (
   const call = await parseJsonBody(request, rpcBody, 16 * 1024);
   const role = effectiveRole(callerOf(scope));
   if (!role) throw new ForbiddenError("this action needs the Reader role or higher");
-  const { registry } = consoleParts();
+  const { registry } = await consoleParts();
   if (call.method === "tools.search") return jsonResult(200, { jsonrpc: "2.0", id: call.id, result: { role, tools: registry.search(role, call.params.query) } }, scope.requestId);
   const descriptor = call.params.name ? registry.describe(role, call.params.name) : undefined;
   if (!descriptor) throw new NotFoundError(`no tool ${call.params.name ?? "(none given)"} for the ${role} role`);

@@ -3,13 +3,13 @@ import type { OrchestrationContext, OrchestrationHandler } from "durable-functio
 import { type ApprovalPlan, type ApprovalRequestInput, type ApprovalSettlement, ApprovalOrchestration } from "../../shared/console/approvals/approval-activities.js";
 import { consoleParts } from "../console-deps.js";
 
-const activities = () => consoleParts().approvalActivities;
+const activities = async () => (await consoleParts()).approvalActivities;
 
-df.app.activity(ApprovalOrchestration.plan, { handler: (input: ApprovalRequestInput) => activities().plan(input) });
-df.app.activity(ApprovalOrchestration.deliver, { handler: (input: ApprovalRequestInput) => activities().deliver(input) });
-df.app.activity(ApprovalOrchestration.remind, { handler: (input: ApprovalRequestInput & { index: number }) => activities().remind(input) });
-df.app.activity(ApprovalOrchestration.expire, { handler: (input: ApprovalRequestInput) => activities().expire(input) });
-df.app.activity(ApprovalOrchestration.settle, { handler: (input: ApprovalRequestInput) => activities().settle(input) });
+df.app.activity(ApprovalOrchestration.plan, { handler: (input: ApprovalRequestInput) => activities().then((a) => a.plan(input)) });
+df.app.activity(ApprovalOrchestration.deliver, { handler: (input: ApprovalRequestInput) => activities().then((a) => a.deliver(input)) });
+df.app.activity(ApprovalOrchestration.remind, { handler: (input: ApprovalRequestInput & { index: number }) => activities().then((a) => a.remind(input)) });
+df.app.activity(ApprovalOrchestration.expire, { handler: (input: ApprovalRequestInput) => activities().then((a) => a.expire(input)) });
+df.app.activity(ApprovalOrchestration.settle, { handler: (input: ApprovalRequestInput) => activities().then((a) => a.settle(input)) });
 
 /** While the kill switch holds A1 delivery, the request is offered again after this long. */
 const REDELIVER_SECONDS = 60;

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 
 const functionsDir = path.resolve(import.meta.dirname, "../../functions");
 /** The composition roots (dashboard, console) and the route kit: the only modules of functions/ a trigger may import. */
-const KIT = new Set(["app-context.ts", "http-route.ts", "dashboard-deps.ts", "console-deps.ts"]);
+const KIT = new Set(["app-context.ts", "http-route.ts", "dashboard-deps.ts", "console-deps.ts", "console-parts.ts"]);
 
 /** The functions/ modules `file` imports (static, re-exported or dynamic), as paths relative to functions/. */
 function localImports(file: string): string[] {
