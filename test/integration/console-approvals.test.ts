@@ -68,7 +68,8 @@ describe("the approvalRequest orchestration on the local stack", () => {
     const replay = await chat(second, approver, `approve_hil approval_id=${approvalId} decision=approve justification="restart drill"`);
     expect(replay.tool_results[0]).toMatchObject({ status: "ok", data: { outcome: "existing" } });
     expect((await audit.list({ action: "console.action_executed", limit: 1000 })).filter((e) => e.target === approvalId)).toHaveLength(1);
-  });
+    // Hang guard, not a timing claim: two stack starts on a loaded 2-core machine took over 30 s once.
+  }, 180_000);
 
   it("C-284 C-285 C-286: the TTL timer times the request out (one audit entry); a late approval returns the timeout and executes nothing", async () => {
     const stack = await started({ env: { SVC_CONSOLE_APPROVERS: APPROVERS, SVC_APPROVAL_TTL_SECONDS: "5", SVC_APPROVAL_REMINDER_OFFSETS_SECONDS: "3" } });
@@ -87,5 +88,5 @@ describe("the approvalRequest orchestration on the local stack", () => {
     // The one reminder went out 3 s before expiry, before the timeout.
     const reminders = (await audit.list({ action: "console.approval_reminder", limit: 1000 })).filter((e) => e.target === approvalId);
     expect(reminders).toHaveLength(1);
-  });
+  }, 120_000);
 });
