@@ -10,7 +10,8 @@ const oidList = z
   .transform((s) => s.split(",").map((x) => x.trim()).filter(Boolean))
   .pipe(z.array(z.string().regex(/^[A-Za-z0-9._-]{1,200}$/, "object ids are letters, digits, '.', '_' or '-'")).max(100));
 
-const consoleEnvSchema = z.object({
+const consoleEnvSchema = z
+  .object({
   /** Object ids of the approvers A1 requests go to. */
   SVC_CONSOLE_APPROVERS: oidList.default([]),
   /** Object ids of every Owner break-glass pages; none configured means every activation is denied. */
@@ -54,9 +55,18 @@ const consoleEnvSchema = z.object({
   SVC_LOG_ANALYTICS_WORKSPACE_ID: z.string().regex(/^[0-9a-f-]{36}$/i, "must be a workspace id (a GUID)").optional(),
   /** The subscription `query_inventory` reads through Resource Graph; unset, the local inventory is used. */
   SVC_RESOURCE_GRAPH_SUBSCRIPTION_ID: z.string().regex(/^[0-9a-f-]{36}$/i, "must be a subscription id (a GUID)").optional(),
+  /** The regional Azure Monitor metrics endpoint (`https://<region>.metrics.monitor.azure.com`) `query_metric` reads. */
+  SVC_METRICS_ENDPOINT: z.url({ protocol: /^https$/ }).optional(),
+  /** The one resource whose metrics `query_metric` reads (the cluster's resource id). */
+  SVC_METRICS_RESOURCE_ID: z.string().regex(/^\/subscriptions\/[0-9a-f-]{36}\/resourceGroups\/[^/]+\/providers\/.+$/i, "must be an Azure resource id").optional(),
   /** Where the rule and action-type catalogs live (default `config/` of the app root). */
   SVC_CATALOG_DIR: z.string().min(1).optional(),
-});
+  })
+  .refine((c) => (c.SVC_METRICS_ENDPOINT === undefined) === (c.SVC_METRICS_RESOURCE_ID === undefined), {
+    message: "set both or neither",
+    path: ["SVC_METRICS_RESOURCE_ID"],
+  });
+
 
 /** Every setting the console reads (the Functions app's `local.settings.sample.json` lists them). */
 export const CONSOLE_SETTING_NAMES: readonly string[] = Object.freeze(Object.keys(consoleEnvSchema.shape));
@@ -74,6 +84,8 @@ export interface ConsoleConfig {
   readonly catalogDir: string | undefined;
   readonly logAnalyticsWorkspaceId: string | undefined;
   readonly resourceGraphSubscriptionId: string | undefined;
+  /** Both set or neither (refused at load otherwise). */
+  readonly metrics: { readonly endpoint: string; readonly resourceId: string } | undefined;
 }
 
 /** Reads the console's `SVC_*` settings; a bad one stops start-up naming it. */
@@ -90,5 +102,6 @@ export function loadConsoleConfig(env: Env = process.env): ConsoleConfig {
     catalogDir: c.SVC_CATALOG_DIR,
     logAnalyticsWorkspaceId: c.SVC_LOG_ANALYTICS_WORKSPACE_ID,
     resourceGraphSubscriptionId: c.SVC_RESOURCE_GRAPH_SUBSCRIPTION_ID,
+    metrics: c.SVC_METRICS_ENDPOINT && c.SVC_METRICS_RESOURCE_ID ? { endpoint: c.SVC_METRICS_ENDPOINT, resourceId: c.SVC_METRICS_RESOURCE_ID } : undefined,
   }));
 }

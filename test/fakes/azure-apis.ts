@@ -9,6 +9,8 @@ import { selfSignedLoopbackCertificate } from "./tls.js";
  * - Resource Graph: `POST /providers/Microsoft.ResourceGraph/resources?api-version=…`
  *   (`{subscriptions, query, options:{$top, $skipToken, resultFormat}}` → `{totalRecords, count,
  *   resultTruncated, data, $skipToken?}`), paging through `records` by `$skipToken`.
+ * - Azure Monitor metrics: `POST /subscriptions/{id}/metrics:getBatch?…&metricnames=…` (`{resourceids}`
+ *   → `{values:[{resourceid, value:[{name, unit, timeseries:[{data:[{timeStamp, average, …}]}]}]}]}`).
  * Every call needs `Authorization: Bearer <token>`.
  */
 export interface FakeAzureApis {
@@ -23,13 +25,15 @@ export interface FakeAzureApis {
   resourceGroups: Record<string, unknown>[];
   /** Makes the next Resource Graph answer say it was truncated. */
   truncateResources: boolean;
+  /** Points of each metric name the metrics fake knows. */
+  metrics: Record<string, { timeStamp: string; average?: number; maximum?: number; total?: number }[]>;
   requests: { method: string; path: string; authorized: boolean; body: Record<string, unknown> }[];
   close(): Promise<void>;
 }
 
 export async function startFakeAzureApis(): Promise<FakeAzureApis> {
   const { key, cert } = selfSignedLoopbackCertificate();
-  const fake: Omit<FakeAzureApis, "url" | "close"> = { ca: cert, token: "fake-azure-token", workspaceId: "00000000-0000-4000-8000-00000000beef", logRows: [], resources: [], resourceGroups: [], truncateResources: false, requests: [] };
+  const fake: Omit<FakeAzureApis, "url" | "close"> = { ca: cert, token: "fake-azure-token", workspaceId: "00000000-0000-4000-8000-00000000beef", logRows: [], resources: [], resourceGroups: [], truncateResources: false, metrics: {}, requests: [] };
   const server = https.createServer({ key, cert }, (req, res) => {
     let text = "";
     req.on("data", (c: Buffer) => {
@@ -60,6 +64,15 @@ export async function startFakeAzureApis(): Promise<FakeAzureApis> {
         const next = start + top < all.length ? String(start + top) : undefined;
         const truncated = !query.startsWith("ResourceContainers") && fake.truncateResources;
         return send(200, { totalRecords: all.length, count: data.length, resultTruncated: truncated ? "true" : "false", data, ...(next ? { $skipToken: next } : {}) });
+      }
+      if (req.method === "POST" && /^\/subscriptions\/[^/]+\/metrics:getBatch$/.test(url.pathname)) {
+        const name = url.searchParams.get("metricnames") ?? "";
+        const points = fake.metrics[name];
+        const resourceIds = (body.resourceids ?? []) as string[];
+        const metric = points
+          ? { id: `${resourceIds[0]}/metrics/${name}`, type: "Microsoft.Insights/metrics", name: { value: name, localizedValue: name }, unit: "Percent", timeseries: [{ metadatavalues: [], data: points }] }
+          : { id: "", type: "", name: { value: name }, unit: "Unspecified", errorCode: "MetricNotFound", errorMessage: "no such metric", timeseries: [] };
+        return send(200, { values: resourceIds.map((id) => ({ starttime: url.searchParams.get("starttime"), endtime: url.searchParams.get("endtime"), interval: "PT1M", namespace: url.searchParams.get("metricnamespace"), resourceregion: "eastus", resourceid: id, value: [metric] })) });
       }
       send(404, { error: { code: "NotFound", message: `no route ${req.method} ${url.pathname}` } });
     });

@@ -2,6 +2,7 @@ import type { AccessToken } from "@azure/identity";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunningAzurite } from "../../local/azurite.js";
 import { createLogAnalyticsProvider } from "../../shared/console/providers/azure-log-analytics.js";
+import { createAzureMetricsProvider } from "../../shared/console/providers/azure-metrics.js";
 import { createResourceGraphInventoryProvider, RESOURCE_GRAPH_QUERIES } from "../../shared/console/providers/azure-resource-graph.js";
 import { LOG_TEMPLATES } from "../../shared/console/tools/provider-tools.js";
 import type { ToolResult } from "../../shared/console/tools/tool.js";
@@ -13,6 +14,7 @@ let azurite: RunningAzurite;
 let fake: FakeAzureApis;
 let counter = 0;
 const SUBSCRIPTION = "11111111-2222-4333-8444-555555555555";
+const CLUSTER = `/subscriptions/${SUBSCRIPTION}/resourceGroups/rg-blast/providers/Microsoft.ContainerService/managedClusters/blast`;
 
 beforeAll(async () => {
   [azurite, fake] = await Promise.all([startTestAzurite(), startFakeAzureApis()]);
@@ -30,6 +32,7 @@ function harness(token = fake.token) {
     providers: {
       logs: createLogAnalyticsProvider({ workspaceId: fake.workspaceId, credential: credential(token), clientOptions: clientOptions() }),
       inventory: createResourceGraphInventoryProvider({ subscriptionId: SUBSCRIPTION, credential: credential(token), clientOptions: clientOptions() }),
+      metrics: createAzureMetricsProvider({ endpoint: fake.url, resourceId: CLUSTER, credential: credential(token), clientOptions: { tlsOptions: { ca: fake.ca }, retryOptions: { maxRetries: 0 } } }),
     },
   });
 }
@@ -98,5 +101,18 @@ describe("query_inventory over Resource Graph (the real ARM SDK against a fake o
     fake.truncateResources = true;
     expect(await run(h, "query_inventory kind=scheduled_shutdown")).toMatchObject({ status: "unavailable" });
     fake.truncateResources = false;
+  });
+});
+
+describe("query_metric over Azure Monitor (the real metrics SDK against a fake of its REST API)", () => {
+  it("C-108: returns the configured resource's metric values for the window and aggregation", async () => {
+    fake.metrics = { node_cpu_usage_percentage: [{ timeStamp: "2026-01-01T10:00:00Z", average: 41.5 }, { timeStamp: "2026-01-01T10:01:00Z", average: 43 }] };
+    const h = harness();
+    const result = await run(h, "query_metric namespace=Microsoft.ContainerService/managedClusters metric=node_cpu_usage_percentage window=2h aggregation=Average");
+    expect(result).toMatchObject({ status: "ok", data: { unit: "Percent", points: [{ at: "2026-01-01T10:00:00.000Z", value: 41.5 }, { at: "2026-01-01T10:01:00.000Z", value: 43 }], window: { clamped: false } } });
+    const call = fake.requests.filter((r) => r.path.endsWith("metrics:getBatch")).at(-1);
+    expect(call).toMatchObject({ path: `/subscriptions/${SUBSCRIPTION}/metrics:getBatch`, authorized: true, body: { resourceids: [CLUSTER] } });
+    // A metric the resource does not have is unavailable, not zero.
+    expect(await run(h, "query_metric namespace=Microsoft.ContainerService/managedClusters metric=made_up")).toMatchObject({ status: "unavailable" });
   });
 });

@@ -28,5 +28,6 @@ describe("approval load policy", () => {
     expect(config.breakGlass.max_ttl_seconds).toBe(14_400);
     expect(() => loadConsoleConfig({ SVC_BREAK_GLASS_MAX_TTL_SECONDS: "20000" })).toThrow(/SVC_BREAK_GLASS_MAX_TTL_SECONDS/);
     expect(() => loadConsoleConfig({ SVC_APPROVAL_QUIET_HOURS: "late" })).toThrow(/SVC_APPROVAL_QUIET_HOURS/);
+    expect(() => loadConsoleConfig({ SVC_METRICS_ENDPOINT: "https://eastus.metrics.monitor.azure.com" })).toThrow(/SVC_METRICS_RESOURCE_ID: set both or neither/);
   });
 });
