@@ -11,6 +11,7 @@ import { loadBreakGlassConfig } from "../shared/console/break-glass/break-glass.
 import { type Coordinator, createCoordinator } from "../shared/console/coordinator/coordinator.js";
 import { createOutboxNotifier } from "../shared/console/notify/outbox-notifier.js";
 import { createLogAnalyticsProvider } from "../shared/console/providers/azure-log-analytics.js";
+import { createArmSubscriptionProvider } from "../shared/console/providers/azure-subscription.js";
 import { createAzureMetricsProvider } from "../shared/console/providers/azure-metrics.js";
 import { lazyDefaultCredential } from "../shared/console/providers/azure-credential.js";
 import { createResourceGraphInventoryProvider } from "../shared/console/providers/azure-resource-graph.js";
@@ -100,12 +101,13 @@ export function buildConsoleParts(): ConsoleParts {
       breakGlass: loadBreakGlassConfig({ owners: [...consoleConfig.breakGlass.owners], max_ttl_seconds: consoleConfig.breakGlass.max_ttl_seconds }),
       incidentWindowMs: consoleConfig.incidentWindowMs,
       providers: {
+        ...(consoleConfig.subscriptionId ? { subscription: createArmSubscriptionProvider({ subscriptionId: consoleConfig.subscriptionId, credential: lazyDefaultCredential() }) } : {}),
         ...(consoleConfig.metrics ? { metrics: createAzureMetricsProvider({ ...consoleConfig.metrics, credential: lazyDefaultCredential() }) } : {}),
         ...(consoleConfig.logAnalyticsWorkspaceId ? { logs: createLogAnalyticsProvider({ workspaceId: consoleConfig.logAnalyticsWorkspaceId, credential: lazyDefaultCredential() }) } : {}),
         // With a subscription configured the inventory is Resource Graph's; otherwise (the local
         // stack) it is the control plane's own resources.
-        inventory: consoleConfig.resourceGraphSubscriptionId
-          ? createResourceGraphInventoryProvider({ subscriptionId: consoleConfig.resourceGraphSubscriptionId, credential: lazyDefaultCredential() })
+        inventory: consoleConfig.subscriptionId
+          ? createResourceGraphInventoryProvider({ subscriptionId: consoleConfig.subscriptionId, credential: lazyDefaultCredential() })
           : createLocalInventoryProvider({
           location: "local",
           async databases() {

@@ -53,8 +53,8 @@ const consoleEnvSchema = z
     .default("UTC"),
   /** The one Log Analytics workspace `query_log` reads; unset, `query_log` answers unavailable. */
   SVC_LOG_ANALYTICS_WORKSPACE_ID: z.string().regex(/^[0-9a-f-]{36}$/i, "must be a workspace id (a GUID)").optional(),
-  /** The subscription `query_inventory` reads through Resource Graph; unset, the local inventory is used. */
-  SVC_RESOURCE_GRAPH_SUBSCRIPTION_ID: z.string().regex(/^[0-9a-f-]{36}$/i, "must be a subscription id (a GUID)").optional(),
+  /** The server-configured subscription: `query_subscription_scope` and, through Resource Graph, `query_inventory`; unset, the local inventory is used. */
+  SVC_SUBSCRIPTION_ID: z.string().regex(/^[0-9a-f-]{36}$/i, "must be a subscription id (a GUID)").optional(),
   /** The regional Azure Monitor metrics endpoint (`https://<region>.metrics.monitor.azure.com`) `query_metric` reads. */
   SVC_METRICS_ENDPOINT: z.url({ protocol: /^https$/ }).optional(),
   /** The one resource whose metrics `query_metric` reads (the cluster's resource id). */
@@ -83,7 +83,7 @@ export interface ConsoleConfig {
   readonly serverTimeZone: string;
   readonly catalogDir: string | undefined;
   readonly logAnalyticsWorkspaceId: string | undefined;
-  readonly resourceGraphSubscriptionId: string | undefined;
+  readonly subscriptionId: string | undefined;
   /** Both set or neither (refused at load otherwise). */
   readonly metrics: { readonly endpoint: string; readonly resourceId: string } | undefined;
 }
@@ -101,7 +101,7 @@ export function loadConsoleConfig(env: Env = process.env): ConsoleConfig {
     serverTimeZone: c.SVC_SERVER_TIME_ZONE,
     catalogDir: c.SVC_CATALOG_DIR,
     logAnalyticsWorkspaceId: c.SVC_LOG_ANALYTICS_WORKSPACE_ID,
-    resourceGraphSubscriptionId: c.SVC_RESOURCE_GRAPH_SUBSCRIPTION_ID,
+    subscriptionId: c.SVC_SUBSCRIPTION_ID,
     metrics: c.SVC_METRICS_ENDPOINT && c.SVC_METRICS_RESOURCE_ID ? { endpoint: c.SVC_METRICS_ENDPOINT, resourceId: c.SVC_METRICS_RESOURCE_ID } : undefined,
   }));
 }

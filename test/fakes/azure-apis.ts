@@ -11,6 +11,7 @@ import { selfSignedLoopbackCertificate } from "./tls.js";
  *   resultTruncated, data, $skipToken?}`), paging through `records` by `$skipToken`.
  * - Azure Monitor metrics: `POST /subscriptions/{id}/metrics:getBatch?…&metricnames=…` (`{resourceids}`
  *   → `{values:[{resourceid, value:[{name, unit, timeseries:[{data:[{timeStamp, average, …}]}]}]}]}`).
+ * - ARM subscriptions: `GET /subscriptions/{id}?api-version=…` → `{subscriptionId, displayName, state}`.
  * Every call needs `Authorization: Bearer <token>`.
  */
 export interface FakeAzureApis {
@@ -25,6 +26,8 @@ export interface FakeAzureApis {
   resourceGroups: Record<string, unknown>[];
   /** Makes the next Resource Graph answer say it was truncated. */
   truncateResources: boolean;
+  /** Subscriptions ARM knows, by id. */
+  subscriptions: Record<string, { displayName: string; state: string }>;
   /** Points of each metric name the metrics fake knows. */
   metrics: Record<string, { timeStamp: string; average?: number; maximum?: number; total?: number }[]>;
   requests: { method: string; path: string; authorized: boolean; body: Record<string, unknown> }[];
@@ -33,7 +36,7 @@ export interface FakeAzureApis {
 
 export async function startFakeAzureApis(): Promise<FakeAzureApis> {
   const { key, cert } = selfSignedLoopbackCertificate();
-  const fake: Omit<FakeAzureApis, "url" | "close"> = { ca: cert, token: "fake-azure-token", workspaceId: "00000000-0000-4000-8000-00000000beef", logRows: [], resources: [], resourceGroups: [], truncateResources: false, metrics: {}, requests: [] };
+  const fake: Omit<FakeAzureApis, "url" | "close"> = { ca: cert, token: "fake-azure-token", workspaceId: "00000000-0000-4000-8000-00000000beef", logRows: [], resources: [], resourceGroups: [], truncateResources: false, metrics: {}, subscriptions: {}, requests: [] };
   const server = https.createServer({ key, cert }, (req, res) => {
     let text = "";
     req.on("data", (c: Buffer) => {
@@ -73,6 +76,12 @@ export async function startFakeAzureApis(): Promise<FakeAzureApis> {
           ? { id: `${resourceIds[0]}/metrics/${name}`, type: "Microsoft.Insights/metrics", name: { value: name, localizedValue: name }, unit: "Percent", timeseries: [{ metadatavalues: [], data: points }] }
           : { id: "", type: "", name: { value: name }, unit: "Unspecified", errorCode: "MetricNotFound", errorMessage: "no such metric", timeseries: [] };
         return send(200, { values: resourceIds.map((id) => ({ starttime: url.searchParams.get("starttime"), endtime: url.searchParams.get("endtime"), interval: "PT1M", namespace: url.searchParams.get("metricnamespace"), resourceregion: "eastus", resourceid: id, value: [metric] })) });
+      }
+      const subscription = /^\/subscriptions\/([^/]+)$/.exec(url.pathname);
+      if (req.method === "GET" && subscription?.[1] && url.searchParams.get("api-version")) {
+        const known = fake.subscriptions[subscription[1]];
+        if (!known) return send(404, { error: { code: "SubscriptionNotFound", message: "The subscription could not be found." } });
+        return send(200, { id: `/subscriptions/${subscription[1]}`, subscriptionId: subscription[1], tenantId: "00000000-0000-4000-8000-0000000000aa", ...known, authorizationSource: "RoleBased" });
       }
       send(404, { error: { code: "NotFound", message: `no route ${req.method} ${url.pathname}` } });
     });

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunningAzurite } from "../../local/azurite.js";
 import { createLogAnalyticsProvider } from "../../shared/console/providers/azure-log-analytics.js";
 import { createAzureMetricsProvider } from "../../shared/console/providers/azure-metrics.js";
+import { createArmSubscriptionProvider } from "../../shared/console/providers/azure-subscription.js";
 import { createResourceGraphInventoryProvider, RESOURCE_GRAPH_QUERIES } from "../../shared/console/providers/azure-resource-graph.js";
 import { LOG_TEMPLATES } from "../../shared/console/tools/provider-tools.js";
 import type { ToolResult } from "../../shared/console/tools/tool.js";
@@ -32,6 +33,7 @@ function harness(token = fake.token) {
     providers: {
       logs: createLogAnalyticsProvider({ workspaceId: fake.workspaceId, credential: credential(token), clientOptions: clientOptions() }),
       inventory: createResourceGraphInventoryProvider({ subscriptionId: SUBSCRIPTION, credential: credential(token), clientOptions: clientOptions() }),
+      subscription: createArmSubscriptionProvider({ subscriptionId: SUBSCRIPTION, credential: credential(token), clientOptions: clientOptions() }),
       metrics: createAzureMetricsProvider({ endpoint: fake.url, resourceId: CLUSTER, credential: credential(token), clientOptions: { tlsOptions: { ca: fake.ca }, retryOptions: { maxRetries: 0 } } }),
     },
   });
@@ -114,5 +116,20 @@ describe("query_metric over Azure Monitor (the real metrics SDK against a fake o
     expect(call).toMatchObject({ path: `/subscriptions/${SUBSCRIPTION}/metrics:getBatch`, authorized: true, body: { resourceids: [CLUSTER] } });
     // A metric the resource does not have is unavailable, not zero.
     expect(await run(h, "query_metric namespace=Microsoft.ContainerService/managedClusters metric=made_up")).toMatchObject({ status: "unavailable" });
+  });
+});
+
+describe("query_subscription_scope over ARM (the real subscriptions SDK against a fake of its REST API)", () => {
+  it("C-089 C-090 C-091 C-092: shows the configured subscription's name and state, masks its id, states when it was observed and takes no caller scope", async () => {
+    fake.subscriptions = { [SUBSCRIPTION]: { displayName: "BLAST production", state: "Enabled" } };
+    const h = harness();
+    const result = await run(h, "query_subscription_scope");
+    expect(result).toMatchObject({ status: "ok", data: { display_name: "BLAST production", state: "Enabled", subscription_id_masked: `${"*".repeat(32)}5555` } });
+    expect(Date.parse((result as { data: { observed_at: string } }).data.observed_at)).not.toBeNaN();
+    expect(JSON.stringify(result)).not.toContain(SUBSCRIPTION);
+    expect(fake.requests.filter((r) => r.path.startsWith("/subscriptions/") && r.method === "GET").at(-1)).toMatchObject({ path: `/subscriptions/${SUBSCRIPTION}`, authorized: true });
+    expect(await run(h, "query_subscription_scope subscription=00000000-0000-0000-0000-000000000000")).toMatchObject({ status: "error", error: { type: "invalid_arguments" } });
+    // Health has no provider yet: unavailable, not a guess.
+    expect(await run(h, "query_subscription_health")).toMatchObject({ status: "unavailable" });
   });
 });
