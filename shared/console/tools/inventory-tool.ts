@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { InventoryRecord, InventorySnapshot } from "../providers/providers.js";
 import type { ConsoleToolDependencies } from "./dependencies.js";
-import { boundedText, defineTool, ProviderUnavailableError, type Tool, ToolError } from "./tool.js";
+import { boundedText, defineTool, requireProvider, type Tool, ToolError } from "./tool.js";
 
 /** Query rule 1: at most this many records, after sorting. */
 export const INVENTORY_RECORD_LIMIT = 40;
@@ -85,8 +85,7 @@ export function inventoryTool(deps: ConsoleToolDependencies, options: { serverTi
     },
     args: argsSchema,
     async run(args, context) {
-      const provider = deps.providers.inventory;
-      if (!provider) throw new ProviderUnavailableError("the inventory provider");
+      const provider = requireProvider(deps.providers.inventory, "the inventory provider");
       let snapshot: InventorySnapshot;
       try {
         snapshot = await provider.snapshot({ maxAgeMs: INVENTORY_MAX_AGE_MS });

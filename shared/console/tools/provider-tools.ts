@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { ConsoleToolDependencies } from "./dependencies.js";
-import { boundedText, defineTool, ProviderUnavailableError, type Tool, ToolError } from "./tool.js";
+import { boundedText, defineTool, requireProvider, type Tool, ToolError } from "./tool.js";
 
 /** Query rule 9 and §8: log windows and health history are at most 24 hours. */
 export const MAX_QUERY_WINDOW_MS = 24 * 3_600_000;
@@ -56,8 +56,7 @@ export function providerTools(deps: ConsoleToolDependencies): Tool[] {
       descriptor: { name, description, argument_hint: name, rbac_floor: "Reader", side_effect_class: "read", failure_modes: ["unavailable", "not_found"] },
       args: z.strictObject({}),
       async run() {
-        const source = p[provider] as { latest(): Promise<Record<string, unknown> | undefined> } | undefined;
-        if (!source) throw new ProviderUnavailableError(label);
+        const source = requireProvider(p[provider] as { latest(): Promise<Record<string, unknown> | undefined> } | undefined, label);
         // Read as stored: never rediscovered or recomputed here.
         const snapshot = await source.latest();
         if (!snapshot) throw new ToolError("unavailable", `no ${label} snapshot has been recorded`);
@@ -77,8 +76,7 @@ export function providerTools(deps: ConsoleToolDependencies): Tool[] {
       // No caller-supplied scope: the strict empty schema rejects one.
       args: z.strictObject({}),
       async run() {
-        if (!p.subscription) throw new ProviderUnavailableError("the subscription provider");
-        const scope = await p.subscription.scope();
+        const scope = await requireProvider(p.subscription, "the subscription provider").scope();
         const masked = `${"*".repeat(Math.max(0, scope.subscription_id.length - 4))}${scope.subscription_id.slice(-4)}`;
         return { data: { display_name: scope.display_name, state: scope.state, subscription_id_masked: masked, observed_at: scope.observed_at }, evidence_ref: `subscription:${scope.observed_at}` };
       },
@@ -94,8 +92,7 @@ export function providerTools(deps: ConsoleToolDependencies): Tool[] {
       },
       args: z.strictObject({}),
       async run() {
-        if (!p.subscription) throw new ProviderUnavailableError("the subscription provider");
-        const health = await p.subscription.health();
+        const health = await requireProvider(p.subscription, "the subscription provider").health();
         return { data: health, evidence_ref: `subscription_health:${health.observed_at}` };
       },
     }),
@@ -118,8 +115,7 @@ export function providerTools(deps: ConsoleToolDependencies): Tool[] {
         stable_selectors: z.union([boundedText(2000).transform((s) => s.split(",").map((x) => x.trim())), z.array(boundedText(200))]).pipe(z.array(z.string().min(1)).min(1).max(10)),
       }),
       async run(args) {
-        if (!p.browserEvidence) throw new ProviderUnavailableError("the browser evidence provider");
-        const artifact = await p.browserEvidence.capture(args);
+        const artifact = await requireProvider(p.browserEvidence, "the browser evidence provider").capture(args);
         return { data: artifact, evidence_ref: `artifact:${artifact.artifact_id}` };
       },
     }),
@@ -142,11 +138,11 @@ export function providerTools(deps: ConsoleToolDependencies): Tool[] {
         // Templates that need an exact selector ask for it and call no provider.
         if (args.template === "error_signature_range" && !args.signature) throw new ToolError("invalid_arguments", "Which exact error signature should the time range cover?", { clarifying_question: true });
         if (args.template === "related_logs" && !args.operation_id) throw new ToolError("invalid_arguments", "Which exact operation id should the related logs follow?", { clarifying_question: true });
-        if (!p.logs) throw new ProviderUnavailableError("the log workspace provider");
+        const logs = requireProvider(p.logs, "the log workspace provider");
         const window = parseWindowMs(args.window) ?? { ms: MAX_QUERY_WINDOW_MS, clamped: false };
         const end = context.now();
         const start = new Date(end.getTime() - window.ms);
-        const result = await p.logs.query(LOG_TEMPLATES[args.template], { start, end });
+        const result = await logs.query(LOG_TEMPLATES[args.template], { start, end });
         const tables = result.tables.map((t) => ({ name: t.name, columns: t.columns, rows: t.rows.slice(0, 200).map((row) => row.map(redactLogCell)) }));
         return { data: { workspace: "configured", template: args.template, window: { start: start.toISOString(), end: end.toISOString(), clamped: window.clamped }, tables }, evidence_ref: `log:${args.template}@${end.toISOString()}` };
       },
@@ -167,11 +163,11 @@ export function providerTools(deps: ConsoleToolDependencies): Tool[] {
         aggregation: z.enum(["Average", "Total", "Maximum", "Minimum", "Count"]).default("Average"),
       }),
       async run(args, context) {
-        if (!p.metrics) throw new ProviderUnavailableError("the metrics provider");
+        const metrics = requireProvider(p.metrics, "the metrics provider");
         const window = parseWindowMs(args.window) ?? { ms: 3_600_000, clamped: false };
         const end = context.now();
         const start = new Date(end.getTime() - window.ms);
-        const result = await p.metrics.query({ namespace: args.namespace, metric: args.metric, window: { start, end }, aggregation: args.aggregation });
+        const result = await metrics.query({ namespace: args.namespace, metric: args.metric, window: { start, end }, aggregation: args.aggregation });
         return { data: { ...args, window: { start: start.toISOString(), end: end.toISOString(), clamped: window.clamped }, ...result }, evidence_ref: `metric:${args.namespace}/${args.metric}@${end.toISOString()}` };
       },
     }),

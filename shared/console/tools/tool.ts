@@ -56,6 +56,12 @@ export class ProviderUnavailableError extends ToolError {
   }
 }
 
+/** The provider, or the typed `unavailable` answer when this deployment has none configured. */
+export function requireProvider<T>(provider: T | undefined, label: string): T {
+  if (provider === undefined) throw new ProviderUnavailableError(label);
+  return provider;
+}
+
 /** Who is calling and for which request; the role comes from the validated token, never from arguments. */
 export interface ToolContext {
   caller: Caller;
