@@ -12,7 +12,9 @@ const USAGE = `Usage:
   blastplane api-token
       Prints the job API's current X-SVC-API-Token.
   blastplane db add NAME FASTA [--type nucl|prot] [--partitions N]
-      Builds a BLAST database from a FASTA file (makeblastdb) and makes it current.`;
+      Builds a BLAST database from a FASTA file (makeblastdb) and makes it current.
+  blastplane console [--role <${ROLES.join("|")}> | --token TOKEN] [--eval "TEXT"]... [--json]
+      Talks to the operator console: a REPL with tool completion for the role, or one reply per --eval.`;
 
 function fail(message, code = 2) {
   process.stderr.write(`${message}\n`);
@@ -94,6 +96,11 @@ try {
     case "db":
       await db(rest);
       break;
+    case "console": {
+      const { consoleCommand } = await import("./blastplane-console.mjs");
+      await consoleCommand(rest, { stack: runningStack(), dataDir: path.resolve(process.env.BLASTPLANE_DATA_DIR ?? ".data"), fail, roles: ROLES });
+      break;
+    }
     case undefined:
     case "help":
     case "--help":

@@ -15,3 +15,6 @@ import "./orchestrations/database-ops.js";
 import "./databases.js";
 import "./workspace.js";
 import "./api-token.js";
+import "./console.js";
+import "./orchestrations/approval-request.js";
+import "./ops-loop.js";

@@ -1,9 +1,6 @@
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import https from "node:https";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import path from "node:path";
+import { selfSignedLoopbackCertificate } from "./tls.js";
 
 /**
  * A fake Azure Key Vault on loopback that speaks the Key Vault REST protocol the SDK uses: TLS (the
@@ -22,19 +19,13 @@ export interface FakeKeyVault {
 }
 
 export async function startFakeKeyVault(): Promise<FakeKeyVault> {
-  const dir = mkdtempSync(path.join(tmpdir(), "bp-kv-"));
-  const key = path.join(dir, "key.pem");
-  const cert = path.join(dir, "cert.pem");
-  execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"], {
-    stdio: "ignore",
-  });
-  const ca = readFileSync(cert, "utf8");
+  const { key, cert: ca } = selfSignedLoopbackCertificate();
   const token = "fake-managed-identity-token";
   const secrets = new Map<string, string>();
   const requests: FakeKeyVault["requests"] = [];
   let version = 0;
 
-  const server = https.createServer({ key: readFileSync(key), cert: ca }, (req, res) => {
+  const server = https.createServer({ key, cert: ca }, (req, res) => {
     const url = new URL(req.url ?? "/", "https://127.0.0.1");
     const authorized = req.headers.authorization === `Bearer ${token}`;
     requests.push({ method: req.method ?? "", path: url.pathname, authorized });
@@ -88,7 +79,6 @@ export async function startFakeKeyVault(): Promise<FakeKeyVault> {
     async close() {
       await new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections();
-      rmSync(dir, { recursive: true, force: true });
     },
   };
 }

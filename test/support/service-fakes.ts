@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { TableClient } from "@azure/data-tables";
+import { afterAll, beforeAll } from "vitest";
 import { type AzuriteOptions, type RunningAzurite, startAzurite } from "../../local/azurite.js";
 import type { JobApiClient } from "../../shared/dashboard/job-api-client.js";
 import { createLogger, type LogFields, type Logger } from "../../shared/logging/logger.js";
@@ -114,4 +115,24 @@ export function fakeJobApi(overrides: Partial<JobApiClient> = {}): JobApiClient 
     startWarmup: recorded("startWarmup"),
     getWarmup: recorded("getWarmup"),
   };
+}
+
+/**
+ * One Azurite for a test file (started before its tests, stopped after) and tables of their own
+ * for each test: `tables()` gives a fresh table-name prefix every call.
+ */
+export function azuriteTables(prefix: string): { tables: () => TableClientFactory; connectionString: () => string } {
+  let azurite: RunningAzurite | undefined;
+  let counter = 0;
+  beforeAll(async () => {
+    azurite = await startTestAzurite();
+  });
+  afterAll(async () => {
+    await azurite?.stop();
+  });
+  const connectionString = () => {
+    if (!azurite) throw new Error("Azurite is not started yet");
+    return azurite.connectionString;
+  };
+  return { tables: () => prefixedTables(connectionString(), `${prefix}${++counter}x${Date.now().toString(36)}`), connectionString };
 }

@@ -7,6 +7,7 @@ import { loadLocalStackSettings } from "../../local/settings.js";
 import { envFlag, envInt, envPort, envUrl, parseEnv } from "../../shared/config/env.js";
 import { APP_SETTING_NAMES, DEFAULT_DB_UPDATE_CHECK_SCHEDULE, loadConfig } from "../../shared/config/load-config.js";
 import { configRefusal } from "../support/helpers.js";
+import { CONSOLE_SETTING_NAMES, loadConsoleConfig } from "../../shared/console/console-config.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const APP = { AzureWebJobsStorage: "UseDevelopmentStorage=true", AUTH_TENANT_ID: "tenant", AUTH_CLIENT_ID: "client" };
@@ -118,7 +119,11 @@ describe("local.settings.sample.json", () => {
   const sample = JSON.parse(readFileSync(path.join(ROOT, "local.settings.sample.json"), "utf8")) as { Values: Record<string, string> };
 
   it("lists every setting the Functions app reads, and only those (plus the worker runtime)", () => {
-    expect(Object.keys(sample.Values).sort()).toEqual([...APP_SETTING_NAMES, "FUNCTIONS_WORKER_RUNTIME"].sort());
+    expect(Object.keys(sample.Values).sort()).toEqual([...APP_SETTING_NAMES, ...CONSOLE_SETTING_NAMES, "FUNCTIONS_WORKER_RUNTIME"].sort());
+  });
+
+  it("its console settings are a valid console configuration", () => {
+    expect(loadConsoleConfig(sample.Values)).toMatchObject({ approvalTtlSeconds: 86_400, breakGlass: { max_ttl_seconds: 14_400 }, opsLoopSchedule: "0 */1 * * * *" });
   });
 
   it("is a valid configuration once its placeholders are filled in", () => {

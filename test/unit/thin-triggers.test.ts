@@ -3,8 +3,8 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 
 const functionsDir = path.resolve(import.meta.dirname, "../../functions");
-/** The composition root and the route kit: the only modules of functions/ a trigger may import. */
-const KIT = new Set(["app-context.ts", "http-route.ts", "dashboard-deps.ts"]);
+/** The composition roots (dashboard, console) and the route kit: the only modules of functions/ a trigger may import. */
+const KIT = new Set(["app-context.ts", "http-route.ts", "dashboard-deps.ts", "console-deps.ts", "console-parts.ts"]);
 
 /** The functions/ modules `file` imports (static, re-exported or dynamic), as paths relative to functions/. */
 function localImports(file: string): string[] {

@@ -1,0 +1,230 @@
+import { createHash } from "node:crypto";
+import { z } from "zod";
+import type { AuditActor } from "../../ops/audit.js";
+import type { Severity } from "../../ops/rules/rule-catalog.js";
+import type { ProposedAction } from "../../ops/verifier/verifier.js";
+import { isStatus, packText, unpackText } from "../../storage/table-text.js";
+import { type TableSource, tableOpener } from "../../storage/table-source.js";
+
+/** An approval item's state: `pending` until one final outcome. */
+export type ApprovalState = "pending" | "approved" | "rejected" | "timeout";
+export type ApprovalDecision = "approve" | "reject";
+
+/** One human-approval (A1) item: the exact action it binds, who asked, and how it ended. */
+export interface ApprovalItem {
+  /** Opaque: a digest of the idempotency key, so it says nothing about the action or a decision. */
+  approval_id: string;
+  idempotency_key: string;
+  action: ProposedAction;
+  /** SHA-256 over the canonical action (type, target, parameters); a decision must present it. */
+  action_hash: string;
+  requester: AuditActor;
+  /** Why it was filed (`verifier_abstained`, `rbac_floor_not_met`, …). */
+  reason: string;
+  severity: Severity;
+  created_at: string;
+  expires_at: string;
+  state: ApprovalState;
+  decision?: { actor: AuditActor; decision: ApprovalDecision; justification: string; at: string };
+  timed_out_at?: string;
+  /** Set once the approved action ran (exactly once). */
+  execution?: { status: "succeeded" | "failed" | "refused"; at: string; result: unknown };
+}
+
+/** What is filed; the store assigns the id, hash and times. */
+export interface ApprovalRequestInput {
+  idempotency_key: string;
+  action: ProposedAction;
+  requester: AuditActor;
+  reason: string;
+  severity: Severity;
+  ttlSeconds: number;
+}
+
+/** The outcome of a decision attempt. */
+export type DecideOutcome =
+  | { kind: "recorded"; item: ApprovalItem }
+  | { kind: "existing"; item: ApprovalItem }
+  | { kind: "timeout"; item: ApprovalItem; newlyTimedOut: boolean }
+  | { kind: "conflict"; item: ApprovalItem }
+  | { kind: "self_approval"; item: ApprovalItem }
+  | { kind: "hash_mismatch"; item: ApprovalItem };
+
+export const APPROVALS_TABLE = "approvals";
+export const APPROVAL_CLAIMS_TABLE = "approvalclaims";
+const PARTITION = "a";
+
+/** JSON with sorted keys, so equal actions hash equally whatever their key order. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+  if (value && typeof value === "object")
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`)
+      .join(",")}}`;
+  return JSON.stringify(value);
+}
+
+/** The `action_hash` binding an approval to the exact action, target and parameters. */
+export function actionHash(action: ProposedAction): string {
+  return createHash("sha256").update(canonical({ action_type: action.action_type, target: action.target, params: action.params })).digest("hex");
+}
+
+export const approvalIdSchema = z.string().regex(/^apr_[0-9a-f]{24}$/, "approval ids look like apr_ and 24 hex digits");
+
+/**
+ * The durable approval queue (table `approvals`). Writes are compare-and-swap on the entity's
+ * ETag, so two hosts deciding or timing out the same item record one final outcome.
+ */
+export interface ApprovalStore {
+  /** Parks an item; filing the same idempotency key again returns the first item. */
+  file(input: ApprovalRequestInput, now: Date): Promise<ApprovalItem>;
+  get(approvalId: string): Promise<ApprovalItem | undefined>;
+  /** Every item still pending, oldest first. */
+  listPending(): Promise<ApprovalItem[]>;
+  /** Records a decision, or says why not (self-approval, timeout, conflict, wrong hash). */
+  decide(approvalId: string, decision: { actor: AuditActor; decision: ApprovalDecision; justification: string; action_hash: string }, now: Date): Promise<DecideOutcome | undefined>;
+  /** Moves a pending item whose TTL passed to `timeout`; true only for the call that did it. */
+  expire(approvalId: string, now: Date): Promise<{ item: ApprovalItem; newlyTimedOut: boolean } | undefined>;
+  /** Records the one execution of an approved item; false when one is already recorded. */
+  recordExecution(approvalId: string, execution: NonNullable<ApprovalItem["execution"]>): Promise<boolean>;
+  /** Claims a named one-time step (a reminder, a delivery) across hosts; true for the first claimer only. */
+  claim(approvalId: string, step: string, now: Date): Promise<boolean>;
+}
+
+export function createApprovalStore(source: TableSource): ApprovalStore {
+  const table = tableOpener(source, APPROVALS_TABLE);
+  const claims = tableOpener(source, APPROVAL_CLAIMS_TABLE);
+
+  async function read(approvalId: string): Promise<{ item: ApprovalItem; etag: string } | undefined> {
+    try {
+      const entity = await (await table()).getEntity<Record<string, unknown>>(PARTITION, approvalId);
+      return { item: JSON.parse(unpackText(entity, "doc")) as ApprovalItem, etag: String(entity.etag) };
+    } catch (error) {
+      if (isStatus(error, 404)) return undefined;
+      throw error;
+    }
+  }
+
+  /** Applies `change` with optimistic concurrency; re-reads and retries when another writer won. */
+  async function update(approvalId: string, change: (item: ApprovalItem) => ApprovalItem | undefined): Promise<{ before: ApprovalItem; after: ApprovalItem | undefined } | undefined> {
+    for (;;) {
+      const current = await read(approvalId);
+      if (!current) return undefined;
+      const next = change(current.item);
+      if (!next) return { before: current.item, after: undefined };
+      try {
+        await (await table()).updateEntity({ partitionKey: PARTITION, rowKey: approvalId, state: next.state, ...packText("doc", JSON.stringify(next)) }, "Replace", { etag: current.etag });
+        return { before: current.item, after: next };
+      } catch (error) {
+        if (!isStatus(error, 412)) throw error;
+      }
+    }
+  }
+
+  const expired = (item: ApprovalItem, now: Date) => item.state === "pending" && now.getTime() >= Date.parse(item.expires_at);
+  const timeoutOf = (item: ApprovalItem, now: Date): ApprovalItem => ({ ...item, state: "timeout", timed_out_at: now.toISOString() });
+
+  return {
+    async file(input, now) {
+      const approval_id = `apr_${createHash("sha256").update(input.idempotency_key).digest("hex").slice(0, 24)}`;
+      const item: ApprovalItem = {
+        approval_id,
+        idempotency_key: input.idempotency_key,
+        action: input.action,
+        action_hash: actionHash(input.action),
+        requester: input.requester,
+        reason: input.reason,
+        severity: input.severity,
+        created_at: now.toISOString(),
+        expires_at: new Date(now.getTime() + input.ttlSeconds * 1000).toISOString(),
+        state: "pending",
+      };
+      try {
+        await (await table()).createEntity({ partitionKey: PARTITION, rowKey: approval_id, state: item.state, ...packText("doc", JSON.stringify(item)) });
+        return item;
+      } catch (error) {
+        if (!isStatus(error, 409)) throw error;
+        return (await read(approval_id))?.item ?? item;
+      }
+    },
+
+    get: async (approvalId) => (await read(approvalId))?.item,
+
+    async listPending() {
+      const out: ApprovalItem[] = [];
+      const entities = (await table()).listEntities<Record<string, unknown>>({ queryOptions: { filter: `PartitionKey eq '${PARTITION}' and state eq 'pending'` } });
+      for await (const e of entities) out.push(JSON.parse(unpackText(e, "doc")) as ApprovalItem);
+      return out.sort((a, b) => a.created_at.localeCompare(b.created_at));
+    },
+
+    async decide(approvalId, decision, now) {
+      let outcome: DecideOutcome | undefined;
+      const result = await update(approvalId, (item) => {
+        if (item.state === "timeout") {
+          outcome = { kind: "timeout", item, newlyTimedOut: false };
+          return undefined;
+        }
+        if (expired(item, now)) {
+          const timedOut = timeoutOf(item, now);
+          outcome = { kind: "timeout", item: timedOut, newlyTimedOut: true };
+          return timedOut;
+        }
+        if (item.decision) {
+          const same = item.decision.actor.oid === decision.actor.oid && item.decision.decision === decision.decision;
+          outcome = { kind: same ? "existing" : "conflict", item };
+          return undefined;
+        }
+        if (decision.actor.oid === item.requester.oid) {
+          outcome = { kind: "self_approval", item };
+          return undefined;
+        }
+        if (decision.action_hash !== item.action_hash) {
+          outcome = { kind: "hash_mismatch", item };
+          return undefined;
+        }
+        const decided: ApprovalItem = {
+          ...item,
+          state: decision.decision === "approve" ? "approved" : "rejected",
+          decision: { actor: decision.actor, decision: decision.decision, justification: decision.justification, at: now.toISOString() },
+        };
+        outcome = { kind: "recorded", item: decided };
+        return decided;
+      });
+      return result ? outcome : undefined;
+    },
+
+    async expire(approvalId, now) {
+      let newlyTimedOut = false;
+      const result = await update(approvalId, (item) => {
+        newlyTimedOut = false;
+        if (!expired(item, now)) return undefined;
+        newlyTimedOut = true;
+        return timeoutOf(item, now);
+      });
+      if (!result) return undefined;
+      return { item: result.after ?? result.before, newlyTimedOut };
+    },
+
+    async recordExecution(approvalId, execution) {
+      let recorded = false;
+      await update(approvalId, (item) => {
+        recorded = false;
+        if (item.state !== "approved" || item.execution) return undefined;
+        recorded = true;
+        return { ...item, execution };
+      });
+      return recorded;
+    },
+
+    async claim(approvalId, step, now) {
+      try {
+        await (await claims()).createEntity({ partitionKey: approvalId, rowKey: step, claimed_at: now.toISOString() });
+        return true;
+      } catch (error) {
+        if (isStatus(error, 409)) return false;
+        throw error;
+      }
+    },
+  };
+}

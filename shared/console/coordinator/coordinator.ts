@@ -1,0 +1,222 @@
+import { createHash, randomUUID } from "node:crypto";
+import type { Caller, Role } from "../../auth/roles.js";
+import type { AuditActor, AuditLog } from "../../ops/audit.js";
+import type { Severity } from "../../ops/rules/rule-catalog.js";
+import type { ProposedAction, VerifierReport } from "../../ops/verifier/verifier.js";
+import type { ApprovalService } from "../approvals/approval-service.js";
+import type { ToolRegistry } from "../tools/registry.js";
+import { effectiveRole, invokeTool, meetsFloor, refusalText, type Tool, type ToolContext, type ToolResult } from "../tools/tool.js";
+import { NO_NARRATOR, type Narrator } from "./narrator.js";
+import { leadingVerb, parseCommand } from "./verb-parser.js";
+
+/** A vendor-neutral conversation turn (spec §2.4 InboundTurn). */
+export interface InboundTurn {
+  text: string;
+  /** The conversation target chosen in the UI. */
+  target_agent?: string;
+  /** The agent named by the incident link the conversation was opened from. */
+  incident_agent?: string;
+}
+
+/** The intent class of a turn (spec §1 item 5). */
+export type Intent = "read" | "simulate" | "approve" | "breakglass" | "none";
+
+/** How the coordinator answered. */
+export type ReplyKind = "tool_result" | "refused" | "blocked" | "glossary" | "action_context_abstention" | "lifecycle_abstention" | "reasoning_unavailable" | "approval_filed" | "invalid_command";
+
+/** The vendor-neutral reply (spec §2.4 OutboundResponse): text plus the evidence behind it. */
+export interface OutboundResponse {
+  text: string;
+  kind: ReplyKind;
+  intent: Intent;
+  tool_results: ToolResult[];
+  evidence_refs: string[];
+  audit_ids: string[];
+  approval_id?: string;
+  request_id: string;
+}
+
+/**
+ * What a transport lets the coordinator start for one turn: the durable approval orchestration
+ * (filed items) and its decision event (decided items). Hooks handle their own failures: the item
+ * is parked durably before either runs.
+ */
+export interface TurnHooks {
+  approvalFiled?(approvalId: string, requestId: string): Promise<void>;
+  approvalDecided?(approvalId: string): Promise<void>;
+}
+
+export interface CoordinatorDependencies {
+  registry: ToolRegistry;
+  audit: AuditLog;
+  approvals: ApprovalService;
+  verify(action: ProposedAction): Promise<VerifierReport>;
+  narrator?: Narrator;
+  now?: () => Date;
+}
+
+/** The canonical glossary (coordinator rule 9). */
+export const GLOSSARY = {
+  t2_eligibility:
+    "T2 eligibility is the verifier's deterministic check of a proposed action against current state: every precondition of its action type must hold (eligible); a failed precondition denies it; a precondition that cannot be observed makes the verifier abstain and name the missing evidence. A language model never grants eligibility.",
+  insufficient_evidence:
+    "With insufficient evidence the verifier abstains rather than guesses: the reply names the missing evidence, and a write-class call is filed for human approval (enqueue_hil, audit reason verifier_abstained) instead of running.",
+} as const;
+
+/** The deterministic action-context abstention (coordinator rule 10). */
+export const ACTION_CONTEXT_ABSTENTION =
+  "I cannot answer that without the exact action context. Give the exact action type, target resource, proposal, approval id or action evidence (for example: run_runbook name=retry_failed_job params={\"job_id\":\"…\"} dry_run=true, or approve_hil approval_id=apr_…). Nothing was changed.";
+
+/** Reply to a question naming an exact action, approval, correlation or idempotency selector (rule 9). */
+export const LIFECYCLE_ABSTENTION =
+  "That question names an exact action, approval, correlation or idempotency selector; its answer needs server-owned action lifecycle evidence. Ask with a tool: query_audit event_id=… or actor=…, list_hil (Approver), or explain_verdict event_id=…. Nothing was changed.";
+
+const GLOSSARY_QUESTION = /\b(what|explain|define|describe|meaning|how does|how do)\b/i;
+const T2_TERMS = /\b(t2|eligibility|eligible)\b/i;
+const EVIDENCE_TERMS = /\binsufficient[-\s]evidence\b|\babstain|\babstention\b/i;
+const LIFECYCLE_TERMS = /\b(propos\w*|approv\w*|execut\w*|verif\w*|retr(y|ies|ied)|idempoten\w*)\b/i;
+const SELECTOR = /\bapr_[0-9a-f]{24}\b|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b|\bINC-[0-9a-f]{12}\b|\b(idempotency[_ ]key|correlation[_ ]id|action[_ ]hash)\s*[=:]\s*\S+/i;
+const RULE_ID = /\bR-[A-Z]+-\d{3}\b/;
+
+const PREVIEW_LIMIT = 4000;
+
+function intentOf(tool: Tool): Intent {
+  const cls = tool.descriptor.side_effect_class;
+  return cls === "read" ? "read" : cls === "simulate" ? "simulate" : cls === "breakglass" ? "breakglass" : "approve";
+}
+
+/** The deterministic preview of a tool result, the reply when no narrator renders it. */
+export function previewOf(result: ToolResult): string {
+  if (result.status === "ok") {
+    const body = JSON.stringify(result.data, null, 2);
+    return `${result.tool}: ok (evidence ${result.evidence_ref}, observed ${result.observed_at})\n${body.length > PREVIEW_LIMIT ? `${body.slice(0, PREVIEW_LIMIT)}\n[OUTPUT TRUNCATED]` : body}`;
+  }
+  const issues = result.error.issues?.map((i) => `${i.loc.join(".") || "(arguments)"}: ${i.msg}`).join("; ");
+  return `${result.tool}: ${result.status} (${result.error.type}) ${result.error.message}${issues ? ` — ${issues}` : ""}`;
+}
+
+/** What an audit entry keeps of a result: small evidence inline, a digest of large evidence. */
+function evidenceOf(result: ToolResult): Record<string, unknown> {
+  if (result.status !== "ok") return { status: result.status, error: result.error };
+  const text = JSON.stringify(result.data);
+  return text.length <= 16_000
+    ? { status: "ok", evidence_ref: result.evidence_ref, evidence: result.data }
+    : { status: "ok", evidence_ref: result.evidence_ref, evidence_sha256: createHash("sha256").update(text).digest("hex"), evidence_chars: text.length };
+}
+
+/**
+ * The conversation coordinator (layer 2). Every turn is handled deterministically here; the
+ * narrator is consulted only through its hooks, and with "none" never. Order of checks: the role
+ * gate, the target/incident agent match (rule 8), an explicit command (rule 1 refusal, the verifier
+ * re-check of write-class calls), the glossary (rule 9), the action-context abstention (rule 10),
+ * a T0 direct hit, and otherwise the reasoning-unavailable reply (rule 11).
+ */
+export function createCoordinator(deps: CoordinatorDependencies) {
+  const narrator = deps.narrator ?? NO_NARRATOR;
+  const now = deps.now ?? (() => new Date());
+
+  const reply = (requestId: string, kind: ReplyKind, text: string, extra: Partial<OutboundResponse> = {}): OutboundResponse => ({
+    text,
+    kind,
+    intent: "none",
+    tool_results: [],
+    evidence_refs: [],
+    audit_ids: [],
+    request_id: requestId,
+    ...extra,
+  });
+
+  async function runTool(tool: Tool, rawArgs: unknown, caller: Caller, role: Role, requestId: string, hooks: TurnHooks): Promise<OutboundResponse> {
+    const context: ToolContext = { caller, role, requestId, now };
+    const actor: AuditActor = { oid: caller.oid, name: caller.name };
+    const intent = intentOf(tool);
+    const descriptor = tool.descriptor;
+    const auditBase = { actor, action: "console.tool_call", target: descriptor.name, request_id: requestId };
+    const argDetails = (rawArgs ?? {}) as Record<string, unknown>;
+    const parsed = tool.args.safeParse(rawArgs ?? {});
+    const action = parsed.success ? tool.proposedAction?.(parsed.data) : undefined;
+    let openedId: string | undefined;
+    if (action) {
+      // Write-class call: re-checked by the verifier; abstention or an unmet floor files an approval.
+      const floor = tool.floorFor?.(parsed.data) ?? descriptor.rbac_floor;
+      const report = await deps.verify(action);
+      if (report.verdict === "deny") {
+        const entry = await deps.audit.record({ ...auditBase, outcome: "denied", details: { side_effect_class: descriptor.side_effect_class, intent, args: argDetails, decision: "deny", verifier_report: report } });
+        return reply(requestId, "refused", `Refused: the verifier denies ${action.action_type} on ${action.target}: ${report.reason}. Nothing was executed.`, { intent, audit_ids: [entry.audit_id] });
+      }
+      if (report.verdict === "abstain" || !meetsFloor(role, floor)) {
+        const cause = report.verdict === "abstain" ? "verifier_abstained" : "rbac_floor_not_met";
+        const severity: Severity = action.action_type === "kill_switch" ? "critical" : "medium";
+        const item = await deps.approvals.request({ action, requester: actor, reason: "verifier_abstained", severity, idempotencyKey: `console/${requestId}/${descriptor.name}`, requestId, now: now() });
+        const entry = await deps.audit.record({
+          ...auditBase,
+          outcome: "denied",
+          details: { side_effect_class: descriptor.side_effect_class, intent, args: argDetails, reason: "verifier_abstained", cause, approval_id: item.approval_id, verifier_report: report, required_role: floor, current_role: role },
+        });
+        await hooks.approvalFiled?.(item.approval_id, requestId);
+        const why = cause === "rbac_floor_not_met" ? `${descriptor.name} with these arguments requires the ${floor} role; your current role is ${role}` : `the verifier abstains (missing evidence: ${report.missing_evidence.join(", ")})`;
+        return reply(requestId, "approval_filed", `Not executed: ${why}. Filed human approval ${item.approval_id} (enqueue_hil) for an approver to decide.`, { intent, approval_id: item.approval_id, audit_ids: [entry.audit_id] });
+      }
+      // Proceeds: the entry opened before the work is closed by the final one below.
+      openedId = (await deps.audit.record({ ...auditBase, action: "console.tool_started", outcome: "succeeded", details: { side_effect_class: descriptor.side_effect_class, intent, args: argDetails, verifier_report: report } })).audit_id;
+    }
+    const result = await invokeTool(tool, rawArgs, context);
+    const auditIds: string[] = openedId ? [openedId] : [];
+    if (tool.audited) {
+      const eventId = typeof argDetails.event_id === "string" ? argDetails.event_id : undefined;
+      const entry = await deps.audit.record({
+        ...auditBase,
+        outcome: result.status === "ok" ? "succeeded" : result.status === "error" && result.error.type === "forbidden" ? "denied" : "failed",
+        details: { side_effect_class: descriptor.side_effect_class, intent, args: argDetails, ...(eventId ? { event_id: eventId } : {}), ...(openedId ? { opened_audit_id: openedId } : {}), ...(descriptor.side_effect_class === "simulate" ? { mode: "observation" } : {}), ...evidenceOf(result) },
+      });
+      auditIds.push(entry.audit_id);
+    }
+    if (result.status === "ok" && descriptor.side_effect_class === "approve") {
+      const decided = (result.data as { approval_id?: unknown }).approval_id;
+      if (typeof decided === "string") await hooks.approvalDecided?.(decided);
+    }
+    return reply(requestId, "tool_result", previewOf(result), { intent, tool_results: [result], evidence_refs: result.status === "ok" ? [result.evidence_ref] : [], audit_ids: auditIds });
+  }
+
+  return {
+    narrator,
+    /** Handles one turn for an authenticated caller; the audit entries are written before this returns. */
+    async handleTurn(caller: Caller, turn: InboundTurn, requestId: string = randomUUID(), hooks: TurnHooks = {}): Promise<OutboundResponse> {
+      const role = effectiveRole(caller);
+      if (!role) return reply(requestId, "blocked", "Access is blocked: your account has no application role assigned. Ask an Owner to assign one.");
+      if (turn.target_agent !== undefined && turn.incident_agent !== undefined && turn.target_agent !== turn.incident_agent)
+        return reply(requestId, "blocked", `Blocked: the chosen agent ${turn.target_agent} does not match the incident link's agent ${turn.incident_agent}. No evidence was gathered.`);
+      const text = turn.text.trim();
+      const verb = leadingVerb(text);
+      if (verb === "enqueue_hil") return reply(requestId, "refused", "Refused: enqueue_hil is coordinator-internal and cannot be invoked directly. The tool was not invoked.");
+      const tool = verb ? deps.registry.get(verb) : undefined;
+      if (tool) {
+        if (!meetsFloor(role, tool.descriptor.rbac_floor)) return reply(requestId, "refused", refusalText(tool.descriptor.name, tool.descriptor.rbac_floor, role), { intent: intentOf(tool) });
+        const command = parseCommand(text, tool.jsonArg);
+        if (!command.ok) return reply(requestId, "invalid_command", `${tool.descriptor.name}: ${command.error}. Usage: ${tool.descriptor.argument_hint}. The tool was not invoked.`, { intent: intentOf(tool) });
+        return runTool(tool, command.args, caller, role, requestId, hooks);
+      }
+      if (GLOSSARY_QUESTION.test(text) && !SELECTOR.test(text)) {
+        if (T2_TERMS.test(text)) return reply(requestId, "glossary", GLOSSARY.t2_eligibility);
+        if (EVIDENCE_TERMS.test(text)) return reply(requestId, "glossary", GLOSSARY.insufficient_evidence);
+      }
+      if (SELECTOR.test(text) && LIFECYCLE_TERMS.test(text)) return reply(requestId, "lifecycle_abstention", LIFECYCLE_ABSTENTION);
+      // A T0 direct hit: a rule id or an action-type id named in the text is looked up in the catalog.
+      const ruleId = RULE_ID.exec(text)?.[0];
+      const explore = deps.registry.get("explore_catalog");
+      if (ruleId && explore) return runTool(explore, { query: ruleId }, caller, role, requestId, hooks);
+      if (LIFECYCLE_TERMS.test(text)) return reply(requestId, "action_context_abstention", ACTION_CONTEXT_ABSTENTION);
+      const visible = deps.registry.search(role).map((d) => d.name);
+      if (!narrator.available()) {
+        return reply(
+          requestId,
+          "reasoning_unavailable",
+          `The reasoning layer is temporarily unavailable, so free-text questions cannot be translated. Direct lookups still work: type a tool name with its arguments (for example "explore_catalog query=job.failed" or "query_audit limit=20"), or "search_tools". Tools for your role (${role}): ${visible.join(", ")}.`,
+        );
+      }
+      return reply(requestId, "reasoning_unavailable", `No deterministic match; tools for your role (${role}): ${visible.join(", ")}.`);
+    },
+  };
+}
+
+export type Coordinator = ReturnType<typeof createCoordinator>;

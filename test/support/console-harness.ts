@@ -1,0 +1,93 @@
+import type { Caller, Role } from "../../shared/auth/roles.js";
+import { createApprovalService } from "../../shared/console/approvals/approval-service.js";
+import { createApprovalStore } from "../../shared/console/approvals/approval-store.js";
+import { loadBreakGlassConfig } from "../../shared/console/break-glass/break-glass.js";
+import { createCoordinator } from "../../shared/console/coordinator/coordinator.js";
+import { createOutboxNotifier } from "../../shared/console/notify/outbox-notifier.js";
+import type { ConsoleProviders } from "../../shared/console/providers/providers.js";
+import { createConsoleToolRegistry } from "../../shared/console/tools/index.js";
+import { createUsageLedger } from "../../shared/console/usage/usage-ledger.js";
+import type { ActionExecutor } from "../../shared/ops/actions/action-executor.js";
+import { loadActionTypes } from "../../shared/ops/actions/action-types.js";
+import { createAuditLog } from "../../shared/ops/audit.js";
+import { createEventLog } from "../../shared/ops/events.js";
+import { createKillSwitch } from "../../shared/ops/kill-switch.js";
+import { loadRuleCatalog } from "../../shared/ops/rules/rule-catalog.js";
+import { type ControlPlaneStateReader, type ProposedAction, verifyAction } from "../../shared/ops/verifier/verifier.js";
+import type { TableClientFactory } from "../../shared/storage/table-source.js";
+
+export const actions = loadActionTypes();
+export const rules = loadRuleCatalog(actions);
+
+/** A caller with exactly one role (or none). */
+export function callerWith(role: Role | undefined, oid = `oid-${role ?? "none"}`): Caller {
+  return { oid, name: `${role ?? "No-role"} user`, tenant_id: "tenant", roles: role ? [role] : [] };
+}
+
+/** Mutable control-plane state the verifier reads in tests. */
+export interface TestState {
+  jobs: Map<string, string>;
+  databases: Map<string, { update_available: boolean }>;
+  clusterReachable: boolean | undefined;
+}
+
+/**
+ * The console over real Azurite tables: the real audit, events, approvals, outbox and usage
+ * ledger; a state reader over `state` (the control plane's stores are tested elsewhere); an
+ * executor that records what it executed, idempotent by key as the contract requires.
+ */
+export function consoleHarness(tables: TableClientFactory, options: { providers?: ConsoleProviders; owners?: string[]; approvers?: string[]; ttlSeconds?: number; reminderOffsetsSeconds?: number[]; now?: () => Date } = {}) {
+  const now = options.now ?? (() => new Date());
+  const state: TestState = { jobs: new Map([["j-failed", "failed"], ["j-running", "running"]]), databases: new Map([["nt", { update_available: true }]]), clusterReachable: undefined };
+  const audit = createAuditLog(tables, { now });
+  const events = createEventLog(tables, { now });
+  const killSwitch = createKillSwitch(tables);
+  const reader: ControlPlaneStateReader = {
+    jobStatus: async (id) => state.jobs.get(id) ?? null,
+    database: async (name) => state.databases.get(name) ?? null,
+    apiTokenConfigured: async () => true,
+    clusterReachable: async () => state.clusterReachable,
+    nodePoolBounds: async () => ({ min: 1, max: 5 }),
+    killSwitchOn: () => killSwitch.isOn(),
+  };
+  const verify = (action: ProposedAction) => verifyAction(action, actions, reader, now);
+  const executed: { action: ProposedAction; idempotencyKey: string }[] = [];
+  const executor: ActionExecutor = {
+    async execute(action, context) {
+      if (!executed.some((e) => e.idempotencyKey === context.idempotencyKey)) executed.push({ action, idempotencyKey: context.idempotencyKey });
+      if (action.action_type === "kill_switch") await killSwitch.set(action.params.on === true, context.actor.oid, now());
+      return { executed: action.action_type };
+    },
+  };
+  const notifier = createOutboxNotifier(tables, { now });
+  const approvalStore = createApprovalStore(tables);
+  const approvals = createApprovalService({
+    store: approvalStore,
+    audit,
+    notifier,
+    verify,
+    executor,
+    killSwitch,
+    approvers: options.approvers ?? ["oid-Approver", "oid-Owner"],
+    ttlSeconds: options.ttlSeconds ?? 3600,
+    reminderOffsetsSeconds: options.reminderOffsetsSeconds ?? [1800, 300],
+  });
+  const usage = createUsageLedger(tables, { now });
+  const registry = createConsoleToolRegistry({
+    events,
+    audit,
+    rules,
+    actions,
+    verify,
+    approvals,
+    approvalStore,
+    usage,
+    executor,
+    providers: options.providers ?? {},
+    notifier,
+    breakGlass: loadBreakGlassConfig({ owners: options.owners ?? ["oid-owner-1", "oid-owner-2"] }),
+    incidentWindowMs: 30 * 60_000,
+  });
+  const coordinator = createCoordinator({ registry, audit, approvals, verify, now });
+  return { state, audit, events, killSwitch, reader, verify, executed, executor, notifier, approvalStore, approvals, usage, registry, coordinator };
+}
