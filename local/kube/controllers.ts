@@ -11,7 +11,7 @@ const TERMINAL = new Set(["Succeeded", "Failed"]);
  */
 class WorkQueue {
   private readonly pending = new Set<string>();
-  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private readonly timers = new Map<string, { timer: NodeJS.Timeout; dueAt: number }>();
   private scheduled = false;
   private stopped = false;
 
@@ -30,20 +30,28 @@ class WorkQueue {
     });
   }
 
+  /**
+   * Reconciles `key` again after `delayMs`, unless a wake-up already due sooner is set: one
+   * reconcile can ask for several (a pod's back-off, then the Job's deadline), and the later one
+   * must not push the earlier back (a lost node's replacement pod waited for the deadline).
+   */
   addAfter(key: string, delayMs: number): void {
     if (this.stopped) return;
-    clearTimeout(this.timers.get(key));
+    const dueAt = Date.now() + Math.max(0, delayMs);
+    const existing = this.timers.get(key);
+    if (existing && existing.dueAt <= dueAt) return;
+    clearTimeout(existing?.timer);
     const timer = setTimeout(() => {
       this.timers.delete(key);
       this.add(key);
     }, Math.max(0, delayMs));
     timer.unref();
-    this.timers.set(key, timer);
+    this.timers.set(key, { timer, dueAt });
   }
 
   stop(): void {
     this.stopped = true;
-    for (const t of this.timers.values()) clearTimeout(t);
+    for (const t of this.timers.values()) clearTimeout(t.timer);
   }
 }
 
