@@ -1,4 +1,4 @@
-import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { execFile } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -36,7 +36,6 @@ describe("npm start with BLASTPLANE_EXECUTOR=kubernetes", () => {
   let stack: TestStack;
   let api: ReturnType<typeof jobApi>;
   let kubeconfig: string;
-  let restarted: ChildProcess | undefined;
   const kubectl = async (...args: string[]) => (await run("kubectl", ["--kubeconfig", kubeconfig, "-n", "blastplane", ...args])).stdout;
   const shardJobs = async (jobId: string) => (await kubectl("get", "jobs", "-l", `blastplane.io/job-id=${jobId}`, "-o", "jsonpath={range .items[*]}{.metadata.labels.blastplane\\.io/shard}{\"\\n\"}{end}")).split("\n").filter(Boolean).sort();
 
@@ -47,7 +46,6 @@ describe("npm start with BLASTPLANE_EXECUTOR=kubernetes", () => {
   });
 
   afterAll(async () => {
-    if (restarted?.pid && alive(restarted.pid)) restarted.kill("SIGKILL");
     await stack?.stop();
     stack?.cleanup();
   });
@@ -112,30 +110,20 @@ describe("npm start with BLASTPLANE_EXECUTOR=kubernetes", () => {
     await eventually(async () => ((await kubectl("get", "pods", "-l", `blastplane.io/job-id=${job.job_id}`)).includes("Running") ? true : undefined), 30_000, 100);
     const jobApiPid = childPids(stack.info.pid).find((pid) => readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("jobapi/server.js"));
     expect(jobApiPid).toBeDefined();
-    // Its environment is what a restart needs (storage, KUBECONFIG, JOBAPI_* settings).
-    const env = Object.fromEntries(
-      readFileSync(`/proc/${jobApiPid}/environ`, "utf8")
-        .split("\0")
-        .filter(Boolean)
-        .map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]),
-    );
+    const restarts = stack.output().split("job API restarted").length;
     process.kill(Number(jobApiPid), "SIGKILL");
     await eventually(async () => (alive(Number(jobApiPid)) ? undefined : true));
     const before = await shardJobs(job.job_id);
-    restarted = spawn(process.execPath, [path.join(ROOT, "dist/jobapi/server.js")], { env: { ...env, JOBAPI_PORT: "0" }, stdio: ["ignore", "pipe", "pipe"] });
-    let output = "";
-    restarted.stdout?.on("data", (c: Buffer) => {
-      output += c.toString();
-    });
-    const url = await eventually(async () => /"msg":"job API ready".*?"url":"([^"]+)"/.exec(output)?.[1], 30_000, 50);
-    const again = jobApi({ ...stack, info: { ...stack.info, jobapi_url: url } }, readApiToken(stack));
+    // The stack restarts it (supervision), on the same address and with the same settings.
+    await eventually(async () => (stack.output().split("job API restarted").length > restarts ? true : undefined), 60_000);
+    const again = jobApi(stack, readApiToken(stack));
     const done = await again.finished(job.job_id, 120_000);
     expect(done.status).toBe("completed");
     const after = await shardJobs(job.job_id);
     expect(after).toEqual(["b0-p1", "b0-p2", "b0-p3"]);
     expect(after).toEqual([...new Set(after)]);
     expect(before.length).toBeGreaterThan(0);
-    expect(output).toContain("adopting the shard's cluster Job");
+    expect(stack.output()).toContain("adopting the shard's cluster Job");
   });
 });
 
