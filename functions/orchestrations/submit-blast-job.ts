@@ -77,7 +77,7 @@ const submitBlastJob: OrchestrationHandler = function* (context: OrchestrationCo
         openapiJobId = outcome.job_id;
       } else if (outcome.kind === "rejected") {
         yield failDashboardJob({ dashboard_job_id: input.dashboard_job_id, error: outcome.detail });
-        return { outcome: "failed", error: outcome.detail };
+        return { outcome: "failed", error: outcome.detail, ...(outcome.issues ? { issues: outcome.issues } : {}) };
       } else if (attempt < MAX_SUBMIT_ATTEMPTS) {
         // (After the last attempt there is nothing to wait for.)
         const backoff = Math.min(MAX_RETRY_WAIT_SECONDS, Math.max(outcome.after_seconds, 2 ** Math.min(attempt, 8)));

@@ -1,4 +1,4 @@
-import { NotFoundError } from "../errors.js";
+import { type FieldIssue, NotFoundError } from "../errors.js";
 import type { OrchestrationClient } from "../ops/orchestration-client.js";
 import { Orchestrations } from "../ops/queue-labels.js";
 
@@ -59,6 +59,8 @@ export function operationView(input: {
   target?: Record<string, unknown>;
   targetLink?: string;
   error?: string;
+  /** The field issues of a refusal (`loc`, `msg`, `type`, as in a 422), beside its `detail`. */
+  errorIssues?: readonly FieldIssue[];
   /** Progress the operation reports (a warm-up: each node's bytes). */
   progress?: Record<string, unknown>;
 }) {
@@ -73,7 +75,7 @@ export function operationView(input: {
     links: { self: `/api/operations/${input.operationId}`, ...(input.targetLink ? { target: input.targetLink } : {}) },
     ...(input.target ? { target: input.target } : {}),
     ...(input.progress ? { progress: input.progress } : {}),
-    ...(input.state === "failed" ? { error: { detail: input.error || "the operation failed" } } : {}),
+    ...(input.state === "failed" ? { error: { detail: input.error || "the operation failed", ...(input.errorIssues?.length ? { issues: input.errorIssues } : {}) } } : {}),
   };
 }
 
@@ -97,7 +99,7 @@ export async function describeOperation(
   const operationType = OPERATION_TYPES[instance.name];
   if (!operationType) return undefined;
   const input = instance.input as { dashboard_job_id?: string; name?: string } | null;
-  const output = instance.output as { error?: string; nodes?: unknown } | null;
+  const output = instance.output as { error?: string; issues?: FieldIssue[]; nodes?: unknown } | null;
   // A warm-up reports its nodes while it runs (custom status) and when it ends (its output).
   const nodes = (instance.customStatus as { nodes?: unknown } | null | undefined)?.nodes ?? output?.nodes;
   const progress = operationType === OPERATION_TYPES[Orchestrations.warmDatabase] && Array.isArray(nodes) ? { nodes } : undefined;
@@ -116,6 +118,7 @@ export async function describeOperation(
     ...target,
     progress,
     error: typeof instance.output === "string" ? instance.output : (output?.error ?? ""),
+    errorIssues: typeof instance.output === "object" && Array.isArray(output?.issues) ? output.issues : undefined,
   });
 }
 

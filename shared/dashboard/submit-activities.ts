@@ -1,4 +1,4 @@
-import { DependencyUnavailableError, DomainError, QueueFullError, ValidationError } from "../errors.js";
+import { DependencyUnavailableError, DomainError, type FieldIssue, QueueFullError, ValidationError } from "../errors.js";
 import type { Logger } from "../logging/logger.js";
 import type { EventLog } from "../ops/events.js";
 import type { DashboardJobStore } from "./dashboard-jobs.js";
@@ -21,7 +21,8 @@ export interface SubmitActivityDependencies {
 export type JobApiSubmitOutcome =
   | { kind: "accepted"; job_id: string; status: string; replayed: boolean }
   | { kind: "retry"; after_seconds: number; reason: string }
-  | { kind: "rejected"; detail: string };
+  /** `issues`: the job API's 422 field issues, kept structured for the operation's error. */
+  | { kind: "rejected"; detail: string; issues?: FieldIssue[] };
 
 const PREFLIGHT_FAILURE = "memory pre-flight failed";
 
@@ -58,7 +59,9 @@ export function createSubmitToJobApiActivity(dependencies: SubmitActivityDepende
         logger.warn("job API busy; submit will be retried", { dashboard_job_id: job.job_id, reason: error.message });
         return { kind: "retry", after_seconds: error.retryAfterSeconds ?? 5, reason: error.message };
       }
-      if (error instanceof DomainError) return { kind: "rejected", detail: refusalText(error) };
+      if (error instanceof DomainError) {
+        return { kind: "rejected", detail: refusalText(error), ...(error instanceof ValidationError ? { issues: [...error.issues] } : {}) };
+      }
       throw error;
     }
     await jobs.update(job.job_id, (current) => ({ ...current, openapi_job_id: accepted.job_id, status: accepted.status }));

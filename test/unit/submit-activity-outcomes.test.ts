@@ -65,12 +65,13 @@ describe("submit activities over the job-API client's domain errors", () => {
     expect(await down.jobs.get(down.job.job_id)).toMatchObject({ status: "submitting", openapi_job_id: null });
   });
 
-  it("turns a refusal into a rejection with the job API's words (field issues as 'loc: msg')", async () => {
+  it("turns a refusal into a rejection with the job API's words (field issues as 'loc: msg') and its field issues kept structured", async () => {
     const issues = [{ loc: ["body", "db"], msg: "database 'x' does not exist", type: "value_error" }];
     const invalid = await setup(fakeJobApi({ submit: () => Promise.reject(new ValidationError(issues)) }));
     expect(await createSubmitToJobApiActivity(invalid.dependencies)({ dashboard_job_id: invalid.job.job_id })).toEqual({
       kind: "rejected",
       detail: "body.db: database 'x' does not exist",
+      issues,
     });
   });
 

@@ -108,6 +108,14 @@ describe("submitBlastJob replay: submitting", () => {
     expect(done.output).toEqual({ outcome: "failed", error: "db: unknown database" });
   });
 
+  it("a refused submit's field issues stay structured in the orchestration's output (not a JSON string in the error)", async () => {
+    const issues = [{ loc: ["body", "db"], msg: "database 'x' does not exist", type: "value_error" }];
+    const history = fresh().activityCompleted(names.submit, { kind: "rejected", detail: "body.db: database 'x' does not exist", issues }).activityCompleted(names.fail, null);
+    const done = await replayer.replay(history);
+    expect(done.isDone).toBe(true);
+    expect(done.output).toEqual({ outcome: "failed", error: "body.db: database 'x' does not exist", issues });
+  });
+
   it("once accepted, waits for the poll interval or the cancel event, whichever comes first", async () => {
     const history = fresh().activityCompleted(names.submit, accepted);
     const state = await replayer.replay(history);
