@@ -40,6 +40,8 @@ export interface Submission extends Omit<SubmitRequest, "blast_options"> {
   blast_options?: BlastOptions;
   source: SubmissionSource;
   external_correlation_id?: string;
+  /** The submit's request id, logged with the job id so a failure's raw diagnostics (logged by job id) lead back to the request. */
+  request_id?: string;
 }
 
 export interface SubmitOutcome {
@@ -134,7 +136,7 @@ export class JobService {
         await this.serially(() => this.reserved.delete(jobId));
       }
       this.o.dispatcher.submitted(jobId, s.query_fasta);
-      this.o.logger.info("job accepted", { job_id: jobId, program, db: job.db_name, queries: job.query_count, source: s.source });
+      this.o.logger.info("job accepted", { job_id: jobId, request_id: s.request_id, program, db: job.db_name, queries: job.query_count, source: s.source });
       // Its place among the jobs queued at admission: no second listing on the submit path.
       return { job, replayed: false, queuePosition: 1 + queued.filter((j) => compareForDispatch(j, job) < 0).length };
     } catch (error) {

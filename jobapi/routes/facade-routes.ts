@@ -115,7 +115,7 @@ export function createFacadeRoutes(o: FacadeRouteOptions): JobApiRoute[] {
       handler: async (req, { requestId }) => {
         const body = await parseJsonBody(req, facadeSubmitSchema, o.bodyLimitBytes);
         const { options, ...rest } = body;
-        const outcome = await service.submit({ ...rest, blast_options: options, source: "facade" });
+        const outcome = await service.submit({ ...rest, blast_options: options, source: "facade", request_id: requestId });
         const { status, headers } = acceptedStatus(outcome.replayed);
         const job = outcome.job;
         return jsonResult(

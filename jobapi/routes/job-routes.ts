@@ -67,7 +67,7 @@ export function createJobRoutes(o: JobRouteOptions): JobApiRoute[] {
       },
       handler: async (req, { requestId }) => {
         const body = await parseJsonBody(req, submitRequestSchema, o.bodyLimitBytes);
-        const outcome = await service.submit({ ...body, source: "external_api" });
+        const outcome = await service.submit({ ...body, source: "external_api", request_id: requestId });
         const { status, headers } = acceptedStatus(outcome.replayed);
         return jsonResult(status, acceptanceView(outcome.job, outcome.queuePosition), requestId, headers);
       },

@@ -13,7 +13,7 @@ import { createFileDatabaseCatalog, publishDatabase } from "../../shared/databas
 import { createLogger } from "../../shared/logging/logger.js";
 import { ApiTokenService, createFileSecretStore } from "../../shared/secrets/api-tokens.js";
 import { demoQueries } from "../support/jobapi-client.js";
-import { startTestAzurite } from "../support/service-fakes.js";
+import { captureLogger, startTestAzurite } from "../support/service-fakes.js";
 import { idleDispatcher } from "../support/idle-dispatcher.js";
 
 const logger = createLogger({ level: "error" });
@@ -23,6 +23,8 @@ let dir: string;
 let app: ReturnType<typeof createJobApiApp>;
 let jobs: JobStore;
 let token: string;
+/** A second job API over tables of its own, whose logs the test reads. */
+let logged: { app: ReturnType<typeof createJobApiApp>; logger: ReturnType<typeof captureLogger> };
 
 /**
  * A job API whose dispatcher never starts: every accepted job stays queued, as when the active
@@ -47,6 +49,16 @@ beforeAll(async () => {
   const dispatcher = idleDispatcher({ jobs, artifacts, catalog, logger, nodeMemoryBytes: config.nodeMemoryBytes, dir });
   const service = new JobService({ jobs, artifacts, catalog, dispatcher, logger, blastVersion, maxQueuedJobs: MAX_QUEUED, retryAfterSeconds: 5 });
   app = createJobApiApp({ config, service, jobs, artifacts, catalog, tokens, logger, blastVersion, executorName: "none", activeJobs: () => 0, dispatchRole: () => "standby" });
+
+  const captured = captureLogger();
+  const loggedJobs = JobStore.fromConnectionString(azurite.connectionString, "hostilelog");
+  await loggedJobs.init();
+  const loggedDispatcher = idleDispatcher({ jobs: loggedJobs, artifacts, catalog, logger: captured, nodeMemoryBytes: config.nodeMemoryBytes, dir });
+  const loggedService = new JobService({ jobs: loggedJobs, artifacts, catalog, dispatcher: loggedDispatcher, logger: captured, blastVersion, maxQueuedJobs: MAX_QUEUED, retryAfterSeconds: 5 });
+  logged = {
+    logger: captured,
+    app: createJobApiApp({ config, service: loggedService, jobs: loggedJobs, artifacts, catalog, tokens, logger: captured, blastVersion, executorName: "none", activeJobs: () => 0, dispatchRole: () => "standby" }),
+  };
 });
 
 afterAll(async () => {
@@ -79,6 +91,18 @@ describe("hostile submits to the job API", () => {
     expect(body.detail[0]?.loc).toEqual(["body", "query_fasta", 1]);
     expect(body.detail[0]?.msg).toMatch(/^record 2 .* non-ASCII character U\+00E9/);
     expect(await queuedCount()).toBe(0);
+  });
+
+  it("logs an accepted job's id with the submit's request id, so a failure's raw diagnostics (logged by job id) lead back to the request", async () => {
+    const requestId = "req-hostile-accepted-7";
+    const res = await logged.app.request("/v1/jobs", {
+      method: "POST",
+      headers: { "X-SVC-API-Token": token, "Content-Type": "application/json", "X-Request-Id": requestId },
+      body: JSON.stringify({ program: "blastn", db: "hostiledemo", query_fasta: ">q1\nACGTACGTACGTACGTACGT\n" }),
+    });
+    expect(res.status).toBe(202);
+    const { job_id } = (await res.json()) as { job_id: string };
+    expect(logged.logger.entries.find((e) => e.msg === "job accepted" && e.fields.job_id === job_id)?.fields.request_id).toBe(requestId);
   });
 
   it("B-239 B-240 admits never more than the queue limit, whatever arrives at once, and each 429 counts the queue exactly", async () => {
