@@ -4,19 +4,19 @@ import os from "node:os";
 import path from "node:path";
 import { BlobServiceClient } from "@azure/storage-blob";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type RunningAzurite, startAzurite } from "../../local/azurite.js";
+import type { RunningAzurite } from "../../local/azurite.js";
 import { runBlastTool } from "../../shared/blast/blast-tools.js";
 import { buildDatabase, type DatabaseManifest } from "../../shared/blast/database-builder.js";
 import { createFileDatabaseCatalog, publishDatabase } from "../../shared/databases/database-catalog.js";
 import { fillReleaseCache, evictCachedReleases } from "../../shared/databases/node-cache.js";
 import { fileDigest, ReleaseStore } from "../../shared/databases/release-store.js";
 import { createTableDatabaseCatalog, RELEASES_CONTAINER, type TableDatabaseCatalog } from "../../shared/databases/table-catalog.js";
-import { createLogger } from "../../shared/logging/logger.js";
 import { tableOpener } from "../../shared/storage/table-source.js";
 import { createNcbiSource } from "../../shared/databases/ncbi-source.js";
 import { prepareDatabaseRelease } from "../../shared/databases/prepare.js";
 import { startFakeNcbiServer } from "../fakes/ncbi-server.js";
 import { demoQueries } from "../support/jobapi-client.js";
+import { startTestAzurite } from "../support/service-fakes.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const DEMO_FASTA = path.join(ROOT, "local/demo/16s-rrna-demo.fasta");
@@ -24,13 +24,7 @@ let azurite: RunningAzurite;
 let work: string;
 
 beforeAll(async () => {
-  azurite = await startAzurite({
-    blobPort: 0,
-    queuePort: 0,
-    tablePort: 0,
-    logger: createLogger({ level: "error" }),
-    watchdogPath: path.join(ROOT, "local/parent-watchdog.cjs"),
-  });
+  azurite = await startTestAzurite();
   work = await mkdtemp(path.join(os.tmpdir(), "bp-dbstore-"));
 });
 

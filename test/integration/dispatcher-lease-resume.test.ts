@@ -10,12 +10,13 @@ import { ArtifactStore, MERGED_ARTIFACT, shardArtifact } from "../../jobapi/jobs
 import { DispatchLease } from "../../jobapi/jobs/dispatch-lease.js";
 import { JobDispatcher } from "../../jobapi/jobs/dispatcher.js";
 import { JobStore } from "../../jobapi/jobs/job-store.js";
-import { type RunningAzurite, startAzurite } from "../../local/azurite.js";
+import type { RunningAzurite } from "../../local/azurite.js";
 import type { DatabaseManifest } from "../../shared/blast/database-builder.js";
 import type { DatabaseCatalog, DatabaseEntry } from "../../shared/databases/database-catalog.js";
 import { type JobRecord, newJobId, newJobRecord } from "../../shared/jobs/model.js";
 import { createLogger } from "../../shared/logging/logger.js";
 import { eventually } from "../support/local-stack.js";
+import { startTestAzurite } from "../support/service-fakes.js";
 
 /**
  * Two dispatchers on one storage account (Azurite), each with the real dispatch lease on a clock
@@ -32,13 +33,7 @@ let dir = "";
 let blastXml = "";
 
 beforeAll(async () => {
-  azurite = await startAzurite({
-    blobPort: 0,
-    queuePort: 0,
-    tablePort: 0,
-    logger: createLogger({ level: "error" }),
-    watchdogPath: path.join(root, "local/parent-watchdog.cjs"),
-  });
+  azurite = await startTestAzurite();
   dir = mkdtempSync(path.join(os.tmpdir(), "blastplane-lease-resume-"));
   const records = readFileSync(path.join(root, "local/demo/16s-rrna-demo.fasta"), "utf8").split(/(?=^>)/m);
   writeFileSync(path.join(dir, "db.fa"), records.slice(0, 60).join(""));

@@ -7,7 +7,7 @@ import { gunzipSync } from "node:zlib";
 import { TableClient } from "@azure/data-tables";
 import { ContainerClient } from "@azure/storage-blob";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type RunningAzurite, startAzurite } from "../../local/azurite.js";
+import type { RunningAzurite } from "../../local/azurite.js";
 import type { DatabaseManifest } from "../../shared/blast/database-builder.js";
 import { mergeBlastXml } from "../../shared/blast/xml-merge.js";
 import { ArtifactStore } from "../../jobapi/jobs/artifact-store.js";
@@ -18,6 +18,7 @@ import { JobStore } from "../../jobapi/jobs/job-store.js";
 import { type JobRecord, newJobId, newJobRecord } from "../../shared/jobs/model.js";
 import { createLogger } from "../../shared/logging/logger.js";
 import { eventually } from "../support/local-stack.js";
+import { startTestAzurite } from "../support/service-fakes.js";
 
 /**
  * The dispatcher's handling of what BLAST wrote, against real storage (Azurite) and real BLAST+
@@ -31,13 +32,7 @@ let dir = "";
 let blastXml = "";
 
 beforeAll(async () => {
-  azurite = await startAzurite({
-    blobPort: 0,
-    queuePort: 0,
-    tablePort: 0,
-    logger: createLogger({ level: "error" }),
-    watchdogPath: path.join(root, "local/parent-watchdog.cjs"),
-  });
+  azurite = await startTestAzurite();
   dir = mkdtempSync(path.join(os.tmpdir(), "blastplane-dispatch-"));
   const fasta = readFileSync(path.join(root, "local/demo/16s-rrna-demo.fasta"), "utf8");
   const records = fasta.split(/(?=^>)/m);

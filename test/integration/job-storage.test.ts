@@ -1,5 +1,4 @@
 import { randomBytes } from "node:crypto";
-import path from "node:path";
 import { once } from "node:events";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -7,26 +6,19 @@ import { createGunzip, gunzipSync } from "node:zlib";
 import { TableClient, type TableServiceClientOptions } from "@azure/data-tables";
 import { ContainerClient } from "@azure/storage-blob";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type RunningAzurite, startAzurite } from "../../local/azurite.js";
+import type { RunningAzurite } from "../../local/azurite.js";
 import { DatabaseStateStore } from "../../shared/databases/database-state.js";
 import { ArtifactStore } from "../../jobapi/jobs/artifact-store.js";
 import { JobStore } from "../../jobapi/jobs/job-store.js";
 import type { JobRecord } from "../../shared/jobs/model.js";
 import { jobRecordFixture } from "../support/helpers.js";
-import { createLogger } from "../../shared/logging/logger.js";
 import { createParallelGzip } from "../../shared/storage/parallel-gzip.js";
+import { startTestAzurite } from "../support/service-fakes.js";
 
-const root = path.resolve(import.meta.dirname, "../..");
 let azurite: RunningAzurite;
 
 beforeAll(async () => {
-  azurite = await startAzurite({
-    blobPort: 0,
-    queuePort: 0,
-    tablePort: 0,
-    logger: createLogger({ level: "error" }),
-    watchdogPath: path.join(root, "local/parent-watchdog.cjs"),
-  });
+  azurite = await startTestAzurite();
 });
 
 afterAll(async () => {

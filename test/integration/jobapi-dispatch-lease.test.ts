@@ -5,12 +5,13 @@ import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { TableClient } from "@azure/data-tables";
 import { DispatchLease } from "../../jobapi/jobs/dispatch-lease.js";
-import { type RunningAzurite, startAzurite } from "../../local/azurite.js";
+import type { RunningAzurite } from "../../local/azurite.js";
 import { publishDatabase } from "../../shared/databases/database-catalog.js";
 import { createLogger } from "../../shared/logging/logger.js";
 import { DEMO_DB, demoQueries } from "../support/jobapi-client.js";
 import { eventually, ROOT } from "../support/local-stack.js";
 import { alive, childPids } from "../support/processes.js";
+import { startTestAzurite } from "../support/service-fakes.js";
 
 /** Short, so takeovers happen within the test; the default is 60 s. */
 const LEASE_SECONDS = 3;
@@ -19,13 +20,7 @@ let azurite: RunningAzurite;
 let dataDir: string;
 
 beforeAll(async () => {
-  azurite = await startAzurite({
-    blobPort: 0,
-    queuePort: 0,
-    tablePort: 0,
-    logger: createLogger({ level: "error" }),
-    watchdogPath: path.join(ROOT, "local/parent-watchdog.cjs"),
-  });
+  azurite = await startTestAzurite();
   dataDir = mkdtempSync(path.join(os.tmpdir(), "bp-lease-"));
   await publishDatabase(path.join(dataDir, "databases"), { name: DEMO_DB, fastaPath: path.join(ROOT, "local/demo/16s-rrna-demo.fasta"), type: "nucl", partitions: 2 });
 }, 60_000);
