@@ -25,6 +25,7 @@ export const RESOURCES: readonly ResourceDef[] = [
   { plural: "events", singular: "event", kind: "Event", group: "", version: "v1", namespaced: true, shortNames: ["ev"], verbs: ALL },
   { plural: "secrets", singular: "secret", kind: "Secret", group: "", version: "v1", namespaced: true, verbs: ALL },
   { plural: "jobs", singular: "job", kind: "Job", group: "batch", version: "v1", namespaced: true, categories: ["all"], verbs: ALL },
+  { plural: "deployments", singular: "deployment", kind: "Deployment", group: "apps", version: "v1", namespaced: true, shortNames: ["deploy"], categories: ["all"], verbs: ALL },
   { plural: "daemonsets", singular: "daemonset", kind: "DaemonSet", group: "apps", version: "v1", namespaced: true, shortNames: ["ds"], categories: ["all"], verbs: ALL },
 ];
 

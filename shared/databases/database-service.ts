@@ -28,6 +28,8 @@ export interface DatabaseServiceDependencies {
 /** Options of the service's privileged acts: the request they are audited under. */
 export interface DatabaseActOptions {
   requestId: string;
+  /** The operation (orchestration instance) id to start; a caller that must not start twice fixes it in advance. */
+  operationId?: string;
 }
 
 /** How long a caller of a database operation is asked to wait between polls. */
@@ -51,7 +53,7 @@ export function createDatabaseService(dependencies: DatabaseServiceDependencies)
   }
 
   async function startOperation(caller: Caller, orchestration: string, input: { name: string } & Record<string, unknown>, options: DatabaseActOptions): Promise<OperationView> {
-    const operationId = newOperationId();
+    const operationId = options.operationId ?? newOperationId();
     await orchestrations.startNew(orchestration, { instanceId: operationId, input });
     await audit.record({
       actor: { oid: caller.oid, name: caller.name },

@@ -16,3 +16,43 @@ export class ActionNotSupportedError extends Error {
     this.name = "ActionNotSupportedError";
   }
 }
+
+/**
+ * The action type has an executor, but what it acts on is not configured in this deployment (no
+ * cluster, no Resource Manager scope). A kind of "not supported", so callers that map that to
+ * `not_supported` keep doing so; the message names the missing settings.
+ */
+export class ActionNotConfiguredError extends ActionNotSupportedError {
+  constructor(
+    actionType: string,
+    readonly missing: readonly string[],
+  ) {
+    super(actionType);
+    this.name = "ActionNotConfiguredError";
+    this.message = `${actionType} is not configured in this deployment: set ${missing.join(", ")}`;
+  }
+}
+
+/** The executor re-read the target and it is no longer as the verifier saw it: nothing was done. */
+export class ActionStateChangedError extends Error {
+  constructor(
+    readonly actionType: string,
+    readonly target: string,
+    readonly observed: unknown,
+    readonly reason: string,
+  ) {
+    super(`${actionType} on ${target} refused: ${reason}`);
+    this.name = "ActionStateChangedError";
+  }
+}
+
+/** The action's parameters are outside what its executor accepts (e.g. a node count outside the pool's bounds). */
+export class ActionParametersError extends Error {
+  constructor(
+    readonly actionType: string,
+    readonly reason: string,
+  ) {
+    super(`${actionType} refused: ${reason}`);
+    this.name = "ActionParametersError";
+  }
+}

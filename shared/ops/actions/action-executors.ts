@@ -1,0 +1,73 @@
+import type { AuditLog } from "../audit.js";
+import type { KillSwitch } from "../kill-switch.js";
+import type { ActionExecutor } from "./action-executor.js";
+import type { ActionOutcomeStore } from "./action-outcomes.js";
+import { type ActionHandler, type ActionMode, actionHandler, createActionExecutor } from "./action-runner.js";
+import type { ActionTypeCatalog } from "./action-types.js";
+import { createPrepareDatabaseUpdateHandler, createRewarmDatabaseHandler, type DatabaseActionDependencies } from "./database-actions.js";
+import { createCancelJobHandler, createRetryJobHandler, type JobActionDependencies } from "./job-actions.js";
+import { createRedeployJobApiHandler, type JobApiDeployment } from "./job-api-deployment-actions.js";
+import { type AksAgentPools, createScaleNodePoolHandler, type NodePoolBounds } from "./node-pool-actions.js";
+import { createRotateApiTokenHandler, type TokenActionDependencies } from "./token-actions.js";
+
+/** kill_switch: turns the global switch on or off (setting it to what it is is harmless, so a resumed execution may set it again). */
+export function createKillSwitchHandler(killSwitch: Pick<KillSwitch, "set">, now: () => Date = () => new Date()): ActionHandler<unknown> {
+  return actionHandler<{ on: boolean }>({
+    plan: async (action) => ({ on: action.params.on === true }),
+    async apply(plan, _action, context) {
+      await killSwitch.set(plan.on, context.actor.oid, now());
+      return { kill_switch: plan.on };
+    },
+  });
+}
+
+/**
+ * Each action type's mode: the catalog's `default_mode` unless `overrides` (`SVC_ACTION_MODES`)
+ * names it. An override for an action type the catalog does not declare refuses to load.
+ */
+export function actionModes(catalog: ActionTypeCatalog, overrides: Readonly<Record<string, ActionMode>>): (actionType: string) => ActionMode {
+  const modes = new Map(catalog.action_types.map((a) => [a.id, a.default_mode as ActionMode]));
+  for (const [id, mode] of Object.entries(overrides)) {
+    if (!modes.has(id)) throw new Error(`SVC_ACTION_MODES: ${id} is not an action type of the catalog`);
+    modes.set(id, mode);
+  }
+  // An action type unknown to the catalog never reaches an executor (the verifier denies it); shadow is the safe answer anyway.
+  return (actionType) => modes.get(actionType) ?? "shadow";
+}
+
+/** Everything the executors of all action types are built from. */
+export interface ActionExecutorsDependencies {
+  outcomes: ActionOutcomeStore;
+  audit: Pick<AuditLog, "record">;
+  mode: (actionType: string) => ActionMode;
+  killSwitch: Pick<KillSwitch, "set">;
+  jobs: JobActionDependencies;
+  databases: DatabaseActionDependencies;
+  tokens: TokenActionDependencies;
+  /** Undefined without a cluster: redeploy_job_api answers not configured. */
+  jobApiDeployment: JobApiDeployment | undefined;
+  /** Undefined without a Resource Manager scope: scale_node_pool answers not configured. */
+  agentPools: AksAgentPools | undefined;
+  nodePoolBounds: NodePoolBounds;
+  now?: () => Date;
+}
+
+/** The executor of every action type of `config/action-types.json`. */
+export function createActionExecutors(deps: ActionExecutorsDependencies): ActionExecutor {
+  return createActionExecutor({
+    outcomes: deps.outcomes,
+    audit: deps.audit,
+    mode: deps.mode,
+    now: deps.now,
+    handlers: {
+      retry_job: createRetryJobHandler(deps.jobs),
+      cancel_job: createCancelJobHandler(deps.jobs),
+      rewarm_database: createRewarmDatabaseHandler(deps.databases),
+      prepare_database_update: createPrepareDatabaseUpdateHandler(deps.databases),
+      rotate_api_token: createRotateApiTokenHandler(deps.tokens),
+      redeploy_job_api: createRedeployJobApiHandler({ deployment: deps.jobApiDeployment, now: deps.now }),
+      scale_node_pool: createScaleNodePoolHandler({ pools: deps.agentPools, bounds: deps.nodePoolBounds }),
+      kill_switch: createKillSwitchHandler(deps.killSwitch, deps.now),
+    },
+  });
+}

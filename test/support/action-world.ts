@@ -1,0 +1,111 @@
+import { randomUUID } from "node:crypto";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { ContainerClient } from "@azure/storage-blob";
+import { createApprovalService } from "../../shared/console/approvals/approval-service.js";
+import { createApprovalStore } from "../../shared/console/approvals/approval-store.js";
+import { createOutboxNotifier } from "../../shared/console/notify/outbox-notifier.js";
+import { createDashboardJobService, type DashboardJobService } from "../../shared/dashboard/dashboard-job-service.js";
+import { type DashboardJob, DashboardJobStore } from "../../shared/dashboard/dashboard-jobs.js";
+import { createFileDatabaseCatalog } from "../../shared/databases/database-catalog.js";
+import { createDatabaseService, type DatabaseService } from "../../shared/databases/database-service.js";
+import { DatabaseStateStore } from "../../shared/databases/database-state.js";
+import { actionModes, createActionExecutors } from "../../shared/ops/actions/action-executors.js";
+import { createActionOutcomeStore } from "../../shared/ops/actions/action-outcomes.js";
+import type { ActionMode } from "../../shared/ops/actions/action-runner.js";
+import type { JobApiDeployment } from "../../shared/ops/actions/job-api-deployment-actions.js";
+import type { AksAgentPools, NodePoolBounds } from "../../shared/ops/actions/node-pool-actions.js";
+import { createAuditLog } from "../../shared/ops/audit.js";
+import { createEventLog } from "../../shared/ops/events.js";
+import { createKillSwitch } from "../../shared/ops/kill-switch.js";
+import { type ControlPlaneStateReader, type ProposedAction, verifyAction } from "../../shared/ops/verifier/verifier.js";
+import { type ApiTokenSettings, createApiTokenSettings } from "../../shared/secrets/api-token-settings.js";
+import { ApiTokenService, createFileSecretStore } from "../../shared/secrets/api-tokens.js";
+import { actions } from "./console-harness.js";
+import { captureLogger, fakeJobApi, fakeOrchestrations, prefixedTables } from "./service-fakes.js";
+
+export const QUERY = ">q1 a query\nACGTACGTACGTACGTACGTACGTACGTAC\n";
+export const APPROVER = { oid: "oid-abe", name: "Abe" };
+export const REQUESTER = { oid: "oid-olga", name: "Olga" };
+export const BOUNDS: NodePoolBounds = { blast: { min: 1, max: 5 } };
+
+/** Every action type in enforce mode (the catalog's defaults are shadow). */
+export const ENFORCE_ALL: Record<string, ActionMode> = Object.fromEntries(actions.action_types.map((a) => [a.id, "enforce"]));
+
+export interface ActionWorldOptions {
+  modes?: Record<string, ActionMode>;
+  deployment?: JobApiDeployment;
+  agentPools?: AksAgentPools;
+  /** Wraps the services the executors call (a test makes one fail after acting, as a crashed host would). */
+  wrapJobs?: (service: DashboardJobService) => DashboardJobService;
+  wrapDatabases?: (service: DatabaseService) => DatabaseService;
+  wrapTokens?: (settings: ApiTokenSettings) => ApiTokenSettings;
+}
+
+/**
+ * The executors over the control plane's real stores on Azurite (dashboard jobs and their queries,
+ * database state, audit, approvals, outcomes), a real published BLAST database folder, a file
+ * token store, and the in-memory task hub behind the durable client port.
+ */
+export async function actionWorld(connectionString: string, databasesDir: string, options: ActionWorldOptions = {}) {
+  const prefix = `act${randomUUID().replaceAll("-", "").slice(0, 12)}`;
+  const tables = prefixedTables(connectionString, prefix);
+  const jobs = new DashboardJobStore(tables("dashboardjobs"), new ContainerClient(connectionString, `${prefix}-queries`));
+  const audit = createAuditLog(tables);
+  const events = createEventLog(tables);
+  const hub = fakeOrchestrations();
+  const logger = captureLogger();
+  const jobService = createDashboardJobService({ jobs, orchestrations: hub.client, jobApi: fakeJobApi(), audit, logger, pollIntervalSeconds: 5 });
+  const states = new DatabaseStateStore(tables("databasestate"));
+  const catalog = createFileDatabaseCatalog(databasesDir);
+  const databaseService = createDatabaseService({ catalog, states, orchestrations: hub.client, audit, logger, sourceConfigured: true, partitions: 0 });
+  const tokens = new ApiTokenService(createFileSecretStore(mkdtempSync(path.join(tmpdir(), "bp-act-secrets-"))), { cacheMs: 0 });
+  await tokens.ensure();
+  const tokenSettings = createApiTokenSettings({ tokens, audit, events, logger, graceSeconds: 3600 });
+  const killSwitch = createKillSwitch(tables);
+  const reader: ControlPlaneStateReader = {
+    jobStatus: async (id) => (await jobs.get(id))?.status ?? null,
+    database: async (name) => ((await catalog.get(name)) ? { update_available: (await states.get(name)).update_available } : null),
+    apiTokenConfigured: async () => (await tokens.state()) !== undefined,
+    clusterReachable: async () => true,
+    nodePoolBounds: async (pool) => BOUNDS[pool],
+    killSwitchOn: () => killSwitch.isOn(),
+  };
+  const verify = (action: ProposedAction) => verifyAction(action, actions, reader);
+  const outcomes = createActionOutcomeStore(tables);
+  const executor = createActionExecutors({
+    outcomes,
+    audit,
+    mode: actionModes(actions, options.modes ?? ENFORCE_ALL),
+    killSwitch,
+    jobs: { jobs, service: () => options.wrapJobs?.(jobService) ?? jobService },
+    databases: { catalog, states, orchestrations: () => hub.client, service: () => options.wrapDatabases?.(databaseService) ?? databaseService },
+    tokens: { tokens, settings: () => options.wrapTokens?.(tokenSettings) ?? tokenSettings },
+    jobApiDeployment: options.deployment,
+    agentPools: options.agentPools,
+    nodePoolBounds: BOUNDS,
+  });
+  const approvals = createApprovalService({ store: createApprovalStore(tables), audit, notifier: createOutboxNotifier(tables), verify, executor, killSwitch, approvers: [APPROVER.oid], ttlSeconds: 3600, reminderOffsetsSeconds: [] });
+
+  /** Files `action` for approval and approves it, as an approver's `approve_hil` does; answers the item after execution. */
+  async function approve(action: ProposedAction) {
+    const filed = await approvals.request({ action, requester: REQUESTER, reason: "verifier_abstained", severity: "medium", idempotencyKey: randomUUID(), requestId: "req-file", now: new Date() });
+    const decided = await approvals.decide({ approvalId: filed.approval_id, actor: APPROVER, decision: "approve", justification: "checked", requestId: "req-approve", now: new Date() });
+    return decided.item;
+  }
+
+  /** A dashboard job submitted through the real submit path, then moved to `status`. */
+  async function jobIn(status: string, overrides: { title?: string } = {}): Promise<DashboardJob> {
+    const { job } = await jobService.submit(
+      { oid: "oid-cora", name: "Cora", tenant_id: "tenant", roles: ["Contributor"] },
+      { program: "blastn", db: "actdemo", query_fasta: QUERY, options: { evalue: 0.001 }, execution_profile: "standard", priority: 3, idempotency_key: randomUUID(), title: overrides.title ?? "the original" },
+    );
+    return (await jobs.update(job.job_id, (j) => ({ ...j, status }))) ?? job;
+  }
+
+  /** This execution's audit entries (`ops.action_executed`). */
+  const executions = async () => (await audit.list({ action: "ops.action_executed", limit: 1000 })).reverse();
+
+  return { tables, jobs, audit, hub, jobService, states, catalog, databaseService, tokens, tokenSettings, killSwitch, verify, outcomes, executor, approvals, approve, jobIn, executions };
+}
