@@ -21,11 +21,17 @@ export interface AksClusterOptions {
 /** The cluster's agent pools through `@azure/arm-containerservice` (loaded on first use, not at cold start). */
 export function createAksAgentPools(options: AksClusterOptions) {
   let client: Promise<ContainerServiceClient> | undefined;
-  const pools = async () => {
+  const connect = () => {
     client ??= import("@azure/arm-containerservice").then(({ ContainerServiceClient }) => new ContainerServiceClient(options.credential, options.subscriptionId, options.clientOptions));
-    return (await client).agentPools;
+    return client;
   };
+  const pools = async () => (await connect()).agentPools;
   return {
+    /** Whether the cluster is running, as Resource Manager reports its power state (the verifier's `cluster_reachable`). */
+    async reachable(): Promise<boolean> {
+      const cluster = await (await connect()).managedClusters.get(options.resourceGroup, options.cluster);
+      return cluster.powerState?.code === "Running";
+    },
     /** The pool, or undefined when the cluster has none of that name. */
     async get(pool: string): Promise<AgentPool | undefined> {
       try {
