@@ -13,7 +13,7 @@ import type { ApprovalStore } from "./approval-store.js";
 export function createKillSwitchAnnouncer(deps: { store: ApprovalStore; notifier: Notifier; audit: AuditLog; recipients: readonly string[] }) {
   return async (change: KillSwitchChange): Promise<void> => {
     const actor = { oid: change.actor_oid, name: change.actor_oid };
-    const requestId = `kill_switch/${change.at}`;
+    const requestId = `kill_switch_${change.on ? "on" : "off"}/${change.at}`;
     const open = change.on ? await deps.store.listPending() : [];
     for (const item of open) {
       // The same claim the delivery path takes, so an item is audited as requeued once per activation.
