@@ -143,7 +143,7 @@ describe("approval digests", () => {
     }
     const digest = (await h.audit.list()).find((e) => e.action === "console.approval_digest")?.details;
     expect(digest).toMatchObject({ mode: "summary" });
-    expect([...(digest?.members as string[])].sort()).toEqual([...ids].sort());
+    expect([...((digest?.members ?? []) as string[])].sort()).toEqual([...ids].sort());
     const items = await Promise.all(ids.map((id) => h.approvalStore.get(id)));
     expect(items.map((i) => [i?.state, i?.decision])).toEqual(ids.map(() => ["pending", undefined]));
   });
