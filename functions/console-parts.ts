@@ -7,6 +7,7 @@
 import { createApprovalActivities } from "../shared/console/approvals/approval-activities.js";
 import { createApprovalService } from "../shared/console/approvals/approval-service.js";
 import { createApprovalStore } from "../shared/console/approvals/approval-store.js";
+import { createKillSwitchAnnouncer } from "../shared/console/approvals/kill-switch-announcer.js";
 import { loadBreakGlassConfig } from "../shared/console/break-glass/break-glass.js";
 import { type Coordinator, createCoordinator } from "../shared/console/coordinator/coordinator.js";
 import { createOutboxNotifier } from "../shared/console/notify/outbox-notifier.js";
@@ -59,7 +60,11 @@ function stateReader(killSwitch: ReturnType<typeof createKillSwitch>): ControlPl
 /** Builds the console's parts over the app's context. */
 export function buildConsoleParts(): ConsoleParts {
   const source = appContext.config.storageConnectionString;
-  const killSwitch = createKillSwitch(source);
+  const notifier = createOutboxNotifier(source);
+  const approvalStore = createApprovalStore(source);
+  // A flip is announced (A2) to everyone who operates the console: the approvers and the break-glass Owners.
+  const operators = [...new Set([...consoleConfig.approvers, ...consoleConfig.breakGlass.owners])];
+  const killSwitch = createKillSwitch(source, { onChange: createKillSwitchAnnouncer({ store: approvalStore, notifier, audit: appContext.audit, recipients: operators }) });
   const reader = stateReader(killSwitch);
   const verify = (action: ProposedAction) => verifyAction(action, actionTypes, reader);
   const executor: ActionExecutor = {
@@ -72,8 +77,6 @@ export function buildConsoleParts(): ConsoleParts {
       throw new ActionNotSupportedError(action.action_type);
     },
   };
-  const notifier = createOutboxNotifier(source);
-  const approvalStore = createApprovalStore(source);
   const approvals = createApprovalService({
     store: approvalStore,
     audit: appContext.audit,
@@ -84,6 +87,7 @@ export function buildConsoleParts(): ConsoleParts {
     approvers: consoleConfig.approvers,
     ttlSeconds: consoleConfig.approvalTtlSeconds,
     reminderOffsetsSeconds: consoleConfig.reminderOffsetsSeconds,
+    loadPolicy: consoleConfig.loadPolicy,
   });
   const databasesDir = appContext.config.databasesDir;
   const registry = createConsoleToolRegistry(

@@ -1,47 +1,69 @@
 import * as df from "durable-functions";
 import type { OrchestrationContext, OrchestrationHandler } from "durable-functions";
-import { type ApprovalPlan, type ApprovalRequestInput, type ApprovalSettlement, ApprovalOrchestration } from "../../shared/console/approvals/approval-activities.js";
+import {
+  type ApprovalDeliverInput,
+  type ApprovalPlan,
+  type ApprovalRequestInput,
+  type ApprovalSettlement,
+  ApprovalOrchestration,
+  REDELIVER_SECONDS,
+} from "../../shared/console/approvals/approval-activities.js";
 import { consoleParts } from "../console-deps.js";
 
 const activities = async () => (await consoleParts()).approvalActivities;
 
 df.app.activity(ApprovalOrchestration.plan, { handler: (input: ApprovalRequestInput) => activities().then((a) => a.plan(input)) });
-df.app.activity(ApprovalOrchestration.deliver, { handler: (input: ApprovalRequestInput) => activities().then((a) => a.deliver(input)) });
+df.app.activity(ApprovalOrchestration.deliver, { handler: (input: ApprovalDeliverInput) => activities().then((a) => a.deliver(input)) });
 df.app.activity(ApprovalOrchestration.remind, { handler: (input: ApprovalRequestInput & { index: number }) => activities().then((a) => a.remind(input)) });
 df.app.activity(ApprovalOrchestration.expire, { handler: (input: ApprovalRequestInput) => activities().then((a) => a.expire(input)) });
 df.app.activity(ApprovalOrchestration.settle, { handler: (input: ApprovalRequestInput) => activities().then((a) => a.settle(input)) });
 
-/** While the kill switch holds A1 delivery, the request is offered again after this long. */
-const REDELIVER_SECONDS = 60;
-
 /**
  * One human approval (A1): the item is already parked when this starts. Plans the delivery (load
- * policy), sends the request, sends reminders at their fixed times, and ends on the first of a
- * recorded decision (the `approval_decided` event; the approved action runs exactly once) or the
- * TTL (a durable timer; `timeout` is final). Deterministic: only context.df calls.
+ * policy), sends the request (alone, or in its group's one digest), sends reminders at their
+ * fixed times, and ends on the first of a recorded decision (the `approval_decided` event; the
+ * approved action runs exactly once) or the TTL (a durable timer; `timeout` is final). While the
+ * kill switch holds A1 delivery, a held send is offered again every REDELIVER_SECONDS, so delivery
+ * resumes within that long of the switch going off. Deterministic: only context.df calls.
  */
 export const approvalRequest: OrchestrationHandler = function* (context: OrchestrationContext) {
   const input = context.df.getInput<ApprovalRequestInput>();
   const plan: ApprovalPlan = yield context.df.callActivity(ApprovalOrchestration.plan, input);
   if (plan.state !== "pending") return (yield context.df.callActivity(ApprovalOrchestration.settle, input)) as ApprovalSettlement;
   const at = (iso: string) => new Date(iso);
+  const later = (from: Date) => new Date(from.getTime() + REDELIVER_SECONDS * 1000);
+  const expiresAt = at(plan.expires_at);
+  const reminders = plan.reminder_times.map(at);
   let delivered = false;
   let deliverAt = at(plan.send_at);
-  let reminder = plan.reminder_times.findIndex((t) => at(t) > context.df.currentUtcDateTime);
-  if (reminder < 0) reminder = plan.reminder_times.length;
+  let reminder = reminders.findIndex((t) => t > context.df.currentUtcDateTime);
+  if (reminder < 0) reminder = reminders.length;
+  let remindAt = reminders[reminder];
   context.df.setCustomStatus({ phase: "pending", policy: plan.policy });
   for (;;) {
     const now = context.df.currentUtcDateTime;
+    if (now >= expiresAt) {
+      const expired: ApprovalSettlement = yield context.df.callActivity(ApprovalOrchestration.expire, input);
+      context.df.setCustomStatus({ phase: expired.state });
+      return expired;
+    }
     if (!delivered && deliverAt <= now) {
-      const outcome: string = yield context.df.callActivity(ApprovalOrchestration.deliver, input);
+      const deliver: ApprovalDeliverInput = { ...input, policy: plan.policy, send_at: plan.send_at };
+      const outcome: string = yield context.df.callActivity(ApprovalOrchestration.deliver, deliver);
       delivered = outcome !== "held";
-      if (!delivered) deliverAt = new Date(now.getTime() + REDELIVER_SECONDS * 1000);
+      if (!delivered) deliverAt = later(now);
       continue;
     }
-    const candidates = [at(plan.expires_at)];
-    if (!delivered) candidates.push(deliverAt);
-    if (delivered && reminder < plan.reminder_times.length) candidates.push(at(plan.reminder_times[reminder] as string));
-    const next = new Date(Math.min(...candidates.map((d) => d.getTime())));
+    if (delivered && remindAt && remindAt <= now) {
+      // A reminder held past the next one's time is not sent twice: only the latest due one goes out.
+      while (reminder + 1 < reminders.length && (reminders[reminder + 1] as Date) <= now) reminder++;
+      const outcome: string = yield context.df.callActivity(ApprovalOrchestration.remind, { ...input, index: reminder });
+      if (outcome === "held") remindAt = later(now);
+      else remindAt = reminders[++reminder];
+      continue;
+    }
+    const wakeAt = !delivered ? deliverAt : remindAt;
+    const next = wakeAt && wakeAt < expiresAt ? wakeAt : expiresAt;
     const timer = context.df.createTimer(next);
     const decided = context.df.waitForExternalEvent(ApprovalOrchestration.decidedEvent);
     const winner: unknown = yield context.df.Task.any([timer, decided]);
@@ -52,16 +74,6 @@ export const approvalRequest: OrchestrationHandler = function* (context: Orchest
         context.df.setCustomStatus({ phase: settled.state });
         return settled;
       }
-      continue;
-    }
-    if (next.getTime() >= at(plan.expires_at).getTime()) {
-      const expired: ApprovalSettlement = yield context.df.callActivity(ApprovalOrchestration.expire, input);
-      context.df.setCustomStatus({ phase: expired.state });
-      return expired;
-    }
-    if (delivered && reminder < plan.reminder_times.length && next.getTime() === at(plan.reminder_times[reminder] as string).getTime()) {
-      yield context.df.callActivity(ApprovalOrchestration.remind, { ...input, index: reminder });
-      reminder++;
     }
   }
 };

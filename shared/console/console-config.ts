@@ -1,7 +1,9 @@
 import { z } from "zod";
 import { type Env, envInt, envParsed, parseEnv } from "../config/env.js";
 import { parseNcrontab } from "../config/ncrontab.js";
+import { catalogPath } from "../ops/actions/action-types.js";
 import type { LoadPolicy } from "./approvals/load-policy.js";
+import { loadLoadPolicyFile, timeZoneSchema } from "./approvals/load-policy-file.js";
 import { BREAK_GLASS_MAX_TTL_SECONDS } from "./break-glass/break-glass.js";
 
 /** Object ids, comma-separated. */
@@ -19,14 +21,16 @@ const consoleEnvSchema = z
   /** Above 14,400 refuses to load (spec §2.3). */
   SVC_BREAK_GLASS_MAX_TTL_SECONDS: envInt(60, BREAK_GLASS_MAX_TTL_SECONDS).default(BREAK_GLASS_MAX_TTL_SECONDS),
   SVC_APPROVAL_TTL_SECONDS: envInt(5, 7 * 86_400).default(86_400),
-  /** Seconds before expiry at which reminders go out. */
+  /** The approval-load policy file (default `config/approval-load.yaml` of the catalog directory); the three settings below override it. */
+  SVC_APPROVAL_LOAD_POLICY: z.string().min(1).optional(),
+  /** Seconds before expiry at which reminders go out (unset: the load policy's). */
   SVC_APPROVAL_REMINDER_OFFSETS_SECONDS: z
     .string()
     .transform((s) => s.split(",").map((x) => Number(x.trim())))
     .pipe(z.array(z.number().int().min(1)).max(5))
-    .default([3600, 600]),
-  /** Non-critical A1 requests go out together at multiples of this interval; 0 sends them at once. */
-  SVC_APPROVAL_GROUP_INTERVAL_SECONDS: envInt(0, 86_400).default(0),
+    .optional(),
+  /** Non-critical A1 requests go out together at multiples of this interval; 0 sends them at once (unset: the load policy's). */
+  SVC_APPROVAL_GROUP_INTERVAL_SECONDS: envInt(0, 86_400).optional(),
   /** Quiet hours in the server time zone, `HH:MM-HH:MM`; non-critical requests wait for their end. */
   SVC_APPROVAL_QUIET_HOURS: z
     .string()
@@ -40,17 +44,7 @@ const consoleEnvSchema = z
   SVC_OPS_LOOP_SCHEDULE: envParsed((text) => parseNcrontab(text).expression).default("0 */1 * * * *"),
   SVC_INCIDENT_WINDOW_SECONDS: envInt(60, 86_400).default(1800),
   /** The time zone of the inventory's reference time (scheduled shutdowns). */
-  SVC_SERVER_TIME_ZONE: z
-    .string()
-    .refine((tz) => {
-      try {
-        new Intl.DateTimeFormat("en", { timeZone: tz });
-        return true;
-      } catch {
-        return false;
-      }
-    }, "is not a known time zone")
-    .default("UTC"),
+  SVC_SERVER_TIME_ZONE: timeZoneSchema.default("UTC"),
   /** The one Log Analytics workspace `query_log` reads; unset, `query_log` answers unavailable. */
   SVC_LOG_ANALYTICS_WORKSPACE_ID: z.string().regex(/^[0-9a-f-]{36}$/i, "must be a workspace id (a GUID)").optional(),
   /** The server-configured subscription: `query_subscription_scope` and, through Resource Graph, `query_inventory`; unset, the local inventory is used. */
@@ -88,20 +82,34 @@ export interface ConsoleConfig {
   readonly metrics: { readonly endpoint: string; readonly resourceId: string } | undefined;
 }
 
-/** Reads the console's `SVC_*` settings; a bad one stops start-up naming it. */
+/**
+ * Reads the console's `SVC_*` settings and the approval-load policy file; a bad setting stops
+ * start-up naming it, a bad policy file naming its file and line. A set `SVC_APPROVAL_*` setting
+ * wins over the file's entry (README, Decisions).
+ */
 export function loadConsoleConfig(env: Env = process.env): ConsoleConfig {
-  return parseEnv(consoleEnvSchema, env, (c) => ({
-    approvers: c.SVC_CONSOLE_APPROVERS,
-    breakGlass: { owners: c.SVC_BREAK_GLASS_OWNERS, max_ttl_seconds: c.SVC_BREAK_GLASS_MAX_TTL_SECONDS },
-    approvalTtlSeconds: c.SVC_APPROVAL_TTL_SECONDS,
-    reminderOffsetsSeconds: c.SVC_APPROVAL_REMINDER_OFFSETS_SECONDS,
-    incidentWindowMs: c.SVC_INCIDENT_WINDOW_SECONDS * 1000,
-    opsLoopSchedule: c.SVC_OPS_LOOP_SCHEDULE,
-    loadPolicy: { groupIntervalSeconds: c.SVC_APPROVAL_GROUP_INTERVAL_SECONDS, ...(c.SVC_APPROVAL_QUIET_HOURS ? { quietHours: { ...c.SVC_APPROVAL_QUIET_HOURS, timeZone: c.SVC_SERVER_TIME_ZONE } } : {}) },
-    serverTimeZone: c.SVC_SERVER_TIME_ZONE,
-    catalogDir: c.SVC_CATALOG_DIR,
-    logAnalyticsWorkspaceId: c.SVC_LOG_ANALYTICS_WORKSPACE_ID,
-    subscriptionId: c.SVC_SUBSCRIPTION_ID,
-    metrics: c.SVC_METRICS_ENDPOINT && c.SVC_METRICS_RESOURCE_ID ? { endpoint: c.SVC_METRICS_ENDPOINT, resourceId: c.SVC_METRICS_RESOURCE_ID } : undefined,
-  }));
+  return parseEnv(consoleEnvSchema, env, (c) => {
+    const file = loadLoadPolicyFile(catalogPath("approval-load.yaml", c.SVC_CATALOG_DIR), c.SVC_APPROVAL_LOAD_POLICY);
+    const quiet = c.SVC_APPROVAL_QUIET_HOURS ?? (file.quiet_hours ? { startMinute: file.quiet_hours.start, endMinute: file.quiet_hours.end } : undefined);
+    const loadPolicy: LoadPolicy = {
+      groupIntervalSeconds: c.SVC_APPROVAL_GROUP_INTERVAL_SECONDS ?? file.group_interval_seconds,
+      ...(quiet ? { quietHours: { ...quiet, timeZone: file.time_zone ?? c.SVC_SERVER_TIME_ZONE } } : {}),
+      criticalSeverities: file.critical_severities,
+      fatigue: { maxListedMembers: file.fatigue.max_listed_members },
+    };
+    return {
+      approvers: c.SVC_CONSOLE_APPROVERS,
+      breakGlass: { owners: c.SVC_BREAK_GLASS_OWNERS, max_ttl_seconds: c.SVC_BREAK_GLASS_MAX_TTL_SECONDS },
+      approvalTtlSeconds: c.SVC_APPROVAL_TTL_SECONDS,
+      reminderOffsetsSeconds: c.SVC_APPROVAL_REMINDER_OFFSETS_SECONDS ?? file.reminder_offsets_seconds,
+      incidentWindowMs: c.SVC_INCIDENT_WINDOW_SECONDS * 1000,
+      opsLoopSchedule: c.SVC_OPS_LOOP_SCHEDULE,
+      loadPolicy,
+      serverTimeZone: c.SVC_SERVER_TIME_ZONE,
+      catalogDir: c.SVC_CATALOG_DIR,
+      logAnalyticsWorkspaceId: c.SVC_LOG_ANALYTICS_WORKSPACE_ID,
+      subscriptionId: c.SVC_SUBSCRIPTION_ID,
+      metrics: c.SVC_METRICS_ENDPOINT && c.SVC_METRICS_RESOURCE_ID ? { endpoint: c.SVC_METRICS_ENDPOINT, resourceId: c.SVC_METRICS_RESOURCE_ID } : undefined,
+    };
+  });
 }

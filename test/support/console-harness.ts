@@ -1,6 +1,8 @@
 import type { Caller, Role } from "../../shared/auth/roles.js";
 import { createApprovalService } from "../../shared/console/approvals/approval-service.js";
 import { createApprovalStore } from "../../shared/console/approvals/approval-store.js";
+import { createKillSwitchAnnouncer } from "../../shared/console/approvals/kill-switch-announcer.js";
+import type { LoadPolicy } from "../../shared/console/approvals/load-policy.js";
 import { loadBreakGlassConfig } from "../../shared/console/break-glass/break-glass.js";
 import { createCoordinator } from "../../shared/console/coordinator/coordinator.js";
 import { createOutboxNotifier } from "../../shared/console/notify/outbox-notifier.js";
@@ -36,12 +38,15 @@ export interface TestState {
  * ledger; a state reader over `state` (the control plane's stores are tested elsewhere); an
  * executor that records what it executed, idempotent by key as the contract requires.
  */
-export function consoleHarness(tables: TableClientFactory, options: { providers?: ConsoleProviders; owners?: string[]; approvers?: string[]; ttlSeconds?: number; reminderOffsetsSeconds?: number[]; now?: () => Date } = {}) {
+export function consoleHarness(tables: TableClientFactory, options: { providers?: ConsoleProviders; owners?: string[]; approvers?: string[]; ttlSeconds?: number; reminderOffsetsSeconds?: number[]; loadPolicy?: LoadPolicy; now?: () => Date } = {}) {
   const now = options.now ?? (() => new Date());
   const state: TestState = { jobs: new Map([["j-failed", "failed"], ["j-running", "running"]]), databases: new Map([["nt", { update_available: true }]]), clusterReachable: undefined };
   const audit = createAuditLog(tables, { now });
   const events = createEventLog(tables, { now });
-  const killSwitch = createKillSwitch(tables);
+  const notifier = createOutboxNotifier(tables, { now });
+  const approvalStore = createApprovalStore(tables);
+  const approvers = options.approvers ?? ["oid-Approver", "oid-Owner"];
+  const killSwitch = createKillSwitch(tables, { onChange: createKillSwitchAnnouncer({ store: approvalStore, notifier, audit, recipients: approvers }) });
   const reader: ControlPlaneStateReader = {
     jobStatus: async (id) => state.jobs.get(id) ?? null,
     database: async (name) => state.databases.get(name) ?? null,
@@ -59,8 +64,6 @@ export function consoleHarness(tables: TableClientFactory, options: { providers?
       return { executed: action.action_type };
     },
   };
-  const notifier = createOutboxNotifier(tables, { now });
-  const approvalStore = createApprovalStore(tables);
   const approvals = createApprovalService({
     store: approvalStore,
     audit,
@@ -68,9 +71,10 @@ export function consoleHarness(tables: TableClientFactory, options: { providers?
     verify,
     executor,
     killSwitch,
-    approvers: options.approvers ?? ["oid-Approver", "oid-Owner"],
+    approvers,
     ttlSeconds: options.ttlSeconds ?? 3600,
     reminderOffsetsSeconds: options.reminderOffsetsSeconds ?? [1800, 300],
+    ...(options.loadPolicy ? { loadPolicy: options.loadPolicy } : {}),
   });
   const usage = createUsageLedger(tables, { now });
   const registry = createConsoleToolRegistry({

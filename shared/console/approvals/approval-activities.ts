@@ -1,6 +1,6 @@
 import type { ApprovalService } from "./approval-service.js";
 import type { ApprovalStore } from "./approval-store.js";
-import { type LoadPolicy, planDelivery } from "./load-policy.js";
+import { type DeliveryPolicy, type LoadPolicy, planDelivery } from "./load-policy.js";
 
 /** Durable names of the approval orchestration and its activities. */
 export const ApprovalOrchestration = {
@@ -18,6 +18,15 @@ export interface ApprovalRequestInput {
   approval_id: string;
   request_id: string;
 }
+
+/** The deliver activity's input: the plan's policy and send time name the group a digest covers. */
+export interface ApprovalDeliverInput extends ApprovalRequestInput {
+  policy: string;
+  send_at: string;
+}
+
+/** While the kill switch holds A1 delivery, a held request or reminder is offered again after this long. */
+export const REDELIVER_SECONDS = 60;
 
 /** What the plan activity tells the orchestrator; times are ISO strings so the history replays. */
 export interface ApprovalPlan {
@@ -53,7 +62,8 @@ export function createApprovalActivities(deps: { approvals: ApprovalService; sto
       const planned = planDelivery(item.severity, new Date(item.created_at), deps.loadPolicy);
       return { state: item.state, ...planned, expires_at: item.expires_at, reminder_times: deps.approvals.reminderTimes(item).map((d) => d.toISOString()) };
     },
-    deliver: (input: ApprovalRequestInput) => deps.approvals.deliverRequest(input.approval_id, input.request_id, now()),
+    deliver: (input: ApprovalDeliverInput) =>
+      deps.approvals.deliverRequest(input.approval_id, input.request_id, now(), input.policy === "send_now" || !input.send_at ? undefined : { policy: input.policy as DeliveryPolicy, send_at: input.send_at }),
     remind: (input: ApprovalRequestInput & { index: number }) => deps.approvals.remind(input.approval_id, input.index, input.request_id, now()),
     async expire(input: ApprovalRequestInput): Promise<ApprovalSettlement> {
       await deps.approvals.expire(input.approval_id, input.request_id, now());

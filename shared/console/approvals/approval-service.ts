@@ -5,6 +5,8 @@ import type { Severity } from "../../ops/rules/rule-catalog.js";
 import type { ProposedAction, VerifierReport } from "../../ops/verifier/verifier.js";
 import type { Notifier } from "../notify/outbox-notifier.js";
 import { ToolError } from "../tools/tool.js";
+import { createHash } from "node:crypto";
+import { type DeliveryPolicy, type LoadPolicy, planDelivery } from "./load-policy.js";
 import { type ApprovalDecision, type ApprovalItem, type ApprovalStore, actionHash } from "./approval-store.js";
 
 /** The invariant named in the audit reason of a refused self-approval (spec §5 item 3). */
@@ -22,6 +24,19 @@ export interface ApprovalServiceDependencies {
   ttlSeconds: number;
   /** Seconds before the original expiry at which reminders go out (each at most once). */
   reminderOffsetsSeconds: readonly number[];
+  /** The load policy the orchestration planned with: it names each group's members. */
+  loadPolicy?: LoadPolicy;
+}
+
+/** The group a deferred or grouped request goes out with: all non-critical requests planned for `send_at`. */
+export interface DeliveryGroup {
+  policy: DeliveryPolicy;
+  send_at: string;
+}
+
+/** A group's digest id: opaque, and the same on every host and replay for the same send time. */
+export function digestIdOf(sendAt: string): string {
+  return `dig_${createHash("sha256").update(`approval-digest/${sendAt}`).digest("hex").slice(0, 24)}`;
 }
 
 /** What a decision returns: the item as recorded, and the execution when it ran now or before. */
@@ -60,6 +75,81 @@ export function createApprovalService(deps: ApprovalServiceDependencies) {
     return sent;
   }
 
+  /**
+   * While the kill switch is on, A1 delivery is held; the first hold of an item in one activation
+   * (claimed by the activation's time) is audited as a requeue.
+   */
+  async function held(item: ApprovalItem, requestId: string, now: Date): Promise<boolean> {
+    const status = await deps.killSwitch.status();
+    if (!status.on) return false;
+    if (await store.claim(item.approval_id, `requeued-${status.set_at ?? ""}`, now)) {
+      await audit.record({ actor: system, action: "console.approval_requeued", target: item.approval_id, outcome: "succeeded", request_id: requestId, details: { reason: "kill_switch_on" } });
+    }
+    return true;
+  }
+
+  /** Whether `item` belongs to the group sent at `sendAt` (planned with the same policy). */
+  const inGroup = (item: ApprovalItem, sendAt: string) => {
+    const planned = planDelivery(item.severity, new Date(item.created_at), deps.loadPolicy ?? { groupIntervalSeconds: 0 });
+    return planned.policy !== "send_now" && planned.send_at === sendAt;
+  };
+
+  /**
+   * Sends a group's one anchor digest to each approver, listing every member that approver may
+   * decide (a requester is never asked about its own item). Idempotent by digest id and approver,
+   * so a host that finds the digest claimed can send it again to heal a crash without a duplicate.
+   */
+  async function sendDigest(digestId: string, members: readonly ApprovalItem[]): Promise<{ delivered: number; mode: "list" | "summary" }> {
+    const cap = deps.loadPolicy?.fatigue?.maxListedMembers ?? Number.POSITIVE_INFINITY;
+    let delivered = 0;
+    let mode: "list" | "summary" = "list";
+    for (const approver of deps.approvers) {
+      const mine = members.filter((m) => m.requester.oid !== approver);
+      if (mine.length === 0) continue;
+      const listed = mine.slice(0, cap);
+      if (listed.length < mine.length) mode = "summary";
+      const lines = listed.map((m) => `- ${m.approval_id} (decide before ${m.expires_at})`);
+      if (listed.length < mine.length) lines.push(`- and ${mine.length - listed.length} more: list_hil shows every one`);
+      const receipt = await deps.notifier.send({
+        category: "A1",
+        template_key: "approval.digest",
+        recipient: approver,
+        title: `${mine.length} approval${mine.length === 1 ? "" : "s"} requested`,
+        // Only opaque ids: each item is decided on its own through the authenticated API.
+        body_markdown: `${mine.length} approval${mine.length === 1 ? " is" : "s are"} waiting for a decision:\n${lines.join("\n")}`,
+        correlation_id: digestId,
+        idempotency_key: `${digestId}/${approver}`,
+      });
+      if (receipt.confirmed) delivered++;
+    }
+    return { delivered, mode };
+  }
+
+  /**
+   * Delivers a deferred or grouped request with its group: the first member to claim the group's
+   * digest sends it, listing every pending member; the others find themselves listed. A member the
+   * digest missed (filed at the boundary after it went out) is sent on its own.
+   */
+  async function deliverInGroup(item: ApprovalItem, group: DeliveryGroup, requestId: string, now: Date): Promise<"sent" | "in_digest" | "skipped"> {
+    const digestId = digestIdOf(group.send_at);
+    const pending = (await store.listPending()).filter((p) => now.getTime() < Date.parse(p.expires_at));
+    const members = pending.filter((p) => p.approval_id === item.approval_id || inGroup(p, group.send_at));
+    if (!members.some((m) => m.approval_id === item.approval_id)) members.push(item);
+    const claim = await store.claimDigest(digestId, members.map((m) => m.approval_id), now);
+    if (claim.claimed) {
+      const { delivered, mode } = await sendDigest(digestId, members);
+      await audit.record({ actor: system, action: "console.approval_digest", target: digestId, outcome: "succeeded", request_id: requestId, details: { policy: group.policy, send_at: group.send_at, members: claim.members, mode, delivered } });
+      return "sent";
+    }
+    if (claim.members.includes(item.approval_id)) {
+      await sendDigest(digestId, pending.filter((p) => claim.members.includes(p.approval_id)));
+      return "in_digest";
+    }
+    if (!(await store.claim(item.approval_id, "request", now))) return "skipped";
+    await deliver(item, "request", "request", requestId);
+    return "sent";
+  }
+
   return {
     /** Parks the request durably first, then delivers it unless the kill switch holds A1 delivery. */
     async request(input: { action: ProposedAction; requester: AuditActor; reason: string; severity: Severity; idempotencyKey: string; requestId: string; now: Date }): Promise<ApprovalItem> {
@@ -75,14 +165,15 @@ export function createApprovalService(deps: ApprovalServiceDependencies) {
       return item;
     },
 
-    /** Sends the request to the approvers once (claimed), or holds it while the kill switch is on. */
-    async deliverRequest(approvalId: string, requestId: string, now: Date): Promise<"sent" | "held" | "skipped"> {
+    /**
+     * Sends the request to the approvers once (claimed), alone or, for a deferred or grouped
+     * request, in its group's one digest; holds it while the kill switch is on.
+     */
+    async deliverRequest(approvalId: string, requestId: string, now: Date, group?: DeliveryGroup): Promise<"sent" | "in_digest" | "held" | "skipped"> {
       const item = await store.get(approvalId);
       if (item?.state !== "pending") return "skipped";
-      if (await deps.killSwitch.isOn()) {
-        await audit.record({ actor: system, action: "console.approval_requeued", target: approvalId, outcome: "succeeded", request_id: requestId, details: { reason: "kill_switch_on" } });
-        return "held";
-      }
+      if (await held(item, requestId, now)) return "held";
+      if (group) return deliverInGroup(item, group, requestId, now);
       if (!(await store.claim(approvalId, "request", now))) return "skipped";
       await deliver(item, "request", "request", requestId);
       return "sent";
@@ -96,9 +187,11 @@ export function createApprovalService(deps: ApprovalServiceDependencies) {
     },
 
     /** Sends reminder `index` once across hosts; success and failure are audited; the TTL never moves. */
-    async remind(approvalId: string, index: number, requestId: string, now: Date): Promise<"sent" | "claimed_elsewhere" | "not_pending" | "failed"> {
+    async remind(approvalId: string, index: number, requestId: string, now: Date): Promise<"sent" | "claimed_elsewhere" | "not_pending" | "failed" | "held"> {
       const item = await store.get(approvalId);
       if (item?.state !== "pending" || index >= deps.reminderOffsetsSeconds.length) return "not_pending";
+      // A reminder is A1 delivery too: held (not claimed, so it can go out later) while the kill switch is on.
+      if (await held(item, requestId, now)) return "held";
       if (!(await store.claim(approvalId, `reminder-${index}`, now))) return "claimed_elsewhere";
       try {
         await deliver(item, "reminder", `reminder-${index}`, requestId);

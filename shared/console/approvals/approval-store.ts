@@ -90,7 +90,15 @@ export interface ApprovalStore {
   recordExecution(approvalId: string, execution: NonNullable<ApprovalItem["execution"]>): Promise<boolean>;
   /** Claims a named one-time step (a reminder, a delivery) across hosts; true for the first claimer only. */
   claim(approvalId: string, step: string, now: Date): Promise<boolean>;
+  /**
+   * Claims a group's digest across hosts, recording its members: the first claimer gets
+   * `claimed: true`; everyone else reads the members the first one recorded.
+   */
+  claimDigest(digestId: string, members: readonly string[], now: Date): Promise<{ claimed: boolean; members: string[] }>;
 }
+
+/** Claims of group digests share the claims table under their own partition. */
+const DIGEST_PARTITION = "digest";
 
 export function createApprovalStore(source: TableSource): ApprovalStore {
   const table = tableOpener(source, APPROVALS_TABLE);
@@ -224,6 +232,18 @@ export function createApprovalStore(source: TableSource): ApprovalStore {
       } catch (error) {
         if (isStatus(error, 409)) return false;
         throw error;
+      }
+    },
+
+    async claimDigest(digestId, members, now) {
+      const client = await claims();
+      try {
+        await client.createEntity({ partitionKey: DIGEST_PARTITION, rowKey: digestId, claimed_at: now.toISOString(), ...packText("members", JSON.stringify(members)) });
+        return { claimed: true, members: [...members] };
+      } catch (error) {
+        if (!isStatus(error, 409)) throw error;
+        const first = await client.getEntity<Record<string, unknown>>(DIGEST_PARTITION, digestId);
+        return { claimed: false, members: JSON.parse(unpackText(first, "members")) as string[] };
       }
     },
   };

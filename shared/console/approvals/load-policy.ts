@@ -8,6 +8,13 @@ export interface LoadPolicy {
   quietHours?: { startMinute: number; endMinute: number; timeZone: string };
   /** Non-critical requests go out together at the next multiple of this interval; 0 sends them now. */
   groupIntervalSeconds: number;
+  /** Severities sent at once, bypassing quiet hours and grouping (default: `critical`). */
+  criticalSeverities?: readonly Severity[];
+  /**
+   * Fatigue caps: they change only how a group's digest reads, never parking or a decision. Above
+   * `maxListedMembers` members a digest lists that many and counts the rest (all stay in the queue).
+   */
+  fatigue?: { maxListedMembers: number };
 }
 
 function minutesIn(at: Date, timeZone: string): number {
@@ -17,12 +24,12 @@ function minutesIn(at: Date, timeZone: string): number {
 
 /**
  * Chooses the delivery of one parked request, deterministically from its severity and the time:
- * critical is sent now, bypassing quiet hours and grouping; otherwise a request in quiet hours is
+ * critical (the policy's critical severities) is sent now, bypassing quiet hours and grouping; otherwise a request in quiet hours is
  * deferred to their end, and others are grouped to the next interval boundary (one anchor send
  * per group). Parking and the decision itself are never affected.
  */
 export function planDelivery(severity: Severity, now: Date, policy: LoadPolicy): { policy: DeliveryPolicy; send_at: string } {
-  if (severity === "critical") return { policy: "send_now", send_at: now.toISOString() };
+  if ((policy.criticalSeverities ?? ["critical"]).includes(severity)) return { policy: "send_now", send_at: now.toISOString() };
   const quiet = policy.quietHours;
   if (quiet) {
     const minute = minutesIn(now, quiet.timeZone);
