@@ -44,13 +44,15 @@ export interface FakeAzureApis {
   healthPageSize: number;
   /** Per-resource metric points by `<resource id lower case>|<metric>`, before `metrics` by name. */
   resourceMetrics: Record<string, { timeStamp: string; average?: number; maximum?: number; total?: number }[]>;
+  /** Resource ids (lower case) whose metrics batch Azure Monitor refuses with 400 (as it does for a resource outside the endpoint's region). */
+  refuseMetricsFor: string[];
   requests: { method: string; path: string; query: string; authorized: boolean; body: Record<string, unknown> }[];
   close(): Promise<void>;
 }
 
 export async function startFakeAzureApis(): Promise<FakeAzureApis> {
   const { key, cert } = selfSignedLoopbackCertificate();
-  const fake: Omit<FakeAzureApis, "url" | "close"> = { ca: cert, token: "fake-azure-token", workspaceId: "00000000-0000-4000-8000-00000000beef", logRows: [], resources: [], resourceGroups: [], truncateResources: false, metrics: {}, subscriptions: {}, healthStatuses: [], healthHistory: {}, failResourceHealth: false, healthPageSize: 2, resourceMetrics: {}, requests: [] };
+  const fake: Omit<FakeAzureApis, "url" | "close"> = { ca: cert, token: "fake-azure-token", workspaceId: "00000000-0000-4000-8000-00000000beef", logRows: [], resources: [], resourceGroups: [], truncateResources: false, metrics: {}, subscriptions: {}, healthStatuses: [], healthHistory: {}, failResourceHealth: false, healthPageSize: 2, resourceMetrics: {}, refuseMetricsFor: [], requests: [] };
   const server = https.createServer({ key, cert }, (req, res) => {
     let text = "";
     req.on("data", (c: Buffer) => {
@@ -88,6 +90,7 @@ export async function startFakeAzureApis(): Promise<FakeAzureApis> {
       if (req.method === "POST" && /^\/subscriptions\/[^/]+\/metrics:getBatch$/.test(url.pathname)) {
         const name = url.searchParams.get("metricnames") ?? "";
         const resourceIds = (body.resourceids ?? []) as string[];
+        if (resourceIds.some((id) => fake.refuseMetricsFor.includes(id.toLowerCase()))) return send(400, { error: { code: "BadRequest", message: "The resources are not in the region of this endpoint." } });
         const metricOf = (id: string) => {
           const points = fake.resourceMetrics[`${id.toLowerCase()}|${name}`] ?? fake.metrics[name];
           return points

@@ -72,6 +72,7 @@ function scopeWithThreeResources() {
   ];
   const point = (value: { average?: number; total?: number }) => [{ timeStamp: new Date(Date.now() - 60_000).toISOString(), ...value }];
   fake.metrics = {};
+  fake.refuseMetricsFor = [];
   fake.resourceMetrics = {
     [`${CLUSTER.toLowerCase()}|node_cpu_usage_percentage`]: point({ average: 92.5 }),
     [`${CLUSTER.toLowerCase()}|node_memory_working_set_percentage`]: point({ average: 40 }),
@@ -131,6 +132,19 @@ describe("query_subscription_health over Resource Graph, Resource Health and Azu
     expect(many.findings).toHaveLength(40);
     expect(many).toMatchObject({ findings_total: 46, truncated: true });
     expect(many.findings.slice(0, 3).map((f) => f.resource)).toEqual(["vm-00", "vm-01", "vm-02"]);
+
+    // A metrics request Azure Monitor refuses is a gap for its resource only; all refused, the source failed.
+    scopeWithThreeResources();
+    fake.refuseMetricsFor = [STORE.toLowerCase()];
+    const someRefused = dataOf<SubscriptionHealth>(await run(harness(), "query_subscription_health"));
+    expect(someRefused.coverage_gaps).toEqual(expect.arrayContaining(["metrics: Availability on blaststore returned no data (QueryFailed)", "metrics: Transactions on blaststore returned no data (QueryFailed)"]));
+    expect(someRefused.findings.some((f) => f.source === "metrics" && f.resource === "blast")).toBe(true);
+    expect(someRefused.sources?.find((s) => s.source === "metrics")?.status).toBe("ok");
+    fake.refuseMetricsFor = [CLUSTER, STORE, FUNC].map((id) => id.toLowerCase());
+    const allRefused = dataOf<SubscriptionHealth>(await run(harness(), "query_subscription_health"));
+    expect(allRefused.sources?.find((s) => s.source === "metrics")).toEqual({ source: "metrics", status: "failed", checked: 0, truncated: false });
+    expect(allRefused.coverage_gaps).toContain("metrics: the source did not answer");
+    fake.refuseMetricsFor = [];
   });
 
   it("C-094: the configured resource groups bound what Resource Health and the inventory report", async () => {

@@ -64,17 +64,29 @@ export function createAzureHealthMetrics(options: {
       const end = now();
       const start = new Date(end.getTime() - options.set.window_minutes * 60_000);
       const observations: MetricObservation[] = [];
+      let batches = 0;
+      let failed = 0;
       for (const spec of options.set.metrics) {
         const targets = rows.filter((r) => text(r.type) === spec.resource_type.toLowerCase());
         for (let i = 0; i < targets.length; i += BATCH) {
           const batch = targets.slice(i, i + BATCH);
           const aggregation = spec.aggregation.toLowerCase() as "average" | "total" | "maximum" | "minimum" | "count";
-          const results = await (await metrics).queryResources(
-            batch.map((r) => text(r.id)),
-            [spec.metric],
-            spec.resource_type,
-            { startTime: start, endTime: end, aggregation },
-          );
+          batches += 1;
+          let results: Awaited<ReturnType<MetricsClient["queryResources"]>>;
+          try {
+            results = await (await metrics).queryResources(
+              batch.map((r) => text(r.id)),
+              [spec.metric],
+              spec.resource_type,
+              { startTime: start, endTime: end, aggregation },
+            );
+          } catch {
+            // One refused batch (a resource outside the endpoint's region, say) is a gap for its
+            // resources, not for the whole set.
+            failed += 1;
+            for (const row of batch) observations.push({ name: text(row.name), type: text(row.type), resource_group: text(row.resourceGroup), metric: spec.metric, aggregation: spec.aggregation, unit: "Unspecified", value: null, error: "QueryFailed" });
+            continue;
+          }
           batch.forEach((row, n) => {
             const metric = results.find((r) => r.resourceId?.toLowerCase() === text(row.id).toLowerCase())?.metrics[0] ?? results[n]?.metrics[0];
             const points = metric?.timeseries[0]?.data ?? [];
@@ -92,6 +104,7 @@ export function createAzureHealthMetrics(options: {
           });
         }
       }
+      if (batches > 0 && failed === batches) throw new Error("every Azure Monitor metrics request failed");
       return { observations, truncated, observed_at: end.toISOString() };
     },
   };

@@ -1,5 +1,6 @@
 import type { MicrosoftResourceHealth, MicrosoftResourceHealthOptionalParams, AvailabilityStatus } from "@azure/arm-resourcehealth";
 import type { TokenCredential } from "@azure/identity";
+import { redactLogCell } from "../tools/provider-tools.js";
 import { ToolError } from "../tools/tool.js";
 import type { ResourceHealthEntry, ResourceHealthProvider, ResourceHealthStatus } from "./providers.js";
 
@@ -24,7 +25,8 @@ export function resourceOfStatusId(statusId: string | undefined): { id: string; 
   return { id, name: decodeURIComponent(name), type, resource_group: decodeURIComponent(group) };
 }
 
-const cut = (text: string | undefined) => (text ?? "").slice(0, TEXT_MAX);
+/** Azure's free text, cut and stripped of resource ids, GUIDs, URLs and addresses (they can carry the subscription id). */
+const cut = (text: string | undefined) => String(redactLogCell((text ?? "").slice(0, TEXT_MAX)));
 const iso = (d: Date | undefined) => (d instanceof Date && !Number.isNaN(d.getTime()) ? d.toISOString() : undefined);
 
 /**
