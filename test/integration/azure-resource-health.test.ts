@@ -222,13 +222,18 @@ describe("resource-health history (query rule 8: query_inventory kind=resource_h
     scopeWithThreeResources();
     fake.healthStatuses[0] = { resourceId: CLUSTER, properties: { availabilityState: "Degraded", summary: "CURRENT-STATE-SUMMARY", reasonType: "Unplanned" } };
     const h = harness();
-    for (const history of [[], [{ availabilityState: "Unavailable", summary: "OLD-ENTRY", occuredTime: hoursAgo(30) }]]) {
-      fake.healthHistory = { [CLUSTER.toLowerCase()]: history };
+    // Empty, only older than the window, and none at all (Resource Health answers 404).
+    for (const history of [[], [{ availabilityState: "Unavailable", summary: "OLD-ENTRY", occuredTime: hoursAgo(30) }], undefined]) {
+      fake.healthHistory = history ? { [CLUSTER.toLowerCase()]: history } : {};
       const result = await run(h, "query_inventory kind=resource_health_history filter=blast");
       expect(result).toMatchObject({ status: "unavailable", error: { type: "unavailable", details: { history: "none", resource: { name: "blast" } } } });
       const text = JSON.stringify(result);
       for (const leaked of ["CURRENT-STATE-SUMMARY", "Degraded", "OLD-ENTRY"]) expect(text).not.toContain(leaked);
     }
+    // Resource Health failing is a typed unavailable too, not an internal error.
+    fake.failResourceHealth = true;
+    expect(await run(h, "query_inventory kind=resource_health_history filter=blast")).toMatchObject({ status: "unavailable", error: { type: "unavailable" } });
+    fake.failResourceHealth = false;
   });
 
   it("resolves the resource only inside the configured scope: an unknown or path-like name is not_found and reaches no request path; no provider is unavailable", async () => {

@@ -120,7 +120,9 @@ export function createAzureResourceHealthProvider(options: {
     },
 
     async history(resourceName, window) {
-      const { statuses } = await scopeStatuses();
+      const { statuses } = await scopeStatuses().catch(() => {
+        throw new ToolError("unavailable", "Resource Health did not answer for the configured scope");
+      });
       // `<resource group>/<name>` picks one of several resources of the same name.
       const [group, name] = resourceName.includes("/") ? resourceName.split("/", 2) : [undefined, resourceName];
       const matches = statuses
@@ -136,15 +138,20 @@ export function createAzureResourceHealthProvider(options: {
       let truncated = false;
       // The operation's path is `/{resourceUri}/providers/…` with the URI unencoded: without its
       // leading slash the request path is the resource id exactly, not `//subscriptions/…`.
-      for await (const status of health.availabilityStatuses.list(resource.id.slice(1))) {
-        if (++read > MAX_HISTORY) {
-          truncated = true;
-          break;
+      try {
+        for await (const status of health.availabilityStatuses.list(resource.id.slice(1))) {
+          if (++read > MAX_HISTORY) {
+            truncated = true;
+            break;
+          }
+          const entry = entryOf(status);
+          if (!entry) continue;
+          const at = Date.parse(entry.at);
+          if (at >= window.start.getTime() && at <= window.end.getTime()) entries.push(entry);
         }
-        const entry = entryOf(status);
-        if (!entry) continue;
-        const at = Date.parse(entry.at);
-        if (at >= window.start.getTime() && at <= window.end.getTime()) entries.push(entry);
+      } catch (error) {
+        // Resource Health answers 404 for a resource it keeps no history of: that is no history.
+        if ((error as { statusCode?: number }).statusCode !== 404) throw new ToolError("unavailable", "Resource Health did not answer for this resource's history");
       }
       return { resource: { name: resource.name, type: resource.type, resource_group: resource.resource_group }, entries, truncated, observed_at: now().toISOString() };
     },

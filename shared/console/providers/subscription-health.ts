@@ -1,3 +1,4 @@
+import { INVENTORY_MAX_AGE_MS } from "../tools/inventory-tool.js";
 import { ToolError } from "../tools/tool.js";
 import type { HealthMetricsReader } from "./azure-health-metrics.js";
 import type { HealthMetricSet } from "./health-metrics.js";
@@ -32,7 +33,7 @@ export function createSubscriptionHealth(sources: {
     const gaps: string[] = [];
     const read: HealthSource[] = [];
     const [inventory, resourceHealth, metrics] = await Promise.allSettled([
-      sources.inventory ? sources.inventory.snapshot({ maxAgeMs: 60_000 }) : Promise.reject(notConfigured),
+      sources.inventory ? sources.inventory.snapshot({ maxAgeMs: INVENTORY_MAX_AGE_MS }) : Promise.reject(notConfigured),
       sources.resourceHealth ? sources.resourceHealth.current() : Promise.reject(notConfigured),
       sources.metrics ? sources.metrics.reader.read() : Promise.reject(notConfigured),
     ]);
