@@ -245,6 +245,12 @@ describe("resource-health history (query rule 8: query_inventory kind=resource_h
     }
     expect(fake.requests.slice(before).every((c) => c.path === `/subscriptions/${SUBSCRIPTION}/providers/Microsoft.ResourceHealth/availabilityStatuses`)).toBe(true);
     expect(await run(h, "query_inventory kind=resource_health_history")).toMatchObject({ status: "error", error: { type: "invalid_arguments" } });
+    // Two resources of one name: the answer asks which, and <resource group>/<name> picks one.
+    const twin = `/subscriptions/${SUBSCRIPTION}/resourceGroups/rg-other/providers/Microsoft.Web/sites/blast`;
+    fake.healthStatuses.push({ resourceId: twin, properties: { availabilityState: "Available" } });
+    fake.healthHistory = { [twin.toLowerCase()]: [{ availabilityState: "Available", title: "Started", occuredTime: new Date(Date.now() - 3_600_000).toISOString() }] };
+    expect(await run(h, "query_inventory kind=resource_health_history filter=blast")).toMatchObject({ status: "error", error: { type: "invalid_arguments", details: { candidates: [{ resource_group: "rg-blast" }, { resource_group: "rg-other" }] } } });
+    expect(await run(h, "query_inventory kind=resource_health_history filter=rg-other/blast")).toMatchObject({ status: "ok", data: { resource: { name: "blast", resource_group: "rg-other", type: "microsoft.web/sites" }, counts: { status_only: 1 } } });
     expect(await run(h, "query_inventory kind=list window=2h")).toMatchObject({ status: "error", error: { type: "invalid_arguments" } });
     expect(await run(harness({ subscription: false }), "query_inventory kind=resource_health_history filter=blast")).toMatchObject({ status: "unavailable" });
   });
