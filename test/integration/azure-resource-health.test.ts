@@ -128,7 +128,10 @@ describe("query_subscription_health over Resource Graph, Resource Health and Azu
 
     fake.failResourceHealth = false;
     fake.healthStatuses = Array.from({ length: 45 }, (_, n) => ({ resourceId: `${RG}/Microsoft.Compute/virtualMachines/vm-${String(n).padStart(2, "0")}`, properties: { availabilityState: "Unavailable", summary: "stopped", reasonType: "UserInitiated" } }));
+    // A status whose id names no resource group resource is counted as a gap, not dropped silently.
+    fake.healthStatuses.push({ resourceId: `/subscriptions/${SUBSCRIPTION}/providers/Microsoft.Web/certificates/c1`, properties: { availabilityState: "Unavailable" } });
     const many = dataOf<SubscriptionHealth>(await run(harness({ metrics: false }), "query_subscription_health"));
+    expect(many.coverage_gaps).toContain("resource_health: 1 statuses name no resource this console can read");
     expect(many.findings).toHaveLength(40);
     expect(many).toMatchObject({ findings_total: 46, truncated: true });
     expect(many.findings.slice(0, 3).map((f) => f.resource)).toEqual(["vm-00", "vm-01", "vm-02"]);
@@ -240,7 +243,7 @@ describe("resource-health history (query rule 8: query_inventory kind=resource_h
     scopeWithThreeResources();
     const h = harness();
     const before = fake.requests.length;
-    for (const name of ["nothere", "../../providers/Microsoft.Authorization/roleAssignments", "blast?x=1"]) {
+    for (const name of ["nothere", "../../providers/Microsoft.Authorization/roleAssignments", "blast?x=1", "rg-blast/blast/extra"]) {
       expect(await run(h, `query_inventory kind=resource_health_history filter=${JSON.stringify(name)}`)).toMatchObject({ status: "error", error: { type: "not_found" } });
     }
     expect(fake.requests.slice(before).every((c) => c.path === `/subscriptions/${SUBSCRIPTION}/providers/Microsoft.ResourceHealth/availabilityStatuses`)).toBe(true);

@@ -101,9 +101,13 @@ export function createAzureResourceHealthProvider(options: {
       const { statuses, truncated } = await scopeStatuses();
       const observed_at = now().toISOString();
       const current: ResourceHealthStatus[] = [];
+      let unreadable = 0;
       for (const status of statuses) {
         const resource = resourceOfStatusId(status.id);
-        if (!resource) continue;
+        if (!resource) {
+          unreadable += 1;
+          continue;
+        }
         const p = status.properties ?? {};
         current.push({
           name: resource.name,
@@ -116,7 +120,7 @@ export function createAzureResourceHealthProvider(options: {
           ...(iso(p.occuredTime) ? { since: iso(p.occuredTime) } : {}),
         });
       }
-      return { statuses: current, truncated, observed_at };
+      return { statuses: current, truncated, observed_at, unreadable };
     },
 
     async history(resourceName, window) {
@@ -124,7 +128,9 @@ export function createAzureResourceHealthProvider(options: {
         throw new ToolError("unavailable", "Resource Health did not answer for the configured scope");
       });
       // `<resource group>/<name>` picks one of several resources of the same name.
-      const [group, name] = resourceName.includes("/") ? resourceName.split("/", 2) : [undefined, resourceName];
+      const parts = resourceName.split("/");
+      if (parts.length > 2) throw new ToolError("not_found", `no resource named ${resourceName} reports health in the configured scope`);
+      const [group, name] = parts.length === 2 ? parts : [undefined, resourceName];
       const matches = statuses
         .map((s) => resourceOfStatusId(s.id))
         .filter((r) => r !== undefined && r.name.toLowerCase() === (name ?? "").toLowerCase() && (group === undefined || r.resource_group.toLowerCase() === group.toLowerCase()));

@@ -94,7 +94,7 @@ export interface ResourceHealthEntry {
 
 export interface ResourceHealthProvider {
   /** Every resource in the configured scope with its current availability status. */
-  current(): Promise<{ statuses: ResourceHealthStatus[]; truncated: boolean; observed_at: string }>;
+  current(): Promise<{ statuses: ResourceHealthStatus[]; truncated: boolean; observed_at: string; /** Statuses whose id names no resource of the form this provider reads (reported as a gap). */ unreadable?: number }>;
   /**
    * The history entries of one resource of the configured scope (`name` or `<resource group>/<name>`)
    * inside the window; throws `not_found` when the scope has no such resource.

@@ -6,6 +6,8 @@ import type { HealthCause, HealthSource, InventoryProvider, ResourceHealthProvid
 
 /** At most this many findings are returned, most severe first; more sets `truncated`. */
 export const HEALTH_FINDINGS_LIMIT = 40;
+/** At most this many coverage gaps are listed; the rest are counted in a last entry. */
+export const HEALTH_GAPS_LIMIT = 40;
 /** Provisioning states Resource Graph reports that are findings. */
 const BAD_PROVISIONING = new Set(["failed", "canceled"]);
 const SEVERITY: Record<string, number> = { unavailable: 0, failed: 1, degraded: 2, warning: 3, unknown: 4 };
@@ -60,6 +62,7 @@ export function createSubscriptionHealth(sources: {
         findings.push({ source: "resource_health", status: s.state.toLowerCase(), summary: s.summary || s.state, resource: s.name, resource_type: s.type, resource_group: s.resource_group, cause: s.cause });
       }
       read.push({ source: "resource_health", status: "ok", observed_at: resourceHealth.value.observed_at, checked: statuses.length, truncated: resourceHealth.value.truncated });
+      if (resourceHealth.value.unreadable) gaps.push(`resource_health: ${resourceHealth.value.unreadable} statuses name no resource this console can read`);
     } else gap("resource_health", resourceHealth);
 
     if (metrics.status === "fulfilled" && sources.metrics) {
@@ -92,8 +95,8 @@ export function createSubscriptionHealth(sources: {
       findings_total: findings.length,
       cause_classification,
       sources: read,
-      coverage_gaps: gaps,
-      truncated: findings.length > HEALTH_FINDINGS_LIMIT || read.some((s) => s.truncated),
+      coverage_gaps: gaps.length > HEALTH_GAPS_LIMIT ? [...gaps.slice(0, HEALTH_GAPS_LIMIT), `… and ${gaps.length - HEALTH_GAPS_LIMIT} more coverage gaps`] : gaps,
+      truncated: findings.length > HEALTH_FINDINGS_LIMIT || gaps.length > HEALTH_GAPS_LIMIT || read.some((s) => s.truncated),
       observed_at,
     };
   };
