@@ -6,6 +6,7 @@
  */
 
 import { loadConsoleConfig } from "../shared/console/console-config.js";
+import { loadHealthMetricSet } from "../shared/console/providers/health-metrics.js";
 import { catalogPath, loadActionTypes } from "../shared/ops/actions/action-types.js";
 import { loadRuleCatalog } from "../shared/ops/rules/rule-catalog.js";
 import type { ConsoleParts } from "./console-parts.js";
@@ -14,6 +15,8 @@ export const consoleConfig = loadConsoleConfig(process.env);
 const catalogDir = consoleConfig.catalogDir;
 export const actionTypes = loadActionTypes(catalogPath("action-types.json", catalogDir));
 export const ruleCatalog = loadRuleCatalog(actionTypes, catalogPath("ops-rules.json", catalogDir));
+/** The representative metrics of `query_subscription_health`, validated at start like the catalogs. */
+export const healthMetricSet = loadHealthMetricSet(catalogPath("health-metrics.json", catalogDir));
 
 let parts: Promise<ConsoleParts> | undefined;
 

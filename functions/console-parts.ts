@@ -14,6 +14,10 @@ import { createOutboxNotifier } from "../shared/console/notify/outbox-notifier.j
 import { createLogAnalyticsProvider } from "../shared/console/providers/azure-log-analytics.js";
 import { createArmSubscriptionProvider } from "../shared/console/providers/azure-subscription.js";
 import { createAzureMetricsProvider } from "../shared/console/providers/azure-metrics.js";
+import { createAzureHealthMetrics } from "../shared/console/providers/azure-health-metrics.js";
+import { createAzureResourceHealthProvider } from "../shared/console/providers/azure-resource-health.js";
+import { createSubscriptionHealth } from "../shared/console/providers/subscription-health.js";
+import type { ConsoleProviders } from "../shared/console/providers/providers.js";
 import { lazyDefaultCredential } from "../shared/console/providers/azure-credential.js";
 import { createResourceGraphInventoryProvider } from "../shared/console/providers/azure-resource-graph.js";
 import { createLocalInventoryProvider } from "../shared/console/providers/local-inventory.js";
@@ -27,7 +31,7 @@ import { createOpsLoop } from "../shared/ops/ops-loop.js";
 import { type ControlPlaneStateReader, type ProposedAction, verifyAction } from "../shared/ops/verifier/verifier.js";
 import { appContext } from "./app-context.js";
 import { dashboardJobs, databaseState } from "./dashboard-deps.js";
-import { actionTypes, consoleConfig, ruleCatalog } from "./console-deps.js";
+import { actionTypes, consoleConfig, healthMetricSet, ruleCatalog } from "./console-deps.js";
 
 export interface ConsoleParts {
   registry: ToolRegistry;
@@ -55,6 +59,21 @@ function stateReader(killSwitch: ReturnType<typeof createKillSwitch>): ControlPl
     nodePoolBounds: async () => undefined,
     killSwitchOn: () => killSwitch.isOn(),
   };
+}
+
+/**
+ * The subscription's providers when one is configured: its scope, Resource Graph inventory,
+ * Resource Health and, with the metrics endpoint, the representative metrics, which together
+ * answer `query_subscription_health`.
+ */
+function subscriptionProviders(subscriptionId: string): Pick<ConsoleProviders, "subscription" | "resourceHealth" | "inventory"> {
+  const credential = lazyDefaultCredential();
+  const resourceGroups = consoleConfig.healthResourceGroups;
+  const inventory = createResourceGraphInventoryProvider({ subscriptionId, credential });
+  const resourceHealth = createAzureResourceHealthProvider({ subscriptionId, resourceGroups, credential });
+  const metrics = consoleConfig.metrics ? { reader: createAzureHealthMetrics({ subscriptionId, resourceGroups, endpoint: consoleConfig.metrics.endpoint, credential, set: healthMetricSet }), set: healthMetricSet } : undefined;
+  const health = createSubscriptionHealth({ inventory, resourceHealth, ...(metrics ? { metrics } : {}), resourceGroups });
+  return { subscription: createArmSubscriptionProvider({ subscriptionId, credential, health }), resourceHealth, inventory };
 }
 
 /** Builds the console's parts over the app's context. */
@@ -105,14 +124,11 @@ export function buildConsoleParts(): ConsoleParts {
       breakGlass: loadBreakGlassConfig({ owners: [...consoleConfig.breakGlass.owners], max_ttl_seconds: consoleConfig.breakGlass.max_ttl_seconds }),
       incidentWindowMs: consoleConfig.incidentWindowMs,
       providers: {
-        ...(consoleConfig.subscriptionId ? { subscription: createArmSubscriptionProvider({ subscriptionId: consoleConfig.subscriptionId, credential: lazyDefaultCredential() }) } : {}),
         ...(consoleConfig.metrics ? { metrics: createAzureMetricsProvider({ ...consoleConfig.metrics, credential: lazyDefaultCredential() }) } : {}),
         ...(consoleConfig.logAnalyticsWorkspaceId ? { logs: createLogAnalyticsProvider({ workspaceId: consoleConfig.logAnalyticsWorkspaceId, credential: lazyDefaultCredential() }) } : {}),
-        // With a subscription configured the inventory is Resource Graph's; otherwise (the local
-        // stack) it is the control plane's own resources.
-        inventory: consoleConfig.subscriptionId
-          ? createResourceGraphInventoryProvider({ subscriptionId: consoleConfig.subscriptionId, credential: lazyDefaultCredential() })
-          : createLocalInventoryProvider({
+        // With a subscription configured the inventory is Resource Graph's (below); otherwise (the
+        // local stack) it is the control plane's own resources.
+        inventory: createLocalInventoryProvider({
           location: "local",
           async databases() {
             if (!databasesDir) return [];
@@ -129,6 +145,7 @@ export function buildConsoleParts(): ConsoleParts {
             return jobs.map((j) => ({ job_id: j.job_id, status: j.status, db: j.db, title: j.title }));
           },
         }),
+        ...(consoleConfig.subscriptionId ? subscriptionProviders(consoleConfig.subscriptionId) : {}),
       },
     },
     { serverTimeZone: consoleConfig.serverTimeZone },

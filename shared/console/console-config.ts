@@ -55,6 +55,12 @@ const consoleEnvSchema = z
   SVC_METRICS_RESOURCE_ID: z.string().regex(/^\/subscriptions\/[0-9a-f-]{36}\/resourceGroups\/[^/]+\/providers\/.+$/i, "must be an Azure resource id").optional(),
   /** Where the rule and action-type catalogs live (default `config/` of the app root). */
   SVC_CATALOG_DIR: z.string().min(1).optional(),
+  /** Resource groups `query_subscription_health` and resource-health history read, comma-separated; unset, the whole subscription. */
+  SVC_HEALTH_RESOURCE_GROUPS: z
+    .string()
+    .transform((s) => s.split(",").map((x) => x.trim()).filter(Boolean))
+    .pipe(z.array(z.string().regex(/^[-\w._()]{1,90}$/, "resource group names are letters, digits, '-', '_', '.', '(' or ')'")).max(20))
+    .default([]),
   })
   .refine((c) => (c.SVC_METRICS_ENDPOINT === undefined) === (c.SVC_METRICS_RESOURCE_ID === undefined), {
     message: "set both or neither",
@@ -80,6 +86,8 @@ export interface ConsoleConfig {
   readonly subscriptionId: string | undefined;
   /** Both set or neither (refused at load otherwise). */
   readonly metrics: { readonly endpoint: string; readonly resourceId: string } | undefined;
+  /** The resource groups subscription health reads; empty means the whole subscription. */
+  readonly healthResourceGroups: readonly string[];
 }
 
 /**
@@ -110,6 +118,7 @@ export function loadConsoleConfig(env: Env = process.env): ConsoleConfig {
       logAnalyticsWorkspaceId: c.SVC_LOG_ANALYTICS_WORKSPACE_ID,
       subscriptionId: c.SVC_SUBSCRIPTION_ID,
       metrics: c.SVC_METRICS_ENDPOINT && c.SVC_METRICS_RESOURCE_ID ? { endpoint: c.SVC_METRICS_ENDPOINT, resourceId: c.SVC_METRICS_RESOURCE_ID } : undefined,
+      healthResourceGroups: c.SVC_HEALTH_RESOURCE_GROUPS,
     };
   });
 }

@@ -12,6 +12,11 @@ import { selfSignedLoopbackCertificate } from "./tls.js";
  * - Azure Monitor metrics: `POST /subscriptions/{id}/metrics:getBatch?…&metricnames=…` (`{resourceids}`
  *   → `{values:[{resourceid, value:[{name, unit, timeseries:[{data:[{timeStamp, average, …}]}]}]}]}`).
  * - ARM subscriptions: `GET /subscriptions/{id}?api-version=…` → `{subscriptionId, displayName, state}`.
+ * - Resource Health (api-version 2022-10-01, paths and fields as in `@azure/arm-resourcehealth`'s
+ *   operation specs): `GET /subscriptions/{id}[/resourceGroups/{rg}]/providers/Microsoft.ResourceHealth/availabilityStatuses`
+ *   (current statuses) and `GET {resourceUri}/providers/Microsoft.ResourceHealth/availabilityStatuses`
+ *   (one resource's history), each `{value:[{id, name, type, location, properties}], nextLink?}`,
+ *   paged `healthPageSize` at a time through an absolute `nextLink`.
  * Every call needs `Authorization: Bearer <token>`.
  */
 export interface FakeAzureApis {
@@ -30,23 +35,35 @@ export interface FakeAzureApis {
   subscriptions: Record<string, { displayName: string; state: string }>;
   /** Points of each metric name the metrics fake knows. */
   metrics: Record<string, { timeStamp: string; average?: number; maximum?: number; total?: number }[]>;
-  requests: { method: string; path: string; authorized: boolean; body: Record<string, unknown> }[];
+  /** Current Resource Health statuses: the resource id and the status's `properties` (`availabilityState`, `summary`, `reasonType`, `context`, …). */
+  healthStatuses: { resourceId: string; properties: Record<string, unknown> }[];
+  /** Resource Health history by resource id (lower case): entries as Azure returns them, newest first. */
+  healthHistory: Record<string, Record<string, unknown>[]>;
+  /** Makes every Resource Health call answer 503. */
+  failResourceHealth: boolean;
+  healthPageSize: number;
+  /** Per-resource metric points by `<resource id lower case>|<metric>`, before `metrics` by name. */
+  resourceMetrics: Record<string, { timeStamp: string; average?: number; maximum?: number; total?: number }[]>;
+  /** Resource ids (lower case) whose metrics batch Azure Monitor refuses with 400 (as it does for a resource outside the endpoint's region). */
+  refuseMetricsFor: string[];
+  requests: { method: string; path: string; query: string; authorized: boolean; body: Record<string, unknown> }[];
   close(): Promise<void>;
 }
 
 export async function startFakeAzureApis(): Promise<FakeAzureApis> {
   const { key, cert } = selfSignedLoopbackCertificate();
-  const fake: Omit<FakeAzureApis, "url" | "close"> = { ca: cert, token: "fake-azure-token", workspaceId: "00000000-0000-4000-8000-00000000beef", logRows: [], resources: [], resourceGroups: [], truncateResources: false, metrics: {}, subscriptions: {}, requests: [] };
+  const fake: Omit<FakeAzureApis, "url" | "close"> = { ca: cert, token: "fake-azure-token", workspaceId: "00000000-0000-4000-8000-00000000beef", logRows: [], resources: [], resourceGroups: [], truncateResources: false, metrics: {}, subscriptions: {}, healthStatuses: [], healthHistory: {}, failResourceHealth: false, healthPageSize: 2, resourceMetrics: {}, refuseMetricsFor: [], requests: [] };
   const server = https.createServer({ key, cert }, (req, res) => {
     let text = "";
     req.on("data", (c: Buffer) => {
       text += c.toString();
     });
     req.on("end", () => {
-      const url = new URL(req.url ?? "/", "https://127.0.0.1");
+      // Read as a path even when it starts with `//` (which a base-relative parse takes for a host).
+      const url = new URL(`https://127.0.0.1${req.url ?? "/"}`);
       const authorized = req.headers.authorization === `Bearer ${fake.token}`;
       const body = text ? (JSON.parse(text) as Record<string, unknown>) : {};
-      fake.requests.push({ method: req.method ?? "", path: url.pathname, authorized, body });
+      fake.requests.push({ method: req.method ?? "", path: url.pathname, query: url.search, authorized, body });
       const send = (status: number, payload: unknown) => {
         res.writeHead(status, { "Content-Type": "application/json" });
         res.end(JSON.stringify(payload));
@@ -60,7 +77,9 @@ export async function startFakeAzureApis(): Promise<FakeAzureApis> {
       if (req.method === "POST" && url.pathname === "/providers/Microsoft.ResourceGraph/resources" && url.searchParams.get("api-version")) {
         const query = String(body.query ?? "");
         const options = (body.options ?? {}) as { $top?: number; $skipToken?: string };
-        const all = query.startsWith("ResourceContainers") ? fake.resourceGroups : fake.resources;
+        // The health metrics' query lists resources of given types (`where type in~ ('a', 'b')`).
+        const types = /where type in~ \(([^)]*)\)/.exec(query)?.[1]?.split(",").map((t) => t.trim().replace(/^'|'$/g, "").toLowerCase());
+        const all = query.startsWith("ResourceContainers") ? fake.resourceGroups : types ? fake.resources.filter((r) => types.includes(String(r.type).toLowerCase())).map((r) => ({ ...r, type: String(r.type).toLowerCase() })) : fake.resources;
         const start = Number(options.$skipToken ?? 0);
         const top = options.$top ?? 100;
         const data = all.slice(start, start + top);
@@ -70,12 +89,30 @@ export async function startFakeAzureApis(): Promise<FakeAzureApis> {
       }
       if (req.method === "POST" && /^\/subscriptions\/[^/]+\/metrics:getBatch$/.test(url.pathname)) {
         const name = url.searchParams.get("metricnames") ?? "";
-        const points = fake.metrics[name];
         const resourceIds = (body.resourceids ?? []) as string[];
-        const metric = points
-          ? { id: `${resourceIds[0]}/metrics/${name}`, type: "Microsoft.Insights/metrics", name: { value: name, localizedValue: name }, unit: "Percent", timeseries: [{ metadatavalues: [], data: points }] }
-          : { id: "", type: "", name: { value: name }, unit: "Unspecified", errorCode: "MetricNotFound", errorMessage: "no such metric", timeseries: [] };
-        return send(200, { values: resourceIds.map((id) => ({ starttime: url.searchParams.get("starttime"), endtime: url.searchParams.get("endtime"), interval: "PT1M", namespace: url.searchParams.get("metricnamespace"), resourceregion: "eastus", resourceid: id, value: [metric] })) });
+        if (resourceIds.some((id) => fake.refuseMetricsFor.includes(id.toLowerCase()))) return send(400, { error: { code: "BadRequest", message: "The resources are not in the region of this endpoint." } });
+        const metricOf = (id: string) => {
+          const points = fake.resourceMetrics[`${id.toLowerCase()}|${name}`] ?? fake.metrics[name];
+          return points
+            ? { id: `${id}/metrics/${name}`, type: "Microsoft.Insights/metrics", name: { value: name, localizedValue: name }, unit: "Percent", timeseries: [{ metadatavalues: [], data: points }] }
+            : { id: "", type: "", name: { value: name }, unit: "Unspecified", errorCode: "MetricNotFound", errorMessage: "no such metric", timeseries: [] };
+        };
+        return send(200, { values: resourceIds.map((id) => ({ starttime: url.searchParams.get("starttime"), endtime: url.searchParams.get("endtime"), interval: "PT1M", namespace: url.searchParams.get("metricnamespace"), resourceregion: "eastus", resourceid: id, value: [metricOf(id)] })) });
+      }
+      const health = /^(\/subscriptions\/.*)\/providers\/Microsoft\.ResourceHealth\/availabilityStatuses$/i.exec(url.pathname);
+      if (req.method === "GET" && health?.[1] && url.searchParams.get("api-version") === "2022-10-01") {
+        if (fake.failResourceHealth) return send(503, { error: { code: "ServiceUnavailable", message: "Resource Health is unavailable." } });
+        const scope = health[1].toLowerCase();
+        const scopeMatch = /^\/subscriptions\/[^/]+(?:\/resourcegroups\/([^/]+))?$/.exec(scope);
+        const statusOf = (resourceId: string, properties: Record<string, unknown>, name = "current") => ({ id: `${resourceId}/providers/Microsoft.ResourceHealth/availabilityStatuses/${name}`, name, type: "Microsoft.ResourceHealth/AvailabilityStatuses", location: "eastus", properties });
+        const all = scopeMatch
+          ? fake.healthStatuses.filter((s) => s.resourceId.toLowerCase().startsWith(`${scope}/`)).map((s) => statusOf(s.resourceId, s.properties))
+          : (fake.healthHistory[scope] ?? []).map((p, n) => statusOf(health[1] ?? "", p, `h${n}`));
+        if (!scopeMatch && !fake.healthHistory[scope]) return send(404, { error: { code: "ResourceNotFound", message: "The resource has no availability statuses." } });
+        const start = Number(url.searchParams.get("$skiptoken") ?? 0);
+        const next = start + fake.healthPageSize < all.length ? start + fake.healthPageSize : undefined;
+        const nextLink = next === undefined ? undefined : `https://${req.headers.host}${health[1]}/providers/Microsoft.ResourceHealth/availabilityStatuses?api-version=2022-10-01&$skiptoken=${next}`;
+        return send(200, { value: all.slice(start, start + fake.healthPageSize), ...(nextLink ? { nextLink } : {}) });
       }
       const subscription = /^\/subscriptions\/([^/]+)$/.exec(url.pathname);
       if (req.method === "GET" && subscription?.[1] && url.searchParams.get("api-version")) {

@@ -129,7 +129,7 @@ describe("query_subscription_scope over ARM (the real subscriptions SDK against 
     expect(JSON.stringify(result)).not.toContain(SUBSCRIPTION);
     expect(fake.requests.filter((r) => r.path.startsWith("/subscriptions/") && r.method === "GET").at(-1)).toMatchObject({ path: `/subscriptions/${SUBSCRIPTION}`, authorized: true });
     expect(await run(h, "query_subscription_scope subscription=00000000-0000-0000-0000-000000000000")).toMatchObject({ status: "error", error: { type: "invalid_arguments" } });
-    // Health has no provider yet: unavailable, not a guess.
+    // Without its health sources (azure-resource-health.test.ts wires them) health is unavailable, not a guess.
     expect(await run(h, "query_subscription_health")).toMatchObject({ status: "unavailable" });
   });
 });

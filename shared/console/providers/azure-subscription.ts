@@ -5,10 +5,10 @@ import type { SubscriptionProvider } from "./providers.js";
 
 /**
  * The server-configured subscription through ARM (SDK loaded on first use): its display name and
- * state, observed now. Subscription health (resource health, representative metrics) has no
- * provider yet and answers `unavailable`.
+ * state, observed now. Its health is `health` when given (`createSubscriptionHealth` over the
+ * scope's sources) and `unavailable` otherwise.
  */
-export function createArmSubscriptionProvider(options: { subscriptionId: string; credential: TokenCredential; clientOptions?: SubscriptionClientOptionalParams; now?: () => Date }): SubscriptionProvider {
+export function createArmSubscriptionProvider(options: { subscriptionId: string; credential: TokenCredential; clientOptions?: SubscriptionClientOptionalParams; now?: () => Date; health?: SubscriptionProvider["health"] }): SubscriptionProvider {
   let client: Promise<SubscriptionClient> | undefined;
   const now = options.now ?? (() => new Date());
   return {
@@ -18,7 +18,8 @@ export function createArmSubscriptionProvider(options: { subscriptionId: string;
       return { subscription_id: options.subscriptionId, display_name: subscription.displayName ?? "", state: String(subscription.state ?? "Unknown"), observed_at: now().toISOString() };
     },
     async health() {
-      throw new ProviderUnavailableError("the subscription health provider");
+      if (!options.health) throw new ProviderUnavailableError("the subscription health provider");
+      return options.health();
     },
   };
 }

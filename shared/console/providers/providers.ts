@@ -38,7 +38,68 @@ export interface InventoryProvider {
 export interface SubscriptionProvider {
   /** The server-configured subscription (the id is masked by the tool, never by the caller). */
   scope(): Promise<{ subscription_id: string; display_name: string; state: string; observed_at: string }>;
-  health(): Promise<{ findings: { source: string; status: string; summary: string }[]; coverage_gaps: string[]; truncated: boolean; observed_at: string }>;
+  health(): Promise<SubscriptionHealth>;
+}
+
+/** Who caused a health finding, from Resource Health's own attribution; `unknown` when it says nothing. */
+export type HealthCause = "platform" | "customer" | "unknown";
+
+/** One source `query_subscription_health` reads, with its own freshness; a failed or unconfigured one is a coverage gap. */
+export interface HealthSource {
+  source: "resource_graph" | "resource_health" | "metrics";
+  status: "ok" | "failed" | "not_configured";
+  /** When the source answered (absent when it did not). */
+  observed_at?: string;
+  /** How many resources (or resource × metric pairs) it checked. */
+  checked: number;
+  truncated: boolean;
+}
+
+/** The subscription's health (C-093, C-094): findings, cause classification, coverage gaps, freshness, truncation. */
+export interface SubscriptionHealth {
+  findings: { source: string; status: string; summary: string; resource?: string; resource_type?: string; resource_group?: string; cause?: HealthCause }[];
+  /** How many findings there were before the cut to the returned ones. */
+  findings_total?: number;
+  cause_classification?: Record<HealthCause, number>;
+  sources?: HealthSource[];
+  coverage_gaps: string[];
+  truncated: boolean;
+  /** The oldest observation among the sources that answered. */
+  observed_at: string;
+}
+
+/** One resource's current availability status as Resource Health reports it (ids never leave the provider). */
+export interface ResourceHealthStatus {
+  name: string;
+  type: string;
+  resource_group: string;
+  state: string;
+  summary: string;
+  reason_type: string;
+  cause: HealthCause;
+  since?: string;
+}
+
+/** One entry of a resource's health history: an availability-state transition or an annotation (impacting event). */
+export interface ResourceHealthEntry {
+  at: string;
+  kind: "availability_state" | "annotation";
+  state?: string;
+  title: string;
+  summary: string;
+  reason_type: string;
+  category: string;
+  initiator: "customer_initiated" | "status_only" | "platform_initiated";
+}
+
+export interface ResourceHealthProvider {
+  /** Every resource in the configured scope with its current availability status. */
+  current(): Promise<{ statuses: ResourceHealthStatus[]; truncated: boolean; observed_at: string; /** Statuses whose id names no resource of the form this provider reads (reported as a gap). */ unreadable?: number }>;
+  /**
+   * The history entries of one resource of the configured scope (`name` or `<resource group>/<name>`)
+   * inside the window; throws `not_found` when the scope has no such resource.
+   */
+  history(resource: string, window: { start: Date; end: Date }): Promise<{ resource: { name: string; type: string; resource_group: string }; entries: ResourceHealthEntry[]; truncated: boolean; observed_at: string }>;
 }
 
 /** A single-workspace log query (Log Analytics). */
@@ -69,4 +130,6 @@ export interface ConsoleProviders {
   t2Recovery?: SnapshotProvider<Record<string, unknown>>;
   configurationBaseline?: SnapshotProvider<Record<string, unknown>>;
   browserEvidence?: BrowserEvidenceProvider;
+  /** Resource Health of the configured scope: `query_inventory kind=resource_health_history`. */
+  resourceHealth?: ResourceHealthProvider;
 }

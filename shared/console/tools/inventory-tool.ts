@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { InventoryRecord, InventorySnapshot } from "../providers/providers.js";
 import type { ConsoleToolDependencies } from "./dependencies.js";
+import { resourceHealthHistory } from "./resource-health-history.js";
 import { boundedText, defineTool, requireProvider, type Tool, ToolError } from "./tool.js";
 
 /** Query rule 1: at most this many records, after sorting. */
@@ -24,7 +25,7 @@ const inventoryText = z
   .pipe(boundedText(INVENTORY_TEXT_MAX));
 
 const argsSchema = z.strictObject({
-  kind: z.enum(["list", "count", "summary", "scope_counts", "scheduled_shutdown"]).default("list"),
+  kind: z.enum(["list", "count", "summary", "scope_counts", "scheduled_shutdown", "resource_health_history"]).default("list"),
   resource_type: boundedText(100).optional(),
   /** Name text to match (contains, case-insensitive). */
   filter: inventoryText.optional(),
@@ -34,6 +35,8 @@ const argsSchema = z.strictObject({
   group_by: z.enum(["state", "type", "location"]).optional(),
   /** 1-based position in the sorted list (an ordinal follow-up). */
   ordinal: z.coerce.number().int().min(1).max(INVENTORY_RECORD_LIMIT).optional(),
+  /** `kind=resource_health_history` only: the interval, clamped to 24 hours (query rule 8). */
+  window: boundedText(40).optional(),
 });
 
 /** Minutes after local midnight of `at` in `timeZone`; throws on an unknown time zone. */
@@ -78,13 +81,16 @@ export function inventoryTool(deps: ConsoleToolDependencies, options: { serverTi
     descriptor: {
       name: "query_inventory",
       description: "Answers counts, lists, types, locations, resource groups, names, states and relations from the server-owned inventory.",
-      argument_hint: "query_inventory [kind=list|count|summary|scope_counts|scheduled_shutdown] [resource_type=<t>] [filter=<text>] [state=<s>] [group_by=state|type|location] [ordinal=1..40]",
+      argument_hint: "query_inventory [kind=list|count|summary|scope_counts|scheduled_shutdown|resource_health_history] [resource_type=<t>] [filter=<text>] [state=<s>] [group_by=state|type|location] [ordinal=1..40] [window=24h (resource_health_history, filter=<name>)]",
       rbac_floor: "Reader",
       side_effect_class: "read",
       failure_modes: ["invalid_arguments", "unavailable"],
     },
     args: argsSchema,
     async run(args, context) {
+      // Query rule 8 reads Resource Health, not the inventory snapshot.
+      if (args.kind !== "resource_health_history" && args.window !== undefined) throw new ToolError("invalid_arguments", "window applies to kind=resource_health_history only");
+      if (args.kind === "resource_health_history") return resourceHealthHistory(deps.providers.resourceHealth, { resource: args.filter, window: args.window, now: context.now() });
       const provider = requireProvider(deps.providers.inventory, "the inventory provider");
       let snapshot: InventorySnapshot;
       try {
