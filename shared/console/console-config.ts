@@ -61,6 +61,12 @@ const consoleEnvSchema = z
   SVC_METRICS_RESOURCE_ID: z.string().regex(/^\/subscriptions\/[0-9a-f-]{36}\/resourceGroups\/[^/]+\/providers\/.+$/i, "must be an Azure resource id").optional(),
   /** Where the rule and action-type catalogs live (default `config/` of the app root). */
   SVC_CATALOG_DIR: z.string().min(1).optional(),
+  /** The AKS managed cluster whose readiness and configuration the snapshots observe (its resource id). */
+  SVC_AKS_CLUSTER_ID: z.string().regex(/^\/subscriptions\/[0-9a-f-]{36}\/resourceGroups\/[^/]+\/providers\/Microsoft\.ContainerService\/managedClusters\/[^/]+$/i, "must be a managed cluster's resource id").optional(),
+  /** The BLAST agent pool of that cluster. */
+  SVC_AKS_NODE_POOL: z.string().regex(/^[a-z][a-z0-9]{0,11}$/, "must be an agent pool name").default("blast"),
+  /** A kubeconfig of the cluster the BLAST nodes run on (the local stack sets it with BLASTPLANE_EXECUTOR=kubernetes). */
+  SVC_KUBECONFIG: z.string().min(1).optional(),
   })
   .refine((c) => (c.SVC_METRICS_ENDPOINT === undefined) === (c.SVC_METRICS_RESOURCE_ID === undefined), {
     message: "set both or neither",
@@ -86,6 +92,8 @@ export interface ConsoleConfig {
   readonly subscriptionId: string | undefined;
   /** Both set or neither (refused at load otherwise). */
   readonly metrics: { readonly endpoint: string; readonly resourceId: string } | undefined;
+  /** What the readiness and configuration snapshots observe; unset parts are coverage gaps. */
+  readonly snapshots: { readonly aksClusterId: string | undefined; readonly aksNodePool: string; readonly kubeconfig: string | undefined };
 }
 
 /** Reads the console's `SVC_*` settings; a bad one stops start-up naming it. */
@@ -103,5 +111,6 @@ export function loadConsoleConfig(env: Env = process.env): ConsoleConfig {
     logAnalyticsWorkspaceId: c.SVC_LOG_ANALYTICS_WORKSPACE_ID,
     subscriptionId: c.SVC_SUBSCRIPTION_ID,
     metrics: c.SVC_METRICS_ENDPOINT && c.SVC_METRICS_RESOURCE_ID ? { endpoint: c.SVC_METRICS_ENDPOINT, resourceId: c.SVC_METRICS_RESOURCE_ID } : undefined,
+    snapshots: { aksClusterId: c.SVC_AKS_CLUSTER_ID, aksNodePool: c.SVC_AKS_NODE_POOL, kubeconfig: c.SVC_KUBECONFIG },
   }));
 }

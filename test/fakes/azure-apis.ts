@@ -12,6 +12,8 @@ import { selfSignedLoopbackCertificate } from "./tls.js";
  * - Azure Monitor metrics: `POST /subscriptions/{id}/metrics:getBatch?…&metricnames=…` (`{resourceids}`
  *   → `{values:[{resourceid, value:[{name, unit, timeseries:[{data:[{timeStamp, average, …}]}]}]}]}`).
  * - ARM subscriptions: `GET /subscriptions/{id}?api-version=…` → `{subscriptionId, displayName, state}`.
+ * - AKS: `GET /subscriptions/{s}/resourceGroups/{rg}/providers/Microsoft.ContainerService/managedClusters/{name}?api-version=…`
+ *   → `{id, name, location, properties}` (ARM's envelope), or 403 `AuthorizationFailed` for a path in `forbiddenPaths`.
  * Every call needs `Authorization: Bearer <token>`.
  */
 export interface FakeAzureApis {
@@ -30,13 +32,17 @@ export interface FakeAzureApis {
   subscriptions: Record<string, { displayName: string; state: string }>;
   /** Points of each metric name the metrics fake knows. */
   metrics: Record<string, { timeStamp: string; average?: number; maximum?: number; total?: number }[]>;
+  /** AKS managed clusters' `properties`, by resource id (lower case). */
+  managedClusters: Record<string, Record<string, unknown>>;
+  /** Resource paths (lower case) ARM refuses with 403 AuthorizationFailed, as for an identity without a role there. */
+  forbiddenPaths: string[];
   requests: { method: string; path: string; authorized: boolean; body: Record<string, unknown> }[];
   close(): Promise<void>;
 }
 
 export async function startFakeAzureApis(): Promise<FakeAzureApis> {
   const { key, cert } = selfSignedLoopbackCertificate();
-  const fake: Omit<FakeAzureApis, "url" | "close"> = { ca: cert, token: "fake-azure-token", workspaceId: "00000000-0000-4000-8000-00000000beef", logRows: [], resources: [], resourceGroups: [], truncateResources: false, metrics: {}, subscriptions: {}, requests: [] };
+  const fake: Omit<FakeAzureApis, "url" | "close"> = { ca: cert, token: "fake-azure-token", workspaceId: "00000000-0000-4000-8000-00000000beef", logRows: [], resources: [], resourceGroups: [], truncateResources: false, metrics: {}, subscriptions: {}, managedClusters: {}, forbiddenPaths: [], requests: [] };
   const server = https.createServer({ key, cert }, (req, res) => {
     let text = "";
     req.on("data", (c: Buffer) => {
@@ -76,6 +82,14 @@ export async function startFakeAzureApis(): Promise<FakeAzureApis> {
           ? { id: `${resourceIds[0]}/metrics/${name}`, type: "Microsoft.Insights/metrics", name: { value: name, localizedValue: name }, unit: "Percent", timeseries: [{ metadatavalues: [], data: points }] }
           : { id: "", type: "", name: { value: name }, unit: "Unspecified", errorCode: "MetricNotFound", errorMessage: "no such metric", timeseries: [] };
         return send(200, { values: resourceIds.map((id) => ({ starttime: url.searchParams.get("starttime"), endtime: url.searchParams.get("endtime"), interval: "PT1M", namespace: url.searchParams.get("metricnamespace"), resourceregion: "eastus", resourceid: id, value: [metric] })) });
+      }
+      const clusterPath = url.pathname.toLowerCase();
+      if (req.method === "GET" && /^\/subscriptions\/[^/]+\/resourcegroups\/[^/]+\/providers\/microsoft\.containerservice\/managedclusters\/[^/]+$/.test(clusterPath) && url.searchParams.get("api-version")) {
+        if (fake.forbiddenPaths.includes(clusterPath))
+          return send(403, { error: { code: "AuthorizationFailed", message: `The client 'mi' with object id 'oid' does not have authorization to perform action 'Microsoft.ContainerService/managedClusters/read' over scope '${url.pathname}' or the scope is invalid.` } });
+        const properties = fake.managedClusters[clusterPath];
+        if (!properties) return send(404, { error: { code: "ResourceNotFound", message: "The Resource was not found." } });
+        return send(200, { id: url.pathname, name: url.pathname.split("/").at(-1), type: "Microsoft.ContainerService/ManagedClusters", location: "eastus", properties });
       }
       const subscription = /^\/subscriptions\/([^/]+)$/.exec(url.pathname);
       if (req.method === "GET" && subscription?.[1] && url.searchParams.get("api-version")) {
