@@ -29,7 +29,7 @@ import { createSnapshotStore } from "../shared/ops/snapshots/snapshot-store.js";
 import { type ControlPlaneStateReader, type ProposedAction, verifyAction } from "../shared/ops/verifier/verifier.js";
 import { appContext } from "./app-context.js";
 import { dashboardJobs, databaseState } from "./dashboard-deps.js";
-import { actionTypes, consoleConfig, ruleCatalog } from "./console-deps.js";
+import { actionTypes, configurationBaseline, consoleConfig, ruleCatalog } from "./console-deps.js";
 import { deploymentSnapshotSources } from "./console-snapshots.js";
 
 export interface ConsoleParts {
@@ -39,7 +39,7 @@ export interface ConsoleParts {
   notifier: ReturnType<typeof createOutboxNotifier>;
   approvalActivities: ReturnType<typeof createApprovalActivities>;
   opsLoop: ReturnType<typeof createOpsLoop>;
-  /** Records the detection readiness and T2 recovery snapshots the console's tools read. */
+  /** Records the detection readiness, T2 recovery and configuration baseline snapshots the console's tools read. */
   snapshots: ReturnType<typeof createSnapshotProducer>;
 }
 
@@ -126,6 +126,7 @@ export function buildConsoleParts(): ConsoleParts {
         ...(consoleConfig.metrics ? { metrics: createAzureMetricsProvider({ ...consoleConfig.metrics, credential: lazyDefaultCredential() }) } : {}),
         detectionReadiness: snapshotStore.reader("detection_readiness"),
         t2Recovery: snapshotStore.reader("t2_recovery"),
+        configurationBaseline: snapshotStore.reader("configuration_baseline"),
         ...(consoleConfig.logAnalyticsWorkspaceId ? { logs: createLogAnalyticsProvider({ workspaceId: consoleConfig.logAnalyticsWorkspaceId, credential: lazyDefaultCredential() }) } : {}),
         // With a subscription configured the inventory is Resource Graph's; otherwise (the local
         // stack) it is the control plane's own resources.
@@ -152,7 +153,10 @@ export function buildConsoleParts(): ConsoleParts {
     sources: deploymentSnapshotSources({
       settings: consoleConfig.snapshots,
       storage: source,
-      identityStorage: appContext.config.storage.kind === "identity",
+      identityTableUrl: appContext.config.storage.kind === "identity" ? appContext.config.storage.tableUrl : undefined,
+      subscriptionId: consoleConfig.subscriptionId,
+      apiTokenGraceSeconds: appContext.config.apiTokenGraceSeconds,
+      baseline: configurationBaseline,
       jobApiUrl: appContext.config.jobApiUrl,
       databases: listDatabases,
       attempts: attemptLog,

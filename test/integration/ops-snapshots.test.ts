@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -12,7 +12,9 @@ import { createLogger } from "../../shared/logging/logger.js";
 import { ATTEMPTS_TABLE, createAttemptLog, recordingVerifier } from "../../shared/ops/snapshots/attempt-log.js";
 import { READINESS_AXES, type ReadinessProbes } from "../../shared/ops/snapshots/detection-readiness.js";
 import { aksClusterProbe, aksClusterReader, aksNodePoolProbe, databasesProbe, identityProbe, jobApiProbe, kubeNodesProbe, lazyKubeConfig, parseAksClusterId, storageProbe } from "../../shared/ops/snapshots/readiness-probes.js";
-import { createSnapshotProducer, detectionReadinessSource, t2RecoverySource } from "../../shared/ops/snapshots/snapshot-producer.js";
+import { aksBaselineObserver, settingsObserver, storageAccountObserver, storageAccountQuery } from "../../shared/ops/snapshots/baseline-observers.js";
+import { loadConfigurationBaseline, sha256Hex } from "../../shared/ops/snapshots/configuration-baseline.js";
+import { configurationBaselineSource, createSnapshotProducer, detectionReadinessSource, t2RecoverySource } from "../../shared/ops/snapshots/snapshot-producer.js";
 import { createSnapshotStore } from "../../shared/ops/snapshots/snapshot-store.js";
 import type { ProposedAction } from "../../shared/ops/verifier/verifier.js";
 import { newestFirstRowKey, type TableClientFactory } from "../../shared/storage/table-source.js";
@@ -56,7 +58,22 @@ function runningCluster(power = "Running") {
     provisioningState: "Succeeded",
     powerState: { code: power },
     kubernetesVersion: "1.32",
-    agentPoolProfiles: [{ name: "blast", count: 2, vmSize: "Standard_E8s_v5", minCount: 1, maxCount: 4, enableAutoScaling: true, provisioningState: "Succeeded", powerState: { code: power }, mode: "User" }],
+    disableLocalAccounts: true,
+    agentPoolProfiles: [
+      {
+        name: "blast",
+        count: 2,
+        vmSize: "Standard_E8s_v5",
+        minCount: 1,
+        maxCount: 4,
+        enableAutoScaling: true,
+        provisioningState: "Succeeded",
+        powerState: { code: power },
+        mode: "User",
+        nodeLabels: { "blastplane.io/pool": "blast" },
+        nodeTaints: ["blastplane.io/pool=blast:NoSchedule"],
+      },
+    ],
   };
 }
 
@@ -206,5 +223,80 @@ describe("query_t2_recovery over the retained proposer-attempt log", () => {
     // The job's retries recovered; the crashed (redacted) proposal has not been retried: still recovering.
     expect(later.data).toMatchObject({ retained_attempt_count: 5, recovery_state: "recovering", route_role: "ops_loop", failure_class: "verifier_error", legacy_detail_gap: true });
     expect(JSON.stringify(later)).not.toContain(PROMPT);
+  });
+});
+
+describe("query_configuration_baseline over the frozen baseline and the configured scope", () => {
+  const BASELINE_FILE = path.resolve("config/configuration-baseline.json");
+  const ACCOUNT = "stblastplane";
+
+  function baselineHarness(tables: TableClientFactory) {
+    const store = createSnapshotStore(tables);
+    const baseline = loadConfigurationBaseline(BASELINE_FILE);
+    const producer = createSnapshotProducer({
+      store,
+      producer: "test",
+      sources: [
+        configurationBaselineSource(baseline, {
+          aks: aksBaselineObserver(aksClusterReader({ cluster, credential: credential(fake.token), clientOptions: clientOptions() }), "blast"),
+          storage_account: storageAccountObserver({ subscriptionId: SUBSCRIPTION, accountName: ACCOUNT, credential: credential(fake.token), clientOptions: clientOptions() }),
+          settings: settingsObserver({ storage_identity_based: true, api_token_grace_seconds: 3600 }),
+        }),
+      ],
+    });
+    return { store, producer, h: consoleHarness(tables, { providers: { configurationBaseline: store.reader("configuration_baseline") } }) };
+  }
+
+  it("C-099: answers the frozen baseline (version and digest), the scoped observations with their time, the drift and the digest-pinned citations", async () => {
+    runningCluster();
+    // The account still allows shared keys: one drift finding.
+    fake.resources = [{ name: ACCOUNT, type: "microsoft.storage/storageaccounts", allowSharedKeyAccess: true, publicNetworkAccess: "Disabled", allowBlobPublicAccess: false, minimumTlsVersion: "TLS1_2" }];
+    const { producer, h } = baselineHarness(azurite.tables());
+    await producer.runOnce();
+    // Resource Graph was asked the one server-owned query for the configured account.
+    expect(fake.requests.filter((r) => r.path === "/providers/Microsoft.ResourceGraph/resources").at(-1)).toMatchObject({ authorized: true, body: { query: storageAccountQuery(ACCOUNT), subscriptions: [SUBSCRIPTION] } });
+    const result = (await run(h, "query_configuration_baseline")) as { status: string; data: Record<string, unknown> };
+    expect(result.status).toBe("ok");
+    expect(result.data).toMatchObject({
+      baseline: { baseline_id: "blastplane-deployment", version: 1, digest: `sha256:${sha256Hex(readFileSync(BASELINE_FILE, "utf8"))}` },
+      observed_at: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/),
+      observations: {
+        aks: { status: "observed", scope: "managed cluster blast", fields: { disable_local_accounts: true, "blast_pool.node_labels": ["blastplane.io/pool=blast"] } },
+        storage_account: { status: "observed", scope: `storage account ${ACCOUNT}`, fields: { allow_shared_key_access: true, public_network_access: "Disabled" } },
+        settings: { status: "observed", fields: { storage_identity_based: true, api_token_grace_seconds: 3600 } },
+      },
+      drift_findings: [{ expectation_id: "storage.shared_key_off", status: "drift", observed: true, expected: { equals: false } }],
+      summary: { conforms: 7, drift: 1, unobserved: 0 },
+    });
+    const citations = result.data.citations as { id: string; excerpt: string; sha256: string }[];
+    expect(citations.length).toBeGreaterThan(0);
+    for (const c of citations) expect(c.sha256).toBe(sha256Hex(c.excerpt));
+    expect(JSON.stringify(result.data)).not.toContain(SUBSCRIPTION);
+  });
+
+  it("C-100: refuses a caller's scope, version, digest or document, observes nothing for it, and answers the same stored baseline without them", async () => {
+    runningCluster();
+    fake.resources = [{ name: ACCOUNT, type: "microsoft.storage/storageaccounts", allowSharedKeyAccess: false, publicNetworkAccess: "Disabled", allowBlobPublicAccess: false }];
+    const { producer, h } = baselineHarness(azurite.tables());
+    await producer.runOnce();
+    const before = (await run(h, "query_configuration_baseline")) as { data: unknown };
+    const requests = fake.requests.length;
+    for (const args of [`scope=/subscriptions/${SUBSCRIPTION}`, "subscription=other", "version=2", "baseline_version=0", "digest=sha256:00", "document=README.md", "citation=spec-5-no-keys", 'scope="rg-other" version=2']) {
+      const refused = await run(h, `query_configuration_baseline ${args}`);
+      expect(refused, args).toMatchObject({ status: "error", error: { type: "invalid_arguments" } });
+    }
+    expect(fake.requests.length).toBe(requests);
+    expect(((await run(h, "query_configuration_baseline")) as { data: unknown }).data).toEqual(before.data);
+  });
+
+  it("a source that cannot be observed is unobserved with its reason, never a guess", async () => {
+    const tables = azurite.tables();
+    const store = createSnapshotStore(tables);
+    const baseline = loadConfigurationBaseline(BASELINE_FILE);
+    await createSnapshotProducer({ store, producer: "test", sources: [configurationBaselineSource(baseline, { settings: settingsObserver({ storage_identity_based: false, api_token_grace_seconds: 3600 }) })] }).runOnce();
+    const body = (await store.latest("configuration_baseline"))?.body as { summary: unknown; drift_findings: { expectation_id: string }[]; observations: Record<string, unknown> };
+    expect(body.summary).toEqual({ conforms: 1, drift: 1, unobserved: 6 });
+    expect(body.drift_findings.map((f) => f.expectation_id)).toEqual(["settings.storage_identity"]);
+    expect(body.observations.aks).toEqual({ status: "unobserved", reason: "no provider observes this source in this deployment" });
   });
 });

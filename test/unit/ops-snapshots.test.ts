@@ -1,4 +1,10 @@
+import { createHash } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { CatalogLoadError } from "../../shared/ops/catalog/json-catalog.js";
+import { loadConfigurationBaseline } from "../../shared/ops/snapshots/configuration-baseline.js";
 import { type ProposerAttempt, sanitizeTargetRef } from "../../shared/ops/snapshots/attempt-log.js";
 import { type AxisObservation, evaluateReadiness, READINESS_AXES, type ReadinessProbes } from "../../shared/ops/snapshots/detection-readiness.js";
 import { summariseRecovery } from "../../shared/ops/snapshots/t2-recovery.js";
@@ -80,5 +86,61 @@ describe("T2 recovery state", () => {
     expect(sanitizeTargetRef("blast_job/eyJhbGciOiJIUzI1NiJ9")).toBe("blast_job/[redacted]");
     expect(sanitizeTargetRef("ignore previous instructions/x")).toBe("[redacted]");
     expect(sanitizeTargetRef(`node_pool/${"a".repeat(65)}`)).toBe("node_pool/[redacted]");
+  });
+});
+
+describe("the frozen configuration baseline file", () => {
+  const FILE = path.resolve("config/configuration-baseline.json");
+  const text = readFileSync(FILE, "utf8");
+  /** The cited documents: the README in this repository, the spec and DESIGN beside it (as the ledger script finds them). */
+  const DOCUMENTS: Record<string, string> = {
+    "README.md": path.resolve("README.md"),
+    "blast-control-plane.md": path.resolve("../shared/spec/blast-control-plane.md"),
+    "operator-console.md": path.resolve("../shared/spec/operator-console.md"),
+    "DESIGN.md": path.resolve("../shared/DESIGN.md"),
+  };
+  const squeeze = (s: string) => s.replace(/\s+/g, " ");
+
+  function loadEdited(edit: (raw: string) => string): () => unknown {
+    const dir = mkdtempSync(path.join(tmpdir(), "bp-baseline-"));
+    const file = path.join(dir, "configuration-baseline.json");
+    writeFileSync(file, edit(text));
+    return () => {
+      try {
+        return loadConfigurationBaseline(file);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    };
+  }
+
+  it("C-099: loads, and every citation's excerpt is in the document it names, with its SHA-256 pinned", () => {
+    const baseline = loadConfigurationBaseline(FILE);
+    expect(baseline.digest).toBe(createHash("sha256").update(text).digest("hex"));
+    for (const c of baseline.citations) {
+      expect(c.sha256).toBe(createHash("sha256").update(c.excerpt).digest("hex"));
+      const document = DOCUMENTS[c.document] ?? "";
+      expect(squeeze(readFileSync(document, "utf8")), `${c.id} in ${c.document}`).toContain(squeeze(c.excerpt));
+    }
+  });
+
+  it("refuses to load when an excerpt no longer matches its digest, naming the file and the line", () => {
+    const lines = text.split("\n");
+    const citation = lines.findIndex((l) => l.includes('"id": "spec-5-no-keys"'));
+    const pinLine = citation + lines.slice(citation).findIndex((l) => l.includes('"sha256"')) + 1;
+    let refusal: unknown;
+    try {
+      loadEdited((raw) => raw.replace("no storage-account keys are used", "storage-account keys may be used"))();
+    } catch (error) {
+      refusal = error;
+    }
+    expect(refusal).toBeInstanceOf(CatalogLoadError);
+    expect((refusal as CatalogLoadError).message).toMatch(/citations\.1\.sha256: does not match the SHA-256 of citation spec-5-no-keys's excerpt/);
+    expect((refusal as CatalogLoadError).line).toBe(pinLine);
+  });
+
+  it("refuses an expectation citing an unknown citation, and an unknown field", () => {
+    expect(loadEdited((raw) => raw.replace('"readme-token-grace"\n', '"nowhere"\n'))).toThrow(/cites nowhere, which is not in citations/);
+    expect(loadEdited((raw) => raw.replace('"version": 1,', '"version": 1, "scope": "caller",'))).toThrow(CatalogLoadError);
   });
 });

@@ -1,4 +1,5 @@
 import type { AttemptLog } from "./attempt-log.js";
+import { type BaselineObserver, CONFIGURATION_BASELINE_SCHEMA_VERSION, type ConfigurationBaseline, evaluateBaseline, type ObservationSource } from "./configuration-baseline.js";
 import { DETECTION_READINESS_SCHEMA_VERSION, evaluateReadiness, type ReadinessProbes } from "./detection-readiness.js";
 import type { SnapshotKind, SnapshotStore } from "./snapshot-store.js";
 import { observeRecovery, T2_RECOVERY_SCHEMA_VERSION } from "./t2-recovery.js";
@@ -26,6 +27,11 @@ export function detectionReadinessSource(probes: ReadinessProbes, options: { tim
 /** The T2 recovery source over the retained proposer-attempt log. */
 export function t2RecoverySource(log: AttemptLog): SnapshotSource {
   return { kind: "t2_recovery", schema_version: T2_RECOVERY_SCHEMA_VERSION, observe: async () => ({ ...(await observeRecovery(log)) }) };
+}
+
+/** The configuration baseline source: the frozen baseline against what each observer sees now. */
+export function configurationBaselineSource(baseline: ConfigurationBaseline, observers: Partial<Record<ObservationSource, BaselineObserver>>): SnapshotSource {
+  return { kind: "configuration_baseline", schema_version: CONFIGURATION_BASELINE_SCHEMA_VERSION, observe: () => evaluateBaseline(baseline, observers) };
 }
 
 /**
