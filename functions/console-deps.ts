@@ -9,6 +9,7 @@ import { loadConsoleConfig } from "../shared/console/console-config.js";
 import { loadHealthMetricSet } from "../shared/console/providers/health-metrics.js";
 import { catalogPath, loadActionTypes } from "../shared/ops/actions/action-types.js";
 import { loadRuleCatalog } from "../shared/ops/rules/rule-catalog.js";
+import { loadConfigurationBaseline } from "../shared/ops/snapshots/configuration-baseline.js";
 import type { ConsoleParts } from "./console-parts.js";
 
 export const consoleConfig = loadConsoleConfig(process.env);
@@ -17,6 +18,8 @@ export const actionTypes = loadActionTypes(catalogPath("action-types.json", cata
 export const ruleCatalog = loadRuleCatalog(actionTypes, catalogPath("ops-rules.json", catalogDir));
 /** The representative metrics of `query_subscription_health`, validated at start like the catalogs. */
 export const healthMetricSet = loadHealthMetricSet(catalogPath("health-metrics.json", catalogDir));
+/** The frozen configuration baseline; a citation whose digest does not match stops start-up like a bad catalog. */
+export const configurationBaseline = loadConfigurationBaseline(catalogPath("configuration-baseline.json", catalogDir));
 
 let parts: Promise<ConsoleParts> | undefined;
 

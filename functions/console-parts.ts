@@ -28,10 +28,14 @@ import { createFileDatabaseCatalog } from "../shared/databases/database-catalog.
 import { ActionNotSupportedError, type ActionExecutor } from "../shared/ops/actions/action-executor.js";
 import { createKillSwitch } from "../shared/ops/kill-switch.js";
 import { createOpsLoop } from "../shared/ops/ops-loop.js";
+import { createAttemptLog, recordingVerifier, type RouteRole } from "../shared/ops/snapshots/attempt-log.js";
+import { createSnapshotProducer } from "../shared/ops/snapshots/snapshot-producer.js";
+import { createSnapshotStore } from "../shared/ops/snapshots/snapshot-store.js";
 import { type ControlPlaneStateReader, type ProposedAction, verifyAction } from "../shared/ops/verifier/verifier.js";
 import { appContext } from "./app-context.js";
 import { dashboardJobs, databaseState } from "./dashboard-deps.js";
-import { actionTypes, consoleConfig, healthMetricSet, ruleCatalog } from "./console-deps.js";
+import { actionTypes, configurationBaseline, consoleConfig, healthMetricSet, ruleCatalog } from "./console-deps.js";
+import { deploymentSnapshotSources } from "./console-snapshots.js";
 
 export interface ConsoleParts {
   registry: ToolRegistry;
@@ -40,6 +44,8 @@ export interface ConsoleParts {
   notifier: ReturnType<typeof createOutboxNotifier>;
   approvalActivities: ReturnType<typeof createApprovalActivities>;
   opsLoop: ReturnType<typeof createOpsLoop>;
+  /** Records the detection readiness, T2 recovery and configuration baseline snapshots the console's tools read. */
+  snapshots: ReturnType<typeof createSnapshotProducer>;
 }
 
 /** The control plane's current state as the verifier reads it; what has no provider here is unobserved. */
@@ -86,6 +92,10 @@ export function buildConsoleParts(): ConsoleParts {
   const killSwitch = createKillSwitch(source, { onChange: createKillSwitchAnnouncer({ store: approvalStore, notifier, audit: appContext.audit, recipients: operators }) });
   const reader = stateReader(killSwitch);
   const verify = (action: ProposedAction) => verifyAction(action, actionTypes, reader);
+  // Every route to the verifier records its attempts (sanitized) for query_t2_recovery.
+  const attemptLog = createAttemptLog(source);
+  const verifyAs = (route_role: RouteRole) => recordingVerifier(verify, attemptLog, { route_role, catalog: actionTypes, onRecordError: (error) => appContext.logger.warn("a proposer attempt was not recorded", { route_role, error: error instanceof Error ? error.name : "unknown" }) });
+  const snapshotStore = createSnapshotStore(source);
   const executor: ActionExecutor = {
     async execute(action, context) {
       // The kill switch is the one action type this deployment carries out from the console so far.
@@ -100,7 +110,7 @@ export function buildConsoleParts(): ConsoleParts {
     store: approvalStore,
     audit: appContext.audit,
     notifier,
-    verify,
+    verify: verifyAs("approval"),
     executor,
     killSwitch,
     approvers: consoleConfig.approvers,
@@ -109,13 +119,24 @@ export function buildConsoleParts(): ConsoleParts {
     loadPolicy: consoleConfig.loadPolicy,
   });
   const databasesDir = appContext.config.databasesDir;
+  async function listDatabases() {
+    if (!databasesDir) return [];
+    const entries = await createFileDatabaseCatalog(databasesDir).list();
+    return Promise.all(
+      entries.map(async (e) => {
+        const state = await databaseState().get(e.manifest.name);
+        return { name: e.manifest.name, version: e.manifest.version, warm_state: state.warm_state, update_available: state.update_available };
+      }),
+    );
+  }
   const registry = createConsoleToolRegistry(
     {
       events: appContext.events,
       audit: appContext.audit,
       rules: ruleCatalog,
       actions: actionTypes,
-      verify,
+      // A tool's own verifier call (run_runbook, simulate_change) is recorded under the runbook route.
+      verify: verifyAs("runbook"),
       approvals,
       approvalStore,
       usage: createUsageLedger(source),
@@ -125,21 +146,15 @@ export function buildConsoleParts(): ConsoleParts {
       incidentWindowMs: consoleConfig.incidentWindowMs,
       providers: {
         ...(consoleConfig.metrics ? { metrics: createAzureMetricsProvider({ ...consoleConfig.metrics, credential: lazyDefaultCredential() }) } : {}),
+        detectionReadiness: snapshotStore.reader("detection_readiness"),
+        t2Recovery: snapshotStore.reader("t2_recovery"),
+        configurationBaseline: snapshotStore.reader("configuration_baseline"),
         ...(consoleConfig.logAnalyticsWorkspaceId ? { logs: createLogAnalyticsProvider({ workspaceId: consoleConfig.logAnalyticsWorkspaceId, credential: lazyDefaultCredential() }) } : {}),
         // With a subscription configured the inventory is Resource Graph's (below); otherwise (the
         // local stack) it is the control plane's own resources.
         inventory: createLocalInventoryProvider({
           location: "local",
-          async databases() {
-            if (!databasesDir) return [];
-            const entries = await createFileDatabaseCatalog(databasesDir).list();
-            return Promise.all(
-              entries.map(async (e) => {
-                const state = await databaseState().get(e.manifest.name);
-                return { name: e.manifest.name, version: e.manifest.version, warm_state: state.warm_state, update_available: state.update_available };
-              }),
-            );
-          },
+          databases: listDatabases,
           async jobs() {
             const { jobs } = await dashboardJobs().list({ page: 1, pageSize: 200 });
             return jobs.map((j) => ({ job_id: j.job_id, status: j.status, db: j.db, title: j.title }));
@@ -150,8 +165,23 @@ export function buildConsoleParts(): ConsoleParts {
     },
     { serverTimeZone: consoleConfig.serverTimeZone },
   );
-  const coordinator = createCoordinator({ registry, audit: appContext.audit, approvals, verify });
+  const coordinator = createCoordinator({ registry, audit: appContext.audit, approvals, verify: verifyAs("coordinator") });
   const approvalActivities = createApprovalActivities({ approvals, store: approvalStore, loadPolicy: consoleConfig.loadPolicy });
-  const opsLoop = createOpsLoop({ events: appContext.events, audit: appContext.audit, rules: ruleCatalog, actions: actionTypes, verify, claims: source, incidentWindowMs: consoleConfig.incidentWindowMs });
-  return { registry, coordinator, approvals, notifier, approvalActivities, opsLoop };
+  const opsLoop = createOpsLoop({ events: appContext.events, audit: appContext.audit, rules: ruleCatalog, actions: actionTypes, verify: verifyAs("ops_loop"), claims: source, incidentWindowMs: consoleConfig.incidentWindowMs });
+  const snapshots = createSnapshotProducer({
+    store: snapshotStore,
+    producer: "ops_loop",
+    sources: deploymentSnapshotSources({
+      settings: consoleConfig.snapshots,
+      storage: source,
+      identityTableUrl: appContext.config.storage.kind === "identity" ? appContext.config.storage.tableUrl : undefined,
+      subscriptionId: consoleConfig.subscriptionId,
+      apiTokenGraceSeconds: appContext.config.apiTokenGraceSeconds,
+      baseline: configurationBaseline,
+      jobApiUrl: appContext.config.jobApiUrl,
+      databases: listDatabases,
+      attempts: attemptLog,
+    }),
+  });
+  return { registry, coordinator, approvals, notifier, approvalActivities, opsLoop, snapshots };
 }

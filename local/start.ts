@@ -151,6 +151,8 @@ async function main(): Promise<void> {
     process.env.JOBAPI_URL = jobApi.url;
     process.env.SECRETS_DIR = path.join(jobApiDir, "secrets");
     process.env.DATABASES_DIR = databasesDir;
+    // The console's readiness snapshot observes the local cluster's API and BLAST nodes.
+    if (kubeconfig) process.env.SVC_KUBECONFIG ||= kubeconfig;
 
     let clientInput: DurableClientInputData | undefined;
     const host = new LocalFunctionsHost({

@@ -61,6 +61,12 @@ const consoleEnvSchema = z
     .transform((s) => s.split(",").map((x) => x.trim()).filter(Boolean))
     .pipe(z.array(z.string().regex(/^[-\w._()]{1,90}$/, "resource group names are letters, digits, '-', '_', '.', '(' or ')'")).max(20))
     .default([]),
+  /** The AKS managed cluster whose readiness and configuration the snapshots observe (its resource id). */
+  SVC_AKS_CLUSTER_ID: z.string().regex(/^\/subscriptions\/[0-9a-f-]{36}\/resourceGroups\/[^/]+\/providers\/Microsoft\.ContainerService\/managedClusters\/[^/]+$/i, "must be a managed cluster's resource id").optional(),
+  /** The BLAST agent pool of that cluster. */
+  SVC_AKS_NODE_POOL: z.string().regex(/^[a-z][a-z0-9]{0,11}$/, "must be an agent pool name").default("blast"),
+  /** A kubeconfig of the cluster the BLAST nodes run on (the local stack sets it with BLASTPLANE_EXECUTOR=kubernetes). */
+  SVC_KUBECONFIG: z.string().min(1).optional(),
   })
   .refine((c) => (c.SVC_METRICS_ENDPOINT === undefined) === (c.SVC_METRICS_RESOURCE_ID === undefined), {
     message: "set both or neither",
@@ -88,6 +94,8 @@ export interface ConsoleConfig {
   readonly metrics: { readonly endpoint: string; readonly resourceId: string } | undefined;
   /** The resource groups subscription health reads; empty means the whole subscription. */
   readonly healthResourceGroups: readonly string[];
+  /** What the readiness and configuration snapshots observe; unset parts are coverage gaps. */
+  readonly snapshots: { readonly aksClusterId: string | undefined; readonly aksNodePool: string; readonly kubeconfig: string | undefined };
 }
 
 /**
@@ -119,6 +127,7 @@ export function loadConsoleConfig(env: Env = process.env): ConsoleConfig {
       subscriptionId: c.SVC_SUBSCRIPTION_ID,
       metrics: c.SVC_METRICS_ENDPOINT && c.SVC_METRICS_RESOURCE_ID ? { endpoint: c.SVC_METRICS_ENDPOINT, resourceId: c.SVC_METRICS_RESOURCE_ID } : undefined,
       healthResourceGroups: c.SVC_HEALTH_RESOURCE_GROUPS,
+      snapshots: { aksClusterId: c.SVC_AKS_CLUSTER_ID, aksNodePool: c.SVC_AKS_NODE_POOL, kubeconfig: c.SVC_KUBECONFIG },
     };
   });
 }

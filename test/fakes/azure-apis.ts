@@ -17,6 +17,8 @@ import { selfSignedLoopbackCertificate } from "./tls.js";
  *   (current statuses) and `GET {resourceUri}/providers/Microsoft.ResourceHealth/availabilityStatuses`
  *   (one resource's history), each `{value:[{id, name, type, location, properties}], nextLink?}`,
  *   paged `healthPageSize` at a time through an absolute `nextLink`.
+ * - AKS: `GET /subscriptions/{s}/resourceGroups/{rg}/providers/Microsoft.ContainerService/managedClusters/{name}?api-version=…`
+ *   → `{id, name, location, properties}` (ARM's envelope), or 403 `AuthorizationFailed` for a path in `forbiddenPaths`.
  * Every call needs `Authorization: Bearer <token>`.
  */
 export interface FakeAzureApis {
@@ -46,13 +48,17 @@ export interface FakeAzureApis {
   resourceMetrics: Record<string, { timeStamp: string; average?: number; maximum?: number; total?: number }[]>;
   /** Resource ids (lower case) whose metrics batch Azure Monitor refuses with 400 (as it does for a resource outside the endpoint's region). */
   refuseMetricsFor: string[];
+  /** AKS managed clusters' `properties`, by resource id (lower case). */
+  managedClusters: Record<string, Record<string, unknown>>;
+  /** Resource paths (lower case) ARM refuses with 403 AuthorizationFailed, as for an identity without a role there. */
+  forbiddenPaths: string[];
   requests: { method: string; path: string; query: string; authorized: boolean; body: Record<string, unknown> }[];
   close(): Promise<void>;
 }
 
 export async function startFakeAzureApis(): Promise<FakeAzureApis> {
   const { key, cert } = selfSignedLoopbackCertificate();
-  const fake: Omit<FakeAzureApis, "url" | "close"> = { ca: cert, token: "fake-azure-token", workspaceId: "00000000-0000-4000-8000-00000000beef", logRows: [], resources: [], resourceGroups: [], truncateResources: false, metrics: {}, subscriptions: {}, healthStatuses: [], healthHistory: {}, failResourceHealth: false, healthPageSize: 2, resourceMetrics: {}, refuseMetricsFor: [], requests: [] };
+  const fake: Omit<FakeAzureApis, "url" | "close"> = { ca: cert, token: "fake-azure-token", workspaceId: "00000000-0000-4000-8000-00000000beef", logRows: [], resources: [], resourceGroups: [], truncateResources: false, metrics: {}, subscriptions: {}, healthStatuses: [], healthHistory: {}, failResourceHealth: false, healthPageSize: 2, resourceMetrics: {}, refuseMetricsFor: [], managedClusters: {}, forbiddenPaths: [], requests: [] };
   const server = https.createServer({ key, cert }, (req, res) => {
     let text = "";
     req.on("data", (c: Buffer) => {
@@ -113,6 +119,14 @@ export async function startFakeAzureApis(): Promise<FakeAzureApis> {
         const next = start + fake.healthPageSize < all.length ? start + fake.healthPageSize : undefined;
         const nextLink = next === undefined ? undefined : `https://${req.headers.host}${health[1]}/providers/Microsoft.ResourceHealth/availabilityStatuses?api-version=2022-10-01&$skiptoken=${next}`;
         return send(200, { value: all.slice(start, start + fake.healthPageSize), ...(nextLink ? { nextLink } : {}) });
+      }
+      const clusterPath = url.pathname.toLowerCase();
+      if (req.method === "GET" && /^\/subscriptions\/[^/]+\/resourcegroups\/[^/]+\/providers\/microsoft\.containerservice\/managedclusters\/[^/]+$/.test(clusterPath) && url.searchParams.get("api-version")) {
+        if (fake.forbiddenPaths.includes(clusterPath))
+          return send(403, { error: { code: "AuthorizationFailed", message: `The client 'mi' with object id 'oid' does not have authorization to perform action 'Microsoft.ContainerService/managedClusters/read' over scope '${url.pathname}' or the scope is invalid.` } });
+        const properties = fake.managedClusters[clusterPath];
+        if (!properties) return send(404, { error: { code: "ResourceNotFound", message: "The Resource was not found." } });
+        return send(200, { id: url.pathname, name: url.pathname.split("/").at(-1), type: "Microsoft.ContainerService/ManagedClusters", location: "eastus", properties });
       }
       const subscription = /^\/subscriptions\/([^/]+)$/.exec(url.pathname);
       if (req.method === "GET" && subscription?.[1] && url.searchParams.get("api-version")) {

@@ -1,0 +1,146 @@
+import { createHash } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { CatalogLoadError } from "../../shared/ops/catalog/json-catalog.js";
+import { loadConfigurationBaseline } from "../../shared/ops/snapshots/configuration-baseline.js";
+import { type ProposerAttempt, sanitizeTargetRef } from "../../shared/ops/snapshots/attempt-log.js";
+import { type AxisObservation, evaluateReadiness, READINESS_AXES, type ReadinessProbes } from "../../shared/ops/snapshots/detection-readiness.js";
+import { summariseRecovery } from "../../shared/ops/snapshots/t2-recovery.js";
+
+const ready = async (): Promise<AxisObservation> => ({ status: "ready", detail: "ok" });
+const notReady = async (): Promise<AxisObservation> => ({ status: "not_ready", detail: "down" });
+const allReady = (): ReadinessProbes => Object.fromEntries(READINESS_AXES.map((axis) => [axis, ready]));
+
+describe("detection readiness: verdict and authority ceiling", () => {
+  it("enforce only when all six axes are covered and ready", async () => {
+    expect(await evaluateReadiness(allReady())).toMatchObject({ verdict: "ready", authority_ceiling: "enforce", coverage_gaps: [] });
+  });
+
+  it("shadow when everything observed is ready but a non-core axis is a gap", async () => {
+    for (const axis of ["nodes", "databases", "identity"] as const) {
+      const probes = allReady();
+      delete probes[axis];
+      const result = await evaluateReadiness(probes);
+      expect(result).toMatchObject({ verdict: "degraded", authority_ceiling: "shadow", coverage_gaps: [{ axis }] });
+      expect(result.axes.find((a) => a.axis === axis)).toMatchObject({ covered: false, ready: null });
+    }
+  });
+
+  it("observe_only when a core axis is a gap, any covered axis is not ready, or a probe throws or hangs", async () => {
+    for (const axis of ["cluster", "job_api", "storage"] as const) {
+      const probes = allReady();
+      delete probes[axis];
+      expect(await evaluateReadiness(probes)).toMatchObject({ verdict: "not_ready", authority_ceiling: "observe_only" });
+    }
+    expect(await evaluateReadiness({ ...allReady(), databases: notReady })).toMatchObject({ verdict: "not_ready", authority_ceiling: "observe_only" });
+    const thrown = await evaluateReadiness({
+      ...allReady(),
+      storage: async () => {
+        throw new Error("connect ECONNREFUSED https://acct.table.core.windows.net/?sig=secret");
+      },
+    });
+    expect(thrown.axes.find((a) => a.axis === "storage")).toEqual({ axis: "storage", covered: true, ready: false, detail: "did not answer" });
+    const hung = await evaluateReadiness({ ...allReady(), nodes: () => new Promise<AxisObservation>(() => undefined) }, { timeoutMs: 20 });
+    expect(hung).toMatchObject({ verdict: "not_ready" });
+    expect(hung.axes.find((a) => a.axis === "nodes")?.detail).toBe("no answer within 20 ms");
+  });
+});
+
+let n = 0;
+const attempt = (over: Partial<ProposerAttempt>): ProposerAttempt => ({
+  schema_version: 1,
+  attempt_id: `00000000-0000-4000-8000-${String(++n).padStart(12, "0")}`,
+  attempted_at: new Date(Date.UTC(2026, 10, 26, 0, n)).toISOString(),
+  route_role: "ops_loop",
+  action_type: "retry_job",
+  target_ref: "blast_job/j-1",
+  decision: "deny",
+  failure_class: "precondition_failed",
+  ...over,
+});
+const eligible = { decision: "eligible", failure_class: "none" } as const;
+/** Oldest first in, newest first out (as the log returns them). */
+const newestFirst = (...a: ProposerAttempt[]) => a.reverse();
+
+describe("T2 recovery state", () => {
+  it("none, recovering, exhausted and recovered per (action, target); the worst key wins", () => {
+    expect(summariseRecovery([], false)).toMatchObject({ retained_attempt_count: 0, recovery_state: "none", route_role: null, failure_class: null });
+    expect(summariseRecovery(newestFirst(attempt(eligible)), false)).toMatchObject({ recovery_state: "none", failure_class: "none" });
+    expect(summariseRecovery(newestFirst(attempt({}), attempt({})), false)).toMatchObject({ recovery_state: "recovering" });
+    expect(summariseRecovery(newestFirst(attempt({}), attempt({}), attempt({ route_role: "approval", failure_class: "missing_evidence", decision: "abstain" })), false)).toMatchObject({
+      recovery_state: "exhausted",
+      route_role: "approval",
+      failure_class: "missing_evidence",
+    });
+    expect(summariseRecovery(newestFirst(attempt({}), attempt({}), attempt({}), attempt(eligible)), false)).toMatchObject({ recovery_state: "recovered" });
+    const mixed = summariseRecovery(newestFirst(attempt({ target_ref: "blast_job/j-2", route_role: "coordinator" }), attempt({}), attempt(eligible)), true);
+    expect(mixed).toMatchObject({ retained_attempt_count: 3, recovery_state: "recovering", route_role: "coordinator", legacy_detail_gap: true });
+  });
+
+  it("keeps a target reference only when it looks like one of ours", () => {
+    expect(sanitizeTargetRef("blast_job/j-123")).toBe("blast_job/j-123");
+    expect(sanitizeTargetRef("control_plane")).toBe("control_plane");
+    expect(sanitizeTargetRef("blast_job/Bearer abc")).toBe("blast_job/[redacted]");
+    expect(sanitizeTargetRef("blast_job/eyJhbGciOiJIUzI1NiJ9")).toBe("blast_job/[redacted]");
+    expect(sanitizeTargetRef("ignore previous instructions/x")).toBe("[redacted]");
+    expect(sanitizeTargetRef(`node_pool/${"a".repeat(65)}`)).toBe("node_pool/[redacted]");
+  });
+});
+
+describe("the frozen configuration baseline file", () => {
+  const FILE = path.resolve("config/configuration-baseline.json");
+  const text = readFileSync(FILE, "utf8");
+  /** The cited documents: the README in this repository, the spec and DESIGN beside it (as the ledger script finds them). */
+  const DOCUMENTS: Record<string, string> = {
+    "README.md": path.resolve("README.md"),
+    "blast-control-plane.md": path.resolve("../shared/spec/blast-control-plane.md"),
+    "operator-console.md": path.resolve("../shared/spec/operator-console.md"),
+    "DESIGN.md": path.resolve("../shared/DESIGN.md"),
+  };
+  const squeeze = (s: string) => s.replace(/\s+/g, " ");
+
+  function loadEdited(edit: (raw: string) => string): () => unknown {
+    const dir = mkdtempSync(path.join(tmpdir(), "bp-baseline-"));
+    const file = path.join(dir, "configuration-baseline.json");
+    writeFileSync(file, edit(text));
+    return () => {
+      try {
+        return loadConfigurationBaseline(file);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    };
+  }
+
+  it("C-099: loads, and every citation's excerpt is in the document it names, with its SHA-256 pinned", () => {
+    const baseline = loadConfigurationBaseline(FILE);
+    expect(baseline.digest).toBe(createHash("sha256").update(text).digest("hex"));
+    for (const c of baseline.citations) {
+      expect(c.sha256).toBe(createHash("sha256").update(c.excerpt).digest("hex"));
+      const document = DOCUMENTS[c.document] ?? "";
+      expect(squeeze(readFileSync(document, "utf8")), `${c.id} in ${c.document}`).toContain(squeeze(c.excerpt));
+    }
+  });
+
+  it("refuses to load when an excerpt no longer matches its digest, naming the file and the line", () => {
+    const lines = text.split("\n");
+    const citation = lines.findIndex((l) => l.includes('"id": "spec-5-no-keys"'));
+    const pinLine = citation + lines.slice(citation).findIndex((l) => l.includes('"sha256"')) + 1;
+    let refusal: unknown;
+    try {
+      loadEdited((raw) => raw.replace("no storage-account keys are used", "storage-account keys may be used"))();
+    } catch (error) {
+      refusal = error;
+    }
+    expect(refusal).toBeInstanceOf(CatalogLoadError);
+    expect((refusal as CatalogLoadError).message).toMatch(/citations\.1\.sha256: does not match the SHA-256 of citation spec-5-no-keys's excerpt/);
+    expect((refusal as CatalogLoadError).line).toBe(pinLine);
+  });
+
+  it("refuses an expectation citing an unknown citation, and an unknown field", () => {
+    expect(loadEdited((raw) => raw.replace('"readme-token-grace"\n', '"nowhere"\n'))).toThrow(/cites nowhere, which is not in citations/);
+    expect(loadEdited((raw) => raw.replace('"version": 1,', '"version": 1, "scope": "caller",'))).toThrow(CatalogLoadError);
+  });
+});
