@@ -1,0 +1,132 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import type { AccessToken } from "@azure/identity";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CloudAuthorizationError, explainCloudAuthorization } from "../../shared/auth/cloud-authorization.js";
+import { createPrepareDatabaseActivity, createWarmDatabaseActivity, type DatabaseActivityDependencies } from "../../shared/databases/database-activities.js";
+import { createFileDatabaseCatalog } from "../../shared/databases/database-catalog.js";
+import { createNcbiSource } from "../../shared/databases/ncbi-source.js";
+import { reportMissingRoles } from "../../shared/ops/emitters/signal-events.js";
+import type { OpsEvent } from "../../shared/ops/events.js";
+import { createOpsLoop } from "../../shared/ops/ops-loop.js";
+import { createKeyVaultSecretStore } from "../../shared/secrets/key-vault-secret-store.js";
+import { startRefusalServer } from "../fakes/azure-refusal-server.js";
+import { type FakeNcbiServer, startFakeNcbiServer } from "../fakes/ncbi-server.js";
+import { actions, consoleHarness, rules } from "../support/console-harness.js";
+import { prng } from "../support/helpers.js";
+import { azuriteTables, captureLogger } from "../support/service-fakes.js";
+
+/**
+ * The control plane's own signals become events (issue 13 §1): each signal happens for real, one
+ * event is recorded on real Azurite, a repeat records nothing more, and the operations loop turns it
+ * into its rule's verdict.
+ */
+const { tables } = azuriteTables("sig");
+
+/** The event log, audit and operations loop over fresh tables; `verdictOf` runs the loop and reads the event's trail. */
+function opsWorld() {
+  const source = tables();
+  const harness = consoleHarness(source);
+  const loop = createOpsLoop({ events: harness.events, audit: harness.audit, rules, actions, verify: harness.verify, claims: source, incidentWindowMs: 1_800_000 });
+  async function verdictOf(event: OpsEvent) {
+    await loop.runOnce(`tick-${event.event_id}`);
+    const trail = await harness.audit.list({ action: "ops.event_processed" });
+    const details = trail.find((entry) => entry.details?.event_id === event.event_id)?.details;
+    if (!details) throw new Error(`event ${event.event_id} was not processed`);
+    return { decision: details.decision, severity: details.severity, rule_ids: details.rule_ids, proposed_action: details.proposed_action };
+  }
+  return { ...harness, source, verdictOf };
+}
+
+describe("warm-up failed", () => {
+  const DB = "sigdb";
+  const RELEASE = "2025-03-01-00-00-00";
+  let ncbi: FakeNcbiServer;
+  let work: string;
+
+  beforeAll(async () => {
+    const rnd = prng(7);
+    ncbi = await startFakeNcbiServer();
+    const fasta = Array.from({ length: 6 }, (_, i) => `>s${i}\n${Array.from({ length: 400 }, () => "ACGT"[Math.floor(rnd() * 4)]).join("")}\n`).join("");
+    await ncbi.publishRelease(RELEASE, [{ name: DB, type: "nucl", fasta, volumes: 1 }]);
+    await ncbi.setLatest(RELEASE);
+    work = await mkdtemp(path.join(tmpdir(), "bp-signals-"));
+  });
+
+  afterAll(async () => {
+    await ncbi?.close();
+    if (work) await rm(work, { recursive: true, force: true });
+  });
+
+  it("a local warm-up whose release vanished records one database.warmup_failed per warm-up; the loop proposes a re-warm (R-DB-002)", async () => {
+    const world = opsWorld();
+    const deps: DatabaseActivityDependencies = {
+      databasesDir: () => work,
+      source: () => createNcbiSource({ baseUrl: ncbi.url }),
+      catalog: createFileDatabaseCatalog,
+      state: { patch: async () => undefined },
+      events: world.events,
+      logger: captureLogger(),
+    };
+    await createPrepareDatabaseActivity(deps)({ name: DB, partitions: 0 });
+    const catalog = createFileDatabaseCatalog(work);
+    const entry = await catalog.get(DB);
+    if (!entry) throw new Error("the release was not prepared");
+    await rm(entry.root, { recursive: true, force: true });
+    // The catalog was read before the folder vanished: the warm-up itself fails reading the files.
+    const warm = createWarmDatabaseActivity({ ...deps, catalog: () => ({ ...catalog, get: async () => entry }) });
+
+    await expect(warm({ name: DB, operation_id: "op-warm-1" })).rejects.toThrow(/ENOENT/);
+    // The activity retried (or the orchestration replayed) for the same warm-up: no second event.
+    await expect(warm({ name: DB, operation_id: "op-warm-1" })).rejects.toThrow(/ENOENT/);
+    const recorded = await world.events.list({ event_type: "database.warmup_failed" });
+    expect(recorded).toHaveLength(1);
+    const [event] = recorded as [OpsEvent];
+    expect(event).toMatchObject({
+      idempotency_key: `database.warmup_failed/${DB}/${entry.manifest.version}/op-warm-1`,
+      source: "database.warmup.local",
+      mode: "shadow",
+      correlation_id: "op-warm-1",
+      resource_ref: `blast_database/${DB}`,
+      payload: { release: entry.manifest.version, mode: "local", failed_nodes: [] },
+    });
+    expect((event.payload as { reason: string }).reason).toMatch(/^ENOENT/);
+    expect(await world.verdictOf(event)).toEqual({ decision: "propose_action", severity: "medium", rule_ids: ["R-DB-002"], proposed_action: "rewarm_database" });
+
+    // The next warm-up that fails is a new happening: its own event.
+    await expect(warm({ name: DB, operation_id: "op-warm-2" })).rejects.toThrow(/ENOENT/);
+    expect(await world.events.list({ event_type: "database.warmup_failed" })).toHaveLength(2);
+  });
+});
+
+describe("role assignment missing", () => {
+  const credential = { getToken: async (): Promise<AccessToken> => ({ token: "managed-identity-token", expiresOnTimestamp: Date.now() + 3_600_000 }) };
+
+  it("Key Vault refusing the identity records one role_assignment.missing naming role and scope (no URL); a repeat does not duplicate; the loop escalates (R-RBAC-001)", async () => {
+    const world = opsWorld();
+    const fake = await startRefusalServer("keyvault-read", { tls: true });
+    try {
+      const store = createKeyVaultSecretStore({
+        vaultUrl: fake.url,
+        credential,
+        clientOptions: { tlsOptions: { ca: fake.ca }, disableChallengeResourceVerification: true, retryOptions: { maxRetries: 0 } },
+      });
+      const activity = explainCloudAuthorization(() => store.get("jobapi-token"), reportMissingRoles(world.events, captureLogger(), "functions.activity"));
+      await expect(activity()).rejects.toBeInstanceOf(CloudAuthorizationError);
+      await expect(activity()).rejects.toBeInstanceOf(CloudAuthorizationError);
+    } finally {
+      await fake.close();
+    }
+    const recorded = await world.events.list({ event_type: "role_assignment.missing" });
+    expect(recorded).toHaveLength(1);
+    const [event] = recorded as [OpsEvent];
+    expect(event).toMatchObject({
+      source: "functions.activity",
+      resource_ref: "role_assignment/Key Vault Secrets User@key vault 'kv-blastplane'",
+      payload: { code: "ForbiddenByRbac", role: "Key Vault Secrets User", scope: "key vault 'kv-blastplane'" },
+    });
+    expect(JSON.stringify(event)).not.toContain(new URL(fake.url).host);
+    expect(await world.verdictOf(event)).toEqual({ decision: "escalate", severity: "high", rule_ids: ["R-RBAC-001"], proposed_action: null });
+  });
+});
