@@ -1,4 +1,5 @@
 import http from "node:http";
+import os from "node:os";
 import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
 import { blastVersion } from "../shared/blast/blast-tools.js";
@@ -13,6 +14,8 @@ import { JobDispatcher } from "./jobs/dispatcher.js";
 import { JobStore } from "./jobs/job-store.js";
 import { JobService } from "./jobs/job-service.js";
 import { createLogger } from "../shared/logging/logger.js";
+import { createSaturationWatch } from "../shared/ops/emitters/saturation-watch.js";
+import { createEventLog } from "../shared/ops/events.js";
 import { createJobApiApp } from "./app.js";
 import { loadJobApiConfig } from "./config.js";
 import { KubeConfig } from "@kubernetes/client-node";
@@ -84,6 +87,15 @@ async function main(): Promise<void> {
     shardAttempts: config.shardAttempts,
     lease,
   });
+  // 429 streaks become `queue.saturated` events in the events table the Functions app's operations loop reads.
+  const admission = createSaturationWatch({
+    events: createEventLog(config.storage),
+    logger,
+    threshold: config.saturation.streak,
+    windowMs: config.saturation.windowSeconds * 1000,
+    instance: os.hostname(),
+    retryAfterSeconds: config.retryAfterSeconds,
+  });
   const service = new JobService({
     jobs,
     artifacts,
@@ -93,6 +105,7 @@ async function main(): Promise<void> {
     blastVersion,
     maxQueuedJobs: config.maxQueuedJobs,
     retryAfterSeconds: config.retryAfterSeconds,
+    admission,
   });
   const warmup = kubeConfig
     ? createKubernetesWarmup({
@@ -136,6 +149,7 @@ async function main(): Promise<void> {
     server.close();
     server.closeIdleConnections();
     await dispatcher.stop();
+    await admission.settled();
     process.exit(0);
   };
   // A background failure is logged, never fatal: jobs are reconciled from storage.

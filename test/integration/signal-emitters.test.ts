@@ -9,12 +9,11 @@ import { createFileDatabaseCatalog } from "../../shared/databases/database-catal
 import { createNcbiSource } from "../../shared/databases/ncbi-source.js";
 import { reportMissingRoles } from "../../shared/ops/emitters/signal-events.js";
 import type { OpsEvent } from "../../shared/ops/events.js";
-import { createOpsLoop } from "../../shared/ops/ops-loop.js";
 import { createKeyVaultSecretStore } from "../../shared/secrets/key-vault-secret-store.js";
 import { startRefusalServer } from "../fakes/azure-refusal-server.js";
 import { type FakeNcbiServer, startFakeNcbiServer } from "../fakes/ncbi-server.js";
-import { actions, consoleHarness, rules } from "../support/console-harness.js";
 import { prng } from "../support/helpers.js";
+import { opsWorld as opsWorldOver } from "../support/ops-world.js";
 import { azuriteTables, captureLogger } from "../support/service-fakes.js";
 
 /**
@@ -24,20 +23,7 @@ import { azuriteTables, captureLogger } from "../support/service-fakes.js";
  */
 const { tables } = azuriteTables("sig");
 
-/** The event log, audit and operations loop over fresh tables; `verdictOf` runs the loop and reads the event's trail. */
-function opsWorld() {
-  const source = tables();
-  const harness = consoleHarness(source);
-  const loop = createOpsLoop({ events: harness.events, audit: harness.audit, rules, actions, verify: harness.verify, claims: source, incidentWindowMs: 1_800_000 });
-  async function verdictOf(event: OpsEvent) {
-    await loop.runOnce(`tick-${event.event_id}`);
-    const trail = await harness.audit.list({ action: "ops.event_processed" });
-    const details = trail.find((entry) => entry.details?.event_id === event.event_id)?.details;
-    if (!details) throw new Error(`event ${event.event_id} was not processed`);
-    return { decision: details.decision, severity: details.severity, rule_ids: details.rule_ids, proposed_action: details.proposed_action };
-  }
-  return { ...harness, source, verdictOf };
-}
+const opsWorld = () => opsWorldOver(tables());
 
 describe("warm-up failed", () => {
   const DB = "sigdb";
