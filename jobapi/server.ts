@@ -14,6 +14,7 @@ import { JobDispatcher } from "./jobs/dispatcher.js";
 import { JobStore } from "./jobs/job-store.js";
 import { JobService } from "./jobs/job-service.js";
 import { createLogger } from "../shared/logging/logger.js";
+import { CLUSTER_COMPONENT, createHealthTransitions } from "../shared/ops/emitters/health-transitions.js";
 import { createSaturationWatch } from "../shared/ops/emitters/saturation-watch.js";
 import { createEventLog } from "../shared/ops/events.js";
 import { createJobApiApp } from "./app.js";
@@ -52,6 +53,9 @@ async function main(): Promise<void> {
   const kubeConfig = config.executor === "kubernetes" ? loadKubeConfig() : undefined;
   // Before any job is dispatched or served: nothing may reference what storage lost in a crash.
   await checkJobConsistency({ jobs, artifacts, catalog, logger });
+  const events = createEventLog(config.storage);
+  // The cluster's API server failing the executor's watches is one `cluster.unhealthy` event per turn.
+  const clusterHealth = createHealthTransitions({ tables: config.storage, events, logger, source: "jobapi.kubernetes" });
   const executor =
     kubeConfig
       ? createKubernetesExecutor({
@@ -70,6 +74,7 @@ async function main(): Promise<void> {
           maxJobsPerSearch: config.kubernetes.maxJobsPerSearch,
           scheduleTimeoutSeconds: config.kubernetes.scheduleTimeoutSeconds,
           storage: config.storage,
+          onClusterHealth: (seen) => void clusterHealth.observe(CLUSTER_COMPONENT, seen),
         })
       : createLocalExecutor({ concurrency: config.shardConcurrency });
   const dispatcher = new JobDispatcher({
@@ -89,7 +94,7 @@ async function main(): Promise<void> {
   });
   // 429 streaks become `queue.saturated` events in the events table the Functions app's operations loop reads.
   const admission = createSaturationWatch({
-    events: createEventLog(config.storage),
+    events,
     logger,
     threshold: config.saturation.streak,
     windowMs: config.saturation.windowSeconds * 1000,

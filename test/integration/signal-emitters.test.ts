@@ -3,16 +3,22 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import type { AccessToken } from "@azure/identity";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BatchV1Api, KubeConfig, type V1Job, Watch } from "@kubernetes/client-node";
+import { WatchCache } from "../../jobapi/executors/kubernetes-watch.js";
+import { blastPoolNodes, type LocalCluster, startLocalCluster } from "../../local/kube/cluster.js";
 import { CloudAuthorizationError, explainCloudAuthorization } from "../../shared/auth/cloud-authorization.js";
 import { createPrepareDatabaseActivity, createWarmDatabaseActivity, type DatabaseActivityDependencies } from "../../shared/databases/database-activities.js";
 import { createFileDatabaseCatalog } from "../../shared/databases/database-catalog.js";
 import { createNcbiSource } from "../../shared/databases/ncbi-source.js";
+import { CLUSTER_COMPONENT, createHealthTransitions } from "../../shared/ops/emitters/health-transitions.js";
 import { reportMissingRoles } from "../../shared/ops/emitters/signal-events.js";
+import { createLogger } from "../../shared/logging/logger.js";
 import type { OpsEvent } from "../../shared/ops/events.js";
 import { createKeyVaultSecretStore } from "../../shared/secrets/key-vault-secret-store.js";
 import { startRefusalServer } from "../fakes/azure-refusal-server.js";
 import { type FakeNcbiServer, startFakeNcbiServer } from "../fakes/ncbi-server.js";
 import { prng } from "../support/helpers.js";
+import { eventually } from "../support/local-stack.js";
 import { opsWorld as opsWorldOver } from "../support/ops-world.js";
 import { azuriteTables, captureLogger } from "../support/service-fakes.js";
 
@@ -114,5 +120,66 @@ describe("role assignment missing", () => {
     });
     expect(JSON.stringify(event)).not.toContain(new URL(fake.url).host);
     expect(await world.verdictOf(event)).toEqual({ decision: "escalate", severity: "high", rule_ids: ["R-RBAC-001"], proposed_action: null });
+  });
+});
+
+describe("cluster unhealthy", () => {
+  const NS = "blastplane";
+  let cluster: LocalCluster;
+  let dataDir: string;
+
+  beforeAll(async () => {
+    dataDir = await mkdtemp(path.join(tmpdir(), "bp-signals-kube-"));
+    cluster = await startLocalCluster({ logger: createLogger({ level: "error" }), dataDir, nodes: blastPoolNodes(1, 1024 ** 3, 1), namespaces: [NS], images: [] });
+  });
+
+  afterAll(async () => {
+    await cluster?.stop();
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it("the executor's watch failing against the cluster's API server is one cluster.unhealthy event per outage, not per failed request; the loop escalates (R-CLU-001)", async () => {
+    const world = opsWorld();
+    const health = createHealthTransitions({ tables: world.tables, events: world.events, logger: captureLogger(), source: "jobapi.kubernetes" });
+    const kc = new KubeConfig();
+    kc.loadFromFile(cluster.kubeconfigPath);
+    const batch = kc.makeApiClient(BatchV1Api);
+    const observed: Promise<void>[] = [];
+    const jobsPath = `/apis/batch/v1/namespaces/${NS}/jobs`;
+    // Six failed lists in a row: unhealthy after the third, the next three change nothing, then it answers again.
+    cluster.api.inject({ method: "GET", path: new RegExp(`^${jobsPath}`), status: 500, times: 6 });
+    const cache = new WatchCache<V1Job>({
+      path: jobsPath,
+      labelSelector: "app=signals",
+      list: () => batch.listNamespacedJob({ namespace: NS, labelSelector: "app=signals" }),
+      watch: new Watch(kc),
+      logger: captureLogger(),
+      onChange: () => {},
+      onRequest: () => {},
+      maxBackoffMs: 50,
+      onHealth: (seen) => observed.push(health.observe(CLUSTER_COMPONENT, seen)),
+    });
+    try {
+      await cache.whenReady();
+      // Unhealthy, then healthy again once a list answered: two observations, whatever the timing.
+      await eventually(async () => (observed.length >= 2 ? true : undefined));
+      await Promise.all(observed);
+      expect(observed).toHaveLength(2);
+      const recorded = await world.events.list({ event_type: "cluster.unhealthy" });
+      expect(recorded).toHaveLength(1);
+      const [event] = recorded as [OpsEvent];
+      expect(event).toMatchObject({ source: "jobapi.kubernetes", resource_ref: "cluster/kubernetes", idempotency_key: "cluster.unhealthy/cluster/kubernetes/after/first" });
+      expect(JSON.stringify(event.payload)).not.toMatch(/https?:\/\//);
+      expect(await world.verdictOf(event)).toEqual({ decision: "escalate", severity: "critical", rule_ids: ["R-CLU-001"], proposed_action: null });
+
+      // A second outage after it recovered is its own event.
+      cluster.api.inject({ method: "GET", path: new RegExp(`^${jobsPath}`), status: 500, times: 3 });
+      cluster.api.expireWatches();
+      await eventually(async () => (observed.length === 4 ? true : undefined));
+      await Promise.all(observed);
+      expect(await world.events.list({ event_type: "cluster.unhealthy" })).toHaveLength(2);
+    } finally {
+      cache.stop();
+    }
   });
 });

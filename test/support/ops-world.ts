@@ -17,5 +17,5 @@ export function opsWorld(tables: TableClientFactory) {
     const details = await eventually(async () => (await harness.audit.list({ action: "ops.event_processed", limit: 1000 })).find((entry) => entry.details?.event_id === event.event_id)?.details, 30_000);
     return { decision: details.decision, severity: details.severity, rule_ids: details.rule_ids, proposed_action: details.proposed_action };
   }
-  return { ...harness, loop, verdictOf };
+  return { ...harness, tables, loop, verdictOf };
 }

@@ -94,5 +94,8 @@ export function createHealthTransitions(deps: { tables: TableSource; events: Pic
   };
 }
 
+/** The cluster as the job API's Kubernetes executor watches its API server. */
+export const CLUSTER_COMPONENT: WatchedComponent = { resource_ref: "cluster/kubernetes", event_type: "cluster.unhealthy" };
+
 /** The job API as the readiness check and the local supervisor watch it. */
 export const JOB_API_COMPONENT: WatchedComponent = { resource_ref: "job_api/jobapi", event_type: "jobapi.unhealthy" };
