@@ -3,6 +3,7 @@ import { type Env, envInt, envParsed, parseEnv } from "../config/env.js";
 import { parseNcrontab } from "../config/ncrontab.js";
 import type { LoadPolicy } from "./approvals/load-policy.js";
 import { BREAK_GLASS_MAX_TTL_SECONDS } from "./break-glass/break-glass.js";
+import { RECURRENT_QUERY_DEFAULTS } from "./recurrent-query.js";
 
 /** Object ids, comma-separated. */
 const oidList = z
@@ -61,6 +62,10 @@ const consoleEnvSchema = z
   SVC_METRICS_RESOURCE_ID: z.string().regex(/^\/subscriptions\/[0-9a-f-]{36}\/resourceGroups\/[^/]+\/providers\/.+$/i, "must be an Azure resource id").optional(),
   /** Where the rule and action-type catalogs live (default `config/` of the app root). */
   SVC_CATALOG_DIR: z.string().min(1).optional(),
+  /** Distinct principals invoking one tool-argument shape within the window that publish `console.recurrent_query` (spec §8: 5). */
+  SVC_RECURRENT_QUERY_THRESHOLD: envInt(2, 10_000).default(RECURRENT_QUERY_DEFAULTS.threshold),
+  /** The rolling window of `console.recurrent_query` (spec §8: a week). */
+  SVC_RECURRENT_QUERY_WINDOW_SECONDS: envInt(60, 366 * 86_400).default(RECURRENT_QUERY_DEFAULTS.windowSeconds),
   })
   .refine((c) => (c.SVC_METRICS_ENDPOINT === undefined) === (c.SVC_METRICS_RESOURCE_ID === undefined), {
     message: "set both or neither",
@@ -86,6 +91,7 @@ export interface ConsoleConfig {
   readonly subscriptionId: string | undefined;
   /** Both set or neither (refused at load otherwise). */
   readonly metrics: { readonly endpoint: string; readonly resourceId: string } | undefined;
+  readonly recurrentQuery: { readonly threshold: number; readonly windowSeconds: number };
 }
 
 /** Reads the console's `SVC_*` settings; a bad one stops start-up naming it. */
@@ -103,5 +109,6 @@ export function loadConsoleConfig(env: Env = process.env): ConsoleConfig {
     logAnalyticsWorkspaceId: c.SVC_LOG_ANALYTICS_WORKSPACE_ID,
     subscriptionId: c.SVC_SUBSCRIPTION_ID,
     metrics: c.SVC_METRICS_ENDPOINT && c.SVC_METRICS_RESOURCE_ID ? { endpoint: c.SVC_METRICS_ENDPOINT, resourceId: c.SVC_METRICS_RESOURCE_ID } : undefined,
+    recurrentQuery: { threshold: c.SVC_RECURRENT_QUERY_THRESHOLD, windowSeconds: c.SVC_RECURRENT_QUERY_WINDOW_SECONDS },
   }));
 }
