@@ -24,6 +24,7 @@ import { createLocalInventoryProvider } from "../shared/console/providers/local-
 import { createConsoleToolRegistry } from "../shared/console/tools/index.js";
 import type { ToolRegistry } from "../shared/console/tools/registry.js";
 import { createUsageLedger } from "../shared/console/usage/usage-ledger.js";
+import { createRecurrentQueryWatch } from "../shared/console/recurrent-query.js";
 import { createFileDatabaseCatalog } from "../shared/databases/database-catalog.js";
 import { ActionNotSupportedError, type ActionExecutor } from "../shared/ops/actions/action-executor.js";
 import { createKillSwitch } from "../shared/ops/kill-switch.js";
@@ -165,7 +166,8 @@ export function buildConsoleParts(): ConsoleParts {
     },
     { serverTimeZone: consoleConfig.serverTimeZone },
   );
-  const coordinator = createCoordinator({ registry, audit: appContext.audit, approvals, verify: verifyAs("coordinator") });
+  const recurrent = createRecurrentQueryWatch({ tables: source, events: appContext.events, logger: appContext.logger, ...consoleConfig.recurrentQuery });
+  const coordinator = createCoordinator({ registry, audit: appContext.audit, approvals, verify: verifyAs("coordinator"), recurrent });
   const approvalActivities = createApprovalActivities({ approvals, store: approvalStore, loadPolicy: consoleConfig.loadPolicy });
   const opsLoop = createOpsLoop({ events: appContext.events, audit: appContext.audit, rules: ruleCatalog, actions: actionTypes, verify: verifyAs("ops_loop"), claims: source, incidentWindowMs: consoleConfig.incidentWindowMs });
   const snapshots = createSnapshotProducer({

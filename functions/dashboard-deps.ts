@@ -16,6 +16,8 @@ import { createDiagnosticsService, type DiagnosticsService } from "../shared/ops
 import type { OrchestrationClient } from "../shared/ops/orchestration-client.js";
 import { probeJobApiReady } from "../shared/ops/job-api-readiness.js";
 import { createReadinessCheck } from "../shared/ops/readiness.js";
+import { createHealthTransitions, JOB_API_COMPONENT } from "../shared/ops/emitters/health-transitions.js";
+import { failureText } from "../shared/ops/emitters/signal-events.js";
 import { type ApiTokenSettings, createApiTokenSettings } from "../shared/secrets/api-token-settings.js";
 import { createWorkspaceStore } from "../shared/workspace/workspace.js";
 import { createWorkspaceService, type WorkspaceService } from "../shared/workspace/workspace-service.js";
@@ -102,6 +104,14 @@ export function diagnosticsService(scope: ServiceScope): DiagnosticsService {
   });
 }
 
+let healthTransitions: ReturnType<typeof createHealthTransitions> | undefined;
+
+/** The app's one watch of component health: each turn of the job API to unhealthy is one `jobapi.unhealthy` event. */
+function componentHealth(): ReturnType<typeof createHealthTransitions> {
+  healthTransitions ??= createHealthTransitions({ tables: appContext.config.storage, events: appContext.events, logger: appContext.logger, source: "functions.readiness" });
+  return healthTransitions;
+}
+
 /** The readiness check (storage and the durable backend) for one request. */
 export function readinessCheck(scope: ServiceScope): ReturnType<typeof createReadinessCheck> {
   const orchestrations = scope.durable();
@@ -125,6 +135,11 @@ export function readinessCheck(scope: ServiceScope): ReturnType<typeof createRea
     ],
     timeoutMs: appContext.config.healthDependencyTimeoutMs,
     logger: scope.logger,
+    onChecked: async (failures) => {
+      if (!jobApiUrl) return;
+      const failure = failures.job_api;
+      await componentHealth().observe(JOB_API_COMPONENT, failure === undefined ? { healthy: true } : { healthy: false, reason: failureText(failure) });
+    },
   });
 }
 

@@ -33,6 +33,8 @@ export interface JobApiConfig {
   readonly maxActiveJobs: number;
   readonly maxQueuedJobs: number;
   readonly retryAfterSeconds: number;
+  /** A streak of `streak` 429s within `windowSeconds` records one `queue.saturated` event. */
+  readonly saturation: { readonly streak: number; readonly windowSeconds: number };
   readonly shardConcurrency: number;
   /** `-num_threads` per shard, or "auto" (see shardThreads). */
   readonly threadsPerShard: number | "auto";
@@ -118,6 +120,9 @@ const schema = z.object({
   JOBAPI_MAX_ACTIVE_JOBS: envInt(1, 1000).default(2),
   JOBAPI_MAX_QUEUED_JOBS: envInt(1, 100_000).default(100),
   JOBAPI_RETRY_AFTER_SECONDS: envInt(1, 3600).default(30),
+  // A streak of this many 429s within the window is one `queue.saturated` event.
+  JOBAPI_SATURATION_STREAK: envInt(1, 100_000).default(5),
+  JOBAPI_SATURATION_WINDOW_SECONDS: envInt(1, 24 * 3600).default(60),
   JOBAPI_SHARD_CONCURRENCY: envInt(1, 512).default(os.availableParallelism()),
   JOBAPI_THREADS_PER_SHARD: z
     .string()
@@ -163,6 +168,7 @@ export function loadJobApiConfig(env: Env, cwd = process.cwd()): JobApiConfig {
       maxActiveJobs: c.JOBAPI_MAX_ACTIVE_JOBS,
       maxQueuedJobs: c.JOBAPI_MAX_QUEUED_JOBS,
       retryAfterSeconds: c.JOBAPI_RETRY_AFTER_SECONDS,
+      saturation: { streak: c.JOBAPI_SATURATION_STREAK, windowSeconds: c.JOBAPI_SATURATION_WINDOW_SECONDS },
       shardConcurrency: c.JOBAPI_SHARD_CONCURRENCY,
       threadsPerShard: c.JOBAPI_THREADS_PER_SHARD,
       shardAttempts: c.JOBAPI_SHARD_ATTEMPTS,

@@ -1,4 +1,5 @@
 import http from "node:http";
+import os from "node:os";
 import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
 import { blastVersion } from "../shared/blast/blast-tools.js";
@@ -13,6 +14,9 @@ import { JobDispatcher } from "./jobs/dispatcher.js";
 import { JobStore } from "./jobs/job-store.js";
 import { JobService } from "./jobs/job-service.js";
 import { createLogger } from "../shared/logging/logger.js";
+import { CLUSTER_COMPONENT, createHealthTransitions } from "../shared/ops/emitters/health-transitions.js";
+import { createSaturationWatch } from "../shared/ops/emitters/saturation-watch.js";
+import { createEventLog } from "../shared/ops/events.js";
 import { createJobApiApp } from "./app.js";
 import { loadJobApiConfig } from "./config.js";
 import { KubeConfig } from "@kubernetes/client-node";
@@ -49,6 +53,9 @@ async function main(): Promise<void> {
   const kubeConfig = config.executor === "kubernetes" ? loadKubeConfig() : undefined;
   // Before any job is dispatched or served: nothing may reference what storage lost in a crash.
   await checkJobConsistency({ jobs, artifacts, catalog, logger });
+  const events = createEventLog(config.storage);
+  // The cluster's API server failing the executor's watches is one `cluster.unhealthy` event per turn.
+  const clusterHealth = createHealthTransitions({ tables: config.storage, events, logger, source: "jobapi.kubernetes" });
   const executor =
     kubeConfig
       ? createKubernetesExecutor({
@@ -67,6 +74,7 @@ async function main(): Promise<void> {
           maxJobsPerSearch: config.kubernetes.maxJobsPerSearch,
           scheduleTimeoutSeconds: config.kubernetes.scheduleTimeoutSeconds,
           storage: config.storage,
+          onClusterHealth: (seen) => void clusterHealth.observe(CLUSTER_COMPONENT, seen),
         })
       : createLocalExecutor({ concurrency: config.shardConcurrency });
   const dispatcher = new JobDispatcher({
@@ -84,6 +92,15 @@ async function main(): Promise<void> {
     shardAttempts: config.shardAttempts,
     lease,
   });
+  // 429 streaks become `queue.saturated` events in the events table the Functions app's operations loop reads.
+  const admission = createSaturationWatch({
+    events,
+    logger,
+    threshold: config.saturation.streak,
+    windowMs: config.saturation.windowSeconds * 1000,
+    instance: os.hostname(),
+    retryAfterSeconds: config.retryAfterSeconds,
+  });
   const service = new JobService({
     jobs,
     artifacts,
@@ -93,6 +110,7 @@ async function main(): Promise<void> {
     blastVersion,
     maxQueuedJobs: config.maxQueuedJobs,
     retryAfterSeconds: config.retryAfterSeconds,
+    admission,
   });
   const warmup = kubeConfig
     ? createKubernetesWarmup({
@@ -136,6 +154,7 @@ async function main(): Promise<void> {
     server.close();
     server.closeIdleConnections();
     await dispatcher.stop();
+    await admission.settled();
     process.exit(0);
   };
   // A background failure is logged, never fatal: jobs are reconciled from storage.

@@ -20,6 +20,8 @@ import { type DurableClientInputData, LocalFunctionsHost } from "./functions-hos
 import { loadLocalStackSettings } from "./settings.js";
 import { readRunningStack, removeStackFile, writeStackFile } from "./stack-file.js";
 import { superviseChildService } from "./supervisor.js";
+import { createHealthTransitions, JOB_API_COMPONENT } from "../shared/ops/emitters/health-transitions.js";
+import { createEventLog } from "../shared/ops/events.js";
 import { TimerScheduler } from "./timer-scheduler.js";
 import { createWebHandler } from "./web-server.js";
 import { createTableTimerStatusStore } from "./timer-status-store.js";
@@ -128,8 +130,12 @@ async function main(): Promise<void> {
       // The pre-flight measures against a node of the cluster unless told otherwise.
       Object.assign(kubeEnv, { KUBECONFIG: kubeconfig, JOBAPI_EXECUTOR: "kubernetes", JOBAPI_NODE_MEMORY_BYTES: String(settings.kube.nodeMemoryBytes), JOBAPI_K8S_DB_CACHE_DIR: databasesDir });
     }
+    // A job API that dies is a `jobapi.unhealthy` event (once per death, shared with the readiness check's watch).
+    const jobApiHealth = createHealthTransitions({ tables: azurite.connectionString, events: createEventLog(azurite.connectionString), logger, source: "local.supervisor" });
     // Supervised: if it dies, it comes back on the same port (and the dashboard says not ready meanwhile).
     const jobApi = await superviseChildService({
+      onUnexpectedExit: ({ code, signal }) => void jobApiHealth.observe(JOB_API_COMPONENT, { healthy: false, reason: `the job API process exited (${signal ?? `code ${String(code)}`})` }),
+      onRestarted: () => void jobApiHealth.observe(JOB_API_COMPONENT, { healthy: true }),
       name: "job API",
       portVariable: "JOBAPI_PORT",
       initialBackoffMs: settings.restartBackoffMs,

@@ -8,6 +8,10 @@ export type SupervisedServiceOptions = Parameters<typeof startChildService>[0] &
   /** First wait before a restart (doubled per failed restart, up to `maxBackoffMs`). Default 250. */
   initialBackoffMs?: number;
   maxBackoffMs?: number;
+  /** Hears of each unasked exit (the job API's health watch); must not throw. */
+  onUnexpectedExit?: (exit: { pid: number | undefined; code: number | null; signal: NodeJS.Signals | null }) => void;
+  /** Hears of each successful restart; must not throw. */
+  onRestarted?: () => void;
 };
 
 /** A child service kept running: restarted after it dies, with backoff. */
@@ -47,6 +51,7 @@ export async function superviseChildService(options: SupervisedServiceOptions): 
       running = undefined;
       if (Date.now() - startedAt > STABLE_AFTER_MS) backoffMs = initialBackoffMs;
       logger.warn(`${name} exited unexpectedly; restarting`, { code, signal, restart_in_ms: backoffMs, restarts });
+      options.onUnexpectedExit?.({ pid: child.process.pid, code, signal });
       schedule();
     });
   };
@@ -64,6 +69,7 @@ export async function superviseChildService(options: SupervisedServiceOptions): 
           running = child;
           watch(child);
           logger.warn(`${name} restarted`, { url: child.url, restarts });
+          options.onRestarted?.();
         })
         .catch((error: unknown) => {
           if (stopping) return;

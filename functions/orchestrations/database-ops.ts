@@ -13,6 +13,7 @@ import { newOperationId } from "../../shared/dashboard/operations.js";
 import { Orchestrations } from "../../shared/ops/queue-labels.js";
 import type { ClusterWarmup } from "../../shared/dashboard/job-api-client.js";
 import { ConflictError } from "../../shared/errors.js";
+import { recordSignal, reportMissingRoles, warmupFailedEvent } from "../../shared/ops/emitters/signal-events.js";
 import { appContext } from "../app-context.js";
 import { databaseCatalog, databaseState } from "../dashboard-deps.js";
 
@@ -46,32 +47,51 @@ const activityDependencies = (): DatabaseActivityDependencies => ({
   logger: appContext.logger,
 });
 
+/** An activity whose refusals for want of a role name the role (its error) and become `role_assignment.missing` events. */
+function explained<A extends unknown[], R>(fn: (...args: A) => Promise<R>): (...args: A) => Promise<R> {
+  return explainCloudAuthorization(fn, reportMissingRoles(appContext.events, appContext.logger, "functions.activity"));
+}
+
 // The typed handles the registrations return: the orchestrators call these, never a bare name.
 const prepareReleaseActivity = df.app.activity(DatabaseActivities.prepare, {
-  handler: explainCloudAuthorization((input: { name: string; partitions: number }) => createPrepareDatabaseActivity(activityDependencies())(input)),
+  handler: explained((input: { name: string; partitions: number }) => createPrepareDatabaseActivity(activityDependencies())(input)),
 });
 const warmReleaseActivity = df.app.activity(DatabaseActivities.warm, {
-  handler: explainCloudAuthorization((input: { name: string }) => createWarmDatabaseActivity(activityDependencies())(input)),
+  handler: explained((input: WarmupInput) => createWarmDatabaseActivity(activityDependencies())(input)),
 });
 const checkUpdatesActivity = df.app.activity(DatabaseActivities.checkUpdates, {
-  handler: explainCloudAuthorization(() => createCheckDatabaseUpdatesActivity(activityDependencies())()),
+  handler: explained(() => createCheckDatabaseUpdatesActivity(activityDependencies())()),
 });
 
-/** Records a finished cluster warm-up in the database's state. */
-async function recordClusterWarmup(view: ClusterWarmup): Promise<void> {
+/** A warm-up's activity input: the database, and the operation (the warm-up's id for its failure event). */
+type WarmupInput = { name: string; operation_id?: string };
+
+/** The one line a failed cluster warm-up reports: each failed node with the last line of its error. */
+function clusterWarmupFailure(view: ClusterWarmup): string {
+  const failed = view.nodes.filter((n) => n.state === "failed");
+  return `warm-up failed on ${failed.map((n) => `${n.node}${n.error ? ` (${n.error.split("\n").pop()})` : ""}`).join(", ")}`;
+}
+
+/** Records a finished cluster warm-up in the database's state; a failed one also as an event (once per warm-up). */
+async function recordClusterWarmup(view: ClusterWarmup, operationId: string | undefined): Promise<void> {
   if (view.state === "succeeded") await databaseState().patch(view.database, { warm_state: "warm", warmed_version: view.release, warmed_at: new Date().toISOString() });
-  else if (view.state === "failed") await databaseState().patch(view.database, { warm_state: "failed" });
+  else if (view.state === "failed") {
+    await databaseState().patch(view.database, { warm_state: "failed" });
+    const failedNodes = view.nodes.filter((n) => n.state === "failed").map((n) => n.node);
+    const event = warmupFailedEvent({ database: view.database, release: view.release, attempt: operationId ?? "unnamed", mode: "cluster", reason: clusterWarmupFailure(view), failedNodes });
+    await recordSignal(appContext.events, event, appContext.logger);
+  }
 }
 
 type ClusterWarmStart = { mode: "local" } | { mode: "cluster"; view: ClusterWarmup; poll_seconds: number };
 
 /** Starts warming every node of the cluster through the job API; `local` when shards run on its own machine. */
 const startClusterWarmActivity = df.app.activity(DatabaseActivities.startClusterWarm, {
-  handler: explainCloudAuthorization(async (input: { name: string }): Promise<ClusterWarmStart> => {
+  handler: explained(async (input: WarmupInput): Promise<ClusterWarmStart> => {
     try {
       const view = await appContext.jobApi.startWarmup(input.name);
       await databaseState().patch(input.name, { warm_state: "warming" });
-      await recordClusterWarmup(view);
+      await recordClusterWarmup(view, input.operation_id);
       return { mode: "cluster", view, poll_seconds: appContext.config.jobPollIntervalSeconds };
     } catch (error) {
       if (error instanceof ConflictError) return { mode: "local" };
@@ -81,9 +101,9 @@ const startClusterWarmActivity = df.app.activity(DatabaseActivities.startCluster
 });
 
 const readClusterWarmActivity = df.app.activity(DatabaseActivities.readClusterWarm, {
-  handler: explainCloudAuthorization(async (input: { name: string }): Promise<ClusterWarmup> => {
+  handler: explained(async (input: WarmupInput): Promise<ClusterWarmup> => {
     const view = await appContext.jobApi.getWarmup(input.name);
-    await recordClusterWarmup(view);
+    await recordClusterWarmup(view, input.operation_id);
     return view;
   }),
 });
@@ -113,8 +133,10 @@ const prepareDatabase = singleActivityOperation(prepareReleaseActivity, "prepari
  * executor, this machine reads its copy of the release into the page cache instead.
  */
 const warmDatabase: OrchestrationHandler = function* (context: OrchestrationContext) {
-  const input = context.df.getInput<{ name: string }>();
-  context.df.setCustomStatus({ phase: "warming", ...input });
+  const requested = context.df.getInput<{ name: string }>();
+  context.df.setCustomStatus({ phase: "warming", ...requested });
+  // The instance id names this warm-up, so its failure is one event however often an activity runs.
+  const input: WarmupInput = { ...requested, operation_id: context.df.instanceId };
   try {
     const started: ClusterWarmStart = yield startClusterWarmActivity(input);
     if (started.mode === "local") {
@@ -128,10 +150,7 @@ const warmDatabase: OrchestrationHandler = function* (context: OrchestrationCont
       view = yield readClusterWarmActivity(input);
     }
     context.df.setCustomStatus({ phase: view.state, name: view.database, release: view.release, nodes: view.nodes });
-    if (view.state === "failed") {
-      const failed = view.nodes.filter((n) => n.state === "failed");
-      return { outcome: "failed", error: `warm-up failed on ${failed.map((n) => `${n.node}${n.error ? ` (${n.error.split("\n").pop()})` : ""}`).join(", ")}`, nodes: view.nodes };
-    }
+    if (view.state === "failed") return { outcome: "failed", error: clusterWarmupFailure(view), nodes: view.nodes };
     return { outcome: "succeeded", name: view.database, version: view.release, nodes: view.nodes };
   } catch (error) {
     return { outcome: "failed", error: error instanceof Error ? (error.message.split("\n")[0] ?? "").trim() : String(error) };

@@ -4,6 +4,7 @@ import { describeCloudAuthorizationError } from "../../shared/auth/cloud-authori
 import { formatBytes, parseQuantity } from "../../shared/cluster/quantity.js";
 import { ShardFailedError } from "../../shared/errors.js";
 import type { Logger } from "../../shared/logging/logger.js";
+import type { HealthObservation } from "../../shared/ops/emitters/health-transitions.js";
 import type { ArtifactStore } from "../jobs/artifact-store.js";
 import { PREFLIGHT_REMEDIES } from "../jobs/dispatcher.js";
 import { createSemaphore, type ShardExecutor, type ShardSpec } from "./executor.js";
@@ -33,6 +34,8 @@ export interface KubernetesExecutorOptions {
   logTailLines?: number;
   /** Server-side timeout of each watch request. */
   watchTimeoutSeconds?: number;
+  /** Hears whether the cluster's API server answers the executor's watches (the `cluster.unhealthy` event). */
+  onClusterHealth?: (seen: HealthObservation) => void;
 }
 
 /** An executor that also reports what it asked of the API server. */
@@ -131,16 +134,26 @@ export function createKubernetesExecutor(o: KubernetesExecutorOptions): Kubernet
           await call("replace secret", () => core.replaceNamespacedSecret({ name: STORAGE_SECRET.name, namespace, body: secret }));
         }
       }
+      // The cluster is unhealthy while any watch is, and healthy again once all are: one turn each way, not one per watch.
+      const failingWatches = new Set<string>();
+      const watchHealth = (name: string) => (seen: HealthObservation) => {
+        const wasHealthy = failingWatches.size === 0;
+        if (seen.healthy) failingWatches.delete(name);
+        else failingWatches.add(name);
+        if (wasHealthy !== (failingWatches.size === 0)) o.onClusterHealth?.(seen);
+      };
       const common = { watch, logger: o.logger, labelSelector: selector, onRequest: () => calls++, watchTimeoutSeconds: o.watchTimeoutSeconds };
       caches = {
         jobs: new WatchCache<V1Job>({
           ...common,
+          onHealth: watchHealth("jobs"),
           path: `/apis/batch/v1/namespaces/${namespace}/jobs`,
           list: () => batch.listNamespacedJob({ namespace, labelSelector: selector }),
           onChange: (name) => wake(name),
         }),
         pods: new WatchCache<V1Pod>({
           ...common,
+          onHealth: watchHealth("pods"),
           path: `/api/v1/namespaces/${namespace}/pods`,
           list: () => core.listNamespacedPod({ namespace, labelSelector: selector }),
           onChange: (name) => wake(caches?.pods.get(name)?.metadata?.labels?.["batch.kubernetes.io/job-name"]),

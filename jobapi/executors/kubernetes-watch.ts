@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { KubernetesObject, Watch } from "@kubernetes/client-node";
 import type { Logger } from "../../shared/logging/logger.js";
+import type { HealthObservation } from "../../shared/ops/emitters/health-transitions.js";
 
 interface Listed<T> {
   items: T[];
@@ -21,7 +22,16 @@ export interface WatchCacheOptions<T> {
   /** Server-side watch timeout; the watch is renewed from the last version after it. */
   watchTimeoutSeconds?: number;
   maxBackoffMs?: number;
+  /**
+   * Hears whether the API server answers: unhealthy after {@link UNHEALTHY_AFTER_FAILURES} failed
+   * requests in a row (one failure is a blip the back-off absorbs), healthy again on the next list
+   * or watch event. Must not throw.
+   */
+  onHealth?: (seen: HealthObservation) => void;
 }
+
+/** Failed list or watch requests in a row after which the API server counts as unhealthy. */
+export const UNHEALTHY_AFTER_FAILURES = 3;
 
 /**
  * A list + watch cache of one resource (what an informer is): lists once, then watches from the
@@ -67,11 +77,20 @@ export class WatchCache<T extends KubernetesObject> {
 
   private async loop(): Promise<void> {
     let backoffMs = 0;
+    let failures = 0;
+    const answered = () => {
+      if (failures >= UNHEALTHY_AFTER_FAILURES) this.o.onHealth?.({ healthy: true });
+      failures = 0;
+    };
     while (!this.stopped) {
       try {
-        if (!this.resourceVersion) await this.relist();
+        if (!this.resourceVersion) {
+          await this.relist();
+          answered();
+        }
         const outcome = await this.watchOnce(() => {
           backoffMs = 0;
+          answered();
         });
         if (outcome === "expired") {
           this.relists++;
@@ -82,6 +101,8 @@ export class WatchCache<T extends KubernetesObject> {
         throw outcome;
       } catch (error) {
         if (this.stopped) return;
+        failures++;
+        if (failures === UNHEALTHY_AFTER_FAILURES) this.o.onHealth?.({ healthy: false, reason: (error instanceof Error ? error.message : String(error)).split("\n")[0] ?? "" });
         backoffMs = Math.min(this.o.maxBackoffMs ?? 30_000, backoffMs > 0 ? backoffMs * 2 : 250);
         this.o.logger.warn("cluster watch failed; reconnecting", { path: this.o.path, backoff_ms: backoffMs, error: error instanceof Error ? error.message : String(error) });
         await sleep(backoffMs);

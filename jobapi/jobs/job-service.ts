@@ -3,6 +3,7 @@ import { type BlastOptions, validateOptionsForProgram } from "../../shared/blast
 import { type BlastProgram, queryMolecule } from "../../shared/blast/programs.js";
 import { ConflictError, DependencyUnavailableError, NotFoundError, QueueFullError } from "../../shared/errors.js";
 import type { Logger } from "../../shared/logging/logger.js";
+import type { AdmissionSignals } from "../../shared/ops/emitters/saturation-watch.js";
 import type { ArtifactStore } from "./artifact-store.js";
 import type { DatabaseCatalog } from "../../shared/databases/database-catalog.js";
 import { requireDatabaseFit } from "../../shared/databases/database-fit.js";
@@ -33,6 +34,8 @@ export interface JobServiceOptions {
   maxQueuedJobs: number;
   /** Suggested wait when the queue is full. */
   retryAfterSeconds: number;
+  /** Hears of each refusal and admission (the `queue.saturated` streak watch). */
+  admission?: AdmissionSignals;
 }
 
 /** A normalised submission from either the job API or the facade. */
@@ -221,8 +224,10 @@ export class JobService {
       let queued = waitingOf(recent ?? (await fresh()));
       if (recent && queued.size >= this.o.maxQueuedJobs) queued = waitingOf(await fresh());
       if (queued.size >= this.o.maxQueuedJobs) {
+        this.o.admission?.refused(queued.size);
         throw new QueueFullError(`the queue is full (${queued.size} jobs waiting); retry later`, this.o.retryAfterSeconds);
       }
+      this.o.admission?.admitted();
       this.lastAdmittedMs = Math.max(Date.now(), this.lastAdmittedMs + 1);
       const job = build(new Date(this.lastAdmittedMs));
       this.reserved.set(job.job_id, job);

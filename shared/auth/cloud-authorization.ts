@@ -99,14 +99,19 @@ export function describeCloudAuthorizationError(error: unknown): CloudAuthorizat
  * `fn`, with an authorization refusal turned into a {@link CloudAuthorizationError} (other errors
  * pass unchanged): an activity wrapped in it fails with the role message, which the operation's
  * error then carries (an orchestrator sees only the activity's message, not Azure's error code).
+ * `onRefusal` hears of each refusal first (the `role_assignment.missing` event); it must not throw.
  */
-export function explainCloudAuthorization<A extends unknown[], R>(fn: (...args: A) => Promise<R>): (...args: A) => Promise<R> {
+export function explainCloudAuthorization<A extends unknown[], R>(
+  fn: (...args: A) => Promise<R>,
+  onRefusal?: (failure: CloudAuthorizationFailure) => Promise<void>,
+): (...args: A) => Promise<R> {
   return async (...args: A) => {
     try {
       return await fn(...args);
     } catch (error) {
-      const refusal = error instanceof CloudAuthorizationError ? undefined : describeCloudAuthorizationError(error);
-      throw refusal ? new CloudAuthorizationError(refusal, { cause: error }) : error;
+      const refusal = describeCloudAuthorizationError(error);
+      if (refusal && onRefusal) await onRefusal(refusal);
+      throw refusal && !(error instanceof CloudAuthorizationError) ? new CloudAuthorizationError(refusal, { cause: error }) : error;
     }
   };
 }

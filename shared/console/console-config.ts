@@ -5,6 +5,7 @@ import { catalogPath } from "../ops/actions/action-types.js";
 import type { LoadPolicy } from "./approvals/load-policy.js";
 import { loadLoadPolicyFile, timeZoneSchema } from "./approvals/load-policy-file.js";
 import { BREAK_GLASS_MAX_TTL_SECONDS } from "./break-glass/break-glass.js";
+import { RECURRENT_QUERY_DEFAULTS } from "./recurrent-query.js";
 
 /** Object ids, comma-separated. */
 const oidList = z
@@ -67,6 +68,10 @@ const consoleEnvSchema = z
   SVC_AKS_NODE_POOL: z.string().regex(/^[a-z][a-z0-9]{0,11}$/, "must be an agent pool name").default("blast"),
   /** A kubeconfig of the cluster the BLAST nodes run on (the local stack sets it with BLASTPLANE_EXECUTOR=kubernetes). */
   SVC_KUBECONFIG: z.string().min(1).optional(),
+  /** Distinct principals invoking one tool-argument shape within the window that publish `console.recurrent_query` (spec §8: 5). */
+  SVC_RECURRENT_QUERY_THRESHOLD: envInt(2, 10_000).default(RECURRENT_QUERY_DEFAULTS.threshold),
+  /** The rolling window of `console.recurrent_query` (spec §8: a week). */
+  SVC_RECURRENT_QUERY_WINDOW_SECONDS: envInt(60, 366 * 86_400).default(RECURRENT_QUERY_DEFAULTS.windowSeconds),
   })
   .refine((c) => (c.SVC_METRICS_ENDPOINT === undefined) === (c.SVC_METRICS_RESOURCE_ID === undefined), {
     message: "set both or neither",
@@ -96,6 +101,7 @@ export interface ConsoleConfig {
   readonly healthResourceGroups: readonly string[];
   /** What the readiness and configuration snapshots observe; unset parts are coverage gaps. */
   readonly snapshots: { readonly aksClusterId: string | undefined; readonly aksNodePool: string; readonly kubeconfig: string | undefined };
+  readonly recurrentQuery: { readonly threshold: number; readonly windowSeconds: number };
 }
 
 /**
@@ -127,6 +133,7 @@ export function loadConsoleConfig(env: Env = process.env): ConsoleConfig {
       subscriptionId: c.SVC_SUBSCRIPTION_ID,
       metrics: c.SVC_METRICS_ENDPOINT && c.SVC_METRICS_RESOURCE_ID ? { endpoint: c.SVC_METRICS_ENDPOINT, resourceId: c.SVC_METRICS_RESOURCE_ID } : undefined,
       healthResourceGroups: c.SVC_HEALTH_RESOURCE_GROUPS,
+      recurrentQuery: { threshold: c.SVC_RECURRENT_QUERY_THRESHOLD, windowSeconds: c.SVC_RECURRENT_QUERY_WINDOW_SECONDS },
       snapshots: { aksClusterId: c.SVC_AKS_CLUSTER_ID, aksNodePool: c.SVC_AKS_NODE_POOL, kubeconfig: c.SVC_KUBECONFIG },
     };
   });

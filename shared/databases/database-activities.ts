@@ -1,4 +1,5 @@
 import type { Logger } from "../logging/logger.js";
+import { failureText, recordSignal, warmupFailedEvent } from "../ops/emitters/signal-events.js";
 import type { EventLog } from "../ops/events.js";
 import type { DatabaseCatalog } from "./database-catalog.js";
 import type { DatabaseState } from "./database-state.js";
@@ -59,9 +60,12 @@ export function createPrepareDatabaseActivity(dependencies: DatabaseActivityDepe
   };
 }
 
-/** Reads a prepared database's current release into the page cache, keeping its warm state current. */
+/**
+ * Reads a prepared database's current release into the page cache, keeping its warm state current.
+ * A failure records a `database.warmup_failed` event once per warm-up (`operation_id`).
+ */
 export function createWarmDatabaseActivity(dependencies: DatabaseActivityDependencies) {
-  return async (input: { name: string }): Promise<{ name: string; version: string; bytes: number }> => {
+  return async (input: { name: string; operation_id?: string }): Promise<{ name: string; version: string; bytes: number }> => {
     const entry = await dependencies.catalog(dependencies.databasesDir()).get(input.name);
     if (!entry) throw new Error(`database ${input.name} is not prepared`);
     await dependencies.state.patch(input.name, { warm_state: "warming" });
@@ -71,6 +75,8 @@ export function createWarmDatabaseActivity(dependencies: DatabaseActivityDepende
       return { name: input.name, version: entry.manifest.version, bytes };
     } catch (error) {
       await dependencies.state.patch(input.name, { warm_state: "failed" });
+      const event = warmupFailedEvent({ database: input.name, release: entry.manifest.version, attempt: input.operation_id ?? "unnamed", mode: "local", reason: failureText(error) });
+      await recordSignal(dependencies.events, event, dependencies.logger);
       throw error;
     }
   };

@@ -18,6 +18,8 @@ export interface ReadinessCheckDependencies {
   timeoutMs: number;
   /** The request's logger. */
   logger: Logger;
+  /** Hears each check's outcome by probe key (undefined: answered; else why not), before the answer; must not throw. */
+  onChecked?: (failures: Readonly<Record<string, string | undefined>>) => Promise<void>;
 }
 
 /** Suggested wait before asking again after a not-ready answer. */
@@ -52,6 +54,7 @@ export function createReadinessCheck(dependencies: ReadinessCheckDependencies) {
     async check(): Promise<{ status: "ready"; checks: Record<string, "ok"> }> {
       const failures = await Promise.all(probes.map((probe) => runProbe(probe.probe, timeoutMs)));
       const failing = probes.filter((_, index) => failures[index] !== undefined);
+      await dependencies.onChecked?.(Object.fromEntries(probes.map((probe, index) => [probe.key, failures[index]])));
       if (failing.length > 0) {
         logger.warn("not ready", Object.fromEntries(probes.map((probe, index) => [probe.key, failures[index]])));
         throw new DependencyUnavailableError(`not ready: ${failing.map((probe) => probe.label).join(" and ")} unreachable`, NOT_READY_RETRY_AFTER_SECONDS);

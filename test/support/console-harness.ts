@@ -7,8 +7,10 @@ import { loadBreakGlassConfig } from "../../shared/console/break-glass/break-gla
 import { createCoordinator } from "../../shared/console/coordinator/coordinator.js";
 import { createOutboxNotifier } from "../../shared/console/notify/outbox-notifier.js";
 import type { ConsoleProviders } from "../../shared/console/providers/providers.js";
+import { createRecurrentQueryWatch } from "../../shared/console/recurrent-query.js";
 import { createConsoleToolRegistry } from "../../shared/console/tools/index.js";
 import { createUsageLedger } from "../../shared/console/usage/usage-ledger.js";
+import { createLogger } from "../../shared/logging/logger.js";
 import type { ActionExecutor } from "../../shared/ops/actions/action-executor.js";
 import { loadActionTypes } from "../../shared/ops/actions/action-types.js";
 import { createAuditLog } from "../../shared/ops/audit.js";
@@ -38,7 +40,10 @@ export interface TestState {
  * ledger; a state reader over `state` (the control plane's stores are tested elsewhere); an
  * executor that records what it executed, idempotent by key as the contract requires.
  */
-export function consoleHarness(tables: TableClientFactory, options: { providers?: ConsoleProviders; owners?: string[]; approvers?: string[]; ttlSeconds?: number; reminderOffsetsSeconds?: number[]; loadPolicy?: LoadPolicy; now?: () => Date } = {}) {
+export function consoleHarness(
+  tables: TableClientFactory,
+  options: { providers?: ConsoleProviders; owners?: string[]; approvers?: string[]; ttlSeconds?: number; reminderOffsetsSeconds?: number[]; loadPolicy?: LoadPolicy; now?: () => Date; recurrentQuery?: { threshold: number; windowSeconds: number } } = {},
+) {
   const now = options.now ?? (() => new Date());
   const state: TestState = { jobs: new Map([["j-failed", "failed"], ["j-running", "running"]]), databases: new Map([["nt", { update_available: true }]]), clusterReachable: undefined };
   const audit = createAuditLog(tables, { now });
@@ -92,6 +97,7 @@ export function consoleHarness(tables: TableClientFactory, options: { providers?
     breakGlass: loadBreakGlassConfig({ owners: options.owners ?? ["oid-owner-1", "oid-owner-2"] }),
     incidentWindowMs: 30 * 60_000,
   });
-  const coordinator = createCoordinator({ registry, audit, approvals, verify, now });
+  const recurrent = options.recurrentQuery ? createRecurrentQueryWatch({ tables, events, logger: createLogger({ level: "error" }), ...options.recurrentQuery }) : undefined;
+  const coordinator = createCoordinator({ registry, audit, approvals, verify, now, recurrent });
   return { state, audit, events, killSwitch, reader, verify, executed, executor, notifier, approvalStore, approvals, usage, registry, coordinator };
 }

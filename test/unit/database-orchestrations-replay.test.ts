@@ -60,6 +60,8 @@ describe("database orchestrations replay", () => {
 
   describe("warmDatabase", () => {
     const input = { name: "16s_demo" };
+    // Each activity also gets the warm-up's id (the instance id), which keys its failure event.
+    const activityInput = { ...input, operation_id: "replay-test-instance" };
     const node = (name: string, state: string, bytesDone: number, error?: string) => ({
       node: name,
       state,
@@ -75,12 +77,12 @@ describe("database orchestrations replay", () => {
       const state = await replayer.replay(new OrchestrationHistory(Orchestrations.warmDatabase, input));
       expect(state.isDone).toBe(false);
       expect(state.customStatus).toEqual({ phase: "warming", ...input });
-      expect(state.newActions).toEqual([callActivity(activities.startClusterWarm, input)]);
+      expect(state.newActions).toEqual([callActivity(activities.startClusterWarm, activityInput)]);
     });
 
     it("with the local executor, warms this machine's copy and ends succeeded with that activity's result", async () => {
       const history = new OrchestrationHistory(Orchestrations.warmDatabase, input).activityCompleted(activities.startClusterWarm, { mode: "local" });
-      expect((await replayer.replay(history)).newActions).toEqual([callActivity(activities.warm, input)]);
+      expect((await replayer.replay(history)).newActions).toEqual([callActivity(activities.warm, activityInput)]);
       const result = { name: "16s_demo", version: "2026-01-02-01-05-01", bytes: 123_456 };
       history.activityCompleted(activities.warm, result);
       const done = await replayer.replay(history);
@@ -96,7 +98,7 @@ describe("database orchestrations replay", () => {
       expect(waiting.newActions).toEqual([{ actionType: ActionType.CreateTimer, fireAt: history.fireAt(7), isCanceled: false }]);
 
       history.timerFired(7);
-      expect((await replayer.replay(history)).newActions).toEqual([callActivity(activities.readClusterWarm, input)]);
+      expect((await replayer.replay(history)).newActions).toEqual([callActivity(activities.readClusterWarm, activityInput)]);
       const finished = view("succeeded", [node("node-a", "succeeded", 1000), node("node-b", "succeeded", 1000)]);
       history.activityCompleted(activities.readClusterWarm, finished);
       const done = await replayer.replay(history);

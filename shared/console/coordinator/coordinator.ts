@@ -4,6 +4,7 @@ import type { AuditActor, AuditLog } from "../../ops/audit.js";
 import type { Severity } from "../../ops/rules/rule-catalog.js";
 import type { ProposedAction, VerifierReport } from "../../ops/verifier/verifier.js";
 import type { ApprovalService } from "../approvals/approval-service.js";
+import type { RecurrentQueryWatch } from "../recurrent-query.js";
 import type { ToolRegistry } from "../tools/registry.js";
 import { effectiveRole, invokeTool, meetsFloor, refusalText, type Tool, type ToolContext, type ToolResult } from "../tools/tool.js";
 import { NO_NARRATOR, type Narrator } from "./narrator.js";
@@ -53,6 +54,8 @@ export interface CoordinatorDependencies {
   verify(action: ProposedAction): Promise<VerifierReport>;
   narrator?: Narrator;
   now?: () => Date;
+  /** Counts each invoked tool call's argument shape (`console.recurrent_query`). */
+  recurrent?: RecurrentQueryWatch;
 }
 
 /** The canonical glossary (coordinator rule 9). */
@@ -161,6 +164,8 @@ export function createCoordinator(deps: CoordinatorDependencies) {
       openedId = (await deps.audit.record({ ...auditBase, action: "console.tool_started", outcome: "succeeded", details: { side_effect_class: descriptor.side_effect_class, intent, args: argDetails, verifier_report: report } })).audit_id;
     }
     const result = await invokeTool(tool, rawArgs, context);
+    // Only calls whose arguments validate are a shape someone could reuse.
+    if (parsed.success) await deps.recurrent?.observe(descriptor.name, rawArgs ?? {}, caller, now());
     const auditIds: string[] = openedId ? [openedId] : [];
     if (tool.audited) {
       const eventId = typeof argDetails.event_id === "string" ? argDetails.event_id : undefined;
