@@ -6,6 +6,7 @@
  */
 
 import { loadConsoleConfig } from "../shared/console/console-config.js";
+import { loadBrowserEvidencePolicies } from "../shared/console/providers/browser-evidence.js";
 import { catalogPath, loadActionTypes } from "../shared/ops/actions/action-types.js";
 import { loadRuleCatalog } from "../shared/ops/rules/rule-catalog.js";
 import type { ConsoleParts } from "./console-parts.js";
@@ -14,6 +15,7 @@ export const consoleConfig = loadConsoleConfig(process.env);
 const catalogDir = consoleConfig.catalogDir;
 export const actionTypes = loadActionTypes(catalogPath("action-types.json", catalogDir));
 export const ruleCatalog = loadRuleCatalog(actionTypes, catalogPath("ops-rules.json", catalogDir));
+export const browserEvidencePolicies = loadBrowserEvidencePolicies(catalogPath("browser-evidence-policies.json", catalogDir));
 
 let parts: Promise<ConsoleParts> | undefined;
 

@@ -11,6 +11,7 @@ import { loadBreakGlassConfig } from "../shared/console/break-glass/break-glass.
 import { type Coordinator, createCoordinator } from "../shared/console/coordinator/coordinator.js";
 import { createOutboxNotifier } from "../shared/console/notify/outbox-notifier.js";
 import { createLogAnalyticsProvider } from "../shared/console/providers/azure-log-analytics.js";
+import { createBrowserEvidenceProvider } from "../shared/console/providers/browser-evidence.js";
 import { createArmSubscriptionProvider } from "../shared/console/providers/azure-subscription.js";
 import { createAzureMetricsProvider } from "../shared/console/providers/azure-metrics.js";
 import { lazyDefaultCredential } from "../shared/console/providers/azure-credential.js";
@@ -21,12 +22,14 @@ import type { ToolRegistry } from "../shared/console/tools/registry.js";
 import { createUsageLedger } from "../shared/console/usage/usage-ledger.js";
 import { createFileDatabaseCatalog } from "../shared/databases/database-catalog.js";
 import { ActionNotSupportedError, type ActionExecutor } from "../shared/ops/actions/action-executor.js";
+import { createEvidenceStore, EVIDENCE_CONTAINER } from "../shared/ops/evidence-store.js";
 import { createKillSwitch } from "../shared/ops/kill-switch.js";
 import { createOpsLoop } from "../shared/ops/ops-loop.js";
 import { type ControlPlaneStateReader, type ProposedAction, verifyAction } from "../shared/ops/verifier/verifier.js";
+import { openBlobContainer } from "../shared/storage/blob-container.js";
 import { appContext } from "./app-context.js";
 import { dashboardJobs, databaseState } from "./dashboard-deps.js";
-import { actionTypes, consoleConfig, ruleCatalog } from "./console-deps.js";
+import { actionTypes, browserEvidencePolicies, consoleConfig, ruleCatalog } from "./console-deps.js";
 
 export interface ConsoleParts {
   registry: ToolRegistry;
@@ -86,6 +89,8 @@ export function buildConsoleParts(): ConsoleParts {
     reminderOffsetsSeconds: consoleConfig.reminderOffsetsSeconds,
   });
   const databasesDir = appContext.config.databasesDir;
+  // Browser artifacts and large tool evidence: content-addressed, write-once blobs.
+  const evidence = createEvidenceStore(() => openBlobContainer(appContext.config.storage, EVIDENCE_CONTAINER));
   const registry = createConsoleToolRegistry(
     {
       events: appContext.events,
@@ -103,6 +108,7 @@ export function buildConsoleParts(): ConsoleParts {
       providers: {
         ...(consoleConfig.subscriptionId ? { subscription: createArmSubscriptionProvider({ subscriptionId: consoleConfig.subscriptionId, credential: lazyDefaultCredential() }) } : {}),
         ...(consoleConfig.metrics ? { metrics: createAzureMetricsProvider({ ...consoleConfig.metrics, credential: lazyDefaultCredential() }) } : {}),
+        ...(consoleConfig.browserEvidenceChromium ? { browserEvidence: createBrowserEvidenceProvider({ policies: browserEvidencePolicies, store: evidence, executablePath: consoleConfig.browserEvidenceChromium }) } : {}),
         ...(consoleConfig.logAnalyticsWorkspaceId ? { logs: createLogAnalyticsProvider({ workspaceId: consoleConfig.logAnalyticsWorkspaceId, credential: lazyDefaultCredential() }) } : {}),
         // With a subscription configured the inventory is Resource Graph's; otherwise (the local
         // stack) it is the control plane's own resources.

@@ -59,6 +59,8 @@ const consoleEnvSchema = z
   SVC_METRICS_ENDPOINT: z.url({ protocol: /^https$/ }).optional(),
   /** The one resource whose metrics `query_metric` reads (the cluster's resource id). */
   SVC_METRICS_RESOURCE_ID: z.string().regex(/^\/subscriptions\/[0-9a-f-]{36}\/resourceGroups\/[^/]+\/providers\/.+$/i, "must be an Azure resource id").optional(),
+  /** The Chromium `capture_browser_evidence` launches (Debian's is `/usr/bin/chromium`); unset, the tool answers unavailable. */
+  SVC_BROWSER_EVIDENCE_CHROMIUM: z.string().regex(/^\/[\w./+-]{1,500}$/, "must be an absolute path to a Chromium executable").optional(),
   /** Where the rule and action-type catalogs live (default `config/` of the app root). */
   SVC_CATALOG_DIR: z.string().min(1).optional(),
   })
@@ -84,6 +86,7 @@ export interface ConsoleConfig {
   readonly catalogDir: string | undefined;
   readonly logAnalyticsWorkspaceId: string | undefined;
   readonly subscriptionId: string | undefined;
+  readonly browserEvidenceChromium: string | undefined;
   /** Both set or neither (refused at load otherwise). */
   readonly metrics: { readonly endpoint: string; readonly resourceId: string } | undefined;
 }
@@ -102,6 +105,7 @@ export function loadConsoleConfig(env: Env = process.env): ConsoleConfig {
     catalogDir: c.SVC_CATALOG_DIR,
     logAnalyticsWorkspaceId: c.SVC_LOG_ANALYTICS_WORKSPACE_ID,
     subscriptionId: c.SVC_SUBSCRIPTION_ID,
+    browserEvidenceChromium: c.SVC_BROWSER_EVIDENCE_CHROMIUM,
     metrics: c.SVC_METRICS_ENDPOINT && c.SVC_METRICS_RESOURCE_ID ? { endpoint: c.SVC_METRICS_ENDPOINT, resourceId: c.SVC_METRICS_RESOURCE_ID } : undefined,
   }));
 }

@@ -56,8 +56,20 @@ export interface SnapshotProvider<T> {
   latest(): Promise<T | undefined>;
 }
 
+/** An immutable, content-addressed browser artifact: its id and digest, never a page or a handle to one. */
+export interface BrowserEvidenceArtifact {
+  artifact_id: string;
+  sha256: string;
+  size: number;
+  captured_at: string;
+  policy_id: string;
+  policy_version: number;
+  /** True when the policy's byte or time bound cut the page short. */
+  truncated: boolean;
+}
+
 export interface BrowserEvidenceProvider {
-  capture(request: { policy_id: string; policy_version: number; source_url: string; stable_selectors: string[] }): Promise<{ artifact_id: string; sha256: string; captured_at: string }>;
+  capture(request: { policy_id: string; policy_version: number; source_url: string; stable_selectors: string[] }): Promise<BrowserEvidenceArtifact>;
 }
 
 export interface ConsoleProviders {
