@@ -105,6 +105,7 @@ export function buildConsoleParts(): ConsoleParts {
       notifier,
       breakGlass: loadBreakGlassConfig({ owners: [...consoleConfig.breakGlass.owners], max_ttl_seconds: consoleConfig.breakGlass.max_ttl_seconds }),
       incidentWindowMs: consoleConfig.incidentWindowMs,
+      evidence,
       providers: {
         ...(consoleConfig.subscriptionId ? { subscription: createArmSubscriptionProvider({ subscriptionId: consoleConfig.subscriptionId, credential: lazyDefaultCredential() }) } : {}),
         ...(consoleConfig.metrics ? { metrics: createAzureMetricsProvider({ ...consoleConfig.metrics, credential: lazyDefaultCredential() }) } : {}),
@@ -135,7 +136,7 @@ export function buildConsoleParts(): ConsoleParts {
     },
     { serverTimeZone: consoleConfig.serverTimeZone },
   );
-  const coordinator = createCoordinator({ registry, audit: appContext.audit, approvals, verify });
+  const coordinator = createCoordinator({ registry, audit: appContext.audit, approvals, verify, evidence });
   const approvalActivities = createApprovalActivities({ approvals, store: approvalStore, loadPolicy: consoleConfig.loadPolicy });
   const opsLoop = createOpsLoop({ events: appContext.events, audit: appContext.audit, rules: ruleCatalog, actions: actionTypes, verify, claims: source, incidentWindowMs: consoleConfig.incidentWindowMs });
   return { registry, coordinator, approvals, notifier, approvalActivities, opsLoop };

@@ -78,7 +78,7 @@ function policies(overrides: Record<string, unknown> = {}) {
 
 function harness(catalog = policies()) {
   const provider = createBrowserEvidenceProvider({ policies: catalog, store, executablePath: chromiumWrapper, ca: target.ca });
-  return consoleHarness(prefixedTables(azurite.connectionString, `bev${++counter}x${Date.now().toString(36)}`), { providers: { browserEvidence: provider } });
+  return consoleHarness(prefixedTables(azurite.connectionString, `bev${++counter}x${Date.now().toString(36)}`), { providers: { browserEvidence: provider }, evidence: store });
 }
 
 async function capture(h: ReturnType<typeof harness>, args: string): Promise<ToolResult> {
@@ -142,9 +142,12 @@ describe("capture_browser_evidence (headless Chromium under a server-owned polic
 
     // The stored artifact: the elements' text and PNG screenshots, each content-addressed.
     const stored = await store.get(String(artifact.artifact_id));
-    expect(stored?.reference).toMatchObject({ sha256: artifact.sha256, size: artifact.size, content_type: "application/json" });
+    expect(stored?.reference).toMatchObject({ sha256: artifact.sha256, size: artifact.size, content_type: "application/json", rbac_floor: "Reader" });
     expect(createHash("sha256").update(stored?.bytes ?? "").digest("hex")).toBe(artifact.sha256);
     const manifest = await manifestOf(result);
+    // A Reader reads the artifact back by its id through the audit reader.
+    const readBack = (await h.coordinator.handleTurn(callerWith("Reader"), { text: `query_audit evidence_id=${artifact.artifact_id}` })).tool_results[0];
+    expect(readBack).toMatchObject({ status: "ok", data: { content: manifest } });
     expect(manifest).toMatchObject({ policy_id: "status_page", policy_version: 2, source_url: `${target.origin}/start`, truncated: false });
     expect(manifest.requests.refused).toBeGreaterThanOrEqual(1);
     expect(manifest.elements.map((e) => [e.selector, e.found, e.text])).toEqual([
@@ -161,7 +164,7 @@ describe("capture_browser_evidence (headless Chromium under a server-owned polic
     const container = await openBlobContainer(azurite.connectionString, containerName);
     const blob = container.getBlockBlobClient(`sha256/${artifact.sha256}`);
     const etag = (await blob.getProperties()).etag;
-    expect(await store.put(stored?.bytes ?? Buffer.alloc(0), "application/json")).toMatchObject({ evidence_id: artifact.artifact_id });
+    expect(await store.put(stored?.bytes ?? Buffer.alloc(0), "application/json", "Owner")).toMatchObject({ evidence_id: artifact.artifact_id, rbac_floor: "Reader" });
     expect((await blob.getProperties()).etag).toBe(etag);
 
     expect(chromiumDescendants()).toEqual([]);

@@ -11,6 +11,7 @@ import type { ActionExecutor } from "../../shared/ops/actions/action-executor.js
 import { loadActionTypes } from "../../shared/ops/actions/action-types.js";
 import { createAuditLog } from "../../shared/ops/audit.js";
 import { createEventLog } from "../../shared/ops/events.js";
+import type { EvidenceStore } from "../../shared/ops/evidence-store.js";
 import { createKillSwitch } from "../../shared/ops/kill-switch.js";
 import { loadRuleCatalog } from "../../shared/ops/rules/rule-catalog.js";
 import { type ControlPlaneStateReader, type ProposedAction, verifyAction } from "../../shared/ops/verifier/verifier.js";
@@ -36,7 +37,7 @@ export interface TestState {
  * ledger; a state reader over `state` (the control plane's stores are tested elsewhere); an
  * executor that records what it executed, idempotent by key as the contract requires.
  */
-export function consoleHarness(tables: TableClientFactory, options: { providers?: ConsoleProviders; owners?: string[]; approvers?: string[]; ttlSeconds?: number; reminderOffsetsSeconds?: number[]; now?: () => Date } = {}) {
+export function consoleHarness(tables: TableClientFactory, options: { providers?: ConsoleProviders; evidence?: EvidenceStore; owners?: string[]; approvers?: string[]; ttlSeconds?: number; reminderOffsetsSeconds?: number[]; now?: () => Date } = {}) {
   const now = options.now ?? (() => new Date());
   const state: TestState = { jobs: new Map([["j-failed", "failed"], ["j-running", "running"]]), databases: new Map([["nt", { update_available: true }]]), clusterReachable: undefined };
   const audit = createAuditLog(tables, { now });
@@ -84,10 +85,11 @@ export function consoleHarness(tables: TableClientFactory, options: { providers?
     usage,
     executor,
     providers: options.providers ?? {},
+    ...(options.evidence ? { evidence: options.evidence } : {}),
     notifier,
     breakGlass: loadBreakGlassConfig({ owners: options.owners ?? ["oid-owner-1", "oid-owner-2"] }),
     incidentWindowMs: 30 * 60_000,
   });
-  const coordinator = createCoordinator({ registry, audit, approvals, verify, now });
+  const coordinator = createCoordinator({ registry, audit, approvals, verify, now, ...(options.evidence ? { evidence: options.evidence } : {}) });
   return { state, audit, events, killSwitch, reader, verify, executed, executor, notifier, approvalStore, approvals, usage, registry, coordinator };
 }

@@ -273,7 +273,7 @@ export function createBrowserEvidenceProvider(options: {
           const text = ((await locator.innerText({ timeout: Math.max(1, left) }).catch(() => "")) ?? "").slice(0, MAX_ELEMENT_TEXT + 1);
           const png = await locator.screenshot({ timeout: Math.max(1, deadline - Date.now()), animations: "disabled", type: "png" }).catch(() => undefined);
           if (!png && Date.now() >= deadline) cut.time = true;
-          elements.push({ selector, found: true, text: text.slice(0, MAX_ELEMENT_TEXT), text_truncated: text.length > MAX_ELEMENT_TEXT, screenshot: png ? await options.store.put(png, "image/png") : null });
+          elements.push({ selector, found: true, text: text.slice(0, MAX_ELEMENT_TEXT), text_truncated: text.length > MAX_ELEMENT_TEXT, screenshot: png ? await options.store.put(png, "image/png", "Reader") : null });
         }
       } catch (error) {
         if (error instanceof ToolError) throw error;
@@ -294,7 +294,7 @@ export function createBrowserEvidenceProvider(options: {
         requests,
         elements,
       };
-      const stored = await options.store.put(Buffer.from(JSON.stringify(manifest)), "application/json");
+      const stored = await options.store.put(Buffer.from(JSON.stringify(manifest)), "application/json", "Reader");
       return { artifact_id: stored.evidence_id, sha256: stored.sha256, size: stored.size, captured_at, policy_id: policy.id, policy_version: policy.version, truncated: manifest.truncated };
     },
   };
