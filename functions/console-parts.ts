@@ -10,8 +10,10 @@ import { createApprovalStore } from "../shared/console/approvals/approval-store.
 import { loadBreakGlassConfig } from "../shared/console/break-glass/break-glass.js";
 import { type Coordinator, createCoordinator } from "../shared/console/coordinator/coordinator.js";
 import { createOutboxNotifier } from "../shared/console/notify/outbox-notifier.js";
+import { createArmDeploymentsProvider } from "../shared/console/providers/azure-deployments.js";
 import { createLogAnalyticsProvider } from "../shared/console/providers/azure-log-analytics.js";
 import { createBrowserEvidenceProvider } from "../shared/console/providers/browser-evidence.js";
+import { createGitDeploymentsProvider } from "../shared/console/providers/git-deployments.js";
 import { createArmSubscriptionProvider } from "../shared/console/providers/azure-subscription.js";
 import { createAzureMetricsProvider } from "../shared/console/providers/azure-metrics.js";
 import { lazyDefaultCredential } from "../shared/console/providers/azure-credential.js";
@@ -109,6 +111,10 @@ export function buildConsoleParts(): ConsoleParts {
       providers: {
         ...(consoleConfig.subscriptionId ? { subscription: createArmSubscriptionProvider({ subscriptionId: consoleConfig.subscriptionId, credential: lazyDefaultCredential() }) } : {}),
         ...(consoleConfig.metrics ? { metrics: createAzureMetricsProvider({ ...consoleConfig.metrics, credential: lazyDefaultCredential() }) } : {}),
+        ...(consoleConfig.deploymentsGitDir ? { gitDeployments: createGitDeploymentsProvider({ repositoryDir: consoleConfig.deploymentsGitDir }) } : {}),
+        ...(consoleConfig.subscriptionId && consoleConfig.deploymentsResourceGroup
+          ? { cloudDeployments: createArmDeploymentsProvider({ subscriptionId: consoleConfig.subscriptionId, resourceGroup: consoleConfig.deploymentsResourceGroup, credential: lazyDefaultCredential() }) }
+          : {}),
         ...(consoleConfig.browserEvidenceChromium ? { browserEvidence: createBrowserEvidenceProvider({ policies: browserEvidencePolicies, store: evidence, executablePath: consoleConfig.browserEvidenceChromium }) } : {}),
         ...(consoleConfig.logAnalyticsWorkspaceId ? { logs: createLogAnalyticsProvider({ workspaceId: consoleConfig.logAnalyticsWorkspaceId, credential: lazyDefaultCredential() }) } : {}),
         // With a subscription configured the inventory is Resource Graph's; otherwise (the local

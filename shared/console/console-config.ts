@@ -61,12 +61,20 @@ const consoleEnvSchema = z
   SVC_METRICS_RESOURCE_ID: z.string().regex(/^\/subscriptions\/[0-9a-f-]{36}\/resourceGroups\/[^/]+\/providers\/.+$/i, "must be an Azure resource id").optional(),
   /** The Chromium `capture_browser_evidence` launches (Debian's is `/usr/bin/chromium`); unset, the tool answers unavailable. */
   SVC_BROWSER_EVIDENCE_CHROMIUM: z.string().regex(/^\/[\w./+-]{1,500}$/, "must be an absolute path to a Chromium executable").optional(),
+  /** The Git repository `query_deployments` reads deployment commits and release tags from (an absolute path); unset, that history is a reported gap. */
+  SVC_DEPLOYMENTS_GIT_DIR: z.string().regex(/^\/[\w./+-]{0,500}$/, "must be an absolute path to a Git repository").optional(),
+  /** The resource group whose ARM deployments `query_deployments` reads (with SVC_SUBSCRIPTION_ID). */
+  SVC_DEPLOYMENTS_RESOURCE_GROUP: z.string().regex(/^[-\w._()]{1,90}$/, "must be a resource group name").optional(),
   /** Where the rule and action-type catalogs live (default `config/` of the app root). */
   SVC_CATALOG_DIR: z.string().min(1).optional(),
   })
   .refine((c) => (c.SVC_METRICS_ENDPOINT === undefined) === (c.SVC_METRICS_RESOURCE_ID === undefined), {
     message: "set both or neither",
     path: ["SVC_METRICS_RESOURCE_ID"],
+  })
+  .refine((c) => c.SVC_DEPLOYMENTS_RESOURCE_GROUP === undefined || c.SVC_SUBSCRIPTION_ID !== undefined, {
+    message: "needs SVC_SUBSCRIPTION_ID",
+    path: ["SVC_DEPLOYMENTS_RESOURCE_GROUP"],
   });
 
 
@@ -87,6 +95,9 @@ export interface ConsoleConfig {
   readonly logAnalyticsWorkspaceId: string | undefined;
   readonly subscriptionId: string | undefined;
   readonly browserEvidenceChromium: string | undefined;
+  readonly deploymentsGitDir: string | undefined;
+  /** Only with `subscriptionId` (refused at load otherwise). */
+  readonly deploymentsResourceGroup: string | undefined;
   /** Both set or neither (refused at load otherwise). */
   readonly metrics: { readonly endpoint: string; readonly resourceId: string } | undefined;
 }
@@ -106,6 +117,8 @@ export function loadConsoleConfig(env: Env = process.env): ConsoleConfig {
     logAnalyticsWorkspaceId: c.SVC_LOG_ANALYTICS_WORKSPACE_ID,
     subscriptionId: c.SVC_SUBSCRIPTION_ID,
     browserEvidenceChromium: c.SVC_BROWSER_EVIDENCE_CHROMIUM,
+    deploymentsGitDir: c.SVC_DEPLOYMENTS_GIT_DIR,
+    deploymentsResourceGroup: c.SVC_DEPLOYMENTS_RESOURCE_GROUP,
     metrics: c.SVC_METRICS_ENDPOINT && c.SVC_METRICS_RESOURCE_ID ? { endpoint: c.SVC_METRICS_ENDPOINT, resourceId: c.SVC_METRICS_RESOURCE_ID } : undefined,
   }));
 }
