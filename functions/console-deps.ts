@@ -7,6 +7,7 @@
 
 import { loadConsoleConfig } from "../shared/console/console-config.js";
 import { loadHealthMetricSet } from "../shared/console/providers/health-metrics.js";
+import { loadBrowserEvidencePolicies } from "../shared/console/providers/browser-evidence.js";
 import { catalogPath, loadActionTypes } from "../shared/ops/actions/action-types.js";
 import { loadRuleCatalog } from "../shared/ops/rules/rule-catalog.js";
 import { loadConfigurationBaseline } from "../shared/ops/snapshots/configuration-baseline.js";
@@ -20,6 +21,7 @@ export const ruleCatalog = loadRuleCatalog(actionTypes, catalogPath("ops-rules.j
 export const healthMetricSet = loadHealthMetricSet(catalogPath("health-metrics.json", catalogDir));
 /** The frozen configuration baseline; a citation whose digest does not match stops start-up like a bad catalog. */
 export const configurationBaseline = loadConfigurationBaseline(catalogPath("configuration-baseline.json", catalogDir));
+export const browserEvidencePolicies = loadBrowserEvidencePolicies(catalogPath("browser-evidence-policies.json", catalogDir));
 
 let parts: Promise<ConsoleParts> | undefined;
 

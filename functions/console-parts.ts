@@ -11,7 +11,10 @@ import { createKillSwitchAnnouncer } from "../shared/console/approvals/kill-swit
 import { loadBreakGlassConfig } from "../shared/console/break-glass/break-glass.js";
 import { type Coordinator, createCoordinator } from "../shared/console/coordinator/coordinator.js";
 import { createOutboxNotifier } from "../shared/console/notify/outbox-notifier.js";
+import { createArmDeploymentsProvider } from "../shared/console/providers/azure-deployments.js";
 import { createLogAnalyticsProvider } from "../shared/console/providers/azure-log-analytics.js";
+import { createBrowserEvidenceProvider } from "../shared/console/providers/browser-evidence.js";
+import { createGitDeploymentsProvider } from "../shared/console/providers/git-deployments.js";
 import { createArmSubscriptionProvider } from "../shared/console/providers/azure-subscription.js";
 import { createAzureMetricsProvider } from "../shared/console/providers/azure-metrics.js";
 import { createAzureHealthMetrics } from "../shared/console/providers/azure-health-metrics.js";
@@ -27,15 +30,17 @@ import { createUsageLedger } from "../shared/console/usage/usage-ledger.js";
 import { createRecurrentQueryWatch } from "../shared/console/recurrent-query.js";
 import { createFileDatabaseCatalog } from "../shared/databases/database-catalog.js";
 import { ActionNotSupportedError, type ActionExecutor } from "../shared/ops/actions/action-executor.js";
+import { createEvidenceStore, EVIDENCE_CONTAINER } from "../shared/ops/evidence-store.js";
 import { createKillSwitch } from "../shared/ops/kill-switch.js";
 import { createOpsLoop } from "../shared/ops/ops-loop.js";
 import { createAttemptLog, recordingVerifier, type RouteRole } from "../shared/ops/snapshots/attempt-log.js";
 import { createSnapshotProducer } from "../shared/ops/snapshots/snapshot-producer.js";
 import { createSnapshotStore } from "../shared/ops/snapshots/snapshot-store.js";
 import { type ControlPlaneStateReader, type ProposedAction, verifyAction } from "../shared/ops/verifier/verifier.js";
+import { openBlobContainer } from "../shared/storage/blob-container.js";
 import { appContext } from "./app-context.js";
 import { dashboardJobs, databaseState } from "./dashboard-deps.js";
-import { actionTypes, configurationBaseline, consoleConfig, healthMetricSet, ruleCatalog } from "./console-deps.js";
+import { actionTypes, browserEvidencePolicies, configurationBaseline, consoleConfig, healthMetricSet, ruleCatalog } from "./console-deps.js";
 import { deploymentSnapshotSources } from "./console-snapshots.js";
 
 export interface ConsoleParts {
@@ -130,6 +135,8 @@ export function buildConsoleParts(): ConsoleParts {
       }),
     );
   }
+  // Browser artifacts and large tool evidence: content-addressed, write-once blobs.
+  const evidence = createEvidenceStore(() => openBlobContainer(appContext.config.storage, EVIDENCE_CONTAINER));
   const registry = createConsoleToolRegistry(
     {
       events: appContext.events,
@@ -145,11 +152,17 @@ export function buildConsoleParts(): ConsoleParts {
       notifier,
       breakGlass: loadBreakGlassConfig({ owners: [...consoleConfig.breakGlass.owners], max_ttl_seconds: consoleConfig.breakGlass.max_ttl_seconds }),
       incidentWindowMs: consoleConfig.incidentWindowMs,
+      evidence,
       providers: {
         ...(consoleConfig.metrics ? { metrics: createAzureMetricsProvider({ ...consoleConfig.metrics, credential: lazyDefaultCredential() }) } : {}),
         detectionReadiness: snapshotStore.reader("detection_readiness"),
         t2Recovery: snapshotStore.reader("t2_recovery"),
         configurationBaseline: snapshotStore.reader("configuration_baseline"),
+        ...(consoleConfig.deploymentsGitDir ? { gitDeployments: createGitDeploymentsProvider({ repositoryDir: consoleConfig.deploymentsGitDir }) } : {}),
+        ...(consoleConfig.subscriptionId && consoleConfig.deploymentsResourceGroup
+          ? { cloudDeployments: createArmDeploymentsProvider({ subscriptionId: consoleConfig.subscriptionId, resourceGroup: consoleConfig.deploymentsResourceGroup, credential: lazyDefaultCredential() }) }
+          : {}),
+        ...(consoleConfig.browserEvidenceChromium ? { browserEvidence: createBrowserEvidenceProvider({ policies: browserEvidencePolicies, store: evidence, executablePath: consoleConfig.browserEvidenceChromium }) } : {}),
         ...(consoleConfig.logAnalyticsWorkspaceId ? { logs: createLogAnalyticsProvider({ workspaceId: consoleConfig.logAnalyticsWorkspaceId, credential: lazyDefaultCredential() }) } : {}),
         // With a subscription configured the inventory is Resource Graph's (below); otherwise (the
         // local stack) it is the control plane's own resources.
@@ -167,7 +180,7 @@ export function buildConsoleParts(): ConsoleParts {
     { serverTimeZone: consoleConfig.serverTimeZone },
   );
   const recurrent = createRecurrentQueryWatch({ tables: source, events: appContext.events, logger: appContext.logger, ...consoleConfig.recurrentQuery });
-  const coordinator = createCoordinator({ registry, audit: appContext.audit, approvals, verify: verifyAs("coordinator"), recurrent });
+  const coordinator = createCoordinator({ registry, audit: appContext.audit, approvals, verify: verifyAs("coordinator"), recurrent, evidence });
   const approvalActivities = createApprovalActivities({ approvals, store: approvalStore, loadPolicy: consoleConfig.loadPolicy });
   const opsLoop = createOpsLoop({ events: appContext.events, audit: appContext.audit, rules: ruleCatalog, actions: actionTypes, verify: verifyAs("ops_loop"), claims: source, incidentWindowMs: consoleConfig.incidentWindowMs });
   const snapshots = createSnapshotProducer({

@@ -143,7 +143,9 @@ export const functionsBuildOptions = {
   minifyWhitespace: true,
   minifySyntax: true,
   metafile: true,
-  // Supplied by the Functions worker (or the local host) at run time.
-  external: ["@azure/functions-core"],
+  // Supplied by the Functions worker (or the local host) at run time; playwright-core reads its own
+  // package files at run time and does not survive bundling, so it loads from node_modules (it is
+  // a runtime dependency, used only where SVC_BROWSER_EVIDENCE_CHROMIUM names a Chromium).
+  external: ["@azure/functions-core", "playwright-core"],
   plugins: [builtinsThroughRequire, zodEnglishOnly, lazyRequires("durable-functions", LAZY_DURABLE_REQUIRES)],
 };

@@ -54,6 +54,12 @@ const consoleEnvSchema = z
   SVC_METRICS_ENDPOINT: z.url({ protocol: /^https$/ }).optional(),
   /** The one resource whose metrics `query_metric` reads (the cluster's resource id). */
   SVC_METRICS_RESOURCE_ID: z.string().regex(/^\/subscriptions\/[0-9a-f-]{36}\/resourceGroups\/[^/]+\/providers\/.+$/i, "must be an Azure resource id").optional(),
+  /** The Chromium `capture_browser_evidence` launches (Debian's is `/usr/bin/chromium`); unset, the tool answers unavailable. */
+  SVC_BROWSER_EVIDENCE_CHROMIUM: z.string().regex(/^\/[\w./+-]{1,500}$/, "must be an absolute path to a Chromium executable").optional(),
+  /** The Git repository `query_deployments` reads deployment commits and release tags from (an absolute path); unset, that history is a reported gap. */
+  SVC_DEPLOYMENTS_GIT_DIR: z.string().regex(/^\/[\w./+-]{0,500}$/, "must be an absolute path to a Git repository").optional(),
+  /** The resource group whose ARM deployments `query_deployments` reads (with SVC_SUBSCRIPTION_ID). */
+  SVC_DEPLOYMENTS_RESOURCE_GROUP: z.string().regex(/^[-\w._()]{1,90}$/, "must be a resource group name").optional(),
   /** Where the rule and action-type catalogs live (default `config/` of the app root). */
   SVC_CATALOG_DIR: z.string().min(1).optional(),
   /** Resource groups `query_subscription_health` and resource-health history read, comma-separated; unset, the whole subscription. */
@@ -76,6 +82,10 @@ const consoleEnvSchema = z
   .refine((c) => (c.SVC_METRICS_ENDPOINT === undefined) === (c.SVC_METRICS_RESOURCE_ID === undefined), {
     message: "set both or neither",
     path: ["SVC_METRICS_RESOURCE_ID"],
+  })
+  .refine((c) => c.SVC_DEPLOYMENTS_RESOURCE_GROUP === undefined || c.SVC_SUBSCRIPTION_ID !== undefined, {
+    message: "needs SVC_SUBSCRIPTION_ID",
+    path: ["SVC_DEPLOYMENTS_RESOURCE_GROUP"],
   });
 
 
@@ -95,6 +105,10 @@ export interface ConsoleConfig {
   readonly catalogDir: string | undefined;
   readonly logAnalyticsWorkspaceId: string | undefined;
   readonly subscriptionId: string | undefined;
+  readonly browserEvidenceChromium: string | undefined;
+  readonly deploymentsGitDir: string | undefined;
+  /** Only with `subscriptionId` (refused at load otherwise). */
+  readonly deploymentsResourceGroup: string | undefined;
   /** Both set or neither (refused at load otherwise). */
   readonly metrics: { readonly endpoint: string; readonly resourceId: string } | undefined;
   /** The resource groups subscription health reads; empty means the whole subscription. */
@@ -132,6 +146,9 @@ export function loadConsoleConfig(env: Env = process.env): ConsoleConfig {
       logAnalyticsWorkspaceId: c.SVC_LOG_ANALYTICS_WORKSPACE_ID,
       subscriptionId: c.SVC_SUBSCRIPTION_ID,
       metrics: c.SVC_METRICS_ENDPOINT && c.SVC_METRICS_RESOURCE_ID ? { endpoint: c.SVC_METRICS_ENDPOINT, resourceId: c.SVC_METRICS_RESOURCE_ID } : undefined,
+      browserEvidenceChromium: c.SVC_BROWSER_EVIDENCE_CHROMIUM,
+      deploymentsGitDir: c.SVC_DEPLOYMENTS_GIT_DIR,
+      deploymentsResourceGroup: c.SVC_DEPLOYMENTS_RESOURCE_GROUP,
       healthResourceGroups: c.SVC_HEALTH_RESOURCE_GROUPS,
       recurrentQuery: { threshold: c.SVC_RECURRENT_QUERY_THRESHOLD, windowSeconds: c.SVC_RECURRENT_QUERY_WINDOW_SECONDS },
       snapshots: { aksClusterId: c.SVC_AKS_CLUSTER_ID, aksNodePool: c.SVC_AKS_NODE_POOL, kubeconfig: c.SVC_KUBECONFIG },

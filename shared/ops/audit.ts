@@ -1,6 +1,8 @@
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { odata } from "@azure/data-tables";
 import { z } from "zod";
+import type { Role } from "../auth/roles.js";
+import type { EvidenceStore } from "./evidence-store.js";
 import { dayPartitionKey, listLimit, newestFirstFilter, newestFirstRowKey, type TableSource, tableOpener } from "../storage/table-source.js";
 import { packText, unpackText } from "../storage/table-text.js";
 
@@ -159,4 +161,26 @@ export function createAuditLog(source: TableSource, options: { now?: () => Date 
       return out;
     },
   };
+}
+
+/** Tool evidence up to this many characters (as JSON) is kept in the audit entry itself. */
+export const AUDIT_INLINE_EVIDENCE_CHARS = 16_000;
+
+/**
+ * What an audit entry keeps of a tool's evidence: small evidence inline (`evidence`); larger
+ * evidence as its SHA-256 and size and, with an evidence store, in the store — content-addressed,
+ * write-once, readable by id from `rbacFloor` up — referenced as `evidence_blob`. A store that
+ * cannot take it leaves the digest and says so (`evidence_blob_error`): the entry is still written.
+ */
+export async function auditEvidence(data: unknown, options: { store?: EvidenceStore; rbacFloor: Role }): Promise<Record<string, unknown>> {
+  const text = JSON.stringify(data) ?? "null";
+  if (text.length <= AUDIT_INLINE_EVIDENCE_CHARS) return { evidence: data };
+  const digest = { evidence_sha256: createHash("sha256").update(text).digest("hex"), evidence_chars: text.length };
+  if (!options.store) return digest;
+  try {
+    const stored = await options.store.put(Buffer.from(text, "utf8"), "application/json", options.rbacFloor);
+    return { ...digest, evidence_blob: { evidence_id: stored.evidence_id, sha256: stored.sha256, size: stored.size } };
+  } catch {
+    return { ...digest, evidence_blob_error: "the evidence store did not take it" };
+  }
 }

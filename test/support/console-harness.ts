@@ -15,6 +15,7 @@ import type { ActionExecutor } from "../../shared/ops/actions/action-executor.js
 import { loadActionTypes } from "../../shared/ops/actions/action-types.js";
 import { createAuditLog } from "../../shared/ops/audit.js";
 import { createEventLog } from "../../shared/ops/events.js";
+import type { EvidenceStore } from "../../shared/ops/evidence-store.js";
 import { createKillSwitch } from "../../shared/ops/kill-switch.js";
 import { loadRuleCatalog } from "../../shared/ops/rules/rule-catalog.js";
 import { type ControlPlaneStateReader, type ProposedAction, verifyAction } from "../../shared/ops/verifier/verifier.js";
@@ -42,7 +43,7 @@ export interface TestState {
  */
 export function consoleHarness(
   tables: TableClientFactory,
-  options: { providers?: ConsoleProviders; owners?: string[]; approvers?: string[]; ttlSeconds?: number; reminderOffsetsSeconds?: number[]; loadPolicy?: LoadPolicy; now?: () => Date; recurrentQuery?: { threshold: number; windowSeconds: number } } = {},
+  options: { providers?: ConsoleProviders; evidence?: EvidenceStore; owners?: string[]; approvers?: string[]; ttlSeconds?: number; reminderOffsetsSeconds?: number[]; loadPolicy?: LoadPolicy; now?: () => Date; recurrentQuery?: { threshold: number; windowSeconds: number } } = {},
 ) {
   const now = options.now ?? (() => new Date());
   const state: TestState = { jobs: new Map([["j-failed", "failed"], ["j-running", "running"]]), databases: new Map([["nt", { update_available: true }]]), clusterReachable: undefined };
@@ -93,11 +94,12 @@ export function consoleHarness(
     usage,
     executor,
     providers: options.providers ?? {},
+    ...(options.evidence ? { evidence: options.evidence } : {}),
     notifier,
     breakGlass: loadBreakGlassConfig({ owners: options.owners ?? ["oid-owner-1", "oid-owner-2"] }),
     incidentWindowMs: 30 * 60_000,
   });
   const recurrent = options.recurrentQuery ? createRecurrentQueryWatch({ tables, events, logger: createLogger({ level: "error" }), ...options.recurrentQuery }) : undefined;
-  const coordinator = createCoordinator({ registry, audit, approvals, verify, now, recurrent });
+  const coordinator = createCoordinator({ registry, audit, approvals, verify, now, recurrent, ...(options.evidence ? { evidence: options.evidence } : {}) });
   return { state, audit, events, killSwitch, reader, verify, executed, executor, notifier, approvalStore, approvals, usage, registry, coordinator };
 }

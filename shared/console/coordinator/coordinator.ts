@@ -1,6 +1,7 @@
-import { createHash, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import type { Caller, Role } from "../../auth/roles.js";
-import type { AuditActor, AuditLog } from "../../ops/audit.js";
+import { type AuditActor, type AuditLog, auditEvidence } from "../../ops/audit.js";
+import type { EvidenceStore } from "../../ops/evidence-store.js";
 import type { Severity } from "../../ops/rules/rule-catalog.js";
 import type { ProposedAction, VerifierReport } from "../../ops/verifier/verifier.js";
 import type { ApprovalService } from "../approvals/approval-service.js";
@@ -53,6 +54,8 @@ export interface CoordinatorDependencies {
   approvals: ApprovalService;
   verify(action: ProposedAction): Promise<VerifierReport>;
   narrator?: Narrator;
+  /** Where evidence too large for an audit entry goes; without one the entry keeps its digest only. */
+  evidence?: EvidenceStore;
   now?: () => Date;
   /** Counts each invoked tool call's argument shape (`console.recurrent_query`). */
   recurrent?: RecurrentQueryWatch;
@@ -98,13 +101,10 @@ export function previewOf(result: ToolResult): string {
   return `${result.tool}: ${result.status} (${result.error.type}) ${result.error.message}${issues ? ` — ${issues}` : ""}`;
 }
 
-/** What an audit entry keeps of a result: small evidence inline, a digest of large evidence. */
-function evidenceOf(result: ToolResult): Record<string, unknown> {
+/** What an audit entry keeps of a result: small evidence inline, large evidence by reference (`auditEvidence`). */
+async function evidenceOf(result: ToolResult, store: EvidenceStore | undefined, rbacFloor: Role): Promise<Record<string, unknown>> {
   if (result.status !== "ok") return { status: result.status, error: result.error };
-  const text = JSON.stringify(result.data);
-  return text.length <= 16_000
-    ? { status: "ok", evidence_ref: result.evidence_ref, evidence: result.data }
-    : { status: "ok", evidence_ref: result.evidence_ref, evidence_sha256: createHash("sha256").update(text).digest("hex"), evidence_chars: text.length };
+  return { status: "ok", evidence_ref: result.evidence_ref, ...(await auditEvidence(result.data, { store, rbacFloor })) };
 }
 
 /**
@@ -172,7 +172,7 @@ export function createCoordinator(deps: CoordinatorDependencies) {
       const entry = await deps.audit.record({
         ...auditBase,
         outcome: result.status === "ok" ? "succeeded" : result.status === "error" && result.error.type === "forbidden" ? "denied" : "failed",
-        details: { side_effect_class: descriptor.side_effect_class, intent, args: argDetails, ...(eventId ? { event_id: eventId } : {}), ...(openedId ? { opened_audit_id: openedId } : {}), ...(descriptor.side_effect_class === "simulate" ? { mode: "observation" } : {}), ...evidenceOf(result) },
+        details: { side_effect_class: descriptor.side_effect_class, intent, args: argDetails, ...(eventId ? { event_id: eventId } : {}), ...(openedId ? { opened_audit_id: openedId } : {}), ...(descriptor.side_effect_class === "simulate" ? { mode: "observation" } : {}), ...(await evidenceOf(result, deps.evidence, parsed.success ? (tool.floorFor?.(parsed.data) ?? descriptor.rbac_floor) : descriptor.rbac_floor)) },
       });
       auditIds.push(entry.audit_id);
     }

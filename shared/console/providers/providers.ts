@@ -117,11 +117,45 @@ export interface SnapshotProvider<T> {
   latest(): Promise<T | undefined>;
 }
 
+/** An immutable, content-addressed browser artifact: its id and digest, never a page or a handle to one. */
+export interface BrowserEvidenceArtifact {
+  artifact_id: string;
+  sha256: string;
+  size: number;
+  captured_at: string;
+  policy_id: string;
+  policy_version: number;
+  /** True when the policy's byte or time bound cut the page short. */
+  truncated: boolean;
+}
+
 export interface BrowserEvidenceProvider {
-  capture(request: { policy_id: string; policy_version: number; source_url: string; stable_selectors: string[] }): Promise<{ artifact_id: string; sha256: string; captured_at: string }>;
+  capture(request: { policy_id: string; policy_version: number; source_url: string; stable_selectors: string[] }): Promise<BrowserEvidenceArtifact>;
+}
+
+/** One deployment in a history: a Git commit or tag, or a cloud (ARM) deployment. */
+export interface DeploymentRecord {
+  /** When it happened (commit or tag time; the ARM deployment's timestamp), ISO 8601 UTC. */
+  at: string;
+  source: "git" | "cloud" | "control_plane";
+  /** `git.commit`, `git.tag` or `arm.deployment`. */
+  kind: string;
+  /** The tag or deployment name, or the commit's abbreviated hash. */
+  name: string;
+  /** A few allow-listed facts (commit subject and author; provisioning state, duration, correlation id). */
+  detail: Record<string, string>;
+}
+
+/** A deployment history over a time window (newest first, at most `limit` records). */
+export interface DeploymentHistoryProvider {
+  list(window: { start: Date; end: Date }, limit: number): Promise<{ records: DeploymentRecord[]; truncated: boolean }>;
 }
 
 export interface ConsoleProviders {
+  /** `query_deployments`' Git history: the server-configured repository. */
+  gitDeployments?: DeploymentHistoryProvider;
+  /** `query_deployments`' cloud history: ARM deployments of the server-configured resource group. */
+  cloudDeployments?: DeploymentHistoryProvider;
   inventory?: InventoryProvider;
   subscription?: SubscriptionProvider;
   logs?: LogProvider;

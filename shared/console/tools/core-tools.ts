@@ -1,9 +1,10 @@
 import { z } from "zod";
 import { evaluateRules, type RuleCatalog, resourceTypeOf } from "../../ops/rules/rule-catalog.js";
 import { queryAudit } from "../../ops/audit-query.js";
+import { EVIDENCE_ID_PATTERN } from "../../ops/evidence-store.js";
 import { correlateIncidents } from "../../ops/incidents/incidents.js";
 import type { ConsoleToolDependencies } from "./dependencies.js";
-import { boundedText, defineTool, type Tool, ToolError } from "./tool.js";
+import { boundedText, defineTool, meetsFloor, requireProvider, type Tool, ToolError } from "./tool.js";
 
 const eventPayloadSchema = z.strictObject({
   event_type: z.string().regex(/^[a-z][a-z0-9_]*(?:\.[a-z][a-z0-9_]*)+$/, "event_type must be dotted lowercase words"),
@@ -93,11 +94,11 @@ export function coreTools(deps: ConsoleToolDependencies): Tool[] {
     defineTool({
       descriptor: {
         name: "query_audit",
-        description: "Searches the audit log by event id, actor, decision, mode and time range, one page at a time.",
-        argument_hint: "query_audit [event_id=<id>] [actor=<oid or name>] [decision=<d>] [mode=<m>] [since=<RFC 3339>] [until=<RFC 3339>] [limit=1..100] [cursor=<c>]",
+        description: "Searches the audit log by event id, actor, decision, mode and time range one page at a time, or reads one stored piece of evidence an entry references.",
+        argument_hint: "query_audit [event_id=<id>] [actor=<oid or name>] [decision=<d>] [mode=<m>] [since=<RFC 3339>] [until=<RFC 3339>] [limit=1..100] [cursor=<c>] | query_audit evidence_id=sha256-<64 hex>",
         rbac_floor: "Reader",
         side_effect_class: "read",
-        failure_modes: ["invalid_arguments"],
+        failure_modes: ["invalid_arguments", "not_found", "forbidden", "unavailable"],
       },
       args: z.strictObject({
         event_id: idText(100).optional(),
@@ -108,8 +109,21 @@ export function coreTools(deps: ConsoleToolDependencies): Tool[] {
         until: z.iso.datetime({ offset: true }).optional(),
         limit: z.coerce.number().int().min(1).max(100).default(20),
         cursor: idText(200).optional(),
+        /** An `evidence_blob.evidence_id` (or a browser artifact id): that evidence instead of a page. */
+        evidence_id: z.string().regex(EVIDENCE_ID_PATTERN, "evidence ids look like sha256- and 64 hex digits").optional(),
       }),
-      async run(args) {
+      async run(args, context) {
+        if (args.evidence_id !== undefined) {
+          const stored = await requireProvider(deps.evidence, "the evidence store").get(args.evidence_id);
+          if (!stored) throw new ToolError("not_found", `no evidence ${args.evidence_id} is stored`);
+          // Readable from the floor of the tool that produced it: no role reads more by id than it could have asked for.
+          if (!meetsFloor(context.role, stored.reference.rbac_floor)) throw new ToolError("forbidden", `evidence ${args.evidence_id} requires the ${stored.reference.rbac_floor} role; your current role is ${context.role}`);
+          const json = stored.reference.content_type === "application/json";
+          return {
+            data: { evidence: stored.reference, ...(json ? { content: JSON.parse(stored.bytes.toString("utf8")) as unknown } : { content_base64: stored.bytes.toString("base64") }) },
+            evidence_ref: `evidence:${args.evidence_id}`,
+          };
+        }
         const page = await queryAudit(deps.audit, {
           event_id: args.event_id,
           actor: args.actor,

@@ -2,6 +2,7 @@ import type { ActionExecutor } from "../../ops/actions/action-executor.js";
 import type { ActionTypeCatalog } from "../../ops/actions/action-types.js";
 import type { AuditLog } from "../../ops/audit.js";
 import type { EventLog } from "../../ops/events.js";
+import type { EvidenceStore } from "../../ops/evidence-store.js";
 import type { RuleCatalog } from "../../ops/rules/rule-catalog.js";
 import type { ProposedAction, VerifierReport } from "../../ops/verifier/verifier.js";
 import type { ApprovalService } from "../approvals/approval-service.js";
@@ -25,6 +26,8 @@ export interface ConsoleToolDependencies {
   /** Carries out actions the verifier found eligible. */
   executor: ActionExecutor;
   providers: ConsoleProviders;
+  /** Stored evidence (large tool results, browser artifacts) `query_audit evidence_id=…` reads; unset, it answers unavailable. */
+  evidence?: EvidenceStore;
   notifier: Notifier;
   breakGlass: BreakGlassConfig;
   /** Events of one resource further apart than this start a new incident. */

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { ConsoleToolDependencies } from "./dependencies.js";
-import { defineTool, type Tool } from "./tool.js";
+import type { DeploymentHistoryProvider, DeploymentRecord } from "../providers/providers.js";
+import { defineTool, type Tool, ToolError } from "./tool.js";
 
 /** The ledgers' cap (spec §8): at most 500 records are listed; aggregate counts stay exact. */
 export const LEDGER_LIST_CAP = 500;
@@ -55,7 +56,7 @@ export function ledgerTools(deps: ConsoleToolDependencies): Tool[] {
     defineTool({
       descriptor: {
         name: "query_deployments",
-        description: "Lists the job API and Functions deployments the control plane recorded in a window.",
+        description: "Combines Git deployment history, the resource group's cloud deployments and the deployments the control plane recorded in a window, newest first, with each missing source reported.",
         argument_hint: "query_deployments window=<1..720>h",
         rbac_floor: "Reader",
         side_effect_class: "read",
@@ -63,11 +64,47 @@ export function ledgerTools(deps: ConsoleToolDependencies): Tool[] {
       },
       args: z.strictObject({ window: z.string().regex(/^\d{1,3}h$/, "window looks like 24h").default("168h").pipe(z.string().refine((w) => Number.parseInt(w, 10) >= 1 && Number.parseInt(w, 10) <= 720, "window is 1h to 720h")) }),
       async run({ window }, context) {
-        const since = new Date(context.now().getTime() - Number.parseInt(window, 10) * 3_600_000);
-        const deployments = (await deps.events.list({ since, limit: 1000 })).filter((e) => e.event_type.startsWith("deployment."));
+        const until = context.now();
+        const since = new Date(until.getTime() - Number.parseInt(window, 10) * 3_600_000);
+        const recorded: DeploymentRecord[] = (await deps.events.list({ since, limit: 1000 }))
+          .filter((e) => e.event_type.startsWith("deployment."))
+          .map((e) => ({ at: new Date(e.detected_at).toISOString(), source: "control_plane", kind: e.event_type, name: e.resource_ref, detail: { event_id: e.event_id, reported_by: e.source } }));
+        const sources: Record<string, { status: "ok" | "unavailable"; count: number; truncated: boolean }> = { control_plane: { status: "ok", count: recorded.length, truncated: recorded.length >= 1000 } };
+        const coverage_gaps: string[] = [];
+        const histories: [string, DeploymentHistoryProvider | undefined, string][] = [
+          ["git", deps.providers.gitDeployments, "no deployment repository is configured (SVC_DEPLOYMENTS_GIT_DIR)"],
+          ["cloud", deps.providers.cloudDeployments, "no resource group is configured (SVC_SUBSCRIPTION_ID with SVC_DEPLOYMENTS_RESOURCE_GROUP)"],
+        ];
+        const read = await Promise.all(
+          histories.map(async ([name, provider, notConfigured]): Promise<{ records: DeploymentRecord[]; truncated: boolean; gap?: string }> => {
+            if (!provider) return { records: [], truncated: false, gap: `${name}: ${notConfigured}` };
+            try {
+              return await provider.list({ start: since, end: until }, LEDGER_LIST_CAP);
+            } catch (error) {
+              // One source failing leaves the others' history, and the gap is named rather than hidden.
+              return { records: [], truncated: false, gap: `${name}: ${error instanceof ToolError ? error.message : "the source could not be read"}` };
+            }
+          }),
+        );
+        const fromProviders = read.map(({ records, truncated, gap }, n) => {
+          const name = histories[n]?.[0] ?? "";
+          sources[name] = { status: gap ? "unavailable" : "ok", count: records.length, truncated };
+          if (gap) coverage_gaps.push(gap);
+          return records;
+        });
+        const deployments = [...recorded, ...fromProviders.flat()].sort((a, b) => b.at.localeCompare(a.at) || a.source.localeCompare(b.source));
         return {
-          data: { window, since: since.toISOString(), total: deployments.length, deployments: deployments.slice(0, LEDGER_LIST_CAP).map((e) => ({ event_id: e.event_id, kind: e.event_type, resource_ref: e.resource_ref, detected_at: e.detected_at, source: e.source })) },
-          evidence_ref: `events:deployment.*@${since.toISOString()}`,
+          data: {
+            window,
+            since: since.toISOString(),
+            until: until.toISOString(),
+            total: deployments.length,
+            truncated: deployments.length > LEDGER_LIST_CAP || Object.values(sources).some((s) => s.truncated),
+            sources,
+            coverage_gaps,
+            deployments: deployments.slice(0, LEDGER_LIST_CAP),
+          },
+          evidence_ref: `deployments:${since.toISOString()}/${until.toISOString()}`,
         };
       },
     }),

@@ -1,0 +1,75 @@
+import { createHash } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { RunningAzurite } from "../../local/azurite.js";
+import type { ToolResult } from "../../shared/console/tools/tool.js";
+import type { Role } from "../../shared/auth/roles.js";
+import { AUDIT_INLINE_EVIDENCE_CHARS } from "../../shared/ops/audit.js";
+import { createEvidenceStore, type EvidenceStore } from "../../shared/ops/evidence-store.js";
+import { openBlobContainer } from "../../shared/storage/blob-container.js";
+import { callerWith, consoleHarness } from "../support/console-harness.js";
+import { prefixedTables, startTestAzurite } from "../support/service-fakes.js";
+
+let azurite: RunningAzurite;
+let store: EvidenceStore;
+let counter = 0;
+
+beforeAll(async () => {
+  azurite = await startTestAzurite();
+  const container = `auditevidence${Date.now().toString(36)}`;
+  store = createEvidenceStore(() => openBlobContainer(azurite.connectionString, container));
+});
+afterAll(async () => {
+  await azurite?.stop();
+});
+
+const harness = (withStore = true) => consoleHarness(prefixedTables(azurite.connectionString, `aev${++counter}x${Date.now().toString(36)}`), withStore ? { evidence: store } : {});
+
+async function run(h: ReturnType<typeof harness>, text: string, role: Role = "Reader"): Promise<ToolResult> {
+  const reply = await h.coordinator.handleTurn(callerWith(role), { text });
+  const result = reply.tool_results[0];
+  if (!result) throw new Error(reply.text);
+  return result;
+}
+
+describe("large tool evidence in the evidence store, referenced from the audit entry", () => {
+  it("stores evidence over the inline limit by content address, query_audit returns the reference, and evidence_id reads the same evidence back", async () => {
+    const h = harness();
+    // Entries whose page is well over the inline limit when an auditor reads them.
+    for (let n = 0; n < 30; n++) await h.audit.record({ actor: { oid: "oid-ops", name: "Ops" }, action: "ops.note", target: `note-${n}`, outcome: "succeeded", request_id: `r-${n}`, details: { note: `${n} `.repeat(400) } });
+    const page = await run(h, "query_audit limit=30");
+    expect(page.status).toBe("ok");
+    const text = JSON.stringify((page as { data: unknown }).data);
+    expect(text.length).toBeGreaterThan(AUDIT_INLINE_EVIDENCE_CHARS);
+
+    const [entry] = await h.audit.list({ action: "console.tool_call", limit: 1 });
+    const sha256 = createHash("sha256").update(text).digest("hex");
+    expect(entry?.details).toMatchObject({ evidence_sha256: sha256, evidence_chars: text.length, evidence_blob: { evidence_id: `sha256-${sha256}`, sha256, size: Buffer.byteLength(text) } });
+    expect(entry?.details).not.toHaveProperty("evidence");
+
+    // The auditor's own read shows the reference …
+    const later = (await run(h, "query_audit actor=oid-Reader limit=5")) as { data: { entries: { audit_id: string; details: Record<string, unknown> }[] } };
+    expect(later.data.entries.find((e) => e.audit_id === entry?.audit_id)?.details.evidence_blob).toEqual({ evidence_id: `sha256-${sha256}`, sha256, size: Buffer.byteLength(text) });
+    // … and reads the evidence by id, exactly as the tool returned it.
+    const read = await run(h, `query_audit evidence_id=sha256-${sha256}`);
+    expect(read).toMatchObject({ status: "ok", evidence_ref: `evidence:sha256-${sha256}`, data: { evidence: { evidence_id: `sha256-${sha256}`, content_type: "application/json", rbac_floor: "Reader" } } });
+    expect((read as { data: { content: unknown } }).data.content).toEqual((page as { data: unknown }).data);
+  });
+
+  it("keeps small evidence inline and stores nothing for it", async () => {
+    const h = harness();
+    await run(h, "query_audit limit=1");
+    const [entry] = await h.audit.list({ action: "console.tool_call", limit: 1 });
+    expect(entry?.details).toHaveProperty("evidence");
+    expect(entry?.details).not.toHaveProperty("evidence_blob");
+  });
+
+  it("evidence is read by id only from the floor of the tool that produced it; an unknown id is not found, a malformed one invalid, and without a store it is unavailable", async () => {
+    const h = harness();
+    const secret = await store.put(Buffer.from(JSON.stringify({ approvals: ["apr_1"] })), "application/json", "Approver");
+    expect(await run(h, `query_audit evidence_id=${secret.evidence_id}`, "Reader")).toMatchObject({ status: "error", error: { type: "forbidden", message: `evidence ${secret.evidence_id} requires the Approver role; your current role is Reader` } });
+    expect(await run(h, `query_audit evidence_id=${secret.evidence_id}`, "Approver")).toMatchObject({ status: "ok", data: { content: { approvals: ["apr_1"] } } });
+    expect(await run(h, `query_audit evidence_id=sha256-${"0".repeat(64)}`)).toMatchObject({ status: "error", error: { type: "not_found" } });
+    expect(await run(h, "query_audit evidence_id=../../etc/passwd")).toMatchObject({ status: "error", error: { type: "invalid_arguments" } });
+    expect(await run(harness(false), `query_audit evidence_id=${secret.evidence_id}`)).toMatchObject({ status: "unavailable" });
+  });
+});
