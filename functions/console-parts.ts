@@ -124,9 +124,9 @@ export function buildConsoleParts(): ConsoleParts {
       providers: {
         ...(consoleConfig.subscriptionId ? { subscription: createArmSubscriptionProvider({ subscriptionId: consoleConfig.subscriptionId, credential: lazyDefaultCredential() }) } : {}),
         ...(consoleConfig.metrics ? { metrics: createAzureMetricsProvider({ ...consoleConfig.metrics, credential: lazyDefaultCredential() }) } : {}),
-        detectionReadiness: snapshotStore.reader("detection_readiness"),
-        t2Recovery: snapshotStore.reader("t2_recovery"),
-        configurationBaseline: snapshotStore.reader("configuration_baseline"),
+        detectionReadiness: snapshotStore.reader("detection_readiness", { maxAgeMs: consoleConfig.snapshots.maxAgeMs }),
+        t2Recovery: snapshotStore.reader("t2_recovery", { maxAgeMs: consoleConfig.snapshots.maxAgeMs }),
+        configurationBaseline: snapshotStore.reader("configuration_baseline", { maxAgeMs: consoleConfig.snapshots.maxAgeMs }),
         ...(consoleConfig.logAnalyticsWorkspaceId ? { logs: createLogAnalyticsProvider({ workspaceId: consoleConfig.logAnalyticsWorkspaceId, credential: lazyDefaultCredential() }) } : {}),
         // With a subscription configured the inventory is Resource Graph's; otherwise (the local
         // stack) it is the control plane's own resources.

@@ -67,6 +67,8 @@ const consoleEnvSchema = z
   SVC_AKS_NODE_POOL: z.string().regex(/^[a-z][a-z0-9]{0,11}$/, "must be an agent pool name").default("blast"),
   /** A kubeconfig of the cluster the BLAST nodes run on (the local stack sets it with BLASTPLANE_EXECUTOR=kubernetes). */
   SVC_KUBECONFIG: z.string().min(1).optional(),
+  /** A snapshot older than this is stale: its tool answers unavailable (keep it above the loop's period). */
+  SVC_SNAPSHOT_MAX_AGE_SECONDS: envInt(60, 7 * 86_400).default(900),
   })
   .refine((c) => (c.SVC_METRICS_ENDPOINT === undefined) === (c.SVC_METRICS_RESOURCE_ID === undefined), {
     message: "set both or neither",
@@ -93,7 +95,7 @@ export interface ConsoleConfig {
   /** Both set or neither (refused at load otherwise). */
   readonly metrics: { readonly endpoint: string; readonly resourceId: string } | undefined;
   /** What the readiness and configuration snapshots observe; unset parts are coverage gaps. */
-  readonly snapshots: { readonly aksClusterId: string | undefined; readonly aksNodePool: string; readonly kubeconfig: string | undefined };
+  readonly snapshots: { readonly aksClusterId: string | undefined; readonly aksNodePool: string; readonly kubeconfig: string | undefined; readonly maxAgeMs: number };
 }
 
 /** Reads the console's `SVC_*` settings; a bad one stops start-up naming it. */
@@ -111,6 +113,6 @@ export function loadConsoleConfig(env: Env = process.env): ConsoleConfig {
     logAnalyticsWorkspaceId: c.SVC_LOG_ANALYTICS_WORKSPACE_ID,
     subscriptionId: c.SVC_SUBSCRIPTION_ID,
     metrics: c.SVC_METRICS_ENDPOINT && c.SVC_METRICS_RESOURCE_ID ? { endpoint: c.SVC_METRICS_ENDPOINT, resourceId: c.SVC_METRICS_RESOURCE_ID } : undefined,
-    snapshots: { aksClusterId: c.SVC_AKS_CLUSTER_ID, aksNodePool: c.SVC_AKS_NODE_POOL, kubeconfig: c.SVC_KUBECONFIG },
+    snapshots: { aksClusterId: c.SVC_AKS_CLUSTER_ID, aksNodePool: c.SVC_AKS_NODE_POOL, kubeconfig: c.SVC_KUBECONFIG, maxAgeMs: c.SVC_SNAPSHOT_MAX_AGE_SECONDS * 1000 },
   }));
 }

@@ -176,6 +176,21 @@ describe("query_detection_readiness over the stored readiness snapshot", () => {
     expect(await run(h, "query_t2_recovery")).toMatchObject({ status: "ok", data: { observed_at: "2026-11-26T02:01:00.000Z" } });
   });
 
+  it("a snapshot older than the freshness bound is stale evidence: unavailable, never presented as current", async () => {
+    const tables = azurite.tables();
+    const store = createSnapshotStore(tables);
+    let clock = new Date(Date.now() - 10 * 60_000);
+    const producer = createSnapshotProducer({ store, producer: "test", now: () => clock, sources: [t2RecoverySource(createAttemptLog(tables))] });
+    await producer.runOnce();
+    const h = consoleHarness(tables, { providers: { t2Recovery: store.reader("t2_recovery", { maxAgeMs: 5 * 60_000 }) } });
+    const stale = await run(h, "query_t2_recovery");
+    expect(stale).toMatchObject({ status: "unavailable", error: { type: "unavailable", message: expect.stringContaining("more than 300 s ago") } });
+    expect(JSON.stringify(stale)).not.toContain("retained_attempt_count");
+    clock = new Date();
+    await producer.runOnce();
+    expect(await run(h, "query_t2_recovery")).toMatchObject({ status: "ok", data: { observed_at: clock.toISOString() } });
+  });
+
   it("answers unavailable before any snapshot is recorded, and without its provider", async () => {
     const tables = azurite.tables();
     const store = createSnapshotStore(tables);

@@ -29,8 +29,8 @@ export interface SnapshotStore {
   record(kind: SnapshotKind, snapshot: { producer: string; schema_version: number; observed_at: Date; body: Record<string, unknown> }): Promise<StoredSnapshot>;
   /** The newest snapshot of `kind`, read as stored; undefined when none was ever recorded. */
   latest(kind: SnapshotKind): Promise<StoredSnapshot | undefined>;
-  /** A tool's provider over one kind: the newest snapshot, envelope fields beside the body's. */
-  reader(kind: SnapshotKind): { latest(): Promise<Record<string, unknown> | undefined> };
+  /** A tool's provider over one kind: the newest snapshot, envelope fields beside the body's; older than `maxAgeMs` is stale. */
+  reader(kind: SnapshotKind, options?: { maxAgeMs?: number }): { latest(): Promise<Record<string, unknown> | undefined>; maxAgeMs?: number };
 }
 
 /**
@@ -74,8 +74,9 @@ export function createSnapshotStore(source: TableSource, options: { now?: () => 
       }
       return undefined;
     },
-    reader(kind) {
+    reader(kind, options = {}) {
       return {
+        ...(options.maxAgeMs !== undefined ? { maxAgeMs: options.maxAgeMs } : {}),
         async latest() {
           const snapshot = await store.latest(kind);
           if (!snapshot) return undefined;
