@@ -195,7 +195,7 @@ describe("query_detection_readiness over the stored readiness snapshot", () => {
     const tables = azurite.tables();
     const store = createSnapshotStore(tables);
     expect(await run(consoleHarness(tables, { providers: { detectionReadiness: store.reader("detection_readiness") } }), "query_detection_readiness")).toMatchObject({ status: "unavailable" });
-    for (const tool of ["query_detection_readiness", "query_t2_recovery"]) expect(await run(consoleHarness(tables), tool)).toMatchObject({ status: "unavailable" });
+    for (const tool of ["query_detection_readiness", "query_t2_recovery", "query_configuration_baseline"]) expect(await run(consoleHarness(tables), tool)).toMatchObject({ status: "unavailable", error: { type: "unavailable" } });
   });
 });
 
