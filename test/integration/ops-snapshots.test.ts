@@ -176,6 +176,27 @@ describe("query_detection_readiness over the stored readiness snapshot", () => {
     expect(await run(h, "query_t2_recovery")).toMatchObject({ status: "ok", data: { observed_at: "2026-11-26T02:01:00.000Z" } });
   });
 
+  it("attempts and snapshots past their 7-day retention are deleted by the next run", async () => {
+    const tables = azurite.tables();
+    const store = createSnapshotStore(tables);
+    const log = createAttemptLog(tables);
+    const old = new Date(Date.now() - 8 * 86_400_000);
+    const sanitized = { schema_version: 1, route_role: "ops_loop", action_type: "retry_job", target_ref: "blast_job/j-1", decision: "deny", failure_class: "precondition_failed" } as const;
+    await log.record({ ...sanitized, attempt_id: "00000000-0000-4000-8000-000000000001", attempted_at: old.toISOString() });
+    await log.record({ ...sanitized, attempt_id: "00000000-0000-4000-8000-000000000002", attempted_at: new Date().toISOString() });
+    // Recorded 8 days ago (by a store whose clock said so).
+    await createSnapshotStore(tables, { now: () => old }).record("t2_recovery", { producer: "test", schema_version: 1, observed_at: old, body: {} });
+    const rows = async (table: string) => {
+      let n = 0;
+      for await (const _ of tables(table).listEntities()) n++;
+      return n;
+    };
+    expect([await rows(ATTEMPTS_TABLE), await rows("opssnapshots")]).toEqual([2, 1]);
+    await createSnapshotProducer({ store, producer: "test", sources: [t2RecoverySource(log)] }).runOnce();
+    expect([await rows(ATTEMPTS_TABLE), await rows("opssnapshots")]).toEqual([1, 1]);
+    expect((await store.latest("t2_recovery"))?.body).toMatchObject({ retained_attempt_count: 1 });
+  });
+
   it("a snapshot older than the freshness bound is stale evidence: unavailable, never presented as current", async () => {
     const tables = azurite.tables();
     const store = createSnapshotStore(tables);
