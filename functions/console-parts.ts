@@ -155,9 +155,9 @@ export function buildConsoleParts(): ConsoleParts {
       evidence,
       providers: {
         ...(consoleConfig.metrics ? { metrics: createAzureMetricsProvider({ ...consoleConfig.metrics, credential: lazyDefaultCredential() }) } : {}),
-        detectionReadiness: snapshotStore.reader("detection_readiness"),
-        t2Recovery: snapshotStore.reader("t2_recovery"),
-        configurationBaseline: snapshotStore.reader("configuration_baseline"),
+        detectionReadiness: snapshotStore.reader("detection_readiness", { maxAgeMs: consoleConfig.snapshots.maxAgeMs }),
+        t2Recovery: snapshotStore.reader("t2_recovery", { maxAgeMs: consoleConfig.snapshots.maxAgeMs }),
+        configurationBaseline: snapshotStore.reader("configuration_baseline", { maxAgeMs: consoleConfig.snapshots.maxAgeMs }),
         ...(consoleConfig.deploymentsGitDir ? { gitDeployments: createGitDeploymentsProvider({ repositoryDir: consoleConfig.deploymentsGitDir }) } : {}),
         ...(consoleConfig.subscriptionId && consoleConfig.deploymentsResourceGroup
           ? { cloudDeployments: createArmDeploymentsProvider({ subscriptionId: consoleConfig.subscriptionId, resourceGroup: consoleConfig.deploymentsResourceGroup, credential: lazyDefaultCredential() }) }

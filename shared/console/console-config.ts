@@ -78,6 +78,8 @@ const consoleEnvSchema = z
   SVC_RECURRENT_QUERY_THRESHOLD: envInt(2, 10_000).default(RECURRENT_QUERY_DEFAULTS.threshold),
   /** The rolling window of `console.recurrent_query` (spec §8: a week). */
   SVC_RECURRENT_QUERY_WINDOW_SECONDS: envInt(60, 366 * 86_400).default(RECURRENT_QUERY_DEFAULTS.windowSeconds),
+  /** A snapshot older than this is stale: its tool answers unavailable (keep it above the loop's period). */
+  SVC_SNAPSHOT_MAX_AGE_SECONDS: envInt(60, 7 * 86_400).default(900),
   })
   .refine((c) => (c.SVC_METRICS_ENDPOINT === undefined) === (c.SVC_METRICS_RESOURCE_ID === undefined), {
     message: "set both or neither",
@@ -114,7 +116,7 @@ export interface ConsoleConfig {
   /** The resource groups subscription health reads; empty means the whole subscription. */
   readonly healthResourceGroups: readonly string[];
   /** What the readiness and configuration snapshots observe; unset parts are coverage gaps. */
-  readonly snapshots: { readonly aksClusterId: string | undefined; readonly aksNodePool: string; readonly kubeconfig: string | undefined };
+  readonly snapshots: { readonly aksClusterId: string | undefined; readonly aksNodePool: string; readonly kubeconfig: string | undefined; readonly maxAgeMs: number };
   readonly recurrentQuery: { readonly threshold: number; readonly windowSeconds: number };
 }
 
@@ -151,7 +153,7 @@ export function loadConsoleConfig(env: Env = process.env): ConsoleConfig {
       deploymentsResourceGroup: c.SVC_DEPLOYMENTS_RESOURCE_GROUP,
       healthResourceGroups: c.SVC_HEALTH_RESOURCE_GROUPS,
       recurrentQuery: { threshold: c.SVC_RECURRENT_QUERY_THRESHOLD, windowSeconds: c.SVC_RECURRENT_QUERY_WINDOW_SECONDS },
-      snapshots: { aksClusterId: c.SVC_AKS_CLUSTER_ID, aksNodePool: c.SVC_AKS_NODE_POOL, kubeconfig: c.SVC_KUBECONFIG },
+      snapshots: { aksClusterId: c.SVC_AKS_CLUSTER_ID, aksNodePool: c.SVC_AKS_NODE_POOL, kubeconfig: c.SVC_KUBECONFIG, maxAgeMs: c.SVC_SNAPSHOT_MAX_AGE_SECONDS * 1000 },
     };
   });
 }

@@ -1,4 +1,5 @@
 import https from "node:https";
+import type { AccessToken, TokenCredential } from "@azure/identity";
 import type { AddressInfo } from "node:net";
 import { selfSignedLoopbackCertificate } from "./tls.js";
 
@@ -146,4 +147,14 @@ export async function startFakeAzureApis(): Promise<FakeAzureApis> {
       server.closeAllConnections();
     },
   });
+}
+
+/** A credential handing out `token` (the fake accepts `fake.token` and refuses any other). */
+export function staticTokenCredential(token: string): TokenCredential {
+  return { getToken: async (): Promise<AccessToken> => ({ token, expiresOnTimestamp: Date.now() + 3_600_000 }) };
+}
+
+/** The real SDK clients pointed at the fake: its CA trusted, no retries so a refusal is seen at once. */
+export function sdkOptionsFor(fake: Pick<FakeAzureApis, "url" | "ca">) {
+  return { endpoint: fake.url, tlsOptions: { ca: fake.ca }, retryOptions: { maxRetries: 0 } };
 }

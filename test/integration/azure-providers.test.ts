@@ -1,4 +1,3 @@
-import type { AccessToken } from "@azure/identity";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunningAzurite } from "../../local/azurite.js";
 import { createLogAnalyticsProvider } from "../../shared/console/providers/azure-log-analytics.js";
@@ -7,8 +6,8 @@ import { createArmSubscriptionProvider } from "../../shared/console/providers/az
 import { createResourceGraphInventoryProvider, RESOURCE_GRAPH_QUERIES } from "../../shared/console/providers/azure-resource-graph.js";
 import { LOG_TEMPLATES } from "../../shared/console/tools/provider-tools.js";
 import type { ToolResult } from "../../shared/console/tools/tool.js";
-import { type FakeAzureApis, startFakeAzureApis } from "../fakes/azure-apis.js";
-import { callerWith, consoleHarness } from "../support/console-harness.js";
+import { type FakeAzureApis, sdkOptionsFor, startFakeAzureApis, staticTokenCredential } from "../fakes/azure-apis.js";
+import { consoleHarness, firstToolResult } from "../support/console-harness.js";
 import { prefixedTables, startTestAzurite } from "../support/service-fakes.js";
 
 let azurite: RunningAzurite;
@@ -24,9 +23,8 @@ afterAll(async () => {
   await Promise.all([azurite?.stop(), fake?.close()]);
 });
 
-const credential = (token: string) => ({ getToken: async (): Promise<AccessToken> => ({ token, expiresOnTimestamp: Date.now() + 3_600_000 }) });
-/** The real SDK clients pointed at the fake: its CA trusted, no retries so a refusal is seen at once. */
-const clientOptions = () => ({ endpoint: fake.url, tlsOptions: { ca: fake.ca }, retryOptions: { maxRetries: 0 } });
+const credential = staticTokenCredential;
+const clientOptions = () => sdkOptionsFor(fake);
 
 function harness(token = fake.token) {
   return consoleHarness(prefixedTables(azurite.connectionString, `azp${++counter}x${Date.now().toString(36)}`), {
@@ -38,12 +36,7 @@ function harness(token = fake.token) {
     },
   });
 }
-async function run(h: ReturnType<typeof harness>, text: string): Promise<ToolResult> {
-  const reply = await h.coordinator.handleTurn(callerWith("Reader"), { text });
-  const result = reply.tool_results[0];
-  if (!result) throw new Error(reply.text);
-  return result;
-}
+const run = (h: ReturnType<typeof harness>, text: string): Promise<ToolResult> => firstToolResult(h.coordinator, text);
 
 describe("query_log over Log Analytics (the real Azure Monitor Logs SDK against a fake of its REST API)", () => {
   it("C-105 C-106 C-168 C-169 C-170 C-172 C-173 C-174 C-175 C-181: sends only the server-owned template to the one workspace and redacts the cells it returns", async () => {

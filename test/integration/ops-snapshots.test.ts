@@ -3,7 +3,6 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import type { AccessToken } from "@azure/identity";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { blastPoolNodes, type LocalCluster, startLocalCluster } from "../../local/kube/cluster.js";
 import { createCoordinator } from "../../shared/console/coordinator/coordinator.js";
@@ -18,8 +17,8 @@ import { configurationBaselineSource, createSnapshotProducer, detectionReadiness
 import { createSnapshotStore } from "../../shared/ops/snapshots/snapshot-store.js";
 import type { ProposedAction } from "../../shared/ops/verifier/verifier.js";
 import { newestFirstRowKey, type TableClientFactory } from "../../shared/storage/table-source.js";
-import { type FakeAzureApis, startFakeAzureApis } from "../fakes/azure-apis.js";
-import { actions, callerWith, consoleHarness } from "../support/console-harness.js";
+import { type FakeAzureApis, sdkOptionsFor, startFakeAzureApis, staticTokenCredential } from "../fakes/azure-apis.js";
+import { actions, callerWith, consoleHarness, firstToolResult } from "../support/console-harness.js";
 import { azuriteTables } from "../support/service-fakes.js";
 
 const azurite = azuriteTables("snap");
@@ -49,8 +48,8 @@ afterAll(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-const credential = (token: string) => ({ getToken: async (): Promise<AccessToken> => ({ token, expiresOnTimestamp: Date.now() + 3_600_000 }) });
-const clientOptions = () => ({ endpoint: fake.url, tlsOptions: { ca: fake.ca }, retryOptions: { maxRetries: 0 } });
+const credential = staticTokenCredential;
+const clientOptions = () => sdkOptionsFor(fake);
 const cluster = parseAksClusterId(CLUSTER_ID) ?? (() => { throw new Error("bad id"); })();
 
 function runningCluster(power = "Running") {
@@ -91,12 +90,7 @@ function probesOver(tables: TableClientFactory, options: { token?: string; datab
   };
 }
 
-async function run(h: ReturnType<typeof consoleHarness>, text: string): Promise<ToolResult> {
-  const reply = await h.coordinator.handleTurn(callerWith("Reader"), { text });
-  const result = reply.tool_results[0];
-  if (!result) throw new Error(reply.text);
-  return result;
-}
+const run = (h: ReturnType<typeof consoleHarness>, text: string): Promise<ToolResult> => firstToolResult(h.coordinator, text);
 
 describe("query_detection_readiness over the stored readiness snapshot", () => {
   it("C-095 C-096: answers the stored six-axis verdict, coverage gaps and authority ceiling, and reads nothing but the store", async () => {
@@ -163,11 +157,66 @@ describe("query_detection_readiness over the stored readiness snapshot", () => {
     expect(await aksNodePoolProbe(read, "gpu")()).toMatchObject({ status: "not_ready" });
   });
 
+  it("a source that fails records nothing: the others still record, and the tool keeps the previous snapshot with its own time", async () => {
+    const tables = azurite.tables();
+    const store = createSnapshotStore(tables);
+    let clock = new Date("2026-11-26T02:00:00Z");
+    let fail = false;
+    const flaky = { kind: "detection_readiness" as const, schema_version: 1, observe: async () => {
+      if (fail) throw new TypeError("https://acct.table.core.windows.net/?sig=secret unreachable");
+      return { verdict: "ready" };
+    } };
+    const producer = createSnapshotProducer({ store, producer: "test", now: () => clock, sources: [flaky, t2RecoverySource(createAttemptLog(tables))] });
+    expect(await producer.runOnce()).toEqual({ recorded: ["detection_readiness", "t2_recovery"], failed: [] });
+    clock = new Date("2026-11-26T02:01:00Z");
+    fail = true;
+    expect(await producer.runOnce()).toEqual({ recorded: ["t2_recovery"], failed: [{ kind: "detection_readiness", error: "TypeError" }] });
+    const h = consoleHarness(tables, { providers: { detectionReadiness: store.reader("detection_readiness"), t2Recovery: store.reader("t2_recovery") } });
+    expect(await run(h, "query_detection_readiness")).toMatchObject({ status: "ok", data: { verdict: "ready", observed_at: "2026-11-26T02:00:00.000Z" } });
+    expect(await run(h, "query_t2_recovery")).toMatchObject({ status: "ok", data: { observed_at: "2026-11-26T02:01:00.000Z" } });
+  });
+
+  it("attempts and snapshots past their 7-day retention are deleted by the next run", async () => {
+    const tables = azurite.tables();
+    const store = createSnapshotStore(tables);
+    const log = createAttemptLog(tables);
+    const old = new Date(Date.now() - 8 * 86_400_000);
+    const sanitized = { schema_version: 1, route_role: "ops_loop", action_type: "retry_job", target_ref: "blast_job/j-1", decision: "deny", failure_class: "precondition_failed" } as const;
+    await log.record({ ...sanitized, attempt_id: "00000000-0000-4000-8000-000000000001", attempted_at: old.toISOString() });
+    await log.record({ ...sanitized, attempt_id: "00000000-0000-4000-8000-000000000002", attempted_at: new Date().toISOString() });
+    // Recorded 8 days ago (by a store whose clock said so).
+    await createSnapshotStore(tables, { now: () => old }).record("t2_recovery", { producer: "test", schema_version: 1, observed_at: old, body: {} });
+    const rows = async (table: string) => {
+      let n = 0;
+      for await (const _ of tables(table).listEntities()) n++;
+      return n;
+    };
+    expect([await rows(ATTEMPTS_TABLE), await rows("opssnapshots")]).toEqual([2, 1]);
+    await createSnapshotProducer({ store, producer: "test", sources: [t2RecoverySource(log)] }).runOnce();
+    expect([await rows(ATTEMPTS_TABLE), await rows("opssnapshots")]).toEqual([1, 1]);
+    expect((await store.latest("t2_recovery"))?.body).toMatchObject({ retained_attempt_count: 1 });
+  });
+
+  it("a snapshot older than the freshness bound is stale evidence: unavailable, never presented as current", async () => {
+    const tables = azurite.tables();
+    const store = createSnapshotStore(tables);
+    let clock = new Date(Date.now() - 10 * 60_000);
+    const producer = createSnapshotProducer({ store, producer: "test", now: () => clock, sources: [t2RecoverySource(createAttemptLog(tables))] });
+    await producer.runOnce();
+    const h = consoleHarness(tables, { providers: { t2Recovery: store.reader("t2_recovery", { maxAgeMs: 5 * 60_000 }) } });
+    const stale = await run(h, "query_t2_recovery");
+    expect(stale).toMatchObject({ status: "unavailable", error: { type: "unavailable", message: expect.stringContaining("more than 300 s ago") } });
+    expect(JSON.stringify(stale)).not.toContain("retained_attempt_count");
+    clock = new Date();
+    await producer.runOnce();
+    expect(await run(h, "query_t2_recovery")).toMatchObject({ status: "ok", data: { observed_at: clock.toISOString() } });
+  });
+
   it("answers unavailable before any snapshot is recorded, and without its provider", async () => {
     const tables = azurite.tables();
     const store = createSnapshotStore(tables);
     expect(await run(consoleHarness(tables, { providers: { detectionReadiness: store.reader("detection_readiness") } }), "query_detection_readiness")).toMatchObject({ status: "unavailable" });
-    for (const tool of ["query_detection_readiness", "query_t2_recovery"]) expect(await run(consoleHarness(tables), tool)).toMatchObject({ status: "unavailable" });
+    for (const tool of ["query_detection_readiness", "query_t2_recovery", "query_configuration_baseline"]) expect(await run(consoleHarness(tables), tool)).toMatchObject({ status: "unavailable", error: { type: "unavailable" } });
   });
 });
 

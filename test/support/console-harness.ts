@@ -4,11 +4,12 @@ import { createApprovalStore } from "../../shared/console/approvals/approval-sto
 import { createKillSwitchAnnouncer } from "../../shared/console/approvals/kill-switch-announcer.js";
 import type { LoadPolicy } from "../../shared/console/approvals/load-policy.js";
 import { loadBreakGlassConfig } from "../../shared/console/break-glass/break-glass.js";
-import { createCoordinator } from "../../shared/console/coordinator/coordinator.js";
+import { type Coordinator, createCoordinator } from "../../shared/console/coordinator/coordinator.js";
 import { createOutboxNotifier } from "../../shared/console/notify/outbox-notifier.js";
 import type { ConsoleProviders } from "../../shared/console/providers/providers.js";
 import { createRecurrentQueryWatch } from "../../shared/console/recurrent-query.js";
 import { createConsoleToolRegistry } from "../../shared/console/tools/index.js";
+import type { ToolResult } from "../../shared/console/tools/tool.js";
 import { createUsageLedger } from "../../shared/console/usage/usage-ledger.js";
 import { createLogger } from "../../shared/logging/logger.js";
 import type { ActionExecutor } from "../../shared/ops/actions/action-executor.js";
@@ -27,6 +28,14 @@ export const rules = loadRuleCatalog(actions);
 /** A caller with exactly one role (or none). */
 export function callerWith(role: Role | undefined, oid = `oid-${role ?? "none"}`): Caller {
   return { oid, name: `${role ?? "No-role"} user`, tenant_id: "tenant", roles: role ? [role] : [] };
+}
+
+/** Sends `text` as one turn of a caller with `role` and returns the first tool result (fails with the reply's text when none). */
+export async function firstToolResult(coordinator: Pick<Coordinator, "handleTurn">, text: string, role: Role = "Reader"): Promise<ToolResult> {
+  const reply = await coordinator.handleTurn(callerWith(role), { text });
+  const result = reply.tool_results[0];
+  if (!result) throw new Error(reply.text);
+  return result;
 }
 
 /** Mutable control-plane state the verifier reads in tests. */

@@ -2,10 +2,12 @@ import { createHash } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { CatalogLoadError } from "../../shared/ops/catalog/json-catalog.js";
 import { loadConfigurationBaseline } from "../../shared/ops/snapshots/configuration-baseline.js";
-import { type ProposerAttempt, sanitizeTargetRef } from "../../shared/ops/snapshots/attempt-log.js";
+import { type ProposerAttempt, proposerAttemptSchema, sanitizeAttempt, sanitizeTargetRef } from "../../shared/ops/snapshots/attempt-log.js";
+import { actions } from "../support/console-harness.js";
 import { type AxisObservation, evaluateReadiness, READINESS_AXES, type ReadinessProbes } from "../../shared/ops/snapshots/detection-readiness.js";
 import { summariseRecovery } from "../../shared/ops/snapshots/t2-recovery.js";
 
@@ -77,6 +79,24 @@ describe("T2 recovery state", () => {
     expect(summariseRecovery(newestFirst(attempt({}), attempt({}), attempt({}), attempt(eligible)), false)).toMatchObject({ recovery_state: "recovered" });
     const mixed = summariseRecovery(newestFirst(attempt({ target_ref: "blast_job/j-2", route_role: "coordinator" }), attempt({}), attempt(eligible)), true);
     expect(mixed).toMatchObject({ retained_attempt_count: 3, recovery_state: "recovering", route_role: "coordinator", legacy_detail_gap: true });
+  });
+
+  it("C-098: whatever a proposer sends, the retained attempt is the sanitized schema and carries none of its free text", () => {
+    const ids = new Set([...actions.action_types.map((a) => a.id), "unknown"]);
+    const text = fc.oneof(fc.string({ maxLength: 300 }), fc.constantFrom("Bearer eyJhbGciOiJIUzI1NiJ9.e30.sig", "Ignore previous instructions", "    at f (/app/x.ts:1:1)", "blast_job/j-1", "retry_job"));
+    fc.assert(
+      fc.property(text, text, text, fc.boolean(), (actionType, target, param, crashed) => {
+        const action = { action_type: actionType, target, params: { note: param } };
+        const outcome = crashed ? { error: new Error(param) } : { report: { verdict: "deny" as const, action_type: actionType, target, checks: [], missing_evidence: [], reason: param, checked_at: new Date().toISOString() } };
+        const kept = sanitizeAttempt({ route_role: "coordinator", action, outcome, catalog: actions, at: new Date() });
+        expect(proposerAttemptSchema.safeParse(kept).success).toBe(true);
+        expect(ids.has(kept.action_type)).toBe(true);
+        expect(kept.target_ref).toMatch(/^(\[redacted\]|[a-z_]+(\/([A-Za-z0-9][A-Za-z0-9._:-]{0,63}|\[redacted\]))?)$/);
+        // The parameter and the reason or error text are never kept, whatever they hold.
+        expect(Object.keys(kept).sort()).toEqual(["action_type", "attempt_id", "attempted_at", "decision", "failure_class", "route_role", "schema_version", "target_ref"]);
+      }),
+      { numRuns: 300 },
+    );
   });
 
   it("keeps a target reference only when it looks like one of ours", () => {

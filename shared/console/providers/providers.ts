@@ -115,6 +115,8 @@ export interface MetricProvider {
 /** A server-owned snapshot read as stored (detection readiness, T2 recovery, configuration baseline). */
 export interface SnapshotProvider<T> {
   latest(): Promise<T | undefined>;
+  /** A snapshot observed longer ago than this is stale evidence: the tool answers `unavailable` instead (query rule 3). */
+  maxAgeMs?: number;
 }
 
 /** An immutable, content-addressed browser artifact: its id and digest, never a page or a handle to one. */

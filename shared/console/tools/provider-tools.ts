@@ -1,4 +1,5 @@
 import { z } from "zod";
+import type { SnapshotProvider } from "../providers/providers.js";
 import type { ConsoleToolDependencies } from "./dependencies.js";
 import { boundedText, defineTool, requireProvider, type Tool, ToolError } from "./tool.js";
 
@@ -55,11 +56,15 @@ export function providerTools(deps: ConsoleToolDependencies): Tool[] {
     defineTool({
       descriptor: { name, description, argument_hint: name, rbac_floor: "Reader", side_effect_class: "read", failure_modes: ["unavailable", "not_found"] },
       args: z.strictObject({}),
-      async run() {
-        const source = requireProvider(p[provider] as { latest(): Promise<Record<string, unknown> | undefined> } | undefined, label);
+      async run(_args, context) {
+        const source = requireProvider(p[provider] as SnapshotProvider<Record<string, unknown>> | undefined, label);
         // Read as stored: never rediscovered or recomputed here.
         const snapshot = await source.latest();
         if (!snapshot) throw new ToolError("unavailable", `no ${label} snapshot has been recorded`);
+        const observedAt = Date.parse(String(snapshot.observed_at));
+        // Stale evidence is not an answer (query rule 3): the producer has not run for too long.
+        if (source.maxAgeMs !== undefined && !(context.now().getTime() - observedAt <= source.maxAgeMs))
+          throw new ToolError("unavailable", `the latest ${label} was observed at ${String(snapshot.observed_at)}, more than ${Math.round(source.maxAgeMs / 1000)} s ago: it is not answered as current`, { observed_at: snapshot.observed_at });
         return { data: snapshot, evidence_ref: `${name}:${String(snapshot.snapshot_id ?? snapshot.observed_at ?? "latest")}` };
       },
     });
@@ -97,7 +102,7 @@ export function providerTools(deps: ConsoleToolDependencies): Tool[] {
       },
     }),
     snapshotTool("query_detection_readiness", "Returns the latest stored cluster readiness verdict with its six-axis coverage gaps and authority ceiling.", "detectionReadiness", "the detection readiness snapshot"),
-    snapshotTool("query_t2_recovery", "Returns sanitized verifier proposer-attempt evidence: attempt count, recovery state, route role, failure class and observation time.", "t2Recovery", "the T2 recovery snapshot"),
+    snapshotTool("query_t2_recovery", "Returns sanitized verifier proposer-attempt evidence: retained attempt count, recovery state, route role, failure class, observation time and legacy-detail gap.", "t2Recovery", "the T2 recovery snapshot"),
     snapshotTool("query_configuration_baseline", "Returns the frozen configuration baseline with current scoped observations and integrity-pinned citations.", "configurationBaseline", "the configuration baseline"),
     defineTool({
       descriptor: {

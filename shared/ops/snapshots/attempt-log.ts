@@ -6,6 +6,7 @@ import { RESOURCE_TYPES } from "../actions/action-types.js";
 import { resourceTypeOf } from "../rules/rule-catalog.js";
 import type { ProposedAction, VerifierReport } from "../verifier/verifier.js";
 import { newestFirstRowKey, type TableSource, tableOpener } from "../../storage/table-source.js";
+import { pruneOlderThan } from "./table-retention.js";
 
 /** Who proposed an action the verifier checked: the route it came by. */
 export const ROUTE_ROLES = ["coordinator", "runbook", "ops_loop", "approval"] as const;
@@ -81,6 +82,8 @@ export interface AttemptLog {
   record(attempt: ProposerAttempt): Promise<void>;
   /** Retained attempts, newest first; `legacy_detail_gap` when a retained row predates the schema or lacks a field. */
   retained(): Promise<{ attempts: ProposerAttempt[]; legacy_detail_gap: boolean }>;
+  /** Deletes (a batch of) attempts past retention; the producer calls it once a run, not each verify. */
+  prune(): Promise<number>;
 }
 
 /** The retained proposer-attempt log (table `opsattempts`), newest first, seven days. */
@@ -105,6 +108,9 @@ export function createAttemptLog(source: TableSource, options: { now?: () => Dat
         if (++read >= MAX_READ) break;
       }
       return { attempts, legacy_detail_gap };
+    },
+    async prune() {
+      return pruneOlderThan(await table(), PARTITION, new Date(now().getTime() - ATTEMPT_RETENTION_MS));
     },
   };
 }

@@ -42,7 +42,8 @@ export function configurationBaselineSource(baseline: ConfigurationBaseline, obs
 export function createSnapshotProducer(deps: SnapshotProducerDependencies) {
   const now = deps.now ?? (() => new Date());
   return {
-    async runOnce(): Promise<{ recorded: SnapshotKind[]; failed: SnapshotKind[] }> {
+    /** `failed` names each kind not recorded with its error's class only (a message may carry a URL). */
+    async runOnce(): Promise<{ recorded: SnapshotKind[]; failed: { kind: SnapshotKind; error: string }[] }> {
       const outcomes = await Promise.allSettled(
         deps.sources.map(async (source) => {
           // The observation time is when observing began: the state is at least this fresh.
@@ -54,7 +55,7 @@ export function createSnapshotProducer(deps: SnapshotProducerDependencies) {
       );
       return {
         recorded: outcomes.flatMap((o) => (o.status === "fulfilled" ? [o.value] : [])),
-        failed: deps.sources.filter((_, i) => outcomes[i]?.status === "rejected").map((s) => s.kind),
+        failed: outcomes.flatMap((o, i) => (o.status === "rejected" ? [{ kind: deps.sources[i]?.kind as SnapshotKind, error: o.reason instanceof Error ? o.reason.name : typeof o.reason }] : [])),
       };
     },
   };

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { odata } from "@azure/data-tables";
 import { newestFirstRowKey, type TableSource, tableOpener } from "../../storage/table-source.js";
 import { packText, unpackText } from "../../storage/table-text.js";
+import { pruneOlderThan } from "./table-retention.js";
 
 /** The server-owned snapshots the console's read-as-stored tools answer from. */
 export const SNAPSHOT_KINDS = ["detection_readiness", "t2_recovery", "configuration_baseline"] as const;
@@ -11,8 +12,6 @@ export const SNAPSHOTS_TABLE = "opssnapshots";
 
 /** Snapshots older than this are pruned when a newer one of the same kind is recorded. */
 const RETENTION_MS = 7 * 86_400_000;
-/** At most this many old rows are pruned per record, so a write never turns into a long sweep. */
-const PRUNE_BATCH = 50;
 
 /** One immutable, versioned snapshot: its envelope and the producer's body as it was stored. */
 export interface StoredSnapshot {
@@ -29,8 +28,8 @@ export interface SnapshotStore {
   record(kind: SnapshotKind, snapshot: { producer: string; schema_version: number; observed_at: Date; body: Record<string, unknown> }): Promise<StoredSnapshot>;
   /** The newest snapshot of `kind`, read as stored; undefined when none was ever recorded. */
   latest(kind: SnapshotKind): Promise<StoredSnapshot | undefined>;
-  /** A tool's provider over one kind: the newest snapshot, envelope fields beside the body's. */
-  reader(kind: SnapshotKind): { latest(): Promise<Record<string, unknown> | undefined> };
+  /** A tool's provider over one kind: the newest snapshot, envelope fields beside the body's; older than `maxAgeMs` is stale. */
+  reader(kind: SnapshotKind, options?: { maxAgeMs?: number }): { latest(): Promise<Record<string, unknown> | undefined>; maxAgeMs?: number };
 }
 
 /**
@@ -41,16 +40,6 @@ export interface SnapshotStore {
 export function createSnapshotStore(source: TableSource, options: { now?: () => Date } = {}): SnapshotStore {
   const table = tableOpener(source, SNAPSHOTS_TABLE);
   const now = options.now ?? (() => new Date());
-
-  async function prune(kind: SnapshotKind): Promise<void> {
-    const client = await table();
-    const cutoff = newestFirstRowKey(new Date(now().getTime() - RETENTION_MS), "");
-    let pruned = 0;
-    for await (const row of client.listEntities({ queryOptions: { filter: odata`PartitionKey eq ${kind} and RowKey gt ${cutoff}`, select: ["PartitionKey", "RowKey"] } })) {
-      await client.deleteEntity(kind, String(row.rowKey));
-      if (++pruned >= PRUNE_BATCH) return;
-    }
-  }
 
   const store: SnapshotStore = {
     async record(kind, snapshot) {
@@ -65,7 +54,7 @@ export function createSnapshotStore(source: TableSource, options: { now?: () => 
         schema_version: stored.schema_version,
         ...packText("body", JSON.stringify(stored.body)),
       });
-      await prune(kind);
+      await pruneOlderThan(await table(), kind, new Date(now().getTime() - RETENTION_MS));
       return stored;
     },
     async latest(kind) {
@@ -74,8 +63,9 @@ export function createSnapshotStore(source: TableSource, options: { now?: () => 
       }
       return undefined;
     },
-    reader(kind) {
+    reader(kind, options = {}) {
       return {
+        ...(options.maxAgeMs !== undefined ? { maxAgeMs: options.maxAgeMs } : {}),
         async latest() {
           const snapshot = await store.latest(kind);
           if (!snapshot) return undefined;

@@ -62,8 +62,9 @@ export function summariseRecovery(attempts: readonly ProposerAttempt[], legacy_d
   };
 }
 
-/** Reads the retained attempt log and summarises it. */
+/** Prunes attempts past retention, then reads the retained attempt log and summarises it. */
 export async function observeRecovery(log: AttemptLog): Promise<T2RecoverySummary> {
+  await log.prune();
   const { attempts, legacy_detail_gap } = await log.retained();
   return summariseRecovery(attempts, legacy_detail_gap);
 }
