@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunningAzurite } from "../../local/azurite.js";
-import { type BrowserEvidenceManifest, createBrowserEvidenceProvider, loadBrowserEvidencePolicies } from "../../shared/console/providers/browser-evidence.js";
+import { type BrowserEvidenceManifest, createBrowserEvidenceProvider, loadBrowserEvidencePolicies, MAX_CONCURRENT_CAPTURES } from "../../shared/console/providers/browser-evidence.js";
 import type { ToolResult } from "../../shared/console/tools/tool.js";
 import { CatalogLoadError } from "../../shared/ops/catalog/json-catalog.js";
 import { createEvidenceStore, type EvidenceStore } from "../../shared/ops/evidence-store.js";
@@ -182,6 +182,17 @@ describe("capture_browser_evidence (headless Chromium under a server-owned polic
     const timeManifest = await manifestOf(time);
     expect((time as { data: { truncated: boolean } }).data.truncated).toBe(true);
     expect(timeManifest.truncation.time).toBe(true);
+    expect(chromiumDescendants()).toEqual([]);
+  });
+
+  it("runs at most two browsers at once; a third capture is told so and launches nothing", async () => {
+    const provider = createBrowserEvidenceProvider({ policies: policies({ max_time_ms: 2000 }), store, executablePath: chromiumWrapper, ca: target.ca });
+    const request = { policy_id: "status_page", policy_version: 2, source_url: `${target.origin}/slow`, stable_selectors: ["#status"] };
+    const before = launches();
+    const outcomes = await Promise.allSettled([provider.capture(request), provider.capture(request), provider.capture(request)]);
+    expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "fulfilled", "rejected"]);
+    expect((outcomes[2] as PromiseRejectedResult).reason).toMatchObject({ type: "unavailable", message: `${MAX_CONCURRENT_CAPTURES} captures are already running; try again when one has finished` });
+    expect(launches() - before).toBe(2);
     expect(chromiumDescendants()).toEqual([]);
   });
 
