@@ -7,7 +7,7 @@
 
 import { loadConsoleConfig } from "../shared/console/console-config.js";
 import { loadHealthMetricSet } from "../shared/console/providers/health-metrics.js";
-import { loadBrowserEvidencePolicies } from "../shared/console/providers/browser-evidence.js";
+import { loadBrowserEvidencePolicies } from "../shared/console/providers/browser-evidence-policies.js";
 import { catalogPath, loadActionTypes } from "../shared/ops/actions/action-types.js";
 import { loadRuleCatalog } from "../shared/ops/rules/rule-catalog.js";
 import { loadConfigurationBaseline } from "../shared/ops/snapshots/configuration-baseline.js";

@@ -1,12 +1,14 @@
 import https from "node:https";
 import type { AccessToken, TokenCredential } from "@azure/identity";
 import type { AddressInfo } from "node:net";
+import { runKql, type Tables } from "./kql.js";
 import { selfSignedLoopbackCertificate } from "./tls.js";
 
 /**
  * Fakes of the Azure REST APIs the console's providers call, on loopback TLS, speaking their wire
  * protocol so the real SDK clients are what the tests exercise:
- * - Log Analytics: `POST /workspaces/{id}/query` (`{query, timespan}` → `{tables:[{name, columns, rows}]}`);
+ * - Log Analytics: `POST /workspaces/{id}/query` (`{query, timespan}` → `{tables:[{name, columns, rows}]}`),
+ *   the query evaluated over `logTables` within the timespan (`kql.ts`; one it cannot run is a 400);
  * - Resource Graph: `POST /providers/Microsoft.ResourceGraph/resources?api-version=…`
  *   (`{subscriptions, query, options:{$top, $skipToken, resultFormat}}` → `{totalRecords, count,
  *   resultTruncated, data, $skipToken?}`), paging through `records` by `$skipToken`.
@@ -27,8 +29,8 @@ export interface FakeAzureApis {
   ca: string;
   token: string;
   workspaceId: string;
-  /** Rows the Log Analytics fake answers with (one column, `message`). */
-  logRows: string[];
+  /** The workspace's tables (`requests`, `dependencies`, `traces`, `exceptions`), queried as KQL asks. */
+  logTables: Tables;
   /** Records Resource Graph answers for the `Resources` query. */
   resources: Record<string, unknown>[];
   resourceGroups: Record<string, unknown>[];
@@ -59,7 +61,7 @@ export interface FakeAzureApis {
 
 export async function startFakeAzureApis(): Promise<FakeAzureApis> {
   const { key, cert } = selfSignedLoopbackCertificate();
-  const fake: Omit<FakeAzureApis, "url" | "close"> = { ca: cert, token: "fake-azure-token", workspaceId: "00000000-0000-4000-8000-00000000beef", logRows: [], resources: [], resourceGroups: [], truncateResources: false, metrics: {}, subscriptions: {}, healthStatuses: [], healthHistory: {}, failResourceHealth: false, healthPageSize: 2, resourceMetrics: {}, refuseMetricsFor: [], managedClusters: {}, forbiddenPaths: [], requests: [] };
+  const fake: Omit<FakeAzureApis, "url" | "close"> = { ca: cert, token: "fake-azure-token", workspaceId: "00000000-0000-4000-8000-00000000beef", logTables: {}, resources: [], resourceGroups: [], truncateResources: false, metrics: {}, subscriptions: {}, healthStatuses: [], healthHistory: {}, failResourceHealth: false, healthPageSize: 2, resourceMetrics: {}, refuseMetricsFor: [], managedClusters: {}, forbiddenPaths: [], requests: [] };
   const server = https.createServer({ key, cert }, (req, res) => {
     let text = "";
     req.on("data", (c: Buffer) => {
@@ -79,7 +81,12 @@ export async function startFakeAzureApis(): Promise<FakeAzureApis> {
       const workspace = /^\/(?:v1\/)?workspaces\/([^/]+)\/query$/.exec(url.pathname);
       if (req.method === "POST" && workspace) {
         if (workspace[1] !== fake.workspaceId) return send(404, { error: { code: "WorkspaceNotFoundError", message: "workspace not found" } });
-        return send(200, { tables: [{ name: "PrimaryResult", columns: [{ name: "message", type: "string" }], rows: fake.logRows.map((m) => [m]) }] });
+        try {
+          const result = runKql(String(body.query ?? ""), fake.logTables, typeof body.timespan === "string" ? body.timespan : undefined);
+          return send(200, { tables: [{ name: "PrimaryResult", ...result }] });
+        } catch (error) {
+          return send(400, { error: { code: "BadArgumentError", message: error instanceof Error ? error.message : "the query could not be run" } });
+        }
       }
       if (req.method === "POST" && url.pathname === "/providers/Microsoft.ResourceGraph/resources" && url.searchParams.get("api-version")) {
         const query = String(body.query ?? "");

@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from "node:http";
 import https from "node:https";
 import type { AddressInfo } from "node:net";
+import type { TLSSocket } from "node:tls";
 import { selfSignedLoopbackCertificate } from "./tls.js";
 
 /**
@@ -16,7 +17,8 @@ import { selfSignedLoopbackCertificate } from "./tls.js";
 export interface EvidenceTarget {
   origin: string;
   ca: string;
-  log: { path: string; headers: IncomingHttpHeaders }[];
+  /** Every request: its path, headers, and whether the client presented a certificate (the server asks for one). */
+  log: { path: string; headers: IncomingHttpHeaders; clientCertificate: boolean }[];
   /** Open responses of `/huge` and `/slow`; zero once the client went away. */
   openStreams(): number;
   close(): Promise<void>;
@@ -28,9 +30,9 @@ export async function startEvidenceTarget(options: { foreignOrigin?: string } = 
   const { key, cert } = selfSignedLoopbackCertificate();
   const log: EvidenceTarget["log"] = [];
   let open = 0;
-  const server = https.createServer({ key, cert }, (req, res) => {
+  const server = https.createServer({ key, cert, requestCert: true, rejectUnauthorized: false }, (req, res) => {
     const url = new URL(req.url ?? "/", "https://127.0.0.1");
-    log.push({ path: url.pathname, headers: req.headers });
+    log.push({ path: url.pathname, headers: req.headers, clientCertificate: Object.keys((req.socket as TLSSocket).getPeerCertificate() ?? {}).length > 0 });
     const stream = (chunk: string, intervalMs: number) => {
       open++;
       res.writeHead(200, { "Content-Type": "text/html; charset=utf-8", "Set-Cookie": "stream=1; Path=/; Secure" });

@@ -40,7 +40,11 @@ const run = (h: ReturnType<typeof harness>, text: string): Promise<ToolResult> =
 
 describe("query_log over Log Analytics (the real Azure Monitor Logs SDK against a fake of its REST API)", () => {
   it("C-105 C-106 C-168 C-169 C-170 C-172 C-173 C-174 C-175 C-181: sends only the server-owned template to the one workspace and redacts the cells it returns", async () => {
-    fake.logRows = ["failed for bob@example.org from 10.1.2.3 with Bearer abc.def token=s3cr3t at https://x.example/a id 0f8fad5b-d9cb-469f-a165-70867728950e"];
+    fake.logTables = {
+      exceptions: [],
+      requests: [],
+      traces: [{ timestamp: new Date(Date.now() - 30 * 60_000).toISOString(), severityLevel: 3, message: "failed for bob@example.org from 10.1.2.3 with Bearer abc.def token=s3cr3t at https://x.example/a id 0f8fad5b-d9cb-469f-a165-70867728950e" }],
+    };
     const h = harness();
     const result = await run(h, 'query_log template=error_sample window="2 hours"');
     expect(result.status).toBe("ok");
@@ -49,6 +53,7 @@ describe("query_log over Log Analytics (the real Azure Monitor Logs SDK against 
     const [start, end] = String(request?.body.timespan).split("/");
     expect((Date.parse(end ?? "") - Date.parse(start ?? "")) / 3_600_000).toBe(2);
     const cell = JSON.stringify((result as { data: unknown }).data);
+    expect(cell).toContain("failed for [email] from [ip]");
     for (const leaked of ["bob@example.org", "10.1.2.3", "abc.def", "s3cr3t", "x.example", "0f8fad5b-d9cb"]) expect(cell).not.toContain(leaked);
     // One workspace only: the caller cannot name another.
     expect(await run(h, `query_log template=failed_requests workspace=${"f".repeat(8)}`)).toMatchObject({ status: "error", error: { type: "invalid_arguments" } });

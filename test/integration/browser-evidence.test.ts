@@ -4,7 +4,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunningAzurite } from "../../local/azurite.js";
-import { type BrowserEvidenceManifest, createBrowserEvidenceProvider, loadBrowserEvidencePolicies } from "../../shared/console/providers/browser-evidence.js";
+import { loadBrowserEvidencePolicies } from "../../shared/console/providers/browser-evidence-policies.js";
+import { type BrowserEvidenceManifest, createBrowserEvidenceProvider, MAX_CONCURRENT_CAPTURES } from "../../shared/console/providers/browser-evidence.js";
 import type { ToolResult } from "../../shared/console/tools/tool.js";
 import { CatalogLoadError } from "../../shared/ops/catalog/json-catalog.js";
 import { createEvidenceStore, type EvidenceStore } from "../../shared/ops/evidence-store.js";
@@ -114,7 +115,7 @@ describe("capture_browser_evidence (headless Chromium under a server-owned polic
     expect(foreign.log).toEqual([]);
   });
 
-  it("C-102 C-104: sends no cookie or authorization header even when the page sets cookies, redirects and asks for one; returns an immutable stored artifact and leaves no browser behind", async () => {
+  it("C-102 C-104: sends no cookie, authorization header or client certificate even when the page sets cookies, redirects and asks for one; returns an immutable stored artifact and leaves no browser behind", async () => {
     const h = harness();
     const first = target.log.length;
     const result = await capture(h, `policy_id=status_page policy_version=2 source_url=${target.origin}/start stable_selectors=#status,.note`);
@@ -133,6 +134,7 @@ describe("capture_browser_evidence (headless Chromium under a server-owned polic
       expect(request.headers.cookie).toBeUndefined();
       expect(request.headers.authorization).toBeUndefined();
       expect(request.headers["proxy-authorization"]).toBeUndefined();
+      expect(request.clientCertificate).toBe(false);
     }
     // A request to an origin outside the policy never left the browser, not even through a redirect.
     const away = await manifestOf(await capture(harness(policies({ max_time_ms: 3000 })), `policy_id=status_page policy_version=2 source_url=${target.origin}/away stable_selectors=#status`));
@@ -182,6 +184,17 @@ describe("capture_browser_evidence (headless Chromium under a server-owned polic
     const timeManifest = await manifestOf(time);
     expect((time as { data: { truncated: boolean } }).data.truncated).toBe(true);
     expect(timeManifest.truncation.time).toBe(true);
+    expect(chromiumDescendants()).toEqual([]);
+  });
+
+  it("runs at most two browsers at once; a third capture is told so and launches nothing", async () => {
+    const provider = createBrowserEvidenceProvider({ policies: policies({ max_time_ms: 2000 }), store, executablePath: chromiumWrapper, ca: target.ca });
+    const request = { policy_id: "status_page", policy_version: 2, source_url: `${target.origin}/slow`, stable_selectors: ["#status"] };
+    const before = launches();
+    const outcomes = await Promise.allSettled([provider.capture(request), provider.capture(request), provider.capture(request)]);
+    expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "fulfilled", "rejected"]);
+    expect((outcomes[2] as PromiseRejectedResult).reason).toMatchObject({ type: "unavailable", message: `${MAX_CONCURRENT_CAPTURES} captures are already running; try again when one has finished` });
+    expect(launches() - before).toBe(2);
     expect(chromiumDescendants()).toEqual([]);
   });
 

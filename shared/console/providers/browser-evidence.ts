@@ -1,48 +1,9 @@
 import https from "node:https";
-import { z } from "zod";
 import type { Browser, BrowserContext, Route } from "playwright-core";
-import { loadCatalogFile } from "../../ops/catalog/json-catalog.js";
 import type { EvidenceReference, EvidenceStore } from "../../ops/evidence-store.js";
 import { ToolError } from "../tools/tool.js";
+import type { BrowserEvidencePolicy, BrowserEvidencePolicyCatalog } from "./browser-evidence-policies.js";
 import type { BrowserEvidenceArtifact, BrowserEvidenceProvider } from "./providers.js";
-
-/** An https origin exactly (`https://host[:port]`): no path, no wildcard, no credentials. */
-const httpsOrigin = z
-  .string()
-  .max(300)
-  .refine((text) => {
-    try {
-      const url = new URL(text);
-      return url.protocol === "https:" && url.origin === text && /^(?:[a-z0-9-]+\.)*[a-z0-9-]+$|^\[[0-9a-f:.]+\]$/i.test(url.hostname);
-    } catch {
-      return false;
-    }
-  }, "must be an exact https origin such as https://status.example.org (no path, no wildcard)");
-
-const policySchema = z.strictObject({
-  id: z.string().regex(/^[a-z][a-z0-9_-]{0,63}$/),
-  version: z.number().int().min(1),
-  description: z.string().min(1).max(500),
-  allowed_origins: z.array(httpsOrigin).min(1).max(20),
-  /** All bytes the page may receive, over every response. */
-  max_bytes: z.number().int().min(1024).max(50_000_000),
-  /** From the first request to the last element captured. */
-  max_time_ms: z.number().int().min(1000).max(120_000),
-  viewport: z.strictObject({ width: z.number().int().min(320).max(3840), height: z.number().int().min(240).max(2160) }),
-  /** The only selectors a capture under this policy may name. */
-  selectors: z.array(z.string().min(1).max(200)).min(1).max(20),
-});
-export type BrowserEvidencePolicy = z.infer<typeof policySchema>;
-
-const catalogSchema = z
-  .strictObject({ version: z.number().int().min(1), policies: z.array(policySchema).max(100) })
-  .refine((c) => new Set(c.policies.map((p) => p.id)).size === c.policies.length, { message: "policy ids are unique (one current version each)", path: ["policies"] });
-export type BrowserEvidencePolicyCatalog = z.infer<typeof catalogSchema>;
-
-/** Loads and validates `config/browser-evidence-policies.json`; a bad file throws naming the file and line. */
-export function loadBrowserEvidencePolicies(file: string): BrowserEvidencePolicyCatalog {
-  return loadCatalogFile(file, catalogSchema);
-}
 
 /**
  * Keeps Chromium from reaching Google's services and from using a GPU (each launch gets a fresh,
@@ -50,7 +11,7 @@ export function loadBrowserEvidencePolicies(file: string): BrowserEvidencePolicy
  * unresolvable to Chromium itself: a request that slipped past the route (Chromium follows a
  * redirect it was handed without asking the route again) fails instead of reaching the network.
  */
-export const CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--dns-prefetch-disable", "--host-resolver-rules=MAP * ~NOTFOUND"] as const;
+export const CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--dns-prefetch-disable", "--host-resolver-rules=MAP * ~NOTFOUND", "--force-webrtc-ip-handling-policy=disable_non_proxied_udp"] as const;
 
 /** Redirects the fetcher follows for one request, each hop checked against the policy's origins. */
 const MAX_REDIRECTS = 5;
@@ -64,6 +25,10 @@ const MAX_ELEMENT_TEXT = 8000;
 const NAVIGATION_SHARE = 0.7;
 /** How long past its time bound a capture may take before the browser is closed under it. */
 const HARD_STOP_GRACE_MS = 5000;
+/** Chromium's start, which the page's time bound does not include. */
+const LAUNCH_TIMEOUT_MS = 30_000;
+/** Browsers one provider runs at once. */
+export const MAX_CONCURRENT_CAPTURES = 2;
 
 interface ElementRecord {
   selector: string;
@@ -189,113 +154,128 @@ export function createBrowserEvidenceProvider(options: {
   now?: () => Date;
 }): BrowserEvidenceProvider {
   const now = options.now ?? (() => new Date());
+  let running = 0;
   return {
     async capture(request): Promise<BrowserEvidenceArtifact> {
       const policy = policyFor(options.policies, request);
-      const { chromium } = await import("playwright-core");
-      const started = Date.now();
-      const deadline = started + policy.max_time_ms;
-      const navigationDeadline = started + Math.floor(policy.max_time_ms * NAVIGATION_SHARE);
-      const captured_at = now().toISOString();
-      const cut = { bytes: false, time: false };
-      const requests = { allowed: 0, refused: 0 };
-      let bytesLeft = policy.max_bytes;
-      let browser: Browser | undefined;
-      let hardStop: NodeJS.Timeout | undefined;
-      const elements: ElementRecord[] = [];
+      // Each capture is a browser: a few at a time, and the rest told so rather than queued unbounded.
+      if (running >= MAX_CONCURRENT_CAPTURES) throw new ToolError("unavailable", `${MAX_CONCURRENT_CAPTURES} captures are already running; try again when one has finished`, { policy_id: policy.id });
+      running++;
       try {
-        browser = await chromium.launch({ executablePath: options.executablePath, headless: true, args: [...CHROMIUM_FLAGS] });
-        const launched = browser;
-        // The bound holds even if Chromium stops answering: the browser is closed under the call.
-        hardStop = setTimeout(() => void launched.close().catch(() => undefined), policy.max_time_ms + HARD_STOP_GRACE_MS);
-        const context: BrowserContext = await browser.newContext({
-          viewport: policy.viewport,
-          acceptDownloads: false,
-          serviceWorkers: "block",
-          javaScriptEnabled: true,
-          bypassCSP: false,
-        });
-        await context.routeWebSocket(/.*/, (ws) => ws.close());
-        await context.route("**/*", async (route: Route) => {
-          const req = route.request();
-          let url: URL;
-          try {
-            url = new URL(req.url());
-          } catch {
-            requests.refused++;
-            return route.abort("blockedbyclient");
-          }
-          if (req.method() !== "GET" || url.protocol !== "https:" || !policy.allowed_origins.includes(url.origin) || bytesLeft <= 0 || Date.now() >= navigationDeadline) {
-            requests.refused++;
-            if (bytesLeft <= 0) cut.bytes = true;
-            else if (Date.now() >= navigationDeadline) cut.time = true;
-            return route.abort("blockedbyclient");
-          }
-          requests.allowed++;
-          try {
-            // Redirects are followed here, never by Chromium (which would not ask the route again).
-            for (let hop = 0; ; hop++) {
-              const response = await fetchBounded(url, { maxBytes: bytesLeft, deadline: navigationDeadline, accept: req.headers().accept ?? "*/*", ...(options.ca ? { ca: options.ca } : {}) });
-              bytesLeft -= response.body.length;
-              if (response.cut) cut[response.cut] = true;
-              const location = REDIRECT_STATUSES.has(response.status) ? response.headers.location : undefined;
-              if (location === undefined) return await route.fulfill({ status: response.status, headers: response.headers, body: response.body });
-              const next = new URL(location);
-              if (hop >= MAX_REDIRECTS || next.protocol !== "https:" || !policy.allowed_origins.includes(next.origin) || bytesLeft <= 0) {
-                requests.refused++;
-                return await route.abort("blockedbyclient");
-              }
-              url = next;
-            }
-          } catch {
-            if (Date.now() >= navigationDeadline) cut.time = true;
-            await route.abort("failed").catch(() => undefined);
-          }
-        });
-        const page = await context.newPage();
-        await page
-          .goto(request.source_url, { waitUntil: "load", timeout: Math.max(1, deadline - Date.now()) })
-          .catch(() => {
-            // Cut by a bound (or refused): what arrived is still captured, and the artifact says so.
-            cut.time ||= Date.now() >= navigationDeadline;
-          });
-        for (const selector of request.stable_selectors) {
-          const left = deadline - Date.now();
-          const locator = page.locator(selector).first();
-          // Status pages often render their elements from script: wait for each, within the bound.
-          const found = left > 0 && (await locator.waitFor({ state: "visible", timeout: left }).then(() => true, () => false));
-          if (!found) {
-            if (left <= 0) cut.time = true;
-            elements.push({ selector, found: false, text: "", text_truncated: false, screenshot: null });
-            continue;
-          }
-          // biome-ignore lint/performance/useDomNodeTextContent: the rendered text is what an operator sees, not script or hidden nodes
-          const text = ((await locator.innerText({ timeout: Math.max(1, left) }).catch(() => "")) ?? "").slice(0, MAX_ELEMENT_TEXT + 1);
-          const png = await locator.screenshot({ timeout: Math.max(1, deadline - Date.now()), animations: "disabled", type: "png" }).catch(() => undefined);
-          if (!png && Date.now() >= deadline) cut.time = true;
-          elements.push({ selector, found: true, text: text.slice(0, MAX_ELEMENT_TEXT), text_truncated: text.length > MAX_ELEMENT_TEXT, screenshot: png ? await options.store.put(png, "image/png", "Reader") : null });
-        }
-      } catch (error) {
-        if (error instanceof ToolError) throw error;
-        throw new ToolError("unavailable", "the browser could not capture the page", { policy_id: policy.id });
+        return await captureUnder(policy, request);
       } finally {
-        clearTimeout(hardStop);
-        await browser?.close().catch(() => undefined);
+        running--;
       }
-      const manifest: BrowserEvidenceManifest = {
-        format: "blastplane.browser-evidence/1",
-        policy_id: policy.id,
-        policy_version: policy.version,
-        source_url: request.source_url,
-        captured_at,
-        truncated: cut.bytes || cut.time,
-        truncation: cut,
-        bytes_received: policy.max_bytes - bytesLeft,
-        requests,
-        elements,
-      };
-      const stored = await options.store.put(Buffer.from(JSON.stringify(manifest)), "application/json", "Reader");
-      return { artifact_id: stored.evidence_id, sha256: stored.sha256, size: stored.size, captured_at, policy_id: policy.id, policy_version: policy.version, truncated: manifest.truncated };
     },
   };
+
+  async function captureUnder(policy: BrowserEvidencePolicy, request: { source_url: string; stable_selectors: string[] }): Promise<BrowserEvidenceArtifact> {
+    const { chromium } = await import("playwright-core");
+    // The bound is the page's: it starts once the browser is up, so a slow launch costs no page time.
+    let deadline = Number.POSITIVE_INFINITY;
+    let navigationDeadline = Number.POSITIVE_INFINITY;
+    const captured_at = now().toISOString();
+    const cut = { bytes: false, time: false };
+    const requests = { allowed: 0, refused: 0 };
+    let bytesLeft = policy.max_bytes;
+    let browser: Browser | undefined;
+    let hardStop: NodeJS.Timeout | undefined;
+    const elements: ElementRecord[] = [];
+    try {
+      browser = await chromium.launch({ executablePath: options.executablePath, headless: true, args: [...CHROMIUM_FLAGS], timeout: LAUNCH_TIMEOUT_MS });
+      const context: BrowserContext = await browser.newContext({
+        viewport: policy.viewport,
+        acceptDownloads: false,
+        serviceWorkers: "block",
+        javaScriptEnabled: true,
+        bypassCSP: false,
+      });
+      await context.routeWebSocket(/.*/, (ws) => ws.close());
+      await context.route("**/*", async (route: Route) => {
+        const req = route.request();
+        let url: URL;
+        try {
+          url = new URL(req.url());
+        } catch {
+          requests.refused++;
+          return route.abort("blockedbyclient");
+        }
+        if (req.method() !== "GET" || url.protocol !== "https:" || !policy.allowed_origins.includes(url.origin) || bytesLeft <= 0 || Date.now() >= navigationDeadline) {
+          requests.refused++;
+          if (bytesLeft <= 0) cut.bytes = true;
+          else if (Date.now() >= navigationDeadline) cut.time = true;
+          return route.abort("blockedbyclient");
+        }
+        requests.allowed++;
+        try {
+          // Redirects are followed here, never by Chromium (which would not ask the route again).
+          for (let hop = 0; ; hop++) {
+            const response = await fetchBounded(url, { maxBytes: bytesLeft, deadline: navigationDeadline, accept: req.headers().accept ?? "*/*", ...(options.ca ? { ca: options.ca } : {}) });
+            bytesLeft -= response.body.length;
+            if (response.cut) cut[response.cut] = true;
+            const location = REDIRECT_STATUSES.has(response.status) ? response.headers.location : undefined;
+            if (location === undefined) return await route.fulfill({ status: response.status, headers: response.headers, body: response.body });
+            const next = new URL(location);
+            if (hop >= MAX_REDIRECTS || next.protocol !== "https:" || !policy.allowed_origins.includes(next.origin) || bytesLeft <= 0) {
+              requests.refused++;
+              return await route.abort("blockedbyclient");
+            }
+            url = next;
+          }
+        } catch {
+          if (Date.now() >= navigationDeadline) cut.time = true;
+          await route.abort("failed").catch(() => undefined);
+        }
+      });
+      const page = await context.newPage();
+      const started = Date.now();
+      deadline = started + policy.max_time_ms;
+      navigationDeadline = started + Math.floor(policy.max_time_ms * NAVIGATION_SHARE);
+      // The bound holds even if Chromium stops answering: the browser is closed under the call.
+      const launched = browser;
+      hardStop = setTimeout(() => void launched.close().catch(() => undefined), policy.max_time_ms + HARD_STOP_GRACE_MS);
+      await page
+        .goto(request.source_url, { waitUntil: "load", timeout: Math.max(1, deadline - Date.now()) })
+        .catch(() => {
+          // Cut by a bound (or refused): what arrived is still captured, and the artifact says so.
+          cut.time ||= Date.now() >= navigationDeadline;
+        });
+      for (const selector of request.stable_selectors) {
+        const left = deadline - Date.now();
+        const locator = page.locator(selector).first();
+        // Status pages often render their elements from script: wait for each, within the bound.
+        const found = left > 0 && (await locator.waitFor({ state: "visible", timeout: left }).then(() => true, () => false));
+        if (!found) {
+          if (left <= 0) cut.time = true;
+          elements.push({ selector, found: false, text: "", text_truncated: false, screenshot: null });
+          continue;
+        }
+        // biome-ignore lint/performance/useDomNodeTextContent: the rendered text is what an operator sees, not script or hidden nodes
+        const text = ((await locator.innerText({ timeout: Math.max(1, left) }).catch(() => "")) ?? "").slice(0, MAX_ELEMENT_TEXT + 1);
+        const png = await locator.screenshot({ timeout: Math.max(1, deadline - Date.now()), animations: "disabled", type: "png" }).catch(() => undefined);
+        if (!png && Date.now() >= deadline) cut.time = true;
+        elements.push({ selector, found: true, text: text.slice(0, MAX_ELEMENT_TEXT), text_truncated: text.length > MAX_ELEMENT_TEXT, screenshot: png ? await options.store.put(png, "image/png", "Reader") : null });
+      }
+    } catch (error) {
+      if (error instanceof ToolError) throw error;
+      throw new ToolError("unavailable", "the browser could not capture the page", { policy_id: policy.id });
+    } finally {
+      clearTimeout(hardStop);
+      await browser?.close().catch(() => undefined);
+    }
+    const manifest: BrowserEvidenceManifest = {
+      format: "blastplane.browser-evidence/1",
+      policy_id: policy.id,
+      policy_version: policy.version,
+      source_url: request.source_url,
+      captured_at,
+      truncated: cut.bytes || cut.time,
+      truncation: cut,
+      bytes_received: policy.max_bytes - bytesLeft,
+      requests,
+      elements,
+    };
+    const stored = await options.store.put(Buffer.from(JSON.stringify(manifest)), "application/json", "Reader");
+    return { artifact_id: stored.evidence_id, sha256: stored.sha256, size: stored.size, captured_at, policy_id: policy.id, policy_version: policy.version, truncated: manifest.truncated };
+  }
 }

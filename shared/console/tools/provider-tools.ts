@@ -147,7 +147,11 @@ export function providerTools(deps: ConsoleToolDependencies): Tool[] {
         const window = parseWindowMs(args.window) ?? { ms: MAX_QUERY_WINDOW_MS, clamped: false };
         const end = context.now();
         const start = new Date(end.getTime() - window.ms);
-        const result = await logs.query(LOG_TEMPLATES[args.template], { start, end });
+        // The exact selector reaches the template as a string literal bound by `let`; its schema
+        // (letters, digits, '.', ':', '_', '-') leaves no way to close the literal.
+        const selector =
+          args.template === "error_signature_range" ? `let signature = '${args.signature}';\n` : args.template === "related_logs" ? `let selected_operation = '${args.operation_id}';\n` : "";
+        const result = await logs.query(`${selector}${LOG_TEMPLATES[args.template]}`, { start, end });
         const tables = result.tables.map((t) => ({ name: t.name, columns: t.columns, rows: t.rows.slice(0, 200).map((row) => row.map(redactLogCell)) }));
         return { data: { workspace: "configured", template: args.template, window: { start: start.toISOString(), end: end.toISOString(), clamped: window.clamped }, tables }, evidence_ref: `log:${args.template}@${end.toISOString()}` };
       },
