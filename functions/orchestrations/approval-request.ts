@@ -1,5 +1,5 @@
 import * as df from "durable-functions";
-import type { OrchestrationContext, OrchestrationHandler } from "durable-functions";
+import type { OrchestrationContext, OrchestrationHandler, Task } from "durable-functions";
 import {
   type ApprovalDeliverInput,
   type ApprovalPlan,
@@ -19,6 +19,25 @@ df.app.activity(ApprovalOrchestration.expire, { handler: (input: ApprovalRequest
 df.app.activity(ApprovalOrchestration.settle, { handler: (input: ApprovalRequestInput) => activities().then((a) => a.settle(input)) });
 
 /**
+ * Waits before each new attempt of a failed activity (a storage or channel hiccup): an item must not
+ * be left parked with no orchestration to deliver or time it out. After the last, the failure stands.
+ */
+const ACTIVITY_RETRY_SECONDS = [15, 60, 240] as const;
+
+/** Calls `name`, retrying a failure on durable timers (deterministic: the waits are in the history). */
+function* callReliably<T>(context: OrchestrationContext, name: string, input: unknown): Generator<Task, T, unknown> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return (yield context.df.callActivity(name, input)) as T;
+    } catch (error) {
+      const wait = ACTIVITY_RETRY_SECONDS[attempt];
+      if (wait === undefined) throw error;
+      yield context.df.createTimer(new Date(context.df.currentUtcDateTime.getTime() + wait * 1000));
+    }
+  }
+}
+
+/**
  * One human approval (A1): the item is already parked when this starts. Plans the delivery (load
  * policy), sends the request (alone, or in its group's one digest), sends reminders at their
  * fixed times, and ends on the first of a recorded decision (the `approval_decided` event; the
@@ -28,8 +47,8 @@ df.app.activity(ApprovalOrchestration.settle, { handler: (input: ApprovalRequest
  */
 export const approvalRequest: OrchestrationHandler = function* (context: OrchestrationContext) {
   const input = context.df.getInput<ApprovalRequestInput>();
-  const plan: ApprovalPlan = yield context.df.callActivity(ApprovalOrchestration.plan, input);
-  if (plan.state !== "pending") return (yield context.df.callActivity(ApprovalOrchestration.settle, input)) as ApprovalSettlement;
+  const plan: ApprovalPlan = yield* callReliably<ApprovalPlan>(context, ApprovalOrchestration.plan, input);
+  if (plan.state !== "pending") return yield* callReliably<ApprovalSettlement>(context, ApprovalOrchestration.settle, input);
   const at = (iso: string) => new Date(iso);
   const later = (from: Date) => new Date(from.getTime() + REDELIVER_SECONDS * 1000);
   const expiresAt = at(plan.expires_at);
@@ -43,13 +62,13 @@ export const approvalRequest: OrchestrationHandler = function* (context: Orchest
   for (;;) {
     const now = context.df.currentUtcDateTime;
     if (now >= expiresAt) {
-      const expired: ApprovalSettlement = yield context.df.callActivity(ApprovalOrchestration.expire, input);
+      const expired = yield* callReliably<ApprovalSettlement>(context, ApprovalOrchestration.expire, input);
       context.df.setCustomStatus({ phase: expired.state });
       return expired;
     }
     if (!delivered && deliverAt <= now) {
       const deliver: ApprovalDeliverInput = { ...input, policy: plan.policy, send_at: plan.send_at };
-      const outcome: string = yield context.df.callActivity(ApprovalOrchestration.deliver, deliver);
+      const outcome = yield* callReliably<string>(context, ApprovalOrchestration.deliver, deliver);
       delivered = outcome !== "held";
       if (!delivered) deliverAt = later(now);
       continue;
@@ -57,7 +76,7 @@ export const approvalRequest: OrchestrationHandler = function* (context: Orchest
     if (delivered && remindAt && remindAt <= now) {
       // A reminder held past the next one's time is not sent twice: only the latest due one goes out.
       while (reminder + 1 < reminders.length && (reminders[reminder + 1] as Date) <= now) reminder++;
-      const outcome: string = yield context.df.callActivity(ApprovalOrchestration.remind, { ...input, index: reminder });
+      const outcome = yield* callReliably<string>(context, ApprovalOrchestration.remind, { ...input, index: reminder });
       if (outcome === "held") remindAt = later(now);
       else remindAt = reminders[++reminder];
       continue;
@@ -69,7 +88,7 @@ export const approvalRequest: OrchestrationHandler = function* (context: Orchest
     const winner: unknown = yield context.df.Task.any([timer, decided]);
     if (winner === decided) {
       timer.cancel();
-      const settled: ApprovalSettlement = yield context.df.callActivity(ApprovalOrchestration.settle, input);
+      const settled = yield* callReliably<ApprovalSettlement>(context, ApprovalOrchestration.settle, input);
       if (settled.state !== "pending") {
         context.df.setCustomStatus({ phase: settled.state });
         return settled;

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -68,6 +68,10 @@ describe("the approvalRequest orchestration on the local stack", () => {
     const replay = await chat(second, approver, `approve_hil approval_id=${approvalId} decision=approve justification="restart drill"`);
     expect(replay.tool_results[0]).toMatchObject({ status: "ok", data: { outcome: "existing" } });
     expect((await audit.list({ action: "console.action_executed", limit: 1000 })).filter((e) => e.target === approvalId)).toHaveLength(1);
+    // Turning it on was announced once as an A2 operational alert, with its audit entry.
+    const alerts = (await createOutboxNotifier(storage(second)).list()).filter((m) => m.category === "A2");
+    expect(alerts.map((m) => [m.template_key, m.recipient])).toEqual([["kill_switch.on", "oid-approver-1"]]);
+    expect(await audit.list({ action: "console.kill_switch_on", limit: 1000 })).toMatchObject([{ actor: { oid: "oid-approver-1" }, outcome: "succeeded" }]);
     // Hang guard, not a timing claim: two stack starts on a loaded 2-core machine took over 30 s once.
   }, 180_000);
 
@@ -88,5 +92,32 @@ describe("the approvalRequest orchestration on the local stack", () => {
     // The one reminder went out 3 s before expiry, before the timeout.
     const reminders = (await audit.list({ action: "console.approval_reminder", limit: 1000 })).filter((e) => e.target === approvalId);
     expect(reminders).toHaveLength(1);
+  }, 120_000);
+
+  it("C-281: with SVC_APPROVAL_LOAD_POLICY grouping requests, each filed request goes out in exactly one digest and never alone", async () => {
+    const policyDir = mkdtempSync(path.join(tmpdir(), "bp-load-policy-"));
+    folders.push(policyDir);
+    const policy = path.join(policyDir, "approval-load.yaml");
+    writeFileSync(policy, "version: 1\ngroup_interval_seconds: 5\n");
+    const stack = await started({ env: { SVC_CONSOLE_APPROVERS: APPROVERS, SVC_APPROVAL_LOAD_POLICY: policy } });
+    const token = await mintToken(stack, "Contributor", { oid: "oid-cora" });
+    const ids: string[] = [];
+    for (const pool of ["a", "b", "c"]) {
+      const filed = await chat(stack, token, `run_runbook name=scale_node_pool params={"pool":"${pool}","node_count":3} dry_run=false`);
+      expect(filed.kind).toBe("approval_filed");
+      ids.push(filed.approval_id ?? "");
+    }
+    const outbox = createOutboxNotifier(storage(stack));
+    // The signal: every filed id named by a digest (requests filed across a 5 s boundary fall in two groups).
+    const digests = await eventually(async () => {
+      const sent = (await outbox.list()).filter((m) => m.template_key === "approval.digest");
+      return ids.every((id) => sent.some((m) => m.body_markdown.includes(id))) ? sent : undefined;
+    }, 60_000);
+    for (const id of ids) expect(digests.filter((m) => m.body_markdown.includes(id))).toHaveLength(1);
+    expect(digests.every((m) => m.category === "A1" && m.recipient === "oid-approver-1")).toBe(true);
+    expect((await outbox.list()).filter((m) => m.template_key === "approval.request")).toEqual([]);
+    const audited = await createAuditLog(storage(stack)).list({ action: "console.approval_digest", limit: 1000 });
+    expect(audited).toHaveLength(digests.length);
+    expect(audited.flatMap((e) => e.details?.members as string[]).sort()).toEqual([...ids].sort());
   }, 120_000);
 });

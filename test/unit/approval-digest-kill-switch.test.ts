@@ -149,6 +149,20 @@ describe("approval digests", () => {
   });
 });
 
+describe("parking before planning", () => {
+  it("C-299: a filed request is in the queue before any policy is chosen, and stays there when the planner dies mid-choice", async () => {
+    const h = harness({ groupIntervalSeconds: 900, quietHours: { startMinute: 0, endMinute: 60, timeZone: "Not/A_Zone" } }, "2026-03-02T10:01:00Z");
+    const id = await file(h, "a");
+    expect((await h.approvalStore.listPending()).map((i) => i.approval_id)).toEqual([id]);
+    await expect(h.activities.plan(input(id))).rejects.toThrow(RangeError);
+    expect((await h.approvalStore.listPending()).map((i) => i.approval_id)).toEqual([id]);
+    expect(await h.notifier.list()).toEqual([]);
+    // Planned again (the orchestration retries) with a working policy, it goes out.
+    const working = createApprovalActivities({ approvals: h.approvals, store: h.approvalStore, loadPolicy: { groupIntervalSeconds: 0 }, now: () => h.clock.now });
+    expect(await working.plan(input(id))).toMatchObject({ state: "pending", policy: "send_now" });
+  });
+});
+
 describe("the kill switch and A1 delivery", () => {
   it("C-528 C-529 C-530: turning it on holds every A1 send, requeues open requests (audited, still pending) and announces A2 once even from two hosts; off resumes delivery", async () => {
     const h = harness({ groupIntervalSeconds: 0 }, "2026-03-02T10:01:00Z");

@@ -220,3 +220,34 @@ describe("approvalRequest replay: the kill switch", () => {
     expect(waiting.actions.filter((a) => a.functionName === ApprovalOrchestration.remind)).toHaveLength(2);
   });
 });
+
+describe("approvalRequest replay: failed activities", () => {
+  const timer = (fireAt: string) => ({ actionType: ActionType.CreateTimer, fireAt, isCanceled: false });
+
+  it("C-299: a planner that fails mid-choice is retried on a durable timer: the parked item is planned again, then delivered", async () => {
+    const history = started().activityFailed(ApprovalOrchestration.plan, "storage unavailable");
+    const waiting = await replayer.replay(history);
+    expect(waiting.isDone).toBe(false);
+    expect(waiting.newActions).toEqual([timer(history.fireAt(15))]);
+
+    history.timerFired(15);
+    expect((await replayer.replay(history)).newActions).toEqual([call(ApprovalOrchestration.plan, INPUT)]);
+    const p = plan();
+    history.activityCompleted(ApprovalOrchestration.plan, p);
+    expect((await replayer.replay(history)).newActions).toEqual([deliver(p)]);
+  });
+
+  it("a failed delivery is retried after 15, 60 and 240 s; when the fourth attempt fails too, the failure stands", async () => {
+    const p = plan();
+    const history = started().activityCompleted(ApprovalOrchestration.plan, p);
+    for (const wait of [15, 60, 240]) {
+      history.activityFailed(ApprovalOrchestration.deliver, "channel down");
+      expect((await replayer.replay(history)).newActions).toEqual([timer(history.fireAt(wait))]);
+      history.timerFired(wait);
+      expect((await replayer.replay(history)).newActions).toEqual([deliver(p)]);
+    }
+    history.activityFailed(ApprovalOrchestration.deliver, "channel down");
+    await expect(replayer.replay(history)).rejects.toThrow(/channel down/);
+  });
+});
+
