@@ -6,6 +6,7 @@
  */
 
 import { loadConsoleConfig } from "../shared/console/console-config.js";
+import { actionModes } from "../shared/ops/actions/action-settings.js";
 import { catalogPath, loadActionTypes } from "../shared/ops/actions/action-types.js";
 import { loadRuleCatalog } from "../shared/ops/rules/rule-catalog.js";
 import type { ConsoleParts } from "./console-parts.js";
@@ -14,6 +15,8 @@ export const consoleConfig = loadConsoleConfig(process.env);
 const catalogDir = consoleConfig.catalogDir;
 export const actionTypes = loadActionTypes(catalogPath("action-types.json", catalogDir));
 export const ruleCatalog = loadRuleCatalog(actionTypes, catalogPath("ops-rules.json", catalogDir));
+/** Each action type's mode (catalog default or `SVC_ACTION_MODES`); an override naming no action type stops start-up. */
+export const actionModeOf = actionModes(actionTypes, consoleConfig.actions.modes);
 
 let parts: Promise<ConsoleParts> | undefined;
 

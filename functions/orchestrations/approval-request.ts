@@ -2,6 +2,7 @@ import * as df from "durable-functions";
 import type { OrchestrationContext, OrchestrationHandler } from "durable-functions";
 import { type ApprovalPlan, type ApprovalRequestInput, type ApprovalSettlement, ApprovalOrchestration } from "../../shared/console/approvals/approval-activities.js";
 import { consoleParts } from "../console-deps.js";
+import { orchestrationClient, withInvocationDurable } from "../http-route.js";
 
 const activities = async () => (await consoleParts()).approvalActivities;
 
@@ -9,7 +10,11 @@ df.app.activity(ApprovalOrchestration.plan, { handler: (input: ApprovalRequestIn
 df.app.activity(ApprovalOrchestration.deliver, { handler: (input: ApprovalRequestInput) => activities().then((a) => a.deliver(input)) });
 df.app.activity(ApprovalOrchestration.remind, { handler: (input: ApprovalRequestInput & { index: number }) => activities().then((a) => a.remind(input)) });
 df.app.activity(ApprovalOrchestration.expire, { handler: (input: ApprovalRequestInput) => activities().then((a) => a.expire(input)) });
-df.app.activity(ApprovalOrchestration.settle, { handler: (input: ApprovalRequestInput) => activities().then((a) => a.settle(input)) });
+// Settling may execute the approved action, whose executor may start or signal an orchestration: it gets a durable client.
+df.app.activity(ApprovalOrchestration.settle, {
+  extraInputs: [df.input.durableClient()],
+  handler: (input: ApprovalRequestInput, context) => withInvocationDurable(orchestrationClient(context), () => activities().then((a) => a.settle(input))),
+});
 
 /** While the kill switch holds A1 delivery, the request is offered again after this long. */
 const REDELIVER_SECONDS = 60;

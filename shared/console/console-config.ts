@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { type Env, envInt, envParsed, parseEnv } from "../config/env.js";
 import { parseNcrontab } from "../config/ncrontab.js";
+import { type ActionSettings, actionSettings, actionSettingsShape } from "../ops/actions/action-settings.js";
 import type { LoadPolicy } from "./approvals/load-policy.js";
 import { BREAK_GLASS_MAX_TTL_SECONDS } from "./break-glass/break-glass.js";
 
@@ -61,11 +62,14 @@ const consoleEnvSchema = z
   SVC_METRICS_RESOURCE_ID: z.string().regex(/^\/subscriptions\/[0-9a-f-]{36}\/resourceGroups\/[^/]+\/providers\/.+$/i, "must be an Azure resource id").optional(),
   /** Where the rule and action-type catalogs live (default `config/` of the app root). */
   SVC_CATALOG_DIR: z.string().min(1).optional(),
+  ...actionSettingsShape,
   })
   .refine((c) => (c.SVC_METRICS_ENDPOINT === undefined) === (c.SVC_METRICS_RESOURCE_ID === undefined), {
     message: "set both or neither",
     path: ["SVC_METRICS_RESOURCE_ID"],
-  });
+  })
+  .refine((c) => (c.SVC_AKS_RESOURCE_GROUP === undefined) === (c.SVC_AKS_CLUSTER === undefined), { message: "set both or neither", path: ["SVC_AKS_CLUSTER"] })
+  .refine((c) => c.SVC_AKS_CLUSTER === undefined || c.SVC_SUBSCRIPTION_ID !== undefined, { message: "needs SVC_SUBSCRIPTION_ID", path: ["SVC_AKS_CLUSTER"] });
 
 
 /** Every setting the console reads (the Functions app's `local.settings.sample.json` lists them). */
@@ -86,6 +90,8 @@ export interface ConsoleConfig {
   readonly subscriptionId: string | undefined;
   /** Both set or neither (refused at load otherwise). */
   readonly metrics: { readonly endpoint: string; readonly resourceId: string } | undefined;
+  /** What the action executors act on (see `shared/ops/actions/action-settings.ts`). */
+  readonly actions: ActionSettings;
 }
 
 /** Reads the console's `SVC_*` settings; a bad one stops start-up naming it. */
@@ -103,5 +109,6 @@ export function loadConsoleConfig(env: Env = process.env): ConsoleConfig {
     logAnalyticsWorkspaceId: c.SVC_LOG_ANALYTICS_WORKSPACE_ID,
     subscriptionId: c.SVC_SUBSCRIPTION_ID,
     metrics: c.SVC_METRICS_ENDPOINT && c.SVC_METRICS_RESOURCE_ID ? { endpoint: c.SVC_METRICS_ENDPOINT, resourceId: c.SVC_METRICS_RESOURCE_ID } : undefined,
+    actions: actionSettings(c),
   }));
 }

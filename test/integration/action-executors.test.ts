@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { publishDatabase } from "../../shared/databases/database-catalog.js";
-import { actionModes } from "../../shared/ops/actions/action-executors.js";
+import { actionModes } from "../../shared/ops/actions/action-settings.js";
 import { ActionStateChangedError } from "../../shared/ops/actions/action-executor.js";
 import { CANCEL_EVENT, Orchestrations } from "../../shared/ops/queue-labels.js";
 import { actionWorld, APPROVER, QUERY } from "../support/action-world.js";

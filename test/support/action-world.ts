@@ -11,7 +11,8 @@ import { type DashboardJob, DashboardJobStore } from "../../shared/dashboard/das
 import { createFileDatabaseCatalog } from "../../shared/databases/database-catalog.js";
 import { createDatabaseService, type DatabaseService } from "../../shared/databases/database-service.js";
 import { DatabaseStateStore } from "../../shared/databases/database-state.js";
-import { actionModes, createActionExecutors } from "../../shared/ops/actions/action-executors.js";
+import { createActionExecutors } from "../../shared/ops/actions/action-executors.js";
+import { actionModes } from "../../shared/ops/actions/action-settings.js";
 import { createActionOutcomeStore } from "../../shared/ops/actions/action-outcomes.js";
 import type { ActionMode } from "../../shared/ops/actions/action-runner.js";
 import type { JobApiDeployment } from "../../shared/ops/actions/job-api-deployment-actions.js";
