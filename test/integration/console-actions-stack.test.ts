@@ -22,7 +22,7 @@ async function chat(token: string, text: string): Promise<ChatReply> {
 const storage = () => `DefaultEndpointsProtocol=http;AccountName=${DEV_ACCOUNT};AccountKey=${DEV_ACCOUNT_KEY};TableEndpoint=${stack.info.table_endpoint};`;
 
 describe("the console's action executors in the Functions host", () => {
-  it("an approved rewarm_database (enforce by SVC_ACTION_MODES) starts the real warm-up orchestration through the request's durable client, once", async () => {
+  it("C-373: an approved rewarm_database (enforce by SVC_ACTION_MODES) starts the real warm-up orchestration through the request's durable client, once; the replayed approval has no second effect", async () => {
     const filed = await chat(await mintToken(stack, "Contributor", { oid: "oid-cora" }), `run_runbook name=rewarm_database params={"database":"${DEMO_DB}"} dry_run=false`);
     expect(filed.kind).toBe("approval_filed");
     const approver = await mintToken(stack, "Approver", { oid: "oid-approver-1" });
