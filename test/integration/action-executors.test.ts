@@ -1,33 +1,16 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { publishDatabase } from "../../shared/databases/database-catalog.js";
+import { describe, expect, it } from "vitest";
 import { actionModes } from "../../shared/ops/actions/action-settings.js";
 import { ActionStateChangedError } from "../../shared/ops/actions/action-executor.js";
 import { CANCEL_EVENT, Orchestrations } from "../../shared/ops/queue-labels.js";
-import { actionWorld, APPROVER, QUERY } from "../support/action-world.js";
+import { actionTestFolder, actionWorld, APPROVER, QUERY, replayContext } from "../support/action-world.js";
 import { actions } from "../support/console-harness.js";
-import { demoQueries } from "../support/jobapi-client.js";
 import { azuriteTables } from "../support/service-fakes.js";
 
 const azurite = azuriteTables("act");
-let dir: string;
-let databasesDir: string;
+const folder = actionTestFolder();
 
-beforeAll(async () => {
-  dir = mkdtempSync(path.join(tmpdir(), "bp-actions-"));
-  const fasta = path.join(dir, "db.fa");
-  writeFileSync(fasta, demoQueries(20, 400));
-  databasesDir = path.join(dir, "databases");
-  await publishDatabase(databasesDir, { name: "actdemo", fastaPath: fasta, type: "nucl", partitions: 0 });
-});
-afterAll(() => {
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
-
-const world = (options: Parameters<typeof actionWorld>[2] = {}) => actionWorld(azurite.connectionString(), databasesDir, options);
-const context = (idempotencyKey: string) => ({ idempotencyKey, actor: APPROVER, requestId: "req-replay" });
+const world = (options: Parameters<typeof actionWorld>[2] = {}) => actionWorld(azurite.connectionString(), folder.databasesDir(), options);
+const context = replayContext;
 /** Fails right after the real call succeeded, as a host that crashed before recording would. */
 const crashAfter = <F extends (...args: never[]) => Promise<unknown>>(call: F): F =>
   (async (...args: Parameters<F>) => {

@@ -1,14 +1,15 @@
 import { randomUUID } from "node:crypto";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { ContainerClient } from "@azure/storage-blob";
+import { afterAll, beforeAll } from "vitest";
 import { createApprovalService } from "../../shared/console/approvals/approval-service.js";
 import { createApprovalStore } from "../../shared/console/approvals/approval-store.js";
 import { createOutboxNotifier } from "../../shared/console/notify/outbox-notifier.js";
 import { createDashboardJobService, type DashboardJobService } from "../../shared/dashboard/dashboard-job-service.js";
 import { type DashboardJob, DashboardJobStore } from "../../shared/dashboard/dashboard-jobs.js";
-import { createFileDatabaseCatalog } from "../../shared/databases/database-catalog.js";
+import { createFileDatabaseCatalog, publishDatabase } from "../../shared/databases/database-catalog.js";
 import { createDatabaseService, type DatabaseService } from "../../shared/databases/database-service.js";
 import { DatabaseStateStore } from "../../shared/databases/database-state.js";
 import { createActionExecutors } from "../../shared/ops/actions/action-executors.js";
@@ -24,12 +25,38 @@ import { type ControlPlaneStateReader, type ProposedAction, verifyAction } from 
 import { type ApiTokenSettings, createApiTokenSettings } from "../../shared/secrets/api-token-settings.js";
 import { ApiTokenService, createFileSecretStore } from "../../shared/secrets/api-tokens.js";
 import { actions } from "./console-harness.js";
+import { demoQueries } from "./jobapi-client.js";
 import { captureLogger, fakeJobApi, fakeOrchestrations, prefixedTables } from "./service-fakes.js";
 
 export const QUERY = ">q1 a query\nACGTACGTACGTACGTACGTACGTACGTAC\n";
 export const APPROVER = { oid: "oid-abe", name: "Abe" };
 export const REQUESTER = { oid: "oid-olga", name: "Olga" };
 export const BOUNDS: NodePoolBounds = { blast: { min: 1, max: 5 } };
+
+/**
+ * A folder for one test file (removed after it) holding one published BLAST database, `actdemo`
+ * (real makeblastdb over demo sequences).
+ */
+export function actionTestFolder(): { dir: () => string; databasesDir: () => string } {
+  let dir: string | undefined;
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(tmpdir(), "bp-actions-"));
+    const fasta = path.join(dir, "db.fa");
+    writeFileSync(fasta, demoQueries(5, 300));
+    await publishDatabase(path.join(dir, "databases"), { name: "actdemo", fastaPath: fasta, type: "nucl", partitions: 0 });
+  });
+  afterAll(() => {
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+  const root = () => {
+    if (!dir) throw new Error("the action test folder is not made yet");
+    return dir;
+  };
+  return { dir: root, databasesDir: () => path.join(root(), "databases") };
+}
+
+/** The context of an execution the test replays or runs directly under `idempotencyKey`. */
+export const replayContext = (idempotencyKey: string) => ({ idempotencyKey, actor: APPROVER, requestId: "req-replay" });
 
 /** Every action type in enforce mode (the catalog's defaults are shadow). */
 export const ENFORCE_ALL: Record<string, ActionMode> = Object.fromEntries(actions.action_types.map((a) => [a.id, "enforce"]));
