@@ -3,7 +3,7 @@ import { actionModes } from "../../shared/ops/actions/action-settings.js";
 import { ActionStateChangedError } from "../../shared/ops/actions/action-executor.js";
 import { CANCEL_EVENT, Orchestrations } from "../../shared/ops/queue-labels.js";
 import { actionTestFolder, actionWorld, APPROVER, QUERY, replayContext } from "../support/action-world.js";
-import { actions } from "../support/console-harness.js";
+import { actions, callerWith } from "../support/console-harness.js";
 import { azuriteTables } from "../support/service-fakes.js";
 
 const azurite = azuriteTables("act");
@@ -213,3 +213,21 @@ describe("kill_switch", () => {
   });
 });
 
+
+describe("run_runbook real runs through the executors", () => {
+  it("an Owner's real run executes under the request's key once (its replay answers the recorded result); a cluster action without its settings answers not_supported naming them", async () => {
+    const w = await world();
+    const failed = await w.jobIn("failed");
+    const owner = callerWith("Owner", "oid-olga");
+    const reply = await w.coordinator.handleTurn(owner, { text: `run_runbook name=retry_failed_job params={"job_id":"${failed.job_id}"} dry_run=false` }, "req-run-1");
+    expect(reply.tool_results[0]).toMatchObject({ status: "ok", data: { dry_run: false, result: { mode: "enforce", executed: true, retry_of: failed.job_id } } });
+    const again = await w.coordinator.handleTurn(owner, { text: `run_runbook name=retry_failed_job params={"job_id":"${failed.job_id}"} dry_run=false` }, "req-run-1");
+    const resultOf = (r: typeof reply) => (r.tool_results[0] as { data?: { result?: unknown } } | undefined)?.data?.result;
+    expect(resultOf(again)).toEqual(resultOf(reply));
+    expect((await w.jobs.list({ page: 1, pageSize: 50 })).total).toBe(2);
+    expect(await w.executions()).toMatchObject([{ outcome: "succeeded", details: { idempotency_key: "runbook/req-run-1" } }]);
+
+    const redeploy = await w.coordinator.handleTurn(owner, { text: "run_runbook name=redeploy_job_api dry_run=false" }, "req-run-2");
+    expect(redeploy.tool_results[0]).toMatchObject({ status: "error", error: { type: "not_supported", message: expect.stringContaining("SVC_KUBECONFIG") } });
+  });
+});

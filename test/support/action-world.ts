@@ -6,7 +6,11 @@ import { ContainerClient } from "@azure/storage-blob";
 import { afterAll, beforeAll } from "vitest";
 import { createApprovalService } from "../../shared/console/approvals/approval-service.js";
 import { createApprovalStore } from "../../shared/console/approvals/approval-store.js";
+import { loadBreakGlassConfig } from "../../shared/console/break-glass/break-glass.js";
+import { createCoordinator } from "../../shared/console/coordinator/coordinator.js";
 import { createOutboxNotifier } from "../../shared/console/notify/outbox-notifier.js";
+import { createConsoleToolRegistry } from "../../shared/console/tools/index.js";
+import { createUsageLedger } from "../../shared/console/usage/usage-ledger.js";
 import { createDashboardJobService, type DashboardJobService } from "../../shared/dashboard/dashboard-job-service.js";
 import { type DashboardJob, DashboardJobStore } from "../../shared/dashboard/dashboard-jobs.js";
 import { createFileDatabaseCatalog, publishDatabase } from "../../shared/databases/database-catalog.js";
@@ -24,7 +28,7 @@ import { createKillSwitch } from "../../shared/ops/kill-switch.js";
 import { type ControlPlaneStateReader, type ProposedAction, verifyAction } from "../../shared/ops/verifier/verifier.js";
 import { type ApiTokenSettings, createApiTokenSettings } from "../../shared/secrets/api-token-settings.js";
 import { ApiTokenService, createFileSecretStore } from "../../shared/secrets/api-tokens.js";
-import { actions } from "./console-harness.js";
+import { actions, rules } from "./console-harness.js";
 import { demoQueries } from "./jobapi-client.js";
 import { captureLogger, fakeJobApi, fakeOrchestrations, prefixedTables } from "./service-fakes.js";
 
@@ -114,7 +118,26 @@ export async function actionWorld(connectionString: string, databasesDir: string
     agentPools: options.agentPools,
     nodePoolBounds: BOUNDS,
   });
-  const approvals = createApprovalService({ store: createApprovalStore(tables), audit, notifier: createOutboxNotifier(tables), verify, executor, killSwitch, approvers: [APPROVER.oid], ttlSeconds: 3600, reminderOffsetsSeconds: [] });
+  const notifier = createOutboxNotifier(tables);
+  const approvalStore = createApprovalStore(tables);
+  const approvals = createApprovalService({ store: approvalStore, audit, notifier, verify, executor, killSwitch, approvers: [APPROVER.oid], ttlSeconds: 3600, reminderOffsetsSeconds: [] });
+  // The console over the same executor, for run_runbook's real runs.
+  const registry = createConsoleToolRegistry({
+    events,
+    audit,
+    rules,
+    actions,
+    verify,
+    approvals,
+    approvalStore,
+    usage: createUsageLedger(tables),
+    executor,
+    notifier,
+    breakGlass: loadBreakGlassConfig({ owners: ["oid-owner-1"] }),
+    incidentWindowMs: 30 * 60_000,
+    providers: {},
+  });
+  const coordinator = createCoordinator({ registry, audit, approvals, verify });
 
   /** Files `action` for approval and approves it, as an approver's `approve_hil` does; answers the item after execution. */
   async function approve(action: ProposedAction) {
@@ -135,5 +158,5 @@ export async function actionWorld(connectionString: string, databasesDir: string
   /** This execution's audit entries (`ops.action_executed`). */
   const executions = async () => (await audit.list({ action: "ops.action_executed", limit: 1000 })).reverse();
 
-  return { tables, jobs, audit, hub, jobService, states, catalog, databaseService, tokens, tokenSettings, killSwitch, verify, outcomes, executor, approvals, approve, jobIn, executions };
+  return { coordinator, tables, jobs, audit, hub, jobService, states, catalog, databaseService, tokens, tokenSettings, killSwitch, verify, outcomes, executor, approvals, approve, jobIn, executions };
 }
