@@ -4,13 +4,6 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { ContainerClient } from "@azure/storage-blob";
 import { afterAll, beforeAll } from "vitest";
-import { createApprovalService } from "../../shared/console/approvals/approval-service.js";
-import { createApprovalStore } from "../../shared/console/approvals/approval-store.js";
-import { loadBreakGlassConfig } from "../../shared/console/break-glass/break-glass.js";
-import { createCoordinator } from "../../shared/console/coordinator/coordinator.js";
-import { createOutboxNotifier } from "../../shared/console/notify/outbox-notifier.js";
-import { createConsoleToolRegistry } from "../../shared/console/tools/index.js";
-import { createUsageLedger } from "../../shared/console/usage/usage-ledger.js";
 import { createDashboardJobService, type DashboardJobService } from "../../shared/dashboard/dashboard-job-service.js";
 import { type DashboardJob, DashboardJobStore } from "../../shared/dashboard/dashboard-jobs.js";
 import { createFileDatabaseCatalog, publishDatabase } from "../../shared/databases/database-catalog.js";
@@ -25,10 +18,10 @@ import type { AksAgentPools, NodePoolBounds } from "../../shared/ops/actions/nod
 import { createAuditLog } from "../../shared/ops/audit.js";
 import { createEventLog } from "../../shared/ops/events.js";
 import { createKillSwitch } from "../../shared/ops/kill-switch.js";
-import { type ControlPlaneStateReader, type ProposedAction, verifyAction } from "../../shared/ops/verifier/verifier.js";
+import type { ControlPlaneStateReader, ProposedAction } from "../../shared/ops/verifier/verifier.js";
 import { type ApiTokenSettings, createApiTokenSettings } from "../../shared/secrets/api-token-settings.js";
 import { ApiTokenService, createFileSecretStore } from "../../shared/secrets/api-tokens.js";
-import { actions, rules } from "./console-harness.js";
+import { actions, consoleHarness } from "./console-harness.js";
 import { demoQueries } from "./jobapi-client.js";
 import { captureLogger, fakeJobApi, fakeOrchestrations, prefixedTables } from "./service-fakes.js";
 
@@ -104,7 +97,6 @@ export async function actionWorld(connectionString: string, databasesDir: string
     nodePoolBounds: async (pool) => BOUNDS[pool],
     killSwitchOn: () => killSwitch.isOn(),
   };
-  const verify = (action: ProposedAction) => verifyAction(action, actions, reader);
   const outcomes = createActionOutcomeStore(tables);
   const executor = createActionExecutors({
     outcomes,
@@ -118,26 +110,8 @@ export async function actionWorld(connectionString: string, databasesDir: string
     agentPools: options.agentPools,
     nodePoolBounds: BOUNDS,
   });
-  const notifier = createOutboxNotifier(tables);
-  const approvalStore = createApprovalStore(tables);
-  const approvals = createApprovalService({ store: approvalStore, audit, notifier, verify, executor, killSwitch, approvers: [APPROVER.oid], ttlSeconds: 3600, reminderOffsetsSeconds: [] });
-  // The console over the same executor, for run_runbook's real runs.
-  const registry = createConsoleToolRegistry({
-    events,
-    audit,
-    rules,
-    actions,
-    verify,
-    approvals,
-    approvalStore,
-    usage: createUsageLedger(tables),
-    executor,
-    notifier,
-    breakGlass: loadBreakGlassConfig({ owners: ["oid-owner-1"] }),
-    incidentWindowMs: 30 * 60_000,
-    providers: {},
-  });
-  const coordinator = createCoordinator({ registry, audit, approvals, verify });
+  // The console (approvals, tools, coordinator) over these stores and this executor.
+  const { approvals, coordinator, verify } = consoleHarness(tables, { approvers: [APPROVER.oid], ttlSeconds: 3600, reminderOffsetsSeconds: [], controlPlane: { reader, executor } });
 
   /** Files `action` for approval and approves it, as an approver's `approve_hil` does; answers the item after execution. */
   async function approve(action: ProposedAction) {

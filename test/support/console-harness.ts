@@ -36,13 +36,25 @@ export interface TestState {
  * ledger; a state reader over `state` (the control plane's stores are tested elsewhere); an
  * executor that records what it executed, idempotent by key as the contract requires.
  */
-export function consoleHarness(tables: TableClientFactory, options: { providers?: ConsoleProviders; owners?: string[]; approvers?: string[]; ttlSeconds?: number; reminderOffsetsSeconds?: number[]; now?: () => Date } = {}) {
+export function consoleHarness(
+  tables: TableClientFactory,
+  options: {
+    providers?: ConsoleProviders;
+    owners?: string[];
+    approvers?: string[];
+    ttlSeconds?: number;
+    reminderOffsetsSeconds?: number[];
+    now?: () => Date;
+    /** The real control plane instead of `state` (the action executors' tests): its reader and executor. */
+    controlPlane?: { reader: ControlPlaneStateReader; executor: ActionExecutor };
+  } = {},
+) {
   const now = options.now ?? (() => new Date());
   const state: TestState = { jobs: new Map([["j-failed", "failed"], ["j-running", "running"]]), databases: new Map([["nt", { update_available: true }]]), clusterReachable: undefined };
   const audit = createAuditLog(tables, { now });
   const events = createEventLog(tables, { now });
   const killSwitch = createKillSwitch(tables);
-  const reader: ControlPlaneStateReader = {
+  const reader: ControlPlaneStateReader = options.controlPlane?.reader ?? {
     jobStatus: async (id) => state.jobs.get(id) ?? null,
     database: async (name) => state.databases.get(name) ?? null,
     apiTokenConfigured: async () => true,
@@ -52,7 +64,7 @@ export function consoleHarness(tables: TableClientFactory, options: { providers?
   };
   const verify = (action: ProposedAction) => verifyAction(action, actions, reader, now);
   const executed: { action: ProposedAction; idempotencyKey: string }[] = [];
-  const executor: ActionExecutor = {
+  const executor: ActionExecutor = options.controlPlane?.executor ?? {
     async execute(action, context) {
       if (!executed.some((e) => e.idempotencyKey === context.idempotencyKey)) executed.push({ action, idempotencyKey: context.idempotencyKey });
       if (action.action_type === "kill_switch") await killSwitch.set(action.params.on === true, context.actor.oid, now());
