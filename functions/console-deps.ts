@@ -8,6 +8,7 @@
 import { loadConsoleConfig } from "../shared/console/console-config.js";
 import { loadHealthMetricSet } from "../shared/console/providers/health-metrics.js";
 import { loadBrowserEvidencePolicies } from "../shared/console/providers/browser-evidence-policies.js";
+import { actionModes } from "../shared/ops/actions/action-settings.js";
 import { catalogPath, loadActionTypes } from "../shared/ops/actions/action-types.js";
 import { loadRuleCatalog } from "../shared/ops/rules/rule-catalog.js";
 import { loadConfigurationBaseline } from "../shared/ops/snapshots/configuration-baseline.js";
@@ -22,6 +23,8 @@ export const healthMetricSet = loadHealthMetricSet(catalogPath("health-metrics.j
 /** The frozen configuration baseline; a citation whose digest does not match stops start-up like a bad catalog. */
 export const configurationBaseline = loadConfigurationBaseline(catalogPath("configuration-baseline.json", catalogDir));
 export const browserEvidencePolicies = loadBrowserEvidencePolicies(catalogPath("browser-evidence-policies.json", catalogDir));
+/** Each action type's mode (catalog default or `SVC_ACTION_MODES`); an override naming no action type stops start-up. */
+export const actionModeOf = actionModes(actionTypes, consoleConfig.actions.modes);
 
 let parts: Promise<ConsoleParts> | undefined;
 

@@ -29,8 +29,11 @@ import type { ToolRegistry } from "../shared/console/tools/registry.js";
 import { createUsageLedger } from "../shared/console/usage/usage-ledger.js";
 import { createRecurrentQueryWatch } from "../shared/console/recurrent-query.js";
 import { createFileDatabaseCatalog } from "../shared/databases/database-catalog.js";
-import { ActionNotSupportedError, type ActionExecutor } from "../shared/ops/actions/action-executor.js";
 import { createEvidenceStore, EVIDENCE_CONTAINER } from "../shared/ops/evidence-store.js";
+import { createActionExecutors } from "../shared/ops/actions/action-executors.js";
+import { createActionOutcomeStore } from "../shared/ops/actions/action-outcomes.js";
+import { createJobApiDeployment, type JobApiDeployment } from "../shared/ops/actions/job-api-deployment-actions.js";
+import { type AksAgentPools, createAksAgentPools } from "../shared/ops/actions/node-pool-actions.js";
 import { createKillSwitch } from "../shared/ops/kill-switch.js";
 import { createOpsLoop } from "../shared/ops/ops-loop.js";
 import { createAttemptLog, recordingVerifier, type RouteRole } from "../shared/ops/snapshots/attempt-log.js";
@@ -39,9 +42,10 @@ import { createSnapshotStore } from "../shared/ops/snapshots/snapshot-store.js";
 import { type ControlPlaneStateReader, type ProposedAction, verifyAction } from "../shared/ops/verifier/verifier.js";
 import { openBlobContainer } from "../shared/storage/blob-container.js";
 import { appContext } from "./app-context.js";
-import { dashboardJobs, databaseState } from "./dashboard-deps.js";
-import { actionTypes, browserEvidencePolicies, configurationBaseline, consoleConfig, healthMetricSet, ruleCatalog } from "./console-deps.js";
+import { apiTokenSettings, dashboardJobs, dashboardJobService, databaseCatalog, databaseService, databaseState } from "./dashboard-deps.js";
+import { actionModeOf, actionTypes, browserEvidencePolicies, configurationBaseline, consoleConfig, healthMetricSet, ruleCatalog } from "./console-deps.js";
 import { deploymentSnapshotSources } from "./console-snapshots.js";
+import { invocationDurable } from "./invocation-durable.js";
 
 export interface ConsoleParts {
   registry: ToolRegistry;
@@ -54,8 +58,33 @@ export interface ConsoleParts {
   snapshots: ReturnType<typeof createSnapshotProducer>;
 }
 
+/** What the cluster actions act on, when configured: the job API Deployment (Kubernetes) and the node pools (Resource Manager). */
+interface ClusterTargets {
+  deployment: JobApiDeployment | undefined;
+  agentPools: AksAgentPools | undefined;
+}
+
+function clusterTargets(): ClusterTargets {
+  const { actions, subscriptionId } = consoleConfig;
+  return {
+    deployment: actions.jobApiDeployment ? createJobApiDeployment(actions.jobApiDeployment) : undefined,
+    agentPools: actions.aks && subscriptionId ? createAksAgentPools({ subscriptionId, ...actions.aks, credential: lazyDefaultCredential() }) : undefined,
+  };
+}
+
+/** Reachable when every configured way to the cluster answers; unobserved when none is configured. */
+async function clusterReachable(targets: ClusterTargets): Promise<boolean | undefined> {
+  const probes = [
+    ...(targets.deployment ? [targets.deployment.read().then(() => true)] : []),
+    ...(targets.agentPools ? [targets.agentPools.reachable()] : []),
+  ];
+  if (probes.length === 0) return undefined;
+  const answers = await Promise.all(probes.map((p) => p.catch(() => false)));
+  return answers.every(Boolean);
+}
+
 /** The control plane's current state as the verifier reads it; what has no provider here is unobserved. */
-function stateReader(killSwitch: ReturnType<typeof createKillSwitch>): ControlPlaneStateReader {
+function stateReader(killSwitch: ReturnType<typeof createKillSwitch>, targets: ClusterTargets): ControlPlaneStateReader {
   return {
     jobStatus: async (id) => (await dashboardJobs().get(id))?.status ?? null,
     async database(name) {
@@ -66,9 +95,8 @@ function stateReader(killSwitch: ReturnType<typeof createKillSwitch>): ControlPl
       return { update_available: (await databaseState().get(name)).update_available };
     },
     apiTokenConfigured: async () => (await appContext.apiTokens.state()) !== undefined,
-    // No cluster or node-pool provider is wired into the console yet: unobserved, so the verifier abstains.
-    clusterReachable: async () => undefined,
-    nodePoolBounds: async () => undefined,
+    clusterReachable: () => clusterReachable(targets),
+    nodePoolBounds: async (pool) => consoleConfig.actions.nodePoolBounds[pool],
     killSwitchOn: () => killSwitch.isOn(),
   };
 }
@@ -96,22 +124,27 @@ export function buildConsoleParts(): ConsoleParts {
   // A flip is announced (A2) to everyone who operates the console: the approvers and the break-glass Owners.
   const operators = [...new Set([...consoleConfig.approvers, ...consoleConfig.breakGlass.owners])];
   const killSwitch = createKillSwitch(source, { onChange: createKillSwitchAnnouncer({ store: approvalStore, notifier, audit: appContext.audit, recipients: operators }) });
-  const reader = stateReader(killSwitch);
+  const targets = clusterTargets();
+  const reader = stateReader(killSwitch, targets);
   const verify = (action: ProposedAction) => verifyAction(action, actionTypes, reader);
   // Every route to the verifier records its attempts (sanitized) for query_t2_recovery.
   const attemptLog = createAttemptLog(source);
   const verifyAs = (route_role: RouteRole) => recordingVerifier(verify, attemptLog, { route_role, catalog: actionTypes, onRecordError: (error) => appContext.logger.warn("a proposer attempt was not recorded", { route_role, error: error instanceof Error ? error.name : "unknown" }) });
   const snapshotStore = createSnapshotStore(source);
-  const executor: ActionExecutor = {
-    async execute(action, context) {
-      // The kill switch is the one action type this deployment carries out from the console so far.
-      if (action.action_type === "kill_switch") {
-        await killSwitch.set(action.params.on === true, context.actor.oid, new Date());
-        return { kill_switch: action.params.on === true };
-      }
-      throw new ActionNotSupportedError(action.action_type);
-    },
-  };
+  // The services the executors call are the dashboard routes' own, over the current invocation's durable client.
+  const scope = { durable: invocationDurable, logger: appContext.logger };
+  const executor = createActionExecutors({
+    outcomes: createActionOutcomeStore(source),
+    audit: appContext.audit,
+    mode: actionModeOf,
+    killSwitch,
+    jobs: { jobs: dashboardJobs(), service: () => dashboardJobService(scope) },
+    databases: { catalog: { get: (name) => databaseCatalog().get(name) }, states: databaseState(), orchestrations: invocationDurable, service: () => databaseService(scope) },
+    tokens: { tokens: appContext.apiTokens, settings: () => apiTokenSettings(scope) },
+    jobApiDeployment: targets.deployment,
+    agentPools: targets.agentPools,
+    nodePoolBounds: consoleConfig.actions.nodePoolBounds,
+  });
   const approvals = createApprovalService({
     store: approvalStore,
     audit: appContext.audit,

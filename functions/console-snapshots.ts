@@ -1,6 +1,6 @@
 /**
  * The snapshot producers of this deployment, composed from its settings: what observes each of the
- * six readiness axes (AKS through ARM when `SVC_AKS_CLUSTER_ID` is set, a Kubernetes API when
+ * six readiness axes (AKS through ARM when `SVC_AKS_RESOURCE_GROUP` and `SVC_AKS_CLUSTER` are set, a Kubernetes API when
  * `SVC_KUBECONFIG` is, the job API, the database catalog, the managed identity, table storage) and
  * the T2 recovery summary over the attempt log, and the configuration baseline against the AKS
  * cluster, the storage account (Resource Graph, `SVC_SUBSCRIPTION_ID`) and the app's settings. Part of the console's chunk (`console-parts.ts`).

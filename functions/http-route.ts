@@ -6,6 +6,10 @@ import type { HttpResult } from "../shared/http/envelope.js";
 import { createHttpHandler, type RequestScope } from "../shared/http/handler.js";
 import type { OrchestrationClient, OrchestrationInstance } from "../shared/ops/orchestration-client.js";
 import { appContext } from "./app-context.js";
+import { withInvocationDurable } from "./invocation-durable.js";
+
+// Triggers other than routes (the approval orchestration's settle activity) reach it through the kit.
+export { withInvocationDurable };
 
 type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 
@@ -51,7 +55,7 @@ function instanceOf(status: df.DurableOrchestrationStatus): OrchestrationInstanc
  * client is read from the invocation on first use: only routes registered with `durable: true`
  * have one, and a service may be built on a route that never calls it.
  */
-function orchestrationClient(context: InvocationContext): OrchestrationClient {
+export function orchestrationClient(context: InvocationContext): OrchestrationClient {
   let durableClient: df.DurableClient | undefined;
   const client = () => (durableClient ??= df.getClient(context));
   return {
@@ -89,7 +93,9 @@ export function route(name: string, options: RouteOptions, handler: (request: Ht
           // Authentication and the role floor come before any work.
           const caller = options.role ? await authorize(appContext.validator, httpRequest.headers.get("authorization"), options.role) : undefined;
           const durable = orchestrationClient(context);
-          return handler(httpRequest, { ...scope, caller, durable: () => durable });
+          const handle = () => handler(httpRequest, { ...scope, caller, durable: () => durable });
+          // Work built outside the request (the console's action executors) finds this invocation's client.
+          return options.durable ? withInvocationDurable(durable, handle) : handle();
         },
         appContext.logger,
       );

@@ -9,6 +9,7 @@ import {
   REDELIVER_SECONDS,
 } from "../../shared/console/approvals/approval-activities.js";
 import { consoleParts } from "../console-deps.js";
+import { orchestrationClient, withInvocationDurable } from "../http-route.js";
 
 const activities = async () => (await consoleParts()).approvalActivities;
 
@@ -16,7 +17,11 @@ df.app.activity(ApprovalOrchestration.plan, { handler: (input: ApprovalRequestIn
 df.app.activity(ApprovalOrchestration.deliver, { handler: (input: ApprovalDeliverInput) => activities().then((a) => a.deliver(input)) });
 df.app.activity(ApprovalOrchestration.remind, { handler: (input: ApprovalRequestInput & { index: number }) => activities().then((a) => a.remind(input)) });
 df.app.activity(ApprovalOrchestration.expire, { handler: (input: ApprovalRequestInput) => activities().then((a) => a.expire(input)) });
-df.app.activity(ApprovalOrchestration.settle, { handler: (input: ApprovalRequestInput) => activities().then((a) => a.settle(input)) });
+// Settling may execute the approved action, whose executor may start or signal an orchestration: it gets a durable client.
+df.app.activity(ApprovalOrchestration.settle, {
+  extraInputs: [df.input.durableClient()],
+  handler: (input: ApprovalRequestInput, context) => withInvocationDurable(orchestrationClient(context), () => activities().then((a) => a.settle(input))),
+});
 
 /**
  * Waits before each new attempt of a failed activity (a storage or channel hiccup): an item must not

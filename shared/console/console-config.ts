@@ -2,6 +2,7 @@ import { z } from "zod";
 import { type Env, envInt, envParsed, parseEnv } from "../config/env.js";
 import { parseNcrontab } from "../config/ncrontab.js";
 import { catalogPath } from "../ops/actions/action-types.js";
+import { type ActionSettings, actionSettings, actionSettingsShape } from "../ops/actions/action-settings.js";
 import type { LoadPolicy } from "./approvals/load-policy.js";
 import { loadLoadPolicyFile, timeZoneSchema } from "./approvals/load-policy-file.js";
 import { BREAK_GLASS_MAX_TTL_SECONDS } from "./break-glass/break-glass.js";
@@ -68,18 +69,15 @@ const consoleEnvSchema = z
     .transform((s) => s.split(",").map((x) => x.trim()).filter(Boolean))
     .pipe(z.array(z.string().regex(/^[-\w._()]{1,90}$/, "resource group names are letters, digits, '-', '_', '.', '(' or ')'")).max(20))
     .default([]),
-  /** The AKS managed cluster whose readiness and configuration the snapshots observe (its resource id). */
-  SVC_AKS_CLUSTER_ID: z.string().regex(/^\/subscriptions\/[0-9a-f-]{36}\/resourceGroups\/[^/]+\/providers\/Microsoft\.ContainerService\/managedClusters\/[^/]+$/i, "must be a managed cluster's resource id").optional(),
-  /** The BLAST agent pool of that cluster. */
+  /** The BLAST agent pool of the AKS cluster (SVC_AKS_RESOURCE_GROUP, SVC_AKS_CLUSTER) whose readiness the snapshots observe. */
   SVC_AKS_NODE_POOL: z.string().regex(/^[a-z][a-z0-9]{0,11}$/, "must be an agent pool name").default("blast"),
-  /** A kubeconfig of the cluster the BLAST nodes run on (the local stack sets it with BLASTPLANE_EXECUTOR=kubernetes). */
-  SVC_KUBECONFIG: z.string().min(1).optional(),
   /** Distinct principals invoking one tool-argument shape within the window that publish `console.recurrent_query` (spec §8: 5). */
   SVC_RECURRENT_QUERY_THRESHOLD: envInt(2, 10_000).default(RECURRENT_QUERY_DEFAULTS.threshold),
   /** The rolling window of `console.recurrent_query` (spec §8: a week). */
   SVC_RECURRENT_QUERY_WINDOW_SECONDS: envInt(60, 366 * 86_400).default(RECURRENT_QUERY_DEFAULTS.windowSeconds),
   /** A snapshot older than this is stale: its tool answers unavailable (keep it above the loop's period). */
   SVC_SNAPSHOT_MAX_AGE_SECONDS: envInt(60, 7 * 86_400).default(900),
+  ...actionSettingsShape,
   })
   .refine((c) => (c.SVC_METRICS_ENDPOINT === undefined) === (c.SVC_METRICS_RESOURCE_ID === undefined), {
     message: "set both or neither",
@@ -88,7 +86,9 @@ const consoleEnvSchema = z
   .refine((c) => c.SVC_DEPLOYMENTS_RESOURCE_GROUP === undefined || c.SVC_SUBSCRIPTION_ID !== undefined, {
     message: "needs SVC_SUBSCRIPTION_ID",
     path: ["SVC_DEPLOYMENTS_RESOURCE_GROUP"],
-  });
+  })
+  .refine((c) => (c.SVC_AKS_RESOURCE_GROUP === undefined) === (c.SVC_AKS_CLUSTER === undefined), { message: "set both or neither", path: ["SVC_AKS_CLUSTER"] })
+  .refine((c) => c.SVC_AKS_CLUSTER === undefined || c.SVC_SUBSCRIPTION_ID !== undefined, { message: "needs SVC_SUBSCRIPTION_ID", path: ["SVC_AKS_CLUSTER"] });
 
 
 /** Every setting the console reads (the Functions app's `local.settings.sample.json` lists them). */
@@ -118,6 +118,8 @@ export interface ConsoleConfig {
   /** What the readiness and configuration snapshots observe; unset parts are coverage gaps. */
   readonly snapshots: { readonly aksClusterId: string | undefined; readonly aksNodePool: string; readonly kubeconfig: string | undefined; readonly maxAgeMs: number };
   readonly recurrentQuery: { readonly threshold: number; readonly windowSeconds: number };
+  /** What the action executors act on (see `shared/ops/actions/action-settings.ts`). */
+  readonly actions: ActionSettings;
 }
 
 /**
@@ -153,7 +155,10 @@ export function loadConsoleConfig(env: Env = process.env): ConsoleConfig {
       deploymentsResourceGroup: c.SVC_DEPLOYMENTS_RESOURCE_GROUP,
       healthResourceGroups: c.SVC_HEALTH_RESOURCE_GROUPS,
       recurrentQuery: { threshold: c.SVC_RECURRENT_QUERY_THRESHOLD, windowSeconds: c.SVC_RECURRENT_QUERY_WINDOW_SECONDS },
-      snapshots: { aksClusterId: c.SVC_AKS_CLUSTER_ID, aksNodePool: c.SVC_AKS_NODE_POOL, kubeconfig: c.SVC_KUBECONFIG, maxAgeMs: c.SVC_SNAPSHOT_MAX_AGE_SECONDS * 1000 },
+      actions: actionSettings(c),
+      snapshots: {
+        aksClusterId: c.SVC_SUBSCRIPTION_ID && c.SVC_AKS_RESOURCE_GROUP && c.SVC_AKS_CLUSTER ? `/subscriptions/${c.SVC_SUBSCRIPTION_ID}/resourceGroups/${c.SVC_AKS_RESOURCE_GROUP}/providers/Microsoft.ContainerService/managedClusters/${c.SVC_AKS_CLUSTER}` : undefined,
+        aksNodePool: c.SVC_AKS_NODE_POOL, kubeconfig: c.SVC_KUBECONFIG, maxAgeMs: c.SVC_SNAPSHOT_MAX_AGE_SECONDS * 1000 },
     };
   });
 }

@@ -1,40 +1,29 @@
 import { execFile } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import { promisify } from "node:util";
 import type { AccessToken } from "@azure/identity";
 import { AppsV1Api, KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type LocalCluster, startLocalCluster } from "../../local/kube/cluster.js";
-import { publishDatabase } from "../../shared/databases/database-catalog.js";
 import { ActionNotConfiguredError, ActionParametersError } from "../../shared/ops/actions/action-executor.js";
 import { createJobApiDeployment, RESTARTED_AT_ANNOTATION } from "../../shared/ops/actions/job-api-deployment-actions.js";
 import { createAksAgentPools } from "../../shared/ops/actions/node-pool-actions.js";
 import { createLogger } from "../../shared/logging/logger.js";
 import { type FakeArmAgentPools, startFakeArmAgentPools } from "../fakes/arm-agent-pools.js";
-import { actionWorld, APPROVER } from "../support/action-world.js";
-import { demoQueries } from "../support/jobapi-client.js";
+import { actionTestFolder, actionWorld, replayContext } from "../support/action-world.js";
 import { azuriteTables } from "../support/service-fakes.js";
 
 const run = promisify(execFile);
 const NS = "blastplane";
 const DEPLOYMENT = "blastplane-jobapi";
 const azurite = azuriteTables("actc");
-let dir: string;
-let databasesDir: string;
+const folder = actionTestFolder();
 let cluster: LocalCluster;
 let apps: AppsV1Api;
 let arm: FakeArmAgentPools;
 
 beforeAll(async () => {
-  dir = mkdtempSync(path.join(tmpdir(), "bp-actions-cluster-"));
-  const fasta = path.join(dir, "db.fa");
-  writeFileSync(fasta, demoQueries(5, 300));
-  databasesDir = path.join(dir, "databases");
-  await publishDatabase(databasesDir, { name: "actdemo", fastaPath: fasta, type: "nucl", partitions: 0 });
   [cluster, arm] = await Promise.all([
-    startLocalCluster({ logger: createLogger({ level: "warn" }), dataDir: dir, nodes: [], namespaces: [NS], images: [] }),
+    startLocalCluster({ logger: createLogger({ level: "warn" }), dataDir: folder.dir(), nodes: [], namespaces: [NS], images: [] }),
     startFakeArmAgentPools(),
   ]);
   const kc = new KubeConfig();
@@ -43,10 +32,9 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await Promise.all([cluster?.stop(), arm?.close()]);
-  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-const context = (idempotencyKey: string) => ({ idempotencyKey, actor: APPROVER, requestId: "req-replay" });
+const context = replayContext;
 const credential = { getToken: async (): Promise<AccessToken> => ({ token: arm.token, expiresOnTimestamp: Date.now() + 3_600_000 }) };
 const agentPools = () =>
   createAksAgentPools({ subscriptionId: arm.subscriptionId, resourceGroup: arm.resourceGroup, cluster: arm.cluster, credential, clientOptions: { endpoint: arm.url, tlsOptions: { ca: arm.ca }, retryOptions: { maxRetries: 0 } }, pollIntervalMs: 10 });
@@ -71,7 +59,7 @@ describe("redeploy_job_api on the local Kubernetes API server", () => {
   });
 
   it("approved: patches the pod template's restartedAt annotation as kubectl rollout restart does, once; a replay patches nothing new", async () => {
-    const w = await actionWorld(azurite.connectionString(), databasesDir, { deployment: jobApiDeployment() });
+    const w = await actionWorld(azurite.connectionString(), folder.databasesDir(), { deployment: jobApiDeployment() });
     const item = await w.approve({ action_type: "redeploy_job_api", target: "job_api/default", params: {} });
     const result = item.execution?.result as { restarted_at: string };
     expect(item.execution).toMatchObject({ status: "succeeded", result: { mode: "enforce", executed: true, namespace: NS, deployment: DEPLOYMENT } });
@@ -92,12 +80,12 @@ describe("redeploy_job_api on the local Kubernetes API server", () => {
 
   it("in shadow mode leaves the Deployment as it is; without a cluster it is refused as not configured", async () => {
     const before = await templateAnnotations();
-    const shadow = await actionWorld(azurite.connectionString(), databasesDir, { modes: {}, deployment: jobApiDeployment() });
+    const shadow = await actionWorld(azurite.connectionString(), folder.databasesDir(), { modes: {}, deployment: jobApiDeployment() });
     const item = await shadow.approve({ action_type: "redeploy_job_api", target: "job_api/default", params: {} });
     expect(item.execution).toMatchObject({ status: "succeeded", result: { mode: "shadow", executed: false, would: { namespace: NS, deployment: DEPLOYMENT } } });
     expect(await templateAnnotations()).toEqual(before);
 
-    const local = await actionWorld(azurite.connectionString(), databasesDir);
+    const local = await actionWorld(azurite.connectionString(), folder.databasesDir());
     const refused = await local.approve({ action_type: "redeploy_job_api", target: "job_api/default", params: {} });
     expect(refused.execution).toMatchObject({ status: "failed", result: { error: expect.stringContaining("SVC_KUBECONFIG") } });
     await expect(local.executor.execute({ action_type: "redeploy_job_api", target: "job_api/default", params: {} }, context("k"))).rejects.toBeInstanceOf(ActionNotConfiguredError);
@@ -105,7 +93,7 @@ describe("redeploy_job_api on the local Kubernetes API server", () => {
   });
 
   it("refuses when the Deployment no longer exists", async () => {
-    const w = await actionWorld(azurite.connectionString(), databasesDir, { deployment: createJobApiDeployment({ kubeconfigPath: cluster.kubeconfigPath, namespace: NS, deployment: "gone" }) });
+    const w = await actionWorld(azurite.connectionString(), folder.databasesDir(), { deployment: createJobApiDeployment({ kubeconfigPath: cluster.kubeconfigPath, namespace: NS, deployment: "gone" }) });
     await expect(w.executor.execute({ action_type: "redeploy_job_api", target: "job_api/default", params: {} }, context("k"))).rejects.toMatchObject({ name: "ActionStateChangedError", observed: { exists: false } });
   });
 });
@@ -114,7 +102,7 @@ describe("scale_node_pool through the real ARM client against a fake of the AKS 
   it("approved: sets the pool's count with agentPools createOrUpdate, polling the long-running operation to its end; a replay sends no second PUT", async () => {
     arm.pools.blast = { count: 2, vmSize: "Standard_E8s_v5", mode: "User", enableAutoScaling: false, provisioningState: "Succeeded" };
     arm.requests.length = 0;
-    const w = await actionWorld(azurite.connectionString(), databasesDir, { agentPools: agentPools() });
+    const w = await actionWorld(azurite.connectionString(), folder.databasesDir(), { agentPools: agentPools() });
     expect(await agentPools().reachable()).toBe(true);
     const item = await w.approve({ action_type: "scale_node_pool", target: "node_pool/blast", params: { node_count: 4 } });
     expect(item.execution).toMatchObject({ status: "succeeded", result: { mode: "enforce", executed: true, pool: "blast", node_count: 4, previous_count: 2, provisioning_state: "Succeeded" } });
@@ -131,7 +119,7 @@ describe("scale_node_pool through the real ARM client against a fake of the AKS 
   it("refuses a count outside the pool's bounds or a pool the autoscaler now drives; shadow sends no PUT; without ARM it is not configured", async () => {
     arm.pools.blast = { count: 2, vmSize: "Standard_E8s_v5", mode: "User", enableAutoScaling: false, provisioningState: "Succeeded" };
     arm.requests.length = 0;
-    const w = await actionWorld(azurite.connectionString(), databasesDir, { agentPools: agentPools() });
+    const w = await actionWorld(azurite.connectionString(), folder.databasesDir(), { agentPools: agentPools() });
     await expect(w.executor.execute({ action_type: "scale_node_pool", target: "node_pool/blast", params: { node_count: 9 } }, context("k-high"))).rejects.toBeInstanceOf(ActionParametersError);
     await expect(w.executor.execute({ action_type: "scale_node_pool", target: "node_pool/other", params: { node_count: 2 } }, context("k-pool"))).rejects.toThrow(/no node-count bounds/);
     arm.pools.blast.enableAutoScaling = true;
@@ -140,12 +128,12 @@ describe("scale_node_pool through the real ARM client against a fake of the AKS 
     expect((await w.executions()).map((e) => e.outcome)).toEqual(["denied", "denied", "denied"]);
 
     arm.pools.blast.enableAutoScaling = false;
-    const shadow = await actionWorld(azurite.connectionString(), databasesDir, { modes: {}, agentPools: agentPools() });
+    const shadow = await actionWorld(azurite.connectionString(), folder.databasesDir(), { modes: {}, agentPools: agentPools() });
     const item = await shadow.approve({ action_type: "scale_node_pool", target: "node_pool/blast", params: { node_count: 3 } });
     expect(item.execution).toMatchObject({ status: "succeeded", result: { mode: "shadow", executed: false, would: { pool: "blast", node_count: 3, previous_count: 2 } } });
     expect(arm.requests.filter((r) => r.method === "PUT")).toEqual([]);
 
-    const local = await actionWorld(azurite.connectionString(), databasesDir);
+    const local = await actionWorld(azurite.connectionString(), folder.databasesDir());
     await expect(local.executor.execute({ action_type: "scale_node_pool", target: "node_pool/blast", params: { node_count: 3 } }, context("k"))).rejects.toThrow(/SVC_AKS_RESOURCE_GROUP/);
   });
 });

@@ -1,33 +1,16 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { publishDatabase } from "../../shared/databases/database-catalog.js";
-import { actionModes } from "../../shared/ops/actions/action-executors.js";
+import { describe, expect, it } from "vitest";
+import { actionModes } from "../../shared/ops/actions/action-settings.js";
 import { ActionStateChangedError } from "../../shared/ops/actions/action-executor.js";
 import { CANCEL_EVENT, Orchestrations } from "../../shared/ops/queue-labels.js";
-import { actionWorld, APPROVER, QUERY } from "../support/action-world.js";
-import { actions } from "../support/console-harness.js";
-import { demoQueries } from "../support/jobapi-client.js";
+import { actionTestFolder, actionWorld, APPROVER, QUERY, replayContext } from "../support/action-world.js";
+import { actions, callerWith } from "../support/console-harness.js";
 import { azuriteTables } from "../support/service-fakes.js";
 
 const azurite = azuriteTables("act");
-let dir: string;
-let databasesDir: string;
+const folder = actionTestFolder();
 
-beforeAll(async () => {
-  dir = mkdtempSync(path.join(tmpdir(), "bp-actions-"));
-  const fasta = path.join(dir, "db.fa");
-  writeFileSync(fasta, demoQueries(20, 400));
-  databasesDir = path.join(dir, "databases");
-  await publishDatabase(databasesDir, { name: "actdemo", fastaPath: fasta, type: "nucl", partitions: 0 });
-});
-afterAll(() => {
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
-
-const world = (options: Parameters<typeof actionWorld>[2] = {}) => actionWorld(azurite.connectionString(), databasesDir, options);
-const context = (idempotencyKey: string) => ({ idempotencyKey, actor: APPROVER, requestId: "req-replay" });
+const world = (options: Parameters<typeof actionWorld>[2] = {}) => actionWorld(azurite.connectionString(), folder.databasesDir(), options);
+const context = replayContext;
 /** Fails right after the real call succeeded, as a host that crashed before recording would. */
 const crashAfter = <F extends (...args: never[]) => Promise<unknown>>(call: F): F =>
   (async (...args: Parameters<F>) => {
@@ -230,3 +213,21 @@ describe("kill_switch", () => {
   });
 });
 
+
+describe("run_runbook real runs through the executors", () => {
+  it("an Owner's real run executes under the request's key once (its replay answers the recorded result); a cluster action without its settings answers not_supported naming them", async () => {
+    const w = await world();
+    const failed = await w.jobIn("failed");
+    const owner = callerWith("Owner", "oid-olga");
+    const reply = await w.coordinator.handleTurn(owner, { text: `run_runbook name=retry_failed_job params={"job_id":"${failed.job_id}"} dry_run=false` }, "req-run-1");
+    expect(reply.tool_results[0]).toMatchObject({ status: "ok", data: { dry_run: false, result: { mode: "enforce", executed: true, retry_of: failed.job_id } } });
+    const again = await w.coordinator.handleTurn(owner, { text: `run_runbook name=retry_failed_job params={"job_id":"${failed.job_id}"} dry_run=false` }, "req-run-1");
+    const resultOf = (r: typeof reply) => (r.tool_results[0] as { data?: { result?: unknown } } | undefined)?.data?.result;
+    expect(resultOf(again)).toEqual(resultOf(reply));
+    expect((await w.jobs.list({ page: 1, pageSize: 50 })).total).toBe(2);
+    expect(await w.executions()).toMatchObject([{ outcome: "succeeded", details: { idempotency_key: "runbook/req-run-1" } }]);
+
+    const redeploy = await w.coordinator.handleTurn(owner, { text: "run_runbook name=redeploy_job_api dry_run=false" }, "req-run-2");
+    expect(redeploy.tool_results[0]).toMatchObject({ status: "error", error: { type: "not_supported", message: expect.stringContaining("SVC_KUBECONFIG") } });
+  });
+});

@@ -1,17 +1,16 @@
 import { randomUUID } from "node:crypto";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { ContainerClient } from "@azure/storage-blob";
-import { createApprovalService } from "../../shared/console/approvals/approval-service.js";
-import { createApprovalStore } from "../../shared/console/approvals/approval-store.js";
-import { createOutboxNotifier } from "../../shared/console/notify/outbox-notifier.js";
+import { afterAll, beforeAll } from "vitest";
 import { createDashboardJobService, type DashboardJobService } from "../../shared/dashboard/dashboard-job-service.js";
 import { type DashboardJob, DashboardJobStore } from "../../shared/dashboard/dashboard-jobs.js";
-import { createFileDatabaseCatalog } from "../../shared/databases/database-catalog.js";
+import { createFileDatabaseCatalog, publishDatabase } from "../../shared/databases/database-catalog.js";
 import { createDatabaseService, type DatabaseService } from "../../shared/databases/database-service.js";
 import { DatabaseStateStore } from "../../shared/databases/database-state.js";
-import { actionModes, createActionExecutors } from "../../shared/ops/actions/action-executors.js";
+import { createActionExecutors } from "../../shared/ops/actions/action-executors.js";
+import { actionModes } from "../../shared/ops/actions/action-settings.js";
 import { createActionOutcomeStore } from "../../shared/ops/actions/action-outcomes.js";
 import type { ActionMode } from "../../shared/ops/actions/action-runner.js";
 import type { JobApiDeployment } from "../../shared/ops/actions/job-api-deployment-actions.js";
@@ -19,16 +18,42 @@ import type { AksAgentPools, NodePoolBounds } from "../../shared/ops/actions/nod
 import { createAuditLog } from "../../shared/ops/audit.js";
 import { createEventLog } from "../../shared/ops/events.js";
 import { createKillSwitch } from "../../shared/ops/kill-switch.js";
-import { type ControlPlaneStateReader, type ProposedAction, verifyAction } from "../../shared/ops/verifier/verifier.js";
+import type { ControlPlaneStateReader, ProposedAction } from "../../shared/ops/verifier/verifier.js";
 import { type ApiTokenSettings, createApiTokenSettings } from "../../shared/secrets/api-token-settings.js";
 import { ApiTokenService, createFileSecretStore } from "../../shared/secrets/api-tokens.js";
-import { actions } from "./console-harness.js";
+import { actions, consoleHarness } from "./console-harness.js";
+import { demoQueries } from "./jobapi-client.js";
 import { captureLogger, fakeJobApi, fakeOrchestrations, prefixedTables } from "./service-fakes.js";
 
 export const QUERY = ">q1 a query\nACGTACGTACGTACGTACGTACGTACGTAC\n";
 export const APPROVER = { oid: "oid-abe", name: "Abe" };
 export const REQUESTER = { oid: "oid-olga", name: "Olga" };
 export const BOUNDS: NodePoolBounds = { blast: { min: 1, max: 5 } };
+
+/**
+ * A folder for one test file (removed after it) holding one published BLAST database, `actdemo`
+ * (real makeblastdb over demo sequences).
+ */
+export function actionTestFolder(): { dir: () => string; databasesDir: () => string } {
+  let dir: string | undefined;
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(tmpdir(), "bp-actions-"));
+    const fasta = path.join(dir, "db.fa");
+    writeFileSync(fasta, demoQueries(5, 300));
+    await publishDatabase(path.join(dir, "databases"), { name: "actdemo", fastaPath: fasta, type: "nucl", partitions: 0 });
+  });
+  afterAll(() => {
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+  const root = () => {
+    if (!dir) throw new Error("the action test folder is not made yet");
+    return dir;
+  };
+  return { dir: root, databasesDir: () => path.join(root(), "databases") };
+}
+
+/** The context of an execution the test replays or runs directly under `idempotencyKey`. */
+export const replayContext = (idempotencyKey: string) => ({ idempotencyKey, actor: APPROVER, requestId: "req-replay" });
 
 /** Every action type in enforce mode (the catalog's defaults are shadow). */
 export const ENFORCE_ALL: Record<string, ActionMode> = Object.fromEntries(actions.action_types.map((a) => [a.id, "enforce"]));
@@ -72,7 +97,6 @@ export async function actionWorld(connectionString: string, databasesDir: string
     nodePoolBounds: async (pool) => BOUNDS[pool],
     killSwitchOn: () => killSwitch.isOn(),
   };
-  const verify = (action: ProposedAction) => verifyAction(action, actions, reader);
   const outcomes = createActionOutcomeStore(tables);
   const executor = createActionExecutors({
     outcomes,
@@ -86,7 +110,8 @@ export async function actionWorld(connectionString: string, databasesDir: string
     agentPools: options.agentPools,
     nodePoolBounds: BOUNDS,
   });
-  const approvals = createApprovalService({ store: createApprovalStore(tables), audit, notifier: createOutboxNotifier(tables), verify, executor, killSwitch, approvers: [APPROVER.oid], ttlSeconds: 3600, reminderOffsetsSeconds: [] });
+  // The console (approvals, tools, coordinator) over these stores and this executor.
+  const { approvals, coordinator, verify } = consoleHarness(tables, { approvers: [APPROVER.oid], ttlSeconds: 3600, reminderOffsetsSeconds: [], controlPlane: { reader, executor } });
 
   /** Files `action` for approval and approves it, as an approver's `approve_hil` does; answers the item after execution. */
   async function approve(action: ProposedAction) {
@@ -107,5 +132,5 @@ export async function actionWorld(connectionString: string, databasesDir: string
   /** This execution's audit entries (`ops.action_executed`). */
   const executions = async () => (await audit.list({ action: "ops.action_executed", limit: 1000 })).reverse();
 
-  return { tables, jobs, audit, hub, jobService, states, catalog, databaseService, tokens, tokenSettings, killSwitch, verify, outcomes, executor, approvals, approve, jobIn, executions };
+  return { coordinator, tables, jobs, audit, hub, jobService, states, catalog, databaseService, tokens, tokenSettings, killSwitch, verify, outcomes, executor, approvals, approve, jobIn, executions };
 }

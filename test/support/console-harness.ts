@@ -52,7 +52,19 @@ export interface TestState {
  */
 export function consoleHarness(
   tables: TableClientFactory,
-  options: { providers?: ConsoleProviders; evidence?: EvidenceStore; owners?: string[]; approvers?: string[]; ttlSeconds?: number; reminderOffsetsSeconds?: number[]; loadPolicy?: LoadPolicy; now?: () => Date; recurrentQuery?: { threshold: number; windowSeconds: number } } = {},
+  options: {
+    providers?: ConsoleProviders;
+    evidence?: EvidenceStore;
+    owners?: string[];
+    approvers?: string[];
+    ttlSeconds?: number;
+    reminderOffsetsSeconds?: number[];
+    loadPolicy?: LoadPolicy;
+    now?: () => Date;
+    recurrentQuery?: { threshold: number; windowSeconds: number };
+    /** The real control plane instead of `state` (the action executors' tests): its reader and executor. */
+    controlPlane?: { reader: ControlPlaneStateReader; executor: ActionExecutor };
+  } = {},
 ) {
   const now = options.now ?? (() => new Date());
   const state: TestState = { jobs: new Map([["j-failed", "failed"], ["j-running", "running"]]), databases: new Map([["nt", { update_available: true }]]), clusterReachable: undefined };
@@ -62,7 +74,7 @@ export function consoleHarness(
   const approvalStore = createApprovalStore(tables);
   const approvers = options.approvers ?? ["oid-Approver", "oid-Owner"];
   const killSwitch = createKillSwitch(tables, { onChange: createKillSwitchAnnouncer({ store: approvalStore, notifier, audit, recipients: approvers }) });
-  const reader: ControlPlaneStateReader = {
+  const reader: ControlPlaneStateReader = options.controlPlane?.reader ?? {
     jobStatus: async (id) => state.jobs.get(id) ?? null,
     database: async (name) => state.databases.get(name) ?? null,
     apiTokenConfigured: async () => true,
@@ -72,7 +84,7 @@ export function consoleHarness(
   };
   const verify = (action: ProposedAction) => verifyAction(action, actions, reader, now);
   const executed: { action: ProposedAction; idempotencyKey: string }[] = [];
-  const executor: ActionExecutor = {
+  const executor: ActionExecutor = options.controlPlane?.executor ?? {
     async execute(action, context) {
       if (!executed.some((e) => e.idempotencyKey === context.idempotencyKey)) executed.push({ action, idempotencyKey: context.idempotencyKey });
       if (action.action_type === "kill_switch") await killSwitch.set(action.params.on === true, context.actor.oid, now());

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ActionNotSupportedError } from "../../ops/actions/action-executor.js";
+import { ActionNotSupportedError, ActionParametersError, ActionStateChangedError } from "../../ops/actions/action-executor.js";
 import { activateBreakGlass, BreakGlassDeniedError } from "../break-glass/break-glass.js";
 import { RUNBOOKS } from "../runbooks.js";
 import type { ConsoleToolDependencies } from "./dependencies.js";
@@ -31,7 +31,7 @@ export function actionTools(deps: ConsoleToolDependencies): Tool[] {
         argument_hint: `run_runbook name=${RUNBOOKS.map((r) => r.name).join("|")} params={…} dry_run=true|false`,
         rbac_floor: "Contributor",
         side_effect_class: "execute",
-        failure_modes: ["invalid_arguments", "forbidden", "verifier_denied", "verifier_abstained", "not_supported"],
+        failure_modes: ["invalid_arguments", "forbidden", "verifier_denied", "verifier_abstained", "not_supported", "conflict"],
       },
       args: runbookArgs,
       floorFor: (args) => (args.dry_run ? "Contributor" : "Owner"),
@@ -43,6 +43,9 @@ export function actionTools(deps: ConsoleToolDependencies): Tool[] {
         if (report.verdict !== "eligible") throw new ToolError(report.verdict === "abstain" ? "verifier_abstained" : "verifier_denied", `the verifier ${report.verdict === "abstain" ? "abstains" : "denies"}; nothing was executed`, { missing_evidence: report.missing_evidence });
         const result = await deps.executor.execute(args.action, { idempotencyKey: `runbook/${context.requestId}`, actor: { oid: context.caller.oid, name: context.caller.name }, requestId: context.requestId }).catch((error: unknown) => {
           if (error instanceof ActionNotSupportedError) throw new ToolError("not_supported", error.message);
+          // The executor re-read the target and it changed since the verifier's check: nothing was done.
+          if (error instanceof ActionStateChangedError) throw new ToolError("conflict", error.message, { observed: error.observed });
+          if (error instanceof ActionParametersError) throw new ToolError("invalid_arguments", error.message);
           throw error;
         });
         return { data: { runbook: args.name, dry_run: false, action: args.action, verifier_report: report, result }, evidence_ref: `verifier:${args.action.action_type}@${report.checked_at}` };

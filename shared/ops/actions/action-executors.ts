@@ -3,7 +3,6 @@ import type { KillSwitch } from "../kill-switch.js";
 import type { ActionExecutor } from "./action-executor.js";
 import type { ActionOutcomeStore } from "./action-outcomes.js";
 import { type ActionHandler, type ActionMode, actionHandler, createActionExecutor } from "./action-runner.js";
-import type { ActionTypeCatalog } from "./action-types.js";
 import { createPrepareDatabaseUpdateHandler, createRewarmDatabaseHandler, type DatabaseActionDependencies } from "./database-actions.js";
 import { createCancelJobHandler, createRetryJobHandler, type JobActionDependencies } from "./job-actions.js";
 import { createRedeployJobApiHandler, type JobApiDeployment } from "./job-api-deployment-actions.js";
@@ -19,20 +18,6 @@ export function createKillSwitchHandler(killSwitch: Pick<KillSwitch, "set">, now
       return { kill_switch: plan.on };
     },
   });
-}
-
-/**
- * Each action type's mode: the catalog's `default_mode` unless `overrides` (`SVC_ACTION_MODES`)
- * names it. An override for an action type the catalog does not declare refuses to load.
- */
-export function actionModes(catalog: ActionTypeCatalog, overrides: Readonly<Record<string, ActionMode>>): (actionType: string) => ActionMode {
-  const modes = new Map(catalog.action_types.map((a) => [a.id, a.default_mode as ActionMode]));
-  for (const [id, mode] of Object.entries(overrides)) {
-    if (!modes.has(id)) throw new Error(`SVC_ACTION_MODES: ${id} is not an action type of the catalog`);
-    modes.set(id, mode);
-  }
-  // An action type unknown to the catalog never reaches an executor (the verifier denies it); shadow is the safe answer anyway.
-  return (actionType) => modes.get(actionType) ?? "shadow";
 }
 
 /** Everything the executors of all action types are built from. */
