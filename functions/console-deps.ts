@@ -7,11 +7,12 @@
 
 import { loadConsoleConfig } from "../shared/console/console-config.js";
 import { catalogPath, loadActionTypes } from "../shared/ops/actions/action-types.js";
+import { shippedCatalogDir } from "../shared/ops/catalog/catalog-dir.js";
 import { loadRuleCatalog } from "../shared/ops/rules/rule-catalog.js";
 import type { ConsoleParts } from "./console-parts.js";
 
 export const consoleConfig = loadConsoleConfig(process.env);
-const catalogDir = consoleConfig.catalogDir;
+const catalogDir = consoleConfig.catalogDir ?? shippedCatalogDir(import.meta.dirname);
 export const actionTypes = loadActionTypes(catalogPath("action-types.json", catalogDir));
 export const ruleCatalog = loadRuleCatalog(actionTypes, catalogPath("ops-rules.json", catalogDir));
 
