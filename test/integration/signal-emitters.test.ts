@@ -4,11 +4,15 @@ import path from "node:path";
 import type { AccessToken } from "@azure/identity";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BatchV1Api, KubeConfig, type V1Job, Watch } from "@kubernetes/client-node";
+import { BlobServiceClient } from "@azure/storage-blob";
+import { createKubernetesWarmup } from "../../jobapi/executors/kubernetes-warmup.js";
 import { WatchCache } from "../../jobapi/executors/kubernetes-watch.js";
 import { blastPoolNodes, type LocalCluster, startLocalCluster } from "../../local/kube/cluster.js";
 import { CloudAuthorizationError, explainCloudAuthorization } from "../../shared/auth/cloud-authorization.js";
 import { createPrepareDatabaseActivity, createWarmDatabaseActivity, type DatabaseActivityDependencies } from "../../shared/databases/database-activities.js";
-import { createFileDatabaseCatalog } from "../../shared/databases/database-catalog.js";
+import { createClusterWarmupRecorder } from "../../shared/databases/cluster-warmup-recorder.js";
+import { createFileDatabaseCatalog, publishDatabase } from "../../shared/databases/database-catalog.js";
+import { createTableDatabaseCatalog, openDatabaseStorage } from "../../shared/databases/table-catalog.js";
 import { createNcbiSource } from "../../shared/databases/ncbi-source.js";
 import { CLUSTER_COMPONENT, createHealthTransitions } from "../../shared/ops/emitters/health-transitions.js";
 import { reportMissingRoles } from "../../shared/ops/emitters/signal-events.js";
@@ -18,7 +22,7 @@ import { createKeyVaultSecretStore } from "../../shared/secrets/key-vault-secret
 import { startRefusalServer } from "../fakes/azure-refusal-server.js";
 import { type FakeNcbiServer, startFakeNcbiServer } from "../fakes/ncbi-server.js";
 import { prng } from "../support/helpers.js";
-import { eventually } from "../support/local-stack.js";
+import { eventually, ROOT } from "../support/local-stack.js";
 import { opsWorld as opsWorldOver } from "../support/ops-world.js";
 import { azuriteTables, captureLogger } from "../support/service-fakes.js";
 
@@ -27,7 +31,7 @@ import { azuriteTables, captureLogger } from "../support/service-fakes.js";
  * event is recorded on real Azurite, a repeat records nothing more, and the operations loop turns it
  * into its rule's verdict.
  */
-const { tables } = azuriteTables("sig");
+const { tables, connectionString } = azuriteTables("sig");
 
 const opsWorld = () => opsWorldOver(tables());
 
@@ -89,6 +93,74 @@ describe("warm-up failed", () => {
     // The next warm-up that fails is a new happening: its own event.
     await expect(warm({ name: DB, operation_id: "op-warm-2" })).rejects.toThrow(/ENOENT/);
     expect(await world.events.list({ event_type: "database.warmup_failed" })).toHaveLength(2);
+  });
+
+  it("a cluster warm-up whose release blob is gone fails on the node; read again and again it is one database.warmup_failed naming the node (R-DB-002)", async () => {
+    const world = opsWorld();
+    const storage = connectionString();
+    const build = path.join(work, "cluster-build");
+    const catalog = createTableDatabaseCatalog({ ...openDatabaseStorage(storage), cacheRoot: build });
+    const entry = await publishDatabase(build, { name: "sigclusterdb", fastaPath: path.join(ROOT, "local/demo/16s-rrna-demo.fasta"), type: "nucl", partitions: 1 }, catalog);
+    // A data file of the release vanishes from storage: the node's warm-up cannot fetch it.
+    const container = BlobServiceClient.fromConnectionString(storage).getContainerClient("databases");
+    let removed = "";
+    for await (const blob of container.listBlobsFlat({ prefix: `releases/sigclusterdb/${entry.manifest.version}/` })) {
+      if (!blob.name.endsWith("manifest.json") && !removed) removed = blob.name;
+    }
+    await container.deleteBlob(removed);
+    const cacheRoot = path.join(work, "node-cache");
+    const cluster = await startLocalCluster({
+      logger: createLogger({ level: "error" }),
+      dataDir: await mkdtemp(path.join(work, "kube-")),
+      nodes: blastPoolNodes(1, 4 * 1024 ** 3, 1),
+      namespaces: ["blastplane"],
+      images: [{ pattern: /(^|\/)blastplane-jobapi(:[\w.-]+)?$/, workingDir: ROOT, cmd: ["node", "dist/jobapi/server.js"] }],
+      podBackoffMs: 100,
+    });
+    try {
+      const kubeConfig = new KubeConfig();
+      kubeConfig.loadFromFile(cluster.kubeconfigPath);
+      const warmup = createKubernetesWarmup({
+        kubeConfig,
+        catalog,
+        logger: createLogger({ level: "error" }),
+        storage: { kind: "connection-string", connectionString: storage },
+        settings: {
+          namespace: "blastplane",
+          image: "blastplane-jobapi:local",
+          nodeSelector: { "blastplane.io/pool": "blast" },
+          tolerations: [{ key: "blastplane.io/pool", operator: "Equal", value: "blast", effect: "NoSchedule" }],
+          activeDeadlineSeconds: 600,
+          ttlSecondsAfterFinished: 600,
+          dbCacheHostPath: cacheRoot,
+        },
+      });
+      await warmup.start("sigclusterdb");
+      const failed = await eventually(async () => {
+        const view = await warmup.status("sigclusterdb");
+        return view.state === "failed" ? view : undefined;
+      }, 120_000, 200);
+      const patches: unknown[] = [];
+      const record = createClusterWarmupRecorder({ state: { patch: async (name, change) => patches.push({ name, change }) }, events: world.events, logger: captureLogger() });
+      // The orchestration reads the finished view once more after a replay: still one event.
+      await record(failed, "op-cluster-1");
+      await record(failed, "op-cluster-1");
+      expect(patches).toEqual([{ name: "sigclusterdb", change: { warm_state: "failed" } }, { name: "sigclusterdb", change: { warm_state: "failed" } }]);
+      const recorded = await world.events.list({ event_type: "database.warmup_failed" });
+      expect(recorded).toHaveLength(1);
+      const [event] = recorded as [OpsEvent];
+      expect(event).toMatchObject({
+        idempotency_key: `database.warmup_failed/sigclusterdb/${entry.manifest.version}/op-cluster-1`,
+        source: "database.warmup.cluster",
+        resource_ref: "blast_database/sigclusterdb",
+        payload: { mode: "cluster", failed_nodes: ["local-blast-0"], release: entry.manifest.version },
+      });
+      expect((event.payload as { reason: string }).reason).toMatch(/^warm-up failed on local-blast-0/);
+      expect(JSON.stringify(event.payload)).not.toMatch(/https?:\/\//);
+      expect(await world.verdictOf(event)).toEqual({ decision: "propose_action", severity: "medium", rule_ids: ["R-DB-002"], proposed_action: "rewarm_database" });
+    } finally {
+      await cluster.stop();
+    }
   });
 });
 
