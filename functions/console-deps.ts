@@ -10,12 +10,14 @@ import { loadHealthMetricSet } from "../shared/console/providers/health-metrics.
 import { loadBrowserEvidencePolicies } from "../shared/console/providers/browser-evidence-policies.js";
 import { actionModes } from "../shared/ops/actions/action-settings.js";
 import { catalogPath, loadActionTypes } from "../shared/ops/actions/action-types.js";
+import { shippedCatalogDir } from "../shared/ops/catalog/catalog-dir.js";
 import { loadRuleCatalog } from "../shared/ops/rules/rule-catalog.js";
 import { loadConfigurationBaseline } from "../shared/ops/snapshots/configuration-baseline.js";
 import type { ConsoleParts } from "./console-parts.js";
 
-export const consoleConfig = loadConsoleConfig(process.env);
-const catalogDir = consoleConfig.catalogDir;
+const shippedDir = shippedCatalogDir(import.meta.dirname);
+export const consoleConfig = loadConsoleConfig(process.env, shippedDir);
+const catalogDir = consoleConfig.catalogDir ?? shippedDir;
 export const actionTypes = loadActionTypes(catalogPath("action-types.json", catalogDir));
 export const ruleCatalog = loadRuleCatalog(actionTypes, catalogPath("ops-rules.json", catalogDir));
 /** The representative metrics of `query_subscription_health`, validated at start like the catalogs. */

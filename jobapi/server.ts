@@ -16,6 +16,7 @@ import { JobService } from "./jobs/job-service.js";
 import { createLogger } from "../shared/logging/logger.js";
 import { CLUSTER_COMPONENT, createHealthTransitions } from "../shared/ops/emitters/health-transitions.js";
 import { createSaturationWatch } from "../shared/ops/emitters/saturation-watch.js";
+import { reportMissingRoles } from "../shared/ops/emitters/signal-events.js";
 import { createEventLog } from "../shared/ops/events.js";
 import { createJobApiApp } from "./app.js";
 import { loadJobApiConfig } from "./config.js";
@@ -54,6 +55,8 @@ async function main(): Promise<void> {
   // Before any job is dispatched or served: nothing may reference what storage lost in a crash.
   await checkJobConsistency({ jobs, artifacts, catalog, logger });
   const events = createEventLog(config.storage);
+  // An Azure refusal for want of a role (a shard's storage, the cluster) is a `role_assignment.missing` event.
+  const reportRefusal = reportMissingRoles(events, logger, "jobapi.dispatcher");
   // The cluster's API server failing the executor's watches is one `cluster.unhealthy` event per turn.
   const clusterHealth = createHealthTransitions({ tables: config.storage, events, logger, source: "jobapi.kubernetes" });
   const executor =
@@ -91,6 +94,7 @@ async function main(): Promise<void> {
     shardSlots: config.shardConcurrency,
     shardAttempts: config.shardAttempts,
     lease,
+    onRoleRefusal: (failure) => void reportRefusal(failure),
   });
   // 429 streaks become `queue.saturated` events in the events table the Functions app's operations loop reads.
   const admission = createSaturationWatch({

@@ -1,7 +1,7 @@
 // Bundles the deployables with esbuild: the Functions app (package.json "main") and the local
 // stack; and the dashboard web app with Vite (dist/web). Plain JavaScript so it runs before
 // anything is compiled.
-import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { gzipSync } from "node:zlib";
 import { build } from "esbuild";
@@ -54,6 +54,11 @@ for (const name of LAZY_DURABLE_REQUIRES) {
 }
 mkdirSync(path.join(root, "dist/meta"), { recursive: true });
 writeFileSync(path.join(root, "dist/meta/functions.json"), JSON.stringify(functionsBuild.metafile));
+// The catalogs and the approval-load policy ship inside the Functions package (SVC_CATALOG_DIR still overrides them).
+mkdirSync(path.join(root, "dist/functions/config"), { recursive: true });
+for (const file of readdirSync(path.join(root, "config")).filter((name) => name.endsWith(".json") || name.endsWith(".yaml"))) {
+  copyFileSync(path.join(root, "config", file), path.join(root, "dist/functions/config", file));
+}
 mkdirSync(path.join(root, "dist/local"), { recursive: true });
 copyFileSync(path.join(root, "local/parent-watchdog.cjs"), path.join(root, "dist/local/parent-watchdog.cjs"));
 copyFileSync(path.join(root, "local/azurite-durable.cjs"), path.join(root, "dist/local/azurite-durable.cjs"));

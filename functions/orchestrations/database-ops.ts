@@ -13,7 +13,8 @@ import { newOperationId } from "../../shared/dashboard/operations.js";
 import { Orchestrations } from "../../shared/ops/queue-labels.js";
 import type { ClusterWarmup } from "../../shared/dashboard/job-api-client.js";
 import { ConflictError } from "../../shared/errors.js";
-import { recordSignal, reportMissingRoles, warmupFailedEvent } from "../../shared/ops/emitters/signal-events.js";
+import { reportMissingRoles } from "../../shared/ops/emitters/signal-events.js";
+import { clusterWarmupFailure, createClusterWarmupRecorder } from "../../shared/databases/cluster-warmup-recorder.js";
 import { appContext } from "../app-context.js";
 import { databaseCatalog, databaseState } from "../dashboard-deps.js";
 
@@ -66,21 +67,9 @@ const checkUpdatesActivity = df.app.activity(DatabaseActivities.checkUpdates, {
 /** A warm-up's activity input: the database, and the operation (the warm-up's id for its failure event). */
 type WarmupInput = { name: string; operation_id?: string };
 
-/** The one line a failed cluster warm-up reports: each failed node with the last line of its error. */
-function clusterWarmupFailure(view: ClusterWarmup): string {
-  const failed = view.nodes.filter((n) => n.state === "failed");
-  return `warm-up failed on ${failed.map((n) => `${n.node}${n.error ? ` (${n.error.split("\n").pop()})` : ""}`).join(", ")}`;
-}
-
 /** Records a finished cluster warm-up in the database's state; a failed one also as an event (once per warm-up). */
-async function recordClusterWarmup(view: ClusterWarmup, operationId: string | undefined): Promise<void> {
-  if (view.state === "succeeded") await databaseState().patch(view.database, { warm_state: "warm", warmed_version: view.release, warmed_at: new Date().toISOString() });
-  else if (view.state === "failed") {
-    await databaseState().patch(view.database, { warm_state: "failed" });
-    const failedNodes = view.nodes.filter((n) => n.state === "failed").map((n) => n.node);
-    const event = warmupFailedEvent({ database: view.database, release: view.release, attempt: operationId ?? "unnamed", mode: "cluster", reason: clusterWarmupFailure(view), failedNodes });
-    await recordSignal(appContext.events, event, appContext.logger);
-  }
+function recordClusterWarmup(view: ClusterWarmup, operationId: string | undefined): Promise<void> {
+  return createClusterWarmupRecorder({ state: databaseState(), events: appContext.events, logger: appContext.logger })(view, operationId);
 }
 
 type ClusterWarmStart = { mode: "local" } | { mode: "cluster"; view: ClusterWarmup; poll_seconds: number };

@@ -6,7 +6,7 @@ import path from "node:path";
 import { PassThrough, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { gzipSync } from "node:zlib";
-import { describeCloudAuthorizationError } from "../../shared/auth/cloud-authorization.js";
+import { type CloudAuthorizationFailure, describeCloudAuthorizationError } from "../../shared/auth/cloud-authorization.js";
 import { userFacingBlastError } from "../../shared/blast/blast-diagnostics.js";
 import { batchQueries, parseQueryFasta, toFasta } from "../../shared/blast/fasta.js";
 import { type BlastOptions, toBlastArgs } from "../../shared/blast/options.js";
@@ -48,6 +48,8 @@ export interface DispatcherOptions {
   /** Attempts per shard before the job fails. */
   shardAttempts: number;
   pollIntervalMs?: number;
+  /** Hears of each Azure refusal for want of a role (the `role_assignment.missing` event); must not throw. */
+  onRoleRefusal?: (failure: CloudAuthorizationFailure) => void;
 }
 
 const GIB = 1024 ** 3;
@@ -296,7 +298,7 @@ export class JobDispatcher {
         // Stopped here (cancelled, stopping, or the lease moved on): not a failure of the job.
         if (controller.signal.aborted || error instanceof LeaseLostError) return;
         // A missing role says which one, where, and how long a new assignment takes (spec §7).
-        const message = error instanceof JobFailure ? error.message : (describeCloudAuthorizationError(error)?.message ?? "internal error while running the job");
+        const message = error instanceof JobFailure ? error.message : (this.roleRefusal(error)?.message ?? "internal error while running the job");
         if (!(error instanceof JobFailure)) this.o.logger.error("job failed unexpectedly", { job_id: jobId, error });
         // If storage is down the job stays active in storage; a later tick picks it up again.
         await this.fail(jobId, message).catch((failError: unknown) => this.o.logger.error("could not record the job failure", { job_id: jobId, error: failError }));
@@ -612,10 +614,17 @@ export class JobDispatcher {
     return new JobFailure("merging the shard outputs failed: a shard's output is not valid BLAST XML, or the shards disagree");
   }
 
+  /** The role refusal `error` stands for, if it is one; each is also reported (`onRoleRefusal`). */
+  private roleRefusal(error: unknown): CloudAuthorizationFailure | undefined {
+    const refusal = describeCloudAuthorizationError(error);
+    if (refusal) this.o.onRoleRefusal?.(refusal);
+    return refusal;
+  }
+
   /** A storage write that failed; the details (which may name storage endpoints) go to the log only. */
   private storageFailure(jobId: string, what: string, error: unknown): JobFailure {
     this.o.logger.error("storing a job artifact failed", { job_id: jobId, artifact: what, error });
-    const refusal = describeCloudAuthorizationError(error);
+    const refusal = this.roleRefusal(error);
     if (refusal) return new JobFailure(`storing ${what} failed: ${refusal.message}`);
     return new JobFailure(`storing ${what} failed; the job API log has the storage error (job ${jobId})`);
   }
@@ -680,7 +689,7 @@ export class JobDispatcher {
       } catch (error) {
         if (signal.aborted) throw signal.reason;
         const raw = error instanceof Error ? error.message : String(error);
-        const refusal = describeCloudAuthorizationError(error);
+        const refusal = this.roleRefusal(error);
         // The raw diagnostics (toolkit paths, line numbers) to the log; a readable message to the job.
         this.o.logger.warn("shard attempt failed", { job_id: job.job_id, shard: shard.id, attempt, error: raw });
         lastError = refusal?.message ?? userFacingBlastError(raw);

@@ -125,11 +125,12 @@ export interface ConsoleConfig {
 /**
  * Reads the console's `SVC_*` settings and the approval-load policy file; a bad setting stops
  * start-up naming it, a bad policy file naming its file and line. A set `SVC_APPROVAL_*` setting
- * wins over the file's entry (README, Decisions).
+ * wins over the file's entry (README, Decisions). `shippedCatalogDir` is where the app's own catalogs
+ * are when `SVC_CATALOG_DIR` is unset.
  */
-export function loadConsoleConfig(env: Env = process.env): ConsoleConfig {
+export function loadConsoleConfig(env: Env = process.env, shippedCatalogDir?: string): ConsoleConfig {
   return parseEnv(consoleEnvSchema, env, (c) => {
-    const file = loadLoadPolicyFile(catalogPath("approval-load.yaml", c.SVC_CATALOG_DIR), c.SVC_APPROVAL_LOAD_POLICY);
+    const file = loadLoadPolicyFile(catalogPath("approval-load.yaml", c.SVC_CATALOG_DIR ?? shippedCatalogDir), c.SVC_APPROVAL_LOAD_POLICY);
     const quiet = c.SVC_APPROVAL_QUIET_HOURS ?? (file.quiet_hours ? { startMinute: file.quiet_hours.start, endMinute: file.quiet_hours.end } : undefined);
     const loadPolicy: LoadPolicy = {
       groupIntervalSeconds: c.SVC_APPROVAL_GROUP_INTERVAL_SECONDS ?? file.group_interval_seconds,

@@ -4,11 +4,23 @@ import path from "node:path";
 import type { AccessToken } from "@azure/identity";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BatchV1Api, KubeConfig, type V1Job, Watch } from "@kubernetes/client-node";
+import { copyFileSync, readFileSync } from "node:fs";
+import { TableClient } from "@azure/data-tables";
+import { BlobServiceClient, ContainerClient } from "@azure/storage-blob";
+import type { ShardExecutor } from "../../jobapi/executors/executor.js";
+import { ArtifactStore } from "../../jobapi/jobs/artifact-store.js";
+import { JobDispatcher } from "../../jobapi/jobs/dispatcher.js";
+import { JobStore } from "../../jobapi/jobs/job-store.js";
+import type { DatabaseCatalog, DatabaseEntry } from "../../shared/databases/database-catalog.js";
+import { newJobId } from "../../shared/jobs/model.js";
+import { createKubernetesWarmup } from "../../jobapi/executors/kubernetes-warmup.js";
 import { WatchCache } from "../../jobapi/executors/kubernetes-watch.js";
 import { blastPoolNodes, type LocalCluster, startLocalCluster } from "../../local/kube/cluster.js";
 import { CloudAuthorizationError, explainCloudAuthorization } from "../../shared/auth/cloud-authorization.js";
 import { createPrepareDatabaseActivity, createWarmDatabaseActivity, type DatabaseActivityDependencies } from "../../shared/databases/database-activities.js";
-import { createFileDatabaseCatalog } from "../../shared/databases/database-catalog.js";
+import { createClusterWarmupRecorder } from "../../shared/databases/cluster-warmup-recorder.js";
+import { createFileDatabaseCatalog, publishDatabase } from "../../shared/databases/database-catalog.js";
+import { createTableDatabaseCatalog, openDatabaseStorage } from "../../shared/databases/table-catalog.js";
 import { createNcbiSource } from "../../shared/databases/ncbi-source.js";
 import { CLUSTER_COMPONENT, createHealthTransitions } from "../../shared/ops/emitters/health-transitions.js";
 import { reportMissingRoles } from "../../shared/ops/emitters/signal-events.js";
@@ -17,8 +29,8 @@ import type { OpsEvent } from "../../shared/ops/events.js";
 import { createKeyVaultSecretStore } from "../../shared/secrets/key-vault-secret-store.js";
 import { startRefusalServer } from "../fakes/azure-refusal-server.js";
 import { type FakeNcbiServer, startFakeNcbiServer } from "../fakes/ncbi-server.js";
-import { prng } from "../support/helpers.js";
-import { eventually } from "../support/local-stack.js";
+import { prng, testJobRecord } from "../support/helpers.js";
+import { eventually, ROOT } from "../support/local-stack.js";
 import { opsWorld as opsWorldOver } from "../support/ops-world.js";
 import { azuriteTables, captureLogger } from "../support/service-fakes.js";
 
@@ -27,7 +39,7 @@ import { azuriteTables, captureLogger } from "../support/service-fakes.js";
  * event is recorded on real Azurite, a repeat records nothing more, and the operations loop turns it
  * into its rule's verdict.
  */
-const { tables } = azuriteTables("sig");
+const { tables, connectionString } = azuriteTables("sig");
 
 const opsWorld = () => opsWorldOver(tables());
 
@@ -90,6 +102,74 @@ describe("warm-up failed", () => {
     await expect(warm({ name: DB, operation_id: "op-warm-2" })).rejects.toThrow(/ENOENT/);
     expect(await world.events.list({ event_type: "database.warmup_failed" })).toHaveLength(2);
   });
+
+  it("a cluster warm-up whose release blob is gone fails on the node; read again and again it is one database.warmup_failed naming the node (R-DB-002)", async () => {
+    const world = opsWorld();
+    const storage = connectionString();
+    const build = path.join(work, "cluster-build");
+    const catalog = createTableDatabaseCatalog({ ...openDatabaseStorage(storage), cacheRoot: build });
+    const entry = await publishDatabase(build, { name: "sigclusterdb", fastaPath: path.join(ROOT, "local/demo/16s-rrna-demo.fasta"), type: "nucl", partitions: 1 }, catalog);
+    // A data file of the release vanishes from storage: the node's warm-up cannot fetch it.
+    const container = BlobServiceClient.fromConnectionString(storage).getContainerClient("databases");
+    let removed = "";
+    for await (const blob of container.listBlobsFlat({ prefix: `releases/sigclusterdb/${entry.manifest.version}/` })) {
+      if (!blob.name.endsWith("manifest.json") && !removed) removed = blob.name;
+    }
+    await container.deleteBlob(removed);
+    const cacheRoot = path.join(work, "node-cache");
+    const cluster = await startLocalCluster({
+      logger: createLogger({ level: "error" }),
+      dataDir: await mkdtemp(path.join(work, "kube-")),
+      nodes: blastPoolNodes(1, 4 * 1024 ** 3, 1),
+      namespaces: ["blastplane"],
+      images: [{ pattern: /(^|\/)blastplane-jobapi(:[\w.-]+)?$/, workingDir: ROOT, cmd: ["node", "dist/jobapi/server.js"] }],
+      podBackoffMs: 100,
+    });
+    try {
+      const kubeConfig = new KubeConfig();
+      kubeConfig.loadFromFile(cluster.kubeconfigPath);
+      const warmup = createKubernetesWarmup({
+        kubeConfig,
+        catalog,
+        logger: createLogger({ level: "error" }),
+        storage: { kind: "connection-string", connectionString: storage },
+        settings: {
+          namespace: "blastplane",
+          image: "blastplane-jobapi:local",
+          nodeSelector: { "blastplane.io/pool": "blast" },
+          tolerations: [{ key: "blastplane.io/pool", operator: "Equal", value: "blast", effect: "NoSchedule" }],
+          activeDeadlineSeconds: 600,
+          ttlSecondsAfterFinished: 600,
+          dbCacheHostPath: cacheRoot,
+        },
+      });
+      await warmup.start("sigclusterdb");
+      const failed = await eventually(async () => {
+        const view = await warmup.status("sigclusterdb");
+        return view.state === "failed" ? view : undefined;
+      }, 120_000, 200);
+      const patches: unknown[] = [];
+      const record = createClusterWarmupRecorder({ state: { patch: async (name, change) => patches.push({ name, change }) }, events: world.events, logger: captureLogger() });
+      // The orchestration reads the finished view once more after a replay: still one event.
+      await record(failed, "op-cluster-1");
+      await record(failed, "op-cluster-1");
+      expect(patches).toEqual([{ name: "sigclusterdb", change: { warm_state: "failed" } }, { name: "sigclusterdb", change: { warm_state: "failed" } }]);
+      const recorded = await world.events.list({ event_type: "database.warmup_failed" });
+      expect(recorded).toHaveLength(1);
+      const [event] = recorded as [OpsEvent];
+      expect(event).toMatchObject({
+        idempotency_key: `database.warmup_failed/sigclusterdb/${entry.manifest.version}/op-cluster-1`,
+        source: "database.warmup.cluster",
+        resource_ref: "blast_database/sigclusterdb",
+        payload: { mode: "cluster", failed_nodes: ["local-blast-0"], release: entry.manifest.version },
+      });
+      expect((event.payload as { reason: string }).reason).toMatch(/^warm-up failed on local-blast-0/);
+      expect(JSON.stringify(event.payload)).not.toMatch(/https?:\/\//);
+      expect(await world.verdictOf(event)).toEqual({ decision: "propose_action", severity: "medium", rule_ids: ["R-DB-002"], proposed_action: "rewarm_database" });
+    } finally {
+      await cluster.stop();
+    }
+  });
 });
 
 describe("role assignment missing", () => {
@@ -120,6 +200,86 @@ describe("role assignment missing", () => {
     });
     expect(JSON.stringify(event)).not.toContain(new URL(fake.url).host);
     expect(await world.verdictOf(event)).toEqual({ decision: "escalate", severity: "high", rule_ids: ["R-RBAC-001"], proposed_action: null });
+  });
+
+  it("a shard whose output storage refuses the identity: the job fails with the role message and the job API records one role_assignment.missing (R-RBAC-001)", async () => {
+    const world = opsWorld();
+    const fake = await startRefusalServer("blob", { tls: false });
+    const dir = await mkdtemp(path.join(tmpdir(), "bp-signals-authz-"));
+    try {
+      const storage = connectionString();
+      const prefix = `s${newJobId().slice(0, 6)}`;
+      const jobs = new JobStore(
+        TableClient.fromConnectionString(storage, `${prefix}jobs`, { allowInsecureConnection: true }),
+        TableClient.fromConnectionString(storage, `${prefix}keys`, { allowInsecureConnection: true }),
+      );
+      const artifacts = new ArtifactStore(new ContainerClient(storage, `${prefix}artifacts`));
+      await Promise.all([jobs.init(), artifacts.init()]);
+      const manifest = { name: "demo", type: "nucl" as const, version: "2026-01-01-00-00-00", letters: 1000, sequences: 10, bytes: 1000, volumes: 1, bytes_to_cache: 1000, path: "full/demo", partitions: [], created_at: new Date().toISOString() };
+      const entry: DatabaseEntry = { manifest, root: dir, location: "local://databases/demo/2026-01-01-00-00-00" };
+      const catalog: DatabaseCatalog = { list: async () => [entry], get: async () => entry, hold: async () => {}, release: async () => {} };
+      // Shards that publish their own output (as the cluster's shard worker does) to an account refusing the identity.
+      const executor: ShardExecutor = {
+        name: "publishing-fixture",
+        oneNode: true,
+        storesOutputs: true,
+        async run(spec) {
+          copyFileSync(path.join(ROOT, "local/demo/16s-rrna-demo.fasta"), spec.outputPath);
+          const account = BlobServiceClient.fromConnectionString(
+            `DefaultEndpointsProtocol=http;AccountName=blastplanework;AccountKey=${Buffer.from("placeholder").toString("base64")};BlobEndpoint=${fake.url}/blastplanework;`,
+            { retryOptions: { maxTries: 1 } },
+          );
+          await account.getContainerClient("jobapi-artifacts").getBlockBlobClient(`${spec.jobId}/shards/${spec.shardId}.out.gz`).uploadData(readFileSync(spec.outputPath));
+        },
+      };
+      const dispatcher = new JobDispatcher({
+        jobs,
+        artifacts,
+        catalog,
+        executor,
+        logger: createLogger({ level: "error", write: () => {} }),
+        workDir: path.join(dir, "work"),
+        maxActiveJobs: 1,
+        nodeMemoryBytes: 64 * 1024 ** 3,
+        memoryMarginBytes: 0,
+        threadsPerShard: "auto",
+        shardSlots: 1,
+        shardAttempts: 3,
+        pollIntervalMs: 50,
+        onRoleRefusal: reportMissingRoles(world.events, captureLogger(), "jobapi.dispatcher"),
+      });
+      await dispatcher.start();
+      try {
+        // Two jobs refused alike: one missing role, one event.
+        for (const job of [testJobRecord(), testJobRecord()]) {
+          await artifacts.putText(job.job_id, "query.fa", ">q1\nACGTACGTAC\n");
+          await jobs.create(job);
+          dispatcher.wake();
+          const failed = await eventually(async () => {
+            const j = await jobs.get(job.job_id);
+            return j && ["completed", "failed"].includes(j.status) ? j : undefined;
+          }, 30_000, 50);
+          expect(failed.error).toContain("Storage Blob Data Contributor");
+        }
+      } finally {
+        await dispatcher.stop();
+      }
+      const [event, ...more] = await eventually(async () => {
+        const found = await world.events.list({ event_type: "role_assignment.missing" });
+        return found.length > 0 ? found : undefined;
+      });
+      expect(more).toEqual([]);
+      expect(event).toMatchObject({
+        source: "jobapi.dispatcher",
+        resource_ref: "role_assignment/Storage Blob Data Contributor@storage account 'blastplanework'",
+        payload: { code: "AuthorizationPermissionMismatch", role: "Storage Blob Data Contributor", scope: "storage account 'blastplanework'" },
+      });
+      expect(JSON.stringify(event)).not.toContain("127.0.0.1");
+      expect(await world.verdictOf(event as OpsEvent)).toEqual({ decision: "escalate", severity: "high", rule_ids: ["R-RBAC-001"], proposed_action: null });
+    } finally {
+      await fake.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
 

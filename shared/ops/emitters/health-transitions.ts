@@ -6,6 +6,8 @@ import type { EventLog } from "../events.js";
 
 /** Where each watched component's last known health lives (one row per component). */
 export const HEALTH_TABLE = "opshealth";
+/** How long a process trusts a healthy row without reading it again. */
+export const HEALTHY_CACHE_MS = 10_000;
 
 /** A component whose health is watched, and the event its turning unhealthy records. */
 export interface WatchedComponent {
@@ -28,13 +30,20 @@ type Row = { state: "healthy" | "unhealthy"; since: string; etag?: string };
  * The last known state is a row per component (table `opshealth`). The event's key is derived from
  * the state it leaves (`…/after/<since of the healthy state>`), so every observer of the same turn
  * computes the same key and the event log keeps one; the event is recorded before the row turns
- * unhealthy, so a crash in between repeats the same key rather than losing the event. Each process
- * remembers the state it last saw: a steady state costs no storage call.
+ * unhealthy, so a crash in between repeats the same key rather than losing the event. A process
+ * trusts a healthy row it read or wrote for {@link HEALTHY_CACHE_MS} (a steady healthy state costs
+ * one storage read per that period, not one per probe); an unhealthy one it reads again each time,
+ * since another host may have seen the recovery.
  */
 export function createHealthTransitions(deps: { tables: TableSource; events: Pick<EventLog, "record">; logger: Pick<Logger, "warn">; source: string; now?: () => Date }) {
   const table = tableOpener(deps.tables, HEALTH_TABLE);
   const now = deps.now ?? (() => new Date());
-  const known = new Map<string, Row["state"]>();
+  /** Until when each component's row was last seen healthy (the cache of the steady state). */
+  const healthyUntil = new Map<string, number>();
+  const remember = (ref: string, state: Row["state"]) => {
+    if (state === "healthy") healthyUntil.set(ref, now().getTime() + HEALTHY_CACHE_MS);
+    else healthyUntil.delete(ref);
+  };
   const rowKey = (ref: string) => createHash("sha256").update(ref, "utf8").digest("hex");
 
   async function read(ref: string): Promise<Row | undefined> {
@@ -63,11 +72,11 @@ export function createHealthTransitions(deps: { tables: TableSource; events: Pic
     /** Records what an observer saw of `component`; resolves once any event and state change are stored. */
     async observe(component: WatchedComponent, seen: HealthObservation): Promise<void> {
       const state = seen.healthy ? "healthy" : "unhealthy";
-      if (known.get(component.resource_ref) === state) return;
+      if (seen.healthy && (healthyUntil.get(component.resource_ref) ?? 0) > now().getTime()) return;
       try {
         const previous = await read(component.resource_ref);
         if (previous?.state === state) {
-          known.set(component.resource_ref, state);
+          remember(component.resource_ref, state);
           return;
         }
         const at = now();
@@ -85,7 +94,7 @@ export function createHealthTransitions(deps: { tables: TableSource; events: Pic
           });
         }
         await write(component.resource_ref, previous, { state, since: at.toISOString() });
-        known.set(component.resource_ref, state);
+        remember(component.resource_ref, state);
       } catch (error) {
         // Health watching never fails what observed it (a readiness answer, a restart).
         deps.logger.warn("health transition not recorded", { resource_ref: component.resource_ref, error: error instanceof Error ? error.message.split("\n")[0] : String(error) });
