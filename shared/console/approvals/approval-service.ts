@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type { ActionExecutor } from "../../ops/actions/action-executor.js";
 import type { AuditActor, AuditLog } from "../../ops/audit.js";
 import type { KillSwitch } from "../../ops/kill-switch.js";
@@ -5,7 +6,6 @@ import type { Severity } from "../../ops/rules/rule-catalog.js";
 import type { ProposedAction, VerifierReport } from "../../ops/verifier/verifier.js";
 import type { Notifier } from "../notify/outbox-notifier.js";
 import { ToolError } from "../tools/tool.js";
-import { createHash } from "node:crypto";
 import { type DeliveryPolicy, type LoadPolicy, planDelivery } from "./load-policy.js";
 import { type ApprovalDecision, type ApprovalItem, type ApprovalStore, actionHash } from "./approval-store.js";
 
