@@ -123,7 +123,10 @@ export function buildConsoleParts(): ConsoleParts {
   const approvalStore = createApprovalStore(source);
   // A flip is announced (A2) to everyone who operates the console: the approvers and the break-glass Owners.
   const operators = [...new Set([...consoleConfig.approvers, ...consoleConfig.breakGlass.owners])];
-  const killSwitch = createKillSwitch(source, { onChange: createKillSwitchAnnouncer({ store: approvalStore, notifier, audit: appContext.audit, recipients: operators }) });
+  const killSwitch = createKillSwitch(source, {
+    onChange: createKillSwitchAnnouncer({ store: approvalStore, notifier, audit: appContext.audit, recipients: operators }),
+    onChangeError: (error, change) => appContext.logger.error("the kill switch flipped but its announcement failed", { on: change.on, error: error instanceof Error ? error.name : "unknown" }),
+  });
   const targets = clusterTargets();
   const reader = stateReader(killSwitch, targets);
   const verify = (action: ProposedAction) => verifyAction(action, actionTypes, reader);

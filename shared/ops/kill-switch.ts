@@ -29,7 +29,10 @@ export const OPS_FLAGS_TABLE = "opsflags";
  * it to the state it is in changes nothing; a real flip is compare-and-swap on the row, so of two
  * hosts flipping it at once one flips and only that one calls `onChange` (the announcement).
  */
-export function createKillSwitch(source: TableSource, options: { onChange?: (change: KillSwitchChange) => Promise<void> } = {}): KillSwitch {
+export function createKillSwitch(
+  source: TableSource,
+  options: { onChange?: (change: KillSwitchChange) => Promise<void>; onChangeError?: (error: unknown, change: KillSwitchChange) => void } = {},
+): KillSwitch {
   const table = tableOpener(source, OPS_FLAGS_TABLE);
   async function read(): Promise<{ status: KillSwitchStatus; etag?: string }> {
     try {
@@ -56,7 +59,14 @@ export function createKillSwitch(source: TableSource, options: { onChange?: (cha
           if (isStatus(error, 412) || isStatus(error, 409)) continue;
           throw error;
         }
-        await options.onChange?.({ on, actor_oid: actorOid, at: entity.set_at });
+        const change = { on, actor_oid: actorOid, at: entity.set_at };
+        try {
+          await options.onChange?.(change);
+        } catch (error) {
+          // The switch has flipped and holds A1 delivery either way: a failed announcement must not
+          // make the flip look failed to the caller (an executor would record a failed action).
+          options.onChangeError?.(error, change);
+        }
         return;
       }
     },

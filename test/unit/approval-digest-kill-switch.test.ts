@@ -200,6 +200,22 @@ describe("the kill switch and A1 delivery", () => {
     expect(await h.activities.remind({ ...input(delivered), index: 0 })).toBe("sent");
   });
 
+  it("a failed announcement does not make the flip look failed: the switch is on, holds A1, and the failure is reported", async () => {
+    const h = harness({ groupIntervalSeconds: 0 }, "2026-03-02T10:01:00Z");
+    const waiting = await file(h, "c");
+    const reported: { error: unknown; on: boolean }[] = [];
+    const flaky = createKillSwitch(h.tables, {
+      onChange: async () => {
+        throw new Error("outbox unavailable");
+      },
+      onChangeError: (error, change) => reported.push({ error, on: change.on }),
+    });
+    await expect(flaky.set(true, "oid-otto", h.clock.now)).resolves.toBeUndefined();
+    expect(await h.killSwitch.isOn()).toBe(true);
+    expect(reported).toEqual([{ error: new Error("outbox unavailable"), on: true }]);
+    expect(await h.activities.deliver({ ...input(waiting), policy: "send_now", send_at: h.clock.now.toISOString() })).toBe("held");
+  });
+
   it("C-530: a kill switch turned on through an approved A1 request is announced as A2 with its audit entry", async () => {
     const h = harness({ groupIntervalSeconds: 0 }, "2026-03-02T10:01:00Z");
     const reply = await h.coordinator.handleTurn(callerWith("Approver", "oid-abby"), { text: "run_runbook name=kill_switch params={\"on\":true} dry_run=false" });
