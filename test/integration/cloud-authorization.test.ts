@@ -1,29 +1,20 @@
-import { copyFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { TableClient } from "@azure/data-tables";
 import type { AccessToken } from "@azure/identity";
 import { ContainerServiceClient } from "@azure/arm-containerservice";
-import { BlobServiceClient, ContainerClient } from "@azure/storage-blob";
 import { BatchV1Api, KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ShardExecutor } from "../../jobapi/executors/executor.js";
-import { ArtifactStore } from "../../jobapi/jobs/artifact-store.js";
-import { JobDispatcher } from "../../jobapi/jobs/dispatcher.js";
-import { JobStore } from "../../jobapi/jobs/job-store.js";
 import type { RunningAzurite } from "../../local/azurite.js";
 import { CloudAuthorizationError, describeCloudAuthorizationError, explainCloudAuthorization } from "../../shared/auth/cloud-authorization.js";
-import type { DatabaseCatalog, DatabaseEntry } from "../../shared/databases/database-catalog.js";
 import { mapErrorToResult } from "../../shared/http/envelope.js";
-import { newJobId } from "../../shared/jobs/model.js";
-import { createLogger } from "../../shared/logging/logger.js";
 import { createKeyVaultSecretStore } from "../../shared/secrets/key-vault-secret-store.js";
 import { type Refusal, startRefusalServer } from "../fakes/azure-refusal-server.js";
-import { eventually } from "../support/local-stack.js";
 import { testJobRecord } from "../support/helpers.js";
+import { refusedShardDispatcher, refusingBlobService } from "../support/refused-shard-dispatcher.js";
 import { captureLogger, startTestAzurite } from "../support/service-fakes.js";
 
-const ROOT = path.resolve(import.meta.dirname, "../..");
 const PROPAGATION = "a new role assignment takes 1 to 5 minutes to take effect";
 
 /** Stands in for the managed identity (Entra ID cannot be reached here; the credential path has its own test). */
@@ -42,13 +33,7 @@ async function refusedBy(refusal: Refusal, call: (fake: { url: string; ca: strin
   throw new Error("the call was not refused");
 }
 
-/** A Blob client of the account `blastplanework` at the (plain HTTP) fake `url`; the key is a placeholder. */
-const blobService = (url: string) =>
-  BlobServiceClient.fromConnectionString(
-    `DefaultEndpointsProtocol=http;AccountName=blastplanework;AccountKey=${Buffer.from("placeholder").toString("base64")};BlobEndpoint=${url}/blastplanework;`,
-    { retryOptions: { maxTries: 1 } },
-  );
-const blobCall = ({ url }: { url: string }) => blobService(url).getContainerClient("jobapi-artifacts").createIfNotExists();
+const blobCall = ({ url }: { url: string }) => refusingBlobService(url).getContainerClient("jobapi-artifacts").createIfNotExists();
 
 describe("Azure's authorization refusals name the missing role, its scope and the 1-5 minute propagation (B-247)", () => {
   it("B-247 AuthorizationPermissionMismatch from Blob storage: the blob data role on the storage account", async () => {
@@ -159,75 +144,18 @@ describe("a job whose shard storage refuses the identity fails with the role mes
   it("B-247 AuthorizationPermissionMismatch while a shard publishes its output: the job's error names the blob data role, once, without retrying", async () => {
     const fake = await startRefusalServer("blob", { tls: false });
     try {
-      const prefix = `z${newJobId().slice(0, 6)}`;
-      const jobs = new JobStore(
-        TableClient.fromConnectionString(azurite.connectionString, `${prefix}jobs`, { allowInsecureConnection: true }),
-        TableClient.fromConnectionString(azurite.connectionString, `${prefix}keys`, { allowInsecureConnection: true }),
-      );
-      const artifacts = new ArtifactStore(new ContainerClient(azurite.connectionString, `${prefix}artifacts`));
-      await Promise.all([jobs.init(), artifacts.init()]);
-      const manifest = {
-        name: "demo",
-        type: "nucl" as const,
-        version: "2026-01-01-00-00-00",
-        letters: 1000,
-        sequences: 10,
-        bytes: 1000,
-        volumes: 1,
-        bytes_to_cache: 1000,
-        path: "full/demo",
-        partitions: [],
-        created_at: new Date().toISOString(),
-      };
-      const entry: DatabaseEntry = { manifest, root: dir, location: "local://databases/demo/2026-01-01-00-00-00" };
-      const catalog: DatabaseCatalog = { list: async () => [entry], get: async () => entry, hold: async () => {}, release: async () => {} };
-      let attempts = 0;
       // A shard that publishes its own output, as the cluster's shard worker does, with a real Blob client refused by the fake.
-      const executor: ShardExecutor = {
-        name: "publishing-fixture",
-        oneNode: true,
-        storesOutputs: true,
-        async run(spec) {
-          attempts++;
-          copyFileSync(path.join(ROOT, "local/demo/16s-rrna-demo.fasta"), spec.outputPath);
-          const blob = blobService(fake.url)
-            .getContainerClient("jobapi-artifacts")
-            .getBlockBlobClient(`${spec.jobId}/shards/${spec.shardId}.out.gz`);
-          await blob.uploadData(readFileSync(spec.outputPath));
-        },
-      };
-      const dispatcher = new JobDispatcher({
-        jobs,
-        artifacts,
-        catalog,
-        executor,
-        logger: createLogger({ level: "error", write: () => {} }),
-        workDir: path.join(dir, "work"),
-        maxActiveJobs: 1,
-        nodeMemoryBytes: 64 * 1024 ** 3,
-        memoryMarginBytes: 0,
-        threadsPerShard: "auto",
-        shardSlots: 1,
-        shardAttempts: 3,
-        pollIntervalMs: 50,
-      });
-      const job = testJobRecord();
-      await artifacts.putText(job.job_id, "query.fa", ">q1\nACGTACGTAC\n");
-      await jobs.create(job);
+      const { dispatcher, finish, attempts } = await refusedShardDispatcher(azurite.connectionString, dir, fake.url);
       await dispatcher.start();
       try {
-        dispatcher.wake();
-        const failed = await eventually(async () => {
-          const j = await jobs.get(job.job_id);
-          return j && ["completed", "failed"].includes(j.status) ? j : undefined;
-        }, 30_000, 50);
+        const failed = await finish(testJobRecord());
         expect(failed.status).toBe("failed");
         expect(failed.error).toContain("AuthorizationPermissionMismatch: the managed identity has no blob data role on storage account 'blastplanework'");
         expect(failed.error).toContain("Storage Blob Data Contributor");
         expect(failed.error).toContain(PROPAGATION);
         expect(failed.error).not.toContain("127.0.0.1");
         // Another attempt would be refused the same way until the role is assigned.
-        expect(attempts).toBe(1);
+        expect(attempts()).toBe(1);
       } finally {
         await dispatcher.stop();
       }

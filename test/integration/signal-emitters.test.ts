@@ -4,15 +4,7 @@ import path from "node:path";
 import type { AccessToken } from "@azure/identity";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BatchV1Api, KubeConfig, type V1Job, Watch } from "@kubernetes/client-node";
-import { copyFileSync, readFileSync } from "node:fs";
-import { TableClient } from "@azure/data-tables";
-import { BlobServiceClient, ContainerClient } from "@azure/storage-blob";
-import type { ShardExecutor } from "../../jobapi/executors/executor.js";
-import { ArtifactStore } from "../../jobapi/jobs/artifact-store.js";
-import { JobDispatcher } from "../../jobapi/jobs/dispatcher.js";
-import { JobStore } from "../../jobapi/jobs/job-store.js";
-import type { DatabaseCatalog, DatabaseEntry } from "../../shared/databases/database-catalog.js";
-import { newJobId } from "../../shared/jobs/model.js";
+import { BlobServiceClient } from "@azure/storage-blob";
 import { createKubernetesWarmup } from "../../jobapi/executors/kubernetes-warmup.js";
 import { WatchCache } from "../../jobapi/executors/kubernetes-watch.js";
 import { blastPoolNodes, type LocalCluster, startLocalCluster } from "../../local/kube/cluster.js";
@@ -32,6 +24,7 @@ import { type FakeNcbiServer, startFakeNcbiServer } from "../fakes/ncbi-server.j
 import { prng, testJobRecord } from "../support/helpers.js";
 import { eventually, ROOT } from "../support/local-stack.js";
 import { opsWorld as opsWorldOver } from "../support/ops-world.js";
+import { refusedShardDispatcher } from "../support/refused-shard-dispatcher.js";
 import { azuriteTables, captureLogger } from "../support/service-fakes.js";
 
 /**
@@ -207,58 +200,13 @@ describe("role assignment missing", () => {
     const fake = await startRefusalServer("blob", { tls: false });
     const dir = await mkdtemp(path.join(tmpdir(), "bp-signals-authz-"));
     try {
-      const storage = connectionString();
-      const prefix = `s${newJobId().slice(0, 6)}`;
-      const jobs = new JobStore(
-        TableClient.fromConnectionString(storage, `${prefix}jobs`, { allowInsecureConnection: true }),
-        TableClient.fromConnectionString(storage, `${prefix}keys`, { allowInsecureConnection: true }),
-      );
-      const artifacts = new ArtifactStore(new ContainerClient(storage, `${prefix}artifacts`));
-      await Promise.all([jobs.init(), artifacts.init()]);
-      const manifest = { name: "demo", type: "nucl" as const, version: "2026-01-01-00-00-00", letters: 1000, sequences: 10, bytes: 1000, volumes: 1, bytes_to_cache: 1000, path: "full/demo", partitions: [], created_at: new Date().toISOString() };
-      const entry: DatabaseEntry = { manifest, root: dir, location: "local://databases/demo/2026-01-01-00-00-00" };
-      const catalog: DatabaseCatalog = { list: async () => [entry], get: async () => entry, hold: async () => {}, release: async () => {} };
-      // Shards that publish their own output (as the cluster's shard worker does) to an account refusing the identity.
-      const executor: ShardExecutor = {
-        name: "publishing-fixture",
-        oneNode: true,
-        storesOutputs: true,
-        async run(spec) {
-          copyFileSync(path.join(ROOT, "local/demo/16s-rrna-demo.fasta"), spec.outputPath);
-          const account = BlobServiceClient.fromConnectionString(
-            `DefaultEndpointsProtocol=http;AccountName=blastplanework;AccountKey=${Buffer.from("placeholder").toString("base64")};BlobEndpoint=${fake.url}/blastplanework;`,
-            { retryOptions: { maxTries: 1 } },
-          );
-          await account.getContainerClient("jobapi-artifacts").getBlockBlobClient(`${spec.jobId}/shards/${spec.shardId}.out.gz`).uploadData(readFileSync(spec.outputPath));
-        },
-      };
-      const dispatcher = new JobDispatcher({
-        jobs,
-        artifacts,
-        catalog,
-        executor,
-        logger: createLogger({ level: "error", write: () => {} }),
-        workDir: path.join(dir, "work"),
-        maxActiveJobs: 1,
-        nodeMemoryBytes: 64 * 1024 ** 3,
-        memoryMarginBytes: 0,
-        threadsPerShard: "auto",
-        shardSlots: 1,
-        shardAttempts: 3,
-        pollIntervalMs: 50,
-        onRoleRefusal: reportMissingRoles(world.events, captureLogger(), "jobapi.dispatcher"),
-      });
+      const fixture = await refusedShardDispatcher(connectionString(), dir, fake.url, { onRoleRefusal: reportMissingRoles(world.events, captureLogger(), "jobapi.dispatcher") });
+      const { dispatcher } = fixture;
       await dispatcher.start();
       try {
         // Two jobs refused alike: one missing role, one event.
         for (const job of [testJobRecord(), testJobRecord()]) {
-          await artifacts.putText(job.job_id, "query.fa", ">q1\nACGTACGTAC\n");
-          await jobs.create(job);
-          dispatcher.wake();
-          const failed = await eventually(async () => {
-            const j = await jobs.get(job.job_id);
-            return j && ["completed", "failed"].includes(j.status) ? j : undefined;
-          }, 30_000, 50);
+          const failed = await fixture.finish(job);
           expect(failed.error).toContain("Storage Blob Data Contributor");
         }
       } finally {
