@@ -64,7 +64,9 @@ function stateReader(killSwitch: ReturnType<typeof createKillSwitch>): ControlPl
 
 /** Builds the console's parts over the app's context. */
 export function buildConsoleParts(): ConsoleParts {
-  const source = appContext.config.storageConnectionString;
+  // The app's storage as configured (Azurite locally, the managed identity in Azure): not the
+  // legacy connection string, which throws with identity-based storage.
+  const source = appContext.config.storage;
   const killSwitch = createKillSwitch(source);
   const reader = stateReader(killSwitch);
   const verify = (action: ProposedAction) => verifyAction(action, actionTypes, reader);
