@@ -158,6 +158,7 @@ export function buildConsoleParts(): ConsoleParts {
       identityTableUrl: appContext.config.storage.kind === "identity" ? appContext.config.storage.tableUrl : undefined,
       subscriptionId: consoleConfig.subscriptionId,
       apiTokenGraceSeconds: appContext.config.apiTokenGraceSeconds,
+      readVaultSecret: appContext.config.keyVaultUrl ? () => appContext.apiTokens.state({ fresh: true }) : undefined,
       baseline: configurationBaseline,
       jobApiUrl: appContext.config.jobApiUrl,
       databases: listDatabases,
