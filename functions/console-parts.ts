@@ -118,7 +118,9 @@ function subscriptionProviders(subscriptionId: string): Pick<ConsoleProviders, "
 
 /** Builds the console's parts over the app's context. */
 export function buildConsoleParts(): ConsoleParts {
-  const source = appContext.config.storageConnectionString;
+  // The app's storage as configured (Azurite locally, the managed identity in Azure): not the
+  // legacy connection string, which throws with identity-based storage.
+  const source = appContext.config.storage;
   const notifier = createOutboxNotifier(source);
   const approvalStore = createApprovalStore(source);
   // A flip is announced (A2) to everyone who operates the console: the approvers and the break-glass Owners.
@@ -228,6 +230,7 @@ export function buildConsoleParts(): ConsoleParts {
       identityTableUrl: appContext.config.storage.kind === "identity" ? appContext.config.storage.tableUrl : undefined,
       subscriptionId: consoleConfig.subscriptionId,
       apiTokenGraceSeconds: appContext.config.apiTokenGraceSeconds,
+      readVaultSecret: appContext.config.keyVaultUrl ? () => appContext.apiTokens.state({ fresh: true }) : undefined,
       baseline: configurationBaseline,
       jobApiUrl: appContext.config.jobApiUrl,
       databases: listDatabases,

@@ -36,6 +36,8 @@ export interface DeploymentSnapshotOptions {
   /** The subscription of `SVC_SUBSCRIPTION_ID`, where the storage account's configuration is read. */
   subscriptionId: string | undefined;
   apiTokenGraceSeconds: number;
+  /** A read of the job API token from Key Vault (Azure only): it needs the identity's Key Vault role. */
+  readVaultSecret: (() => Promise<unknown>) | undefined;
   baseline: ConfigurationBaseline;
   jobApiUrl: string | undefined;
   databases: () => Promise<{ name: string; warm_state: string }[]>;
@@ -62,7 +64,7 @@ export function deploymentSnapshotSources(o: DeploymentSnapshotOptions): Snapsho
 function readinessProbes(o: DeploymentSnapshotOptions, readAks: ReturnType<typeof aksClusterReader> | undefined): ReadinessProbes {
   const kube = o.settings.kubeconfig ? lazyKubeConfig(o.settings.kubeconfig) : undefined;
   const storage = storageProbe(o.storage);
-  const roleDependent = [...(readAks ? [readAks] : []), ...(o.identityTableUrl ? [storage] : [])];
+  const roleDependent = [...(readAks ? [readAks] : []), ...(o.identityTableUrl ? [storage] : []), ...(o.readVaultSecret ? [o.readVaultSecret] : [])];
   return {
     ...(readAks ? { cluster: aksClusterProbe(readAks) } : kube ? { cluster: kubeClusterProbe(kube) } : {}),
     // The Kubernetes API sees node readiness itself; without it, the AKS agent pool's state stands in.

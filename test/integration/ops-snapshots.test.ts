@@ -3,6 +3,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { TableClient } from "@azure/data-tables";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { blastPoolNodes, type LocalCluster, startLocalCluster } from "../../local/kube/cluster.js";
 import { createCoordinator } from "../../shared/console/coordinator/coordinator.js";
@@ -17,6 +18,8 @@ import { configurationBaselineSource, createSnapshotProducer, detectionReadiness
 import { createSnapshotStore } from "../../shared/ops/snapshots/snapshot-store.js";
 import type { ProposedAction } from "../../shared/ops/verifier/verifier.js";
 import { newestFirstRowKey, type TableClientFactory } from "../../shared/storage/table-source.js";
+import { createKeyVaultSecretStore } from "../../shared/secrets/key-vault-secret-store.js";
+import { startRefusalServer } from "../fakes/azure-refusal-server.js";
 import { type FakeAzureApis, sdkOptionsFor, startFakeAzureApis, staticTokenCredential } from "../fakes/azure-apis.js";
 import { actions, callerWith, consoleHarness, firstToolResult } from "../support/console-harness.js";
 import { azuriteTables } from "../support/service-fakes.js";
@@ -148,6 +151,21 @@ describe("query_detection_readiness over the stored readiness snapshot", () => {
     expect(axes.find((a) => a.axis === "cluster")).toMatchObject({ ready: false });
     // No resource id or subscription leaks through a refusal.
     expect(JSON.stringify(data.data)).not.toContain(SUBSCRIPTION);
+  });
+
+  it("the identity axis names the role a refusal asks for: Key Vault Secrets User for the token read, the table data role for storage", async () => {
+    const vault = await startRefusalServer("keyvault-read");
+    const tablesRefused = await startRefusalServer("table");
+    try {
+      const readToken = () =>
+        createKeyVaultSecretStore({ vaultUrl: vault.url, credential: credential("t"), clientOptions: { tlsOptions: { ca: vault.ca }, disableChallengeResourceVerification: true, retryOptions: { maxRetries: 0 } } }).get("jobapi-token");
+      expect(await identityProbe([readToken])()).toEqual({ status: "not_ready", detail: "refused (ForbiddenByRbac): the managed identity needs the Key Vault Secrets User role" });
+      const tableStorage = storageProbe(() => new TableClient(`${tablesRefused.url}/blastplaneplat`, "opssnapshots", credential("t"), { tlsOptions: { ca: tablesRefused.ca }, retryOptions: { maxRetries: 0 } }));
+      const identity = await identityProbe([tableStorage])();
+      expect(identity).toEqual({ status: "not_ready", detail: "refused (AuthorizationPermissionMismatch): the managed identity needs the Storage Table Data Contributor role" });
+    } finally {
+      await Promise.all([vault.close(), tablesRefused.close()]);
+    }
   });
 
   it("the AKS agent pool stands in for the nodes axis where no Kubernetes API is configured", async () => {
