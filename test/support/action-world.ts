@@ -66,6 +66,8 @@ export interface ActionWorldOptions {
   wrapJobs?: (service: DashboardJobService) => DashboardJobService;
   wrapDatabases?: (service: DatabaseService) => DatabaseService;
   wrapTokens?: (settings: ApiTokenSettings) => ApiTokenSettings;
+  /** The executors' clock (a test moves it past a lease). */
+  now?: () => Date;
 }
 
 /**
@@ -109,6 +111,7 @@ export async function actionWorld(connectionString: string, databasesDir: string
     jobApiDeployment: options.deployment,
     agentPools: options.agentPools,
     nodePoolBounds: BOUNDS,
+    now: options.now,
   });
   // The console (approvals, tools, coordinator) over these stores and this executor.
   const { approvals, coordinator, verify } = consoleHarness(tables, { approvers: [APPROVER.oid], ttlSeconds: 3600, reminderOffsetsSeconds: [], controlPlane: { reader, executor } });
