@@ -208,6 +208,13 @@ describe("rotate_api_token", () => {
     expect(await w.audit.list({ action: "api_token.regenerate", limit: 100 })).toHaveLength(2);
   });
 
+  it("refuses when no token is configured at execution, creating none", async () => {
+    const w = await world({ tokenConfigured: false });
+    await expect(w.executor.execute({ action_type: "rotate_api_token", target: "api_token/current", params: {} }, context("k"))).rejects.toMatchObject({ name: "ActionStateChangedError", observed: { configured: false } });
+    expect(await w.tokens.state({ fresh: true })).toBeUndefined();
+    expect(await w.executions()).toMatchObject([{ outcome: "denied", details: { action_type: "rotate_api_token" } }]);
+  });
+
   it("in shadow mode leaves the token as it is", async () => {
     const w = await world({ modes: {} });
     const original = await w.tokens.state({ fresh: true });
