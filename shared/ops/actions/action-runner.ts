@@ -38,7 +38,10 @@ export interface ActionRunnerDependencies {
   /** The mode an action type runs in (the catalog's default unless configured otherwise). */
   mode(actionType: string): ActionMode;
   now?: () => Date;
-  /** How long a request holds a planned execution; a holder that died is taken over after it. Default 5 minutes. */
+  /**
+   * How long a request holds a planned execution; a holder that died is taken over after it.
+   * Default 15 minutes: longer than a node pool's scaling operation usually takes.
+   */
   leaseMs?: number;
 }
 
@@ -57,13 +60,14 @@ const errorText = (error: unknown) => (error instanceof Error ? error.message : 
  */
 export function createActionExecutor(deps: ActionRunnerDependencies): ActionExecutor {
   const now = deps.now ?? (() => new Date());
-  const leaseMs = deps.leaseMs ?? 5 * 60_000;
+  const leaseMs = deps.leaseMs ?? 15 * 60_000;
   const { outcomes } = deps;
   const leaseUntil = () => new Date(now().getTime() + leaseMs).toISOString();
 
   function replay(outcome: ActionOutcome): unknown {
     if (outcome.state === "refused") {
-      const refusal = outcome.result as { reason: string; observed: unknown };
+      const refusal = outcome.result as { reason: string; observed: unknown; kind?: "parameters" | "state" };
+      if (refusal.kind === "parameters") throw new ActionParametersError(outcome.action_type, refusal.reason);
       throw new ActionStateChangedError(outcome.action_type, outcome.target, refusal.observed, refusal.reason);
     }
     return outcome.result;
@@ -99,7 +103,7 @@ export function createActionExecutor(deps: ActionRunnerDependencies): ActionExec
           plan = await handler.plan(action, context);
         } catch (error) {
           if (error instanceof ActionStateChangedError || error instanceof ActionParametersError) {
-            const refusal = { reason: error.reason, observed: error instanceof ActionStateChangedError ? error.observed : action.params };
+            const refusal = error instanceof ActionStateChangedError ? { kind: "state", reason: error.reason, observed: error.observed } : { kind: "parameters", reason: error.reason, observed: action.params };
             const recorded = await outcomes.insert({ ...base, state: "refused", mode, plan: null, result: refusal, at: now().toISOString() });
             if (!recorded.inserted) return replay(recorded.existing);
             await audit("denied", { mode, reason: error.reason, observed: refusal.observed });
