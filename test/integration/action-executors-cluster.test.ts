@@ -121,6 +121,8 @@ describe("scale_node_pool through the real ARM client against a fake of the AKS 
     arm.requests.length = 0;
     const w = await actionWorld(azurite.connectionString(), folder.databasesDir(), { agentPools: agentPools() });
     await expect(w.executor.execute({ action_type: "scale_node_pool", target: "node_pool/blast", params: { node_count: 9 } }, context("k-high"))).rejects.toBeInstanceOf(ActionParametersError);
+    // Replayed, the recorded refusal keeps its kind.
+    await expect(w.executor.execute({ action_type: "scale_node_pool", target: "node_pool/blast", params: { node_count: 9 } }, context("k-high"))).rejects.toBeInstanceOf(ActionParametersError);
     await expect(w.executor.execute({ action_type: "scale_node_pool", target: "node_pool/other", params: { node_count: 2 } }, context("k-pool"))).rejects.toThrow(/no node-count bounds/);
     arm.pools.blast.enableAutoScaling = true;
     await expect(w.executor.execute({ action_type: "scale_node_pool", target: "node_pool/blast", params: { node_count: 3 } }, context("k-auto"))).rejects.toMatchObject({ name: "ActionStateChangedError", observed: { enable_auto_scaling: true } });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { actionModes } from "../../shared/ops/actions/action-settings.js";
-import { ActionStateChangedError } from "../../shared/ops/actions/action-executor.js";
+import { ActionInProgressError, ActionStateChangedError } from "../../shared/ops/actions/action-executor.js";
+import { actionOutcomeHash } from "../../shared/ops/actions/action-outcomes.js";
 import { CANCEL_EVENT, Orchestrations } from "../../shared/ops/queue-labels.js";
 import { actionTestFolder, actionWorld, APPROVER, QUERY, replayContext } from "../support/action-world.js";
 import { actions, callerWith } from "../support/console-harness.js";
@@ -144,6 +145,21 @@ describe("rewarm_database and prepare_database_update", () => {
     expect((await w.audit.list({ action: "database.warmup", limit: 100 })).map((e) => e.actor.oid)).toEqual([APPROVER.oid, APPROVER.oid]);
   });
 
+  it("while another request holds the plan it is refused as in progress and nothing starts; once the dead holder's lease runs out the plan is resumed once", async () => {
+    const clock = { now: new Date() };
+    const w = await world({ now: () => clock.now });
+    const action = { action_type: "rewarm_database", target: "blast_database/actdemo", params: {} };
+    // A host that planned this execution and died before acting: its record, lease still running.
+    const plan = { database: "actdemo", operation_id: "0123456789abcdef0123456789abcdef" };
+    await w.outcomes.insert({ idempotency_key: "key-dead", action_hash: actionOutcomeHash(action), action_type: action.action_type, target: action.target, state: "planned", mode: "enforce", plan, result: null, at: clock.now.toISOString(), lease_until: new Date(clock.now.getTime() + 60_000).toISOString() });
+    await expect(w.executor.execute(action, context("key-dead"))).rejects.toBeInstanceOf(ActionInProgressError);
+    expect(w.hub.starts).toEqual([]);
+    clock.now = new Date(clock.now.getTime() + 61_000);
+    expect(await w.executor.execute(action, context("key-dead"))).toMatchObject({ mode: "enforce", executed: true, operation_id: plan.operation_id });
+    expect(await w.executor.execute(action, context("key-dead"))).toMatchObject({ operation_id: plan.operation_id });
+    expect(w.hub.starts).toEqual([{ name: Orchestrations.warmDatabase, options: { instanceId: plan.operation_id, input: { name: "actdemo" } } }]);
+  });
+
   it("prepare_database_update approved: starts the prepare orchestration once; refused once the update is no longer available; shadow starts nothing", async () => {
     const w = await world();
     await w.states.patch("actdemo", { update_available: true, latest_release: "2026-11-01" });
@@ -190,6 +206,13 @@ describe("rotate_api_token", () => {
     await w.executor.execute(action, context("key-crash"));
     expect((await w.tokens.state({ fresh: true }))?.current.value).toBe(afterCrash?.current.value);
     expect(await w.audit.list({ action: "api_token.regenerate", limit: 100 })).toHaveLength(2);
+  });
+
+  it("refuses when no token is configured at execution, creating none", async () => {
+    const w = await world({ tokenConfigured: false });
+    await expect(w.executor.execute({ action_type: "rotate_api_token", target: "api_token/current", params: {} }, context("k"))).rejects.toMatchObject({ name: "ActionStateChangedError", observed: { configured: false } });
+    expect(await w.tokens.state({ fresh: true })).toBeUndefined();
+    expect(await w.executions()).toMatchObject([{ outcome: "denied", details: { action_type: "rotate_api_token" } }]);
   });
 
   it("in shadow mode leaves the token as it is", async () => {

@@ -66,6 +66,10 @@ export interface ActionWorldOptions {
   wrapJobs?: (service: DashboardJobService) => DashboardJobService;
   wrapDatabases?: (service: DatabaseService) => DatabaseService;
   wrapTokens?: (settings: ApiTokenSettings) => ApiTokenSettings;
+  /** False: the token store holds no token (as before the first start). */
+  tokenConfigured?: boolean;
+  /** The executors' clock (a test moves it past a lease). */
+  now?: () => Date;
 }
 
 /**
@@ -86,7 +90,7 @@ export async function actionWorld(connectionString: string, databasesDir: string
   const catalog = createFileDatabaseCatalog(databasesDir);
   const databaseService = createDatabaseService({ catalog, states, orchestrations: hub.client, audit, logger, sourceConfigured: true, partitions: 0 });
   const tokens = new ApiTokenService(createFileSecretStore(mkdtempSync(path.join(tmpdir(), "bp-act-secrets-"))), { cacheMs: 0 });
-  await tokens.ensure();
+  if (options.tokenConfigured !== false) await tokens.ensure();
   const tokenSettings = createApiTokenSettings({ tokens, audit, events, logger, graceSeconds: 3600 });
   const killSwitch = createKillSwitch(tables);
   const reader: ControlPlaneStateReader = {
@@ -109,6 +113,7 @@ export async function actionWorld(connectionString: string, databasesDir: string
     jobApiDeployment: options.deployment,
     agentPools: options.agentPools,
     nodePoolBounds: BOUNDS,
+    now: options.now,
   });
   // The console (approvals, tools, coordinator) over these stores and this executor.
   const { approvals, coordinator, verify } = consoleHarness(tables, { approvers: [APPROVER.oid], ttlSeconds: 3600, reminderOffsetsSeconds: [], controlPlane: { reader, executor } });

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ActionNotSupportedError, ActionParametersError, ActionStateChangedError } from "../../ops/actions/action-executor.js";
+import { ActionInProgressError, ActionNotSupportedError, ActionParametersError, ActionStateChangedError } from "../../ops/actions/action-executor.js";
 import { activateBreakGlass, BreakGlassDeniedError } from "../break-glass/break-glass.js";
 import { RUNBOOKS } from "../runbooks.js";
 import type { ConsoleToolDependencies } from "./dependencies.js";
@@ -45,6 +45,7 @@ export function actionTools(deps: ConsoleToolDependencies): Tool[] {
           if (error instanceof ActionNotSupportedError) throw new ToolError("not_supported", error.message);
           // The executor re-read the target and it changed since the verifier's check: nothing was done.
           if (error instanceof ActionStateChangedError) throw new ToolError("conflict", error.message, { observed: error.observed });
+          if (error instanceof ActionInProgressError) throw new ToolError("conflict", error.message);
           if (error instanceof ActionParametersError) throw new ToolError("invalid_arguments", error.message);
           throw error;
         });

@@ -1,3 +1,4 @@
+import { ConflictError } from "../../errors.js";
 import type { ProposedAction } from "../verifier/verifier.js";
 
 /** Carries out an action the verifier found eligible (and, where needed, a human approved). */
@@ -54,5 +55,16 @@ export class ActionParametersError extends Error {
   ) {
     super(`${actionType} refused: ${reason}`);
     this.name = "ActionParametersError";
+  }
+}
+
+/** Another request holds the execution under this idempotency key right now: nothing was done here. */
+export class ActionInProgressError extends ConflictError {
+  constructor(
+    readonly idempotencyKey: string,
+    readonly leaseUntil: string,
+  ) {
+    super(`the action under idempotency key ${idempotencyKey} is being executed by another request (held until ${leaseUntil}); replay it later for its result`);
+    this.name = "ActionInProgressError";
   }
 }

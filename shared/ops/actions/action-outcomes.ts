@@ -22,7 +22,12 @@ export interface ActionOutcome {
   plan: unknown;
   result: unknown;
   at: string;
+  /** For `planned`: until when the request that planned it holds it (a crashed holder's plan is resumed after). */
+  lease_until?: string;
 }
+
+/** An outcome as read, with the ETag a takeover is conditional on. */
+export type StoredActionOutcome = ActionOutcome & { etag: string };
 
 /** The hash binding an outcome to its action: type, target and parameters. */
 export function actionOutcomeHash(action: ProposedAction): string {
@@ -46,10 +51,12 @@ interface OutcomeEntity {
   plan_json: string;
   result_json: string;
   at: string;
+  lease_until?: string;
 }
 
-function fromEntity(e: OutcomeEntity): ActionOutcome {
+function fromEntity(e: OutcomeEntity & { etag: string }): StoredActionOutcome {
   return {
+    etag: e.etag,
     idempotency_key: e.idempotency_key,
     action_hash: e.action_hash,
     action_type: e.action_type,
@@ -59,6 +66,7 @@ function fromEntity(e: OutcomeEntity): ActionOutcome {
     plan: JSON.parse(e.plan_json || "null"),
     result: JSON.parse(e.result_json || "null"),
     at: e.at,
+    ...(e.lease_until ? { lease_until: e.lease_until } : {}),
   };
 }
 
@@ -77,8 +85,9 @@ export function createActionOutcomeStore(source: TableSource) {
     plan_json: JSON.stringify(o.plan ?? null),
     result_json: JSON.stringify(o.result ?? null),
     at: o.at,
+    lease_until: o.lease_until ?? "",
   });
-  async function get(idempotencyKey: string): Promise<ActionOutcome | undefined> {
+  async function get(idempotencyKey: string): Promise<StoredActionOutcome | undefined> {
     try {
       return fromEntity(await (await table()).getEntity<OutcomeEntity>(PARTITION, rowKey(idempotencyKey)));
     } catch (error) {
@@ -89,7 +98,7 @@ export function createActionOutcomeStore(source: TableSource) {
   return {
     get,
     /** Inserts `outcome` unless the key has one already: then answers the stored one (another host or an earlier attempt got there first). */
-    async insert(outcome: ActionOutcome): Promise<{ inserted: true } | { inserted: false; existing: ActionOutcome }> {
+    async insert(outcome: ActionOutcome): Promise<{ inserted: true } | { inserted: false; existing: StoredActionOutcome }> {
       try {
         await (await table()).createEntity(entity(outcome));
         return { inserted: true };
@@ -100,7 +109,17 @@ export function createActionOutcomeStore(source: TableSource) {
         return { inserted: false, existing };
       }
     },
-    /** Records the final outcome of a planned execution. */
+    /** Replaces `stored` with `outcome` only if nobody changed it since it was read (a takeover of an expired lease); false when someone did. */
+    async replaceIfUnchanged(stored: StoredActionOutcome, outcome: ActionOutcome): Promise<boolean> {
+      try {
+        await (await table()).updateEntity(entity(outcome), "Replace", { etag: stored.etag });
+        return true;
+      } catch (error) {
+        if (isStatus(error, 412)) return false;
+        throw error;
+      }
+    },
+    /** Records the final outcome of a planned execution (or gives up its lease). */
     async finish(outcome: ActionOutcome): Promise<void> {
       await (await table()).upsertEntity(entity(outcome), "Replace");
     },

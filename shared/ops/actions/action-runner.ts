@@ -1,7 +1,7 @@
 import { ConflictError } from "../../errors.js";
 import type { AuditLog } from "../audit.js";
 import type { ProposedAction } from "../verifier/verifier.js";
-import { type ActionExecutor, ActionNotConfiguredError, ActionNotSupportedError, ActionParametersError, ActionStateChangedError } from "./action-executor.js";
+import { type ActionExecutor, ActionInProgressError, ActionNotConfiguredError, ActionNotSupportedError, ActionParametersError, ActionStateChangedError } from "./action-executor.js";
 import { type ActionOutcome, type ActionOutcomeStore, actionOutcomeHash } from "./action-outcomes.js";
 
 /** `shadow` records what the executor would do; `enforce` does it. */
@@ -38,6 +38,11 @@ export interface ActionRunnerDependencies {
   /** The mode an action type runs in (the catalog's default unless configured otherwise). */
   mode(actionType: string): ActionMode;
   now?: () => Date;
+  /**
+   * How long a request holds a planned execution; a holder that died is taken over after it.
+   * Default 15 minutes: longer than a node pool's scaling operation usually takes.
+   */
+  leaseMs?: number;
 }
 
 export const ACTION_AUDIT_ACTION = "ops.action_executed";
@@ -47,17 +52,22 @@ const errorText = (error: unknown) => (error instanceof Error ? error.message : 
 /**
  * The executor of every configured action type. Idempotent by the idempotency key: the outcome is
  * recorded in Table storage before the caller gets it and read first on every call, so a replayed
- * step answers the recorded result (or refusal) without acting again; an execution that crashed
- * after fixing its plan resumes with that plan. Every first execution writes one audit entry
+ * step answers the recorded result (or refusal) without acting again. A plan is recorded with a
+ * lease before acting: while it holds, another request with the key is refused as in progress (so
+ * two hosts never act at once); an execution that failed, or whose host died and whose lease ran
+ * out, is resumed with that plan by the next request with the key. Every first execution writes one audit entry
  * (`ops.action_executed`) with its mode, plan and result, or why it was refused or failed.
  */
 export function createActionExecutor(deps: ActionRunnerDependencies): ActionExecutor {
   const now = deps.now ?? (() => new Date());
+  const leaseMs = deps.leaseMs ?? 15 * 60_000;
   const { outcomes } = deps;
+  const leaseUntil = () => new Date(now().getTime() + leaseMs).toISOString();
 
   function replay(outcome: ActionOutcome): unknown {
     if (outcome.state === "refused") {
-      const refusal = outcome.result as { reason: string; observed: unknown };
+      const refusal = outcome.result as { reason: string; observed: unknown; kind?: "parameters" | "state" };
+      if (refusal.kind === "parameters") throw new ActionParametersError(outcome.action_type, refusal.reason);
       throw new ActionStateChangedError(outcome.action_type, outcome.target, refusal.observed, refusal.reason);
     }
     return outcome.result;
@@ -79,15 +89,21 @@ export function createActionExecutor(deps: ActionRunnerDependencies): ActionExec
       let mode: ActionMode;
       let plan: unknown;
       if (existing) {
-        // A crash after the plan was fixed: resume it; the target may have changed because of the act itself.
+        // Planned by another request: still its own while the lease holds (it may be acting now).
+        const heldUntil = existing.lease_until ?? existing.at;
+        if (new Date(heldUntil) > now()) throw new ActionInProgressError(context.idempotencyKey, heldUntil);
+        // Its holder died after fixing the plan: take the plan over (one taker wins) and resume it; the
+        // target may have changed because of the act itself, so it is not re-read.
         ({ mode, plan } = existing);
+        if (!(await outcomes.replaceIfUnchanged(existing, { ...base, state: "planned", mode, plan, result: null, at: existing.at, lease_until: leaseUntil() })))
+          throw new ActionInProgressError(context.idempotencyKey, heldUntil);
       } else {
         mode = deps.mode(action.action_type);
         try {
           plan = await handler.plan(action, context);
         } catch (error) {
           if (error instanceof ActionStateChangedError || error instanceof ActionParametersError) {
-            const refusal = { reason: error.reason, observed: error instanceof ActionStateChangedError ? error.observed : action.params };
+            const refusal = error instanceof ActionStateChangedError ? { kind: "state", reason: error.reason, observed: error.observed } : { kind: "parameters", reason: error.reason, observed: action.params };
             const recorded = await outcomes.insert({ ...base, state: "refused", mode, plan: null, result: refusal, at: now().toISOString() });
             if (!recorded.inserted) return replay(recorded.existing);
             await audit("denied", { mode, reason: error.reason, observed: refusal.observed });
@@ -103,18 +119,19 @@ export function createActionExecutor(deps: ActionRunnerDependencies): ActionExec
           await audit("succeeded", { mode, plan, result });
           return result;
         }
-        const claimed = await outcomes.insert({ ...base, state: "planned", mode, plan, result: null, at: now().toISOString() });
+        const claimed = await outcomes.insert({ ...base, state: "planned", mode, plan, result: null, at: now().toISOString(), lease_until: leaseUntil() });
         if (!claimed.inserted) {
-          // Another host claimed this key between our read and our insert: follow its record.
+          // Another request claimed this key between our read and our insert: its record rules.
           if (claimed.existing.state !== "planned") return replay(claimed.existing);
-          plan = claimed.existing.plan;
+          throw new ActionInProgressError(context.idempotencyKey, claimed.existing.lease_until ?? claimed.existing.at);
         }
       }
       let applied: Record<string, unknown>;
       try {
         applied = await handler.apply(plan, action, context);
       } catch (error) {
-        // The plan stays recorded: a later call with this key resumes it.
+        // The plan stays recorded and its lease is given up: a later call with this key resumes it.
+        await outcomes.finish({ ...base, state: "planned", mode, plan, result: null, at: now().toISOString(), lease_until: now().toISOString() });
         await audit("failed", { mode, plan, error: errorText(error) });
         throw error;
       }
