@@ -30,7 +30,8 @@ export type AuditOutcome = "succeeded" | "denied" | "failed";
  * - `request_id`: the request's id, to find the server's logs of the same act.
  * - `details`: facts about the act (changed field names, an expiry time, a refusal reason). Never
  *   secrets: values under keys named like tokens, secrets, passwords or keys are stored as
- *   `[redacted]` whatever the caller passes.
+ *   `[redacted]` whatever the caller passes. Tool evidence too large to keep inline is referenced
+ *   by its content address (`evidence_blob`, see {@link auditEvidence}).
  *
  * Storage: one partition per UTC day (newest day first), row keys newest first, so a listing reads
  * the most recent entries without sorting. Entries are only ever inserted; no code updates or

@@ -32,7 +32,7 @@ beforeAll(async () => {
   dir = mkdtempSync(path.join(tmpdir(), "bp-evidence-"));
   launchMarker = path.join(dir, "launches");
   chromiumWrapper = path.join(dir, "chromium");
-  writeFileSync(chromiumWrapper, `#!/bin/sh\necho launched >> '${launchMarker}'\nexec '${CHROMIUM}' "$@"\n`);
+  writeFileSync(chromiumWrapper, `#!/bin/sh\necho launched >> '${launchMarker}'\n${BROWSER_MARK}=1 exec '${CHROMIUM}' "$@"\n`);
   chmodSync(chromiumWrapper, 0o755);
   containerName = `evidence${Date.now().toString(36)}`;
   store = createEvidenceStore(() => openBlobContainer(azurite.connectionString, containerName));
@@ -44,29 +44,21 @@ afterAll(async () => {
 
 const launches = () => (existsSync(launchMarker) ? readFileSync(launchMarker, "utf8").split("\n").filter(Boolean).length : 0);
 
-/** Processes descended from this one whose command name is Chromium's. */
+/** Marks every process the wrapper's Chromium starts (the environment is inherited, even by helpers that leave its session). */
+const BROWSER_MARK = `BP_EVIDENCE_BROWSER_${process.pid}_${Date.now().toString(36)}`;
+
+/** Processes that Chromium of this file started and that are still running, whoever their parent is now. */
 function chromiumDescendants(): number[] {
-  const parent = new Map<number, number>();
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      parent.set(Number(entry), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
-    } catch {
-      // Gone between the listing and the read.
-    }
-  }
-  const descends = (pid: number): boolean => {
-    for (let p = parent.get(pid), hops = 0; p !== undefined && hops < 64; p = parent.get(p), hops++) if (p === process.pid) return true;
-    return false;
-  };
-  return [...parent.keys()].filter((pid) => {
-    try {
-      return descends(pid) && /chrom/i.test(readFileSync(`/proc/${pid}/comm`, "utf8"));
-    } catch {
-      return false;
-    }
-  });
+  return readdirSync("/proc")
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/environ`, "latin1").split("\0").includes(`${BROWSER_MARK}=1`);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
 }
 
 /** The policy catalog as an operator would write it, with the target's origin. */
