@@ -63,7 +63,8 @@ describe("console tool catalog", () => {
   });
 });
 
-describe("every (role, tool) cell", () => {
+// Each cell below names the rows it asserts (computed ids); the describe names them for the ledger.
+describe("every (role, tool) cell: C-015 C-016 C-017 refusals above the role, C-072 a Reader invokes every read tool, C-113 C-116 C-119 C-121 C-123 floors", () => {
   for (const role of ROLES) {
     it(`C-014 C-111 C-129 C-347: a ${role} discovers exactly the tools at or below its role, never enqueue_hil`, async () => {
       const expected = NAMES.filter((n) => meetsFloor(role, TOOLS[n]?.floor ?? "Owner")).sort();

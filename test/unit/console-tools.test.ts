@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { BREAK_GLASS_MAX_TTL_SECONDS, loadBreakGlassConfig } from "../../shared/console/break-glass/break-glass.js";
+import { activateBreakGlass, BREAK_GLASS_MAX_TTL_SECONDS, BreakGlassDeniedError, loadBreakGlassConfig } from "../../shared/console/break-glass/break-glass.js";
 import type { InventoryRecord, InventorySnapshot, LogProvider } from "../../shared/console/providers/providers.js";
 import type { ToolResult } from "../../shared/console/tools/tool.js";
 import { processEvent } from "../../shared/ops/event-processor.js";
@@ -96,6 +96,20 @@ describe("query_llm_usage", () => {
     const chat = data<{ groups: { key: string }[] }>(await run(h, "Reader", "query_llm_usage group_by=workload_scope lookback_days=7 usage_scope=operator_chat"));
     expect(chat.groups.map((g) => g.key)).toEqual(["operator_chat"]);
     for (const days of [0, 91]) expect(await run(h, "Reader", `query_llm_usage lookback_days=${days}`)).toMatchObject({ status: "error", error: { type: "invalid_arguments" } });
+  });
+
+  it("C-508: the usage history lists at most 500 records while its aggregate counts stay exact", async () => {
+    const h = harness();
+    for (let batch = 0; batch < 12; batch++) {
+      await Promise.all(Array.from({ length: 50 }, (_, n) => h.usage.record({ model: n % 2 ? "m-small" : "m-large", workload_scope: "operator_chat", mode: "shadow", input_tokens: 2, output_tokens: 1 })));
+    }
+    const usage = data<{ total_calls: number; records: unknown[]; groups: { key: string; calls: number; input_tokens: number }[] }>(await run(h, "Reader", "query_llm_usage group_by=model lookback_days=1"));
+    expect(usage.records).toHaveLength(500);
+    expect(usage.total_calls).toBe(600);
+    expect(usage.groups).toEqual([
+      { key: "m-large", calls: 300, input_tokens: 600, output_tokens: 300 },
+      { key: "m-small", calls: 300, input_tokens: 600, output_tokens: 300 },
+    ]);
   });
 });
 
@@ -261,7 +275,7 @@ describe("simulate_change", () => {
 });
 
 describe("activate_break_glass", () => {
-  it("C-124 C-125 C-126 C-127 C-128 C-183 C-184 C-185 C-186 C-187 C-188 C-190: validates TTL and reason, pages every Owner, audits, and changes no role", async () => {
+  it("C-124 C-125 C-126 C-127 C-128 C-183 C-184 C-185 C-186 C-187 C-188 C-190 C-531: validates TTL and reason, pages every Owner, audits, and changes no role", async () => {
     const h = harness({ owners: ["oid-owner-1", "oid-owner-2"] });
     expect(loadBreakGlassConfig({}).max_ttl_seconds).toBe(BREAK_GLASS_MAX_TTL_SECONDS);
     expect(await run(h, "Reader", 'activate_break_glass reason="cluster is down and nobody answers" expiry=18000')).toMatchObject({ status: "error", error: { type: "invalid_arguments", issues: [{ loc: ["expiry"] }] } });
@@ -288,12 +302,34 @@ describe("activate_break_glass", () => {
     expect(loadBreakGlassConfig({ max_ttl_seconds: 14_400 }).max_ttl_seconds).toBe(14_400);
   });
 
-  it("is denied, and the denial audited, when no Owner page is confirmed", async () => {
+  it("C-533: is denied, and the denial audited, when no Owner is configured to page", async () => {
     const h = harness({ owners: [] });
     const result = await run(h, "Reader", 'activate_break_glass reason="nobody to page about this outage"', "bg-denied");
     expect(result).toMatchObject({ status: "error", error: { type: "forbidden", details: { reason: "no_owner_page_confirmed" } } });
     const denial = (await h.audit.list()).find((e) => e.action === "console.break_glass");
     expect(denial).toMatchObject({ outcome: "denied", details: { reason: "no_owner_page_confirmed" } });
     expect(result.status !== "ok" && result.error.details?.audit_id).toBe(denial?.audit_id);
+  });
+
+  it("C-532 C-533: with Owners configured but no page confirmed (one send fails, one is unconfirmed) the request is denied and the denial audited", async () => {
+    const h = harness();
+    const sent: string[] = [];
+    const notifier = {
+      async send(message: { recipient: string }) {
+        sent.push(message.recipient);
+        if (message.recipient === "oid-owner-1") throw new Error("pager down");
+        return { delivery_id: "d-unconfirmed", confirmed: false, channel: "pager", at: new Date().toISOString() };
+      },
+    };
+    const denied = activateBreakGlass(
+      { config: loadBreakGlassConfig({ owners: ["oid-owner-1", "oid-owner-2"] }), notifier, audit: h.audit },
+      { actor: { oid: "oid-reader", name: "Reader" }, reason: "cluster down and both pagers fail", requestId: "bg-unconfirmed", now: new Date() },
+    );
+    await expect(denied).rejects.toBeInstanceOf(BreakGlassDeniedError);
+    expect(sent.sort()).toEqual(["oid-owner-1", "oid-owner-2"]);
+    const denial = (await h.audit.list()).find((e) => e.action === "console.break_glass" && e.request_id === "bg-unconfirmed");
+    expect(denial).toMatchObject({ outcome: "denied", details: { reason: "no_owner_page_confirmed", pager_receipt: { paged: 2, confirmed: 0, delivery_ids: [] } } });
+    const error = await denied.catch((e: unknown) => e);
+    expect(error instanceof BreakGlassDeniedError && error.audit_id).toBe(denial?.audit_id);
   });
 });
