@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { createApprovalActivities } from "../../shared/console/approvals/approval-activities.js";
 import { createApprovalService, NO_SELF_APPROVAL } from "../../shared/console/approvals/approval-service.js";
 import { actionHash } from "../../shared/console/approvals/approval-store.js";
 import type { ToolResult } from "../../shared/console/tools/tool.js";
@@ -64,6 +65,34 @@ describe("human approvals", () => {
     expect(replay).toMatchObject({ status: "ok", data: { outcome: "existing", state: "approved" } });
     expect(h.executed.map((e) => e.idempotencyKey)).toEqual([first]);
     expect((await h.audit.list()).filter((e) => e.action === "console.action_executed")).toHaveLength(1);
+  });
+
+  it("an approval recorded by a host that died before executing it is carried out once: by the approver's retry, or at the TTL by the expiry step", async () => {
+    const h = harness();
+    const owner = callerWith("Owner", "oid-olga");
+    const approver = { oid: "oid-abe", name: "Abe" };
+    const recordOnly = async (id: string) => {
+      // What the dying host managed: the decision is recorded, the action not executed, no event raised.
+      const item = await h.approvalStore.get(id);
+      const outcome = await h.approvalStore.decide(id, { actor: approver, decision: "approve", justification: "checked", action_hash: item?.action_hash ?? "" }, h.clock.now);
+      expect(outcome?.kind).toBe("recorded");
+      expect((await h.approvalStore.get(id))?.execution).toBeUndefined();
+    };
+    const retried = await fileFor(h, owner);
+    await recordOnly(retried);
+    const retry = await decide(h, callerWith("Approver", "oid-abe"), retried);
+    expect(retry).toMatchObject({ status: "ok", data: { outcome: "existing", state: "approved", execution: { status: "succeeded" } } });
+    await decide(h, callerWith("Approver", "oid-abe"), retried);
+    expect(h.executed.map((e) => e.idempotencyKey)).toEqual([retried]);
+
+    const atTtl = await fileFor(h, owner);
+    await recordOnly(atTtl);
+    const activities = createApprovalActivities({ approvals: h.approvals, store: h.approvalStore, loadPolicy: { groupIntervalSeconds: 0 }, now: () => h.clock.now });
+    h.clock.now = new Date(Date.parse((await h.approvalStore.get(atTtl))?.expires_at ?? "") + 1000);
+    expect(await activities.expire({ approval_id: atTtl, request_id: "ttl" })).toMatchObject({ state: "approved", execution: { status: "succeeded" } });
+    expect(await activities.expire({ approval_id: atTtl, request_id: "ttl-replayed" })).toMatchObject({ state: "approved" });
+    expect(h.executed.map((e) => e.idempotencyKey)).toEqual([retried, atTtl]);
+    expect((await h.audit.list()).filter((e) => e.action === "console.action_executed")).toHaveLength(2);
   });
 
   it("C-118: approve_hil re-checks the verifier; while it abstains the approval is not applied", async () => {

@@ -67,6 +67,9 @@ export function createApprovalActivities(deps: { approvals: ApprovalService; sto
     remind: (input: ApprovalRequestInput & { index: number }) => deps.approvals.remind(input.approval_id, input.index, input.request_id, now()),
     async expire(input: ApprovalRequestInput): Promise<ApprovalSettlement> {
       await deps.approvals.expire(input.approval_id, input.request_id, now());
+      // An approval recorded before the TTL whose deciding host died before executing it (and
+      // before raising the decision event) is carried out here, once; a pending item timed out.
+      await deps.approvals.executeApproved(input.approval_id, input.request_id, now());
       return settlement(input.approval_id);
     },
     /** After a decision event: executes an approved action if the deciding request did not finish it. */

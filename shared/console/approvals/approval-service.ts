@@ -252,8 +252,12 @@ export function createApprovalService(deps: ApprovalServiceDependencies) {
           throw new ToolError("self_approval", `refused by the ${NO_SELF_APPROVAL} invariant`);
         case "hash_mismatch":
           throw new ToolError("conflict", `the action_hash does not match approval ${item.approval_id}`);
-        case "existing":
-          return { outcome: "existing", item: outcome.item };
+        case "existing": {
+          // A host that died between recording an approval and executing it left the action
+          // unexecuted: the same actor's retry resumes it (executeApproved runs it at most once).
+          const resumed = outcome.item.state === "approved" && !outcome.item.execution ? await this.executeApproved(item.approval_id, input.requestId, input.now) : undefined;
+          return { outcome: "existing", item: resumed ?? outcome.item };
+        }
         case "recorded": {
           await audit.record({ ...base, outcome: "succeeded", details: { decision: input.decision, justification: input.justification, action_hash: item.action_hash, side_effect_class: "approve" } });
           const executed = input.decision === "approve" ? await this.executeApproved(item.approval_id, input.requestId, input.now) : outcome.item;
