@@ -87,10 +87,22 @@ export class JobService {
   private readonly reserved = new Map<string, JobRecord>();
   /** The creation time of the last job admitted here, so the next is strictly later. */
   private lastAdmittedMs = 0;
-  /** The queued jobs as last listed, plus those admitted here since (see {@link admit}). */
+  /** The queued jobs as last listed, plus those admitted here since, less those that left the queue here since (see {@link admit}). */
   private queuedSnapshot: { jobs: Map<string, JobRecord>; at: number } | undefined;
+  /** Jobs that left the queue while the queue is being listed (the listing may still have them as queued). */
+  private leftDuringListing: Set<string> | undefined;
 
-  constructor(private readonly o: JobServiceOptions) {}
+  constructor(private readonly o: JobServiceOptions) {
+    // A job dispatched, cancelled or deleted by this process is no longer waiting: a submit's
+    // position must not count it, even one answered from a listing taken before it left.
+    o.jobs.onAnyChange((jobId, job) => {
+      if (job?.status === "queued") return;
+      this.queuedSnapshot?.jobs.delete(jobId);
+      this.leftDuringListing?.add(jobId);
+      // A reservation stands only for a job that waits (see the invariant in submit()).
+      this.reserved.delete(jobId);
+    });
+  }
 
   private serially<T>(step: () => Promise<T> | T): Promise<T> {
     const run = this.admission.then(step);
@@ -202,19 +214,29 @@ export class JobService {
    * Refuses a submit while the queue is full, else builds its job (created now: admission order is
    * creation order, so each admitted job's queue position is its own) and reserves it a place.
    * Returns the job and the jobs queued before it was admitted (stored ones and those admitted but
-   * not yet stored). Atomic within this process. A listing under a second old is reused: it can
-   * only over-count, so a refusal is always decided on a fresh one, and its count is exact.
+   * not yet stored). Atomic within this process. A listing under a second old is reused, kept
+   * current with this process's own writes; it can only over-count jobs another replica started
+   * in that second, so a refusal is always decided on a fresh one, and its count is exact.
    */
   private admit(build: (admittedAt: Date) => JobRecord): Promise<{ job: JobRecord; queued: JobRecord[] }> {
     return this.serially(async () => {
       const fresh = async () => {
         const listed = new Map<string, JobRecord>();
-        for await (const j of this.o.jobs.list(["queued"])) listed.set(j.job_id, j);
+        const left = new Set<string>();
+        this.leftDuringListing = left;
+        try {
+          for await (const j of this.o.jobs.list(["queued"])) listed.set(j.job_id, j);
+        } finally {
+          this.leftDuringListing = undefined;
+        }
+        for (const id of left) listed.delete(id);
         this.queuedSnapshot = { jobs: listed, at: Date.now() };
         return listed;
       };
       // The queue only shrinks between listings but for what this process admits (added below),
-      // so a recent listing can only over-count: it may admit, never refuse. A refusal re-lists.
+      // and what leaves it through this process is taken out at once (see the constructor), so a
+      // recent listing is exact here and can only over-count jobs another replica dispatched
+      // since: it may admit, never refuse. A refusal re-lists.
       const recent = this.queuedSnapshot && Date.now() - this.queuedSnapshot.at < ADMISSION_LISTING_MAX_AGE_MS ? this.queuedSnapshot.jobs : undefined;
       const waitingOf = (listed: Map<string, JobRecord>) => {
         const all = new Map(listed);

@@ -10,6 +10,8 @@ const IDEMPOTENCY_PARTITION = "key";
 const MAX_CONFLICT_RETRIES = 20;
 /** Jobs whose last written version this process remembers (so an update can skip the read). */
 const KNOWN_VERSIONS_LIMIT = 1000;
+/** The event of every job's change (a job's own event is its id). */
+const ANY_JOB = Symbol("any job");
 
 export interface IdempotencyClaim {
   job_id: string;
@@ -88,7 +90,7 @@ export class JobStore {
       etag = stored.etag;
     }
     this.remember(job, etag);
-    this.changes.emit(job.job_id, job);
+    this.changed(job.job_id, job);
   }
 
   /**
@@ -99,6 +101,17 @@ export class JobStore {
   onChange(jobId: string, listener: (job: JobRecord | undefined) => void): () => void {
     this.changes.on(jobId, listener);
     return () => this.changes.off(jobId, listener);
+  }
+
+  /** Like {@link onChange}, for every job this process writes. */
+  onAnyChange(listener: (jobId: string, job: JobRecord | undefined) => void): () => void {
+    this.changes.on(ANY_JOB, listener);
+    return () => this.changes.off(ANY_JOB, listener);
+  }
+
+  private changed(jobId: string, job: JobRecord | undefined): void {
+    this.changes.emit(jobId, job);
+    this.changes.emit(ANY_JOB, jobId, job);
   }
 
   async get(jobId: string): Promise<JobRecord | undefined> {
@@ -151,7 +164,7 @@ export class JobStore {
       // The SDK retried a write whose answer was lost: the first attempt landed, the retry found
       // the ETag changed (by that very write). The stored job is exactly ours: done, not again.
       if (refused !== undefined && JSON.stringify(current.job) === refused) {
-        this.changes.emit(jobId, current.job);
+        this.changed(jobId, current.job);
         return current.job;
       }
       refused = undefined;
@@ -163,7 +176,7 @@ export class JobStore {
       try {
         const updated = await this.jobs.updateEntity(this.entity(next), "Replace", { etag: current.etag });
         this.remember(next, updated.etag);
-        this.changes.emit(jobId, next);
+        this.changed(jobId, next);
         return next;
       } catch (error) {
         this.known.delete(jobId);
@@ -188,7 +201,7 @@ export class JobStore {
     await this.jobs.deleteEntity(PARTITION, jobId).catch((error: unknown) => {
       if (!isStatus(error, 404)) throw error;
     });
-    this.changes.emit(jobId);
+    this.changed(jobId, undefined);
   }
 
   /**
