@@ -112,6 +112,17 @@ function testFiles(dir) {
   return out;
 }
 
+/**
+ * The configuration baseline's citations (`config/configuration-baseline.json`) whose excerpt is
+ * not in the document it names. `documents` maps a document name to its text; a citation of a
+ * document not given is not judged (the spec and DESIGN live beside the repository, not in it).
+ */
+export function missingBaselineCitations(baselineText, documents) {
+  const squeeze = (s) => s.replace(/\s+/g, " ");
+  const citations = JSON.parse(baselineText).citations ?? [];
+  return citations.filter((c) => documents[c.document] !== undefined && !squeeze(documents[c.document]).includes(squeeze(c.excerpt))).map((c) => `${c.id} (${c.document})`);
+}
+
 function percent(part, whole) {
   return whole === 0 ? "0.0" : ((100 * part) / whole).toFixed(1);
 }
@@ -134,6 +145,20 @@ function main(argv) {
   console.log(`  all: ${all.cited} of ${all.total} (${percent(all.cited, all.total)} %)`);
   if (report.unknown.length > 0) console.log(`Cited but not in the ledger: ${report.unknown.join(" ")}`);
   for (const { file, range } of report.ranges) console.log(`Range in a title (cites nothing; name each id): ${file}: "${range}"`);
+  // The baseline cites the spec and DESIGN, which only this tool (beside them) can read.
+  const contract = path.dirname(ledgerPath);
+  const documents = {};
+  for (const [name, file] of [["blast-control-plane.md", path.join(contract, "blast-control-plane.md")], ["operator-console.md", path.join(contract, "operator-console.md")], ["DESIGN.md", path.join(contract, "../DESIGN.md")], ["README.md", path.join(root, "README.md")]]) {
+    if (existsSync(file)) documents[name] = readFileSync(file, "utf8");
+  }
+  const baselineFile = path.join(root, "config/configuration-baseline.json");
+  if (existsSync(baselineFile)) {
+    const missing = missingBaselineCitations(readFileSync(baselineFile, "utf8"), documents);
+    if (missing.length > 0) {
+      console.log(`Configuration baseline citations whose excerpt is no longer in their document: ${missing.join(", ")}`);
+      process.exitCode = 1;
+    } else console.log(`Configuration baseline citations: every excerpt found in ${Object.keys(documents).join(", ")}`);
+  }
   if (argv.includes("--summary")) return;
   for (const doc of report.documents) {
     if (doc.uncited.length === 0) continue;
