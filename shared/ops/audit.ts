@@ -174,8 +174,10 @@ export const AUDIT_INLINE_EVIDENCE_CHARS = 16_000;
  * cannot take it leaves the digest and says so (`evidence_blob_error`): the entry is still written.
  */
 export async function auditEvidence(data: unknown, options: { store?: EvidenceStore; rbacFloor: Role }): Promise<Record<string, unknown>> {
-  const text = JSON.stringify(data) ?? "null";
-  if (text.length <= AUDIT_INLINE_EVIDENCE_CHARS) return { evidence: data };
+  // Stored evidence gets the same redaction as an entry's details (secret-named keys), wherever it is kept.
+  const safe = redact(data);
+  const text = JSON.stringify(safe) ?? "null";
+  if (text.length <= AUDIT_INLINE_EVIDENCE_CHARS) return { evidence: safe };
   const digest = { evidence_sha256: createHash("sha256").update(text).digest("hex"), evidence_chars: text.length };
   if (!options.store) return digest;
   try {

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunningAzurite } from "../../local/azurite.js";
 import type { ToolResult } from "../../shared/console/tools/tool.js";
 import type { Role } from "../../shared/auth/roles.js";
-import { AUDIT_INLINE_EVIDENCE_CHARS } from "../../shared/ops/audit.js";
+import { AUDIT_INLINE_EVIDENCE_CHARS, auditEvidence } from "../../shared/ops/audit.js";
 import { createEvidenceStore, type EvidenceStore } from "../../shared/ops/evidence-store.js";
 import { openBlobContainer } from "../../shared/storage/blob-container.js";
 import { callerWith, consoleHarness } from "../support/console-harness.js";
@@ -53,6 +53,17 @@ describe("large tool evidence in the evidence store, referenced from the audit e
     const read = await run(h, `query_audit evidence_id=sha256-${sha256}`);
     expect(read).toMatchObject({ status: "ok", evidence_ref: `evidence:sha256-${sha256}`, data: { evidence: { evidence_id: `sha256-${sha256}`, content_type: "application/json", rbac_floor: "Reader" } } });
     expect((read as { data: { content: unknown } }).data.content).toEqual((page as { data: unknown }).data);
+  });
+
+  it("stores large evidence with the audit's redaction applied: no value under a secret-named key reaches the store", async () => {
+    const evidence = { rows: Array.from({ length: 400 }, (_, n) => ({ n, text: "x".repeat(60) })), api_token: "tok-s3cr3t-4242", nested: { password: "hunter2-s3cr3t" } };
+    const kept = await auditEvidence(evidence, { store, rbacFloor: "Reader" });
+    const reference = kept.evidence_blob as { evidence_id: string };
+    const stored = await store.get(reference.evidence_id);
+    const text = stored?.bytes.toString("utf8") ?? "";
+    expect(text.length).toBeGreaterThan(AUDIT_INLINE_EVIDENCE_CHARS);
+    expect(text).not.toContain("s3cr3t");
+    expect(JSON.parse(text)).toMatchObject({ api_token: "[redacted]", nested: { password: "[redacted]" }, rows: evidence.rows });
   });
 
   it("keeps small evidence inline and stores nothing for it", async () => {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createApprovalActivities } from "../../shared/console/approvals/approval-activities.js";
 import { createApprovalService, NO_SELF_APPROVAL } from "../../shared/console/approvals/approval-service.js";
+import { ActionInProgressError } from "../../shared/ops/actions/action-executor.js";
 import { actionHash } from "../../shared/console/approvals/approval-store.js";
 import type { ToolResult } from "../../shared/console/tools/tool.js";
 import { callerWith, consoleHarness } from "../support/console-harness.js";
@@ -93,6 +94,58 @@ describe("human approvals", () => {
     expect(await activities.expire({ approval_id: atTtl, request_id: "ttl-replayed" })).toMatchObject({ state: "approved" });
     expect(h.executed.map((e) => e.idempotencyKey)).toEqual([retried, atTtl]);
     expect((await h.audit.list()).filter((e) => e.action === "console.action_executed")).toHaveLength(2);
+  });
+
+  it("an execution another request is still running is not recorded as failed by a second caller; the holder's outcome is what is recorded", async () => {
+    const h = harness();
+    const id = await fileFor(h, callerWith("Owner", "oid-olga"));
+    const busy = createApprovalService({
+      store: h.approvalStore,
+      audit: h.audit,
+      notifier: h.notifier,
+      verify: h.verify,
+      executor: { execute: () => Promise.reject(new ActionInProgressError("scale_node_pool", "held by the deciding request")) },
+      killSwitch: h.killSwitch,
+      approvers: ["oid-Approver", "oid-Owner"],
+      ttlSeconds: 3600,
+      reminderOffsetsSeconds: [],
+    });
+    const item = await h.approvalStore.get(id);
+    await h.approvalStore.decide(id, { actor: { oid: "oid-abe", name: "Abe" }, decision: "approve", justification: "checked", action_hash: item?.action_hash ?? "" }, h.clock.now);
+    expect((await busy.executeApproved(id, "second-caller", h.clock.now))?.execution).toBeUndefined();
+    expect((await h.audit.list()).filter((e) => e.action === "console.action_executed")).toEqual([]);
+    expect((await h.approvals.executeApproved(id, "holder", h.clock.now))?.execution).toMatchObject({ status: "succeeded" });
+  });
+
+  it("a request delivery that failed part-way is sent again when its activity is retried, to every approver, and then not again", async () => {
+    const h = harness();
+    const id = await fileFor(h, callerWith("Owner", "oid-olga"));
+    let failNext = true;
+    const flaky = createApprovalService({
+      store: h.approvalStore,
+      audit: h.audit,
+      notifier: {
+        send: (message) => {
+          if (message.recipient === "oid-Owner" && failNext) {
+            failNext = false;
+            return Promise.reject(new Error("channel hiccup"));
+          }
+          return h.notifier.send(message);
+        },
+      },
+      verify: h.verify,
+      executor: h.executor,
+      killSwitch: h.killSwitch,
+      approvers: ["oid-Approver", "oid-Owner"],
+      ttlSeconds: 3600,
+      reminderOffsetsSeconds: [],
+    });
+    await expect(flaky.deliverRequest(id, "d1", h.clock.now)).rejects.toThrow("channel hiccup");
+    expect(await flaky.deliverRequest(id, "d1", h.clock.now)).toBe("sent");
+    expect(await h.approvals.deliverRequest(id, "d1", h.clock.now)).toBe("skipped");
+    const requests = (await h.notifier.list()).filter((m) => m.template_key === "approval.request");
+    expect(requests.map((m) => m.recipient).sort()).toEqual(["oid-Approver", "oid-Owner"]);
+    expect((await h.audit.list()).filter((e) => e.action === "console.approval_request")).toHaveLength(1);
   });
 
   it("C-118: approve_hil re-checks the verifier; while it abstains the approval is not applied", async () => {

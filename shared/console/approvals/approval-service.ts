@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { ActionExecutor } from "../../ops/actions/action-executor.js";
+import { type ActionExecutor, ActionInProgressError } from "../../ops/actions/action-executor.js";
 import type { AuditActor, AuditLog } from "../../ops/audit.js";
 import type { KillSwitch } from "../../ops/kill-switch.js";
 import type { Severity } from "../../ops/rules/rule-catalog.js";
@@ -145,8 +145,17 @@ export function createApprovalService(deps: ApprovalServiceDependencies) {
       await sendDigest(digestId, pending.filter((p) => claim.members.includes(p.approval_id)));
       return "in_digest";
     }
-    if (!(await store.claim(item.approval_id, "request", now))) return "skipped";
+    return deliverRequestOnce(item, requestId, now);
+  }
+
+  /**
+   * Sends the request itself once. A delivery that failed part-way (its activity retried) is sent
+   * again: the notifier is idempotent per approver, and only a finished delivery marks it sent.
+   */
+  async function deliverRequestOnce(item: ApprovalItem, requestId: string, now: Date): Promise<"sent" | "skipped"> {
+    if (!(await store.claim(item.approval_id, "request", now)) && (await store.claimed(item.approval_id, "request-sent"))) return "skipped";
     await deliver(item, "request", "request", requestId);
+    await store.claim(item.approval_id, "request-sent", now);
     return "sent";
   }
 
@@ -174,9 +183,7 @@ export function createApprovalService(deps: ApprovalServiceDependencies) {
       if (item?.state !== "pending") return "skipped";
       if (await held(item, requestId, now)) return "held";
       if (group) return deliverInGroup(item, group, requestId, now);
-      if (!(await store.claim(approvalId, "request", now))) return "skipped";
-      await deliver(item, "request", "request", requestId);
-      return "sent";
+      return deliverRequestOnce(item, requestId, now);
     },
 
     /** When reminder `index` is due: its time, `offset` seconds before the original expiry. */
@@ -283,6 +290,8 @@ export function createApprovalService(deps: ApprovalServiceDependencies) {
         try {
           execution = { status: "succeeded", at: now.toISOString(), result: await deps.executor.execute(item.action, { idempotencyKey: item.approval_id, actor, requestId }) };
         } catch (error) {
+          // Another request holds this execution (the deciding one, still running it): it records the outcome.
+          if (error instanceof ActionInProgressError) return store.get(approvalId);
           execution = { status: "failed", at: now.toISOString(), result: { error: error instanceof Error ? error.message : String(error) } };
         }
       }

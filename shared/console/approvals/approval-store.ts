@@ -90,6 +90,8 @@ export interface ApprovalStore {
   recordExecution(approvalId: string, execution: NonNullable<ApprovalItem["execution"]>): Promise<boolean>;
   /** Claims a named one-time step (a reminder, a delivery) across hosts; true for the first claimer only. */
   claim(approvalId: string, step: string, now: Date): Promise<boolean>;
+  /** Whether `step` of the item has been claimed (by anyone). */
+  claimed(approvalId: string, step: string): Promise<boolean>;
   /**
    * Claims a group's digest across hosts, recording its members: the first claimer gets
    * `claimed: true`; everyone else reads the members the first one recorded.
@@ -223,6 +225,16 @@ export function createApprovalStore(source: TableSource): ApprovalStore {
         return { ...item, execution };
       });
       return recorded;
+    },
+
+    async claimed(approvalId, step) {
+      try {
+        await (await claims()).getEntity(approvalId, step);
+        return true;
+      } catch (error) {
+        if (isStatus(error, 404)) return false;
+        throw error;
+      }
     },
 
     async claim(approvalId, step, now) {

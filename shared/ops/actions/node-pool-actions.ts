@@ -73,7 +73,8 @@ export function createScaleNodePoolHandler(deps: { pools: AksAgentPools | undefi
       if (!deps.pools) throw new ActionNotConfiguredError(action.action_type, SCALE_NODE_POOL_SETTINGS);
       const pool = targetId(action.target);
       const count = action.params.node_count;
-      const bounds = deps.bounds[pool];
+      // Own keys only: a pool named like an Object.prototype member has no bounds.
+      const bounds = Object.hasOwn(deps.bounds, pool) ? deps.bounds[pool] : undefined;
       if (!bounds) throw new ActionParametersError(action.action_type, `no node-count bounds are configured for pool ${pool} (SVC_NODE_POOL_BOUNDS)`);
       if (typeof count !== "number" || !Number.isInteger(count) || count < bounds.min || count > bounds.max)
         throw new ActionParametersError(action.action_type, `node_count must be an integer from ${bounds.min} to ${bounds.max} for pool ${pool}`);
