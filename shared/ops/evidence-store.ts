@@ -26,6 +26,8 @@ export interface EvidenceReference {
 export interface EvidenceStore {
   /** Stores `bytes` (if absent) readable from `rbacFloor` up; bytes already stored keep the floor they were first stored with. */
   put(bytes: Uint8Array, contentType: string, rbacFloor: Role): Promise<EvidenceReference>;
+  /** The reference (floor, type, size) of one piece of evidence without its bytes, so a role can be checked before any download. */
+  describe(evidenceId: string): Promise<EvidenceReference | undefined>;
   /** The bytes and content type of one piece of evidence, or undefined when there is none by that id. */
   get(evidenceId: string): Promise<{ reference: EvidenceReference; bytes: Buffer } | undefined>;
 }
@@ -70,6 +72,17 @@ export function createEvidenceStore(container: () => Promise<ContainerClient>): 
         if (statusOf(error) !== 409 && statusOf(error) !== 412) throw error;
         const properties = await blob.getProperties();
         return { evidence_id: `sha256-${sha256}`, sha256, size: bytes.byteLength, content_type: properties.contentType ?? contentType, rbac_floor: floorOf(properties.metadata) };
+      }
+    },
+    async describe(evidenceId) {
+      if (!EVIDENCE_ID_PATTERN.test(evidenceId)) return undefined;
+      const sha256 = evidenceId.slice("sha256-".length);
+      try {
+        const properties = await (await open()).getBlockBlobClient(blobName(sha256)).getProperties();
+        return { evidence_id: evidenceId, sha256, size: properties.contentLength ?? 0, content_type: properties.contentType ?? "application/octet-stream", rbac_floor: floorOf(properties.metadata) };
+      } catch (error) {
+        if (statusOf(error) === 404) return undefined;
+        throw error;
       }
     },
     async get(evidenceId) {

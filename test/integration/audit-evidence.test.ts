@@ -83,4 +83,22 @@ describe("large tool evidence in the evidence store, referenced from the audit e
     expect(await run(h, "query_audit evidence_id=../../etc/passwd")).toMatchObject({ status: "error", error: { type: "invalid_arguments" } });
     expect(await run(harness(false), `query_audit evidence_id=${secret.evidence_id}`)).toMatchObject({ status: "unavailable" });
   });
+
+  it("a role below the evidence's floor is refused before any byte of it is downloaded", async () => {
+    const secret = await store.put(Buffer.from(JSON.stringify({ approvals: ["apr_2"] })), "application/json", "Owner");
+    const downloads: string[] = [];
+    const watched: EvidenceStore = {
+      put: (...a) => store.put(...a),
+      describe: (id) => store.describe(id),
+      get: (id) => {
+        downloads.push(id);
+        return store.get(id);
+      },
+    };
+    const h = consoleHarness(prefixedTables(azurite.connectionString, `aev${++counter}x${Date.now().toString(36)}`), { evidence: watched });
+    expect(await run(h, `query_audit evidence_id=${secret.evidence_id}`, "Approver")).toMatchObject({ status: "error", error: { type: "forbidden" } });
+    expect(downloads).toEqual([]);
+    expect(await run(h, `query_audit evidence_id=${secret.evidence_id}`, "Owner")).toMatchObject({ status: "ok", data: { evidence: { rbac_floor: "Owner" }, content: { approvals: ["apr_2"] } } });
+    expect(downloads).toEqual([secret.evidence_id]);
+  });
 });

@@ -114,10 +114,13 @@ export function coreTools(deps: ConsoleToolDependencies): Tool[] {
       }),
       async run(args, context) {
         if (args.evidence_id !== undefined) {
-          const stored = await requireProvider(deps.evidence, "the evidence store").get(args.evidence_id);
+          const evidence = requireProvider(deps.evidence, "the evidence store");
+          const described = await evidence.describe(args.evidence_id);
+          if (!described) throw new ToolError("not_found", `no evidence ${args.evidence_id} is stored`);
+          // Readable from the floor of the tool that produced it (checked before any download): no role reads more by id than it could have asked for.
+          if (!meetsFloor(context.role, described.rbac_floor)) throw new ToolError("forbidden", `evidence ${args.evidence_id} requires the ${described.rbac_floor} role; your current role is ${context.role}`);
+          const stored = await evidence.get(args.evidence_id);
           if (!stored) throw new ToolError("not_found", `no evidence ${args.evidence_id} is stored`);
-          // Readable from the floor of the tool that produced it: no role reads more by id than it could have asked for.
-          if (!meetsFloor(context.role, stored.reference.rbac_floor)) throw new ToolError("forbidden", `evidence ${args.evidence_id} requires the ${stored.reference.rbac_floor} role; your current role is ${context.role}`);
           const json = stored.reference.content_type === "application/json";
           return {
             data: { evidence: stored.reference, ...(json ? { content: JSON.parse(stored.bytes.toString("utf8")) as unknown } : { content_base64: stored.bytes.toString("base64") }) },
