@@ -18,7 +18,12 @@ export function splitBlastXml(text) {
   const body = text.slice(open + OPEN.length, close);
   const iterations = body.match(/<Iteration>[\s\S]*?<\/Iteration>\n?/g) ?? [];
   if (iterations.length === 0) throw new Error("the BLAST XML holds no iterations");
-  return { header: text.slice(0, open + OPEN.length), lead: body.slice(0, body.indexOf("<Iteration>")), iterations, trailer: text.slice(close) };
+  return {
+    header: text.slice(0, open + OPEN.length),
+    lead: body.slice(0, body.indexOf("<Iteration>")),
+    iterations,
+    trailer: text.slice(close),
+  };
 }
 
 /**
@@ -38,8 +43,14 @@ export async function writeBigBlastXml({ samplePath, outPath, targetBytes }) {
         count++;
         const text = iteration
           .replace(/<Iteration_iter-num>\d+<\/Iteration_iter-num>/, `<Iteration_iter-num>${count}</Iteration_iter-num>`)
-          .replace(/<Iteration_query-ID>Query_\d+<\/Iteration_query-ID>/, `<Iteration_query-ID>Query_${count}</Iteration_query-ID>`)
-          .replace(/<Iteration_query-def>([^<]*)<\/Iteration_query-def>/, `<Iteration_query-def>$1 copy ${round}</Iteration_query-def>`);
+          .replace(
+            /<Iteration_query-ID>Query_\d+<\/Iteration_query-ID>/,
+            `<Iteration_query-ID>Query_${count}</Iteration_query-ID>`,
+          )
+          .replace(
+            /<Iteration_query-def>([^<]*)<\/Iteration_query-def>/,
+            `<Iteration_query-def>$1 copy ${round}</Iteration_query-def>`,
+          );
         bytes += text.length;
         yield Buffer.from(text, "latin1");
         if (bytes >= targetBytes) break;

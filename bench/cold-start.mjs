@@ -12,11 +12,20 @@ import { foreignLoadMeter, ROOT } from "./stack.mjs";
 const PROBE = path.join(ROOT, "scripts/import-probe.mjs");
 const BUNDLE = path.join(ROOT, "dist/functions/index.js");
 /** The settings the app refuses to start without; the import reaches no storage. */
-const APP_ENV = { AzureWebJobsStorage: "UseDevelopmentStorage=true", AUTH_TENANT_ID: "bench", AUTH_CLIENT_ID: "bench", LOG_LEVEL: "error" };
+const APP_ENV = {
+  AzureWebJobsStorage: "UseDevelopmentStorage=true",
+  AUTH_TENANT_ID: "bench",
+  AUTH_CLIENT_ID: "bench",
+  LOG_LEVEL: "error",
+};
 
 function probe(target) {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [PROBE, target], { cwd: ROOT, env: { PATH: process.env.PATH, ...APP_ENV }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [PROBE, target], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH, ...APP_ENV },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (c) => {
@@ -26,7 +35,11 @@ function probe(target) {
       stderr += c;
     });
     child.on("error", reject);
-    child.on("exit", (code) => (code === 0 ? resolve(JSON.parse(stdout)) : reject(new Error(`import of ${target} failed (${code}): ${stderr.slice(-500)}`))));
+    child.on("exit", (code) =>
+      code === 0
+        ? resolve(JSON.parse(stdout))
+        : reject(new Error(`import of ${target} failed (${code}): ${stderr.slice(-500)}`)),
+    );
   });
 }
 
@@ -37,7 +50,8 @@ function eagerBytes() {
   const visit = (output) => {
     if (seen.has(output)) return;
     seen.add(output);
-    for (const imported of meta.outputs[output]?.imports ?? []) if (imported.kind === "import-statement") visit(imported.path);
+    for (const imported of meta.outputs[output]?.imports ?? [])
+      if (imported.kind === "import-statement") visit(imported.path);
   };
   visit("dist/functions/index.js");
   return [...seen].reduce((sum, output) => sum + statSync(path.join(ROOT, output)).size, 0);
@@ -55,7 +69,9 @@ const round = (x, digits = 1) => Number(x.toFixed(digits));
  * returns the medians. `log` prints progress lines.
  */
 export async function benchColdStart({ runs, targetMs, log }) {
-  log(`(d) cold start: import of the Functions bundle vs @azure/functions alone, ${runs} fresh processes each (1 warm-up pair)`);
+  log(
+    `(d) cold start: import of the Functions bundle vs @azure/functions alone, ${runs} fresh processes each (1 warm-up pair)`,
+  );
   const ours = [];
   const baseline = [];
   const oursCpu = [];

@@ -13,7 +13,8 @@ import { startStack } from "./stack.mjs";
 const SEQUENTIAL_SUBMITS = 8;
 const DASHBOARD_SUBMITS = 4;
 const BURST = 16;
-const QUERY = ">q1 16S fragment\nAGAGTTTGATCCTGGCTCAGATTGAACGCTGGCGGCAGGCCTAACACATGCAAGTCGAACGGTAACAGGAAGAAGCTTGCTTCTTTGCTGACGAGTGGCGGACGGGTGAGTAATGTCTGGGAAACTGCCTGATGGAGGGGGATAACTACTGGAAACGGTAGCTAATACCGCATAACGTCGCAAGACCAAAGAGGGGGACCTTCGGGCCTCTTGCCATCGGATGTGCCCAGATGGGATTAGCTAGTAGGTGGGGTAACGGCTCACCTAGGCGACGATCCCTAGCTGGTCTGAGAGGATGACCAGCCACACTGGAACTGAGACACGGTCCAGACTCCTACGGGAGGCAGCAGTGGGGAATATTGCACAATGGGCGCAAGCCTGATGCAGCCATGCCGCGTGTATGAAGAAGGCCTTCGGGTTGTAAAGTACTTTCAGCGGGGAGGAAGGGAGTAAAGTTAATACCTTTGCTCATTGACGTTACCCGCAGAAGAAGCACCGGCTAACTCCGTGCCAGCAGCCGCGGTAATACGGAGGGTGCAAGCGTTAATCGGAATTACTGGGCGTAAAGCGCACGCAGGCGGTTTGTTAAGTCAGATGTGAAATCCCCGGGCTCAACCTGGGAACTGCATCTGATACTGGCAAGCTTGAGTCTCGTAGAGGGGGGTAGAATTCCAGGTGTAGCGGTGAAATGCGTAGAGATCTGGAGGAATACCGGTGGCGAAGGCGGCCCCCTGGACGAAGACTGACGCTCAGGTGCGAAAGCGTGGGGAGCAAACAGG\n";
+const QUERY =
+  ">q1 16S fragment\nAGAGTTTGATCCTGGCTCAGATTGAACGCTGGCGGCAGGCCTAACACATGCAAGTCGAACGGTAACAGGAAGAAGCTTGCTTCTTTGCTGACGAGTGGCGGACGGGTGAGTAATGTCTGGGAAACTGCCTGATGGAGGGGGATAACTACTGGAAACGGTAGCTAATACCGCATAACGTCGCAAGACCAAAGAGGGGGACCTTCGGGCCTCTTGCCATCGGATGTGCCCAGATGGGATTAGCTAGTAGGTGGGGTAACGGCTCACCTAGGCGACGATCCCTAGCTGGTCTGAGAGGATGACCAGCCACACTGGAACTGAGACACGGTCCAGACTCCTACGGGAGGCAGCAGTGGGGAATATTGCACAATGGGCGCAAGCCTGATGCAGCCATGCCGCGTGTATGAAGAAGGCCTTCGGGTTGTAAAGTACTTTCAGCGGGGAGGAAGGGAGTAAAGTTAATACCTTTGCTCATTGACGTTACCCGCAGAAGAAGCACCGGCTAACTCCGTGCCAGCAGCCGCGGTAATACGGAGGGTGCAAGCGTTAATCGGAATTACTGGGCGTAAAGCGCACGCAGGCGGTTTGTTAAGTCAGATGTGAAATCCCCGGGCTCAACCTGGGAACTGCATCTGATACTGGCAAGCTTGAGTCTCGTAGAGGGGGGTAGAATTCCAGGTGTAGCGGTGAAATGCGTAGAGATCTGGAGGAATACCGGTGGCGAAGGCGGCCCCCTGGACGAAGACTGACGCTCAGGTGCGAAAGCGTGGGGAGCAAACAGG\n";
 const DB = "16s_rrna_demo";
 const TERMINAL = new Set(["completed", "failed", "cancelled"]);
 
@@ -28,10 +29,18 @@ function client(stack, bearer) {
   const jobApi = async (method, p, body, headers = {}) => {
     const res = await fetch(`${stack.info.jobapi_url}${p}`, {
       method,
-      headers: { "X-SVC-API-Token": stack.token, ...headers, ...(body === undefined ? {} : { "Content-Type": "application/json" }) },
+      headers: {
+        "X-SVC-API-Token": stack.token,
+        ...headers,
+        ...(body === undefined ? {} : { "Content-Type": "application/json" }),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
-    return { status: res.status, etag: res.headers.get("etag"), body: res.status === 304 ? undefined : await res.json() };
+    return {
+      status: res.status,
+      etag: res.headers.get("etag"),
+      body: res.status === 304 ? undefined : await res.json(),
+    };
   };
   return {
     async submit() {
@@ -75,7 +84,11 @@ function client(stack, bearer) {
 }
 
 async function mintToken(stack) {
-  const res = await fetch(`${stack.info.idp_url}/dev/token`, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ role: "Contributor" }) });
+  const res = await fetch(`${stack.info.idp_url}/dev/token`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ role: "Contributor" }),
+  });
   if (res.status !== 200) throw new Error(`token mint failed: ${res.status}`);
   return (await res.json()).access_token;
 }
@@ -95,7 +108,12 @@ async function measure(c) {
   const { jobId } = await c.submit();
   const end = await c.finished(jobId);
   if (end.status !== "completed") throw new Error(`the end-to-end job ended ${end.status}: ${end.error}`);
-  return { submit_ms: median(submits), dashboard_submit_ms: median(dashboard), burst_ms: burstMs, job_ms: performance.now() - e0 };
+  return {
+    submit_ms: median(submits),
+    dashboard_submit_ms: median(dashboard),
+    burst_ms: burstMs,
+    job_ms: performance.now() - e0,
+  };
 }
 
 /** Runs (g); returns its figures (medians over `runs`, durable writes on vs off). */
@@ -112,7 +130,10 @@ export async function benchDurability({ tmp, runs, log }) {
     });
   }
   try {
-    const clients = { on: client(stacks.on, await mintToken(stacks.on)), off: client(stacks.off, await mintToken(stacks.off)) };
+    const clients = {
+      on: client(stacks.on, await mintToken(stacks.on)),
+      off: client(stacks.off, await mintToken(stacks.off)),
+    };
     // One unmeasured round each: first-use costs (table creation, JIT) are not durability's.
     await measure(clients.on);
     await measure(clients.off);
@@ -120,12 +141,21 @@ export async function benchDurability({ tmp, runs, log }) {
     for (let run = 0; run < runs; run++) {
       const order = run % 2 === 0 ? ["on", "off"] : ["off", "on"];
       for (const mode of order) samples[mode].push(await measure(clients[mode]));
-      log(`  (g) run ${run + 1}/${runs}: submit ms on ${round(samples.on.at(-1).submit_ms)} / off ${round(samples.off.at(-1).submit_ms)}`);
+      log(
+        `  (g) run ${run + 1}/${runs}: submit ms on ${round(samples.on.at(-1).submit_ms)} / off ${round(samples.off.at(-1).submit_ms)}`,
+      );
     }
     const figure = (key) => {
       const on = median(samples.on.map((s) => s[key]));
       const off = median(samples.off.map((s) => s[key]));
-      return { on: round(on), off: round(off), added_ms: round(on - off), ratio: round(on / off, 3), runs_on: samples.on.map((s) => round(s[key])), runs_off: samples.off.map((s) => round(s[key])) };
+      return {
+        on: round(on),
+        off: round(off),
+        added_ms: round(on - off),
+        ratio: round(on / off, 3),
+        runs_on: samples.on.map((s) => round(s[key])),
+        runs_off: samples.off.map((s) => round(s[key])),
+      };
     };
     const result = {
       job_api_submit_ms: figure("submit_ms"),

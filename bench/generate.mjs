@@ -93,7 +93,10 @@ export async function generateData(options) {
       const divergence = 0.02 + 0.23 * (m / Math.max(1, membersPerFamily - 1));
       const member = mutate(rng, ancestor, divergence);
       if (m === 0) sampleMembers.push(member);
-      await writeAll(db, fastaRecord(`fam${f}_m${m}`, `synthetic family ${f} member ${m} divergence ${divergence.toFixed(3)}`, member));
+      await writeAll(
+        db,
+        fastaRecord(`fam${f}_m${m}`, `synthetic family ${f} member ${m} divergence ${divergence.toFixed(3)}`, member),
+      );
       letters += member.length;
       sequences++;
     }
@@ -102,7 +105,10 @@ export async function generateData(options) {
     const goal = Math.round(((f + 1) / families) * totalLetters);
     while (letters < goal) {
       const length = Math.min(backgroundLength, goal - letters);
-      await writeAll(db, fastaRecord(`bg${background}`, `synthetic background ${background}`, randomSequence(rng, length)));
+      await writeAll(
+        db,
+        fastaRecord(`bg${background}`, `synthetic background ${background}`, randomSequence(rng, length)),
+      );
       background++;
       letters += length;
       sequences++;
@@ -117,7 +123,13 @@ export async function generateData(options) {
     const member = sampleMembers[(q * stride) % families];
     const variant = mutate(rng, member, 0.03 + 0.09 * rng.next());
     const start = rng.int(0, Math.max(0, variant.length - queryLength));
-    queries.push(fastaRecord(`query${q}`, `mutated window of family ${(q * stride) % families}`, variant.slice(start, start + queryLength)));
+    queries.push(
+      fastaRecord(
+        `query${q}`,
+        `mutated window of family ${(q * stride) % families}`,
+        variant.slice(start, start + queryLength),
+      ),
+    );
   }
   for (let q = 0; q < unrelatedQueries; q++) {
     queries.push(fastaRecord(`random${q}`, "unrelated random sequence", randomSequence(rng, queryLength)));
@@ -126,5 +138,11 @@ export async function generateData(options) {
   const qs = createWriteStream(queryPath, { encoding: "latin1" });
   qs.end(queryFasta);
   await once(qs, "finish");
-  return { letters, sequences, queries: queries.length, queryLetters: (relatedQueries + unrelatedQueries) * queryLength, queryFasta };
+  return {
+    letters,
+    sequences,
+    queries: queries.length,
+    queryLetters: (relatedQueries + unrelatedQueries) * queryLength,
+    queryFasta,
+  };
 }

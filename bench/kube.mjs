@@ -28,13 +28,24 @@ function kubeGet(kubeconfig, p) {
   const url = new URL(p, cluster.server);
   return new Promise((resolve, reject) => {
     https
-      .get(url, { ca: Buffer.from(cluster["certificate-authority-data"], "base64"), headers: { Authorization: `Bearer ${kubeconfig.users[0].user.token}` } }, (res) => {
-        let text = "";
-        res.on("data", (c) => {
-          text += c;
-        });
-        res.on("end", () => (res.statusCode === 200 ? resolve(text) : reject(new Error(`GET ${p} answered ${res.statusCode}: ${text.slice(0, 300)}`))));
-      })
+      .get(
+        url,
+        {
+          ca: Buffer.from(cluster["certificate-authority-data"], "base64"),
+          headers: { Authorization: `Bearer ${kubeconfig.users[0].user.token}` },
+        },
+        (res) => {
+          let text = "";
+          res.on("data", (c) => {
+            text += c;
+          });
+          res.on("end", () =>
+            res.statusCode === 200
+              ? resolve(text)
+              : reject(new Error(`GET ${p} answered ${res.statusCode}: ${text.slice(0, 300)}`)),
+          );
+        },
+      )
       .on("error", reject);
   });
 }
@@ -56,7 +67,9 @@ function runBare(args, cwd) {
       stderr += c;
     });
     child.on("error", reject);
-    child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`blastn exited ${code}: ${stderr.slice(-300)}`))));
+    child.on("exit", (code) =>
+      code === 0 ? resolve() : reject(new Error(`blastn exited ${code}: ${stderr.slice(-300)}`)),
+    );
   });
 }
 
@@ -85,7 +98,12 @@ export async function benchKubernetes({ tmp, runs, log, mbases = Number(process.
   const stack = await startStack({
     dataDir,
     logPath: path.join(tmp, "f-stack.log"),
-    env: { BLASTPLANE_EXECUTOR: "kubernetes", BLASTPLANE_KUBE_NODES: String(SHARDS), BLASTPLANE_KUBE_NODE_MEMORY_BYTES: String(4 * 1024 ** 3), JOBAPI_K8S_MAX_JOBS_PER_SEARCH: String(SHARDS) },
+    env: {
+      BLASTPLANE_EXECUTOR: "kubernetes",
+      BLASTPLANE_KUBE_NODES: String(SHARDS),
+      BLASTPLANE_KUBE_NODE_MEMORY_BYTES: String(4 * 1024 ** 3),
+      JOBAPI_K8S_MAX_JOBS_PER_SEARCH: String(SHARDS),
+    },
   });
   try {
     const api = jobApiClient(stack);
@@ -99,20 +117,32 @@ export async function benchKubernetes({ tmp, runs, log, mbases = Number(process.
     const runJob = async () => {
       const before = await apiRequests(kubeconfig);
       const started = performance.now();
-      const accepted = await api.post("/v1/jobs", { program: "blastn", db: DB_NAME, query_fasta: queryFasta, blast_options: { task: "blastn", evalue: 1e-5 }, execution_profile: "sharded" });
+      const accepted = await api.post("/v1/jobs", {
+        program: "blastn",
+        db: DB_NAME,
+        query_fasta: queryFasta,
+        blast_options: { task: "blastn", evalue: 1e-5 },
+        execution_profile: "sharded",
+      });
       let etag;
       for (;;) {
         const res = await api.watch(`/v1/jobs/${accepted.job_id}/status`, etag, 30);
         if (res.status === 200) {
           etag = res.etag;
           if (res.body.status === "completed") break;
-          if (res.body.status === "failed" || res.body.status === "cancelled") throw new Error(`job ${accepted.job_id} ${res.body.status}: ${res.body.error}`);
+          if (res.body.status === "failed" || res.body.status === "cancelled")
+            throw new Error(`job ${accepted.job_id} ${res.body.status}: ${res.body.error}`);
         }
       }
       const wall = (performance.now() - started) / 1000;
       const calls = (await apiRequests(kubeconfig)) - before;
       // The shards' own argv: the bare runs use the same -num_threads.
-      const pods = JSON.parse(await kubeGet(kubeconfig, `/api/v1/namespaces/blastplane/pods?labelSelector=blastplane.io%2Fjob-id%3D${accepted.job_id}`)).items;
+      const pods = JSON.parse(
+        await kubeGet(
+          kubeconfig,
+          `/api/v1/namespaces/blastplane/pods?labelSelector=blastplane.io%2Fjob-id%3D${accepted.job_id}`,
+        ),
+      ).items;
       const args = pods[0].spec.containers[0].args;
       threads = Number(args[args.indexOf("-num_threads") + 1]);
       if (pods.length !== SHARDS) throw new Error(`expected ${SHARDS} shard pods, found ${pods.length}`);
@@ -121,7 +151,24 @@ export async function benchKubernetes({ tmp, runs, log, mbases = Number(process.
     const runBareShards = async () => {
       const started = performance.now();
       await Promise.all(
-        manifest.partitions.map((p) => runBare([...BLAST_ARGS, "-query", queryPath, "-db", p.path, "-outfmt", "5", "-out", path.join(tmp, `f-p${p.index}.xml`), "-num_threads", String(threads)], release)),
+        manifest.partitions.map((p) =>
+          runBare(
+            [
+              ...BLAST_ARGS,
+              "-query",
+              queryPath,
+              "-db",
+              p.path,
+              "-outfmt",
+              "5",
+              "-out",
+              path.join(tmp, `f-p${p.index}.xml`),
+              "-num_threads",
+              String(threads),
+            ],
+            release,
+          ),
+        ),
       );
       return (performance.now() - started) / 1000;
     };
@@ -138,7 +185,9 @@ export async function benchKubernetes({ tmp, runs, log, mbases = Number(process.
         job = await runJob();
         b = await runBareShards();
       }
-      log(`  ${i === 0 ? "warm-up" : `run ${i}`}: job ${job.wall.toFixed(2)} s, bare shards ${b.toFixed(2)} s, API calls per shard ${job.callsPerShard}`);
+      log(
+        `  ${i === 0 ? "warm-up" : `run ${i}`}: job ${job.wall.toFixed(2)} s, bare shards ${b.toFixed(2)} s, API calls per shard ${job.callsPerShard}`,
+      );
       if (i === 0) continue;
       ours.push(job.wall);
       bare.push(b);

@@ -37,7 +37,12 @@ function percentile(sorted, p) {
 
 function summary(samples) {
   const ms = samples.map((s) => s.ms).sort((a, b) => a - b);
-  return { reads: ms.length, p50_ms: Math.round(percentile(ms, 50) * 10) / 10, p99_ms: Math.round(percentile(ms, 99) * 10) / 10, not_ready: samples.filter((s) => s.status !== 200).length };
+  return {
+    reads: ms.length,
+    p50_ms: Math.round(percentile(ms, 50) * 10) / 10,
+    p99_ms: Math.round(percentile(ms, 99) * 10) / 10,
+    not_ready: samples.filter((s) => s.status !== 200).length,
+  };
 }
 
 /**
@@ -82,7 +87,9 @@ async function readLoop(url, until) {
 export async function benchLoad({ tmp, log }) {
   const dataDir = path.join(tmp, "load-stack");
   mkdirSync(dataDir, { recursive: true });
-  log(`(e) ${SUBMITS} concurrent submits + ${LONG_POLLS} long-polls, /v1/ready read throughout, vs the same reads idle`);
+  log(
+    `(e) ${SUBMITS} concurrent submits + ${LONG_POLLS} long-polls, /v1/ready read throughout, vs the same reads idle`,
+  );
   const stack = await startStack({
     dataDir,
     logPath: path.join(tmp, "load-stack.log"),
@@ -115,7 +122,11 @@ export async function benchLoad({ tmp, log }) {
     const burst = (async () => {
       const answers = await Promise.all(
         Array.from({ length: SUBMITS }, () =>
-          fetch(`${base}/v1/jobs`, { method: "POST", headers, body: JSON.stringify({ program: "blastn", db: "16s_rrna_demo", query_fasta: QUERY }) }).then(async (res) => ({
+          fetch(`${base}/v1/jobs`, {
+            method: "POST",
+            headers,
+            body: JSON.stringify({ program: "blastn", db: "16s_rrna_demo", query_fasta: QUERY }),
+          }).then(async (res) => ({
             status: res.status,
             body: await res.json(),
           })),
@@ -130,7 +141,9 @@ export async function benchLoad({ tmp, log }) {
           const first = await get(`${base}/v1/jobs/${id}/status`, { headers });
           const etag = first.headers.get("etag");
           await first.arrayBuffer();
-          const held = await get(`${base}/v1/jobs/${id}/status?wait=10`, { headers: { ...headers, ...(etag ? { "If-None-Match": etag } : {}) } });
+          const held = await get(`${base}/v1/jobs/${id}/status?wait=10`, {
+            headers: { ...headers, ...(etag ? { "If-None-Match": etag } : {}) },
+          });
           await held.arrayBuffer();
           return held.status;
         }),
@@ -149,7 +162,11 @@ export async function benchLoad({ tmp, log }) {
       accepted: accepted.length,
       refused_429: answers.filter((a) => a.status === 429).length,
       other_answers: answers.filter((a) => a.status !== 202 && a.status !== 429).map((a) => a.status),
-      long_poll_answers: { ok_200: polls.filter((s) => s === 200).length, unchanged_304: polls.filter((s) => s === 304).length, other: polls.filter((s) => s !== 200 && s !== 304).length },
+      long_poll_answers: {
+        ok_200: polls.filter((s) => s === 200).length,
+        unchanged_304: polls.filter((s) => s === 304).length,
+        other: polls.filter((s) => s !== 200 && s !== 304).length,
+      },
       max_queued_seen: maxQueued,
       max_queued_limit: MAX_QUEUED,
       burst_seconds: Math.round(burstSeconds * 10) / 10,
@@ -159,14 +176,17 @@ export async function benchLoad({ tmp, log }) {
       target_p99_ms: TARGET_P99_MS,
       client_network_errors: networkErrors.length,
     };
-    result.ratio_p99 = Math.round((result.ready_under_load.p99_ms / Math.max(0.1, result.ready_idle.p99_ms)) * 100) / 100;
+    result.ratio_p99 =
+      Math.round((result.ready_under_load.p99_ms / Math.max(0.1, result.ready_idle.p99_ms)) * 100) / 100;
     result.pass =
       result.ready_under_load.p99_ms < TARGET_P99_MS &&
       result.ready_under_load.not_ready === 0 &&
       maxQueued <= MAX_QUEUED &&
       result.accepted <= MAX_QUEUED + 1 &&
       result.other_answers.length === 0;
-    log(`  ready p99 ${result.ready_under_load.p99_ms} ms under load (idle ${result.ready_idle.p99_ms} ms), max queued ${maxQueued}/${MAX_QUEUED}, ${result.accepted} accepted, ${result.refused_429} refused`);
+    log(
+      `  ready p99 ${result.ready_under_load.p99_ms} ms under load (idle ${result.ready_idle.p99_ms} ms), max queued ${maxQueued}/${MAX_QUEUED}, ${result.accepted} accepted, ${result.refused_429} refused`,
+    );
     return result;
   } finally {
     await stack.stop();

@@ -25,7 +25,16 @@
 //       and a small job end to end, with Azurite's durable writes on vs off, two stacks side by
 //       side (bench/durability.mjs). (a) and (b) with them off: BLASTPLANE_AZURITE_DURABLE=0.
 import { spawn } from "node:child_process";
-import { copyFileSync, createReadStream, createWriteStream, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import {
+  copyFileSync,
+  createReadStream,
+  createWriteStream,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { PassThrough, Writable } from "node:stream";
@@ -100,7 +109,15 @@ const BLAST_OPTIONS = { task: "blastn", evalue: 1e-5 };
 /** The flags the job API renders for BLAST_OPTIONS (checked against the job's own blastn argv). */
 const BLAST_ARGS = ["-task", "blastn", "-evalue", "0.00001"];
 
-const TARGETS = { facadeRatio: 1.15, shardedRatio: 1.1, streamRatio: 0.8, rssGrowthMB: 100, coldStartMs: 150, durableSubmitAddedMs: 25, durableJobRatio: 1.1 };
+const TARGETS = {
+  facadeRatio: 1.15,
+  shardedRatio: 1.1,
+  streamRatio: 0.8,
+  rssGrowthMB: 100,
+  coldStartMs: 150,
+  durableSubmitAddedMs: 25,
+  durableJobRatio: 1.1,
+};
 /** Foreign CPU load (cores) above which the report warns that other work disturbed the figures. */
 const FOREIGN_LOAD_WARNING = 0.2;
 
@@ -115,7 +132,10 @@ const round = (x, digits = 3) => (x === undefined || Number.isNaN(x) ? null : Nu
 /** The per-run ratios (each pair measured back to back): their median, and how far one pair can stray. */
 const pairRatios = (ours, baseline) => {
   const ratios = ours.map((x, i) => x / baseline[i]);
-  return { median_pair_ratio: round(median(ratios)), pair_ratio_range: [round(Math.min(...ratios)), round(Math.max(...ratios))] };
+  return {
+    median_pair_ratio: round(median(ratios)),
+    pair_ratio_range: [round(Math.min(...ratios)), round(Math.max(...ratios))],
+  };
 };
 const log = (message) => process.stdout.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
 
@@ -130,7 +150,9 @@ function runBareBlast(args, cwd) {
     });
     child.on("error", reject);
     child.on("exit", (code) =>
-      code === 0 ? resolve((performance.now() - started) / 1000) : reject(new Error(`blastn exited ${code}: ${stderr.slice(-500)}`)),
+      code === 0
+        ? resolve((performance.now() - started) / 1000)
+        : reject(new Error(`blastn exited ${code}: ${stderr.slice(-500)}`)),
     );
   });
 }
@@ -207,17 +229,26 @@ async function main(tmp) {
   const work = path.join(tmp, "work");
   const dataDir = path.join(tmp, "stack");
   mkdirSync(work, { recursive: true });
-  const results = { runs: RUNS, status_reads: POLL_MS === undefined ? `long poll (If-None-Match, wait=${WAIT_SECONDS})` : `poll every ${POLL_MS} ms`, machine: { cpus: os.availableParallelism(), node: process.version } };
+  const results = {
+    runs: RUNS,
+    status_reads:
+      POLL_MS === undefined ? `long poll (If-None-Match, wait=${WAIT_SECONDS})` : `poll every ${POLL_MS} ms`,
+    machine: { cpus: os.availableParallelism(), node: process.version },
+  };
 
   // ---- (d) first, while nothing else of the benchmark runs ------------------------------------
-  if (ONLY.has("d")) results.cold_start = await benchColdStart({ runs: IMPORT_RUNS, targetMs: TARGETS.coldStartMs, log });
+  if (ONLY.has("d"))
+    results.cold_start = await benchColdStart({ runs: IMPORT_RUNS, targetMs: TARGETS.coldStartMs, log });
   if (ONLY.has("g")) {
     const g = await benchDurability({ tmp, runs: RUNS, log });
     results.durability = {
       ...g,
       target_added_submit_ms: TARGETS.durableSubmitAddedMs,
       target_job_ratio: TARGETS.durableJobRatio,
-      pass: g.job_api_submit_ms.added_ms <= TARGETS.durableSubmitAddedMs && g.dashboard_submit_ms.added_ms <= TARGETS.durableSubmitAddedMs && g.small_job_ms.ratio <= TARGETS.durableJobRatio,
+      pass:
+        g.job_api_submit_ms.added_ms <= TARGETS.durableSubmitAddedMs &&
+        g.dashboard_submit_ms.added_ms <= TARGETS.durableSubmitAddedMs &&
+        g.small_job_ms.ratio <= TARGETS.durableJobRatio,
     };
   }
   // (e) runs a stack of its own (the demo database, a queue limit of 100).
@@ -235,8 +266,16 @@ async function main(tmp) {
   const queryPath = path.join(work, "queries.fa");
   let t = performance.now();
   const gen = await generateData({ ...DATA, dbPath: dbFasta, queryPath });
-  results.generation = { ...DATA, letters: gen.letters, sequences: gen.sequences, queries: gen.queries, seconds: round((performance.now() - t) / 1000, 1) };
-  log(`  ${gen.sequences} sequences, ${(gen.letters / 1e6).toFixed(0)} Mbases, ${gen.queries} queries (${results.generation.seconds} s)`);
+  results.generation = {
+    ...DATA,
+    letters: gen.letters,
+    sequences: gen.sequences,
+    queries: gen.queries,
+    seconds: round((performance.now() - t) / 1000, 1),
+  };
+  log(
+    `  ${gen.sequences} sequences, ${(gen.letters / 1e6).toFixed(0)} Mbases, ${gen.queries} queries (${results.generation.seconds} s)`,
+  );
 
   // ---- stack ---------------------------------------------------------------------------------
   log("starting the local stack (persistent Azurite)");
@@ -248,7 +287,9 @@ async function main(tmp) {
 
   log(`adding ${DB_NAME} with ${PARTITIONS} partitions through the CLI`);
   t = performance.now();
-  log(`  ${cli(dataDir, ["db", "add", DB_NAME, dbFasta, "--type", "nucl", "--partitions", String(PARTITIONS)]).trim()}`);
+  log(
+    `  ${cli(dataDir, ["db", "add", DB_NAME, dbFasta, "--type", "nucl", "--partitions", String(PARTITIONS)]).trim()}`,
+  );
   results.generation.db_add_seconds = round((performance.now() - t) / 1000, 1);
   rmSync(dbFasta);
   const dbDir = path.join(dataDir, "jobapi", "databases", DB_NAME);
@@ -256,7 +297,19 @@ async function main(tmp) {
   const release = path.join(dbDir, version);
   const manifest = JSON.parse(readFileSync(path.join(release, "manifest.json"), "utf8"));
   const queryFasta = readFileSync(queryPath, "utf8");
-  const bareArgs = (threads, out) => [...BLAST_ARGS, "-query", queryPath, "-db", manifest.path, "-outfmt", "5", "-out", out, "-num_threads", String(threads)];
+  const bareArgs = (threads, out) => [
+    ...BLAST_ARGS,
+    "-query",
+    queryPath,
+    "-db",
+    manifest.path,
+    "-outfmt",
+    "5",
+    "-out",
+    out,
+    "-num_threads",
+    String(threads),
+  ];
 
   // What the idle stack costs the machine: the baselines run next to it, so they pay it too.
   const stackPids = descendantPids(stack.info.pid);
@@ -285,281 +338,324 @@ async function main(tmp) {
 
   // ---- (a) facade vs blastn with the job's threads ----------------------------------------------------
   async function benchFacade() {
-  log(`(a) facade submit → success → merged XML, vs bare blastn with the job's -num_threads (1 warm-up + ${RUNS} runs each)`);
-  const facade = { ours: [], baseline: [], phases: [], foreign: [], blastArgv: undefined };
-  const runFacadeJob = async () => {
-    const watcher = watchBlastProcesses(jobApiPid);
-    const t0 = Date.now();
-    const started = performance.now();
-    const accepted = await api.post("/api/v1/facade/submit", { program: "blastn", db: DB_NAME, query_fasta: queryFasta, options: BLAST_OPTIONS });
-    const acceptedAt = Date.now();
-    const polled = await pollUntil(api, `/api/v1/facade/jobs/${accepted.job_id}`, {
-      done: (s) => s.status === "success",
-      failed: (s) => s.status === "failed" || s.status === "cancelled",
-      shardsOf: (s) => ({ total: s.execution.shard_count, succeeded: s.execution.shards_succeeded }),
-    });
-    await pipeline(await api.stream(`/api/v1/facade/jobs/${accepted.job_id}/files/merged-xml`), createWriteStream(facadeOut));
-    const wall = (performance.now() - started) / 1000;
-    const doneAt = Date.now();
-    const blasts = watcher.stop();
-    const record = await readRecord(accepted.job_id);
-    facade.blastArgv ??= blasts[0]?.argv;
-    const jobThreads = Number(facade.blastArgv?.[facade.blastArgv.indexOf("-num_threads") + 1]);
-    if (!Number.isInteger(jobThreads) || jobThreads < 1) throw new Error(`no -num_threads in the job's BLAST command: ${facade.blastArgv?.join(" ")}`);
-    facade.threads = jobThreads;
-    return { wall, polled, p: phases({ t0, acceptedAt, record, blasts, shardsDoneAt: polled.shardsDoneAt, seenAt: polled.seenAt, doneAt }) };
-  };
-  for (let i = 0; i <= RUNS; i++) {
-    const foreign = foreignLoadMeter();
-    // The baseline runs with the thread count the job's BLAST process had (known after the warm-up
-    // job). Which side runs first alternates, so a drift in the machine's speed favours neither.
-    let bare;
-    let job;
-    if (i % 2 === 1) {
-      bare = await runBareBlast(bareArgs(facade.threads, bareOut1), release);
-      job = await runFacadeJob();
-    } else {
-      job = await runFacadeJob();
-      bare = await runBareBlast(bareArgs(facade.threads, bareOut1), release);
-    }
-    const { wall, polled, p } = job;
-    const foreignCores = foreign();
     log(
-      `  ${i === 0 ? "warm-up" : `run ${i}`}: bare ${bare.toFixed(2)} s, facade ${wall.toFixed(2)} s (${polled.polls} polls), ` +
-        `foreign load ${foreignCores.toFixed(2)} cores; phases ms ${JSON.stringify(p)}`,
+      `(a) facade submit → success → merged XML, vs bare blastn with the job's -num_threads (1 warm-up + ${RUNS} runs each)`,
     );
-    if (i === 0) continue;
-    facade.foreign.push(round(foreignCores, 2));
-    facade.ours.push(wall);
-    facade.baseline.push(bare);
-    facade.phases.push(p);
-  }
-  const facadeSame = normalizeXml(readFileSync(facadeOut, "latin1")) === normalizeXml(readFileSync(bareOut1, "latin1"));
-  results.facade = {
-    ours_s: round(median(facade.ours)),
-    baseline_s: round(median(facade.baseline)),
-    ratio: round(median(facade.ours) / median(facade.baseline)),
-    overhead_ms: Math.round((median(facade.ours) - median(facade.baseline)) * 1000),
-    ...pairRatios(facade.ours, facade.baseline),
-    target: TARGETS.facadeRatio,
-    runs_ours_s: facade.ours.map((x) => round(x)),
-    runs_baseline_s: facade.baseline.map((x) => round(x)),
-    runs_foreign_load_cores: facade.foreign,
-    median_phases_ms: medianPhases(facade.phases),
-    job_blast_argv: facade.blastArgv,
-    baseline_threads: facade.threads,
-    output_identical_to_bare: facadeSame,
-    merged_xml_bytes: readFileSync(facadeOut).length,
-  };
-  results.facade.pass = results.facade.ratio <= TARGETS.facadeRatio;
+    const facade = { ours: [], baseline: [], phases: [], foreign: [], blastArgv: undefined };
+    const runFacadeJob = async () => {
+      const watcher = watchBlastProcesses(jobApiPid);
+      const t0 = Date.now();
+      const started = performance.now();
+      const accepted = await api.post("/api/v1/facade/submit", {
+        program: "blastn",
+        db: DB_NAME,
+        query_fasta: queryFasta,
+        options: BLAST_OPTIONS,
+      });
+      const acceptedAt = Date.now();
+      const polled = await pollUntil(api, `/api/v1/facade/jobs/${accepted.job_id}`, {
+        done: (s) => s.status === "success",
+        failed: (s) => s.status === "failed" || s.status === "cancelled",
+        shardsOf: (s) => ({ total: s.execution.shard_count, succeeded: s.execution.shards_succeeded }),
+      });
+      await pipeline(
+        await api.stream(`/api/v1/facade/jobs/${accepted.job_id}/files/merged-xml`),
+        createWriteStream(facadeOut),
+      );
+      const wall = (performance.now() - started) / 1000;
+      const doneAt = Date.now();
+      const blasts = watcher.stop();
+      const record = await readRecord(accepted.job_id);
+      facade.blastArgv ??= blasts[0]?.argv;
+      const jobThreads = Number(facade.blastArgv?.[facade.blastArgv.indexOf("-num_threads") + 1]);
+      if (!Number.isInteger(jobThreads) || jobThreads < 1)
+        throw new Error(`no -num_threads in the job's BLAST command: ${facade.blastArgv?.join(" ")}`);
+      facade.threads = jobThreads;
+      return {
+        wall,
+        polled,
+        p: phases({ t0, acceptedAt, record, blasts, shardsDoneAt: polled.shardsDoneAt, seenAt: polled.seenAt, doneAt }),
+      };
+    };
+    for (let i = 0; i <= RUNS; i++) {
+      const foreign = foreignLoadMeter();
+      // The baseline runs with the thread count the job's BLAST process had (known after the warm-up
+      // job). Which side runs first alternates, so a drift in the machine's speed favours neither.
+      let bare;
+      let job;
+      if (i % 2 === 1) {
+        bare = await runBareBlast(bareArgs(facade.threads, bareOut1), release);
+        job = await runFacadeJob();
+      } else {
+        job = await runFacadeJob();
+        bare = await runBareBlast(bareArgs(facade.threads, bareOut1), release);
+      }
+      const { wall, polled, p } = job;
+      const foreignCores = foreign();
+      log(
+        `  ${i === 0 ? "warm-up" : `run ${i}`}: bare ${bare.toFixed(2)} s, facade ${wall.toFixed(2)} s (${polled.polls} polls), ` +
+          `foreign load ${foreignCores.toFixed(2)} cores; phases ms ${JSON.stringify(p)}`,
+      );
+      if (i === 0) continue;
+      facade.foreign.push(round(foreignCores, 2));
+      facade.ours.push(wall);
+      facade.baseline.push(bare);
+      facade.phases.push(p);
+    }
+    const facadeSame =
+      normalizeXml(readFileSync(facadeOut, "latin1")) === normalizeXml(readFileSync(bareOut1, "latin1"));
+    results.facade = {
+      ours_s: round(median(facade.ours)),
+      baseline_s: round(median(facade.baseline)),
+      ratio: round(median(facade.ours) / median(facade.baseline)),
+      overhead_ms: Math.round((median(facade.ours) - median(facade.baseline)) * 1000),
+      ...pairRatios(facade.ours, facade.baseline),
+      target: TARGETS.facadeRatio,
+      runs_ours_s: facade.ours.map((x) => round(x)),
+      runs_baseline_s: facade.baseline.map((x) => round(x)),
+      runs_foreign_load_cores: facade.foreign,
+      median_phases_ms: medianPhases(facade.phases),
+      job_blast_argv: facade.blastArgv,
+      baseline_threads: facade.threads,
+      output_identical_to_bare: facadeSame,
+      merged_xml_bytes: readFileSync(facadeOut).length,
+    };
+    results.facade.pass = results.facade.ratio <= TARGETS.facadeRatio;
   }
 
   // ---- (b) sharded vs blastn -num_threads 2 ---------------------------------------------------
   async function benchSharded() {
-  log(`(b) /v1/jobs sharded (${PARTITIONS} partitions) → completed, vs bare blastn -num_threads 2 (1 warm-up + ${RUNS} runs each)`);
-  const sharded = { ours: [], baseline: [], phases: [], shardBlast: [], foreign: [], bareParts: [] };
-  const partitionArgs = (part, threads) => [...BLAST_ARGS, "-query", queryPath, "-db", part.path, "-outfmt", "5", "-out", path.join(work, `part${part.index}.xml`), "-num_threads", String(threads)];
-  const bareOut2 = path.join(work, "bare2.xml");
-  let shardedJobId;
-  // The job's partitions as it ran them (side by side, or one after another) and its threads,
-  // learnt from its BLAST processes; the bare partition searches repeat that arrangement.
-  let shardThreads;
-  let oneAfterAnother = false;
-  const runShardedJob = async () => {
-    const watcher = watchBlastProcesses(jobApiPid);
-    const t0 = Date.now();
-    const started = performance.now();
-    const accepted = await api.post("/v1/jobs", {
-      program: "blastn",
-      db: DB_NAME,
-      query_fasta: queryFasta,
-      blast_options: BLAST_OPTIONS,
-      execution_profile: "sharded",
-    });
-    const acceptedAt = Date.now();
-    const polled = await pollUntil(api, `/v1/jobs/${accepted.job_id}/status`, {
-      done: (s) => s.status === "completed",
-      failed: (s) => s.status === "failed" || s.status === "cancelled",
-      shardsOf: (s) => s.kubernetes.summary,
-    });
-    const wall = (performance.now() - started) / 1000;
-    const blasts = watcher.stop();
-    const record = await readRecord(accepted.job_id);
-    shardThreads = Number(blasts[0]?.argv[blasts[0].argv.indexOf("-num_threads") + 1]);
-    if (!Number.isInteger(shardThreads) || shardThreads < 1) throw new Error(`no -num_threads in the shard's BLAST command: ${blasts[0]?.argv.join(" ")}`);
-    oneAfterAnother = blasts.length > 1 && blasts.slice(1).every((b, k) => b.firstSeen >= (blasts[k]?.endedAt ?? Infinity));
-    sharded.arrangement = oneAfterAnother ? "one after another" : "side by side";
-    return {
-      jobId: accepted.job_id,
-      wall,
-      perShard: blasts.map((b) => round((b.endedAt - b.firstSeen) / 1000, 2)),
-      p: phases({ t0, acceptedAt, record, blasts, shardsDoneAt: polled.shardsDoneAt, seenAt: polled.seenAt }),
-    };
-  };
-  // The same partition searches run bare: what partitioning itself costs BLAST here, apart from
-  // what the job API adds.
-  const runBarePartitions = async () => {
-    const partsStarted = performance.now();
-    if (oneAfterAnother) for (const part of manifest.partitions) await runBareBlast(partitionArgs(part, shardThreads), release);
-    else await Promise.all(manifest.partitions.map((part) => runBareBlast(partitionArgs(part, shardThreads), release)));
-    return (performance.now() - partsStarted) / 1000;
-  };
-  for (let i = 0; i <= RUNS; i++) {
-    const foreign = foreignLoadMeter();
-    // Which side runs first alternates (after the warm-up, which teaches the job's arrangement).
-    let bare;
-    let job;
-    let bareParts;
-    if (i % 2 === 1) {
-      bareParts = await runBarePartitions();
-      job = await runShardedJob();
-      bare = await runBareBlast(bareArgs(2, bareOut2), release);
-    } else {
-      bare = await runBareBlast(bareArgs(2, bareOut2), release);
-      job = await runShardedJob();
-      bareParts = await runBarePartitions();
-    }
-    const { wall, perShard, p } = job;
-    const foreignCores = foreign();
     log(
-      `  ${i === 0 ? "warm-up" : `run ${i}`}: bare ${bare.toFixed(2)} s, sharded ${wall.toFixed(2)} s, shard blastn ${perShard.join(" / ")} s, ` +
-        `bare partitions ${bareParts.toFixed(2)} s, foreign load ${foreignCores.toFixed(2)} cores; phases ms ${JSON.stringify(p)}`,
+      `(b) /v1/jobs sharded (${PARTITIONS} partitions) → completed, vs bare blastn -num_threads 2 (1 warm-up + ${RUNS} runs each)`,
     );
-    shardedJobId = job.jobId;
-    if (i === 0) continue;
-    sharded.foreign.push(round(foreignCores, 2));
-    sharded.ours.push(wall);
-    sharded.baseline.push(bare);
-    sharded.phases.push(p);
-    sharded.shardBlast.push(perShard);
-    sharded.bareParts.push(bareParts);
-  }
-  const shardedXml = path.join(work, "sharded.xml");
-  await pipeline(await api.stream(`/v1/jobs/${shardedJobId}/results?content=xml`), createWriteStream(shardedXml));
-  results.sharded = {
-    ours_s: round(median(sharded.ours)),
-    baseline_s: round(median(sharded.baseline)),
-    ratio: round(median(sharded.ours) / median(sharded.baseline)),
-    overhead_ms: Math.round((median(sharded.ours) - median(sharded.baseline)) * 1000),
-    ...pairRatios(sharded.ours, sharded.baseline),
-    target: TARGETS.shardedRatio,
-    runs_ours_s: sharded.ours.map((x) => round(x)),
-    runs_baseline_s: sharded.baseline.map((x) => round(x)),
-    runs_foreign_load_cores: sharded.foreign,
-    median_phases_ms: medianPhases(sharded.phases),
-    shard_blast_s: sharded.shardBlast,
-    // Diagnostics: the job against the same partition searches run bare, and those against blastn.
-    partition_arrangement: sharded.arrangement,
-    bare_partitions_s: round(median(sharded.bareParts)),
-    runs_bare_partitions_s: sharded.bareParts.map((x) => round(x)),
-    ratio_vs_bare_partitions: round(median(sharded.ours) / median(sharded.bareParts)),
-    bare_partitions_vs_blastn: round(median(sharded.bareParts) / median(sharded.baseline)),
-    partitions: manifest.partitions.map((p) => ({ index: p.index, letters: p.letters, sequences: p.sequences })),
-    output_identical_to_bare: normalizeXml(readFileSync(shardedXml, "latin1")) === normalizeXml(readFileSync(bareOut2, "latin1")),
-  };
-  results.sharded.pass = results.sharded.ratio <= TARGETS.shardedRatio;
+    const sharded = { ours: [], baseline: [], phases: [], shardBlast: [], foreign: [], bareParts: [] };
+    const partitionArgs = (part, threads) => [
+      ...BLAST_ARGS,
+      "-query",
+      queryPath,
+      "-db",
+      part.path,
+      "-outfmt",
+      "5",
+      "-out",
+      path.join(work, `part${part.index}.xml`),
+      "-num_threads",
+      String(threads),
+    ];
+    const bareOut2 = path.join(work, "bare2.xml");
+    let shardedJobId;
+    // The job's partitions as it ran them (side by side, or one after another) and its threads,
+    // learnt from its BLAST processes; the bare partition searches repeat that arrangement.
+    let shardThreads;
+    let oneAfterAnother = false;
+    const runShardedJob = async () => {
+      const watcher = watchBlastProcesses(jobApiPid);
+      const t0 = Date.now();
+      const started = performance.now();
+      const accepted = await api.post("/v1/jobs", {
+        program: "blastn",
+        db: DB_NAME,
+        query_fasta: queryFasta,
+        blast_options: BLAST_OPTIONS,
+        execution_profile: "sharded",
+      });
+      const acceptedAt = Date.now();
+      const polled = await pollUntil(api, `/v1/jobs/${accepted.job_id}/status`, {
+        done: (s) => s.status === "completed",
+        failed: (s) => s.status === "failed" || s.status === "cancelled",
+        shardsOf: (s) => s.kubernetes.summary,
+      });
+      const wall = (performance.now() - started) / 1000;
+      const blasts = watcher.stop();
+      const record = await readRecord(accepted.job_id);
+      shardThreads = Number(blasts[0]?.argv[blasts[0].argv.indexOf("-num_threads") + 1]);
+      if (!Number.isInteger(shardThreads) || shardThreads < 1)
+        throw new Error(`no -num_threads in the shard's BLAST command: ${blasts[0]?.argv.join(" ")}`);
+      oneAfterAnother =
+        blasts.length > 1 && blasts.slice(1).every((b, k) => b.firstSeen >= (blasts[k]?.endedAt ?? Infinity));
+      sharded.arrangement = oneAfterAnother ? "one after another" : "side by side";
+      return {
+        jobId: accepted.job_id,
+        wall,
+        perShard: blasts.map((b) => round((b.endedAt - b.firstSeen) / 1000, 2)),
+        p: phases({ t0, acceptedAt, record, blasts, shardsDoneAt: polled.shardsDoneAt, seenAt: polled.seenAt }),
+      };
+    };
+    // The same partition searches run bare: what partitioning itself costs BLAST here, apart from
+    // what the job API adds.
+    const runBarePartitions = async () => {
+      const partsStarted = performance.now();
+      if (oneAfterAnother)
+        for (const part of manifest.partitions) await runBareBlast(partitionArgs(part, shardThreads), release);
+      else
+        await Promise.all(manifest.partitions.map((part) => runBareBlast(partitionArgs(part, shardThreads), release)));
+      return (performance.now() - partsStarted) / 1000;
+    };
+    for (let i = 0; i <= RUNS; i++) {
+      const foreign = foreignLoadMeter();
+      // Which side runs first alternates (after the warm-up, which teaches the job's arrangement).
+      let bare;
+      let job;
+      let bareParts;
+      if (i % 2 === 1) {
+        bareParts = await runBarePartitions();
+        job = await runShardedJob();
+        bare = await runBareBlast(bareArgs(2, bareOut2), release);
+      } else {
+        bare = await runBareBlast(bareArgs(2, bareOut2), release);
+        job = await runShardedJob();
+        bareParts = await runBarePartitions();
+      }
+      const { wall, perShard, p } = job;
+      const foreignCores = foreign();
+      log(
+        `  ${i === 0 ? "warm-up" : `run ${i}`}: bare ${bare.toFixed(2)} s, sharded ${wall.toFixed(2)} s, shard blastn ${perShard.join(" / ")} s, ` +
+          `bare partitions ${bareParts.toFixed(2)} s, foreign load ${foreignCores.toFixed(2)} cores; phases ms ${JSON.stringify(p)}`,
+      );
+      shardedJobId = job.jobId;
+      if (i === 0) continue;
+      sharded.foreign.push(round(foreignCores, 2));
+      sharded.ours.push(wall);
+      sharded.baseline.push(bare);
+      sharded.phases.push(p);
+      sharded.shardBlast.push(perShard);
+      sharded.bareParts.push(bareParts);
+    }
+    const shardedXml = path.join(work, "sharded.xml");
+    await pipeline(await api.stream(`/v1/jobs/${shardedJobId}/results?content=xml`), createWriteStream(shardedXml));
+    results.sharded = {
+      ours_s: round(median(sharded.ours)),
+      baseline_s: round(median(sharded.baseline)),
+      ratio: round(median(sharded.ours) / median(sharded.baseline)),
+      overhead_ms: Math.round((median(sharded.ours) - median(sharded.baseline)) * 1000),
+      ...pairRatios(sharded.ours, sharded.baseline),
+      target: TARGETS.shardedRatio,
+      runs_ours_s: sharded.ours.map((x) => round(x)),
+      runs_baseline_s: sharded.baseline.map((x) => round(x)),
+      runs_foreign_load_cores: sharded.foreign,
+      median_phases_ms: medianPhases(sharded.phases),
+      shard_blast_s: sharded.shardBlast,
+      // Diagnostics: the job against the same partition searches run bare, and those against blastn.
+      partition_arrangement: sharded.arrangement,
+      bare_partitions_s: round(median(sharded.bareParts)),
+      runs_bare_partitions_s: sharded.bareParts.map((x) => round(x)),
+      ratio_vs_bare_partitions: round(median(sharded.ours) / median(sharded.bareParts)),
+      bare_partitions_vs_blastn: round(median(sharded.bareParts) / median(sharded.baseline)),
+      partitions: manifest.partitions.map((p) => ({ index: p.index, letters: p.letters, sequences: p.sequences })),
+      output_identical_to_bare:
+        normalizeXml(readFileSync(shardedXml, "latin1")) === normalizeXml(readFileSync(bareOut2, "latin1")),
+    };
+    results.sharded.pass = results.sharded.ratio <= TARGETS.shardedRatio;
   }
 
   // ---- (c) XML streaming ---------------------------------------------------------------------
   async function benchStream(samplePath) {
-  log("(c) ~1 GB merged XML: job API stream vs direct blob download + local gunzip");
-  const small = await api.post("/v1/jobs", {
-    program: "blastn",
-    db: DB_NAME,
-    query_fasta: `>small\n${queryFasta.split("\n")[1]}\n`,
-    blast_options: BLAST_OPTIONS,
-  });
-  await pollUntil(api, `/v1/jobs/${small.job_id}/status`, {
-    done: (s) => s.status === "completed",
-    failed: (s) => s.status === "failed" || s.status === "cancelled",
-    shardsOf: (s) => s.kubernetes.summary,
-  });
-  const bigGz = path.join(work, "big.xml.gz");
-  t = performance.now();
-  const big = await writeBigBlastXml({ samplePath, outPath: bigGz, targetBytes: XML_TARGET_BYTES });
-  const gzBytes = statSync(bigGz).size;
-  log(`  ${(big.xmlBytes / MB).toFixed(0)} MB XML, ${big.iterations} iterations, ${(gzBytes / MB).toFixed(0)} MB gzip (${((performance.now() - t) / 1000).toFixed(1)} s)`);
-  const blob = BlobServiceClient.fromConnectionString(stack.connectionString)
-    .getContainerClient("jobapi-artifacts")
-    .getBlockBlobClient(`${small.job_id}/merged_results.out.gz`);
-  await blob.uploadFile(bigGz, { blockSize: 8 * 1024 * 1024, concurrency: 4 });
-  rmSync(bigGz);
-
-  const azuritePid = descendantPids(stack.info.pid).find((pid) => {
-    try {
-      return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("azurite");
-    } catch {
-      return false;
-    }
-  });
-  const stream = { ours: [], direct: [], rssGrowth: [], foreign: [], cpu: { jobapi: [], direct: [] } };
-  const cpuOf = () => ({ jobapi: cpuSeconds([jobApiPid]), azurite: azuritePid ? cpuSeconds([azuritePid]) : 0, bench: process.cpuUsage() });
-  const cpuDelta = (a, b, seconds) => ({
-    jobapi_cores: round((b.jobapi - a.jobapi) / seconds, 2),
-    azurite_cores: round((b.azurite - a.azurite) / seconds, 2),
-    bench_cores: round((b.bench.user + b.bench.system - a.bench.user - a.bench.system) / 1e6 / seconds, 2),
-  });
-  for (let i = 0; i <= RUNS; i++) {
-    const foreign = foreignLoadMeter();
-    // Through the job API, sampling its RSS.
-    await sleep(500);
-    const rssBefore = rssBytes(jobApiPid);
-    const sampler = sampleRss(jobApiPid, 100);
-    let c0 = cpuOf();
-    let started = performance.now();
-    const counted = byteCounter();
-    await pipeline(await api.stream(`/v1/jobs/${small.job_id}/results?content=xml`), counted);
-    let seconds = (performance.now() - started) / 1000;
-    const cpuOurs = cpuDelta(c0, cpuOf(), seconds);
-    const { peak, samples } = sampler.stop();
-    if (counted.bytes !== big.xmlBytes) throw new Error(`job API streamed ${counted.bytes} bytes, expected ${big.xmlBytes}`);
-    const ours = counted.bytes / seconds;
-    const growth = peak - rssBefore;
-
-    // Directly from Blob storage, gunzipped here.
-    await sleep(500);
-    c0 = cpuOf();
-    started = performance.now();
-    const direct = byteCounter();
-    const download = await blob.download(0);
-    await pipeline(download.readableStreamBody, createGunzip(), direct);
-    seconds = (performance.now() - started) / 1000;
-    const cpuDirect = cpuDelta(c0, cpuOf(), seconds);
-    if (direct.bytes !== big.xmlBytes) throw new Error(`direct download gave ${direct.bytes} bytes, expected ${big.xmlBytes}`);
-    const theirs = direct.bytes / seconds;
-    const foreignCores = foreign();
+    log("(c) ~1 GB merged XML: job API stream vs direct blob download + local gunzip");
+    const small = await api.post("/v1/jobs", {
+      program: "blastn",
+      db: DB_NAME,
+      query_fasta: `>small\n${queryFasta.split("\n")[1]}\n`,
+      blast_options: BLAST_OPTIONS,
+    });
+    await pollUntil(api, `/v1/jobs/${small.job_id}/status`, {
+      done: (s) => s.status === "completed",
+      failed: (s) => s.status === "failed" || s.status === "cancelled",
+      shardsOf: (s) => s.kubernetes.summary,
+    });
+    const bigGz = path.join(work, "big.xml.gz");
+    t = performance.now();
+    const big = await writeBigBlastXml({ samplePath, outPath: bigGz, targetBytes: XML_TARGET_BYTES });
+    const gzBytes = statSync(bigGz).size;
     log(
-      `  ${i === 0 ? "warm-up" : `run ${i}`}: job API ${(ours / MB).toFixed(0)} MB/s (RSS +${(growth / MB).toFixed(1)} MB, ${samples} samples, CPU ${JSON.stringify(cpuOurs)}), ` +
-        `direct ${(theirs / MB).toFixed(0)} MB/s (CPU ${JSON.stringify(cpuDirect)}), foreign load ${foreignCores.toFixed(2)} cores`,
+      `  ${(big.xmlBytes / MB).toFixed(0)} MB XML, ${big.iterations} iterations, ${(gzBytes / MB).toFixed(0)} MB gzip (${((performance.now() - t) / 1000).toFixed(1)} s)`,
     );
-    if (i === 0) continue;
-    stream.foreign.push(round(foreignCores, 2));
-    stream.ours.push(ours);
-    stream.direct.push(theirs);
-    stream.rssGrowth.push(growth);
-    stream.cpu.jobapi.push(cpuOurs);
-    stream.cpu.direct.push(cpuDirect);
-  }
-  results.stream = {
-    xml_bytes: big.xmlBytes,
-    gzip_bytes: gzBytes,
-    ours_mb_s: round(median(stream.ours) / MB, 1),
-    direct_mb_s: round(median(stream.direct) / MB, 1),
-    ratio: round(median(stream.ours) / median(stream.direct)),
-    ...pairRatios(stream.ours, stream.direct),
-    target: TARGETS.streamRatio,
-    runs_ours_mb_s: stream.ours.map((x) => round(x / MB, 1)),
-    runs_direct_mb_s: stream.direct.map((x) => round(x / MB, 1)),
-    runs_foreign_load_cores: stream.foreign,
-    cpu_during_runs: stream.cpu,
-  };
-  results.stream.pass = results.stream.ratio >= TARGETS.streamRatio;
-  results.rss = {
-    peak_growth_mb: round(Math.max(...stream.rssGrowth) / MB, 1),
-    runs_growth_mb: stream.rssGrowth.map((x) => round(x / MB, 1)),
-    target_mb: TARGETS.rssGrowthMB,
-  };
-  results.rss.pass = results.rss.peak_growth_mb < TARGETS.rssGrowthMB;
+    const blob = BlobServiceClient.fromConnectionString(stack.connectionString)
+      .getContainerClient("jobapi-artifacts")
+      .getBlockBlobClient(`${small.job_id}/merged_results.out.gz`);
+    await blob.uploadFile(bigGz, { blockSize: 8 * 1024 * 1024, concurrency: 4 });
+    rmSync(bigGz);
+
+    const azuritePid = descendantPids(stack.info.pid).find((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("azurite");
+      } catch {
+        return false;
+      }
+    });
+    const stream = { ours: [], direct: [], rssGrowth: [], foreign: [], cpu: { jobapi: [], direct: [] } };
+    const cpuOf = () => ({
+      jobapi: cpuSeconds([jobApiPid]),
+      azurite: azuritePid ? cpuSeconds([azuritePid]) : 0,
+      bench: process.cpuUsage(),
+    });
+    const cpuDelta = (a, b, seconds) => ({
+      jobapi_cores: round((b.jobapi - a.jobapi) / seconds, 2),
+      azurite_cores: round((b.azurite - a.azurite) / seconds, 2),
+      bench_cores: round((b.bench.user + b.bench.system - a.bench.user - a.bench.system) / 1e6 / seconds, 2),
+    });
+    for (let i = 0; i <= RUNS; i++) {
+      const foreign = foreignLoadMeter();
+      // Through the job API, sampling its RSS.
+      await sleep(500);
+      const rssBefore = rssBytes(jobApiPid);
+      const sampler = sampleRss(jobApiPid, 100);
+      let c0 = cpuOf();
+      let started = performance.now();
+      const counted = byteCounter();
+      await pipeline(await api.stream(`/v1/jobs/${small.job_id}/results?content=xml`), counted);
+      let seconds = (performance.now() - started) / 1000;
+      const cpuOurs = cpuDelta(c0, cpuOf(), seconds);
+      const { peak, samples } = sampler.stop();
+      if (counted.bytes !== big.xmlBytes)
+        throw new Error(`job API streamed ${counted.bytes} bytes, expected ${big.xmlBytes}`);
+      const ours = counted.bytes / seconds;
+      const growth = peak - rssBefore;
+
+      // Directly from Blob storage, gunzipped here.
+      await sleep(500);
+      c0 = cpuOf();
+      started = performance.now();
+      const direct = byteCounter();
+      const download = await blob.download(0);
+      await pipeline(download.readableStreamBody, createGunzip(), direct);
+      seconds = (performance.now() - started) / 1000;
+      const cpuDirect = cpuDelta(c0, cpuOf(), seconds);
+      if (direct.bytes !== big.xmlBytes)
+        throw new Error(`direct download gave ${direct.bytes} bytes, expected ${big.xmlBytes}`);
+      const theirs = direct.bytes / seconds;
+      const foreignCores = foreign();
+      log(
+        `  ${i === 0 ? "warm-up" : `run ${i}`}: job API ${(ours / MB).toFixed(0)} MB/s (RSS +${(growth / MB).toFixed(1)} MB, ${samples} samples, CPU ${JSON.stringify(cpuOurs)}), ` +
+          `direct ${(theirs / MB).toFixed(0)} MB/s (CPU ${JSON.stringify(cpuDirect)}), foreign load ${foreignCores.toFixed(2)} cores`,
+      );
+      if (i === 0) continue;
+      stream.foreign.push(round(foreignCores, 2));
+      stream.ours.push(ours);
+      stream.direct.push(theirs);
+      stream.rssGrowth.push(growth);
+      stream.cpu.jobapi.push(cpuOurs);
+      stream.cpu.direct.push(cpuDirect);
+    }
+    results.stream = {
+      xml_bytes: big.xmlBytes,
+      gzip_bytes: gzBytes,
+      ours_mb_s: round(median(stream.ours) / MB, 1),
+      direct_mb_s: round(median(stream.direct) / MB, 1),
+      ratio: round(median(stream.ours) / median(stream.direct)),
+      ...pairRatios(stream.ours, stream.direct),
+      target: TARGETS.streamRatio,
+      runs_ours_mb_s: stream.ours.map((x) => round(x / MB, 1)),
+      runs_direct_mb_s: stream.direct.map((x) => round(x / MB, 1)),
+      runs_foreign_load_cores: stream.foreign,
+      cpu_during_runs: stream.cpu,
+    };
+    results.stream.pass = results.stream.ratio >= TARGETS.streamRatio;
+    results.rss = {
+      peak_growth_mb: round(Math.max(...stream.rssGrowth) / MB, 1),
+      runs_growth_mb: stream.rssGrowth.map((x) => round(x / MB, 1)),
+      target_mb: TARGETS.rssGrowthMB,
+    };
+    results.rss.pass = results.rss.peak_growth_mb < TARGETS.rssGrowthMB;
   }
 }
 
@@ -579,7 +675,14 @@ async function probeAfterBlast(shardXml, work, manifest) {
   const gzipShardLevel1 = performance.now() - t;
 
   const mergeModule = path.join(work, "xml-merge.mjs");
-  await build({ entryPoints: [path.join(ROOT, "shared/blast/xml-merge.ts")], bundle: true, platform: "node", format: "esm", outfile: mergeModule, logLevel: "warning" });
+  await build({
+    entryPoints: [path.join(ROOT, "shared/blast/xml-merge.ts")],
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    outfile: mergeModule,
+    logLevel: "warning",
+  });
   const { mergeBlastXml } = await import(mergeModule);
   // As the dispatcher does (gzip input, default-level gzip output), then without the output gzip,
   // then from the plain XML: which part of the merge step is parsing and which is compression.
@@ -639,7 +742,14 @@ function report(r) {
         `≥ ${r.stream.target}`,
         r.stream.pass,
       ],
-      ["(c) job API RSS growth while streaming", `${r.rss.peak_growth_mb.toFixed(1)} MB`, "-", "-", `< ${r.rss.target_mb} MB`, r.rss.pass],
+      [
+        "(c) job API RSS growth while streaming",
+        `${r.rss.peak_growth_mb.toFixed(1)} MB`,
+        "-",
+        "-",
+        `< ${r.rss.target_mb} MB`,
+        r.rss.pass,
+      ],
     );
   }
   if (r.cold_start) {
@@ -655,25 +765,81 @@ function report(r) {
   if (r.load) {
     const e = r.load;
     rows.push(
-      [`(e) /v1/ready p99 under ${e.submits} submits + ${e.long_polls} long-polls`, `${e.ready_under_load.p99_ms} ms`, `${e.ready_idle.p99_ms} ms (idle)`, e.ratio_p99.toFixed(2), `< ${e.target_p99_ms} ms, all ready`, e.ready_under_load.p99_ms < e.target_p99_ms && e.ready_under_load.not_ready === 0],
-      ["(e) most jobs queued at once", String(e.max_queued_seen), "-", "-", `≤ ${e.max_queued_limit}`, e.max_queued_seen <= e.max_queued_limit],
+      [
+        `(e) /v1/ready p99 under ${e.submits} submits + ${e.long_polls} long-polls`,
+        `${e.ready_under_load.p99_ms} ms`,
+        `${e.ready_idle.p99_ms} ms (idle)`,
+        e.ratio_p99.toFixed(2),
+        `< ${e.target_p99_ms} ms, all ready`,
+        e.ready_under_load.p99_ms < e.target_p99_ms && e.ready_under_load.not_ready === 0,
+      ],
+      [
+        "(e) most jobs queued at once",
+        String(e.max_queued_seen),
+        "-",
+        "-",
+        `≤ ${e.max_queued_limit}`,
+        e.max_queued_seen <= e.max_queued_limit,
+      ],
     );
   }
   if (r.kubernetes) {
     const k = r.kubernetes;
     rows.push(
-      [`(f) ${k.shards} shards on the local cluster`, `${k.ours_s.toFixed(2)} s`, `${k.baseline_s.toFixed(2)} s (the shards bare, ${k.threads_per_shard} threads)`, k.ratio.toFixed(3), `≤ ${k.target}`, k.pass],
-      ["(f) API calls per shard, per run", k.api_calls_per_shard.join(" "), "-", "-", "constant", new Set(k.api_calls_per_shard).size === 1],
+      [
+        `(f) ${k.shards} shards on the local cluster`,
+        `${k.ours_s.toFixed(2)} s`,
+        `${k.baseline_s.toFixed(2)} s (the shards bare, ${k.threads_per_shard} threads)`,
+        k.ratio.toFixed(3),
+        `≤ ${k.target}`,
+        k.pass,
+      ],
+      [
+        "(f) API calls per shard, per run",
+        k.api_calls_per_shard.join(" "),
+        "-",
+        "-",
+        "constant",
+        new Set(k.api_calls_per_shard).size === 1,
+      ],
     );
   }
   if (r.durability) {
     const g = r.durability;
     const pass = (added) => added <= g.target_added_submit_ms;
     rows.push(
-      ["(g) job-API submit, durable writes", `${g.job_api_submit_ms.on} ms`, `${g.job_api_submit_ms.off} ms (durable writes off)`, g.job_api_submit_ms.ratio.toFixed(3), `+≤ ${g.target_added_submit_ms} ms`, pass(g.job_api_submit_ms.added_ms)],
-      ["(g) dashboard submit, durable writes", `${g.dashboard_submit_ms.on} ms`, `${g.dashboard_submit_ms.off} ms (durable writes off)`, g.dashboard_submit_ms.ratio.toFixed(3), `+≤ ${g.target_added_submit_ms} ms`, pass(g.dashboard_submit_ms.added_ms)],
-      [`(g) ${g.burst_ms.submits} concurrent submits`, `${g.burst_ms.on} ms`, `${g.burst_ms.off} ms (durable writes off)`, g.burst_ms.ratio.toFixed(3), "-", true],
-      ["(g) small job submit→completed", `${g.small_job_ms.on} ms`, `${g.small_job_ms.off} ms (durable writes off)`, g.small_job_ms.ratio.toFixed(3), `≤ ${g.target_job_ratio}`, g.small_job_ms.ratio <= g.target_job_ratio],
+      [
+        "(g) job-API submit, durable writes",
+        `${g.job_api_submit_ms.on} ms`,
+        `${g.job_api_submit_ms.off} ms (durable writes off)`,
+        g.job_api_submit_ms.ratio.toFixed(3),
+        `+≤ ${g.target_added_submit_ms} ms`,
+        pass(g.job_api_submit_ms.added_ms),
+      ],
+      [
+        "(g) dashboard submit, durable writes",
+        `${g.dashboard_submit_ms.on} ms`,
+        `${g.dashboard_submit_ms.off} ms (durable writes off)`,
+        g.dashboard_submit_ms.ratio.toFixed(3),
+        `+≤ ${g.target_added_submit_ms} ms`,
+        pass(g.dashboard_submit_ms.added_ms),
+      ],
+      [
+        `(g) ${g.burst_ms.submits} concurrent submits`,
+        `${g.burst_ms.on} ms`,
+        `${g.burst_ms.off} ms (durable writes off)`,
+        g.burst_ms.ratio.toFixed(3),
+        "-",
+        true,
+      ],
+      [
+        "(g) small job submit→completed",
+        `${g.small_job_ms.on} ms`,
+        `${g.small_job_ms.off} ms (durable writes off)`,
+        g.small_job_ms.ratio.toFixed(3),
+        `≤ ${g.target_job_ratio}`,
+        g.small_job_ms.ratio <= g.target_job_ratio,
+      ],
     );
   }
   const foreignRuns = [r.facade, r.sharded, r.stream, r.cold_start].flatMap((m) => m?.runs_foreign_load_cores ?? []);
@@ -706,11 +872,26 @@ function report(r) {
     : [];
   const foreignWarning =
     foreignMax > FOREIGN_LOAD_WARNING
-      ? [`WARNING: other processes used up to ${foreignMax} cores of this ${r.machine.cpus}-core machine during the runs; the figures are disturbed by them.`]
+      ? [
+          `WARNING: other processes used up to ${foreignMax} cores of this ${r.machine.cpus}-core machine during the runs; the figures are disturbed by them.`,
+        ]
       : [];
   if (!r.generation) {
     const table = [line(header), line(widths.map((w) => "-".repeat(w))), ...cells.map(line)];
-    process.stdout.write(["", `blastplane benchmark — median of ${r.runs} runs each`, "", ...table, "", ...coldStartLines, ...durabilityLines, ...foreignWarning, `bench took ${r.bench_seconds} s`, ""].join("\n"));
+    process.stdout.write(
+      [
+        "",
+        `blastplane benchmark — median of ${r.runs} runs each`,
+        "",
+        ...table,
+        "",
+        ...coldStartLines,
+        ...durabilityLines,
+        ...foreignWarning,
+        `bench took ${r.bench_seconds} s`,
+        "",
+      ].join("\n"),
+    );
     process.stdout.write(`${JSON.stringify({ bench: "blastplane", ...r })}\n`);
     return;
   }
@@ -757,7 +938,8 @@ async function cleanup(keepLog) {
   if (cleaned) return;
   cleaned = true;
   if (state.stack) await state.stack.stop().catch((e) => process.stderr.write(`stopping the stack failed: ${e}\n`));
-  if (process.env.BENCH_STACK_LOG && state.stack) copyFileSync(path.join(tmp, "stack.log"), process.env.BENCH_STACK_LOG);
+  if (process.env.BENCH_STACK_LOG && state.stack)
+    copyFileSync(path.join(tmp, "stack.log"), process.env.BENCH_STACK_LOG);
   if (keepLog && state.stack) {
     copyFileSync(path.join(tmp, "stack.log"), FAILED_LOG);
     process.stderr.write(`the stack's output is kept in ${FAILED_LOG}\n`);
@@ -776,7 +958,8 @@ try {
   report(await main(tmp));
 } catch (error) {
   exitCode = 1;
-  const cause = error instanceof Error && error.cause ? `\ncaused by: ${String(error.cause?.stack ?? error.cause)}` : "";
+  const cause =
+    error instanceof Error && error.cause ? `\ncaused by: ${String(error.cause?.stack ?? error.cause)}` : "";
   process.stderr.write(`benchmark failed: ${error instanceof Error ? error.stack : String(error)}${cause}\n`);
   const gone = state.stack?.unexpectedExit();
   if (gone) process.stderr.write(`${gone}\n`);

@@ -50,7 +50,8 @@ export async function startStack({ dataDir, logPath, env = {} }) {
   const exited = new Promise((resolve) => child.once("exit", (code) => resolve(code)));
   // The stack stops only when told to; note when something else ends it, so a failure says why.
   child.once("exit", (code, signal) => {
-    if (!stopRequested) unexpectedExit = `the stack (pid ${child.pid}) exited at ${new Date().toISOString()} with ${signal ?? `code ${code}`} before the benchmark stopped it`;
+    if (!stopRequested)
+      unexpectedExit = `the stack (pid ${child.pid}) exited at ${new Date().toISOString()} with ${signal ?? `code ${code}`} before the benchmark stopped it`;
   });
   const deadline = Date.now() + 60_000;
   while (!ready) {
@@ -62,7 +63,8 @@ export async function startStack({ dataDir, logPath, env = {} }) {
     await sleep(50);
   }
   const info = JSON.parse(readFileSync(path.join(dataDir, "stack.json"), "utf8"));
-  const token = JSON.parse(readFileSync(path.join(dataDir, "jobapi", "secrets", "jobapi-api-token"), "utf8")).current.value;
+  const token = JSON.parse(readFileSync(path.join(dataDir, "jobapi", "secrets", "jobapi-api-token"), "utf8")).current
+    .value;
   const connectionString =
     `DefaultEndpointsProtocol=http;AccountName=${DEV_ACCOUNT};AccountKey=${DEV_ACCOUNT_KEY};` +
     `BlobEndpoint=${info.blob_endpoint};TableEndpoint=${info.table_endpoint};`;
@@ -117,7 +119,9 @@ export function jobApiClient(stack) {
         body: body === undefined ? undefined : JSON.stringify(body),
       });
     } catch (error) {
-      networkErrors.push(`${method} ${p}: ${error.message}${error.cause ? ` (${error.cause.code ?? error.cause.message})` : ""}`);
+      networkErrors.push(
+        `${method} ${p}: ${error.message}${error.cause ? ` (${error.cause.code ?? error.cause.message})` : ""}`,
+      );
       if (method !== "GET" || attempt >= 3) throw error;
       await sleep(50);
       return request(method, p, body, expect, extraHeaders, attempt + 1);
@@ -132,7 +136,9 @@ export function jobApiClient(stack) {
     get: (p) => call("GET", p, undefined, [200]),
     /** A long-polling status read: held by the server until the status differs from `etag`. */
     watch: (p, etag, waitSeconds) =>
-      etag ? request("GET", `${p}?wait=${waitSeconds}`, undefined, [200, 304], { "If-None-Match": etag }) : request("GET", p, undefined, [200]),
+      etag
+        ? request("GET", `${p}?wait=${waitSeconds}`, undefined, [200, 304], { "If-None-Match": etag })
+        : request("GET", p, undefined, [200]),
     post: (p, body) => call("POST", p, body, [200, 202]),
     /** A streamed GET through node:http (lighter than fetch for big bodies). */
     stream(p) {
@@ -157,7 +163,9 @@ export function jobApiClient(stack) {
 
 /** Reads a job record straight from the job API's table, for its exact timestamps. */
 export function jobRecordReader(stack) {
-  const table = TableClient.fromConnectionString(stack.connectionString, "jobapijobs", { allowInsecureConnection: true });
+  const table = TableClient.fromConnectionString(stack.connectionString, "jobapijobs", {
+    allowInsecureConnection: true,
+  });
   return async (jobId) => {
     const e = await table.getEntity("job", jobId);
     let doc = "";
@@ -238,7 +246,12 @@ export function cpuSeconds(pids) {
 
 /** Busy CPU seconds of the whole machine so far (all cores), from the first line of /proc/stat. */
 function machineBusySeconds() {
-  const [user, nice, system, , , irq, softirq, steal = 0] = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).slice(1).map(Number);
+  const [user, nice, system, , , irq, softirq, steal = 0] = readFileSync("/proc/stat", "utf8")
+    .split("\n")[0]
+    .trim()
+    .split(/\s+/)
+    .slice(1)
+    .map(Number);
   return (user + nice + system + irq + softirq + steal) / CLOCK_TICKS;
 }
 

@@ -12,7 +12,12 @@ const HISTORY_LIMIT = 500;
 export async function consoleCommand(argv, { stack, dataDir, fail, roles }) {
   const { values } = parseArgs({
     args: argv,
-    options: { role: { type: "string" }, token: { type: "string" }, eval: { type: "string", multiple: true }, json: { type: "boolean" } },
+    options: {
+      role: { type: "string" },
+      token: { type: "string" },
+      eval: { type: "string", multiple: true },
+      json: { type: "boolean" },
+    },
     strict: true,
   });
   if (values.role !== undefined && values.token !== undefined) fail("Give --role or --token, not both.");
@@ -20,7 +25,11 @@ export async function consoleCommand(argv, { stack, dataDir, fail, roles }) {
   if (!bearer) {
     const role = values.role ?? "Reader";
     if (!roles.includes(role)) fail(`--role must be one of ${roles.join(", ")}`);
-    const res = await fetch(`${stack.idp_url}/dev/token`, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ role }) });
+    const res = await fetch(`${stack.idp_url}/dev/token`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ role }),
+    });
     const json = await res.json().catch(() => ({}));
     if (res.status !== 200) fail(`The identity provider refused: ${JSON.stringify(json.detail ?? json)}`, 1);
     bearer = json.access_token;
@@ -35,7 +44,11 @@ export async function consoleCommand(argv, { stack, dataDir, fail, roles }) {
   }
 
   const discovery = await post("rpc", { jsonrpc: "2.0", id: 1, method: "tools.search", params: {} });
-  if (discovery.status !== 200) fail(`The console refused the token (${discovery.status}): ${JSON.stringify(discovery.json.detail ?? discovery.json)}`, 1);
+  if (discovery.status !== 200)
+    fail(
+      `The console refused the token (${discovery.status}): ${JSON.stringify(discovery.json.detail ?? discovery.json)}`,
+      1,
+    );
   const { role, tools } = discovery.json.result;
   const names = tools.map((t) => t.name).sort();
 
@@ -58,7 +71,9 @@ export async function consoleCommand(argv, { stack, dataDir, fail, roles }) {
   }
 
   const historyFile = path.join(dataDir, "console_history");
-  const history = existsSync(historyFile) ? readFileSync(historyFile, "utf8").split("\n").filter(Boolean).slice(-HISTORY_LIMIT).reverse() : [];
+  const history = existsSync(historyFile)
+    ? readFileSync(historyFile, "utf8").split("\n").filter(Boolean).slice(-HISTORY_LIMIT).reverse()
+    : [];
   const rl = createInterface({
     input: process.stdin,
     output: process.stdout,
@@ -72,7 +87,9 @@ export async function consoleCommand(argv, { stack, dataDir, fail, roles }) {
       return [hits.length ? hits : names, word];
     },
   });
-  process.stdout.write(`Signed in as ${role}. Tools: ${names.join(", ")}\nType a tool name with its arguments (Tab completes), "help TOOL" for its arguments, "exit" to leave.\n`);
+  process.stdout.write(
+    `Signed in as ${role}. Tools: ${names.join(", ")}\nType a tool name with its arguments (Tab completes), "help TOOL" for its arguments, "exit" to leave.\n`,
+  );
   rl.prompt();
   for await (const line of rl) {
     const text = line.trim();
@@ -82,7 +99,11 @@ export async function consoleCommand(argv, { stack, dataDir, fail, roles }) {
       const help = /^help\s+([a-z_]+)$/.exec(text);
       if (help) {
         const tool = tools.find((t) => t.name === help[1]);
-        process.stdout.write(tool ? `${tool.description}\n  ${tool.argument_hint}\n  floor ${tool.rbac_floor}, ${tool.side_effect_class}\n` : `No tool ${help[1]} for ${role}.\n`);
+        process.stdout.write(
+          tool
+            ? `${tool.description}\n  ${tool.argument_hint}\n  floor ${tool.rbac_floor}, ${tool.side_effect_class}\n`
+            : `No tool ${help[1]} for ${role}.\n`,
+        );
       } else await turn(text);
     }
     rl.prompt();

@@ -98,7 +98,12 @@ try {
       break;
     case "console": {
       const { consoleCommand } = await import("./blastplane-console.mjs");
-      await consoleCommand(rest, { stack: runningStack(), dataDir: path.resolve(process.env.BLASTPLANE_DATA_DIR ?? ".data"), fail, roles: ROLES });
+      await consoleCommand(rest, {
+        stack: runningStack(),
+        dataDir: path.resolve(process.env.BLASTPLANE_DATA_DIR ?? ".data"),
+        fail,
+        roles: ROLES,
+      });
       break;
     }
     case undefined:

@@ -14,21 +14,33 @@ route("apiTokenStatus", { methods: ["GET"], route: "settings/api-token", role: "
  * Reveals the current token (Owner; audited, also when denied). The route's floor is Reader so that
  * the service can audit a refused attempt with who tried it.
  */
-route("apiTokenReveal", { methods: ["POST"], route: "settings/api-token/reveal", role: "Reader" }, async (_request, scope) => {
-  const token = await apiTokenSettings(scope).reveal(callerOf(scope), { requestId: scope.requestId });
-  return jsonResult(200, { api_token: token }, scope.requestId, NO_STORE);
-});
+route(
+  "apiTokenReveal",
+  { methods: ["POST"], route: "settings/api-token/reveal", role: "Reader" },
+  async (_request, scope) => {
+    const token = await apiTokenSettings(scope).reveal(callerOf(scope), { requestId: scope.requestId });
+    return jsonResult(200, { api_token: token }, scope.requestId, NO_STORE);
+  },
+);
 
 /**
  * Rotates the token (Owner; audited, also when denied or failed). The new token is returned once;
  * the old one stays valid for `API_TOKEN_GRACE_SECONDS` so running clients can switch over.
  */
-route("apiTokenRegenerate", { methods: ["POST"], route: "settings/api-token/regenerate", role: "Reader" }, async (_request, scope) => {
-  const state = await apiTokenSettings(scope).regenerate(callerOf(scope), { requestId: scope.requestId });
-  return jsonResult(
-    200,
-    { api_token: state.current.value, created_at: state.current.created_at, previous_valid_until: state.previous?.valid_until ?? null },
-    scope.requestId,
-    NO_STORE,
-  );
-});
+route(
+  "apiTokenRegenerate",
+  { methods: ["POST"], route: "settings/api-token/regenerate", role: "Reader" },
+  async (_request, scope) => {
+    const state = await apiTokenSettings(scope).regenerate(callerOf(scope), { requestId: scope.requestId });
+    return jsonResult(
+      200,
+      {
+        api_token: state.current.value,
+        created_at: state.current.created_at,
+        previous_valid_until: state.previous?.valid_until ?? null,
+      },
+      scope.requestId,
+      NO_STORE,
+    );
+  },
+);

@@ -40,7 +40,8 @@ function secretStore(config: AppConfig): SecretStore {
     secretsDir: config.secretsDir,
     clientId: config.storage.kind === "identity" ? config.storage.clientId : undefined,
   });
-  const unavailable = () => new DependencyUnavailableError("no secret store is configured (KEY_VAULT_URL or SECRETS_DIR)");
+  const unavailable = () =>
+    new DependencyUnavailableError("no secret store is configured (KEY_VAULT_URL or SECRETS_DIR)");
   return {
     get: async (name) => {
       const store = await selected;

@@ -3,7 +3,12 @@ import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import { FASTA_LIMITS } from "../shared/blast/fasta.js";
 import type { DashboardJob } from "../shared/dashboard/dashboard-jobs.js";
 import type { OperationView } from "../shared/dashboard/operations.js";
-import { dashboardJobListQuerySchema, dashboardJobPathSchema, dashboardResultsQuerySchema, dashboardSubmitSchema } from "../shared/dashboard/schemas.js";
+import {
+  dashboardJobListQuerySchema,
+  dashboardJobPathSchema,
+  dashboardResultsQuerySchema,
+  dashboardSubmitSchema,
+} from "../shared/dashboard/schemas.js";
 import { jsonResult } from "../shared/http/envelope.js";
 import { parseJsonBody, parsePath, parseQuery } from "../shared/http/validation.js";
 import { dashboardJobService } from "./dashboard-deps.js";
@@ -48,18 +53,32 @@ function envelope(job: DashboardJob, operation: OperationView, requestId: string
   };
 }
 
-route("blastJobsSubmit", { methods: ["POST"], route: "blast/jobs", role: "Contributor", durable: true }, async (request, scope) => {
-  const body = await parseJsonBody(request, dashboardSubmitSchema, FASTA_LIMITS.maxBytes * 2);
-  const { job, operation } = await dashboardJobService(scope).submit(callerOf(scope), body);
-  return jsonResult(200, envelope(job, operation, scope.requestId), scope.requestId);
-});
+route(
+  "blastJobsSubmit",
+  { methods: ["POST"], route: "blast/jobs", role: "Contributor", durable: true },
+  async (request, scope) => {
+    const body = await parseJsonBody(request, dashboardSubmitSchema, FASTA_LIMITS.maxBytes * 2);
+    const { job, operation } = await dashboardJobService(scope).submit(callerOf(scope), body);
+    return jsonResult(200, envelope(job, operation, scope.requestId), scope.requestId);
+  },
+);
 
 route("listBlastJobs", { methods: ["GET"], route: "blast/jobs", role: "Reader" }, async (request, scope) => {
   const query = parseQuery(request, dashboardJobListQuerySchema);
-  const { jobs, total } = await dashboardJobService(scope).list({ status: query.status, page: query.page, pageSize: query.page_size });
+  const { jobs, total } = await dashboardJobService(scope).list({
+    status: query.status,
+    page: query.page,
+    pageSize: query.page_size,
+  });
   return jsonResult(
     200,
-    { jobs: jobs.map(jobView), page: query.page, page_size: query.page_size, total, meta: { request_id: scope.requestId } },
+    {
+      jobs: jobs.map(jobView),
+      page: query.page,
+      page_size: query.page_size,
+      total,
+      meta: { request_id: scope.requestId },
+    },
     scope.requestId,
   );
 });
@@ -70,19 +89,33 @@ route("getBlastJob", { methods: ["GET"], route: "blast/jobs/{uuid}", role: "Read
   return jsonResult(200, { ...jobView(job), meta: { request_id: scope.requestId } }, scope.requestId);
 });
 
-route("cancelBlastJob", { methods: ["DELETE"], route: "blast/jobs/{uuid}", role: "Contributor", durable: true }, async (request, scope) => {
-  const { uuid } = parsePath(request, dashboardJobPathSchema);
-  const { job, operation } = await dashboardJobService(scope).cancel(callerOf(scope), uuid, { requestId: scope.requestId });
-  return jsonResult(200, envelope(job, operation, scope.requestId), scope.requestId);
-});
+route(
+  "cancelBlastJob",
+  { methods: ["DELETE"], route: "blast/jobs/{uuid}", role: "Contributor", durable: true },
+  async (request, scope) => {
+    const { uuid } = parsePath(request, dashboardJobPathSchema);
+    const { job, operation } = await dashboardJobService(scope).cancel(callerOf(scope), uuid, {
+      requestId: scope.requestId,
+    });
+    return jsonResult(200, envelope(job, operation, scope.requestId), scope.requestId);
+  },
+);
 
-route("blastJobResults", { methods: ["GET"], route: "blast/jobs/{uuid}/results", role: "Reader" }, async (request, scope) => {
-  const { uuid } = parsePath(request, dashboardJobPathSchema);
-  const { content } = parseQuery(request, dashboardResultsQuerySchema);
-  const results = await dashboardJobService(scope).openResults(uuid, content);
-  const headers: Record<string, string> = { "X-Request-Id": scope.requestId };
-  if (results.contentType) headers["content-type"] = results.contentType;
-  if (results.contentDisposition) headers["content-disposition"] = results.contentDisposition;
-  // Bytes stream through; no storage URL reaches the browser.
-  return { status: 200, headers, body: Readable.fromWeb(results.body as NodeReadableStream<Uint8Array>) as unknown as AsyncIterable<Uint8Array> };
-});
+route(
+  "blastJobResults",
+  { methods: ["GET"], route: "blast/jobs/{uuid}/results", role: "Reader" },
+  async (request, scope) => {
+    const { uuid } = parsePath(request, dashboardJobPathSchema);
+    const { content } = parseQuery(request, dashboardResultsQuerySchema);
+    const results = await dashboardJobService(scope).openResults(uuid, content);
+    const headers: Record<string, string> = { "X-Request-Id": scope.requestId };
+    if (results.contentType) headers["content-type"] = results.contentType;
+    if (results.contentDisposition) headers["content-disposition"] = results.contentDisposition;
+    // Bytes stream through; no storage URL reaches the browser.
+    return {
+      status: 200,
+      headers,
+      body: Readable.fromWeb(results.body as NodeReadableStream<Uint8Array>) as unknown as AsyncIterable<Uint8Array>,
+    };
+  },
+);

@@ -24,7 +24,9 @@ export const ruleCatalog = loadRuleCatalog(actionTypes, catalogPath("ops-rules.j
 export const healthMetricSet = loadHealthMetricSet(catalogPath("health-metrics.json", catalogDir));
 /** The frozen configuration baseline; a citation whose digest does not match stops start-up like a bad catalog. */
 export const configurationBaseline = loadConfigurationBaseline(catalogPath("configuration-baseline.json", catalogDir));
-export const browserEvidencePolicies = loadBrowserEvidencePolicies(catalogPath("browser-evidence-policies.json", catalogDir));
+export const browserEvidencePolicies = loadBrowserEvidencePolicies(
+  catalogPath("browser-evidence-policies.json", catalogDir),
+);
 /** Each action type's mode (catalog default or `SVC_ACTION_MODES`); an override naming no action type stops start-up. */
 export const actionModeOf = actionModes(actionTypes, consoleConfig.actions.modes);
 

@@ -42,8 +42,23 @@ import { createSnapshotStore } from "../shared/ops/snapshots/snapshot-store.js";
 import { type ControlPlaneStateReader, type ProposedAction, verifyAction } from "../shared/ops/verifier/verifier.js";
 import { openBlobContainer } from "../shared/storage/blob-container.js";
 import { appContext } from "./app-context.js";
-import { apiTokenSettings, dashboardJobs, dashboardJobService, databaseCatalog, databaseService, databaseState } from "./dashboard-deps.js";
-import { actionModeOf, actionTypes, browserEvidencePolicies, configurationBaseline, consoleConfig, healthMetricSet, ruleCatalog } from "./console-deps.js";
+import {
+  apiTokenSettings,
+  dashboardJobs,
+  dashboardJobService,
+  databaseCatalog,
+  databaseService,
+  databaseState,
+} from "./dashboard-deps.js";
+import {
+  actionModeOf,
+  actionTypes,
+  browserEvidencePolicies,
+  configurationBaseline,
+  consoleConfig,
+  healthMetricSet,
+  ruleCatalog,
+} from "./console-deps.js";
 import { deploymentSnapshotSources } from "./console-snapshots.js";
 import { invocationDurable } from "./invocation-durable.js";
 
@@ -68,7 +83,10 @@ function clusterTargets(): ClusterTargets {
   const { actions, subscriptionId } = consoleConfig;
   return {
     deployment: actions.jobApiDeployment ? createJobApiDeployment(actions.jobApiDeployment) : undefined,
-    agentPools: actions.aks && subscriptionId ? createAksAgentPools({ subscriptionId, ...actions.aks, credential: lazyDefaultCredential() }) : undefined,
+    agentPools:
+      actions.aks && subscriptionId
+        ? createAksAgentPools({ subscriptionId, ...actions.aks, credential: lazyDefaultCredential() })
+        : undefined,
   };
 }
 
@@ -84,7 +102,10 @@ async function clusterReachable(targets: ClusterTargets): Promise<boolean | unde
 }
 
 /** The control plane's current state as the verifier reads it; what has no provider here is unobserved. */
-function stateReader(killSwitch: ReturnType<typeof createKillSwitch>, targets: ClusterTargets): ControlPlaneStateReader {
+function stateReader(
+  killSwitch: ReturnType<typeof createKillSwitch>,
+  targets: ClusterTargets,
+): ControlPlaneStateReader {
   return {
     jobStatus: async (id) => (await dashboardJobs().get(id))?.status ?? null,
     async database(name) {
@@ -106,14 +127,36 @@ function stateReader(killSwitch: ReturnType<typeof createKillSwitch>, targets: C
  * Resource Health and, with the metrics endpoint, the representative metrics, which together
  * answer `query_subscription_health`.
  */
-function subscriptionProviders(subscriptionId: string): Pick<ConsoleProviders, "subscription" | "resourceHealth" | "inventory"> {
+function subscriptionProviders(
+  subscriptionId: string,
+): Pick<ConsoleProviders, "subscription" | "resourceHealth" | "inventory"> {
   const credential = lazyDefaultCredential();
   const resourceGroups = consoleConfig.healthResourceGroups;
   const inventory = createResourceGraphInventoryProvider({ subscriptionId, credential });
   const resourceHealth = createAzureResourceHealthProvider({ subscriptionId, resourceGroups, credential });
-  const metrics = consoleConfig.metrics ? { reader: createAzureHealthMetrics({ subscriptionId, resourceGroups, endpoint: consoleConfig.metrics.endpoint, credential, set: healthMetricSet }), set: healthMetricSet } : undefined;
-  const health = createSubscriptionHealth({ inventory, resourceHealth, ...(metrics ? { metrics } : {}), resourceGroups });
-  return { subscription: createArmSubscriptionProvider({ subscriptionId, credential, health }), resourceHealth, inventory };
+  const metrics = consoleConfig.metrics
+    ? {
+        reader: createAzureHealthMetrics({
+          subscriptionId,
+          resourceGroups,
+          endpoint: consoleConfig.metrics.endpoint,
+          credential,
+          set: healthMetricSet,
+        }),
+        set: healthMetricSet,
+      }
+    : undefined;
+  const health = createSubscriptionHealth({
+    inventory,
+    resourceHealth,
+    ...(metrics ? { metrics } : {}),
+    resourceGroups,
+  });
+  return {
+    subscription: createArmSubscriptionProvider({ subscriptionId, credential, health }),
+    resourceHealth,
+    inventory,
+  };
 }
 
 /** Builds the console's parts over the app's context. */
@@ -126,15 +169,33 @@ export function buildConsoleParts(): ConsoleParts {
   // A flip is announced (A2) to everyone who operates the console: the approvers and the break-glass Owners.
   const operators = [...new Set([...consoleConfig.approvers, ...consoleConfig.breakGlass.owners])];
   const killSwitch = createKillSwitch(source, {
-    onChange: createKillSwitchAnnouncer({ store: approvalStore, notifier, audit: appContext.audit, recipients: operators }),
-    onChangeError: (error, change) => appContext.logger.error("the kill switch flipped but its announcement failed", { on: change.on, error: error instanceof Error ? error.name : "unknown" }),
+    onChange: createKillSwitchAnnouncer({
+      store: approvalStore,
+      notifier,
+      audit: appContext.audit,
+      recipients: operators,
+    }),
+    onChangeError: (error, change) =>
+      appContext.logger.error("the kill switch flipped but its announcement failed", {
+        on: change.on,
+        error: error instanceof Error ? error.name : "unknown",
+      }),
   });
   const targets = clusterTargets();
   const reader = stateReader(killSwitch, targets);
   const verify = (action: ProposedAction) => verifyAction(action, actionTypes, reader);
   // Every route to the verifier records its attempts (sanitized) for query_t2_recovery.
   const attemptLog = createAttemptLog(source);
-  const verifyAs = (route_role: RouteRole) => recordingVerifier(verify, attemptLog, { route_role, catalog: actionTypes, onRecordError: (error) => appContext.logger.warn("a proposer attempt was not recorded", { route_role, error: error instanceof Error ? error.name : "unknown" }) });
+  const verifyAs = (route_role: RouteRole) =>
+    recordingVerifier(verify, attemptLog, {
+      route_role,
+      catalog: actionTypes,
+      onRecordError: (error) =>
+        appContext.logger.warn("a proposer attempt was not recorded", {
+          route_role,
+          error: error instanceof Error ? error.name : "unknown",
+        }),
+    });
   const snapshotStore = createSnapshotStore(source);
   // The services the executors call are the dashboard routes' own, over the current invocation's durable client.
   const scope = { durable: invocationDurable, logger: appContext.logger };
@@ -144,7 +205,12 @@ export function buildConsoleParts(): ConsoleParts {
     mode: actionModeOf,
     killSwitch,
     jobs: { jobs: dashboardJobs(), service: () => dashboardJobService(scope) },
-    databases: { catalog: { get: (name) => databaseCatalog().get(name) }, states: databaseState(), orchestrations: invocationDurable, service: () => databaseService(scope) },
+    databases: {
+      catalog: { get: (name) => databaseCatalog().get(name) },
+      states: databaseState(),
+      orchestrations: invocationDurable,
+      service: () => databaseService(scope),
+    },
     tokens: { tokens: appContext.apiTokens, settings: () => apiTokenSettings(scope) },
     jobApiDeployment: targets.deployment,
     agentPools: targets.agentPools,
@@ -169,7 +235,12 @@ export function buildConsoleParts(): ConsoleParts {
     return Promise.all(
       entries.map(async (e) => {
         const state = await databaseState().get(e.manifest.name);
-        return { name: e.manifest.name, version: e.manifest.version, warm_state: state.warm_state, update_available: state.update_available };
+        return {
+          name: e.manifest.name,
+          version: e.manifest.version,
+          warm_state: state.warm_state,
+          update_available: state.update_available,
+        };
       }),
     );
   }
@@ -188,20 +259,50 @@ export function buildConsoleParts(): ConsoleParts {
       usage: createUsageLedger(source),
       executor,
       notifier,
-      breakGlass: loadBreakGlassConfig({ owners: [...consoleConfig.breakGlass.owners], max_ttl_seconds: consoleConfig.breakGlass.max_ttl_seconds }),
+      breakGlass: loadBreakGlassConfig({
+        owners: [...consoleConfig.breakGlass.owners],
+        max_ttl_seconds: consoleConfig.breakGlass.max_ttl_seconds,
+      }),
       incidentWindowMs: consoleConfig.incidentWindowMs,
       evidence,
       providers: {
-        ...(consoleConfig.metrics ? { metrics: createAzureMetricsProvider({ ...consoleConfig.metrics, credential: lazyDefaultCredential() }) } : {}),
+        ...(consoleConfig.metrics
+          ? { metrics: createAzureMetricsProvider({ ...consoleConfig.metrics, credential: lazyDefaultCredential() }) }
+          : {}),
         detectionReadiness: snapshotStore.reader("detection_readiness", { maxAgeMs: consoleConfig.snapshots.maxAgeMs }),
         t2Recovery: snapshotStore.reader("t2_recovery", { maxAgeMs: consoleConfig.snapshots.maxAgeMs }),
-        configurationBaseline: snapshotStore.reader("configuration_baseline", { maxAgeMs: consoleConfig.snapshots.maxAgeMs }),
-        ...(consoleConfig.deploymentsGitDir ? { gitDeployments: createGitDeploymentsProvider({ repositoryDir: consoleConfig.deploymentsGitDir }) } : {}),
-        ...(consoleConfig.subscriptionId && consoleConfig.deploymentsResourceGroup
-          ? { cloudDeployments: createArmDeploymentsProvider({ subscriptionId: consoleConfig.subscriptionId, resourceGroup: consoleConfig.deploymentsResourceGroup, credential: lazyDefaultCredential() }) }
+        configurationBaseline: snapshotStore.reader("configuration_baseline", {
+          maxAgeMs: consoleConfig.snapshots.maxAgeMs,
+        }),
+        ...(consoleConfig.deploymentsGitDir
+          ? { gitDeployments: createGitDeploymentsProvider({ repositoryDir: consoleConfig.deploymentsGitDir }) }
           : {}),
-        ...(consoleConfig.browserEvidenceChromium ? { browserEvidence: createBrowserEvidenceProvider({ policies: browserEvidencePolicies, store: evidence, executablePath: consoleConfig.browserEvidenceChromium }) } : {}),
-        ...(consoleConfig.logAnalyticsWorkspaceId ? { logs: createLogAnalyticsProvider({ workspaceId: consoleConfig.logAnalyticsWorkspaceId, credential: lazyDefaultCredential() }) } : {}),
+        ...(consoleConfig.subscriptionId && consoleConfig.deploymentsResourceGroup
+          ? {
+              cloudDeployments: createArmDeploymentsProvider({
+                subscriptionId: consoleConfig.subscriptionId,
+                resourceGroup: consoleConfig.deploymentsResourceGroup,
+                credential: lazyDefaultCredential(),
+              }),
+            }
+          : {}),
+        ...(consoleConfig.browserEvidenceChromium
+          ? {
+              browserEvidence: createBrowserEvidenceProvider({
+                policies: browserEvidencePolicies,
+                store: evidence,
+                executablePath: consoleConfig.browserEvidenceChromium,
+              }),
+            }
+          : {}),
+        ...(consoleConfig.logAnalyticsWorkspaceId
+          ? {
+              logs: createLogAnalyticsProvider({
+                workspaceId: consoleConfig.logAnalyticsWorkspaceId,
+                credential: lazyDefaultCredential(),
+              }),
+            }
+          : {}),
         // With a subscription configured the inventory is Resource Graph's (below); otherwise (the
         // local stack) it is the control plane's own resources.
         inventory: createLocalInventoryProvider({
@@ -217,10 +318,34 @@ export function buildConsoleParts(): ConsoleParts {
     },
     { serverTimeZone: consoleConfig.serverTimeZone },
   );
-  const recurrent = createRecurrentQueryWatch({ tables: source, events: appContext.events, logger: appContext.logger, ...consoleConfig.recurrentQuery });
-  const coordinator = createCoordinator({ registry, audit: appContext.audit, approvals, verify: verifyAs("coordinator"), recurrent, evidence });
-  const approvalActivities = createApprovalActivities({ approvals, store: approvalStore, loadPolicy: consoleConfig.loadPolicy });
-  const opsLoop = createOpsLoop({ events: appContext.events, audit: appContext.audit, rules: ruleCatalog, actions: actionTypes, verify: verifyAs("ops_loop"), claims: source, incidentWindowMs: consoleConfig.incidentWindowMs });
+  const recurrent = createRecurrentQueryWatch({
+    tables: source,
+    events: appContext.events,
+    logger: appContext.logger,
+    ...consoleConfig.recurrentQuery,
+  });
+  const coordinator = createCoordinator({
+    registry,
+    audit: appContext.audit,
+    approvals,
+    verify: verifyAs("coordinator"),
+    recurrent,
+    evidence,
+  });
+  const approvalActivities = createApprovalActivities({
+    approvals,
+    store: approvalStore,
+    loadPolicy: consoleConfig.loadPolicy,
+  });
+  const opsLoop = createOpsLoop({
+    events: appContext.events,
+    audit: appContext.audit,
+    rules: ruleCatalog,
+    actions: actionTypes,
+    verify: verifyAs("ops_loop"),
+    claims: source,
+    incidentWindowMs: consoleConfig.incidentWindowMs,
+  });
   const snapshots = createSnapshotProducer({
     store: snapshotStore,
     producer: "ops_loop",

@@ -9,7 +9,12 @@
 import type { ConsoleConfig } from "../shared/console/console-config.js";
 import { lazyDefaultCredential } from "../shared/console/providers/azure-credential.js";
 import type { AttemptLog } from "../shared/ops/snapshots/attempt-log.js";
-import { aksBaselineObserver, settingsObserver, storageAccountNameOf, storageAccountObserver } from "../shared/ops/snapshots/baseline-observers.js";
+import {
+  aksBaselineObserver,
+  settingsObserver,
+  storageAccountNameOf,
+  storageAccountObserver,
+} from "../shared/ops/snapshots/baseline-observers.js";
 import type { ConfigurationBaseline } from "../shared/ops/snapshots/configuration-baseline.js";
 import type { ReadinessProbes } from "../shared/ops/snapshots/detection-readiness.js";
 import {
@@ -25,7 +30,12 @@ import {
   parseAksClusterId,
   storageProbe,
 } from "../shared/ops/snapshots/readiness-probes.js";
-import { configurationBaselineSource, detectionReadinessSource, type SnapshotSource, t2RecoverySource } from "../shared/ops/snapshots/snapshot-producer.js";
+import {
+  configurationBaselineSource,
+  detectionReadinessSource,
+  type SnapshotSource,
+  t2RecoverySource,
+} from "../shared/ops/snapshots/snapshot-producer.js";
 import type { TableSource } from "../shared/storage/table-source.js";
 
 export interface DeploymentSnapshotOptions {
@@ -54,21 +64,43 @@ export function deploymentSnapshotSources(o: DeploymentSnapshotOptions): Snapsho
     t2RecoverySource(o.attempts),
     configurationBaselineSource(o.baseline, {
       ...(readAks ? { aks: aksBaselineObserver(readAks, o.settings.aksNodePool) } : {}),
-      ...(accountName && o.subscriptionId ? { storage_account: storageAccountObserver({ subscriptionId: o.subscriptionId, accountName, credential: lazyDefaultCredential() }) } : {}),
-      settings: settingsObserver({ storage_identity_based: o.identityTableUrl !== undefined, api_token_grace_seconds: o.apiTokenGraceSeconds }),
+      ...(accountName && o.subscriptionId
+        ? {
+            storage_account: storageAccountObserver({
+              subscriptionId: o.subscriptionId,
+              accountName,
+              credential: lazyDefaultCredential(),
+            }),
+          }
+        : {}),
+      settings: settingsObserver({
+        storage_identity_based: o.identityTableUrl !== undefined,
+        api_token_grace_seconds: o.apiTokenGraceSeconds,
+      }),
     }),
   ];
 }
 
 /** The readiness probes this deployment can run; an axis nothing here observes is left out (a coverage gap). */
-function readinessProbes(o: DeploymentSnapshotOptions, readAks: ReturnType<typeof aksClusterReader> | undefined): ReadinessProbes {
+function readinessProbes(
+  o: DeploymentSnapshotOptions,
+  readAks: ReturnType<typeof aksClusterReader> | undefined,
+): ReadinessProbes {
   const kube = o.settings.kubeconfig ? lazyKubeConfig(o.settings.kubeconfig) : undefined;
   const storage = storageProbe(o.storage);
-  const roleDependent = [...(readAks ? [readAks] : []), ...(o.identityTableUrl ? [storage] : []), ...(o.readVaultSecret ? [o.readVaultSecret] : [])];
+  const roleDependent = [
+    ...(readAks ? [readAks] : []),
+    ...(o.identityTableUrl ? [storage] : []),
+    ...(o.readVaultSecret ? [o.readVaultSecret] : []),
+  ];
   return {
     ...(readAks ? { cluster: aksClusterProbe(readAks) } : kube ? { cluster: kubeClusterProbe(kube) } : {}),
     // The Kubernetes API sees node readiness itself; without it, the AKS agent pool's state stands in.
-    ...(kube ? { nodes: kubeNodesProbe(kube) } : readAks ? { nodes: aksNodePoolProbe(readAks, o.settings.aksNodePool) } : {}),
+    ...(kube
+      ? { nodes: kubeNodesProbe(kube) }
+      : readAks
+        ? { nodes: aksNodePoolProbe(readAks, o.settings.aksNodePool) }
+        : {}),
     ...(o.jobApiUrl ? { job_api: jobApiProbe(o.jobApiUrl) } : {}),
     databases: databasesProbe(o.databases),
     ...(roleDependent.length > 0 ? { identity: identityProbe(roleDependent) } : {}),

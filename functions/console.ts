@@ -12,8 +12,14 @@ import { callerOf, route } from "./http-route.js";
 /** A chat turn: bounded text and the optional agent selections of coordinator rule 8. */
 const turnBody = z.strictObject({
   text: z.string().trim().min(1).max(8000),
-  target_agent: z.string().regex(/^[a-z][a-z0-9_-]{0,63}$/).optional(),
-  incident_agent: z.string().regex(/^[a-z][a-z0-9_-]{0,63}$/).optional(),
+  target_agent: z
+    .string()
+    .regex(/^[a-z][a-z0-9_-]{0,63}$/)
+    .optional(),
+  incident_agent: z
+    .string()
+    .regex(/^[a-z][a-z0-9_-]{0,63}$/)
+    .optional(),
 });
 
 /** The two RPC methods (spec §4): descriptors only; a caller-supplied role is ignored. */
@@ -24,7 +30,10 @@ const rpcBody = z.strictObject({
   params: z
     .object({
       query: z.string().max(200).optional(),
-      name: z.string().regex(/^[a-z][a-z0-9_]{0,63}$/).optional(),
+      name: z
+        .string()
+        .regex(/^[a-z][a-z0-9_]{0,63}$/)
+        .optional(),
     })
     .loose()
     .default({}),
@@ -37,13 +46,22 @@ route("consoleChat", { methods: ["POST"], route: "chat", role: "Reader", durable
     async approvalFiled(approvalId, requestId) {
       // One orchestration per item: the instance id is the approval id, so a repeat finds the first.
       if (await scope.durable().getInstance(approvalId)) return;
-      await scope.durable().startNew(ApprovalOrchestration.name, { instanceId: approvalId, input: { approval_id: approvalId, request_id: requestId } });
+      await scope.durable().startNew(ApprovalOrchestration.name, {
+        instanceId: approvalId,
+        input: { approval_id: approvalId, request_id: requestId },
+      });
     },
     async approvalDecided(approvalId) {
-      await scope.durable().raiseEvent(approvalId, ApprovalOrchestration.decidedEvent, { approval_id: approvalId }).catch((error: unknown) => {
-        // The decision is recorded and executed already; the orchestration also ends at its TTL.
-        scope.logger.warn("approval decision event not delivered", { approval_id: approvalId, error: error instanceof Error ? error.message : String(error) });
-      });
+      await scope
+        .durable()
+        .raiseEvent(approvalId, ApprovalOrchestration.decidedEvent, { approval_id: approvalId })
+        .catch((error: unknown) => {
+          // The decision is recorded and executed already; the orchestration also ends at its TTL.
+          scope.logger.warn("approval decision event not delivered", {
+            approval_id: approvalId,
+            error: error instanceof Error ? error.message : String(error),
+          });
+        });
     },
   });
   return jsonResult(200, reply, scope.requestId);
@@ -52,21 +70,32 @@ route("consoleChat", { methods: ["POST"], route: "chat", role: "Reader", durable
 route("consoleChatHealth", { methods: ["GET"], route: "chat/health", role: "Reader" }, async (_request, scope) => {
   const narrator = (await consoleParts()).coordinator.narrator;
   // Read from the process directly: "none" has no worker, so the deterministic path is what is ready.
-  return jsonResult(200, { status: "ok", narrator: narrator.name, narrator_ready: narrator.available(), deterministic_ready: true }, scope.requestId);
+  return jsonResult(
+    200,
+    { status: "ok", narrator: narrator.name, narrator_ready: narrator.available(), deterministic_ready: true },
+    scope.requestId,
+  );
 });
 
 route("agentsActivity", { methods: ["GET"], route: "agents/activity", role: "Reader" }, async (_request, scope) =>
   jsonResult(200, await agentActivity(appContext.audit), scope.requestId),
 );
 
-route("healthz", { methods: ["GET"], route: "healthz" }, async (_request, scope) => jsonResult(200, { status: "ok" }, scope.requestId));
+route("healthz", { methods: ["GET"], route: "healthz" }, async (_request, scope) =>
+  jsonResult(200, { status: "ok" }, scope.requestId),
+);
 
 route("consoleRpc", { methods: ["POST"], route: "rpc", role: "Reader" }, async (request, scope) => {
   const call = await parseJsonBody(request, rpcBody, 16 * 1024);
   const role = effectiveRole(callerOf(scope));
   if (!role) throw new ForbiddenError("this action needs the Reader role or higher");
   const { registry } = await consoleParts();
-  if (call.method === "tools.search") return jsonResult(200, { jsonrpc: "2.0", id: call.id, result: { role, tools: registry.search(role, call.params.query) } }, scope.requestId);
+  if (call.method === "tools.search")
+    return jsonResult(
+      200,
+      { jsonrpc: "2.0", id: call.id, result: { role, tools: registry.search(role, call.params.query) } },
+      scope.requestId,
+    );
   const descriptor = call.params.name ? registry.describe(role, call.params.name) : undefined;
   if (!descriptor) throw new NotFoundError(`no tool ${call.params.name ?? "(none given)"} for the ${role} role`);
   return jsonResult(200, { jsonrpc: "2.0", id: call.id, result: descriptor }, scope.requestId);

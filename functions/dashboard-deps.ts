@@ -8,7 +8,11 @@ import { DashboardJobStore } from "../shared/dashboard/dashboard-jobs.js";
 import os from "node:os";
 import path from "node:path";
 import { createFileDatabaseCatalog } from "../shared/databases/database-catalog.js";
-import { createTableDatabaseCatalog, openDatabaseStorage, type TableDatabaseCatalog } from "../shared/databases/table-catalog.js";
+import {
+  createTableDatabaseCatalog,
+  openDatabaseStorage,
+  type TableDatabaseCatalog,
+} from "../shared/databases/table-catalog.js";
 import { createDatabaseService, type DatabaseService } from "../shared/databases/database-service.js";
 import { DatabaseStateStore } from "../shared/databases/database-state.js";
 import type { Logger } from "../shared/logging/logger.js";
@@ -108,7 +112,12 @@ let healthTransitions: ReturnType<typeof createHealthTransitions> | undefined;
 
 /** The app's one watch of component health: each turn of the job API to unhealthy is one `jobapi.unhealthy` event. */
 function componentHealth(): ReturnType<typeof createHealthTransitions> {
-  healthTransitions ??= createHealthTransitions({ tables: appContext.config.storage, events: appContext.events, logger: appContext.logger, source: "functions.readiness" });
+  healthTransitions ??= createHealthTransitions({
+    tables: appContext.config.storage,
+    events: appContext.events,
+    logger: appContext.logger,
+    source: "functions.readiness",
+  });
   return healthTransitions;
 }
 
@@ -138,7 +147,10 @@ export function readinessCheck(scope: ServiceScope): ReturnType<typeof createRea
     onChecked: async (failures) => {
       if (!jobApiUrl) return;
       const failure = failures.job_api;
-      await componentHealth().observe(JOB_API_COMPONENT, failure === undefined ? { healthy: true } : { healthy: false, reason: failureText(failure) });
+      await componentHealth().observe(
+        JOB_API_COMPONENT,
+        failure === undefined ? { healthy: true } : { healthy: false, reason: failureText(failure) },
+      );
     },
   });
 }
@@ -147,7 +159,10 @@ let workspaces: WorkspaceService | undefined;
 
 /** The workspace service, created on first use. */
 export function workspaceService(): WorkspaceService {
-  workspaces ??= createWorkspaceService({ store: createWorkspaceStore(appContext.config.storage), audit: appContext.audit });
+  workspaces ??= createWorkspaceService({
+    store: createWorkspaceStore(appContext.config.storage),
+    audit: appContext.audit,
+  });
   return workspaces;
 }
 

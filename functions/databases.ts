@@ -15,15 +15,33 @@ route("databasesList", { methods: ["GET"], route: "databases", role: "Reader" },
 
 /** An operation the route started (200 on start, per spec §1 item 3). */
 function startedResult(operation: OperationView, scope: RouteScope) {
-  return jsonResult(200, { operation, operation_status_url: operation.links.self, meta: { request_id: scope.requestId } }, scope.requestId);
+  return jsonResult(
+    200,
+    { operation, operation_status_url: operation.links.self, meta: { request_id: scope.requestId } },
+    scope.requestId,
+  );
 }
 
-route("databasesPrepare", { methods: ["POST"], route: "databases/{name}/prepare", role: "Contributor", durable: true }, async (request, scope) => {
-  const { name } = parsePath(request, namePath);
-  return startedResult(await databaseService(scope).prepare(callerOf(scope), name, { requestId: scope.requestId }), scope);
-});
+route(
+  "databasesPrepare",
+  { methods: ["POST"], route: "databases/{name}/prepare", role: "Contributor", durable: true },
+  async (request, scope) => {
+    const { name } = parsePath(request, namePath);
+    return startedResult(
+      await databaseService(scope).prepare(callerOf(scope), name, { requestId: scope.requestId }),
+      scope,
+    );
+  },
+);
 
-route("databasesWarmup", { methods: ["POST"], route: "databases/{name}/warmup", role: "Contributor", durable: true }, async (request, scope) => {
-  const { name } = parsePath(request, namePath);
-  return startedResult(await databaseService(scope).warmUp(callerOf(scope), name, { requestId: scope.requestId }), scope);
-});
+route(
+  "databasesWarmup",
+  { methods: ["POST"], route: "databases/{name}/warmup", role: "Contributor", durable: true },
+  async (request, scope) => {
+    const { name } = parsePath(request, namePath);
+    return startedResult(
+      await databaseService(scope).warmUp(callerOf(scope), name, { requestId: scope.requestId }),
+      scope,
+    );
+  },
+);

@@ -12,12 +12,24 @@ route("queueDiagnostics", { methods: ["GET"], route: "health/queue", durable: tr
   jsonResult(200, await diagnosticsService(scope).getQueueDiagnostics(), scope.requestId),
 );
 
-route("enqueueNoop", { methods: ["POST"], route: "health/queue/enqueue-noop", durable: true }, async (request, scope) => {
-  const { message } = parseQuery(request, enqueueQuery);
-  return jsonResult(200, await diagnosticsService(scope).enqueueNoop(message, clientAddress(request.headers)), scope.requestId);
-});
+route(
+  "enqueueNoop",
+  { methods: ["POST"], route: "health/queue/enqueue-noop", durable: true },
+  async (request, scope) => {
+    const { message } = parseQuery(request, enqueueQuery);
+    return jsonResult(
+      200,
+      await diagnosticsService(scope).enqueueNoop(message, clientAddress(request.headers)),
+      scope.requestId,
+    );
+  },
+);
 
-route("noopResult", { methods: ["GET"], route: "health/queue/result/{task_id}", durable: true }, async (request, scope) => {
-  const { task_id } = parsePath(request, resultPath);
-  return jsonResult(200, await diagnosticsService(scope).getNoopResult(task_id), scope.requestId);
-});
+route(
+  "noopResult",
+  { methods: ["GET"], route: "health/queue/result/{task_id}", durable: true },
+  async (request, scope) => {
+    const { task_id } = parsePath(request, resultPath);
+    return jsonResult(200, await diagnosticsService(scope).getNoopResult(task_id), scope.requestId);
+  },
+);

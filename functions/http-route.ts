@@ -70,7 +70,9 @@ export function orchestrationClient(context: InvocationContext): OrchestrationCl
       }
     },
     async *listInstances(options) {
-      const statuses = await client().getStatusBy({ runtimeStatus: options.runtimeStatus as df.OrchestrationRuntimeStatus[] });
+      const statuses = await client().getStatusBy({
+        runtimeStatus: options.runtimeStatus as df.OrchestrationRuntimeStatus[],
+      });
       for (const status of statuses) yield instanceOf(status);
     },
     raiseEvent: (instanceId, eventName, eventData) => client().raiseEvent(instanceId, eventName, eventData),
@@ -81,24 +83,27 @@ export function orchestrationClient(context: InvocationContext): OrchestrationCl
  * Registers one HTTP route: the trigger stays thin — the kit stamps the request id, authorizes,
  * maps errors to the envelope and logs; the handler parses, calls one service and maps its result.
  */
-export function route(name: string, options: RouteOptions, handler: (request: HttpRequest, scope: RouteScope) => Promise<HttpResult>): void {
+export function route(
+  name: string,
+  options: RouteOptions,
+  handler: (request: HttpRequest, scope: RouteScope) => Promise<HttpResult>,
+): void {
   app.http(name, {
     methods: options.methods,
     route: options.route,
     authLevel: "anonymous",
     extraInputs: options.durable ? [df.input.durableClient()] : [],
     handler: async (request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> => {
-      const wrapped = createHttpHandler<HttpRequest>(
-        async (httpRequest, scope) => {
-          // Authentication and the role floor come before any work.
-          const caller = options.role ? await authorize(appContext.validator, httpRequest.headers.get("authorization"), options.role) : undefined;
-          const durable = orchestrationClient(context);
-          const handle = () => handler(httpRequest, { ...scope, caller, durable: () => durable });
-          // Work built outside the request (the console's action executors) finds this invocation's client.
-          return options.durable ? withInvocationDurable(durable, handle) : handle();
-        },
-        appContext.logger,
-      );
+      const wrapped = createHttpHandler<HttpRequest>(async (httpRequest, scope) => {
+        // Authentication and the role floor come before any work.
+        const caller = options.role
+          ? await authorize(appContext.validator, httpRequest.headers.get("authorization"), options.role)
+          : undefined;
+        const durable = orchestrationClient(context);
+        const handle = () => handler(httpRequest, { ...scope, caller, durable: () => durable });
+        // Work built outside the request (the console's action executors) finds this invocation's client.
+        return options.durable ? withInvocationDurable(durable, handle) : handle();
+      }, appContext.logger);
       return (await wrapped(request)) as HttpResponseInit;
     },
   });

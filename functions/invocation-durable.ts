@@ -19,6 +19,9 @@ export function withInvocationDurable<T>(client: OrchestrationClient, work: () =
 /** The current invocation's durable client; refused outside a function registered with one. */
 export function invocationDurable(): OrchestrationClient {
   const client = current.getStore();
-  if (!client) throw new DependencyUnavailableError("no durable client in this invocation: the action needs one to start or signal an orchestration");
+  if (!client)
+    throw new DependencyUnavailableError(
+      "no durable client in this invocation: the action needs one to start or signal an orchestration",
+    );
   return client;
 }

@@ -7,8 +7,14 @@ import { route } from "./http-route.js";
 
 const operationPath = z.object({ operation_id: z.string().regex(OPERATION_ID, "malformed operation id") });
 
-route("getOperation", { methods: ["GET"], route: "operations/{operation_id}", role: "Reader", durable: true }, async (request, scope) => {
-  const { operation_id } = parsePath(request, operationPath);
-  const operation = await getOperation(scope.durable(), operation_id, { pollAfterSeconds: appContext.config.jobPollIntervalSeconds });
-  return jsonResult(200, { ...operation, meta: { request_id: scope.requestId } }, scope.requestId);
-});
+route(
+  "getOperation",
+  { methods: ["GET"], route: "operations/{operation_id}", role: "Reader", durable: true },
+  async (request, scope) => {
+    const { operation_id } = parsePath(request, operationPath);
+    const operation = await getOperation(scope.durable(), operation_id, {
+      pollAfterSeconds: appContext.config.jobPollIntervalSeconds,
+    });
+    return jsonResult(200, { ...operation, meta: { request_id: scope.requestId } }, scope.requestId);
+  },
+);

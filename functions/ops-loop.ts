@@ -9,7 +9,12 @@ app.timer("opsEventLoopTimer", {
   handler: async () => {
     const runId = randomUUID();
     const result = await (await consoleParts()).opsLoop.runOnce(runId);
-    if (result.processed.length > 0 || result.severity_changes > 0) appContext.logger.info("operations core processed events", { run_id: runId, processed: result.processed.length, severity_changes: result.severity_changes });
+    if (result.processed.length > 0 || result.severity_changes > 0)
+      appContext.logger.info("operations core processed events", {
+        run_id: runId,
+        processed: result.processed.length,
+        severity_changes: result.severity_changes,
+      });
   },
 });
 

@@ -1,7 +1,17 @@
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
-import { type Env, envEnum, envInt, envParsed, envPort, envUrl, LOG_LEVELS, type LogLevel, parseEnv } from "../shared/config/env.js";
+import {
+  type Env,
+  envEnum,
+  envInt,
+  envParsed,
+  envPort,
+  envUrl,
+  LOG_LEVELS,
+  type LogLevel,
+  parseEnv,
+} from "../shared/config/env.js";
 import {
   checkStorageSettings,
   JOBAPI_STORAGE_SETTINGS,
@@ -10,7 +20,6 @@ import {
   storageSettingsShape,
   withLegacyConnectionString,
 } from "../shared/storage/storage-connection.js";
-
 
 export interface JobApiConfig {
   readonly port: number;
@@ -72,9 +81,13 @@ const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 /** `k=v,k2=v2`; a key given twice is refused (a Job template would silently keep only one). */
 function parseNodeSelector(text: string): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const pair of text.split(",").map((p) => p.trim()).filter(Boolean)) {
+  for (const pair of text
+    .split(",")
+    .map((p) => p.trim())
+    .filter(Boolean)) {
     const [key = "", value = "", ...rest] = pair.split("=");
-    if (rest.length > 0 || !LABEL_KEY.test(key) || !LABEL_VALUE.test(value)) throw new Error(`"${pair}" is not key=value`);
+    if (rest.length > 0 || !LABEL_KEY.test(key) || !LABEL_VALUE.test(value))
+      throw new Error(`"${pair}" is not key=value`);
     if (key in out) throw new Error(`the key ${key} is given twice`);
     out[key] = value;
   }
@@ -90,52 +103,67 @@ function parseTolerations(text: string): KubernetesSettings["tolerations"] {
     .map((t) => {
       const m = /^([^=:]+)(?:=([^:]*))?:(NoSchedule|PreferNoSchedule|NoExecute)$/.exec(t);
       if (!m || !LABEL_KEY.test(m[1] ?? "")) throw new Error(`"${t}" is not key=value:Effect or key:Effect`);
-      return m[2] === undefined ? { key: m[1] as string, operator: "Exists" as const, effect: m[3] as string } : { key: m[1] as string, operator: "Equal" as const, value: m[2], effect: m[3] as string };
+      return m[2] === undefined
+        ? { key: m[1] as string, operator: "Exists" as const, effect: m[3] as string }
+        : { key: m[1] as string, operator: "Equal" as const, value: m[2], effect: m[3] as string };
     });
 }
 
-const schema = z.object({
-  JOBAPI_PORT: envPort().default(8080),
-  JOBAPI_HOST: z.string().default("127.0.0.1"),
-  // A connection string (Azurite only) or the account's name or URLs (the workload identity).
-  ...storageSettingsShape(JOBAPI_STORAGE_SETTINGS),
-  JOBAPI_DATA_DIR: z.string().default(".data/jobapi"),
-  JOBAPI_DATABASES_DIR: z.string().optional(),
-  JOBAPI_SECRETS_DIR: z.string().optional(),
-  JOBAPI_KEY_VAULT_URL: envUrl().optional(),
-  JOBAPI_EXECUTOR: envEnum(["local", "kubernetes"]).default("local"),
-  JOBAPI_K8S_NAMESPACE: z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, "must be a namespace name").default("blastplane"),
-  JOBAPI_K8S_IMAGE: z.string().default("blastplane-jobapi:local"),
-  JOBAPI_K8S_NODE_SELECTOR: envParsed(parseNodeSelector).default(parseNodeSelector("blastplane.io/pool=blast")),
-  JOBAPI_K8S_TOLERATIONS: envParsed(parseTolerations).default(parseTolerations("blastplane.io/pool=blast:NoSchedule")),
-  JOBAPI_K8S_BACKOFF_LIMIT: envInt(0, 10).default(1),
-  JOBAPI_K8S_ACTIVE_DEADLINE_SECONDS: envInt(1, 7 * 24 * 3600).default(6 * 3600),
-  JOBAPI_K8S_TTL_SECONDS_AFTER_FINISHED: envInt(0, 30 * 24 * 3600).default(3600),
-  JOBAPI_K8S_WORKING_SET_BYTES: envInt(0, Number.MAX_SAFE_INTEGER).default(512 * 1024 ** 2),
-  JOBAPI_K8S_DB_CACHE_DIR: z.string().optional(),
-  JOBAPI_K8S_MAX_JOBS: envInt(1, 10_000).default(16),
-  JOBAPI_K8S_MAX_JOBS_PER_SEARCH: envInt(1, 10_000).default(8),
-  JOBAPI_K8S_SCHEDULE_TIMEOUT_SECONDS: envInt(1, 24 * 3600).default(600),
-  JOBAPI_K8S_SERVICE_ACCOUNT: z.string().regex(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, "must be a service account name").default("blastplane-shard"),
-  JOBAPI_MAX_ACTIVE_JOBS: envInt(1, 1000).default(2),
-  JOBAPI_MAX_QUEUED_JOBS: envInt(1, 100_000).default(100),
-  JOBAPI_RETRY_AFTER_SECONDS: envInt(1, 3600).default(30),
-  // A streak of this many 429s within the window is one `queue.saturated` event.
-  JOBAPI_SATURATION_STREAK: envInt(1, 100_000).default(5),
-  JOBAPI_SATURATION_WINDOW_SECONDS: envInt(1, 24 * 3600).default(60),
-  JOBAPI_SHARD_CONCURRENCY: envInt(1, 512).default(os.availableParallelism()),
-  JOBAPI_THREADS_PER_SHARD: z
-    .string()
-    .refine((value) => value === "auto" || (/^\d+$/.test(value) && Number(value) >= 1 && Number(value) <= 64), "must be auto or a whole number from 1 to 64")
-    .transform((value): number | "auto" => (value === "auto" ? "auto" : Number(value)))
-    .default("auto"),
-  JOBAPI_SHARD_ATTEMPTS: envInt(1, 10).default(2),
-  JOBAPI_NODE_MEMORY_BYTES: envInt(1, Number.MAX_SAFE_INTEGER).default(os.totalmem()),
-  JOBAPI_MEMORY_MARGIN_BYTES: envInt(0, Number.MAX_SAFE_INTEGER).default(2 * 1024 ** 3),
-  JOBAPI_BODY_LIMIT_BYTES: envInt(1024, 64 * 1024 * 1024).default(12 * 1024 * 1024),
-  JOBAPI_DISPATCH_LEASE_SECONDS: envInt(2, 3600).default(60),
-  LOG_LEVEL: envEnum(LOG_LEVELS).default("info"),
-}).superRefine(...checkStorageSettings(JOBAPI_STORAGE_SETTINGS));
+const schema = z
+  .object({
+    JOBAPI_PORT: envPort().default(8080),
+    JOBAPI_HOST: z.string().default("127.0.0.1"),
+    // A connection string (Azurite only) or the account's name or URLs (the workload identity).
+    ...storageSettingsShape(JOBAPI_STORAGE_SETTINGS),
+    JOBAPI_DATA_DIR: z.string().default(".data/jobapi"),
+    JOBAPI_DATABASES_DIR: z.string().optional(),
+    JOBAPI_SECRETS_DIR: z.string().optional(),
+    JOBAPI_KEY_VAULT_URL: envUrl().optional(),
+    JOBAPI_EXECUTOR: envEnum(["local", "kubernetes"]).default("local"),
+    JOBAPI_K8S_NAMESPACE: z
+      .string()
+      .regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, "must be a namespace name")
+      .default("blastplane"),
+    JOBAPI_K8S_IMAGE: z.string().default("blastplane-jobapi:local"),
+    JOBAPI_K8S_NODE_SELECTOR: envParsed(parseNodeSelector).default(parseNodeSelector("blastplane.io/pool=blast")),
+    JOBAPI_K8S_TOLERATIONS: envParsed(parseTolerations).default(
+      parseTolerations("blastplane.io/pool=blast:NoSchedule"),
+    ),
+    JOBAPI_K8S_BACKOFF_LIMIT: envInt(0, 10).default(1),
+    JOBAPI_K8S_ACTIVE_DEADLINE_SECONDS: envInt(1, 7 * 24 * 3600).default(6 * 3600),
+    JOBAPI_K8S_TTL_SECONDS_AFTER_FINISHED: envInt(0, 30 * 24 * 3600).default(3600),
+    JOBAPI_K8S_WORKING_SET_BYTES: envInt(0, Number.MAX_SAFE_INTEGER).default(512 * 1024 ** 2),
+    JOBAPI_K8S_DB_CACHE_DIR: z.string().optional(),
+    JOBAPI_K8S_MAX_JOBS: envInt(1, 10_000).default(16),
+    JOBAPI_K8S_MAX_JOBS_PER_SEARCH: envInt(1, 10_000).default(8),
+    JOBAPI_K8S_SCHEDULE_TIMEOUT_SECONDS: envInt(1, 24 * 3600).default(600),
+    JOBAPI_K8S_SERVICE_ACCOUNT: z
+      .string()
+      .regex(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, "must be a service account name")
+      .default("blastplane-shard"),
+    JOBAPI_MAX_ACTIVE_JOBS: envInt(1, 1000).default(2),
+    JOBAPI_MAX_QUEUED_JOBS: envInt(1, 100_000).default(100),
+    JOBAPI_RETRY_AFTER_SECONDS: envInt(1, 3600).default(30),
+    // A streak of this many 429s within the window is one `queue.saturated` event.
+    JOBAPI_SATURATION_STREAK: envInt(1, 100_000).default(5),
+    JOBAPI_SATURATION_WINDOW_SECONDS: envInt(1, 24 * 3600).default(60),
+    JOBAPI_SHARD_CONCURRENCY: envInt(1, 512).default(os.availableParallelism()),
+    JOBAPI_THREADS_PER_SHARD: z
+      .string()
+      .refine(
+        (value) => value === "auto" || (/^\d+$/.test(value) && Number(value) >= 1 && Number(value) <= 64),
+        "must be auto or a whole number from 1 to 64",
+      )
+      .transform((value): number | "auto" => (value === "auto" ? "auto" : Number(value)))
+      .default("auto"),
+    JOBAPI_SHARD_ATTEMPTS: envInt(1, 10).default(2),
+    JOBAPI_NODE_MEMORY_BYTES: envInt(1, Number.MAX_SAFE_INTEGER).default(os.totalmem()),
+    JOBAPI_MEMORY_MARGIN_BYTES: envInt(0, Number.MAX_SAFE_INTEGER).default(2 * 1024 ** 3),
+    JOBAPI_BODY_LIMIT_BYTES: envInt(1024, 64 * 1024 * 1024).default(12 * 1024 * 1024),
+    JOBAPI_DISPATCH_LEASE_SECONDS: envInt(2, 3600).default(60),
+    LOG_LEVEL: envEnum(LOG_LEVELS).default("info"),
+  })
+  .superRefine(...checkStorageSettings(JOBAPI_STORAGE_SETTINGS));
 
 /** The job API's one validated configuration; throws `ConfigError` naming every bad setting. */
 export function loadJobApiConfig(env: Env, cwd = process.cwd()): JobApiConfig {
@@ -159,7 +187,10 @@ export function loadJobApiConfig(env: Env, cwd = process.cwd()): JobApiConfig {
         activeDeadlineSeconds: c.JOBAPI_K8S_ACTIVE_DEADLINE_SECONDS,
         ttlSecondsAfterFinished: c.JOBAPI_K8S_TTL_SECONDS_AFTER_FINISHED,
         workingSetBytes: c.JOBAPI_K8S_WORKING_SET_BYTES,
-        dbCacheDir: path.resolve(cwd, c.JOBAPI_K8S_DB_CACHE_DIR ?? c.JOBAPI_DATABASES_DIR ?? path.join(dataDir, "databases")),
+        dbCacheDir: path.resolve(
+          cwd,
+          c.JOBAPI_K8S_DB_CACHE_DIR ?? c.JOBAPI_DATABASES_DIR ?? path.join(dataDir, "databases"),
+        ),
         maxJobs: c.JOBAPI_K8S_MAX_JOBS,
         maxJobsPerSearch: c.JOBAPI_K8S_MAX_JOBS_PER_SEARCH,
         scheduleTimeoutSeconds: c.JOBAPI_K8S_SCHEDULE_TIMEOUT_SECONDS,

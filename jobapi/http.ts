@@ -54,7 +54,9 @@ function honoPath(template: string): string {
 
 /** Matches a template's concrete paths, for 405 answers (which Hono's router does not give). */
 function pathPattern(template: string): RegExp {
-  const escaped = template.split(/\{[A-Za-z_][A-Za-z0-9_]*\}/).map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+  const escaped = template
+    .split(/\{[A-Za-z_][A-Za-z0-9_]*\}/)
+    .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
   return new RegExp(`^${escaped.join("[^/]+")}$`);
 }
 
@@ -78,7 +80,13 @@ function toRequest(c: Context<JobApiEnv>, limitBytes: number): JobApiRequest {
  * logged and the connection cut, so the client sees an incomplete transfer, never a body that
  * looks whole; a client that hangs up destroys the source.
  */
-function pipeToSocket(result: HttpResult, headers: Record<string, string>, source: AsyncIterable<Uint8Array>, outgoing: ServerResponse, c: Context<JobApiEnv>): Response {
+function pipeToSocket(
+  result: HttpResult,
+  headers: Record<string, string>,
+  source: AsyncIterable<Uint8Array>,
+  outgoing: ServerResponse,
+  c: Context<JobApiEnv>,
+): Response {
   const readable = source instanceof Readable ? source : Readable.from(source);
   // Whichever ends first tells the cause: the client hanging up, or the source failing.
   let clientLeft = false;
@@ -127,7 +135,8 @@ function toResponse(result: HttpResult, c: Context<JobApiEnv>): Response {
   if (body === undefined || typeof body === "string" || body instanceof ReadableStream) {
     return new Response(body ?? null, { status: result.status, headers });
   }
-  if (body instanceof Uint8Array) return new Response(body as Uint8Array<ArrayBuffer>, { status: result.status, headers });
+  if (body instanceof Uint8Array)
+    return new Response(body as Uint8Array<ArrayBuffer>, { status: result.status, headers });
   const outgoing = c.env?.outgoing;
   if (outgoing) return pipeToSocket(result, headers, body, outgoing, c);
   return new Response(webStreamOf(body), { status: result.status, headers });
@@ -166,7 +175,12 @@ export function createJobApiTransport(options: TransportOptions): JobApiApp {
     } else {
       await next();
     }
-    logger.info("request", { method: c.req.method, path, status: c.res.status, duration_ms: Math.round(performance.now() - started) });
+    logger.info("request", {
+      method: c.req.method,
+      path,
+      status: c.res.status,
+      duration_ms: Math.round(performance.now() - started),
+    });
   });
 
   const requireToken: MiddlewareHandler<JobApiEnv> = async (c, next) => {
@@ -178,7 +192,13 @@ export function createJobApiTransport(options: TransportOptions): JobApiApp {
 
   for (const route of options.routes) {
     const handler = async (c: Context<JobApiEnv>) =>
-      toResponse(await route.handler(toRequest(c, options.bodyLimitBytes), { requestId: c.get("requestId"), logger: c.get("logger") }), c);
+      toResponse(
+        await route.handler(toRequest(c, options.bodyLimitBytes), {
+          requestId: c.get("requestId"),
+          logger: c.get("logger"),
+        }),
+        c,
+      );
     if (route.public) app.on(route.method, honoPath(route.path), handler);
     else app.on(route.method, honoPath(route.path), requireToken, handler);
   }

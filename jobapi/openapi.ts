@@ -21,17 +21,31 @@ function schema(s: z.ZodType): Record<string, unknown> {
 // Pieces the routes' operation objects are written with.
 
 /** A JSON body referring to a component schema. */
-export const jsonContent = (ref: string) => ({ "application/json": { schema: { $ref: `#/components/schemas/${ref}` } } });
+export const jsonContent = (ref: string) => ({
+  "application/json": { schema: { $ref: `#/components/schemas/${ref}` } },
+});
 /** An error response in the envelope. */
 export const errorResponse = (description: string) => ({ description, content: jsonContent("Error") });
-export const jobIdParam = { name: "job_id", in: "path", required: true, schema: { type: "string", pattern: "^[a-z0-9]{12}$" } };
+export const jobIdParam = {
+  name: "job_id",
+  in: "path",
+  required: true,
+  schema: { type: "string", pattern: "^[a-z0-9]{12}$" },
+};
 /** The operation needs `X-SVC-API-Token`. */
 export const secured = [{ ApiToken: [] }];
 export const unauthorized = { "401": errorResponse("token missing or wrong") };
-export const validationFailed = { "422": { description: "ValidationError: each failing field as loc, msg, type", content: jsonContent("Error") } };
+export const validationFailed = {
+  "422": { description: "ValidationError: each failing field as loc, msg, type", content: jsonContent("Error") },
+};
 /** Conditional, long-polling status reads (additive): ETag + If-None-Match, and `wait`. */
 export const statusWaitParams = [
-  { name: "If-None-Match", in: "header", schema: { type: "string" }, description: "ETag of the status the client holds; unchanged → 304" },
+  {
+    name: "If-None-Match",
+    in: "header",
+    schema: { type: "string" },
+    description: "ETag of the status the client holds; unchanged → 304",
+  },
   {
     name: "wait",
     in: "query",
@@ -39,7 +53,9 @@ export const statusWaitParams = [
     description: "with If-None-Match: hold the request up to this many seconds until the status changes",
   },
 ];
-export const notModified = { description: "the status still equals If-None-Match (after waiting up to `wait` seconds)" };
+export const notModified = {
+  description: "the status still equals If-None-Match (after waiting up to `wait` seconds)",
+};
 
 /**
  * The job API's OpenAPI 3.1 document: each path's operation comes from its route definition, the

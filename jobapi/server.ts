@@ -35,7 +35,10 @@ async function main(): Promise<void> {
   const logger = createLogger({ level: config.logLevel, base: { service: "jobapi" } });
   const jobs = JobStore.fromConnectionString(config.storage);
   const artifacts = ArtifactStore.fromConnectionString(config.storage);
-  const lease = DispatchLease.fromConnectionString(config.storage, { leaseDurationMs: config.dispatchLeaseSeconds * 1000, logger });
+  const lease = DispatchLease.fromConnectionString(config.storage, {
+    leaseDurationMs: config.dispatchLeaseSeconds * 1000,
+    logger,
+  });
   await Promise.all([jobs.init(), artifacts.init(), lease.init()]);
   const secrets = await selectSecretStore({ keyVaultUrl: config.keyVaultUrl, secretsDir: config.secretsDir });
   if (!secrets) throw new Error("no secret store is configured");
@@ -58,28 +61,34 @@ async function main(): Promise<void> {
   // An Azure refusal for want of a role (a shard's storage, the cluster) is a `role_assignment.missing` event.
   const reportRefusal = reportMissingRoles(events, logger, "jobapi.dispatcher");
   // The cluster's API server failing the executor's watches is one `cluster.unhealthy` event per turn.
-  const clusterHealth = createHealthTransitions({ tables: config.storage, events, logger, source: "jobapi.kubernetes" });
-  const executor =
-    kubeConfig
-      ? createKubernetesExecutor({
-          kubeConfig,
-          artifacts,
-          logger,
-          settings: {
-            ...config.kubernetes,
-            nodeSelector: { ...config.kubernetes.nodeSelector },
-            tolerations: [...config.kubernetes.tolerations],
-            dbCacheHostPath: config.kubernetes.dbCacheDir,
-            workloadIdentity:
-              config.storage.kind === "identity" ? { serviceAccountName: config.kubernetes.serviceAccountName, blobUrl: blobUrlOf(config.storage) } : undefined,
-          },
-          maxJobs: config.kubernetes.maxJobs,
-          maxJobsPerSearch: config.kubernetes.maxJobsPerSearch,
-          scheduleTimeoutSeconds: config.kubernetes.scheduleTimeoutSeconds,
-          storage: config.storage,
-          onClusterHealth: (seen) => void clusterHealth.observe(CLUSTER_COMPONENT, seen),
-        })
-      : createLocalExecutor({ concurrency: config.shardConcurrency });
+  const clusterHealth = createHealthTransitions({
+    tables: config.storage,
+    events,
+    logger,
+    source: "jobapi.kubernetes",
+  });
+  const executor = kubeConfig
+    ? createKubernetesExecutor({
+        kubeConfig,
+        artifacts,
+        logger,
+        settings: {
+          ...config.kubernetes,
+          nodeSelector: { ...config.kubernetes.nodeSelector },
+          tolerations: [...config.kubernetes.tolerations],
+          dbCacheHostPath: config.kubernetes.dbCacheDir,
+          workloadIdentity:
+            config.storage.kind === "identity"
+              ? { serviceAccountName: config.kubernetes.serviceAccountName, blobUrl: blobUrlOf(config.storage) }
+              : undefined,
+        },
+        maxJobs: config.kubernetes.maxJobs,
+        maxJobsPerSearch: config.kubernetes.maxJobsPerSearch,
+        scheduleTimeoutSeconds: config.kubernetes.scheduleTimeoutSeconds,
+        storage: config.storage,
+        onClusterHealth: (seen) => void clusterHealth.observe(CLUSTER_COMPONENT, seen),
+      })
+    : createLocalExecutor({ concurrency: config.shardConcurrency });
   const dispatcher = new JobDispatcher({
     jobs,
     artifacts,
@@ -123,7 +132,12 @@ async function main(): Promise<void> {
         logger,
         storage: config.storage,
         serviceAccountName: config.kubernetes.serviceAccountName,
-        settings: { ...config.kubernetes, nodeSelector: { ...config.kubernetes.nodeSelector }, tolerations: [...config.kubernetes.tolerations], dbCacheHostPath: config.kubernetes.dbCacheDir },
+        settings: {
+          ...config.kubernetes,
+          nodeSelector: { ...config.kubernetes.nodeSelector },
+          tolerations: [...config.kubernetes.tolerations],
+          dbCacheHostPath: config.kubernetes.dbCacheDir,
+        },
       })
     : undefined;
   const app = createJobApiApp({

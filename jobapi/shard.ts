@@ -11,7 +11,12 @@ import { openDatabaseStorage } from "../shared/databases/table-catalog.js";
 import { JOB_ID_PATTERN } from "../shared/jobs/model.js";
 import { createLogger } from "../shared/logging/logger.js";
 import { createParallelGzip } from "../shared/storage/parallel-gzip.js";
-import { checkStorageSettings, SHARD_STORAGE_SETTINGS, storageConnectionFromSettings, storageSettingsShape } from "../shared/storage/storage-connection.js";
+import {
+  checkStorageSettings,
+  SHARD_STORAGE_SETTINGS,
+  storageConnectionFromSettings,
+  storageSettingsShape,
+} from "../shared/storage/storage-connection.js";
 import { isStatus } from "../shared/storage/table-text.js";
 import { releaseFolder } from "./executors/kubernetes-manifests.js";
 import { ArtifactStore } from "./jobs/artifact-store.js";
@@ -19,19 +24,21 @@ import { ArtifactStore } from "./jobs/artifact-store.js";
 /** As the dispatcher stores shard outputs: fast gzip, parallel 1 MiB members. */
 const GZIP_LEVEL = 1;
 
-const env = z.object({
-  SHARD_JOB_ID: z.string().regex(JOB_ID_PATTERN),
-  SHARD_ID: z.string().regex(/^b\d{1,5}(-p\d{1,3})?$/),
-  SHARD_BATCH: envInt(0, 99_999),
-  SHARD_DB_CACHE_ROOT: z.string().min(1),
-  SHARD_DB_NAME: z.string().regex(DATABASE_NAME),
-  SHARD_DB_RELEASE: z.string().regex(RELEASE_NAME),
-  SHARD_QUERY_FILE: z.string().min(1),
-  SHARD_OUTPUT_FILE: z.string().min(1),
-  // An Azurite connection string (local), or the Blob URL reached with the pod's workload identity.
-  ...storageSettingsShape(SHARD_STORAGE_SETTINGS),
-  LOG_LEVEL: envEnum(LOG_LEVELS).default("info"),
-}).superRefine(...checkStorageSettings(SHARD_STORAGE_SETTINGS));
+const env = z
+  .object({
+    SHARD_JOB_ID: z.string().regex(JOB_ID_PATTERN),
+    SHARD_ID: z.string().regex(/^b\d{1,5}(-p\d{1,3})?$/),
+    SHARD_BATCH: envInt(0, 99_999),
+    SHARD_DB_CACHE_ROOT: z.string().min(1),
+    SHARD_DB_NAME: z.string().regex(DATABASE_NAME),
+    SHARD_DB_RELEASE: z.string().regex(RELEASE_NAME),
+    SHARD_QUERY_FILE: z.string().min(1),
+    SHARD_OUTPUT_FILE: z.string().min(1),
+    // An Azurite connection string (local), or the Blob URL reached with the pod's workload identity.
+    ...storageSettingsShape(SHARD_STORAGE_SETTINGS),
+    LOG_LEVEL: envEnum(LOG_LEVELS).default("info"),
+  })
+  .superRefine(...checkStorageSettings(SHARD_STORAGE_SETTINGS));
 
 /** The partition a shard searches (`b<n>-p<i>` → i), or 0 for the whole database (`b<n>`). */
 function partitionOf(shardId: string): number {
@@ -51,10 +58,17 @@ function partitionOf(shardId: string): number {
  * stderr otherwise; SIGTERM stops BLAST.
  */
 async function main(): Promise<void> {
-  const e = parseEnv(env, process.env, (values) => ({ ...values, storage: storageConnectionFromSettings(values, SHARD_STORAGE_SETTINGS) }));
-  const logger = createLogger({ level: e.LOG_LEVEL, base: { service: "shard", job_id: e.SHARD_JOB_ID, shard: e.SHARD_ID } });
+  const e = parseEnv(env, process.env, (values) => ({
+    ...values,
+    storage: storageConnectionFromSettings(values, SHARD_STORAGE_SETTINGS),
+  }));
+  const logger = createLogger({
+    level: e.LOG_LEVEL,
+    base: { service: "shard", job_id: e.SHARD_JOB_ID, shard: e.SHARD_ID },
+  });
   const [program, ...args] = process.argv.slice(2);
-  if (!program || !(BLAST_PROGRAMS as readonly string[]).includes(program)) throw new Error(`not a BLAST program: ${String(program)}`);
+  if (!program || !(BLAST_PROGRAMS as readonly string[]).includes(program))
+    throw new Error(`not a BLAST program: ${String(program)}`);
   const stop = new AbortController();
   process.once("SIGTERM", () => stop.abort(new Error("pod terminating")));
   const artifacts = ArtifactStore.fromConnectionString(e.storage);
@@ -72,7 +86,12 @@ async function main(): Promise<void> {
     partition: partitionOf(e.SHARD_ID),
     signal: stop.signal,
   });
-  logger.info("database cache ready", { downloaded: filled.downloaded.length, verified: filled.verified, waited: filled.waited, took_over: filled.tookOver });
+  logger.info("database cache ready", {
+    downloaded: filled.downloaded.length,
+    verified: filled.verified,
+    waited: filled.waited,
+    took_over: filled.tookOver,
+  });
   await artifacts.downloadToFile(e.SHARD_JOB_ID, `batches/b${e.SHARD_BATCH}.fa`, e.SHARD_QUERY_FILE);
   const started = performance.now();
   logger.info("running BLAST", { program });
@@ -100,7 +119,8 @@ main().then(
   () => process.exit(0),
   (error: unknown) => {
     // A missing role names itself (it reaches the job's error through the pod's log tail).
-    const message = describeCloudAuthorizationError(error)?.message ?? (error instanceof Error ? error.message : String(error));
+    const message =
+      describeCloudAuthorizationError(error)?.message ?? (error instanceof Error ? error.message : String(error));
     process.stderr.write(`shard failed: ${message}\n`);
     process.exit(1);
   },

@@ -5,17 +5,24 @@ import { RELEASE_NAME } from "../shared/databases/ncbi-source.js";
 import { evictCachedReleases, fillReleaseCache } from "../shared/databases/node-cache.js";
 import { createTableDatabaseCatalog, openDatabaseStorage } from "../shared/databases/table-catalog.js";
 import { createLogger } from "../shared/logging/logger.js";
-import { checkStorageSettings, storageConnectionFromSettings, storageSettingsShape, WARM_STORAGE_SETTINGS } from "../shared/storage/storage-connection.js";
+import {
+  checkStorageSettings,
+  storageConnectionFromSettings,
+  storageSettingsShape,
+  WARM_STORAGE_SETTINGS,
+} from "../shared/storage/storage-connection.js";
 
-const env = z.object({
-  WARM_DB_NAME: z.string().regex(DATABASE_NAME),
-  WARM_DB_RELEASE: z.string().regex(RELEASE_NAME),
-  WARM_DB_CACHE_ROOT: z.string().min(1),
-  WARM_NODE: z.string().min(1).max(253),
-  // An Azurite connection string (local), or the Blob and Table URLs reached with the pod's workload identity.
-  ...storageSettingsShape(WARM_STORAGE_SETTINGS),
-  LOG_LEVEL: envEnum(LOG_LEVELS).default("info"),
-}).superRefine(...checkStorageSettings(WARM_STORAGE_SETTINGS));
+const env = z
+  .object({
+    WARM_DB_NAME: z.string().regex(DATABASE_NAME),
+    WARM_DB_RELEASE: z.string().regex(RELEASE_NAME),
+    WARM_DB_CACHE_ROOT: z.string().min(1),
+    WARM_NODE: z.string().min(1).max(253),
+    // An Azurite connection string (local), or the Blob and Table URLs reached with the pod's workload identity.
+    ...storageSettingsShape(WARM_STORAGE_SETTINGS),
+    LOG_LEVEL: envEnum(LOG_LEVELS).default("info"),
+  })
+  .superRefine(...checkStorageSettings(WARM_STORAGE_SETTINGS));
 
 /**
  * A warm-up pod (`node dist/jobapi/warm.js`), one per node of the BLAST pool: fills the node's
@@ -24,7 +31,10 @@ const env = z.object({
  * evicts the node's other releases of the database that are neither current nor held by a job.
  */
 async function main(): Promise<void> {
-  const e = parseEnv(env, process.env, (values) => ({ ...values, storage: storageConnectionFromSettings(values, WARM_STORAGE_SETTINGS) }));
+  const e = parseEnv(env, process.env, (values) => ({
+    ...values,
+    storage: storageConnectionFromSettings(values, WARM_STORAGE_SETTINGS),
+  }));
   const logger = createLogger({ level: e.LOG_LEVEL, base: { service: "warm", node: e.WARM_NODE } });
   const stop = new AbortController();
   process.once("SIGTERM", () => stop.abort(new Error("pod terminating")));
@@ -37,13 +47,28 @@ async function main(): Promise<void> {
     database: e.WARM_DB_NAME,
     release: e.WARM_DB_RELEASE,
     signal: stop.signal,
-    onFile: (_file, done) => logger.info("warm progress", { files_done: done.files, files_total: manifest?.files.length ?? 0, bytes_done: done.bytes, bytes_total: total }),
+    onFile: (_file, done) =>
+      logger.info("warm progress", {
+        files_done: done.files,
+        files_total: manifest?.files.length ?? 0,
+        bytes_done: done.bytes,
+        bytes_total: total,
+      }),
   });
   const catalog = createTableDatabaseCatalog({ ...storage, cacheRoot: e.WARM_DB_CACHE_ROOT });
   const current = (await catalog.get(e.WARM_DB_NAME))?.manifest.version;
-  const keep = new Set([e.WARM_DB_RELEASE, ...(current ? [current] : []), ...(await catalog.heldReleases(e.WARM_DB_NAME))]);
+  const keep = new Set([
+    e.WARM_DB_RELEASE,
+    ...(current ? [current] : []),
+    ...(await catalog.heldReleases(e.WARM_DB_NAME)),
+  ]);
   const evicted = await evictCachedReleases(e.WARM_DB_CACHE_ROOT, e.WARM_DB_NAME, keep);
-  logger.info("node warm", { downloaded: filled.downloaded.length, verified: filled.verified, bytes_total: total, evicted });
+  logger.info("node warm", {
+    downloaded: filled.downloaded.length,
+    verified: filled.verified,
+    bytes_total: total,
+    evicted,
+  });
 }
 
 main().then(

@@ -44,7 +44,8 @@ for (const [name, target] of [
   ["Loki.prototype.autosaveDirty", Loki.prototype.autosaveDirty],
   ["FSExtentStore.prototype.streamPipe", FSExtentStore?.prototype?.streamPipe],
 ]) {
-  if (typeof target !== "function") throw new Error(`blastplane's durable-write patch: ${name} is missing from azurite ${azuriteVersion}`);
+  if (typeof target !== "function")
+    throw new Error(`blastplane's durable-write patch: ${name} is missing from azurite ${azuriteVersion}`);
 }
 
 function syncDirectory(dir, callback) {
@@ -78,13 +79,16 @@ Loki.LokiFsAdapter.prototype.saveDatabase = function saveDatabaseDurably(dbname,
   fs.open(temp, "w", (openError, fd) => {
     if (openError) return callback(openError);
     fs.writeFile(fd, dbstring, (writeError) => {
-      const finish = (error) => fs.close(fd, (closeError) => (error || closeError ? callback(error || closeError) : rename()));
+      const finish = (error) =>
+        fs.close(fd, (closeError) => (error || closeError ? callback(error || closeError) : rename()));
       if (writeError) return finish(writeError);
       fs.fsync(fd, finish);
     });
   });
   function rename() {
-    fs.rename(temp, dbname, (renameError) => (renameError ? callback(renameError) : syncDirectory(path.dirname(dbname), callback)));
+    fs.rename(temp, dbname, (renameError) =>
+      renameError ? callback(renameError) : syncDirectory(path.dirname(dbname), callback),
+    );
   }
 };
 
@@ -173,7 +177,9 @@ FSExtentStore.prototype.streamPipe = async function durableStreamPipe(rs, ws, fd
   const count = await originalStreamPipe.call(this, rs, ws, fd, contextId);
   const file = typeof ws.path === "string" ? ws.path : undefined;
   if (file && !syncedExtentFiles.has(file)) {
-    await new Promise((resolve, reject) => syncDirectory(path.dirname(file), (error) => (error ? reject(error) : resolve())));
+    await new Promise((resolve, reject) =>
+      syncDirectory(path.dirname(file), (error) => (error ? reject(error) : resolve())),
+    );
     syncedExtentFiles.add(file);
   }
   return count;

@@ -8,7 +8,8 @@ import { stopChild } from "./stop-child.js";
 
 /** The well-known development account Azurite serves (public, documented by Microsoft). */
 export const DEV_ACCOUNT = "devstoreaccount1";
-export const DEV_ACCOUNT_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+export const DEV_ACCOUNT_KEY =
+  "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
 
 export interface AzuriteOptions {
   /** Folder for persisted data; undefined keeps everything in memory. */
@@ -128,7 +129,13 @@ export async function startAzurite(options: AzuriteOptions): Promise<RunningAzur
   const blobEndpoint = `${endpoints.blob}/${DEV_ACCOUNT}`;
   const queueEndpoint = `${endpoints.queue}/${DEV_ACCOUNT}`;
   const tableEndpoint = `${endpoints.table}/${DEV_ACCOUNT}`;
-  options.logger.info("azurite started", { blob: blobEndpoint, queue: queueEndpoint, table: tableEndpoint, persistent: Boolean(options.location), durable_writes: durable });
+  options.logger.info("azurite started", {
+    blob: blobEndpoint,
+    queue: queueEndpoint,
+    table: tableEndpoint,
+    persistent: Boolean(options.location),
+    durable_writes: durable,
+  });
   return {
     blobEndpoint,
     queueEndpoint,

@@ -29,7 +29,10 @@ export async function startChildService(options: {
   let pending = "";
   let tail = "";
   const ready = new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${options.name} did not start in time:\n${tail}`)), options.timeoutMs ?? 30_000);
+    const timer = setTimeout(
+      () => reject(new Error(`${options.name} did not start in time:\n${tail}`)),
+      options.timeoutMs ?? 30_000,
+    );
     child.stdout?.on("data", (chunk: Buffer) => {
       process.stdout.write(chunk);
       pending += chunk.toString();

@@ -25,10 +25,12 @@ export async function dbCommand(argv: string[], databasesDir: string, storage?: 
     options: { type: { type: "string", default: "nucl" }, partitions: { type: "string", default: "0" } },
   });
   const [name, fasta] = positionals;
-  if (!name || !fasta || positionals.length !== 2) throw new Error("usage: blastplane db add NAME FASTA [--type nucl|prot] [--partitions N]");
+  if (!name || !fasta || positionals.length !== 2)
+    throw new Error("usage: blastplane db add NAME FASTA [--type nucl|prot] [--partitions N]");
   if (values.type !== "nucl" && values.type !== "prot") throw new Error("--type must be nucl or prot");
   const partitions = Number(values.partitions);
-  if (!Number.isInteger(partitions) || partitions < 0 || partitions > 64) throw new Error("--partitions must be a whole number from 0 to 64");
+  if (!Number.isInteger(partitions) || partitions < 0 || partitions > 64)
+    throw new Error("--partitions must be a whole number from 0 to 64");
   const fastaPath = path.resolve(fasta);
   if (!existsSync(fastaPath)) throw new Error(`no such file: ${fasta}`);
   const publisher = storage ? stackCatalog(storage, databasesDir) : undefined;

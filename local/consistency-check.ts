@@ -24,17 +24,33 @@ const NEVER_STARTED =
  * failed with a reason otherwise (a dashboard job without an orchestration). The job API checks its
  * own jobs at its start (`jobapi/jobs/consistency-check.ts`).
  */
-export async function checkStackConsistency(d: { store: DurableStore; dashboardJobs: DashboardJobStore; logger: Logger }): Promise<StackConsistencyReport> {
+export async function checkStackConsistency(d: {
+  store: DurableStore;
+  dashboardJobs: DashboardJobStore;
+  logger: Logger;
+}): Promise<StackConsistencyReport> {
   const report: StackConsistencyReport = { restarted_instances: [], failed_dashboard_jobs: [] };
   await d.store.init();
   for await (const instance of d.store.listInstances({ statuses: ["Pending"] })) {
     if (instance.historyLength > 0) continue;
     const inbox = await d.store.getInbox(instance.instanceId);
-    const started = inbox.some((m) => m.event.EventType === EventType.ExecutionStarted && m.event[EXEC_KEY] === instance.executionId);
+    const started = inbox.some(
+      (m) => m.event.EventType === EventType.ExecutionStarted && m.event[EXEC_KEY] === instance.executionId,
+    );
     if (started) continue;
-    await d.store.enqueue(instance.instanceId, historyEvent(EventType.ExecutionStarted, { Name: instance.name, Input: instance.input, [EXEC_KEY]: instance.executionId }));
+    await d.store.enqueue(
+      instance.instanceId,
+      historyEvent(EventType.ExecutionStarted, {
+        Name: instance.name,
+        Input: instance.input,
+        [EXEC_KEY]: instance.executionId,
+      }),
+    );
     report.restarted_instances.push(instance.instanceId);
-    d.logger.warn("orchestration created but never started: starting it from its stored input", { instance_id: instance.instanceId, name: instance.name });
+    d.logger.warn("orchestration created but never started: starting it from its stored input", {
+      instance_id: instance.instanceId,
+      name: instance.name,
+    });
   }
 
   const { jobs } = await d.dashboardJobs.list({ page: 1, pageSize: Number.MAX_SAFE_INTEGER });
@@ -45,7 +61,11 @@ export async function checkStackConsistency(d: { store: DurableStore; dashboardJ
     );
     if (failed?.status !== "failed") continue;
     report.failed_dashboard_jobs.push(job.job_id);
-    d.logger.warn("dashboard job failed by the start-up consistency check", { dashboard_job_id: job.job_id, operation_id: job.operation_id, reason: NEVER_STARTED });
+    d.logger.warn("dashboard job failed by the start-up consistency check", {
+      dashboard_job_id: job.job_id,
+      operation_id: job.operation_id,
+      reason: NEVER_STARTED,
+    });
   }
   d.logger.info("start-up consistency check", {
     restarted_instances: report.restarted_instances.length,

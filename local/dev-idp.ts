@@ -163,7 +163,10 @@ export async function startDevIdentityProvider(opts: DevIdentityProviderOptions)
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
   const issuer = devIssuer(opts.tenantId);
 
-  async function mintToken(claims: z.infer<typeof tokenRequestSchema>, extra: Record<string, unknown> = {}): Promise<{ token: string; ttl: number }> {
+  async function mintToken(
+    claims: z.infer<typeof tokenRequestSchema>,
+    extra: Record<string, unknown> = {},
+  ): Promise<{ token: string; ttl: number }> {
     const name = claims.name ?? DEFAULT_NAME;
     const oid = claims.oid ?? nameBasedUuid(`${opts.tenantId}\n${name}`);
     const ttl = claims.ttl_seconds ?? DEFAULT_TTL_SECONDS;
@@ -218,7 +221,13 @@ export async function startDevIdentityProvider(opts: DevIdentityProviderOptions)
   async function mintIdToken(grant: CodeGrant, ttl: number): Promise<string> {
     const oid = nameBasedUuid(`${opts.tenantId}\n${grant.name}`);
     const now = Math.floor(Date.now() / 1000);
-    return new SignJWT({ oid, name: grant.name, tid: opts.tenantId, preferred_username: grant.name, ...(grant.nonce ? { nonce: grant.nonce } : {}) })
+    return new SignJWT({
+      oid,
+      name: grant.name,
+      tid: opts.tenantId,
+      preferred_username: grant.name,
+      ...(grant.nonce ? { nonce: grant.nonce } : {}),
+    })
       .setProtectedHeader({ alg: "RS256", typ: "JWT", kid: key.kid })
       .setIssuer(issuer)
       .setAudience(grant.clientId)
@@ -254,7 +263,12 @@ export async function startDevIdentityProvider(opts: DevIdentityProviderOptions)
       const parsed = tokenRequestSchema.safeParse(body);
       if (!parsed.success) throw new HttpError(422, describeIssues(parsed.error));
       const { token, ttl } = await mintToken(parsed.data);
-      sendJson(res, 200, { access_token: token, token_type: "Bearer", expires_in: ttl }, { "cache-control": "no-store" });
+      sendJson(
+        res,
+        200,
+        { access_token: token, token_type: "Bearer", expires_in: ttl },
+        { "cache-control": "no-store" },
+      );
       return;
     }
     throw new HttpError(404, "not found");
@@ -392,7 +406,10 @@ async function persistentKey(keyFile: string): Promise<SigningKey> {
   const stored = storedKeySchema.parse(await exportJWK(privateKey));
   await mkdir(dirname(keyFile), { recursive: true, mode: 0o700 });
   const temp = `${keyFile}.${process.pid}.${randomUUID()}.tmp`;
-  await writeFile(temp, `${JSON.stringify({ ...stored, alg: "RS256", use: "sig" }, null, 2)}\n`, { mode: 0o600, flag: "wx" });
+  await writeFile(temp, `${JSON.stringify({ ...stored, alg: "RS256", use: "sig" }, null, 2)}\n`, {
+    mode: 0o600,
+    flag: "wx",
+  });
   try {
     await chmod(temp, 0o600);
     // On disk before it can be linked: a power cut must not leave an empty key file behind.
@@ -425,7 +442,8 @@ async function readStoredKey(keyFile: string): Promise<SigningKey | undefined> {
     throw new Error(`dev IdP key file ${keyFile} is not JSON; delete it to generate a new key`);
   }
   const parsed = storedKeySchema.safeParse(json);
-  if (!parsed.success) throw new Error(`dev IdP key file ${keyFile} is not an RSA private JWK; delete it to generate a new key`);
+  if (!parsed.success)
+    throw new Error(`dev IdP key file ${keyFile} is not an RSA private JWK; delete it to generate a new key`);
   if (((await stat(keyFile)).mode & 0o077) !== 0) await chmod(keyFile, 0o600);
   return signingKeyFromJwk(parsed.data);
 }

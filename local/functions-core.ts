@@ -34,7 +34,10 @@ export type CoreCallback = (...args: unknown[]) => unknown;
 export interface CoreInvocationModel {
   getArguments(): Promise<{ context: InvocationContextLike; inputs: unknown[] }>;
   invokeFunction(context: InvocationContextLike, inputs: unknown[], callback: CoreCallback): Promise<unknown>;
-  getResponse(context: InvocationContextLike, result: unknown): Promise<{ returnValue?: unknown; outputData?: unknown[] }>;
+  getResponse(
+    context: InvocationContextLike,
+    result: unknown,
+  ): Promise<{ returnValue?: unknown; outputData?: unknown[] }>;
 }
 
 export interface InvocationContextLike {

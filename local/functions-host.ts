@@ -61,7 +61,13 @@ function headerRecord(headers: http.IncomingHttpHeaders): Record<string, string>
   return out;
 }
 
-function sendJsonError(res: http.ServerResponse, status: number, detail: string, requestId: string, extra: Record<string, string> = {}): void {
+function sendJsonError(
+  res: http.ServerResponse,
+  status: number,
+  detail: string,
+  requestId: string,
+  extra: Record<string, string> = {},
+): void {
   if (res.headersSent) {
     res.destroy();
     return;
@@ -121,12 +127,14 @@ export class LocalFunctionsHost {
       const [, trigger] = triggerOf(fn.metadata);
       for (const [name, binding] of Object.entries(fn.metadata.bindings)) {
         if (binding.direction === "in" && !/trigger$/i.test(binding.type) && !CLIENT_INPUT_TYPES.has(binding.type)) {
-          throw new Error(`function "${fn.metadata.name}": input binding "${name}" of type ${binding.type} is not supported locally`);
+          throw new Error(
+            `function "${fn.metadata.name}": input binding "${name}" of type ${binding.type} is not supported locally`,
+          );
         }
       }
       if (trigger.type === "httpTrigger") {
         if (!this.httpProxyUri) {
-          throw new Error('HTTP triggers need app.setup({ enableHttpStream: true }) (the local host streams bodies)');
+          throw new Error("HTTP triggers need app.setup({ enableHttpStream: true }) (the local host streams bodies)");
         }
         httpEntries.push({
           template: (trigger.route ?? fn.metadata.name).replace(/^\/+/, ""),
@@ -186,7 +194,8 @@ export class LocalFunctionsHost {
     for (const [name, binding] of Object.entries(metadata.bindings)) {
       if (binding.direction === "in" && CLIENT_INPUT_TYPES.has(binding.type)) {
         const provider = this.options.durableClientInput;
-        if (!provider) throw new Error(`function "${metadata.name}" binds a durable client but no durable backend runs`);
+        if (!provider)
+          throw new Error(`function "${metadata.name}" binds a durable client but no durable backend runs`);
         out.push({ name, data: { string: JSON.stringify(provider()) } });
       }
     }
@@ -255,7 +264,12 @@ export class LocalFunctionsHost {
       const target = new URL(req.url ?? "/", proxyUri);
       const proxyReq = http.request(target, {
         method: req.method,
-        headers: { ...headers, "x-ms-invocation-id": invocationId, "x-forwarded-host": host, "x-forwarded-proto": "http" },
+        headers: {
+          ...headers,
+          "x-ms-invocation-id": invocationId,
+          "x-forwarded-host": host,
+          "x-forwarded-proto": "http",
+        },
       });
       proxyReq.on("response", (proxyRes) => {
         responded = true;
@@ -288,7 +302,9 @@ export class LocalFunctionsHost {
           responded = true;
           req.unpipe(proxyReq);
           proxyReq.destroy();
-          sendJsonError(res, 413, `request body too large (limit ${this.maxRequestBodyBytes} bytes)`, requestId, { Connection: "close" });
+          sendJsonError(res, 413, `request body too large (limit ${this.maxRequestBodyBytes} bytes)`, requestId, {
+            Connection: "close",
+          });
           resolve();
         }
       });
@@ -304,7 +320,12 @@ export class LocalFunctionsHost {
 
     try {
       await Promise.race([
-        this.invoke(fn, { http: { method: req.method, url: `http://${host}${req.url ?? "/"}` } }, triggerMetadata, invocationId),
+        this.invoke(
+          fn,
+          { http: { method: req.method, url: `http://${host}${req.url ?? "/"}` } },
+          triggerMetadata,
+          invocationId,
+        ),
         proxyFailed,
       ]);
     } catch (error) {

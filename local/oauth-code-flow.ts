@@ -93,7 +93,10 @@ const signInSchema = z.object({
     .trim()
     .min(1, "enter a name")
     .max(200)
-    .refine((v) => ![...v].some((c) => c.charCodeAt(0) < 32 || (c.charCodeAt(0) >= 127 && c.charCodeAt(0) < 160)), "the name has control characters"),
+    .refine(
+      (v) => ![...v].some((c) => c.charCodeAt(0) < 32 || (c.charCodeAt(0) >= 127 && c.charCodeAt(0) < 160)),
+      "the name has control characters",
+    ),
 });
 
 const tokenSchema = z.object({
@@ -126,14 +129,23 @@ export function createCodeFlow(options: CodeFlowOptions): CodeFlow {
     const clientId = params.get("client_id");
     const redirectUri = params.get("redirect_uri");
     if (clientId !== options.clientId) return { error: `unknown client_id '${clientId ?? ""}'` };
-    if (!redirectUri || !redirectUris.has(redirectUri)) return { error: `redirect_uri '${redirectUri ?? ""}' is not registered for this client` };
+    if (!redirectUri || !redirectUris.has(redirectUri))
+      return { error: `redirect_uri '${redirectUri ?? ""}' is not registered for this client` };
     return { redirectUri };
   }
 
-  function redirectWith(res: ServerResponse, redirectUri: string, mode: "query" | "fragment", fields: Record<string, string | undefined>): void {
+  function redirectWith(
+    res: ServerResponse,
+    redirectUri: string,
+    mode: "query" | "fragment",
+    fields: Record<string, string | undefined>,
+  ): void {
     const params = new URLSearchParams();
     for (const [key, value] of Object.entries(fields)) if (value !== undefined) params.set(key, value);
-    const target = mode === "fragment" ? `${redirectUri}#${params}` : `${redirectUri}${redirectUri.includes("?") ? "&" : "?"}${params}`;
+    const target =
+      mode === "fragment"
+        ? `${redirectUri}#${params}`
+        : `${redirectUri}${redirectUri.includes("?") ? "&" : "?"}${params}`;
     res.writeHead(302, { location: target, "cache-control": "no-store" });
     res.end();
   }
@@ -169,7 +181,11 @@ export function createCodeFlow(options: CodeFlowOptions): CodeFlow {
     const state = params.get("state") ?? undefined;
     const mode = params.get("response_mode") === "fragment" ? "fragment" : "query";
     if (!parsed.success) {
-      redirectWith(res, client.redirectUri, mode, { error: "invalid_request", error_description: describe(parsed.error), state });
+      redirectWith(res, client.redirectUri, mode, {
+        error: "invalid_request",
+        error_description: describe(parsed.error),
+        state,
+      });
       return;
     }
     const request = parsed.data;
@@ -186,19 +202,32 @@ export function createCodeFlow(options: CodeFlowOptions): CodeFlow {
     if (req.method === "GET") {
       // No session is kept here, so a silent renewal always needs the user.
       if (request.prompt === "none") {
-        redirectWith(res, client.redirectUri, mode, { error: "login_required", error_description: "sign in again", state });
+        redirectWith(res, client.redirectUri, mode, {
+          error: "login_required",
+          error_description: "sign in again",
+          state,
+        });
         return;
       }
       sendPage(res, 200, "Sign in to blastplane (local)", signInForm(url.pathname, params), allowedOrigins());
       return;
     }
-    const chosen = signInSchema.safeParse({ role: params.get("role") ?? undefined, name: params.get("name") ?? DEFAULT_NAME });
+    const chosen = signInSchema.safeParse({
+      role: params.get("role") ?? undefined,
+      name: params.get("name") ?? DEFAULT_NAME,
+    });
     if (!chosen.success) {
       sendPage(res, 400, "Sign-in refused", `<p>${escapeHtml(describe(chosen.error))}.</p>`, []);
       return;
     }
     const code = issueCode(
-      { clientId: options.clientId, role: chosen.data.role, name: chosen.data.name, nonce: request.nonce, scope: scopes.join(" ") },
+      {
+        clientId: options.clientId,
+        role: chosen.data.role,
+        name: chosen.data.name,
+        nonce: request.nonce,
+        scope: scopes.join(" "),
+      },
       client.redirectUri,
       request.code_challenge,
     );
@@ -222,7 +251,12 @@ export function createCodeFlow(options: CodeFlowOptions): CodeFlow {
     }
     const parsed = tokenSchema.safeParse(Object.fromEntries(params));
     if (!parsed.success) {
-      sendOAuthError(res, 400, params.get("grant_type") === "authorization_code" ? "invalid_request" : "unsupported_grant_type", describe(parsed.error));
+      sendOAuthError(
+        res,
+        400,
+        params.get("grant_type") === "authorization_code" ? "invalid_request" : "unsupported_grant_type",
+        describe(parsed.error),
+      );
       return;
     }
     const request = parsed.data;
@@ -284,7 +318,9 @@ export function createCodeFlow(options: CodeFlowOptions): CodeFlow {
     res.writeHead(204, {
       "access-control-allow-methods": "GET, POST, OPTIONS",
       // Echo the requested header names when they are plain names (MSAL adds its telemetry headers).
-      ...(typeof requested === "string" && /^[A-Za-z0-9-]+(?:\s*,\s*[A-Za-z0-9-]+)*$/.test(requested) ? { "access-control-allow-headers": requested } : {}),
+      ...(typeof requested === "string" && /^[A-Za-z0-9-]+(?:\s*,\s*[A-Za-z0-9-]+)*$/.test(requested)
+        ? { "access-control-allow-headers": requested }
+        : {}),
       "access-control-max-age": "600",
     });
     res.end();
@@ -294,7 +330,11 @@ export function createCodeFlow(options: CodeFlowOptions): CodeFlow {
   return {
     allowRedirectUri(uri) {
       const parsed = new URL(uri);
-      if ((parsed.protocol !== "http:" && parsed.protocol !== "https:") || parsed.hash !== "" || parsed.username !== "") {
+      if (
+        (parsed.protocol !== "http:" && parsed.protocol !== "https:") ||
+        parsed.hash !== "" ||
+        parsed.username !== ""
+      ) {
         throw new TypeError(`redirect URI must be an http(s) URL without fragment or credentials: ${uri}`);
       }
       redirectUris.add(uri);
@@ -308,7 +348,17 @@ export function createCodeFlow(options: CodeFlowOptions): CodeFlow {
 }
 
 function signInForm(action: string, params: URLSearchParams): string {
-  const carried = ["client_id", "redirect_uri", "response_type", "scope", "state", "nonce", "code_challenge", "code_challenge_method", "response_mode"]
+  const carried = [
+    "client_id",
+    "redirect_uri",
+    "response_type",
+    "scope",
+    "state",
+    "nonce",
+    "code_challenge",
+    "code_challenge_method",
+    "response_mode",
+  ]
     .filter((key) => params.has(key))
     .map((key) => `<input type="hidden" name="${key}" value="${escapeHtml(params.get(key) ?? "")}">`)
     .join("\n      ");
@@ -374,7 +424,11 @@ function sendOAuthError(res: ServerResponse, status: number, error: string, desc
 }
 
 function sendText(res: ServerResponse, status: number, text: string, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { "content-type": "text/plain; charset=utf-8", "content-length": Buffer.byteLength(text), ...headers });
+  res.writeHead(status, {
+    "content-type": "text/plain; charset=utf-8",
+    "content-length": Buffer.byteLength(text),
+    ...headers,
+  });
   res.end(text);
 }
 

@@ -314,7 +314,10 @@ function buildConstraint(spec: string, param: string, fail: (reason: string) => 
     }
     return pieces.map((p) => BigInt(p));
   };
-  const length = (test: (n: number) => boolean): Constraint => (v) => test(v.length);
+  const length =
+    (test: (n: number) => boolean): Constraint =>
+    (v) =>
+      test(v.length);
 
   switch (kind) {
     case "": {

@@ -1,6 +1,16 @@
 import path from "node:path";
 import { z } from "zod";
-import { type Env, envEnum, envFlag, envInt, envNumber, envPort, LOG_LEVELS, type LogLevel, parseEnv } from "../shared/config/env.js";
+import {
+  type Env,
+  envEnum,
+  envFlag,
+  envInt,
+  envNumber,
+  envPort,
+  LOG_LEVELS,
+  type LogLevel,
+  parseEnv,
+} from "../shared/config/env.js";
 
 /** Settings of the embedded local stack (not of the Functions app, which has its own config). */
 const schema = z.object({
@@ -64,12 +74,19 @@ export function loadLocalStackSettings(env: Env, cwd: string): LocalStackSetting
     host: s.HOST,
     dataDir: path.resolve(cwd, s.BLASTPLANE_DATA_DIR),
     inMemory: s.BLASTPLANE_IN_MEMORY,
-    azurite: { blobPort: s.AZURITE_BLOB_PORT, queuePort: s.AZURITE_QUEUE_PORT, tablePort: s.AZURITE_TABLE_PORT, durableWrites: s.BLASTPLANE_AZURITE_DURABLE },
+    azurite: {
+      blobPort: s.AZURITE_BLOB_PORT,
+      queuePort: s.AZURITE_QUEUE_PORT,
+      tablePort: s.AZURITE_TABLE_PORT,
+      durableWrites: s.BLASTPLANE_AZURITE_DURABLE,
+    },
     idpPort: s.IDP_PORT,
     jobApiPort: s.JOBAPI_PORT,
     skipDemoDatabase: s.BLASTPLANE_SKIP_DEMO_DB,
     jobApiEnv: Object.fromEntries(
-      Object.entries(env).filter((e): e is [string, string] => e[0].startsWith("JOBAPI_") && e[0] !== "JOBAPI_PORT" && e[1] !== undefined),
+      Object.entries(env).filter(
+        (e): e is [string, string] => e[0].startsWith("JOBAPI_") && e[0] !== "JOBAPI_PORT" && e[1] !== undefined,
+      ),
     ),
     taskHubName: s.TASKHUB_NAME,
     tenantId: s.AUTH_TENANT_ID,
@@ -79,6 +96,11 @@ export function loadLocalStackSettings(env: Env, cwd: string): LocalStackSetting
     functionsEntry: s.BLASTPLANE_FUNCTIONS_ENTRY ? path.resolve(cwd, s.BLASTPLANE_FUNCTIONS_ENTRY) : undefined,
     executor: s.BLASTPLANE_EXECUTOR,
     restartBackoffMs: s.BLASTPLANE_RESTART_BACKOFF_MS,
-    kube: { nodes: s.BLASTPLANE_KUBE_NODES, nodeMemoryBytes: s.BLASTPLANE_KUBE_NODE_MEMORY_BYTES, nodeCpu: s.BLASTPLANE_KUBE_NODE_CPU, port: s.BLASTPLANE_KUBE_PORT },
+    kube: {
+      nodes: s.BLASTPLANE_KUBE_NODES,
+      nodeMemoryBytes: s.BLASTPLANE_KUBE_NODE_MEMORY_BYTES,
+      nodeCpu: s.BLASTPLANE_KUBE_NODE_CPU,
+      port: s.BLASTPLANE_KUBE_PORT,
+    },
   }));
 }

@@ -57,7 +57,9 @@ async function main(): Promise<void> {
   mkdirSync(settings.dataDir, { recursive: true });
   const running = readRunningStack(settings.dataDir);
   if (running) {
-    throw new Error(`a local stack (pid ${running.pid}) is already running on ${settings.dataDir}: ${running.functions_url}`);
+    throw new Error(
+      `a local stack (pid ${running.pid}) is already running on ${settings.dataDir}: ${running.functions_url}`,
+    );
   }
 
   const stops: (() => Promise<void>)[] = [];
@@ -109,7 +111,12 @@ async function main(): Promise<void> {
     const databasesDir = path.join(jobApiDir, "databases");
     if (!settings.skipDemoDatabase && !(await createFileDatabaseCatalog(databasesDir).get(DEMO_DATABASE))) {
       logger.info("adding the demo database", { name: DEMO_DATABASE });
-      await publishDatabase(databasesDir, { name: DEMO_DATABASE, fastaPath: path.resolve(here, "../../local/demo/16s-rrna-demo.fasta"), type: "nucl", partitions: 2 });
+      await publishDatabase(databasesDir, {
+        name: DEMO_DATABASE,
+        fastaPath: path.resolve(here, "../../local/demo/16s-rrna-demo.fasta"),
+        type: "nucl",
+        partitions: 2,
+      });
     }
     // BLASTPLANE_EXECUTOR=kubernetes: shards run as Jobs on a local Kubernetes-compatible API.
     const kubeEnv: Record<string, string> = {};
@@ -120,21 +127,45 @@ async function main(): Promise<void> {
         logger: logger.child({ component: "local-kube" }),
         dataDir: settings.dataDir,
         port: settings.kube.port,
-        nodes: blastPoolNodes(settings.kube.nodes, settings.kube.nodeMemoryBytes, settings.kube.nodeCpu ?? os.availableParallelism()),
+        nodes: blastPoolNodes(
+          settings.kube.nodes,
+          settings.kube.nodeMemoryBytes,
+          settings.kube.nodeCpu ?? os.availableParallelism(),
+        ),
         namespaces: [namespace],
         // The job API image is this build: its WORKDIR is the project folder (dist/ inside).
-        images: [{ pattern: /(^|\/)blastplane-jobapi(:[\w.-]+)?$/, workingDir: path.resolve(here, "../.."), cmd: ["node", "--enable-source-maps", "dist/jobapi/server.js"] }],
+        images: [
+          {
+            pattern: /(^|\/)blastplane-jobapi(:[\w.-]+)?$/,
+            workingDir: path.resolve(here, "../.."),
+            cmd: ["node", "--enable-source-maps", "dist/jobapi/server.js"],
+          },
+        ],
       });
       stops.push(() => cluster.stop());
       kubeconfig = cluster.kubeconfigPath;
       // The pre-flight measures against a node of the cluster unless told otherwise.
-      Object.assign(kubeEnv, { KUBECONFIG: kubeconfig, JOBAPI_EXECUTOR: "kubernetes", JOBAPI_NODE_MEMORY_BYTES: String(settings.kube.nodeMemoryBytes), JOBAPI_K8S_DB_CACHE_DIR: databasesDir });
+      Object.assign(kubeEnv, {
+        KUBECONFIG: kubeconfig,
+        JOBAPI_EXECUTOR: "kubernetes",
+        JOBAPI_NODE_MEMORY_BYTES: String(settings.kube.nodeMemoryBytes),
+        JOBAPI_K8S_DB_CACHE_DIR: databasesDir,
+      });
     }
     // A job API that dies is a `jobapi.unhealthy` event (once per death, shared with the readiness check's watch).
-    const jobApiHealth = createHealthTransitions({ tables: azurite.connectionString, events: createEventLog(azurite.connectionString), logger, source: "local.supervisor" });
+    const jobApiHealth = createHealthTransitions({
+      tables: azurite.connectionString,
+      events: createEventLog(azurite.connectionString),
+      logger,
+      source: "local.supervisor",
+    });
     // Supervised: if it dies, it comes back on the same port (and the dashboard says not ready meanwhile).
     const jobApi = await superviseChildService({
-      onUnexpectedExit: ({ code, signal }) => void jobApiHealth.observe(JOB_API_COMPONENT, { healthy: false, reason: `the job API process exited (${signal ?? `code ${String(code)}`})` }),
+      onUnexpectedExit: ({ code, signal }) =>
+        void jobApiHealth.observe(JOB_API_COMPONENT, {
+          healthy: false,
+          reason: `the job API process exited (${signal ?? `code ${String(code)}`})`,
+        }),
       onRestarted: () => void jobApiHealth.observe(JOB_API_COMPONENT, { healthy: true }),
       name: "job API",
       portVariable: "JOBAPI_PORT",
@@ -206,7 +237,11 @@ async function main(): Promise<void> {
       rpcBaseUrl,
     };
     // Before resuming work: repair or fail what a crash left half-written (issue 15).
-    await checkStackConsistency({ store, dashboardJobs: DashboardJobStore.fromConnectionString(azurite.connectionString), logger });
+    await checkStackConsistency({
+      store,
+      dashboardJobs: DashboardJobStore.fromConnectionString(azurite.connectionString),
+      logger,
+    });
     await engine.start();
     stops.push(() => engine.stop());
 
@@ -261,7 +296,12 @@ async function main(): Promise<void> {
       table_endpoint: azurite.tableEndpoint,
       ...(kubeconfig ? { kubeconfig } : {}),
     });
-    logger.info("local stack ready", { functions_url: functionsUrl, idp_url: idp.url, data_dir: settings.dataDir, node: process.version });
+    logger.info("local stack ready", {
+      functions_url: functionsUrl,
+      idp_url: idp.url,
+      data_dir: settings.dataDir,
+      node: process.version,
+    });
     process.stdout.write(
       [
         "",
@@ -271,7 +311,11 @@ async function main(): Promise<void> {
         `  Job API                    ${jobApi.url}/docs`,
         `  Identity provider          ${idp.discoveryUrl}`,
         `  Data folder                ${settings.inMemory ? "(in memory)" : settings.dataDir}`,
-        ...(kubeconfig ? [`  Local Kubernetes API       kubectl --kubeconfig ${kubeconfig} get jobs,pods -n ${settings.jobApiEnv.JOBAPI_K8S_NAMESPACE ?? "blastplane"}`] : []),
+        ...(kubeconfig
+          ? [
+              `  Local Kubernetes API       kubectl --kubeconfig ${kubeconfig} get jobs,pods -n ${settings.jobApiEnv.JOBAPI_K8S_NAMESPACE ?? "blastplane"}`,
+            ]
+          : []),
         "",
         "  Get a token:   npx blastplane token --role Contributor",
         `  Try it:        curl -H "Authorization: Bearer $(npx blastplane token --role Reader)" ${functionsUrl}/api/me`,
@@ -282,7 +326,11 @@ async function main(): Promise<void> {
     );
   } catch (error) {
     logger.error("local stack failed to start", { error });
-    const busy = portInUse(error, { PORT: settings.port, IDP_PORT: settings.idpPort, JOBAPI_PORT: settings.jobApiPort });
+    const busy = portInUse(error, {
+      PORT: settings.port,
+      IDP_PORT: settings.idpPort,
+      JOBAPI_PORT: settings.jobApiPort,
+    });
     if (busy) process.stderr.write(`\n${busy}\n\n`);
     await stopAll(1);
   }
@@ -290,7 +338,8 @@ async function main(): Promise<void> {
 
 /** A plain-words hint when a listener's port is taken (another stack, or another program). */
 function portInUse(error: unknown, ports: Record<string, number>): string | undefined {
-  const text = error instanceof Error ? `${error.message} ${String((error as { cause?: unknown }).cause ?? "")}` : String(error);
+  const text =
+    error instanceof Error ? `${error.message} ${String((error as { cause?: unknown }).cause ?? "")}` : String(error);
   const match = /EADDRINUSE[^\d]*(?:[\d.:[\]a-f]*:)?(\d+)/.exec(text);
   if (!match) return undefined;
   const port = Number(match[1]);

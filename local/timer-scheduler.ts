@@ -102,12 +102,18 @@ export class TimerScheduler {
   private fire(timer: ScheduledTimer, scheduledFor: Date, pastDue: boolean, next: Date): void {
     const payload = {
       Schedule: { AdjustForDST: true },
-      ScheduleStatus: { Last: scheduledFor.toISOString(), Next: next.toISOString(), LastUpdated: this.now().toISOString() },
+      ScheduleStatus: {
+        Last: scheduledFor.toISOString(),
+        Next: next.toISOString(),
+        LastUpdated: this.now().toISOString(),
+      },
       IsPastDue: pastDue,
     };
     const run = this.deps.invoker
       .invoke(timer.fn, { json: JSON.stringify(payload) })
-      .catch((error: unknown) => this.deps.logger.error("timer function failed", { function: timer.fn.metadata.name, error }));
+      .catch((error: unknown) =>
+        this.deps.logger.error("timer function failed", { function: timer.fn.metadata.name, error }),
+      );
     this.running.add(run);
     void run.finally(() => this.running.delete(run));
   }

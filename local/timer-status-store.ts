@@ -3,8 +3,15 @@ import { storageClientOptions } from "../shared/storage/endpoints.js";
 import type { TimerStatus, TimerStatusStore } from "./timer-scheduler.js";
 
 /** Keeps timer schedule status in Table storage, like the Functions host's schedule monitor. */
-export async function createTableTimerStatusStore(connectionString: string, taskHubName: string): Promise<TimerStatusStore> {
-  const table = TableClient.fromConnectionString(connectionString, `${taskHubName}Timers`, storageClientOptions(connectionString));
+export async function createTableTimerStatusStore(
+  connectionString: string,
+  taskHubName: string,
+): Promise<TimerStatusStore> {
+  const table = TableClient.fromConnectionString(
+    connectionString,
+    `${taskHubName}Timers`,
+    storageClientOptions(connectionString),
+  );
   await table.createTable();
   return {
     async get(functionName) {

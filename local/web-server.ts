@@ -61,7 +61,12 @@ export function createWebHandler(options: WebHandlerOptions): (req: IncomingMess
     const headers = securityHeaders(options.connectOrigins());
     if (pathname === "/web-config.json") {
       const body = JSON.stringify(options.webConfig());
-      res.writeHead(200, { ...headers, "content-type": TYPES[".json"], "content-length": Buffer.byteLength(body), "cache-control": "no-store" });
+      res.writeHead(200, {
+        ...headers,
+        "content-type": TYPES[".json"],
+        "content-length": Buffer.byteLength(body),
+        "cache-control": "no-store",
+      });
       res.end(req.method === "HEAD" ? undefined : body);
       return;
     }
@@ -87,7 +92,14 @@ export function createWebHandler(options: WebHandlerOptions): (req: IncomingMess
   }
 }
 
-async function sendFile(req: IncomingMessage, res: ServerResponse, file: string, size: number, headers: Record<string, string>, immutable: boolean): Promise<void> {
+async function sendFile(
+  req: IncomingMessage,
+  res: ServerResponse,
+  file: string,
+  size: number,
+  headers: Record<string, string>,
+  immutable: boolean,
+): Promise<void> {
   res.writeHead(200, {
     ...headers,
     "content-type": TYPES[path.extname(file)] ?? "application/octet-stream",
@@ -145,6 +157,10 @@ function decodedPath(pathname: string): string | undefined {
 }
 
 function sendText(res: ServerResponse, status: number, text: string, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { "content-type": "text/plain; charset=utf-8", "content-length": Buffer.byteLength(text), ...headers });
+  res.writeHead(status, {
+    "content-type": "text/plain; charset=utf-8",
+    "content-length": Buffer.byteLength(text),
+    ...headers,
+  });
   res.end(text);
 }

@@ -99,7 +99,11 @@ export function lazyBuildOptions(name) {
     format: "cjs",
     minify: true,
     keepNames: true,
-    stdin: { contents: `module.exports = require(${JSON.stringify(name)});`, resolveDir: path.join(root, "node_modules/durable-functions"), sourcefile: `lazy-${name}.js` },
+    stdin: {
+      contents: `module.exports = require(${JSON.stringify(name)});`,
+      resolveDir: path.join(root, "node_modules/durable-functions"),
+      sourcefile: `lazy-${name}.js`,
+    },
     outfile: `dist/functions/lazy/${lazyFileName(name)}`,
   };
 }

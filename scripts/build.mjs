@@ -50,13 +50,16 @@ const [functionsBuild] = await Promise.all([
 // The lazy stand-ins require their module relative to the entry bundle.
 const entryInputs = Object.keys(functionsBuild.metafile.outputs["dist/functions/index.js"]?.inputs ?? {});
 for (const name of LAZY_DURABLE_REQUIRES) {
-  if (!entryInputs.includes(`lazy-require:${name}`)) throw new Error(`the lazy stand-in for ${name} is not in dist/functions/index.js`);
+  if (!entryInputs.includes(`lazy-require:${name}`))
+    throw new Error(`the lazy stand-in for ${name} is not in dist/functions/index.js`);
 }
 mkdirSync(path.join(root, "dist/meta"), { recursive: true });
 writeFileSync(path.join(root, "dist/meta/functions.json"), JSON.stringify(functionsBuild.metafile));
 // The catalogs and the approval-load policy ship inside the Functions package (SVC_CATALOG_DIR still overrides them).
 mkdirSync(path.join(root, "dist/functions/config"), { recursive: true });
-for (const file of readdirSync(path.join(root, "config")).filter((name) => name.endsWith(".json") || name.endsWith(".yaml"))) {
+for (const file of readdirSync(path.join(root, "config")).filter(
+  (name) => name.endsWith(".json") || name.endsWith(".yaml"),
+)) {
   copyFileSync(path.join(root, "config", file), path.join(root, "dist/functions/config", file));
 }
 mkdirSync(path.join(root, "dist/local"), { recursive: true });
@@ -69,9 +72,16 @@ const FIRST_LOAD_BUDGET_BYTES = 150 * 1024;
 const webDir = path.join(root, "dist/web");
 const page = readFileSync(path.join(webDir, "index.html"));
 const linked = [...page.toString().matchAll(/(?:src|href)="\/(assets\/[^"]+)"/g)].map((m) => m[1]);
-const firstLoad = [page, ...linked.map((file) => readFileSync(path.join(webDir, file)))].reduce((sum, bytes) => sum + gzipSync(bytes, { level: 9 }).length, 0);
-console.log(`web app first load: ${(firstLoad / 1024).toFixed(1)} KB gzipped (budget ${FIRST_LOAD_BUDGET_BYTES / 1024} KB)`);
+const firstLoad = [page, ...linked.map((file) => readFileSync(path.join(webDir, file)))].reduce(
+  (sum, bytes) => sum + gzipSync(bytes, { level: 9 }).length,
+  0,
+);
+console.log(
+  `web app first load: ${(firstLoad / 1024).toFixed(1)} KB gzipped (budget ${FIRST_LOAD_BUDGET_BYTES / 1024} KB)`,
+);
 if (firstLoad > FIRST_LOAD_BUDGET_BYTES) {
-  console.error("the web app's first load is over its budget: move code behind a dynamic import() or drop a dependency");
+  console.error(
+    "the web app's first load is over its budget: move code behind a dynamic import() or drop a dependency",
+  );
   process.exit(1);
 }

@@ -26,7 +26,10 @@ for (const [key, entry] of Object.entries(lock.packages)) {
     const at = `${key ? `${key}/` : ""}node_modules/${name}`;
     if (lock.packages[at] || lock.packages[`node_modules/${name}`]) continue;
     const platform = biomePlatform(name);
-    if (!platform) throw new Error(`${name} (optional dependency of ${key}) is missing from the lockfile and is not a platform package this script knows`);
+    if (!platform)
+      throw new Error(
+        `${name} (optional dependency of ${key}) is missing from the lockfile and is not a platform package this script knows`,
+      );
     // Keys in the order npm writes them, so a later `npm install` leaves the entry as it is.
     lock.packages[`node_modules/${name}`] = {
       version,
@@ -46,4 +49,6 @@ if (added.length > 0) {
   lock.packages = Object.fromEntries(Object.entries(lock.packages).sort(([a], [b]) => a.localeCompare(b, "en")));
   writeFileSync(lockPath, `${JSON.stringify(lock, null, 2)}\n`);
 }
-console.log(added.length > 0 ? `added ${added.join(", ")}` : "package-lock.json already lists every optional dependency");
+console.log(
+  added.length > 0 ? `added ${added.join(", ")}` : "package-lock.json already lists every optional dependency",
+);

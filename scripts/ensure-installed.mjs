@@ -34,7 +34,9 @@ if (!existsSync(marker)) {
 }
 const node22 = path.join(root, "node_modules", ".bin", "node");
 if (!existsSync(node22)) {
-  console.error(`\n${node22} is missing: the devDependency "node" did not install its binary. Run npm ci and look for its error.`);
+  console.error(
+    `\n${node22} is missing: the devDependency "node" did not install its binary. Run npm ci and look for its error.`,
+  );
   process.exit(1);
 }
 
@@ -57,7 +59,9 @@ let aptUpdated = false;
 /** Installs a Debian package as root, or prints the command and stops. */
 function aptInstall(what, pkg, installed) {
   if (!isRoot) {
-    console.error(`${what} is not installed. Install it, then run this command again:\n\n  sudo apt-get update && sudo apt-get install -y ${pkg}\n`);
+    console.error(
+      `${what} is not installed. Install it, then run this command again:\n\n  sudo apt-get update && sudo apt-get install -y ${pkg}\n`,
+    );
     process.exit(1);
   }
   console.log(`Installing ${what} (apt-get install ${pkg})…`);

@@ -107,7 +107,8 @@ function testFiles(dir) {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const full = path.join(dir, entry.name);
     if (entry.isDirectory()) out.push(...testFiles(full));
-    else if (/\.test\.[cm]?[jt]sx?$/.test(entry.name)) out.push({ file: path.relative(root, full), source: readFileSync(full, "utf8") });
+    else if (/\.test\.[cm]?[jt]sx?$/.test(entry.name))
+      out.push({ file: path.relative(root, full), source: readFileSync(full, "utf8") });
   }
   return out;
 }
@@ -120,7 +121,9 @@ function testFiles(dir) {
 export function missingBaselineCitations(baselineText, documents) {
   const squeeze = (s) => s.replace(/\s+/g, " ");
   const citations = JSON.parse(baselineText).citations ?? [];
-  return citations.filter((c) => documents[c.document] !== undefined && !squeeze(documents[c.document]).includes(squeeze(c.excerpt))).map((c) => `${c.id} (${c.document})`);
+  return citations
+    .filter((c) => documents[c.document] !== undefined && !squeeze(documents[c.document]).includes(squeeze(c.excerpt)))
+    .map((c) => `${c.id} (${c.document})`);
 }
 
 function percent(part, whole) {
@@ -132,7 +135,9 @@ function main(argv) {
     const at = argv.indexOf(name);
     return at >= 0 ? argv[at + 1] : undefined;
   };
-  const ledgerPath = path.resolve(flag("--ledger") ?? process.env.LEDGER_PATH ?? path.join(root, "../shared/spec/LEDGER.md"));
+  const ledgerPath = path.resolve(
+    flag("--ledger") ?? process.env.LEDGER_PATH ?? path.join(root, "../shared/spec/LEDGER.md"),
+  );
   if (!existsSync(ledgerPath)) {
     console.log(`No ledger at ${ledgerPath}: nothing to count (pass --ledger <path> or set LEDGER_PATH).`);
     return;
@@ -140,22 +145,34 @@ function main(argv) {
   const rows = parseLedger(readFileSync(ledgerPath, "utf8"));
   const report = ledgerCoverage(rows, testFiles(path.join(root, "test")));
   console.log(`Ledger ${ledgerPath}: ids cited in test titles`);
-  for (const doc of report.documents) console.log(`  ${doc.document}: ${doc.cited} of ${doc.total} (${percent(doc.cited, doc.total)} %)`);
-  const all = report.documents.reduce((sum, doc) => ({ cited: sum.cited + doc.cited, total: sum.total + doc.total }), { cited: 0, total: 0 });
+  for (const doc of report.documents)
+    console.log(`  ${doc.document}: ${doc.cited} of ${doc.total} (${percent(doc.cited, doc.total)} %)`);
+  const all = report.documents.reduce((sum, doc) => ({ cited: sum.cited + doc.cited, total: sum.total + doc.total }), {
+    cited: 0,
+    total: 0,
+  });
   console.log(`  all: ${all.cited} of ${all.total} (${percent(all.cited, all.total)} %)`);
   if (report.unknown.length > 0) console.log(`Cited but not in the ledger: ${report.unknown.join(" ")}`);
-  for (const { file, range } of report.ranges) console.log(`Range in a title (cites nothing; name each id): ${file}: "${range}"`);
+  for (const { file, range } of report.ranges)
+    console.log(`Range in a title (cites nothing; name each id): ${file}: "${range}"`);
   // The baseline cites the spec and DESIGN, which only this tool (beside them) can read.
   const contract = path.dirname(ledgerPath);
   const documents = {};
-  for (const [name, file] of [["blast-control-plane.md", path.join(contract, "blast-control-plane.md")], ["operator-console.md", path.join(contract, "operator-console.md")], ["DESIGN.md", path.join(contract, "../DESIGN.md")], ["README.md", path.join(root, "README.md")]]) {
+  for (const [name, file] of [
+    ["blast-control-plane.md", path.join(contract, "blast-control-plane.md")],
+    ["operator-console.md", path.join(contract, "operator-console.md")],
+    ["DESIGN.md", path.join(contract, "../DESIGN.md")],
+    ["README.md", path.join(root, "README.md")],
+  ]) {
     if (existsSync(file)) documents[name] = readFileSync(file, "utf8");
   }
   const baselineFile = path.join(root, "config/configuration-baseline.json");
   if (existsSync(baselineFile)) {
     const missing = missingBaselineCitations(readFileSync(baselineFile, "utf8"), documents);
     if (missing.length > 0) {
-      console.log(`Configuration baseline citations whose excerpt is no longer in their document: ${missing.join(", ")}`);
+      console.log(
+        `Configuration baseline citations whose excerpt is no longer in their document: ${missing.join(", ")}`,
+      );
       process.exitCode = 1;
     } else console.log(`Configuration baseline citations: every excerpt found in ${Object.keys(documents).join(", ")}`);
   }
@@ -169,4 +186,5 @@ function main(argv) {
   }
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) main(process.argv.slice(2));
+if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href)
+  main(process.argv.slice(2));

@@ -14,12 +14,14 @@ function step(title, cmd, args) {
   process.stdout.write(`\n== ${title}\n`);
   const started = Date.now();
   const r = spawnSync(cmd, args, { cwd: root, stdio: "inherit" });
-  process.stdout.write(`== ${title}: ${r.status === 0 ? "ok" : "FAILED"} (${((Date.now() - started) / 1000).toFixed(1)} s)\n`);
+  process.stdout.write(
+    `== ${title}: ${r.status === 0 ? "ok" : "FAILED"} (${((Date.now() - started) / 1000).toFixed(1)} s)\n`,
+  );
   return r.status === 0;
 }
 
 const typecheck = step("typecheck", bin("tsc"), ["-p", "tsconfig.json", "--noEmit"]);
-const lint = step("lint", bin("biome"), ["lint", "."]);
+const lint = step("lint", bin("biome"), ["lint", "."]) && step("format", bin("biome"), ["format", "."]);
 const reportDir = mkdtempSync(path.join(tmpdir(), "bp-test-report-"));
 const report = path.join(reportDir, "vitest.json");
 const tests = step("unit, integration and end-to-end tests", bin("vitest"), [

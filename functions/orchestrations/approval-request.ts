@@ -13,14 +13,23 @@ import { orchestrationClient, withInvocationDurable } from "../http-route.js";
 
 const activities = async () => (await consoleParts()).approvalActivities;
 
-df.app.activity(ApprovalOrchestration.plan, { handler: (input: ApprovalRequestInput) => activities().then((a) => a.plan(input)) });
-df.app.activity(ApprovalOrchestration.deliver, { handler: (input: ApprovalDeliverInput) => activities().then((a) => a.deliver(input)) });
-df.app.activity(ApprovalOrchestration.remind, { handler: (input: ApprovalRequestInput & { index: number }) => activities().then((a) => a.remind(input)) });
-df.app.activity(ApprovalOrchestration.expire, { handler: (input: ApprovalRequestInput) => activities().then((a) => a.expire(input)) });
+df.app.activity(ApprovalOrchestration.plan, {
+  handler: (input: ApprovalRequestInput) => activities().then((a) => a.plan(input)),
+});
+df.app.activity(ApprovalOrchestration.deliver, {
+  handler: (input: ApprovalDeliverInput) => activities().then((a) => a.deliver(input)),
+});
+df.app.activity(ApprovalOrchestration.remind, {
+  handler: (input: ApprovalRequestInput & { index: number }) => activities().then((a) => a.remind(input)),
+});
+df.app.activity(ApprovalOrchestration.expire, {
+  handler: (input: ApprovalRequestInput) => activities().then((a) => a.expire(input)),
+});
 // Settling may execute the approved action, whose executor may start or signal an orchestration: it gets a durable client.
 df.app.activity(ApprovalOrchestration.settle, {
   extraInputs: [df.input.durableClient()],
-  handler: (input: ApprovalRequestInput, context) => withInvocationDurable(orchestrationClient(context), () => activities().then((a) => a.settle(input))),
+  handler: (input: ApprovalRequestInput, context) =>
+    withInvocationDurable(orchestrationClient(context), () => activities().then((a) => a.settle(input))),
 });
 
 /**
@@ -53,7 +62,8 @@ function* callReliably<T>(context: OrchestrationContext, name: string, input: un
 export const approvalRequest: OrchestrationHandler = function* (context: OrchestrationContext) {
   const input = context.df.getInput<ApprovalRequestInput>();
   const plan: ApprovalPlan = yield* callReliably<ApprovalPlan>(context, ApprovalOrchestration.plan, input);
-  if (plan.state !== "pending") return yield* callReliably<ApprovalSettlement>(context, ApprovalOrchestration.settle, input);
+  if (plan.state !== "pending")
+    return yield* callReliably<ApprovalSettlement>(context, ApprovalOrchestration.settle, input);
   const at = (iso: string) => new Date(iso);
   const later = (from: Date) => new Date(from.getTime() + REDELIVER_SECONDS * 1000);
   const expiresAt = at(plan.expires_at);

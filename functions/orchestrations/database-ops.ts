@@ -55,7 +55,9 @@ function explained<A extends unknown[], R>(fn: (...args: A) => Promise<R>): (...
 
 // The typed handles the registrations return: the orchestrators call these, never a bare name.
 const prepareReleaseActivity = df.app.activity(DatabaseActivities.prepare, {
-  handler: explained((input: { name: string; partitions: number }) => createPrepareDatabaseActivity(activityDependencies())(input)),
+  handler: explained((input: { name: string; partitions: number }) =>
+    createPrepareDatabaseActivity(activityDependencies())(input),
+  ),
 });
 const warmReleaseActivity = df.app.activity(DatabaseActivities.warm, {
   handler: explained((input: WarmupInput) => createWarmDatabaseActivity(activityDependencies())(input)),
@@ -69,7 +71,10 @@ type WarmupInput = { name: string; operation_id?: string };
 
 /** Records a finished cluster warm-up in the database's state; a failed one also as an event (once per warm-up). */
 function recordClusterWarmup(view: ClusterWarmup, operationId: string | undefined): Promise<void> {
-  return createClusterWarmupRecorder({ state: databaseState(), events: appContext.events, logger: appContext.logger })(view, operationId);
+  return createClusterWarmupRecorder({ state: databaseState(), events: appContext.events, logger: appContext.logger })(
+    view,
+    operationId,
+  );
 }
 
 type ClusterWarmStart = { mode: "local" } | { mode: "cluster"; view: ClusterWarmup; poll_seconds: number };
@@ -110,7 +115,10 @@ function singleActivityOperation(activity: RegisteredActivity, phase: string): O
       return { outcome: "succeeded", ...(Array.isArray(result) ? { databases: result } : (result as object)) };
     } catch (error) {
       // The library words an activity failure as "<reason> \n <details>": keep the reason alone.
-      return { outcome: "failed", error: error instanceof Error ? (error.message.split("\n")[0] ?? "").trim() : String(error) };
+      return {
+        outcome: "failed",
+        error: error instanceof Error ? (error.message.split("\n")[0] ?? "").trim() : String(error),
+      };
     }
   };
 }
@@ -142,7 +150,10 @@ const warmDatabase: OrchestrationHandler = function* (context: OrchestrationCont
     if (view.state === "failed") return { outcome: "failed", error: clusterWarmupFailure(view), nodes: view.nodes };
     return { outcome: "succeeded", name: view.database, version: view.release, nodes: view.nodes };
   } catch (error) {
-    return { outcome: "failed", error: error instanceof Error ? (error.message.split("\n")[0] ?? "").trim() : String(error) };
+    return {
+      outcome: "failed",
+      error: error instanceof Error ? (error.message.split("\n")[0] ?? "").trim() : String(error),
+    };
   }
 };
 const checkDatabaseUpdates = singleActivityOperation(checkUpdatesActivity, "checking");
@@ -157,7 +168,9 @@ app.timer("databaseUpdateCheckTimer", {
   schedule: appContext.config.dbUpdateCheckSchedule,
   extraInputs: [df.input.durableClient()],
   handler: async (timer, context) => {
-    const instanceId = await df.getClient(context).startNew(Orchestrations.checkDatabaseUpdates, { instanceId: newOperationId() });
+    const instanceId = await df
+      .getClient(context)
+      .startNew(Orchestrations.checkDatabaseUpdates, { instanceId: newOperationId() });
     appContext.logger.info("database update check started", { operation_id: instanceId, past_due: timer.isPastDue });
   },
 });

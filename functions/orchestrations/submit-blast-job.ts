@@ -44,7 +44,8 @@ const pollJobApi = df.app.activity(SubmitActivities.poll, {
   handler: (input: { dashboard_job_id: string; openapi_job_id: string }) => createPollJobApiActivity(deps())(input),
 });
 const cancelJobApiJob = df.app.activity(SubmitActivities.cancel, {
-  handler: (input: { dashboard_job_id: string; openapi_job_id: string | null }) => createCancelJobActivity(deps())(input),
+  handler: (input: { dashboard_job_id: string; openapi_job_id: string | null }) =>
+    createCancelJobActivity(deps())(input),
 });
 const failDashboardJob = df.app.activity(SubmitActivities.fail, {
   handler: (input: { dashboard_job_id: string; error: string }) => createFailJobActivity(deps())(input),
@@ -57,7 +58,12 @@ function after(context: OrchestrationContext, seconds: number): Date {
 /** The orchestration's result once the job API's job is terminal. */
 function ended(context: OrchestrationContext, openapiJobId: string, s: { status: string; error: string }) {
   context.df.setCustomStatus({ phase: "done", openapi_job_id: openapiJobId, job_status: s.status });
-  return { outcome: s.status === "completed" ? "succeeded" : s.status, openapi_job_id: openapiJobId, job_status: s.status, error: s.error };
+  return {
+    outcome: s.status === "completed" ? "succeeded" : s.status,
+    openapi_job_id: openapiJobId,
+    job_status: s.status,
+    error: s.error,
+  };
 }
 
 /**
@@ -108,7 +114,10 @@ const submitBlastJob: OrchestrationHandler = function* (context: OrchestrationCo
       timer.cancel();
     }
     if (cancelRequested) {
-      const cancelled: { status: string } = yield cancelJobApiJob({ dashboard_job_id: input.dashboard_job_id, openapi_job_id: openapiJobId });
+      const cancelled: { status: string } = yield cancelJobApiJob({
+        dashboard_job_id: input.dashboard_job_id,
+        openapi_job_id: openapiJobId,
+      });
       if (cancelled.status !== "cancelled") {
         // The job finished before the cancel reached it: record how it ended, results included.
         const s: { status: string; error: string } = yield pollJobApi({

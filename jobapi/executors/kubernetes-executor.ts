@@ -1,5 +1,13 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { ApiException, BatchV1Api, CoreV1Api, type KubeConfig, type V1Job, type V1Pod, Watch } from "@kubernetes/client-node";
+import {
+  ApiException,
+  BatchV1Api,
+  CoreV1Api,
+  type KubeConfig,
+  type V1Job,
+  type V1Pod,
+  Watch,
+} from "@kubernetes/client-node";
 import { describeCloudAuthorizationError } from "../../shared/auth/cloud-authorization.js";
 import { formatBytes, parseQuantity } from "../../shared/cluster/quantity.js";
 import { ShardFailedError } from "../../shared/errors.js";
@@ -8,7 +16,15 @@ import type { HealthObservation } from "../../shared/ops/emitters/health-transit
 import type { ArtifactStore } from "../jobs/artifact-store.js";
 import { PREFLIGHT_REMEDIES } from "../jobs/dispatcher.js";
 import { createSemaphore, type ShardExecutor, type ShardSpec } from "./executor.js";
-import { buildShardJob, LABEL, MANAGED_BY, type ShardJobSettings, shardJobName, shardMemoryBytes, STORAGE_SECRET } from "./kubernetes-manifests.js";
+import {
+  buildShardJob,
+  LABEL,
+  MANAGED_BY,
+  type ShardJobSettings,
+  shardJobName,
+  shardMemoryBytes,
+  STORAGE_SECRET,
+} from "./kubernetes-manifests.js";
 import { WatchCache } from "./kubernetes-watch.js";
 import type { StorageConnection } from "../../shared/storage/storage-connection.js";
 
@@ -110,7 +126,9 @@ export function createKubernetesExecutor(o: KubernetesExecutorOptions): Kubernet
         const status = statusOf(error);
         const retryable = status === undefined ? !(error instanceof ApiException) : RETRYABLE.has(status);
         if (!retryable || attempt >= CALL_ATTEMPTS || signal?.aborted) throw error;
-        const retryAfter = Number((error instanceof ApiException ? error.headers?.["retry-after"] : undefined) ?? Number.NaN);
+        const retryAfter = Number(
+          (error instanceof ApiException ? error.headers?.["retry-after"] : undefined) ?? Number.NaN,
+        );
         const delayMs = Number.isFinite(retryAfter) ? retryAfter * 1000 : 200 * 2 ** (attempt - 1);
         o.logger.warn("cluster API call failed; retrying", { call: what, status, attempt, delay_ms: delayMs });
         await sleep(delayMs, undefined, { signal }).catch(() => {});
@@ -124,14 +142,27 @@ export function createKubernetesExecutor(o: KubernetesExecutorOptions): Kubernet
     starting ??= (async () => {
       // The worker's Azurite connection lives in a Secret (never in the Job), created or replaced;
       // with the workload identity there is no secret to hand over.
-      const connectionString = o.storage?.kind === "connection-string" ? o.storage.connectionString : o.storage ? undefined : o.storageConnectionString;
+      const connectionString =
+        o.storage?.kind === "connection-string"
+          ? o.storage.connectionString
+          : o.storage
+            ? undefined
+            : o.storageConnectionString;
       if (connectionString !== undefined) {
-        const secret = { apiVersion: "v1", kind: "Secret", metadata: { name: STORAGE_SECRET.name, namespace }, type: "Opaque", stringData: { [STORAGE_SECRET.key]: connectionString } };
+        const secret = {
+          apiVersion: "v1",
+          kind: "Secret",
+          metadata: { name: STORAGE_SECRET.name, namespace },
+          type: "Opaque",
+          stringData: { [STORAGE_SECRET.key]: connectionString },
+        };
         try {
           await call("create secret", () => core.createNamespacedSecret({ namespace, body: secret }));
         } catch (error) {
           if (statusOf(error) !== 409) throw error;
-          await call("replace secret", () => core.replaceNamespacedSecret({ name: STORAGE_SECRET.name, namespace, body: secret }));
+          await call("replace secret", () =>
+            core.replaceNamespacedSecret({ name: STORAGE_SECRET.name, namespace, body: secret }),
+          );
         }
       }
       // The cluster is unhealthy while any watch is, and healthy again once all are: one turn each way, not one per watch.
@@ -142,7 +173,13 @@ export function createKubernetesExecutor(o: KubernetesExecutorOptions): Kubernet
         else failingWatches.add(name);
         if (wasHealthy !== (failingWatches.size === 0)) o.onClusterHealth?.(seen);
       };
-      const common = { watch, logger: o.logger, labelSelector: selector, onRequest: () => calls++, watchTimeoutSeconds: o.watchTimeoutSeconds };
+      const common = {
+        watch,
+        logger: o.logger,
+        labelSelector: selector,
+        onRequest: () => calls++,
+        watchTimeoutSeconds: o.watchTimeoutSeconds,
+      };
       caches = {
         jobs: new WatchCache<V1Job>({
           ...common,
@@ -196,8 +233,11 @@ export function createKubernetesExecutor(o: KubernetesExecutorOptions): Kubernet
   }
 
   const jobsOf = (jobId: string, shardId: string) =>
-    (caches?.jobs.values() ?? []).filter((j) => j.metadata?.labels?.[LABEL.jobId] === jobId && j.metadata?.labels?.[LABEL.shard] === shardId);
-  const condition = (job: V1Job, type: string) => job.status?.conditions?.find((c) => c.type === type && c.status === "True");
+    (caches?.jobs.values() ?? []).filter(
+      (j) => j.metadata?.labels?.[LABEL.jobId] === jobId && j.metadata?.labels?.[LABEL.shard] === shardId,
+    );
+  const condition = (job: V1Job, type: string) =>
+    job.status?.conditions?.find((c) => c.type === type && c.status === "True");
   const finished = (job: V1Job) => condition(job, "Complete") ?? condition(job, "Failed");
 
   async function deleteJob(name: string): Promise<void> {
@@ -213,12 +253,23 @@ export function createKubernetesExecutor(o: KubernetesExecutorOptions): Kubernet
     let text = terminated?.message;
     if (!text) {
       try {
-        text = await call("read pod log", () => core.readNamespacedPodLog({ name: String(pod.metadata?.name), namespace, tailLines: o.logTailLines ?? 20, limitBytes: 64 * 1024 }));
+        text = await call("read pod log", () =>
+          core.readNamespacedPodLog({
+            name: String(pod.metadata?.name),
+            namespace,
+            tailLines: o.logTailLines ?? 20,
+            limitBytes: 64 * 1024,
+          }),
+        );
       } catch {
         text = "";
       }
     }
-    const lines = String(text ?? "").trimEnd().split("\n").slice(-(o.logTailLines ?? 20)).join("\n");
+    const lines = String(text ?? "")
+      .trimEnd()
+      .split("\n")
+      .slice(-(o.logTailLines ?? 20))
+      .join("\n");
     return lines.length > LOG_TAIL_BYTES ? `…${lines.slice(-LOG_TAIL_BYTES)}` : lines;
   }
 
@@ -232,19 +283,30 @@ export function createKubernetesExecutor(o: KubernetesExecutorOptions): Kubernet
   }
 
   /** What the current state of a shard's Job says: done, failed (and why), or keep waiting. */
-  async function verdict(spec: ShardSpec, jobName: string, state: { unschedulableChecked: boolean; seen: boolean }): Promise<Verdict> {
+  async function verdict(
+    spec: ShardSpec,
+    jobName: string,
+    state: { unschedulableChecked: boolean; seen: boolean },
+  ): Promise<Verdict> {
     const job = caches?.jobs.get(jobName);
-    const pods = (caches?.pods.values() ?? []).filter((p) => p.metadata?.labels?.["batch.kubernetes.io/job-name"] === jobName);
+    const pods = (caches?.pods.values() ?? []).filter(
+      (p) => p.metadata?.labels?.["batch.kubernetes.io/job-name"] === jobName,
+    );
     const prefix = `cluster Job ${jobName}`;
     const withLog = async (text: string, pod: V1Pod | undefined) => {
       const tail = pod ? await logTail(pod) : "";
       return tail ? `${text} Last lines of the pod's log:\n${tail}` : text;
     };
     // A Job just created may not have reached the cache yet; one seen and then gone was deleted.
-    if (!job) return state.seen ? { failed: new ShardFailedError(`${prefix} was deleted before it finished`, true), deleteJob: false } : undefined;
+    if (!job)
+      return state.seen
+        ? { failed: new ShardFailedError(`${prefix} was deleted before it finished`, true), deleteJob: false }
+        : undefined;
     state.seen = true;
     if (condition(job, "Complete")) return { done: true };
-    const byAge = [...pods].sort((a, b) => String(a.metadata?.creationTimestamp).localeCompare(String(b.metadata?.creationTimestamp)));
+    const byAge = [...pods].sort((a, b) =>
+      String(a.metadata?.creationTimestamp).localeCompare(String(b.metadata?.creationTimestamp)),
+    );
     const failedPods = byAge.filter((p) => p.status?.phase === "Failed");
     const lastFailed = failedPods.at(-1);
     const oom = failedPods.find((p) => p.status?.containerStatuses?.[0]?.state?.terminated?.reason === "OOMKilled");
@@ -257,7 +319,12 @@ export function createKubernetesExecutor(o: KubernetesExecutorOptions): Kubernet
     }
     for (const pod of byAge) {
       const waiting = pod.status?.containerStatuses?.[0]?.state?.waiting;
-      if (waiting?.reason === "ImagePullBackOff" || waiting?.reason === "InvalidImageName" || waiting?.reason === "CreateContainerConfigError" || waiting?.reason === "CreateContainerError") {
+      if (
+        waiting?.reason === "ImagePullBackOff" ||
+        waiting?.reason === "InvalidImageName" ||
+        waiting?.reason === "CreateContainerConfigError" ||
+        waiting?.reason === "CreateContainerError"
+      ) {
         const text = `${prefix}: ${waiting.reason} — ${waiting.message ?? ""} (image ${o.settings.image})`;
         return { failed: new ShardFailedError(text, false), deleteJob: true };
       }
@@ -280,7 +347,11 @@ export function createKubernetesExecutor(o: KubernetesExecutorOptions): Kubernet
         const text = `${prefix}: DeadlineExceeded — the shard ran longer than its deadline of ${o.settings.activeDeadlineSeconds} s (activeDeadlineSeconds).`;
         return { failed: new ShardFailedError(await withLog(text, byAge.at(-1)), false), deleteJob: false };
       }
-      const reason = lastFailed?.status?.reason ?? lastFailed?.status?.containerStatuses?.[0]?.state?.terminated?.reason ?? failedCondition.reason ?? "Failed";
+      const reason =
+        lastFailed?.status?.reason ??
+        lastFailed?.status?.containerStatuses?.[0]?.state?.terminated?.reason ??
+        failedCondition.reason ??
+        "Failed";
       const exitCode = lastFailed?.status?.containerStatuses?.[0]?.state?.terminated?.exitCode;
       const text =
         reason === "Evicted"
@@ -310,9 +381,13 @@ export function createKubernetesExecutor(o: KubernetesExecutorOptions): Kubernet
       const onAbort = () => finish(signal.reason ?? new Error("aborted"));
       // A pod that no node takes within the timeout (one could, but none has room, or nothing schedules it).
       const timer = setTimeout(() => {
-        const pods = (caches?.pods.values() ?? []).filter((p) => p.metadata?.labels?.["batch.kubernetes.io/job-name"] === jobName);
+        const pods = (caches?.pods.values() ?? []).filter(
+          (p) => p.metadata?.labels?.["batch.kubernetes.io/job-name"] === jobName,
+        );
         if (pods.some((p) => p.spec?.nodeName)) return;
-        const why = pods.flatMap((p) => p.status?.conditions ?? []).find((c) => c.type === "PodScheduled" && c.status === "False")?.message;
+        const why = pods
+          .flatMap((p) => p.status?.conditions ?? [])
+          .find((c) => c.type === "PodScheduled" && c.status === "False")?.message;
         const text = `cluster Job ${jobName}: Unschedulable — no pod was scheduled within ${o.scheduleTimeoutSeconds} s${why ? `: ${why}` : " (no scheduling decision was reported)"}.`;
         deleteJob(jobName).catch(() => {});
         finish(new ShardFailedError(text, false));
@@ -331,7 +406,10 @@ export function createKubernetesExecutor(o: KubernetesExecutorOptions): Kubernet
             if (settled) return;
             if (v && "done" in v) return finish();
             if (v) {
-              if (v.deleteJob) await deleteJob(jobName).catch((error: unknown) => o.logger.warn("could not delete a failed shard Job", { job: jobName, error }));
+              if (v.deleteJob)
+                await deleteJob(jobName).catch((error: unknown) =>
+                  o.logger.warn("could not delete a failed shard Job", { job: jobName, error }),
+                );
               return finish(v.failed);
             }
           } while (again);
@@ -358,7 +436,8 @@ export function createKubernetesExecutor(o: KubernetesExecutorOptions): Kubernet
       caches?.pods.stop();
     },
     async run(spec, signal) {
-      if (spec.attempt === undefined || spec.batch === undefined || !spec.queryPath) throw new Error("a cluster shard needs its attempt, batch and query");
+      if (spec.attempt === undefined || spec.batch === undefined || !spec.queryPath)
+        throw new Error("a cluster shard needs its attempt, batch and query");
       await start();
       const release = await admit(spec.jobId, signal);
       try {
@@ -366,12 +445,17 @@ export function createKubernetesExecutor(o: KubernetesExecutorOptions): Kubernet
         if (mine.some((j) => condition(j, "Complete"))) return;
         let target = mine.find((j) => !finished(j))?.metadata?.name;
         if (target) {
-          o.logger.info("adopting the shard's cluster Job", { job_id: spec.jobId, shard: spec.shardId, cluster_job: target });
+          o.logger.info("adopting the shard's cluster Job", {
+            job_id: spec.jobId,
+            shard: spec.shardId,
+            cluster_job: target,
+          });
         } else {
           // One Job per shard at a time: a failed attempt's Job goes before the next is created.
           for (const old of mine) await deleteJob(String(old.metadata?.name));
           const batchName = `batches/b${spec.batch}.fa`;
-          if ((await o.artifacts.size(spec.jobId, batchName)) === undefined) await o.artifacts.uploadFile(spec.jobId, batchName, spec.queryPath);
+          if ((await o.artifacts.size(spec.jobId, batchName)) === undefined)
+            await o.artifacts.uploadFile(spec.jobId, batchName, spec.queryPath);
           target = shardJobName(spec.jobId, spec.shardId, spec.attempt);
           const body = buildShardJob(spec, o.settings);
           try {
@@ -381,7 +465,10 @@ export function createKubernetesExecutor(o: KubernetesExecutorOptions): Kubernet
             if (statusOf(error) !== 409) {
               // A missing role names itself and is not retried: the next try would be refused too.
               const refusal = describeCloudAuthorizationError(error);
-              throw new ShardFailedError(`creating cluster Job ${target} failed: ${refusal?.message ?? messageOf(error)}`, !refusal);
+              throw new ShardFailedError(
+                `creating cluster Job ${target} failed: ${refusal?.message ?? messageOf(error)}`,
+                !refusal,
+              );
             }
           }
         }
@@ -392,7 +479,13 @@ export function createKubernetesExecutor(o: KubernetesExecutorOptions): Kubernet
     },
     async cancelJob(jobId) {
       await start();
-      await call("delete jobs", () => batch.deleteCollectionNamespacedJob({ namespace, labelSelector: `${selector},${LABEL.jobId}=${jobId}`, propagationPolicy: "Background" }));
+      await call("delete jobs", () =>
+        batch.deleteCollectionNamespacedJob({
+          namespace,
+          labelSelector: `${selector},${LABEL.jobId}=${jobId}`,
+          propagationPolicy: "Background",
+        }),
+      );
     },
   };
 }

@@ -20,7 +20,12 @@ export const LABEL = {
 export const MANAGED_BY = "blastplane-jobapi";
 
 /** Where the pod sees the node-local database cache and its scratch folder. */
-export const POD_PATHS = { dbCache: "/blast/db", scratch: "/scratch", query: "/scratch/query.fa", output: "/scratch/out.xml" } as const;
+export const POD_PATHS = {
+  dbCache: "/blast/db",
+  scratch: "/scratch",
+  query: "/scratch/query.fa",
+  output: "/scratch/out.xml",
+} as const;
 
 /** The shard worker's entrypoint in the job API image. */
 export const SHARD_COMMAND = ["node", "--enable-source-maps", "dist/jobapi/shard.js"];
@@ -90,7 +95,8 @@ export function shardMemoryBytes(spec: ShardSpec, settings: Pick<ShardJobSetting
  * service-account token; a failed container's log tail becomes its termination message.
  */
 export function buildShardJob(spec: ShardSpec, settings: ShardJobSettings): V1Job {
-  if (spec.attempt === undefined || spec.batch === undefined || !spec.database) throw new Error("a cluster shard needs its attempt, batch and database");
+  if (spec.attempt === undefined || spec.batch === undefined || !spec.database)
+    throw new Error("a cluster shard needs its attempt, batch and database");
   const name = shardJobName(spec.jobId, spec.shardId, spec.attempt);
   const labels = {
     [LABEL.name]: "blastplane-shard",
@@ -115,7 +121,10 @@ export function buildShardJob(spec: ShardSpec, settings: ShardJobSettings): V1Jo
     { name: "TMPDIR", value: POD_PATHS.scratch },
     settings.workloadIdentity
       ? { name: "SHARD_STORAGE_BLOB_URL", value: settings.workloadIdentity.blobUrl }
-      : { name: "SHARD_STORAGE_CONNECTION_STRING", valueFrom: { secretKeyRef: { name: STORAGE_SECRET.name, key: STORAGE_SECRET.key } } },
+      : {
+          name: "SHARD_STORAGE_CONNECTION_STRING",
+          valueFrom: { secretKeyRef: { name: STORAGE_SECRET.name, key: STORAGE_SECRET.key } },
+        },
   ];
   const podLabels = settings.workloadIdentity ? { ...labels, [WORKLOAD_IDENTITY_LABEL]: "true" } : labels;
   return {
@@ -138,7 +147,13 @@ export function buildShardJob(spec: ShardSpec, settings: ShardJobSettings): V1Jo
           ...(settings.workloadIdentity ? { serviceAccountName: settings.workloadIdentity.serviceAccountName } : {}),
           nodeSelector: settings.nodeSelector,
           tolerations: settings.tolerations,
-          securityContext: { runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, fsGroup: 1000, seccompProfile: { type: "RuntimeDefault" } },
+          securityContext: {
+            runAsNonRoot: true,
+            runAsUser: 1000,
+            runAsGroup: 1000,
+            fsGroup: 1000,
+            seccompProfile: { type: "RuntimeDefault" },
+          },
           containers: [
             {
               name: "shard",
@@ -147,7 +162,12 @@ export function buildShardJob(spec: ShardSpec, settings: ShardJobSettings): V1Jo
               args: [spec.program, ...args],
               env,
               resources: { requests: { memory, cpu: cpuQuantity(spec.threads ?? 1) }, limits: { memory } },
-              securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, runAsNonRoot: true, capabilities: { drop: ["ALL"] } },
+              securityContext: {
+                allowPrivilegeEscalation: false,
+                readOnlyRootFilesystem: true,
+                runAsNonRoot: true,
+                capabilities: { drop: ["ALL"] },
+              },
               terminationMessagePolicy: "FallbackToLogsOnError",
               volumeMounts: [
                 // Writable: the worker's init step fills the node's cache before BLAST reads it.
@@ -171,7 +191,7 @@ export function buildShardJob(spec: ShardSpec, settings: ShardJobSettings): V1Jo
  * shard's init step fills from the published release and verifies.
  */
 export function releaseFolder(cacheRoot: string, database: string, release: string): string {
-  if (!DATABASE_NAME.test(database) || !RELEASE_NAME.test(release) || database === "." || database === "..") throw new Error("invalid database or release name");
+  if (!DATABASE_NAME.test(database) || !RELEASE_NAME.test(release) || database === "." || database === "..")
+    throw new Error("invalid database or release name");
   return path.join(path.resolve(cacheRoot), database, release);
 }
-

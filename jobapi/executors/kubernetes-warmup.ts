@@ -3,7 +3,14 @@ import { BatchV1Api, CoreV1Api, type KubeConfig, type V1Job, type V1Pod } from "
 import type { DatabaseCatalog } from "../../shared/databases/database-catalog.js";
 import { NotFoundError } from "../../shared/errors.js";
 import type { Logger } from "../../shared/logging/logger.js";
-import { LABEL, labelValue, POD_PATHS, type ShardJobSettings, STORAGE_SECRET, WORKLOAD_IDENTITY_LABEL } from "./kubernetes-manifests.js";
+import {
+  LABEL,
+  labelValue,
+  POD_PATHS,
+  type ShardJobSettings,
+  STORAGE_SECRET,
+  WORKLOAD_IDENTITY_LABEL,
+} from "./kubernetes-manifests.js";
 import type { StorageConnection } from "../../shared/storage/storage-connection.js";
 
 /** `app.kubernetes.io/managed-by` of warm-up Jobs (apart from shard Jobs, which the executor watches). */
@@ -36,7 +43,16 @@ export interface WarmupView {
 export interface KubernetesWarmupOptions {
   kubeConfig: KubeConfig;
   catalog: Pick<DatabaseCatalog, "get">;
-  settings: Pick<ShardJobSettings, "namespace" | "image" | "nodeSelector" | "tolerations" | "dbCacheHostPath" | "ttlSecondsAfterFinished" | "activeDeadlineSeconds">;
+  settings: Pick<
+    ShardJobSettings,
+    | "namespace"
+    | "image"
+    | "nodeSelector"
+    | "tolerations"
+    | "dbCacheHostPath"
+    | "ttlSecondsAfterFinished"
+    | "activeDeadlineSeconds"
+  >;
   /**
    * Where the pods read the release and the catalog: an Azurite connection string is written to the
    * Secret the shard pods read too (created or replaced before the first warm-up); with the managed
@@ -59,7 +75,12 @@ const selectorOf = (labels: Record<string, string>) =>
     .join(",");
 
 /** The warm-up Job of one node: pinned to it, filling its cache with the release (`warm.js`). */
-export function buildWarmupJob(o: Pick<KubernetesWarmupOptions, "settings" | "storage" | "serviceAccountName">, database: string, version: string, node: string): V1Job {
+export function buildWarmupJob(
+  o: Pick<KubernetesWarmupOptions, "settings" | "storage" | "serviceAccountName">,
+  database: string,
+  version: string,
+  node: string,
+): V1Job {
   const { namespace } = o.settings;
   const identity = o.storage.kind === "identity" ? o.storage : undefined;
   const storageEnv = identity
@@ -67,7 +88,12 @@ export function buildWarmupJob(o: Pick<KubernetesWarmupOptions, "settings" | "st
         { name: "SHARD_STORAGE_BLOB_URL", value: identity.blobUrl ?? "" },
         { name: "SHARD_STORAGE_TABLE_URL", value: identity.tableUrl ?? "" },
       ]
-    : [{ name: "SHARD_STORAGE_CONNECTION_STRING", valueFrom: { secretKeyRef: { name: STORAGE_SECRET.name, key: STORAGE_SECRET.key } } }];
+    : [
+        {
+          name: "SHARD_STORAGE_CONNECTION_STRING",
+          valueFrom: { secretKeyRef: { name: STORAGE_SECRET.name, key: STORAGE_SECRET.key } },
+        },
+      ];
   const labels = {
     [LABEL.name]: "blastplane-warmup",
     [LABEL.managedBy]: WARMUP_MANAGED_BY,
@@ -91,7 +117,13 @@ export function buildWarmupJob(o: Pick<KubernetesWarmupOptions, "settings" | "st
           automountServiceAccountToken: false,
           nodeSelector: { ...o.settings.nodeSelector, [HOSTNAME]: node },
           tolerations: o.settings.tolerations,
-          securityContext: { runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, fsGroup: 1000, seccompProfile: { type: "RuntimeDefault" } },
+          securityContext: {
+            runAsNonRoot: true,
+            runAsUser: 1000,
+            runAsGroup: 1000,
+            fsGroup: 1000,
+            seccompProfile: { type: "RuntimeDefault" },
+          },
           containers: [
             {
               name: "warm",
@@ -105,7 +137,12 @@ export function buildWarmupJob(o: Pick<KubernetesWarmupOptions, "settings" | "st
                 ...storageEnv,
               ],
               resources: { requests: { memory: WARMUP_MEMORY, cpu: "100m" }, limits: { memory: WARMUP_MEMORY } },
-              securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, runAsNonRoot: true, capabilities: { drop: ["ALL"] } },
+              securityContext: {
+                allowPrivilegeEscalation: false,
+                readOnlyRootFilesystem: true,
+                runAsNonRoot: true,
+                capabilities: { drop: ["ALL"] },
+              },
               terminationMessagePolicy: "FallbackToLogsOnError",
               volumeMounts: [{ name: "blastdb", mountPath: POD_PATHS.dbCache }],
             },
@@ -116,7 +153,6 @@ export function buildWarmupJob(o: Pick<KubernetesWarmupOptions, "settings" | "st
     },
   };
 }
-
 
 /**
  * Warm-up on the cluster: one `batch/v1` Job per node of the BLAST pool, pinned to its node
@@ -135,7 +171,13 @@ export function createKubernetesWarmup(o: KubernetesWarmupOptions) {
     if (o.storage.kind !== "connection-string") return Promise.resolve();
     const { connectionString } = o.storage;
     secretWritten ??= (async () => {
-      const body = { apiVersion: "v1", kind: "Secret", metadata: { name: STORAGE_SECRET.name, namespace }, type: "Opaque", stringData: { [STORAGE_SECRET.key]: connectionString } };
+      const body = {
+        apiVersion: "v1",
+        kind: "Secret",
+        metadata: { name: STORAGE_SECRET.name, namespace },
+        type: "Opaque",
+        stringData: { [STORAGE_SECRET.key]: connectionString },
+      };
       try {
         await core.createNamespacedSecret({ namespace, body });
       } catch (error) {
@@ -159,11 +201,18 @@ export function createKubernetesWarmup(o: KubernetesWarmupOptions) {
   async function progressOf(pod: V1Pod | undefined): Promise<Partial<NodeWarmup>> {
     if (!pod?.metadata?.name || pod.status?.phase === "Pending") return {};
     try {
-      const log = String(await core.readNamespacedPodLog({ name: pod.metadata.name, namespace, tailLines: 5, limitBytes: 16 * 1024 }));
+      const log = String(
+        await core.readNamespacedPodLog({ name: pod.metadata.name, namespace, tailLines: 5, limitBytes: 16 * 1024 }),
+      );
       for (const line of log.trimEnd().split("\n").reverse()) {
         if (!line.includes('"warm progress"')) continue;
         const p = JSON.parse(line) as Record<string, number>;
-        return { bytes_done: p.bytes_done ?? 0, bytes_total: p.bytes_total ?? 0, files_done: p.files_done ?? 0, files_total: p.files_total ?? 0 };
+        return {
+          bytes_done: p.bytes_done ?? 0,
+          bytes_total: p.bytes_total ?? 0,
+          files_done: p.files_done ?? 0,
+          files_total: p.files_total ?? 0,
+        };
       }
     } catch {
       // A log that cannot be read yet shows no progress.
@@ -172,24 +221,61 @@ export function createKubernetesWarmup(o: KubernetesWarmupOptions) {
   }
 
   async function view(database: string, version: string): Promise<WarmupView | undefined> {
-    const selector = selectorOf({ [LABEL.managedBy]: WARMUP_MANAGED_BY, [LABEL.database]: labelValue(database), [LABEL.release]: version });
-    const [jobs, pods] = await Promise.all([batch.listNamespacedJob({ namespace, labelSelector: selector }), core.listNamespacedPod({ namespace, labelSelector: selector })]);
+    const selector = selectorOf({
+      [LABEL.managedBy]: WARMUP_MANAGED_BY,
+      [LABEL.database]: labelValue(database),
+      [LABEL.release]: version,
+    });
+    const [jobs, pods] = await Promise.all([
+      batch.listNamespacedJob({ namespace, labelSelector: selector }),
+      core.listNamespacedPod({ namespace, labelSelector: selector }),
+    ]);
     if (jobs.items.length === 0) return undefined;
     const nodes: NodeWarmup[] = [];
     for (const job of jobs.items) {
       const node = String(job.spec?.template.spec?.nodeSelector?.[HOSTNAME] ?? "");
-      const mine = pods.items.filter((p) => p.metadata?.labels?.["batch.kubernetes.io/job-name"] === job.metadata?.name || p.metadata?.labels?.["job-name"] === job.metadata?.name);
-      const latest = mine.sort((a, b) => String(b.metadata?.creationTimestamp ?? "").localeCompare(String(a.metadata?.creationTimestamp ?? "")))[0];
-      const done = job.status?.conditions?.find((c) => (c.type === "Complete" || c.type === "Failed") && c.status === "True")?.type;
-      const state: NodeWarmup["state"] = done === "Complete" ? "succeeded" : done === "Failed" ? "failed" : latest?.status?.phase === "Running" ? "running" : "pending";
+      const mine = pods.items.filter(
+        (p) =>
+          p.metadata?.labels?.["batch.kubernetes.io/job-name"] === job.metadata?.name ||
+          p.metadata?.labels?.["job-name"] === job.metadata?.name,
+      );
+      const latest = mine.sort((a, b) =>
+        String(b.metadata?.creationTimestamp ?? "").localeCompare(String(a.metadata?.creationTimestamp ?? "")),
+      )[0];
+      const done = job.status?.conditions?.find(
+        (c) => (c.type === "Complete" || c.type === "Failed") && c.status === "True",
+      )?.type;
+      const state: NodeWarmup["state"] =
+        done === "Complete"
+          ? "succeeded"
+          : done === "Failed"
+            ? "failed"
+            : latest?.status?.phase === "Running"
+              ? "running"
+              : "pending";
       const progress = await progressOf(latest);
-      const entry: NodeWarmup = { node, state, bytes_done: 0, bytes_total: 0, files_done: 0, files_total: 0, ...progress };
+      const entry: NodeWarmup = {
+        node,
+        state,
+        bytes_done: 0,
+        bytes_total: 0,
+        files_done: 0,
+        files_total: 0,
+        ...progress,
+      };
       if (state === "succeeded") entry.bytes_done = entry.bytes_total;
-      if (state === "failed") entry.error = latest?.status?.containerStatuses?.[0]?.state?.terminated?.message?.trim().slice(-1024) ?? String(job.status?.conditions?.find((c) => c.type === "Failed")?.message ?? "failed");
+      if (state === "failed")
+        entry.error =
+          latest?.status?.containerStatuses?.[0]?.state?.terminated?.message?.trim().slice(-1024) ??
+          String(job.status?.conditions?.find((c) => c.type === "Failed")?.message ?? "failed");
       nodes.push(entry);
     }
     nodes.sort((a, b) => a.node.localeCompare(b.node));
-    const state = nodes.some((n) => n.state === "failed") ? "failed" : nodes.every((n) => n.state === "succeeded") ? "succeeded" : "running";
+    const state = nodes.some((n) => n.state === "failed")
+      ? "failed"
+      : nodes.every((n) => n.state === "succeeded")
+        ? "succeeded"
+        : "running";
     return { database, release: version, state, nodes };
   }
 

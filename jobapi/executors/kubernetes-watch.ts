@@ -102,9 +102,17 @@ export class WatchCache<T extends KubernetesObject> {
       } catch (error) {
         if (this.stopped) return;
         failures++;
-        if (failures === UNHEALTHY_AFTER_FAILURES) this.o.onHealth?.({ healthy: false, reason: (error instanceof Error ? error.message : String(error)).split("\n")[0] ?? "" });
+        if (failures === UNHEALTHY_AFTER_FAILURES)
+          this.o.onHealth?.({
+            healthy: false,
+            reason: (error instanceof Error ? error.message : String(error)).split("\n")[0] ?? "",
+          });
         backoffMs = Math.min(this.o.maxBackoffMs ?? 30_000, backoffMs > 0 ? backoffMs * 2 : 250);
-        this.o.logger.warn("cluster watch failed; reconnecting", { path: this.o.path, backoff_ms: backoffMs, error: error instanceof Error ? error.message : String(error) });
+        this.o.logger.warn("cluster watch failed; reconnecting", {
+          path: this.o.path,
+          backoff_ms: backoffMs,
+          error: error instanceof Error ? error.message : String(error),
+        });
         await sleep(backoffMs);
       }
     }
@@ -130,7 +138,12 @@ export class WatchCache<T extends KubernetesObject> {
     return new Promise((resolve) => {
       let expired = false;
       this.o.onRequest();
-      const query = { resourceVersion: this.resourceVersion, allowWatchBookmarks: true, labelSelector: this.o.labelSelector, timeoutSeconds: this.o.watchTimeoutSeconds ?? 300 };
+      const query = {
+        resourceVersion: this.resourceVersion,
+        allowWatchBookmarks: true,
+        labelSelector: this.o.labelSelector,
+        timeoutSeconds: this.o.watchTimeoutSeconds ?? 300,
+      };
       this.o.watch
         .watch(
           this.o.path,
@@ -151,7 +164,12 @@ export class WatchCache<T extends KubernetesObject> {
           },
           (error: unknown) => {
             if (expired || (error as { statusCode?: number } | null)?.statusCode === 410) resolve("expired");
-            else if (error && !(error instanceof Error && error.name === "AbortError") && (error as { name?: string }).name !== "TimeoutError") resolve(error instanceof Error ? error : new Error(String(error)));
+            else if (
+              error &&
+              !(error instanceof Error && error.name === "AbortError") &&
+              (error as { name?: string }).name !== "TimeoutError"
+            )
+              resolve(error instanceof Error ? error : new Error(String(error)));
             else resolve("ended");
           },
         )

@@ -12,7 +12,8 @@ export function createLocalExecutor(options: { concurrency: number }): ShardExec
     name: "local",
     oneNode: true,
     async run(spec, signal) {
-      if (!(BLAST_PROGRAMS as readonly string[]).includes(spec.program)) throw new Error(`unknown program ${spec.program}`);
+      if (!(BLAST_PROGRAMS as readonly string[]).includes(spec.program))
+        throw new Error(`unknown program ${spec.program}`);
       const release = await slots.acquire(signal);
       try {
         await runBlastTool(spec.program as BlastProgram, spec.args, { signal, cwd: spec.cwd });

@@ -15,7 +15,8 @@ export function shardArtifact(shardId: string): string {
 }
 
 /** Artifact names inside a job's folder; nothing outside these shapes is ever read or written. */
-const ARTIFACT_NAME = /^(query\.fa|merged_results\.out\.gz|shards\/b\d{1,5}(-p\d{1,3})?\.out\.gz|batches\/b\d{1,5}\.fa)$/;
+const ARTIFACT_NAME =
+  /^(query\.fa|merged_results\.out\.gz|shards\/b\d{1,5}(-p\d{1,3})?\.out\.gz|batches\/b\d{1,5}\.fa)$/;
 
 /** Streamed artifacts up to this size are sent in one Put Blob request. */
 const SINGLE_PUT_BYTES = 8 * 1024 * 1024;
@@ -30,7 +31,12 @@ const UPLOAD_CONCURRENCY = 2;
  * small result two extra round trips); a longer one is staged in blocks as it arrives, at most
  * {@link UPLOAD_CONCURRENCY} at once, and committed at the end. Memory stays bounded either way.
  */
-async function uploadChunks(client: BlockBlobClient, stream: AsyncIterable<Buffer>, abortSignal?: AbortSignal, write: WriteOptions = {}): Promise<number> {
+async function uploadChunks(
+  client: BlockBlobClient,
+  stream: AsyncIterable<Buffer>,
+  abortSignal?: AbortSignal,
+  write: WriteOptions = {},
+): Promise<number> {
   // Only when the blob does not exist yet: a second writer fails with 409/412 instead of replacing it.
   const conditions = write.ifNew ? { ifNoneMatch: "*" } : undefined;
   const whole = write.checksum ? createHash("md5") : undefined;
@@ -48,9 +54,11 @@ async function uploadChunks(client: BlockBlobClient, stream: AsyncIterable<Buffe
     const id = Buffer.from(`${uploadId}-${String(blockIds.length).padStart(6, "0")}`).toString("base64");
     blockIds.push(id);
     // Storage checks each block against its MD5 on receipt.
-    const staged = client.stageBlock(id, data, data.length, { abortSignal, transactionalContentMD5: md5(data) }).then(() => {
-      staging.delete(staged);
-    });
+    const staged = client
+      .stageBlock(id, data, data.length, { abortSignal, transactionalContentMD5: md5(data) })
+      .then(() => {
+        staging.delete(staged);
+      });
     // A failed block stays in the set and surfaces through race/all below, never as unhandled.
     staged.catch(() => {});
     staging.add(staged);
@@ -64,20 +72,30 @@ async function uploadChunks(client: BlockBlobClient, stream: AsyncIterable<Buffe
     if ((blockIds.length === 0 && heldBytes <= SINGLE_PUT_BYTES) || heldBytes < UPLOAD_BLOCK_BYTES) continue;
     const all = Buffer.concat(held, heldBytes);
     let offset = 0;
-    for (; all.length - offset >= UPLOAD_BLOCK_BYTES; offset += UPLOAD_BLOCK_BYTES) await stage(all.subarray(offset, offset + UPLOAD_BLOCK_BYTES));
+    for (; all.length - offset >= UPLOAD_BLOCK_BYTES; offset += UPLOAD_BLOCK_BYTES)
+      await stage(all.subarray(offset, offset + UPLOAD_BLOCK_BYTES));
     held = [all.subarray(offset)];
     heldBytes = all.length - offset;
   }
   if (blockIds.length === 0) {
     const data = Buffer.concat(held, heldBytes);
     const headers = whole ? { blobContentMD5: new Uint8Array(whole.digest()) } : undefined;
-    await client.upload(data, data.length, { abortSignal, conditions, blobHTTPHeaders: headers, transactionalContentMD5: md5(data) });
+    await client.upload(data, data.length, {
+      abortSignal,
+      conditions,
+      blobHTTPHeaders: headers,
+      transactionalContentMD5: md5(data),
+    });
     return total;
   }
   if (heldBytes > 0) await stage(Buffer.concat(held, heldBytes));
   await Promise.all(staging);
   // The blob's Content-MD5 covers it whole, so any reader can check what it got.
-  await client.commitBlockList(blockIds, { abortSignal, conditions, blobHTTPHeaders: whole ? { blobContentMD5: new Uint8Array(whole.digest()) } : undefined });
+  await client.commitBlockList(blockIds, {
+    abortSignal,
+    conditions,
+    blobHTTPHeaders: whole ? { blobContentMD5: new Uint8Array(whole.digest()) } : undefined,
+  });
   return total;
 }
 
@@ -99,7 +117,9 @@ export class ArtifactStore {
   /** The store in `storage` (an Azurite connection string, or the job API's storage connection). */
   static fromConnectionString(storage: StorageTarget, containerName = "jobapi-artifacts"): ArtifactStore {
     // Fail over quickly when storage is down (the route answers 503); transient blips still retry.
-    const client = openBlobServiceClient(storage, { retryOptions: { maxTries: 3, retryDelayInMs: 200, maxRetryDelayInMs: 1000 } });
+    const client = openBlobServiceClient(storage, {
+      retryOptions: { maxTries: 3, retryDelayInMs: 200, maxRetryDelayInMs: 1000 },
+    });
     return new ArtifactStore(client.getContainerClient(containerName));
   }
 
@@ -136,7 +156,12 @@ export class ArtifactStore {
    * still being produced; the blob appears (or is replaced) only when the stream has ended.
    * Aborting `options.signal` stops it. Returns its size in bytes. See {@link uploadChunks}.
    */
-  async uploadStream(jobId: string, name: string, source: Readable, options: { through?: Transform; signal?: AbortSignal } & WriteOptions = {}): Promise<number> {
+  async uploadStream(
+    jobId: string,
+    name: string,
+    source: Readable,
+    options: { through?: Transform; signal?: AbortSignal } & WriteOptions = {},
+  ): Promise<number> {
     const { signal } = options;
     signal?.throwIfAborted();
     const client = this.blob(jobId, name);

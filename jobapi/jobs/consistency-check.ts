@@ -18,7 +18,12 @@ export interface JobConsistencyFinding {
  * otherwise leave a job queued forever or a completed job whose results 404. Each such job is
  * failed with a reason a user can act on, never left stuck. Runs before the dispatcher starts.
  */
-export async function checkJobConsistency(d: { jobs: JobStore; artifacts: ArtifactStore; catalog: DatabaseCatalog; logger: Logger }): Promise<{
+export async function checkJobConsistency(d: {
+  jobs: JobStore;
+  artifacts: ArtifactStore;
+  catalog: DatabaseCatalog;
+  logger: Logger;
+}): Promise<{
   checked: number;
   failed: JobConsistencyFinding[];
 }> {
@@ -36,13 +41,20 @@ export async function checkJobConsistency(d: { jobs: JobStore; artifacts: Artifa
     });
     if (updated?.status !== "failed" || updated.error !== reason) continue;
     failed.push({ job_id: job.job_id, status_before: job.status, reason });
-    d.logger.warn("job failed by the start-up consistency check", { job_id: job.job_id, status_before: job.status, reason });
+    d.logger.warn("job failed by the start-up consistency check", {
+      job_id: job.job_id,
+      status_before: job.status,
+      reason,
+    });
   }
   d.logger.info("start-up consistency check", { jobs_checked: checked, jobs_failed: failed.length });
   return { checked, failed };
 }
 
-async function missingReference(job: JobRecord, d: { artifacts: ArtifactStore; catalog: DatabaseCatalog }): Promise<string | undefined> {
+async function missingReference(
+  job: JobRecord,
+  d: { artifacts: ArtifactStore; catalog: DatabaseCatalog },
+): Promise<string | undefined> {
   if (job.status === "completed") {
     return (await d.artifacts.exists(job.job_id, MERGED_ARTIFACT))
       ? undefined

@@ -86,8 +86,14 @@ export class DispatchLease {
   }
 
   /** The lease in `storage` (an Azurite connection string, or the job API's storage connection). */
-  static fromConnectionString(storage: StorageTarget, options: Omit<DispatchLeaseOptions, "table">, tableName = "jobapileases"): DispatchLease {
-    const table = openTableClient(storage, tableName, { retryOptions: { maxRetries: 2, retryDelayInMs: 200, maxRetryDelayInMs: 1000 } });
+  static fromConnectionString(
+    storage: StorageTarget,
+    options: Omit<DispatchLeaseOptions, "table">,
+    tableName = "jobapileases",
+  ): DispatchLease {
+    const table = openTableClient(storage, tableName, {
+      retryOptions: { maxRetries: 2, retryDelayInMs: 200, maxRetryDelayInMs: 1000 },
+    });
     return new DispatchLease({ ...options, table });
   }
 
@@ -121,7 +127,8 @@ export class DispatchLease {
     this.setLost();
     if (etag === undefined) return;
     await this.o.table.deleteEntity(PARTITION, ROW, { etag }).catch((error: unknown) => {
-      if (!isStatus(error, 404) && !isStatus(error, 412)) this.o.logger.warn("could not give up the dispatch lease", { error });
+      if (!isStatus(error, 404) && !isStatus(error, 412))
+        this.o.logger.warn("could not give up the dispatch lease", { error });
     });
   }
 
@@ -142,19 +149,36 @@ export class DispatchLease {
     }
     // Not renewed in time (storage unreachable, or this process was paused): stop dispatching.
     if (this.etag !== undefined && !this.isHeld()) {
-      this.o.logger.warn("dispatch lease expired before it could be renewed; dispatch stops", { instance: this.instanceId });
+      this.o.logger.warn("dispatch lease expired before it could be renewed; dispatch stops", {
+        instance: this.instanceId,
+      });
       this.report(false);
     }
   }
 
   private row(writeId: string, acquiredAt: string): LeaseRow {
-    return { holder: this.instanceId, host: this.host, pid: this.pid, write_id: writeId, acquired_at: acquiredAt, renewed_at: new Date().toISOString() };
+    return {
+      holder: this.instanceId,
+      host: this.host,
+      pid: this.pid,
+      write_id: writeId,
+      acquired_at: acquiredAt,
+      renewed_at: new Date().toISOString(),
+    };
   }
 
   private async read(): Promise<(LeaseRow & { etag: string }) | undefined> {
     try {
       const e = await this.o.table.getEntity<LeaseRow>(PARTITION, ROW);
-      return { holder: e.holder, host: e.host, pid: Number(e.pid), write_id: e.write_id, acquired_at: e.acquired_at, renewed_at: e.renewed_at, etag: String(e.etag) };
+      return {
+        holder: e.holder,
+        host: e.host,
+        pid: Number(e.pid),
+        write_id: e.write_id,
+        acquired_at: e.acquired_at,
+        renewed_at: e.renewed_at,
+        etag: String(e.etag),
+      };
     } catch (error) {
       if (isStatus(error, 404)) return undefined;
       throw error;
@@ -176,12 +200,20 @@ export class DispatchLease {
     const previous = this.etag as string;
     let etag: string | undefined;
     try {
-      etag = (await this.o.table.updateEntity({ partitionKey: PARTITION, rowKey: ROW, ...this.row(writeId, this.acquiredAt) }, "Replace", { etag: previous })).etag;
+      etag = (
+        await this.o.table.updateEntity(
+          { partitionKey: PARTITION, rowKey: ROW, ...this.row(writeId, this.acquiredAt) },
+          "Replace",
+          { etag: previous },
+        )
+      ).etag;
     } catch (error) {
       if (!isStatus(error, 412) && !isStatus(error, 404)) throw error;
       etag = await this.ownWrite(writeId);
       if (etag === undefined) {
-        this.o.logger.warn("dispatch lease taken over by another process; dispatch stops", { instance: this.instanceId });
+        this.o.logger.warn("dispatch lease taken over by another process; dispatch stops", {
+          instance: this.instanceId,
+        });
         this.setLost();
         this.report(false);
         return;
@@ -197,7 +229,11 @@ export class DispatchLease {
     const acquiredAt = new Date().toISOString();
     if (!current) {
       try {
-        const created = await this.o.table.createEntity({ partitionKey: PARTITION, rowKey: ROW, ...this.row(writeId, acquiredAt) });
+        const created = await this.o.table.createEntity({
+          partitionKey: PARTITION,
+          rowKey: ROW,
+          ...this.row(writeId, acquiredAt),
+        });
         return this.hold(created.etag as string, sentAt, acquiredAt);
       } catch (error) {
         if (!isStatus(error, 409)) throw error;
@@ -208,8 +244,17 @@ export class DispatchLease {
     }
     if (current.holder !== this.instanceId && !this.expired(current)) return;
     try {
-      const updated = await this.o.table.updateEntity({ partitionKey: PARTITION, rowKey: ROW, ...this.row(writeId, acquiredAt) }, "Replace", { etag: current.etag });
-      this.o.logger.info("dispatch lease taken over", { instance: this.instanceId, previous_holder: current.holder, previous_host: current.host, previous_pid: current.pid });
+      const updated = await this.o.table.updateEntity(
+        { partitionKey: PARTITION, rowKey: ROW, ...this.row(writeId, acquiredAt) },
+        "Replace",
+        { etag: current.etag },
+      );
+      this.o.logger.info("dispatch lease taken over", {
+        instance: this.instanceId,
+        previous_holder: current.holder,
+        previous_host: current.host,
+        previous_pid: current.pid,
+      });
       this.hold(updated.etag as string, sentAt, acquiredAt);
     } catch (error) {
       if (!isStatus(error, 412) && !isStatus(error, 404)) throw error;

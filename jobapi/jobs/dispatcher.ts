@@ -6,7 +6,10 @@ import path from "node:path";
 import { PassThrough, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { gzipSync } from "node:zlib";
-import { type CloudAuthorizationFailure, describeCloudAuthorizationError } from "../../shared/auth/cloud-authorization.js";
+import {
+  type CloudAuthorizationFailure,
+  describeCloudAuthorizationError,
+} from "../../shared/auth/cloud-authorization.js";
 import { userFacingBlastError } from "../../shared/blast/blast-diagnostics.js";
 import { batchQueries, parseQueryFasta, toFasta } from "../../shared/blast/fasta.js";
 import { type BlastOptions, toBlastArgs } from "../../shared/blast/options.js";
@@ -131,7 +134,9 @@ export class JobDispatcher {
     // The first round of the lease is awaited, so a process that is alone starts dispatching at once.
     await this.o.lease.start({
       acquired: () => {
-        activation = this.activate().catch((error: unknown) => this.o.logger.error("could not start dispatching", { error }));
+        activation = this.activate().catch((error: unknown) =>
+          this.o.logger.error("could not start dispatching", { error }),
+        );
       },
       lost: () => {
         void this.deactivate("the dispatch lease was lost");
@@ -168,7 +173,11 @@ export class JobDispatcher {
     this.active = false;
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
-    if (wasActive && this.running.size > 0) this.o.logger.warn("dispatch stops; running jobs are left to the next dispatcher", { reason, jobs: [...this.running.keys()] });
+    if (wasActive && this.running.size > 0)
+      this.o.logger.warn("dispatch stops; running jobs are left to the next dispatcher", {
+        reason,
+        jobs: [...this.running.keys()],
+      });
     for (const { controller } of this.running.values()) controller.abort(new Error(reason));
     await Promise.allSettled([...this.running.values()].map((r) => r.done));
   }
@@ -276,7 +285,8 @@ export class JobDispatcher {
       for (const [jobId, run] of this.running) {
         if (activeIds.has(jobId)) continue;
         const job = await this.o.jobs.get(jobId);
-        if (!job || job.status === "cancelled" || job.cancel_requested) run.controller.abort(new Error("job cancelled"));
+        if (!job || job.status === "cancelled" || job.cancel_requested)
+          run.controller.abort(new Error("job cancelled"));
       }
     }
     if (this.running.size >= this.o.maxActiveJobs) return;
@@ -285,7 +295,9 @@ export class JobDispatcher {
     queued.sort(compareForDispatch);
     for (const job of queued) {
       if (this.running.size >= this.o.maxActiveJobs || !this.dispatching()) return;
-      const claimed = await this.o.jobs.update(job.job_id, (j) => (j.status === "queued" ? touch({ ...j, status: "dispatching" }) : undefined));
+      const claimed = await this.o.jobs.update(job.job_id, (j) =>
+        j.status === "queued" ? touch({ ...j, status: "dispatching" }) : undefined,
+      );
       if (claimed?.status === "dispatching" && !this.running.has(job.job_id)) this.launch(job.job_id, claimed);
     }
   }
@@ -298,10 +310,15 @@ export class JobDispatcher {
         // Stopped here (cancelled, stopping, or the lease moved on): not a failure of the job.
         if (controller.signal.aborted || error instanceof LeaseLostError) return;
         // A missing role says which one, where, and how long a new assignment takes (spec §7).
-        const message = error instanceof JobFailure ? error.message : (this.roleRefusal(error)?.message ?? "internal error while running the job");
+        const message =
+          error instanceof JobFailure
+            ? error.message
+            : (this.roleRefusal(error)?.message ?? "internal error while running the job");
         if (!(error instanceof JobFailure)) this.o.logger.error("job failed unexpectedly", { job_id: jobId, error });
         // If storage is down the job stays active in storage; a later tick picks it up again.
-        await this.fail(jobId, message).catch((failError: unknown) => this.o.logger.error("could not record the job failure", { job_id: jobId, error: failError }));
+        await this.fail(jobId, message).catch((failError: unknown) =>
+          this.o.logger.error("could not record the job failure", { job_id: jobId, error: failError }),
+        );
       })
       .finally(async () => {
         // Cleaned before the job may be launched again, so a relaunch never loses its new files.
@@ -319,7 +336,11 @@ export class JobDispatcher {
     this.takeHandedOver(jobId);
     this.running.get(jobId)?.controller.abort(new Error("job cancelled"));
     // Cluster Jobs outlive this process's runs: they are removed whether or not it runs the job.
-    this.o.executor.cancelJob?.(jobId).catch((error: unknown) => this.o.logger.warn("could not remove a cancelled job's shards", { job_id: jobId, error }));
+    this.o.executor
+      .cancelJob?.(jobId)
+      .catch((error: unknown) =>
+        this.o.logger.warn("could not remove a cancelled job's shards", { job_id: jobId, error }),
+      );
   }
 
   /**
@@ -335,7 +356,9 @@ export class JobDispatcher {
   private async fail(jobId: string, message: string): Promise<void> {
     if (!this.dispatching()) return;
     await this.o.jobs.update(jobId, (j) =>
-      j.status === "cancelled" || j.status === "completed" ? undefined : touch({ ...j, status: "failed", error: message, completed_at: now() }),
+      j.status === "cancelled" || j.status === "completed"
+        ? undefined
+        : touch({ ...j, status: "failed", error: message, completed_at: now() }),
     );
     this.o.logger.warn("job failed", { job_id: jobId, error: message });
   }
@@ -351,8 +374,11 @@ export class JobDispatcher {
   /** Applies a change unless the job was cancelled meanwhile; aborts the run if it was. */
   private async advance(jobId: string, signal: AbortSignal, change: (j: JobRecord) => JobRecord): Promise<JobRecord> {
     this.ensureDispatching(signal);
-    const job = await this.o.jobs.update(jobId, (j) => (j.status === "cancelled" || j.cancel_requested ? undefined : change(j)));
-    if (!job || job.status === "cancelled" || job.cancel_requested || signal.aborted) throw signal.reason ?? new Error("job cancelled");
+    const job = await this.o.jobs.update(jobId, (j) =>
+      j.status === "cancelled" || j.cancel_requested ? undefined : change(j),
+    );
+    if (!job || job.status === "cancelled" || job.cancel_requested || signal.aborted)
+      throw signal.reason ?? new Error("job cancelled");
     return job;
   }
 
@@ -377,12 +403,19 @@ export class JobDispatcher {
     }
   }
 
-  private async runOnDatabase(jobId: string, signal: AbortSignal, initial: JobRecord, db: DatabaseEntry): Promise<void> {
+  private async runOnDatabase(
+    jobId: string,
+    signal: AbortSignal,
+    initial: JobRecord,
+    db: DatabaseEntry,
+  ): Promise<void> {
     const program = initial.program as BlastProgram;
     const fresh = initial.shards.length === 0;
     const sharded = initial.execution_profile === "sharded";
     if (sharded && db.manifest.partitions.length === 0) {
-      throw new JobFailure(`database ${initial.db_name} has no prepared partitions; use the standard execution profile or add partitions`);
+      throw new JobFailure(
+        `database ${initial.db_name} has no prepared partitions; use the standard execution profile or add partitions`,
+      );
     }
     const need = shardMemoryNeed(db, sharded);
     const usable = this.o.nodeMemoryBytes - this.o.memoryMarginBytes;
@@ -402,7 +435,16 @@ export class JobDispatcher {
       const shards: Shard[] =
         j.shards.length > 0
           ? j.shards.map((s) => (s.state === "succeeded" || s.state === "failed" ? s : { ...s, state: "pending" }))
-          : batches.flatMap((b) => partitions.map((p) => ({ id: shardId(b.index, p), batch: b.index, partition: p, state: "pending" as const, attempts: 0, output_bytes: 0 })));
+          : batches.flatMap((b) =>
+              partitions.map((p) => ({
+                id: shardId(b.index, p),
+                batch: b.index,
+                partition: p,
+                state: "pending" as const,
+                attempts: 0,
+                output_bytes: 0,
+              })),
+            );
       return touch({ ...j, status: "submitting", shards, started_at: j.started_at || now() });
     });
 
@@ -423,7 +465,11 @@ export class JobDispatcher {
     // shard whose attempt was interrupted (the lease moved, or the process running it stopped) goes
     // on with that attempt, so resumes never use up attempts that did not run to an end.
     job = await this.advance(jobId, signal, (j) =>
-      touch({ ...j, status: "running", shards: j.shards.map((s) => (toRun.has(s.id) ? { ...s, state: "running", attempts: nextAttempt(s) } : s)) }),
+      touch({
+        ...j,
+        status: "running",
+        shards: j.shards.map((s) => (toRun.has(s.id) ? { ...s, state: "running", attempts: nextAttempt(s) } : s)),
+      }),
     );
     // On one machine, partitions are searched one at a time with every core: the partitioned
     // profile exists for databases larger than memory, and partitions searched side by side need
@@ -435,7 +481,8 @@ export class JobDispatcher {
     const threads = shardThreads(this.o.threadsPerShard, this.o.shardSlots, Math.min(toRun.size, sideBySide));
     // A job of one shard run here publishes both files from one compression (publishSingleShard).
     // (An executor whose shards store their own outputs leaves the merge to publish it.)
-    const only = !this.o.executor.storesOutputs && job.shards.length === 1 && toRun.size === 1 ? job.shards[0] : undefined;
+    const only =
+      !this.o.executor.storesOutputs && job.shards.length === 1 && toRun.size === 1 ? job.shards[0] : undefined;
     const runs = job.shards
       .filter((s) => toRun.has(s.id))
       .map((shard) => this.runShard(job, db, shard, optionArgs, threads, room, { store: only === undefined }, signal));
@@ -482,7 +529,9 @@ export class JobDispatcher {
     const error = [merged, ...stored].find((o): o is PromiseRejectedResult => o.status === "rejected");
     if (error) throw error.reason;
     const { mergedBytes, xmlBytes } = (merged as PromiseFulfilledResult<MergedResult>).value;
-    await this.advance(jobId, signal, (j) => touch({ ...j, status: "completed", merged_bytes: mergedBytes, merged_xml_bytes: xmlBytes, completed_at: now() }));
+    await this.advance(jobId, signal, (j) =>
+      touch({ ...j, status: "completed", merged_bytes: mergedBytes, merged_xml_bytes: xmlBytes, completed_at: now() }),
+    );
     timings.after_shards_ms = ms(blastedAt);
     this.o.logger.info("job completed", { job_id: jobId, shards: job.shards.length, ...timings });
   }
@@ -491,7 +540,12 @@ export class JobDispatcher {
    * Merges every shard's output into `merged_results.out.gz`, streamed through a parallel gzip
    * straight into Blob storage; the blob appears only when it is complete.
    */
-  private async mergeAndPublish(job: JobRecord, db: DatabaseEntry, dir: string, signal: AbortSignal): Promise<MergedResult> {
+  private async mergeAndPublish(
+    job: JobRecord,
+    db: DatabaseEntry,
+    dir: string,
+    signal: AbortSignal,
+  ): Promise<MergedResult> {
     this.ensureDispatching(signal);
     const shardFiles = [];
     for (const s of job.shards) {
@@ -513,7 +567,10 @@ export class JobDispatcher {
       },
     });
     // Cancelling the job (or stopping the job API) ends the upload, and with it the merge.
-    const uploaded = this.o.artifacts.uploadStream(job.job_id, MERGED_ARTIFACT, xml, { through: createParallelGzip({ level: GZIP_LEVEL }), signal });
+    const uploaded = this.o.artifacts.uploadStream(job.job_id, MERGED_ARTIFACT, xml, {
+      through: createParallelGzip({ level: GZIP_LEVEL }),
+      signal,
+    });
     // A failed upload must end the merge at once (its writer stops on the destroyed stream).
     uploaded.catch((error: unknown) => xml.destroy(error as Error));
     const options = job.blast_options as BlastOptions;
@@ -538,7 +595,8 @@ export class JobDispatcher {
         (e: unknown) => e,
       );
       // The upload's failure is the cause when it ended the merge; else the merge itself failed.
-      if (uploadError !== undefined && uploadError !== error) throw this.storageFailure(job.job_id, "the merged result", uploadError);
+      if (uploadError !== undefined && uploadError !== error)
+        throw this.storageFailure(job.job_id, "the merged result", uploadError);
       throw this.invalidOutput(job.job_id, error);
     }
     try {
@@ -557,7 +615,12 @@ export class JobDispatcher {
    * still read through the BLAST XML reader meanwhile, so a truncated or malformed one fails the job
    * as the merge would.
    */
-  private async publishSingleShard(job: JobRecord, shard: Shard, xml: string, signal: AbortSignal): Promise<MergedResult & { shardBytes: number }> {
+  private async publishSingleShard(
+    job: JobRecord,
+    shard: Shard,
+    xml: string,
+    signal: AbortSignal,
+  ): Promise<MergedResult & { shardBytes: number }> {
     this.ensureDispatching(signal);
     const events = readIterations(xml);
     let header: string;
@@ -583,13 +646,18 @@ export class JobDispatcher {
     shardCopy.write(gzipSync(Buffer.from(header, "latin1"), { level: GZIP_LEVEL }));
     mergedCopy.write(gzipSync(Buffer.from(mergedHeader, "latin1"), { level: GZIP_LEVEL }));
     // The body after the header, in BLAST's bytes (the header string holds one character per byte).
-    const body = pipeline(createReadStream(xml, { start: header.length, highWaterMark: 1024 * 1024 }), createParallelGzip({ level: GZIP_LEVEL }), async (members) => {
-      for await (const member of members as AsyncIterable<Buffer>) await writeEach([shardCopy, mergedCopy], member, stop.signal);
-      // Neither blob is committed before the document proved valid (an upload commits at its end).
-      await validated;
-      shardCopy.end();
-      mergedCopy.end();
-    });
+    const body = pipeline(
+      createReadStream(xml, { start: header.length, highWaterMark: 1024 * 1024 }),
+      createParallelGzip({ level: GZIP_LEVEL }),
+      async (members) => {
+        for await (const member of members as AsyncIterable<Buffer>)
+          await writeEach([shardCopy, mergedCopy], member, stop.signal);
+        // Neither blob is committed before the document proved valid (an upload commits at its end).
+        await validated;
+        shardCopy.end();
+        mergedCopy.end();
+      },
+    );
     body.catch((error: unknown) => {
       shardCopy.destroy(error as Error);
       mergedCopy.destroy(error as Error);
@@ -604,14 +672,19 @@ export class JobDispatcher {
     if (read.status === "rejected") throw this.invalidOutput(job.job_id, read.reason);
     const failed = [compressed, ...stored].find((o): o is PromiseRejectedResult => o.status === "rejected");
     if (failed) throw this.storageFailure(job.job_id, "the merged result", failed.reason);
-    const [shardBytes, mergedBytes] = stored.map((o) => (o as PromiseFulfilledResult<number>).value) as [number, number];
+    const [shardBytes, mergedBytes] = stored.map((o) => (o as PromiseFulfilledResult<number>).value) as [
+      number,
+      number,
+    ];
     const { size } = await stat(xml);
     return { shardBytes, mergedBytes, xmlBytes: mergedHeader.length + size - header.length };
   }
 
   private invalidOutput(jobId: string, error: unknown): JobFailure {
     this.o.logger.error("merge failed", { job_id: jobId, error });
-    return new JobFailure("merging the shard outputs failed: a shard's output is not valid BLAST XML, or the shards disagree");
+    return new JobFailure(
+      "merging the shard outputs failed: a shard's output is not valid BLAST XML, or the shards disagree",
+    );
   }
 
   /** The role refusal `error` stands for, if it is one; each is also reported (`onRoleRefusal`). */
@@ -648,12 +721,19 @@ export class JobDispatcher {
     const xml = path.join(dir, "out", `${shard.id}.xml`);
     const partition = shard.partition < 0 ? undefined : db.manifest.partitions.find((p) => p.index === shard.partition);
     const dbPath = partition ? partition.path : db.manifest.path;
-    const args = buildShardArgs({ optionArgs, queryPath: path.join(dir, `b${shard.batch}.fa`), dbPath, outputPath: xml, threads });
+    const args = buildShardArgs({
+      optionArgs,
+      queryPath: path.join(dir, `b${shard.batch}.fa`),
+      dbPath,
+      outputPath: xml,
+      threads,
+    });
     let lastError = "";
     let attempts = 0;
     for (let attempt = shard.attempts; attempt <= this.o.shardAttempts; attempt++) {
       attempts = attempt;
-      if (attempt > shard.attempts) await this.advance(job.job_id, signal, (j) => setShard(j, shard.id, { state: "running", attempts: attempt }));
+      if (attempt > shard.attempts)
+        await this.advance(job.job_id, signal, (j) => setShard(j, shard.id, { state: "running", attempts: attempt }));
       try {
         const release = await room.acquire(signal);
         try {
@@ -719,7 +799,10 @@ export class JobDispatcher {
     this.ensureDispatching(signal);
     let bytes: number;
     try {
-      bytes = await this.o.artifacts.uploadStream(jobId, shardArtifact(shardId), createReadStream(xml), { through: createParallelGzip({ level: GZIP_LEVEL }), signal });
+      bytes = await this.o.artifacts.uploadStream(jobId, shardArtifact(shardId), createReadStream(xml), {
+        through: createParallelGzip({ level: GZIP_LEVEL }),
+        signal,
+      });
     } catch (error) {
       if (signal.aborted) throw signal.reason;
       throw this.storageFailure(jobId, `the output of shard ${shardId}`, error);

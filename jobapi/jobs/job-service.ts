@@ -9,7 +9,15 @@ import type { DatabaseCatalog } from "../../shared/databases/database-catalog.js
 import { requireDatabaseFit } from "../../shared/databases/database-fit.js";
 import { compareForDispatch, type JobDispatcher } from "./dispatcher.js";
 import type { JobStore } from "./job-store.js";
-import { type JobRecord, type JobStatus, newJobId, newJobRecord, PRIORITY_NAMES, type SubmissionSource, TERMINAL_STATUSES } from "../../shared/jobs/model.js";
+import {
+  type JobRecord,
+  type JobStatus,
+  newJobId,
+  newJobRecord,
+  PRIORITY_NAMES,
+  type SubmissionSource,
+  TERMINAL_STATUSES,
+} from "../../shared/jobs/model.js";
 import type { SubmitRequest } from "../../shared/jobs/schemas.js";
 import { requestFingerprint } from "../../shared/http/idempotency.js";
 import { longPoll } from "../../shared/http/long-poll.js";
@@ -113,7 +121,8 @@ export class JobService {
   async submit(s: Submission): Promise<SubmitOutcome> {
     const program = s.program as BlastProgram;
     const db = requireDatabaseFit(program, s.db, await this.o.catalog.get(s.db), s.execution_profile);
-    if (s.blast_options) validateOptionsForProgram(program, s.blast_options, s.source === "facade" ? "options" : "blast_options");
+    if (s.blast_options)
+      validateOptionsForProgram(program, s.blast_options, s.source === "facade" ? "options" : "blast_options");
     const records = parseQueryFasta(s.query_fasta, queryMolecule(program));
 
     const fp = fingerprint(s);
@@ -125,24 +134,29 @@ export class JobService {
 
     try {
       const blastVersion = await this.o.blastVersion();
-      const { job, queued } = await this.admit((admittedAt) => newJobRecord({
-        job_id: jobId,
-        program,
-        db_name: db.manifest.name,
-        db_version: db.manifest.version,
-        db_location: db.location,
-        blast_version: blastVersion,
-        blast_options: (s.blast_options ?? {}) as Record<string, unknown>,
-        priority: priorityValue(s.priority),
-        execution_profile: s.execution_profile ?? "standard",
-        resource_profile: s.resource_profile ?? "",
-        submission_source: s.source,
-        external_correlation_id: s.external_correlation_id ?? "",
-        idempotency_key: s.idempotency_key ?? "",
-        fingerprint: fp,
-        query_count: records.length,
-        query_letters: records.reduce((n, r) => n + r.sequence.length, 0),
-      }, admittedAt));
+      const { job, queued } = await this.admit((admittedAt) =>
+        newJobRecord(
+          {
+            job_id: jobId,
+            program,
+            db_name: db.manifest.name,
+            db_version: db.manifest.version,
+            db_location: db.location,
+            blast_version: blastVersion,
+            blast_options: (s.blast_options ?? {}) as Record<string, unknown>,
+            priority: priorityValue(s.priority),
+            execution_profile: s.execution_profile ?? "standard",
+            resource_profile: s.resource_profile ?? "",
+            submission_source: s.source,
+            external_correlation_id: s.external_correlation_id ?? "",
+            idempotency_key: s.idempotency_key ?? "",
+            fingerprint: fp,
+            query_count: records.length,
+            query_letters: records.reduce((n, r) => n + r.sequence.length, 0),
+          },
+          admittedAt,
+        ),
+      );
       try {
         await this.store(job, s.query_fasta);
       } finally {
@@ -151,7 +165,14 @@ export class JobService {
         await this.serially(() => this.reserved.delete(jobId));
       }
       this.o.dispatcher.submitted(jobId, s.query_fasta);
-      this.o.logger.info("job accepted", { job_id: jobId, request_id: s.request_id, program, db: job.db_name, queries: job.query_count, source: s.source });
+      this.o.logger.info("job accepted", {
+        job_id: jobId,
+        request_id: s.request_id,
+        program,
+        db: job.db_name,
+        queries: job.query_count,
+        source: s.source,
+      });
       // Its place among the jobs queued at admission: no second listing on the submit path.
       return { job, replayed: false, queuePosition: 1 + queued.filter((j) => compareForDispatch(j, job) < 0).length };
     } catch (error) {
@@ -184,7 +205,11 @@ export class JobService {
    */
   private async claimIdempotencyKey(key: string, jobId: string, fp: string): Promise<JobRecord | undefined> {
     for (let attempt = 0; attempt < 10; attempt++) {
-      const claim = await this.o.jobs.claimKey(key, { job_id: jobId, fingerprint: fp, claimed_at: new Date().toISOString() });
+      const claim = await this.o.jobs.claimKey(key, {
+        job_id: jobId,
+        fingerprint: fp,
+        claimed_at: new Date().toISOString(),
+      });
       if (claim.claimed) return undefined;
       // The winner writes its job right after claiming; give it a moment to appear.
       let holder: JobRecord | undefined;
@@ -194,18 +219,36 @@ export class JobService {
       }
       if (holder && claim.holder.fingerprint === fp) return holder;
       if (holder && !TERMINAL_STATUSES.has(holder.status)) {
-        throw new ConflictError(`idempotency_key is in use by job ${holder.job_id} with a different request; use a fresh key`);
+        throw new ConflictError(
+          `idempotency_key is in use by job ${holder.job_id} with a different request; use a fresh key`,
+        );
       }
       // A submit that claimed the key moments ago may still be writing its job (slow storage);
       // taking the key from it would run two jobs for one key. The same request retries later.
-      if (!holder && claim.holder.claimed_at && Date.now() - Date.parse(claim.holder.claimed_at) < CLAIM_IN_PROGRESS_MS) {
+      if (
+        !holder &&
+        claim.holder.claimed_at &&
+        Date.now() - Date.parse(claim.holder.claimed_at) < CLAIM_IN_PROGRESS_MS
+      ) {
         if (claim.holder.fingerprint === fp) {
-          throw new DependencyUnavailableError("the first submit with this idempotency_key is still being stored; retry shortly", 2);
+          throw new DependencyUnavailableError(
+            "the first submit with this idempotency_key is still being stored; retry shortly",
+            2,
+          );
         }
-        throw new ConflictError("idempotency_key is in use by a submit still in progress with a different request; use a fresh key");
+        throw new ConflictError(
+          "idempotency_key is in use by a submit still in progress with a different request; use a fresh key",
+        );
       }
       // The holder finished (or its submit died before writing it): take the key over.
-      if (await this.o.jobs.reassignKey(key, { job_id: jobId, fingerprint: fp, claimed_at: new Date().toISOString() }, claim.etag)) return undefined;
+      if (
+        await this.o.jobs.reassignKey(
+          key,
+          { job_id: jobId, fingerprint: fp, claimed_at: new Date().toISOString() },
+          claim.etag,
+        )
+      )
+        return undefined;
     }
     throw new ConflictError("idempotency_key is being claimed concurrently; retry");
   }
@@ -237,7 +280,10 @@ export class JobService {
       // and what leaves it through this process is taken out at once (see the constructor), so a
       // recent listing is exact here and can only over-count jobs another replica dispatched
       // since: it may admit, never refuse. A refusal re-lists.
-      const recent = this.queuedSnapshot && Date.now() - this.queuedSnapshot.at < ADMISSION_LISTING_MAX_AGE_MS ? this.queuedSnapshot.jobs : undefined;
+      const recent =
+        this.queuedSnapshot && Date.now() - this.queuedSnapshot.at < ADMISSION_LISTING_MAX_AGE_MS
+          ? this.queuedSnapshot.jobs
+          : undefined;
       const waitingOf = (listed: Map<string, JobRecord>) => {
         const all = new Map(listed);
         for (const [id, reserved] of this.reserved) if (!all.has(id)) all.set(id, reserved);
@@ -247,7 +293,10 @@ export class JobService {
       if (recent && queued.size >= this.o.maxQueuedJobs) queued = waitingOf(await fresh());
       if (queued.size >= this.o.maxQueuedJobs) {
         this.o.admission?.refused(queued.size);
-        throw new QueueFullError(`the queue is full (${queued.size} jobs waiting); retry later`, this.o.retryAfterSeconds);
+        throw new QueueFullError(
+          `the queue is full (${queued.size} jobs waiting); retry later`,
+          this.o.retryAfterSeconds,
+        );
       }
       this.o.admission?.admitted();
       this.lastAdmittedMs = Math.max(Date.now(), this.lastAdmittedMs + 1);
@@ -275,7 +324,12 @@ export class JobService {
   watch<T>(
     jobId: string,
     render: (job: JobRecord) => Promise<T> | T,
-    request: { ifNoneMatch: string | null; waitMs: number; abortSignal?: AbortSignal; versionOf?: (body: T) => unknown },
+    request: {
+      ifNoneMatch: string | null;
+      waitMs: number;
+      abortSignal?: AbortSignal;
+      versionOf?: (body: T) => unknown;
+    },
   ) {
     // A change written by this process comes with the record it wrote: rendered without a read.
     let written: JobRecord | undefined;
@@ -328,7 +382,13 @@ export class JobService {
     const updated = await this.o.jobs.update(jobId, (j) =>
       TERMINAL_STATUSES.has(j.status)
         ? undefined
-        : { ...j, status: "cancelled", cancel_requested: true, updated_at: new Date().toISOString(), completed_at: new Date().toISOString() },
+        : {
+            ...j,
+            status: "cancelled",
+            cancel_requested: true,
+            updated_at: new Date().toISOString(),
+            completed_at: new Date().toISOString(),
+          },
     );
     if (!updated) throw new NotFoundError(`no job with id '${jobId}'`);
     if (updated.status !== "cancelled") return { job_id: jobId, status: updated.status };

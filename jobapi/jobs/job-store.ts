@@ -49,7 +49,10 @@ export class JobStore {
   static fromConnectionString(storage: StorageTarget, prefix = "jobapi"): JobStore {
     // Fail over quickly when storage is down (the route answers 503); transient blips still retry.
     const options = { retryOptions: { maxRetries: 2, retryDelayInMs: 200, maxRetryDelayInMs: 1000 } };
-    return new JobStore(openTableClient(storage, `${prefix}jobs`, options), openTableClient(storage, `${prefix}idempotency`, options));
+    return new JobStore(
+      openTableClient(storage, `${prefix}jobs`, options),
+      openTableClient(storage, `${prefix}idempotency`, options),
+    );
   }
 
   async init(): Promise<void> {
@@ -153,7 +156,10 @@ export class JobStore {
     return run;
   }
 
-  private async compareAndSwap(jobId: string, mutate: (job: JobRecord) => JobRecord | undefined): Promise<JobRecord | undefined> {
+  private async compareAndSwap(
+    jobId: string,
+    mutate: (job: JobRecord) => JobRecord | undefined,
+  ): Promise<JobRecord | undefined> {
     /** The document of the write refused last with 412, which may have landed after all. */
     let refused: string | undefined;
     for (let attempt = 0; attempt < MAX_CONFLICT_RETRIES; attempt++) {
@@ -191,7 +197,9 @@ export class JobStore {
   async *list(statuses?: readonly JobStatus[]): AsyncIterable<JobRecord> {
     const clauses = [odata`PartitionKey eq ${PARTITION}`];
     if (statuses && statuses.length > 0) clauses.push(`(${statuses.map((s) => odata`status eq ${s}`).join(" or ")})`);
-    for await (const e of this.jobs.listEntities<Record<string, unknown>>({ queryOptions: { filter: clauses.join(" and ") } })) {
+    for await (const e of this.jobs.listEntities<Record<string, unknown>>({
+      queryOptions: { filter: clauses.join(" and ") },
+    })) {
       yield JSON.parse(unpackText(e, "doc")) as JobRecord;
     }
   }
@@ -208,7 +216,10 @@ export class JobStore {
    * Claims an idempotency key for a job; when another job holds it, returns that claim instead. A
    * claim already naming this job is this claim (an insert retried after its answer was lost).
    */
-  async claimKey(key: string, claim: IdempotencyClaim): Promise<{ claimed: true } | { claimed: false; holder: IdempotencyClaim; etag: string }> {
+  async claimKey(
+    key: string,
+    claim: IdempotencyClaim,
+  ): Promise<{ claimed: true } | { claimed: false; holder: IdempotencyClaim; etag: string }> {
     const rowKey = keyHash(key);
     for (let attempt = 0; attempt < MAX_CONFLICT_RETRIES; attempt++) {
       try {
@@ -234,7 +245,9 @@ export class JobStore {
   /** Moves a key held by a finished job to a new one; false when someone else moved it first. */
   async reassignKey(key: string, claim: IdempotencyClaim, etag: string): Promise<boolean> {
     try {
-      await this.keys.updateEntity({ partitionKey: IDEMPOTENCY_PARTITION, rowKey: keyHash(key), ...claim }, "Replace", { etag });
+      await this.keys.updateEntity({ partitionKey: IDEMPOTENCY_PARTITION, rowKey: keyHash(key), ...claim }, "Replace", {
+        etag,
+      });
       return true;
     } catch (error) {
       if (isStatus(error, 412) || isStatus(error, 404)) return false;
@@ -246,7 +259,8 @@ export class JobStore {
     const rowKey = keyHash(key);
     try {
       const e = await this.keys.getEntity<Record<string, unknown>>(IDEMPOTENCY_PARTITION, rowKey);
-      if (String(e.job_id) === jobId) await this.keys.deleteEntity(IDEMPOTENCY_PARTITION, rowKey, { etag: String(e.etag) });
+      if (String(e.job_id) === jobId)
+        await this.keys.deleteEntity(IDEMPOTENCY_PARTITION, rowKey, { etag: String(e.etag) });
     } catch (error) {
       if (!isStatus(error, 404) && !isStatus(error, 412)) throw error;
     }
@@ -255,7 +269,9 @@ export class JobStore {
   async ping(): Promise<void> {
     // A one-row query, not Get Table ACL: ACL operations are not available with Microsoft Entra ID
     // authorization, so with the managed identity that probe could never answer "ready".
-    const rows = this.jobs.listEntities({ queryOptions: { filter: odata`PartitionKey eq ${"~ping"}`, select: ["PartitionKey"] } });
+    const rows = this.jobs.listEntities({
+      queryOptions: { filter: odata`PartitionKey eq ${"~ping"}`, select: ["PartitionKey"] },
+    });
     await rows
       .byPage({ maxPageSize: 1 })
       .next()

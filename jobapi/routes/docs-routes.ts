@@ -32,7 +32,11 @@ export function createDocsRoutes(options: { openapi: () => string }): JobApiRout
       public: true,
       handler: async () => ({
         status: 200,
-        headers: { "Content-Type": "text/html; charset=utf-8", "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'" },
+        headers: {
+          "Content-Type": "text/html; charset=utf-8",
+          "Content-Security-Policy":
+            "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'",
+        },
         body: DOCS_PAGE,
       }),
     },
@@ -43,12 +47,20 @@ export function createDocsRoutes(options: { openapi: () => string }): JobApiRout
       handler: async (req): Promise<HttpResult> => {
         const asset = req.params.asset ?? "";
         if (asset === "init.js") {
-          return { status: 200, headers: { "Content-Type": "application/javascript" }, body: 'window.ui = SwaggerUIBundle({ url: "/openapi.json", dom_id: "#swagger-ui" });' };
+          return {
+            status: 200,
+            headers: { "Content-Type": "application/javascript" },
+            body: 'window.ui = SwaggerUIBundle({ url: "/openapi.json", dom_id: "#swagger-ui" });',
+          };
         }
         // Only the listed files: the name never reaches the file system otherwise.
         const type = Object.hasOwn(DOC_ASSETS, asset) ? DOC_ASSETS[asset] : undefined;
         if (!type) throw new NotFoundError("not found");
-        return { status: 200, headers: { "Content-Type": type, "Cache-Control": "public, max-age=3600" }, body: await readFile(path.join(swaggerDir, asset)) };
+        return {
+          status: 200,
+          headers: { "Content-Type": type, "Cache-Control": "public, max-age=3600" },
+          body: await readFile(path.join(swaggerDir, asset)),
+        };
       },
     },
   ];

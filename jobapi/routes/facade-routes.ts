@@ -7,7 +7,15 @@ import { facadeSubmitSchema } from "../../shared/jobs/schemas.js";
 import type { JobApiRoute } from "../http.js";
 import { type ArtifactStore, MERGED_ARTIFACT, shardArtifact } from "../jobs/artifact-store.js";
 import type { JobService } from "../jobs/job-service.js";
-import { errorResponse, jobIdParam, jsonContent, notModified, secured, statusWaitParams, validationFailed } from "../openapi.js";
+import {
+  errorResponse,
+  jobIdParam,
+  jsonContent,
+  notModified,
+  secured,
+  statusWaitParams,
+  validationFailed,
+} from "../openapi.js";
 import { acceptedStatus, parseJobId } from "./job-views.js";
 import { attachment, gunzipped } from "./result-streams.js";
 import { conditionalStatus } from "./status-reads.js";
@@ -90,9 +98,21 @@ export function createFacadeRoutes(o: FacadeRouteOptions): JobApiRoute[] {
       queue_wait_seconds: seconds(job.created_at, job.started_at || end),
       run_seconds: job.started_at ? seconds(job.started_at, end) : 0,
       external_correlation_id: job.external_correlation_id || null,
-      execution: { shard_count: counters.total, shards_succeeded: counters.succeeded, shards_active: counters.active, shards_failed: counters.failed },
+      execution: {
+        shard_count: counters.total,
+        shards_succeeded: counters.succeeded,
+        shards_active: counters.active,
+        shards_failed: counters.failed,
+      },
       error: job.error,
-      result: { files: resultFiles(job).map(({ file_id, filename, format, size_bytes }) => ({ file_id, filename, format, size_bytes })) },
+      result: {
+        files: resultFiles(job).map(({ file_id, filename, format, size_bytes }) => ({
+          file_id,
+          filename,
+          format,
+          size_bytes,
+        })),
+      },
     };
   }
 
@@ -115,7 +135,12 @@ export function createFacadeRoutes(o: FacadeRouteOptions): JobApiRoute[] {
       handler: async (req, { requestId }) => {
         const body = await parseJsonBody(req, facadeSubmitSchema, o.bodyLimitBytes);
         const { options, ...rest } = body;
-        const outcome = await service.submit({ ...rest, blast_options: options, source: "facade", request_id: requestId });
+        const outcome = await service.submit({
+          ...rest,
+          blast_options: options,
+          source: "facade",
+          request_id: requestId,
+        });
         const { status, headers } = acceptedStatus(outcome.replayed);
         const job = outcome.job;
         return jsonResult(
@@ -142,11 +167,22 @@ export function createFacadeRoutes(o: FacadeRouteOptions): JobApiRoute[] {
         summary: "Facade status",
         security: secured,
         parameters: [jobIdParam, ...statusWaitParams],
-        responses: { "200": { description: "status (with ETag)", content: jsonContent("FacadeStatus") }, "304": notModified, "400": errorResponse("wait out of range"), "404": errorResponse("unknown job") },
+        responses: {
+          "200": { description: "status (with ETag)", content: jsonContent("FacadeStatus") },
+          "304": notModified,
+          "400": errorResponse("wait out of range"),
+          "404": errorResponse("unknown job"),
+        },
       },
       // Its clock-derived seconds change by themselves; the (weak) ETag follows the job instead.
       handler: async (req, { requestId }) =>
-        conditionalStatus(service, req, requestId, facadeView, ({ elapsed_seconds, queue_wait_seconds, run_seconds, ...stable }) => stable),
+        conditionalStatus(
+          service,
+          req,
+          requestId,
+          facadeView,
+          ({ elapsed_seconds, queue_wait_seconds, run_seconds, ...stable }) => stable,
+        ),
     },
     {
       method: "GET",
@@ -155,13 +191,20 @@ export function createFacadeRoutes(o: FacadeRouteOptions): JobApiRoute[] {
         summary: "Stream one result file",
         security: secured,
         parameters: [jobIdParam, { name: "file_id", in: "path", required: true, schema: { type: "string" } }],
-        responses: { "200": { description: "file bytes" }, "404": errorResponse("unknown file"), "409": errorResponse("job has not succeeded yet") },
+        responses: {
+          "200": { description: "file bytes" },
+          "404": errorResponse("unknown file"),
+          "409": errorResponse("job has not succeeded yet"),
+        },
       },
       handler: async (req, { requestId }): Promise<HttpResult> => {
         const job = await service.get(parseJobId(req.params.job_id));
         const fileId = req.params.file_id ?? "";
         if (!FILE_ID.test(fileId)) throw new NotFoundError(`no file with id '${fileId.slice(0, 64)}'`);
-        if (job.status !== "completed") throw new ConflictError(`job ${job.job_id} is ${facadeStatus(job.status)}; files are available once it is success`);
+        if (job.status !== "completed")
+          throw new ConflictError(
+            `job ${job.job_id} is ${facadeStatus(job.status)}; files are available once it is success`,
+          );
         const file = resultFiles(job).find((f) => f.file_id === fileId);
         if (!file) throw new NotFoundError(`no file with id '${fileId}'`);
         const body = await file.open(req.signal);

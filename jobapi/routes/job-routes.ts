@@ -9,7 +9,16 @@ import { resultsQuerySchema, submitRequestSchema } from "../../shared/jobs/schem
 import type { JobApiRoute } from "../http.js";
 import { type ArtifactStore, MERGED_ARTIFACT, shardArtifact } from "../jobs/artifact-store.js";
 import type { JobService } from "../jobs/job-service.js";
-import { errorResponse, jobIdParam, jsonContent, notModified, secured, statusWaitParams, unauthorized, validationFailed } from "../openapi.js";
+import {
+  errorResponse,
+  jobIdParam,
+  jsonContent,
+  notModified,
+  secured,
+  statusWaitParams,
+  unauthorized,
+  validationFailed,
+} from "../openapi.js";
 import { acceptanceView, acceptedStatus, parseJobId, statusView } from "./job-views.js";
 import { attachment, gunzipped, zipOf } from "./result-streams.js";
 import { conditionalStatus } from "./status-reads.js";
@@ -28,7 +37,8 @@ export interface JobRouteOptions {
 /** `/v1/jobs…`: submit, list, status, results, cancel, delete (spec §4.2). */
 export function createJobRoutes(o: JobRouteOptions): JobApiRoute[] {
   const { service, artifacts } = o;
-  const withPosition = async (job: Parameters<JobService["queuePosition"]>[0]) => statusView(job, await service.queuePosition(job));
+  const withPosition = async (job: Parameters<JobService["queuePosition"]>[0]) =>
+    statusView(job, await service.queuePosition(job));
   return [
     {
       method: "GET",
@@ -57,7 +67,10 @@ export function createJobRoutes(o: JobRouteOptions): JobApiRoute[] {
         requestBody: { required: true, content: jsonContent("SubmitRequest") },
         responses: {
           "202": { description: "JobSubmitAccepted", content: jsonContent("SubmitAccepted") },
-          "200": { description: "the idempotency_key's existing job (Idempotent-Replayed: true)", content: jsonContent("SubmitAccepted") },
+          "200": {
+            description: "the idempotency_key's existing job (Idempotent-Replayed: true)",
+            content: jsonContent("SubmitAccepted"),
+          },
           "400": errorResponse("malformed JSON"),
           ...unauthorized,
           "409": errorResponse("idempotency_key bound to a different active request"),
@@ -79,7 +92,12 @@ export function createJobRoutes(o: JobRouteOptions): JobApiRoute[] {
         summary: "Job status",
         security: secured,
         parameters: [jobIdParam, ...statusWaitParams],
-        responses: { "200": { description: "status (with ETag)", content: jsonContent("JobStatus") }, "304": notModified, "400": errorResponse("not an OpenAPI job id, or wait out of range"), "404": errorResponse("unknown job") },
+        responses: {
+          "200": { description: "status (with ETag)", content: jsonContent("JobStatus") },
+          "304": notModified,
+          "400": errorResponse("not an OpenAPI job id, or wait out of range"),
+          "404": errorResponse("unknown job"),
+        },
       },
       handler: async (req, { requestId }) => conditionalStatus(service, req, requestId, withPosition),
     },
@@ -89,9 +107,19 @@ export function createJobRoutes(o: JobRouteOptions): JobApiRoute[] {
       openapi: {
         summary: "Result artifacts, streamed",
         security: secured,
-        parameters: [jobIdParam, { name: "content", in: "query", schema: { type: "string", enum: ["full", "merged", "xml", "tabular"], default: "full" } }],
+        parameters: [
+          jobIdParam,
+          {
+            name: "content",
+            in: "query",
+            schema: { type: "string", enum: ["full", "merged", "xml", "tabular"], default: "full" },
+          },
+        ],
         responses: {
-          "200": { description: "full: ZIP of shard outputs; merged: ZIP with merged_results.out.gz; xml: BLAST XML; tabular: outfmt 6 text" },
+          "200": {
+            description:
+              "full: ZIP of shard outputs; merged: ZIP with merged_results.out.gz; xml: BLAST XML; tabular: outfmt 6 text",
+          },
           "400": errorResponse("unknown content value or malformed job id"),
           "404": errorResponse("unknown job, or merged file not published yet"),
         },
@@ -103,12 +131,20 @@ export function createJobRoutes(o: JobRouteOptions): JobApiRoute[] {
         if (content === "full") {
           const shards = job.shards.filter((s) => s.state === "succeeded");
           if (shards.length === 0) throw new NotFoundError("no shard output is available yet; poll the job status");
-          const body = zipOf(shards.map((s) => ({ name: `${s.id}.out.gz`, open: () => artifacts.open(jobId, shardArtifact(s.id), req.signal) })));
+          const body = zipOf(
+            shards.map((s) => ({
+              name: `${s.id}.out.gz`,
+              open: () => artifacts.open(jobId, shardArtifact(s.id), req.signal),
+            })),
+          );
           return { status: 200, headers: attachment("application/zip", `${jobId}_full.zip`, requestId), body };
         }
-        if (job.status !== "completed") throw new NotFoundError("the merged result is not published yet; poll the job status, or try content=full");
+        if (job.status !== "completed")
+          throw new NotFoundError("the merged result is not published yet; poll the job status, or try content=full");
         if (content === "merged") {
-          const body = zipOf([{ name: MERGED_ARTIFACT, open: () => artifacts.open(jobId, MERGED_ARTIFACT, req.signal) }]);
+          const body = zipOf([
+            { name: MERGED_ARTIFACT, open: () => artifacts.open(jobId, MERGED_ARTIFACT, req.signal) },
+          ]);
           return { status: 200, headers: attachment("application/zip", `${jobId}_merged.zip`, requestId), body };
         }
         const xml = gunzipped(await artifacts.open(jobId, MERGED_ARTIFACT, req.signal));
@@ -129,15 +165,26 @@ export function createJobRoutes(o: JobRouteOptions): JobApiRoute[] {
         summary: "Cancel a queued or active job; a finished job is left as it is (its status is answered)",
         security: secured,
         parameters: [jobIdParam],
-        responses: { "200": { description: "{job_id, status}: cancelled, or the status the job had already reached" }, "400": errorResponse("malformed job id"), "404": errorResponse("unknown job") },
+        responses: {
+          "200": { description: "{job_id, status}: cancelled, or the status the job had already reached" },
+          "400": errorResponse("malformed job id"),
+          "404": errorResponse("unknown job"),
+        },
       },
-      handler: async (req, { requestId }) => jsonResult(200, await service.cancel(parseJobId(req.params.job_id)), requestId),
+      handler: async (req, { requestId }) =>
+        jsonResult(200, await service.cancel(parseJobId(req.params.job_id)), requestId),
     },
     {
       method: "DELETE",
       path: "/v1/jobs/{job_id}",
-      openapi: { summary: "Cancel an active job, or delete a finished one with its artifacts", security: secured, parameters: [jobIdParam], responses: { "200": { description: "cancelled or deleted" }, "404": errorResponse("unknown job") } },
-      handler: async (req, { requestId }) => jsonResult(200, await service.cancelOrDelete(parseJobId(req.params.job_id)), requestId),
+      openapi: {
+        summary: "Cancel an active job, or delete a finished one with its artifacts",
+        security: secured,
+        parameters: [jobIdParam],
+        responses: { "200": { description: "cancelled or deleted" }, "404": errorResponse("unknown job") },
+      },
+      handler: async (req, { requestId }) =>
+        jsonResult(200, await service.cancelOrDelete(parseJobId(req.params.job_id)), requestId),
     },
   ];
 }

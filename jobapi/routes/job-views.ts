@@ -5,9 +5,12 @@ import { JOB_ID_PATTERN, type JobRecord, shardCounters, UUID_PATTERN } from "../
 export function parseJobId(raw: string | undefined): string {
   if (!raw) throw new InvalidRequestError("missing path parameter job_id");
   if (UUID_PATTERN.test(raw)) {
-    throw new InvalidRequestError("job_id is an OpenAPI job id; a dashboard job UUID belongs on /api/blast/jobs/{uuid}");
+    throw new InvalidRequestError(
+      "job_id is an OpenAPI job id; a dashboard job UUID belongs on /api/blast/jobs/{uuid}",
+    );
   }
-  if (!JOB_ID_PATTERN.test(raw)) throw new InvalidRequestError("malformed job_id: expected 12 lowercase letters or digits");
+  if (!JOB_ID_PATTERN.test(raw))
+    throw new InvalidRequestError("malformed job_id: expected 12 lowercase letters or digits");
   return raw;
 }
 

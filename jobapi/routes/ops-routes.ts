@@ -19,7 +19,10 @@ const READY_CHECK_TIMEOUT_MS = 5000;
 const READY_SLOW_GRACE_MS = 15_000;
 
 export interface OpsRouteOptions {
-  config: Pick<JobApiConfig, "maxActiveJobs" | "maxQueuedJobs" | "bodyLimitBytes" | "shardConcurrency" | "threadsPerShard" | "nodeMemoryBytes">;
+  config: Pick<
+    JobApiConfig,
+    "maxActiveJobs" | "maxQueuedJobs" | "bodyLimitBytes" | "shardConcurrency" | "threadsPerShard" | "nodeMemoryBytes"
+  >;
   jobs: Pick<JobStore, "ping">;
   artifacts: Pick<ArtifactStore, "ping">;
   catalog: Pick<DatabaseCatalog, "list">;
@@ -83,14 +86,21 @@ export function createOpsRoutes(o: OpsRouteOptions): JobApiRoute[] {
       method: "GET",
       path: "/v1/ready",
       public: true,
-      openapi: { summary: "Readiness (storage, BLAST+, token store)", responses: { "200": { description: "ready" }, "503": errorResponse("a dependency is unavailable") } },
+      openapi: {
+        summary: "Readiness (storage, BLAST+, token store)",
+        responses: { "200": { description: "ready" }, "503": errorResponse("a dependency is unavailable") },
+      },
       handler: async (_req, { requestId }) => {
         const checks = await readiness.current();
         const failing = Object.entries(checks)
           .filter(([, v]) => v !== "ok")
           .map(([k]) => k);
         if (failing.length > 0) {
-          return { status: 503, headers: { "Content-Type": "application/json", "Retry-After": "5" }, jsonBody: { detail: `not ready: ${failing.join(", ")} unavailable`, request_id: requestId, checks } };
+          return {
+            status: 503,
+            headers: { "Content-Type": "application/json", "Retry-After": "5" },
+            jsonBody: { detail: `not ready: ${failing.join(", ")} unavailable`, request_id: requestId, checks },
+          };
         }
         return jsonResult(200, { status: "ready", checks }, requestId);
       },
@@ -98,7 +108,11 @@ export function createOpsRoutes(o: OpsRouteOptions): JobApiRoute[] {
     {
       method: "GET",
       path: "/v1/config",
-      openapi: { summary: "Service configuration and limits", security: secured, responses: { "200": { description: "configuration" }, ...unauthorized } },
+      openapi: {
+        summary: "Service configuration and limits",
+        security: secured,
+        responses: { "200": { description: "configuration" }, ...unauthorized },
+      },
       handler: async (_req, { requestId }) =>
         jsonResult(
           200,
@@ -122,7 +136,11 @@ export function createOpsRoutes(o: OpsRouteOptions): JobApiRoute[] {
     {
       method: "GET",
       path: "/v1/cluster",
-      openapi: { summary: "Execution capacity", security: secured, responses: { "200": { description: "cluster status" }, ...unauthorized } },
+      openapi: {
+        summary: "Execution capacity",
+        security: secured,
+        responses: { "200": { description: "cluster status" }, ...unauthorized },
+      },
       handler: async (_req, { requestId }) =>
         jsonResult(
           200,
@@ -144,13 +162,27 @@ export function createOpsRoutes(o: OpsRouteOptions): JobApiRoute[] {
         summary: "Prepared databases",
         security: secured,
         responses: {
-          "200": { description: "databases", content: { "application/json": { schema: { type: "object", properties: { databases: { type: "array", items: { $ref: "#/components/schemas/Database" } } } } } } },
+          "200": {
+            description: "databases",
+            content: {
+              "application/json": {
+                schema: {
+                  type: "object",
+                  properties: { databases: { type: "array", items: { $ref: "#/components/schemas/Database" } } },
+                },
+              },
+            },
+          },
           ...unauthorized,
         },
       },
       handler: async (_req, { requestId }) => {
         const entries = await o.catalog.list();
-        return jsonResult(200, { databases: entries.map((e) => ({ ...databaseSummary(e), location: e.location })) }, requestId);
+        return jsonResult(
+          200,
+          { databases: entries.map((e) => ({ ...databaseSummary(e), location: e.location })) },
+          requestId,
+        );
       },
     },
   ];

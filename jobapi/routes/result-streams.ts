@@ -39,5 +39,9 @@ export function zipOf(entries: readonly ZipEntry[]): PassThrough {
 
 /** An attachment response's headers. */
 export function attachment(contentType: string, filename: string, requestId: string): Record<string, string> {
-  return { "Content-Type": contentType, "Content-Disposition": `attachment; filename="${filename}"`, "X-Request-Id": requestId };
+  return {
+    "Content-Type": contentType,
+    "Content-Disposition": `attachment; filename="${filename}"`,
+    "X-Request-Id": requestId,
+  };
 }

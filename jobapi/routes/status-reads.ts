@@ -20,7 +20,12 @@ export async function conditionalStatus<T>(
 ): Promise<HttpResult> {
   const jobId = parseJobId(req.params.job_id);
   const { wait } = parseQuery(req, statusQuerySchema);
-  const view = await service.watch(jobId, render, { ifNoneMatch: req.headers.get("if-none-match"), waitMs: wait * 1000, abortSignal: req.signal, versionOf });
+  const view = await service.watch(jobId, render, {
+    ifNoneMatch: req.headers.get("if-none-match"),
+    waitMs: wait * 1000,
+    abortSignal: req.signal,
+    versionOf,
+  });
   if (view.notModified) return { status: 304, headers: { ETag: view.etag } };
   return jsonResult(200, view.body, requestId, { ETag: view.etag });
 }

@@ -8,7 +8,9 @@ import type { JobApiRoute } from "../http.js";
 import { errorResponse, secured, unauthorized } from "../openapi.js";
 
 const pathSchema = z.object({ name: z.string().regex(DATABASE_NAME) });
-const nameParam = [{ name: "name", in: "path", required: true, schema: { type: "string", pattern: DATABASE_NAME.source } }];
+const nameParam = [
+  { name: "name", in: "path", required: true, schema: { type: "string", pattern: DATABASE_NAME.source } },
+];
 
 /**
  * `POST/GET /v1/databases/{name}/warmup`: fill every BLAST node's cache with the current release,
@@ -17,22 +19,40 @@ const nameParam = [{ name: "name", in: "path", required: true, schema: { type: "
  */
 export function createWarmupRoutes(warmup: KubernetesWarmup | undefined): JobApiRoute[] {
   const cluster = () => {
-    if (!warmup) throw new ConflictError("warm-up fills the cluster's nodes; this job API runs shards with the local executor");
+    if (!warmup)
+      throw new ConflictError("warm-up fills the cluster's nodes; this job API runs shards with the local executor");
     return warmup;
   };
-  const responses = { "400": errorResponse("malformed database name"), "404": errorResponse("unknown database, or no warm-up started"), "409": errorResponse("not running shards on a cluster"), ...unauthorized };
+  const responses = {
+    "400": errorResponse("malformed database name"),
+    "404": errorResponse("unknown database, or no warm-up started"),
+    "409": errorResponse("not running shards on a cluster"),
+    ...unauthorized,
+  };
   return [
     {
       method: "POST",
       path: "/v1/databases/{name}/warmup",
-      openapi: { summary: "Warm a database's current release on every BLAST node", security: secured, parameters: nameParam, responses: { "202": { description: "{database, release, state, nodes[]}" }, ...responses } },
-      handler: async (req, { requestId }) => jsonResult(202, await cluster().start(parsePath(req, pathSchema).name), requestId),
+      openapi: {
+        summary: "Warm a database's current release on every BLAST node",
+        security: secured,
+        parameters: nameParam,
+        responses: { "202": { description: "{database, release, state, nodes[]}" }, ...responses },
+      },
+      handler: async (req, { requestId }) =>
+        jsonResult(202, await cluster().start(parsePath(req, pathSchema).name), requestId),
     },
     {
       method: "GET",
       path: "/v1/databases/{name}/warmup",
-      openapi: { summary: "Progress of a database's warm-up, node by node", security: secured, parameters: nameParam, responses: { "200": { description: "{database, release, state, nodes[]}" }, ...responses } },
-      handler: async (req, { requestId }) => jsonResult(200, await cluster().status(parsePath(req, pathSchema).name), requestId),
+      openapi: {
+        summary: "Progress of a database's warm-up, node by node",
+        security: secured,
+        parameters: nameParam,
+        responses: { "200": { description: "{database, release, state, nodes[]}" }, ...responses },
+      },
+      handler: async (req, { requestId }) =>
+        jsonResult(200, await cluster().status(parsePath(req, pathSchema).name), requestId),
     },
   ];
 }

@@ -1,7 +1,13 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "../../shared/logging/logger.js";
 import { ActionType, completedIds, EventType, historyEvent, scheduledIds } from "./history.js";
-import { type DurableStore, type HistoryEvent, type InstanceRecord, type RuntimeStatus, TERMINAL_STATUSES } from "./store.js";
+import {
+  type DurableStore,
+  type HistoryEvent,
+  type InstanceRecord,
+  type RuntimeStatus,
+  TERMINAL_STATUSES,
+} from "./store.js";
 
 /** The library's orchestrator output (`OrchestratorState`). */
 export interface OrchestratorStateLike {
@@ -174,7 +180,8 @@ export class DurableEngine {
   // ---- management operations -------------------------------------------------------------
 
   async startNew(name: string, instanceId: string | undefined, inputJson: string): Promise<string> {
-    if (!this.options.invoker.hasOrchestrator(name)) throw new OrchestratorNotFoundError(`orchestrator function '${name}' does not exist`);
+    if (!this.options.invoker.hasOrchestrator(name))
+      throw new OrchestratorNotFoundError(`orchestrator function '${name}' does not exist`);
     const id = instanceId ?? randomUUID().replaceAll("-", "");
     await this.withInstance(id, async () => {
       const existing = await this.store.getInstance(id);
@@ -189,7 +196,13 @@ export class DurableEngine {
     return id;
   }
 
-  private async createInstance(id: string, name: string, inputJson: string, parentInstanceId: string, parentTaskId: number): Promise<void> {
+  private async createInstance(
+    id: string,
+    name: string,
+    inputJson: string,
+    parentInstanceId: string,
+    parentTaskId: number,
+  ): Promise<void> {
     const now = new Date().toISOString();
     const executionId = randomUUID();
     await this.store.putInstance({
@@ -216,7 +229,10 @@ export class DurableEngine {
   async raiseEvent(instanceId: string, eventName: string, dataJson: string): Promise<void> {
     const inst = await this.requireInstance(instanceId);
     if (TERMINAL_STATUSES.has(inst.status)) throw new InstanceStateError(`instance is ${inst.status.toLowerCase()}`);
-    await this.store.enqueue(instanceId, historyEvent(EventType.EventRaised, { Name: eventName, Input: dataJson || "null", [EXEC_KEY]: inst.executionId }));
+    await this.store.enqueue(
+      instanceId,
+      historyEvent(EventType.EventRaised, { Name: eventName, Input: dataJson || "null", [EXEC_KEY]: inst.executionId }),
+    );
     this.signal(instanceId);
   }
 
@@ -225,10 +241,16 @@ export class DurableEngine {
       const inst = await this.requireInstance(instanceId);
       if (TERMINAL_STATUSES.has(inst.status)) throw new InstanceStateError(`instance is ${inst.status.toLowerCase()}`);
       const history = await this.loadHistory(inst);
-      await this.finish(inst, history, [historyEvent(EventType.ExecutionTerminated, { Input: JSON.stringify(reason) })], [], {
-        status: "Terminated",
-        output: JSON.stringify(reason),
-      });
+      await this.finish(
+        inst,
+        history,
+        [historyEvent(EventType.ExecutionTerminated, { Input: JSON.stringify(reason) })],
+        [],
+        {
+          status: "Terminated",
+          output: JSON.stringify(reason),
+        },
+      );
     });
   }
 
@@ -247,8 +269,13 @@ export class DurableEngine {
       if (TERMINAL_STATUSES.has(inst.status)) throw new InstanceStateError(`instance is ${inst.status.toLowerCase()}`);
       if ((inst.status === "Suspended") === suspended) return;
       const history = await this.loadHistory(inst);
-      const event = historyEvent(suspended ? EventType.ExecutionSuspended : EventType.ExecutionResumed, { Reason: reason });
-      await this.finish(inst, history, [event], [], { status: suspended ? "Suspended" : "Running", output: inst.output });
+      const event = historyEvent(suspended ? EventType.ExecutionSuspended : EventType.ExecutionResumed, {
+        Reason: reason,
+      });
+      await this.finish(inst, history, [event], [], {
+        status: suspended ? "Suspended" : "Running",
+        output: inst.output,
+      });
     });
   }
 
@@ -346,10 +373,18 @@ export class DurableEngine {
     const inbox = await this.store.getInbox(instanceId);
     const applied = new Set(inst.appliedMessages);
     const stale = inbox.filter((m) => applied.has(m.id) || m.event[EXEC_KEY] !== inst.executionId);
-    if (stale.length > 0) await this.store.deleteInbox(instanceId, stale.map((m) => m.id));
+    if (stale.length > 0)
+      await this.store.deleteInbox(
+        instanceId,
+        stale.map((m) => m.id),
+      );
     const fresh = inbox.filter((m) => !stale.includes(m));
     if (TERMINAL_STATUSES.has(inst.status)) {
-      if (fresh.length > 0) await this.store.deleteInbox(instanceId, fresh.map((m) => m.id));
+      if (fresh.length > 0)
+        await this.store.deleteInbox(
+          instanceId,
+          fresh.map((m) => m.id),
+        );
       return;
     }
     if (fresh.length === 0 || inst.status === "Suspended") return;
@@ -413,16 +448,18 @@ export class DurableEngine {
       work = this.newWork(inst, [...history, ...newEvents], executor);
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      await this.finish(inst, history, newEvents, messageIds, { status: "Failed", output: JSON.stringify(message), failure: { reason: message, details: "" } });
+      await this.finish(inst, history, newEvents, messageIds, {
+        status: "Failed",
+        output: JSON.stringify(message),
+        failure: { reason: message, details: "" },
+      });
       return;
     }
-    await this.finish(
-      inst,
-      history,
-      [...newEvents, ...work.map((w) => w.event)],
-      messageIds,
-      { status: "Running", output: "null", customStatus },
-    );
+    await this.finish(inst, history, [...newEvents, ...work.map((w) => w.event)], messageIds, {
+      status: "Running",
+      output: "null",
+      customStatus,
+    });
     for (const w of work) await w.dispatch();
   }
 
@@ -471,7 +508,13 @@ export class DurableEngine {
           work.push(this.callWork(inst, id, action));
           break;
         case ActionType.CreateTimer:
-          work.push(this.timerWork(inst, id, new Date(String(action.fireAt instanceof Date ? action.fireAt.toISOString() : action.fireAt))));
+          work.push(
+            this.timerWork(
+              inst,
+              id,
+              new Date(String(action.fireAt instanceof Date ? action.fireAt.toISOString() : action.fireAt)),
+            ),
+          );
           break;
         default:
           throw new Error(`action type ${String(action.actionType)} is not supported by the local durable backend`);
@@ -500,15 +543,28 @@ export class DurableEngine {
     const name = String(action.functionName);
     // The library pre-serialises string inputs (Utils.processInput); other values travel as JSON.
     const inputJson = typeof action.input === "string" ? action.input : JSON.stringify(action.input ?? null);
-    if (action.actionType === ActionType.CallSubOrchestrator || action.actionType === ActionType.CallSubOrchestratorWithRetry) {
+    if (
+      action.actionType === ActionType.CallSubOrchestrator ||
+      action.actionType === ActionType.CallSubOrchestratorWithRetry
+    ) {
       const childId = action.instanceId || `${inst.instanceId}:${id}`;
-      const event = historyEvent(EventType.SubOrchestrationInstanceCreated, { Name: name, InstanceId: childId, Input: inputJson }, id);
+      const event = historyEvent(
+        EventType.SubOrchestrationInstanceCreated,
+        { Name: name, InstanceId: childId, Input: inputJson },
+        id,
+      );
       return { event, dispatch: () => this.ensureChild(inst, event) };
     }
     return {
       event: historyEvent(EventType.TaskScheduled, { Name: name, Input: inputJson }, id),
       dispatch: async () =>
-        this.dispatchActivity({ instanceId: inst.instanceId, executionId: inst.executionId, taskId: id, name, inputJson }),
+        this.dispatchActivity({
+          instanceId: inst.instanceId,
+          executionId: inst.executionId,
+          taskId: id,
+          name,
+          inputJson,
+        }),
     };
   }
 
@@ -532,7 +588,13 @@ export class DurableEngine {
       this.signal(parent.instanceId);
       return;
     }
-    await this.createInstance(childId, String(created.Name), String(created.Input ?? "null"), parent.instanceId, created.EventId);
+    await this.createInstance(
+      childId,
+      String(created.Name),
+      String(created.Input ?? "null"),
+      parent.instanceId,
+      created.EventId,
+    );
     this.signal(childId);
   }
 
@@ -542,10 +604,16 @@ export class DurableEngine {
     history: HistoryEvent[],
     appended: HistoryEvent[],
     messageIds: string[],
-    next: { status: RuntimeStatus; output: string; customStatus?: string; failure?: { reason: string; details: string } },
+    next: {
+      status: RuntimeStatus;
+      output: string;
+      customStatus?: string;
+      failure?: { reason: string; details: string };
+    },
   ): Promise<void> {
     const events = [...appended];
-    if (appended.some((e) => e.EventType === EventType.OrchestratorStarted)) events.push(historyEvent(EventType.OrchestratorCompleted));
+    if (appended.some((e) => e.EventType === EventType.OrchestratorStarted))
+      events.push(historyEvent(EventType.OrchestratorCompleted));
     await this.store.appendHistory(inst.instanceId, history.length, events);
     const updated: InstanceRecord = {
       ...inst,
@@ -574,7 +642,10 @@ export class DurableEngine {
     // The old execution's history is kept in its rows until overwritten; the new one starts empty.
     const executionId = randomUUID();
     const inputJson = JSON.stringify(input ?? null);
-    await this.store.enqueue(inst.instanceId, historyEvent(EventType.ExecutionStarted, { Name: inst.name, Input: inputJson, [EXEC_KEY]: executionId }));
+    await this.store.enqueue(
+      inst.instanceId,
+      historyEvent(EventType.ExecutionStarted, { Name: inst.name, Input: inputJson, [EXEC_KEY]: executionId }),
+    );
     const updated: InstanceRecord = {
       ...inst,
       status: "Running",
@@ -599,7 +670,10 @@ export class DurableEngine {
     if (!parent || TERMINAL_STATUSES.has(parent.status)) return;
     const event =
       child.status === "Completed"
-        ? historyEvent(EventType.SubOrchestrationInstanceCompleted, { TaskScheduledId: child.parentTaskId, Result: child.output })
+        ? historyEvent(EventType.SubOrchestrationInstanceCompleted, {
+            TaskScheduledId: child.parentTaskId,
+            Result: child.output,
+          })
         : historyEvent(EventType.SubOrchestrationInstanceFailed, {
             TaskScheduledId: child.parentTaskId,
             Reason: failure?.reason ?? `sub-orchestration ${child.status.toLowerCase()}`,
@@ -623,7 +697,14 @@ export class DurableEngine {
         return;
       }
       void this.store
-        .enqueue(instanceId, historyEvent(EventType.TimerFired, { TimerId: timerId, FireAt: fireAt.toISOString(), [EXEC_KEY]: executionId }))
+        .enqueue(
+          instanceId,
+          historyEvent(EventType.TimerFired, {
+            TimerId: timerId,
+            FireAt: fireAt.toISOString(),
+            [EXEC_KEY]: executionId,
+          }),
+        )
         .then(() => this.signal(instanceId))
         .catch((error: unknown) => this.logger.error("timer delivery failed", { instance_id: instanceId, error }));
     }, delay);
@@ -674,12 +755,19 @@ export class DurableEngine {
     const event =
       outcome.kind === "ok"
         ? historyEvent(EventType.TaskCompleted, { TaskScheduledId: work.taskId, Result: outcome.resultJson })
-        : historyEvent(EventType.TaskFailed, { TaskScheduledId: work.taskId, Reason: outcome.reason, Details: outcome.details });
+        : historyEvent(EventType.TaskFailed, {
+            TaskScheduledId: work.taskId,
+            Reason: outcome.reason,
+            Details: outcome.details,
+          });
     try {
       await this.store.enqueue(work.instanceId, { ...event, [EXEC_KEY]: work.executionId });
       this.signal(work.instanceId);
     } catch (error) {
-      this.logger.error("activity result not saved; it runs again after restart", { instance_id: work.instanceId, error });
+      this.logger.error("activity result not saved; it runs again after restart", {
+        instance_id: work.instanceId,
+        error,
+      });
     }
   }
 }

@@ -33,7 +33,12 @@ export const ActionType = {
 } as const;
 
 /** Builds a history event; `EventId` is -1 for events that complete or notify rather than schedule. */
-export function historyEvent(type: number, fields: Record<string, unknown> = {}, eventId = -1, at = new Date()): HistoryEvent {
+export function historyEvent(
+  type: number,
+  fields: Record<string, unknown> = {},
+  eventId = -1,
+  at = new Date(),
+): HistoryEvent {
   return { EventType: type, EventId: eventId, IsPlayed: false, Timestamp: at.toISOString(), ...fields };
 }
 

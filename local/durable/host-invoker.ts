@@ -1,5 +1,11 @@
 import type { LocalFunctionsHost } from "../functions-host.js";
-import type { ActivityOutcome, DurableFunctionInvoker, ExecutorLike, OrchestratorOutcome, OrchestratorStateLike } from "./engine.js";
+import type {
+  ActivityOutcome,
+  DurableFunctionInvoker,
+  ExecutorLike,
+  OrchestratorOutcome,
+  OrchestratorStateLike,
+} from "./engine.js";
 
 const OUT_OF_PROC_LABEL = "$OutOfProcData$:";
 
@@ -16,7 +22,10 @@ function failureFromError(error: unknown): { message: string; details: string } 
   if (at >= 0) {
     try {
       const state = JSON.parse(text.slice(at + OUT_OF_PROC_LABEL.length)) as OrchestratorStateLike;
-      return { message: state.error ?? "orchestrator failed", details: error instanceof Error ? (error.stack ?? "") : "" };
+      return {
+        message: state.error ?? "orchestrator failed",
+        details: error instanceof Error ? (error.stack ?? "") : "",
+      };
     } catch {
       // fall through to the raw message
     }

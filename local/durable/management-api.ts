@@ -1,15 +1,18 @@
 import type http from "node:http";
 import type { Logger } from "../../shared/logging/logger.js";
 import { secretsEqual } from "../../shared/secrets/api-tokens.js";
-import {
-  type DurableEngine,
-  InstanceNotFoundError,
-  InstanceStateError,
-  OrchestratorNotFoundError,
-} from "./engine.js";
+import { type DurableEngine, InstanceNotFoundError, InstanceStateError, OrchestratorNotFoundError } from "./engine.js";
 import type { RuntimeStatus } from "./store.js";
 
-const STATUSES: ReadonlySet<string> = new Set(["Pending", "Running", "Completed", "ContinuedAsNew", "Failed", "Terminated", "Suspended"]);
+const STATUSES: ReadonlySet<string> = new Set([
+  "Pending",
+  "Running",
+  "Completed",
+  "ContinuedAsNew",
+  "Failed",
+  "Terminated",
+  "Suspended",
+]);
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
 const INSTANCE_ID = /^[A-Za-z0-9:._@-]{1,256}$/;
 
@@ -62,20 +65,28 @@ function jsonOrNull(text: string): string {
  * `df.getClient(context)` works unchanged: start, status, list (paged with
  * `x-ms-continuation-token`), raise event, terminate, suspend, resume and purge.
  */
-export function createManagementApi(engine: DurableEngine, logger: Logger, basePath: string, options: ManagementApiOptions = {}): http.RequestListener {
+export function createManagementApi(
+  engine: DurableEngine,
+  logger: Logger,
+  basePath: string,
+  options: ManagementApiOptions = {},
+): http.RequestListener {
   const base = basePath.endsWith("/") ? basePath : `${basePath}/`;
   const { key } = options;
   return (req, res) => {
     if (key !== undefined && !presentsKey(req, base, key)) {
       req.resume();
-      send(res, 401, { message: "a valid key is required (the code query parameter, x-functions-key, or the keyed base URL)" });
+      send(res, 401, {
+        message: "a valid key is required (the code query parameter, x-functions-key, or the keyed base URL)",
+      });
       return;
     }
     handle(req, res).catch((error: unknown) => {
       if (error instanceof InstanceNotFoundError) return send(res, 404, { message: error.message });
       if (error instanceof InstanceStateError) return send(res, 410, { message: error.message });
       if (error instanceof OrchestratorNotFoundError) return send(res, 400, { message: error.message });
-      if (error instanceof SyntaxError || error instanceof RangeError || error instanceof URIError) return send(res, 400, { message: error.message });
+      if (error instanceof SyntaxError || error instanceof RangeError || error instanceof URIError)
+        return send(res, 400, { message: error.message });
       logger.error("durable management API failure", { error });
       send(res, 500, { message: "internal server error" });
     });
@@ -99,7 +110,8 @@ export function createManagementApi(engine: DurableEngine, logger: Logger, baseP
     if (parts[0] === "orchestrators" && method === "POST" && (parts.length === 2 || parts.length === 3)) {
       const name = parts[1] ?? "";
       const instanceId = parts[2];
-      if (instanceId !== undefined && !INSTANCE_ID.test(instanceId)) return send(res, 400, { message: "invalid instance id" });
+      if (instanceId !== undefined && !INSTANCE_ID.test(instanceId))
+        return send(res, 400, { message: "invalid instance id" });
       const input = jsonOrNull(await readBody(req));
       try {
         const id = await engine.startNew(name, instanceId, input);
@@ -126,7 +138,10 @@ export function createManagementApi(engine: DurableEngine, logger: Logger, baseP
         createdTo: dateParam(url, "createdTimeTo"),
       };
       if (method === "GET") {
-        const page = await engine.list(filter, (req.headers["x-ms-continuation-token"] as string | undefined) ?? undefined);
+        const page = await engine.list(
+          filter,
+          (req.headers["x-ms-continuation-token"] as string | undefined) ?? undefined,
+        );
         return send(res, 200, page.items, page.continuation ? { "x-ms-continuation-token": page.continuation } : {});
       }
       if (method === "DELETE") {
@@ -149,7 +164,10 @@ export function createManagementApi(engine: DurableEngine, logger: Logger, baseP
         const status = await engine.getStatus(instanceId, url.searchParams.get("showHistory") === "true");
         if (!status) return send(res, 404, { message: "instance not found" });
         const body = url.searchParams.get("showInput") === "false" ? { ...status, input: null } : status;
-        const active = status.runtimeStatus === "Pending" || status.runtimeStatus === "Running" || status.runtimeStatus === "Suspended";
+        const active =
+          status.runtimeStatus === "Pending" ||
+          status.runtimeStatus === "Running" ||
+          status.runtimeStatus === "Suspended";
         return send(res, active ? 202 : 200, body);
       }
       if (method === "DELETE") {

@@ -4,7 +4,14 @@ import { isStatus, packText, unpackText } from "../../shared/storage/table-text.
 import { storageClientOptions } from "../../shared/storage/endpoints.js";
 
 /** Runtime statuses as Durable Functions reports them. */
-export type RuntimeStatus = "Pending" | "Running" | "Completed" | "ContinuedAsNew" | "Failed" | "Terminated" | "Suspended";
+export type RuntimeStatus =
+  | "Pending"
+  | "Running"
+  | "Completed"
+  | "ContinuedAsNew"
+  | "Failed"
+  | "Terminated"
+  | "Suspended";
 
 export const TERMINAL_STATUSES: ReadonlySet<RuntimeStatus> = new Set(["Completed", "Failed", "Terminated"]);
 
@@ -135,14 +142,18 @@ export class DurableStore {
     );
   }
 
-  async *listInstances(filter: { statuses?: RuntimeStatus[]; createdFrom?: Date; createdTo?: Date } = {}): AsyncIterable<InstanceRecord> {
+  async *listInstances(
+    filter: { statuses?: RuntimeStatus[]; createdFrom?: Date; createdTo?: Date } = {},
+  ): AsyncIterable<InstanceRecord> {
     const clauses = [odata`PartitionKey eq ${"i"}`];
     if (filter.statuses && filter.statuses.length > 0) {
       clauses.push(`(${filter.statuses.map((s) => odata`status eq ${s}`).join(" or ")})`);
     }
     if (filter.createdFrom) clauses.push(odata`createdTime ge ${filter.createdFrom.toISOString()}`);
     if (filter.createdTo) clauses.push(odata`createdTime le ${filter.createdTo.toISOString()}`);
-    for await (const e of this.instances.listEntities<Record<string, unknown>>({ queryOptions: { filter: clauses.join(" and ") } })) {
+    for await (const e of this.instances.listEntities<Record<string, unknown>>({
+      queryOptions: { filter: clauses.join(" and ") },
+    })) {
       yield this.toRecord(e);
     }
   }
@@ -163,7 +174,11 @@ export class DurableStore {
         (event, i) =>
           [
             "upsert",
-            { partitionKey: instanceId, rowKey: historyRowKey(fromIndex + start + i), ...packText("event", JSON.stringify(event)) },
+            {
+              partitionKey: instanceId,
+              rowKey: historyRowKey(fromIndex + start + i),
+              ...packText("event", JSON.stringify(event)),
+            },
             "Replace",
           ] as const,
       );
@@ -173,7 +188,11 @@ export class DurableStore {
 
   async enqueue(instanceId: string, event: HistoryEvent): Promise<string> {
     const id = `${INBOX_PREFIX}${Date.now().toString().padStart(15, "0")}-${randomUUID()}`;
-    await this.history.createEntity({ partitionKey: instanceId, rowKey: id, ...packText("event", JSON.stringify(event)) });
+    await this.history.createEntity({
+      partitionKey: instanceId,
+      rowKey: id,
+      ...packText("event", JSON.stringify(event)),
+    });
     return id;
   }
 
@@ -211,7 +230,9 @@ export class DurableStore {
     const existing = await this.getInstance(instanceId);
     if (!existing) return false;
     const keys: string[] = [];
-    for await (const e of this.history.listEntities({ queryOptions: { filter: odata`PartitionKey eq ${instanceId}`, select: ["RowKey"] } })) {
+    for await (const e of this.history.listEntities({
+      queryOptions: { filter: odata`PartitionKey eq ${instanceId}`, select: ["RowKey"] },
+    })) {
       keys.push(String(e.rowKey));
     }
     for (const key of keys) await this.history.deleteEntity(instanceId, key).catch(() => undefined);
@@ -219,4 +240,3 @@ export class DurableStore {
     return true;
   }
 }
-

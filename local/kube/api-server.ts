@@ -4,7 +4,17 @@ import type { Logger } from "../../shared/logging/logger.js";
 import type { DeleteOptions, Deleter, PropagationPolicy } from "./deletion.js";
 import type { Kubelet } from "./kubelet.js";
 import { admit, type Any, field, withSecretData } from "./objects.js";
-import { apiVersionOf, findResource, groupList, groupOf, podStatusText, RESOURCES, type ResourceDef, resourceList, toTable } from "./resources.js";
+import {
+  apiVersionOf,
+  findResource,
+  groupList,
+  groupOf,
+  podStatusText,
+  RESOURCES,
+  type ResourceDef,
+  resourceList,
+  toTable,
+} from "./resources.js";
 import { type KubeObject, parseFieldSelector, parseLabelSelector, SelectorError, type Selector } from "./selectors.js";
 import { KubeStatusError, notFound, type ObjectStore, type StoreEvent } from "./store.js";
 
@@ -21,13 +31,36 @@ export interface FaultRule {
 }
 
 /** The Kubernetes version this server reports (`/version`, node `kubeletVersion`). */
-export const KUBE_VERSION = { major: "1", minor: "32", gitVersion: "v1.32.0-blastplane-local", platform: "linux/amd64" };
+export const KUBE_VERSION = {
+  major: "1",
+  minor: "32",
+  gitVersion: "v1.32.0-blastplane-local",
+  platform: "linux/amd64",
+};
 
 const BODY_LIMIT_BYTES = 3 * 1024 * 1024;
-const STATUS_REASON: Record<number, string> = { 400: "BadRequest", 401: "Unauthorized", 404: "NotFound", 405: "MethodNotAllowed", 415: "UnsupportedMediaType", 429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable" };
+const STATUS_REASON: Record<number, string> = {
+  400: "BadRequest",
+  401: "Unauthorized",
+  404: "NotFound",
+  405: "MethodNotAllowed",
+  415: "UnsupportedMediaType",
+  429: "TooManyRequests",
+  500: "InternalError",
+  503: "ServiceUnavailable",
+};
 
 function statusBody(code: number, reason: string, message: string, details?: Record<string, unknown>): Any {
-  return { kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message, reason, ...(details ? { details } : {}), code };
+  return {
+    kind: "Status",
+    apiVersion: "v1",
+    metadata: {},
+    status: "Failure",
+    message,
+    reason,
+    ...(details ? { details } : {}),
+    code,
+  };
 }
 
 function sendJson(res: ServerResponse, code: number, body: unknown, headers: Record<string, string> = {}): void {
@@ -45,7 +78,8 @@ async function readBody(req: IncomingMessage): Promise<unknown> {
   let size = 0;
   for await (const chunk of req) {
     size += (chunk as Buffer).length;
-    if (size > BODY_LIMIT_BYTES) throw new KubeStatusError(413, "RequestEntityTooLarge", "the request body is too large");
+    if (size > BODY_LIMIT_BYTES)
+      throw new KubeStatusError(413, "RequestEntityTooLarge", "the request body is too large");
     chunks.push(chunk as Buffer);
   }
   if (size === 0) return undefined;
@@ -59,7 +93,8 @@ async function readBody(req: IncomingMessage): Promise<unknown> {
 /** RFC 7386 merge patch (strategic merge patches are read as merge patches here). */
 function mergePatch(target: unknown, patch: unknown): unknown {
   if (patch === null || typeof patch !== "object" || Array.isArray(patch)) return patch;
-  const out: Any = target !== null && typeof target === "object" && !Array.isArray(target) ? { ...(target as Any) } : {};
+  const out: Any =
+    target !== null && typeof target === "object" && !Array.isArray(target) ? { ...(target as Any) } : {};
   for (const [k, v] of Object.entries(patch as Any)) {
     if (v === null) delete out[k];
     else out[k] = mergePatch(out[k], v);
@@ -164,7 +199,12 @@ export class ApiServer {
     this.serve(req, res).catch((error: unknown) => {
       if (error instanceof KubeStatusError) return sendStatus(res, error);
       this.o.logger.error("local API server request failed", { error, url: req.url });
-      if (!res.headersSent) sendJson(res, 500, statusBody(500, "InternalError", "an error on the server has prevented the request from succeeding"));
+      if (!res.headersSent)
+        sendJson(
+          res,
+          500,
+          statusBody(500, "InternalError", "an error on the server has prevented the request from succeeding"),
+        );
       else res.destroy();
     });
   };
@@ -189,14 +229,33 @@ export class ApiServer {
       res.end("ok");
       return;
     }
-    if (url.pathname === "/version") return sendJson(res, 200, { ...KUBE_VERSION, gitCommit: "", gitTreeState: "clean", buildDate: "2026-01-01T00:00:00Z", goVersion: "n/a", compiler: "n/a" });
+    if (url.pathname === "/version")
+      return sendJson(res, 200, {
+        ...KUBE_VERSION,
+        gitCommit: "",
+        gitTreeState: "clean",
+        buildDate: "2026-01-01T00:00:00Z",
+        goVersion: "n/a",
+        compiler: "n/a",
+      });
     if (!this.authorized(req)) return sendJson(res, 401, statusBody(401, "Unauthorized", "Unauthorized"));
-    const fault = this.faults.find((f) => f.times > 0 && (!f.method || f.method === method) && (!f.path || f.path.test(`${url.pathname}${url.search}`)));
+    const fault = this.faults.find(
+      (f) =>
+        f.times > 0 && (!f.method || f.method === method) && (!f.path || f.path.test(`${url.pathname}${url.search}`)),
+    );
     if (fault) {
       fault.times--;
       this.record(method, `fault:${url.pathname}`, fault.status);
-      const message = fault.status === 429 ? "the server has received too many requests and has asked us to try again later" : "an error on the server has prevented the request from succeeding";
-      return sendJson(res, fault.status, statusBody(fault.status, STATUS_REASON[fault.status] ?? "InternalError", message), fault.retryAfterSeconds ? { "Retry-After": String(fault.retryAfterSeconds) } : {});
+      const message =
+        fault.status === 429
+          ? "the server has received too many requests and has asked us to try again later"
+          : "an error on the server has prevented the request from succeeding";
+      return sendJson(
+        res,
+        fault.status,
+        statusBody(fault.status, STATUS_REASON[fault.status] ?? "InternalError", message),
+        fault.retryAfterSeconds ? { "Retry-After": String(fault.retryAfterSeconds) } : {},
+      );
     }
     if (url.pathname === "/metrics") {
       const lines = ["# TYPE apiserver_request_total counter"];
@@ -223,10 +282,16 @@ export class ApiServer {
   }
 
   private discovery(pathname: string, segments: string[]): Any | undefined {
-    if (pathname === "/api") return { kind: "APIVersions", versions: ["v1"], serverAddressByClientCIDRs: [{ clientCIDR: "0.0.0.0/0", serverAddress: "127.0.0.1" }] };
+    if (pathname === "/api")
+      return {
+        kind: "APIVersions",
+        versions: ["v1"],
+        serverAddressByClientCIDRs: [{ clientCIDR: "0.0.0.0/0", serverAddress: "127.0.0.1" }],
+      };
     if (pathname === "/apis") return groupList();
     if (segments[0] === "api" && segments.length === 2) return resourceList("", segments[1] ?? "");
-    if (segments[0] === "apis" && segments.length === 2 && RESOURCES.some((r) => r.group === segments[1])) return groupOf(segments[1] ?? "");
+    if (segments[0] === "apis" && segments.length === 2 && RESOURCES.some((r) => r.group === segments[1]))
+      return groupOf(segments[1] ?? "");
     if (segments[0] === "apis" && segments.length === 3) return resourceList(segments[1] ?? "", segments[2] ?? "");
     return undefined;
   }
@@ -250,7 +315,12 @@ export class ApiServer {
         const items = this.o.store.list(def.plural, namespace, selector);
         const rv = this.o.store.resourceVersion;
         if (wantsTable) return respond("LIST", 200, toTable(def.plural, items, rv));
-        return respond("LIST", 200, { kind: `${def.kind}List`, apiVersion: apiVersionOf(def), metadata: { resourceVersion: rv }, items });
+        return respond("LIST", 200, {
+          kind: `${def.kind}List`,
+          apiVersion: apiVersionOf(def),
+          metadata: { resourceVersion: rv },
+          items,
+        });
       }
       if (method === "GET" && name !== undefined && sub === "log") return this.logs(res, namespace, name, q, label);
       if (method === "GET" && name !== undefined) {
@@ -260,7 +330,8 @@ export class ApiServer {
       }
       if (method === "POST" && name === undefined) {
         const body = (await readBody(req)) as KubeObject | undefined;
-        if (!body || typeof body !== "object") throw new KubeStatusError(400, "BadRequest", "the request body must be an object");
+        if (!body || typeof body !== "object")
+          throw new KubeStatusError(400, "BadRequest", "the request body must be an object");
         this.created.push({ resource: def.plural, body: structuredClone(body) });
         if (this.created.length > 1000) this.created.shift();
         const admitted = admit(def, namespace, body, this.o.store);
@@ -271,7 +342,11 @@ export class ApiServer {
         const body = await readBody(req);
         const type = req.headers["content-type"] ?? "application/json";
         if (method === "PATCH" && !/merge-patch\+json|strategic-merge-patch\+json/.test(type)) {
-          throw new KubeStatusError(415, "UnsupportedMediaType", `the body of the request was in an unknown format - accepted media types include: application/merge-patch+json, application/strategic-merge-patch+json`);
+          throw new KubeStatusError(
+            415,
+            "UnsupportedMediaType",
+            `the body of the request was in an unknown format - accepted media types include: application/merge-patch+json, application/strategic-merge-patch+json`,
+          );
         }
         const expectedRv = method === "PUT" ? field<string>(body, "metadata", "resourceVersion") : undefined;
         const updated = this.o.store.update(
@@ -293,11 +368,19 @@ export class ApiServer {
         const body = ((await readBody(req)) ?? {}) as Any;
         const options: DeleteOptions = {
           propagationPolicy: (q.get("propagationPolicy") ?? body.propagationPolicy) as PropagationPolicy | undefined,
-          gracePeriodSeconds: q.has("gracePeriodSeconds") ? Number(q.get("gracePeriodSeconds")) : (body.gracePeriodSeconds as number | undefined),
-          orphanDependents: q.has("orphanDependents") ? q.get("orphanDependents") === "true" : (body.orphanDependents as boolean | undefined),
+          gracePeriodSeconds: q.has("gracePeriodSeconds")
+            ? Number(q.get("gracePeriodSeconds"))
+            : (body.gracePeriodSeconds as number | undefined),
+          orphanDependents: q.has("orphanDependents")
+            ? q.get("orphanDependents") === "true"
+            : (body.orphanDependents as boolean | undefined),
         };
         if (options.propagationPolicy && !["Background", "Foreground", "Orphan"].includes(options.propagationPolicy)) {
-          throw new KubeStatusError(422, "Invalid", `DeleteOptions.meta.k8s.io is invalid: propagationPolicy: Unsupported value: "${options.propagationPolicy}"`);
+          throw new KubeStatusError(
+            422,
+            "Invalid",
+            `DeleteOptions.meta.k8s.io is invalid: propagationPolicy: Unsupported value: "${options.propagationPolicy}"`,
+          );
         }
         if (name === undefined) {
           const items = this.o.store.list(def.plural, namespace, this.selector(q, namespace));
@@ -308,15 +391,32 @@ export class ApiServer {
               if (!(error instanceof KubeStatusError && error.code === 404)) throw error;
             }
           }
-          return respond("DELETECOLLECTION", 200, { kind: "Status", apiVersion: "v1", metadata: {}, status: "Success", details: { kind: def.plural, group: def.group } });
+          return respond("DELETECOLLECTION", 200, {
+            kind: "Status",
+            apiVersion: "v1",
+            metadata: {},
+            status: "Success",
+            details: { kind: def.plural, group: def.group },
+          });
         }
         const { object, gone } = this.o.deleter.delete(def.plural, namespace, name, options);
         if (!gone || def.plural === "pods") return respond("DELETE", 200, object);
-        return respond("DELETE", 200, { kind: "Status", apiVersion: "v1", metadata: {}, status: "Success", details: { name, group: def.group, kind: def.plural, uid: object.metadata.uid } });
+        return respond("DELETE", 200, {
+          kind: "Status",
+          apiVersion: "v1",
+          metadata: {},
+          status: "Success",
+          details: { name, group: def.group, kind: def.plural, uid: object.metadata.uid },
+        });
       }
-      throw new KubeStatusError(405, "MethodNotAllowed", `the server does not allow this method on the requested resource`);
+      throw new KubeStatusError(
+        405,
+        "MethodNotAllowed",
+        `the server does not allow this method on the requested resource`,
+      );
     } catch (error) {
-      if (error instanceof KubeStatusError) this.record(method === "GET" && name === undefined ? "LIST" : method, label, error.code);
+      if (error instanceof KubeStatusError)
+        this.record(method === "GET" && name === undefined ? "LIST" : method, label, error.code);
       throw error;
     }
   }
@@ -327,7 +427,13 @@ export class ApiServer {
     return (o) => (namespace === undefined || o.metadata.namespace === namespace) && labels(o) && fields(o);
   }
 
-  private logs(res: ServerResponse, namespace: string | undefined, name: string, q: URLSearchParams, label: string): void {
+  private logs(
+    res: ServerResponse,
+    namespace: string | undefined,
+    name: string,
+    q: URLSearchParams,
+    label: string,
+  ): void {
     const pod = this.o.store.get("pods", namespace, name);
     if (!pod) {
       this.record("GET", label, 404);
@@ -337,7 +443,11 @@ export class ApiServer {
     const buffer = this.o.kubelet.logs(String(pod.metadata.uid));
     if (!buffer || (field(pod, "status", "phase") === "Pending" && buffer.text() === "")) {
       this.record("GET", label, 400);
-      throw new KubeStatusError(400, "BadRequest", `container "${container}" in pod "${name}" is waiting to start: ${podStatusText(pod)}`);
+      throw new KubeStatusError(
+        400,
+        "BadRequest",
+        `container "${container}" in pod "${name}" is waiting to start: ${podStatusText(pod)}`,
+      );
     }
     this.record("GET", label, 200);
     let text = buffer.text();
@@ -348,7 +458,10 @@ export class ApiServer {
       text = lines.slice(-Math.max(0, Number(tail))).join("\n") + (ending === "" ? "\n" : "");
     }
     const limit = q.get("limitBytes");
-    if (limit !== null) text = Buffer.from(text).subarray(0, Math.max(0, Number(limit))).toString("utf8");
+    if (limit !== null)
+      text = Buffer.from(text)
+        .subarray(0, Math.max(0, Number(limit)))
+        .toString("utf8");
     res.writeHead(200, { "Content-Type": "text/plain" });
     res.write(text);
     if (q.get("follow") !== "true" || buffer.ended) {
@@ -364,7 +477,13 @@ export class ApiServer {
    * objects as ADDED first when none is given; changes into or out of the selector's set arrive as
    * ADDED and DELETED; BOOKMARKs carry the current version when `allowWatchBookmarks=true`.
    */
-  private watch(req: IncomingMessage, res: ServerResponse, def: ResourceDef, selector: Selector, q: URLSearchParams): void {
+  private watch(
+    req: IncomingMessage,
+    res: ServerResponse,
+    def: ResourceDef,
+    selector: Selector,
+    q: URLSearchParams,
+  ): void {
     res.writeHead(200, { "Content-Type": "application/json", "Transfer-Encoding": "chunked" });
     const write = (type: string, object: unknown) => res.write(`${JSON.stringify({ type, object })}\n`);
     const expired = (rv: string) =>
@@ -420,7 +539,12 @@ export class ApiServer {
       }
     }
     const bookmarks = setInterval(() => {
-      if (q.get("allowWatchBookmarks") === "true") write("BOOKMARK", { kind: def.kind, apiVersion: apiVersionOf(def), metadata: { resourceVersion: this.o.store.resourceVersion } });
+      if (q.get("allowWatchBookmarks") === "true")
+        write("BOOKMARK", {
+          kind: def.kind,
+          apiVersion: apiVersionOf(def),
+          metadata: { resourceVersion: this.o.store.resourceVersion },
+        });
     }, this.o.bookmarkIntervalMs);
     bookmarks.unref();
     const timeoutSeconds = Number(q.get("timeoutSeconds") ?? 1800);

@@ -68,7 +68,12 @@ export function blastPoolNodes(count: number, memoryBytes: number, cpu: number):
 }
 
 function nodeObject(spec: LocalNodeSpec): KubeObject {
-  const resources = { cpu: cpuQuantity(spec.cpu), memory: memoryQuantity(spec.memoryBytes), pods: "110", "ephemeral-storage": "100Gi" };
+  const resources = {
+    cpu: cpuQuantity(spec.cpu),
+    memory: memoryQuantity(spec.memoryBytes),
+    pods: "110",
+    "ephemeral-storage": "100Gi",
+  };
   const now = timestamp();
   return {
     apiVersion: "v1",
@@ -88,8 +93,22 @@ function nodeObject(spec: LocalNodeSpec): KubeObject {
       capacity: resources,
       allocatable: resources,
       conditions: [
-        { type: "MemoryPressure", status: "False", reason: "KubeletHasSufficientMemory", message: "kubelet has sufficient memory available", lastHeartbeatTime: now, lastTransitionTime: now },
-        { type: "Ready", status: "True", reason: "KubeletReady", message: "kubelet is posting ready status", lastHeartbeatTime: now, lastTransitionTime: now },
+        {
+          type: "MemoryPressure",
+          status: "False",
+          reason: "KubeletHasSufficientMemory",
+          message: "kubelet has sufficient memory available",
+          lastHeartbeatTime: now,
+          lastTransitionTime: now,
+        },
+        {
+          type: "Ready",
+          status: "True",
+          reason: "KubeletReady",
+          message: "kubelet is posting ready status",
+          lastHeartbeatTime: now,
+          lastTransitionTime: now,
+        },
       ],
       addresses: [
         { type: "InternalIP", address: "127.0.0.1" },
@@ -120,15 +139,35 @@ export function servingCertificate(dir: string): { key: string; cert: string } {
   const certFile = path.join(dir, "apiserver.crt");
   if (!existsSync(keyFile) || !existsSync(certFile)) {
     mkdirSync(dir, { recursive: true });
-    execFileSync("openssl", [
-      "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "3650",
-      "-subj", "/CN=blastplane-local-apiserver",
-      "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
-      "-addext", "basicConstraints=critical,CA:TRUE",
-      "-addext", "keyUsage=critical,digitalSignature,keyCertSign",
-      "-addext", "extendedKeyUsage=serverAuth",
-      "-keyout", keyFile, "-out", certFile,
-    ], { stdio: "ignore" });
+    execFileSync(
+      "openssl",
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-days",
+        "3650",
+        "-subj",
+        "/CN=blastplane-local-apiserver",
+        "-addext",
+        "subjectAltName=IP:127.0.0.1,DNS:localhost",
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+        "-addext",
+        "keyUsage=critical,digitalSignature,keyCertSign",
+        "-addext",
+        "extendedKeyUsage=serverAuth",
+        "-keyout",
+        keyFile,
+        "-out",
+        certFile,
+      ],
+      { stdio: "ignore" },
+    );
   }
   return { key: readFileSync(keyFile, "utf8"), cert: readFileSync(certFile, "utf8") };
 }
@@ -139,9 +178,16 @@ export function kubeconfigText(url: string, caCert: string, token: string, names
     {
       apiVersion: "v1",
       kind: "Config",
-      clusters: [{ name: "blastplane-local", cluster: { server: url, "certificate-authority-data": Buffer.from(caCert).toString("base64") } }],
+      clusters: [
+        {
+          name: "blastplane-local",
+          cluster: { server: url, "certificate-authority-data": Buffer.from(caCert).toString("base64") },
+        },
+      ],
       users: [{ name: "blastplane-local", user: { token } }],
-      contexts: [{ name: "blastplane-local", context: { cluster: "blastplane-local", user: "blastplane-local", namespace } }],
+      contexts: [
+        { name: "blastplane-local", context: { cluster: "blastplane-local", user: "blastplane-local", namespace } },
+      ],
       "current-context": "blastplane-local",
       preferences: {},
     },
@@ -161,7 +207,13 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
   const token = randomBytes(24).toString("base64url");
   for (const ns of ["default", "kube-system", ...(options.namespaces ?? [])]) {
     if (!store.get("namespaces", undefined, ns)) {
-      store.create("namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: ns, labels: { "kubernetes.io/metadata.name": ns } }, spec: { finalizers: ["kubernetes"] }, status: { phase: "Active" } });
+      store.create("namespaces", {
+        apiVersion: "v1",
+        kind: "Namespace",
+        metadata: { name: ns, labels: { "kubernetes.io/metadata.name": ns } },
+        spec: { finalizers: ["kubernetes"] },
+        status: { phase: "Active" },
+      });
     }
   }
   for (const node of options.nodes) store.create("nodes", nodeObject(node));
@@ -176,8 +228,19 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
   });
   const scheduler = new Scheduler(store);
   const jobs = new JobController(store, deleter, { podBackoffMs: options.podBackoffMs ?? 1000 });
-  const daemonSets = new DaemonSetController(store, deleter, (podSpec, node) => nodeMismatch(podSpec, node) === undefined);
-  const api = new ApiServer({ store, deleter, kubelet, token, logger: options.logger, bookmarkIntervalMs: options.bookmarkIntervalMs ?? 10_000 });
+  const daemonSets = new DaemonSetController(
+    store,
+    deleter,
+    (podSpec, node) => nodeMismatch(podSpec, node) === undefined,
+  );
+  const api = new ApiServer({
+    store,
+    deleter,
+    kubelet,
+    token,
+    logger: options.logger,
+    bookmarkIntervalMs: options.bookmarkIntervalMs ?? 10_000,
+  });
   const tls = servingCertificate(path.join(options.dataDir, "kube-pki"));
   const server = https.createServer({ key: tls.key, cert: tls.cert }, api.handle);
   server.requestTimeout = 0;
@@ -189,7 +252,9 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
   const url = `https://${host}:${port}`;
   const kubeconfigPath = options.kubeconfigPath ?? path.join(options.dataDir, "kubeconfig");
   mkdirSync(path.dirname(kubeconfigPath), { recursive: true });
-  writeFileDurablySync(kubeconfigPath, kubeconfigText(url, tls.cert, token, options.namespaces?.[0] ?? "default"), { mode: 0o600 });
+  writeFileDurablySync(kubeconfigPath, kubeconfigText(url, tls.cert, token, options.namespaces?.[0] ?? "default"), {
+    mode: 0o600,
+  });
   options.logger.info("local Kubernetes API ready", { url, nodes: options.nodes.length, kubeconfig: kubeconfigPath });
   return {
     url,

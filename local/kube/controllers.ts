@@ -1,5 +1,16 @@
 import type { Deleter } from "./deletion.js";
-import { type Any, type Condition, controllerRef, defaultPodSpec, field, ownedBy, randomSuffix, recordEvent, setCondition, timestamp } from "./objects.js";
+import {
+  type Any,
+  type Condition,
+  controllerRef,
+  defaultPodSpec,
+  field,
+  ownedBy,
+  randomSuffix,
+  recordEvent,
+  setCondition,
+  timestamp,
+} from "./objects.js";
 import type { KubeObject } from "./selectors.js";
 import type { ObjectStore } from "./store.js";
 
@@ -41,10 +52,13 @@ class WorkQueue {
     const existing = this.timers.get(key);
     if (existing && existing.dueAt <= dueAt) return;
     clearTimeout(existing?.timer);
-    const timer = setTimeout(() => {
-      this.timers.delete(key);
-      this.add(key);
-    }, Math.max(0, delayMs));
+    const timer = setTimeout(
+      () => {
+        this.timers.delete(key);
+        this.add(key);
+      },
+      Math.max(0, delayMs),
+    );
     timer.unref();
     this.timers.set(key, { timer, dueAt });
   }
@@ -95,8 +109,7 @@ export class JobController {
         if (event.type === "DELETED") {
           this.counted.delete(String(event.object.metadata.uid));
           this.failures.delete(String(event.object.metadata.uid));
-        }
-        else this.queue.add(nsKey(event.object));
+        } else this.queue.add(nsKey(event.object));
       } else if (event.resource === "pods") {
         const owner = (event.object.metadata.ownerReferences ?? []).find((r) => r.kind === "Job" && r.controller);
         if (!owner) return;
@@ -172,13 +185,18 @@ export class JobController {
     const failed = Number(status.failed ?? 0);
     if (failed > (this.failures.get(uid)?.count ?? 0)) this.failures.set(uid, { count: failed, at: now });
     const backoffLimit = Number(spec.backoffLimit ?? 6);
-    const deadline = spec.activeDeadlineSeconds === undefined ? undefined : Date.parse(String(status.startTime)) + Number(spec.activeDeadlineSeconds) * 1000;
+    const deadline =
+      spec.activeDeadlineSeconds === undefined
+        ? undefined
+        : Date.parse(String(status.startTime)) + Number(spec.activeDeadlineSeconds) * 1000;
 
     let failure: { reason: string; message: string } | undefined;
     const target = conditions.find((c) => c.type === "FailureTarget" && c.status === "True");
     if (target) failure = { reason: String(target.reason), message: String(target.message) };
-    else if (failed > backoffLimit) failure = { reason: "BackoffLimitExceeded", message: "Job has reached the specified backoff limit" };
-    else if (deadline !== undefined && now >= deadline) failure = { reason: "DeadlineExceeded", message: "Job was active longer than specified deadline" };
+    else if (failed > backoffLimit)
+      failure = { reason: "BackoffLimitExceeded", message: "Job has reached the specified backoff limit" };
+    else if (deadline !== undefined && now >= deadline)
+      failure = { reason: "DeadlineExceeded", message: "Job was active longer than specified deadline" };
 
     if (failure) {
       if (!target) {
@@ -188,9 +206,19 @@ export class JobController {
       for (const pod of active) this.deleter.delete("pods", namespace, pod.metadata.name);
       if (live.length === 0) conditions = setCondition(conditions, { type: "Failed", status: "True", ...failure });
     } else if (succeeded >= Number(spec.completions ?? 1)) {
-      conditions = setCondition(conditions, { type: "SuccessCriteriaMet", status: "True", reason: "CompletionsReached", message: "Reached expected number of succeeded pods" });
+      conditions = setCondition(conditions, {
+        type: "SuccessCriteriaMet",
+        status: "True",
+        reason: "CompletionsReached",
+        message: "Reached expected number of succeeded pods",
+      });
       if (live.length === 0) {
-        conditions = setCondition(conditions, { type: "Complete", status: "True", reason: "CompletionsReached", message: "Reached expected number of succeeded pods" });
+        conditions = setCondition(conditions, {
+          type: "Complete",
+          status: "True",
+          reason: "CompletionsReached",
+          message: "Reached expected number of succeeded pods",
+        });
         status.completionTime = timestamp(now);
         recordEvent(this.store, current, "Normal", "Completed", "Job completed", "job-controller");
       }
@@ -203,7 +231,9 @@ export class JobController {
     }
     status.active = active.length;
     status.terminating = terminating;
-    status.ready = active.filter((p) => (field<Condition[]>(p, "status", "conditions") ?? []).some((c) => c.type === "Ready" && c.status === "True")).length;
+    status.ready = active.filter((p) =>
+      (field<Condition[]>(p, "status", "conditions") ?? []).some((c) => c.type === "Ready" && c.status === "True"),
+    ).length;
     status.uncountedTerminatedPods = {};
     status.conditions = conditions;
     this.store.update("jobs", namespace, name, (j) => ({ ...j, status: cleanStatus(status) }));
@@ -233,7 +263,9 @@ export class JobController {
   private expireAfterTtl(job: KubeObject): void {
     const ttl = field<number>(job, "spec", "ttlSecondsAfterFinished");
     if (ttl === undefined || job.metadata.deletionTimestamp) return;
-    const finished = (field<Condition[]>(job, "status", "conditions") ?? []).find((c) => (c.type === "Complete" || c.type === "Failed") && c.status === "True");
+    const finished = (field<Condition[]>(job, "status", "conditions") ?? []).find(
+      (c) => (c.type === "Complete" || c.type === "Failed") && c.status === "True",
+    );
     const at = Date.parse(String(finished?.lastTransitionTime ?? "")) + ttl * 1000;
     if (Date.now() >= at) {
       try {
@@ -295,11 +327,24 @@ export class DaemonSetController {
       const pod = this.store.create("pods", {
         apiVersion: "v1",
         kind: "Pod",
-        metadata: { ...metadata, name: `${name}-${randomSuffix()}`, generateName: `${name}-`, namespace, ownerReferences: [controllerRef(ds)] },
+        metadata: {
+          ...metadata,
+          name: `${name}-${randomSuffix()}`,
+          generateName: `${name}-`,
+          namespace,
+          ownerReferences: [controllerRef(ds)],
+        },
         spec: { ...defaultPodSpec(podSpec), nodeName: node.metadata.name },
         status: { phase: "Pending", qosClass: "Burstable" },
       });
-      recordEvent(this.store, ds, "Normal", "SuccessfulCreate", `Created pod: ${pod.metadata.name}`, "daemonset-controller");
+      recordEvent(
+        this.store,
+        ds,
+        "Normal",
+        "SuccessfulCreate",
+        `Created pod: ${pod.metadata.name}`,
+        "daemonset-controller",
+      );
     }
     const nodeNames = new Set(nodes.map((n) => n.metadata.name));
     for (const pod of pods) {
@@ -311,8 +356,14 @@ export class DaemonSetController {
         }
       }
     }
-    const current = this.store.list("pods", namespace, (p) => ownedBy(p, ds.metadata.uid) && !p.metadata.deletionTimestamp);
-    const ready = current.filter((p) => (field<Condition[]>(p, "status", "conditions") ?? []).some((c) => c.type === "Ready" && c.status === "True")).length;
+    const current = this.store.list(
+      "pods",
+      namespace,
+      (p) => ownedBy(p, ds.metadata.uid) && !p.metadata.deletionTimestamp,
+    );
+    const ready = current.filter((p) =>
+      (field<Condition[]>(p, "status", "conditions") ?? []).some((c) => c.type === "Ready" && c.status === "True"),
+    ).length;
     this.store.update("daemonsets", namespace, name, (d) => ({
       ...d,
       status: {

@@ -35,17 +35,27 @@ export class Deleter {
   }
 
   /** Deletes one object; returns it (with `deletionTimestamp` when it is not gone yet) and whether it is gone. */
-  delete(resource: string, namespace: string | undefined, name: string, options: DeleteOptions = {}): { object: KubeObject; gone: boolean } {
+  delete(
+    resource: string,
+    namespace: string | undefined,
+    name: string,
+    options: DeleteOptions = {},
+  ): { object: KubeObject; gone: boolean } {
     const obj = this.store.get(resource, namespace, name);
     if (!obj) throw notFound(resource, name);
     if (resource === "pods") return this.deletePod(obj, options.gracePeriodSeconds);
     if (resource === "nodes") {
       // A node lost: its pods go at once (their processes are killed by the kubelet).
-      for (const pod of this.store.list("pods", undefined, (p) => field(p, "spec", "nodeName") === name)) this.deletePod(pod, 0);
+      for (const pod of this.store.list("pods", undefined, (p) => field(p, "spec", "nodeName") === name))
+        this.deletePod(pod, 0);
       return { object: this.store.remove("nodes", undefined, name) ?? obj, gone: true };
     }
     if (resource === "namespaces") {
-      this.store.update("namespaces", undefined, name, (ns) => ({ ...ns, metadata: { ...ns.metadata, deletionTimestamp: timestamp() }, status: { phase: "Terminating" } }));
+      this.store.update("namespaces", undefined, name, (ns) => ({
+        ...ns,
+        metadata: { ...ns.metadata, deletionTimestamp: timestamp() },
+        status: { phase: "Terminating" },
+      }));
       for (const def of RESOURCES.filter((r) => r.namespaced)) {
         for (const item of this.store.list(def.plural, name)) {
           if (def.plural === "pods") this.deletePod(item, 0);
@@ -54,7 +64,15 @@ export class Deleter {
       }
       return { object: this.store.remove("namespaces", undefined, name) ?? obj, gone: true };
     }
-    const policy = options.propagationPolicy ?? (options.orphanDependents === true ? "Orphan" : options.orphanDependents === false ? "Background" : resource === "jobs" ? "Orphan" : "Background");
+    const policy =
+      options.propagationPolicy ??
+      (options.orphanDependents === true
+        ? "Orphan"
+        : options.orphanDependents === false
+          ? "Background"
+          : resource === "jobs"
+            ? "Orphan"
+            : "Background");
     const dependents = this.dependentsOf(obj);
     if (policy === "Orphan") {
       for (const d of dependents) {
@@ -70,7 +88,11 @@ export class Deleter {
     if (policy === "Foreground" && dependents.length > 0) {
       const marked = this.store.update(resource, namespace, name, (o) => ({
         ...o,
-        metadata: { ...o.metadata, deletionTimestamp: o.metadata.deletionTimestamp ?? timestamp(), finalizers: [...new Set([...(o.metadata.finalizers ?? []), FOREGROUND])] },
+        metadata: {
+          ...o.metadata,
+          deletionTimestamp: o.metadata.deletionTimestamp ?? timestamp(),
+          finalizers: [...new Set([...(o.metadata.finalizers ?? []), FOREGROUND])],
+        },
       }));
       for (const d of dependents) this.deleteDependent(d);
       return { object: marked, gone: false };
@@ -97,7 +119,16 @@ export class Deleter {
     }
     // The kubelet sees the timestamp, stops the container within the grace period, then removes the pod.
     const marked = this.store.update("pods", pod.metadata.namespace, pod.metadata.name, (p) =>
-      p.metadata.deletionTimestamp ? undefined : { ...p, metadata: { ...p.metadata, deletionTimestamp: timestamp(Date.now() + grace * 1000), deletionGracePeriodSeconds: grace } },
+      p.metadata.deletionTimestamp
+        ? undefined
+        : {
+            ...p,
+            metadata: {
+              ...p.metadata,
+              deletionTimestamp: timestamp(Date.now() + grace * 1000),
+              deletionGracePeriodSeconds: grace,
+            },
+          },
     );
     return { object: marked, gone: false };
   }
@@ -106,7 +137,10 @@ export class Deleter {
     const out: { resource: string; object: KubeObject }[] = [];
     for (const def of RESOURCES) {
       if (def.plural === "events") continue;
-      for (const o of this.store.list(def.plural, def.namespaced ? owner.metadata.namespace : undefined, (x) => ownedBy(x, owner.metadata.uid))) out.push({ resource: def.plural, object: o });
+      for (const o of this.store.list(def.plural, def.namespaced ? owner.metadata.namespace : undefined, (x) =>
+        ownedBy(x, owner.metadata.uid),
+      ))
+        out.push({ resource: def.plural, object: o });
     }
     return out;
   }

@@ -119,7 +119,9 @@ export function treeRssBytes(pid: number): number {
       const pages = Number(readFileSync(`/proc/${p}/statm`, "utf8").split(" ")[1]);
       total += pages * 4096;
       for (const task of readdirSync(`/proc/${p}/task`)) {
-        queue.push(...readFileSync(`/proc/${p}/task/${task}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number));
+        queue.push(
+          ...readFileSync(`/proc/${p}/task/${task}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number),
+        );
       }
     } catch {
       // The process ended while being read.
@@ -201,7 +203,14 @@ export class Kubelet {
     const phase = String(field(current, "status", "phase") ?? "Pending");
     if (phase === "Succeeded" || phase === "Failed") return;
     if (!state) {
-      state = { uid, namespace: String(current.metadata.namespace), name: current.metadata.name, logs: new LogBuffer(this.logLimit), restarts: 0, removed: false };
+      state = {
+        uid,
+        namespace: String(current.metadata.namespace),
+        name: current.metadata.name,
+        logs: new LogBuffer(this.logLimit),
+        restarts: 0,
+        removed: false,
+      };
       this.pods.set(uid, state);
       this.start(state);
     }
@@ -226,16 +235,37 @@ export class Kubelet {
   private setStatus(state: PodState, change: (status: Any, pod: KubeObject) => Any): KubeObject | undefined {
     const pod = this.podOf(state);
     if (!pod) return undefined;
-    return this.o.store.update("pods", state.namespace, state.name, (p) => ({ ...p, status: change({ ...((p.status as Any) ?? {}) }, p) }));
+    return this.o.store.update("pods", state.namespace, state.name, (p) => ({
+      ...p,
+      status: change({ ...((p.status as Any) ?? {}) }, p),
+    }));
   }
 
   private waiting(state: PodState, container: Any, reason: string, message: string, retry: boolean): void {
     const pod = this.setStatus(state, (status) => ({
       ...status,
       phase: "Pending",
-      containerStatuses: [{ name: container.name, image: container.image, imageID: "", ready: false, started: false, restartCount: state.restarts, state: { waiting: { reason, message } } }],
+      containerStatuses: [
+        {
+          name: container.name,
+          image: container.image,
+          imageID: "",
+          ready: false,
+          started: false,
+          restartCount: state.restarts,
+          state: { waiting: { reason, message } },
+        },
+      ],
     }));
-    if (pod) recordEvent(this.o.store, pod, "Warning", reason === "ImagePullBackOff" ? "BackOff" : "Failed", message, "kubelet");
+    if (pod)
+      recordEvent(
+        this.o.store,
+        pod,
+        "Warning",
+        reason === "ImagePullBackOff" ? "BackOff" : "Failed",
+        message,
+        "kubelet",
+      );
     if (retry) {
       state.retry = setTimeout(() => this.start(state), Math.max(this.backoffMs, 1000));
       state.retry.unref();
@@ -261,7 +291,13 @@ export class Kubelet {
       return;
     }
     if (containers.length !== 1) {
-      this.waiting(state, container, "CreateContainerConfigError", "the local kubelet runs pods of exactly one container", false);
+      this.waiting(
+        state,
+        container,
+        "CreateContainerConfigError",
+        "the local kubelet runs pods of exactly one container",
+        false,
+      );
       return;
     }
     // Volumes: where each mount path lives on this machine.
@@ -275,7 +311,13 @@ export class Kubelet {
         mkdirSync(host, { recursive: true });
       }
       if (!host) {
-        this.waiting(state, container, "CreateContainerConfigError", `volume "${String(m.name)}" is not a hostPath or emptyDir volume`, false);
+        this.waiting(
+          state,
+          container,
+          "CreateContainerConfigError",
+          `volume "${String(m.name)}" is not a hostPath or emptyDir volume`,
+          false,
+        );
         return;
       }
       mounts.push([String(m.mountPath).replace(/\/+$/, ""), host]);
@@ -289,7 +331,12 @@ export class Kubelet {
     };
     const home = path.join(this.o.rootDir, "pods", state.uid, "home");
     mkdirSync(home, { recursive: true });
-    const env: Record<string, string> = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: home, HOSTNAME: state.name, NODE_ENV: "production" };
+    const env: Record<string, string> = {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      HOME: home,
+      HOSTNAME: state.name,
+      NODE_ENV: "production",
+    };
     for (const e of (container.env as Any[]) ?? []) {
       const name = String(e.name);
       if (typeof e.value === "string") env[name] = mapPath(e.value);
@@ -299,7 +346,15 @@ export class Kubelet {
         const data = field<string>(secret, "data", String(ref.key));
         if (data === undefined) {
           if (ref.optional === true) continue;
-          this.waiting(state, container, "CreateContainerConfigError", secret ? `couldn't find key ${String(ref.key)} in Secret ${state.namespace}/${String(ref.name)}` : `secret "${String(ref.name)}" not found`, true);
+          this.waiting(
+            state,
+            container,
+            "CreateContainerConfigError",
+            secret
+              ? `couldn't find key ${String(ref.key)} in Secret ${state.namespace}/${String(ref.name)}`
+              : `secret "${String(ref.name)}" not found`,
+            true,
+          );
           return;
         }
         env[name] = Buffer.from(data, "base64").toString("utf8");
@@ -317,13 +372,23 @@ export class Kubelet {
         env[name] = String(values[fieldPath] ?? "");
       }
     }
-    const argv = [...((container.command as string[]) ?? image.cmd), ...((container.args as string[]) ?? [])].map(mapPath);
+    const argv = [...((container.command as string[]) ?? image.cmd), ...((container.args as string[]) ?? [])].map(
+      mapPath,
+    );
     if (argv[0] !== "node") {
-      this.waiting(state, container, "CreateContainerError", `exec: "${argv[0] ?? ""}": executable file not found in $PATH`, false);
+      this.waiting(
+        state,
+        container,
+        "CreateContainerError",
+        `exec: "${argv[0] ?? ""}": executable file not found in $PATH`,
+        false,
+      );
       return;
     }
     const cwd = container.workingDir ? mapPath(String(container.workingDir)) : image.workingDir;
-    const [command, args] = SETPRIV ? [SETPRIV, ["--pdeathsig", "KILL", "--", process.execPath, ...argv.slice(1)]] : [process.execPath, argv.slice(1)];
+    const [command, args] = SETPRIV
+      ? [SETPRIV, ["--pdeathsig", "KILL", "--", process.execPath, ...argv.slice(1)]]
+      : [process.execPath, argv.slice(1)];
     const child = spawn(command, args, { cwd, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
     child.stdout?.on("data", (c: Buffer) => state.logs.push(c));
     child.stderr?.on("data", (c: Buffer) => state.logs.push(c));
@@ -350,7 +415,10 @@ export class Kubelet {
       podIP: "127.0.0.1",
       podIPs: [{ ip: "127.0.0.1" }],
       startTime: status.startTime ?? run.startedAt,
-      conditions: READY_CONDITIONS.reduce((cs, type) => setCondition(cs, { type, status: "True" }), field<Condition[]>(p, "status", "conditions")),
+      conditions: READY_CONDITIONS.reduce(
+        (cs, type) => setCondition(cs, { type, status: "True" }),
+        field<Condition[]>(p, "status", "conditions"),
+      ),
       containerStatuses: [
         {
           name: container.name,
@@ -361,13 +429,29 @@ export class Kubelet {
           started: true,
           restartCount: state.restarts,
           state: { running: { startedAt: run.startedAt } },
-          ...(field(status, "containerStatuses", "0", "lastState") ? { lastState: field(status, "containerStatuses", "0", "lastState") } : {}),
+          ...(field(status, "containerStatuses", "0", "lastState")
+            ? { lastState: field(status, "containerStatuses", "0", "lastState") }
+            : {}),
         },
       ],
     }));
     if (started && state.restarts === 0) {
-      recordEvent(this.o.store, started, "Normal", "Pulled", `Container image "${imageRef}" already present on machine`, "kubelet");
-      recordEvent(this.o.store, started, "Normal", "Created", `Created container: ${String(container.name)}`, "kubelet");
+      recordEvent(
+        this.o.store,
+        started,
+        "Normal",
+        "Pulled",
+        `Container image "${imageRef}" already present on machine`,
+        "kubelet",
+      );
+      recordEvent(
+        this.o.store,
+        started,
+        "Normal",
+        "Created",
+        `Created container: ${String(container.name)}`,
+        "kubelet",
+      );
       recordEvent(this.o.store, started, "Normal", "Started", `Started container ${String(container.name)}`, "kubelet");
     }
   }
@@ -391,14 +475,28 @@ export class Kubelet {
     if (exitCode !== 0 && container.terminationMessagePolicy === "FallbackToLogsOnError") {
       message = state.logs.text().split("\n").slice(-81).join("\n").slice(-2048);
     }
-    const terminated = { exitCode, reason, startedAt: run.startedAt, finishedAt: timestamp(), containerID: `local://${run.child.pid ?? 0}`, ...(message ? { message } : {}) };
+    const terminated = {
+      exitCode,
+      reason,
+      startedAt: run.startedAt,
+      finishedAt: timestamp(),
+      containerID: `local://${run.child.pid ?? 0}`,
+      ...(message ? { message } : {}),
+    };
     const policy = String(spec.restartPolicy ?? "Always");
     const restart = policy === "Always" || (policy === "OnFailure" && exitCode !== 0);
     if (restart) {
       state.restarts++;
       this.setStatus(state, (status) => ({
         ...status,
-        conditions: setCondition(setCondition(field<Condition[]>(status, "conditions"), { type: "Ready", status: "False", reason: "ContainersNotReady" }), { type: "ContainersReady", status: "False", reason: "ContainersNotReady" }),
+        conditions: setCondition(
+          setCondition(field<Condition[]>(status, "conditions"), {
+            type: "Ready",
+            status: "False",
+            reason: "ContainersNotReady",
+          }),
+          { type: "ContainersReady", status: "False", reason: "ContainersNotReady" },
+        ),
         containerStatuses: [
           {
             name: container.name,
@@ -408,7 +506,12 @@ export class Kubelet {
             started: false,
             restartCount: state.restarts,
             lastState: { terminated },
-            state: { waiting: { reason: exitCode === 0 ? "Completed" : "CrashLoopBackOff", message: `back-off restarting failed container ${String(container.name)}` } },
+            state: {
+              waiting: {
+                reason: exitCode === 0 ? "Completed" : "CrashLoopBackOff",
+                message: `back-off restarting failed container ${String(container.name)}`,
+              },
+            },
           },
         ],
       }));
@@ -421,10 +524,26 @@ export class Kubelet {
       ...status,
       phase: exitCode === 0 ? "Succeeded" : "Failed",
       conditions: ["Ready", "ContainersReady", "PodReadyToStartContainers"].reduce(
-        (cs, type) => setCondition(cs, { type, status: "False", ...(type === "PodReadyToStartContainers" ? {} : { reason: "PodCompleted" }) }),
+        (cs, type) =>
+          setCondition(cs, {
+            type,
+            status: "False",
+            ...(type === "PodReadyToStartContainers" ? {} : { reason: "PodCompleted" }),
+          }),
         field<Condition[]>(status, "conditions"),
       ),
-      containerStatuses: [{ name: container.name, image: container.image, imageID: `local://${String(container.image)}`, containerID: terminated.containerID, ready: false, started: false, restartCount: state.restarts, state: { terminated } }],
+      containerStatuses: [
+        {
+          name: container.name,
+          image: container.image,
+          imageID: `local://${String(container.image)}`,
+          containerID: terminated.containerID,
+          ready: false,
+          started: false,
+          restartCount: state.restarts,
+          state: { terminated },
+        },
+      ],
     }));
   }
 
@@ -432,7 +551,14 @@ export class Kubelet {
   private terminate(state: PodState, pod: KubeObject): void {
     const run = state.run;
     if (!run || run.killTimer) return;
-    recordEvent(this.o.store, pod, "Normal", "Killing", `Stopping container ${String(field(pod, "spec", "containers", "0", "name"))}`, "kubelet");
+    recordEvent(
+      this.o.store,
+      pod,
+      "Normal",
+      "Killing",
+      `Stopping container ${String(field(pod, "spec", "containers", "0", "name"))}`,
+      "kubelet",
+    );
     this.kill(state, "SIGTERM");
     const grace = Number(pod.metadata.deletionGracePeriodSeconds ?? 30);
     run.killTimer = setTimeout(() => this.kill(state, "SIGKILL"), grace * 1000);

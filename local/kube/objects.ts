@@ -27,7 +27,14 @@ export function field<T = unknown>(obj: unknown, ...path: string[]): T | undefin
 
 /** A reference from a dependent (a pod) to its controller (a Job, a DaemonSet). */
 export function controllerRef(owner: KubeObject): OwnerReference {
-  return { apiVersion: String(owner.apiVersion), kind: String(owner.kind), name: owner.metadata.name, uid: String(owner.metadata.uid), controller: true, blockOwnerDeletion: true };
+  return {
+    apiVersion: String(owner.apiVersion),
+    kind: String(owner.kind),
+    name: owner.metadata.name,
+    uid: String(owner.metadata.uid),
+    controller: true,
+    blockOwnerDeletion: true,
+  };
 }
 
 export function ownedBy(obj: KubeObject, uid: string | undefined): boolean {
@@ -48,14 +55,25 @@ export function setCondition(conditions: Condition[] | undefined, next: Conditio
   const list = [...(conditions ?? [])];
   const i = list.findIndex((c) => c.type === next.type);
   const prev = i >= 0 ? list[i] : undefined;
-  const merged: Condition = { ...next, lastTransitionTime: prev && prev.status === next.status ? prev.lastTransitionTime : timestamp(), lastProbeTime: null };
+  const merged: Condition = {
+    ...next,
+    lastTransitionTime: prev && prev.status === next.status ? prev.lastTransitionTime : timestamp(),
+    lastProbeTime: null,
+  };
   if (i >= 0) list[i] = merged;
   else list.push(merged);
   return list;
 }
 
 /** Records a core/v1 Event about `about` (what `kubectl describe` lists under Events). */
-export function recordEvent(store: ObjectStore, about: KubeObject, type: "Normal" | "Warning", reason: string, message: string, component: string): void {
+export function recordEvent(
+  store: ObjectStore,
+  about: KubeObject,
+  type: "Normal" | "Warning",
+  reason: string,
+  message: string,
+  component: string,
+): void {
   const namespace = about.metadata.namespace ?? "default";
   if (!store.get("namespaces", undefined, namespace)) return;
   const now = timestamp();
@@ -96,12 +114,17 @@ interface Cause {
 
 function invalid(def: ResourceDef, name: string, causes: Cause[]): KubeStatusError {
   const kind = def.group ? `${def.kind}.${def.group}` : def.kind;
-  return new KubeStatusError(422, "Invalid", `${kind} "${name}" is invalid: ${causes.map((c) => `${c.field}: ${c.message}`).join(", ")}`, {
-    name,
-    group: def.group,
-    kind: def.kind,
-    causes: causes.map((c) => ({ reason: c.reason, message: c.message, field: c.field })),
-  });
+  return new KubeStatusError(
+    422,
+    "Invalid",
+    `${kind} "${name}" is invalid: ${causes.map((c) => `${c.field}: ${c.message}`).join(", ")}`,
+    {
+      name,
+      group: def.group,
+      kind: def.kind,
+      causes: causes.map((c) => ({ reason: c.reason, message: c.message, field: c.field })),
+    },
+  );
 }
 
 function checkContainers(spec: unknown, at: string, causes: Cause[]): void {
@@ -111,15 +134,21 @@ function checkContainers(spec: unknown, at: string, causes: Cause[]): void {
     return;
   }
   containers.forEach((c, i) => {
-    if (typeof c.name !== "string" || !DNS_LABEL.test(c.name)) causes.push({ field: `${at}.containers[${i}].name`, message: "Required value", reason: "FieldValueRequired" });
-    if (typeof c.image !== "string" || c.image === "") causes.push({ field: `${at}.containers[${i}].image`, message: "Required value", reason: "FieldValueRequired" });
+    if (typeof c.name !== "string" || !DNS_LABEL.test(c.name))
+      causes.push({ field: `${at}.containers[${i}].name`, message: "Required value", reason: "FieldValueRequired" });
+    if (typeof c.image !== "string" || c.image === "")
+      causes.push({ field: `${at}.containers[${i}].image`, message: "Required value", reason: "FieldValueRequired" });
   });
 }
 
 function checkInteger(value: unknown, at: string, min: number, causes: Cause[]): void {
   if (value === undefined) return;
   if (!Number.isInteger(value) || (value as number) < min) {
-    causes.push({ field: at, message: `Invalid value: ${JSON.stringify(value)}: must be greater than or equal to ${min}`, reason: "FieldValueInvalid" });
+    causes.push({
+      field: at,
+      message: `Invalid value: ${JSON.stringify(value)}: must be greater than or equal to ${min}`,
+      reason: "FieldValueInvalid",
+    });
   }
 }
 
@@ -128,7 +157,8 @@ export function defaultPodSpec(spec: Any): Any {
   const containers = (field<Any[]>(spec, "containers") ?? []).map((c) => ({
     terminationMessagePath: "/dev/termination-log",
     terminationMessagePolicy: "File",
-    imagePullPolicy: String(c.image ?? "").endsWith(":latest") || !String(c.image ?? "").includes(":") ? "Always" : "IfNotPresent",
+    imagePullPolicy:
+      String(c.image ?? "").endsWith(":latest") || !String(c.image ?? "").includes(":") ? "Always" : "IfNotPresent",
     resources: {},
     ...c,
   }));
@@ -147,32 +177,67 @@ export function defaultPodSpec(spec: Any): Any {
  * Admission for a create: identity, defaults and the validation a real API server would refuse
  * the object on (422 Invalid with causes), for the resources this server serves.
  */
-export function admit(def: ResourceDef, namespace: string | undefined, input: KubeObject, store: ObjectStore): KubeObject {
+export function admit(
+  def: ResourceDef,
+  namespace: string | undefined,
+  input: KubeObject,
+  store: ObjectStore,
+): KubeObject {
   const obj = structuredClone(input);
   obj.apiVersion = apiVersionOf(def);
   obj.kind = def.kind;
   obj.metadata = { ...(obj.metadata ?? {}) };
-  if (!obj.metadata.name && typeof obj.metadata.generateName === "string") obj.metadata.name = obj.metadata.generateName + randomSuffix();
+  if (!obj.metadata.name && typeof obj.metadata.generateName === "string")
+    obj.metadata.name = obj.metadata.generateName + randomSuffix();
   const name = String(obj.metadata.name ?? "");
   if (input.kind !== undefined && input.kind !== def.kind) {
-    throw new KubeStatusError(400, "BadRequest", `the object provided is unrecognized (kind ${String(input.kind)} at the ${def.plural} endpoint)`);
+    throw new KubeStatusError(
+      400,
+      "BadRequest",
+      `the object provided is unrecognized (kind ${String(input.kind)} at the ${def.plural} endpoint)`,
+    );
   }
   const causes: Cause[] = [];
-  if (!name) causes.push({ field: "metadata.name", message: "Required value: name or generateName is required", reason: "FieldValueRequired" });
-  else if (!(def.plural === "namespaces" || def.plural === "jobs" ? DNS_LABEL.test(name) && name.length <= 63 : DNS_SUBDOMAIN.test(name) && name.length <= 253)) {
-    causes.push({ field: "metadata.name", message: `Invalid value: "${name}": a lowercase RFC 1123 name must consist of lower case alphanumeric characters or '-'`, reason: "FieldValueInvalid" });
+  if (!name)
+    causes.push({
+      field: "metadata.name",
+      message: "Required value: name or generateName is required",
+      reason: "FieldValueRequired",
+    });
+  else if (
+    !(def.plural === "namespaces" || def.plural === "jobs"
+      ? DNS_LABEL.test(name) && name.length <= 63
+      : DNS_SUBDOMAIN.test(name) && name.length <= 253)
+  ) {
+    causes.push({
+      field: "metadata.name",
+      message: `Invalid value: "${name}": a lowercase RFC 1123 name must consist of lower case alphanumeric characters or '-'`,
+      reason: "FieldValueInvalid",
+    });
   }
   for (const [k, v] of Object.entries(obj.metadata.labels ?? {})) {
     if (!LABEL_NAME.test(k) || typeof v !== "string" || v.length > 63 || !LABEL_VALUE.test(v)) {
-      causes.push({ field: `metadata.labels`, message: `Invalid value: "${String(v)}": label ${k} must be 63 characters or less, start and end with an alphanumeric character`, reason: "FieldValueInvalid" });
+      causes.push({
+        field: `metadata.labels`,
+        message: `Invalid value: "${String(v)}": label ${k} must be 63 characters or less, start and end with an alphanumeric character`,
+        reason: "FieldValueInvalid",
+      });
     }
   }
   if (def.namespaced) {
     if (obj.metadata.namespace !== undefined && obj.metadata.namespace !== namespace) {
-      throw new KubeStatusError(400, "BadRequest", "the namespace of the provided object does not match the namespace sent on the request");
+      throw new KubeStatusError(
+        400,
+        "BadRequest",
+        "the namespace of the provided object does not match the namespace sent on the request",
+      );
     }
     obj.metadata.namespace = namespace;
-    if (!store.get("namespaces", undefined, String(namespace))) throw new KubeStatusError(404, "NotFound", `namespaces "${namespace}" not found`, { name: namespace, kind: "namespaces" });
+    if (!store.get("namespaces", undefined, String(namespace)))
+      throw new KubeStatusError(404, "NotFound", `namespaces "${namespace}" not found`, {
+        name: namespace,
+        kind: "namespaces",
+      });
   } else delete obj.metadata.namespace;
   delete obj.metadata.resourceVersion;
   delete obj.metadata.uid;
@@ -185,14 +250,23 @@ export function admit(def: ResourceDef, namespace: string | undefined, input: Ku
     const podSpec = (template.spec ?? {}) as Any;
     checkContainers(podSpec, "spec.template.spec", causes);
     if (podSpec.restartPolicy !== "Never" && podSpec.restartPolicy !== "OnFailure") {
-      causes.push({ field: "spec.template.spec.restartPolicy", message: `Unsupported value: "${String(podSpec.restartPolicy ?? "Always")}": supported values: "OnFailure", "Never"`, reason: "FieldValueNotSupported" });
+      causes.push({
+        field: "spec.template.spec.restartPolicy",
+        message: `Unsupported value: "${String(podSpec.restartPolicy ?? "Always")}": supported values: "OnFailure", "Never"`,
+        reason: "FieldValueNotSupported",
+      });
     }
     checkInteger(spec.backoffLimit, "spec.backoffLimit", 0, causes);
     checkInteger(spec.activeDeadlineSeconds, "spec.activeDeadlineSeconds", 1, causes);
     checkInteger(spec.ttlSecondsAfterFinished, "spec.ttlSecondsAfterFinished", 0, causes);
     if (causes.length > 0) throw invalid(def, name, causes);
     const uid = String(obj.metadata.uid);
-    const controllerLabels = { "batch.kubernetes.io/controller-uid": uid, "batch.kubernetes.io/job-name": name, "controller-uid": uid, "job-name": name };
+    const controllerLabels = {
+      "batch.kubernetes.io/controller-uid": uid,
+      "batch.kubernetes.io/job-name": name,
+      "controller-uid": uid,
+      "job-name": name,
+    };
     obj.metadata.labels = { ...controllerLabels, ...(obj.metadata.labels ?? {}) };
     obj.spec = {
       parallelism: 1,
@@ -204,7 +278,17 @@ export function admit(def: ResourceDef, namespace: string | undefined, input: Ku
       manualSelector: false,
       ...spec,
       selector: { matchLabels: { "batch.kubernetes.io/controller-uid": uid } },
-      template: { ...template, metadata: { ...((template.metadata as Any) ?? {}), labels: { ...controllerLabels, ...((field<Any>(template, "metadata", "labels") as Record<string, string>) ?? {}) } }, spec: defaultPodSpec(podSpec) },
+      template: {
+        ...template,
+        metadata: {
+          ...((template.metadata as Any) ?? {}),
+          labels: {
+            ...controllerLabels,
+            ...((field<Any>(template, "metadata", "labels") as Record<string, string>) ?? {}),
+          },
+        },
+        spec: defaultPodSpec(podSpec),
+      },
     };
     obj.status = {};
   } else if (def.plural === "pods") {
@@ -218,14 +302,21 @@ export function admit(def: ResourceDef, namespace: string | undefined, input: Ku
     const selector = field<Record<string, string>>(spec, "selector", "matchLabels");
     const labels = field<Record<string, string>>(spec, "template", "metadata", "labels") ?? {};
     if (!selector || Object.entries(selector).some(([k, v]) => labels[k] !== v)) {
-      causes.push({ field: "spec.template.metadata.labels", message: "Invalid value: `selector` does not match template `labels`", reason: "FieldValueInvalid" });
+      causes.push({
+        field: "spec.template.metadata.labels",
+        message: "Invalid value: `selector` does not match template `labels`",
+        reason: "FieldValueInvalid",
+      });
     }
     if (causes.length > 0) throw invalid(def, name, causes);
     obj.spec = {
       revisionHistoryLimit: 10,
       updateStrategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 1, maxSurge: 0 } },
       ...spec,
-      template: { ...(spec.template as Any), spec: { ...defaultPodSpec(field<Any>(spec, "template", "spec") ?? {}), restartPolicy: "Always" } },
+      template: {
+        ...(spec.template as Any),
+        spec: { ...defaultPodSpec(field<Any>(spec, "template", "spec") ?? {}), restartPolicy: "Always" },
+      },
     };
     obj.status = { currentNumberScheduled: 0, numberMisscheduled: 0, desiredNumberScheduled: 0, numberReady: 0 };
   } else if (def.plural === "namespaces") {
@@ -246,7 +337,10 @@ export function withSecretData(secret: KubeObject): KubeObject {
   const out: KubeObject = {
     ...secret,
     type: secret.type ?? "Opaque",
-    data: { ...((secret.data as Record<string, string>) ?? {}), ...Object.fromEntries(Object.entries(stringData).map(([k, v]) => [k, Buffer.from(String(v)).toString("base64")])) },
+    data: {
+      ...((secret.data as Record<string, string>) ?? {}),
+      ...Object.fromEntries(Object.entries(stringData).map(([k, v]) => [k, Buffer.from(String(v)).toString("base64")])),
+    },
   };
   delete out.stringData;
   return out;

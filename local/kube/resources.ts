@@ -19,14 +19,80 @@ const ALL = ["create", "delete", "deletecollection", "get", "list", "patch", "up
 
 /** What the executor, the kubelet and `kubectl get/describe/delete/logs` need; nothing more. */
 export const RESOURCES: readonly ResourceDef[] = [
-  { plural: "namespaces", singular: "namespace", kind: "Namespace", group: "", version: "v1", namespaced: false, shortNames: ["ns"], verbs: ["create", "delete", "get", "list", "patch", "update", "watch"] },
-  { plural: "nodes", singular: "node", kind: "Node", group: "", version: "v1", namespaced: false, shortNames: ["no"], verbs: ALL },
-  { plural: "pods", singular: "pod", kind: "Pod", group: "", version: "v1", namespaced: true, shortNames: ["po"], categories: ["all"], verbs: ALL },
-  { plural: "events", singular: "event", kind: "Event", group: "", version: "v1", namespaced: true, shortNames: ["ev"], verbs: ALL },
+  {
+    plural: "namespaces",
+    singular: "namespace",
+    kind: "Namespace",
+    group: "",
+    version: "v1",
+    namespaced: false,
+    shortNames: ["ns"],
+    verbs: ["create", "delete", "get", "list", "patch", "update", "watch"],
+  },
+  {
+    plural: "nodes",
+    singular: "node",
+    kind: "Node",
+    group: "",
+    version: "v1",
+    namespaced: false,
+    shortNames: ["no"],
+    verbs: ALL,
+  },
+  {
+    plural: "pods",
+    singular: "pod",
+    kind: "Pod",
+    group: "",
+    version: "v1",
+    namespaced: true,
+    shortNames: ["po"],
+    categories: ["all"],
+    verbs: ALL,
+  },
+  {
+    plural: "events",
+    singular: "event",
+    kind: "Event",
+    group: "",
+    version: "v1",
+    namespaced: true,
+    shortNames: ["ev"],
+    verbs: ALL,
+  },
   { plural: "secrets", singular: "secret", kind: "Secret", group: "", version: "v1", namespaced: true, verbs: ALL },
-  { plural: "jobs", singular: "job", kind: "Job", group: "batch", version: "v1", namespaced: true, categories: ["all"], verbs: ALL },
-  { plural: "deployments", singular: "deployment", kind: "Deployment", group: "apps", version: "v1", namespaced: true, shortNames: ["deploy"], categories: ["all"], verbs: ALL },
-  { plural: "daemonsets", singular: "daemonset", kind: "DaemonSet", group: "apps", version: "v1", namespaced: true, shortNames: ["ds"], categories: ["all"], verbs: ALL },
+  {
+    plural: "jobs",
+    singular: "job",
+    kind: "Job",
+    group: "batch",
+    version: "v1",
+    namespaced: true,
+    categories: ["all"],
+    verbs: ALL,
+  },
+  {
+    plural: "deployments",
+    singular: "deployment",
+    kind: "Deployment",
+    group: "apps",
+    version: "v1",
+    namespaced: true,
+    shortNames: ["deploy"],
+    categories: ["all"],
+    verbs: ALL,
+  },
+  {
+    plural: "daemonsets",
+    singular: "daemonset",
+    kind: "DaemonSet",
+    group: "apps",
+    version: "v1",
+    namespaced: true,
+    shortNames: ["ds"],
+    categories: ["all"],
+    verbs: ALL,
+  },
 ];
 
 export function apiVersionOf(def: ResourceDef): string {
@@ -52,10 +118,22 @@ export function resourceList(group: string, version: string): Record<string, unk
       ...(r.shortNames ? { shortNames: r.shortNames } : {}),
       ...(r.categories ? { categories: r.categories } : {}),
     });
-    if (r.plural === "pods") resources.push({ name: "pods/log", singularName: "", namespaced: true, kind: "Pod", verbs: ["get"] });
-    resources.push({ name: `${r.plural}/status`, singularName: "", namespaced: r.namespaced, kind: r.kind, verbs: ["get", "patch", "update"] });
+    if (r.plural === "pods")
+      resources.push({ name: "pods/log", singularName: "", namespaced: true, kind: "Pod", verbs: ["get"] });
+    resources.push({
+      name: `${r.plural}/status`,
+      singularName: "",
+      namespaced: r.namespaced,
+      kind: r.kind,
+      verbs: ["get", "patch", "update"],
+    });
   }
-  return { kind: "APIResourceList", apiVersion: "v1", groupVersion: group ? `${group}/${version}` : version, resources };
+  return {
+    kind: "APIResourceList",
+    apiVersion: "v1",
+    groupVersion: group ? `${group}/${version}` : version,
+    resources,
+  };
 }
 
 /** `GET /apis`: the named groups. */
@@ -92,7 +170,8 @@ interface Column {
 }
 
 type Any = Record<string, unknown>;
-const at = (obj: unknown, ...path: string[]): unknown => path.reduce<unknown>((v, p) => (v && typeof v === "object" ? (v as Any)[p] : undefined), obj);
+const at = (obj: unknown, ...path: string[]): unknown =>
+  path.reduce<unknown>((v, p) => (v && typeof v === "object" ? (v as Any)[p] : undefined), obj);
 const list = (v: unknown): Any[] => (Array.isArray(v) ? (v as Any[]) : []);
 
 /** The STATUS column of `kubectl get pods`: a container's waiting or terminated reason wins over the phase. */
@@ -125,8 +204,18 @@ function duration(from: unknown, to: unknown): string {
   return age(from, end);
 }
 
-const NAME: Column = { name: "Name", type: "string", description: "Name must be unique within a namespace.", cell: (o) => o.metadata.name };
-const AGE: Column = { name: "Age", type: "string", description: "CreationTimestamp of the object.", cell: (o) => age(o.metadata.creationTimestamp) };
+const NAME: Column = {
+  name: "Name",
+  type: "string",
+  description: "Name must be unique within a namespace.",
+  cell: (o) => o.metadata.name,
+};
+const AGE: Column = {
+  name: "Age",
+  type: "string",
+  description: "CreationTimestamp of the object.",
+  cell: (o) => age(o.metadata.creationTimestamp),
+};
 
 const COLUMNS: Record<string, Column[]> = {
   pods: [
@@ -141,16 +230,34 @@ const COLUMNS: Record<string, Column[]> = {
         return `${statuses.filter((c) => c.ready === true).length}/${total}`;
       },
     },
-    { name: "Status", type: "string", description: "The aggregate status of the containers in this pod.", cell: podStatusText },
+    {
+      name: "Status",
+      type: "string",
+      description: "The aggregate status of the containers in this pod.",
+      cell: podStatusText,
+    },
     {
       name: "Restarts",
       type: "string",
       description: "The number of times the containers in this pod have been restarted.",
-      cell: (o) => String(list(at(o, "status", "containerStatuses")).reduce((n, c) => n + Number(c.restartCount ?? 0), 0)),
+      cell: (o) =>
+        String(list(at(o, "status", "containerStatuses")).reduce((n, c) => n + Number(c.restartCount ?? 0), 0)),
     },
     AGE,
-    { name: "IP", type: "string", priority: 1, description: "IP address allocated to the pod.", cell: (o) => String(at(o, "status", "podIP") ?? "<none>") },
-    { name: "Node", type: "string", priority: 1, description: "Name of the Node this pod runs on.", cell: (o) => String(at(o, "spec", "nodeName") ?? "<none>") },
+    {
+      name: "IP",
+      type: "string",
+      priority: 1,
+      description: "IP address allocated to the pod.",
+      cell: (o) => String(at(o, "status", "podIP") ?? "<none>"),
+    },
+    {
+      name: "Node",
+      type: "string",
+      priority: 1,
+      description: "Name of the Node this pod runs on.",
+      cell: (o) => String(at(o, "spec", "nodeName") ?? "<none>"),
+    },
   ],
   jobs: [
     NAME,
@@ -161,21 +268,32 @@ const COLUMNS: Record<string, Column[]> = {
       description: "The completion status of the job.",
       cell: (o) => `${Number(at(o, "status", "succeeded") ?? 0)}/${Number(at(o, "spec", "completions") ?? 1)}`,
     },
-    { name: "Duration", type: "string", description: "Time required to complete the job.", cell: (o) => duration(at(o, "status", "startTime"), at(o, "status", "completionTime")) },
+    {
+      name: "Duration",
+      type: "string",
+      description: "Time required to complete the job.",
+      cell: (o) => duration(at(o, "status", "startTime"), at(o, "status", "completionTime")),
+    },
     AGE,
     {
       name: "Containers",
       type: "string",
       priority: 1,
       description: "Names of each container in the template.",
-      cell: (o) => list(at(o, "spec", "template", "spec", "containers")).map((c) => String(c.name)).join(","),
+      cell: (o) =>
+        list(at(o, "spec", "template", "spec", "containers"))
+          .map((c) => String(c.name))
+          .join(","),
     },
     {
       name: "Images",
       type: "string",
       priority: 1,
       description: "Images referenced by each container in the template.",
-      cell: (o) => list(at(o, "spec", "template", "spec", "containers")).map((c) => String(c.image)).join(","),
+      cell: (o) =>
+        list(at(o, "spec", "template", "spec", "containers"))
+          .map((c) => String(c.image))
+          .join(","),
     },
   ],
   nodes: [
@@ -184,44 +302,115 @@ const COLUMNS: Record<string, Column[]> = {
       name: "Status",
       type: "string",
       description: "The status of the node",
-      cell: (o) => (list(at(o, "status", "conditions")).some((c) => c.type === "Ready" && c.status === "True") ? "Ready" : "NotReady"),
+      cell: (o) =>
+        list(at(o, "status", "conditions")).some((c) => c.type === "Ready" && c.status === "True")
+          ? "Ready"
+          : "NotReady",
     },
     { name: "Roles", type: "string", description: "The roles of the node", cell: () => "<none>" },
     AGE,
-    { name: "Version", type: "string", description: "Kubelet Version reported by the node.", cell: (o) => String(at(o, "status", "nodeInfo", "kubeletVersion") ?? "") },
+    {
+      name: "Version",
+      type: "string",
+      description: "Kubelet Version reported by the node.",
+      cell: (o) => String(at(o, "status", "nodeInfo", "kubeletVersion") ?? ""),
+    },
   ],
-  namespaces: [NAME, { name: "Status", type: "string", description: "The status of the namespace", cell: (o) => String(at(o, "status", "phase") ?? "Active") }, AGE],
+  namespaces: [
+    NAME,
+    {
+      name: "Status",
+      type: "string",
+      description: "The status of the namespace",
+      cell: (o) => String(at(o, "status", "phase") ?? "Active"),
+    },
+    AGE,
+  ],
   daemonsets: [
     NAME,
-    { name: "Desired", type: "integer", description: "The desired number of pods.", cell: (o) => Number(at(o, "status", "desiredNumberScheduled") ?? 0) },
-    { name: "Current", type: "integer", description: "The current number of pods.", cell: (o) => Number(at(o, "status", "currentNumberScheduled") ?? 0) },
-    { name: "Ready", type: "integer", description: "The number of pods ready.", cell: (o) => Number(at(o, "status", "numberReady") ?? 0) },
-    { name: "Up-to-date", type: "integer", description: "The number of pods updated.", cell: (o) => Number(at(o, "status", "updatedNumberScheduled") ?? 0) },
-    { name: "Available", type: "integer", description: "The number of pods available.", cell: (o) => Number(at(o, "status", "numberAvailable") ?? 0) },
+    {
+      name: "Desired",
+      type: "integer",
+      description: "The desired number of pods.",
+      cell: (o) => Number(at(o, "status", "desiredNumberScheduled") ?? 0),
+    },
+    {
+      name: "Current",
+      type: "integer",
+      description: "The current number of pods.",
+      cell: (o) => Number(at(o, "status", "currentNumberScheduled") ?? 0),
+    },
+    {
+      name: "Ready",
+      type: "integer",
+      description: "The number of pods ready.",
+      cell: (o) => Number(at(o, "status", "numberReady") ?? 0),
+    },
+    {
+      name: "Up-to-date",
+      type: "integer",
+      description: "The number of pods updated.",
+      cell: (o) => Number(at(o, "status", "updatedNumberScheduled") ?? 0),
+    },
+    {
+      name: "Available",
+      type: "integer",
+      description: "The number of pods available.",
+      cell: (o) => Number(at(o, "status", "numberAvailable") ?? 0),
+    },
     {
       name: "Node Selector",
       type: "string",
       description: "The node selector of the pods.",
-      cell: (o) => Object.entries((at(o, "spec", "template", "spec", "nodeSelector") as Record<string, string>) ?? {}).map(([k, v]) => `${k}=${v}`).join(",") || "<none>",
+      cell: (o) =>
+        Object.entries((at(o, "spec", "template", "spec", "nodeSelector") as Record<string, string>) ?? {})
+          .map(([k, v]) => `${k}=${v}`)
+          .join(",") || "<none>",
     },
     AGE,
   ],
   events: [
-    { name: "Last Seen", type: "string", description: "Time of the last occurrence.", cell: (o) => age(String(at(o, "lastTimestamp") ?? o.metadata.creationTimestamp)) },
+    {
+      name: "Last Seen",
+      type: "string",
+      description: "Time of the last occurrence.",
+      cell: (o) => age(String(at(o, "lastTimestamp") ?? o.metadata.creationTimestamp)),
+    },
     { name: "Type", type: "string", description: "Type of this event.", cell: (o) => String(at(o, "type") ?? "") },
-    { name: "Reason", type: "string", description: "Why the action was taken.", cell: (o) => String(at(o, "reason") ?? "") },
+    {
+      name: "Reason",
+      type: "string",
+      description: "Why the action was taken.",
+      cell: (o) => String(at(o, "reason") ?? ""),
+    },
     {
       name: "Object",
       type: "string",
       description: "The object this event is about.",
-      cell: (o) => `${String(at(o, "involvedObject", "kind") ?? "").toLowerCase()}/${String(at(o, "involvedObject", "name") ?? "")}`,
+      cell: (o) =>
+        `${String(at(o, "involvedObject", "kind") ?? "").toLowerCase()}/${String(at(o, "involvedObject", "name") ?? "")}`,
     },
-    { name: "Message", type: "string", description: "A description of the status of this operation.", cell: (o) => String(at(o, "message") ?? "") },
+    {
+      name: "Message",
+      type: "string",
+      description: "A description of the status of this operation.",
+      cell: (o) => String(at(o, "message") ?? ""),
+    },
   ],
   secrets: [
     NAME,
-    { name: "Type", type: "string", description: "The type of the secret.", cell: (o) => String(at(o, "type") ?? "Opaque") },
-    { name: "Data", type: "string", description: "The number of keys in the secret.", cell: (o) => String(Object.keys((at(o, "data") as Any) ?? {}).length) },
+    {
+      name: "Type",
+      type: "string",
+      description: "The type of the secret.",
+      cell: (o) => String(at(o, "type") ?? "Opaque"),
+    },
+    {
+      name: "Data",
+      type: "string",
+      description: "The number of keys in the secret.",
+      cell: (o) => String(Object.keys((at(o, "data") as Any) ?? {}).length),
+    },
     AGE,
   ],
 };
@@ -236,7 +425,13 @@ export function toTable(resource: string, objects: KubeObject[], resourceVersion
     kind: "Table",
     apiVersion: "meta.k8s.io/v1",
     metadata: { resourceVersion },
-    columnDefinitions: columns.map((c) => ({ name: c.name, type: c.type, format: c.name === "Name" ? "name" : "", description: c.description, priority: c.priority ?? 0 })),
+    columnDefinitions: columns.map((c) => ({
+      name: c.name,
+      type: c.type,
+      format: c.name === "Name" ? "name" : "",
+      description: c.description,
+      priority: c.priority ?? 0,
+    })),
     rows: objects.map((o) => ({
       cells: columns.map((c) => c.cell(o)),
       object: { kind: "PartialObjectMetadata", apiVersion: "meta.k8s.io/v1", metadata: o.metadata },

@@ -28,11 +28,14 @@ function tolerates(tolerations: Toleration[], taint: Taint): boolean {
 export function nodeMismatch(podSpec: Any, node: KubeObject): string | undefined {
   if (node.metadata.deletionTimestamp) return "node(s) were unschedulable";
   if (field(node, "spec", "unschedulable") === true) return "node(s) were unschedulable";
-  const ready = (field<Condition[]>(node, "status", "conditions") ?? []).some((c) => c.type === "Ready" && c.status === "True");
+  const ready = (field<Condition[]>(node, "status", "conditions") ?? []).some(
+    (c) => c.type === "Ready" && c.status === "True",
+  );
   if (!ready) return "node(s) had untolerated taint {node.kubernetes.io/not-ready: }";
   const selector = (podSpec.nodeSelector as Record<string, string> | undefined) ?? {};
   const labels = node.metadata.labels ?? {};
-  if (Object.entries(selector).some(([k, v]) => labels[k] !== v)) return "node(s) didn't match Pod's node affinity/selector";
+  if (Object.entries(selector).some(([k, v]) => labels[k] !== v))
+    return "node(s) didn't match Pod's node affinity/selector";
   const tolerations = (podSpec.tolerations as Toleration[] | undefined) ?? [];
   for (const taint of field<Taint[]>(node, "spec", "taints") ?? []) {
     if ((taint.effect === "NoSchedule" || taint.effect === "NoExecute") && !tolerates(tolerations, taint)) {
@@ -70,7 +73,13 @@ export class Scheduler {
 
   constructor(private readonly store: ObjectStore) {
     this.unsubscribe = store.subscribe((event) => {
-      if (event.resource === "nodes" || (event.resource === "pods" && (event.type !== "MODIFIED" || !field(event.object, "spec", "nodeName") || TERMINAL.has(String(field(event.object, "status", "phase")))))) {
+      if (
+        event.resource === "nodes" ||
+        (event.resource === "pods" &&
+          (event.type !== "MODIFIED" ||
+            !field(event.object, "spec", "nodeName") ||
+            TERMINAL.has(String(field(event.object, "status", "phase")))))
+      ) {
         this.kick();
       }
     });
@@ -91,11 +100,22 @@ export class Scheduler {
   }
 
   private pass(): void {
-    const pending = this.store.list("pods", undefined, (p) => !field(p, "spec", "nodeName") && !p.metadata.deletionTimestamp && !TERMINAL.has(String(field(p, "status", "phase"))));
+    const pending = this.store.list(
+      "pods",
+      undefined,
+      (p) =>
+        !field(p, "spec", "nodeName") &&
+        !p.metadata.deletionTimestamp &&
+        !TERMINAL.has(String(field(p, "status", "phase"))),
+    );
     if (pending.length === 0) return;
     const nodes = this.store.list("nodes");
     const used = new Map<string, { memory: number; cpu: number; pods: number }>();
-    for (const p of this.store.list("pods", undefined, (x) => field(x, "spec", "nodeName") !== undefined && !TERMINAL.has(String(field(x, "status", "phase"))))) {
+    for (const p of this.store.list(
+      "pods",
+      undefined,
+      (x) => field(x, "spec", "nodeName") !== undefined && !TERMINAL.has(String(field(x, "status", "phase"))),
+    )) {
       const node = String(field(p, "spec", "nodeName"));
       const r = podRequests((p.spec as Any) ?? {});
       const u = used.get(node) ?? { memory: 0, cpu: 0, pods: 0 };
@@ -129,18 +149,43 @@ export class Scheduler {
         const bound = this.store.update("pods", pod.metadata.namespace, pod.metadata.name, (p) => ({
           ...p,
           spec: { ...(p.spec as Any), nodeName },
-          status: { ...(p.status as Any), conditions: setCondition(field<Condition[]>(p, "status", "conditions"), { type: "PodScheduled", status: "True" }) },
+          status: {
+            ...(p.status as Any),
+            conditions: setCondition(field<Condition[]>(p, "status", "conditions"), {
+              type: "PodScheduled",
+              status: "True",
+            }),
+          },
         }));
-        recordEvent(this.store, bound, "Normal", "Scheduled", `Successfully assigned ${pod.metadata.namespace}/${pod.metadata.name} to ${nodeName}`, "default-scheduler");
+        recordEvent(
+          this.store,
+          bound,
+          "Normal",
+          "Scheduled",
+          `Successfully assigned ${pod.metadata.namespace}/${pod.metadata.name} to ${nodeName}`,
+          "default-scheduler",
+        );
         continue;
       }
-      const detail = [...reasons.entries()].map(([w, n]) => `${n} ${w}`).sort().join(", ");
+      const detail = [...reasons.entries()]
+        .map(([w, n]) => `${n} ${w}`)
+        .sort()
+        .join(", ");
       const message = `0/${nodes.length} nodes are available${detail ? `: ${detail}` : ""}. preemption: 0/${nodes.length} nodes are available: ${nodes.length} Preemption is not helpful for scheduling.`;
       const before = (field<Condition[]>(pod, "status", "conditions") ?? []).find((c) => c.type === "PodScheduled");
       if (before?.message === message) continue;
       const updated = this.store.update("pods", pod.metadata.namespace, pod.metadata.name, (p) => ({
         ...p,
-        status: { ...(p.status as Any), phase: "Pending", conditions: setCondition(field<Condition[]>(p, "status", "conditions"), { type: "PodScheduled", status: "False", reason: "Unschedulable", message }) },
+        status: {
+          ...(p.status as Any),
+          phase: "Pending",
+          conditions: setCondition(field<Condition[]>(p, "status", "conditions"), {
+            type: "PodScheduled",
+            status: "False",
+            reason: "Unschedulable",
+            message,
+          }),
+        },
       }));
       recordEvent(this.store, updated, "Warning", "FailedScheduling", message, "default-scheduler");
     }

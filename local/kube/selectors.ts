@@ -61,7 +61,8 @@ const KEY = /^[A-Za-z0-9]([A-Za-z0-9_./-]*[A-Za-z0-9])?$/;
 
 function key(text: string, selector: string): string {
   const k = text.trim();
-  if (!KEY.test(k)) throw new SelectorError(`unable to parse requirement: invalid label key "${k}" in selector "${selector}"`);
+  if (!KEY.test(k))
+    throw new SelectorError(`unable to parse requirement: invalid label key "${k}" in selector "${selector}"`);
   return k;
 }
 
@@ -73,7 +74,9 @@ export function parseLabelSelector(text: string | undefined): Selector {
     if (set) {
       const k = key(set[1] ?? "", text);
       const values = new Set((set[3] ?? "").split(",").map((v) => v.trim()));
-      return set[2] === "in" ? (l) => l[k] !== undefined && values.has(l[k]) : (l) => l[k] === undefined || !values.has(l[k]);
+      return set[2] === "in"
+        ? (l) => l[k] !== undefined && values.has(l[k])
+        : (l) => l[k] === undefined || !values.has(l[k]);
     }
     const cmp = /^([^!=]+?)\s*(==|=|!=)\s*(.*)$/.exec(term);
     if (cmp) {
@@ -112,7 +115,9 @@ export function parseFieldSelector(text: string | undefined): Selector {
     if (!cmp) throw new SelectorError(`invalid field selector "${text}"`);
     const path = cmp[1] ?? "";
     const v = (cmp[3] ?? "").trim();
-    return cmp[2] === "!=" ? (o: KubeObject) => fieldValue(o, path) !== v : (o: KubeObject) => fieldValue(o, path) === v;
+    return cmp[2] === "!="
+      ? (o: KubeObject) => fieldValue(o, path) !== v
+      : (o: KubeObject) => fieldValue(o, path) === v;
   });
   return (obj) => checks.every((check) => check(obj));
 }

@@ -81,7 +81,10 @@ export class ObjectStore {
     const t = this.table(resource);
     const key = keyOf(input.metadata.namespace, input.metadata.name);
     if (t.has(key)) {
-      throw new KubeStatusError(409, "AlreadyExists", `${resource} "${input.metadata.name}" already exists`, { name: input.metadata.name, kind: resource });
+      throw new KubeStatusError(409, "AlreadyExists", `${resource} "${input.metadata.name}" already exists`, {
+        name: input.metadata.name,
+        kind: resource,
+      });
     }
     const obj = structuredClone(input);
     // Admission may have chosen the uid already (a Job's selector names it).
@@ -99,7 +102,13 @@ export class ObjectStore {
    * Replaces an object with what `change` returns (undefined leaves it). `expectedRv`, when given,
    * must be the stored version (optimistic concurrency, 409 Conflict otherwise).
    */
-  update(resource: string, namespace: string | undefined, name: string, change: (current: KubeObject) => KubeObject | undefined, expectedRv?: string): KubeObject {
+  update(
+    resource: string,
+    namespace: string | undefined,
+    name: string,
+    change: (current: KubeObject) => KubeObject | undefined,
+    expectedRv?: string,
+  ): KubeObject {
     const t = this.table(resource);
     const key = keyOf(namespace, name);
     const current = t.get(key);
@@ -127,7 +136,10 @@ export class ObjectStore {
     if (next.metadata.deletionTimestamp === undefined) delete next.metadata.deletionTimestamp;
     const specChanged = JSON.stringify(next.spec) !== JSON.stringify(current.spec);
     next.metadata.generation = (current.metadata.generation ?? 1) + (specChanged ? 1 : 0);
-    if (JSON.stringify({ ...next, metadata: { ...next.metadata, resourceVersion: "" } }) === JSON.stringify({ ...current, metadata: { ...current.metadata, resourceVersion: "" } })) {
+    if (
+      JSON.stringify({ ...next, metadata: { ...next.metadata, resourceVersion: "" } }) ===
+      JSON.stringify({ ...current, metadata: { ...current.metadata, resourceVersion: "" } })
+    ) {
       return structuredClone(current);
     }
     next.metadata.resourceVersion = String(++this.rv);

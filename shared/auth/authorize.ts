@@ -10,7 +10,11 @@ export interface BearerValidator {
  * Authenticates the caller (401 when the token fails) and checks the route's role floor (403)
  * before any work is done.
  */
-export async function authorize(validator: BearerValidator, authorizationHeader: string | null | undefined, floor: Role): Promise<Caller> {
+export async function authorize(
+  validator: BearerValidator,
+  authorizationHeader: string | null | undefined,
+  floor: Role,
+): Promise<Caller> {
   const caller = await validator.validate(authorizationHeader);
   if (!hasRoleAtLeast(caller.roles, floor)) {
     throw new ForbiddenError(`this action needs the ${floor} role or higher`);

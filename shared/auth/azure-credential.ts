@@ -18,12 +18,15 @@ export function azureCredential(clientId?: string): TokenCredential {
     const load = () => {
       loaded ??= import("@azure/identity").then(
         ({ DefaultAzureCredential }) =>
-          new DefaultAzureCredential(clientId ? { managedIdentityClientId: clientId, workloadIdentityClientId: clientId } : {}),
+          new DefaultAzureCredential(
+            clientId ? { managedIdentityClientId: clientId, workloadIdentityClientId: clientId } : {},
+          ),
       );
       return loaded;
     };
     credential = {
-      getToken: async (scopes: string | string[], options?: GetTokenOptions): Promise<AccessToken | null> => (await load()).getToken(scopes, options),
+      getToken: async (scopes: string | string[], options?: GetTokenOptions): Promise<AccessToken | null> =>
+        (await load()).getToken(scopes, options),
     };
     credentials.set(key, credential);
   }

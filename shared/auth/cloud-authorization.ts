@@ -44,7 +44,8 @@ export const ROLE_PROPAGATION_NOTE = "a new role assignment takes 1 to 5 minutes
 
 /** The refusal `error` stands for, or undefined when it is not an authorization refusal this codebase knows. */
 export function describeCloudAuthorizationError(error: unknown): CloudAuthorizationFailure | undefined {
-  if (error instanceof CloudAuthorizationError) return { code: error.code, role: error.role, scope: error.scope, message: error.message };
+  if (error instanceof CloudAuthorizationError)
+    return { code: error.code, role: error.role, scope: error.scope, message: error.message };
   if (typeof error !== "object" || error === null) return undefined;
   const e = error as {
     statusCode?: unknown;
@@ -62,15 +63,23 @@ export function describeCloudAuthorizationError(error: unknown): CloudAuthorizat
   const message = typeof e.message === "string" ? e.message : "";
   // Where the service's error code sits differs by SDK: the RestError's code (Blob, ARM), the
   // OData body that becomes its message (Tables), the parsed body's inner error (Key Vault).
-  const body = [typeof e.response?.bodyAsText === "string" ? e.response.bodyAsText : "", safeStringify(e.details)].join("\n");
+  const body = [typeof e.response?.bodyAsText === "string" ? e.response.bodyAsText : "", safeStringify(e.details)].join(
+    "\n",
+  );
   const url = typeof e.request?.url === "string" ? e.request.url : "";
-  const names = (errorCode: string) => code === errorCode || new RegExp(`\\b${errorCode}\\b`).test(`${message}\n${body}`);
+  const names = (errorCode: string) =>
+    code === errorCode || new RegExp(`\\b${errorCode}\\b`).test(`${message}\n${body}`);
   if (names("AuthorizationPermissionMismatch")) {
     // Tables answer OData JSON; Blobs answer XML.
     const table = `${message}\n${body}`.includes('"odata.error"') || /\.table\./.test(url);
     const role = table ? "Storage Table Data Contributor" : "Storage Blob Data Contributor";
     const scope = `storage account '${storageAccountName(url)}'`;
-    return failure("AuthorizationPermissionMismatch", role, scope, `the managed identity has no ${table ? "table" : "blob"} data role on ${scope}`);
+    return failure(
+      "AuthorizationPermissionMismatch",
+      role,
+      scope,
+      `the managed identity has no ${table ? "table" : "blob"} data role on ${scope}`,
+    );
   }
   if (names("AuthorizationFailed")) {
     const text = message || body;
@@ -81,16 +90,27 @@ export function describeCloudAuthorizationError(error: unknown): CloudAuthorizat
       : /listClusterUserCredential/i.test(action)
         ? "Azure Kubernetes Service Cluster User Role"
         : "Contributor";
-    return failure("AuthorizationFailed", role, scope, `the managed identity does not have authorization to perform ${action} over ${scope}`);
+    return failure(
+      "AuthorizationFailed",
+      role,
+      scope,
+      `the managed identity does not have authorization to perform ${action} over ${scope}`,
+    );
   }
   if (names("ForbiddenByRbac")) {
     const text = `${message}\n${body}`;
     const action = /Action: '([^']+)'/.exec(text)?.[1] ?? "";
-    const vault = /Vault: ([^;\s\\]+)/.exec(text)?.[1] ?? (URL.canParse(url) ? new URL(url).hostname.split(".")[0] : undefined);
+    const vault =
+      /Vault: ([^;\s\\]+)/.exec(text)?.[1] ?? (URL.canParse(url) ? new URL(url).hostname.split(".")[0] : undefined);
     const writes = /\/(setSecret|deleteSecret|purge|backup|restore|recover)/i.test(action);
     const role = writes ? "Key Vault Secrets Officer" : "Key Vault Secrets User";
     const scope = vault ? `key vault '${vault}'` : "the key vault";
-    return failure("ForbiddenByRbac", role, scope, `the managed identity has no Key Vault role allowing ${action ? action.replace(/^.*\/secrets\//, "secrets/") : "this call"} on ${scope}`);
+    return failure(
+      "ForbiddenByRbac",
+      role,
+      scope,
+      `the managed identity has no Key Vault role allowing ${action ? action.replace(/^.*\/secrets\//, "secrets/") : "this call"} on ${scope}`,
+    );
   }
   return undefined;
 }
@@ -111,13 +131,20 @@ export function explainCloudAuthorization<A extends unknown[], R>(
     } catch (error) {
       const refusal = describeCloudAuthorizationError(error);
       if (refusal && onRefusal) await onRefusal(refusal);
-      throw refusal && !(error instanceof CloudAuthorizationError) ? new CloudAuthorizationError(refusal, { cause: error }) : error;
+      throw refusal && !(error instanceof CloudAuthorizationError)
+        ? new CloudAuthorizationError(refusal, { cause: error })
+        : error;
     }
   };
 }
 
 function failure(code: string, role: string, scope: string, what: string): CloudAuthorizationFailure {
-  return { code, role, scope, message: `${code}: ${what}; assign it the ${role} role on ${scope} (${ROLE_PROPAGATION_NOTE})` };
+  return {
+    code,
+    role,
+    scope,
+    message: `${code}: ${what}; assign it the ${role} role on ${scope} (${ROLE_PROPAGATION_NOTE})`,
+  };
 }
 
 interface ForbiddenStatus {
@@ -129,7 +156,12 @@ interface ForbiddenStatus {
 
 function isForbiddenStatus(body: unknown): body is ForbiddenStatus {
   const parsed = typeof body === "string" ? safeJson(body) : body;
-  return typeof parsed === "object" && parsed !== null && (parsed as { kind?: unknown }).kind === "Status" && (parsed as { reason?: unknown }).reason === "Forbidden";
+  return (
+    typeof parsed === "object" &&
+    parsed !== null &&
+    (parsed as { kind?: unknown }).kind === "Status" &&
+    (parsed as { reason?: unknown }).reason === "Forbidden"
+  );
 }
 
 function clusterForbidden(body: ForbiddenStatus | string): CloudAuthorizationFailure {

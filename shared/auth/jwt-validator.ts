@@ -2,7 +2,14 @@
  * Bearer access-token validation for Entra ID and for the local development identity provider.
  * Both publish an OpenID discovery document and a JWKS, so the same code serves both.
  */
-import { createRemoteJWKSet, customFetch, type FetchImplementation, type JWTPayload, errors as joseErrors, jwtVerify } from "jose";
+import {
+  createRemoteJWKSet,
+  customFetch,
+  type FetchImplementation,
+  type JWTPayload,
+  errors as joseErrors,
+  jwtVerify,
+} from "jose";
 import { z } from "zod";
 import { UnauthorizedError, DependencyUnavailableError } from "../errors.js";
 import { type Caller, type Role, isRole } from "./roles.js";
@@ -129,7 +136,11 @@ function toCaller(payload: JWTPayload): Caller {
   };
 }
 
-async function loadConfig(discoveryUrl: URL, issuerOverride: string | undefined, fetchImpl: typeof fetch): Promise<ResolvedConfig> {
+async function loadConfig(
+  discoveryUrl: URL,
+  issuerOverride: string | undefined,
+  fetchImpl: typeof fetch,
+): Promise<ResolvedConfig> {
   const unavailable = new DependencyUnavailableError("identity provider discovery document unavailable");
   let body: unknown;
   try {
@@ -154,7 +165,10 @@ async function loadConfig(discoveryUrl: URL, issuerOverride: string | undefined,
   if (!allowedProtocols.includes(jwksUrl.protocol)) throw unavailable;
   return {
     issuer: issuerOverride ?? parsed.data.issuer,
-    jwks: createRemoteJWKSet(jwksUrl, { timeoutDuration: FETCH_TIMEOUT_MS, [customFetch]: upstreamGuardedFetch(fetchImpl) }),
+    jwks: createRemoteJWKSet(jwksUrl, {
+      timeoutDuration: FETCH_TIMEOUT_MS,
+      [customFetch]: upstreamGuardedFetch(fetchImpl),
+    }),
   };
 }
 

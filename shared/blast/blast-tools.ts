@@ -147,7 +147,8 @@ export async function runBlastTool(
 
   // Resolved here, so a missing tool is reported as such rather than as setpriv's failure to exec.
   const executable = findExecutable(tool);
-  const [command, argv] = SETPRIV && executable ? [SETPRIV, ["--pdeathsig", "KILL", "--", executable, ...args]] : [tool, args];
+  const [command, argv] =
+    SETPRIV && executable ? [SETPRIV, ["--pdeathsig", "KILL", "--", executable, ...args]] : [tool, args];
 
   return new Promise((resolve, reject) => {
     const child = spawn(command, argv, {

@@ -147,7 +147,8 @@ async function scanFasta(fastaPath: string): Promise<{ records: number; letters:
     lineNo++;
     if (line.startsWith(">")) records++;
     else if (records === 0) {
-      if (line.trim() !== "") throw new DatabaseBuildError(`FASTA line ${lineNo}: sequence data before the first '>' header`);
+      if (line.trim() !== "")
+        throw new DatabaseBuildError(`FASTA line ${lineNo}: sequence data before the first '>' header`);
     } else letters += line.replace(/\s+/g, "").length;
   }
   if (records === 0) throw new DatabaseBuildError("the FASTA file holds no records");
@@ -182,7 +183,10 @@ class PartitionWriter {
     await this.flush();
     const stream = this.stream;
     this.stream = undefined;
-    if (stream) await new Promise<void>((resolve, reject) => stream.end((error?: Error | null) => (error ? reject(error) : resolve())));
+    if (stream)
+      await new Promise<void>((resolve, reject) =>
+        stream.end((error?: Error | null) => (error ? reject(error) : resolve())),
+      );
   }
 
   destroy(): void {
@@ -280,9 +284,15 @@ function validate(options: BuildDatabaseOptions): void {
     throw new DatabaseBuildError(`invalid database type ${JSON.stringify(options.type)}: use "nucl" or "prot"`);
   }
   if (!Number.isInteger(options.partitions) || options.partitions < 0 || options.partitions > MAX_PARTITIONS) {
-    throw new DatabaseBuildError(`partitions must be an integer from 0 to ${MAX_PARTITIONS}, got ${options.partitions}`);
+    throw new DatabaseBuildError(
+      `partitions must be an integer from 0 to ${MAX_PARTITIONS}, got ${options.partitions}`,
+    );
   }
-  if (typeof options.fastaPath !== "string" || !path.isAbsolute(options.fastaPath) || /[\s\0]/.test(options.fastaPath)) {
+  if (
+    typeof options.fastaPath !== "string" ||
+    !path.isAbsolute(options.fastaPath) ||
+    /[\s\0]/.test(options.fastaPath)
+  ) {
     throw new DatabaseBuildError("fastaPath must be an absolute path without whitespace");
   }
   if (typeof options.outDir !== "string" || !path.isAbsolute(options.outDir) || options.outDir.includes("\0")) {
@@ -368,7 +378,15 @@ export async function buildDatabase(options: BuildDatabaseOptions): Promise<Data
       for (const [i, fasta] of fastas.entries()) {
         const index = i + 1;
         const dir = path.posix.join("parts", `p${index}`);
-        await makeDb(outDir, fasta, path.posix.join(dir, `${name}_p${index}_data`), `${name}_p${index}`, type, parseSeqids, signal);
+        await makeDb(
+          outDir,
+          fasta,
+          path.posix.join(dir, `${name}_p${index}_data`),
+          `${name}_p${index}`,
+          type,
+          parseSeqids,
+          signal,
+        );
         await unlink(path.join(outDir, fasta));
         const aliasBase = path.posix.join(dir, `${name}_p${index}`);
         await writeFile(
@@ -388,7 +406,9 @@ export async function buildDatabase(options: BuildDatabaseOptions): Promise<Data
     }
 
     const files = await filesUnder(outDir);
-    const cacheFile = new RegExp(`^${name.replace(/[.]/g, "\\.")}(?:\\.\\d+)?\\.${type === "nucl" ? "n" : "p"}(?:sq|in|hr)$`);
+    const cacheFile = new RegExp(
+      `^${name.replace(/[.]/g, "\\.")}(?:\\.\\d+)?\\.${type === "nucl" ? "n" : "p"}(?:sq|in|hr)$`,
+    );
     const manifest: DatabaseManifest = {
       name,
       type,

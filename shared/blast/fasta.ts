@@ -274,11 +274,19 @@ export function parseQueryFasta(
     }
     for (let i = 0; i < header.length; i++) {
       if (isHeaderControl(header.charCodeAt(i))) {
-        recordIssue(current, `has a control character ${showChar(header, i)} in its header at line ${lineNo}`, "value_error");
+        recordIssue(
+          current,
+          `has a control character ${showChar(header, i)} in its header at line ${lineNo}`,
+          "value_error",
+        );
         return;
       }
       if (isNonAscii(header.charCodeAt(i))) {
-        recordIssue(current, `has a non-ASCII character ${showChar(header, i)} in its header at line ${lineNo}: BLAST+ writes only ASCII headers`, "value_error");
+        recordIssue(
+          current,
+          `has a non-ASCII character ${showChar(header, i)} in its header at line ${lineNo}: BLAST+ writes only ASCII headers`,
+          "value_error",
+        );
         return;
       }
     }

@@ -47,7 +47,9 @@ export type ScoringMatrix = (typeof SCORING_MATRICES)[number];
 export type OutputFormat = "xml" | "tabular" | "tabular_commented";
 
 /** NCBI genetic code numbers BLAST+ 2.12 accepts for `query_gencode` and `db_gencode`. */
-export const GENETIC_CODES = [1, 2, 3, 4, 5, 6, 9, 10, 11, 12, 13, 14, 15, 16, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 33] as const;
+export const GENETIC_CODES = [
+  1, 2, 3, 4, 5, 6, 9, 10, 11, 12, 13, 14, 15, 16, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 33,
+] as const;
 
 const OUTFMT_INPUTS = [5, 6, 7, "5", "6", "7", "xml", "tabular", "tabular_commented"] as const;
 
@@ -245,25 +247,55 @@ const NUCLEOTIDE_GAP_COSTS: Readonly<Record<"megablast" | "blastn" | "blastn-sho
   megablast: {
     scoring: "task megablast (reward 1, penalty -2)",
     defaults: [0, 0],
-    pairs: [[0, 0], [0, 2], [1, 1], [1, 2], [2, 1], [3, 1]],
+    pairs: [
+      [0, 0],
+      [0, 2],
+      [1, 1],
+      [1, 2],
+      [2, 1],
+      [3, 1],
+    ],
     atLeast: [2, 2],
   },
   "blastn-short": {
     scoring: "task blastn-short (reward 1, penalty -3)",
     defaults: [5, 2],
-    pairs: [[0, 2], [1, 1], [1, 2], [2, 1]],
+    pairs: [
+      [0, 2],
+      [1, 1],
+      [1, 2],
+      [2, 1],
+    ],
     atLeast: [2, 2],
   },
   blastn: {
     scoring: "task blastn (reward 2, penalty -3)",
     defaults: [5, 2],
-    pairs: [[0, 4], [2, 2], [2, 4], [3, 3], [4, 2], [4, 4], [5, 2], [6, 2]],
+    pairs: [
+      [0, 4],
+      [2, 2],
+      [2, 4],
+      [3, 3],
+      [4, 2],
+      [4, 4],
+      [5, 2],
+      [6, 2],
+    ],
     atLeast: [6, 4],
   },
   "dc-megablast": {
     scoring: "task dc-megablast (reward 2, penalty -3)",
     defaults: [5, 2],
-    pairs: [[0, 4], [2, 2], [2, 4], [3, 3], [4, 2], [4, 4], [5, 2], [6, 2]],
+    pairs: [
+      [0, 4],
+      [2, 2],
+      [2, 4],
+      [3, 3],
+      [4, 2],
+      [4, 4],
+      [5, 2],
+      [6, 2],
+    ],
     atLeast: [6, 4],
   },
 };
@@ -274,47 +306,137 @@ const MATRIX_GAP_COSTS: Readonly<Record<ScoringMatrix, GapCosts>> = {
   BLOSUM45: {
     scoring: "matrix BLOSUM45",
     defaults: [14, 2],
-    pairs: [[13, 3], [12, 3], [11, 3], [10, 3], [16, 2], [15, 2], [14, 2], [13, 2], [12, 2], [19, 1], [18, 1], [17, 1], [16, 1]],
+    pairs: [
+      [13, 3],
+      [12, 3],
+      [11, 3],
+      [10, 3],
+      [16, 2],
+      [15, 2],
+      [14, 2],
+      [13, 2],
+      [12, 2],
+      [19, 1],
+      [18, 1],
+      [17, 1],
+      [16, 1],
+    ],
   },
   BLOSUM50: {
     scoring: "matrix BLOSUM50",
     defaults: [13, 2],
     pairs: [
-      [13, 3], [12, 3], [11, 3], [10, 3], [9, 3], [16, 2], [15, 2], [14, 2], [13, 2], [12, 2], [19, 1], [18, 1], [17, 1],
-      [16, 1], [15, 1],
+      [13, 3],
+      [12, 3],
+      [11, 3],
+      [10, 3],
+      [9, 3],
+      [16, 2],
+      [15, 2],
+      [14, 2],
+      [13, 2],
+      [12, 2],
+      [19, 1],
+      [18, 1],
+      [17, 1],
+      [16, 1],
+      [15, 1],
     ],
   },
   BLOSUM62: {
     scoring: "matrix BLOSUM62",
     defaults: [11, 1],
-    pairs: [[11, 2], [10, 2], [9, 2], [8, 2], [7, 2], [6, 2], [13, 1], [12, 1], [11, 1], [10, 1], [9, 1]],
+    pairs: [
+      [11, 2],
+      [10, 2],
+      [9, 2],
+      [8, 2],
+      [7, 2],
+      [6, 2],
+      [13, 1],
+      [12, 1],
+      [11, 1],
+      [10, 1],
+      [9, 1],
+    ],
   },
   BLOSUM80: {
     scoring: "matrix BLOSUM80",
     defaults: [10, 1],
-    pairs: [[25, 2], [13, 2], [9, 2], [8, 2], [7, 2], [6, 2], [11, 1], [10, 1], [9, 1]],
+    pairs: [
+      [25, 2],
+      [13, 2],
+      [9, 2],
+      [8, 2],
+      [7, 2],
+      [6, 2],
+      [11, 1],
+      [10, 1],
+      [9, 1],
+    ],
   },
   BLOSUM90: {
     scoring: "matrix BLOSUM90",
     defaults: [10, 1],
-    pairs: [[9, 2], [8, 2], [7, 2], [6, 2], [11, 1], [10, 1], [9, 1]],
+    pairs: [
+      [9, 2],
+      [8, 2],
+      [7, 2],
+      [6, 2],
+      [11, 1],
+      [10, 1],
+      [9, 1],
+    ],
   },
   PAM30: {
     scoring: "matrix PAM30",
     defaults: [9, 1],
-    pairs: [[7, 2], [6, 2], [5, 2], [10, 1], [9, 1], [8, 1], [15, 3], [14, 2], [14, 1], [13, 3]],
+    pairs: [
+      [7, 2],
+      [6, 2],
+      [5, 2],
+      [10, 1],
+      [9, 1],
+      [8, 1],
+      [15, 3],
+      [14, 2],
+      [14, 1],
+      [13, 3],
+    ],
   },
   PAM70: {
     scoring: "matrix PAM70",
     defaults: [10, 1],
-    pairs: [[8, 2], [7, 2], [6, 2], [11, 1], [10, 1], [9, 1], [11, 2], [12, 3]],
+    pairs: [
+      [8, 2],
+      [7, 2],
+      [6, 2],
+      [11, 1],
+      [10, 1],
+      [9, 1],
+      [11, 2],
+      [12, 3],
+    ],
   },
   PAM250: {
     scoring: "matrix PAM250",
     defaults: [14, 2],
     pairs: [
-      [15, 3], [14, 3], [13, 3], [12, 3], [11, 3], [17, 2], [16, 2], [15, 2], [14, 2], [13, 2], [21, 1], [20, 1], [19, 1],
-      [18, 1], [17, 1],
+      [15, 3],
+      [14, 3],
+      [13, 3],
+      [12, 3],
+      [11, 3],
+      [17, 2],
+      [16, 2],
+      [15, 2],
+      [14, 2],
+      [13, 2],
+      [21, 1],
+      [20, 1],
+      [19, 1],
+      [18, 1],
+      [17, 1],
     ],
   },
 };
@@ -412,7 +534,8 @@ export function validateOptionsForProgram(
   const gapped = GAPPED.includes(program);
   if (options.ungapped === true && gapped) {
     for (const key of ["gapopen", "gapextend"] as const) {
-      if (has(key)) at(key, `${key} has no effect on an ungapped search; remove it or set ungapped to false`, "value_error");
+      if (has(key))
+        at(key, `${key} has no effect on an ungapped search; remove it or set ungapped to false`, "value_error");
     }
     const cbs = options.comp_based_stats;
     if (cbs !== undefined && cbs !== 0 && COMPOSITION.includes(program)) {
@@ -456,7 +579,10 @@ export function parseBlastOptions(
   const parsed = blastOptionsSchema.safeParse(input);
   if (!parsed.success) {
     throw new ValidationError(
-      zodIssues(parsed.error, "body", input).map((issue) => ({ ...issue, loc: ["body", field, ...issue.loc.slice(1)] })),
+      zodIssues(parsed.error, "body", input).map((issue) => ({
+        ...issue,
+        loc: ["body", field, ...issue.loc.slice(1)],
+      })),
     );
   }
   validateOptionsForProgram(program, parsed.data, field);

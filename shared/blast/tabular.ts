@@ -152,7 +152,9 @@ function hspRow(queryId: string, subject: string, hsp: BlastHsp): string {
   const qseq = hsp.Hsp_qseq ?? "";
   const hseq = hsp.Hsp_hseq ?? "";
   const gaps =
-    hsp.Hsp_gaps !== undefined ? integer(hsp, "Hsp_gaps") : (qseq.match(/-/g)?.length ?? 0) + (hseq.match(/-/g)?.length ?? 0);
+    hsp.Hsp_gaps !== undefined
+      ? integer(hsp, "Hsp_gaps")
+      : (qseq.match(/-/g)?.length ?? 0) + (hseq.match(/-/g)?.length ?? 0);
   return [
     queryId,
     subject,

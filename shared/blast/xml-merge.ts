@@ -309,7 +309,8 @@ export async function* readBlastXml(source: AsyncIterable<string | Uint8Array>):
         let trailer = buf.slice(pos + ITERATIONS_CLOSE.length);
         for (let chunk = await nextChunk(); chunk !== undefined; chunk = await nextChunk()) {
           trailer += chunk;
-          if (trailer.length > TRAILER_LIMIT) throw new BlastXmlError("unexpected data after </BlastOutput_iterations>");
+          if (trailer.length > TRAILER_LIMIT)
+            throw new BlastXmlError("unexpected data after </BlastOutput_iterations>");
         }
         if (trailer.trim() !== "</BlastOutput>") {
           throw new BlastXmlError("truncated or malformed BLAST XML after </BlastOutput_iterations>");
@@ -467,7 +468,9 @@ function mergeStatistics(
   if (totals) {
     const wantNum = BigInt(totals.sequences);
     const wantLen = BigInt(totals.letters);
-    const eachWhole = perPartition.every((p) => p["Statistics_db-num"] === wantNum && p["Statistics_db-len"] === wantLen);
+    const eachWhole = perPartition.every(
+      (p) => p["Statistics_db-num"] === wantNum && p["Statistics_db-len"] === wantLen,
+    );
     if (!eachWhole && (num !== wantNum || len !== wantLen)) {
       throw new BlastMergeError(
         `${where}: partitions report ${num} sequences / ${len} letters in total, the database has ${wantNum} / ${wantLen}`,

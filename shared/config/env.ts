@@ -37,7 +37,9 @@ export const envPort = () => envInt(0, 65_535);
 
 /** A number from `min` to `max` (decimals allowed); with `minExclusive`, above `min`. */
 export function envNumber(min: number, max: number, minExclusive = false) {
-  const message = minExclusive ? `must be a number above ${min} and at most ${max}` : `must be a number from ${min} to ${max}`;
+  const message = minExclusive
+    ? `must be a number above ${min} and at most ${max}`
+    : `must be a number from ${min} to ${max}`;
   return z
     .string()
     .regex(/^-?\d+(\.\d+)?$/, message)
@@ -62,12 +64,19 @@ export function envParsed<T>(parse: (text: string) => T) {
 
 /** An absolute http(s) URL. */
 export function envUrl() {
-  return z.string().refine((value) => URL.canParse(value) && /^https?:$/.test(new URL(value).protocol), "must be an absolute http(s) URL");
+  return z
+    .string()
+    .refine(
+      (value) => URL.canParse(value) && /^https?:$/.test(new URL(value).protocol),
+      "must be an absolute http(s) URL",
+    );
 }
 
 /** A flag: `1`/`true` or `0`/`false`. */
 export function envFlag() {
-  return z.enum(["0", "1", "true", "false"], "must be 0, 1, true or false").transform((value) => value === "1" || value === "true");
+  return z
+    .enum(["0", "1", "true", "false"], "must be 0, 1, true or false")
+    .transform((value) => value === "1" || value === "true");
 }
 
 /** One of `values`. */
@@ -85,7 +94,11 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
  * default), as Azure app settings and shell exports often leave one empty. Throws
  * {@link ConfigError} naming every bad setting.
  */
-export function parseEnv<S extends z.ZodObject, T extends object>(schema: S, env: Env, build: (values: z.output<S>) => T): T {
+export function parseEnv<S extends z.ZodObject, T extends object>(
+  schema: S,
+  env: Env,
+  build: (values: z.output<S>) => T,
+): T {
   const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value !== ""));
   const parsed = schema.safeParse(present, {
     // A missing required setting gets the same plain words whatever its type.

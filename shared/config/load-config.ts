@@ -21,29 +21,36 @@ const TASK_HUB_NAME = /^[A-Za-z][A-Za-z0-9]{2,44}$/;
 /** Daily at 03:00 UTC: the update check's schedule when `SVC_DB_UPDATE_CHECK_SCHEDULE` is unset. */
 export const DEFAULT_DB_UPDATE_CHECK_SCHEDULE = "0 0 3 * * *";
 
-const configSchema = z.object({
-  // A connection string (Azurite only) or the host's identity-based settings (`AzureWebJobsStorage__*`).
-  ...storageSettingsShape(FUNCTIONS_STORAGE_SETTINGS),
-  TASKHUB_NAME: z.string().regex(TASK_HUB_NAME, "must be 3-45 letters or digits, starting with a letter").default("blastplane"),
-  AUTH_TENANT_ID: z.string(),
-  AUTH_CLIENT_ID: z.string(),
-  AUTH_DISCOVERY_URL: envUrl().optional(),
-  AUTH_CLOCK_SKEW_SECONDS: envInt(0, 600).default(60),
-  LOG_LEVEL: envEnum(LOG_LEVELS).default("info"),
-  NOOP_RATE_LIMIT_PER_MINUTE: envInt(1, 10_000).default(30),
-  HEALTH_DEPENDENCY_TIMEOUT_MS: envInt(100, 30_000).default(2000),
-  JOBAPI_URL: envUrl().optional(),
-  SECRETS_DIR: z.string().optional(),
-  KEY_VAULT_URL: envUrl().optional(),
-  API_TOKEN_GRACE_SECONDS: envInt(0, 7 * 86_400).default(3600),
-  JOB_POLL_INTERVAL_SECONDS: envInt(1, 3600).default(5),
-  JOBAPI_TIMEOUT_MS: envInt(100, 120_000).default(15_000),
-  DATABASES_DIR: z.string().optional(),
-  DATABASE_SOURCE_URL: envUrl().optional(),
-  DATABASE_PARTITIONS: envInt(0, 64).default(2),
-  // A timer schedule as Azure Functions reads it (six-field NCRONTAB or a TimeSpan).
-  SVC_DB_UPDATE_CHECK_SCHEDULE: envParsed((text) => parseNcrontab(text).expression).default(DEFAULT_DB_UPDATE_CHECK_SCHEDULE),
-}).superRefine(...checkStorageSettings(FUNCTIONS_STORAGE_SETTINGS));
+const configSchema = z
+  .object({
+    // A connection string (Azurite only) or the host's identity-based settings (`AzureWebJobsStorage__*`).
+    ...storageSettingsShape(FUNCTIONS_STORAGE_SETTINGS),
+    TASKHUB_NAME: z
+      .string()
+      .regex(TASK_HUB_NAME, "must be 3-45 letters or digits, starting with a letter")
+      .default("blastplane"),
+    AUTH_TENANT_ID: z.string(),
+    AUTH_CLIENT_ID: z.string(),
+    AUTH_DISCOVERY_URL: envUrl().optional(),
+    AUTH_CLOCK_SKEW_SECONDS: envInt(0, 600).default(60),
+    LOG_LEVEL: envEnum(LOG_LEVELS).default("info"),
+    NOOP_RATE_LIMIT_PER_MINUTE: envInt(1, 10_000).default(30),
+    HEALTH_DEPENDENCY_TIMEOUT_MS: envInt(100, 30_000).default(2000),
+    JOBAPI_URL: envUrl().optional(),
+    SECRETS_DIR: z.string().optional(),
+    KEY_VAULT_URL: envUrl().optional(),
+    API_TOKEN_GRACE_SECONDS: envInt(0, 7 * 86_400).default(3600),
+    JOB_POLL_INTERVAL_SECONDS: envInt(1, 3600).default(5),
+    JOBAPI_TIMEOUT_MS: envInt(100, 120_000).default(15_000),
+    DATABASES_DIR: z.string().optional(),
+    DATABASE_SOURCE_URL: envUrl().optional(),
+    DATABASE_PARTITIONS: envInt(0, 64).default(2),
+    // A timer schedule as Azure Functions reads it (six-field NCRONTAB or a TimeSpan).
+    SVC_DB_UPDATE_CHECK_SCHEDULE: envParsed((text) => parseNcrontab(text).expression).default(
+      DEFAULT_DB_UPDATE_CHECK_SCHEDULE,
+    ),
+  })
+  .superRefine(...checkStorageSettings(FUNCTIONS_STORAGE_SETTINGS));
 
 /** Every app setting the Functions app reads (`local.settings.sample.json` lists the same). */
 export const APP_SETTING_NAMES: readonly string[] = Object.freeze(Object.keys(configSchema.shape));
@@ -94,27 +101,29 @@ export interface AppConfig {
  * naming every bad setting.
  */
 export function loadConfig(env: Env = process.env): AppConfig {
-  return parseEnv(configSchema, env, (c) => withLegacyConnectionString({
-    storage: storageConnectionFromSettings(c, FUNCTIONS_STORAGE_SETTINGS),
-    taskHubName: c.TASKHUB_NAME,
-    auth: {
-      tenantId: c.AUTH_TENANT_ID,
-      clientId: c.AUTH_CLIENT_ID,
-      discoveryUrl: c.AUTH_DISCOVERY_URL,
-      clockSkewSeconds: c.AUTH_CLOCK_SKEW_SECONDS,
-    },
-    logLevel: c.LOG_LEVEL,
-    noopRateLimitPerMinute: c.NOOP_RATE_LIMIT_PER_MINUTE,
-    healthDependencyTimeoutMs: c.HEALTH_DEPENDENCY_TIMEOUT_MS,
-    jobApiUrl: c.JOBAPI_URL?.replace(/\/+$/, ""),
-    secretsDir: c.SECRETS_DIR,
-    keyVaultUrl: c.KEY_VAULT_URL,
-    apiTokenGraceSeconds: c.API_TOKEN_GRACE_SECONDS,
-    jobPollIntervalSeconds: c.JOB_POLL_INTERVAL_SECONDS,
-    jobApiTimeoutMs: c.JOBAPI_TIMEOUT_MS,
-    databasesDir: c.DATABASES_DIR,
-    databaseSourceUrl: c.DATABASE_SOURCE_URL,
-    databasePartitions: c.DATABASE_PARTITIONS,
-    dbUpdateCheckSchedule: c.SVC_DB_UPDATE_CHECK_SCHEDULE,
-  }));
+  return parseEnv(configSchema, env, (c) =>
+    withLegacyConnectionString({
+      storage: storageConnectionFromSettings(c, FUNCTIONS_STORAGE_SETTINGS),
+      taskHubName: c.TASKHUB_NAME,
+      auth: {
+        tenantId: c.AUTH_TENANT_ID,
+        clientId: c.AUTH_CLIENT_ID,
+        discoveryUrl: c.AUTH_DISCOVERY_URL,
+        clockSkewSeconds: c.AUTH_CLOCK_SKEW_SECONDS,
+      },
+      logLevel: c.LOG_LEVEL,
+      noopRateLimitPerMinute: c.NOOP_RATE_LIMIT_PER_MINUTE,
+      healthDependencyTimeoutMs: c.HEALTH_DEPENDENCY_TIMEOUT_MS,
+      jobApiUrl: c.JOBAPI_URL?.replace(/\/+$/, ""),
+      secretsDir: c.SECRETS_DIR,
+      keyVaultUrl: c.KEY_VAULT_URL,
+      apiTokenGraceSeconds: c.API_TOKEN_GRACE_SECONDS,
+      jobPollIntervalSeconds: c.JOB_POLL_INTERVAL_SECONDS,
+      jobApiTimeoutMs: c.JOBAPI_TIMEOUT_MS,
+      databasesDir: c.DATABASES_DIR,
+      databaseSourceUrl: c.DATABASE_SOURCE_URL,
+      databasePartitions: c.DATABASE_PARTITIONS,
+      dbUpdateCheckSchedule: c.SVC_DB_UPDATE_CHECK_SCHEDULE,
+    }),
+  );
 }

@@ -35,7 +35,16 @@ export async function agentActivity(audit: AuditLog): Promise<{ activities: Acti
   for (const e of entries) {
     const activity = KIND_OF_TOOL[e.target];
     if (!activity) continue;
-    activities.push({ kind: "observed_execution", activity, input_kind: "query", tool: e.target, status: String(e.details.status ?? e.outcome), authority: "read", started_at: e.at, audit_id: e.audit_id });
+    activities.push({
+      kind: "observed_execution",
+      activity,
+      input_kind: "query",
+      tool: e.target,
+      status: String(e.details.status ?? e.outcome),
+      authority: "read",
+      started_at: e.at,
+      audit_id: e.audit_id,
+    });
     if (activities.length >= ACTIVITY_LIMIT) break;
   }
   return { activities, limit: ACTIVITY_LIMIT };

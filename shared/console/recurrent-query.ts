@@ -23,10 +23,20 @@ function kindOf(value: unknown): string {
  * A tool call's argument SHAPE: the tool and its argument names with their value kinds, never the
  * values (`query_audit{actor:string,limit:number}`). Calls that differ only in values share it.
  */
-export function argumentShape(tool: string, args: unknown): { text: string; id: string; kinds: Record<string, string> } {
-  const record = args !== null && typeof args === "object" && !Array.isArray(args) ? (args as Record<string, unknown>) : {};
-  const kinds = Object.fromEntries(Object.keys(record).sort().map((name) => [name, kindOf(record[name])]));
-  const text = `${tool}{${Object.entries(kinds).map(([name, kind]) => `${name}:${kind}`).join(",")}}`;
+export function argumentShape(
+  tool: string,
+  args: unknown,
+): { text: string; id: string; kinds: Record<string, string> } {
+  const record =
+    args !== null && typeof args === "object" && !Array.isArray(args) ? (args as Record<string, unknown>) : {};
+  const kinds = Object.fromEntries(
+    Object.keys(record)
+      .sort()
+      .map((name) => [name, kindOf(record[name])]),
+  );
+  const text = `${tool}{${Object.entries(kinds)
+    .map(([name, kind]) => `${name}:${kind}`)
+    .join(",")}}`;
   return { text, id: createHash("sha256").update(text, "utf8").digest("hex").slice(0, 32), kinds };
 }
 
@@ -43,7 +53,13 @@ export interface RecurrentQueryWatch {
  * new event while that is within the window), and the key names the window-long bucket it fell in,
  * so two hosts crossing the threshold together record one. Principals are kept as digests.
  */
-export function createRecurrentQueryWatch(deps: { tables: TableSource; events: Pick<EventLog, "record">; logger: Pick<Logger, "warn">; threshold: number; windowSeconds: number }): RecurrentQueryWatch {
+export function createRecurrentQueryWatch(deps: {
+  tables: TableSource;
+  events: Pick<EventLog, "record">;
+  logger: Pick<Logger, "warn">;
+  threshold: number;
+  windowSeconds: number;
+}): RecurrentQueryWatch {
   const table = tableOpener(deps.tables, RECURRENT_QUERY_TABLE);
   const windowMs = deps.windowSeconds * 1000;
   const digest = (text: string) => createHash("sha256").update(text, "utf8").digest("hex");
@@ -52,10 +68,19 @@ export function createRecurrentQueryWatch(deps: { tables: TableSource; events: P
       try {
         const shape = argumentShape(tool, args);
         const client = await table();
-        await client.upsertEntity({ partitionKey: shape.id, rowKey: `p_${digest(caller.oid)}`, last_at: at.toISOString() }, "Replace");
+        await client.upsertEntity(
+          { partitionKey: shape.id, rowKey: `p_${digest(caller.oid)}`, last_at: at.toISOString() },
+          "Replace",
+        );
         const since = new Date(at.getTime() - windowMs).toISOString();
         let principals = 0;
-        for await (const _ of client.listEntities({ queryOptions: { filter: odata`PartitionKey eq ${shape.id} and RowKey ge 'p_' and RowKey lt 'p\`' and last_at ge ${since}`, select: ["RowKey"] } })) principals++;
+        for await (const _ of client.listEntities({
+          queryOptions: {
+            filter: odata`PartitionKey eq ${shape.id} and RowKey ge 'p_' and RowKey lt 'p\`' and last_at ge ${since}`,
+            select: ["RowKey"],
+          },
+        }))
+          principals++;
         if (principals < deps.threshold) return;
         let published: string | undefined;
         try {
@@ -73,12 +98,25 @@ export function createRecurrentQueryWatch(deps: { tables: TableSource; events: P
           mode: "shadow",
           correlation_id: shape.id,
           resource_ref: `console_tool/${tool}`,
-          payload: { tool, shape: shape.text, argument_kinds: shape.kinds, distinct_principals: principals, threshold: deps.threshold, window_seconds: deps.windowSeconds },
+          payload: {
+            tool,
+            shape: shape.text,
+            argument_kinds: shape.kinds,
+            distinct_principals: principals,
+            threshold: deps.threshold,
+            window_seconds: deps.windowSeconds,
+          },
         });
-        await client.upsertEntity({ partitionKey: shape.id, rowKey: "published", published_at: at.toISOString() }, "Replace");
+        await client.upsertEntity(
+          { partitionKey: shape.id, rowKey: "published", published_at: at.toISOString() },
+          "Replace",
+        );
       } catch (error) {
         // The signal is advisory: it never fails the caller's turn.
-        deps.logger.warn("recurrent query not counted", { tool, error: error instanceof Error ? error.message.split("\n")[0] : String(error) });
+        deps.logger.warn("recurrent query not counted", {
+          tool,
+          error: error instanceof Error ? error.message.split("\n")[0] : String(error),
+        });
       }
     },
   };

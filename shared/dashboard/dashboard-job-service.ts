@@ -69,7 +69,8 @@ export interface SubmitBlastJobInput {
 export function createDashboardJobService(dependencies: DashboardJobServiceDependencies) {
   const { jobs, orchestrations, jobApi, audit, logger, pollIntervalSeconds } = dependencies;
 
-  const describe = (operationId: string) => describeOperation(orchestrations, operationId, { pollAfterSeconds: pollIntervalSeconds });
+  const describe = (operationId: string) =>
+    describeOperation(orchestrations, operationId, { pollAfterSeconds: pollIntervalSeconds });
 
   /** The operation of a job whose orchestration was enqueued just now: `queued` (a snapshot, not a race with its first episode). */
   function pendingOperation(job: DashboardJob): OperationView {
@@ -95,7 +96,11 @@ export function createDashboardJobService(dependencies: DashboardJobServiceDepen
    * before ids became version 8 UUIDs live under their legacy id, which only ever holds such
    * jobs: found there, it is the job.
    */
-  async function record(job: DashboardJob, request: DashboardSubmitRequest, caller: Caller): Promise<{ job: DashboardJob; created: boolean }> {
+  async function record(
+    job: DashboardJob,
+    request: DashboardSubmitRequest,
+    caller: Caller,
+  ): Promise<{ job: DashboardJob; created: boolean }> {
     if (request.idempotency_key) {
       const legacy = await jobs.get(legacyDashboardJobId(caller.oid, request.idempotency_key));
       if (legacy) return { job: await jobs.acceptRetry(legacy, job, request.query_fasta), created: false };
@@ -111,12 +116,16 @@ export function createDashboardJobService(dependencies: DashboardJobServiceDepen
      * ConflictError); a retry also starts the orchestration when the first attempt stored the
      * job but stopped before starting it (the operation id is the instance id, so it starts once).
      */
-    async submit(caller: Caller, request: DashboardSubmitRequest): Promise<DashboardJobWithOperation & { created: boolean }> {
+    async submit(
+      caller: Caller,
+      request: DashboardSubmitRequest,
+    ): Promise<DashboardJobWithOperation & { created: boolean }> {
       const { program } = request;
       if (request.options) validateOptionsForProgram(program, request.options, "options");
       const records = parseQueryFasta(request.query_fasta, queryMolecule(program));
       const executionProfile = request.execution_profile ?? "standard";
-      if (dependencies.databases) requireDatabaseFit(program, request.db, await dependencies.databases.get(request.db), executionProfile);
+      if (dependencies.databases)
+        requireDatabaseFit(program, request.db, await dependencies.databases.get(request.db), executionProfile);
       const priority = request.priority ?? null;
       const now = new Date().toISOString();
       const { job: stored, created } = await record(
@@ -152,10 +161,18 @@ export function createDashboardJobService(dependencies: DashboardJobServiceDepen
       );
       let existing = created ? undefined : await describe(stored.operation_id);
       if (!existing) {
-        const input: SubmitBlastJobInput = { dashboard_job_id: stored.job_id, poll_interval_seconds: pollIntervalSeconds };
+        const input: SubmitBlastJobInput = {
+          dashboard_job_id: stored.job_id,
+          poll_interval_seconds: pollIntervalSeconds,
+        };
         try {
           await orchestrations.startNew(Orchestrations.submitBlastJob, { instanceId: stored.operation_id, input });
-          logger.info("dashboard job accepted", { dashboard_job_id: stored.job_id, operation_id: stored.operation_id, oid: caller.oid, resumed: !created });
+          logger.info("dashboard job accepted", {
+            dashboard_job_id: stored.job_id,
+            operation_id: stored.operation_id,
+            oid: caller.oid,
+            resumed: !created,
+          });
         } catch (error) {
           // A concurrent retry started it first (the host refuses a second start of a running instance).
           existing = await describe(stored.operation_id);

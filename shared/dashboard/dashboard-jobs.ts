@@ -43,17 +43,29 @@ export class DashboardJobStore {
 
   /** The store in `storage` (an Azurite connection string, or the app's storage connection). */
   static fromConnectionString(storage: StorageTarget): DashboardJobStore {
-    return new DashboardJobStore(openTableClient(storage, "dashboardjobs"), openBlobContainer(storage, "dashboard-queries"));
+    return new DashboardJobStore(
+      openTableClient(storage, "dashboardjobs"),
+      openBlobContainer(storage, "dashboard-queries"),
+    );
   }
 
   private ready: Promise<void> | undefined;
   private init(): Promise<void> {
-    this.ready ??= Promise.all([this.table.createTable(), this.queries.then((queries) => queries.createIfNotExists())]).then(() => undefined);
+    this.ready ??= Promise.all([
+      this.table.createTable(),
+      this.queries.then((queries) => queries.createIfNotExists()),
+    ]).then(() => undefined);
     return this.ready;
   }
 
   private entity(job: DashboardJob) {
-    return { partitionKey: "job", rowKey: job.job_id, status: job.status, created_at: job.created_at, ...packText("doc", JSON.stringify(job)) };
+    return {
+      partitionKey: "job",
+      rowKey: job.job_id,
+      status: job.status,
+      created_at: job.created_at,
+      ...packText("doc", JSON.stringify(job)),
+    };
   }
 
   /**
@@ -85,7 +97,9 @@ export class DashboardJobStore {
     await this.init();
     // Jobs stored before fingerprints were kept cannot be told apart: treated as the same request.
     if (stored.request_fingerprint !== undefined && stored.request_fingerprint !== request.request_fingerprint) {
-      throw new ConflictError("idempotency_key was already used for a different request; use a new key for a new search");
+      throw new ConflictError(
+        "idempotency_key was already used for a different request; use a new key for a new search",
+      );
     }
     const data = Buffer.from(queryFasta);
     try {
@@ -103,7 +117,9 @@ export class DashboardJobStore {
   async get(jobId: string): Promise<DashboardJob | undefined> {
     await this.init();
     try {
-      return JSON.parse(unpackText(await this.table.getEntity<Record<string, unknown>>("job", jobId), "doc")) as DashboardJob;
+      return JSON.parse(
+        unpackText(await this.table.getEntity<Record<string, unknown>>("job", jobId), "doc"),
+      ) as DashboardJob;
     } catch (error) {
       if (isStatus(error, 404)) return undefined;
       throw error;
@@ -116,7 +132,10 @@ export class DashboardJobStore {
   }
 
   /** Read-modify-write with the entity's ETag; re-runs `change` on a concurrent update. */
-  async update(jobId: string, change: (job: DashboardJob) => DashboardJob | undefined): Promise<DashboardJob | undefined> {
+  async update(
+    jobId: string,
+    change: (job: DashboardJob) => DashboardJob | undefined,
+  ): Promise<DashboardJob | undefined> {
     await this.init();
     for (let attempt = 0; attempt < 20; attempt++) {
       let entity: Record<string, unknown>;
@@ -141,12 +160,18 @@ export class DashboardJobStore {
   }
 
   /** Newest first, optionally filtered by status; `page` is 1-based. */
-  async list(filter: { status?: string; page: number; pageSize: number }): Promise<{ jobs: DashboardJob[]; total: number }> {
+  async list(filter: {
+    status?: string;
+    page: number;
+    pageSize: number;
+  }): Promise<{ jobs: DashboardJob[]; total: number }> {
     await this.init();
     const clauses = [odata`PartitionKey eq ${"job"}`];
     if (filter.status) clauses.push(odata`status eq ${filter.status}`);
     const all: DashboardJob[] = [];
-    for await (const entity of this.table.listEntities<Record<string, unknown>>({ queryOptions: { filter: clauses.join(" and ") } })) {
+    for await (const entity of this.table.listEntities<Record<string, unknown>>({
+      queryOptions: { filter: clauses.join(" and ") },
+    })) {
       all.push(JSON.parse(unpackText(entity, "doc")) as DashboardJob);
     }
     all.sort((a, b) => b.created_at.localeCompare(a.created_at));

@@ -41,7 +41,15 @@ export interface ClusterWarmup {
   database: string;
   release: string;
   state: "running" | "succeeded" | "failed";
-  nodes: { node: string; state: string; bytes_done: number; bytes_total: number; files_done: number; files_total: number; error?: string }[];
+  nodes: {
+    node: string;
+    state: string;
+    bytes_done: number;
+    bytes_total: number;
+    files_done: number;
+    files_total: number;
+    error?: string;
+  }[];
 }
 
 export interface JobApiClientOptions {
@@ -70,7 +78,12 @@ function detailText(detail: unknown): string {
 }
 
 function isFieldIssueList(detail: unknown): detail is FieldIssue[] {
-  return Array.isArray(detail) && detail.every((issue) => issue && typeof issue === "object" && Array.isArray(issue.loc) && typeof issue.msg === "string");
+  return (
+    Array.isArray(detail) &&
+    detail.every(
+      (issue) => issue && typeof issue === "object" && Array.isArray(issue.loc) && typeof issue.msg === "string",
+    )
+  );
 }
 
 function retryAfterSeconds(response: Response): number {
@@ -95,7 +108,9 @@ async function answerError(response: Response): Promise<DomainError> {
     case 409:
       return new ConflictError(detail || answered);
     case 422:
-      return isFieldIssueList(body.detail) ? new ValidationError(body.detail) : new InvalidRequestError(detail || answered);
+      return isFieldIssueList(body.detail)
+        ? new ValidationError(body.detail)
+        : new InvalidRequestError(detail || answered);
     case 429:
       return new QueueFullError(answered, retryAfterSeconds(response));
     case 502:
@@ -125,7 +140,9 @@ export function createJobApiClient(options: JobApiClientOptions) {
       return await options.token();
     } catch (error) {
       if (error instanceof DomainError) throw error;
-      throw new DependencyUnavailableError("the job API token could not be read", DEFAULT_RETRY_AFTER_SECONDS, { cause: error });
+      throw new DependencyUnavailableError("the job API token could not be read", DEFAULT_RETRY_AFTER_SECONDS, {
+        cause: error,
+      });
     }
   }
 
@@ -143,8 +160,14 @@ export function createJobApiClient(options: JobApiClientOptions) {
       });
     } catch (error) {
       if (abortSignal?.aborted) throw abortSignal.reason;
-      const reason = timeout.aborted ? `no answer within ${options.timeoutMs} ms` : error instanceof Error ? error.message : String(error);
-      throw new DependencyUnavailableError(`job API unreachable: ${reason}`, DEFAULT_RETRY_AFTER_SECONDS, { cause: error });
+      const reason = timeout.aborted
+        ? `no answer within ${options.timeoutMs} ms`
+        : error instanceof Error
+          ? error.message
+          : String(error);
+      throw new DependencyUnavailableError(`job API unreachable: ${reason}`, DEFAULT_RETRY_AFTER_SECONDS, {
+        cause: error,
+      });
     }
   }
 
@@ -152,7 +175,9 @@ export function createJobApiClient(options: JobApiClientOptions) {
     try {
       return (await response.json()) as T;
     } catch (error) {
-      throw new DependencyFailedError(`job API answered ${response.status} with a body that is not JSON`, { cause: error });
+      throw new DependencyFailedError(`job API answered ${response.status} with a body that is not JSON`, {
+        cause: error,
+      });
     }
   }
 
@@ -161,7 +186,11 @@ export function createJobApiClient(options: JobApiClientOptions) {
   return {
     /** Submits a job (`POST /v1/jobs`); an idempotency key in `body` makes a retry harmless. */
     async submit(body: Record<string, unknown>, callOptions?: JobApiCallOptions): Promise<JobApiAcceptance> {
-      const response = await call("/v1/jobs", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) }, callOptions);
+      const response = await call(
+        "/v1/jobs",
+        { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) },
+        callOptions,
+      );
       if (response.status !== 202 && response.status !== 200) throw await answerError(response);
       const accepted = await json<{ job_id: unknown; status: unknown }>(response);
       return { job_id: String(accepted.job_id), status: String(accepted.status), replayed: response.status === 200 };
@@ -182,7 +211,8 @@ export function createJobApiClient(options: JobApiClientOptions) {
       const response = await call(`${jobPath(jobId)}/cancel`, { method: "POST" }, callOptions);
       if (response.status !== 200) throw await answerError(response);
       const answer = await json<{ status?: unknown }>(response);
-      if (typeof answer.status !== "string") throw new DependencyFailedError("job API answered a cancel without a status");
+      if (typeof answer.status !== "string")
+        throw new DependencyFailedError("job API answered a cancel without a status");
       return answer.status;
     },
 
@@ -191,7 +221,11 @@ export function createJobApiClient(options: JobApiClientOptions) {
      * a ConflictError when the job API runs shards on its own machine (nothing to warm there).
      */
     async startWarmup(database: string, callOptions?: JobApiCallOptions): Promise<ClusterWarmup> {
-      const response = await call(`/v1/databases/${encodeURIComponent(database)}/warmup`, { method: "POST" }, callOptions);
+      const response = await call(
+        `/v1/databases/${encodeURIComponent(database)}/warmup`,
+        { method: "POST" },
+        callOptions,
+      );
       if (response.status !== 202) throw await answerError(response);
       return json<ClusterWarmup>(response);
     },

@@ -75,7 +75,14 @@ export function operationView(input: {
     links: { self: `/api/operations/${input.operationId}`, ...(input.targetLink ? { target: input.targetLink } : {}) },
     ...(input.target ? { target: input.target } : {}),
     ...(input.progress ? { progress: input.progress } : {}),
-    ...(input.state === "failed" ? { error: { detail: input.error || "the operation failed", ...(input.errorIssues?.length ? { issues: input.errorIssues } : {}) } } : {}),
+    ...(input.state === "failed"
+      ? {
+          error: {
+            detail: input.error || "the operation failed",
+            ...(input.errorIssues?.length ? { issues: input.errorIssues } : {}),
+          },
+        }
+      : {}),
   };
 }
 
@@ -102,9 +109,13 @@ export async function describeOperation(
   const output = instance.output as { error?: string; issues?: FieldIssue[]; nodes?: unknown } | null;
   // A warm-up reports its nodes while it runs (custom status) and when it ends (its output).
   const nodes = (instance.customStatus as { nodes?: unknown } | null | undefined)?.nodes ?? output?.nodes;
-  const progress = operationType === OPERATION_TYPES[Orchestrations.warmDatabase] && Array.isArray(nodes) ? { nodes } : undefined;
+  const progress =
+    operationType === OPERATION_TYPES[Orchestrations.warmDatabase] && Array.isArray(nodes) ? { nodes } : undefined;
   const target = input?.dashboard_job_id
-    ? { target: { resource_type: "blast_job", dashboard_job_id: input.dashboard_job_id }, targetLink: `/api/blast/jobs/${input.dashboard_job_id}` }
+    ? {
+        target: { resource_type: "blast_job", dashboard_job_id: input.dashboard_job_id },
+        targetLink: `/api/blast/jobs/${input.dashboard_job_id}`,
+      }
     : input?.name
       ? { target: { resource_type: "blast_database", name: input.name }, targetLink: "/api/databases" }
       : {};
@@ -123,7 +134,11 @@ export async function describeOperation(
 }
 
 /** Like {@link describeOperation}, for a caller that asked for this operation: none is a NotFoundError. */
-export async function getOperation(orchestrations: OrchestrationClient, operationId: string, options: DescribeOperationOptions): Promise<OperationView> {
+export async function getOperation(
+  orchestrations: OrchestrationClient,
+  operationId: string,
+  options: DescribeOperationOptions,
+): Promise<OperationView> {
   const operation = await describeOperation(orchestrations, operationId, options);
   if (!operation) throw new NotFoundError(`no operation with id '${operationId}'`);
   return operation;

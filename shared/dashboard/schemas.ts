@@ -16,7 +16,10 @@ export const dashboardSubmitSchema = z.strictObject({
   query_fasta: z.string().min(1).max(FASTA_LIMITS.maxBytes),
   options: blastOptionsSchema.optional(),
   priority: prioritySchema.optional(),
-  idempotency_key: z.string().regex(/^[\x21-\x7e]{1,200}$/, "1–200 printable ASCII characters without spaces").optional(),
+  idempotency_key: z
+    .string()
+    .regex(/^[\x21-\x7e]{1,200}$/, "1–200 printable ASCII characters without spaces")
+    .optional(),
   execution_profile: z.enum(["standard", "sharded"]).optional(),
   title: z.string().max(200).optional(),
 });
@@ -29,11 +32,19 @@ export const dashboardJobListQuerySchema = z.object({
 });
 
 /** `GET /api/blast/jobs/{uuid}/results` query. */
-export const dashboardResultsQuerySchema = z.object({ content: z.enum(["full", "merged", "xml", "tabular"]).default("xml") });
+export const dashboardResultsQuerySchema = z.object({
+  content: z.enum(["full", "merged", "xml", "tabular"]).default("xml"),
+});
 
 /** A dashboard job id must be a UUID; an OpenAPI job id here is 400, as the reverse is on the job API. */
 export const dashboardJobPathSchema = z.object({
-  uuid: z.string().refine((v) => !JOB_ID_PATTERN.test(v), "this is an OpenAPI job id; use it on the job API's /v1/jobs/{job_id} routes").pipe(z.string().regex(UUID_PATTERN, "expected a dashboard job UUID"))
+  uuid: z
+    .string()
+    .refine(
+      (v) => !JOB_ID_PATTERN.test(v),
+      "this is an OpenAPI job id; use it on the job API's /v1/jobs/{job_id} routes",
+    )
+    .pipe(z.string().regex(UUID_PATTERN, "expected a dashboard job UUID"))
     // Stored lower-case: any letter case names the same job (a UUID is case-insensitive).
     .transform((v) => v.toLowerCase()),
 });

@@ -1,4 +1,10 @@
-import { DependencyUnavailableError, DomainError, type FieldIssue, QueueFullError, ValidationError } from "../errors.js";
+import {
+  DependencyUnavailableError,
+  DomainError,
+  type FieldIssue,
+  QueueFullError,
+  ValidationError,
+} from "../errors.js";
 import type { Logger } from "../logging/logger.js";
 import type { EventLog } from "../ops/events.js";
 import type { DashboardJobStore } from "./dashboard-jobs.js";
@@ -33,7 +39,8 @@ export function jobApiIdempotencyKey(dashboardJobId: string): string {
 
 /** The words of a refusal, for the dashboard job's `error` (422 issues as `loc: msg`). */
 function refusalText(error: DomainError): string {
-  if (error instanceof ValidationError) return error.issues.map((issue) => `${issue.loc.join(".")}: ${issue.msg}`).join("; ");
+  if (error instanceof ValidationError)
+    return error.issues.map((issue) => `${issue.loc.join(".")}: ${issue.msg}`).join("; ");
   return error.message;
 }
 
@@ -60,12 +67,24 @@ export function createSubmitToJobApiActivity(dependencies: SubmitActivityDepende
         return { kind: "retry", after_seconds: error.retryAfterSeconds ?? 5, reason: error.message };
       }
       if (error instanceof DomainError) {
-        return { kind: "rejected", detail: refusalText(error), ...(error instanceof ValidationError ? { issues: [...error.issues] } : {}) };
+        return {
+          kind: "rejected",
+          detail: refusalText(error),
+          ...(error instanceof ValidationError ? { issues: [...error.issues] } : {}),
+        };
       }
       throw error;
     }
-    await jobs.update(job.job_id, (current) => ({ ...current, openapi_job_id: accepted.job_id, status: accepted.status }));
-    logger.info("dashboard job submitted", { dashboard_job_id: job.job_id, job_id: accepted.job_id, replayed: accepted.replayed });
+    await jobs.update(job.job_id, (current) => ({
+      ...current,
+      openapi_job_id: accepted.job_id,
+      status: accepted.status,
+    }));
+    logger.info("dashboard job submitted", {
+      dashboard_job_id: job.job_id,
+      job_id: accepted.job_id,
+      replayed: accepted.replayed,
+    });
     return { kind: "accepted", ...accepted };
   };
 }
@@ -73,7 +92,10 @@ export function createSubmitToJobApiActivity(dependencies: SubmitActivityDepende
 /** Reads the job API's status into the dashboard job; reports whether it is terminal. */
 export function createPollJobApiActivity(dependencies: SubmitActivityDependencies) {
   const { jobs, jobApi, events } = dependencies;
-  return async (input: { dashboard_job_id: string; openapi_job_id: string }): Promise<{ status: string; terminal: boolean; cancel_requested: boolean; error: string }> => {
+  return async (input: {
+    dashboard_job_id: string;
+    openapi_job_id: string;
+  }): Promise<{ status: string; terminal: boolean; cancel_requested: boolean; error: string }> => {
     let upstream: Awaited<ReturnType<JobApiClient["getStatus"]>>;
     try {
       upstream = await jobApi.getStatus(input.openapi_job_id);
@@ -81,10 +103,17 @@ export function createPollJobApiActivity(dependencies: SubmitActivityDependencie
       if (!(error instanceof DomainError)) throw error;
       // The job API could not tell just now: report what the dashboard knows and poll again.
       const job = await jobs.get(input.dashboard_job_id);
-      return { status: job?.status ?? "unknown", terminal: false, cancel_requested: job?.cancel_requested ?? false, error: "" };
+      return {
+        status: job?.status ?? "unknown",
+        terminal: false,
+        cancel_requested: job?.cancel_requested ?? false,
+        error: "",
+      };
     }
     const job = await jobs.update(input.dashboard_job_id, (current) =>
-      current.status === upstream.status && JSON.stringify(current.progress) === JSON.stringify(upstream.kubernetes.summary) && current.error === upstream.error
+      current.status === upstream.status &&
+      JSON.stringify(current.progress) === JSON.stringify(upstream.kubernetes.summary) &&
+      current.error === upstream.error
         ? undefined
         : { ...current, status: upstream.status, error: upstream.error, progress: upstream.kubernetes.summary },
     );
@@ -100,7 +129,12 @@ export function createPollJobApiActivity(dependencies: SubmitActivityDependencie
         payload: { openapi_job_id: input.openapi_job_id, error: upstream.error },
       });
     }
-    return { status: upstream.status, terminal: TERMINAL_JOB_STATES.has(upstream.status), cancel_requested: job?.cancel_requested ?? false, error: upstream.error };
+    return {
+      status: upstream.status,
+      terminal: TERMINAL_JOB_STATES.has(upstream.status),
+      cancel_requested: job?.cancel_requested ?? false,
+      error: upstream.error,
+    };
   };
 }
 
@@ -120,7 +154,9 @@ export function createCancelJobActivity(dependencies: SubmitActivityDependencies
       });
       if (status === "completed" || status === "failed") return { status };
     }
-    await jobs.update(input.dashboard_job_id, (current) => (TERMINAL_JOB_STATES.has(current.status) ? undefined : { ...current, status: "cancelled" }));
+    await jobs.update(input.dashboard_job_id, (current) =>
+      TERMINAL_JOB_STATES.has(current.status) ? undefined : { ...current, status: "cancelled" },
+    );
     return { status: "cancelled" };
   };
 }

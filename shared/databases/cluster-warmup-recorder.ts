@@ -15,14 +15,31 @@ export function clusterWarmupFailure(view: ClusterWarmup): string {
  * one also as a `database.warmup_failed` event, once per warm-up (`operationId`) however often the
  * view is read.
  */
-export function createClusterWarmupRecorder(deps: { state: { patch(name: string, change: Partial<DatabaseState>): Promise<unknown> }; events: Pick<EventLog, "record">; logger: Pick<Logger, "warn">; now?: () => Date }) {
+export function createClusterWarmupRecorder(deps: {
+  state: { patch(name: string, change: Partial<DatabaseState>): Promise<unknown> };
+  events: Pick<EventLog, "record">;
+  logger: Pick<Logger, "warn">;
+  now?: () => Date;
+}) {
   const now = deps.now ?? (() => new Date());
   return async (view: ClusterWarmup, operationId: string | undefined): Promise<void> => {
-    if (view.state === "succeeded") await deps.state.patch(view.database, { warm_state: "warm", warmed_version: view.release, warmed_at: now().toISOString() });
+    if (view.state === "succeeded")
+      await deps.state.patch(view.database, {
+        warm_state: "warm",
+        warmed_version: view.release,
+        warmed_at: now().toISOString(),
+      });
     else if (view.state === "failed") {
       await deps.state.patch(view.database, { warm_state: "failed" });
       const failedNodes = view.nodes.filter((n) => n.state === "failed").map((n) => n.node);
-      const event = warmupFailedEvent({ database: view.database, release: view.release, attempt: operationId ?? "unnamed", mode: "cluster", reason: clusterWarmupFailure(view), failedNodes });
+      const event = warmupFailedEvent({
+        database: view.database,
+        release: view.release,
+        attempt: operationId ?? "unnamed",
+        mode: "cluster",
+        reason: clusterWarmupFailure(view),
+        failedNodes,
+      });
       await recordSignal(deps.events, event, deps.logger);
     }
   };

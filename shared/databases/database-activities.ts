@@ -56,7 +56,13 @@ export function createPrepareDatabaseActivity(dependencies: DatabaseActivityDepe
     });
     await dependencies.state.patch(input.name, { update_available: false, warm_state: "cold", warmed_version: null });
     dependencies.logger.info("database prepared", { name: manifest.name, version: manifest.version });
-    return { name: manifest.name, version: manifest.version, sequences: manifest.sequences, letters: manifest.letters, partitions: manifest.partitions.length };
+    return {
+      name: manifest.name,
+      version: manifest.version,
+      sequences: manifest.sequences,
+      letters: manifest.letters,
+      partitions: manifest.partitions.length,
+    };
   };
 }
 
@@ -65,17 +71,30 @@ export function createPrepareDatabaseActivity(dependencies: DatabaseActivityDepe
  * A failure records a `database.warmup_failed` event once per warm-up (`operation_id`).
  */
 export function createWarmDatabaseActivity(dependencies: DatabaseActivityDependencies) {
-  return async (input: { name: string; operation_id?: string }): Promise<{ name: string; version: string; bytes: number }> => {
+  return async (input: {
+    name: string;
+    operation_id?: string;
+  }): Promise<{ name: string; version: string; bytes: number }> => {
     const entry = await dependencies.catalog(dependencies.databasesDir()).get(input.name);
     if (!entry) throw new Error(`database ${input.name} is not prepared`);
     await dependencies.state.patch(input.name, { warm_state: "warming" });
     try {
       const bytes = await warmDatabaseFiles(entry.root);
-      await dependencies.state.patch(input.name, { warm_state: "warm", warmed_version: entry.manifest.version, warmed_at: clock(dependencies).toISOString() });
+      await dependencies.state.patch(input.name, {
+        warm_state: "warm",
+        warmed_version: entry.manifest.version,
+        warmed_at: clock(dependencies).toISOString(),
+      });
       return { name: input.name, version: entry.manifest.version, bytes };
     } catch (error) {
       await dependencies.state.patch(input.name, { warm_state: "failed" });
-      const event = warmupFailedEvent({ database: input.name, release: entry.manifest.version, attempt: input.operation_id ?? "unnamed", mode: "local", reason: failureText(error) });
+      const event = warmupFailedEvent({
+        database: input.name,
+        release: entry.manifest.version,
+        attempt: input.operation_id ?? "unnamed",
+        mode: "local",
+        reason: failureText(error),
+      });
       await recordSignal(dependencies.events, event, dependencies.logger);
       throw error;
     }
@@ -88,22 +107,40 @@ export function createWarmDatabaseActivity(dependencies: DatabaseActivityDepende
  */
 export function createCheckDatabaseUpdatesActivity(dependencies: DatabaseActivityDependencies) {
   return async (): Promise<CheckedDatabase[]> => {
-    const results = await checkForUpdates({ source: dependencies.source(), catalog: dependencies.catalog(dependencies.databasesDir()) });
+    const results = await checkForUpdates({
+      source: dependencies.source(),
+      catalog: dependencies.catalog(dependencies.databasesDir()),
+    });
     const checkedAt = clock(dependencies).toISOString();
     for (const result of results) {
-      await dependencies.state.patch(result.name, { update_available: result.update_available, latest_release: result.latest_release, checked_at: checkedAt });
+      await dependencies.state.patch(result.name, {
+        update_available: result.update_available,
+        latest_release: result.latest_release,
+        checked_at: checkedAt,
+      });
       if (result.update_available) {
-        dependencies.logger.info("database update available", { name: result.name, latest_release: result.latest_release });
+        dependencies.logger.info("database update available", {
+          name: result.name,
+          latest_release: result.latest_release,
+        });
         await dependencies.events.record({
           idempotency_key: `database.update_available/${result.name}/${result.latest_release}`,
           source: "database.update_check",
           event_type: "database.update_available",
           correlation_id: result.name,
           resource_ref: `blast_database/${result.name}`,
-          payload: { current_version: result.current_version, latest_release: result.latest_release, latest_last_updated: result.latest_last_updated },
+          payload: {
+            current_version: result.current_version,
+            latest_release: result.latest_release,
+            latest_last_updated: result.latest_last_updated,
+          },
         });
       }
     }
-    return results.map((result) => ({ name: result.name, update_available: result.update_available, latest_release: result.latest_release }));
+    return results.map((result) => ({
+      name: result.name,
+      update_available: result.update_available,
+      latest_release: result.latest_release,
+    }));
   };
 }

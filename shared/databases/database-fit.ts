@@ -15,7 +15,9 @@ export function requireDatabaseFit(
   executionProfile: string | undefined,
 ): DatabaseEntry {
   if (!entry) {
-    throw new ValidationError([{ loc: ["body", "db"], msg: `unknown database '${name}' (see GET /v1/databases)`, type: "value_error" }]);
+    throw new ValidationError([
+      { loc: ["body", "db"], msg: `unknown database '${name}' (see GET /v1/databases)`, type: "value_error" },
+    ]);
   }
   const wanted = databaseMolecule(program);
   if (entry.manifest.type !== wanted) {
@@ -28,7 +30,9 @@ export function requireDatabaseFit(
     ]);
   }
   if (executionProfile === "sharded" && entry.manifest.partitions.length === 0) {
-    throw new ValidationError([{ loc: ["body", "execution_profile"], msg: `database '${name}' has no prepared partitions`, type: "value_error" }]);
+    throw new ValidationError([
+      { loc: ["body", "execution_profile"], msg: `database '${name}' has no prepared partitions`, type: "value_error" },
+    ]);
   }
   return entry;
 }

@@ -52,7 +52,12 @@ export function createDatabaseService(dependencies: DatabaseServiceDependencies)
     return dependencies.catalog;
   }
 
-  async function startOperation(caller: Caller, orchestration: string, input: { name: string } & Record<string, unknown>, options: DatabaseActOptions): Promise<OperationView> {
+  async function startOperation(
+    caller: Caller,
+    orchestration: string,
+    input: { name: string } & Record<string, unknown>,
+    options: DatabaseActOptions,
+  ): Promise<OperationView> {
     const operationId = options.operationId ?? newOperationId();
     await orchestrations.startNew(orchestration, { instanceId: operationId, input });
     await audit.record({
@@ -100,9 +105,15 @@ export function createDatabaseService(dependencies: DatabaseServiceDependencies)
 
     /** Starts preparing the source's latest release of `name` (audited). */
     async prepare(caller: Caller, name: string, options: DatabaseActOptions): Promise<OperationView> {
-      if (!dependencies.sourceConfigured) throw new DependencyUnavailableError("no database source is configured (DATABASE_SOURCE_URL)");
+      if (!dependencies.sourceConfigured)
+        throw new DependencyUnavailableError("no database source is configured (DATABASE_SOURCE_URL)");
       logger.info("database prepare requested", { name, oid: caller.oid });
-      return startOperation(caller, Orchestrations.prepareDatabase, { name, partitions: dependencies.partitions }, options);
+      return startOperation(
+        caller,
+        Orchestrations.prepareDatabase,
+        { name, partitions: dependencies.partitions },
+        options,
+      );
     },
 
     /** Starts reading a prepared database's files into the page cache (audited). */

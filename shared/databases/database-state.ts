@@ -29,7 +29,9 @@ export class DatabaseStateStore {
   constructor(private readonly table: TableClient) {}
 
   static fromConnectionString(connectionString: string): DatabaseStateStore {
-    return new DatabaseStateStore(TableClient.fromConnectionString(connectionString, "databasestate", storageClientOptions(connectionString)));
+    return new DatabaseStateStore(
+      TableClient.fromConnectionString(connectionString, "databasestate", storageClientOptions(connectionString)),
+    );
   }
 
   private init() {
@@ -45,7 +47,10 @@ export class DatabaseStateStore {
     await this.init();
     try {
       const entity = await this.table.getEntity<Record<string, unknown>>("db", name);
-      return { state: { ...EMPTY(name), ...(JSON.parse(String(entity.doc)) as Partial<DatabaseState>), name }, etag: String(entity.etag) };
+      return {
+        state: { ...EMPTY(name), ...(JSON.parse(String(entity.doc)) as Partial<DatabaseState>), name },
+        etag: String(entity.etag),
+      };
     } catch (error) {
       if (isStatus(error, 404)) return { state: EMPTY(name), etag: undefined };
       throw error;

@@ -239,10 +239,13 @@ function resolveArchive(base: URL, release: string, file: string): Archive {
     } catch {
       throw new UnsafeSourcePathError(file, "not a valid URL");
     }
-    const ncbiStyleFtp = url.protocol === "ftp:" && url.hostname === base.hostname && url.port === "" && !url.username && !url.password;
+    const ncbiStyleFtp =
+      url.protocol === "ftp:" && url.hostname === base.hostname && url.port === "" && !url.username && !url.password;
     if (ncbiStyleFtp) url = new URL(`${url.pathname}${url.search}${url.hash}`, base.origin);
-    if (url.protocol !== "http:" && url.protocol !== "https:") throw new UnsafeSourcePathError(file, "only http(s) URLs, or ftp URLs on the source's host, are fetched");
-    if (url.origin !== base.origin) throw new UnsafeSourcePathError(file, `URL is not on the source's origin ${base.origin}`);
+    if (url.protocol !== "http:" && url.protocol !== "https:")
+      throw new UnsafeSourcePathError(file, "only http(s) URLs, or ftp URLs on the source's host, are fetched");
+    if (url.origin !== base.origin)
+      throw new UnsafeSourcePathError(file, `URL is not on the source's origin ${base.origin}`);
     if (url.username || url.password || url.search || url.hash) {
       throw new UnsafeSourcePathError(file, "URLs with credentials, queries or fragments are refused");
     }
@@ -261,7 +264,10 @@ function resolveArchive(base: URL, release: string, file: string): Archive {
     return { name: last, url };
   }
   if (!PLAIN_NAME.test(file) || file.includes("..") || !file.endsWith(".tar.gz")) {
-    throw new UnsafeSourcePathError(file, "expected a plain file name ending in .tar.gz (no '/', '..' or absolute path)");
+    throw new UnsafeSourcePathError(
+      file,
+      "expected a plain file name ending in .tar.gz (no '/', '..' or absolute path)",
+    );
   }
   return { name: file, url: new URL(`${release}/${file}`, base) };
 }
@@ -327,17 +333,28 @@ async function runTar(args: string[], archive: string, signal?: AbortSignal): Pr
  * Extracts an archive into `scratch`, checks the tree holds only plain regular files at its top
  * level, and moves them into `destDir`.
  */
-async function extractArchive(archivePath: string, archive: string, scratch: string, destDir: string, signal?: AbortSignal): Promise<string[]> {
+async function extractArchive(
+  archivePath: string,
+  archive: string,
+  scratch: string,
+  destDir: string,
+  signal?: AbortSignal,
+): Promise<string[]> {
   await rm(scratch, { recursive: true, force: true });
   await mkdir(scratch);
   // GNU tar refuses '..' members and strips leading '/'; the tree check below catches the rest
   // (symlinks, hard links, devices, sub-folders) before anything reaches destDir.
-  await runTar(["-x", "-z", "-f", archivePath, "-C", scratch, "--no-same-owner", "--no-same-permissions"], archive, signal);
+  await runTar(
+    ["-x", "-z", "-f", archivePath, "-C", scratch, "--no-same-owner", "--no-same-permissions"],
+    archive,
+    signal,
+  );
   const names = (await readdir(scratch)).sort();
   if (names.length === 0) throw new ArchiveError(archive, "the archive is empty");
   for (const name of names) {
     const info = await lstat(path.join(scratch, name));
-    if (!info.isFile()) throw new ArchiveError(archive, `${JSON.stringify(name)} is not a regular file (links and folders are refused)`);
+    if (!info.isFile())
+      throw new ArchiveError(archive, `${JSON.stringify(name)} is not a regular file (links and folders are refused)`);
     if (info.nlink !== 1) throw new ArchiveError(archive, `${JSON.stringify(name)} is a hard link`);
     if (!PLAIN_NAME.test(name)) throw new ArchiveError(archive, `${JSON.stringify(name)} is not a plain file name`);
   }
@@ -408,7 +425,11 @@ export function createNcbiSource(options: NcbiSourceOptions): NcbiSource {
         for await (const chunk of Readable.fromWeb(response.body as NodeReadableStream<Uint8Array>)) {
           size += (chunk as Uint8Array).length;
           if (size > SMALL_DOCUMENT_LIMIT_BYTES) {
-            throw new SourceUnavailableError(`${url.href} is larger than ${SMALL_DOCUMENT_LIMIT_BYTES} bytes`, url.href, response.status);
+            throw new SourceUnavailableError(
+              `${url.href} is larger than ${SMALL_DOCUMENT_LIMIT_BYTES} bytes`,
+              url.href,
+              response.status,
+            );
           }
           chunks.push(chunk as Uint8Array);
         }
@@ -416,7 +437,9 @@ export function createNcbiSource(options: NcbiSourceOptions): NcbiSource {
         if (error instanceof SourceUnavailableError) throw error;
         if (signal?.aborted) throw abortError(signal.reason);
         const why = controller.signal.aborted ? `not complete within ${timeoutMs} ms` : (error as Error).message;
-        throw new SourceUnavailableError(`reading ${url.href} failed: ${why}`, url.href, response.status, { cause: error });
+        throw new SourceUnavailableError(`reading ${url.href} failed: ${why}`, url.href, response.status, {
+          cause: error,
+        });
       }
       return Buffer.concat(chunks).toString("utf8");
     } finally {
@@ -441,7 +464,9 @@ export function createNcbiSource(options: NcbiSourceOptions): NcbiSource {
       } catch (error) {
         if (signal?.aborted) throw abortError(signal.reason);
         const why = controller.signal.aborted ? `no data for ${timeoutMs} ms` : (error as Error).message;
-        throw new SourceUnavailableError(`downloading ${url.href} failed: ${why}`, url.href, response.status, { cause: error });
+        throw new SourceUnavailableError(`downloading ${url.href} failed: ${why}`, url.href, response.status, {
+          cause: error,
+        });
       }
       return { md5: tap.digest(), bytes: tap.bytes };
     } finally {
@@ -467,7 +492,10 @@ export function createNcbiSource(options: NcbiSourceOptions): NcbiSource {
       const url = new URL("latest-dir", base);
       const text = (await fetchText(url, options.abortSignal)).trim();
       if (!RELEASE_NAME.test(text)) {
-        throw new ReleaseFormatError(`latest-dir should name a YYYY-MM-DD-HH-MM-SS folder, got ${JSON.stringify(text.slice(0, 80))}`, url.href);
+        throw new ReleaseFormatError(
+          `latest-dir should name a YYYY-MM-DD-HH-MM-SS folder, got ${JSON.stringify(text.slice(0, 80))}`,
+          url.href,
+        );
       }
       return text;
     },
@@ -480,7 +508,9 @@ export function createNcbiSource(options: NcbiSourceOptions): NcbiSource {
       try {
         json = JSON.parse(text);
       } catch (error) {
-        throw new ReleaseFormatError(`${METADATA_FILE} of ${release} is not JSON`, url.href, [(error as Error).message]);
+        throw new ReleaseFormatError(`${METADATA_FILE} of ${release} is not JSON`, url.href, [
+          (error as Error).message,
+        ]);
       }
       const parsed = metadataSchema.safeParse(json);
       if (!parsed.success) {

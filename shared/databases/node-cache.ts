@@ -5,7 +5,13 @@ import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { DATABASE_NAME } from "../blast/database-builder.js";
 import { RELEASE_NAME } from "./ncbi-source.js";
-import { type ReleaseFile, type ReleaseManifest, ReleaseIntegrityError, type ReleaseStore, verifyFile } from "./release-store.js";
+import {
+  type ReleaseFile,
+  type ReleaseManifest,
+  ReleaseIntegrityError,
+  type ReleaseStore,
+  verifyFile,
+} from "./release-store.js";
 
 /** A lock whose file has not been touched for this long belongs to a filler that died. */
 export const LOCK_STALE_MS = 30_000;
@@ -52,7 +58,8 @@ export function filesFor(manifest: ReleaseManifest, partition?: number): Release
 
 /** The cache folder of one release. */
 export function cachedReleaseDir(cacheRoot: string, database: string, release: string): string {
-  if (!DATABASE_NAME.test(database) || !RELEASE_NAME.test(release)) throw new TypeError(`invalid database release ${database}/${release}`);
+  if (!DATABASE_NAME.test(database) || !RELEASE_NAME.test(release))
+    throw new TypeError(`invalid database release ${database}/${release}`);
   return path.join(cacheRoot, database, release);
 }
 
@@ -72,7 +79,12 @@ function lockPath(cacheRoot: string, database: string, release: string, partitio
  * for `staleMs` (its holder died). The lock only saves work: every file lands by rename after its
  * MD5 is checked, so two fillers racing after a takeover still leave a correct cache.
  */
-async function acquireLock(file: string, staleMs: number, heartbeatMs: number, signal?: AbortSignal): Promise<{ release: () => Promise<void>; waited: boolean; tookOver: boolean }> {
+async function acquireLock(
+  file: string,
+  staleMs: number,
+  heartbeatMs: number,
+  signal?: AbortSignal,
+): Promise<{ release: () => Promise<void>; waited: boolean; tookOver: boolean }> {
   await mkdir(path.dirname(file), { recursive: true });
   let waited = false;
   let tookOver = false;
@@ -81,7 +93,9 @@ async function acquireLock(file: string, staleMs: number, heartbeatMs: number, s
     signal?.throwIfAborted();
     try {
       const handle = await open(file, "wx");
-      await handle.writeFile(JSON.stringify({ token, host: os.hostname(), pid: process.pid, since: new Date().toISOString() }));
+      await handle.writeFile(
+        JSON.stringify({ token, host: os.hostname(), pid: process.pid, since: new Date().toISOString() }),
+      );
       await handle.close();
       break;
     } catch (error) {
@@ -93,7 +107,12 @@ async function acquireLock(file: string, staleMs: number, heartbeatMs: number, s
     );
     if (touched !== undefined && Date.now() - touched > staleMs) {
       // Only one taker's rename succeeds; the others find the lock gone and race to create it.
-      if (await rename(file, `${file}.stale-${token}`).then(() => true, () => false)) {
+      if (
+        await rename(file, `${file}.stale-${token}`).then(
+          () => true,
+          () => false,
+        )
+      ) {
         await rm(`${file}.stale-${token}`, { force: true });
         tookOver = true;
       }
@@ -133,14 +152,22 @@ export async function fillReleaseCache(options: FillOptions): Promise<FillResult
   const dir = cachedReleaseDir(cacheRoot, database, release);
   const manifest = await store.manifest(database, release);
   if (!manifest) throw new ReleaseIntegrityError(`database ${database} release ${release} is not published`);
-  const lock = await acquireLock(lockPath(cacheRoot, database, release, options.partition), options.lockStaleMs ?? LOCK_STALE_MS, options.heartbeatMs ?? HEARTBEAT_MS, signal);
+  const lock = await acquireLock(
+    lockPath(cacheRoot, database, release, options.partition),
+    options.lockStaleMs ?? LOCK_STALE_MS,
+    options.heartbeatMs ?? HEARTBEAT_MS,
+    signal,
+  );
   const downloaded: string[] = [];
   let verified = 0;
   let bytes = 0;
   try {
     const wanted = filesFor(manifest, options.partition);
     // manifest.json last: a folder with it is complete for what a reader needs.
-    const ordered = [...wanted.filter((f) => f.name !== "manifest.json"), ...wanted.filter((f) => f.name === "manifest.json")];
+    const ordered = [
+      ...wanted.filter((f) => f.name !== "manifest.json"),
+      ...wanted.filter((f) => f.name === "manifest.json"),
+    ];
     for (const file of ordered) {
       signal?.throwIfAborted();
       if (await verifyFile(dir, file)) verified++;
@@ -161,7 +188,11 @@ export async function fillReleaseCache(options: FillOptions): Promise<FillResult
  * Evicts cached releases of `database` that are neither `keep` (the current release) nor held by
  * a job, nor being filled. Returns the releases removed.
  */
-export async function evictCachedReleases(cacheRoot: string, database: string, keep: ReadonlySet<string>): Promise<string[]> {
+export async function evictCachedReleases(
+  cacheRoot: string,
+  database: string,
+  keep: ReadonlySet<string>,
+): Promise<string[]> {
   if (!DATABASE_NAME.test(database)) return [];
   const dbDir = path.join(cacheRoot, database);
   let names: string[];

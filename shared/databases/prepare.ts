@@ -100,17 +100,26 @@ export interface PrepareDatabaseReleaseOptions {
  * Reads a release folder's manifest if the folder is complete (it has a manifest for this name and
  * version); undefined when the folder or manifest is absent.
  */
-async function completeManifest(dir: string, name: string, release: string): Promise<PreparedDatabaseManifest | undefined> {
+async function completeManifest(
+  dir: string,
+  name: string,
+  release: string,
+): Promise<PreparedDatabaseManifest | undefined> {
   let text: string;
   try {
     text = await readFile(path.join(dir, "manifest.json"), "utf8");
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT" || (error as NodeJS.ErrnoException).code === "ENOTDIR") return undefined;
+    if ((error as NodeJS.ErrnoException).code === "ENOENT" || (error as NodeJS.ErrnoException).code === "ENOTDIR")
+      return undefined;
     throw error;
   }
   const manifest = JSON.parse(text) as PreparedDatabaseManifest;
   if (manifest.name !== name || manifest.version !== release) {
-    throw new DatabasePrepareError(`${dir}/manifest.json describes ${manifest.name} ${manifest.version}`, name, release);
+    throw new DatabasePrepareError(
+      `${dir}/manifest.json describes ${manifest.name} ${manifest.version}`,
+      name,
+      release,
+    );
   }
   return manifest;
 }
@@ -125,7 +134,8 @@ async function infoCounts(
 ): Promise<{ sequences: number; letters: number }> {
   const { stdout } = await runBlastTool("blastdbcmd", ["-db", db, "-dbtype", type, "-info"], { cwd, signal });
   const counts = /([\d,]+) sequences; ([\d,]+) total (?:bases|residues)/.exec(stdout);
-  if (!counts?.[1] || !counts[2]) throw new DatabasePrepareError(`unexpected blastdbcmd -info output for ${db}`, db, release);
+  if (!counts?.[1] || !counts[2])
+    throw new DatabasePrepareError(`unexpected blastdbcmd -info output for ${db}`, db, release);
   return { sequences: Number(counts[1].replaceAll(",", "")), letters: Number(counts[2].replaceAll(",", "")) };
 }
 
@@ -168,7 +178,9 @@ async function makeCurrent(dbDir: string, manifest: DatabaseManifest, publisher?
   await pruneReleases(dbDir).catch(() => []);
 }
 
-export async function prepareDatabaseRelease(options: PrepareDatabaseReleaseOptions): Promise<PreparedDatabaseManifest> {
+export async function prepareDatabaseRelease(
+  options: PrepareDatabaseReleaseOptions,
+): Promise<PreparedDatabaseManifest> {
   const { source, name, databasesDir, partitions, abortSignal: signal } = options;
   if (typeof name !== "string" || !DATABASE_NAME.test(name)) {
     throw new DatabasePrepareError(`invalid database name ${JSON.stringify(name)}`, String(name), null);
@@ -217,9 +229,21 @@ export async function prepareDatabaseRelease(options: PrepareDatabaseReleaseOpti
     await rm(volumesDir, { recursive: true, force: true });
 
     const buildDir = path.join(staging, "release");
-    const built = await buildDatabase({ name, fastaPath, type, outDir: buildDir, partitions, version: release, now: options.now, abortSignal: signal });
+    const built = await buildDatabase({
+      name,
+      fastaPath,
+      type,
+      outDir: buildDir,
+      partitions,
+      version: release,
+      now: options.now,
+      abortSignal: signal,
+    });
     if (built.sequences !== expected.sequences || built.letters !== expected.letters) {
-      throw new DatabaseVerificationError(name, release, expected, { sequences: built.sequences, letters: built.letters });
+      throw new DatabaseVerificationError(name, release, expected, {
+        sequences: built.sequences,
+        letters: built.letters,
+      });
     }
     const manifest: PreparedDatabaseManifest = { ...built, source: sourceInfo(release, entry) };
     await writeFile(path.join(buildDir, "manifest.json"), `${JSON.stringify(manifest, null, 2)}\n`);
@@ -234,9 +258,14 @@ export async function prepareDatabaseRelease(options: PrepareDatabaseReleaseOpti
       // Another prepare of this release finished first; its folder is as good as ours.
       const winner = await completeManifest(releaseDir, name, release);
       if (!winner) {
-        throw new DatabasePrepareError(`${releaseDir} exists but holds no manifest; remove it and retry`, name, release, {
-          cause: error,
-        });
+        throw new DatabasePrepareError(
+          `${releaseDir} exists but holds no manifest; remove it and retry`,
+          name,
+          release,
+          {
+            cause: error,
+          },
+        );
       }
       await makeCurrent(dbDir, winner, options.publisher);
       return winner;

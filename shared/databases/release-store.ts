@@ -44,7 +44,8 @@ export class ReleaseIntegrityError extends Error {
 }
 
 function checkNames(database: string, release: string): void {
-  if (!DATABASE_NAME.test(database) || !RELEASE_NAME.test(release)) throw new TypeError(`invalid database release ${database}/${release}`);
+  if (!DATABASE_NAME.test(database) || !RELEASE_NAME.test(release))
+    throw new TypeError(`invalid database release ${database}/${release}`);
 }
 
 /** The files of a folder, relative and `/`-separated, sorted. */
@@ -110,7 +111,9 @@ export class ReleaseStore {
   async manifest(database: string, release: string): Promise<ReleaseManifest | undefined> {
     await this.init();
     try {
-      const buffer = await this.container.getBlockBlobClient(this.blobName(database, release, MANIFEST_BLOB)).downloadToBuffer();
+      const buffer = await this.container
+        .getBlockBlobClient(this.blobName(database, release, MANIFEST_BLOB))
+        .downloadToBuffer();
       return JSON.parse(buffer.toString("utf8")) as ReleaseManifest;
     } catch (error) {
       if (isStatus(error, 404)) return undefined;
@@ -130,13 +133,17 @@ export class ReleaseStore {
     const existing = await this.manifest(database, release);
     if (existing) return existing;
     const manifest = JSON.parse(await readFile(path.join(dir, "manifest.json"), "utf8")) as DatabaseManifest;
-    if (manifest.name !== database || manifest.version !== release) throw new ReleaseIntegrityError(`${dir} holds ${manifest.name} ${manifest.version}, not ${database} ${release}`);
+    if (manifest.name !== database || manifest.version !== release)
+      throw new ReleaseIntegrityError(`${dir} holds ${manifest.name} ${manifest.version}, not ${database} ${release}`);
     const files: ReleaseFile[] = [];
     for (const name of await listFiles(dir)) {
       const full = path.join(dir, ...name.split("/"));
       const { size, md5 } = await fileDigest(full);
       const client = this.container.getBlockBlobClient(this.blobName(database, release, name));
-      await client.uploadFile(full, { blobHTTPHeaders: { blobContentMD5: Buffer.from(md5, "base64") }, concurrency: 2 });
+      await client.uploadFile(full, {
+        blobHTTPHeaders: { blobContentMD5: Buffer.from(md5, "base64") },
+        concurrency: 2,
+      });
       files.push({ name, size, md5 });
     }
     const doc: ReleaseManifest = { database, release, published_at: now.toISOString(), manifest, files };
@@ -144,7 +151,10 @@ export class ReleaseStore {
     try {
       await this.container
         .getBlockBlobClient(this.blobName(database, release, MANIFEST_BLOB))
-        .upload(body, body.length, { conditions: { ifNoneMatch: "*" }, blobHTTPHeaders: { blobContentType: "application/json" } });
+        .upload(body, body.length, {
+          conditions: { ifNoneMatch: "*" },
+          blobHTTPHeaders: { blobContentType: "application/json" },
+        });
     } catch (error) {
       // Another publisher finished first; its manifest lists the same build's files.
       if (!isStatus(error, 409) && !isStatus(error, 412)) throw error;
@@ -160,7 +170,8 @@ export class ReleaseStore {
     const out: string[] = [];
     for await (const item of this.container.listBlobsFlat({ prefix: `releases/${database}/` })) {
       const parts = item.name.split("/");
-      if (parts.length === 4 && parts[3] === MANIFEST_BLOB && RELEASE_NAME.test(parts[2] ?? "")) out.push(parts[2] as string);
+      if (parts.length === 4 && parts[3] === MANIFEST_BLOB && RELEASE_NAME.test(parts[2] ?? ""))
+        out.push(parts[2] as string);
     }
     return out.sort();
   }
@@ -169,7 +180,13 @@ export class ReleaseStore {
    * Downloads one file of a release to `target` (written beside it, checked against the manifest's
    * size and MD5, then renamed into place), so `target` is either absent or complete and right.
    */
-  async download(database: string, release: string, file: ReleaseFile, target: string, signal?: AbortSignal): Promise<void> {
+  async download(
+    database: string,
+    release: string,
+    file: ReleaseFile,
+    target: string,
+    signal?: AbortSignal,
+  ): Promise<void> {
     await this.init();
     const client = this.container.getBlockBlobClient(this.blobName(database, release, file.name));
     await mkdir(path.dirname(target), { recursive: true });
@@ -190,7 +207,9 @@ export class ReleaseStore {
       await pipeline(response.readableStreamBody, measure, createWriteStream(partial), { signal });
       const md5 = hash.digest("base64");
       if (size !== file.size || md5 !== file.md5) {
-        throw new ReleaseIntegrityError(`${database} ${release} ${file.name}: downloaded ${size} bytes with MD5 ${md5}, the manifest says ${file.size} bytes with ${file.md5}`);
+        throw new ReleaseIntegrityError(
+          `${database} ${release} ${file.name}: downloaded ${size} bytes with MD5 ${md5}, the manifest says ${file.size} bytes with ${file.md5}`,
+        );
       }
       await rename(partial, target);
     } finally {
@@ -222,7 +241,8 @@ export function isReleaseFileName(name: string): boolean {
 
 /** True when `file` in `dir` has the manifest's size (a cheap check; {@link verifyFile} reads it). */
 export async function hasExpectedSize(dir: string, file: ReleaseFile): Promise<boolean> {
-  if (!isReleaseFileName(file.name)) throw new ReleaseIntegrityError(`invalid release file name ${JSON.stringify(file.name)}`);
+  if (!isReleaseFileName(file.name))
+    throw new ReleaseIntegrityError(`invalid release file name ${JSON.stringify(file.name)}`);
   try {
     return (await stat(path.join(dir, ...file.name.split("/")))).size === file.size;
   } catch {

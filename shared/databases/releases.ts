@@ -40,7 +40,10 @@ export async function swapCurrent(dbDir: string, release: string): Promise<void>
 
 /** Marks a staging folder as this process's, so a later prune can tell a crashed build from a live one. */
 export async function claimStaging(staging: string, now = new Date()): Promise<void> {
-  await writeFile(path.join(staging, OWNER_FILE), JSON.stringify({ host: os.hostname(), pid: process.pid, started_at: now.toISOString() }));
+  await writeFile(
+    path.join(staging, OWNER_FILE),
+    JSON.stringify({ host: os.hostname(), pid: process.pid, started_at: now.toISOString() }),
+  );
 }
 
 function processAlive(pid: number): boolean {
@@ -184,7 +187,8 @@ export async function pruneReleases(dbDir: string, options: { keep?: number; now
 
   for (const entry of entries) {
     const file = path.join(dbDir, entry.name);
-    if (entry.isDirectory() && entry.name.startsWith(".staging-") && (await abandonedStaging(file, now))) await remove(entry.name);
+    if (entry.isDirectory() && entry.name.startsWith(".staging-") && (await abandonedStaging(file, now)))
+      await remove(entry.name);
     if (entry.isFile() && entry.name.startsWith("current.")) {
       const at = await modifiedAt(file);
       if (at !== undefined && now - at > ABANDONED_AFTER_MS) await remove(entry.name);

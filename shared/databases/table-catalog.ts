@@ -25,8 +25,13 @@ const HOLDER = /^[A-Za-z0-9_-]{1,64}$/;
  * The release store and catalog table of one storage account, built in one place (so how storage
  * clients authenticate is decided here for every database reader and writer).
  */
-export function openDatabaseStorage(storage: StorageTarget): { store: ReleaseStore; table: () => Promise<TableClient>; locationScheme: "local" | "blob" } {
-  const connectionString = typeof storage === "string" ? storage : storage.kind === "connection-string" ? storage.connectionString : undefined;
+export function openDatabaseStorage(storage: StorageTarget): {
+  store: ReleaseStore;
+  table: () => Promise<TableClient>;
+  locationScheme: "local" | "blob";
+} {
+  const connectionString =
+    typeof storage === "string" ? storage : storage.kind === "connection-string" ? storage.connectionString : undefined;
   const endpoint = connectionString === undefined ? undefined : storageEndpoint(connectionString, "blob");
   let openTable: (() => Promise<TableClient>) | undefined;
   return {
@@ -115,13 +120,20 @@ export function createTableDatabaseCatalog(options: TableCatalogOptions): TableD
   }
 
   async function publish(dir: string, manifest: DatabaseManifest): Promise<void> {
-    if (!DATABASE_NAME.test(manifest.name) || !RELEASE_NAME.test(manifest.version)) throw new TypeError("invalid database release");
+    if (!DATABASE_NAME.test(manifest.name) || !RELEASE_NAME.test(manifest.version))
+      throw new TypeError("invalid database release");
     await store.publish(manifest.name, manifest.version, dir);
     const table = await options.table();
     const doc = packText("manifest", JSON.stringify(manifest));
     const now = new Date().toISOString();
-    await table.upsertEntity({ partitionKey: `release-${manifest.name}`, rowKey: manifest.version, ...doc, published_at: now }, "Replace");
-    await table.upsertEntity({ ...dbRowKey(manifest.name), current: manifest.version, ...doc, updated_at: now }, "Replace");
+    await table.upsertEntity(
+      { partitionKey: `release-${manifest.name}`, rowKey: manifest.version, ...doc, published_at: now },
+      "Replace",
+    );
+    await table.upsertEntity(
+      { ...dbRowKey(manifest.name), current: manifest.version, ...doc, updated_at: now },
+      "Replace",
+    );
     // Releases now beyond the kept few and held by no job are freed; that must not fail the publish.
     await catalog.collect(manifest.name).catch(() => []);
   }
@@ -150,7 +162,8 @@ export function createTableDatabaseCatalog(options: TableCatalogOptions): TableD
       () => true,
       () => false,
     );
-    if (!present) await fillReleaseCache({ store, cacheRoot, database: entry.manifest.name, release: entry.manifest.version });
+    if (!present)
+      await fillReleaseCache({ store, cacheRoot, database: entry.manifest.name, release: entry.manifest.version });
     return entry;
   }
 
@@ -158,10 +171,13 @@ export function createTableDatabaseCatalog(options: TableCatalogOptions): TableD
     publish,
 
     async list() {
-      if (options.importFrom) for (const entry of await options.importFrom.list()) await importFromFolder(entry.manifest.name);
+      if (options.importFrom)
+        for (const entry of await options.importFrom.list()) await importFromFolder(entry.manifest.name);
       const table = await options.table();
       const entries: DatabaseEntry[] = [];
-      for await (const row of table.listEntities<Record<string, unknown>>({ queryOptions: { filter: odata`PartitionKey eq 'db'` } })) {
+      for await (const row of table.listEntities<Record<string, unknown>>({
+        queryOptions: { filter: odata`PartitionKey eq 'db'` },
+      })) {
         entries.push(entryOf(JSON.parse(unpackText(row, "manifest")) as DatabaseManifest));
       }
       return entries.sort((a, b) => a.manifest.name.localeCompare(b.manifest.name));
@@ -180,7 +196,10 @@ export function createTableDatabaseCatalog(options: TableCatalogOptions): TableD
     async hold(name, version, holder) {
       if (!DATABASE_NAME.test(name) || !RELEASE_NAME.test(version) || !HOLDER.test(holder)) return;
       const table = await options.table();
-      await table.upsertEntity({ partitionKey: `hold-${name}`, rowKey: `${version}_${holder}`, since: new Date().toISOString() }, "Replace");
+      await table.upsertEntity(
+        { partitionKey: `hold-${name}`, rowKey: `${version}_${holder}`, since: new Date().toISOString() },
+        "Replace",
+      );
       if (options.holdLocally) await holdRelease(path.join(cacheRoot, name), version, holder);
     },
 
@@ -198,7 +217,9 @@ export function createTableDatabaseCatalog(options: TableCatalogOptions): TableD
       if (!DATABASE_NAME.test(name)) return held;
       const table = await options.table();
       const now = Date.now();
-      for await (const row of table.listEntities<Record<string, unknown>>({ queryOptions: { filter: odata`PartitionKey eq ${`hold-${name}`}` } })) {
+      for await (const row of table.listEntities<Record<string, unknown>>({
+        queryOptions: { filter: odata`PartitionKey eq ${`hold-${name}`}` },
+      })) {
         const since = Date.parse(String(row.since ?? ""));
         if (Number.isFinite(since) && now - since <= HOLD_EXPIRES_MS) held.add(String(row.rowKey).slice(0, 19));
       }

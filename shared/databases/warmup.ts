@@ -20,7 +20,8 @@ export async function warmDatabaseFiles(releaseDir: string, options: WarmDatabas
       const full = path.join(dir, entry.name);
       if (entry.isDirectory()) await walk(full);
       else if (entry.isFile()) {
-        for await (const chunk of createReadStream(full, { highWaterMark: 1024 * 1024, signal: options.abortSignal })) bytes += (chunk as Buffer).length;
+        for await (const chunk of createReadStream(full, { highWaterMark: 1024 * 1024, signal: options.abortSignal }))
+          bytes += (chunk as Buffer).length;
       }
     }
   };

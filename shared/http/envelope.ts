@@ -52,10 +52,14 @@ interface HttpErrorMapping {
   headers?: Record<string, string>;
 }
 
-const retryAfter = (seconds: number | undefined): Record<string, string> => (seconds === undefined ? {} : { "Retry-After": String(seconds) });
+const retryAfter = (seconds: number | undefined): Record<string, string> =>
+  seconds === undefined ? {} : { "Retry-After": String(seconds) };
 
 /** Each domain error class and its HTTP status; the first match wins (subclasses first). */
-const HTTP_ERROR_MAPPINGS: readonly [abstract new (...args: never[]) => DomainError, (error: never) => HttpErrorMapping][] = [
+const HTTP_ERROR_MAPPINGS: readonly [
+  abstract new (...args: never[]) => DomainError,
+  (error: never) => HttpErrorMapping,
+][] = [
   [InvalidRequestError, () => ({ status: 400 })],
   [UnauthorizedError, () => ({ status: 401 })],
   [ForbiddenError, () => ({ status: 403 })],
@@ -67,7 +71,10 @@ const HTTP_ERROR_MAPPINGS: readonly [abstract new (...args: never[]) => DomainEr
   [PreconditionRequiredError, () => ({ status: 428 })],
   [QueueFullError, (e: QueueFullError) => ({ status: 429, headers: retryAfter(e.retryAfterSeconds) })],
   [DependencyFailedError, () => ({ status: 502 })],
-  [DependencyUnavailableError, (e: DependencyUnavailableError) => ({ status: 503, headers: retryAfter(e.retryAfterSeconds) })],
+  [
+    DependencyUnavailableError,
+    (e: DependencyUnavailableError) => ({ status: 503, headers: retryAfter(e.retryAfterSeconds) }),
+  ],
 ];
 
 /** The HTTP status and headers of a domain error, or undefined for anything else. */
@@ -86,12 +93,15 @@ export function httpMappingOf(error: unknown): HttpErrorMapping | undefined {
 export function mapErrorToResult(error: unknown, requestId: string, logger: Logger): HttpResult {
   if (isDependencyUnreachable(error)) {
     logger.warn("dependency unreachable", { error });
-    return errorResult(503, "a dependency (storage or the job API) is unreachable; retry shortly", requestId, { "Retry-After": "5" });
+    return errorResult(503, "a dependency (storage or the job API) is unreachable; retry shortly", requestId, {
+      "Retry-After": "5",
+    });
   }
   const mapping = httpMappingOf(error);
   if (mapping) {
     const domainError = error as DomainError;
-    if (mapping.status >= 500) logger.warn("dependency failure", { status: mapping.status, error: domainError.message });
+    if (mapping.status >= 500)
+      logger.warn("dependency failure", { status: mapping.status, error: domainError.message });
     const detail = domainError instanceof ValidationError ? domainError.issues : domainError.message;
     return errorResult(mapping.status, detail, requestId, mapping.headers);
   }
@@ -105,11 +115,24 @@ export function mapErrorToResult(error: unknown, requestId: string, logger: Logg
   return errorResult(500, INTERNAL_ERROR_DETAIL, requestId);
 }
 
-const NETWORK_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "ENOTFOUND", "EAI_AGAIN", "EPIPE", "UND_ERR_CONNECT_TIMEOUT", "UND_ERR_SOCKET"]);
+const NETWORK_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EPIPE",
+  "UND_ERR_CONNECT_TIMEOUT",
+  "UND_ERR_SOCKET",
+]);
 
 /** True for errors that mean a dependency could not be reached (not that it refused the request). */
 export function isDependencyUnreachable(error: unknown): boolean {
-  for (let e: unknown = error, depth = 0; e && typeof e === "object" && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+  for (
+    let e: unknown = error, depth = 0;
+    e && typeof e === "object" && depth < 4;
+    e = (e as { cause?: unknown }).cause, depth++
+  ) {
     const code = (e as { code?: unknown }).code;
     if (typeof code === "string" && NETWORK_CODES.has(code)) return true;
     if (e instanceof AggregateError && e.errors.some((inner) => isDependencyUnreachable(inner))) return true;
@@ -118,7 +141,12 @@ export function isDependencyUnreachable(error: unknown): boolean {
 }
 
 /** A 2xx JSON response carrying the request id header. */
-export function jsonResult(status: number, body: unknown, requestId: string, headers: Record<string, string> = {}): HttpResult {
+export function jsonResult(
+  status: number,
+  body: unknown,
+  requestId: string,
+  headers: Record<string, string> = {},
+): HttpResult {
   return {
     status,
     headers: { "Content-Type": "application/json", [REQUEST_ID_HEADER]: requestId, ...headers },

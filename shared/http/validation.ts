@@ -52,7 +52,11 @@ export function zodIssues(error: z.ZodError, source: FieldSource, input: unknown
       continue;
     }
     const missing = issue.code === "invalid_type" && valueAt(input, issue.path) === undefined;
-    out.push({ loc: [source, ...path], msg: missing ? "field required" : issue.message, type: issueType(issue, missing) });
+    out.push({
+      loc: [source, ...path],
+      msg: missing ? "field required" : issue.message,
+      type: issueType(issue, missing),
+    });
   }
   return out;
 }

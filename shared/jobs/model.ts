@@ -1,5 +1,13 @@
 /** Job-API job states (spec §3). */
-export const JOB_STATUSES = ["queued", "dispatching", "submitting", "running", "completed", "failed", "cancelled"] as const;
+export const JOB_STATUSES = [
+  "queued",
+  "dispatching",
+  "submitting",
+  "running",
+  "completed",
+  "failed",
+  "cancelled",
+] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
 export const ACTIVE_STATUSES: ReadonlySet<JobStatus> = new Set(["dispatching", "submitting", "running"]);
 export const TERMINAL_STATUSES: ReadonlySet<JobStatus> = new Set(["completed", "failed", "cancelled"]);
@@ -126,7 +134,12 @@ export function facadeStatus(status: JobStatus): "queued" | "running" | "success
 }
 
 /** `kubernetes.summary`-style counters over a job's shards. */
-export function shardCounters(shards: readonly Shard[]): { total: number; succeeded: number; failed: number; active: number } {
+export function shardCounters(shards: readonly Shard[]): {
+  total: number;
+  succeeded: number;
+  failed: number;
+  active: number;
+} {
   let succeeded = 0;
   let failed = 0;
   let active = 0;

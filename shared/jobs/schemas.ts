@@ -14,7 +14,10 @@ const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,200}$/;
 
 const common = {
   program: z.enum(BLAST_PROGRAMS),
-  db: z.string().regex(DATABASE_NAME, "database name must be letters, digits, '.', '_' or '-'").describe("database name (GET /v1/databases)"),
+  db: z
+    .string()
+    .regex(DATABASE_NAME, "database name must be letters, digits, '.', '_' or '-'")
+    .describe("database name (GET /v1/databases)"),
   query_fasta: z
     .string()
     .min(1)
@@ -22,7 +25,11 @@ const common = {
     .describe("FASTA text as one JSON string, lines separated by newline characters"),
   priority: prioritySchema.optional(),
   idempotency_key: z.string().regex(IDEMPOTENCY_KEY, "1–200 printable ASCII characters without spaces").optional(),
-  resource_profile: z.string().max(200).optional().describe("free-form metadata echoed on the job status; selects nothing"),
+  resource_profile: z
+    .string()
+    .max(200)
+    .optional()
+    .describe("free-form metadata echoed on the job status; selects nothing"),
   execution_profile: z
     .enum(["standard", "sharded"])
     .optional()
@@ -59,7 +66,12 @@ export const acceptanceSchema = z.object({
   status_url: z.string(),
 });
 
-const counters = z.object({ total: z.number().int(), succeeded: z.number().int(), failed: z.number().int(), active: z.number().int() });
+const counters = z.object({
+  total: z.number().int(),
+  succeeded: z.number().int(),
+  failed: z.number().int(),
+  active: z.number().int(),
+});
 
 export const statusSchema = z.object({
   job_id: z.string(),
@@ -92,7 +104,12 @@ export const facadeSubmitResponseSchema = z.object({
   queue_position: z.number().int().nullable(),
 });
 
-export const facadeFileSchema = z.object({ file_id: z.string(), filename: z.string(), format: z.string(), size_bytes: z.number().int() });
+export const facadeFileSchema = z.object({
+  file_id: z.string(),
+  filename: z.string(),
+  format: z.string(),
+  size_bytes: z.number().int(),
+});
 
 export const facadeStatusSchema = z.object({
   job_id: z.string(),
@@ -118,7 +135,10 @@ export const facadeStatusSchema = z.object({
 });
 
 export const errorEnvelopeSchema = z.object({
-  detail: z.union([z.string(), z.array(z.object({ loc: z.array(z.union([z.string(), z.number()])), msg: z.string(), type: z.string() }))]),
+  detail: z.union([
+    z.string(),
+    z.array(z.object({ loc: z.array(z.union([z.string(), z.number()])), msg: z.string(), type: z.string() })),
+  ]),
   request_id: z.string(),
 });
 

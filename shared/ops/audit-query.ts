@@ -36,7 +36,8 @@ function encodeCursor(entry: AuditEntry): string {
 function decodeCursor(cursor: string): [string, string] {
   try {
     const value = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as unknown;
-    if (Array.isArray(value) && value.length === 2 && value.every((v) => typeof v === "string")) return value as [string, string];
+    if (Array.isArray(value) && value.length === 2 && value.every((v) => typeof v === "string"))
+      return value as [string, string];
   } catch {
     // falls through to the field error
   }

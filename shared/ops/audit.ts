@@ -3,7 +3,14 @@ import { odata } from "@azure/data-tables";
 import { z } from "zod";
 import type { Role } from "../auth/roles.js";
 import type { EvidenceStore } from "./evidence-store.js";
-import { dayPartitionKey, listLimit, newestFirstFilter, newestFirstRowKey, type TableSource, tableOpener } from "../storage/table-source.js";
+import {
+  dayPartitionKey,
+  listLimit,
+  newestFirstFilter,
+  newestFirstRowKey,
+  type TableSource,
+  tableOpener,
+} from "../storage/table-source.js";
 import { packText, unpackText } from "../storage/table-text.js";
 
 export type { TableClientFactory, TableSource } from "../storage/table-source.js";
@@ -88,7 +95,8 @@ const inputSchema = z.strictObject({
 });
 
 /** Keys whose values never reach the audit log (the logger's rule, plus API, access and private keys). */
-const SECRET_KEYS = /(authorization|token|secret|password|connection_?string|(?:account|api|access|private)_?key|sig)$/i;
+const SECRET_KEYS =
+  /(authorization|token|secret|password|connection_?string|(?:account|api|access|private)_?key|sig)$/i;
 
 function redact(value: unknown, depth = 0): unknown {
   if (value === null || typeof value !== "object") return value;
@@ -154,7 +162,9 @@ export function createAuditLog(source: TableSource, options: { now?: () => Date 
       const clauses = [newestFirstFilter(filter.since)];
       if (filter.action !== undefined) clauses.push(odata`action eq ${filter.action}`);
       const out: AuditEntry[] = [];
-      const entities = (await table()).listEntities<Record<string, unknown>>({ queryOptions: { filter: clauses.join(" and ") } });
+      const entities = (await table()).listEntities<Record<string, unknown>>({
+        queryOptions: { filter: clauses.join(" and ") },
+      });
       for await (const e of entities) {
         out.push(fromEntity(e));
         if (out.length >= limit) break;
@@ -173,7 +183,10 @@ export const AUDIT_INLINE_EVIDENCE_CHARS = 16_000;
  * write-once, readable by id from `rbacFloor` up — referenced as `evidence_blob`. A store that
  * cannot take it leaves the digest and says so (`evidence_blob_error`): the entry is still written.
  */
-export async function auditEvidence(data: unknown, options: { store?: EvidenceStore; rbacFloor: Role }): Promise<Record<string, unknown>> {
+export async function auditEvidence(
+  data: unknown,
+  options: { store?: EvidenceStore; rbacFloor: Role },
+): Promise<Record<string, unknown>> {
   // Stored evidence gets the same redaction as an entry's details (secret-named keys), wherever it is kept.
   const safe = redact(data);
   const text = JSON.stringify(safe) ?? "null";

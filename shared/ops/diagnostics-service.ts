@@ -35,7 +35,8 @@ export function createDiagnosticsService(dependencies: DiagnosticsServiceDepende
 
   async function getQueueDiagnostics(): Promise<QueueDiagnostics> {
     const instances: HubInstance[] = [];
-    for await (const instance of orchestrations.listInstances({ runtimeStatus: ACTIVE_RUNTIME_STATUSES })) instances.push(instance);
+    for await (const instance of orchestrations.listInstances({ runtimeStatus: ACTIVE_RUNTIME_STATUSES }))
+      instances.push(instance);
     return computeQueueDiagnostics({ taskHubName, instances });
   }
 
@@ -46,7 +47,10 @@ export function createDiagnosticsService(dependencies: DiagnosticsServiceDepende
      * Enqueues a no-op carrying `message`; QueueFullError (with the wait) beyond `client`'s rate
      * limit (its address: one caller's flood leaves the others their share).
      */
-    async enqueueNoop(message: string, client = "unknown"): Promise<QueueDiagnostics & { task_id: string; status: "PENDING" }> {
+    async enqueueNoop(
+      message: string,
+      client = "unknown",
+    ): Promise<QueueDiagnostics & { task_id: string; status: "PENDING" }> {
       const waitSeconds = noopLimiter.take(client);
       if (waitSeconds > 0) throw new QueueFullError("too many no-op diagnostics; try again later", waitSeconds);
       const taskId = await orchestrations.startNew(Orchestrations.noop, { input: { message } });

@@ -17,10 +17,18 @@ export interface EventProcessorDependencies {
  * `ops.event_processed` audit entry carrying both with the mode — the trail `explain_verdict`
  * reads. In `shadow` mode (every action type's default) nothing is executed.
  */
-export async function processEvent(deps: EventProcessorDependencies, event: OpsEvent, requestId: string): Promise<AuditEntry> {
+export async function processEvent(
+  deps: EventProcessorDependencies,
+  event: OpsEvent,
+  requestId: string,
+): Promise<AuditEntry> {
   const verdict = evaluateRules(deps.rules, event);
-  const actionType = verdict.proposed_action ? deps.actions.action_types.find((a) => a.id === verdict.proposed_action) : undefined;
-  const verifier_report = verdict.proposed_action ? await deps.verify({ action_type: verdict.proposed_action, target: event.resource_ref, params: {} }) : null;
+  const actionType = verdict.proposed_action
+    ? deps.actions.action_types.find((a) => a.id === verdict.proposed_action)
+    : undefined;
+  const verifier_report = verdict.proposed_action
+    ? await deps.verify({ action_type: verdict.proposed_action, target: event.resource_ref, params: {} })
+    : null;
   // The event's mode can only narrow the action type's: an enforce event on a shadow action stays shadow.
   const mode = event.mode === "enforce" && actionType?.default_mode === "enforce" ? "enforce" : "shadow";
   return deps.audit.record({
@@ -29,6 +37,16 @@ export async function processEvent(deps: EventProcessorDependencies, event: OpsE
     target: event.resource_ref,
     outcome: "succeeded",
     request_id: requestId,
-    details: { event_id: event.event_id, event_type: event.event_type, tier: verdict.tier, decision: verdict.decision, severity: verdict.severity, rule_ids: verdict.rule_ids, proposed_action: verdict.proposed_action ?? null, verifier_report, mode },
+    details: {
+      event_id: event.event_id,
+      event_type: event.event_type,
+      tier: verdict.tier,
+      decision: verdict.decision,
+      severity: verdict.severity,
+      rule_ids: verdict.rule_ids,
+      proposed_action: verdict.proposed_action ?? null,
+      verifier_report,
+      mode,
+    },
   });
 }

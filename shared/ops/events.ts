@@ -2,7 +2,14 @@ import { createHash, randomUUID } from "node:crypto";
 import { odata } from "@azure/data-tables";
 import { z } from "zod";
 import { isStatus, packText, unpackText } from "../storage/table-text.js";
-import { dayPartitionKey, listLimit, newestFirstFilter, newestFirstRowKey, type TableSource, tableOpener } from "../storage/table-source.js";
+import {
+  dayPartitionKey,
+  listLimit,
+  newestFirstFilter,
+  newestFirstRowKey,
+  type TableSource,
+  tableOpener,
+} from "../storage/table-source.js";
 
 /** Whether acting on an event is only proposed (`shadow`, the default) or carried out (`enforce`). */
 export type EventMode = "shadow" | "enforce";
@@ -101,7 +108,8 @@ export function createEventLog(source: TableSource, options: { now?: () => Date 
     async record(input) {
       const valid = inputSchema.parse(input);
       const payloadText = JSON.stringify(valid.payload ?? null);
-      if (payloadText.length > MAX_EVENT_PAYLOAD_CHARS) throw new RangeError(`event payload exceeds ${MAX_EVENT_PAYLOAD_CHARS} characters`);
+      if (payloadText.length > MAX_EVENT_PAYLOAD_CHARS)
+        throw new RangeError(`event payload exceeds ${MAX_EVENT_PAYLOAD_CHARS} characters`);
       const ingested = now();
       const detected = valid.detected_at === undefined ? ingested : new Date(valid.detected_at);
       let event: OpsEvent = {
@@ -119,7 +127,11 @@ export function createEventLog(source: TableSource, options: { now?: () => Date 
       const client = await table();
       const claimRow = keyHash(valid.idempotency_key);
       try {
-        await client.createEntity({ partitionKey: KEY_PARTITION, rowKey: claimRow, ...packText("doc", JSON.stringify(event)) });
+        await client.createEntity({
+          partitionKey: KEY_PARTITION,
+          rowKey: claimRow,
+          ...packText("doc", JSON.stringify(event)),
+        });
       } catch (error) {
         if (!isStatus(error, 409)) throw error;
         const claim = await client.getEntity<Record<string, unknown>>(KEY_PARTITION, claimRow);
@@ -146,7 +158,9 @@ export function createEventLog(source: TableSource, options: { now?: () => Date 
       const clauses = [newestFirstFilter(filter.since)];
       if (filter.event_type !== undefined) clauses.push(odata`event_type eq ${filter.event_type}`);
       const out: OpsEvent[] = [];
-      const entities = (await table()).listEntities<Record<string, unknown>>({ queryOptions: { filter: clauses.join(" and ") } });
+      const entities = (await table()).listEntities<Record<string, unknown>>({
+        queryOptions: { filter: clauses.join(" and ") },
+      });
       for await (const e of entities) {
         out.push(JSON.parse(unpackText(e, "doc")) as OpsEvent);
         if (out.length >= limit) break;

@@ -41,7 +41,9 @@ function floorOf(metadata: Record<string, string> | undefined): Role {
 }
 
 function statusOf(error: unknown): number | undefined {
-  return typeof error === "object" && error !== null && "statusCode" in error ? Number((error as { statusCode: unknown }).statusCode) : undefined;
+  return typeof error === "object" && error !== null && "statusCode" in error
+    ? Number((error as { statusCode: unknown }).statusCode)
+    : undefined;
 }
 
 /** Opens the store over a container (created on first write). */
@@ -65,13 +67,29 @@ export function createEvidenceStore(container: () => Promise<ContainerClient>): 
       const sha256 = createHash("sha256").update(bytes).digest("hex");
       const blob = (await open()).getBlockBlobClient(blobName(sha256));
       try {
-        await blob.uploadData(bytes, { blobHTTPHeaders: { blobContentType: contentType }, metadata: { rbac_floor: rbacFloor }, conditions: { ifNoneMatch: "*" } });
-        return { evidence_id: `sha256-${sha256}`, sha256, size: bytes.byteLength, content_type: contentType, rbac_floor: rbacFloor };
+        await blob.uploadData(bytes, {
+          blobHTTPHeaders: { blobContentType: contentType },
+          metadata: { rbac_floor: rbacFloor },
+          conditions: { ifNoneMatch: "*" },
+        });
+        return {
+          evidence_id: `sha256-${sha256}`,
+          sha256,
+          size: bytes.byteLength,
+          content_type: contentType,
+          rbac_floor: rbacFloor,
+        };
       } catch (error) {
         // Already there: the same name holds the same bytes, and it is never overwritten.
         if (statusOf(error) !== 409 && statusOf(error) !== 412) throw error;
         const properties = await blob.getProperties();
-        return { evidence_id: `sha256-${sha256}`, sha256, size: bytes.byteLength, content_type: properties.contentType ?? contentType, rbac_floor: floorOf(properties.metadata) };
+        return {
+          evidence_id: `sha256-${sha256}`,
+          sha256,
+          size: bytes.byteLength,
+          content_type: properties.contentType ?? contentType,
+          rbac_floor: floorOf(properties.metadata),
+        };
       }
     },
     async describe(evidenceId) {
@@ -79,7 +97,13 @@ export function createEvidenceStore(container: () => Promise<ContainerClient>): 
       const sha256 = evidenceId.slice("sha256-".length);
       try {
         const properties = await (await open()).getBlockBlobClient(blobName(sha256)).getProperties();
-        return { evidence_id: evidenceId, sha256, size: properties.contentLength ?? 0, content_type: properties.contentType ?? "application/octet-stream", rbac_floor: floorOf(properties.metadata) };
+        return {
+          evidence_id: evidenceId,
+          sha256,
+          size: properties.contentLength ?? 0,
+          content_type: properties.contentType ?? "application/octet-stream",
+          rbac_floor: floorOf(properties.metadata),
+        };
       } catch (error) {
         if (statusOf(error) === 404) return undefined;
         throw error;
@@ -93,8 +117,18 @@ export function createEvidenceStore(container: () => Promise<ContainerClient>): 
         const bytes = await blob.downloadToBuffer();
         const properties = await blob.getProperties();
         // The address is the digest: bytes that do not match it are not the evidence.
-        if (createHash("sha256").update(bytes).digest("hex") !== sha256) throw new Error(`evidence ${evidenceId} does not match its digest`);
-        return { reference: { evidence_id: evidenceId, sha256, size: bytes.byteLength, content_type: properties.contentType ?? "application/octet-stream", rbac_floor: floorOf(properties.metadata) }, bytes };
+        if (createHash("sha256").update(bytes).digest("hex") !== sha256)
+          throw new Error(`evidence ${evidenceId} does not match its digest`);
+        return {
+          reference: {
+            evidence_id: evidenceId,
+            sha256,
+            size: bytes.byteLength,
+            content_type: properties.contentType ?? "application/octet-stream",
+            rbac_floor: floorOf(properties.metadata),
+          },
+          bytes,
+        };
       } catch (error) {
         if (statusOf(error) === 404) return undefined;
         throw error;

@@ -31,13 +31,26 @@ export const OPS_FLAGS_TABLE = "opsflags";
  */
 export function createKillSwitch(
   source: TableSource,
-  options: { onChange?: (change: KillSwitchChange) => Promise<void>; onChangeError?: (error: unknown, change: KillSwitchChange) => void } = {},
+  options: {
+    onChange?: (change: KillSwitchChange) => Promise<void>;
+    onChangeError?: (error: unknown, change: KillSwitchChange) => void;
+  } = {},
 ): KillSwitch {
   const table = tableOpener(source, OPS_FLAGS_TABLE);
   async function read(): Promise<{ status: KillSwitchStatus; etag?: string }> {
     try {
-      const entity = await (await table()).getEntity<{ on?: boolean; set_at?: string; set_by?: string }>("flags", "kill_switch");
-      return { status: { on: entity.on === true, ...(entity.set_at ? { set_at: entity.set_at } : {}), ...(entity.set_by ? { set_by: entity.set_by } : {}) }, etag: entity.etag };
+      const entity = await (await table()).getEntity<{ on?: boolean; set_at?: string; set_by?: string }>(
+        "flags",
+        "kill_switch",
+      );
+      return {
+        status: {
+          on: entity.on === true,
+          ...(entity.set_at ? { set_at: entity.set_at } : {}),
+          ...(entity.set_by ? { set_by: entity.set_by } : {}),
+        },
+        etag: entity.etag,
+      };
     } catch (error) {
       if (isStatus(error, 404)) return { status: { on: false } };
       throw error;
@@ -50,7 +63,13 @@ export function createKillSwitch(
       for (;;) {
         const current = await read();
         if (current.status.on === on) return;
-        const entity = { partitionKey: "flags", rowKey: "kill_switch", on, set_by: actorOid, set_at: now.toISOString() };
+        const entity = {
+          partitionKey: "flags",
+          rowKey: "kill_switch",
+          on,
+          set_by: actorOid,
+          set_at: now.toISOString(),
+        };
         try {
           if (current.etag) await (await table()).updateEntity(entity, "Replace", { etag: current.etag });
           else await (await table()).createEntity(entity);

@@ -32,7 +32,10 @@ export function createOpsLoop(deps: OpsLoopDependencies) {
   const claims = tableOpener(deps.claims, PROCESSED_EVENTS_TABLE);
   const now = deps.now ?? (() => new Date());
   return {
-    async runOnce(requestId: string, lookbackMs = 24 * 3_600_000): Promise<{ processed: string[]; severity_changes: number }> {
+    async runOnce(
+      requestId: string,
+      lookbackMs = 24 * 3_600_000,
+    ): Promise<{ processed: string[]; severity_changes: number }> {
       const since = new Date(now().getTime() - lookbackMs);
       const events = await deps.events.list({ since, limit: 1000 });
       const processed: string[] = [];
@@ -40,7 +43,11 @@ export function createOpsLoop(deps: OpsLoopDependencies) {
         if (event.event_type === SEVERITY_CHANGED) continue;
         try {
           // Claim first: a crash after the claim leaves one event unprocessed rather than processed twice.
-          await (await claims()).createEntity({ partitionKey: "e", rowKey: event.event_id, claimed_at: now().toISOString() });
+          await (await claims()).createEntity({
+            partitionKey: "e",
+            rowKey: event.event_id,
+            claimed_at: now().toISOString(),
+          });
         } catch (error) {
           if (isStatus(error, 409)) continue;
           throw error;
@@ -48,7 +55,10 @@ export function createOpsLoop(deps: OpsLoopDependencies) {
         await processEvent(deps, event, requestId);
         processed.push(event.event_id);
       }
-      const { severityChanges } = correlateIncidents(events, deps.rules, { windowMs: deps.incidentWindowMs, now: now() });
+      const { severityChanges } = correlateIncidents(events, deps.rules, {
+        windowMs: deps.incidentWindowMs,
+        now: now(),
+      });
       await publishSeverityChanges(deps.events, severityChanges);
       return { processed, severity_changes: severityChanges.length };
     },

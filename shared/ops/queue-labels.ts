@@ -39,5 +39,7 @@ export const ORCHESTRATION_QUEUES: Readonly<Record<string, QueueName>> = Object.
 
 /** The queue label of an orchestration, or `fallback` when it has none. */
 export function queueOf(orchestrationName: string): QueueName | typeof FALLBACK_QUEUE {
-  return Object.hasOwn(ORCHESTRATION_QUEUES, orchestrationName) ? (ORCHESTRATION_QUEUES[orchestrationName] as QueueName) : FALLBACK_QUEUE;
+  return Object.hasOwn(ORCHESTRATION_QUEUES, orchestrationName)
+    ? (ORCHESTRATION_QUEUES[orchestrationName] as QueueName)
+    : FALLBACK_QUEUE;
 }

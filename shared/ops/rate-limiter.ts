@@ -29,7 +29,11 @@ const MAX_TRACKED_CLIENTS = 10_000;
  * {@link MAX_TRACKED_CLIENTS} (a flood of distinct addresses) new clients share one window,
  * and every call also counts against an overall ceiling of `limit × overallFactor`.
  */
-export function createPerClientLimiter(limit: number, windowMs: number, options: { overallFactor?: number; now?: () => number } = {}) {
+export function createPerClientLimiter(
+  limit: number,
+  windowMs: number,
+  options: { overallFactor?: number; now?: () => number } = {},
+) {
   const now = options.now ?? Date.now;
   const overall = createFixedWindowLimiter(limit * (options.overallFactor ?? 20), windowMs, now);
   const clients = new Map<string, ReturnType<typeof createFixedWindowLimiter>>();

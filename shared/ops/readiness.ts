@@ -57,7 +57,10 @@ export function createReadinessCheck(dependencies: ReadinessCheckDependencies) {
       await dependencies.onChecked?.(Object.fromEntries(probes.map((probe, index) => [probe.key, failures[index]])));
       if (failing.length > 0) {
         logger.warn("not ready", Object.fromEntries(probes.map((probe, index) => [probe.key, failures[index]])));
-        throw new DependencyUnavailableError(`not ready: ${failing.map((probe) => probe.label).join(" and ")} unreachable`, NOT_READY_RETRY_AFTER_SECONDS);
+        throw new DependencyUnavailableError(
+          `not ready: ${failing.map((probe) => probe.label).join(" and ")} unreachable`,
+          NOT_READY_RETRY_AFTER_SECONDS,
+        );
       }
       return { status: "ready", checks: Object.fromEntries(probes.map((probe) => [probe.key, "ok" as const])) };
     },

@@ -85,7 +85,11 @@ export function createApiTokenSettings(dependencies: ApiTokenSettingsDependencie
       await requireOwner(caller, "api_token.reveal", options);
       const state = await tokens.state();
       if (!state) throw new NotFoundError("no API token is configured yet: regenerate to create one");
-      await audit.record({ ...auditBase(caller, "api_token.reveal", options), outcome: "succeeded", details: { last_four: lastFour(state.current.value) } });
+      await audit.record({
+        ...auditBase(caller, "api_token.reveal", options),
+        outcome: "succeeded",
+        details: { last_four: lastFour(state.current.value) },
+      });
       return state.current.value;
     },
 
@@ -108,7 +112,11 @@ export function createApiTokenSettings(dependencies: ApiTokenSettingsDependencie
       const entry = await audit.record({
         ...base,
         outcome: "succeeded",
-        details: { last_four: lastFour(state.current.value), grace_seconds: graceSeconds, previous_valid_until: previousValidUntil },
+        details: {
+          last_four: lastFour(state.current.value),
+          grace_seconds: graceSeconds,
+          previous_valid_until: previousValidUntil,
+        },
       });
       await events.record({
         idempotency_key: `api_token.regenerate/${entry.audit_id}`,
@@ -117,7 +125,12 @@ export function createApiTokenSettings(dependencies: ApiTokenSettingsDependencie
         detected_at: state.current.created_at,
         correlation_id: options.requestId,
         resource_ref: TARGET,
-        payload: { audit_id: entry.audit_id, rotated_at: state.current.created_at, previous_valid_until: previousValidUntil, actor_oid: caller.oid },
+        payload: {
+          audit_id: entry.audit_id,
+          rotated_at: state.current.created_at,
+          previous_valid_until: previousValidUntil,
+          actor_oid: caller.oid,
+        },
       });
       logger.info("API token regenerated", { audit_id: entry.audit_id, grace_seconds: graceSeconds });
       return state;

@@ -27,7 +27,10 @@ async function withLockFile<T>(file: string, work: () => Promise<T>): Promise<T>
       break;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-      const since = await stat(lock).then((s) => Date.now() - s.mtimeMs, () => 0);
+      const since = await stat(lock).then(
+        (s) => Date.now() - s.mtimeMs,
+        () => 0,
+      );
       if (since > STALE_LOCK_MS) await rm(lock, { force: true });
       else if (waited > 4 * STALE_LOCK_MS) throw new Error("secret store is locked");
       else await new Promise((r) => setTimeout(r, 10));
@@ -108,7 +111,10 @@ function rotatedState(old: ApiTokenState | undefined, token: string, now: Date, 
 /** The state with `token` (handed out by a rotation another writer overwrote) kept valid for the grace. */
 function withGraceToken(state: ApiTokenState, token: string, now: Date, graceSeconds: number): ApiTokenState {
   const validUntil = new Date(now.getTime() + graceSeconds * 1000).toISOString();
-  return { ...state, earlier: [{ value: token, valid_until: validUntil }, ...(state.earlier ?? [])].slice(0, MAX_GRACE_TOKENS - 1) };
+  return {
+    ...state,
+    earlier: [{ value: token, valid_until: validUntil }, ...(state.earlier ?? [])].slice(0, MAX_GRACE_TOKENS - 1),
+  };
 }
 
 /** Every token the state accepts at `now`, current first. */

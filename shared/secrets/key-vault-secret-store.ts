@@ -17,7 +17,9 @@ export function createKeyVaultSecretStore(options: {
 }): SecretStore {
   let client: Promise<SecretClient> | undefined;
   const open = () => {
-    client ??= import("@azure/keyvault-secrets").then(({ SecretClient }) => new SecretClient(options.vaultUrl, options.credential, options.clientOptions));
+    client ??= import("@azure/keyvault-secrets").then(
+      ({ SecretClient }) => new SecretClient(options.vaultUrl, options.credential, options.clientOptions),
+    );
     return client;
   };
   return {

@@ -9,7 +9,10 @@ import { azuriteConnectionString, blobUrlOf, type StorageTarget } from "./storag
  */
 export function openBlobServiceClient(target: StorageTarget, options?: StoragePipelineOptions): BlobServiceClient {
   if (typeof target === "string" || target.kind === "connection-string") {
-    return BlobServiceClient.fromConnectionString(azuriteConnectionString(typeof target === "string" ? target : target.connectionString), options);
+    return BlobServiceClient.fromConnectionString(
+      azuriteConnectionString(typeof target === "string" ? target : target.connectionString),
+      options,
+    );
   }
   return new BlobServiceClient(blobUrlOf(target), azureCredential(target.clientId), options);
 }

@@ -45,7 +45,11 @@ function tempName(file: string): string {
 }
 
 /** Writes `data` to `file` durably and atomically (temp file, fsync, rename, folder fsync). */
-export async function writeFileDurably(file: string, data: string | Uint8Array, options: { mode?: number } = {}): Promise<void> {
+export async function writeFileDurably(
+  file: string,
+  data: string | Uint8Array,
+  options: { mode?: number } = {},
+): Promise<void> {
   const temp = tempName(file);
   try {
     const handle = await open(temp, "wx", options.mode ?? 0o644);

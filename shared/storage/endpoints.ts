@@ -10,7 +10,11 @@ export type StorageService = "blob" | "queue" | "table";
 
 /** Azurite's well-known ports, which `UseDevelopmentStorage=true` stands for. */
 const DEVELOPMENT_PORTS: Record<StorageService, number> = { blob: 10000, queue: 10001, table: 10002 };
-const ENDPOINT_KEYS: Record<StorageService, string> = { blob: "blobendpoint", queue: "queueendpoint", table: "tableendpoint" };
+const ENDPOINT_KEYS: Record<StorageService, string> = {
+  blob: "blobendpoint",
+  queue: "queueendpoint",
+  table: "tableendpoint",
+};
 
 /** True when `url` is an http(s) URL on a loopback host (127.0.0.0/8, `localhost`, `::1`). */
 export function isLoopbackUrl(url: string): boolean {

@@ -73,15 +73,33 @@ export const SHARD_STORAGE_SETTINGS: StorageSettingNames = {
 };
 
 /** A warm-up pod (the release in Blobs, the catalog's holds in Tables). */
-export const WARM_STORAGE_SETTINGS: StorageSettingNames = { ...SHARD_STORAGE_SETTINGS, tableUrl: "SHARD_STORAGE_TABLE_URL", services: ["blob", "table"] };
+export const WARM_STORAGE_SETTINGS: StorageSettingNames = {
+  ...SHARD_STORAGE_SETTINGS,
+  tableUrl: "SHARD_STORAGE_TABLE_URL",
+  services: ["blob", "table"],
+};
 
 const ACCOUNT_NAME = /^[a-z0-9]{3,24}$/;
-const URL_SETTING: Record<StorageService, "blobUrl" | "tableUrl" | "queueUrl"> = { blob: "blobUrl", table: "tableUrl", queue: "queueUrl" };
+const URL_SETTING: Record<StorageService, "blobUrl" | "tableUrl" | "queueUrl"> = {
+  blob: "blobUrl",
+  table: "tableUrl",
+  queue: "queueUrl",
+};
 
 /** The zod fields of `names` (all optional strings), to spread into a deployable's schema. */
 export function storageSettingsShape(names: StorageSettingNames): Record<string, z.ZodOptional<z.ZodString>> {
-  const all = [names.connectionString, names.accountName, names.blobUrl, names.tableUrl, names.queueUrl, names.credential, names.clientId];
-  return Object.fromEntries(all.filter((name): name is string => name !== undefined).map((name) => [name, z.string().optional()]));
+  const all = [
+    names.connectionString,
+    names.accountName,
+    names.blobUrl,
+    names.tableUrl,
+    names.queueUrl,
+    names.credential,
+    names.clientId,
+  ];
+  return Object.fromEntries(
+    all.filter((name): name is string => name !== undefined).map((name) => [name, z.string().optional()]),
+  );
 }
 
 /**
@@ -91,7 +109,8 @@ export function storageSettingsShape(names: StorageSettingNames): Record<string,
 export function checkStorageSettings(names: StorageSettingNames) {
   return [
     (values: Readonly<Record<string, unknown>>, ctx: z.RefinementCtx) => {
-      for (const [setting, message] of resolveStorageSettings(values, names).problems) ctx.addIssue({ code: "custom", path: [setting], message });
+      for (const [setting, message] of resolveStorageSettings(values, names).problems)
+        ctx.addIssue({ code: "custom", path: [setting], message });
     },
     { when: () => true },
   ] as const;
@@ -101,9 +120,15 @@ export function checkStorageSettings(names: StorageSettingNames) {
  * The storage connection `values` describe (with {@link checkStorageSettings} passed, it is never
  * undefined). A connection string wins over identity settings, as in the Functions host.
  */
-export function storageConnectionFromSettings(values: Readonly<Record<string, unknown>>, names: StorageSettingNames): StorageConnection {
+export function storageConnectionFromSettings(
+  values: Readonly<Record<string, unknown>>,
+  names: StorageSettingNames,
+): StorageConnection {
   const { connection, problems } = resolveStorageSettings(values, names);
-  if (!connection) throw new Error(`invalid storage settings: ${problems.map(([setting, message]) => `${setting}: ${message}`).join("; ")}`);
+  if (!connection)
+    throw new Error(
+      `invalid storage settings: ${problems.map(([setting, message]) => `${setting}: ${message}`).join("; ")}`,
+    );
   return connection;
 }
 
@@ -111,17 +136,22 @@ function resolveStorageSettings(
   values: Readonly<Record<string, unknown>>,
   names: StorageSettingNames,
 ): { connection?: StorageConnection; problems: [setting: string, message: string][] } {
-  const read = (name: string | undefined) => (name !== undefined && typeof values[name] === "string" ? (values[name] as string) : undefined);
+  const read = (name: string | undefined) =>
+    name !== undefined && typeof values[name] === "string" ? (values[name] as string) : undefined;
   const connectionString = read(names.connectionString);
   if (connectionString !== undefined) {
     const refusal = connectionStringRefusal(connectionString, names);
-    return refusal ? { problems: [[names.connectionString, refusal]] } : { connection: { kind: "connection-string", connectionString }, problems: [] };
+    return refusal
+      ? { problems: [[names.connectionString, refusal]] }
+      : { connection: { kind: "connection-string", connectionString }, problems: [] };
   }
   const problems: [string, string][] = [];
   const account = read(names.accountName);
   const credential = read(names.credential);
-  if (names.credential && credential !== undefined && credential.toLowerCase() !== "managedidentity") problems.push([names.credential, "must be managedidentity"]);
-  if (account !== undefined && !ACCOUNT_NAME.test(account)) problems.push([names.accountName, "must be a storage account name (3-24 lowercase letters or digits)"]);
+  if (names.credential && credential !== undefined && credential.toLowerCase() !== "managedidentity")
+    problems.push([names.credential, "must be managedidentity"]);
+  if (account !== undefined && !ACCOUNT_NAME.test(account))
+    problems.push([names.accountName, "must be a storage account name (3-24 lowercase letters or digits)"]);
   const urls: Partial<Record<StorageService, string>> = {};
   const given = names.services.some((service) => read(names[URL_SETTING[service]]) !== undefined);
   if (account === undefined && !given) return { problems: [[names.connectionString, "is required"], ...problems] };
@@ -139,15 +169,27 @@ function resolveStorageSettings(
     }
   }
   if (problems.length > 0) return { problems };
-  return { connection: { kind: "identity", blobUrl: urls.blob, tableUrl: urls.table, queueUrl: urls.queue, clientId: read(names.clientId) }, problems };
+  return {
+    connection: {
+      kind: "identity",
+      blobUrl: urls.blob,
+      tableUrl: urls.table,
+      queueUrl: urls.queue,
+      clientId: read(names.clientId),
+    },
+    problems,
+  };
 }
 
 /** Why an account URL cannot be used with the managed identity, or undefined when it can. */
 function accountUrlProblem(url: string): string | undefined {
-  if (!URL.canParse(url) || new URL(url).protocol !== "https:") return "must be an https URL (the managed identity's token is sent only over TLS)";
+  if (!URL.canParse(url) || new URL(url).protocol !== "https:")
+    return "must be an https URL (the managed identity's token is sent only over TLS)";
   const parsed = new URL(url);
-  if (parsed.searchParams.has("sig")) return "holds a SAS; outside local mode storage is reached with the managed identity, not a SAS: give the account URL alone";
-  if (parsed.search || parsed.username || parsed.password) return "must be the account URL alone (no query, no user info)";
+  if (parsed.searchParams.has("sig"))
+    return "holds a SAS; outside local mode storage is reached with the managed identity, not a SAS: give the account URL alone";
+  if (parsed.search || parsed.username || parsed.password)
+    return "must be the account URL alone (no query, no user info)";
   return undefined;
 }
 
@@ -155,11 +197,20 @@ function accountUrlProblem(url: string): string | undefined {
  * Why `connectionString` is refused, or undefined when every endpoint it names is on this machine
  * (Azurite). The message names what the value holds (a key, a SAS) but never repeats it.
  */
-export function connectionStringRefusal(connectionString: string, names: StorageSettingNames = FUNCTIONS_STORAGE_SETTINGS): string | undefined {
+export function connectionStringRefusal(
+  connectionString: string,
+  names: StorageSettingNames = FUNCTIONS_STORAGE_SETTINGS,
+): string | undefined {
   // The endpoints it names; only without any, those it implies (Azurite's, or the account's in Azure).
-  const named = [...connectionString.matchAll(/(?:^|;)\s*(?:Blob|Queue|Table|File)Endpoint\s*=\s*([^;]*)/gi)].map((m) => (m[1] ?? "").trim());
+  const named = [...connectionString.matchAll(/(?:^|;)\s*(?:Blob|Queue|Table|File)Endpoint\s*=\s*([^;]*)/gi)].map((m) =>
+    (m[1] ?? "").trim(),
+  );
   const endpoints =
-    named.length > 0 ? named : (["blob", "queue", "table"] as const).map((service) => storageEndpoint(connectionString, service)).filter((url) => url !== undefined);
+    named.length > 0
+      ? named
+      : (["blob", "queue", "table"] as const)
+          .map((service) => storageEndpoint(connectionString, service))
+          .filter((url) => url !== undefined);
   if (endpoints.length > 0 && endpoints.every(isLoopbackUrl)) return undefined;
   const holds = /(^|;)\s*SharedAccessSignature\s*=/i.test(connectionString)
     ? "holds a SAS"
@@ -188,10 +239,18 @@ export function azuriteConnectionString(target: string): string {
 }
 
 /** A Table client for `tableName`: Azurite by connection string, or the account URL with the managed identity. */
-export function openTableClient(target: StorageTarget, tableName: string, options?: TableServiceClientOptions): TableClient {
+export function openTableClient(
+  target: StorageTarget,
+  tableName: string,
+  options?: TableServiceClientOptions,
+): TableClient {
   if (typeof target === "string" || target.kind === "connection-string") {
     const connectionString = azuriteConnectionString(typeof target === "string" ? target : target.connectionString);
-    return TableClient.fromConnectionString(connectionString, tableName, storageClientOptions(connectionString, options));
+    return TableClient.fromConnectionString(
+      connectionString,
+      tableName,
+      storageClientOptions(connectionString, options),
+    );
   }
   return new TableClient(identityUrl(target, "table"), tableName, azureCredential(target.clientId), options);
 }
@@ -215,13 +274,17 @@ export function blobUrlOf(target: Extract<StorageConnection, { kind: "identity" 
  * storage reads: the Azurite connection string in local mode; with the managed identity a
  * non-enumerable getter that throws, so such code fails loudly instead of looking for a key.
  */
-export function withLegacyConnectionString<T extends { storage: StorageConnection }>(config: T): T & { readonly storageConnectionString: string } {
+export function withLegacyConnectionString<T extends { storage: StorageConnection }>(
+  config: T,
+): T & { readonly storageConnectionString: string } {
   const { storage } = config;
   if (storage.kind === "connection-string") return { ...config, storageConnectionString: storage.connectionString };
   return Object.defineProperty({ ...config }, "storageConnectionString", {
     enumerable: false,
     get(): never {
-      throw new Error("storage is reached with the managed identity here, not a connection string: open it through config.storage");
+      throw new Error(
+        "storage is reached with the managed identity here, not a connection string: open it through config.storage",
+      );
     },
   }) as T & { readonly storageConnectionString: string };
 }

@@ -63,6 +63,7 @@ export function newestFirstFilter(since?: Date): string {
 /** Validates a list `limit`: 1 to 1000, 100 when absent. */
 export function listLimit(limit: number | undefined): number {
   const value = limit ?? 100;
-  if (!Number.isInteger(value) || value < 1 || value > 1000) throw new RangeError("limit must be an integer from 1 to 1000");
+  if (!Number.isInteger(value) || value < 1 || value > 1000)
+    throw new RangeError("limit must be an integer from 1 to 1000");
   return value;
 }

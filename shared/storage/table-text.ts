@@ -7,7 +7,8 @@ const MAX_CHUNKS = 30;
 
 export function packText(prefix: string, value: string): Record<string, string | number> {
   const count = Math.max(1, Math.ceil(value.length / CHUNK));
-  if (count > MAX_CHUNKS) throw new Error(`${prefix} is larger than one table entity holds (${CHUNK * MAX_CHUNKS} characters)`);
+  if (count > MAX_CHUNKS)
+    throw new Error(`${prefix} is larger than one table entity holds (${CHUNK * MAX_CHUNKS} characters)`);
   const out: Record<string, string | number> = { [`${prefix}_n`]: count };
   for (let i = 0; i < count; i++) out[`${prefix}_${i}`] = value.slice(i * CHUNK, (i + 1) * CHUNK);
   return out;

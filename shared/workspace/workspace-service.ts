@@ -55,7 +55,11 @@ export function createWorkspaceService(dependencies: WorkspaceServiceDependencie
       await audit.record({
         ...base,
         outcome: "succeeded",
-        details: { created: saved.previous === undefined, changed_fields: changedFields(saved.previous, saved.workspace), etag: saved.etag },
+        details: {
+          created: saved.previous === undefined,
+          changed_fields: changedFields(saved.previous, saved.workspace),
+          etag: saved.etag,
+        },
       });
       const { previous: _previous, ...stored } = saved;
       return stored;

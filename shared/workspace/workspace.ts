@@ -35,7 +35,10 @@ export const workspaceSchema = z.strictObject({
     .min(1, "must not be empty")
     .max(63, "must be at most 63 characters")
     .regex(CLUSTER_NAME, "may contain letters, digits, '-' and '_', and must start and end with a letter or digit"),
-  node_size: z.string().max(64, "must be at most 64 characters").regex(NODE_SIZE, "must be an Azure VM size such as 'Standard_D4s_v5'"),
+  node_size: z
+    .string()
+    .max(64, "must be at most 64 characters")
+    .regex(NODE_SIZE, "must be an Azure VM size such as 'Standard_D4s_v5'"),
   node_count: z.number().int("must be a whole number").min(1, "must be at least 1").max(100, "must be at most 100"),
 });
 
@@ -136,24 +139,32 @@ export function createWorkspaceStore(source: TableSource, options: WorkspaceStor
       };
 
       if (ifMatch === undefined) {
-        if (current) throw new PreconditionRequiredError("a workspace is already saved: send its etag in If-Match to update it");
+        if (current)
+          throw new PreconditionRequiredError("a workspace is already saved: send its etag in If-Match to update it");
         try {
           return saved((await client.createEntity(entity)).etag);
         } catch (error) {
-          if (isStatus(error, 409)) throw new PreconditionRequiredError("a workspace was saved meanwhile: send its etag in If-Match to update it");
+          if (isStatus(error, 409))
+            throw new PreconditionRequiredError(
+              "a workspace was saved meanwhile: send its etag in If-Match to update it",
+            );
           throw error;
         }
       }
       if (!current) throw new ConflictError("no workspace is saved yet: send no If-Match to create it");
       if (ifMatch !== "*" && ifMatch !== current.etag) {
-        throw new ConflictError("the workspace was changed since it was read: read it again and retry with the new etag");
+        throw new ConflictError(
+          "the workspace was changed since it was read: read it again and retry with the new etag",
+        );
       }
       try {
         // Conditional on the version just compared, so a save between the read and this write loses.
         return saved((await client.updateEntity(entity, "Replace", { etag: current.etag })).etag);
       } catch (error) {
         if (isStatus(error, 412) || isStatus(error, 404)) {
-          throw new ConflictError("the workspace was changed since it was read: read it again and retry with the new etag");
+          throw new ConflictError(
+            "the workspace was changed since it was read: read it again and retry with the new etag",
+          );
         }
         throw error;
       }

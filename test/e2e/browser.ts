@@ -49,9 +49,25 @@ export async function expectAccessible(page: Page, label: string): Promise<void>
   // Evaluated through the DevTools protocol, so the app's CSP (script-src 'self') does not apply.
   await page.evaluate(AXE_SOURCE);
   const violations = await page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run(context: Document, options: unknown): Promise<{ violations: { id: string; impact: string | null; help: string; nodes: { target: string[] }[] }[] }> } }).axe;
+    const axe = (
+      window as unknown as {
+        axe: {
+          run(
+            context: Document,
+            options: unknown,
+          ): Promise<{
+            violations: { id: string; impact: string | null; help: string; nodes: { target: string[] }[] }[];
+          }>;
+        };
+      }
+    ).axe;
     const result = await axe.run(document, { resultTypes: ["violations"] });
-    return result.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 5).map((n) => n.target.join(" ")) }));
+    return result.violations.map((v) => ({
+      id: v.id,
+      impact: v.impact,
+      help: v.help,
+      nodes: v.nodes.slice(0, 5).map((n) => n.target.join(" ")),
+    }));
   });
   const serious = (violations as Violation[]).filter((v) => v.impact === "serious" || v.impact === "critical");
   expect(serious, `${label}: axe found serious or critical violations`).toEqual([]);
@@ -68,7 +84,9 @@ export async function checkPage(page: Page, name: string): Promise<void> {
     // One frame for the layout to follow the new width.
     await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => resolve(undefined))));
     await expectAccessible(page, `${name} at ${width} px`);
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    const overflow = await page.evaluate(
+      () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+    );
     expect(overflow, `${name} at ${width} px scrolls sideways`).toBeLessThanOrEqual(0);
     await page.screenshot({ path: path.join(SCREENSHOT_DIR, `${name}-${width}.png`), fullPage: true });
   }

@@ -52,13 +52,24 @@ interface Session {
 }
 
 /** Opens the dashboard in a fresh browser profile and signs in through the identity provider's page. */
-async function signIn(role: "Reader" | "Contributor" | "Owner", name: string, options: { check?: boolean } = {}): Promise<Session> {
+async function signIn(
+  role: "Reader" | "Contributor" | "Owner",
+  name: string,
+  options: { check?: boolean } = {},
+): Promise<Session> {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
   contexts.push(context);
   const page = await context.newPage();
   page.setDefaultTimeout(20_000);
   const requests: Seen[] = [];
-  page.on("request", (r) => requests.push({ url: r.url(), method: r.method(), authorization: r.headers().authorization, postData: r.postData() }));
+  page.on("request", (r) =>
+    requests.push({
+      url: r.url(),
+      method: r.method(),
+      authorization: r.headers().authorization,
+      postData: r.postData(),
+    }),
+  );
   await page.goto(`${app()}/`);
   await page.getByRole("heading", { name: "Sign in to blastplane" }).waitFor();
   if (options.check) await checkPage(page, "sign-in");
@@ -73,7 +84,8 @@ async function signIn(role: "Reader" | "Contributor" | "Owner", name: string, op
     page,
     requests,
     bearer() {
-      const header = requests.findLast((r) => r.url.startsWith(`${app()}/api/`) && r.authorization)?.authorization ?? "";
+      const header =
+        requests.findLast((r) => r.url.startsWith(`${app()}/api/`) && r.authorization)?.authorization ?? "";
       return header.replace(/^Bearer /, "");
     },
   };
@@ -82,7 +94,10 @@ async function signIn(role: "Reader" | "Contributor" | "Owner", name: string, op
 /** The job API's current token, as an Owner reveals it through the dashboard API. */
 async function jobApiToken(): Promise<string> {
   const owner = await mintToken(stack, "Owner");
-  const res = await fetch(`${app()}/api/settings/api-token/reveal`, { method: "POST", headers: { Authorization: `Bearer ${owner}` } });
+  const res = await fetch(`${app()}/api/settings/api-token/reveal`, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${owner}` },
+  });
   expect(res.status).toBe(200);
   return ((await res.json()) as { api_token: string }).api_token;
 }
@@ -105,18 +120,28 @@ describe("the dashboard web app in Chromium", () => {
   it("B-183 B-184 B-185 a researcher signs in with the authorization code flow and PKCE, and sees who they are and their role", async () => {
     contributor = await signIn("Contributor", "E2E Contributor", { check: true });
     const { page, requests } = contributor;
-    const authorize = new URL(requests.find((r) => r.url.includes("/oauth2/v2.0/authorize") && r.method === "GET")?.url ?? "http://x");
+    const authorize = new URL(
+      requests.find((r) => r.url.includes("/oauth2/v2.0/authorize") && r.method === "GET")?.url ?? "http://x",
+    );
     expect(authorize.searchParams.get("response_type")).toBe("code");
     expect(authorize.searchParams.get("code_challenge_method")).toBe("S256");
     expect(authorize.searchParams.get("scope")?.split(" ")).toContain("api://blastplane-local-api/user_impersonation");
     // The token request proves possession of the verifier behind the challenge sent to /authorize.
-    const tokenRequest = new URLSearchParams(requests.find((r) => r.method === "POST" && new URL(r.url).pathname.endsWith("/oauth2/v2.0/token"))?.postData ?? "");
+    const tokenRequest = new URLSearchParams(
+      requests.find((r) => r.method === "POST" && new URL(r.url).pathname.endsWith("/oauth2/v2.0/token"))?.postData ??
+        "",
+    );
     expect(tokenRequest.get("grant_type")).toBe("authorization_code");
     const verifier = tokenRequest.get("code_verifier") ?? "";
-    expect(createHash("sha256").update(verifier).digest("base64url")).toBe(authorize.searchParams.get("code_challenge"));
+    expect(createHash("sha256").update(verifier).digest("base64url")).toBe(
+      authorize.searchParams.get("code_challenge"),
+    );
     // The API answers the app's bearer token for this caller.
     const me = await fetch(`${app()}/api/me`, { headers: { Authorization: `Bearer ${contributor.bearer()}` } });
-    expect(((await me.json()) as { caller: { name: string; roles: string[] } }).caller).toMatchObject({ name: "E2E Contributor", roles: ["Contributor"] });
+    expect(((await me.json()) as { caller: { name: string; roles: string[] } }).caller).toMatchObject({
+      name: "E2E Contributor",
+      roles: ["Contributor"],
+    });
     expect(await page.locator(".who").textContent()).toContain("E2E Contributor");
     await page.getByRole("heading", { name: "Jobs" }).waitFor();
     await checkPage(page, "jobs-empty");
@@ -144,11 +169,16 @@ describe("the dashboard web app in Chromium", () => {
     await checkPage(page, "workspace-invalid");
     await page.getByLabel("Storage account").fill("blaststore01");
     await page.getByRole("button", { name: "Save workspace" }).click();
-    await page.getByRole("status").filter({ hasText: /^Saved/ }).waitFor();
+    await page
+      .getByRole("status")
+      .filter({ hasText: /^Saved/ })
+      .waitFor();
 
     await page.reload();
     await page.getByLabel("Resource group").waitFor();
-    await page.waitForFunction(() => (document.getElementById("ws-resource_group") as HTMLInputElement | null)?.value === "rg-blast-e2e");
+    await page.waitForFunction(
+      () => (document.getElementById("ws-resource_group") as HTMLInputElement | null)?.value === "rg-blast-e2e",
+    );
     expect(await page.getByLabel("Storage account").inputValue()).toBe("blaststore01");
 
     // Someone else saves meanwhile.
@@ -166,7 +196,9 @@ describe("the dashboard web app in Chromium", () => {
     await page.getByRole("alert").filter({ hasText: "Changed elsewhere" }).waitFor();
     await checkPage(page, "workspace-conflict");
     await page.getByRole("button", { name: "Reload" }).click();
-    await page.waitForFunction(() => (document.getElementById("ws-node_count") as HTMLInputElement | null)?.value === "5");
+    await page.waitForFunction(
+      () => (document.getElementById("ws-node_count") as HTMLInputElement | null)?.value === "5",
+    );
     await page.getByText("Last saved").filter({ hasText: "Someone Else" }).waitFor();
   }, 60_000);
 
@@ -176,7 +208,11 @@ describe("the dashboard web app in Chromium", () => {
     await page.getByLabel("Query (FASTA)").fill(">q1 first\nACGTACGTAC1GT\n");
     const before = requests.filter((r) => r.method === "POST" && r.url.endsWith("/api/blast/jobs")).length;
     await page.getByRole("button", { name: "Submit search" }).click();
-    await page.getByText("record 1 ('>q1 first') has an invalid character '1' at line 2, column 11: digits are not allowed in a sequence").waitFor();
+    await page
+      .getByText(
+        "record 1 ('>q1 first') has an invalid character '1' at line 2, column 11: digits are not allowed in a sequence",
+      )
+      .waitFor();
     expect(await page.getByLabel("Query (FASTA)").getAttribute("aria-invalid")).toBe("true");
     expect(requests.filter((r) => r.method === "POST" && r.url.endsWith("/api/blast/jobs")).length).toBe(before);
     await checkPage(page, "new-search-invalid");
@@ -189,7 +225,9 @@ describe("the dashboard web app in Chromium", () => {
     await page.getByLabel("Query (FASTA)").fill(">q1\nACGTACGTAC\n");
     await page.getByRole("button", { name: "Submit search" }).click();
     await page.getByText("The service refused some fields").waitFor();
-    await page.locator("#query_fasta-error", { hasText: "a header line must start with '>' in the first column" }).waitFor();
+    await page
+      .locator("#query_fasta-error", { hasText: "a header line must start with '>' in the first column" })
+      .waitFor();
     await page.unroute("**/api/blast/jobs");
   }, 60_000);
 
@@ -250,15 +288,34 @@ describe("the dashboard web app in Chromium", () => {
     const identities = (await table.locator("tbody tr td:nth-child(3)").allInnerTexts()).map(Number);
     expect(identities).toEqual([...identities].sort((a, b) => a - b));
     // The second query has its own graphic and hits.
-    await page.getByLabel("Query", { exact: true }).selectOption({ label: "2. lcl|AB039769.1 Thermotoga thermarum gene for 16S rRNA clone AB039769.1 (1,471 letters)" });
+    await page.getByLabel("Query", { exact: true }).selectOption({
+      label: "2. lcl|AB039769.1 Thermotoga thermarum gene for 16S rRNA clone AB039769.1 (1,471 letters)",
+    });
     await page.getByRole("img", { name: /on the query lcl\|AB039769\.1/ }).waitFor();
-    expect(await page.getByRole("table", { name: /Hits of lcl\|AB039769\.1/ }).locator("tbody tr").first().locator("td").first().textContent()).toBe("lcl|AB039769.1");
+    expect(
+      await page
+        .getByRole("table", { name: /Hits of lcl\|AB039769\.1/ })
+        .locator("tbody tr")
+        .first()
+        .locator("td")
+        .first()
+        .textContent(),
+    ).toBe("lcl|AB039769.1");
 
     // Download the XML through the dashboard, and compare it with the job API's bytes.
-    const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Download BLAST XML" }).click()]);
+    const [download] = await Promise.all([
+      page.waitForEvent("download"),
+      page.getByRole("button", { name: "Download BLAST XML" }).click(),
+    ]);
     const downloaded = await readFile((await download.path()) ?? "");
-    const job = (await (await fetch(`${app()}/api/blast/jobs/${jobUuid}`, { headers: { Authorization: `Bearer ${contributor.bearer()}` } })).json()) as { openapi_job_id: string };
-    const direct = await fetch(`${stack.info.jobapi_url}/v1/jobs/${job.openapi_job_id}/results?content=xml`, { headers: { "X-SVC-API-Token": await jobApiToken() } });
+    const job = (await (
+      await fetch(`${app()}/api/blast/jobs/${jobUuid}`, {
+        headers: { Authorization: `Bearer ${contributor.bearer()}` },
+      })
+    ).json()) as { openapi_job_id: string };
+    const direct = await fetch(`${stack.info.jobapi_url}/v1/jobs/${job.openapi_job_id}/results?content=xml`, {
+      headers: { "X-SVC-API-Token": await jobApiToken() },
+    });
     expect(direct.status).toBe(200);
     const expected = Buffer.from(await direct.arrayBuffer());
     expect(expected.subarray(0, 60).toString()).toContain("<?xml");
@@ -274,7 +331,13 @@ describe("the dashboard web app in Chromium", () => {
 
   it("B-022 no API answer the app reads carries a storage URL or a SAS", async () => {
     const bearer = contributor.bearer();
-    for (const path of ["/api/blast/jobs", `/api/blast/jobs/${jobUuid}`, "/api/databases", "/api/workspace", "/api/settings/api-token"]) {
+    for (const path of [
+      "/api/blast/jobs",
+      `/api/blast/jobs/${jobUuid}`,
+      "/api/databases",
+      "/api/workspace",
+      "/api/settings/api-token",
+    ]) {
       const res = await fetch(`${app()}${path}`, { headers: { Authorization: `Bearer ${bearer}` } });
       const text = `${JSON.stringify([...res.headers])}${await res.text()}`;
       expect(res.status, path).toBe(200);
@@ -294,7 +357,13 @@ describe("the dashboard web app in Chromium", () => {
     const res = await fetch(`${app()}/api/blast/jobs`, {
       method: "POST",
       headers: { Authorization: `Bearer ${contributor.bearer()}`, "Content-Type": "application/json" },
-      body: JSON.stringify({ program: "blastn", db: "16s_rrna_demo", query_fasta: EXAMPLE_QUERY, execution_profile: "sharded", title: "Submitted elsewhere" }),
+      body: JSON.stringify({
+        program: "blastn",
+        db: "16s_rrna_demo",
+        query_fasta: EXAMPLE_QUERY,
+        execution_profile: "sharded",
+        title: "Submitted elsewhere",
+      }),
     });
     expect(res.status).toBe(200);
     const row = page.getByRole("row").filter({ has: page.getByRole("link", { name: "Submitted elsewhere" }) });
@@ -315,7 +384,11 @@ describe("the dashboard web app in Chromium", () => {
     expect(await page.getByRole("button", { name: "Submit search" }).count()).toBe(0);
     await checkPage(page, "new-search-reader");
     await page.goto(`${app()}/blast/jobs/${jobUuid}`);
-    await page.getByRole("table", { name: /Hits of/ }).locator("tbody tr").first().waitFor();
+    await page
+      .getByRole("table", { name: /Hits of/ })
+      .locator("tbody tr")
+      .first()
+      .waitFor();
 
     const refused = await fetch(`${app()}/api/blast/jobs`, {
       method: "POST",
@@ -397,7 +470,10 @@ describe("the dashboard web app in Chromium", () => {
     const cells = await row.locator("td").allInnerTexts();
     expect(cells).toEqual(expect.arrayContaining(["nucleotide", "480", "2"]));
     await row.getByRole("button", { name: "Warm up 16s_rrna_demo" }).click();
-    const operation = page.getByRole("list", { name: "Operations" }).getByRole("listitem").filter({ hasText: "Warming up" });
+    const operation = page
+      .getByRole("list", { name: "Operations" })
+      .getByRole("listitem")
+      .filter({ hasText: "Warming up" });
     await operation.locator(".badge", { hasText: "succeeded" }).waitFor({ timeout: 60_000 });
     await row.locator(".badge", { hasText: "warm" }).waitFor();
     await row.getByRole("button", { name: "Prepare 16s_rrna_demo" }).click();

@@ -53,8 +53,14 @@ export async function startFakeArmAgentPools(): Promise<FakeArmAgentPools> {
   const operations = new Map<string, { pool: string; count: number; polls: number }>();
   let nextOperation = 0;
   let base = "";
-  const clusterPath = () => `/subscriptions/${fake.subscriptionId}/resourceGroups/${fake.resourceGroup}/providers/Microsoft.ContainerService/managedClusters/${fake.cluster}`;
-  const poolResource = (name: string, pool: FakeAgentPool) => ({ id: `${clusterPath()}/agentPools/${name}`, name, type: "Microsoft.ContainerService/managedClusters/agentPools", properties: pool });
+  const clusterPath = () =>
+    `/subscriptions/${fake.subscriptionId}/resourceGroups/${fake.resourceGroup}/providers/Microsoft.ContainerService/managedClusters/${fake.cluster}`;
+  const poolResource = (name: string, pool: FakeAgentPool) => ({
+    id: `${clusterPath()}/agentPools/${name}`,
+    name,
+    type: "Microsoft.ContainerService/managedClusters/agentPools",
+    properties: pool,
+  });
 
   const server = https.createServer({ key, cert }, (req, res) => {
     let text = "";
@@ -69,9 +75,15 @@ export async function startFakeArmAgentPools(): Promise<FakeArmAgentPools> {
         res.writeHead(status, { "Content-Type": "application/json", ...headers });
         res.end(JSON.stringify(payload));
       };
-      if (req.headers.authorization !== `Bearer ${fake.token}`) return send(401, { error: { code: "InvalidAuthenticationToken", message: "The access token is invalid." } });
-      if (!url.searchParams.get("api-version")) return send(400, { error: { code: "MissingApiVersionParameter", message: "The api-version query parameter is required." } });
-      const operation = /\/providers\/Microsoft\.ContainerService\/locations\/eastus\/operations\/([^/]+)$/.exec(url.pathname);
+      if (req.headers.authorization !== `Bearer ${fake.token}`)
+        return send(401, { error: { code: "InvalidAuthenticationToken", message: "The access token is invalid." } });
+      if (!url.searchParams.get("api-version"))
+        return send(400, {
+          error: { code: "MissingApiVersionParameter", message: "The api-version query parameter is required." },
+        });
+      const operation = /\/providers\/Microsoft\.ContainerService\/locations\/eastus\/operations\/([^/]+)$/.exec(
+        url.pathname,
+      );
       if (req.method === "GET" && operation?.[1]) {
         const op = operations.get(operation[1]);
         if (!op) return send(404, { error: { code: "NotFound", message: "no such operation" } });
@@ -82,16 +94,26 @@ export async function startFakeArmAgentPools(): Promise<FakeArmAgentPools> {
         return send(200, { name: operation[1], status: "Succeeded" });
       }
       if (req.method === "GET" && url.pathname === clusterPath()) {
-        return send(200, { id: clusterPath(), name: fake.cluster, location: "eastus", properties: { provisioningState: "Succeeded", powerState: { code: fake.powerState } } });
+        return send(200, {
+          id: clusterPath(),
+          name: fake.cluster,
+          location: "eastus",
+          properties: { provisioningState: "Succeeded", powerState: { code: fake.powerState } },
+        });
       }
-      const poolMatch = url.pathname.startsWith(`${clusterPath()}/agentPools/`) ? url.pathname.slice(`${clusterPath()}/agentPools/`.length) : undefined;
+      const poolMatch = url.pathname.startsWith(`${clusterPath()}/agentPools/`)
+        ? url.pathname.slice(`${clusterPath()}/agentPools/`.length)
+        : undefined;
       if (poolMatch && !poolMatch.includes("/")) {
         const pool = fake.pools[poolMatch];
         if (!pool) return send(404, { error: { code: "NotFound", message: `agent pool ${poolMatch} not found` } });
         if (req.method === "GET") return send(200, poolResource(poolMatch, pool));
         if (req.method === "PUT") {
           const count = (body.properties as { count?: unknown } | undefined)?.count;
-          if (typeof count !== "number" || !Number.isInteger(count) || count < 0) return send(400, { error: { code: "InvalidParameter", message: "properties.count must be a non-negative integer" } });
+          if (typeof count !== "number" || !Number.isInteger(count) || count < 0)
+            return send(400, {
+              error: { code: "InvalidParameter", message: "properties.count must be a non-negative integer" },
+            });
           const id = `op-${++nextOperation}`;
           operations.set(id, { pool: poolMatch, count, polls: 0 });
           pool.provisioningState = "Updating";

@@ -34,7 +34,14 @@ export interface FakeArmDeployments {
 
 export async function startFakeArmDeployments(subscriptionId: string): Promise<FakeArmDeployments> {
   const { key, cert } = selfSignedLoopbackCertificate();
-  const fake: Omit<FakeArmDeployments, "url" | "close"> = { ca: cert, token: "fake-arm-token", subscriptionId, resourceGroups: {}, pageSize: 2, requests: [] };
+  const fake: Omit<FakeArmDeployments, "url" | "close"> = {
+    ca: cert,
+    token: "fake-arm-token",
+    subscriptionId,
+    resourceGroups: {},
+    pageSize: 2,
+    requests: [],
+  };
   const server = https.createServer({ key, cert }, (req, res) => {
     const url = new URL(req.url ?? "/", "https://127.0.0.1");
     const authorized = req.headers.authorization === `Bearer ${fake.token}`;
@@ -43,12 +50,23 @@ export async function startFakeArmDeployments(subscriptionId: string): Promise<F
       res.writeHead(status, { "Content-Type": "application/json" });
       res.end(JSON.stringify(payload));
     };
-    if (!authorized) return send(401, { error: { code: "InvalidAuthenticationToken", message: "The access token is invalid." } });
-    const route = /^\/subscriptions\/([^/]+)\/resourcegroups\/([^/]+)\/providers\/Microsoft\.Resources\/deployments\/?$/i.exec(url.pathname);
-    if (req.method !== "GET" || !route || !url.searchParams.get("api-version")) return send(404, { error: { code: "NotFound", message: `no route ${req.method} ${url.pathname}` } });
-    if (route[1] !== fake.subscriptionId) return send(404, { error: { code: "SubscriptionNotFound", message: "The subscription could not be found." } });
-    const group = Object.keys(fake.resourceGroups).find((g) => g.toLowerCase() === decodeURIComponent(route[2] ?? "").toLowerCase());
-    if (group === undefined) return send(404, { error: { code: "ResourceGroupNotFound", message: `Resource group '${route[2]}' could not be found.` } });
+    if (!authorized)
+      return send(401, { error: { code: "InvalidAuthenticationToken", message: "The access token is invalid." } });
+    const route =
+      /^\/subscriptions\/([^/]+)\/resourcegroups\/([^/]+)\/providers\/Microsoft\.Resources\/deployments\/?$/i.exec(
+        url.pathname,
+      );
+    if (req.method !== "GET" || !route || !url.searchParams.get("api-version"))
+      return send(404, { error: { code: "NotFound", message: `no route ${req.method} ${url.pathname}` } });
+    if (route[1] !== fake.subscriptionId)
+      return send(404, { error: { code: "SubscriptionNotFound", message: "The subscription could not be found." } });
+    const group = Object.keys(fake.resourceGroups).find(
+      (g) => g.toLowerCase() === decodeURIComponent(route[2] ?? "").toLowerCase(),
+    );
+    if (group === undefined)
+      return send(404, {
+        error: { code: "ResourceGroupNotFound", message: `Resource group '${route[2]}' could not be found.` },
+      });
     const all = fake.resourceGroups[group] ?? [];
     const start = Number(url.searchParams.get("$skiptoken") ?? 0);
     const page = all.slice(start, start + fake.pageSize);
@@ -59,7 +77,15 @@ export async function startFakeArmDeployments(subscriptionId: string): Promise<F
         id: `/subscriptions/${fake.subscriptionId}/resourceGroups/${group}/providers/Microsoft.Resources/deployments/${d.name}`,
         name: d.name,
         type: "Microsoft.Resources/deployments",
-        properties: { provisioningState: d.provisioningState, timestamp: d.timestamp, duration: d.duration ?? "PT1M", correlationId: d.correlationId ?? "00000000-0000-4000-8000-000000000001", mode: "Incremental", parameters: d.parameters ?? {}, outputs: {} },
+        properties: {
+          provisioningState: d.provisioningState,
+          timestamp: d.timestamp,
+          duration: d.duration ?? "PT1M",
+          correlationId: d.correlationId ?? "00000000-0000-4000-8000-000000000001",
+          mode: "Incremental",
+          parameters: d.parameters ?? {},
+          outputs: {},
+        },
       })),
       ...(next ? { nextLink: `https://${req.headers.host}${next.pathname}${next.search}` } : {}),
     });

@@ -61,7 +61,26 @@ export interface FakeAzureApis {
 
 export async function startFakeAzureApis(): Promise<FakeAzureApis> {
   const { key, cert } = selfSignedLoopbackCertificate();
-  const fake: Omit<FakeAzureApis, "url" | "close"> = { ca: cert, token: "fake-azure-token", workspaceId: "00000000-0000-4000-8000-00000000beef", logTables: {}, resources: [], resourceGroups: [], truncateResources: false, metrics: {}, subscriptions: {}, healthStatuses: [], healthHistory: {}, failResourceHealth: false, healthPageSize: 2, resourceMetrics: {}, refuseMetricsFor: [], managedClusters: {}, forbiddenPaths: [], requests: [] };
+  const fake: Omit<FakeAzureApis, "url" | "close"> = {
+    ca: cert,
+    token: "fake-azure-token",
+    workspaceId: "00000000-0000-4000-8000-00000000beef",
+    logTables: {},
+    resources: [],
+    resourceGroups: [],
+    truncateResources: false,
+    metrics: {},
+    subscriptions: {},
+    healthStatuses: [],
+    healthHistory: {},
+    failResourceHealth: false,
+    healthPageSize: 2,
+    resourceMetrics: {},
+    refuseMetricsFor: [],
+    managedClusters: {},
+    forbiddenPaths: [],
+    requests: [],
+  };
   const server = https.createServer({ key, cert }, (req, res) => {
     let text = "";
     req.on("data", (c: Buffer) => {
@@ -77,70 +96,171 @@ export async function startFakeAzureApis(): Promise<FakeAzureApis> {
         res.writeHead(status, { "Content-Type": "application/json" });
         res.end(JSON.stringify(payload));
       };
-      if (!authorized) return send(401, { error: { code: "InvalidAuthenticationToken", message: "The access token is invalid." } });
+      if (!authorized)
+        return send(401, { error: { code: "InvalidAuthenticationToken", message: "The access token is invalid." } });
       const workspace = /^\/(?:v1\/)?workspaces\/([^/]+)\/query$/.exec(url.pathname);
       if (req.method === "POST" && workspace) {
-        if (workspace[1] !== fake.workspaceId) return send(404, { error: { code: "WorkspaceNotFoundError", message: "workspace not found" } });
+        if (workspace[1] !== fake.workspaceId)
+          return send(404, { error: { code: "WorkspaceNotFoundError", message: "workspace not found" } });
         try {
-          const result = runKql(String(body.query ?? ""), fake.logTables, typeof body.timespan === "string" ? body.timespan : undefined);
+          const result = runKql(
+            String(body.query ?? ""),
+            fake.logTables,
+            typeof body.timespan === "string" ? body.timespan : undefined,
+          );
           return send(200, { tables: [{ name: "PrimaryResult", ...result }] });
         } catch (error) {
-          return send(400, { error: { code: "BadArgumentError", message: error instanceof Error ? error.message : "the query could not be run" } });
+          return send(400, {
+            error: {
+              code: "BadArgumentError",
+              message: error instanceof Error ? error.message : "the query could not be run",
+            },
+          });
         }
       }
-      if (req.method === "POST" && url.pathname === "/providers/Microsoft.ResourceGraph/resources" && url.searchParams.get("api-version")) {
+      if (
+        req.method === "POST" &&
+        url.pathname === "/providers/Microsoft.ResourceGraph/resources" &&
+        url.searchParams.get("api-version")
+      ) {
         const query = String(body.query ?? "");
         const options = (body.options ?? {}) as { $top?: number; $skipToken?: string };
         // The health metrics' query lists resources of given types (`where type in~ ('a', 'b')`).
-        const types = /where type in~ \(([^)]*)\)/.exec(query)?.[1]?.split(",").map((t) => t.trim().replace(/^'|'$/g, "").toLowerCase());
-        const all = query.startsWith("ResourceContainers") ? fake.resourceGroups : types ? fake.resources.filter((r) => types.includes(String(r.type).toLowerCase())).map((r) => ({ ...r, type: String(r.type).toLowerCase() })) : fake.resources;
+        const types = /where type in~ \(([^)]*)\)/
+          .exec(query)?.[1]
+          ?.split(",")
+          .map((t) => t.trim().replace(/^'|'$/g, "").toLowerCase());
+        const all = query.startsWith("ResourceContainers")
+          ? fake.resourceGroups
+          : types
+            ? fake.resources
+                .filter((r) => types.includes(String(r.type).toLowerCase()))
+                .map((r) => ({ ...r, type: String(r.type).toLowerCase() }))
+            : fake.resources;
         const start = Number(options.$skipToken ?? 0);
         const top = options.$top ?? 100;
         const data = all.slice(start, start + top);
         const next = start + top < all.length ? String(start + top) : undefined;
         const truncated = !query.startsWith("ResourceContainers") && fake.truncateResources;
-        return send(200, { totalRecords: all.length, count: data.length, resultTruncated: truncated ? "true" : "false", data, ...(next ? { $skipToken: next } : {}) });
+        return send(200, {
+          totalRecords: all.length,
+          count: data.length,
+          resultTruncated: truncated ? "true" : "false",
+          data,
+          ...(next ? { $skipToken: next } : {}),
+        });
       }
       if (req.method === "POST" && /^\/subscriptions\/[^/]+\/metrics:getBatch$/.test(url.pathname)) {
         const name = url.searchParams.get("metricnames") ?? "";
         const resourceIds = (body.resourceids ?? []) as string[];
-        if (resourceIds.some((id) => fake.refuseMetricsFor.includes(id.toLowerCase()))) return send(400, { error: { code: "BadRequest", message: "The resources are not in the region of this endpoint." } });
+        if (resourceIds.some((id) => fake.refuseMetricsFor.includes(id.toLowerCase())))
+          return send(400, {
+            error: { code: "BadRequest", message: "The resources are not in the region of this endpoint." },
+          });
         const metricOf = (id: string) => {
           const points = fake.resourceMetrics[`${id.toLowerCase()}|${name}`] ?? fake.metrics[name];
           return points
-            ? { id: `${id}/metrics/${name}`, type: "Microsoft.Insights/metrics", name: { value: name, localizedValue: name }, unit: "Percent", timeseries: [{ metadatavalues: [], data: points }] }
-            : { id: "", type: "", name: { value: name }, unit: "Unspecified", errorCode: "MetricNotFound", errorMessage: "no such metric", timeseries: [] };
+            ? {
+                id: `${id}/metrics/${name}`,
+                type: "Microsoft.Insights/metrics",
+                name: { value: name, localizedValue: name },
+                unit: "Percent",
+                timeseries: [{ metadatavalues: [], data: points }],
+              }
+            : {
+                id: "",
+                type: "",
+                name: { value: name },
+                unit: "Unspecified",
+                errorCode: "MetricNotFound",
+                errorMessage: "no such metric",
+                timeseries: [],
+              };
         };
-        return send(200, { values: resourceIds.map((id) => ({ starttime: url.searchParams.get("starttime"), endtime: url.searchParams.get("endtime"), interval: "PT1M", namespace: url.searchParams.get("metricnamespace"), resourceregion: "eastus", resourceid: id, value: [metricOf(id)] })) });
+        return send(200, {
+          values: resourceIds.map((id) => ({
+            starttime: url.searchParams.get("starttime"),
+            endtime: url.searchParams.get("endtime"),
+            interval: "PT1M",
+            namespace: url.searchParams.get("metricnamespace"),
+            resourceregion: "eastus",
+            resourceid: id,
+            value: [metricOf(id)],
+          })),
+        });
       }
-      const health = /^(\/subscriptions\/.*)\/providers\/Microsoft\.ResourceHealth\/availabilityStatuses$/i.exec(url.pathname);
+      const health = /^(\/subscriptions\/.*)\/providers\/Microsoft\.ResourceHealth\/availabilityStatuses$/i.exec(
+        url.pathname,
+      );
       if (req.method === "GET" && health?.[1] && url.searchParams.get("api-version") === "2022-10-01") {
-        if (fake.failResourceHealth) return send(503, { error: { code: "ServiceUnavailable", message: "Resource Health is unavailable." } });
+        if (fake.failResourceHealth)
+          return send(503, { error: { code: "ServiceUnavailable", message: "Resource Health is unavailable." } });
         const scope = health[1].toLowerCase();
         const scopeMatch = /^\/subscriptions\/[^/]+(?:\/resourcegroups\/([^/]+))?$/.exec(scope);
-        const statusOf = (resourceId: string, properties: Record<string, unknown>, name = "current") => ({ id: `${resourceId}/providers/Microsoft.ResourceHealth/availabilityStatuses/${name}`, name, type: "Microsoft.ResourceHealth/AvailabilityStatuses", location: "eastus", properties });
+        const statusOf = (resourceId: string, properties: Record<string, unknown>, name = "current") => ({
+          id: `${resourceId}/providers/Microsoft.ResourceHealth/availabilityStatuses/${name}`,
+          name,
+          type: "Microsoft.ResourceHealth/AvailabilityStatuses",
+          location: "eastus",
+          properties,
+        });
         const all = scopeMatch
-          ? fake.healthStatuses.filter((s) => s.resourceId.toLowerCase().startsWith(`${scope}/`)).map((s) => statusOf(s.resourceId, s.properties))
+          ? fake.healthStatuses
+              .filter((s) => s.resourceId.toLowerCase().startsWith(`${scope}/`))
+              .map((s) => statusOf(s.resourceId, s.properties))
           : (fake.healthHistory[scope] ?? []).map((p, n) => statusOf(health[1] ?? "", p, `h${n}`));
-        if (!scopeMatch && !fake.healthHistory[scope]) return send(404, { error: { code: "ResourceNotFound", message: "The resource has no availability statuses." } });
+        if (!scopeMatch && !fake.healthHistory[scope])
+          return send(404, {
+            error: { code: "ResourceNotFound", message: "The resource has no availability statuses." },
+          });
         const start = Number(url.searchParams.get("$skiptoken") ?? 0);
         const next = start + fake.healthPageSize < all.length ? start + fake.healthPageSize : undefined;
-        const nextLink = next === undefined ? undefined : `https://${req.headers.host}${health[1]}/providers/Microsoft.ResourceHealth/availabilityStatuses?api-version=2022-10-01&$skiptoken=${next}`;
+        const nextLink =
+          next === undefined
+            ? undefined
+            : `https://${req.headers.host}${health[1]}/providers/Microsoft.ResourceHealth/availabilityStatuses?api-version=2022-10-01&$skiptoken=${next}`;
         return send(200, { value: all.slice(start, start + fake.healthPageSize), ...(nextLink ? { nextLink } : {}) });
       }
       const clusterPath = url.pathname.toLowerCase();
-      if (req.method === "GET" && /^\/subscriptions\/[^/]+\/resourcegroups\/[^/]+\/providers\/microsoft\.containerservice\/managedclusters\/[^/]+$/.test(clusterPath) && url.searchParams.get("api-version")) {
+      if (
+        req.method === "GET" &&
+        /^\/subscriptions\/[^/]+\/resourcegroups\/[^/]+\/providers\/microsoft\.containerservice\/managedclusters\/[^/]+$/.test(
+          clusterPath,
+        ) &&
+        url.searchParams.get("api-version")
+      ) {
         if (fake.forbiddenPaths.includes(clusterPath))
-          return send(403, { error: { code: "AuthorizationFailed", message: `The client 'mi' with object id 'oid' does not have authorization to perform action 'Microsoft.ContainerService/managedClusters/read' over scope '${url.pathname}' or the scope is invalid.` } });
+          return send(403, {
+            error: {
+              code: "AuthorizationFailed",
+              message: `The client 'mi' with object id 'oid' does not have authorization to perform action 'Microsoft.ContainerService/managedClusters/read' over scope '${url.pathname}' or the scope is invalid.`,
+            },
+          });
         const properties = fake.managedClusters[clusterPath];
-        if (!properties) return send(404, { error: { code: "ResourceNotFound", message: "The Resource was not found." } });
-        return send(200, { id: url.pathname, name: url.pathname.split("/").at(-1), type: "Microsoft.ContainerService/ManagedClusters", location: "eastus", properties });
+        if (!properties)
+          return send(404, { error: { code: "ResourceNotFound", message: "The Resource was not found." } });
+        return send(200, {
+          id: url.pathname,
+          name: url.pathname.split("/").at(-1),
+          type: "Microsoft.ContainerService/ManagedClusters",
+          location: "eastus",
+          properties,
+        });
       }
       const subscription = /^\/subscriptions\/([^/]+)$/.exec(url.pathname);
       if (req.method === "GET" && subscription?.[1] && url.searchParams.get("api-version")) {
         const known = fake.subscriptions[subscription[1]];
-        if (!known) return send(404, { error: { code: "SubscriptionNotFound", message: "The subscription could not be found." } });
-        return send(200, { id: `/subscriptions/${subscription[1]}`, subscriptionId: subscription[1], tenantId: "00000000-0000-4000-8000-0000000000aa", ...known, authorizationSource: "RoleBased" });
+        if (!known)
+          return send(404, {
+            error: { code: "SubscriptionNotFound", message: "The subscription could not be found." },
+          });
+        return send(200, {
+          id: `/subscriptions/${subscription[1]}`,
+          subscriptionId: subscription[1],
+          tenantId: "00000000-0000-4000-8000-0000000000aa",
+          ...known,
+          authorizationSource: "RoleBased",
+        });
       }
       send(404, { error: { code: "NotFound", message: `no route ${req.method} ${url.pathname}` } });
     });

@@ -7,7 +7,15 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 
 /** Which Azure service the fake speaks for, and so which refusal it answers. */
-export type Refusal = "blob" | "table" | "keyvault-read" | "keyvault-write" | "arm" | "arm-role-assignment" | "arm-cluster-credentials" | "kubernetes";
+export type Refusal =
+  | "blob"
+  | "table"
+  | "keyvault-read"
+  | "keyvault-write"
+  | "arm"
+  | "arm-role-assignment"
+  | "arm-cluster-credentials"
+  | "kubernetes";
 
 const CLIENT = "5c1b3a9e-0000-4000-8000-0000000000aa";
 const SUBSCRIPTION = "/subscriptions/00000000-0000-4000-8000-000000000001";
@@ -21,13 +29,38 @@ const SUBSCRIPTION = "/subscriptions/00000000-0000-4000-8000-000000000001";
  * it serves plain HTTP, for the Blob SDK, which takes no CA option (it is then reached with a
  * shared-key connection string: the refusal it answers is the same).
  */
-export async function startRefusalServer(refusal: Refusal, options: { tls?: boolean } = {}): Promise<{ url: string; ca: string; requests: string[]; close(): Promise<void> }> {
+export async function startRefusalServer(
+  refusal: Refusal,
+  options: { tls?: boolean } = {},
+): Promise<{ url: string; ca: string; requests: string[]; close(): Promise<void> }> {
   const dir = mkdtempSync(path.join(tmpdir(), "bp-refuse-"));
   const key = path.join(dir, "key.pem");
   const cert = path.join(dir, "cert.pem");
-  execFileSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"], {
-    stdio: "ignore",
-  });
+  execFileSync(
+    "openssl",
+    [
+      "req",
+      "-x509",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:prime256v1",
+      "-nodes",
+      "-keyout",
+      key,
+      "-out",
+      cert,
+      "-days",
+      "1",
+      "-subj",
+      "/CN=127.0.0.1",
+      "-addext",
+      "subjectAltName=IP:127.0.0.1",
+    ],
+    {
+      stdio: "ignore",
+    },
+  );
   const ca = readFileSync(cert, "utf8");
   const requests: string[] = [];
   const handler: http.RequestListener = (req, res) => {
@@ -35,27 +68,49 @@ export async function startRefusalServer(refusal: Refusal, options: { tls?: bool
     req.resume();
     const requestId = "6a1b2c3d-0001-0002-0003-000000000004";
     const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
-      res.writeHead(status, { "Content-Type": "application/json; charset=utf-8", ...headers }).end(JSON.stringify(body));
+      res
+        .writeHead(status, { "Content-Type": "application/json; charset=utf-8", ...headers })
+        .end(JSON.stringify(body));
     const storageMessage = `This request is not authorized to perform this operation using this permission.\nRequestId:${requestId}\nTime:2026-11-26T01:00:00.0000000Z`;
     switch (refusal) {
       case "blob":
         res
-          .writeHead(403, { "Content-Type": "application/xml", "x-ms-error-code": "AuthorizationPermissionMismatch", "x-ms-request-id": requestId })
-          .end(`\uFEFF<?xml version="1.0" encoding="utf-8"?><Error><Code>AuthorizationPermissionMismatch</Code><Message>${storageMessage}</Message></Error>`);
+          .writeHead(403, {
+            "Content-Type": "application/xml",
+            "x-ms-error-code": "AuthorizationPermissionMismatch",
+            "x-ms-request-id": requestId,
+          })
+          .end(
+            `\uFEFF<?xml version="1.0" encoding="utf-8"?><Error><Code>AuthorizationPermissionMismatch</Code><Message>${storageMessage}</Message></Error>`,
+          );
         return;
       case "table":
-        json(403, { "odata.error": { code: "AuthorizationPermissionMismatch", message: { lang: "en-US", value: storageMessage } } }, {
-          "Content-Type": "application/json;odata=minimalmetadata;streaming=true;charset=utf-8",
-          "x-ms-error-code": "AuthorizationPermissionMismatch",
-          "x-ms-request-id": requestId,
-        });
+        json(
+          403,
+          {
+            "odata.error": {
+              code: "AuthorizationPermissionMismatch",
+              message: { lang: "en-US", value: storageMessage },
+            },
+          },
+          {
+            "Content-Type": "application/json;odata=minimalmetadata;streaming=true;charset=utf-8",
+            "x-ms-error-code": "AuthorizationPermissionMismatch",
+            "x-ms-request-id": requestId,
+          },
+        );
         return;
       case "keyvault-read":
       case "keyvault-write": {
         if (!req.headers.authorization) {
-          json(401, { error: { code: "Unauthorized", message: "AKV10000: Request is missing a Bearer or PoP token." } }, {
-            "WWW-Authenticate": 'Bearer authorization="https://login.microsoftonline.com/00000000-0000-0000-0000-000000000000", resource="https://vault.azure.net"',
-          });
+          json(
+            401,
+            { error: { code: "Unauthorized", message: "AKV10000: Request is missing a Bearer or PoP token." } },
+            {
+              "WWW-Authenticate":
+                'Bearer authorization="https://login.microsoftonline.com/00000000-0000-0000-0000-000000000000", resource="https://vault.azure.net"',
+            },
+          );
           return;
         }
         const action = refusal === "keyvault-write" ? "setSecret" : "getSecret";
@@ -83,12 +138,16 @@ export async function startRefusalServer(refusal: Refusal, options: { tls?: bool
               ? "Microsoft.ContainerService/managedClusters/listClusterUserCredential/action"
               : "Microsoft.ContainerService/managedClusters/read";
         const scope = `${SUBSCRIPTION}/resourceGroups/rg-blastplane/providers/Microsoft.ContainerService/managedClusters/aks-blastplane`;
-        json(403, {
-          error: {
-            code: "AuthorizationFailed",
-            message: `The client '${CLIENT}' with object id '${CLIENT}' does not have authorization to perform action '${action}' over scope '${scope}' or the scope is invalid. If access was recently granted, please refresh your credentials.`,
+        json(
+          403,
+          {
+            error: {
+              code: "AuthorizationFailed",
+              message: `The client '${CLIENT}' with object id '${CLIENT}' does not have authorization to perform action '${action}' over scope '${scope}' or the scope is invalid. If access was recently granted, please refresh your credentials.`,
+            },
           },
-        }, { "x-ms-failure-cause": "gateway" });
+          { "x-ms-failure-cause": "gateway" },
+        );
         return;
       }
       case "kubernetes":
@@ -97,7 +156,8 @@ export async function startRefusalServer(refusal: Refusal, options: { tls?: bool
           apiVersion: "v1",
           metadata: {},
           status: "Failure",
-          message: 'jobs.batch is forbidden: User "system:serviceaccount:blastplane:blastplane-jobapi" cannot list resource "jobs" in API group "batch" in the namespace "blastplane"',
+          message:
+            'jobs.batch is forbidden: User "system:serviceaccount:blastplane:blastplane-jobapi" cannot list resource "jobs" in API group "batch" in the namespace "blastplane"',
           reason: "Forbidden",
           details: { group: "batch", kind: "jobs" },
           code: 403,

@@ -32,7 +32,11 @@ export async function startEvidenceTarget(options: { foreignOrigin?: string } = 
   let open = 0;
   const server = https.createServer({ key, cert, requestCert: true, rejectUnauthorized: false }, (req, res) => {
     const url = new URL(req.url ?? "/", "https://127.0.0.1");
-    log.push({ path: url.pathname, headers: req.headers, clientCertificate: Object.keys((req.socket as TLSSocket).getPeerCertificate() ?? {}).length > 0 });
+    log.push({
+      path: url.pathname,
+      headers: req.headers,
+      clientCertificate: Object.keys((req.socket as TLSSocket).getPeerCertificate() ?? {}).length > 0,
+    });
     const stream = (chunk: string, intervalMs: number) => {
       open++;
       res.writeHead(200, { "Content-Type": "text/html; charset=utf-8", "Set-Cookie": "stream=1; Path=/; Secure" });

@@ -34,23 +34,40 @@ export async function startFakeKeyVault(): Promise<FakeKeyVault> {
       res.end(JSON.stringify(body));
     };
     if (!req.headers.authorization) {
-      return send(401, { error: { code: "Unauthorized", message: "AKV10000: Request is missing a Bearer or PoP token." } }, {
-        "WWW-Authenticate": 'Bearer authorization="https://login.microsoftonline.com/00000000-0000-0000-0000-000000000000", resource="https://vault.azure.net"',
-      });
+      return send(
+        401,
+        { error: { code: "Unauthorized", message: "AKV10000: Request is missing a Bearer or PoP token." } },
+        {
+          "WWW-Authenticate":
+            'Bearer authorization="https://login.microsoftonline.com/00000000-0000-0000-0000-000000000000", resource="https://vault.azure.net"',
+        },
+      );
     }
     if (!authorized) return send(401, { error: { code: "Unauthorized", message: "AKV10032: Invalid issuer." } });
     const match = /^\/secrets\/([0-9a-zA-Z-]{1,127})(?:\/[0-9a-f]*)?\/?$/.exec(url.pathname);
-    if (!match?.[1] || !url.searchParams.get("api-version")) return send(400, { error: { code: "BadParameter", message: "bad request" } });
+    if (!match?.[1] || !url.searchParams.get("api-version"))
+      return send(400, { error: { code: "BadParameter", message: "bad request" } });
     const name = match[1];
     const bundle = (value: string) => ({
       value,
       contentType: "application/json",
       id: `https://127.0.0.1/secrets/${name}/${version.toString(16).padStart(32, "0")}`,
-      attributes: { enabled: true, created: 1_700_000_000, updated: 1_700_000_000, recoveryLevel: "Recoverable+Purgeable" },
+      attributes: {
+        enabled: true,
+        created: 1_700_000_000,
+        updated: 1_700_000_000,
+        recoveryLevel: "Recoverable+Purgeable",
+      },
     });
     if (req.method === "GET") {
       const value = secrets.get(name);
-      if (value === undefined) return send(404, { error: { code: "SecretNotFound", message: `A secret with (name/id) ${name} was not found in this key vault.` } });
+      if (value === undefined)
+        return send(404, {
+          error: {
+            code: "SecretNotFound",
+            message: `A secret with (name/id) ${name} was not found in this key vault.`,
+          },
+        });
       return send(200, bundle(value));
     }
     if (req.method === "PUT") {

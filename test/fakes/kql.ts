@@ -79,7 +79,17 @@ function predicate(expr: string, lets: Record<string, unknown>): (row: Row) => b
     const b = literal(right, lets, row);
     if (a === undefined || a === null) return false;
     const c = compare(a, b);
-    return op === "==" ? a === b : op === "!=" ? a !== b : op === ">=" ? c >= 0 : op === "<=" ? c <= 0 : op === ">" ? c > 0 : c < 0;
+    return op === "=="
+      ? a === b
+      : op === "!="
+        ? a !== b
+        : op === ">="
+          ? c >= 0
+          : op === "<="
+            ? c <= 0
+            : op === ">"
+              ? c > 0
+              : c < 0;
   };
 }
 
@@ -97,10 +107,20 @@ function aggregate(spec: string): { name: string; apply(rows: Row[]): unknown } 
   const args = splitTop(argText, ",");
   const column = args[0] ?? "";
   const numbers = (rows: Row[]) => rows.map((r) => r[column]).filter((v): v is number => typeof v === "number");
-  const defaults: Record<string, string> = { count: "count_", avg: `avg_${column}`, min: `min_${column}`, max: `max_${column}`, percentile: `percentile_${column}_${args[1] ?? ""}` };
+  const defaults: Record<string, string> = {
+    count: "count_",
+    avg: `avg_${column}`,
+    min: `min_${column}`,
+    max: `max_${column}`,
+    percentile: `percentile_${column}_${args[1] ?? ""}`,
+  };
   const name = named?.[1] ?? defaults[fn];
   if (!name) throw new Error(`unsupported aggregation ${fn}`);
-  const pick = (rows: Row[], sign: 1 | -1) => rows.map((r) => r[column]).filter((v) => v !== undefined && v !== null).sort((a, b) => sign * compare(a, b))[0] ?? null;
+  const pick = (rows: Row[], sign: 1 | -1) =>
+    rows
+      .map((r) => r[column])
+      .filter((v) => v !== undefined && v !== null)
+      .sort((a, b) => sign * compare(a, b))[0] ?? null;
   const apply: Record<string, (rows: Row[]) => unknown> = {
     count: (rows) => rows.length,
     avg: (rows) => (numbers(rows).length ? numbers(rows).reduce((s, v) => s + v, 0) / numbers(rows).length : null),
@@ -116,7 +136,8 @@ function aggregate(spec: string): { name: string; apply(rows: Row[]): unknown } 
 function typeOf(values: unknown[]): string {
   const v = values.find((x) => x !== null && x !== undefined);
   if (typeof v === "boolean") return "bool";
-  if (typeof v === "number") return values.every((x) => x === null || x === undefined || Number.isInteger(x)) ? "long" : "real";
+  if (typeof v === "number")
+    return values.every((x) => x === null || x === undefined || Number.isInteger(x)) ? "long" : "real";
   if (typeof v === "string" && /^\d{4}-\d\d-\d\dT\d\d:\d\d/.test(v)) return "datetime";
   return "string";
 }
@@ -125,7 +146,11 @@ function typeOf(values: unknown[]): string {
 export function runKql(query: string, tables: Tables, timespan?: string): KqlResult {
   const lets: Record<string, unknown> = {};
   let body = query.trim();
-  for (let m = /^let\s+(\w+)\s*=\s*('[^']*'|"[^"]*"|-?\d+)\s*;/.exec(body); m; m = /^let\s+(\w+)\s*=\s*('[^']*'|"[^"]*"|-?\d+)\s*;/.exec(body)) {
+  for (
+    let m = /^let\s+(\w+)\s*=\s*('[^']*'|"[^"]*"|-?\d+)\s*;/.exec(body);
+    m;
+    m = /^let\s+(\w+)\s*=\s*('[^']*'|"[^"]*"|-?\d+)\s*;/.exec(body)
+  ) {
     lets[m[1] ?? ""] = literal(m[2] ?? "", {});
     body = body.slice(m[0].length).trim();
   }
@@ -155,7 +180,10 @@ export function runKql(query: string, tables: Tables, timespan?: string): KqlRes
       columns = splitTop(rest, ",");
       rows = rows.map((r) => Object.fromEntries(columns.map((c) => [c, r[c]])));
     } else if (verb === "order" || verb === "top") {
-      const m = verb === "order" ? /^by\s+(\w+)(?:\s+(asc|desc))?$/.exec(rest) : /^(\d+)\s+by\s+(\w+)(?:\s+(asc|desc))?$/.exec(rest);
+      const m =
+        verb === "order"
+          ? /^by\s+(\w+)(?:\s+(asc|desc))?$/.exec(rest)
+          : /^(\d+)\s+by\s+(\w+)(?:\s+(asc|desc))?$/.exec(rest);
       if (!m) throw new Error(`unsupported ${verb} ${rest}`);
       const [column, direction] = verb === "order" ? [m[1] ?? "", m[2]] : [m[2] ?? "", m[3]];
       const sign = direction === "asc" ? 1 : -1;
@@ -174,9 +202,15 @@ export function runKql(query: string, tables: Tables, timespan?: string): KqlRes
       columns = [...keys, ...aggs.map((a) => a.name)];
       rows = [...groups.entries()].map(([k, members]) => {
         const keyValues = JSON.parse(k) as unknown[];
-        return Object.fromEntries([...keys.map((c, n) => [c, keyValues[n]]), ...aggs.map((a) => [a.name, a.apply(members)])]);
+        return Object.fromEntries([
+          ...keys.map((c, n) => [c, keyValues[n]]),
+          ...aggs.map((a) => [a.name, a.apply(members)]),
+        ]);
       });
     } else throw new Error(`unsupported operator ${verb} ${restWords.join(" ")}`);
   }
-  return { columns: columns.map((name) => ({ name, type: typeOf(rows.map((r) => r[name])) })), rows: rows.map((r) => columns.map((c) => r[c] ?? null)) };
+  return {
+    columns: columns.map((name) => ({ name, type: typeOf(rows.map((r) => r[name])) })),
+    rows: rows.map((r) => columns.map((c) => r[c] ?? null)),
+  };
 }

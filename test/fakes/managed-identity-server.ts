@@ -57,9 +57,15 @@ export async function startManagedIdentityServer(options: { tenantId: string; au
     const encode = (value: object) => Buffer.from(JSON.stringify(value)).toString("base64url");
     const token = `${encode({ alg: "RS256", typ: "JWT" })}.${encode(claims)}.${Buffer.from(randomUUID()).toString("base64url")}`;
     issued.push(token);
-    res
-      .writeHead(200, { "Content-Type": "application/json" })
-      .end(JSON.stringify({ access_token: token, expires_on: String(now + 3600), resource, token_type: "Bearer", client_id: request.clientId }));
+    res.writeHead(200, { "Content-Type": "application/json" }).end(
+      JSON.stringify({
+        access_token: token,
+        expires_on: String(now + 3600),
+        resource,
+        token_type: "Bearer",
+        client_id: request.clientId,
+      }),
+    );
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;

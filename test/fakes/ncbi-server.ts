@@ -73,7 +73,12 @@ function splitRecords(fasta: string): string[] {
  * makeblastdb database with parsed ids), an alias `<name>.nal`/`.pal` listing them, and one archive
  * per volume, `<name>.NN.tar.gz`, holding that volume's files (the alias rides in `.00`).
  */
-async function buildDistribution(releaseDir: string, work: string, release: string, db: FakeDatabase): Promise<Record<string, unknown>> {
+async function buildDistribution(
+  releaseDir: string,
+  work: string,
+  release: string,
+  db: FakeDatabase,
+): Promise<Record<string, unknown>> {
   const records = splitRecords(db.fasta);
   if (!Number.isInteger(db.volumes) || db.volumes < 1 || db.volumes > 99 || records.length < db.volumes) {
     throw new Error(`cannot split ${records.length} records into ${db.volumes} volumes`);
@@ -94,7 +99,10 @@ async function buildDistribution(releaseDir: string, work: string, release: stri
     volumes.push(volume);
   }
   const alias = `${db.name}.${db.type === "nucl" ? "nal" : "pal"}`;
-  await writeFile(path.join(work, alias), `#\n# Alias file of the fake distribution\n#\nTITLE ${db.name}\nDBLIST ${volumes.join(" ")}\n`);
+  await writeFile(
+    path.join(work, alias),
+    `#\n# Alias file of the fake distribution\n#\nTITLE ${db.name}\nDBLIST ${volumes.join(" ")}\n`,
+  );
 
   const { stdout } = await runBlastTool("blastdbcmd", ["-db", db.name, "-dbtype", db.type, "-info"], { cwd: work });
   const counts = /([\d,]+) sequences; ([\d,]+) total (?:bases|residues)/.exec(stdout);
@@ -114,7 +122,10 @@ async function buildDistribution(releaseDir: string, work: string, release: stri
     if (v === 0) members.push(alias);
     const archive = `${volume}.tar.gz`;
     await run("tar", ["-czf", path.join(releaseDir, archive), "-C", work, ...members], work);
-    await writeFile(path.join(releaseDir, `${archive}.md5`), `${await md5(path.join(releaseDir, archive))}  ${archive}\n`);
+    await writeFile(
+      path.join(releaseDir, `${archive}.md5`),
+      `${await md5(path.join(releaseDir, archive))}  ${archive}\n`,
+    );
     archives.push(archive);
   }
   return {
@@ -168,7 +179,11 @@ export async function startFakeNcbiServer(): Promise<FakeNcbiServer> {
           res.writeHead(404).end();
           return;
         }
-        const type = file.endsWith(".json") ? "application/json" : file.endsWith(".gz") ? "application/gzip" : "text/plain";
+        const type = file.endsWith(".json")
+          ? "application/json"
+          : file.endsWith(".gz")
+            ? "application/gzip"
+            : "text/plain";
         res.writeHead(200, { "content-length": info.size, "content-type": type });
         if (req.method === "HEAD") {
           res.end();

@@ -12,9 +12,29 @@ export function selfSignedLoopbackCertificate(): { key: string; cert: string } {
   try {
     const key = path.join(dir, "key.pem");
     const cert = path.join(dir, "cert.pem");
-    execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"], {
-      stdio: "ignore",
-    });
+    execFileSync(
+      "openssl",
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        key,
+        "-out",
+        cert,
+        "-days",
+        "1",
+        "-subj",
+        "/CN=127.0.0.1",
+        "-addext",
+        "subjectAltName=IP:127.0.0.1",
+      ],
+      {
+        stdio: "ignore",
+      },
+    );
     return { key: readFileSync(key, "utf8"), cert: readFileSync(cert, "utf8") };
   } finally {
     rmSync(dir, { recursive: true, force: true });

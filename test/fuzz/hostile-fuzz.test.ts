@@ -42,7 +42,8 @@ function dashboardRoutes(): Route[] {
   for (const file of readdirSync(dir).filter((f) => f.endsWith(".ts"))) {
     const text = readFileSync(path.join(dir, file), "utf8");
     for (const m of text.matchAll(/route\("\w+", \{ methods: \[([^\]]*)\], route: "([^"]+)"/g)) {
-      for (const method of (m[1] ?? "").match(/[A-Z]+/g) ?? []) out.push({ service: "dashboard", method, template: `/api/${m[2]}` });
+      for (const method of (m[1] ?? "").match(/[A-Z]+/g) ?? [])
+        out.push({ service: "dashboard", method, template: `/api/${m[2]}` });
     }
   }
   return out;
@@ -60,18 +61,37 @@ function servicePids(): number[] {
 
 beforeAll(async () => {
   stack = await startStack({ env: { JOBAPI_MAX_QUEUED_JOBS: "20" } });
-  const doc = (await (await fetch(`${stack.info.jobapi_url}/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> };
+  const doc = (await (await fetch(`${stack.info.jobapi_url}/openapi.json`)).json()) as {
+    paths: Record<string, Record<string, unknown>>;
+  };
   routes = [
     ...dashboardRoutes(),
-    ...Object.entries(doc.paths).flatMap(([template, ops]) => Object.keys(ops).map((method) => ({ service: "jobapi" as const, method: method.toUpperCase(), template }))),
+    ...Object.entries(doc.paths).flatMap(([template, ops]) =>
+      Object.keys(ops).map((method) => ({ service: "jobapi" as const, method: method.toUpperCase(), template })),
+    ),
   ];
   for (const role of ["Reader", "Contributor", "Owner"]) dashboardTokens.set(role, await mintToken(stack, role));
   dashboardTokens.set("none", undefined);
-  dashboardTokens.set("unsigned", `${Buffer.from('{"alg":"none","typ":"JWT"}').toString("base64url")}.${Buffer.from('{"roles":["Owner"]}').toString("base64url")}.`);
+  dashboardTokens.set(
+    "unsigned",
+    `${Buffer.from('{"alg":"none","typ":"JWT"}').toString("base64url")}.${Buffer.from('{"roles":["Owner"]}').toString("base64url")}.`,
+  );
   apiToken = readApiToken(stack);
   const blob = new URL(stack.info.blob_endpoint);
   const table = new URL(stack.info.table_endpoint);
-  forbidden = [DEV_ACCOUNT_KEY, "AccountKey=", "SharedAccessSignature", "sig=", blob.host, table.host, stack.dataDir, ROOT, "/node_modules/", ".ts:", ".js:"];
+  forbidden = [
+    DEV_ACCOUNT_KEY,
+    "AccountKey=",
+    "SharedAccessSignature",
+    "sig=",
+    blob.host,
+    table.host,
+    stack.dataDir,
+    ROOT,
+    "/node_modules/",
+    ".ts:",
+    ".js:",
+  ];
 }, 120_000);
 
 afterAll(async () => {
@@ -125,13 +145,37 @@ const hostileString = fc.oneof(
 );
 
 const PROGRAMS = ["blastn", "blastp", "blastx", "tblastn", "tblastx"];
-const OPTION_KEYS = ["evalue", "max_target_seqs", "outfmt", "word_size", "dust", "task", "matrix", "strand", "query_gencode", "threshold", "gapopen", "gapextend"];
+const OPTION_KEYS = [
+  "evalue",
+  "max_target_seqs",
+  "outfmt",
+  "word_size",
+  "dust",
+  "task",
+  "matrix",
+  "strand",
+  "query_gencode",
+  "threshold",
+  "gapopen",
+  "gapextend",
+];
 const fasta = fc.oneof(
-  fc.constantFrom(">q1\nACGTACGTACGTACGTACGTACGTAC\n", "ACGTNNNNACGT", ">p\nMKTAYIAKQRQISFVKSHFSRQ\n", ">\nACGT", ">a\n\n", ">é\nACGT\n"),
+  fc.constantFrom(
+    ">q1\nACGTACGTACGTACGTACGTACGTAC\n",
+    "ACGTNNNNACGT",
+    ">p\nMKTAYIAKQRQISFVKSHFSRQ\n",
+    ">\nACGT",
+    ">a\n\n",
+    ">é\nACGT\n",
+  ),
   hostileString,
   fc.array(fc.constantFrom(">s", "ACGT", "acgu-", "MKV*", "", ">x y", "12"), { maxLength: 8 }).map((l) => l.join("\n")),
 );
-const options = fc.dictionary(fc.oneof(fc.constantFrom(...OPTION_KEYS), hostileString), fc.oneof(fc.jsonValue({ maxDepth: 2 }), hostileString), { maxKeys: 4 });
+const options = fc.dictionary(
+  fc.oneof(fc.constantFrom(...OPTION_KEYS), hostileString),
+  fc.oneof(fc.jsonValue({ maxDepth: 2 }), hostileString),
+  { maxKeys: 4 },
+);
 const submitLike = fc.record(
   {
     program: fc.oneof(fc.constantFrom(...PROGRAMS), hostileString),
@@ -154,12 +198,31 @@ const body = fc.oneof(
   { weight: 1, arbitrary: fc.integer({ min: 500, max: 20_000 }).map((n) => `${"[".repeat(n)}${"]".repeat(n)}`) },
   { weight: 1, arbitrary: fc.integer({ min: 500, max: 20_000 }).map((n) => `${'{"a":'.repeat(n)}1${"}".repeat(n)}`) },
   { weight: 1, arbitrary: hostileString },
-  { weight: 1, arbitrary: fc.constantFrom('{"a":1,"a":2}', '{"__proto__":{"admin":true}}', "{", "\u0000\u0001", `{"x":"${"y".repeat(3 * 1024 * 1024)}"}`) },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(
+      '{"a":1,"a":2}',
+      '{"__proto__":{"admin":true}}',
+      "{",
+      "\u0000\u0001",
+      `{"x":"${"y".repeat(3 * 1024 * 1024)}"}`,
+    ),
+  },
 );
 
 const headers = fc.record(
   {
-    "content-type": fc.oneof(fc.constantFrom("application/json", "application/json; charset=utf-8", "text/plain", "application/x-www-form-urlencoded", "application/merge-patch+json", "multipart/form-data; boundary=x"), hostileString),
+    "content-type": fc.oneof(
+      fc.constantFrom(
+        "application/json",
+        "application/json; charset=utf-8",
+        "text/plain",
+        "application/x-www-form-urlencoded",
+        "application/merge-patch+json",
+        "multipart/form-data; boundary=x",
+      ),
+      hostileString,
+    ),
     "x-request-id": hostileString,
     "if-match": hostileString,
     "if-none-match": hostileString,
@@ -170,7 +233,22 @@ const headers = fc.record(
 );
 
 const query = fc.dictionary(
-  fc.oneof(fc.constantFrom("status", "page", "page_size", "content", "wait", "message", "cursor", "limit", "format", "file_id", "db"), hostileString),
+  fc.oneof(
+    fc.constantFrom(
+      "status",
+      "page",
+      "page_size",
+      "content",
+      "wait",
+      "message",
+      "cursor",
+      "limit",
+      "format",
+      "file_id",
+      "db",
+    ),
+    hostileString,
+  ),
   hostileString,
   { maxKeys: 4 },
 );
@@ -185,13 +263,18 @@ interface Case {
   body: string;
 }
 
-const ROLES = { dashboard: ["none", "unsigned", "Reader", "Contributor", "Owner"], jobapi: ["none", "wrong", "valid"] } as const;
+const ROLES = {
+  dashboard: ["none", "unsigned", "Reader", "Contributor", "Owner"],
+  jobapi: ["none", "wrong", "valid"],
+} as const;
 
 function caseFor(route: Route): fc.Arbitrary<Case> {
   return fc.record({
     route: fc.constant(route),
     role: fc.constantFrom(...ROLES[route.service]),
-    methodOverride: fc.option(fc.constantFrom("GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "HEAD"), { freq: 10 }),
+    methodOverride: fc.option(fc.constantFrom("GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "HEAD"), {
+      freq: 10,
+    }),
     params: fc.array(fc.oneof(hostileString, fc.constant("16s_rrna_demo")), { minLength: 3, maxLength: 3 }),
     query,
     headers,
@@ -212,7 +295,9 @@ async function send(c: Case): Promise<void> {
   cases += 1;
   let i = 0;
   // A lone surrogate cannot travel in a URL (the client sends U+FFFD), so it is made well-formed first.
-  const pathname = c.route.template.replace(/\{[^}]+\}/g, () => encodeURIComponent((c.params[i++] ?? "x").replace(/\p{Cs}/gu, "\ufffd")));
+  const pathname = c.route.template.replace(/\{[^}]+\}/g, () =>
+    encodeURIComponent((c.params[i++] ?? "x").replace(/\p{Cs}/gu, "\ufffd")),
+  );
   const base = c.route.service === "dashboard" ? stack.info.functions_url : stack.info.jobapi_url;
   const url = new URL(`${base}${pathname}`);
   for (const [k, v] of Object.entries(c.query)) url.searchParams.append(k, v);
@@ -231,7 +316,12 @@ async function send(c: Case): Promise<void> {
     h.set("x-svc-api-token", c.role === "valid" ? apiToken : `bpt_${"x".repeat(43)}`);
   }
   const withBody = method !== "GET" && method !== "HEAD";
-  const res = await fetch(url, { method, headers: h, body: withBody ? c.body : undefined, signal: AbortSignal.timeout(60_000) });
+  const res = await fetch(url, {
+    method,
+    headers: h,
+    body: withBody ? c.body : undefined,
+    signal: AbortSignal.timeout(60_000),
+  });
   const text = method === "HEAD" ? "" : await res.text();
   const label = `${method} ${url.pathname}${url.search} as ${c.role} → ${res.status}: ${text.slice(0, 300)}`;
   const serverError = res.status >= 500;

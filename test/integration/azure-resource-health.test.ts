@@ -28,21 +28,60 @@ afterAll(async () => {
   await fake?.close();
 });
 
-const credential = () => ({ getToken: async (): Promise<AccessToken> => ({ token: fake.token, expiresOnTimestamp: Date.now() + 3_600_000 }) });
+const credential = () => ({
+  getToken: async (): Promise<AccessToken> => ({ token: fake.token, expiresOnTimestamp: Date.now() + 3_600_000 }),
+});
 /** The real SDK clients pointed at the fake: its CA trusted, no retries so a refusal is seen at once. */
 const armOptions = () => ({ endpoint: fake.url, tlsOptions: { ca: fake.ca }, retryOptions: { maxRetries: 0 } });
 
 /** The console with the real Azure providers of the subscription's scope, as `console-parts.ts` wires them. */
 function harness(options: { metrics?: boolean; resourceGroups?: string[]; subscription?: boolean } = {}) {
   const resourceGroups = options.resourceGroups ?? [];
-  const inventory = createResourceGraphInventoryProvider({ subscriptionId: SUBSCRIPTION, credential: credential(), clientOptions: armOptions() });
-  const resourceHealth = createAzureResourceHealthProvider({ subscriptionId: SUBSCRIPTION, resourceGroups, credential: credential(), clientOptions: armOptions() });
+  const inventory = createResourceGraphInventoryProvider({
+    subscriptionId: SUBSCRIPTION,
+    credential: credential(),
+    clientOptions: armOptions(),
+  });
+  const resourceHealth = createAzureResourceHealthProvider({
+    subscriptionId: SUBSCRIPTION,
+    resourceGroups,
+    credential: credential(),
+    clientOptions: armOptions(),
+  });
   const metrics =
     options.metrics === false
       ? undefined
-      : { reader: createAzureHealthMetrics({ subscriptionId: SUBSCRIPTION, resourceGroups, endpoint: fake.url, credential: credential(), set, graphClientOptions: armOptions(), metricsClientOptions: { tlsOptions: { ca: fake.ca }, retryOptions: { maxRetries: 0 } } }), set };
-  const health = createSubscriptionHealth({ inventory, resourceHealth, ...(metrics ? { metrics } : {}), resourceGroups });
-  const providers: ConsoleProviders = options.subscription === false ? {} : { inventory, resourceHealth, subscription: createArmSubscriptionProvider({ subscriptionId: SUBSCRIPTION, credential: credential(), clientOptions: armOptions(), health }) };
+      : {
+          reader: createAzureHealthMetrics({
+            subscriptionId: SUBSCRIPTION,
+            resourceGroups,
+            endpoint: fake.url,
+            credential: credential(),
+            set,
+            graphClientOptions: armOptions(),
+            metricsClientOptions: { tlsOptions: { ca: fake.ca }, retryOptions: { maxRetries: 0 } },
+          }),
+          set,
+        };
+  const health = createSubscriptionHealth({
+    inventory,
+    resourceHealth,
+    ...(metrics ? { metrics } : {}),
+    resourceGroups,
+  });
+  const providers: ConsoleProviders =
+    options.subscription === false
+      ? {}
+      : {
+          inventory,
+          resourceHealth,
+          subscription: createArmSubscriptionProvider({
+            subscriptionId: SUBSCRIPTION,
+            credential: credential(),
+            clientOptions: armOptions(),
+            health,
+          }),
+        };
   return consoleHarness(azurite.tables(), { providers });
 }
 async function run(h: ReturnType<typeof harness>, text: string): Promise<ToolResult> {
@@ -60,17 +99,73 @@ function scopeWithThreeResources() {
   fake.failResourceHealth = false;
   fake.truncateResources = false;
   fake.resources = [
-    { name: "blast", type: "Microsoft.ContainerService/managedClusters", location: "eastus", resourceGroup: "rg-blast", state: "Succeeded", id: CLUSTER },
-    { name: "blaststore", type: "Microsoft.Storage/storageAccounts", location: "eastus", resourceGroup: "rg-blast", state: "Succeeded", id: STORE },
-    { name: "blast-func", type: "Microsoft.Web/sites", location: "eastus", resourceGroup: "rg-blast", state: "Failed", id: FUNC },
+    {
+      name: "blast",
+      type: "Microsoft.ContainerService/managedClusters",
+      location: "eastus",
+      resourceGroup: "rg-blast",
+      state: "Succeeded",
+      id: CLUSTER,
+    },
+    {
+      name: "blaststore",
+      type: "Microsoft.Storage/storageAccounts",
+      location: "eastus",
+      resourceGroup: "rg-blast",
+      state: "Succeeded",
+      id: STORE,
+    },
+    {
+      name: "blast-func",
+      type: "Microsoft.Web/sites",
+      location: "eastus",
+      resourceGroup: "rg-blast",
+      state: "Failed",
+      id: FUNC,
+    },
   ];
-  fake.resourceGroups = [{ name: "rg-blast", type: "microsoft.resources/subscriptions/resourcegroups", location: "eastus", resourceGroup: "rg-blast" }];
+  fake.resourceGroups = [
+    {
+      name: "rg-blast",
+      type: "microsoft.resources/subscriptions/resourcegroups",
+      location: "eastus",
+      resourceGroup: "rg-blast",
+    },
+  ];
   fake.healthStatuses = [
-    { resourceId: CLUSTER, properties: { availabilityState: "Degraded", summary: "A node pool is being repaired by the platform.", reasonType: "Unplanned", context: "Platform Initiated", category: "Unplanned", occuredTime: "2026-01-01T09:00:00Z" } },
-    { resourceId: STORE, properties: { availabilityState: "Available", summary: "There are no known problems.", occuredTime: "2026-01-01T08:00:00Z" } },
-    { resourceId: FUNC, properties: { availabilityState: "Unavailable", summary: "The app was stopped.", reasonType: "UserInitiated", context: "Customer Initiated", occuredTime: "2026-01-01T09:30:00Z" } },
+    {
+      resourceId: CLUSTER,
+      properties: {
+        availabilityState: "Degraded",
+        summary: "A node pool is being repaired by the platform.",
+        reasonType: "Unplanned",
+        context: "Platform Initiated",
+        category: "Unplanned",
+        occuredTime: "2026-01-01T09:00:00Z",
+      },
+    },
+    {
+      resourceId: STORE,
+      properties: {
+        availabilityState: "Available",
+        summary: "There are no known problems.",
+        occuredTime: "2026-01-01T08:00:00Z",
+      },
+    },
+    {
+      resourceId: FUNC,
+      properties: {
+        availabilityState: "Unavailable",
+        summary: "The app was stopped.",
+        reasonType: "UserInitiated",
+        context: "Customer Initiated",
+        occuredTime: "2026-01-01T09:30:00Z",
+      },
+    },
   ];
-  const point = (value: { average?: number; total?: number }) => [{ timeStamp: new Date(Date.now() - 60_000).toISOString(), ...value }];
+  const point = (value: { average?: number; total?: number }) => [
+    { timeStamp: new Date(Date.now() - 60_000).toISOString(), ...value },
+  ];
   fake.metrics = {};
   fake.refuseMetricsFor = [];
   fake.resourceMetrics = {
@@ -92,17 +187,58 @@ describe("query_subscription_health over Resource Graph, Resource Health and Azu
     // C-093: the three sources, each called for the configured subscription with the bearer token.
     expect(calls.every((c) => c.authorized)).toBe(true);
     expect(calls.some((c) => c.path === "/providers/Microsoft.ResourceGraph/resources")).toBe(true);
-    expect(calls.find((c) => c.path.endsWith("/providers/Microsoft.ResourceHealth/availabilityStatuses"))).toMatchObject({ method: "GET", path: `/subscriptions/${SUBSCRIPTION}/providers/Microsoft.ResourceHealth/availabilityStatuses`, query: expect.stringContaining("api-version=2022-10-01") });
+    expect(
+      calls.find((c) => c.path.endsWith("/providers/Microsoft.ResourceHealth/availabilityStatuses")),
+    ).toMatchObject({
+      method: "GET",
+      path: `/subscriptions/${SUBSCRIPTION}/providers/Microsoft.ResourceHealth/availabilityStatuses`,
+      query: expect.stringContaining("api-version=2022-10-01"),
+    });
     const batches = calls.filter((c) => c.path === `/subscriptions/${SUBSCRIPTION}/metrics:getBatch`);
     expect(batches.map((b) => b.body.resourceids)).toEqual(expect.arrayContaining([[CLUSTER], [STORE], [FUNC]]));
-    expect(health.sources?.map((s) => [s.source, s.status])).toEqual([["resource_graph", "ok"], ["resource_health", "ok"], ["metrics", "ok"]]);
+    expect(health.sources?.map((s) => [s.source, s.status])).toEqual([
+      ["resource_graph", "ok"],
+      ["resource_health", "ok"],
+      ["metrics", "ok"],
+    ]);
 
     // C-094 findings, most severe first, each with its cause.
     expect(health.findings).toEqual([
-      { source: "resource_health", status: "unavailable", summary: "The app was stopped.", resource: "blast-func", resource_type: "microsoft.web/sites", resource_group: "rg-blast", cause: "customer" },
-      { source: "resource_graph", status: "failed", summary: "provisioning state Failed", resource: "blast-func", resource_type: "microsoft.web/sites", resource_group: "rg-blast", cause: "unknown" },
-      { source: "resource_health", status: "degraded", summary: "A node pool is being repaired by the platform.", resource: "blast", resource_type: "microsoft.containerservice/managedclusters", resource_group: "rg-blast", cause: "platform" },
-      expect.objectContaining({ source: "metrics", status: "warning", resource: "blast", summary: expect.stringMatching(/^node_cpu_usage_percentage Average 92\.5 Percent above 85 over the last 60 minutes/) }),
+      {
+        source: "resource_health",
+        status: "unavailable",
+        summary: "The app was stopped.",
+        resource: "blast-func",
+        resource_type: "microsoft.web/sites",
+        resource_group: "rg-blast",
+        cause: "customer",
+      },
+      {
+        source: "resource_graph",
+        status: "failed",
+        summary: "provisioning state Failed",
+        resource: "blast-func",
+        resource_type: "microsoft.web/sites",
+        resource_group: "rg-blast",
+        cause: "unknown",
+      },
+      {
+        source: "resource_health",
+        status: "degraded",
+        summary: "A node pool is being repaired by the platform.",
+        resource: "blast",
+        resource_type: "microsoft.containerservice/managedclusters",
+        resource_group: "rg-blast",
+        cause: "platform",
+      },
+      expect.objectContaining({
+        source: "metrics",
+        status: "warning",
+        resource: "blast",
+        summary: expect.stringMatching(
+          /^node_cpu_usage_percentage Average 92\.5 Percent above 85 over the last 60 minutes/,
+        ),
+      }),
     ]);
     // Cause classification, coverage gaps (the metric Azure refused), freshness per source and truncation.
     expect(health.cause_classification).toEqual({ platform: 1, customer: 1, unknown: 2 });
@@ -127,9 +263,15 @@ describe("query_subscription_health over Resource Graph, Resource Health and Azu
     expect(partial.findings.map((f) => f.source)).toEqual(["resource_graph"]);
 
     fake.failResourceHealth = false;
-    fake.healthStatuses = Array.from({ length: 45 }, (_, n) => ({ resourceId: `${RG}/Microsoft.Compute/virtualMachines/vm-${String(n).padStart(2, "0")}`, properties: { availabilityState: "Unavailable", summary: "stopped", reasonType: "UserInitiated" } }));
+    fake.healthStatuses = Array.from({ length: 45 }, (_, n) => ({
+      resourceId: `${RG}/Microsoft.Compute/virtualMachines/vm-${String(n).padStart(2, "0")}`,
+      properties: { availabilityState: "Unavailable", summary: "stopped", reasonType: "UserInitiated" },
+    }));
     // A status whose id names no resource group resource is counted as a gap, not dropped silently.
-    fake.healthStatuses.push({ resourceId: `/subscriptions/${SUBSCRIPTION}/providers/Microsoft.Web/certificates/c1`, properties: { availabilityState: "Unavailable" } });
+    fake.healthStatuses.push({
+      resourceId: `/subscriptions/${SUBSCRIPTION}/providers/Microsoft.Web/certificates/c1`,
+      properties: { availabilityState: "Unavailable" },
+    });
     const many = dataOf<SubscriptionHealth>(await run(harness({ metrics: false }), "query_subscription_health"));
     expect(many.coverage_gaps).toContain("resource_health: 1 statuses name no resource this console can read");
     expect(many.findings).toHaveLength(40);
@@ -140,28 +282,62 @@ describe("query_subscription_health over Resource Graph, Resource Health and Azu
     scopeWithThreeResources();
     fake.refuseMetricsFor = [STORE.toLowerCase()];
     const someRefused = dataOf<SubscriptionHealth>(await run(harness(), "query_subscription_health"));
-    expect(someRefused.coverage_gaps).toEqual(expect.arrayContaining(["metrics: Availability on blaststore returned no data (QueryFailed)", "metrics: Transactions on blaststore returned no data (QueryFailed)"]));
+    expect(someRefused.coverage_gaps).toEqual(
+      expect.arrayContaining([
+        "metrics: Availability on blaststore returned no data (QueryFailed)",
+        "metrics: Transactions on blaststore returned no data (QueryFailed)",
+      ]),
+    );
     expect(someRefused.findings.some((f) => f.source === "metrics" && f.resource === "blast")).toBe(true);
     expect(someRefused.sources?.find((s) => s.source === "metrics")?.status).toBe("ok");
     fake.refuseMetricsFor = [CLUSTER, STORE, FUNC].map((id) => id.toLowerCase());
     const allRefused = dataOf<SubscriptionHealth>(await run(harness(), "query_subscription_health"));
-    expect(allRefused.sources?.find((s) => s.source === "metrics")).toEqual({ source: "metrics", status: "failed", checked: 0, truncated: false });
+    expect(allRefused.sources?.find((s) => s.source === "metrics")).toEqual({
+      source: "metrics",
+      status: "failed",
+      checked: 0,
+      truncated: false,
+    });
     expect(allRefused.coverage_gaps).toContain("metrics: the source did not answer");
     fake.refuseMetricsFor = [];
   });
 
   it("C-094: the configured resource groups bound what Resource Health and the inventory report", async () => {
     scopeWithThreeResources();
-    fake.resources.push({ name: "elsewhere", type: "Microsoft.Web/sites", location: "eastus", resourceGroup: "rg-other", state: "Failed", id: `/subscriptions/${SUBSCRIPTION}/resourceGroups/rg-other/providers/Microsoft.Web/sites/elsewhere` });
-    fake.healthStatuses.push({ resourceId: `/subscriptions/${SUBSCRIPTION}/resourceGroups/rg-other/providers/Microsoft.Web/sites/elsewhere`, properties: { availabilityState: "Unavailable", summary: "down" } });
+    fake.resources.push({
+      name: "elsewhere",
+      type: "Microsoft.Web/sites",
+      location: "eastus",
+      resourceGroup: "rg-other",
+      state: "Failed",
+      id: `/subscriptions/${SUBSCRIPTION}/resourceGroups/rg-other/providers/Microsoft.Web/sites/elsewhere`,
+    });
+    fake.healthStatuses.push({
+      resourceId: `/subscriptions/${SUBSCRIPTION}/resourceGroups/rg-other/providers/Microsoft.Web/sites/elsewhere`,
+      properties: { availabilityState: "Unavailable", summary: "down" },
+    });
     const before = fake.requests.length;
-    const health = dataOf<SubscriptionHealth>(await run(harness({ resourceGroups: ["rg-blast"], metrics: false }), "query_subscription_health"));
+    const health = dataOf<SubscriptionHealth>(
+      await run(harness({ resourceGroups: ["rg-blast"], metrics: false }), "query_subscription_health"),
+    );
     expect(health.findings.map((f) => f.resource)).not.toContain("elsewhere");
-    expect([...new Set(fake.requests.slice(before).filter((c) => c.path.includes("ResourceHealth")).map((c) => c.path))]).toEqual([`/subscriptions/${SUBSCRIPTION}/resourceGroups/rg-blast/providers/Microsoft.ResourceHealth/availabilityStatuses`]);
+    expect([
+      ...new Set(
+        fake.requests
+          .slice(before)
+          .filter((c) => c.path.includes("ResourceHealth"))
+          .map((c) => c.path),
+      ),
+    ]).toEqual([
+      `/subscriptions/${SUBSCRIPTION}/resourceGroups/rg-blast/providers/Microsoft.ResourceHealth/availabilityStatuses`,
+    ]);
   });
 
   it("without a configured subscription the tool answers unavailable, and with no source answering it is unavailable too, never an empty all-clear", async () => {
-    expect(await run(harness({ subscription: false }), "query_subscription_health")).toMatchObject({ status: "unavailable", error: { type: "unavailable" } });
+    expect(await run(harness({ subscription: false }), "query_subscription_health")).toMatchObject({
+      status: "unavailable",
+      error: { type: "unavailable" },
+    });
     scopeWithThreeResources();
     fake.failResourceHealth = true;
     const h = consoleHarness(azurite.tables(), {
@@ -170,7 +346,13 @@ describe("query_subscription_health over Resource Graph, Resource Health and Azu
           subscriptionId: SUBSCRIPTION,
           credential: credential(),
           clientOptions: armOptions(),
-          health: createSubscriptionHealth({ resourceHealth: createAzureResourceHealthProvider({ subscriptionId: SUBSCRIPTION, credential: credential(), clientOptions: armOptions() }) }),
+          health: createSubscriptionHealth({
+            resourceHealth: createAzureResourceHealthProvider({
+              subscriptionId: SUBSCRIPTION,
+              credential: credential(),
+              clientOptions: armOptions(),
+            }),
+          }),
         }),
       },
     });
@@ -187,19 +369,70 @@ describe("resource-health history (query rule 8: query_inventory kind=resource_h
     // Azure returns the newest first; the fake pages them two at a time.
     fake.healthHistory = {
       [CLUSTER.toLowerCase()]: [
-        { availabilityState: "Available", title: "Available", summary: "The cluster is running.", occuredTime: hoursAgo(2) },
-        { availabilityState: "Unavailable", title: "Stopped", summary: "The cluster was stopped by a user.", reasonType: "UserInitiated", context: "Customer Initiated", occuredTime: hoursAgo(9) },
-        { title: "Stop requested", summary: "A stop operation was requested.", healthEventType: "Lifecycle", healthEventCause: "UserInitiated", occuredTime: hoursAgo(10) },
-        { title: "Planned maintenance", summary: "Node image upgrade.", healthEventType: "Downtime", healthEventCause: "PlatformInitiated", healthEventCategory: "Planned", occuredTime: hoursAgo(19) },
-        { availabilityState: "Degraded", title: "Degraded", summary: "A host failed.", reasonType: "Unplanned", context: "Platform Initiated", category: "Unplanned", occuredTime: hoursAgo(20) },
-        { availabilityState: "Unavailable", title: "Outage", summary: "Three days ago.", reasonType: "Unplanned", context: "Platform Initiated", occuredTime: hoursAgo(72) },
+        {
+          availabilityState: "Available",
+          title: "Available",
+          summary: "The cluster is running.",
+          occuredTime: hoursAgo(2),
+        },
+        {
+          availabilityState: "Unavailable",
+          title: "Stopped",
+          summary: "The cluster was stopped by a user.",
+          reasonType: "UserInitiated",
+          context: "Customer Initiated",
+          occuredTime: hoursAgo(9),
+        },
+        {
+          title: "Stop requested",
+          summary: "A stop operation was requested.",
+          healthEventType: "Lifecycle",
+          healthEventCause: "UserInitiated",
+          occuredTime: hoursAgo(10),
+        },
+        {
+          title: "Planned maintenance",
+          summary: "Node image upgrade.",
+          healthEventType: "Downtime",
+          healthEventCause: "PlatformInitiated",
+          healthEventCategory: "Planned",
+          occuredTime: hoursAgo(19),
+        },
+        {
+          availabilityState: "Degraded",
+          title: "Degraded",
+          summary: "A host failed.",
+          reasonType: "Unplanned",
+          context: "Platform Initiated",
+          category: "Unplanned",
+          occuredTime: hoursAgo(20),
+        },
+        {
+          availabilityState: "Unavailable",
+          title: "Outage",
+          summary: "Three days ago.",
+          reasonType: "Unplanned",
+          context: "Platform Initiated",
+          occuredTime: hoursAgo(72),
+        },
       ],
     };
     const before = fake.requests.length;
     const result = await run(harness(), 'query_inventory kind=resource_health_history filter=blast window="7 days"');
-    const data = dataOf<{ window: { hours: number; clamped: boolean; note: string; start: string; end: string }; entries: { at: string; kind: string; initiator: string; title: string }[]; counts: Record<string, number>; kinds: Record<string, number>; resource: Record<string, string> }>(result);
+    const data = dataOf<{
+      window: { hours: number; clamped: boolean; note: string; start: string; end: string };
+      entries: { at: string; kind: string; initiator: string; title: string }[];
+      counts: Record<string, number>;
+      kinds: Record<string, number>;
+      resource: Record<string, string>;
+    }>(result);
     // C-160: 7 days asked, 24 hours used, and the answer says so.
-    expect(data.window).toMatchObject({ requested: "7 days", hours: 24, clamped: true, note: "the interval was clamped to 24 hours" });
+    expect(data.window).toMatchObject({
+      requested: "7 days",
+      hours: 24,
+      clamped: true,
+      note: "the interval was clamped to 24 hours",
+    });
     expect(Date.parse(data.window.end) - Date.parse(data.window.start)).toBe(24 * 3_600_000);
     expect(data.entries.map((e) => e.title)).not.toContain("Outage");
     // C-161: chronological, both kinds present.
@@ -213,29 +446,54 @@ describe("resource-health history (query rule 8: query_inventory kind=resource_h
     expect(data.kinds).toEqual({ availability_state: 3, annotation: 2 });
     // C-162: the three counts.
     expect(data.counts).toEqual({ customer_initiated: 2, status_only: 1, platform_initiated: 2 });
-    expect(data.resource).toEqual({ name: "blast", type: "microsoft.containerservice/managedclusters", resource_group: "rg-blast" });
+    expect(data.resource).toEqual({
+      name: "blast",
+      type: "microsoft.containerservice/managedclusters",
+      resource_group: "rg-blast",
+    });
     // The history came from the per-resource list (paged), resolved from the configured scope.
-    const historyCalls = fake.requests.slice(before).filter((c) => c.path.toLowerCase().includes("/managedclusters/blast/providers/microsoft.resourcehealth/availabilitystatuses"));
+    const historyCalls = fake.requests
+      .slice(before)
+      .filter((c) =>
+        c.path.toLowerCase().includes("/managedclusters/blast/providers/microsoft.resourcehealth/availabilitystatuses"),
+      );
     expect(historyCalls.length).toBe(3);
-    expect(historyCalls.every((c) => c.authorized && c.path === `${CLUSTER}/providers/Microsoft.ResourceHealth/availabilityStatuses`)).toBe(true);
+    expect(
+      historyCalls.every(
+        (c) => c.authorized && c.path === `${CLUSTER}/providers/Microsoft.ResourceHealth/availabilityStatuses`,
+      ),
+    ).toBe(true);
     expect(JSON.stringify(result)).not.toContain(SUBSCRIPTION);
   });
 
   it("C-163: with no history in the window the answer is unavailable and never the resource's current state", async () => {
     scopeWithThreeResources();
-    fake.healthStatuses[0] = { resourceId: CLUSTER, properties: { availabilityState: "Degraded", summary: "CURRENT-STATE-SUMMARY", reasonType: "Unplanned" } };
+    fake.healthStatuses[0] = {
+      resourceId: CLUSTER,
+      properties: { availabilityState: "Degraded", summary: "CURRENT-STATE-SUMMARY", reasonType: "Unplanned" },
+    };
     const h = harness();
     // Empty, only older than the window, and none at all (Resource Health answers 404).
-    for (const history of [[], [{ availabilityState: "Unavailable", summary: "OLD-ENTRY", occuredTime: hoursAgo(30) }], undefined]) {
+    for (const history of [
+      [],
+      [{ availabilityState: "Unavailable", summary: "OLD-ENTRY", occuredTime: hoursAgo(30) }],
+      undefined,
+    ]) {
       fake.healthHistory = history ? { [CLUSTER.toLowerCase()]: history } : {};
       const result = await run(h, "query_inventory kind=resource_health_history filter=blast");
-      expect(result).toMatchObject({ status: "unavailable", error: { type: "unavailable", details: { history: "none", resource: { name: "blast" } } } });
+      expect(result).toMatchObject({
+        status: "unavailable",
+        error: { type: "unavailable", details: { history: "none", resource: { name: "blast" } } },
+      });
       const text = JSON.stringify(result);
       for (const leaked of ["CURRENT-STATE-SUMMARY", "Degraded", "OLD-ENTRY"]) expect(text).not.toContain(leaked);
     }
     // Resource Health failing is a typed unavailable too, not an internal error.
     fake.failResourceHealth = true;
-    expect(await run(h, "query_inventory kind=resource_health_history filter=blast")).toMatchObject({ status: "unavailable", error: { type: "unavailable" } });
+    expect(await run(h, "query_inventory kind=resource_health_history filter=blast")).toMatchObject({
+      status: "unavailable",
+      error: { type: "unavailable" },
+    });
     fake.failResourceHealth = false;
   });
 
@@ -243,18 +501,59 @@ describe("resource-health history (query rule 8: query_inventory kind=resource_h
     scopeWithThreeResources();
     const h = harness();
     const before = fake.requests.length;
-    for (const name of ["nothere", "../../providers/Microsoft.Authorization/roleAssignments", "blast?x=1", "rg-blast/blast/extra"]) {
-      expect(await run(h, `query_inventory kind=resource_health_history filter=${JSON.stringify(name)}`)).toMatchObject({ status: "error", error: { type: "not_found" } });
+    for (const name of [
+      "nothere",
+      "../../providers/Microsoft.Authorization/roleAssignments",
+      "blast?x=1",
+      "rg-blast/blast/extra",
+    ]) {
+      expect(await run(h, `query_inventory kind=resource_health_history filter=${JSON.stringify(name)}`)).toMatchObject(
+        { status: "error", error: { type: "not_found" } },
+      );
     }
-    expect(fake.requests.slice(before).every((c) => c.path === `/subscriptions/${SUBSCRIPTION}/providers/Microsoft.ResourceHealth/availabilityStatuses`)).toBe(true);
-    expect(await run(h, "query_inventory kind=resource_health_history")).toMatchObject({ status: "error", error: { type: "invalid_arguments" } });
+    expect(
+      fake.requests
+        .slice(before)
+        .every(
+          (c) => c.path === `/subscriptions/${SUBSCRIPTION}/providers/Microsoft.ResourceHealth/availabilityStatuses`,
+        ),
+    ).toBe(true);
+    expect(await run(h, "query_inventory kind=resource_health_history")).toMatchObject({
+      status: "error",
+      error: { type: "invalid_arguments" },
+    });
     // Two resources of one name: the answer asks which, and <resource group>/<name> picks one.
     const twin = `/subscriptions/${SUBSCRIPTION}/resourceGroups/rg-other/providers/Microsoft.Web/sites/blast`;
     fake.healthStatuses.push({ resourceId: twin, properties: { availabilityState: "Available" } });
-    fake.healthHistory = { [twin.toLowerCase()]: [{ availabilityState: "Available", title: "Started", occuredTime: new Date(Date.now() - 3_600_000).toISOString() }] };
-    expect(await run(h, "query_inventory kind=resource_health_history filter=blast")).toMatchObject({ status: "error", error: { type: "invalid_arguments", details: { candidates: [{ resource_group: "rg-blast" }, { resource_group: "rg-other" }] } } });
-    expect(await run(h, "query_inventory kind=resource_health_history filter=rg-other/blast")).toMatchObject({ status: "ok", data: { resource: { name: "blast", resource_group: "rg-other", type: "microsoft.web/sites" }, counts: { status_only: 1 } } });
-    expect(await run(h, "query_inventory kind=list window=2h")).toMatchObject({ status: "error", error: { type: "invalid_arguments" } });
-    expect(await run(harness({ subscription: false }), "query_inventory kind=resource_health_history filter=blast")).toMatchObject({ status: "unavailable" });
+    fake.healthHistory = {
+      [twin.toLowerCase()]: [
+        {
+          availabilityState: "Available",
+          title: "Started",
+          occuredTime: new Date(Date.now() - 3_600_000).toISOString(),
+        },
+      ],
+    };
+    expect(await run(h, "query_inventory kind=resource_health_history filter=blast")).toMatchObject({
+      status: "error",
+      error: {
+        type: "invalid_arguments",
+        details: { candidates: [{ resource_group: "rg-blast" }, { resource_group: "rg-other" }] },
+      },
+    });
+    expect(await run(h, "query_inventory kind=resource_health_history filter=rg-other/blast")).toMatchObject({
+      status: "ok",
+      data: {
+        resource: { name: "blast", resource_group: "rg-other", type: "microsoft.web/sites" },
+        counts: { status_only: 1 },
+      },
+    });
+    expect(await run(h, "query_inventory kind=list window=2h")).toMatchObject({
+      status: "error",
+      error: { type: "invalid_arguments" },
+    });
+    expect(
+      await run(harness({ subscription: false }), "query_inventory kind=resource_health_history filter=blast"),
+    ).toMatchObject({ status: "unavailable" });
   });
 });

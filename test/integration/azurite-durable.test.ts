@@ -79,12 +79,22 @@ describe("Azurite persists every acknowledged write before acknowledging it (iss
     const dir = mkdtempSync(path.join(tmpdir(), "bp-azurite-version-"));
     folders.push(dir);
     mkdirSync(path.join(dir, "node_modules/azurite"), { recursive: true });
-    writeFileSync(path.join(dir, "node_modules/azurite/package.json"), JSON.stringify({ name: "azurite", version: "3.99.0" }));
+    writeFileSync(
+      path.join(dir, "node_modules/azurite/package.json"),
+      JSON.stringify({ name: "azurite", version: "3.99.0" }),
+    );
     mkdirSync(path.join(dir, "node_modules/lokijs/src"), { recursive: true });
-    writeFileSync(path.join(dir, "node_modules/lokijs/package.json"), JSON.stringify({ name: "lokijs", version: "1.5.12", main: "src/lokijs.js" }));
+    writeFileSync(
+      path.join(dir, "node_modules/lokijs/package.json"),
+      JSON.stringify({ name: "lokijs", version: "1.5.12", main: "src/lokijs.js" }),
+    );
     writeFileSync(path.join(dir, "node_modules/lokijs/src/lokijs.js"), "module.exports = function Loki() {};");
     copyFileSync(AZURITE_DURABLE_PRELOAD, path.join(dir, "preload.cjs"));
-    const run = spawnSync(process.execPath, ["--require", path.join(dir, "preload.cjs"), "-e", "console.log('azurite would start')"], { encoding: "utf8" });
+    const run = spawnSync(
+      process.execPath,
+      ["--require", path.join(dir, "preload.cjs"), "-e", "console.log('azurite would start')"],
+      { encoding: "utf8" },
+    );
     expect(run.status).not.toBe(0);
     expect(run.stdout).not.toContain("azurite would start");
     expect(run.stderr).toContain("written for azurite 3.37.0 with lokijs 1.5.12");

@@ -23,7 +23,6 @@ import { prng } from "../support/helpers.js";
 // Deterministic test data
 // ---------------------------------------------------------------------------------------------
 
-
 const NUCLEOTIDES = "ACGT";
 const AMINO_ACIDS = "ACDEFGHIKLMNPQRSTVWY";
 
@@ -60,7 +59,10 @@ function generator(seed: number) {
 
 function reverseComplement(sequence: string): string {
   const pairs: Record<string, string> = { A: "T", C: "G", G: "C", T: "A" };
-  return [...sequence].reverse().map((c) => pairs[c] ?? "N").join("");
+  return [...sequence]
+    .reverse()
+    .map((c) => pairs[c] ?? "N")
+    .join("");
 }
 
 interface FastaRecord {
@@ -69,9 +71,7 @@ interface FastaRecord {
 }
 
 function fasta(records: FastaRecord[]): string {
-  return records
-    .map((r) => `>${r.header}\n${r.sequence.replace(/(.{60})/g, "$1\n").replace(/\n$/, "")}\n`)
-    .join("");
+  return records.map((r) => `>${r.header}\n${r.sequence.replace(/(.{60})/g, "$1\n").replace(/\n$/, "")}\n`).join("");
 }
 
 /**
@@ -105,8 +105,14 @@ function nucleotideData(): { db: FastaRecord[]; queries: FastaRecord[] } {
   const randomSubject = db.find((r) => r.header.includes("random") && r.sequence.length > 1500);
   const queries: FastaRecord[] = [
     { header: "qA1 family A query", sequence: g.mutate(ancestorA.slice(200, 1700), 0.02, NUCLEOTIDES, true) },
-    { header: "qB1 family B reverse strand", sequence: reverseComplement(g.mutate(ancestorB.slice(100, 1300), 0.02, NUCLEOTIDES, true)) },
-    { header: "qR1 one subject", sequence: g.mutate((randomSubject?.sequence ?? "").slice(200, 1100), 0.03, NUCLEOTIDES, true) },
+    {
+      header: "qB1 family B reverse strand",
+      sequence: reverseComplement(g.mutate(ancestorB.slice(100, 1300), 0.02, NUCLEOTIDES, true)),
+    },
+    {
+      header: "qR1 one subject",
+      sequence: g.mutate((randomSubject?.sequence ?? "").slice(200, 1100), 0.03, NUCLEOTIDES, true),
+    },
     { header: "qNone no hits", sequence: g.random(400, NUCLEOTIDES) },
     { header: 'qA2 & <special> "quoted"', sequence: g.mutate(ancestorA.slice(1000, 2500), 0.04, NUCLEOTIDES, true) },
     { header: "qB2 family B", sequence: g.mutate(ancestorB.slice(300, 1700), 0.06, NUCLEOTIDES, true) },
@@ -118,7 +124,8 @@ function proteinData(): { db: FastaRecord[]; queries: FastaRecord[] } {
   const g = generator(77);
   const ancestor = g.random(420, AMINO_ACIDS);
   const bodies: string[] = [];
-  for (let i = 0; i < 40; i++) bodies.push(g.mutate(g.window(ancestor, g.int(150, 420)), 0.05 + (0.4 * i) / 39, AMINO_ACIDS, false));
+  for (let i = 0; i < 40; i++)
+    bodies.push(g.mutate(g.window(ancestor, g.int(150, 420)), 0.05 + (0.4 * i) / 39, AMINO_ACIDS, false));
   for (let i = 0; i < 4; i++) bodies.push(bodies[10] ?? "");
   while (bodies.length < 120) bodies.push(g.random(g.int(100, 500), AMINO_ACIDS));
   g.shuffle(bodies);
@@ -138,7 +145,13 @@ function proteinData(): { db: FastaRecord[]; queries: FastaRecord[] } {
 
 const SEARCH = ["-outfmt", "5", "-max_target_seqs", "50", "-evalue", "10"];
 
-async function blast(program: "blastn" | "blastp", query: string, db: string, out: string, extra = SEARCH): Promise<string> {
+async function blast(
+  program: "blastn" | "blastp",
+  query: string,
+  db: string,
+  out: string,
+  extra = SEARCH,
+): Promise<string> {
   await runBlastTool(program, ["-query", query, "-db", db, "-out", out, ...extra]);
   return out;
 }
@@ -157,7 +170,11 @@ async function inPairs<T>(tasks: (() => Promise<T>)[]): Promise<T[]> {
   return results;
 }
 
-async function mergeToGzip(shards: ShardOutput[], file: string, database?: string): Promise<{ queries: number; hits: number; xml: string }> {
+async function mergeToGzip(
+  shards: ShardOutput[],
+  file: string,
+  database?: string,
+): Promise<{ queries: number; hits: number; xml: string }> {
   const gzip = createGzip();
   const done = pipeline(gzip, createWriteStream(file));
   const result = await mergeBlastXml({ shards, maxTargetSeqs: 50, output: gzip, database });
@@ -354,7 +371,13 @@ describe("BLAST database partitioning and exact result merging (real BLAST+)", (
   it("unpartitioned build: no partitions, and -parse_seqids falls back for unparseable ids", async () => {
     const fa = path.join(work, "dup.fa");
     await writeFile(fa, ">same first\nACGTACGTACGTAAGGTTCCAAGGTT\n>same second\nTTGGCCAATTGGCCAAGGTTAACC\n");
-    const plain = await buildDatabase({ name: "dup", fastaPath: fa, type: "nucl", outDir: path.join(work, "dup", "v1"), partitions: 0 });
+    const plain = await buildDatabase({
+      name: "dup",
+      fastaPath: fa,
+      type: "nucl",
+      outDir: path.join(work, "dup", "v1"),
+      partitions: 0,
+    });
     expect(plain).toMatchObject({ sequences: 2, letters: 50, volumes: 1, partitions: [], path: "full/dup" });
     await expect(
       buildDatabase({ name: "dup", fastaPath: fa, type: "nucl", outDir: path.join(work, "dup", "v2"), partitions: 2 }),
@@ -367,14 +390,24 @@ describe("BLAST database partitioning and exact result merging (real BLAST+)", (
     const outDir = path.join(work, "refused");
     for (const name of ["", ".hidden", "../escape", "a/b", "a b", "-flag", "x".repeat(65), "ok\0"]) {
       expect(DATABASE_NAME.test(name)).toBe(false);
-      await expect(buildDatabase({ name, fastaPath: fa, type: "nucl", outDir, partitions: 0 })).rejects.toThrow(DatabaseBuildError);
+      await expect(buildDatabase({ name, fastaPath: fa, type: "nucl", outDir, partitions: 0 })).rejects.toThrow(
+        DatabaseBuildError,
+      );
     }
     expect(DATABASE_NAME.test("nt_2024.v5-x")).toBe(true);
     const wrongType = "dna" as "nucl";
-    await expect(buildDatabase({ name: "ok", fastaPath: fa, type: wrongType, outDir, partitions: 0 })).rejects.toThrow(/type/);
-    await expect(buildDatabase({ name: "ok", fastaPath: "nucl.fa", type: "nucl", outDir, partitions: 0 })).rejects.toThrow(/absolute/);
-    await expect(buildDatabase({ name: "ok", fastaPath: fa, type: "nucl", outDir, partitions: 65 })).rejects.toThrow(/partitions/);
-    await expect(buildDatabase({ name: "ok", fastaPath: fa, type: "nucl", outDir: dbDir, partitions: 0 })).rejects.toThrow(/not empty/);
+    await expect(buildDatabase({ name: "ok", fastaPath: fa, type: wrongType, outDir, partitions: 0 })).rejects.toThrow(
+      /type/,
+    );
+    await expect(
+      buildDatabase({ name: "ok", fastaPath: "nucl.fa", type: "nucl", outDir, partitions: 0 }),
+    ).rejects.toThrow(/absolute/);
+    await expect(buildDatabase({ name: "ok", fastaPath: fa, type: "nucl", outDir, partitions: 65 })).rejects.toThrow(
+      /partitions/,
+    );
+    await expect(
+      buildDatabase({ name: "ok", fastaPath: fa, type: "nucl", outDir: dbDir, partitions: 0 }),
+    ).rejects.toThrow(/not empty/);
     await expect(stat(outDir)).rejects.toThrow();
   });
 
@@ -444,7 +477,14 @@ describe("BLAST database partitioning and exact result merging (real BLAST+)", (
     const fullText = await readFile(fullXml, "utf8");
     const iterations = parseBlastXml(merged.xml);
     expect(iterations.map((it) => it["Iteration_iter-num"])).toEqual(["1", "2", "3", "4", "5", "6"]);
-    expect(iterations.map((it) => it["Iteration_query-ID"])).toEqual(["Query_1", "Query_2", "Query_3", "Query_4", "Query_5", "Query_6"]);
+    expect(iterations.map((it) => it["Iteration_query-ID"])).toEqual([
+      "Query_1",
+      "Query_2",
+      "Query_3",
+      "Query_4",
+      "Query_5",
+      "Query_6",
+    ]);
     for (const it of iterations) {
       const hits = typeof it.Iteration_hits === "string" ? [] : (it.Iteration_hits.Hit ?? []);
       expect(hits.map((h) => h.Hit_num)).toEqual(hits.map((_, k) => String(k + 1)));
@@ -536,7 +576,9 @@ describe("BLAST database partitioning and exact result merging (real BLAST+)", (
     expect(await readFile(path.join(dir, "parts/p1/protdb_p1.pal"), "utf8")).toContain(`STATS_TOTLEN ${built.letters}`);
     const [fullOut, ...parts] = await inPairs([
       () => blast("blastp", queries, path.join(dir, built.path), path.join(work, "prot-full.xml")),
-      ...built.partitions.map((p) => () => blast("blastp", queries, path.join(dir, p.path), path.join(work, `prot-p${p.index}.xml`))),
+      ...built.partitions.map(
+        (p) => () => blast("blastp", queries, path.join(dir, p.path), path.join(work, `prot-p${p.index}.xml`)),
+      ),
     ]);
     const merged = await mergeToGzip(
       parts.map((file, i) => ({ batchIndex: 0, partitionIndex: i + 1, path: file as string })),
@@ -592,7 +634,11 @@ describe("BLAST database partitioning and exact result merging (real BLAST+)", (
     const text = await readFile(batchXml[0]?.[0] as string, "utf8");
     await writeFile(truncated, text.slice(0, Math.floor(text.length / 2)));
     await expect(
-      mergeBlastXml({ shards: [{ batchIndex: 0, partitionIndex: 1, path: truncated }], maxTargetSeqs: 50, output: sink }),
+      mergeBlastXml({
+        shards: [{ batchIndex: 0, partitionIndex: 1, path: truncated }],
+        maxTargetSeqs: 50,
+        output: sink,
+      }),
     ).rejects.toThrow(/truncated/);
     // Its consumer fails (a storage upload): the output is destroyed while the merge waits for room,
     // or before its next write. Either way the merge ends with an error instead of waiting forever.
@@ -609,14 +655,20 @@ describe("BLAST database partitioning and exact result merging (real BLAST+)", (
       });
       stalled.on("error", () => {});
       await expect(
-        mergeBlastXml({ shards: [{ batchIndex: 0, partitionIndex: 1, path: batchXml[0]?.[0] as string }], maxTargetSeqs: 50, output: stalled }),
+        mergeBlastXml({
+          shards: [{ batchIndex: 0, partitionIndex: 1, path: batchXml[0]?.[0] as string }],
+          maxTargetSeqs: 50,
+          output: stalled,
+        }),
       ).rejects.toThrow(/closed before the merge finished/);
     }
   });
 
   it("runBlastTool reports failures with the exit code and stderr, and abort kills the process", async () => {
     expect(await blastVersion()).toMatch(/^\d+\.\d+\.\d+\+?$/);
-    const failure = await runBlastTool("blastdbcmd", ["-db", path.join(work, "missing"), "-info"]).catch((e: unknown) => e);
+    const failure = await runBlastTool("blastdbcmd", ["-db", path.join(work, "missing"), "-info"]).catch(
+      (e: unknown) => e,
+    );
     expect(failure).toBeInstanceOf(BlastToolError);
     expect((failure as BlastToolError).exitCode).not.toBe(0);
     expect((failure as BlastToolError).stderr).toMatch(/BLAST database|No alias or index file/i);

@@ -7,7 +7,11 @@ import { ContainerServiceClient } from "@azure/arm-containerservice";
 import { BatchV1Api, KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunningAzurite } from "../../local/azurite.js";
-import { CloudAuthorizationError, describeCloudAuthorizationError, explainCloudAuthorization } from "../../shared/auth/cloud-authorization.js";
+import {
+  CloudAuthorizationError,
+  describeCloudAuthorizationError,
+  explainCloudAuthorization,
+} from "../../shared/auth/cloud-authorization.js";
 import { mapErrorToResult } from "../../shared/http/envelope.js";
 import { createKeyVaultSecretStore } from "../../shared/secrets/key-vault-secret-store.js";
 import { type Refusal, startRefusalServer } from "../fakes/azure-refusal-server.js";
@@ -18,10 +22,18 @@ import { captureLogger, startTestAzurite } from "../support/service-fakes.js";
 const PROPAGATION = "a new role assignment takes 1 to 5 minutes to take effect";
 
 /** Stands in for the managed identity (Entra ID cannot be reached here; the credential path has its own test). */
-const credential = { getToken: async (): Promise<AccessToken> => ({ token: "managed-identity-token", expiresOnTimestamp: Date.now() + 3_600_000 }) };
+const credential = {
+  getToken: async (): Promise<AccessToken> => ({
+    token: "managed-identity-token",
+    expiresOnTimestamp: Date.now() + 3_600_000,
+  }),
+};
 
 /** Runs `call` against a fake refusing as `refusal` does, and returns what it threw. */
-async function refusedBy(refusal: Refusal, call: (fake: { url: string; ca: string }) => Promise<unknown>): Promise<unknown> {
+async function refusedBy(
+  refusal: Refusal,
+  call: (fake: { url: string; ca: string }) => Promise<unknown>,
+): Promise<unknown> {
   const fake = await startRefusalServer(refusal, { tls: refusal !== "blob" });
   try {
     await call(fake);
@@ -33,50 +45,98 @@ async function refusedBy(refusal: Refusal, call: (fake: { url: string; ca: strin
   throw new Error("the call was not refused");
 }
 
-const blobCall = ({ url }: { url: string }) => refusingBlobService(url).getContainerClient("jobapi-artifacts").createIfNotExists();
+const blobCall = ({ url }: { url: string }) =>
+  refusingBlobService(url).getContainerClient("jobapi-artifacts").createIfNotExists();
 
 describe("Azure's authorization refusals name the missing role, its scope and the 1-5 minute propagation (B-247)", () => {
   it("B-247 AuthorizationPermissionMismatch from Blob storage: the blob data role on the storage account", async () => {
     const failure = describeCloudAuthorizationError(await refusedBy("blob", blobCall));
-    expect(failure).toMatchObject({ code: "AuthorizationPermissionMismatch", role: "Storage Blob Data Contributor", scope: "storage account 'blastplanework'" });
+    expect(failure).toMatchObject({
+      code: "AuthorizationPermissionMismatch",
+      role: "Storage Blob Data Contributor",
+      scope: "storage account 'blastplanework'",
+    });
     expect(failure?.message).toContain(PROPAGATION);
     expect(failure?.message).not.toContain("127.0.0.1");
   });
 
   it("B-247 AuthorizationPermissionMismatch from Table storage: the table data role on the storage account", async () => {
     const error = await refusedBy("table", ({ url, ca }) =>
-      new TableClient(`${url}/blastplaneplat`, "jobapijobs", credential, { tlsOptions: { ca }, retryOptions: { maxRetries: 0 } }).createTable(),
+      new TableClient(`${url}/blastplaneplat`, "jobapijobs", credential, {
+        tlsOptions: { ca },
+        retryOptions: { maxRetries: 0 },
+      }).createTable(),
     );
-    expect(describeCloudAuthorizationError(error)).toMatchObject({ code: "AuthorizationPermissionMismatch", role: "Storage Table Data Contributor", scope: "storage account 'blastplaneplat'" });
+    expect(describeCloudAuthorizationError(error)).toMatchObject({
+      code: "AuthorizationPermissionMismatch",
+      role: "Storage Table Data Contributor",
+      scope: "storage account 'blastplaneplat'",
+    });
   });
 
   it("B-247 ForbiddenByRbac from Key Vault: Secrets User to read, Secrets Officer to write, on the vault", async () => {
     const store = ({ url, ca }: { url: string; ca: string }) =>
-      createKeyVaultSecretStore({ vaultUrl: url, credential, clientOptions: { tlsOptions: { ca }, disableChallengeResourceVerification: true, retryOptions: { maxRetries: 0 } } });
-    const read = describeCloudAuthorizationError(await refusedBy("keyvault-read", (fake) => store(fake).get("jobapi-token")));
-    expect(read).toMatchObject({ code: "ForbiddenByRbac", role: "Key Vault Secrets User", scope: "key vault 'kv-blastplane'" });
+      createKeyVaultSecretStore({
+        vaultUrl: url,
+        credential,
+        clientOptions: {
+          tlsOptions: { ca },
+          disableChallengeResourceVerification: true,
+          retryOptions: { maxRetries: 0 },
+        },
+      });
+    const read = describeCloudAuthorizationError(
+      await refusedBy("keyvault-read", (fake) => store(fake).get("jobapi-token")),
+    );
+    expect(read).toMatchObject({
+      code: "ForbiddenByRbac",
+      role: "Key Vault Secrets User",
+      scope: "key vault 'kv-blastplane'",
+    });
     expect(read?.message).toContain(PROPAGATION);
-    const write = describeCloudAuthorizationError(await refusedBy("keyvault-write", (fake) => store(fake).set("jobapi-token", "{}")));
-    expect(write).toMatchObject({ code: "ForbiddenByRbac", role: "Key Vault Secrets Officer", scope: "key vault 'kv-blastplane'" });
+    const write = describeCloudAuthorizationError(
+      await refusedBy("keyvault-write", (fake) => store(fake).set("jobapi-token", "{}")),
+    );
+    expect(write).toMatchObject({
+      code: "ForbiddenByRbac",
+      role: "Key Vault Secrets Officer",
+      scope: "key vault 'kv-blastplane'",
+    });
   });
 
   it("B-247 AuthorizationFailed from Resource Manager: Contributor over the scope it names; User Access Administrator for role assignments; the cluster-user role for credentials", async () => {
     const arm = ({ url, ca }: { url: string; ca: string }) =>
-      new ContainerServiceClient(credential, "00000000-0000-4000-8000-000000000001", { endpoint: url, tlsOptions: { ca }, retryOptions: { maxRetries: 0 } });
-    const read = describeCloudAuthorizationError(await refusedBy("arm", (fake) => arm(fake).managedClusters.get("rg-blastplane", "aks-blastplane")));
+      new ContainerServiceClient(credential, "00000000-0000-4000-8000-000000000001", {
+        endpoint: url,
+        tlsOptions: { ca },
+        retryOptions: { maxRetries: 0 },
+      });
+    const read = describeCloudAuthorizationError(
+      await refusedBy("arm", (fake) => arm(fake).managedClusters.get("rg-blastplane", "aks-blastplane")),
+    );
     expect(read).toMatchObject({
       code: "AuthorizationFailed",
       role: "Contributor",
-      scope: "/subscriptions/00000000-0000-4000-8000-000000000001/resourceGroups/rg-blastplane/providers/Microsoft.ContainerService/managedClusters/aks-blastplane",
+      scope:
+        "/subscriptions/00000000-0000-4000-8000-000000000001/resourceGroups/rg-blastplane/providers/Microsoft.ContainerService/managedClusters/aks-blastplane",
     });
     expect(read?.message).toContain("Microsoft.ContainerService/managedClusters/read");
     expect(read?.message).toContain(PROPAGATION);
-    const assign = describeCloudAuthorizationError(await refusedBy("arm-role-assignment", (fake) => arm(fake).managedClusters.get("rg-blastplane", "aks-blastplane")));
+    const assign = describeCloudAuthorizationError(
+      await refusedBy("arm-role-assignment", (fake) =>
+        arm(fake).managedClusters.get("rg-blastplane", "aks-blastplane"),
+      ),
+    );
     expect(assign).toMatchObject({ code: "AuthorizationFailed", role: "User Access Administrator" });
     const credentials = describeCloudAuthorizationError(
-      await refusedBy("arm-cluster-credentials", (fake) => arm(fake).managedClusters.listClusterUserCredentials("rg-blastplane", "aks-blastplane")),
+      await refusedBy("arm-cluster-credentials", (fake) =>
+        arm(fake).managedClusters.listClusterUserCredentials("rg-blastplane", "aks-blastplane"),
+      ),
     );
-    expect(credentials).toMatchObject({ code: "AuthorizationFailed", role: "Azure Kubernetes Service Cluster User Role" });
+    expect(credentials).toMatchObject({
+      code: "AuthorizationFailed",
+      role: "Azure Kubernetes Service Cluster User Role",
+    });
   });
 
   it("B-247 Forbidden from the cluster's API server: the cluster-user role, on the cluster and namespace", async () => {
@@ -91,28 +151,53 @@ describe("Azure's authorization refusals name the missing role, its scope and th
       await kc.makeApiClient(BatchV1Api).listNamespacedJob({ namespace: "blastplane" });
     });
     const failure = describeCloudAuthorizationError(error);
-    expect(failure).toMatchObject({ code: "Forbidden", role: "Azure Kubernetes Service Cluster User Role", scope: "the cluster (namespace 'blastplane')" });
+    expect(failure).toMatchObject({
+      code: "Forbidden",
+      role: "Azure Kubernetes Service Cluster User Role",
+      scope: "the cluster (namespace 'blastplane')",
+    });
     expect(failure?.message).toContain('cannot list resource "jobs"');
     expect(failure?.message).toContain(PROPAGATION);
   });
 
   it("B-247 B-230 a route whose call Azure refuses answers 502 with the role message (not the catch-all text) and logs Azure's code", async () => {
     const error = await refusedBy("keyvault-write", ({ url, ca }) =>
-      createKeyVaultSecretStore({ vaultUrl: url, credential, clientOptions: { tlsOptions: { ca }, disableChallengeResourceVerification: true, retryOptions: { maxRetries: 0 } } }).set(
-        "jobapi-token",
-        "{}",
-      ),
+      createKeyVaultSecretStore({
+        vaultUrl: url,
+        credential,
+        clientOptions: {
+          tlsOptions: { ca },
+          disableChallengeResourceVerification: true,
+          retryOptions: { maxRetries: 0 },
+        },
+      }).set("jobapi-token", "{}"),
     );
     const logger = captureLogger();
     const result = mapErrorToResult(error, "req-12345678", logger);
     expect(result.status).toBe(502);
-    expect(result.jsonBody).toEqual({ detail: expect.stringMatching(/^ForbiddenByRbac: .*Key Vault Secrets Officer role on key vault 'kv-blastplane' \(a new role assignment takes 1 to 5 minutes to take effect\)$/), request_id: "req-12345678" });
-    expect(logger.entries).toContainEqual(expect.objectContaining({ level: "error", fields: expect.objectContaining({ error_code: "ForbiddenByRbac", role: "Key Vault Secrets Officer" }) }));
+    expect(result.jsonBody).toEqual({
+      detail: expect.stringMatching(
+        /^ForbiddenByRbac: .*Key Vault Secrets Officer role on key vault 'kv-blastplane' \(a new role assignment takes 1 to 5 minutes to take effect\)$/,
+      ),
+      request_id: "req-12345678",
+    });
+    expect(logger.entries).toContainEqual(
+      expect.objectContaining({
+        level: "error",
+        fields: expect.objectContaining({ error_code: "ForbiddenByRbac", role: "Key Vault Secrets Officer" }),
+      }),
+    );
   });
 
   it("leaves other failures alone: a 404, a 403 that is not a role refusal, a plain error", () => {
-    expect(describeCloudAuthorizationError(Object.assign(new Error("gone"), { statusCode: 404, code: "ContainerNotFound" }))).toBeUndefined();
-    expect(describeCloudAuthorizationError(Object.assign(new Error("no"), { statusCode: 403, code: "AuthenticationFailed" }))).toBeUndefined();
+    expect(
+      describeCloudAuthorizationError(Object.assign(new Error("gone"), { statusCode: 404, code: "ContainerNotFound" })),
+    ).toBeUndefined();
+    expect(
+      describeCloudAuthorizationError(
+        Object.assign(new Error("no"), { statusCode: 403, code: "AuthenticationFailed" }),
+      ),
+    ).toBeUndefined();
     expect(describeCloudAuthorizationError(new Error("AuthorizationFailed"))).toBeUndefined();
   });
 
@@ -123,7 +208,9 @@ describe("Azure's authorization refusals name the missing role, its scope and th
     const message = (error as Error).message;
     // The operation's orchestrator keeps the first line of the activity's message.
     expect(message.split("\n")[0]).toBe(message);
-    expect(message).toMatch(/^AuthorizationPermissionMismatch: the managed identity has no blob data role on storage account 'blastplanework'; assign it the Storage Blob Data Contributor role on storage account 'blastplanework' \(a new role assignment takes 1 to 5 minutes to take effect\)$/);
+    expect(message).toMatch(
+      /^AuthorizationPermissionMismatch: the managed identity has no blob data role on storage account 'blastplanework'; assign it the Storage Blob Data Contributor role on storage account 'blastplanework' \(a new role assignment takes 1 to 5 minutes to take effect\)$/,
+    );
   });
 });
 
@@ -150,7 +237,9 @@ describe("a job whose shard storage refuses the identity fails with the role mes
       try {
         const failed = await finish(testJobRecord());
         expect(failed.status).toBe("failed");
-        expect(failed.error).toContain("AuthorizationPermissionMismatch: the managed identity has no blob data role on storage account 'blastplanework'");
+        expect(failed.error).toContain(
+          "AuthorizationPermissionMismatch: the managed identity has no blob data role on storage account 'blastplanework'",
+        );
         expect(failed.error).toContain("Storage Blob Data Contributor");
         expect(failed.error).toContain(PROPAGATION);
         expect(failed.error).not.toContain("127.0.0.1");

@@ -28,7 +28,8 @@ beforeAll(async () => {
   dbRoot = mkdtempSync(path.join(tmpdir(), "bp-consistency-db-"));
   const fasta = path.join(dbRoot, "q.fa");
   writeFileSync(fasta, demoQueries(4, 600));
-  demoVersion = (await publishDatabase(dbRoot, { name: DEMO_DB, fastaPath: fasta, type: "nucl", partitions: 0 })).manifest.version;
+  demoVersion = (await publishDatabase(dbRoot, { name: DEMO_DB, fastaPath: fasta, type: "nucl", partitions: 0 }))
+    .manifest.version;
 }, 60_000);
 
 afterAll(async () => {
@@ -36,7 +37,8 @@ afterAll(async () => {
   rmSync(dbRoot, { recursive: true, force: true });
 });
 
-const job = (overrides: Partial<JobRecord> = {}) => jobRecordFixture({ db_name: DEMO_DB, db_version: demoVersion, ...overrides });
+const job = (overrides: Partial<JobRecord> = {}) =>
+  jobRecordFixture({ db_name: DEMO_DB, db_version: demoVersion, ...overrides });
 
 describe("start-up consistency check of the job API (issue 15 item 2)", () => {
   it("fails, with a reason, each job whose query, results or database release storage no longer has, and leaves the rest alone", async () => {
@@ -54,19 +56,31 @@ describe("start-up consistency check of the job API (issue 15 item 2)", () => {
     const healthyDone = job({ status: "completed" });
     const resultsLost = job({ status: "completed" });
     const cancelled = job({ status: "cancelled" });
-    for (const j of [healthyQueued, releaseGone, healthyDone, resultsLost]) await artifacts.putText(j.job_id, "query.fa", ">q\nACGT\n");
+    for (const j of [healthyQueued, releaseGone, healthyDone, resultsLost])
+      await artifacts.putText(j.job_id, "query.fa", ">q\nACGT\n");
     await artifacts.putText(healthyDone.job_id, MERGED_ARTIFACT, "results");
     for (const j of [healthyQueued, queryLost, releaseGone, healthyDone, resultsLost, cancelled]) await jobs.create(j);
 
     const logger = captureLogger();
     const report = await checkJobConsistency({ jobs, artifacts, catalog: createFileDatabaseCatalog(dbRoot), logger });
     expect(report.checked).toBe(6);
-    expect(report.failed.map((f) => f.job_id).sort()).toEqual([queryLost.job_id, releaseGone.job_id, resultsLost.job_id].sort());
+    expect(report.failed.map((f) => f.job_id).sort()).toEqual(
+      [queryLost.job_id, releaseGone.job_id, resultsLost.job_id].sort(),
+    );
 
     const stored = async (j: JobRecord) => (await jobs.get(j.job_id)) as JobRecord;
-    expect(await stored(queryLost)).toMatchObject({ status: "failed", error: expect.stringContaining("its query is missing from storage") });
-    expect(await stored(releaseGone)).toMatchObject({ status: "failed", error: expect.stringContaining(`${DEMO_DB} 2020-01-01-00-00-00`) });
-    expect(await stored(resultsLost)).toMatchObject({ status: "failed", error: expect.stringContaining("its results are missing") });
+    expect(await stored(queryLost)).toMatchObject({
+      status: "failed",
+      error: expect.stringContaining("its query is missing from storage"),
+    });
+    expect(await stored(releaseGone)).toMatchObject({
+      status: "failed",
+      error: expect.stringContaining(`${DEMO_DB} 2020-01-01-00-00-00`),
+    });
+    expect(await stored(resultsLost)).toMatchObject({
+      status: "failed",
+      error: expect.stringContaining("its results are missing"),
+    });
     expect((await stored(queryLost)).completed_at).not.toBe("");
     expect((await stored(healthyQueued)).status).toBe("queued");
     expect((await stored(healthyDone)).status).toBe("completed");
@@ -74,7 +88,16 @@ describe("start-up consistency check of the job API (issue 15 item 2)", () => {
     expect(logger.entries.filter((e) => e.msg === "job failed by the start-up consistency check")).toHaveLength(3);
 
     // A second start finds nothing more to do.
-    expect((await checkJobConsistency({ jobs, artifacts, catalog: createFileDatabaseCatalog(dbRoot), logger: createLogger({ level: "error" }) })).failed).toEqual([]);
+    expect(
+      (
+        await checkJobConsistency({
+          jobs,
+          artifacts,
+          catalog: createFileDatabaseCatalog(dbRoot),
+          logger: createLogger({ level: "error" }),
+        })
+      ).failed,
+    ).toEqual([]);
   });
 });
 
@@ -100,7 +123,15 @@ describe("start-up consistency check of the local stack (issue 15 item 2)", () =
     });
     await store.putInstance(instance("op-unstarted", 0));
     await store.putInstance(instance("op-started", 0));
-    await store.enqueue("op-started", { EventType: EventType.ExecutionStarted, EventId: -1, IsPlayed: false, Timestamp: now, Name: "submitBlastJob", Input: "{}", _executionId: "exec-op-started" });
+    await store.enqueue("op-started", {
+      EventType: EventType.ExecutionStarted,
+      EventId: -1,
+      IsPlayed: false,
+      Timestamp: now,
+      Name: "submitBlastJob",
+      Input: "{}",
+      _executionId: "exec-op-started",
+    });
 
     const dashboardJobs = new DashboardJobStore(
       TableClient.fromConnectionString(azurite.connectionString, "ccdashboardjobs", { allowInsecureConnection: true }),
@@ -134,14 +165,25 @@ describe("start-up consistency check of the local stack (issue 15 item 2)", () =
 
     const inbox = await store.getInbox("op-unstarted");
     expect(inbox.map((m) => m.event)).toEqual([
-      expect.objectContaining({ EventType: EventType.ExecutionStarted, Name: "submitBlastJob", Input: JSON.stringify({ dashboard_job_id: "op-unstarted" }), _executionId: "exec-op-unstarted" }),
+      expect.objectContaining({
+        EventType: EventType.ExecutionStarted,
+        Name: "submitBlastJob",
+        Input: JSON.stringify({ dashboard_job_id: "op-unstarted" }),
+        _executionId: "exec-op-unstarted",
+      }),
     ]);
     expect(await store.getInbox("op-started")).toHaveLength(1);
-    expect(await dashboardJobs.get("d-orphan")).toMatchObject({ status: "failed", error: expect.stringContaining("before this submit was acknowledged") });
+    expect(await dashboardJobs.get("d-orphan")).toMatchObject({
+      status: "failed",
+      error: expect.stringContaining("before this submit was acknowledged"),
+    });
     expect((await dashboardJobs.get("d-running"))?.status).toBe("submitting");
     expect((await dashboardJobs.get("d-done"))?.status).toBe("completed");
 
     // Idempotent: the next start repairs nothing again.
-    expect(await checkStackConsistency({ store, dashboardJobs, logger: createLogger({ level: "error" }) })).toEqual({ restarted_instances: [], failed_dashboard_jobs: [] });
+    expect(await checkStackConsistency({ store, dashboardJobs, logger: createLogger({ level: "error" }) })).toEqual({
+      restarted_instances: [],
+      failed_dashboard_jobs: [],
+    });
   });
 });

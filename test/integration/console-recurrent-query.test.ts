@@ -38,7 +38,14 @@ describe("console.recurrent_query", () => {
       mode: "shadow",
       correlation_id: shape.id,
       resource_ref: "console_tool/explore_catalog",
-      payload: { tool: "explore_catalog", shape: "explore_catalog{query:string}", argument_kinds: { query: "string" }, distinct_principals: 5, threshold: 5, window_seconds: 604_800 },
+      payload: {
+        tool: "explore_catalog",
+        shape: "explore_catalog{query:string}",
+        argument_kinds: { query: "string" },
+        distinct_principals: 5,
+        threshold: 5,
+        window_seconds: 604_800,
+      },
     });
     // Values never reach the event: only names and kinds.
     expect(JSON.stringify(event)).not.toContain("R-JOB-001");
@@ -50,19 +57,25 @@ describe("console.recurrent_query", () => {
 
   it("C-450 five calls of one shape by one principal count once: no event; shapes differ by argument names, and invalid calls do not count", async () => {
     const c = console_();
-    for (const i of [1, 2, 3, 4, 5]) expect((await c.ask("oid-same", `explore_catalog query=R-JOB-00${i}`)).kind).toBe("tool_result");
+    for (const i of [1, 2, 3, 4, 5])
+      expect((await c.ask("oid-same", `explore_catalog query=R-JOB-00${i}`)).kind).toBe("tool_result");
     expect(await c.published()).toEqual([]);
     // Same tool, different argument names: two shapes (4 + 1 principals), neither at 5.
-    for (const oid of ["oid-a", "oid-b", "oid-c", "oid-d"]) expect((await c.ask(oid, "query_audit limit=3")).kind).toBe("tool_result");
+    for (const oid of ["oid-a", "oid-b", "oid-c", "oid-d"])
+      expect((await c.ask(oid, "query_audit limit=3")).kind).toBe("tool_result");
     expect((await c.ask("oid-e", "query_audit actor=oid-a")).kind).toBe("tool_result");
     expect(await c.published()).toEqual([]);
     // Calls whose arguments do not validate are not a query shape anyone reuses: not counted.
-    for (const oid of ["oid-f", "oid-g", "oid-h", "oid-i", "oid-j"]) expect((await c.ask(oid, "query_audit limit=many")).tool_results[0]?.status).toBe("error");
+    for (const oid of ["oid-f", "oid-g", "oid-h", "oid-i", "oid-j"])
+      expect((await c.ask(oid, "query_audit limit=many")).tool_results[0]?.status).toBe("error");
     expect(await c.published()).toEqual([]);
   });
 
   it("C-451 N is configurable: SVC_RECURRENT_QUERY_THRESHOLD=3 publishes at the third distinct principal", async () => {
-    const config = loadConsoleConfig({ SVC_RECURRENT_QUERY_THRESHOLD: "3", SVC_RECURRENT_QUERY_WINDOW_SECONDS: "3600" });
+    const config = loadConsoleConfig({
+      SVC_RECURRENT_QUERY_THRESHOLD: "3",
+      SVC_RECURRENT_QUERY_WINDOW_SECONDS: "3600",
+    });
     expect(config.recurrentQuery).toEqual({ threshold: 3, windowSeconds: 3600 });
     const c = console_(config.recurrentQuery);
     await c.ask("oid-x", "explore_catalog query=a");

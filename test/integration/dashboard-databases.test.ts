@@ -39,10 +39,14 @@ async function operation(path: string): Promise<Record<string, unknown>> {
   expect(res.status).toBe(200);
   const { operation: op } = (await res.json()) as { operation: { operation_id: string; state: string } };
   expect(op.state).toBe("queued");
-  return eventually(async () => {
-    const o = (await (await call("GET", `/operations/${op.operation_id}`)).json()) as Record<string, unknown>;
-    return ["succeeded", "failed", "cancelled"].includes(String(o.state)) ? o : undefined;
-  }, 60_000, 200);
+  return eventually(
+    async () => {
+      const o = (await (await call("GET", `/operations/${op.operation_id}`)).json()) as Record<string, unknown>;
+      return ["succeeded", "failed", "cancelled"].includes(String(o.state)) ? o : undefined;
+    },
+    60_000,
+    200,
+  );
 }
 
 async function database(name: string): Promise<DatabaseRow | undefined> {
@@ -67,11 +71,26 @@ afterAll(async () => {
 describe("dashboard databases: prepare, warm-up and the scheduled update check", () => {
   it("B-005 B-016 B-006 prepares a release from the NCBI-layout source as an operation, then warms it", async () => {
     const op = await operation(`/databases/${DB}/prepare`);
-    expect(op).toMatchObject({ state: "succeeded", operation_type: "database.prepare", target: { resource_type: "blast_database", name: DB } });
-    expect(await database(DB)).toMatchObject({ name: DB, version: R1, sequences: 24, partitions: 2, warm_state: "cold" });
+    expect(op).toMatchObject({
+      state: "succeeded",
+      operation_type: "database.prepare",
+      target: { resource_type: "blast_database", name: DB },
+    });
+    expect(await database(DB)).toMatchObject({
+      name: DB,
+      version: R1,
+      sequences: 24,
+      partitions: 2,
+      warm_state: "cold",
+    });
     // The job API searches the prepared release right away.
     const api = jobApi(stack, readApiToken(stack));
-    const job = await api.submit({ program: "blastn", db: DB, query_fasta: release(1, 5), execution_profile: "sharded" });
+    const job = await api.submit({
+      program: "blastn",
+      db: DB,
+      query_fasta: release(1, 5),
+      execution_profile: "sharded",
+    });
     expect((await api.finished(job.job_id)).status).toBe("completed");
 
     const warm = await operation(`/databases/${DB}/warmup`);
@@ -93,10 +112,14 @@ describe("dashboard databases: prepare, warm-up and the scheduled update check",
   it("B-017 the update-check timer marks update_available and records an event; a shrinking release then prepares cleanly", async () => {
     await server.publishRelease(R3, [{ name: DB, type: "nucl", fasta: release(12, 40), volumes: 2 }]);
     await server.setLatest(R3);
-    const flagged = await eventually(async () => {
-      const row = await database(DB);
-      return row?.update_available && row.latest_release === R3 ? row : undefined;
-    }, 30_000, 250);
+    const flagged = await eventually(
+      async () => {
+        const row = await database(DB);
+        return row?.update_available && row.latest_release === R3 ? row : undefined;
+      },
+      30_000,
+      250,
+    );
     expect(flagged.version).toBe(R1);
 
     const events = TableClient.fromConnectionString(
@@ -105,20 +128,28 @@ describe("dashboard databases: prepare, warm-up and the scheduled update check",
       { allowInsecureConnection: true },
     );
     // The check sets the flag, then records the event: one storage round trip apart.
-    await eventually(async () => {
-      for await (const e of events.listEntities<Record<string, unknown>>()) {
-        if (JSON.stringify(e).includes("database.update_available") && JSON.stringify(e).includes(R3)) return true;
-      }
-      return undefined;
-    }, 10_000, 100);
+    await eventually(
+      async () => {
+        for await (const e of events.listEntities<Record<string, unknown>>()) {
+          if (JSON.stringify(e).includes("database.update_available") && JSON.stringify(e).includes(R3)) return true;
+        }
+        return undefined;
+      },
+      10_000,
+      100,
+    );
 
     // 3 volumes → 2 volumes: the new release is built in its own folder, so no stale volume survives.
     const op = await operation(`/databases/${DB}/prepare`);
     expect(op.state).toBe("succeeded");
-    const row = await eventually(async () => {
-      const r = await database(DB);
-      return r?.version === R3 && !r.update_available ? r : undefined;
-    }, 30_000, 250);
+    const row = await eventually(
+      async () => {
+        const r = await database(DB);
+        return r?.version === R3 && !r.update_available ? r : undefined;
+      },
+      30_000,
+      250,
+    );
     expect(row.sequences).toBe(12);
 
     // A check that read the catalog just before the swap writes its verdict after it: the release
@@ -130,7 +161,10 @@ describe("dashboard databases: prepare, warm-up and the scheduled update check",
 
   it("refuses a Reader's prepare (403) and answers 404 when warming an unknown database", async () => {
     const reader = await mintToken(stack, "Reader");
-    const res = await fetch(`${stack.info.functions_url}/api/databases/${DB}/prepare`, { method: "POST", headers: { Authorization: `Bearer ${reader}` } });
+    const res = await fetch(`${stack.info.functions_url}/api/databases/${DB}/prepare`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${reader}` },
+    });
     expect(res.status).toBe(403);
     expect((await call("POST", "/databases/not_there/warmup")).status).toBe(404);
     expect((await call("POST", "/databases/..%2Fetc/prepare")).status).toBe(400);

@@ -30,16 +30,23 @@ function dashboard(stack: TestStack) {
   const call = async (token: string | undefined, method: string, path: string, body?: unknown) =>
     fetch(`${base}${path}`, {
       method,
-      headers: { ...(token ? { Authorization: `Bearer ${token}` } : {}), ...(body ? { "Content-Type": "application/json" } : {}) },
+      headers: {
+        ...(token ? { Authorization: `Bearer ${token}` } : {}),
+        ...(body ? { "Content-Type": "application/json" } : {}),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
   return {
     call,
     async operationDone(token: string, operationId: string, timeoutMs = 60_000): Promise<Record<string, unknown>> {
-      return eventually(async () => {
-        const op = (await (await call(token, "GET", `/operations/${operationId}`)).json()) as Record<string, unknown>;
-        return ["succeeded", "failed", "cancelled"].includes(String(op.state)) ? op : undefined;
-      }, timeoutMs, 200);
+      return eventually(
+        async () => {
+          const op = (await (await call(token, "GET", `/operations/${operationId}`)).json()) as Record<string, unknown>;
+          return ["succeeded", "failed", "cancelled"].includes(String(op.state)) ? op : undefined;
+        },
+        timeoutMs,
+        200,
+      );
     },
   };
 }
@@ -63,7 +70,13 @@ describe("dashboard jobs through the submit orchestration", () => {
   });
 
   it("B-169 B-153 B-167 B-168 B-170 B-035 B-008 B-007 B-105 B-106 B-107 B-108 B-109 B-110 B-111 B-112 B-113 B-114 B-115 B-116 B-117 B-119 B-120 B-121 B-123 B-018 B-200 submits, polls the operation to succeeded, reads the job and downloads XML", async () => {
-    const res = await d.call(contributor, "POST", "/blast/jobs", { program: "blastn", db: DEMO_DB, query_fasta: demoQueries(2), options: { evalue: 1e-5 }, title: "two 16S queries" });
+    const res = await d.call(contributor, "POST", "/blast/jobs", {
+      program: "blastn",
+      db: DEMO_DB,
+      query_fasta: demoQueries(2),
+      options: { evalue: 1e-5 },
+      title: "two 16S queries",
+    });
     expect(res.status).toBe(200);
     const env = (await res.json()) as Envelope;
     expect(env.job_id).toMatch(UUID);
@@ -77,11 +90,21 @@ describe("dashboard jobs through the submit orchestration", () => {
       links: { self: `/api/operations/${env.operation.operation_id}` },
     });
     // The self link polls the operation.
-    const self = await fetch(`${stack.info.functions_url}${String((env.operation.links as { self: string }).self)}`, { headers: { Authorization: `Bearer ${reader}` } });
+    const self = await fetch(`${stack.info.functions_url}${String((env.operation.links as { self: string }).self)}`, {
+      headers: { Authorization: `Bearer ${reader}` },
+    });
     expect(self.status).toBe(200);
-    expect(await self.json()).toMatchObject({ operation_id: env.operation.operation_id, operation_type: "blast.submit" });
+    expect(await self.json()).toMatchObject({
+      operation_id: env.operation.operation_id,
+      operation_type: "blast.submit",
+    });
     expect(env.operation_status_url).toBe(`/api/operations/${env.operation.operation_id}`);
-    expect(env.target).toEqual({ resource_type: "blast_job", job_id_kind: "dashboard", dashboard_job_id: env.job_id, openapi_job_id: null });
+    expect(env.target).toEqual({
+      resource_type: "blast_job",
+      job_id_kind: "dashboard",
+      dashboard_job_id: env.job_id,
+      openapi_job_id: null,
+    });
     expect(env.admission).toMatchObject({ decision: "accepted", reason: expect.any(String) });
     expect(env.meta.request_id).toEqual(expect.any(String));
     expect(env.meta.request_id).toBe(res.headers.get("x-request-id"));
@@ -93,7 +116,13 @@ describe("dashboard jobs through the submit orchestration", () => {
     const read = await d.call(reader, "GET", `/blast/jobs/${target.dashboard_job_id}`);
     expect(read.status).toBe(200);
     const job = (await read.json()) as JobView;
-    expect(job).toMatchObject({ job_id: env.job_id, status: "completed", title: "two 16S queries", created_by: { name: "Cora" }, error: "" });
+    expect(job).toMatchObject({
+      job_id: env.job_id,
+      status: "completed",
+      title: "two 16S queries",
+      created_by: { name: "Cora" },
+      error: "",
+    });
     // The envelope only adds to the job's own fields: every field the job route shows is there too.
     expect(Object.keys(env)).toEqual(expect.arrayContaining(Object.keys(job)));
     expect(job.openapi_job_id).toMatch(/^[a-z0-9]{12}$/);
@@ -103,7 +132,10 @@ describe("dashboard jobs through the submit orchestration", () => {
     const text = await xml.text();
     expect(XMLValidator.validate(text)).toBe(true);
     expect((text.match(/<Iteration>/g) ?? []).length).toBe(2);
-    const list = (await (await d.call(reader, "GET", "/blast/jobs?status=completed")).json()) as { jobs: { job_id: string }[]; total: number };
+    const list = (await (await d.call(reader, "GET", "/blast/jobs?status=completed")).json()) as {
+      jobs: { job_id: string }[];
+      total: number;
+    };
     expect(list.jobs.map((j) => j.job_id)).toContain(env.job_id);
   });
 
@@ -112,7 +144,10 @@ describe("dashboard jobs through the submit orchestration", () => {
     const body = { program: "blastn", db: DEMO_DB, query_fasta: demoQueries(1) };
     const forbidden = await d.call(reader, "POST", "/blast/jobs", body);
     expect(forbidden.status).toBe(403);
-    expect(await forbidden.json()).toMatchObject({ detail: expect.stringContaining("Contributor"), request_id: expect.any(String) });
+    expect(await forbidden.json()).toMatchObject({
+      detail: expect.stringContaining("Contributor"),
+      request_id: expect.any(String),
+    });
     expect((await d.call(undefined, "POST", "/blast/jobs", body)).status).toBe(401);
     const after = (await (await d.call(reader, "GET", "/blast/jobs")).json()) as { total: number };
     expect(after.total).toBe(before.total);
@@ -125,16 +160,32 @@ describe("dashboard jobs through the submit orchestration", () => {
     expect((await d.call(reader, "GET", `/blast/jobs/${crypto.randomUUID()}`)).status).toBe(404);
     expect((await d.call(reader, "GET", `/operations/op-${"0".repeat(32)}`)).status).toBe(404);
     expect((await d.call(reader, "GET", "/operations/nope")).status).toBe(400);
-    const bad = await d.call(contributor, "POST", "/blast/jobs", { program: "blastz", db: DEMO_DB, query_fasta: ">q\nACGT", options: { bogus: 1 } });
+    const bad = await d.call(contributor, "POST", "/blast/jobs", {
+      program: "blastz",
+      db: DEMO_DB,
+      query_fasta: ">q\nACGT",
+      options: { bogus: 1 },
+    });
     expect(bad.status).toBe(422);
     const detail = ((await bad.json()) as { detail: { loc: unknown[] }[] }).detail;
     expect(detail.map((x) => x.loc.join("."))).toEqual(expect.arrayContaining(["body.program", "body.options.bogus"]));
   });
 
   it("returns the same dashboard job for a retried submit with the same idempotency key", async () => {
-    const body = { program: "blastn", db: DEMO_DB, query_fasta: demoQueries(1, 400, 3), idempotency_key: "dash-retry-1" };
-    const a = (await (await d.call(contributor, "POST", "/blast/jobs", body)).json()) as { job_id: string; operation: { operation_id: string } };
-    const b = (await (await d.call(contributor, "POST", "/blast/jobs", body)).json()) as { job_id: string; operation: { operation_id: string } };
+    const body = {
+      program: "blastn",
+      db: DEMO_DB,
+      query_fasta: demoQueries(1, 400, 3),
+      idempotency_key: "dash-retry-1",
+    };
+    const a = (await (await d.call(contributor, "POST", "/blast/jobs", body)).json()) as {
+      job_id: string;
+      operation: { operation_id: string };
+    };
+    const b = (await (await d.call(contributor, "POST", "/blast/jobs", body)).json()) as {
+      job_id: string;
+      operation: { operation_id: string };
+    };
     expect(b.job_id).toBe(a.job_id);
     expect(b.operation.operation_id).toBe(a.operation.operation_id);
     await d.operationDone(contributor, a.operation.operation_id);
@@ -142,37 +193,79 @@ describe("dashboard jobs through the submit orchestration", () => {
 
   it("B-237 B-021 refuses the same idempotency key with another query (409) and keeps the first request's search", async () => {
     const key = "dash-retry-other-query";
-    const first = await d.call(contributor, "POST", "/blast/jobs", { program: "blastn", db: DEMO_DB, query_fasta: demoQueries(1, 400, 4), idempotency_key: key });
+    const first = await d.call(contributor, "POST", "/blast/jobs", {
+      program: "blastn",
+      db: DEMO_DB,
+      query_fasta: demoQueries(1, 400, 4),
+      idempotency_key: key,
+    });
     expect(first.status).toBe(200);
     const a = (await first.json()) as { job_id: string; operation: { operation_id: string } };
-    const other = await d.call(contributor, "POST", "/blast/jobs", { program: "blastn", db: DEMO_DB, query_fasta: demoQueries(2, 400, 5), idempotency_key: key });
+    const other = await d.call(contributor, "POST", "/blast/jobs", {
+      program: "blastn",
+      db: DEMO_DB,
+      query_fasta: demoQueries(2, 400, 5),
+      idempotency_key: key,
+    });
     expect(other.status).toBe(409);
-    expect(await other.json()).toMatchObject({ detail: expect.stringContaining("idempotency_key"), request_id: expect.any(String) });
+    expect(await other.json()).toMatchObject({
+      detail: expect.stringContaining("idempotency_key"),
+      request_id: expect.any(String),
+    });
     // The search that runs is the first one: one query, not the two of the refused retry.
     expect((await d.operationDone(contributor, a.operation.operation_id)).state).toBe("succeeded");
-    const job = (await (await d.call(reader, "GET", `/blast/jobs/${a.job_id}`)).json()) as { query_count: number; status: string };
+    const job = (await (await d.call(reader, "GET", `/blast/jobs/${a.job_id}`)).json()) as {
+      query_count: number;
+      status: string;
+    };
     expect(job).toMatchObject({ query_count: 1, status: "completed" });
     const xml = await (await d.call(reader, "GET", `/blast/jobs/${a.job_id}/results?content=xml`)).text();
     expect((xml.match(/<Iteration>/g) ?? []).length).toBe(1);
   });
 
   it("B-021 B-054 B-055 concurrent identical submits with one key make one job and one operation", async () => {
-    const body = { program: "blastn", db: DEMO_DB, query_fasta: demoQueries(1, 400, 6), idempotency_key: "dash-concurrent-1" };
-    const answers = await Promise.all(Array.from({ length: 8 }, () => d.call(contributor, "POST", "/blast/jobs", body)));
+    const body = {
+      program: "blastn",
+      db: DEMO_DB,
+      query_fasta: demoQueries(1, 400, 6),
+      idempotency_key: "dash-concurrent-1",
+    };
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, () => d.call(contributor, "POST", "/blast/jobs", body)),
+    );
     expect(answers.map((r) => r.status)).toEqual(Array(8).fill(200));
-    const envelopes = (await Promise.all(answers.map((r) => r.json()))) as { job_id: string; operation: { operation_id: string } }[];
+    const envelopes = (await Promise.all(answers.map((r) => r.json()))) as {
+      job_id: string;
+      operation: { operation_id: string };
+    }[];
     expect(new Set(envelopes.map((e) => e.job_id)).size).toBe(1);
     expect(new Set(envelopes.map((e) => e.operation.operation_id)).size).toBe(1);
-    expect((await d.operationDone(contributor, envelopes[0]?.operation.operation_id as string)).state).toBe("succeeded");
+    expect((await d.operationDone(contributor, envelopes[0]?.operation.operation_id as string)).state).toBe(
+      "succeeded",
+    );
   });
 
   it("a retry starts the orchestration when the first attempt stored the job but its orchestration is gone", async () => {
-    const body = { program: "blastn", db: DEMO_DB, query_fasta: demoQueries(1, 400, 7), idempotency_key: "dash-never-started" };
-    const a = (await (await d.call(contributor, "POST", "/blast/jobs", body)).json()) as { job_id: string; operation: { operation_id: string } };
+    const body = {
+      program: "blastn",
+      db: DEMO_DB,
+      query_fasta: demoQueries(1, 400, 7),
+      idempotency_key: "dash-never-started",
+    };
+    const a = (await (await d.call(contributor, "POST", "/blast/jobs", body)).json()) as {
+      job_id: string;
+      operation: { operation_id: string };
+    };
     // What a start that failed after the job was stored leaves behind: the job, and no instance.
     const rpc = stack.info.durable_rpc_url;
     await fetch(`${rpc}instances/${a.operation.operation_id}/terminate?reason=test`, { method: "POST" });
-    await eventually(async () => ((await fetch(`${rpc}instances/${a.operation.operation_id}`, { method: "DELETE" })).status === 200 ? true : undefined), 10_000);
+    await eventually(
+      async () =>
+        (await fetch(`${rpc}instances/${a.operation.operation_id}`, { method: "DELETE" })).status === 200
+          ? true
+          : undefined,
+      10_000,
+    );
     expect((await d.call(reader, "GET", `/operations/${a.operation.operation_id}`)).status).toBe(404);
 
     const retry = await d.call(contributor, "POST", "/blast/jobs", body);
@@ -181,14 +274,23 @@ describe("dashboard jobs through the submit orchestration", () => {
     expect(b.job_id).toBe(a.job_id);
     expect(b.operation.operation_id).toBe(a.operation.operation_id);
     expect((await d.operationDone(contributor, a.operation.operation_id)).state).toBe("succeeded");
-    expect(((await (await d.call(reader, "GET", `/blast/jobs/${a.job_id}`)).json()) as { status: string }).status).toBe("completed");
+    expect(((await (await d.call(reader, "GET", `/blast/jobs/${a.job_id}`)).json()) as { status: string }).status).toBe(
+      "completed",
+    );
   });
 
   it("B-014 B-152 B-118 B-122 cancels through the orchestration: the operation ends cancelled and the job API job stops", async () => {
-    const res = await d.call(contributor, "POST", "/blast/jobs", { program: "tblastx", db: DEMO_DB, query_fasta: demoQueries(4, 1500, 60), execution_profile: "sharded" });
+    const res = await d.call(contributor, "POST", "/blast/jobs", {
+      program: "tblastx",
+      db: DEMO_DB,
+      query_fasta: demoQueries(4, 1500, 60),
+      execution_profile: "sharded",
+    });
     const env = (await res.json()) as { job_id: string; operation: { operation_id: string } };
     await eventually(async () => {
-      const j = (await (await d.call(reader, "GET", `/blast/jobs/${env.job_id}`)).json()) as { openapi_job_id: string | null };
+      const j = (await (await d.call(reader, "GET", `/blast/jobs/${env.job_id}`)).json()) as {
+        openapi_job_id: string | null;
+      };
       return j.openapi_job_id ? true : undefined;
     }, 20_000);
     expect((await d.call(reader, "DELETE", `/blast/jobs/${env.job_id}`)).status).toBe(403);
@@ -199,7 +301,10 @@ describe("dashboard jobs through the submit orchestration", () => {
     expect(target.openapi_job_id).toMatch(/^[a-z0-9]{12}$/);
     const op = await d.operationDone(contributor, env.operation.operation_id);
     expect(op.state).toBe("cancelled");
-    const job = (await (await d.call(reader, "GET", `/blast/jobs/${env.job_id}`)).json()) as { status: string; openapi_job_id: string };
+    const job = (await (await d.call(reader, "GET", `/blast/jobs/${env.job_id}`)).json()) as {
+      status: string;
+      openapi_job_id: string;
+    };
     expect(job.status).toBe("cancelled");
     expect(job.openapi_job_id).toBe(target.openapi_job_id);
     // That id works on the job API's routes.
@@ -218,12 +323,20 @@ describe("dashboard cancel that arrives after the job finished", () => {
       const token = await mintToken(slow, "Contributor");
       const d = dashboard(slow);
       const api = jobApi(slow, readApiToken(slow));
-      const env = (await (await d.call(token, "POST", "/blast/jobs", { program: "blastn", db: DEMO_DB, query_fasta: demoQueries(1, 300, 80) })).json()) as {
+      const env = (await (
+        await d.call(token, "POST", "/blast/jobs", {
+          program: "blastn",
+          db: DEMO_DB,
+          query_fasta: demoQueries(1, 300, 80),
+        })
+      ).json()) as {
         job_id: string;
         operation: { operation_id: string };
       };
       const openapiJobId = await eventually(async () => {
-        const j = (await (await d.call(token, "GET", `/blast/jobs/${env.job_id}`)).json()) as { openapi_job_id: string | null };
+        const j = (await (await d.call(token, "GET", `/blast/jobs/${env.job_id}`)).json()) as {
+          openapi_job_id: string | null;
+        };
         return j.openapi_job_id ?? undefined;
       }, 20_000);
       expect((await api.finished(openapiJobId)).status).toBe("completed");
@@ -254,13 +367,21 @@ describe("dashboard submit survives kill -9 while polling", () => {
     try {
       const token = await mintToken(first, "Contributor");
       const d1 = dashboard(first);
-      const env = (await (await d1.call(token, "POST", "/blast/jobs", { program: "tblastx", db: DEMO_DB, query_fasta: demoQueries(3, 1500, 70) })).json()) as {
+      const env = (await (
+        await d1.call(token, "POST", "/blast/jobs", {
+          program: "tblastx",
+          db: DEMO_DB,
+          query_fasta: demoQueries(3, 1500, 70),
+        })
+      ).json()) as {
         job_id: string;
         operation: { operation_id: string };
       };
       // Wait until the orchestration is polling a submitted job, then kill everything.
       await eventually(async () => {
-        const j = (await (await d1.call(token, "GET", `/blast/jobs/${env.job_id}`)).json()) as { openapi_job_id: string | null };
+        const j = (await (await d1.call(token, "GET", `/blast/jobs/${env.job_id}`)).json()) as {
+          openapi_job_id: string | null;
+        };
         return j.openapi_job_id ? true : undefined;
       }, 30_000);
       const children = childPids(first.info.pid);
@@ -269,12 +390,19 @@ describe("dashboard submit survives kill -9 while polling", () => {
       // tables on the way out, and the restart must read what was saved.
       await eventually(async () => (children.every((pid) => !alive(pid)) ? true : undefined), 15_000);
 
-      second = await startStack({ dataDir: first.dataDir, inMemory: false, env: { ...FAST_POLL, JOBAPI_SHARD_CONCURRENCY: "1" } });
+      second = await startStack({
+        dataDir: first.dataDir,
+        inMemory: false,
+        env: { ...FAST_POLL, JOBAPI_SHARD_CONCURRENCY: "1" },
+      });
       const token2 = await mintToken(second, "Contributor");
       const d2 = dashboard(second);
       const op = await d2.operationDone(token2, env.operation.operation_id, 120_000);
       expect(op.state).toBe("succeeded");
-      const job = (await (await d2.call(token2, "GET", `/blast/jobs/${env.job_id}`)).json()) as { status: string; openapi_job_id: string };
+      const job = (await (await d2.call(token2, "GET", `/blast/jobs/${env.job_id}`)).json()) as {
+        status: string;
+        openapi_job_id: string;
+      };
       expect(job.status).toBe("completed");
       const api = jobApi(second, readApiToken(second));
       const all = (await (await api.get("/v1/jobs?limit=500")).json()) as { jobs: { job_id: string }[] };

@@ -75,13 +75,17 @@ async function call(method: string, route: string, options: Call = {}): Promise<
 
 /** Status of `GET /v1/databases` at the job API with `token` in X-SVC-API-Token. */
 async function jobApiStatus(token: string | undefined): Promise<number> {
-  const res = await fetch(`${stack.info.jobapi_url}/v1/databases`, { headers: token === undefined ? {} : { "X-SVC-API-Token": token } });
+  const res = await fetch(`${stack.info.jobapi_url}/v1/databases`, {
+    headers: token === undefined ? {} : { "X-SVC-API-Token": token },
+  });
   await res.body?.cancel();
   return res.status;
 }
 
 function storedTokenState(): ApiTokenState {
-  return JSON.parse(readFileSync(path.join(stack.dataDir, "jobapi", "secrets", API_TOKEN_SECRET), "utf8")) as ApiTokenState;
+  return JSON.parse(
+    readFileSync(path.join(stack.dataDir, "jobapi", "secrets", API_TOKEN_SECRET), "utf8"),
+  ) as ApiTokenState;
 }
 
 function table(name: string): TableClient {
@@ -90,7 +94,8 @@ function table(name: string): TableClient {
 
 async function entities(name: string, filter?: string): Promise<Record<string, unknown>[]> {
   const out: Record<string, unknown>[] = [];
-  for await (const e of table(name).listEntities<Record<string, unknown>>(filter ? { queryOptions: { filter } } : {})) out.push(e);
+  for await (const e of table(name).listEntities<Record<string, unknown>>(filter ? { queryOptions: { filter } } : {}))
+    out.push(e);
   return out;
 }
 
@@ -106,13 +111,26 @@ describe("workspace configuration (server-side)", () => {
   it("B-002 saves, reads back, refuses a stale If-Match with 409 and accepts the fresh one", async () => {
     const missing = await call("GET", "/api/workspace", { who: "Reader" });
     expect(missing.status).toBe(404);
-    expect(await missing.json()).toMatchObject({ detail: expect.any(String), request_id: missing.headers.get("x-request-id") });
+    expect(await missing.json()).toMatchObject({
+      detail: expect.any(String),
+      request_id: missing.headers.get("x-request-id"),
+    });
 
     const createId = newRequestId();
     const created = await call("PUT", "/api/workspace", { who: "Contributor", body: workspace, requestId: createId });
     expect(created.status).toBe(200);
-    const first = (await created.json()) as { workspace: unknown; etag: string; updated_at: string; updated_by: unknown };
-    expect(first).toEqual({ workspace, etag: expect.any(String), updated_at: expect.any(String), updated_by: identity("Contributor") });
+    const first = (await created.json()) as {
+      workspace: unknown;
+      etag: string;
+      updated_at: string;
+      updated_by: unknown;
+    };
+    expect(first).toEqual({
+      workspace,
+      etag: expect.any(String),
+      updated_at: expect.any(String),
+      updated_by: identity("Contributor"),
+    });
     expect(created.headers.get("etag")).toBe(first.etag);
 
     // A reload (another caller, another role) sees the saved values and the same version.
@@ -122,23 +140,43 @@ describe("workspace configuration (server-side)", () => {
     expect(await read.json()).toEqual(first);
 
     const moved = { ...workspace, node_count: 4 };
-    const updated = await call("PUT", "/api/workspace", { who: "Owner", body: moved, headers: { "If-Match": first.etag } });
+    const updated = await call("PUT", "/api/workspace", {
+      who: "Owner",
+      body: moved,
+      headers: { "If-Match": first.etag },
+    });
     expect(updated.status).toBe(200);
     const second = (await updated.json()) as { etag: string };
     expect(second.etag).not.toBe(first.etag);
 
-    const stale = await call("PUT", "/api/workspace", { who: "Contributor", body: { ...workspace, node_count: 9 }, headers: { "If-Match": first.etag } });
+    const stale = await call("PUT", "/api/workspace", {
+      who: "Contributor",
+      body: { ...workspace, node_count: 9 },
+      headers: { "If-Match": first.etag },
+    });
     expect(stale.status).toBe(409);
-    expect(await stale.json()).toMatchObject({ detail: expect.stringContaining("changed"), request_id: expect.any(String) });
+    expect(await stale.json()).toMatchObject({
+      detail: expect.stringContaining("changed"),
+      request_id: expect.any(String),
+    });
 
-    const fresh = await call("PUT", "/api/workspace", { who: "Contributor", body: { ...workspace, node_count: 5 }, headers: { "If-Match": second.etag } });
+    const fresh = await call("PUT", "/api/workspace", {
+      who: "Contributor",
+      body: { ...workspace, node_count: 5 },
+      headers: { "If-Match": second.etag },
+    });
     expect(fresh.status).toBe(200);
     const third = (await fresh.json()) as { etag: string; workspace: { node_count: number } };
     expect(third.workspace.node_count).toBe(5);
-    expect((await (await call("GET", "/api/workspace", { who: "Approver" })).json()) as unknown).toMatchObject({ etag: third.etag, workspace: { node_count: 5 } });
+    expect((await (await call("GET", "/api/workspace", { who: "Approver" })).json()) as unknown).toMatchObject({
+      etag: third.etag,
+      workspace: { node_count: 5 },
+    });
 
     // The create is audited with the caller and the request id.
-    const [entry] = await createAuditLog(connectionString).list({ action: "workspace.update" }).then((all) => all.filter((e) => e.request_id === createId));
+    const [entry] = await createAuditLog(connectionString)
+      .list({ action: "workspace.update" })
+      .then((all) => all.filter((e) => e.request_id === createId));
     expect(entry).toMatchObject({
       actor: identity("Contributor"),
       action: "workspace.update",
@@ -151,19 +189,33 @@ describe("workspace configuration (server-side)", () => {
   it("refuses an update without If-Match with 428: a save must name the version it replaces", async () => {
     const res = await call("PUT", "/api/workspace", { who: "Contributor", body: workspace });
     expect(res.status).toBe(428);
-    expect(await res.json()).toMatchObject({ detail: expect.stringContaining("If-Match"), request_id: expect.any(String) });
+    expect(await res.json()).toMatchObject({
+      detail: expect.stringContaining("If-Match"),
+      request_id: expect.any(String),
+    });
   });
 
   it("B-125 B-126 answers 422 listing each failing field", async () => {
-    const body = { ...workspace, location: "West Europe", storage_account: "Bad-Name", node_count: 0, cluster_name: undefined, colour: "blue" };
+    const body = {
+      ...workspace,
+      location: "West Europe",
+      storage_account: "Bad-Name",
+      node_count: 0,
+      cluster_name: undefined,
+      colour: "blue",
+    };
     const res = await call("PUT", "/api/workspace", { who: "Contributor", body });
     expect(res.status).toBe(422);
-    const payload = (await res.json()) as { detail: { loc: string[]; msg: string; type: string }[]; request_id: string };
+    const payload = (await res.json()) as {
+      detail: { loc: string[]; msg: string; type: string }[];
+      request_id: string;
+    };
     expect(payload.request_id).toBe(res.headers.get("x-request-id"));
     expect(payload.detail.map((d) => d.loc.join(".")).sort()).toEqual(
       ["body.cluster_name", "body.colour", "body.location", "body.node_count", "body.storage_account"].sort(),
     );
-    for (const d of payload.detail) expect(d).toEqual({ loc: expect.any(Array), msg: expect.any(String), type: expect.any(String) });
+    for (const d of payload.detail)
+      expect(d).toEqual({ loc: expect.any(Array), msg: expect.any(String), type: expect.any(String) });
   });
 });
 
@@ -175,7 +227,13 @@ describe("role matrix of the settings routes", () => {
       "PUT /api/workspace": { none: 401, Reader: 403, Contributor: 200, Approver: 200, Owner: 200 },
       "GET /api/settings/api-token": { none: 401, Reader: 200, Contributor: 200, Approver: 200, Owner: 200 },
       "POST /api/settings/api-token/reveal": { none: 401, Reader: 403, Contributor: 403, Approver: 403, Owner: 200 },
-      "POST /api/settings/api-token/regenerate": { none: 401, Reader: 403, Contributor: 403, Approver: 403, Owner: 200 },
+      "POST /api/settings/api-token/regenerate": {
+        none: 401,
+        Reader: 403,
+        Contributor: 403,
+        Approver: 403,
+        Owner: 200,
+      },
     };
     const actual: Record<string, Record<string, number>> = {};
     for (const key of Object.keys(expected)) {
@@ -209,8 +267,18 @@ describe("API token panel", () => {
     const res = await call("GET", "/api/settings/api-token", { who: "Reader" });
     expect(res.status).toBe(200);
     const status = (await res.json()) as Record<string, unknown>;
-    expect(status).toMatchObject({ configured: true, last_four: stored.slice(-4), created_at: storedTokenState().current.created_at });
-    expect(Object.keys(status).sort()).toEqual(["configured", "created_at", "last_four", "previous_valid_until", "rotated_at"]);
+    expect(status).toMatchObject({
+      configured: true,
+      last_four: stored.slice(-4),
+      created_at: storedTokenState().current.created_at,
+    });
+    expect(Object.keys(status).sort()).toEqual([
+      "configured",
+      "created_at",
+      "last_four",
+      "previous_valid_until",
+      "rotated_at",
+    ]);
     expect(JSON.stringify(status)).not.toContain(stored);
   });
 
@@ -244,20 +312,41 @@ describe("API token panel", () => {
     expect(Date.now()).toBeLessThan(validUntil);
     expect(oldDuringGrace).toBe(200);
 
-    const status = (await (await call("GET", "/api/settings/api-token", { who: "Reader" })).json()) as Record<string, unknown>;
-    expect(status).toMatchObject({ last_four: body.api_token.slice(-4), rotated_at: body.created_at, previous_valid_until: body.previous_valid_until });
+    const status = (await (await call("GET", "/api/settings/api-token", { who: "Reader" })).json()) as Record<
+      string,
+      unknown
+    >;
+    expect(status).toMatchObject({
+      last_four: body.api_token.slice(-4),
+      rotated_at: body.created_at,
+      previous_valid_until: body.previous_valid_until,
+    });
 
-    const refusedAt = await eventually(async () => ((await jobApiStatus(oldToken)) === 401 ? Date.now() : undefined), 20_000, 100);
+    const refusedAt = await eventually(
+      async () => ((await jobApiStatus(oldToken)) === 401 ? Date.now() : undefined),
+      20_000,
+      100,
+    );
     expect(refusedAt).toBeGreaterThanOrEqual(validUntil);
     expect(await jobApiStatus(body.api_token)).toBe(200);
-    const after = (await (await call("GET", "/api/settings/api-token", { who: "Reader" })).json()) as Record<string, unknown>;
+    const after = (await (await call("GET", "/api/settings/api-token", { who: "Reader" })).json()) as Record<
+      string,
+      unknown
+    >;
     expect(after.previous_valid_until).toBeNull();
 
     // Audited with the caller and request id; a token.rotated event correlates to the request.
     const audits = await entities("audit", odata`request_id eq ${requestId}`);
     expect(audits).toHaveLength(1);
-    expect(audits[0]).toMatchObject({ action: "api_token.regenerate", outcome: "succeeded", actor_oid: identity("Owner").oid, actor_name: "Test Owner" });
-    const rotated = (await createEventLog(connectionString).list({ event_type: "token.rotated" })).filter((e) => e.correlation_id === requestId);
+    expect(audits[0]).toMatchObject({
+      action: "api_token.regenerate",
+      outcome: "succeeded",
+      actor_oid: identity("Owner").oid,
+      actor_name: "Test Owner",
+    });
+    const rotated = (await createEventLog(connectionString).list({ event_type: "token.rotated" })).filter(
+      (e) => e.correlation_id === requestId,
+    );
     expect(rotated).toEqual([
       {
         event_id: expect.any(String),
@@ -269,7 +358,10 @@ describe("API token panel", () => {
         mode: "shadow",
         correlation_id: requestId,
         resource_ref: "api_token",
-        payload: expect.objectContaining({ rotated_at: body.created_at, previous_valid_until: body.previous_valid_until }),
+        payload: expect.objectContaining({
+          rotated_at: body.created_at,
+          previous_valid_until: body.previous_valid_until,
+        }),
       },
     ]);
   }, 60_000);
@@ -302,7 +394,11 @@ describe("API token panel", () => {
   it("keeps every token out of logs, audit entries and events", async () => {
     seenTokens.add(storedTokenState().current.value);
     expect(seenTokens.size).toBeGreaterThanOrEqual(3);
-    const haystacks = [stack.output(), JSON.stringify(await entities("audit")), JSON.stringify(await entities("events"))];
+    const haystacks = [
+      stack.output(),
+      JSON.stringify(await entities("audit")),
+      JSON.stringify(await entities("events")),
+    ];
     for (const token of seenTokens) for (const text of haystacks) expect(text.includes(token)).toBe(false);
   });
 });
@@ -319,22 +415,47 @@ describe("audit and event stores on Azurite", () => {
       ["2031-03-02T08:00:00.000Z", "test.first"],
     ] as const) {
       clock = new Date(at);
-      recorded.push(await log.record({ actor, action, target: "t", outcome: "succeeded", request_id: "r", details: { n: at, api_token: "bpt_secret" } }));
+      recorded.push(
+        await log.record({
+          actor,
+          action,
+          target: "t",
+          outcome: "succeeded",
+          request_id: "r",
+          details: { n: at, api_token: "bpt_secret" },
+        }),
+      );
     }
     const all = await log.list({ since: new Date("2031-03-01T00:00:00.000Z") });
-    expect(all.map((e) => e.at)).toEqual(["2031-03-02T08:00:00.000Z", "2031-03-02T00:00:01.000Z", "2031-03-01T23:59:59.000Z"]);
+    expect(all.map((e) => e.at)).toEqual([
+      "2031-03-02T08:00:00.000Z",
+      "2031-03-02T00:00:01.000Z",
+      "2031-03-01T23:59:59.000Z",
+    ]);
     expect(all[0]).toEqual(recorded[2]);
     expect(all[0]?.details).toEqual({ n: "2031-03-02T08:00:00.000Z", api_token: "[redacted]" });
-    expect((await log.list({ since: new Date("2031-03-02T00:00:01.000Z") })).map((e) => e.action)).toEqual(["test.first", "test.second"]);
-    expect((await log.list({ since: new Date("2031-03-01T00:00:00.000Z"), action: "test.first", limit: 1 })).map((e) => e.at)).toEqual([
-      "2031-03-02T08:00:00.000Z",
+    expect((await log.list({ since: new Date("2031-03-02T00:00:01.000Z") })).map((e) => e.action)).toEqual([
+      "test.first",
+      "test.second",
     ]);
+    expect(
+      (await log.list({ since: new Date("2031-03-01T00:00:00.000Z"), action: "test.first", limit: 1 })).map(
+        (e) => e.at,
+      ),
+    ).toEqual(["2031-03-02T08:00:00.000Z"]);
   });
 
   it("records an event once per idempotency key", async () => {
     const events = createEventLog(connectionString);
     const key = `test-${randomUUID()}`;
-    const input = { idempotency_key: key, source: "test", event_type: "job.failed", correlation_id: "c-1", resource_ref: "job/abc", payload: { reason: "x" } };
+    const input = {
+      idempotency_key: key,
+      source: "test",
+      event_type: "job.failed",
+      correlation_id: "c-1",
+      resource_ref: "job/abc",
+      payload: { reason: "x" },
+    };
     const first = await events.record(input);
     const again = await events.record({ ...input, payload: { reason: "different" } });
     expect(again).toEqual(first);

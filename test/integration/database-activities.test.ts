@@ -26,7 +26,10 @@ const R2 = "2025-04-01-00-00-00";
 const NOW = new Date("2025-03-15T12:00:00.000Z");
 
 const rnd = prng(20250301);
-const FASTA = Array.from({ length: 12 }, (_, i) => `>s${i}\n${Array.from({ length: 600 }, () => "ACGT"[Math.floor(rnd() * 4)]).join("")}\n`).join("");
+const FASTA = Array.from(
+  { length: 12 },
+  (_, i) => `>s${i}\n${Array.from({ length: 600 }, () => "ACGT"[Math.floor(rnd() * 4)]).join("")}\n`,
+).join("");
 
 let server: FakeNcbiServer;
 let work: string;
@@ -78,12 +81,16 @@ describe("database activities", () => {
     const prepared = await createPrepareDatabaseActivity(deps)({ name: DB, partitions: 2 });
     expect(prepared).toEqual({ name: DB, version: R1, sequences: 12, letters: 12 * 600, partitions: 2 });
     expect((await createFileDatabaseCatalog(databasesDir).get(DB))?.manifest.version).toBe(R1);
-    expect(patches).toEqual([{ name: DB, change: { update_available: false, warm_state: "cold", warmed_version: null } }]);
+    expect(patches).toEqual([
+      { name: DB, change: { update_available: false, warm_state: "cold", warmed_version: null } },
+    ]);
   });
 
   it("prepare without a configured source fails before touching any state", async () => {
     const { deps, patches } = await dependencies();
-    await expect(createPrepareDatabaseActivity(deps)({ name: DB, partitions: 0 })).rejects.toThrow("DATABASE_SOURCE_URL is not configured");
+    await expect(createPrepareDatabaseActivity(deps)({ name: DB, partitions: 0 })).rejects.toThrow(
+      "DATABASE_SOURCE_URL is not configured",
+    );
     expect(patches).toEqual([]);
   });
 
@@ -104,7 +111,9 @@ describe("database activities", () => {
 
   it("warm-up of a database that is not prepared fails with that reason and changes no state", async () => {
     const { deps, patches } = await dependencies({ sourceUrl: server.url });
-    await expect(createWarmDatabaseActivity(deps)({ name: "nosuchdb" })).rejects.toThrow("database nosuchdb is not prepared");
+    await expect(createWarmDatabaseActivity(deps)({ name: "nosuchdb" })).rejects.toThrow(
+      "database nosuchdb is not prepared",
+    );
     expect(patches).toEqual([]);
   });
 
@@ -131,14 +140,18 @@ describe("database activities", () => {
     const check = createCheckDatabaseUpdatesActivity(deps);
 
     expect(await check()).toEqual([{ name: DB, update_available: false, latest_release: R1 }]);
-    expect(patches).toEqual([{ name: DB, change: { update_available: false, latest_release: R1, checked_at: NOW.toISOString() } }]);
+    expect(patches).toEqual([
+      { name: DB, change: { update_available: false, latest_release: R1, checked_at: NOW.toISOString() } },
+    ]);
     expect(events).toEqual([]);
 
     await server.publishRelease(R2, [{ name: DB, type: "nucl", fasta: FASTA, volumes: 2 }]);
     await server.setLatest(R2);
     patches.length = 0;
     expect(await check()).toEqual([{ name: DB, update_available: true, latest_release: R2 }]);
-    expect(patches).toEqual([{ name: DB, change: { update_available: true, latest_release: R2, checked_at: NOW.toISOString() } }]);
+    expect(patches).toEqual([
+      { name: DB, change: { update_available: true, latest_release: R2, checked_at: NOW.toISOString() } },
+    ]);
     expect(events).toEqual([
       {
         idempotency_key: `database.update_available/${DB}/${R2}`,

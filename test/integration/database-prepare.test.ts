@@ -35,9 +35,10 @@ const R5 = "2024-05-01-00-00-00"; // 20 sequences, 2 volumes: the shrinking rele
 const R6 = "2024-06-01-00-00-00"; // prepare aborted mid-download
 const VERSION = /^\d{4}(-\d{2}){5}$/;
 
-
 const rnd = prng(20240101);
-const SEQUENCES = Array.from({ length: 30 }, () => Array.from({ length: 1500 }, () => "ACGT"[Math.floor(rnd() * 4)]).join(""));
+const SEQUENCES = Array.from({ length: 30 }, () =>
+  Array.from({ length: 1500 }, () => "ACGT"[Math.floor(rnd() * 4)]).join(""),
+);
 
 function fasta(count: number): string {
   return SEQUENCES.slice(0, count)
@@ -54,7 +55,9 @@ async function run(command: string, args: string[]): Promise<void> {
 }
 
 async function md5File(file: string): Promise<string> {
-  return createHash("md5").update(await readFile(file)).digest("hex");
+  return createHash("md5")
+    .update(await readFile(file))
+    .digest("hex");
 }
 
 /** Every file under `dir` (relative path → inode). */
@@ -92,7 +95,10 @@ describe("database preparation from an NCBI-style source (real BLAST+, fake dist
 
   const current = async (): Promise<string> => (await readFile(path.join(databasesDir, DB, "current"), "utf8")).trim();
   const metadataOf = async (release: string): Promise<Record<string, unknown>> => {
-    const dbs = JSON.parse(await readFile(path.join(server.root, release, METADATA_FILE), "utf8")) as Record<string, unknown>[];
+    const dbs = JSON.parse(await readFile(path.join(server.root, release, METADATA_FILE), "utf8")) as Record<
+      string,
+      unknown
+    >[];
     return dbs.find((db) => db.dbname === DB) ?? {};
   };
 
@@ -172,7 +178,9 @@ describe("database preparation from an NCBI-style source (real BLAST+, fake dist
     await server.corrupt(R2, `${DB}.01.tar.gz`);
     await server.setLatest(R2);
 
-    const error = await prepareDatabaseRelease({ source, name: DB, databasesDir, partitions: 2 }).catch((e: unknown) => e);
+    const error = await prepareDatabaseRelease({ source, name: DB, databasesDir, partitions: 2 }).catch(
+      (e: unknown) => e,
+    );
 
     expect(error).toBeInstanceOf(ChecksumMismatchError);
     const mismatch = error as ChecksumMismatchError;
@@ -191,11 +199,18 @@ describe("database preparation from an NCBI-style source (real BLAST+, fake dist
     await server.setLatest(R3);
     const before = server.requests().length;
 
-    const error = await prepareDatabaseRelease({ source, name: DB, databasesDir, partitions: 2 }).catch((e: unknown) => e);
+    const error = await prepareDatabaseRelease({ source, name: DB, databasesDir, partitions: 2 }).catch(
+      (e: unknown) => e,
+    );
 
     expect(error).toBeInstanceOf(VolumeCountMismatchError);
     expect(error).toMatchObject({ database: DB, release: R3, expected: 4, actual: 3 });
-    expect(server.requests().slice(before).filter((r) => r.includes(".tar.gz"))).toEqual([]);
+    expect(
+      server
+        .requests()
+        .slice(before)
+        .filter((r) => r.includes(".tar.gz")),
+    ).toEqual([]);
     expect(await current()).toBe(R1);
     expect(await listStagingFolders(databasesDir, DB)).toEqual([]);
   });
@@ -222,7 +237,9 @@ describe("database preparation from an NCBI-style source (real BLAST+, fake dist
         for (const db of dbs) db.files = [file];
       });
       const before = server.requests().length;
-      const error = await prepareDatabaseRelease({ source, name: DB, databasesDir, partitions: 0 }).catch((e: unknown) => e);
+      const error = await prepareDatabaseRelease({ source, name: DB, databasesDir, partitions: 0 }).catch(
+        (e: unknown) => e,
+      );
       expect(error, file).toBeInstanceOf(UnsafeSourcePathError);
       expect(server.requests().slice(before), file).toEqual(["/latest-dir", `/${R4}/${METADATA_FILE}`]);
     }
@@ -251,7 +268,11 @@ describe("database preparation from an NCBI-style source (real BLAST+, fake dist
   });
 
   it("refuses archives holding symlinks or '..' members, and leaves nothing outside the folder", async () => {
-    const plant = async (archiveName: string, build: (dir: string) => Promise<string[]>, tarArgs: string[] = []): Promise<void> => {
+    const plant = async (
+      archiveName: string,
+      build: (dir: string) => Promise<string[]>,
+      tarArgs: string[] = [],
+    ): Promise<void> => {
       const dir = await mkdtemp(path.join(work, "plant-"));
       const members = await build(dir);
       const archive = path.join(server.root, R4, archiveName);
@@ -292,7 +313,10 @@ describe("database preparation from an NCBI-style source (real BLAST+, fake dist
 
     const broken = "2023-06-01-00-00-00";
     await mkdir(path.join(server.root, broken));
-    await writeFile(path.join(server.root, broken, METADATA_FILE), JSON.stringify([{ dbname: DB, dbtype: "DNA", files: [] }]));
+    await writeFile(
+      path.join(server.root, broken, METADATA_FILE),
+      JSON.stringify([{ dbname: DB, dbtype: "DNA", files: [] }]),
+    );
     const malformed = await source.metadata(broken).catch((e: unknown) => e);
     expect(malformed).toBeInstanceOf(ReleaseFormatError);
     expect((malformed as ReleaseFormatError).issues.some((issue) => issue.startsWith("0.dbtype"))).toBe(true);
@@ -321,7 +345,12 @@ describe("database preparation from an NCBI-style source (real BLAST+, fake dist
 
     const before = await checkForUpdates({ source, catalog });
     expect(before).toEqual([
-      expect.objectContaining({ name: "localdb", latest_release: R5, update_available: false, note: expect.any(String) }),
+      expect.objectContaining({
+        name: "localdb",
+        latest_release: R5,
+        update_available: false,
+        note: expect.any(String),
+      }),
       {
         name: DB,
         current_version: R1,
@@ -340,7 +369,10 @@ describe("database preparation from an NCBI-style source (real BLAST+, fake dist
     const crashed = path.join(databasesDir, DB, ".staging-crashed");
     await mkdir(crashed);
     const gone = spawnSync(process.execPath, ["-e", "process.stdout.write(String(process.pid))"], { encoding: "utf8" });
-    await writeFile(path.join(crashed, "owner.json"), JSON.stringify({ host: hostname(), pid: Number(gone.stdout), started_at: new Date().toISOString() }));
+    await writeFile(
+      path.join(crashed, "owner.json"),
+      JSON.stringify({ host: hostname(), pid: Number(gone.stdout), started_at: new Date().toISOString() }),
+    );
 
     const next = await prepareDatabaseRelease({ source, name: DB, databasesDir, partitions: 2 });
     expect(await listStagingFolders(databasesDir, DB)).toEqual([]);
@@ -354,9 +386,16 @@ describe("database preparation from an NCBI-style source (real BLAST+, fake dist
 
     // The new folder is its own: BLAST sees exactly the new release, from files under that folder only.
     const newDir = path.join(databasesDir, DB, R5);
-    const { stdout } = await runBlastTool("blastdbcmd", ["-db", next.path, "-dbtype", "nucl", "-info"], { cwd: newDir });
+    const { stdout } = await runBlastTool("blastdbcmd", ["-db", next.path, "-dbtype", "nucl", "-info"], {
+      cwd: newDir,
+    });
     expect(stdout).toMatch(/\b20 sequences; 30,000 total bases/);
-    const volumes = stdout.slice(stdout.indexOf("Volumes:")).split("\n").slice(1).map((l) => l.trim()).filter(Boolean);
+    const volumes = stdout
+      .slice(stdout.indexOf("Volumes:"))
+      .split("\n")
+      .slice(1)
+      .map((l) => l.trim())
+      .filter(Boolean);
     expect(volumes.length).toBeGreaterThan(0);
     for (const volume of volumes) expect(volume.startsWith(`${newDir}${path.sep}`)).toBe(true);
     const newTree = await tree(newDir);
@@ -367,7 +406,8 @@ describe("database preparation from an NCBI-style source (real BLAST+, fake dist
     // A sequence only the old third volume held is gone from the new release, and still in the old.
     const dropped = SEQUENCES[25]?.slice(100, 400) ?? "";
     expect(await blastnHits(newDir, next.path, dropped, work)).toEqual([]);
-    for (const partition of next.partitions) expect(await blastnHits(newDir, partition.path, dropped, work)).toEqual([]);
+    for (const partition of next.partitions)
+      expect(await blastnHits(newDir, partition.path, dropped, work)).toEqual([]);
     await expect(
       runBlastTool("blastdbcmd", ["-db", next.path, "-dbtype", "nucl", "-entry", "seq25"], { cwd: newDir }),
     ).rejects.toBeInstanceOf(BlastToolError);
@@ -399,9 +439,13 @@ describe("database preparation from an NCBI-style source (real BLAST+, fake dist
     };
     const watched = createNcbiSource({ baseUrl: server.url, fetchImpl: aborting });
 
-    const error = await prepareDatabaseRelease({ source: watched, name: DB, databasesDir, partitions: 2, abortSignal: controller.signal }).catch(
-      (e: unknown) => e,
-    );
+    const error = await prepareDatabaseRelease({
+      source: watched,
+      name: DB,
+      databasesDir,
+      partitions: 2,
+      abortSignal: controller.signal,
+    }).catch((e: unknown) => e);
 
     expect(error).toMatchObject({ name: "AbortError" });
     expect(await current()).toBe(R5);

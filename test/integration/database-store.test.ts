@@ -10,7 +10,11 @@ import { buildDatabase, type DatabaseManifest } from "../../shared/blast/databas
 import { createFileDatabaseCatalog, publishDatabase } from "../../shared/databases/database-catalog.js";
 import { fillReleaseCache, evictCachedReleases } from "../../shared/databases/node-cache.js";
 import { fileDigest, ReleaseStore } from "../../shared/databases/release-store.js";
-import { createTableDatabaseCatalog, RELEASES_CONTAINER, type TableDatabaseCatalog } from "../../shared/databases/table-catalog.js";
+import {
+  createTableDatabaseCatalog,
+  RELEASES_CONTAINER,
+  type TableDatabaseCatalog,
+} from "../../shared/databases/table-catalog.js";
 import { tableOpener } from "../../shared/storage/table-source.js";
 import { createNcbiSource } from "../../shared/databases/ncbi-source.js";
 import { prepareDatabaseRelease } from "../../shared/databases/prepare.js";
@@ -34,7 +38,11 @@ afterAll(async () => {
 });
 
 /** A catalog over its own table and container, so the tests do not see each other's databases. */
-function isolated(prefix: string, cacheRoot: string, extra: { fillCache?: boolean; importFrom?: ReturnType<typeof createFileDatabaseCatalog> } = {}) {
+function isolated(
+  prefix: string,
+  cacheRoot: string,
+  extra: { fillCache?: boolean; importFrom?: ReturnType<typeof createFileDatabaseCatalog> } = {},
+) {
   const service = BlobServiceClient.fromConnectionString(azurite.connectionString);
   const store = new ReleaseStore(service.getContainerClient(`${prefix}-${RELEASES_CONTAINER}`));
   const table = tableOpener(azurite.connectionString, `${prefix}catalog`);
@@ -53,13 +61,24 @@ async function filesUnder(dir: string, prefix = ""): Promise<string[]> {
 
 /** Builds a release of the demo database directly (no catalog), with a given version. */
 async function buildRelease(dir: string, name: string, version: string): Promise<DatabaseManifest> {
-  return buildDatabase({ name, fastaPath: DEMO_FASTA, type: "nucl", partitions: 2, outDir: path.join(dir, name, version), version });
+  return buildDatabase({
+    name,
+    fastaPath: DEMO_FASTA,
+    type: "nucl",
+    partitions: 2,
+    outDir: path.join(dir, name, version),
+    version,
+  });
 }
 
 describe("databases in the workload storage account", () => {
   it("db add publishes an immutable release with a manifest of every file's name, size and MD5, and another process reads it from the table catalog and searches its own copy", async () => {
     const builder = isolated("pub", path.join(work, "pub-build"));
-    const entry = await publishDatabase(path.join(work, "pub-build"), { name: "demo", fastaPath: DEMO_FASTA, type: "nucl", partitions: 2 }, builder.catalog);
+    const entry = await publishDatabase(
+      path.join(work, "pub-build"),
+      { name: "demo", fastaPath: DEMO_FASTA, type: "nucl", partitions: 2 },
+      builder.catalog,
+    );
 
     const published = await builder.store.manifest("demo", entry.manifest.version);
     expect(published?.manifest).toEqual(entry.manifest);
@@ -72,29 +91,46 @@ describe("databases in the workload storage account", () => {
     // The job API on another machine: same storage, empty cache folder.
     const elsewhere = path.join(work, "pub-elsewhere");
     const { catalog: reader } = isolated("pub", elsewhere, { fillCache: true });
-    expect((await reader.list()).map((e) => [e.manifest.name, e.manifest.version])).toEqual([["demo", entry.manifest.version]]);
+    expect((await reader.list()).map((e) => [e.manifest.name, e.manifest.version])).toEqual([
+      ["demo", entry.manifest.version],
+    ]);
     const got = await reader.get("demo");
     expect(got?.root).toBe(path.join(elsewhere, "demo", entry.manifest.version));
     expect(got?.location).not.toMatch(/https?:|AccountKey|sig=/);
     expect(await filesUnder(got?.root as string)).toEqual(local);
-    const { stdout } = await runBlastTool("blastdbcmd", ["-db", entry.manifest.path, "-dbtype", "nucl", "-info"], { cwd: got?.root as string });
+    const { stdout } = await runBlastTool("blastdbcmd", ["-db", entry.manifest.path, "-dbtype", "nucl", "-info"], {
+      cwd: got?.root as string,
+    });
     expect(stdout).toContain(`${entry.manifest.sequences} sequences`);
 
     // A later release becomes current for every reader; the earlier one stays readable by version.
-    const second = await publishDatabase(path.join(work, "pub-build2"), { name: "demo", fastaPath: DEMO_FASTA, type: "nucl", partitions: 0 }, builder.catalog);
+    const second = await publishDatabase(
+      path.join(work, "pub-build2"),
+      { name: "demo", fastaPath: DEMO_FASTA, type: "nucl", partitions: 0 },
+      builder.catalog,
+    );
     expect(second.manifest.version >= entry.manifest.version).toBe(true);
     expect((await reader.get("demo"))?.manifest.partitions).toEqual([]);
-    if (second.manifest.version !== entry.manifest.version) expect((await reader.get("demo", entry.manifest.version))?.manifest.partitions).toHaveLength(2);
+    if (second.manifest.version !== entry.manifest.version)
+      expect((await reader.get("demo", entry.manifest.version))?.manifest.partitions).toHaveLength(2);
   });
 
   it("B-005 the prepare orchestration's step publishes the prepared release and makes it current in the table catalog", async () => {
     const server = await startFakeNcbiServer();
     try {
-      await server.publishRelease("2026-07-01-00-00-00", [{ name: "ncbidb", type: "nucl", fasta: demoQueries(12, 1500), volumes: 2 }]);
+      await server.publishRelease("2026-07-01-00-00-00", [
+        { name: "ncbidb", type: "nucl", fasta: demoQueries(12, 1500), volumes: 2 },
+      ]);
       await server.setLatest("2026-07-01-00-00-00");
       const folder = path.join(work, "prepare");
       const { catalog, store } = isolated("prep", folder);
-      const manifest = await prepareDatabaseRelease({ source: createNcbiSource({ baseUrl: server.url }), name: "ncbidb", databasesDir: folder, partitions: 2, publisher: catalog });
+      const manifest = await prepareDatabaseRelease({
+        source: createNcbiSource({ baseUrl: server.url }),
+        name: "ncbidb",
+        databasesDir: folder,
+        partitions: 2,
+        publisher: catalog,
+      });
       expect(await store.releases("ncbidb")).toEqual(["2026-07-01-00-00-00"]);
       expect((await store.manifest("ncbidb", "2026-07-01-00-00-00"))?.manifest).toEqual(manifest);
       expect((await catalog.get("ncbidb"))?.manifest).toEqual(manifest);
@@ -108,7 +144,9 @@ describe("databases in the workload storage account", () => {
     const manifest = await buildRelease(path.join(work, "half"), "halfdb", "2026-01-02-03-04-05");
     const dir = path.join(work, "half", "halfdb", manifest.version);
     // An upload that died after its files: the files are there, release.json is not.
-    const container = BlobServiceClient.fromConnectionString(azurite.connectionString).getContainerClient(`half-${RELEASES_CONTAINER}`);
+    const container = BlobServiceClient.fromConnectionString(azurite.connectionString).getContainerClient(
+      `half-${RELEASES_CONTAINER}`,
+    );
     await container.createIfNotExists();
     const data = await readFile(path.join(dir, "manifest.json"));
     await container.getBlockBlobClient(`releases/halfdb/${manifest.version}/manifest.json`).upload(data, data.length);
@@ -124,13 +162,37 @@ describe("databases in the workload storage account", () => {
   it("refuses file and release names that could leave the release folder", async () => {
     const { store } = isolated("names", work);
     await expect(store.manifest("../x", "2026-01-01-00-00-00")).rejects.toThrow(/invalid database release/);
-    await expect(store.download("demo", "2026-01-01-00-00-00", { name: "../../etc/passwd", size: 1, md5: "" }, path.join(work, "x"))).rejects.toThrow(/invalid release file name/);
+    await expect(
+      store.download(
+        "demo",
+        "2026-01-01-00-00-00",
+        { name: "../../etc/passwd", size: 1, md5: "" },
+        path.join(work, "x"),
+      ),
+    ).rejects.toThrow(/invalid release file name/);
     // A tampered release.json naming a file outside the release folder is refused before any file is read.
-    const container = BlobServiceClient.fromConnectionString(azurite.connectionString).getContainerClient(`names-${RELEASES_CONTAINER}`);
+    const container = BlobServiceClient.fromConnectionString(azurite.connectionString).getContainerClient(
+      `names-${RELEASES_CONTAINER}`,
+    );
     await container.createIfNotExists();
-    const tampered = Buffer.from(JSON.stringify({ database: "evil", release: "2026-01-01-00-00-00", files: [{ name: "../../../../etc/hostname", size: 1, md5: "" }] }));
-    await container.getBlockBlobClient("releases/evil/2026-01-01-00-00-00/release.json").upload(tampered, tampered.length);
-    await expect(fillReleaseCache({ store, cacheRoot: path.join(work, "names-cache"), database: "evil", release: "2026-01-01-00-00-00" })).rejects.toThrow(/invalid release file name/);
+    const tampered = Buffer.from(
+      JSON.stringify({
+        database: "evil",
+        release: "2026-01-01-00-00-00",
+        files: [{ name: "../../../../etc/hostname", size: 1, md5: "" }],
+      }),
+    );
+    await container
+      .getBlockBlobClient("releases/evil/2026-01-01-00-00-00/release.json")
+      .upload(tampered, tampered.length);
+    await expect(
+      fillReleaseCache({
+        store,
+        cacheRoot: path.join(work, "names-cache"),
+        database: "evil",
+        release: "2026-01-01-00-00-00",
+      }),
+    ).rejects.toThrow(/invalid release file name/);
   });
 
   it("imports a database found only in the folder layout once, and a later publish supersedes it", async () => {
@@ -149,7 +211,13 @@ describe("databases in the workload storage account", () => {
 
   it("publishing collects old releases: it keeps the current one, the two newest others and any release a job holds", async () => {
     const { catalog, store } = isolated("gc", path.join(work, "gc-cache"));
-    const versions = ["2026-01-01-00-00-00", "2026-02-01-00-00-00", "2026-03-01-00-00-00", "2026-04-01-00-00-00", "2026-05-01-00-00-00"];
+    const versions = [
+      "2026-01-01-00-00-00",
+      "2026-02-01-00-00-00",
+      "2026-03-01-00-00-00",
+      "2026-04-01-00-00-00",
+      "2026-05-01-00-00-00",
+    ];
     for (const version of versions) {
       const manifest = await buildRelease(path.join(work, "gc"), "gcdb", version);
       await catalog.publish(path.join(work, "gc", "gcdb", version), manifest);
@@ -183,7 +251,9 @@ describe("node-local release cache", () => {
       fillReleaseCache({ store, cacheRoot, database: "nodedb", release, partition: 1 }),
       fillReleaseCache({ store, cacheRoot, database: "nodedb", release, partition: 1 }),
     ]);
-    const partitionFiles = a.manifest.files.filter((f) => f.name === "manifest.json" || f.name.startsWith("parts/p1/")).map((f) => f.name);
+    const partitionFiles = a.manifest.files
+      .filter((f) => f.name === "manifest.json" || f.name.startsWith("parts/p1/"))
+      .map((f) => f.name);
     expect([...a.downloaded, ...b.downloaded].sort()).toEqual(partitionFiles.sort());
     expect([a.waited, b.waited].filter(Boolean)).toHaveLength(1);
     const filled = await filesUnder(path.join(cacheRoot, "nodedb", release));
@@ -229,7 +299,9 @@ describe("node-local release cache", () => {
     // Tamper with the stored blob (same size, other bytes): the reader's MD5 check catches it.
     await container.getBlockBlobClient(`releases/nodedb/${release}/${target?.name}`).upload(noise, noise.length);
     const cacheRoot = path.join(work, "node-d");
-    await expect(fillReleaseCache({ store, cacheRoot, database: "nodedb", release, partition: 1 })).rejects.toThrow(/MD5/);
+    await expect(fillReleaseCache({ store, cacheRoot, database: "nodedb", release, partition: 1 })).rejects.toThrow(
+      /MD5/,
+    );
     await expect(stat(path.join(cacheRoot, "nodedb", release, target?.name as string))).rejects.toThrow(/ENOENT/);
     expect((await readdir(path.join(cacheRoot, "nodedb"))).filter((n) => n.endsWith(".lock"))).toEqual([]);
   });

@@ -38,8 +38,15 @@ beforeAll(async () => {
   const records = readFileSync(path.join(root, "local/demo/16s-rrna-demo.fasta"), "utf8").split(/(?=^>)/m);
   writeFileSync(path.join(dir, "db.fa"), records.slice(0, 60).join(""));
   writeFileSync(path.join(dir, "q.fa"), records.slice(0, 2).join(""));
-  execFileSync("makeblastdb", ["-in", "db.fa", "-dbtype", "nucl", "-parse_seqids", "-out", "full/demo"], { cwd: dir, stdio: "pipe" });
-  execFileSync("blastn", ["-query", "q.fa", "-db", "full/demo", "-outfmt", "5", "-max_target_seqs", "20", "-out", "blast.xml"], { cwd: dir, stdio: "pipe" });
+  execFileSync("makeblastdb", ["-in", "db.fa", "-dbtype", "nucl", "-parse_seqids", "-out", "full/demo"], {
+    cwd: dir,
+    stdio: "pipe",
+  });
+  execFileSync(
+    "blastn",
+    ["-query", "q.fa", "-db", "full/demo", "-outfmt", "5", "-max_target_seqs", "20", "-out", "blast.xml"],
+    { cwd: dir, stdio: "pipe" },
+  );
   blastXml = path.join(dir, "blast.xml");
 });
 
@@ -67,7 +74,12 @@ function heldRuns() {
     run(spec, signal) {
       let finish = () => {};
       let ended: (how: "finished" | "aborted") => void = () => {};
-      const run: HeldRun = { host, attempt: spec.attempt, finish: () => finish(), ended: new Promise((resolve) => (ended = resolve)) };
+      const run: HeldRun = {
+        host,
+        attempt: spec.attempt,
+        finish: () => finish(),
+        ended: new Promise((resolve) => (ended = resolve)),
+      };
       const done = new Promise<void>((resolve, reject) => {
         finish = () => {
           copyFileSync(blastXml, spec.outputPath);
@@ -108,10 +120,12 @@ function heldRuns() {
 
 function setup() {
   const prefix = `r${newJobId().slice(0, 6)}`;
-  const table = (name: string) => TableClient.fromConnectionString(azurite.connectionString, `${prefix}${name}`, { allowInsecureConnection: true });
+  const table = (name: string) =>
+    TableClient.fromConnectionString(azurite.connectionString, `${prefix}${name}`, { allowInsecureConnection: true });
   const jobs = new JobStore(table("jobs"), table("keys"));
   const artifacts = new ArtifactStore(new ContainerClient(azurite.connectionString, `${prefix}artifacts`));
-  const reported = (tag: string) => Number(new RegExp(`<${tag}>(\\d+)</${tag}>`).exec(readFileSync(blastXml, "latin1"))?.[1]);
+  const reported = (tag: string) =>
+    Number(new RegExp(`<${tag}>(\\d+)</${tag}>`).exec(readFileSync(blastXml, "latin1"))?.[1]);
   const manifest: DatabaseManifest = {
     name: "demo",
     type: "nucl",
@@ -126,12 +140,24 @@ function setup() {
     created_at: new Date().toISOString(),
   };
   const entry: DatabaseEntry = { manifest, root: dir, location: "local://databases/demo/2026-01-01-00-00-00" };
-  const catalog: DatabaseCatalog = { list: async () => [entry], get: async () => entry, hold: async () => {}, release: async () => {} };
+  const catalog: DatabaseCatalog = {
+    list: async () => [entry],
+    get: async () => entry,
+    hold: async () => {},
+    release: async () => {},
+  };
   const held = heldRuns();
   const clock = { now: 0 };
   /** A job-API process on host `host`: its lease on the shared clock, its dispatcher. */
   const contender = async (host: string) => {
-    const lease = new DispatchLease({ table: table("lease"), leaseDurationMs: DURATION_MS, logger: createLogger({ level: "error" }), now: () => clock.now, host, pid: 4242 });
+    const lease = new DispatchLease({
+      table: table("lease"),
+      leaseDurationMs: DURATION_MS,
+      logger: createLogger({ level: "error" }),
+      now: () => clock.now,
+      host,
+      pid: 4242,
+    });
     const dispatcher = new JobDispatcher({
       jobs,
       artifacts,
@@ -182,7 +208,16 @@ function setup() {
     merged: await artifacts.size(jobId, MERGED_ARTIFACT),
     shard: await artifacts.size(jobId, shardArtifact("b0")),
   });
-  return { jobs, clock, contender, held, submit, final, storedArtifacts, init: () => Promise.all([jobs.init(), artifacts.init()]) };
+  return {
+    jobs,
+    clock,
+    contender,
+    held,
+    submit,
+    final,
+    storedArtifacts,
+    init: () => Promise.all([jobs.init(), artifacts.init()]),
+  };
 }
 
 /**

@@ -38,8 +38,15 @@ beforeAll(async () => {
   const records = fasta.split(/(?=^>)/m);
   writeFileSync(path.join(dir, "db.fa"), records.slice(0, 60).join(""));
   writeFileSync(path.join(dir, "q.fa"), records.slice(0, 2).join(""));
-  execFileSync("makeblastdb", ["-in", "db.fa", "-dbtype", "nucl", "-parse_seqids", "-out", "full/demo"], { cwd: dir, stdio: "pipe" });
-  execFileSync("blastn", ["-query", "q.fa", "-db", "full/demo", "-outfmt", "5", "-max_target_seqs", "20", "-out", "blast.xml"], { cwd: dir, stdio: "pipe" });
+  execFileSync("makeblastdb", ["-in", "db.fa", "-dbtype", "nucl", "-parse_seqids", "-out", "full/demo"], {
+    cwd: dir,
+    stdio: "pipe",
+  });
+  execFileSync(
+    "blastn",
+    ["-query", "q.fa", "-db", "full/demo", "-outfmt", "5", "-max_target_seqs", "20", "-out", "blast.xml"],
+    { cwd: dir, stdio: "pipe" },
+  );
   blastXml = path.join(dir, "blast.xml");
 });
 
@@ -66,7 +73,8 @@ function setup(outputFor: (spec: ShardSpec) => string, partitions = 0) {
   const container = new ContainerClient(azurite.connectionString, `${prefix}artifacts`);
   const artifacts = new ArtifactStore(container);
   // The whole database's counts, as BLAST reported them (each partition's output here is the whole one).
-  const reported = (tag: string) => Number(new RegExp(`<${tag}>(\\d+)</${tag}>`).exec(readFileSync(blastXml, "latin1"))?.[1]);
+  const reported = (tag: string) =>
+    Number(new RegExp(`<${tag}>(\\d+)</${tag}>`).exec(readFileSync(blastXml, "latin1"))?.[1]);
   const manifest: DatabaseManifest = {
     name: "demo",
     type: "nucl",
@@ -77,7 +85,12 @@ function setup(outputFor: (spec: ShardSpec) => string, partitions = 0) {
     volumes: 1,
     bytes_to_cache: 1000,
     path: "full/demo",
-    partitions: Array.from({ length: partitions }, (_, i) => ({ index: i + 1, path: `parts/p${i + 1}/demo`, letters: 500, sequences: 30 })),
+    partitions: Array.from({ length: partitions }, (_, i) => ({
+      index: i + 1,
+      path: `parts/p${i + 1}/demo`,
+      letters: 500,
+      sequences: 30,
+    })),
     created_at: new Date().toISOString(),
   };
   const entry: DatabaseEntry = { manifest, root: dir, location: "local://databases/demo/2026-01-01-00-00-00" };
@@ -134,10 +147,14 @@ function setup(outputFor: (spec: ShardSpec) => string, partitions = 0) {
     return job.job_id;
   };
   const finished = (jobId: string) =>
-    eventually(async () => {
-      const j = await jobs.get(jobId);
-      return j && ["completed", "failed", "cancelled"].includes(j.status) ? j : undefined;
-    }, 30_000, 50);
+    eventually(
+      async () => {
+        const j = await jobs.get(jobId);
+        return j && ["completed", "failed", "cancelled"].includes(j.status) ? j : undefined;
+      },
+      30_000,
+      50,
+    );
   const blob = async (jobId: string, name: string): Promise<Buffer | undefined> => {
     const stream = await artifacts.open(jobId, name);
     if (!stream) return undefined;
@@ -145,7 +162,15 @@ function setup(outputFor: (spec: ShardSpec) => string, partitions = 0) {
     for await (const chunk of stream) chunks.push(chunk as Buffer);
     return Buffer.concat(chunks);
   };
-  return { artifacts, dispatcher, submit, finished, blob, logged, init: () => Promise.all([jobs.init(), artifacts.init()]) };
+  return {
+    artifacts,
+    dispatcher,
+    submit,
+    finished,
+    blob,
+    logged,
+    init: () => Promise.all([jobs.init(), artifacts.init()]),
+  };
 }
 
 async function mergedByTheMerge(files: string[], database: string): Promise<Buffer> {
@@ -156,7 +181,12 @@ async function mergedByTheMerge(files: string[], database: string): Promise<Buff
       callback();
     },
   });
-  await mergeBlastXml({ shards: files.map((p, i) => ({ batchIndex: 0, partitionIndex: i, path: p })), maxTargetSeqs: 20, database, output });
+  await mergeBlastXml({
+    shards: files.map((p, i) => ({ batchIndex: 0, partitionIndex: i, path: p })),
+    maxTargetSeqs: 20,
+    database,
+    output,
+  });
   return Buffer.concat(chunks);
 }
 

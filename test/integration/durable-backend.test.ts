@@ -48,7 +48,9 @@ async function raise(id: string, event: string, data: unknown): Promise<number> 
 
 beforeAll(async () => {
   log = path.join(mkdtempSync(path.join(tmpdir(), "bp-durable-")), "activity.log");
-  stack = await startStack({ env: { BLASTPLANE_FUNCTIONS_ENTRY: DURABLE_TEST_APP, DURABLE_TEST_LOG: log, TEST_TIMER_SCHEDULE: "0 0 0 1 1 *" } });
+  stack = await startStack({
+    env: { BLASTPLANE_FUNCTIONS_ENTRY: DURABLE_TEST_APP, DURABLE_TEST_LOG: log, TEST_TIMER_SCHEDULE: "0 0 0 1 1 *" },
+  });
   rpc = stack.info.durable_rpc_url;
 });
 
@@ -77,7 +79,9 @@ describe("local durable backend: the Durable Task protocol through the library's
     const id = await startOrchestration("fanOut", 10);
     const done = await finished(id);
     expect(done.output).toBe(45);
-    expect(done.history?.filter((e) => e.EventType === 4).map((e) => e.EventId)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(done.history?.filter((e) => e.EventType === 4).map((e) => e.EventId)).toEqual([
+      0, 1, 2, 3, 4, 5, 6, 7, 8, 9,
+    ]);
   });
 
   it("retries callActivityWithRetry with a timer id and a new task id per failed attempt", async () => {

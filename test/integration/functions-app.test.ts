@@ -27,7 +27,9 @@ function b64url(value: unknown): string {
 
 /** Signs claims with the running stack's own development key (read from its data folder). */
 async function signWithStackKey(claims: Record<string, unknown>): Promise<string> {
-  const jwk = JSON.parse(readFileSync(path.join(stack.dataDir, "idp-signing-key.json"), "utf8")) as JWK & { kid?: string };
+  const jwk = JSON.parse(readFileSync(path.join(stack.dataDir, "idp-signing-key.json"), "utf8")) as JWK & {
+    kid?: string;
+  };
   const key = await importJWK(jwk, "RS256");
   return new SignJWT(claims).setProtectedHeader({ alg: "RS256", kid: jwk.kid }).sign(key);
 }
@@ -67,13 +69,20 @@ describe("dashboard backend foundation routes", () => {
   it("B-161 answers readiness with every dependency checked", async () => {
     const res = await fetch(`${base}/api/health/ready`);
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ status: "ready", checks: { storage: "ok", durable_backend: "ok", job_api: "ok" } });
+    expect(await res.json()).toEqual({
+      status: "ready",
+      checks: { storage: "ok", durable_backend: "ok", job_api: "ok" },
+    });
   });
 
   it("B-159 B-185 B-191 accepts a token minted by `npx blastplane token` and returns the caller", async () => {
-    const { stdout } = await run(process.execPath, [path.join(ROOT, "bin/blastplane.mjs"), "token", "--role", "Contributor", "--name", "Ada"], {
-      env: { ...process.env, BLASTPLANE_DATA_DIR: stack.dataDir },
-    });
+    const { stdout } = await run(
+      process.execPath,
+      [path.join(ROOT, "bin/blastplane.mjs"), "token", "--role", "Contributor", "--name", "Ada"],
+      {
+        env: { ...process.env, BLASTPLANE_DATA_DIR: stack.dataDir },
+      },
+    );
     const res = await me(stdout.trim());
     expect(res.status).toBe(200);
     const body = (await res.json()) as { caller: Record<string, unknown> };
@@ -95,10 +104,14 @@ describe("dashboard backend foundation routes", () => {
   });
 
   it("B-186 refuses HS256 signed with the public key", async () => {
-    const jwks = (await (await fetch(`${stack.info.idp_url}/blastplane-local/discovery/v2.0/keys`)).json()) as { keys: JWK[] };
+    const jwks = (await (await fetch(`${stack.info.idp_url}/blastplane-local/discovery/v2.0/keys`)).json()) as {
+      keys: JWK[];
+    };
     const publicKey = jwks.keys[0];
     const secret = new TextEncoder().encode(JSON.stringify(publicKey));
-    const token = await new SignJWT(goodClaims()).setProtectedHeader({ alg: "HS256", kid: publicKey?.kid }).sign(secret);
+    const token = await new SignJWT(goodClaims())
+      .setProtectedHeader({ alg: "HS256", kid: publicKey?.kid })
+      .sign(secret);
     expect((await me(token)).status).toBe(401);
   });
 
@@ -112,7 +125,9 @@ describe("dashboard backend foundation routes", () => {
   });
 
   it("B-188 refuses a wrong issuer", async () => {
-    expect((await me(await signWithStackKey({ ...goodClaims(), iss: "https://login.example.com/other/v2.0" }))).status).toBe(401);
+    expect(
+      (await me(await signWithStackKey({ ...goodClaims(), iss: "https://login.example.com/other/v2.0" }))).status,
+    ).toBe(401);
   });
 
   it("B-189 refuses a wrong audience", async () => {
@@ -121,11 +136,17 @@ describe("dashboard backend foundation routes", () => {
 
   it("B-190 refuses an expired token", async () => {
     const now = Math.floor(Date.now() / 1000);
-    expect((await me(await signWithStackKey({ ...goodClaims(), iat: now - 7200, nbf: now - 7200, exp: now - 3600 }))).status).toBe(401);
+    expect(
+      (await me(await signWithStackKey({ ...goodClaims(), iat: now - 7200, nbf: now - 7200, exp: now - 3600 }))).status,
+    ).toBe(401);
   });
 
   it("refuses a token from an unknown key (another identity provider with the same issuer path)", async () => {
-    const other = await startDevIdentityProvider({ port: 0, clientId: "blastplane-local-api", tenantId: "blastplane-local" });
+    const other = await startDevIdentityProvider({
+      port: 0,
+      clientId: "blastplane-local-api",
+      tenantId: "blastplane-local",
+    });
     try {
       expect((await me(await other.mint({ role: "Owner" }))).status).toBe(401);
     } finally {
@@ -163,17 +184,26 @@ describe("dashboard backend foundation routes", () => {
 
   it("B-139 B-140 B-141 B-164 B-165 B-166 runs the no-op round trip: SUCCESS with the message unchanged", async () => {
     const message = "héllo & <world> ✓";
-    const res = await fetch(`${base}/api/health/queue/enqueue-noop?message=${encodeURIComponent(message)}`, { method: "POST" });
+    const res = await fetch(`${base}/api/health/queue/enqueue-noop?message=${encodeURIComponent(message)}`, {
+      method: "POST",
+    });
     expect(res.status).toBe(200);
     const enqueued = (await res.json()) as { task_id: string; resolved_route: { queue: string }; queues: object };
     expect(enqueued.task_id).toMatch(/^[0-9a-f]{32}$/);
     expect(enqueued.resolved_route.queue).toBe("cloud");
     expect(enqueued.queues).toBeDefined();
     const started = Date.now();
-    const done = await eventually(async () => {
-      const r = (await (await fetch(`${base}/api/health/queue/result/${enqueued.task_id}`)).json()) as { status: string; result: { message: string } | null };
-      return r.status === "SUCCESS" ? r : undefined;
-    }, 5_000, 50);
+    const done = await eventually(
+      async () => {
+        const r = (await (await fetch(`${base}/api/health/queue/result/${enqueued.task_id}`)).json()) as {
+          status: string;
+          result: { message: string } | null;
+        };
+        return r.status === "SUCCESS" ? r : undefined;
+      },
+      5_000,
+      50,
+    );
     expect(Date.now() - started).toBeLessThan(5_000);
     expect(done.result?.message).toBe(message);
   });
@@ -187,12 +217,17 @@ describe("dashboard backend foundation routes", () => {
   it("B-125 B-238 answers 422 for a missing message, 404 for an unknown task and 400 for a malformed task id", async () => {
     const missing = await fetch(`${base}/api/health/queue/enqueue-noop`, { method: "POST" });
     expect(missing.status).toBe(422);
-    expect(await missing.json()).toMatchObject({ detail: [{ loc: ["query", "message"], msg: "field required", type: "missing" }] });
+    expect(await missing.json()).toMatchObject({
+      detail: [{ loc: ["query", "message"], msg: "field required", type: "missing" }],
+    });
     const unknown = await fetch(`${base}/api/health/queue/result/0123456789abcdef0123456789abcdef`);
     expect(unknown.status).toBe(404);
     const malformed = await fetch(`${base}/api/health/queue/result/${encodeURIComponent("../../etc")}`);
     expect(malformed.status).toBe(400);
-    expect(await malformed.json()).toMatchObject({ detail: expect.stringContaining("task_id"), request_id: expect.any(String) });
+    expect(await malformed.json()).toMatchObject({
+      detail: expect.stringContaining("task_id"),
+      request_id: expect.any(String),
+    });
   });
 
   it("B-239 B-240 rate-limits the unauthenticated no-op with 429 and Retry-After", async () => {
@@ -207,7 +242,10 @@ describe("dashboard backend foundation routes", () => {
   });
 
   it("B-243 answers 503 naming storage when storage cannot be reached", async () => {
-    const children = readFileSync(`/proc/${stack.info.pid}/task/${stack.info.pid}/children`, "utf8").trim().split(/\s+/).map(Number);
+    const children = readFileSync(`/proc/${stack.info.pid}/task/${stack.info.pid}/children`, "utf8")
+      .trim()
+      .split(/\s+/)
+      .map(Number);
     for (const pid of children) process.kill(pid, "SIGKILL");
     const res = await fetch(`${base}/api/health/ready`);
     expect(res.status).toBe(503);

@@ -20,7 +20,8 @@ function eagerOutputs(): string[] {
   const visit = (output: string) => {
     if (seen.has(output)) return;
     seen.add(output);
-    for (const imported of meta.outputs[output]?.imports ?? []) if (imported.kind === "import-statement") visit(imported.path);
+    for (const imported of meta.outputs[output]?.imports ?? [])
+      if (imported.kind === "import-statement") visit(imported.path);
   };
   visit("dist/functions/index.js");
   return [...seen];
@@ -29,7 +30,9 @@ function eagerOutputs(): string[] {
 const packagesOf = (outputs: string[]) =>
   new Set(
     outputs.flatMap((output) =>
-      Object.keys(meta.outputs[output]?.inputs ?? {}).map((input) => /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(input)?.[1] ?? input),
+      Object.keys(meta.outputs[output]?.inputs ?? {}).map(
+        (input) => /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(input)?.[1] ?? input,
+      ),
     ),
   );
 
@@ -51,31 +54,47 @@ function originalSourceAt(file: string, text: string): string | undefined {
 describe("the Functions bundle, built for cold starts", () => {
   it("imports no SDK that only some routes need: Key Vault, identity, Blob load on first use", () => {
     const eager = packagesOf(eagerOutputs());
-    for (const lazy of ["@azure/keyvault-secrets", "@azure/identity", "@azure/msal-node", "@azure/storage-blob", "apache-arrow"]) {
+    for (const lazy of [
+      "@azure/keyvault-secrets",
+      "@azure/identity",
+      "@azure/msal-node",
+      "@azure/storage-blob",
+      "apache-arrow",
+    ]) {
       expect(eager.has(lazy), lazy).toBe(false);
     }
     // They are still shipped, in chunks of their own.
     const all = packagesOf(Object.keys(meta.outputs));
-    for (const lazy of ["@azure/keyvault-secrets", "@azure/identity", "@azure/storage-blob"]) expect(all.has(lazy), lazy).toBe(true);
+    for (const lazy of ["@azure/keyvault-secrets", "@azure/identity", "@azure/storage-blob"])
+      expect(all.has(lazy), lazy).toBe(true);
     // What registrations need is there.
-    for (const needed of ["@azure/functions", "durable-functions", "zod", "@azure/data-tables"]) expect(eager.has(needed), needed).toBe(true);
+    for (const needed of ["@azure/functions", "durable-functions", "zod", "@azure/data-tables"])
+      expect(eager.has(needed), needed).toBe(true);
   });
 
   it("parses durable-functions' client-only dependencies only when a durable client first calls out", async () => {
     const eager = packagesOf(eagerOutputs());
-    for (const lazy of ["axios", "validator", "moment", "mime-db", "@opentelemetry/api", "lodash"]) expect(eager.has(lazy), lazy).toBe(false);
-    expect(readdirSync(path.join(DIST, "lazy")).filter((f) => f.endsWith(".cjs")).sort()).toEqual([
-      "axios.cjs",
-      "lodash-cloneDeep.cjs",
-      "moment.cjs",
-      "opentelemetry-api.cjs",
-      "validator.cjs",
-    ]);
+    for (const lazy of ["axios", "validator", "moment", "mime-db", "@opentelemetry/api", "lodash"])
+      expect(eager.has(lazy), lazy).toBe(false);
+    expect(
+      readdirSync(path.join(DIST, "lazy"))
+        .filter((f) => f.endsWith(".cjs"))
+        .sort(),
+    ).toEqual(["axios.cjs", "lodash-cloneDeep.cjs", "moment.cjs", "opentelemetry-api.cjs", "validator.cjs"]);
     // A fresh process importing the app (as the worker does) loads none of them.
-    const { stdout } = await promisify(execFile)(process.execPath, [path.join(ROOT, "scripts/import-probe.mjs"), "--loaded", path.join(DIST, "index.js")], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH, AzureWebJobsStorage: "UseDevelopmentStorage=true", AUTH_TENANT_ID: "t", AUTH_CLIENT_ID: "c" },
-    });
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      [path.join(ROOT, "scripts/import-probe.mjs"), "--loaded", path.join(DIST, "index.js")],
+      {
+        cwd: ROOT,
+        env: {
+          PATH: process.env.PATH,
+          AzureWebJobsStorage: "UseDevelopmentStorage=true",
+          AUTH_TENANT_ID: "t",
+          AUTH_CLIENT_ID: "c",
+        },
+      },
+    );
     const { loaded, registered } = JSON.parse(stdout) as { loaded: string[]; registered: number };
     expect(registered).toBeGreaterThan(20);
     expect(loaded.filter((file) => file.includes(`${path.sep}lazy${path.sep}`))).toEqual([]);
@@ -87,7 +106,9 @@ describe("the Functions bundle, built for cold starts", () => {
     expect(typeof axios.default.create).toBe("function");
     const validator = load("./lazy/validator.cjs") as { isURL: (url: string, options?: object) => boolean };
     expect(validator.isURL("http://127.0.0.1:7071/runtime/webhooks/durabletask", { require_tld: false })).toBe(true);
-    const moment = load("./lazy/moment.cjs") as (input: string) => { add: (n: number, unit: string) => { toISOString: () => string } };
+    const moment = load("./lazy/moment.cjs") as (input: string) => {
+      add: (n: number, unit: string) => { toISOString: () => string };
+    };
     expect(moment("2026-01-01T00:00:00Z").add(90, "s").toISOString()).toBe("2026-01-01T00:01:30.000Z");
     const otel = load("./lazy/opentelemetry-api.cjs") as { trace: { getTracer: unknown } };
     expect(typeof otel.trace.getTracer).toBe("function");
@@ -100,20 +121,30 @@ describe("the Functions bundle, built for cold starts", () => {
 
   it("carries English zod messages only (no other locale)", () => {
     const zodLocales = Object.values(meta.outputs).flatMap((output) =>
-      Object.keys(output.inputs).filter((input) => input.includes("zod/v4/locales/") && !input.startsWith("zod-english-only:")),
+      Object.keys(output.inputs).filter(
+        (input) => input.includes("zod/v4/locales/") && !input.startsWith("zod-english-only:"),
+      ),
     );
     expect(zodLocales.map((input) => path.basename(input))).toEqual(["en.js"]);
   });
 
   it("keeps the domain errors' class names, which their `name` (and so the logs) comes from", () => {
     const classes = ["shared/errors.ts", "shared/config/env.ts"].flatMap((file) =>
-      [...readFileSync(path.join(ROOT, file), "utf8").matchAll(/export (?:abstract )?class (\w+)/g)].map((m) => m[1] as string),
+      [...readFileSync(path.join(ROOT, file), "utf8").matchAll(/export (?:abstract )?class (\w+)/g)].map(
+        (m) => m[1] as string,
+      ),
     );
     expect(classes).toContain("NotFoundError");
-    const bundle = eagerOutputs().map((output) => readFileSync(path.join(ROOT, output), "utf8")).join("\n");
+    const bundle = eagerOutputs()
+      .map((output) => readFileSync(path.join(ROOT, output), "utf8"))
+      .join("\n");
     // Classes no trigger uses are dropped from the bundle; every one it holds keeps its name.
-    const bundled = classes.filter((name) => new RegExp(`(?<![\\w$])${name}\\d*=class|class ${name}\\d*[ {]`).test(bundle));
-    expect(bundled).toEqual(expect.arrayContaining(["DomainError", "NotFoundError", "ConflictError", "QueueFullError", "ConfigError"]));
+    const bundled = classes.filter((name) =>
+      new RegExp(`(?<![\\w$])${name}\\d*=class|class ${name}\\d*[ {]`).test(bundle),
+    );
+    expect(bundled).toEqual(
+      expect.arrayContaining(["DomainError", "NotFoundError", "ConflictError", "QueueFullError", "ConfigError"]),
+    );
     for (const name of bundled) {
       // Declared under its own name (`X=class` or `class X`), never renamed apart (`X2=class`).
       expect(new RegExp(`(?<![\\w$])(?:${name}=class|class ${name}[ {])`).test(bundle), name).toBe(true);
@@ -127,7 +158,9 @@ describe("the Functions bundle, built for cold starts", () => {
     const vaultChunk = Object.keys(meta.outputs).find((output) =>
       Object.keys(meta.outputs[output]?.inputs ?? {}).some((input) => input.includes("@azure/keyvault-secrets/")),
     );
-    expect(originalSourceAt(path.join(ROOT, String(vaultChunk)), "keyvault-secrets")).toMatch(/node_modules\/@azure\/keyvault-secrets\//);
+    expect(originalSourceAt(path.join(ROOT, String(vaultChunk)), "keyvault-secrets")).toMatch(
+      /node_modules\/@azure\/keyvault-secrets\//,
+    );
     expect(originalSourceAt(path.join(DIST, "lazy/validator.cjs"), "isURL")).toMatch(/node_modules\/validator\//);
   });
 });

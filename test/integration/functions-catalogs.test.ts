@@ -14,10 +14,20 @@ afterAll(() => {
 
 /** Imports the app as the Functions worker does, from `app` as the working folder; resolves to what it printed or rejects with its error. */
 function importApp(app: string, env: Record<string, string> = {}) {
-  return promisify(execFile)(process.execPath, [path.join(ROOT, "scripts/import-probe.mjs"), "--functions", path.join(app, "dist/functions/index.js")], {
-    cwd: app,
-    env: { PATH: process.env.PATH ?? "", AzureWebJobsStorage: "UseDevelopmentStorage=true", AUTH_TENANT_ID: "t", AUTH_CLIENT_ID: "c", ...env },
-  });
+  return promisify(execFile)(
+    process.execPath,
+    [path.join(ROOT, "scripts/import-probe.mjs"), "--functions", path.join(app, "dist/functions/index.js")],
+    {
+      cwd: app,
+      env: {
+        PATH: process.env.PATH ?? "",
+        AzureWebJobsStorage: "UseDevelopmentStorage=true",
+        AUTH_TENANT_ID: "t",
+        AUTH_CLIENT_ID: "c",
+        ...env,
+      },
+    },
+  );
 }
 
 /** The built Functions package alone (dist/functions and package.json), as deployed: no repository `config/` beside it. */
@@ -31,7 +41,9 @@ function deployedCopy(name: string): string {
 describe("the Functions package carries its catalogs", () => {
   it("the build puts the validated rule and action-type catalogs inside dist/functions, identical to config/", () => {
     for (const file of ["ops-rules.json", "action-types.json"]) {
-      expect(readFileSync(path.join(ROOT, "dist/functions/config", file), "utf8")).toBe(readFileSync(path.join(ROOT, "config", file), "utf8"));
+      expect(readFileSync(path.join(ROOT, "dist/functions/config", file), "utf8")).toBe(
+        readFileSync(path.join(ROOT, "config", file), "utf8"),
+      );
     }
   });
 
@@ -52,6 +64,8 @@ describe("the Functions package carries its catalogs", () => {
     expect(text).toContain("apocalyptic");
     writeFileSync(rules, text);
     const line = text.split("\n").findIndex((l) => l.includes("apocalyptic")) + 1;
-    await expect(importApp(app, { SVC_CATALOG_DIR: dir })).rejects.toMatchObject({ stderr: expect.stringContaining(`${rules}:${line}:`) });
+    await expect(importApp(app, { SVC_CATALOG_DIR: dir })).rejects.toMatchObject({
+      stderr: expect.stringContaining(`${rules}:${line}:`),
+    });
   });
 });

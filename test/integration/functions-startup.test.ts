@@ -15,15 +15,21 @@ interface Registered {
 
 /** Loads the built Functions app in a fresh process, as the worker does, and lists what it registered. */
 async function register(env: Record<string, string>): Promise<Registered[]> {
-  const { stdout } = await promisify(execFile)(process.execPath, [path.join(ROOT, "scripts/import-probe.mjs"), "--functions", BUNDLE], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH, ...env },
-  });
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    [path.join(ROOT, "scripts/import-probe.mjs"), "--functions", BUNDLE],
+    {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH, ...env },
+    },
+  );
   return (JSON.parse(stdout) as { functions: Registered[] }).functions;
 }
 
 const timerSchedule = (functions: Registered[]) =>
-  Object.values(functions.find((f) => f.name === "databaseUpdateCheckTimer")?.bindings ?? {}).find((b) => b.type === "timerTrigger")?.schedule;
+  Object.values(functions.find((f) => f.name === "databaseUpdateCheckTimer")?.bindings ?? {}).find(
+    (b) => b.type === "timerTrigger",
+  )?.schedule;
 
 describe("the Functions app at start-up", () => {
   it("registers the update-check timer with the config's schedule: its default when the setting is unset", async () => {
@@ -31,7 +37,9 @@ describe("the Functions app at start-up", () => {
   });
 
   it("registers the update-check timer with the configured schedule", async () => {
-    expect(timerSchedule(await register({ ...APP, SVC_DB_UPDATE_CHECK_SCHEDULE: "0 15 */4 * * *" }))).toBe("0 15 */4 * * *");
+    expect(timerSchedule(await register({ ...APP, SVC_DB_UPDATE_CHECK_SCHEDULE: "0 15 */4 * * *" }))).toBe(
+      "0 15 */4 * * *",
+    );
   });
 
   it("refuses to load with a schedule Azure could not run, naming the setting", async () => {
@@ -40,6 +48,8 @@ describe("the Functions app at start-up", () => {
       (error: { code: number; stderr: string }) => error,
     );
     expect(failed?.code).not.toBe(0);
-    expect(failed?.stderr).toContain("invalid configuration: SVC_DB_UPDATE_CHECK_SCHEDULE: invalid NCRONTAB expression");
+    expect(failed?.stderr).toContain(
+      "invalid configuration: SVC_DB_UPDATE_CHECK_SCHEDULE: invalid NCRONTAB expression",
+    );
   });
 });

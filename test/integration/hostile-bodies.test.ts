@@ -85,7 +85,11 @@ describe("request bodies over the limit, whatever the framing", () => {
   });
 
   it("B-164 a route that reads no body answers without taking the rest of a huge upload", async () => {
-    const out = await chunkedUpload(`${stack.info.functions_url}/api/health/queue/enqueue-noop?message=hi`, "POST", 192 * MiB);
+    const out = await chunkedUpload(
+      `${stack.info.functions_url}/api/health/queue/enqueue-noop?message=hi`,
+      "POST",
+      192 * MiB,
+    );
     expect([200, 429]).toContain(out.status);
     expect(out.sentWhenAnswered).toBeLessThan(64 * MiB);
   });
@@ -109,7 +113,9 @@ describe("dashboard submits the job API could never run are refused up front", (
     const res = await submit({ program: "blastn", db: "no_such_database", query_fasta: ">q1\nACGTACGTACGTACGT\n" });
     expect(res.status).toBe(422);
     const body = (await res.json()) as { detail: { loc: unknown[]; msg: string; type: string }[]; request_id: string };
-    expect(body.detail).toEqual([{ loc: ["body", "db"], msg: "unknown database 'no_such_database' (see GET /v1/databases)", type: "value_error" }]);
+    expect(body.detail).toEqual([
+      { loc: ["body", "db"], msg: "unknown database 'no_such_database' (see GET /v1/databases)", type: "value_error" },
+    ]);
     expect(body.request_id).toEqual(expect.any(String));
   });
 
@@ -122,7 +128,11 @@ describe("dashboard submits the job API could never run are refused up front", (
   });
 
   it("B-238 a header BLAST cannot write (non-ASCII) is 422 naming the record on the dashboard too", async () => {
-    const res = await submit({ program: "blastn", db: "16s_rrna_demo", query_fasta: ">ok\nACGTACGTAC\n>\u00e9t\u00e9\nACGTACGTAC\n" });
+    const res = await submit({
+      program: "blastn",
+      db: "16s_rrna_demo",
+      query_fasta: ">ok\nACGTACGTAC\n>\u00e9t\u00e9\nACGTACGTAC\n",
+    });
     expect(res.status).toBe(422);
     const body = (await res.json()) as { detail: { loc: unknown[]; msg: string }[] };
     expect(body.detail[0]?.loc).toEqual(["body", "query_fasta", 1]);
@@ -169,7 +179,11 @@ describe("the local durable management API", () => {
 describe("the unauthenticated no-op diagnostic's rate limit", () => {
   function noopFrom(localAddress: string, headers: Record<string, string> = {}): Promise<number> {
     return new Promise((resolve, reject) => {
-      const req = http.request(`${stack.info.functions_url}/api/health/queue/enqueue-noop?message=hi`, { method: "POST", localAddress, headers });
+      const req = http.request(`${stack.info.functions_url}/api/health/queue/enqueue-noop?message=hi`, {
+        method: "POST",
+        localAddress,
+        headers,
+      });
       req.on("response", (res) => {
         res.resume();
         res.on("end", () => resolve(res.statusCode ?? 0));
@@ -197,7 +211,8 @@ describe("dashboard job ids", () => {
     });
     expect(res.status).toBe(200);
     const id = ((await res.json()) as { job_id: string }).job_id;
-    const get = (form: string) => fetch(`${stack.info.functions_url}/api/blast/jobs/${form}`, { headers: { Authorization: `Bearer ${token}` } });
+    const get = (form: string) =>
+      fetch(`${stack.info.functions_url}/api/blast/jobs/${form}`, { headers: { Authorization: `Bearer ${token}` } });
     const upper = await get(id.toUpperCase());
     expect(upper.status).toBe(200);
     expect(((await upper.json()) as { job_id: string }).job_id).toBe(id);

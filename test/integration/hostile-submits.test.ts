@@ -47,17 +47,66 @@ beforeAll(async () => {
   await tokens.ensure();
   token = (await tokens.state())?.current.value as string;
   const dispatcher = idleDispatcher({ jobs, artifacts, catalog, logger, nodeMemoryBytes: config.nodeMemoryBytes, dir });
-  const service = new JobService({ jobs, artifacts, catalog, dispatcher, logger, blastVersion, maxQueuedJobs: MAX_QUEUED, retryAfterSeconds: 5 });
-  app = createJobApiApp({ config, service, jobs, artifacts, catalog, tokens, logger, blastVersion, executorName: "none", activeJobs: () => 0, dispatchRole: () => "standby" });
+  const service = new JobService({
+    jobs,
+    artifacts,
+    catalog,
+    dispatcher,
+    logger,
+    blastVersion,
+    maxQueuedJobs: MAX_QUEUED,
+    retryAfterSeconds: 5,
+  });
+  app = createJobApiApp({
+    config,
+    service,
+    jobs,
+    artifacts,
+    catalog,
+    tokens,
+    logger,
+    blastVersion,
+    executorName: "none",
+    activeJobs: () => 0,
+    dispatchRole: () => "standby",
+  });
 
   const captured = captureLogger();
   const loggedJobs = JobStore.fromConnectionString(azurite.connectionString, "hostilelog");
   await loggedJobs.init();
-  const loggedDispatcher = idleDispatcher({ jobs: loggedJobs, artifacts, catalog, logger: captured, nodeMemoryBytes: config.nodeMemoryBytes, dir });
-  const loggedService = new JobService({ jobs: loggedJobs, artifacts, catalog, dispatcher: loggedDispatcher, logger: captured, blastVersion, maxQueuedJobs: MAX_QUEUED, retryAfterSeconds: 5 });
+  const loggedDispatcher = idleDispatcher({
+    jobs: loggedJobs,
+    artifacts,
+    catalog,
+    logger: captured,
+    nodeMemoryBytes: config.nodeMemoryBytes,
+    dir,
+  });
+  const loggedService = new JobService({
+    jobs: loggedJobs,
+    artifacts,
+    catalog,
+    dispatcher: loggedDispatcher,
+    logger: captured,
+    blastVersion,
+    maxQueuedJobs: MAX_QUEUED,
+    retryAfterSeconds: 5,
+  });
   logged = {
     logger: captured,
-    app: createJobApiApp({ config, service: loggedService, jobs: loggedJobs, artifacts, catalog, tokens, logger: captured, blastVersion, executorName: "none", activeJobs: () => 0, dispatchRole: () => "standby" }),
+    app: createJobApiApp({
+      config,
+      service: loggedService,
+      jobs: loggedJobs,
+      artifacts,
+      catalog,
+      tokens,
+      logger: captured,
+      blastVersion,
+      executorName: "none",
+      activeJobs: () => 0,
+      dispatchRole: () => "standby",
+    }),
   };
 });
 
@@ -102,11 +151,15 @@ describe("hostile submits to the job API", () => {
     });
     expect(res.status).toBe(202);
     const { job_id } = (await res.json()) as { job_id: string };
-    expect(logged.logger.entries.find((e) => e.msg === "job accepted" && e.fields.job_id === job_id)?.fields.request_id).toBe(requestId);
+    expect(
+      logged.logger.entries.find((e) => e.msg === "job accepted" && e.fields.job_id === job_id)?.fields.request_id,
+    ).toBe(requestId);
   });
 
   it("B-239 B-240 admits never more than the queue limit, whatever arrives at once, and each 429 counts the queue exactly", async () => {
-    const answers = await Promise.all(Array.from({ length: 4 * MAX_QUEUED }, (_, i) => submit(demoQueries(1, 200, i % 20))));
+    const answers = await Promise.all(
+      Array.from({ length: 4 * MAX_QUEUED }, (_, i) => submit(demoQueries(1, 200, i % 20))),
+    );
     const accepted = answers.filter((r) => r.status === 202);
     const refused = answers.filter((r) => r.status === 429);
     expect(accepted.length + refused.length).toBe(answers.length);
@@ -117,7 +170,9 @@ describe("hostile submits to the job API", () => {
       const body = (await r.json()) as { detail: string };
       expect(body.detail).toBe(`the queue is full (${MAX_QUEUED} jobs waiting); retry later`);
     }
-    const positions = await Promise.all(accepted.map(async (r) => ((await r.json()) as { queue_position: number }).queue_position));
+    const positions = await Promise.all(
+      accepted.map(async (r) => ((await r.json()) as { queue_position: number }).queue_position),
+    );
     expect(new Set(positions).size).toBe(MAX_QUEUED);
   });
 });

@@ -19,7 +19,10 @@ function jobApiPid(): number | undefined {
 }
 
 function countLines(text: string): number {
-  return stack.output().split("\n").filter((line) => line.includes(text)).length;
+  return stack
+    .output()
+    .split("\n")
+    .filter((line) => line.includes(text)).length;
 }
 
 describe("the local stack supervises the job API", () => {
@@ -28,7 +31,12 @@ describe("the local stack supervises the job API", () => {
     expect(first).toBeDefined();
     const restartsBefore = countLines("job API restarted");
     process.kill(first as number, "SIGKILL");
-    const exitLine = await eventually(async () => stack.output().split("\n").find((line) => line.includes("job API exited unexpectedly; restarting")));
+    const exitLine = await eventually(async () =>
+      stack
+        .output()
+        .split("\n")
+        .find((line) => line.includes("job API exited unexpectedly; restarting")),
+    );
     const logged = JSON.parse(exitLine) as { level: string; signal: string; restart_in_ms: number };
     expect(logged).toMatchObject({ level: "warn", signal: "SIGKILL", restart_in_ms: 4000 });
 

@@ -116,13 +116,23 @@ describe("job state: compare-and-swap updates from a remembered version", () => 
   });
 
   it("runs one process's concurrent updates of a job in turn: none is lost, none conflicts", async () => {
-    const shards = Array.from({ length: 30 }, (_, i) => ({ id: `b0-p${i + 1}`, batch: 0, partition: i + 1, state: "running" as const, attempts: 1, output_bytes: 0 }));
+    const shards = Array.from({ length: 30 }, (_, i) => ({
+      id: `b0-p${i + 1}`,
+      batch: 0,
+      partition: i + 1,
+      state: "running" as const,
+      attempts: 1,
+      output_bytes: 0,
+    }));
     const j = job({ shards });
     await mine.create(j);
     counter.reset();
     await Promise.all(
       j.shards.map((s, i) =>
-        mine.update(j.job_id, (x) => ({ ...x, shards: x.shards.map((t) => (t.id === s.id ? { ...t, state: "succeeded" as const, output_bytes: i + 1 } : t)) })),
+        mine.update(j.job_id, (x) => ({
+          ...x,
+          shards: x.shards.map((t) => (t.id === s.id ? { ...t, state: "succeeded" as const, output_bytes: i + 1 } : t)),
+        })),
       ),
     );
     // One write each: more updates at once than the conflict retries allow would otherwise fail.
@@ -141,7 +151,12 @@ describe("job state: compare-and-swap updates from a remembered version", () => 
     await mine.delete(j.job_id);
     stop();
     await mine.create(j);
-    expect(seen.map((r) => r && [r.status, r.priority])).toEqual([["queued", j.priority], ["dispatching", j.priority], ["dispatching", 80], undefined]);
+    expect(seen.map((r) => r && [r.status, r.priority])).toEqual([
+      ["queued", j.priority],
+      ["dispatching", j.priority],
+      ["dispatching", 80],
+      undefined,
+    ]);
   });
 });
 
@@ -157,11 +172,16 @@ describe("streamed artifact uploads", () => {
 
   const committedBlocks = async (jobId: string, name: string) =>
     (await container.getBlockBlobClient(`${jobId}/${name}`).getBlockList("committed")).committedBlocks?.length ?? 0;
-  const download = async (jobId: string, name: string) => (await container.getBlockBlobClient(`${jobId}/${name}`).downloadToBuffer()).subarray();
+  const download = async (jobId: string, name: string) =>
+    (await container.getBlockBlobClient(`${jobId}/${name}`).downloadToBuffer()).subarray();
 
   it("sends a small stream in one Put Blob and returns its size", async () => {
     const data = Buffer.from("<BlastOutput>small</BlastOutput>\n".repeat(1000));
-    const bytes = await store.uploadStream("job1", "merged_results.out.gz", Readable.from([data.subarray(0, 5000), data.subarray(5000)]));
+    const bytes = await store.uploadStream(
+      "job1",
+      "merged_results.out.gz",
+      Readable.from([data.subarray(0, 5000), data.subarray(5000)]),
+    );
     // Put Blob leaves no blocks behind; staged uploads leave committed blocks.
     expect(await committedBlocks("job1", "merged_results.out.gz")).toBe(0);
     expect(bytes).toBe(data.length);
@@ -180,8 +200,13 @@ describe("streamed artifact uploads", () => {
   });
 
   it("gzips through a parallel gzip into one valid gzip file, also for empty input", async () => {
-    const text = Array.from({ length: 60_000 }, (_, i) => `<Hit><Hit_num>${i}</Hit_num><Hit_id>gnl|x|${i * 7919}</Hit_id></Hit>\n`).join("");
-    const bytes = await store.uploadStream("job3", "merged_results.out.gz", Readable.from([Buffer.from(text)]), { through: createParallelGzip({ memberBytes: 256 * 1024 }) });
+    const text = Array.from(
+      { length: 60_000 },
+      (_, i) => `<Hit><Hit_num>${i}</Hit_num><Hit_id>gnl|x|${i * 7919}</Hit_id></Hit>\n`,
+    ).join("");
+    const bytes = await store.uploadStream("job3", "merged_results.out.gz", Readable.from([Buffer.from(text)]), {
+      through: createParallelGzip({ memberBytes: 256 * 1024 }),
+    });
     const gz = await download("job3", "merged_results.out.gz");
     expect(bytes).toBe(gz.length);
     expect(gunzipSync(gz).toString()).toBe(text);
@@ -225,7 +250,10 @@ describe("streamed artifact uploads", () => {
         this.push(randomBytes(256 * 1024));
       },
     });
-    const upload = store.uploadStream("job6", "merged_results.out.gz", endless, { through: createParallelGzip(), signal: controller.signal });
+    const upload = store.uploadStream("job6", "merged_results.out.gz", endless, {
+      through: createParallelGzip(),
+      signal: controller.signal,
+    });
     await uploading;
     controller.abort(new Error("job cancelled"));
     await expect(upload).rejects.toThrow("job cancelled");
@@ -235,7 +263,9 @@ describe("streamed artifact uploads", () => {
     if (!endless.closed) await once(endless, "close");
     expect(produced).toBe(at);
     expect(await store.exists("job6", "merged_results.out.gz")).toBe(false);
-    await expect(store.uploadStream("job6", "merged_results.out.gz", Readable.from([]), { signal: controller.signal })).rejects.toThrow("job cancelled");
+    await expect(
+      store.uploadStream("job6", "merged_results.out.gz", Readable.from([]), { signal: controller.signal }),
+    ).rejects.toThrow("job cancelled");
   });
 
   it("fails, and stops the writer instead of leaving it waiting, when storage refuses the upload", async () => {
@@ -247,7 +277,9 @@ describe("streamed artifact uploads", () => {
         this.push(produced > 100_000 ? null : randomBytes(64 * 1024));
       },
     });
-    await expect(missing.uploadStream("job5", "merged_results.out.gz", source)).rejects.toMatchObject({ statusCode: 404 });
+    await expect(missing.uploadStream("job5", "merged_results.out.gz", source)).rejects.toMatchObject({
+      statusCode: 404,
+    });
     expect(source.destroyed).toBe(true);
     expect(produced).toBeLessThan(100_000);
   });
@@ -255,7 +287,9 @@ describe("streamed artifact uploads", () => {
 
 describe("database state: writers of different fields at the same time", () => {
   it("B-006 B-017 keeps the warm-up's and the update check's fields when both write the same database at once", async () => {
-    const store = new DatabaseStateStore(TableClient.fromConnectionString(azurite.connectionString, "dbstaterace", { allowInsecureConnection: true }));
+    const store = new DatabaseStateStore(
+      TableClient.fromConnectionString(azurite.connectionString, "dbstaterace", { allowInsecureConnection: true }),
+    );
     for (let round = 0; round < 10; round++) {
       const name = `db${round}`;
       // Both start from a missing row (create races create), then from an existing one (update races update).

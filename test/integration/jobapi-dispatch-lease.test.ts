@@ -22,7 +22,12 @@ let dataDir: string;
 beforeAll(async () => {
   azurite = await startTestAzurite();
   dataDir = mkdtempSync(path.join(os.tmpdir(), "bp-lease-"));
-  await publishDatabase(path.join(dataDir, "databases"), { name: DEMO_DB, fastaPath: path.join(ROOT, "local/demo/16s-rrna-demo.fasta"), type: "nucl", partitions: 2 });
+  await publishDatabase(path.join(dataDir, "databases"), {
+    name: DEMO_DB,
+    fastaPath: path.join(ROOT, "local/demo/16s-rrna-demo.fasta"),
+    type: "nucl",
+    partitions: 2,
+  });
 }, 60_000);
 
 afterAll(async () => {
@@ -72,19 +77,23 @@ afterEach(async () => {
 
 /** A job-API process on the shared data folder and storage account, as a second replica would run. */
 async function startJobApi(): Promise<JobApiProcess> {
-  const child = spawn(process.execPath, ["--require", path.join(ROOT, "local/parent-watchdog.cjs"), path.join(ROOT, "dist/jobapi/server.js")], {
-    env: {
-      ...process.env,
-      JOBAPI_PORT: "0",
-      JOBAPI_STORAGE_CONNECTION_STRING: azurite.connectionString,
-      JOBAPI_DATA_DIR: dataDir,
-      JOBAPI_DISPATCH_LEASE_SECONDS: String(LEASE_SECONDS),
-      JOBAPI_MAX_ACTIVE_JOBS: "1",
-      JOBAPI_SHARD_CONCURRENCY: "1",
-      LOG_LEVEL: "info",
+  const child = spawn(
+    process.execPath,
+    ["--require", path.join(ROOT, "local/parent-watchdog.cjs"), path.join(ROOT, "dist/jobapi/server.js")],
+    {
+      env: {
+        ...process.env,
+        JOBAPI_PORT: "0",
+        JOBAPI_STORAGE_CONNECTION_STRING: azurite.connectionString,
+        JOBAPI_DATA_DIR: dataDir,
+        JOBAPI_DISPATCH_LEASE_SECONDS: String(LEASE_SECONDS),
+        JOBAPI_MAX_ACTIVE_JOBS: "1",
+        JOBAPI_SHARD_CONCURRENCY: "1",
+        LOG_LEVEL: "info",
+      },
+      stdio: ["pipe", "pipe", "pipe"],
     },
-    stdio: ["pipe", "pipe", "pipe"],
-  });
+  );
   const lines: Record<string, unknown>[] = [];
   let pending = "";
   let stderr = "";
@@ -103,11 +112,16 @@ async function startJobApi(): Promise<JobApiProcess> {
   child.stderr?.on("data", (chunk: Buffer) => {
     stderr += chunk.toString();
   });
-  const logged = (msg: RegExp, timeoutMs = 60_000) => eventually(async () => lines.find((l) => msg.test(String(l.msg))), timeoutMs, 20);
+  const logged = (msg: RegExp, timeoutMs = 60_000) =>
+    eventually(async () => lines.find((l) => msg.test(String(l.msg))), timeoutMs, 20);
   const ready = await logged(/^job API ready$/, 30_000).catch((error: unknown) => {
     throw new Error(`job API did not start: ${String(error)}\n${stderr}`);
   });
-  const token = (JSON.parse(readFileSync(path.join(dataDir, "secrets", "jobapi-api-token"), "utf8")) as { current: { value: string } }).current.value;
+  const token = (
+    JSON.parse(readFileSync(path.join(dataDir, "secrets", "jobapi-api-token"), "utf8")) as {
+      current: { value: string };
+    }
+  ).current.value;
   const url = String(ready.url);
   const pid = child.pid as number;
   const proc: JobApiProcess = {
@@ -124,7 +138,11 @@ async function startJobApi(): Promise<JobApiProcess> {
 }
 
 async function submit(via: JobApiProcess, skip: number): Promise<string> {
-  const token = (JSON.parse(readFileSync(path.join(dataDir, "secrets", "jobapi-api-token"), "utf8")) as { current: { value: string } }).current.value;
+  const token = (
+    JSON.parse(readFileSync(path.join(dataDir, "secrets", "jobapi-api-token"), "utf8")) as {
+      current: { value: string };
+    }
+  ).current.value;
   const res = await fetch(`${via.url}/v1/jobs`, {
     method: "POST",
     headers: { "X-SVC-API-Token": token, "Content-Type": "application/json" },
@@ -139,8 +157,15 @@ async function dispatchRole(p: JobApiProcess): Promise<string> {
   return String(((await (await p.get("/v1/cluster")).json()) as { dispatch: string }).dispatch);
 }
 
-async function statusOf(p: JobApiProcess, jobId: string): Promise<{ status: string; updated_at: string; error: string }> {
-  return (await (await p.get(`/v1/jobs/${jobId}/status`)).json()) as { status: string; updated_at: string; error: string };
+async function statusOf(
+  p: JobApiProcess,
+  jobId: string,
+): Promise<{ status: string; updated_at: string; error: string }> {
+  return (await (await p.get(`/v1/jobs/${jobId}/status`)).json()) as {
+    status: string;
+    updated_at: string;
+    error: string;
+  };
 }
 
 /**
@@ -171,20 +196,28 @@ describe("job API dispatch lease: two processes on one data folder and storage a
     const jobId = await submit(second, 100);
     const watch = watchSearches(first, second);
     try {
-      const searches = await eventually(async () => {
-        const { inA } = watch.sample();
-        return inA.length > 0 ? inA : undefined;
-      }, 60_000, 20);
+      const searches = await eventually(
+        async () => {
+          const { inA } = watch.sample();
+          return inA.length > 0 ? inA : undefined;
+        },
+        60_000,
+        20,
+      );
       expect(watch.sample().inB).toEqual([]);
       process.kill(first.pid, "SIGKILL");
       // Its search dies with it (parent-death signal); the survivor sees its holder gone on this
       // host and takes over without waiting for the lease to run out.
       await eventually(async () => (searches.every((pid) => !alive(pid)) ? true : undefined), 10_000, 20);
       await second.logged(/^dispatch lease taken over$/);
-      const done = await eventually(async () => {
-        const s = await statusOf(second, jobId);
-        return ["completed", "failed", "cancelled"].includes(s.status) ? s : undefined;
-      }, 120_000, 100);
+      const done = await eventually(
+        async () => {
+          const s = await statusOf(second, jobId);
+          return ["completed", "failed", "cancelled"].includes(s.status) ? s : undefined;
+        },
+        120_000,
+        100,
+      );
       expect(done).toMatchObject({ status: "completed", error: "" });
       expect(watch.seen).toEqual({ a: true, b: true, both: false });
       expect(await dispatchRole(second)).toBe("active");
@@ -202,7 +235,11 @@ describe("job API dispatch lease: two processes on one data folder and storage a
     const [holder, standby] = (await dispatchRole(first)) === "active" ? [first, second] : [second, first];
     expect(await dispatchRole(standby)).toBe("standby");
     const jobId = await submit(standby, 120);
-    const frozen = await eventually(async () => (holder.searches().length > 0 ? holder.searches() : undefined), 60_000, 20);
+    const frozen = await eventually(
+      async () => (holder.searches().length > 0 ? holder.searches() : undefined),
+      60_000,
+      20,
+    );
     // A hung node: the holder and its search stop without dying.
     for (const pid of [holder.pid, ...frozen]) process.kill(pid, "SIGSTOP");
     const pausedAt = Date.now();
@@ -216,10 +253,14 @@ describe("job API dispatch lease: two processes on one data folder and storage a
     await holder.logged(/^dispatch lease (taken over by another process|expired before it could be renewed)/, 30_000);
     await eventually(async () => (frozen.every((pid) => !alive(pid)) ? true : undefined), 10_000, 20);
     expect(await dispatchRole(holder)).toBe("standby");
-    const done = await eventually(async () => {
-      const s = await statusOf(standby, jobId);
-      return ["completed", "failed", "cancelled"].includes(s.status) ? s : undefined;
-    }, 120_000, 100);
+    const done = await eventually(
+      async () => {
+        const s = await statusOf(standby, jobId);
+        return ["completed", "failed", "cancelled"].includes(s.status) ? s : undefined;
+      },
+      120_000,
+      100,
+    );
     expect(done).toMatchObject({ status: "completed", error: "" });
     const xml = await (await standby.get(`/v1/jobs/${jobId}/results?content=xml`)).text();
     expect((xml.match(/<Iteration>/g) ?? []).length).toBe(6);

@@ -9,7 +9,11 @@ import { JobStore } from "../../jobapi/jobs/job-store.js";
 import type { ShardSpec } from "../../jobapi/executors/executor.js";
 import type { RunningAzurite } from "../../local/azurite.js";
 import { blastVersion } from "../../shared/blast/blast-tools.js";
-import { createFileDatabaseCatalog, type DatabaseCatalog, publishDatabase } from "../../shared/databases/database-catalog.js";
+import {
+  createFileDatabaseCatalog,
+  type DatabaseCatalog,
+  publishDatabase,
+} from "../../shared/databases/database-catalog.js";
 import { createLogger } from "../../shared/logging/logger.js";
 import { demoQueries } from "../support/jobapi-client.js";
 import { startTestAzurite } from "../support/service-fakes.js";
@@ -59,7 +63,16 @@ async function jobApiParts() {
     shardSlots: 1,
     shardAttempts: 1,
   });
-  const service = new JobService({ jobs, artifacts, catalog, dispatcher, logger, blastVersion, maxQueuedJobs: 3, retryAfterSeconds: 5 });
+  const service = new JobService({
+    jobs,
+    artifacts,
+    catalog,
+    dispatcher,
+    logger,
+    blastVersion,
+    maxQueuedJobs: 3,
+    retryAfterSeconds: 5,
+  });
   return { jobs, dispatcher, service, held };
 }
 

@@ -27,7 +27,13 @@ let azurite: RunningAzurite;
 let proxy: LossyProxy;
 
 beforeAll(async () => {
-  azurite = await startAzurite({ blobPort: 0, queuePort: 0, tablePort: 0, logger, watchdogPath: path.join(root, "local/parent-watchdog.cjs") });
+  azurite = await startAzurite({
+    blobPort: 0,
+    queuePort: 0,
+    tablePort: 0,
+    logger,
+    watchdogPath: path.join(root, "local/parent-watchdog.cjs"),
+  });
   const table = new URL(azurite.tableEndpoint);
   proxy = await startLossyProxy({ host: table.hostname, port: Number(table.port) });
 });
@@ -70,7 +76,9 @@ describe("storage writes the SDK retries after a lost answer", () => {
     const store = await storeViaProxy("lostupdate");
     const j = job();
     await store.create(j);
-    const lost = proxy.loseNextResponse(new RegExp(`^PUT /devstoreaccount1/lostupdatejobs\\(PartitionKey='job',RowKey='${j.job_id}'\\)`));
+    const lost = proxy.loseNextResponse(
+      new RegExp(`^PUT /devstoreaccount1/lostupdatejobs\\(PartitionKey='job',RowKey='${j.job_id}'\\)`),
+    );
     const updated = await store.update(j.job_id, (x) => ({ ...x, query_count: x.query_count + 1 }));
     await lost;
     expect(updated?.query_count).toBe(2);
@@ -83,11 +91,18 @@ describe("storage writes the SDK retries after a lost answer", () => {
   it("an idempotency key claim whose answer was lost is this submit's claim", async () => {
     const store = await storeViaProxy("lostclaim");
     const lost = proxy.loseNextResponse(/^POST \/devstoreaccount1\/lostclaimidempotency\b/);
-    const claim = await store.claimKey("run-42", { job_id: "abcdefabcdef", fingerprint: "fp", claimed_at: new Date().toISOString() });
+    const claim = await store.claimKey("run-42", {
+      job_id: "abcdefabcdef",
+      fingerprint: "fp",
+      claimed_at: new Date().toISOString(),
+    });
     await lost;
     expect(claim).toEqual({ claimed: true });
     // Another job's claim of the same key is still refused, naming the holder.
-    expect(await store.claimKey("run-42", { job_id: "zzzzzzzzzzzz", fingerprint: "fp" })).toMatchObject({ claimed: false, holder: { job_id: "abcdefabcdef" } });
+    expect(await store.claimKey("run-42", { job_id: "zzzzzzzzzzzz", fingerprint: "fp" })).toMatchObject({
+      claimed: false,
+      holder: { job_id: "abcdefabcdef" },
+    });
   });
 
   it("a dispatch lease acquired by an insert whose answer was lost is held, not waited for", async () => {
@@ -118,9 +133,37 @@ describe("storage writes the SDK retries after a lost answer", () => {
       const tokens = new ApiTokenService(createFileSecretStore(path.join(dir, "secrets")));
       await tokens.ensure();
       const token = (await tokens.state())?.current.value as string;
-      const dispatcher = idleDispatcher({ jobs, artifacts, catalog, logger, nodeMemoryBytes: config.nodeMemoryBytes, dir });
-      const service = new JobService({ jobs, artifacts, catalog, dispatcher, logger, blastVersion, maxQueuedJobs: 10, retryAfterSeconds: 5 });
-      const app = createJobApiApp({ config, service, jobs, artifacts, catalog, tokens, logger, blastVersion, executorName: "none", activeJobs: () => 0, dispatchRole: () => "standby" });
+      const dispatcher = idleDispatcher({
+        jobs,
+        artifacts,
+        catalog,
+        logger,
+        nodeMemoryBytes: config.nodeMemoryBytes,
+        dir,
+      });
+      const service = new JobService({
+        jobs,
+        artifacts,
+        catalog,
+        dispatcher,
+        logger,
+        blastVersion,
+        maxQueuedJobs: 10,
+        retryAfterSeconds: 5,
+      });
+      const app = createJobApiApp({
+        config,
+        service,
+        jobs,
+        artifacts,
+        catalog,
+        tokens,
+        logger,
+        blastVersion,
+        executorName: "none",
+        activeJobs: () => 0,
+        dispatchRole: () => "standby",
+      });
       const lost = proxy.loseNextResponse(/^POST \/devstoreaccount1\/lostsubmitjobs\b/);
       const res = await app.request("/v1/jobs", {
         method: "POST",
@@ -131,7 +174,9 @@ describe("storage writes the SDK retries after a lost answer", () => {
       expect(res.status).toBe(202);
       const accepted = (await res.json()) as { job_id: string; status: string };
       expect(accepted.status).toBe("queued");
-      const list = (await (await app.request("/v1/jobs", { headers: { "X-SVC-API-Token": token } })).json()) as { jobs: { job_id: string }[] };
+      const list = (await (await app.request("/v1/jobs", { headers: { "X-SVC-API-Token": token } })).json()) as {
+        jobs: { job_id: string }[];
+      };
       expect(list.jobs.map((j) => j.job_id)).toEqual([accepted.job_id]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -182,7 +227,8 @@ describe("two uploads of one blob", () => {
       () => "failed",
     );
     const parts: Buffer[] = [];
-    for await (const chunk of (await store.open("racejob1234", "merged_results.out.gz")) as Readable) parts.push(chunk as Buffer);
+    for await (const chunk of (await store.open("racejob1234", "merged_results.out.gz")) as Readable)
+      parts.push(chunk as Buffer);
     const stored = Buffer.concat(parts);
     const allA = stored.length === 19 * MiB && stored.every((byte) => byte === 0x61);
     const allB = stored.equals(bBytes);

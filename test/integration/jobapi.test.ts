@@ -24,7 +24,12 @@ const ISO_WITH_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2
 beforeAll(async () => {
   stack = await startStack();
   api = jobApi(stack, readApiToken(stack));
-  const accepted = await api.submit({ program: "blastn", db: DEMO_DB, query_fasta: demoQueries(3), blast_options: { evalue: 1e-5, max_target_seqs: 20 } });
+  const accepted = await api.submit({
+    program: "blastn",
+    db: DEMO_DB,
+    query_fasta: demoQueries(3),
+    blast_options: { evalue: 1e-5, max_target_seqs: 20 },
+  });
   completedJobId = accepted.job_id;
   await api.finished(completedJobId);
 });
@@ -53,7 +58,10 @@ describe("job API: authentication and public routes", () => {
     expect((await fetch(`${api.base}/v1/health`)).status).toBe(200);
     const ready = await fetch(`${api.base}/v1/ready`);
     expect(ready.status).toBe(200);
-    expect(await ready.json()).toMatchObject({ status: "ready", checks: { storage: "ok", blast: "ok", api_token: "ok" } });
+    expect(await ready.json()).toMatchObject({
+      status: "ready",
+      checks: { storage: "ok", blast: "ok", api_token: "ok" },
+    });
     const docs = await fetch(`${api.base}/docs`);
     expect(docs.status).toBe(200);
     const html = await docs.text();
@@ -65,27 +73,68 @@ describe("job API: authentication and public routes", () => {
   });
 
   it("B-256 B-257 B-253 B-254 publishes OpenAPI 3.1 with the version and every §4.2 route", async () => {
-    const doc = (await (await fetch(`${api.base}/openapi.json`)).json()) as { openapi: string; info: { version: string }; paths: Record<string, unknown>; components: { schemas: Record<string, { properties?: Record<string, unknown> }> } };
+    const doc = (await (await fetch(`${api.base}/openapi.json`)).json()) as {
+      openapi: string;
+      info: { version: string };
+      paths: Record<string, unknown>;
+      components: { schemas: Record<string, { properties?: Record<string, unknown> }> };
+    };
     expect(doc.openapi).toBe("3.1.0");
     expect(doc.info.version).toMatch(/^\d+\.\d+\.\d+$/);
-    for (const p of ["/v1/health", "/v1/config", "/v1/cluster", "/v1/jobs", "/v1/jobs/{job_id}/status", "/v1/jobs/{job_id}/results", "/v1/jobs/{job_id}/cancel", "/v1/jobs/{job_id}", "/api/v1/facade/submit", "/api/v1/facade/jobs/{job_id}", "/api/v1/facade/jobs/{job_id}/files/{file_id}"]) {
+    for (const p of [
+      "/v1/health",
+      "/v1/config",
+      "/v1/cluster",
+      "/v1/jobs",
+      "/v1/jobs/{job_id}/status",
+      "/v1/jobs/{job_id}/results",
+      "/v1/jobs/{job_id}/cancel",
+      "/v1/jobs/{job_id}",
+      "/api/v1/facade/submit",
+      "/api/v1/facade/jobs/{job_id}",
+      "/api/v1/facade/jobs/{job_id}/files/{file_id}",
+    ]) {
       expect(doc.paths).toHaveProperty([p]);
     }
     // Generated from the validating schema: the allowlisted options are all there.
     const submit = doc.components.schemas.SubmitRequest?.properties ?? {};
-    expect(Object.keys(submit)).toEqual(expect.arrayContaining(["program", "db", "query_fasta", "blast_options", "priority", "idempotency_key", "resource_profile", "execution_profile"]));
+    expect(Object.keys(submit)).toEqual(
+      expect.arrayContaining([
+        "program",
+        "db",
+        "query_fasta",
+        "blast_options",
+        "priority",
+        "idempotency_key",
+        "resource_profile",
+        "execution_profile",
+      ]),
+    );
     // Status reads document their conditional, long-polling form.
     for (const p of ["/v1/jobs/{job_id}/status", "/api/v1/facade/jobs/{job_id}"]) {
-      const get = (doc.paths[p] as { get: { parameters: { name: string; in: string }[]; responses: Record<string, unknown> } }).get;
-      expect(get.parameters.map((x) => `${x.in}:${x.name}`)).toEqual(expect.arrayContaining(["query:wait", "header:If-None-Match"]));
+      const get = (
+        doc.paths[p] as { get: { parameters: { name: string; in: string }[]; responses: Record<string, unknown> } }
+      ).get;
+      expect(get.parameters.map((x) => `${x.in}:${x.name}`)).toEqual(
+        expect.arrayContaining(["query:wait", "header:If-None-Match"]),
+      );
       expect(get.responses).toHaveProperty(["304"]);
     }
   });
 
   it("B-177 B-178 B-179 answers config, cluster, databases and the job list", async () => {
-    expect(await (await api.get("/v1/config")).json()).toMatchObject({ executor: "local", blast_version: expect.stringMatching(/^2\.\d+\.\d+/), limits: { threads_per_shard: "auto" } });
-    expect(await (await api.get("/v1/cluster")).json()).toMatchObject({ executor: "local", nodes: [expect.objectContaining({ cpus: expect.any(Number) })] });
-    const dbs = (await (await api.get("/v1/databases")).json()) as { databases: { name: string; partitions: number }[] };
+    expect(await (await api.get("/v1/config")).json()).toMatchObject({
+      executor: "local",
+      blast_version: expect.stringMatching(/^2\.\d+\.\d+/),
+      limits: { threads_per_shard: "auto" },
+    });
+    expect(await (await api.get("/v1/cluster")).json()).toMatchObject({
+      executor: "local",
+      nodes: [expect.objectContaining({ cpus: expect.any(Number) })],
+    });
+    const dbs = (await (await api.get("/v1/databases")).json()) as {
+      databases: { name: string; partitions: number }[];
+    };
     expect(dbs.databases).toContainEqual(expect.objectContaining({ name: DEMO_DB, partitions: 2 }));
     const jobs = (await (await api.get("/v1/jobs?status=completed")).json()) as { jobs: { job_id: string }[] };
     expect(jobs.jobs.map((j) => j.job_id)).toContain(completedJobId);
@@ -95,7 +144,13 @@ describe("job API: authentication and public routes", () => {
 
 describe("job API: submit, status and results", () => {
   it("B-060 B-061 B-062 B-063 B-064 B-065 B-066 B-067 B-068 B-069 B-070 B-033 B-052 B-056 B-057 B-020 B-045 accepts a search with 202 and every §2.3 field", async () => {
-    const res = await api.post("/v1/jobs", { program: "blastn", db: DEMO_DB, query_fasta: demoQueries(1), priority: "normal", resource_profile: "Standard_D4s_v5 please" });
+    const res = await api.post("/v1/jobs", {
+      program: "blastn",
+      db: DEMO_DB,
+      query_fasta: demoQueries(1),
+      priority: "normal",
+      resource_profile: "Standard_D4s_v5 please",
+    });
     expect(res.status).toBe(202);
     const body = (await res.json()) as Record<string, unknown>;
     expect(body.job_id).toMatch(/^[a-z0-9]{12}$/);
@@ -116,7 +171,14 @@ describe("job API: submit, status and results", () => {
 
   it("B-071 B-072 B-073 B-074 B-076 B-077 B-078 B-079 B-080 B-081 B-082 B-148 B-151 B-034 reports a completed job with every §2.4 field", async () => {
     const s = await api.status(completedJobId);
-    expect(s).toMatchObject({ job_id: completedJobId, status: "completed", phase: "completed", queue_position: null, program: "blastn", error: "" });
+    expect(s).toMatchObject({
+      job_id: completedJobId,
+      status: "completed",
+      phase: "completed",
+      queue_position: null,
+      program: "blastn",
+      error: "",
+    });
     for (const k of ["created_at", "updated_at", "last_progress_at"]) expect(s[k]).toMatch(ISO_WITH_OFFSET);
     expect(String(s.db)).toMatch(/^local:\/\/databases\/16s_rrna_demo\/\d{4}(-\d{2}){5}$/);
     expect(s.kubernetes).toEqual({ summary: { total: 1, succeeded: 1, failed: 0, active: 0 } });
@@ -139,17 +201,23 @@ describe("job API: submit, status and results", () => {
   });
 
   it("B-099 B-100 B-181 streams ZIPs: full holds every shard output, merged holds merged_results.out.gz", async () => {
-    const full = await unzip(Buffer.from(await (await api.get(`/v1/jobs/${completedJobId}/results?content=full`)).arrayBuffer()));
+    const full = await unzip(
+      Buffer.from(await (await api.get(`/v1/jobs/${completedJobId}/results?content=full`)).arrayBuffer()),
+    );
     expect([...full.keys()]).toEqual(["b0.out.gz"]);
     expect(gunzipSync(full.get("b0.out.gz") as Buffer).toString()).toContain("<BlastOutput>");
-    const merged = await unzip(Buffer.from(await (await api.get(`/v1/jobs/${completedJobId}/results?content=merged`)).arrayBuffer()));
+    const merged = await unzip(
+      Buffer.from(await (await api.get(`/v1/jobs/${completedJobId}/results?content=merged`)).arrayBuffer()),
+    );
     expect([...merged.keys()]).toEqual(["merged_results.out.gz"]);
     const xml = gunzipSync(merged.get("merged_results.out.gz") as Buffer).toString();
     expect(xml).toBe(await (await api.get(`/v1/jobs/${completedJobId}/results?content=xml`)).text());
   });
 
   it("publishes a one-shard job's merged XML exactly as the merge writes it from the stored shard output", async () => {
-    const full = await unzip(Buffer.from(await (await api.get(`/v1/jobs/${completedJobId}/results?content=full`)).arrayBuffer()));
+    const full = await unzip(
+      Buffer.from(await (await api.get(`/v1/jobs/${completedJobId}/results?content=full`)).arrayBuffer()),
+    );
     const dir = mkdtempSync(path.join(os.tmpdir(), "blastplane-merge-"));
     try {
       const shard = path.join(dir, "b0.xml");
@@ -161,8 +229,15 @@ describe("job API: submit, status and results", () => {
           callback();
         },
       });
-      await mergeBlastXml({ shards: [{ batchIndex: 0, partitionIndex: 0, path: shard }], maxTargetSeqs: 20, database: DEMO_DB, output: sink });
-      const published = Buffer.from(await (await api.get(`/v1/jobs/${completedJobId}/results?content=xml`)).arrayBuffer());
+      await mergeBlastXml({
+        shards: [{ batchIndex: 0, partitionIndex: 0, path: shard }],
+        maxTargetSeqs: 20,
+        database: DEMO_DB,
+        output: sink,
+      });
+      const published = Buffer.from(
+        await (await api.get(`/v1/jobs/${completedJobId}/results?content=xml`)).arrayBuffer(),
+      );
       expect(published.equals(Buffer.concat(chunks))).toBe(true);
       // The shard output is BLAST's own, naming the database path it was given; the merged one names the database.
       expect(readFileSync(shard, "latin1")).toMatch(/<BlastOutput_db>full\/[^<]+<\/BlastOutput_db>/);
@@ -190,7 +265,10 @@ describe("job API: submit, status and results", () => {
     expect((await api.get("/v1/jobs//status")).status).toBe(400);
     const unknown = await api.get("/v1/jobs/zzzzzzzzzzzz/status");
     expect(unknown.status).toBe(404);
-    expect(await unknown.json()).toMatchObject({ detail: expect.any(String), request_id: unknown.headers.get("x-request-id") });
+    expect(await unknown.json()).toMatchObject({
+      detail: expect.any(String),
+      request_id: unknown.headers.get("x-request-id"),
+    });
   });
 
   it("B-038 B-039 B-041 B-043 B-238 B-125 answers 422 naming each failing field", async () => {
@@ -200,12 +278,17 @@ describe("job API: submit, status and results", () => {
     expect(detail).toContainEqual(expect.objectContaining({ loc: ["body", "program"] }));
     expect(detail).toContainEqual(expect.objectContaining({ loc: ["body", "db"], type: "missing" }));
     const missingQuery = await api.post("/v1/jobs", { program: "blastn", db: DEMO_DB });
-    expect(((await missingQuery.json()) as { detail: { loc: string[] }[] }).detail).toContainEqual(expect.objectContaining({ loc: ["body", "query_fasta"] }));
+    expect(((await missingQuery.json()) as { detail: { loc: string[] }[] }).detail).toContainEqual(
+      expect.objectContaining({ loc: ["body", "query_fasta"] }),
+    );
   });
 
   it("refuses an unknown option key, an unknown database, a program that does not fit the database, and a bad FASTA alphabet", async () => {
     const cases: [Record<string, unknown>, string[]][] = [
-      [{ program: "blastn", db: DEMO_DB, query_fasta: ">q\nACGT", blast_options: { evalue: 1, shell: "rm -rf /" } }, ["body", "blast_options", "shell"]],
+      [
+        { program: "blastn", db: DEMO_DB, query_fasta: ">q\nACGT", blast_options: { evalue: 1, shell: "rm -rf /" } },
+        ["body", "blast_options", "shell"],
+      ],
       [{ program: "blastn", db: "no_such_db", query_fasta: ">q\nACGT" }, ["body", "db"]],
       [{ program: "blastp", db: DEMO_DB, query_fasta: ">q\nMKV" }, ["body", "db"]],
       [{ program: "blastn", db: DEMO_DB, query_fasta: ">q\nACGT123" }, ["body", "query_fasta"]],
@@ -221,12 +304,21 @@ describe("job API: submit, status and results", () => {
 
   it("answers 400 for malformed JSON and a wrong content type", async () => {
     expect((await api.post("/v1/jobs", "{not json")).status).toBe(400);
-    const res = await fetch(`${api.base}/v1/jobs`, { method: "POST", headers: { "X-SVC-API-Token": readApiToken(stack), "Content-Type": "text/plain" }, body: "{}" });
+    const res = await fetch(`${api.base}/v1/jobs`, {
+      method: "POST",
+      headers: { "X-SVC-API-Token": readApiToken(stack), "Content-Type": "text/plain" },
+      body: "{}",
+    });
     expect(res.status).toBe(400);
   });
 
   it("B-054 B-055 B-021 B-142 returns one job for 20 concurrent submits with one idempotency key", async () => {
-    const body = { program: "blastn", db: DEMO_DB, query_fasta: demoQueries(1, 300, 7), idempotency_key: "concurrent-key-1" };
+    const body = {
+      program: "blastn",
+      db: DEMO_DB,
+      query_fasta: demoQueries(1, 300, 7),
+      idempotency_key: "concurrent-key-1",
+    };
     const responses = await Promise.all(Array.from({ length: 20 }, () => api.post("/v1/jobs", body)));
     const ids = new Set<string>();
     for (const r of responses) {
@@ -239,7 +331,10 @@ describe("job API: submit, status and results", () => {
     expect(all.jobs.filter((j) => ids.has(j.job_id))).toHaveLength(1);
     // Every job so far (queued, running, finished, cancelled) has one of §3's states.
     expect(all.jobs.length).toBeGreaterThan(2);
-    for (const job of all.jobs) expect(["queued", "dispatching", "submitting", "running", "completed", "failed", "cancelled"]).toContain(job.status);
+    for (const job of all.jobs)
+      expect(["queued", "dispatching", "submitting", "running", "completed", "failed", "cancelled"]).toContain(
+        job.status,
+      );
   });
 
   it("B-091 B-092 B-143 B-149 B-093 B-094 B-095 B-096 B-097 B-098 B-150 B-088 B-182 B-235 runs the facade: submit, success, stable file ids, download; an unknown file id is 404", async () => {
@@ -253,16 +348,29 @@ describe("job API: submit, status and results", () => {
     });
     expect(res.status).toBe(202);
     const sub = (await res.json()) as Record<string, unknown>;
-    expect(sub).toMatchObject({ status: "queued", external_correlation_id: "lims-4711", db_name: DEMO_DB, submission_source: "facade" });
+    expect(sub).toMatchObject({
+      status: "queued",
+      external_correlation_id: "lims-4711",
+      db_name: DEMO_DB,
+      submission_source: "facade",
+    });
     for (const k of ["job_id", "created_at", "db_version", "queue_position"]) expect(sub).toHaveProperty(k);
     const jobId = String(sub.job_id);
     await api.finished(jobId);
-    const status = (await (await api.get(`/api/v1/facade/jobs/${jobId}`)).json()) as Record<string, unknown> & { result: { files: { file_id: string; size_bytes: number; format: string }[] }; execution: Record<string, number> };
+    const status = (await (await api.get(`/api/v1/facade/jobs/${jobId}`)).json()) as Record<string, unknown> & {
+      result: { files: { file_id: string; size_bytes: number; format: string }[] };
+      execution: Record<string, number>;
+    };
     expect(status.job_id).toBe(jobId);
     expect(status.status).toBe("success");
     for (const k of ["created_at", "updated_at", "completed_at"]) expect(status[k]).toMatch(ISO_WITH_OFFSET);
-    expect(status).toMatchObject({ blast_version: expect.stringMatching(/^2\.\d+\.\d+\+?$/), db_name: DEMO_DB, db_version: expect.stringMatching(/^\d{4}(-\d{2}){5}$/) });
-    for (const k of ["elapsed_seconds", "queue_wait_seconds", "run_seconds"]) expect(Number.isInteger(status[k])).toBe(true);
+    expect(status).toMatchObject({
+      blast_version: expect.stringMatching(/^2\.\d+\.\d+\+?$/),
+      db_name: DEMO_DB,
+      db_version: expect.stringMatching(/^\d{4}(-\d{2}){5}$/),
+    });
+    for (const k of ["elapsed_seconds", "queue_wait_seconds", "run_seconds"])
+      expect(Number.isInteger(status[k])).toBe(true);
     expect(status.execution).toEqual({ shard_count: 1, shards_succeeded: 1, shards_active: 0, shards_failed: 0 });
     const ids = status.result.files.map((f) => f.file_id);
     expect(ids).toEqual(["merged-xml", "merged-gz", "shard-b0"]);
@@ -277,9 +385,15 @@ describe("job API: submit, status and results", () => {
     expect((await api.get(`/api/v1/facade/jobs/${jobId}/files/nope`)).status).toBe(404);
 
     // priority (like options) may be left out.
-    const minimal = await api.post("/api/v1/facade/submit", { program: "blastn", db: DEMO_DB, query_fasta: demoQueries(1, 300, 41) });
+    const minimal = await api.post("/api/v1/facade/submit", {
+      program: "blastn",
+      db: DEMO_DB,
+      query_fasta: demoQueries(1, 300, 41),
+    });
     expect(minimal.status).toBe(202);
-    expect((await api.finished(String(((await minimal.json()) as { job_id: string }).job_id))).status).toBe("completed");
+    expect((await api.finished(String(((await minimal.json()) as { job_id: string }).job_id))).status).toBe(
+      "completed",
+    );
   });
 
   it("B-152 cancels an active job with DELETE, then deletes it with its artifacts once finished", async () => {
@@ -290,7 +404,11 @@ describe("job API: submit, status and results", () => {
     expect((await api.status(job_id)).status).toBe("cancelled");
     // Once the dispatcher runs nothing, the cancelled job's run (if it had started) has ended: a late
     // write from it would show now.
-    await eventually(async () => (((await (await api.get("/v1/cluster")).json()) as { active_jobs: number }).active_jobs === 0 ? true : undefined), 60_000);
+    await eventually(
+      async () =>
+        ((await (await api.get("/v1/cluster")).json()) as { active_jobs: number }).active_jobs === 0 ? true : undefined,
+      60_000,
+    );
     expect((await api.status(job_id)).status).toBe("cancelled");
     const gone = await api.del(`/v1/jobs/${job_id}`);
     expect(await gone.json()).toEqual({ job_id, status: "cancelled", deleted: true });
@@ -316,7 +434,10 @@ describe("job API: submit, status and results", () => {
 
     const unknown = await api.post("/v1/jobs/zzzzzzzzzzzz/cancel", {});
     expect(unknown.status).toBe(404);
-    expect(await unknown.json()).toMatchObject({ detail: expect.stringContaining("zzzzzzzzzzzz"), request_id: expect.any(String) });
+    expect(await unknown.json()).toMatchObject({
+      detail: expect.stringContaining("zzzzzzzzzzzz"),
+      request_id: expect.any(String),
+    });
     expect((await api.post(`/v1/jobs/${randomUUID()}/cancel`, {})).status).toBe(400);
   });
 
@@ -358,12 +479,20 @@ describe("job API: submit, status and results", () => {
 
     // The facade's seconds move while a job runs, yet a held facade request waits for a real change.
     const slow = await api.submit({ program: "tblastx", db: DEMO_DB, query_fasta: demoQueries(4, 1500, 44) });
-    const running = await eventually(async () => {
-      const r = await api.get(`/api/v1/facade/jobs/${slow.job_id}`);
-      const body = (await r.json()) as Record<string, unknown>;
-      return body.status === "running" && ((body.execution as Record<string, number>).shards_active ?? 0) > 0 ? { r, body } : undefined;
-    }, 20_000, 50);
-    const held = await api.get(`/api/v1/facade/jobs/${slow.job_id}?wait=2`, { "If-None-Match": running.r.headers.get("etag") ?? "" });
+    const running = await eventually(
+      async () => {
+        const r = await api.get(`/api/v1/facade/jobs/${slow.job_id}`);
+        const body = (await r.json()) as Record<string, unknown>;
+        return body.status === "running" && ((body.execution as Record<string, number>).shards_active ?? 0) > 0
+          ? { r, body }
+          : undefined;
+      },
+      20_000,
+      50,
+    );
+    const held = await api.get(`/api/v1/facade/jobs/${slow.job_id}?wait=2`, {
+      "If-None-Match": running.r.headers.get("etag") ?? "",
+    });
     if (held.status === 200) {
       const body = (await held.json()) as Record<string, unknown>;
       const stable = ({ elapsed_seconds, queue_wait_seconds, run_seconds, ...rest }: Record<string, unknown>) => rest;
@@ -376,7 +505,10 @@ describe("job API: submit, status and results", () => {
     for (const bad of ["61", "-1", "soon"]) {
       const res = await api.get(`/v1/jobs/${job_id}/status?wait=${bad}`);
       expect(res.status).toBe(400);
-      expect(await res.json()).toMatchObject({ detail: expect.stringContaining("wait"), request_id: expect.any(String) });
+      expect(await res.json()).toMatchObject({
+        detail: expect.stringContaining("wait"),
+        request_id: expect.any(String),
+      });
     }
   });
 });
@@ -390,33 +522,64 @@ describe("job API: databases, conflicts and dependency failures", () => {
       seed = (seed * 1103515245 + 12345) % 2 ** 31;
       return seed;
     };
-    const proteins = Array.from({ length: 40 }, () => Array.from({ length: 300 }, () => residues[next() % 20]).join(""));
+    const proteins = Array.from({ length: 40 }, () =>
+      Array.from({ length: 300 }, () => residues[next() % 20]).join(""),
+    );
     writeFileSync(fasta, proteins.map((p, i) => `>prot${i} synthetic protein ${i}\n${p}\n`).join(""));
-    const { stdout } = await promisify(execFile)(process.execPath, [path.join(ROOT, "bin/blastplane.mjs"), "db", "add", "toy_prot", fasta, "--type", "prot", "--partitions", "3"], {
-      env: { ...process.env, BLASTPLANE_DATA_DIR: stack.dataDir },
-    });
-    expect(stdout).toMatch(/database toy_prot \(prot\) version \d{4}(-\d{2}){5}: 40 sequences, 12000 letters, 3 partitions/);
-    const dbs = (await (await api.get("/v1/databases")).json()) as { databases: { name: string; type: string; partitions: number }[] };
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      [path.join(ROOT, "bin/blastplane.mjs"), "db", "add", "toy_prot", fasta, "--type", "prot", "--partitions", "3"],
+      {
+        env: { ...process.env, BLASTPLANE_DATA_DIR: stack.dataDir },
+      },
+    );
+    expect(stdout).toMatch(
+      /database toy_prot \(prot\) version \d{4}(-\d{2}){5}: 40 sequences, 12000 letters, 3 partitions/,
+    );
+    const dbs = (await (await api.get("/v1/databases")).json()) as {
+      databases: { name: string; type: string; partitions: number }[];
+    };
     expect(dbs.databases).toContainEqual(expect.objectContaining({ name: "toy_prot", type: "prot", partitions: 3 }));
     const query = `>q\n${proteins[12]?.slice(20, 220)}\n`;
-    const { job_id } = await api.submit({ program: "blastp", db: "toy_prot", query_fasta: query, execution_profile: "sharded", blast_options: { matrix: "blosum62" } });
+    const { job_id } = await api.submit({
+      program: "blastp",
+      db: "toy_prot",
+      query_fasta: query,
+      execution_profile: "sharded",
+      blast_options: { matrix: "blosum62" },
+    });
     const done = await api.finished(job_id);
     expect(done.status).toBe("completed");
     expect(done.kubernetes).toEqual({ summary: { total: 3, succeeded: 3, failed: 0, active: 0 } });
     const xml = await (await api.get(`/v1/jobs/${job_id}/results?content=xml`)).text();
     expect(xml).toContain("prot12");
     // A nucleotide program against this protein database is refused.
-    expect((await api.post("/v1/jobs", { program: "blastn", db: "toy_prot", query_fasta: ">q\nACGT" })).status).toBe(422);
+    expect((await api.post("/v1/jobs", { program: "blastn", db: "toy_prot", query_fasta: ">q\nACGT" })).status).toBe(
+      422,
+    );
   });
 
   it("B-237 answers 409 when an idempotency key is reused for a different request while its job is active", async () => {
     const key = "conflict-key-1";
-    const first = await api.post("/v1/jobs", { program: "tblastx", db: DEMO_DB, query_fasta: demoQueries(3, 1500, 80), idempotency_key: key });
+    const first = await api.post("/v1/jobs", {
+      program: "tblastx",
+      db: DEMO_DB,
+      query_fasta: demoQueries(3, 1500, 80),
+      idempotency_key: key,
+    });
     expect(first.status).toBe(202);
     const { job_id } = (await first.json()) as { job_id: string };
-    const conflict = await api.post("/v1/jobs", { program: "blastn", db: DEMO_DB, query_fasta: demoQueries(1), idempotency_key: key });
+    const conflict = await api.post("/v1/jobs", {
+      program: "blastn",
+      db: DEMO_DB,
+      query_fasta: demoQueries(1),
+      idempotency_key: key,
+    });
     expect(conflict.status).toBe(409);
-    expect(await conflict.json()).toMatchObject({ detail: expect.stringContaining("idempotency_key"), request_id: expect.any(String) });
+    expect(await conflict.json()).toMatchObject({
+      detail: expect.stringContaining("idempotency_key"),
+      request_id: expect.any(String),
+    });
     await api.del(`/v1/jobs/${job_id}`);
   });
 
@@ -427,14 +590,22 @@ describe("job API: databases, conflicts and dependency failures", () => {
     const request = { program: "blastn", db: DEMO_DB, query_fasta: demoQueries(1, 300, 90) };
     const fp = fingerprint(request as Submission);
     // What a first submit leaves while it is still writing its job: the claim, and no job yet.
-    const claimedNow = (key: string, at = new Date()) => jobs.claimKey(key, { job_id: "inflight0000", fingerprint: fp, claimed_at: at.toISOString() });
+    const claimedNow = (key: string, at = new Date()) =>
+      jobs.claimKey(key, { job_id: "inflight0000", fingerprint: fp, claimed_at: at.toISOString() });
     expect(await claimedNow("inflight-key-1")).toEqual({ claimed: true });
 
     const retry = await api.post("/v1/jobs", { ...request, idempotency_key: "inflight-key-1" });
     expect(retry.status).toBe(503);
     expect(retry.headers.get("retry-after")).toBe("2");
-    expect(await retry.json()).toMatchObject({ detail: expect.stringContaining("still being stored"), request_id: expect.any(String) });
-    const other = await api.post("/v1/jobs", { ...request, query_fasta: demoQueries(1, 300, 91), idempotency_key: "inflight-key-1" });
+    expect(await retry.json()).toMatchObject({
+      detail: expect.stringContaining("still being stored"),
+      request_id: expect.any(String),
+    });
+    const other = await api.post("/v1/jobs", {
+      ...request,
+      query_fasta: demoQueries(1, 300, 91),
+      idempotency_key: "inflight-key-1",
+    });
     expect(other.status).toBe(409);
 
     // A claim whose submit died long ago (no job ever written) does not block the key for good.
@@ -447,18 +618,27 @@ describe("job API: databases, conflicts and dependency failures", () => {
   });
 
   it("B-243 B-241 B-230 reports 503 on /v1/ready and, with a focused message, for work needing storage once storage is unreachable", async () => {
-    const children = readFileSync(`/proc/${stack.info.pid}/task/${stack.info.pid}/children`, "utf8").trim().split(/\s+/).map(Number);
+    const children = readFileSync(`/proc/${stack.info.pid}/task/${stack.info.pid}/children`, "utf8")
+      .trim()
+      .split(/\s+/)
+      .map(Number);
     const azurite = children.find((pid) => cmdline(pid).includes("azurite"));
     expect(azurite).toBeDefined();
     process.kill(azurite as number, "SIGKILL");
     const ready = await fetch(`${api.base}/v1/ready`);
     expect(ready.status).toBe(503);
-    expect(await ready.json()).toMatchObject({ detail: expect.stringContaining("storage"), checks: { storage: "unavailable" } });
+    expect(await ready.json()).toMatchObject({
+      detail: expect.stringContaining("storage"),
+      checks: { storage: "unavailable" },
+    });
     const status = await api.get(`/v1/jobs/${completedJobId}/status`);
     expect(status.status).toBe(503);
     expect(status.headers.get("retry-after")).toBe("5");
     // A handled failure gets a focused message, not the catch-all text.
-    expect(await status.json()).toEqual({ detail: "a dependency (storage or the job API) is unreachable; retry shortly", request_id: expect.any(String) });
+    expect(await status.json()).toEqual({
+      detail: "a dependency (storage or the job API) is unreachable; retry shortly",
+      request_id: expect.any(String),
+    });
   });
 });
 

@@ -16,7 +16,11 @@ function store(token = vault.token) {
     vaultUrl: vault.url,
     credential: credential(token),
     // The fake's name is an IP, not *.vault.azure.net; in Azure the check stays on.
-    clientOptions: { tlsOptions: { ca: vault.ca }, disableChallengeResourceVerification: true, retryOptions: { maxRetries: 0 } },
+    clientOptions: {
+      tlsOptions: { ca: vault.ca },
+      disableChallengeResourceVerification: true,
+      retryOptions: { maxRetries: 0 },
+    },
   });
 }
 

@@ -28,7 +28,11 @@ function hitsByIteration(xml: string): string[][] {
   return xml
     .split("<Iteration>")
     .slice(1)
-    .map((it) => [...it.matchAll(/<Hit_accession>([^<]*)<\/Hit_accession>[\s\S]*?<Hsp_bit-score>([^<]*)<\/Hsp_bit-score>/g)].map((m) => `${m[1]} ${m[2]}`));
+    .map((it) =>
+      [...it.matchAll(/<Hit_accession>([^<]*)<\/Hit_accession>[\s\S]*?<Hsp_bit-score>([^<]*)<\/Hsp_bit-score>/g)].map(
+        (m) => `${m[1]} ${m[2]}`,
+      ),
+    );
 }
 
 function jobApiPid(): number | undefined {
@@ -55,7 +59,8 @@ async function submitKeyed(key: string): Promise<string | undefined> {
         await new Promise((r) => setTimeout(r, wait * 1000));
         continue;
       }
-      if (res.status !== 202 && res.status !== 200) throw new Error(`submit answered ${res.status}: ${await res.text()}`);
+      if (res.status !== 202 && res.status !== 200)
+        throw new Error(`submit answered ${res.status}: ${await res.text()}`);
       return ((await res.json()) as { job_id: string }).job_id;
     }
   } catch (error) {
@@ -70,7 +75,10 @@ async function killJobApi(): Promise<void> {
   const restarts = stack.output().split("job API restarted").length;
   process.kill(pid as number, "SIGKILL");
   kills += 1;
-  await eventually(async () => (stack.output().split("job API restarted").length > restarts ? true : undefined), 60_000);
+  await eventually(
+    async () => (stack.output().split("job API restarted").length > restarts ? true : undefined),
+    60_000,
+  );
 }
 
 async function killStack(): Promise<void> {
@@ -119,7 +127,12 @@ describe("kill loop", () => {
         for (const key of roundKeys) accepted.set(key, (await submitKeyed(key)) as string);
         const first = accepted.get(roundKeys[0] as string) as string;
         if (point === "while running") {
-          await eventually(async () => (["running", "completed"].includes(String((await api().status(first)).status)) ? true : undefined), 120_000, 50);
+          await eventually(
+            async () =>
+              ["running", "completed"].includes(String((await api().status(first)).status)) ? true : undefined,
+            120_000,
+            50,
+          );
         } else {
           await api().finished(first, 120_000);
         }
@@ -152,7 +165,9 @@ describe("kill loop", () => {
       expect(hitsByIteration(xml), `${key} (${id})`).toEqual(referenceHits);
     }
     // Exactly one job per key (plus the reference run), each terminal once and staying so.
-    const listed = ((await (await client.get("/v1/jobs?limit=500")).json()) as { jobs: { job_id: string; status: string }[] }).jobs;
+    const listed = (
+      (await (await client.get("/v1/jobs?limit=500")).json()) as { jobs: { job_id: string; status: string }[] }
+    ).jobs;
     expect(listed).toHaveLength(keys.length + 1);
     expect(new Set(listed.map((j) => j.job_id)).size).toBe(listed.length);
     for (const id of accepted.values()) expect(listed.find((j) => j.job_id === id)?.status).toBe("completed");

@@ -15,7 +15,17 @@ const NS = "blastplane";
 const MiB = 1024 ** 2;
 
 /** A Job whose pod runs `script` with this machine's Node (image `node:22`), on the BLAST pool. */
-function nodeJob(name: string, script: string, extra: { memoryLimit?: string; memoryRequest?: string; spec?: Record<string, unknown>; image?: string; nodeSelector?: Record<string, string> } = {}): V1Job {
+function nodeJob(
+  name: string,
+  script: string,
+  extra: {
+    memoryLimit?: string;
+    memoryRequest?: string;
+    spec?: Record<string, unknown>;
+    image?: string;
+    nodeSelector?: Record<string, string>;
+  } = {},
+): V1Job {
   return {
     apiVersion: "batch/v1",
     kind: "Job",
@@ -35,8 +45,14 @@ function nodeJob(name: string, script: string, extra: { memoryLimit?: string; me
               name: "main",
               image: extra.image ?? "node:22",
               command: ["node", "-e", script],
-              env: [{ name: "GREETING", value: "hello" }, { name: "MY_NODE", valueFrom: { fieldRef: { fieldPath: "spec.nodeName" } } }],
-              resources: { requests: { memory: extra.memoryRequest ?? "64Mi", cpu: "100m" }, limits: extra.memoryLimit ? { memory: extra.memoryLimit } : undefined },
+              env: [
+                { name: "GREETING", value: "hello" },
+                { name: "MY_NODE", valueFrom: { fieldRef: { fieldPath: "spec.nodeName" } } },
+              ],
+              resources: {
+                requests: { memory: extra.memoryRequest ?? "64Mi", cpu: "100m" },
+                limits: extra.memoryLimit ? { memory: extra.memoryLimit } : undefined,
+              },
             },
           ],
         },
@@ -51,12 +67,20 @@ describe("local Kubernetes API", () => {
   let batch: BatchV1Api;
   let core: CoreV1Api;
   let kc: KubeConfig;
-  const kubectl = async (...args: string[]) => (await run("kubectl", ["--kubeconfig", cluster.kubeconfigPath, "-n", NS, ...args])).stdout;
+  const kubectl = async (...args: string[]) =>
+    (await run("kubectl", ["--kubeconfig", cluster.kubeconfigPath, "-n", NS, ...args])).stdout;
   const job = (name: string) => cluster.store.get("jobs", NS, name);
   const podsOf = (name: string) => cluster.store.list("pods", NS, (p) => p.metadata.labels?.["job-name"] === name);
   const condition = (obj: KubeObject | undefined, type: string) =>
-    ((obj?.status as { conditions?: { type: string; status: string; reason?: string; message?: string }[] } | undefined)?.conditions ?? []).find((c) => c.type === type && c.status === "True");
-  const finished = (name: string, type: "Complete" | "Failed", timeoutMs = 20_000) => eventually(async () => condition(job(name), type), timeoutMs, 50);
+    (
+      (
+        obj?.status as
+          | { conditions?: { type: string; status: string; reason?: string; message?: string }[] }
+          | undefined
+      )?.conditions ?? []
+    ).find((c) => c.type === type && c.status === "True");
+  const finished = (name: string, type: "Complete" | "Failed", timeoutMs = 20_000) =>
+    eventually(async () => condition(job(name), type), timeoutMs, 50);
 
   beforeAll(async () => {
     dataDir = mkdtempSync(path.join(tmpdir(), "bp-kube-"));
@@ -82,7 +106,10 @@ describe("local Kubernetes API", () => {
 
   it("serves kubectl: get nodes, get/describe jobs and pods, logs, delete (the independent client)", async () => {
     expect(await kubectl("get", "nodes")).toMatch(/local-blast-0\s+Ready/);
-    await batch.createNamespacedJob({ namespace: NS, body: nodeJob("hello", "console.log(process.env.GREETING, 'from', process.env.MY_NODE)") });
+    await batch.createNamespacedJob({
+      namespace: NS,
+      body: nodeJob("hello", "console.log(process.env.GREETING, 'from', process.env.MY_NODE)"),
+    });
     await finished("hello", "Complete");
     const listing = await kubectl("get", "jobs,pods");
     expect(listing).toMatch(/job\.batch\/hello\s+Complete\s+1\/1/);
@@ -91,7 +118,9 @@ describe("local Kubernetes API", () => {
     const described = await kubectl("describe", "job", "hello");
     expect(described).toContain("Pods Statuses:    0 Active (0 Ready) / 1 Succeeded / 0 Failed");
     expect(described).toMatch(/SuccessfulCreate\s+\S+\s+job-controller\s+Created pod: hello-/);
-    expect(await kubectl("describe", "pod", "-l", "job-name=hello")).toMatch(/Reason:\s+Completed[\s\S]*Exit Code:\s+0/);
+    expect(await kubectl("describe", "pod", "-l", "job-name=hello")).toMatch(
+      /Reason:\s+Completed[\s\S]*Exit Code:\s+0/,
+    );
     // kubectl deletes in the background: the Job goes, then its pod.
     expect(await kubectl("delete", "job", "hello")).toContain('job.batch "hello" deleted');
     await eventually(async () => (job("hello") === undefined && podsOf("hello").length === 0 ? true : undefined));
@@ -132,9 +161,14 @@ describe("local Kubernetes API", () => {
     cluster.api.expireWatches();
     const errors: { code?: number; reason?: string }[] = [];
     await new Promise<unknown>((resolve) => {
-      void new Watch(kc).watch(`/apis/batch/v1/namespaces/${NS}/jobs`, { resourceVersion: from }, (type: string, obj: { code?: number; reason?: string }) => {
-        if (type === "ERROR") errors.push(obj);
-      }, resolve);
+      void new Watch(kc).watch(
+        `/apis/batch/v1/namespaces/${NS}/jobs`,
+        { resourceVersion: from },
+        (type: string, obj: { code?: number; reason?: string }) => {
+          if (type === "ERROR") errors.push(obj);
+        },
+        resolve,
+      );
     });
     expect(errors).toEqual([expect.objectContaining({ code: 410, reason: "Expired" })]);
   });
@@ -151,14 +185,33 @@ describe("local Kubernetes API", () => {
       throw new Error("expected a failure");
     };
     const missing = await statusOf(batch.readNamespacedJob({ name: "nope", namespace: NS }));
-    expect(missing).toMatchObject({ code: 404, body: { kind: "Status", status: "Failure", reason: "NotFound", code: 404 } });
+    expect(missing).toMatchObject({
+      code: 404,
+      body: { kind: "Status", status: "Failure", reason: "NotFound", code: 404 },
+    });
     await batch.createNamespacedJob({ namespace: NS, body: nodeJob("twice", "0") });
-    expect(await statusOf(batch.createNamespacedJob({ namespace: NS, body: nodeJob("twice", "0") }))).toMatchObject({ code: 409, body: { reason: "AlreadyExists" } });
+    expect(await statusOf(batch.createNamespacedJob({ namespace: NS, body: nodeJob("twice", "0") }))).toMatchObject({
+      code: 409,
+      body: { reason: "AlreadyExists" },
+    });
     const always = nodeJob("always", "0");
     (always.spec?.template.spec as { restartPolicy: string }).restartPolicy = "Always";
     const invalid = await statusOf(batch.createNamespacedJob({ namespace: NS, body: always }));
-    expect(invalid).toMatchObject({ code: 422, body: { reason: "Invalid", details: { causes: [expect.objectContaining({ field: "spec.template.spec.restartPolicy" })] } } });
-    const noToken = await run("kubectl", ["--kubeconfig", cluster.kubeconfigPath, "--token", "wrong", "get", "pods"]).catch((e: { stderr: string }) => e.stderr);
+    expect(invalid).toMatchObject({
+      code: 422,
+      body: {
+        reason: "Invalid",
+        details: { causes: [expect.objectContaining({ field: "spec.template.spec.restartPolicy" })] },
+      },
+    });
+    const noToken = await run("kubectl", [
+      "--kubeconfig",
+      cluster.kubeconfigPath,
+      "--token",
+      "wrong",
+      "get",
+      "pods",
+    ]).catch((e: { stderr: string }) => e.stderr);
     expect(String(noToken)).toMatch(/Unauthorized|provide credentials/);
   });
 
@@ -169,12 +222,17 @@ describe("local Kubernetes API", () => {
     expect(failed.reason).toBe("BackoffLimitExceeded");
     const status = podsOf("hog")[0]?.status ?? {};
     expect((status as { phase: string }).phase).toBe("Failed");
-    expect((status as { containerStatuses: { state: { terminated: unknown } }[] }).containerStatuses[0]?.state.terminated).toMatchObject({ reason: "OOMKilled", exitCode: 137 });
+    expect(
+      (status as { containerStatuses: { state: { terminated: unknown } }[] }).containerStatuses[0]?.state.terminated,
+    ).toMatchObject({ reason: "OOMKilled", exitCode: 137 });
     expect(await kubectl("get", "pods", "-l", "job-name=hog")).toMatch(/OOMKilled/);
   });
 
   it("retries a failing pod up to backoffLimit and reports the Job as Kubernetes does", async () => {
-    await batch.createNamespacedJob({ namespace: NS, body: nodeJob("flaky", "console.error('boom'); process.exit(3)", { spec: { backoffLimit: 1 } }) });
+    await batch.createNamespacedJob({
+      namespace: NS,
+      body: nodeJob("flaky", "console.error('boom'); process.exit(3)", { spec: { backoffLimit: 1 } }),
+    });
     await finished("flaky", "Failed");
     const status = job("flaky")?.status as { failed: number; active: number; conditions: { type: string }[] };
     expect(status.failed).toBe(2);
@@ -182,46 +240,93 @@ describe("local Kubernetes API", () => {
     expect(status.conditions.map((c) => c.type)).toEqual(["FailureTarget", "Failed"]);
     const pods = podsOf("flaky");
     expect(pods).toHaveLength(2);
-    for (const p of pods) expect((p.status as { containerStatuses: { state: { terminated: { reason: string; exitCode: number } } }[] }).containerStatuses[0]?.state.terminated).toMatchObject({ reason: "Error", exitCode: 3 });
+    for (const p of pods)
+      expect(
+        (p.status as { containerStatuses: { state: { terminated: { reason: string; exitCode: number } } }[] })
+          .containerStatuses[0]?.state.terminated,
+      ).toMatchObject({ reason: "Error", exitCode: 3 });
   });
 
   it("ends a Job past activeDeadlineSeconds (DeadlineExceeded, its pod stopped) and deletes finished Jobs after ttlSecondsAfterFinished", async () => {
-    await batch.createNamespacedJob({ namespace: NS, body: nodeJob("slow", "setTimeout(() => {}, 60000)", { spec: { activeDeadlineSeconds: 1 } }) });
+    await batch.createNamespacedJob({
+      namespace: NS,
+      body: nodeJob("slow", "setTimeout(() => {}, 60000)", { spec: { activeDeadlineSeconds: 1 } }),
+    });
     expect((await finished("slow", "Failed")).reason).toBe("DeadlineExceeded");
     expect(podsOf("slow")).toHaveLength(0);
-    await batch.createNamespacedJob({ namespace: NS, body: nodeJob("brief", "0", { spec: { ttlSecondsAfterFinished: 1 } }) });
+    await batch.createNamespacedJob({
+      namespace: NS,
+      body: nodeJob("brief", "0", { spec: { ttlSecondsAfterFinished: 1 } }),
+    });
     await finished("brief", "Complete");
-    await eventually(async () => (job("brief") === undefined && podsOf("brief").length === 0 ? true : undefined), 10_000);
+    await eventually(
+      async () => (job("brief") === undefined && podsOf("brief").length === 0 ? true : undefined),
+      10_000,
+    );
   });
 
   it("leaves a pod no node can take Pending with reason Unschedulable, and an unknown image in ImagePullBackOff", async () => {
     await batch.createNamespacedJob({ namespace: NS, body: nodeJob("huge", "0", { memoryRequest: "64Gi" }) });
-    const scheduled = await eventually(async () => condition(podsOf("huge")[0], "PodScheduled") ?? ((podsOf("huge")[0]?.status as { conditions?: { type: string; status: string; reason?: string; message?: string }[] })?.conditions ?? []).find((c) => c.type === "PodScheduled"));
-    expect(scheduled).toMatchObject({ status: "False", reason: "Unschedulable", message: expect.stringMatching(/^0\/2 nodes are available: 2 Insufficient memory\./) });
-    expect(await kubectl("describe", "pod", "-l", "job-name=huge")).toMatch(/FailedScheduling.*0\/2 nodes are available: 2 Insufficient memory/);
-    await batch.createNamespacedJob({ namespace: NS, body: nodeJob("noimage", "0", { image: "registry.invalid/nothing:1" }) });
-    await eventually(async () => ((await kubectl("get", "pods", "-l", "job-name=noimage")).includes("ImagePullBackOff") ? true : undefined), 10_000);
+    const scheduled = await eventually(
+      async () =>
+        condition(podsOf("huge")[0], "PodScheduled") ??
+        (
+          (
+            podsOf("huge")[0]?.status as {
+              conditions?: { type: string; status: string; reason?: string; message?: string }[];
+            }
+          )?.conditions ?? []
+        ).find((c) => c.type === "PodScheduled"),
+    );
+    expect(scheduled).toMatchObject({
+      status: "False",
+      reason: "Unschedulable",
+      message: expect.stringMatching(/^0\/2 nodes are available: 2 Insufficient memory\./),
+    });
+    expect(await kubectl("describe", "pod", "-l", "job-name=huge")).toMatch(
+      /FailedScheduling.*0\/2 nodes are available: 2 Insufficient memory/,
+    );
+    await batch.createNamespacedJob({
+      namespace: NS,
+      body: nodeJob("noimage", "0", { image: "registry.invalid/nothing:1" }),
+    });
+    await eventually(
+      async () =>
+        (await kubectl("get", "pods", "-l", "job-name=noimage")).includes("ImagePullBackOff") ? true : undefined,
+      10_000,
+    );
   });
 
   it("deletes with propagation: Orphan keeps the pod, Foreground holds the Job until its pod is gone, a lost node takes its pods and the Job replaces them", async () => {
     const sleeper = "setTimeout(() => {}, 60000)";
     await batch.createNamespacedJob({ namespace: NS, body: nodeJob("orphaned", sleeper) });
-    const [pod] = await eventually(async () => (podsOf("orphaned").some((p) => (p.status as { phase: string }).phase === "Running") ? podsOf("orphaned") : undefined));
+    const [pod] = await eventually(async () =>
+      podsOf("orphaned").some((p) => (p.status as { phase: string }).phase === "Running")
+        ? podsOf("orphaned")
+        : undefined,
+    );
     await batch.deleteNamespacedJob({ name: "orphaned", namespace: NS, propagationPolicy: "Orphan" });
     const kept = cluster.store.get("pods", NS, String(pod?.metadata.name));
     expect(kept?.metadata.ownerReferences).toBeUndefined();
     await core.deleteNamespacedPod({ name: String(pod?.metadata.name), namespace: NS, gracePeriodSeconds: 0 });
 
     await batch.createNamespacedJob({ namespace: NS, body: nodeJob("fg", sleeper) });
-    await eventually(async () => (podsOf("fg").some((p) => (p.status as { phase: string }).phase === "Running") ? true : undefined));
+    await eventually(async () =>
+      podsOf("fg").some((p) => (p.status as { phase: string }).phase === "Running") ? true : undefined,
+    );
     await batch.deleteNamespacedJob({ name: "fg", namespace: NS, propagationPolicy: "Foreground" });
     expect(job("fg")?.metadata.finalizers).toContain("foregroundDeletion");
     await eventually(async () => (job("fg") === undefined ? true : undefined), 10_000);
     expect(podsOf("fg")).toHaveLength(0);
 
     // A node lost: its pods are deleted; the Job counts the failure and starts a replacement elsewhere.
-    await batch.createNamespacedJob({ namespace: NS, body: nodeJob("survivor", "setTimeout(() => {}, 1500)", { spec: { backoffLimit: 1 } }) });
-    const first = await eventually(async () => podsOf("survivor").find((p) => (p.status as { phase: string }).phase === "Running"));
+    await batch.createNamespacedJob({
+      namespace: NS,
+      body: nodeJob("survivor", "setTimeout(() => {}, 1500)", { spec: { backoffLimit: 1 } }),
+    });
+    const first = await eventually(async () =>
+      podsOf("survivor").find((p) => (p.status as { phase: string }).phase === "Running"),
+    );
     const lost = String((first.spec as { nodeName: string }).nodeName);
     await core.deleteNode({ name: lost });
     expect(await kubectl("get", "nodes")).not.toContain(lost);

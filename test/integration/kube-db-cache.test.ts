@@ -12,7 +12,11 @@ import { type RunningAzurite, startAzurite } from "../../local/azurite.js";
 import { blastPoolNodes, type LocalCluster, startLocalCluster } from "../../local/kube/cluster.js";
 import { type DatabaseEntry, publishDatabase } from "../../shared/databases/database-catalog.js";
 import { fileDigest, type ReleaseManifest } from "../../shared/databases/release-store.js";
-import { createTableDatabaseCatalog, openDatabaseStorage, type TableDatabaseCatalog } from "../../shared/databases/table-catalog.js";
+import {
+  createTableDatabaseCatalog,
+  openDatabaseStorage,
+  type TableDatabaseCatalog,
+} from "../../shared/databases/table-catalog.js";
 import { newJobId } from "../../shared/jobs/model.js";
 import { createLogger } from "../../shared/logging/logger.js";
 import { demoQueries } from "../support/jobapi-client.js";
@@ -41,17 +45,29 @@ async function startFixture(prefix: string, database: string, nodes: number) {
   const work = mkdtempSync(path.join(tmpdir(), prefix));
   const cacheRoot = path.join(work, "node-cache");
   mkdirSync(cacheRoot);
-  const azurite = await startAzurite({ blobPort: 0, queuePort: 0, tablePort: 0, logger, watchdogPath: path.join(ROOT, "local/parent-watchdog.cjs") });
+  const azurite = await startAzurite({
+    blobPort: 0,
+    queuePort: 0,
+    tablePort: 0,
+    logger,
+    watchdogPath: path.join(ROOT, "local/parent-watchdog.cjs"),
+  });
   const storage = openDatabaseStorage(azurite.connectionString);
   const catalog = createTableDatabaseCatalog({ ...storage, cacheRoot: path.join(work, "build") });
-  const db = await publishDatabase(path.join(work, "build"), { name: database, fastaPath: DEMO_FASTA, type: "nucl", partitions: 2 }, catalog);
+  const db = await publishDatabase(
+    path.join(work, "build"),
+    { name: database, fastaPath: DEMO_FASTA, type: "nucl", partitions: 2 },
+    catalog,
+  );
   const published = (await storage.store.manifest(database, db.manifest.version)) as ReleaseManifest;
   const cluster = await startLocalCluster({
     logger,
     dataDir: work,
     nodes: blastPoolNodes(nodes, 4 * GiB, 2),
     namespaces: [NS],
-    images: [{ pattern: /(^|\/)blastplane-jobapi(:[\w.-]+)?$/, workingDir: ROOT, cmd: ["node", "dist/jobapi/server.js"] }],
+    images: [
+      { pattern: /(^|\/)blastplane-jobapi(:[\w.-]+)?$/, workingDir: ROOT, cmd: ["node", "dist/jobapi/server.js"] },
+    ],
     bookmarkIntervalMs: 500,
     podBackoffMs: 100,
   });
@@ -108,7 +124,13 @@ describe("shard init on the local cluster: the node-local database cache", () =>
       jobId,
       shardId: `b0-p${partition}`,
       program: "blastn",
-      args: buildShardArgs({ optionArgs: [], queryPath, dbPath: String(p?.path), outputPath: path.join(dir, "out.xml"), threads: 1 }),
+      args: buildShardArgs({
+        optionArgs: [],
+        queryPath,
+        dbPath: String(p?.path),
+        outputPath: path.join(dir, "out.xml"),
+        threads: 1,
+      }),
       outputPath: path.join(dir, "out.xml"),
       cwd: db.root,
       attempt: 1,
@@ -136,7 +158,8 @@ describe("shard init on the local cluster: the node-local database cache", () =>
     return reports;
   }
 
-  const partitionFiles = (partition: number) => published.files.filter((f) => f.name === "manifest.json" || f.name.startsWith(`parts/p${partition}/`));
+  const partitionFiles = (partition: number) =>
+    published.files.filter((f) => f.name === "manifest.json" || f.name.startsWith(`parts/p${partition}/`));
 
   async function hits(jobId: string): Promise<string> {
     const gz = await artifacts.open(jobId, "shards/b0-p1.out.gz");
@@ -147,7 +170,10 @@ describe("shard init on the local cluster: the node-local database cache", () =>
 
   it("two shard pods of one partition starting together on one node download it once, and both search it", async () => {
     const [a, b] = [newJobId(), newJobId()];
-    await Promise.all([executor.run(shard(a, 1), new AbortController().signal), executor.run(shard(b, 1), new AbortController().signal)]);
+    await Promise.all([
+      executor.run(shard(a, 1), new AbortController().signal),
+      executor.run(shard(b, 1), new AbortController().signal),
+    ]);
     const reports = [...(await cacheReports(a)), ...(await cacheReports(b))];
     expect(reports).toHaveLength(2);
     const files = partitionFiles(1);
@@ -157,13 +183,16 @@ describe("shard init on the local cluster: the node-local database cache", () =>
     const releaseDir = path.join(cacheRoot, "demo16s", db.manifest.version);
     expect(readdirSync(path.join(releaseDir, "parts")).sort()).toEqual(["p1"]);
     expect(readdirSync(releaseDir).sort()).toEqual(["manifest.json", "parts"]);
-    for (const f of files) expect(await fileDigest(path.join(releaseDir, f.name))).toEqual({ size: f.size, md5: f.md5 });
+    for (const f of files)
+      expect(await fileDigest(path.join(releaseDir, f.name))).toEqual({ size: f.size, md5: f.md5 });
     for (const job of [a, b]) expect(await hits(job)).toContain("</BlastOutput>");
   });
 
   it("a cached file corrupted on the node is found by its MD5 and fetched again before BLAST reads it", async () => {
     const releaseDir = path.join(cacheRoot, "demo16s", db.manifest.version);
-    const victim = partitionFiles(1).find((f) => f.name.endsWith(".nsq") || (f.name !== "manifest.json" && f.size > 16));
+    const victim = partitionFiles(1).find(
+      (f) => f.name.endsWith(".nsq") || (f.name !== "manifest.json" && f.size > 16),
+    );
     const file = path.join(releaseDir, String(victim?.name));
     const bytes = readFileSync(file);
     bytes[4] = (bytes[4] as number) ^ 0xff;
@@ -202,7 +231,13 @@ describe("warm-up on the local cluster: one Job per BLAST node, progress node by
       writeFileSync(path.join(cacheRoot, "warmdb", old, "full", "warmdb.nsq"), "old");
     }
     await catalog.hold("warmdb", "2020-02-01-00-00-00", "job_still_running");
-    const warmup = createKubernetesWarmup({ kubeConfig, catalog, logger, storage: { kind: "connection-string", connectionString: azurite.connectionString }, settings: { ...POOL, dbCacheHostPath: cacheRoot } });
+    const warmup = createKubernetesWarmup({
+      kubeConfig,
+      catalog,
+      logger,
+      storage: { kind: "connection-string", connectionString: azurite.connectionString },
+      settings: { ...POOL, dbCacheHostPath: cacheRoot },
+    });
     const started = await warmup.start("warmdb");
     expect(started.release).toBe(published.release);
     expect(started.nodes.map((n) => n.node)).toEqual(["local-blast-0", "local-blast-1"]);
@@ -210,28 +245,49 @@ describe("warm-up on the local cluster: one Job per BLAST node, progress node by
     await warmup.start("warmdb");
     expect(cluster.store.list("jobs", NS)).toHaveLength(2);
 
-    const done = await eventually<WarmupView>(async () => {
-      const view = await warmup.status("warmdb");
-      return view.state === "running" ? undefined : view;
-    }, 60_000, 100);
+    const done = await eventually<WarmupView>(
+      async () => {
+        const view = await warmup.status("warmdb");
+        return view.state === "running" ? undefined : view;
+      },
+      60_000,
+      100,
+    );
     const total = published.files.reduce((sum, f) => sum + f.size, 0);
     expect(done).toEqual({
       database: "warmdb",
       release: published.release,
       state: "succeeded",
-      nodes: ["local-blast-0", "local-blast-1"].map((node) => ({ node, state: "succeeded", bytes_done: total, bytes_total: total, files_done: published.files.length, files_total: published.files.length })),
+      nodes: ["local-blast-0", "local-blast-1"].map((node) => ({
+        node,
+        state: "succeeded",
+        bytes_done: total,
+        bytes_total: total,
+        files_done: published.files.length,
+        files_total: published.files.length,
+      })),
     });
     const releaseDir = path.join(cacheRoot, "warmdb", published.release);
-    for (const f of published.files) expect(await fileDigest(path.join(releaseDir, f.name))).toEqual({ size: f.size, md5: f.md5 });
+    for (const f of published.files)
+      expect(await fileDigest(path.join(releaseDir, f.name))).toEqual({ size: f.size, md5: f.md5 });
     expect(existsSync(path.join(cacheRoot, "warmdb", "2020-01-01-00-00-00"))).toBe(false);
     expect(existsSync(path.join(cacheRoot, "warmdb", "2020-02-01-00-00-00"))).toBe(true);
     // Each pod ran pinned to its own node.
     const pods = cluster.store.list("pods", NS);
-    expect(pods.map((p) => (p.spec as { nodeName?: string }).nodeName).sort()).toEqual(["local-blast-0", "local-blast-1"]);
+    expect(pods.map((p) => (p.spec as { nodeName?: string }).nodeName).sort()).toEqual([
+      "local-blast-0",
+      "local-blast-1",
+    ]);
   });
 
   it("an unknown database is 404 and no Job is created", async () => {
-    const warmup = createKubernetesWarmup({ kubeConfig, catalog, logger, storage: { kind: "connection-string", connectionString: azurite.connectionString }, settings: { ...POOL, dbCacheHostPath: cacheRoot } });
+    const warmup = createKubernetesWarmup({
+      kubeConfig,
+      catalog,
+      logger,
+      storage: { kind: "connection-string", connectionString: azurite.connectionString },
+      settings: { ...POOL, dbCacheHostPath: cacheRoot },
+    });
     const before = cluster.store.list("jobs", NS).length;
     await expect(warmup.start("no_such_db")).rejects.toThrow(/not prepared/);
     expect(cluster.store.list("jobs", NS)).toHaveLength(before);

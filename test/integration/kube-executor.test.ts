@@ -8,7 +8,10 @@ import { ObjectSerializer } from "@kubernetes/client-node/dist/serializer.js";
 import { Job } from "kubernetes-models/batch/v1";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildShardArgs, type ShardSpec } from "../../jobapi/executors/executor.js";
-import { createKubernetesExecutor, type KubernetesExecutorOptions } from "../../jobapi/executors/kubernetes-executor.js";
+import {
+  createKubernetesExecutor,
+  type KubernetesExecutorOptions,
+} from "../../jobapi/executors/kubernetes-executor.js";
 import type { ShardJobSettings } from "../../jobapi/executors/kubernetes-manifests.js";
 import { ArtifactStore } from "../../jobapi/jobs/artifact-store.js";
 import { type RunningAzurite, startAzurite } from "../../local/azurite.js";
@@ -45,7 +48,9 @@ describe("Kubernetes executor on the local cluster", () => {
     dbCacheHostPath: "",
   };
   const executors: ReturnType<typeof createKubernetesExecutor>[] = [];
-  const executor = (overrides: Partial<Omit<KubernetesExecutorOptions, "settings">> & { settings?: Partial<ShardJobSettings> } = {}) => {
+  const executor = (
+    overrides: Partial<Omit<KubernetesExecutorOptions, "settings">> & { settings?: Partial<ShardJobSettings> } = {},
+  ) => {
     const e = createKubernetesExecutor({
       kubeConfig,
       artifacts,
@@ -61,7 +66,11 @@ describe("Kubernetes executor on the local cluster", () => {
     return e;
   };
   /** A shard of `jobId` on partition `partition`; `slow` makes BLAST take seconds (tblastx). */
-  const shard = (jobId: string, partition: number, options: { slow?: boolean; attempt?: number; memoryBytes?: number } = {}): ShardSpec => {
+  const shard = (
+    jobId: string,
+    partition: number,
+    options: { slow?: boolean; attempt?: number; memoryBytes?: number } = {},
+  ): ShardSpec => {
     const dir = mkdtempSync(path.join(work, "shard-"));
     const queryPath = path.join(dir, "b0.fa");
     writeFileSync(queryPath, options.slow ? demoQueries(4, 1500, 10) : demoQueries(2, 500));
@@ -70,7 +79,13 @@ describe("Kubernetes executor on the local cluster", () => {
       jobId,
       shardId: `b0-p${partition}`,
       program: options.slow ? "tblastx" : "blastn",
-      args: buildShardArgs({ optionArgs: [], queryPath, dbPath: String(p?.path), outputPath: path.join(dir, "out.xml"), threads: 1 }),
+      args: buildShardArgs({
+        optionArgs: [],
+        queryPath,
+        dbPath: String(p?.path),
+        outputPath: path.join(dir, "out.xml"),
+        threads: 1,
+      }),
       outputPath: path.join(dir, "out.xml"),
       cwd: db.root,
       attempt: options.attempt ?? 1,
@@ -81,10 +96,13 @@ describe("Kubernetes executor on the local cluster", () => {
       threads: 1,
     };
   };
-  const jobsOf = (jobId: string) => cluster.store.list("jobs", NS, (j) => j.metadata.labels?.["blastplane.io/job-id"] === jobId);
-  const podsOf = (jobId: string) => cluster.store.list("pods", NS, (p) => p.metadata.labels?.["blastplane.io/job-id"] === jobId);
+  const jobsOf = (jobId: string) =>
+    cluster.store.list("jobs", NS, (j) => j.metadata.labels?.["blastplane.io/job-id"] === jobId);
+  const podsOf = (jobId: string) =>
+    cluster.store.list("pods", NS, (p) => p.metadata.labels?.["blastplane.io/job-id"] === jobId);
   const creates = () => cluster.api.count((k) => k.startsWith("POST jobs 201"));
-  const running = (jobId: string) => eventually(async () => podsOf(jobId).find((p) => (p.status as { phase?: string }).phase === "Running"), 30_000, 50);
+  const running = (jobId: string) =>
+    eventually(async () => podsOf(jobId).find((p) => (p.status as { phase?: string }).phase === "Running"), 30_000, 50);
   const failureOf = async (p: Promise<unknown>) => {
     const error = await p.then(
       () => undefined,
@@ -96,19 +114,34 @@ describe("Kubernetes executor on the local cluster", () => {
 
   beforeAll(async () => {
     work = mkdtempSync(path.join(tmpdir(), "bp-kube-exec-"));
-    azurite = await startAzurite({ blobPort: 0, queuePort: 0, tablePort: 0, logger, watchdogPath: path.join(ROOT, "local/parent-watchdog.cjs") });
+    azurite = await startAzurite({
+      blobPort: 0,
+      queuePort: 0,
+      tablePort: 0,
+      logger,
+      watchdogPath: path.join(ROOT, "local/parent-watchdog.cjs"),
+    });
     artifacts = ArtifactStore.fromConnectionString(azurite.connectionString);
     await artifacts.init();
     // Published to the storage account (the shard's init step verifies its cache against it); the
     // build folder is the node cache here, so nothing is downloaded.
-    const catalog = createTableDatabaseCatalog({ ...openDatabaseStorage(azurite.connectionString), cacheRoot: path.join(work, "databases") });
-    db = await publishDatabase(path.join(work, "databases"), { name: "demo16s", fastaPath: DEMO_FASTA, type: "nucl", partitions: 2 }, catalog);
+    const catalog = createTableDatabaseCatalog({
+      ...openDatabaseStorage(azurite.connectionString),
+      cacheRoot: path.join(work, "databases"),
+    });
+    db = await publishDatabase(
+      path.join(work, "databases"),
+      { name: "demo16s", fastaPath: DEMO_FASTA, type: "nucl", partitions: 2 },
+      catalog,
+    );
     cluster = await startLocalCluster({
       logger,
       dataDir: work,
       nodes: blastPoolNodes(2, 2 * GiB, 2),
       namespaces: [NS],
-      images: [{ pattern: /(^|\/)blastplane-jobapi(:[\w.-]+)?$/, workingDir: ROOT, cmd: ["node", "dist/jobapi/server.js"] }],
+      images: [
+        { pattern: /(^|\/)blastplane-jobapi(:[\w.-]+)?$/, workingDir: ROOT, cmd: ["node", "dist/jobapi/server.js"] },
+      ],
       bookmarkIntervalMs: 500,
       podBackoffMs: 100,
     });
@@ -159,7 +192,9 @@ describe("Kubernetes executor on the local cluster", () => {
     const jobId = newJobId();
     await ex.run(shard(jobId, 1), new AbortController().signal);
     const first = await artifacts.size(jobId, "shards/b0-p1.out.gz");
-    const blob = BlobServiceClient.fromConnectionString(azurite.connectionString).getContainerClient("jobapi-artifacts").getBlobClient(`${jobId}/shards/b0-p1.out.gz`);
+    const blob = BlobServiceClient.fromConnectionString(azurite.connectionString)
+      .getContainerClient("jobapi-artifacts")
+      .getBlobClient(`${jobId}/shards/b0-p1.out.gz`);
     const stored = await blob.getProperties();
     // Checksummed: the blob carries the MD5 of what was uploaded.
     expect(stored.contentMD5?.length).toBe(16);
@@ -221,7 +256,11 @@ describe("Kubernetes executor on the local cluster", () => {
     await done;
     expect(jobsOf(jobId)).toHaveLength(0);
     await eventually(async () => (podsOf(jobId).length === 0 ? true : undefined), 20_000);
-    const pid = Number(String((pod.status as { containerStatuses: { containerID: string }[] }).containerStatuses[0]?.containerID).replace("local://", ""));
+    const pid = Number(
+      String(
+        (pod.status as { containerStatuses: { containerID: string }[] }).containerStatuses[0]?.containerID,
+      ).replace("local://", ""),
+    );
     await eventually(async () => {
       try {
         process.kill(pid, 0);
@@ -238,26 +277,47 @@ describe("Kubernetes executor on the local cluster", () => {
     const error = await failureOf(ex.run(shard(jobId, 1, { memoryBytes: 0 }), new AbortController().signal));
     expect(error.retryable).toBe(false);
     expect(error.message).toMatch(/OOMKilled — the shard's pod used more than its memory limit of 24\.0 MiB/);
-    expect(error.message).toContain("Remedies: submit from the dashboard with the sharded execution profile, recreate the cluster with a larger machine type, or choose a smaller database.");
+    expect(error.message).toContain(
+      "Remedies: submit from the dashboard with the sharded execution profile, recreate the cluster with a larger machine type, or choose a smaller database.",
+    );
     // Not left to Kubernetes' own retries: the Job is deleted.
     await eventually(async () => (jobsOf(jobId).length === 0 ? true : undefined));
   });
 
   it("says why a shard cannot be scheduled: the request and the largest allocatable memory, or that no pod was scheduled in time", async () => {
-    const big = await failureOf(executor().run(shard(newJobId(), 1, { memoryBytes: 64 * GiB }), new AbortController().signal));
+    const big = await failureOf(
+      executor().run(shard(newJobId(), 1, { memoryBytes: 64 * GiB }), new AbortController().signal),
+    );
     expect(big.retryable).toBe(false);
-    expect(big.message).toMatch(/Unschedulable — no node has the memory this shard requests: 64\.5 GiB \(largest allocatable seen: 2\.0 GiB\)/);
+    expect(big.message).toMatch(
+      /Unschedulable — no node has the memory this shard requests: 64\.5 GiB \(largest allocatable seen: 2\.0 GiB\)/,
+    );
     expect(big.message).toContain("0/2 nodes are available: 2 Insufficient memory.");
     const never = await failureOf(
-      executor({ scheduleTimeoutSeconds: 1, settings: { nodeSelector: { "blastplane.io/pool": "gpu" } } }).run(shard(newJobId(), 1), new AbortController().signal),
+      executor({ scheduleTimeoutSeconds: 1, settings: { nodeSelector: { "blastplane.io/pool": "gpu" } } }).run(
+        shard(newJobId(), 1),
+        new AbortController().signal,
+      ),
     );
-    expect(never.message).toMatch(/no pod was scheduled within 1 s: 0\/2 nodes are available: 2 node\(s\) didn't match Pod's node affinity\/selector/);
+    expect(never.message).toMatch(
+      /no pod was scheduled within 1 s: 0\/2 nodes are available: 2 node\(s\) didn't match Pod's node affinity\/selector/,
+    );
   });
 
   it("fails on an image the cluster cannot pull (ImagePullBackOff) and past the deadline (DeadlineExceeded)", async () => {
-    const image = await failureOf(executor({ settings: { image: "registry.invalid/other:1" } }).run(shard(newJobId(), 1), new AbortController().signal));
+    const image = await failureOf(
+      executor({ settings: { image: "registry.invalid/other:1" } }).run(
+        shard(newJobId(), 1),
+        new AbortController().signal,
+      ),
+    );
     expect(image.message).toMatch(/ImagePullBackOff — Back-off pulling image "registry\.invalid\/other:1"/);
-    const late = await failureOf(executor({ settings: { activeDeadlineSeconds: 1 } }).run(shard(newJobId(), 1, { slow: true }), new AbortController().signal));
+    const late = await failureOf(
+      executor({ settings: { activeDeadlineSeconds: 1 } }).run(
+        shard(newJobId(), 1, { slow: true }),
+        new AbortController().signal,
+      ),
+    );
     expect(late.message).toMatch(/DeadlineExceeded — the shard ran longer than its deadline of 1 s/);
   });
 
@@ -279,9 +339,15 @@ describe("Kubernetes executor on the local cluster", () => {
     const jobId = newJobId();
     let most = 0;
     const unsubscribe = cluster.store.subscribe(() => {
-      most = Math.max(most, jobsOf(jobId).filter((j) => !(j.status as { conditions?: unknown[] })?.conditions?.length).length);
+      most = Math.max(
+        most,
+        jobsOf(jobId).filter((j) => !(j.status as { conditions?: unknown[] })?.conditions?.length).length,
+      );
     });
-    await Promise.all([ex.run(shard(jobId, 1), new AbortController().signal), ex.run(shard(jobId, 2), new AbortController().signal)]);
+    await Promise.all([
+      ex.run(shard(jobId, 1), new AbortController().signal),
+      ex.run(shard(jobId, 2), new AbortController().signal),
+    ]);
     unsubscribe();
     expect(most).toBe(1);
     expect(jobsOf(jobId)).toHaveLength(2);

@@ -14,7 +14,8 @@ afterAll(async () => {
   stacks[0]?.cleanup();
 });
 
-const me = (stack: TestStack, token: string) => fetch(`${stack.info.functions_url}/api/me`, { headers: { Authorization: `Bearer ${token}` } });
+const me = (stack: TestStack, token: string) =>
+  fetch(`${stack.info.functions_url}/api/me`, { headers: { Authorization: `Bearer ${token}` } });
 
 describe("local stack: the identity provider's issuer is stable across restarts", () => {
   it("accepts a token minted before a restart on the same data folder, although the provider now listens on another port", async () => {

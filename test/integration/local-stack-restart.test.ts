@@ -19,7 +19,11 @@ describe("local stack: kill -9 mid-orchestration, then restart", () => {
   it("resumes the instance from its history, keeps finished activity results and re-runs the interrupted one", async () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), "bp-restart-"));
     const log = path.join(dataDir, "activity.log");
-    const env = { BLASTPLANE_FUNCTIONS_ENTRY: DURABLE_TEST_APP, DURABLE_TEST_LOG: log, TEST_TIMER_SCHEDULE: "0 0 0 1 1 *" };
+    const env = {
+      BLASTPLANE_FUNCTIONS_ENTRY: DURABLE_TEST_APP,
+      DURABLE_TEST_LOG: log,
+      TEST_TIMER_SCHEDULE: "0 0 0 1 1 *",
+    };
     const first = await startStack({ dataDir, inMemory: false, env });
     stacks.push(first);
     const children = childPids(first.info.pid);
@@ -32,7 +36,11 @@ describe("local stack: kill -9 mid-orchestration, then restart", () => {
     });
     const { id } = (await res.json()) as { id: string };
     // Kill while the second activity runs: the first has a recorded result, the second none.
-    await eventually(async () => (existsSync(log) && readFileSync(log, "utf8").includes("slow start 2") ? true : undefined), 20_000, 20);
+    await eventually(
+      async () => (existsSync(log) && readFileSync(log, "utf8").includes("slow start 2") ? true : undefined),
+      20_000,
+      20,
+    );
     await first.kill();
     // The Azurite child notices its parent is gone and shuts down cleanly on its own.
     await eventually(async () => (children.every((pid) => !alive(pid)) ? true : undefined), 15_000);
@@ -40,7 +48,10 @@ describe("local stack: kill -9 mid-orchestration, then restart", () => {
     const second = await startStack({ dataDir, inMemory: false, env });
     stacks.push(second);
     const done = await eventually(async () => {
-      const s = (await (await fetch(`${second.info.durable_rpc_url}instances/${id}`)).json()) as { runtimeStatus: string; output: unknown };
+      const s = (await (await fetch(`${second.info.durable_rpc_url}instances/${id}`)).json()) as {
+        runtimeStatus: string;
+        output: unknown;
+      };
       return s.runtimeStatus === "Completed" ? s : undefined;
     }, 30_000);
     expect(done.output).toEqual([10, 20, 30]);
@@ -64,7 +75,14 @@ describe("local stack start-up", () => {
     try {
       const child = spawn(process.execPath, [path.join(ROOT, "dist/local/start.js")], {
         cwd: ROOT,
-        env: { ...process.env, BLASTPLANE_DATA_DIR: dataDir, BLASTPLANE_SKIP_DEMO_DB: "1", PORT: "0", IDP_PORT: "0", JOBAPI_PORT: String(port) },
+        env: {
+          ...process.env,
+          BLASTPLANE_DATA_DIR: dataDir,
+          BLASTPLANE_SKIP_DEMO_DB: "1",
+          PORT: "0",
+          IDP_PORT: "0",
+          JOBAPI_PORT: String(port),
+        },
         stdio: ["ignore", "ignore", "pipe"],
       });
       let stderr = "";

@@ -23,9 +23,17 @@ afterAll(async () => {
 });
 
 function harness() {
-  const credential = { getToken: async (): Promise<AccessToken> => ({ token: fake.token, expiresOnTimestamp: Date.now() + 3_600_000 }) };
-  const logs = createLogAnalyticsProvider({ workspaceId: fake.workspaceId, credential, clientOptions: { endpoint: fake.url, tlsOptions: { ca: fake.ca }, retryOptions: { maxRetries: 0 } } });
-  return consoleHarness(prefixedTables(azurite.connectionString, `lt${++counter}x${Date.now().toString(36)}`), { providers: { logs } });
+  const credential = {
+    getToken: async (): Promise<AccessToken> => ({ token: fake.token, expiresOnTimestamp: Date.now() + 3_600_000 }),
+  };
+  const logs = createLogAnalyticsProvider({
+    workspaceId: fake.workspaceId,
+    credential,
+    clientOptions: { endpoint: fake.url, tlsOptions: { ca: fake.ca }, retryOptions: { maxRetries: 0 } },
+  });
+  return consoleHarness(prefixedTables(azurite.connectionString, `lt${++counter}x${Date.now().toString(36)}`), {
+    providers: { logs },
+  });
 }
 
 interface LogData {
@@ -36,10 +44,20 @@ async function ask(text: string): Promise<{ reply: OutboundResponse; data: LogDa
   const reply = await harness().coordinator.handleTurn(callerWith("Reader"), { text });
   const result = reply.tool_results[0];
   if (result?.status !== "ok") throw new Error(JSON.stringify(result ?? reply.text));
-  return { reply, data: result.data as LogData, query: fake.requests.filter((r) => r.path.endsWith("/query")).at(-1)?.body.query };
+  return {
+    reply,
+    data: result.data as LogData,
+    query: fake.requests.filter((r) => r.path.endsWith("/query")).at(-1)?.body.query,
+  };
 }
 
-const request = (minutesAgo: number, operation_Name: string, resultCode: string, duration: number, extra: Record<string, unknown> = {}) => ({
+const request = (
+  minutesAgo: number,
+  operation_Name: string,
+  resultCode: string,
+  duration: number,
+  extra: Record<string, unknown> = {},
+) => ({
   timestamp: at(minutesAgo),
   operation_Name,
   resultCode,
@@ -47,7 +65,14 @@ const request = (minutesAgo: number, operation_Name: string, resultCode: string,
   duration,
   ...extra,
 });
-const dependency = (minutesAgo: number, target: string, type: string, name: string, duration: number) => ({ timestamp: at(minutesAgo), target, type, name, duration, success: true });
+const dependency = (minutesAgo: number, target: string, type: string, name: string, duration: number) => ({
+  timestamp: at(minutesAgo),
+  target,
+  type,
+  name,
+  duration,
+  success: true,
+});
 
 describe("query_log's server-owned templates against the Log Analytics fake, which runs the query it receives", () => {
   it("C-164 C-165: the failed-request summary groups failures by operation and result code, and its reply claims no cause", async () => {
@@ -79,7 +104,9 @@ describe("query_log's server-owned templates against the Log Analytics fake, whi
   it("C-176: the slowest-trace ranking lists the window's slowest requests, slowest first, at most 20", async () => {
     fake.logTables = {
       requests: [
-        ...Array.from({ length: 25 }, (_, n) => request(n + 1, n % 2 ? "GET /api/jobs" : "POST /api/jobs", n % 5 ? "200" : "500", (n + 1) * 10)),
+        ...Array.from({ length: 25 }, (_, n) =>
+          request(n + 1, n % 2 ? "GET /api/jobs" : "POST /api/jobs", n % 5 ? "200" : "500", (n + 1) * 10),
+        ),
         request(26 * 60, "GET /api/jobs", "200", 99_999),
       ],
     };
@@ -95,7 +122,9 @@ describe("query_log's server-owned templates against the Log Analytics fake, whi
   it("C-177: the dependency latency aggregation gives each dependency's average, 95th percentile and call count", async () => {
     fake.logTables = {
       dependencies: [
-        ...[10, 20, 30, 40].map((d, n) => dependency(n + 1, "bpstore.blob.core.windows.net", "Azure blob", "GET results", d)),
+        ...[10, 20, 30, 40].map((d, n) =>
+          dependency(n + 1, "bpstore.blob.core.windows.net", "Azure blob", "GET results", d),
+        ),
         ...[100, 300].map((d, n) => dependency(n + 1, "jobapi.internal", "HTTP", "POST /jobs", d)),
       ],
     };
@@ -141,12 +170,16 @@ describe("query_log's server-owned templates against the Log Analytics fake, whi
       ],
       traces: [],
     };
-    const { data, query } = await ask("query_log template=error_signature_range signature=System.TimeoutException.at.Submit");
+    const { data, query } = await ask(
+      "query_log template=error_signature_range signature=System.TimeoutException.at.Submit",
+    );
     expect(query).toBe(`let signature = 'System.TimeoutException.at.Submit';\n${LOG_TEMPLATES.error_signature_range}`);
     expect(data.tables[0]?.rows).toEqual([[at(50), at(20), 2]]);
     // Anything that could close the literal is refused before a query is sent.
     const before = fake.requests.length;
-    const reply = await harness().coordinator.handleTurn(callerWith("Reader"), { text: `query_log template=error_signature_range signature="x' | take 1000"` });
+    const reply = await harness().coordinator.handleTurn(callerWith("Reader"), {
+      text: `query_log template=error_signature_range signature="x' | take 1000"`,
+    });
     expect(reply.tool_results[0]).toMatchObject({ status: "error", error: { type: "invalid_arguments" } });
     expect(fake.requests.length).toBe(before);
   });

@@ -30,41 +30,59 @@ interface Exit {
 
 /** Runs `node <args>` with exactly `env` (plus PATH) and resolves with how it ended. */
 async function run(args: string[], env: Record<string, string>): Promise<Exit> {
-  return promisify(execFile)(process.execPath, args, { cwd: ROOT, env: { PATH: process.env.PATH, ...env }, timeout: 60_000 }).then(
+  return promisify(execFile)(process.execPath, args, {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH, ...env },
+    timeout: 60_000,
+  }).then(
     ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
-    (error: { code: number | null; stdout: string; stderr: string }) => ({ code: error.code, stdout: error.stdout, stderr: error.stderr }),
+    (error: { code: number | null; stdout: string; stderr: string }) => ({
+      code: error.code,
+      stdout: error.stdout,
+      stderr: error.stderr,
+    }),
   );
 }
 
 function expectRefused(exit: Exit, setting: string, holds: string, prefix: string): void {
   expect(exit.code).toBe(1);
-  expect(exit.stderr).toContain(`${prefix}invalid configuration: ${setting}: ${holds}; a connection string is accepted only for the local Azurite`);
+  expect(exit.stderr).toContain(
+    `${prefix}invalid configuration: ${setting}: ${holds}; a connection string is accepted only for the local Azurite`,
+  );
   expect(exit.stderr + exit.stdout).not.toContain(KEY);
   expect(exit.stderr + exit.stdout).not.toContain("U2lnbmF0dXJl");
 }
 
 describe("outside local mode, every deployable refuses to start with a storage key or SAS", () => {
   it.each(CREDENTIALS)("B-219: the Functions app refuses %s in AzureWebJobsStorage", async (_, value, holds) => {
-    const exit = await run([path.join(ROOT, "scripts/import-probe.mjs"), "--functions", path.join(ROOT, "dist/functions/index.js")], {
-      AzureWebJobsStorage: value,
-      AUTH_TENANT_ID: "tenant",
-      AUTH_CLIENT_ID: "client",
-    });
+    const exit = await run(
+      [path.join(ROOT, "scripts/import-probe.mjs"), "--functions", path.join(ROOT, "dist/functions/index.js")],
+      {
+        AzureWebJobsStorage: value,
+        AUTH_TENANT_ID: "tenant",
+        AUTH_CLIENT_ID: "client",
+      },
+    );
     expect(exit.code).not.toBe(0);
-    expect(exit.stderr).toContain(`invalid configuration: AzureWebJobsStorage: ${holds}; a connection string is accepted only for the local Azurite`);
+    expect(exit.stderr).toContain(
+      `invalid configuration: AzureWebJobsStorage: ${holds}; a connection string is accepted only for the local Azurite`,
+    );
     expect(exit.stderr).toContain("set AzureWebJobsStorage__accountName");
     expect(exit.stderr + exit.stdout).not.toContain(KEY);
     expect(exit.stderr + exit.stdout).not.toContain("U2lnbmF0dXJl");
   });
 
   it("B-195: the Functions app loads and registers its functions with the host's identity-based storage settings and no connection string", async () => {
-    const exit = await run([path.join(ROOT, "scripts/import-probe.mjs"), "--functions", path.join(ROOT, "dist/functions/index.js")], {
-      AzureWebJobsStorage__accountName: "blastplaneplat",
-      AzureWebJobsStorage__credential: "managedidentity",
-      AzureWebJobsStorage__clientId: CLIENT_ID,
-      AUTH_TENANT_ID: "tenant",
-      AUTH_CLIENT_ID: "client",
-    });
+    const exit = await run(
+      [path.join(ROOT, "scripts/import-probe.mjs"), "--functions", path.join(ROOT, "dist/functions/index.js")],
+      {
+        AzureWebJobsStorage__accountName: "blastplaneplat",
+        AzureWebJobsStorage__credential: "managedidentity",
+        AzureWebJobsStorage__clientId: CLIENT_ID,
+        AUTH_TENANT_ID: "tenant",
+        AUTH_CLIENT_ID: "client",
+      },
+    );
     expect(exit.stderr).toBe("");
     expect(exit.code).toBe(0);
     const names = (JSON.parse(exit.stdout) as { functions: { name: string }[] }).functions.map((f) => f.name);
@@ -72,24 +90,31 @@ describe("outside local mode, every deployable refuses to start with a storage k
   });
 
   it.each(CREDENTIALS)("B-219: the job API refuses %s in JOBAPI_STORAGE_CONNECTION_STRING", async (_, value, holds) => {
-    const exit = await run([path.join(ROOT, "dist/jobapi/server.js")], { JOBAPI_STORAGE_CONNECTION_STRING: value, JOBAPI_PORT: "0", JOBAPI_DATA_DIR: os.tmpdir() });
+    const exit = await run([path.join(ROOT, "dist/jobapi/server.js")], {
+      JOBAPI_STORAGE_CONNECTION_STRING: value,
+      JOBAPI_PORT: "0",
+      JOBAPI_DATA_DIR: os.tmpdir(),
+    });
     expectRefused(exit, "JOBAPI_STORAGE_CONNECTION_STRING", holds, "job API failed to start: ");
   });
 
-  it.each(CREDENTIALS)("B-219: the shard worker refuses %s in SHARD_STORAGE_CONNECTION_STRING", async (_, value, holds) => {
-    const exit = await run([path.join(ROOT, "dist/jobapi/shard.js"), "blastn", "-db", "demo"], {
-      SHARD_JOB_ID: "tz1doyvc4e87",
-      SHARD_ID: "b0-p1",
-      SHARD_BATCH: "0",
-      SHARD_DB_CACHE_ROOT: os.tmpdir(),
-      SHARD_DB_NAME: "demo",
-      SHARD_DB_RELEASE: "2026-11-22-04-41-01",
-      SHARD_QUERY_FILE: "/scratch/query.fa",
-      SHARD_OUTPUT_FILE: "/scratch/out.xml",
-      SHARD_STORAGE_CONNECTION_STRING: value,
-    });
-    expectRefused(exit, "SHARD_STORAGE_CONNECTION_STRING", holds, "shard failed: ");
-  });
+  it.each(CREDENTIALS)(
+    "B-219: the shard worker refuses %s in SHARD_STORAGE_CONNECTION_STRING",
+    async (_, value, holds) => {
+      const exit = await run([path.join(ROOT, "dist/jobapi/shard.js"), "blastn", "-db", "demo"], {
+        SHARD_JOB_ID: "tz1doyvc4e87",
+        SHARD_ID: "b0-p1",
+        SHARD_BATCH: "0",
+        SHARD_DB_CACHE_ROOT: os.tmpdir(),
+        SHARD_DB_NAME: "demo",
+        SHARD_DB_RELEASE: "2026-11-22-04-41-01",
+        SHARD_QUERY_FILE: "/scratch/query.fa",
+        SHARD_OUTPUT_FILE: "/scratch/out.xml",
+        SHARD_STORAGE_CONNECTION_STRING: value,
+      });
+      expectRefused(exit, "SHARD_STORAGE_CONNECTION_STRING", holds, "shard failed: ");
+    },
+  );
 });
 
 describe("the managed identity path: DefaultAzureCredential's token on every storage call, against Azurite with OAuth", () => {
@@ -100,7 +125,9 @@ describe("the managed identity path: DefaultAzureCredential's token on every sto
   beforeAll(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), "blastplane-identity-"));
     servingCertificate(dir);
-    azurite = await startTestAzurite({ oauth: { certPath: path.join(dir, "apiserver.crt"), keyPath: path.join(dir, "apiserver.key") } });
+    azurite = await startTestAzurite({
+      oauth: { certPath: path.join(dir, "apiserver.crt"), keyPath: path.join(dir, "apiserver.key") },
+    });
   });
 
   afterAll(async () => {
@@ -110,7 +137,10 @@ describe("the managed identity path: DefaultAzureCredential's token on every sto
   });
 
   /** Starts the job API with identity-based storage and the App Service managed identity env; resolves with its URL, or its exit. */
-  function startJobApi(identity: { url: string; identityHeader: string }, dataDir: string): Promise<{ url: string } | Exit> {
+  function startJobApi(
+    identity: { url: string; identityHeader: string },
+    dataDir: string,
+  ): Promise<{ url: string } | Exit> {
     const child = spawn(process.execPath, [path.join(ROOT, "dist/jobapi/server.js")], {
       cwd: ROOT,
       env: {
@@ -154,7 +184,12 @@ describe("the managed identity path: DefaultAzureCredential's token on every sto
       expect(body.checks).toMatchObject({ storage: "ok" });
       expect(identity.requests.length).toBeGreaterThan(0);
       for (const request of identity.requests) {
-        expect(request).toEqual({ resource: "https://storage.azure.com", clientId: CLIENT_ID, apiVersion: "2019-08-01", identityHeader: identity.identityHeader });
+        expect(request).toEqual({
+          resource: "https://storage.azure.com",
+          clientId: CLIENT_ID,
+          apiVersion: "2019-08-01",
+          identityHeader: identity.identityHeader,
+        });
       }
     } finally {
       await identity.close();
@@ -183,7 +218,12 @@ describe("the managed identity path: DefaultAzureCredential's token on every sto
       // then that the release's manifest is absent (nothing was published to this account), so the
       // worker could not fill the node's cache. A refused token would have named the missing role.
       expect(exit.stderr).toContain("shard failed: database demo release 2026-11-22-04-41-01 is not published");
-      expect(identity.requests).toContainEqual({ resource: "https://storage.azure.com", clientId: CLIENT_ID, apiVersion: "2019-08-01", identityHeader: identity.identityHeader });
+      expect(identity.requests).toContainEqual({
+        resource: "https://storage.azure.com",
+        clientId: CLIENT_ID,
+        apiVersion: "2019-08-01",
+        identityHeader: identity.identityHeader,
+      });
     } finally {
       await identity.close();
     }

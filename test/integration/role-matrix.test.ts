@@ -49,7 +49,10 @@ describe("role matrix: every dashboard route × every role (README table)", () =
       const call = (token?: string) =>
         fetch(`${stack.info.functions_url}${row.path}`, {
           method: row.method,
-          headers: { ...(token ? { Authorization: `Bearer ${token}` } : {}), ...(row.body ? { "Content-Type": "application/json" } : {}) },
+          headers: {
+            ...(token ? { Authorization: `Bearer ${token}` } : {}),
+            ...(row.body ? { "Content-Type": "application/json" } : {}),
+          },
           body: row.body === undefined ? undefined : JSON.stringify(row.body),
         });
       expect((await call()).status).toBe(401);
@@ -57,7 +60,10 @@ describe("role matrix: every dashboard route × every role (README table)", () =
         const res = await call(tokens.get(role));
         if (RANK[role] < RANK[row.floor]) {
           expect(res.status, `${role}`).toBe(403);
-          expect(await res.json()).toMatchObject({ detail: expect.stringContaining(row.floor), request_id: expect.any(String) });
+          expect(await res.json()).toMatchObject({
+            detail: expect.stringContaining(row.floor),
+            request_id: expect.any(String),
+          });
         } else {
           expect(res.status, `${role}`).toBe(row.passes[0]);
         }
@@ -66,6 +72,13 @@ describe("role matrix: every dashboard route × every role (README table)", () =
   }
 
   it("GET /api/me answers any valid token, whatever its roles", async () => {
-    for (const role of ROLES) expect((await fetch(`${stack.info.functions_url}/api/me`, { headers: { Authorization: `Bearer ${tokens.get(role)}` } })).status).toBe(200);
+    for (const role of ROLES)
+      expect(
+        (
+          await fetch(`${stack.info.functions_url}/api/me`, {
+            headers: { Authorization: `Bearer ${tokens.get(role)}` },
+          })
+        ).status,
+      ).toBe(200);
   });
 });

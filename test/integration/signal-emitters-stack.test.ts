@@ -38,7 +38,11 @@ afterAll(async () => {
   stack?.cleanup();
 });
 
-const linesWith = (text: string) => stack.output().split("\n").filter((line) => line.includes(text)).length;
+const linesWith = (text: string) =>
+  stack
+    .output()
+    .split("\n")
+    .filter((line) => line.includes(text)).length;
 const ofType = async (eventType: string): Promise<OpsEvent[]> => events.list({ event_type: eventType });
 
 describe("the job API's health", () => {
@@ -57,10 +61,20 @@ describe("the job API's health", () => {
       return found.length > 0 ? found : undefined;
     });
     expect(more).toEqual([]);
-    expect(event).toMatchObject({ event_type: "jobapi.unhealthy", resource_ref: "job_api/jobapi", mode: "shadow", idempotency_key: expect.stringMatching(/^jobapi\.unhealthy\/job_api\/jobapi\/after\//) });
+    expect(event).toMatchObject({
+      event_type: "jobapi.unhealthy",
+      resource_ref: "job_api/jobapi",
+      mode: "shadow",
+      idempotency_key: expect.stringMatching(/^jobapi\.unhealthy\/job_api\/jobapi\/after\//),
+    });
     expect(["local.supervisor", "functions.readiness"]).toContain(event?.source);
     expect(JSON.stringify(event?.payload)).not.toMatch(/https?:\/\//);
-    expect(await world.verdictOf(event as OpsEvent)).toEqual({ decision: "propose_action", severity: "high", rule_ids: ["R-API-001"], proposed_action: "redeploy_job_api" });
+    expect(await world.verdictOf(event as OpsEvent)).toEqual({
+      decision: "propose_action",
+      severity: "high",
+      rule_ids: ["R-API-001"],
+      proposed_action: "redeploy_job_api",
+    });
 
     // Back up and ready: healthy again without an event; killed again: a second transition, a second event.
     await eventually(async () => (linesWith("job API restarted") > restartsBefore ? true : undefined), 30_000);
@@ -69,7 +83,10 @@ describe("the job API's health", () => {
     process.kill(jobApiPidOf(stack.info.pid) as number, "SIGKILL");
     await eventually(async () => ((await ofType("jobapi.unhealthy")).length === 2 ? true : undefined));
     await eventually(async () => (linesWith("job API restarted") > restartsBefore + 1 ? true : undefined), 30_000);
-    await eventually(async () => ((await fetch(`${stack.info.functions_url}/api/health/ready`)).status === 200 ? true : undefined), 30_000);
+    await eventually(
+      async () => ((await fetch(`${stack.info.functions_url}/api/health/ready`)).status === 200 ? true : undefined),
+      30_000,
+    );
   });
 });
 
@@ -77,7 +94,12 @@ describe("queue saturated", () => {
   it("a streak of 429s from the job API at its queue limit is one queue.saturated event, not one per 429; the loop escalates with a scale-out (R-ADM-001)", async () => {
     const api = jobApi(stack, readApiToken(stack));
     // One slow search running and two waiting: the queue is at its limit for as long as the first runs.
-    const slow = (skip: number) => ({ program: "tblastx", db: DEMO_DB, query_fasta: demoQueries(4, 1500, skip), execution_profile: "sharded" });
+    const slow = (skip: number) => ({
+      program: "tblastx",
+      db: DEMO_DB,
+      query_fasta: demoQueries(4, 1500, skip),
+      execution_profile: "sharded",
+    });
     const held = [await api.submit(slow(20)), await api.submit(slow(24)), await api.submit(slow(28))];
     try {
       const burst = await Promise.all(Array.from({ length: STREAK + 2 }, (_, i) => api.post("/v1/jobs", slow(32 + i))));
@@ -87,13 +109,22 @@ describe("queue saturated", () => {
         return found.length > 0 ? found : undefined;
       });
       expect(more).toEqual([]);
-      expect(event).toMatchObject({ source: "jobapi.admission", resource_ref: "admission_queue/jobapi", payload: { refusals: STREAK, window_seconds: 600, queued: 2 } });
+      expect(event).toMatchObject({
+        source: "jobapi.admission",
+        resource_ref: "admission_queue/jobapi",
+        payload: { refusals: STREAK, window_seconds: 600, queued: 2 },
+      });
       // The streak goes on: more 429s, no second event (the watch decides before each 429 is answered).
       const again = await Promise.all([api.post("/v1/jobs", slow(40)), api.post("/v1/jobs", slow(41))]);
       expect(again.map((r) => r.status)).toEqual([429, 429]);
       expect(linesWith('"queue saturated"')).toBe(1);
       expect(await ofType("queue.saturated")).toHaveLength(1);
-      expect(await world.verdictOf(event as OpsEvent)).toEqual({ decision: "escalate", severity: "high", rule_ids: ["R-ADM-001"], proposed_action: "scale_node_pool" });
+      expect(await world.verdictOf(event as OpsEvent)).toEqual({
+        decision: "escalate",
+        severity: "high",
+        rule_ids: ["R-ADM-001"],
+        proposed_action: "scale_node_pool",
+      });
     } finally {
       await Promise.all(held.map((job) => api.del(`/v1/jobs/${job.job_id}`)));
     }

@@ -9,7 +9,11 @@ import { createKubernetesWarmup } from "../../jobapi/executors/kubernetes-warmup
 import { WatchCache } from "../../jobapi/executors/kubernetes-watch.js";
 import { blastPoolNodes, type LocalCluster, startLocalCluster } from "../../local/kube/cluster.js";
 import { CloudAuthorizationError, explainCloudAuthorization } from "../../shared/auth/cloud-authorization.js";
-import { createPrepareDatabaseActivity, createWarmDatabaseActivity, type DatabaseActivityDependencies } from "../../shared/databases/database-activities.js";
+import {
+  createPrepareDatabaseActivity,
+  createWarmDatabaseActivity,
+  type DatabaseActivityDependencies,
+} from "../../shared/databases/database-activities.js";
 import { createClusterWarmupRecorder } from "../../shared/databases/cluster-warmup-recorder.js";
 import { createFileDatabaseCatalog, publishDatabase } from "../../shared/databases/database-catalog.js";
 import { createTableDatabaseCatalog, openDatabaseStorage } from "../../shared/databases/table-catalog.js";
@@ -45,7 +49,10 @@ describe("warm-up failed", () => {
   beforeAll(async () => {
     const rnd = prng(7);
     ncbi = await startFakeNcbiServer();
-    const fasta = Array.from({ length: 6 }, (_, i) => `>s${i}\n${Array.from({ length: 400 }, () => "ACGT"[Math.floor(rnd() * 4)]).join("")}\n`).join("");
+    const fasta = Array.from(
+      { length: 6 },
+      (_, i) => `>s${i}\n${Array.from({ length: 400 }, () => "ACGT"[Math.floor(rnd() * 4)]).join("")}\n`,
+    ).join("");
     await ncbi.publishRelease(RELEASE, [{ name: DB, type: "nucl", fasta, volumes: 1 }]);
     await ncbi.setLatest(RELEASE);
     work = await mkdtemp(path.join(tmpdir(), "bp-signals-"));
@@ -89,7 +96,12 @@ describe("warm-up failed", () => {
       payload: { release: entry.manifest.version, mode: "local", failed_nodes: [] },
     });
     expect((event.payload as { reason: string }).reason).toMatch(/^ENOENT/);
-    expect(await world.verdictOf(event)).toEqual({ decision: "propose_action", severity: "medium", rule_ids: ["R-DB-002"], proposed_action: "rewarm_database" });
+    expect(await world.verdictOf(event)).toEqual({
+      decision: "propose_action",
+      severity: "medium",
+      rule_ids: ["R-DB-002"],
+      proposed_action: "rewarm_database",
+    });
 
     // The next warm-up that fails is a new happening: its own event.
     await expect(warm({ name: DB, operation_id: "op-warm-2" })).rejects.toThrow(/ENOENT/);
@@ -101,7 +113,16 @@ describe("warm-up failed", () => {
     const storage = connectionString();
     const build = path.join(work, "cluster-build");
     const catalog = createTableDatabaseCatalog({ ...openDatabaseStorage(storage), cacheRoot: build });
-    const entry = await publishDatabase(build, { name: "sigclusterdb", fastaPath: path.join(ROOT, "local/demo/16s-rrna-demo.fasta"), type: "nucl", partitions: 1 }, catalog);
+    const entry = await publishDatabase(
+      build,
+      {
+        name: "sigclusterdb",
+        fastaPath: path.join(ROOT, "local/demo/16s-rrna-demo.fasta"),
+        type: "nucl",
+        partitions: 1,
+      },
+      catalog,
+    );
     // A data file of the release vanishes from storage: the node's warm-up cannot fetch it.
     const container = BlobServiceClient.fromConnectionString(storage).getContainerClient("databases");
     let removed = "";
@@ -115,7 +136,9 @@ describe("warm-up failed", () => {
       dataDir: await mkdtemp(path.join(work, "kube-")),
       nodes: blastPoolNodes(1, 4 * 1024 ** 3, 1),
       namespaces: ["blastplane"],
-      images: [{ pattern: /(^|\/)blastplane-jobapi(:[\w.-]+)?$/, workingDir: ROOT, cmd: ["node", "dist/jobapi/server.js"] }],
+      images: [
+        { pattern: /(^|\/)blastplane-jobapi(:[\w.-]+)?$/, workingDir: ROOT, cmd: ["node", "dist/jobapi/server.js"] },
+      ],
       podBackoffMs: 100,
     });
     try {
@@ -137,16 +160,27 @@ describe("warm-up failed", () => {
         },
       });
       await warmup.start("sigclusterdb");
-      const failed = await eventually(async () => {
-        const view = await warmup.status("sigclusterdb");
-        return view.state === "failed" ? view : undefined;
-      }, 120_000, 200);
+      const failed = await eventually(
+        async () => {
+          const view = await warmup.status("sigclusterdb");
+          return view.state === "failed" ? view : undefined;
+        },
+        120_000,
+        200,
+      );
       const patches: unknown[] = [];
-      const record = createClusterWarmupRecorder({ state: { patch: async (name, change) => patches.push({ name, change }) }, events: world.events, logger: captureLogger() });
+      const record = createClusterWarmupRecorder({
+        state: { patch: async (name, change) => patches.push({ name, change }) },
+        events: world.events,
+        logger: captureLogger(),
+      });
       // The orchestration reads the finished view once more after a replay: still one event.
       await record(failed, "op-cluster-1");
       await record(failed, "op-cluster-1");
-      expect(patches).toEqual([{ name: "sigclusterdb", change: { warm_state: "failed" } }, { name: "sigclusterdb", change: { warm_state: "failed" } }]);
+      expect(patches).toEqual([
+        { name: "sigclusterdb", change: { warm_state: "failed" } },
+        { name: "sigclusterdb", change: { warm_state: "failed" } },
+      ]);
       const recorded = await world.events.list({ event_type: "database.warmup_failed" });
       expect(recorded).toHaveLength(1);
       const [event] = recorded as [OpsEvent];
@@ -158,7 +192,12 @@ describe("warm-up failed", () => {
       });
       expect((event.payload as { reason: string }).reason).toMatch(/^warm-up failed on local-blast-0/);
       expect(JSON.stringify(event.payload)).not.toMatch(/https?:\/\//);
-      expect(await world.verdictOf(event)).toEqual({ decision: "propose_action", severity: "medium", rule_ids: ["R-DB-002"], proposed_action: "rewarm_database" });
+      expect(await world.verdictOf(event)).toEqual({
+        decision: "propose_action",
+        severity: "medium",
+        rule_ids: ["R-DB-002"],
+        proposed_action: "rewarm_database",
+      });
     } finally {
       await cluster.stop();
     }
@@ -166,7 +205,12 @@ describe("warm-up failed", () => {
 });
 
 describe("role assignment missing", () => {
-  const credential = { getToken: async (): Promise<AccessToken> => ({ token: "managed-identity-token", expiresOnTimestamp: Date.now() + 3_600_000 }) };
+  const credential = {
+    getToken: async (): Promise<AccessToken> => ({
+      token: "managed-identity-token",
+      expiresOnTimestamp: Date.now() + 3_600_000,
+    }),
+  };
 
   it("Key Vault refusing the identity records one role_assignment.missing naming role and scope (no URL); a repeat does not duplicate; the loop escalates (R-RBAC-001)", async () => {
     const world = opsWorld();
@@ -175,9 +219,16 @@ describe("role assignment missing", () => {
       const store = createKeyVaultSecretStore({
         vaultUrl: fake.url,
         credential,
-        clientOptions: { tlsOptions: { ca: fake.ca }, disableChallengeResourceVerification: true, retryOptions: { maxRetries: 0 } },
+        clientOptions: {
+          tlsOptions: { ca: fake.ca },
+          disableChallengeResourceVerification: true,
+          retryOptions: { maxRetries: 0 },
+        },
       });
-      const activity = explainCloudAuthorization(() => store.get("jobapi-token"), reportMissingRoles(world.events, captureLogger(), "functions.activity"));
+      const activity = explainCloudAuthorization(
+        () => store.get("jobapi-token"),
+        reportMissingRoles(world.events, captureLogger(), "functions.activity"),
+      );
       await expect(activity()).rejects.toBeInstanceOf(CloudAuthorizationError);
       await expect(activity()).rejects.toBeInstanceOf(CloudAuthorizationError);
     } finally {
@@ -192,7 +243,12 @@ describe("role assignment missing", () => {
       payload: { code: "ForbiddenByRbac", role: "Key Vault Secrets User", scope: "key vault 'kv-blastplane'" },
     });
     expect(JSON.stringify(event)).not.toContain(new URL(fake.url).host);
-    expect(await world.verdictOf(event)).toEqual({ decision: "escalate", severity: "high", rule_ids: ["R-RBAC-001"], proposed_action: null });
+    expect(await world.verdictOf(event)).toEqual({
+      decision: "escalate",
+      severity: "high",
+      rule_ids: ["R-RBAC-001"],
+      proposed_action: null,
+    });
   });
 
   it("a shard whose output storage refuses the identity: the job fails with the role message and the job API records one role_assignment.missing (R-RBAC-001)", async () => {
@@ -200,7 +256,9 @@ describe("role assignment missing", () => {
     const fake = await startRefusalServer("blob", { tls: false });
     const dir = await mkdtemp(path.join(tmpdir(), "bp-signals-authz-"));
     try {
-      const fixture = await refusedShardDispatcher(connectionString(), dir, fake.url, { onRoleRefusal: reportMissingRoles(world.events, captureLogger(), "jobapi.dispatcher") });
+      const fixture = await refusedShardDispatcher(connectionString(), dir, fake.url, {
+        onRoleRefusal: reportMissingRoles(world.events, captureLogger(), "jobapi.dispatcher"),
+      });
       const { dispatcher } = fixture;
       await dispatcher.start();
       try {
@@ -220,10 +278,19 @@ describe("role assignment missing", () => {
       expect(event).toMatchObject({
         source: "jobapi.dispatcher",
         resource_ref: "role_assignment/Storage Blob Data Contributor@storage account 'blastplanework'",
-        payload: { code: "AuthorizationPermissionMismatch", role: "Storage Blob Data Contributor", scope: "storage account 'blastplanework'" },
+        payload: {
+          code: "AuthorizationPermissionMismatch",
+          role: "Storage Blob Data Contributor",
+          scope: "storage account 'blastplanework'",
+        },
       });
       expect(JSON.stringify(event)).not.toContain("127.0.0.1");
-      expect(await world.verdictOf(event as OpsEvent)).toEqual({ decision: "escalate", severity: "high", rule_ids: ["R-RBAC-001"], proposed_action: null });
+      expect(await world.verdictOf(event as OpsEvent)).toEqual({
+        decision: "escalate",
+        severity: "high",
+        rule_ids: ["R-RBAC-001"],
+        proposed_action: null,
+      });
     } finally {
       await fake.close();
       await rm(dir, { recursive: true, force: true });
@@ -238,7 +305,13 @@ describe("cluster unhealthy", () => {
 
   beforeAll(async () => {
     dataDir = await mkdtemp(path.join(tmpdir(), "bp-signals-kube-"));
-    cluster = await startLocalCluster({ logger: createLogger({ level: "error" }), dataDir, nodes: blastPoolNodes(1, 1024 ** 3, 1), namespaces: [NS], images: [] });
+    cluster = await startLocalCluster({
+      logger: createLogger({ level: "error" }),
+      dataDir,
+      nodes: blastPoolNodes(1, 1024 ** 3, 1),
+      namespaces: [NS],
+      images: [],
+    });
   });
 
   afterAll(async () => {
@@ -248,7 +321,12 @@ describe("cluster unhealthy", () => {
 
   it("the executor's watch failing against the cluster's API server is one cluster.unhealthy event per outage, not per failed request; the loop escalates (R-CLU-001)", async () => {
     const world = opsWorld();
-    const health = createHealthTransitions({ tables: world.tables, events: world.events, logger: captureLogger(), source: "jobapi.kubernetes" });
+    const health = createHealthTransitions({
+      tables: world.tables,
+      events: world.events,
+      logger: captureLogger(),
+      source: "jobapi.kubernetes",
+    });
     const kc = new KubeConfig();
     kc.loadFromFile(cluster.kubeconfigPath);
     const batch = kc.makeApiClient(BatchV1Api);
@@ -276,9 +354,18 @@ describe("cluster unhealthy", () => {
       const recorded = await world.events.list({ event_type: "cluster.unhealthy" });
       expect(recorded).toHaveLength(1);
       const [event] = recorded as [OpsEvent];
-      expect(event).toMatchObject({ source: "jobapi.kubernetes", resource_ref: "cluster/kubernetes", idempotency_key: "cluster.unhealthy/cluster/kubernetes/after/first" });
+      expect(event).toMatchObject({
+        source: "jobapi.kubernetes",
+        resource_ref: "cluster/kubernetes",
+        idempotency_key: "cluster.unhealthy/cluster/kubernetes/after/first",
+      });
       expect(JSON.stringify(event.payload)).not.toMatch(/https?:\/\//);
-      expect(await world.verdictOf(event)).toEqual({ decision: "escalate", severity: "critical", rule_ids: ["R-CLU-001"], proposed_action: null });
+      expect(await world.verdictOf(event)).toEqual({
+        decision: "escalate",
+        severity: "critical",
+        rule_ids: ["R-CLU-001"],
+        proposed_action: null,
+      });
 
       // A second outage after it recovered is its own event.
       cluster.api.inject({ method: "GET", path: new RegExp(`^${jobsPath}`), status: 500, times: 3 });

@@ -40,7 +40,12 @@ export function actionTestFolder(): { dir: () => string; databasesDir: () => str
     dir = mkdtempSync(path.join(tmpdir(), "bp-actions-"));
     const fasta = path.join(dir, "db.fa");
     writeFileSync(fasta, demoQueries(5, 300));
-    await publishDatabase(path.join(dir, "databases"), { name: "actdemo", fastaPath: fasta, type: "nucl", partitions: 0 });
+    await publishDatabase(path.join(dir, "databases"), {
+      name: "actdemo",
+      fastaPath: fasta,
+      type: "nucl",
+      partitions: 0,
+    });
   });
   afterAll(() => {
     if (dir) rmSync(dir, { recursive: true, force: true });
@@ -56,7 +61,9 @@ export function actionTestFolder(): { dir: () => string; databasesDir: () => str
 export const replayContext = (idempotencyKey: string) => ({ idempotencyKey, actor: APPROVER, requestId: "req-replay" });
 
 /** Every action type in enforce mode (the catalog's defaults are shadow). */
-export const ENFORCE_ALL: Record<string, ActionMode> = Object.fromEntries(actions.action_types.map((a) => [a.id, "enforce"]));
+export const ENFORCE_ALL: Record<string, ActionMode> = Object.fromEntries(
+  actions.action_types.map((a) => [a.id, "enforce"]),
+);
 
 export interface ActionWorldOptions {
   modes?: Record<string, ActionMode>;
@@ -80,22 +87,43 @@ export interface ActionWorldOptions {
 export async function actionWorld(connectionString: string, databasesDir: string, options: ActionWorldOptions = {}) {
   const prefix = `act${randomUUID().replaceAll("-", "").slice(0, 12)}`;
   const tables = prefixedTables(connectionString, prefix);
-  const jobs = new DashboardJobStore(tables("dashboardjobs"), new ContainerClient(connectionString, `${prefix}-queries`));
+  const jobs = new DashboardJobStore(
+    tables("dashboardjobs"),
+    new ContainerClient(connectionString, `${prefix}-queries`),
+  );
   const audit = createAuditLog(tables);
   const events = createEventLog(tables);
   const hub = fakeOrchestrations();
   const logger = captureLogger();
-  const jobService = createDashboardJobService({ jobs, orchestrations: hub.client, jobApi: fakeJobApi(), audit, logger, pollIntervalSeconds: 5 });
+  const jobService = createDashboardJobService({
+    jobs,
+    orchestrations: hub.client,
+    jobApi: fakeJobApi(),
+    audit,
+    logger,
+    pollIntervalSeconds: 5,
+  });
   const states = new DatabaseStateStore(tables("databasestate"));
   const catalog = createFileDatabaseCatalog(databasesDir);
-  const databaseService = createDatabaseService({ catalog, states, orchestrations: hub.client, audit, logger, sourceConfigured: true, partitions: 0 });
-  const tokens = new ApiTokenService(createFileSecretStore(mkdtempSync(path.join(tmpdir(), "bp-act-secrets-"))), { cacheMs: 0 });
+  const databaseService = createDatabaseService({
+    catalog,
+    states,
+    orchestrations: hub.client,
+    audit,
+    logger,
+    sourceConfigured: true,
+    partitions: 0,
+  });
+  const tokens = new ApiTokenService(createFileSecretStore(mkdtempSync(path.join(tmpdir(), "bp-act-secrets-"))), {
+    cacheMs: 0,
+  });
   if (options.tokenConfigured !== false) await tokens.ensure();
   const tokenSettings = createApiTokenSettings({ tokens, audit, events, logger, graceSeconds: 3600 });
   const killSwitch = createKillSwitch(tables);
   const reader: ControlPlaneStateReader = {
     jobStatus: async (id) => (await jobs.get(id))?.status ?? null,
-    database: async (name) => ((await catalog.get(name)) ? { update_available: (await states.get(name)).update_available } : null),
+    database: async (name) =>
+      (await catalog.get(name)) ? { update_available: (await states.get(name)).update_available } : null,
     apiTokenConfigured: async () => (await tokens.state()) !== undefined,
     clusterReachable: async () => true,
     nodePoolBounds: async (pool) => BOUNDS[pool],
@@ -108,7 +136,12 @@ export async function actionWorld(connectionString: string, databasesDir: string
     mode: actionModes(actions, options.modes ?? ENFORCE_ALL),
     killSwitch,
     jobs: { jobs, service: () => options.wrapJobs?.(jobService) ?? jobService },
-    databases: { catalog, states, orchestrations: () => hub.client, service: () => options.wrapDatabases?.(databaseService) ?? databaseService },
+    databases: {
+      catalog,
+      states,
+      orchestrations: () => hub.client,
+      service: () => options.wrapDatabases?.(databaseService) ?? databaseService,
+    },
     tokens: { tokens, settings: () => options.wrapTokens?.(tokenSettings) ?? tokenSettings },
     jobApiDeployment: options.deployment,
     agentPools: options.agentPools,
@@ -116,12 +149,32 @@ export async function actionWorld(connectionString: string, databasesDir: string
     now: options.now,
   });
   // The console (approvals, tools, coordinator) over these stores and this executor.
-  const { approvals, coordinator, verify } = consoleHarness(tables, { approvers: [APPROVER.oid], ttlSeconds: 3600, reminderOffsetsSeconds: [], controlPlane: { reader, executor } });
+  const { approvals, coordinator, verify } = consoleHarness(tables, {
+    approvers: [APPROVER.oid],
+    ttlSeconds: 3600,
+    reminderOffsetsSeconds: [],
+    controlPlane: { reader, executor },
+  });
 
   /** Files `action` for approval and approves it, as an approver's `approve_hil` does; answers the item after execution. */
   async function approve(action: ProposedAction) {
-    const filed = await approvals.request({ action, requester: REQUESTER, reason: "verifier_abstained", severity: "medium", idempotencyKey: randomUUID(), requestId: "req-file", now: new Date() });
-    const decided = await approvals.decide({ approvalId: filed.approval_id, actor: APPROVER, decision: "approve", justification: "checked", requestId: "req-approve", now: new Date() });
+    const filed = await approvals.request({
+      action,
+      requester: REQUESTER,
+      reason: "verifier_abstained",
+      severity: "medium",
+      idempotencyKey: randomUUID(),
+      requestId: "req-file",
+      now: new Date(),
+    });
+    const decided = await approvals.decide({
+      approvalId: filed.approval_id,
+      actor: APPROVER,
+      decision: "approve",
+      justification: "checked",
+      requestId: "req-approve",
+      now: new Date(),
+    });
     return decided.item;
   }
 
@@ -129,7 +182,16 @@ export async function actionWorld(connectionString: string, databasesDir: string
   async function jobIn(status: string, overrides: { title?: string } = {}): Promise<DashboardJob> {
     const { job } = await jobService.submit(
       { oid: "oid-cora", name: "Cora", tenant_id: "tenant", roles: ["Contributor"] },
-      { program: "blastn", db: "actdemo", query_fasta: QUERY, options: { evalue: 0.001 }, execution_profile: "standard", priority: 3, idempotency_key: randomUUID(), title: overrides.title ?? "the original" },
+      {
+        program: "blastn",
+        db: "actdemo",
+        query_fasta: QUERY,
+        options: { evalue: 0.001 },
+        execution_profile: "standard",
+        priority: 3,
+        idempotency_key: randomUUID(),
+        title: overrides.title ?? "the original",
+      },
     );
     return (await jobs.update(job.job_id, (j) => ({ ...j, status }))) ?? job;
   }
@@ -137,5 +199,25 @@ export async function actionWorld(connectionString: string, databasesDir: string
   /** This execution's audit entries (`ops.action_executed`). */
   const executions = async () => (await audit.list({ action: "ops.action_executed", limit: 1000 })).reverse();
 
-  return { coordinator, tables, jobs, audit, hub, jobService, states, catalog, databaseService, tokens, tokenSettings, killSwitch, verify, outcomes, executor, approvals, approve, jobIn, executions };
+  return {
+    coordinator,
+    tables,
+    jobs,
+    audit,
+    hub,
+    jobService,
+    states,
+    catalog,
+    databaseService,
+    tokens,
+    tokenSettings,
+    killSwitch,
+    verify,
+    outcomes,
+    executor,
+    approvals,
+    approve,
+    jobIn,
+    executions,
+  };
 }

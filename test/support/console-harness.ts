@@ -31,7 +31,11 @@ export function callerWith(role: Role | undefined, oid = `oid-${role ?? "none"}`
 }
 
 /** Sends `text` as one turn of a caller with `role` and returns the first tool result (fails with the reply's text when none). */
-export async function firstToolResult(coordinator: Pick<Coordinator, "handleTurn">, text: string, role: Role = "Reader"): Promise<ToolResult> {
+export async function firstToolResult(
+  coordinator: Pick<Coordinator, "handleTurn">,
+  text: string,
+  role: Role = "Reader",
+): Promise<ToolResult> {
   const reply = await coordinator.handleTurn(callerWith(role), { text });
   const result = reply.tool_results[0];
   if (!result) throw new Error(reply.text);
@@ -67,13 +71,22 @@ export function consoleHarness(
   } = {},
 ) {
   const now = options.now ?? (() => new Date());
-  const state: TestState = { jobs: new Map([["j-failed", "failed"], ["j-running", "running"]]), databases: new Map([["nt", { update_available: true }]]), clusterReachable: undefined };
+  const state: TestState = {
+    jobs: new Map([
+      ["j-failed", "failed"],
+      ["j-running", "running"],
+    ]),
+    databases: new Map([["nt", { update_available: true }]]),
+    clusterReachable: undefined,
+  };
   const audit = createAuditLog(tables, { now });
   const events = createEventLog(tables, { now });
   const notifier = createOutboxNotifier(tables, { now });
   const approvalStore = createApprovalStore(tables);
   const approvers = options.approvers ?? ["oid-Approver", "oid-Owner"];
-  const killSwitch = createKillSwitch(tables, { onChange: createKillSwitchAnnouncer({ store: approvalStore, notifier, audit, recipients: approvers }) });
+  const killSwitch = createKillSwitch(tables, {
+    onChange: createKillSwitchAnnouncer({ store: approvalStore, notifier, audit, recipients: approvers }),
+  });
   const reader: ControlPlaneStateReader = options.controlPlane?.reader ?? {
     jobStatus: async (id) => state.jobs.get(id) ?? null,
     database: async (name) => state.databases.get(name) ?? null,
@@ -86,8 +99,10 @@ export function consoleHarness(
   const executed: { action: ProposedAction; idempotencyKey: string }[] = [];
   const executor: ActionExecutor = options.controlPlane?.executor ?? {
     async execute(action, context) {
-      if (!executed.some((e) => e.idempotencyKey === context.idempotencyKey)) executed.push({ action, idempotencyKey: context.idempotencyKey });
-      if (action.action_type === "kill_switch") await killSwitch.set(action.params.on === true, context.actor.oid, now());
+      if (!executed.some((e) => e.idempotencyKey === context.idempotencyKey))
+        executed.push({ action, idempotencyKey: context.idempotencyKey });
+      if (action.action_type === "kill_switch")
+        await killSwitch.set(action.params.on === true, context.actor.oid, now());
       return { executed: action.action_type };
     },
   };
@@ -120,7 +135,32 @@ export function consoleHarness(
     breakGlass: loadBreakGlassConfig({ owners: options.owners ?? ["oid-owner-1", "oid-owner-2"] }),
     incidentWindowMs: 30 * 60_000,
   });
-  const recurrent = options.recurrentQuery ? createRecurrentQueryWatch({ tables, events, logger: createLogger({ level: "error" }), ...options.recurrentQuery }) : undefined;
-  const coordinator = createCoordinator({ registry, audit, approvals, verify, now, recurrent, ...(options.evidence ? { evidence: options.evidence } : {}) });
-  return { state, audit, events, killSwitch, reader, verify, executed, executor, notifier, approvalStore, approvals, usage, registry, coordinator };
+  const recurrent = options.recurrentQuery
+    ? createRecurrentQueryWatch({ tables, events, logger: createLogger({ level: "error" }), ...options.recurrentQuery })
+    : undefined;
+  const coordinator = createCoordinator({
+    registry,
+    audit,
+    approvals,
+    verify,
+    now,
+    recurrent,
+    ...(options.evidence ? { evidence: options.evidence } : {}),
+  });
+  return {
+    state,
+    audit,
+    events,
+    killSwitch,
+    reader,
+    verify,
+    executed,
+    executor,
+    notifier,
+    approvalStore,
+    approvals,
+    usage,
+    registry,
+    coordinator,
+  };
 }

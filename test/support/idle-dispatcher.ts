@@ -5,7 +5,9 @@ import { JobDispatcher, type DispatcherOptions } from "../../jobapi/jobs/dispatc
  * A job dispatcher that is never started: jobs stay queued, as when every active slot is busy.
  * For tests of the submit path (its writes, admission), not of running jobs.
  */
-export function idleDispatcher(o: Pick<DispatcherOptions, "jobs" | "artifacts" | "catalog" | "logger" | "nodeMemoryBytes"> & { dir: string }): JobDispatcher {
+export function idleDispatcher(
+  o: Pick<DispatcherOptions, "jobs" | "artifacts" | "catalog" | "logger" | "nodeMemoryBytes"> & { dir: string },
+): JobDispatcher {
   return new JobDispatcher({
     jobs: o.jobs,
     artifacts: o.artifacts,

@@ -8,7 +8,9 @@ const DEMO_FASTA = path.resolve(import.meta.dirname, "../../local/demo/16s-rrna-
 
 /** The first `n` records of the shipped demo FASTA (real 16S rRNA sequences), optionally trimmed. */
 export function demoQueries(n: number, maxLetters = 600, skip = 0): string {
-  const records = readFileSync(DEMO_FASTA, "utf8").split(/^>/m).filter((r) => r.trim() !== "");
+  const records = readFileSync(DEMO_FASTA, "utf8")
+    .split(/^>/m)
+    .filter((r) => r.trim() !== "");
   return records
     .slice(skip, skip + n)
     .map((r) => {
@@ -26,7 +28,11 @@ export function jobApi(stack: TestStack, token: string) {
     get: (p: string, extra: Record<string, string> = {}) => fetch(`${base}${p}`, { headers: headers(extra) }),
     del: (p: string) => fetch(`${base}${p}`, { method: "DELETE", headers: headers() }),
     post: (p: string, body: unknown) =>
-      fetch(`${base}${p}`, { method: "POST", headers: headers({ "Content-Type": "application/json" }), body: typeof body === "string" ? body : JSON.stringify(body) }),
+      fetch(`${base}${p}`, {
+        method: "POST",
+        headers: headers({ "Content-Type": "application/json" }),
+        body: typeof body === "string" ? body : JSON.stringify(body),
+      }),
     async submit(body: Record<string, unknown>): Promise<{ job_id: string; [k: string]: unknown }> {
       const res = await this.post("/v1/jobs", body);
       if (res.status !== 202) throw new Error(`submit answered ${res.status}: ${await res.text()}`);
@@ -36,10 +42,14 @@ export function jobApi(stack: TestStack, token: string) {
       return (await (await this.get(`/v1/jobs/${jobId}/status`)).json()) as Record<string, unknown>;
     },
     async finished(jobId: string, timeoutMs = 60_000): Promise<Record<string, unknown>> {
-      return eventually(async () => {
-        const s = await this.status(jobId);
-        return ["completed", "failed", "cancelled"].includes(String(s.status)) ? s : undefined;
-      }, timeoutMs, 100);
+      return eventually(
+        async () => {
+          const s = await this.status(jobId);
+          return ["completed", "failed", "cancelled"].includes(String(s.status)) ? s : undefined;
+        },
+        timeoutMs,
+        100,
+      );
     },
   };
 }

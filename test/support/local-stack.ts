@@ -40,7 +40,12 @@ export interface TestStack {
  * and waits until it has written its stack file.
  */
 export async function startStack(
-  options: { env?: Record<string, string>; dataDir?: string; inMemory?: boolean; /** Its own process group (for cutPower). */ detached?: boolean } = {},
+  options: {
+    env?: Record<string, string>;
+    dataDir?: string;
+    inMemory?: boolean /** Its own process group (for cutPower). */;
+    detached?: boolean;
+  } = {},
 ): Promise<TestStack> {
   const dataDir = options.dataDir ?? mkdtempSync(path.join(tmpdir(), "bp-stack-"));
   const child = spawn(process.execPath, [path.join(ROOT, "dist/local/start.js")], {
@@ -97,7 +102,8 @@ export async function startStack(
       await exited;
     },
     async cutPower() {
-      if (!options.detached || child.pid === undefined) throw new Error("cutPower needs a stack started with detached: true");
+      if (!options.detached || child.pid === undefined)
+        throw new Error("cutPower needs a stack started with detached: true");
       const group = -child.pid;
       process.kill(group, "SIGKILL");
       await exited;
@@ -129,7 +135,11 @@ export async function mintToken(stack: TestStack, role: string, extra: Record<st
 }
 
 /** Polls until `check` returns a value, or fails after `timeoutMs`. */
-export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 15_000, intervalMs = 100): Promise<T> {
+export async function eventually<T>(
+  check: () => Promise<T | undefined>,
+  timeoutMs = 15_000,
+  intervalMs = 100,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   while (Date.now() < deadline) {

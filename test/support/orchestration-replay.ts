@@ -81,7 +81,11 @@ export class OrchestrationHistory {
   activityFailed(activity: string, message: string, afterSeconds = 1): this {
     const id = this.sequence++;
     this.closeEpisode(historyEvent(EventType.TaskScheduled, { Name: activity }, id, this.clock));
-    this.openEpisode(afterSeconds, EventType.TaskFailed, { TaskScheduledId: id, Reason: message, Details: `Error: ${message}\n    at activity` });
+    this.openEpisode(afterSeconds, EventType.TaskFailed, {
+      TaskScheduledId: id,
+      Reason: message,
+      Details: `Error: ${message}\n    at activity`,
+    });
     return this;
   }
 
@@ -113,7 +117,10 @@ export class OrchestrationHistory {
 
   private openEpisode(afterSeconds: number, wakeUpType: number, wakeUpFields: Record<string, unknown>): void {
     this.clock = new Date(this.clock.getTime() + afterSeconds * 1000);
-    this.events.push(historyEvent(EventType.OrchestratorStarted, {}, -1, this.clock), historyEvent(wakeUpType, wakeUpFields, -1, this.clock));
+    this.events.push(
+      historyEvent(EventType.OrchestratorStarted, {}, -1, this.clock),
+      historyEvent(wakeUpType, wakeUpFields, -1, this.clock),
+    );
   }
 }
 

@@ -25,7 +25,12 @@ export const refusingBlobService = (url: string) =>
  * account at `refusingUrl` (a fake that refuses the identity). `finish` submits a job and waits
  * until it is completed or failed.
  */
-export async function refusedShardDispatcher(storage: string, dir: string, refusingUrl: string, options: Pick<DispatcherOptions, "onRoleRefusal"> = {}) {
+export async function refusedShardDispatcher(
+  storage: string,
+  dir: string,
+  refusingUrl: string,
+  options: Pick<DispatcherOptions, "onRoleRefusal"> = {},
+) {
   const prefix = `z${newJobId().slice(0, 6)}`;
   const jobs = new JobStore(
     TableClient.fromConnectionString(storage, `${prefix}jobs`, { allowInsecureConnection: true }),
@@ -33,9 +38,26 @@ export async function refusedShardDispatcher(storage: string, dir: string, refus
   );
   const artifacts = new ArtifactStore(new ContainerClient(storage, `${prefix}artifacts`));
   await Promise.all([jobs.init(), artifacts.init()]);
-  const manifest = { name: "demo", type: "nucl" as const, version: "2026-01-01-00-00-00", letters: 1000, sequences: 10, bytes: 1000, volumes: 1, bytes_to_cache: 1000, path: "full/demo", partitions: [], created_at: new Date().toISOString() };
+  const manifest = {
+    name: "demo",
+    type: "nucl" as const,
+    version: "2026-01-01-00-00-00",
+    letters: 1000,
+    sequences: 10,
+    bytes: 1000,
+    volumes: 1,
+    bytes_to_cache: 1000,
+    path: "full/demo",
+    partitions: [],
+    created_at: new Date().toISOString(),
+  };
   const entry: DatabaseEntry = { manifest, root: dir, location: "local://databases/demo/2026-01-01-00-00-00" };
-  const catalog: DatabaseCatalog = { list: async () => [entry], get: async () => entry, hold: async () => {}, release: async () => {} };
+  const catalog: DatabaseCatalog = {
+    list: async () => [entry],
+    get: async () => entry,
+    hold: async () => {},
+    release: async () => {},
+  };
   let attempts = 0;
   const executor: ShardExecutor = {
     name: "publishing-fixture",
@@ -44,7 +66,9 @@ export async function refusedShardDispatcher(storage: string, dir: string, refus
     async run(spec) {
       attempts++;
       copyFileSync(path.join(ROOT, "local/demo/16s-rrna-demo.fasta"), spec.outputPath);
-      const blob = refusingBlobService(refusingUrl).getContainerClient("jobapi-artifacts").getBlockBlobClient(`${spec.jobId}/shards/${spec.shardId}.out.gz`);
+      const blob = refusingBlobService(refusingUrl)
+        .getContainerClient("jobapi-artifacts")
+        .getBlockBlobClient(`${spec.jobId}/shards/${spec.shardId}.out.gz`);
       await blob.uploadData(readFileSync(spec.outputPath));
     },
   };
@@ -74,10 +98,14 @@ export async function refusedShardDispatcher(storage: string, dir: string, refus
       await artifacts.putText(job.job_id, "query.fa", ">q1\nACGTACGTAC\n");
       await jobs.create(job);
       dispatcher.wake();
-      return eventually(async () => {
-        const j = await jobs.get(job.job_id);
-        return j && ["completed", "failed"].includes(j.status) ? j : undefined;
-      }, 30_000, 50);
+      return eventually(
+        async () => {
+          const j = await jobs.get(job.job_id);
+          return j && ["completed", "failed"].includes(j.status) ? j : undefined;
+        },
+        30_000,
+        50,
+      );
     },
   };
 }

@@ -5,7 +5,11 @@ import { afterAll, beforeAll } from "vitest";
 import { type AzuriteOptions, type RunningAzurite, startAzurite } from "../../local/azurite.js";
 import type { JobApiClient } from "../../shared/dashboard/job-api-client.js";
 import { createLogger, type LogFields, type Logger } from "../../shared/logging/logger.js";
-import type { OrchestrationClient, OrchestrationInstance, StartOrchestrationOptions } from "../../shared/ops/orchestration-client.js";
+import type {
+  OrchestrationClient,
+  OrchestrationInstance,
+  StartOrchestrationOptions,
+} from "../../shared/ops/orchestration-client.js";
 import type { TableClientFactory } from "../../shared/storage/table-source.js";
 
 const root = path.resolve(import.meta.dirname, "../..");
@@ -24,7 +28,8 @@ export function startTestAzurite(options: Pick<AzuriteOptions, "oauth"> = {}): P
 
 /** Table clients on `connectionString` whose table names carry `prefix`, so tests do not share tables. */
 export function prefixedTables(connectionString: string, prefix: string): TableClientFactory {
-  return (tableName) => TableClient.fromConnectionString(connectionString, `${prefix}${tableName}`, { allowInsecureConnection: true });
+  return (tableName) =>
+    TableClient.fromConnectionString(connectionString, `${prefix}${tableName}`, { allowInsecureConnection: true });
 }
 
 /** A logger that keeps its entries, so a test can read what was logged. */
@@ -59,7 +64,14 @@ export function fakeOrchestrations() {
 
   function put(instance: Partial<OrchestrationInstance> & { name: string; instanceId: string }): OrchestrationInstance {
     const now = new Date();
-    const stored: OrchestrationInstance = { runtimeStatus: "Pending", input: null, output: null, createdAt: now, lastUpdatedAt: now, ...instance };
+    const stored: OrchestrationInstance = {
+      runtimeStatus: "Pending",
+      input: null,
+      output: null,
+      createdAt: now,
+      lastUpdatedAt: now,
+      ...instance,
+    };
     instances.set(stored.instanceId, stored);
     return stored;
   }
@@ -69,7 +81,8 @@ export function fakeOrchestrations() {
       const instanceId = options?.instanceId ?? randomUUID();
       hooks.beforeStart?.(name, instanceId);
       const existing = instances.get(instanceId);
-      if (existing && ["Pending", "Running"].includes(existing.runtimeStatus)) throw new Error(`an instance with id ${instanceId} is already running`);
+      if (existing && ["Pending", "Running"].includes(existing.runtimeStatus))
+        throw new Error(`an instance with id ${instanceId} is already running`);
       starts.push({ name, options });
       put({ name, instanceId, input: options?.input ?? null });
       return instanceId;
@@ -79,7 +92,8 @@ export function fakeOrchestrations() {
     },
     async *listInstances(options) {
       for (const instance of instances.values()) {
-        if (options.runtimeStatus.length === 0 || options.runtimeStatus.includes(instance.runtimeStatus)) yield instance;
+        if (options.runtimeStatus.length === 0 || options.runtimeStatus.includes(instance.runtimeStatus))
+          yield instance;
       }
     },
     async raiseEvent(instanceId, eventName, eventData) {
@@ -92,12 +106,16 @@ export function fakeOrchestrations() {
 }
 
 /** A job-API client whose every method fails unless the test gives it an answer. */
-export function fakeJobApi(overrides: Partial<JobApiClient> = {}): JobApiClient & { calls: { method: string; args: unknown[] }[] } {
+export function fakeJobApi(
+  overrides: Partial<JobApiClient> = {},
+): JobApiClient & { calls: { method: string; args: unknown[] }[] } {
   const calls: { method: string; args: unknown[] }[] = [];
-  const unexpected = (method: string) => async (...args: unknown[]): Promise<never> => {
-    calls.push({ method, args });
-    throw new Error(`unexpected job API call: ${method}`);
-  };
+  const unexpected =
+    (method: string) =>
+    async (...args: unknown[]): Promise<never> => {
+      calls.push({ method, args });
+      throw new Error(`unexpected job API call: ${method}`);
+    };
   const recorded = <K extends keyof JobApiClient>(method: K): JobApiClient[K] => {
     const implementation = overrides[method];
     if (!implementation) return unexpected(method) as JobApiClient[K];
@@ -134,5 +152,8 @@ export function azuriteTables(prefix: string): { tables: () => TableClientFactor
     if (!azurite) throw new Error("Azurite is not started yet");
     return azurite.connectionString;
   };
-  return { tables: () => prefixedTables(connectionString(), `${prefix}${++counter}x${Date.now().toString(36)}`), connectionString };
+  return {
+    tables: () => prefixedTables(connectionString(), `${prefix}${++counter}x${Date.now().toString(36)}`),
+    connectionString,
+  };
 }

@@ -7,7 +7,12 @@ import { configRefusal } from "../support/helpers.js";
 
 describe("the action executors' settings", () => {
   it("unset: catalog modes, no cluster targets, no pool bounds", () => {
-    expect(loadConsoleConfig({}).actions).toEqual({ modes: {}, aks: undefined, nodePoolBounds: {}, jobApiDeployment: undefined });
+    expect(loadConsoleConfig({}).actions).toEqual({
+      modes: {},
+      aks: undefined,
+      nodePoolBounds: {},
+      jobApiDeployment: undefined,
+    });
   });
 
   it("read modes, the AKS cluster, pool bounds and the job API Deployment", () => {
@@ -23,16 +28,26 @@ describe("the action executors' settings", () => {
       modes: { retry_job: "enforce", scale_node_pool: "shadow" },
       aks: { resourceGroup: "rg-blast", cluster: "aks-blast" },
       nodePoolBounds: { blast: { min: 1, max: 10 }, system: { min: 1, max: 3 } },
-      jobApiDeployment: { kubeconfigPath: "/etc/blastplane/kubeconfig", namespace: "blastplane", deployment: "blastplane-jobapi" },
+      jobApiDeployment: {
+        kubeconfigPath: "/etc/blastplane/kubeconfig",
+        namespace: "blastplane",
+        deployment: "blastplane-jobapi",
+      },
     });
   });
 
   it("refuse a bad mode, inverted bounds, half an AKS cluster and a cluster without a subscription, naming each setting", () => {
-    const error = configRefusal(() => loadConsoleConfig({ SVC_ACTION_MODES: "retry_job=always", SVC_NODE_POOL_BOUNDS: "blast=5-1" }));
+    const error = configRefusal(() =>
+      loadConsoleConfig({ SVC_ACTION_MODES: "retry_job=always", SVC_NODE_POOL_BOUNDS: "blast=5-1" }),
+    );
     expect(error.message).toContain("SVC_ACTION_MODES: must look like retry_job=enforce,scale_node_pool=shadow");
     expect(error.message).toContain("SVC_NODE_POOL_BOUNDS: must look like blast=1-10");
-    expect(configRefusal(() => loadConsoleConfig({ SVC_AKS_CLUSTER: "aks-blast" })).message).toContain("SVC_AKS_CLUSTER: set both or neither");
-    expect(configRefusal(() => loadConsoleConfig({ SVC_AKS_RESOURCE_GROUP: "rg", SVC_AKS_CLUSTER: "aks" })).message).toContain("SVC_AKS_CLUSTER: needs SVC_SUBSCRIPTION_ID");
+    expect(configRefusal(() => loadConsoleConfig({ SVC_AKS_CLUSTER: "aks-blast" })).message).toContain(
+      "SVC_AKS_CLUSTER: set both or neither",
+    );
+    expect(
+      configRefusal(() => loadConsoleConfig({ SVC_AKS_RESOURCE_GROUP: "rg", SVC_AKS_CLUSTER: "aks" })).message,
+    ).toContain("SVC_AKS_CLUSTER: needs SVC_SUBSCRIPTION_ID");
   });
 });
 
@@ -48,7 +63,11 @@ describe("scale_node_pool's bounds", () => {
     const handler = createScaleNodePoolHandler({ pools, bounds: { blast: { min: 1, max: 10 } } });
     const context = { idempotencyKey: "k", actor: { oid: "oid-otto", name: "Otto" }, requestId: "r" };
     for (const pool of ["constructor", "toString", "__proto__"]) {
-      const action = { action_type: "scale_node_pool", target: `node_pool/${pool}`, params: { node_count: 3 } } as unknown as ProposedAction;
+      const action = {
+        action_type: "scale_node_pool",
+        target: `node_pool/${pool}`,
+        params: { node_count: 3 },
+      } as unknown as ProposedAction;
       await expect(handler.plan(action, context)).rejects.toBeInstanceOf(ActionParametersError);
     }
     expect(asked).toEqual([]);

@@ -23,7 +23,11 @@ function twoProcesses() {
     set: (name, value) => store.set(name, value),
   };
   // A cache far longer than the test: only the refresh on an unknown token can see the new one.
-  return { jobApi: new ApiTokenService(counted, { cacheMs: 600_000 }), dashboard: new ApiTokenService(store), reads: () => reads };
+  return {
+    jobApi: new ApiTokenService(counted, { cacheMs: 600_000 }),
+    dashboard: new ApiTokenService(store),
+    reads: () => reads,
+  };
 }
 
 describe("job API token checks after a regenerate by another process", () => {

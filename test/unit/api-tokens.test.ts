@@ -76,7 +76,10 @@ describe("job API token rotation", () => {
     const first = new ApiTokenService(lastWriteWins, { cacheMs: 0 });
     await first.ensure();
     const inUse = (await first.state())?.current.value as string;
-    const [a, b] = await Promise.all([new ApiTokenService(lastWriteWins, { cacheMs: 0 }).rotate(60), new ApiTokenService(lastWriteWins, { cacheMs: 0 }).rotate(60)]);
+    const [a, b] = await Promise.all([
+      new ApiTokenService(lastWriteWins, { cacheMs: 0 }).rotate(60),
+      new ApiTokenService(lastWriteWins, { cacheMs: 0 }).rotate(60),
+    ]);
     const reader = new ApiTokenService(lastWriteWins, { cacheMs: 0 });
     expect(await reader.isValid(inUse)).toBe(true);
     expect(await reader.isValid(a.current.value)).toBe(true);

@@ -1,6 +1,15 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { ApprovalOrchestration, type ApprovalPlan, REDELIVER_SECONDS } from "../../shared/console/approvals/approval-activities.js";
-import { ActionType, loadOrchestrations, OrchestrationHistory, type OrchestrationReplayer } from "../support/orchestration-replay.js";
+import {
+  ApprovalOrchestration,
+  type ApprovalPlan,
+  REDELIVER_SECONDS,
+} from "../../shared/console/approvals/approval-activities.js";
+import {
+  ActionType,
+  loadOrchestrations,
+  OrchestrationHistory,
+  type OrchestrationReplayer,
+} from "../support/orchestration-replay.js";
 
 /**
  * The approval orchestration replayed through the real durable-functions library against
@@ -20,7 +29,14 @@ const iso = (secondsAfterStart: number) => new Date(START.getTime() + secondsAft
 
 /** The plan of an item filed at START with a one-hour TTL and reminders 30 and 5 minutes before it. */
 function plan(overrides: Partial<ApprovalPlan> = {}): ApprovalPlan {
-  return { state: "pending", policy: "send_now", send_at: iso(0), expires_at: iso(TTL), reminder_times: [iso(TTL - 1800), iso(TTL - 300)], ...overrides };
+  return {
+    state: "pending",
+    policy: "send_now",
+    send_at: iso(0),
+    expires_at: iso(TTL),
+    reminder_times: [iso(TTL - 1800), iso(TTL - 300)],
+    ...overrides,
+  };
 }
 
 function started(): OrchestrationHistory {
@@ -35,7 +51,8 @@ function until(history: OrchestrationHistory, target: string): number {
 function call(functionName: string, input: unknown) {
   return { actionType: ActionType.CallActivity, functionName, input };
 }
-const deliver = (p: ApprovalPlan) => call(ApprovalOrchestration.deliver, { ...INPUT, policy: p.policy, send_at: p.send_at });
+const deliver = (p: ApprovalPlan) =>
+  call(ApprovalOrchestration.deliver, { ...INPUT, policy: p.policy, send_at: p.send_at });
 const remind = (index: number) => call(ApprovalOrchestration.remind, { ...INPUT, index });
 
 /** The `Task.any([timer, approval_decided])` every wait of the orchestration yields. */
@@ -44,7 +61,11 @@ function waitUntil(fireAt: string) {
     actionType: ActionType.WhenAny,
     compoundActions: [
       { actionType: ActionType.CreateTimer, fireAt, isCanceled: false },
-      { actionType: ActionType.WaitForExternalEvent, externalEventName: ApprovalOrchestration.decidedEvent, reason: "ExternalEvent" },
+      {
+        actionType: ActionType.WaitForExternalEvent,
+        externalEventName: ApprovalOrchestration.decidedEvent,
+        reason: "ExternalEvent",
+      },
     ],
   };
 }
@@ -93,17 +114,27 @@ describe("approvalRequest replay: planning and delivery", () => {
   it("an item no longer pending when planned (decided before the orchestration ran) settles and ends without delivering", async () => {
     const history = started().activityCompleted(ApprovalOrchestration.plan, plan({ state: "approved" }));
     expect((await replayer.replay(history)).newActions).toEqual([call(ApprovalOrchestration.settle, INPUT)]);
-    history.activityCompleted(ApprovalOrchestration.settle, { approval_id: INPUT.approval_id, state: "approved", execution: { status: "succeeded" } });
+    history.activityCompleted(ApprovalOrchestration.settle, {
+      approval_id: INPUT.approval_id,
+      state: "approved",
+      execution: { status: "succeeded" },
+    });
     const done = await replayer.replay(history);
     expect(done.isDone).toBe(true);
-    expect(done.output).toEqual({ approval_id: INPUT.approval_id, state: "approved", execution: { status: "succeeded" } });
+    expect(done.output).toEqual({
+      approval_id: INPUT.approval_id,
+      state: "approved",
+      execution: { status: "succeeded" },
+    });
   });
 });
 
 describe("approvalRequest replay: reminders, expiry and decisions", () => {
   it("C-304 C-309: reminders go out at their planned times, one remind activity each with its index, and never more than declared", async () => {
     const p = plan();
-    const history = started().activityCompleted(ApprovalOrchestration.plan, p).activityCompleted(ApprovalOrchestration.deliver, "sent");
+    const history = started()
+      .activityCompleted(ApprovalOrchestration.plan, p)
+      .activityCompleted(ApprovalOrchestration.deliver, "sent");
     history.timerFired(until(history, p.reminder_times[0] as string));
     expect((await replayer.replay(history)).newActions).toEqual([remind(0)]);
 
@@ -121,14 +152,20 @@ describe("approvalRequest replay: reminders, expiry and decisions", () => {
 
   it("C-307: reminders never move the TTL: the expiry timer stays at the planned expiry after each reminder", async () => {
     const p = plan({ reminder_times: [iso(TTL - 600)] });
-    const history = started().activityCompleted(ApprovalOrchestration.plan, p).activityCompleted(ApprovalOrchestration.deliver, "sent");
-    history.timerFired(until(history, p.reminder_times[0] as string)).activityCompleted(ApprovalOrchestration.remind, "sent");
+    const history = started()
+      .activityCompleted(ApprovalOrchestration.plan, p)
+      .activityCompleted(ApprovalOrchestration.deliver, "sent");
+    history
+      .timerFired(until(history, p.reminder_times[0] as string))
+      .activityCompleted(ApprovalOrchestration.remind, "sent");
     expect((await replayer.replay(history)).newActions).toEqual([waitUntil(p.expires_at)]);
   });
 
   it("C-284 C-285: the TTL timer firing calls the expire activity once and ends with the timeout; nothing is settled or executed", async () => {
     const p = plan({ reminder_times: [] });
-    const history = started().activityCompleted(ApprovalOrchestration.plan, p).activityCompleted(ApprovalOrchestration.deliver, "sent");
+    const history = started()
+      .activityCompleted(ApprovalOrchestration.plan, p)
+      .activityCompleted(ApprovalOrchestration.deliver, "sent");
     history.timerFired(until(history, p.expires_at));
     const expiring = await replayer.replay(history);
     expect(expiring.newActions).toEqual([call(ApprovalOrchestration.expire, INPUT)]);
@@ -153,26 +190,44 @@ describe("approvalRequest replay: reminders, expiry and decisions", () => {
 
   it("the approval_decided event before the TTL cancels the timer, settles the decision and ends with it", async () => {
     const p = plan();
-    const history = started().activityCompleted(ApprovalOrchestration.plan, p).activityCompleted(ApprovalOrchestration.deliver, "sent");
-    history.eventWonOverTimer(until(history, p.reminder_times[0] as string), ApprovalOrchestration.decidedEvent, { approval_id: INPUT.approval_id });
+    const history = started()
+      .activityCompleted(ApprovalOrchestration.plan, p)
+      .activityCompleted(ApprovalOrchestration.deliver, "sent");
+    history.eventWonOverTimer(until(history, p.reminder_times[0] as string), ApprovalOrchestration.decidedEvent, {
+      approval_id: INPUT.approval_id,
+    });
     const settling = await replayer.replay(history);
     expect(settling.newActions).toEqual([call(ApprovalOrchestration.settle, INPUT)]);
-    const cancelled = settling.actions.find((a) => a.actionType === ActionType.WhenAny) as unknown as { compoundActions: { isCanceled?: boolean }[] };
+    const cancelled = settling.actions.find((a) => a.actionType === ActionType.WhenAny) as unknown as {
+      compoundActions: { isCanceled?: boolean }[];
+    };
     expect(cancelled.compoundActions[0]?.isCanceled).toBe(true);
 
-    const approved = { approval_id: INPUT.approval_id, state: "approved", execution: { status: "succeeded", result: {} } };
+    const approved = {
+      approval_id: INPUT.approval_id,
+      state: "approved",
+      execution: { status: "succeeded", result: {} },
+    };
     history.activityCompleted(ApprovalOrchestration.settle, approved);
     const done = await replayer.replay(history);
     expect(done.isDone).toBe(true);
     expect(done.output).toEqual(approved);
     expect(done.customStatus).toEqual({ phase: "approved" });
-    expect(done.actions.some((a) => a.functionName === ApprovalOrchestration.expire || a.functionName === ApprovalOrchestration.remind)).toBe(false);
+    expect(
+      done.actions.some(
+        (a) => a.functionName === ApprovalOrchestration.expire || a.functionName === ApprovalOrchestration.remind,
+      ),
+    ).toBe(false);
   });
 
   it("a rejection arriving as the event ends the orchestration rejected, with nothing executed", async () => {
     const p = plan();
-    const history = started().activityCompleted(ApprovalOrchestration.plan, p).activityCompleted(ApprovalOrchestration.deliver, "sent");
-    history.eventWonOverTimer(until(history, p.reminder_times[0] as string), ApprovalOrchestration.decidedEvent, { approval_id: INPUT.approval_id });
+    const history = started()
+      .activityCompleted(ApprovalOrchestration.plan, p)
+      .activityCompleted(ApprovalOrchestration.deliver, "sent");
+    history.eventWonOverTimer(until(history, p.reminder_times[0] as string), ApprovalOrchestration.decidedEvent, {
+      approval_id: INPUT.approval_id,
+    });
     const rejected = { approval_id: INPUT.approval_id, state: "rejected", execution: null };
     history.activityCompleted(ApprovalOrchestration.settle, rejected);
     const done = await replayer.replay(history);
@@ -183,9 +238,17 @@ describe("approvalRequest replay: reminders, expiry and decisions", () => {
 
   it("an event for a decision that was refused (the item still pending) goes back to waiting for the same reminder", async () => {
     const p = plan();
-    const history = started().activityCompleted(ApprovalOrchestration.plan, p).activityCompleted(ApprovalOrchestration.deliver, "sent");
-    history.eventWonOverTimer(until(history, p.reminder_times[0] as string), ApprovalOrchestration.decidedEvent, { approval_id: INPUT.approval_id });
-    history.activityCompleted(ApprovalOrchestration.settle, { approval_id: INPUT.approval_id, state: "pending", execution: null });
+    const history = started()
+      .activityCompleted(ApprovalOrchestration.plan, p)
+      .activityCompleted(ApprovalOrchestration.deliver, "sent");
+    history.eventWonOverTimer(until(history, p.reminder_times[0] as string), ApprovalOrchestration.decidedEvent, {
+      approval_id: INPUT.approval_id,
+    });
+    history.activityCompleted(ApprovalOrchestration.settle, {
+      approval_id: INPUT.approval_id,
+      state: "pending",
+      execution: null,
+    });
     const state = await replayer.replay(history);
     expect(state.isDone).toBe(false);
     expect(state.newActions).toEqual([waitUntil(p.reminder_times[0] as string)]);
@@ -195,7 +258,9 @@ describe("approvalRequest replay: reminders, expiry and decisions", () => {
 describe("approvalRequest replay: the kill switch", () => {
   it("a delivery held by the kill switch is offered again on a durable timer, and delivery resumes once it is off", async () => {
     const p = plan();
-    const history = started().activityCompleted(ApprovalOrchestration.plan, p).activityCompleted(ApprovalOrchestration.deliver, "held");
+    const history = started()
+      .activityCompleted(ApprovalOrchestration.plan, p)
+      .activityCompleted(ApprovalOrchestration.deliver, "held");
     const holding = await replayer.replay(history);
     expect(holding.isDone).toBe(false);
     expect(holding.newActions).toEqual([waitUntil(history.fireAt(REDELIVER_SECONDS - 1))]);
@@ -208,8 +273,12 @@ describe("approvalRequest replay: the kill switch", () => {
 
   it("a reminder held by the kill switch is retried later with the same index; one held past the next sends only the latest", async () => {
     const p = plan({ reminder_times: [iso(TTL - 1800), iso(TTL - 1790)] });
-    const history = started().activityCompleted(ApprovalOrchestration.plan, p).activityCompleted(ApprovalOrchestration.deliver, "sent");
-    history.timerFired(until(history, p.reminder_times[0] as string)).activityCompleted(ApprovalOrchestration.remind, "held");
+    const history = started()
+      .activityCompleted(ApprovalOrchestration.plan, p)
+      .activityCompleted(ApprovalOrchestration.deliver, "sent");
+    history
+      .timerFired(until(history, p.reminder_times[0] as string))
+      .activityCompleted(ApprovalOrchestration.remind, "held");
     // Reminder 0 was held at TTL-1799 s; it is offered again REDELIVER_SECONDS after that, past reminder 1's time.
     expect((await replayer.replay(history)).newActions).toEqual([waitUntil(history.fireAt(REDELIVER_SECONDS - 1))]);
     history.timerFired(REDELIVER_SECONDS - 1);
@@ -250,4 +319,3 @@ describe("approvalRequest replay: failed activities", () => {
     await expect(replayer.replay(history)).rejects.toThrow(/channel down/);
   });
 });
-

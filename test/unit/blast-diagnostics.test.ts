@@ -15,15 +15,21 @@ describe("BLAST failures as users read them", () => {
   });
 
   it("drops a header file named with its line, and host paths", () => {
-    const shown = userFacingBlastError("Error: /opt/ncbi/include/corelib/ncbidiag.hpp(1234): out of memory while reading /var/lib/blastplane/work/abc/db.00.nsq");
+    const shown = userFacingBlastError(
+      "Error: /opt/ncbi/include/corelib/ncbidiag.hpp(1234): out of memory while reading /var/lib/blastplane/work/abc/db.00.nsq",
+    );
     expect(shown).not.toMatch(INTERNALS);
     expect(shown).not.toContain("/var/lib");
     expect(shown).toContain("out of memory while reading <path>");
   });
 
   it("keeps a plain message as it is", () => {
-    expect(userFacingBlastError("BLAST query/options error: Entrez Query is not supported")).toBe("BLAST query/options error: Entrez Query is not supported");
-    expect(userFacingBlastError("shard b1 failed after 1 attempt(s): the node ran out of memory")).toBe("shard b1 failed after 1 attempt(s): the node ran out of memory");
+    expect(userFacingBlastError("BLAST query/options error: Entrez Query is not supported")).toBe(
+      "BLAST query/options error: Entrez Query is not supported",
+    );
+    expect(userFacingBlastError("shard b1 failed after 1 attempt(s): the node ran out of memory")).toBe(
+      "shard b1 failed after 1 attempt(s): the node ran out of memory",
+    );
   });
 
   it("never answers an empty message", () => {

@@ -27,7 +27,6 @@ import {
 import { ValidationError } from "../../shared/errors.js";
 import { issuesOf } from "../support/helpers.js";
 
-
 /** Issues for raw options parsed for `program` (schema, then program rules). */
 const refuse = (program: BlastProgram, raw: unknown) => issuesOf(() => parseBlastOptions(program, raw));
 const accepts = (program: BlastProgram, options: BlastOptions): boolean => {
@@ -125,13 +124,24 @@ describe("blastOptionsSchema: keys, types and ranges", () => {
       { loc: ["body", "blast_options", "__proto__"], msg: "unknown field '__proto__'", type: "extra_forbidden" },
     ]);
     for (const key of ["db", "out", "num_threads", "subject", "import_search_strategy", "num_descriptions", "remote"]) {
-      expect(refuse("blastn", { [key]: 1 })[0]).toMatchObject({ loc: ["body", "blast_options", key], type: "extra_forbidden" });
+      expect(refuse("blastn", { [key]: 1 })[0]).toMatchObject({
+        loc: ["body", "blast_options", key],
+        type: "extra_forbidden",
+      });
     }
   });
 
   it("B-238: puts facade issues under body.options", () => {
-    expect(issuesOf(() => parseBlastOptions("blastn", { nope: 1 }, "options"))[0]!.loc).toEqual(["body", "options", "nope"]);
-    expect(issuesOf(() => parseBlastOptions("blastp", { dust: true }, "options"))[0]!.loc).toEqual(["body", "options", "dust"]);
+    expect(issuesOf(() => parseBlastOptions("blastn", { nope: 1 }, "options"))[0]!.loc).toEqual([
+      "body",
+      "options",
+      "nope",
+    ]);
+    expect(issuesOf(() => parseBlastOptions("blastp", { dust: true }, "options"))[0]!.loc).toEqual([
+      "body",
+      "options",
+      "dust",
+    ]);
   });
 
   it("B-238: refuses options that are not an object", () => {
@@ -186,7 +196,14 @@ describe("blastOptionsSchema: keys, types and ranges", () => {
         [1, "boolean_type"],
       ],
     ],
-    task: [["megablast", "blastp-fast", "tblastn-fast"], [["rmblastn", "enum"], ["BLASTN", "enum"], [1, "enum"]]],
+    task: [
+      ["megablast", "blastp-fast", "tblastn-fast"],
+      [
+        ["rmblastn", "enum"],
+        ["BLASTN", "enum"],
+        [1, "enum"],
+      ],
+    ],
     perc_identity: [
       [0, 50.5, 100],
       [
@@ -216,7 +233,14 @@ describe("blastOptionsSchema: keys, types and ranges", () => {
         [101, "less_than_equal"],
       ],
     ],
-    matrix: [["BLOSUM62", "pam30"], [["BLOSUM100", "enum"], ["", "enum"], [62, "string_type"]]],
+    matrix: [
+      ["BLOSUM62", "pam30"],
+      [
+        ["BLOSUM100", "enum"],
+        ["", "enum"],
+        [62, "string_type"],
+      ],
+    ],
     soft_masking: [[true, false], [["true", "boolean_type"]]],
     ungapped: [[true, false], [[0, "boolean_type"]]],
     comp_based_stats: [
@@ -242,7 +266,13 @@ describe("blastOptionsSchema: keys, types and ranges", () => {
         [1001, "less_than_equal"],
       ],
     ],
-    strand: [["both", "plus", "minus"], [["forward", "enum"], ["PLUS", "enum"]]],
+    strand: [
+      ["both", "plus", "minus"],
+      [
+        ["forward", "enum"],
+        ["PLUS", "enum"],
+      ],
+    ],
     threshold: [
       [0.5, 11, 1000],
       [
@@ -250,12 +280,30 @@ describe("blastOptionsSchema: keys, types and ranges", () => {
         [1001, "less_than_equal"],
       ],
     ],
-    query_gencode: [[1, 6, 9, 33], [[7, "enum"], [0, "enum"], [34, "enum"], ["1", "enum"]]],
-    db_gencode: [[1, 11, 31], [[8, "enum"], [32, "enum"]]],
+    query_gencode: [
+      [1, 6, 9, 33],
+      [
+        [7, "enum"],
+        [0, "enum"],
+        [34, "enum"],
+        ["1", "enum"],
+      ],
+    ],
+    db_gencode: [
+      [1, 11, 31],
+      [
+        [8, "enum"],
+        [32, "enum"],
+      ],
+    ],
   };
 
   it("covers every key of the schema in the range table below", () => {
-    expect(Object.keys(ranges).sort()).toEqual(Object.keys(blastOptionsSchema.shape).filter((k) => k !== "outfmt").sort());
+    expect(Object.keys(ranges).sort()).toEqual(
+      Object.keys(blastOptionsSchema.shape)
+        .filter((k) => k !== "outfmt")
+        .sort(),
+    );
   });
 
   for (const [key, [good, bad]] of Object.entries(ranges)) {
@@ -274,7 +322,16 @@ describe("blastOptionsSchema: keys, types and ranges", () => {
   });
 
   it("lists the matrices, tasks and genetic codes BLAST+ 2.12 documents", () => {
-    expect(SCORING_MATRICES).toEqual(["BLOSUM45", "BLOSUM50", "BLOSUM62", "BLOSUM80", "BLOSUM90", "PAM30", "PAM70", "PAM250"]);
+    expect(SCORING_MATRICES).toEqual([
+      "BLOSUM45",
+      "BLOSUM50",
+      "BLOSUM62",
+      "BLOSUM80",
+      "BLOSUM90",
+      "PAM30",
+      "PAM70",
+      "PAM250",
+    ]);
     expect(BLAST_TASKS).toEqual({
       blastn: ["megablast", "blastn", "blastn-short", "dc-megablast"],
       blastp: ["blastp", "blastp-short", "blastp-fast"],
@@ -334,7 +391,11 @@ describe("validateOptionsForProgram", () => {
       },
     ]);
     expect(refuse("tblastx", { task: "megablast" })).toEqual([
-      { loc: ["body", "blast_options", "task"], msg: "task does not apply to tblastx; tblastx has no tasks", type: "not_applicable" },
+      {
+        loc: ["body", "blast_options", "task"],
+        msg: "task does not apply to tblastx; tblastx has no tasks",
+        type: "not_applicable",
+      },
     ]);
     for (const [key, programs] of Object.entries(applies)) {
       for (const program of BLAST_PROGRAMS) {
@@ -370,13 +431,25 @@ describe("validateOptionsForProgram", () => {
 
   it("B-238: checks word_size per program and task (blastn ≥ 4, dc-megablast 11|12, protein 2–7, tblastx 2–5)", () => {
     expect(refuse("blastn", { word_size: 3 })).toEqual([
-      { loc: ["body", "blast_options", "word_size"], msg: "word_size must be at least 4 for blastn, got 3", type: "greater_than_equal" },
+      {
+        loc: ["body", "blast_options", "word_size"],
+        msg: "word_size must be at least 4 for blastn, got 3",
+        type: "greater_than_equal",
+      },
     ]);
     expect(refuse("blastn", { task: "dc-megablast", word_size: 16 })).toEqual([
-      { loc: ["body", "blast_options", "word_size"], msg: "word_size must be 11 or 12 for task dc-megablast", type: "value_error" },
+      {
+        loc: ["body", "blast_options", "word_size"],
+        msg: "word_size must be 11 or 12 for task dc-megablast",
+        type: "value_error",
+      },
     ]);
     expect(refuse("blastp", { word_size: 8 })).toEqual([
-      { loc: ["body", "blast_options", "word_size"], msg: "word_size must be from 2 to 7 for blastp, got 8", type: "less_than_equal" },
+      {
+        loc: ["body", "blast_options", "word_size"],
+        msg: "word_size must be from 2 to 7 for blastp, got 8",
+        type: "less_than_equal",
+      },
     ]);
     expect(refuse("tblastx", { word_size: 6 })[0]!.msg).toBe("word_size must be from 2 to 5 for tblastx, got 6");
     expect(accepts("blastn", { word_size: 4 })).toBe(true);
@@ -481,33 +554,65 @@ describe("toBlastArgs", () => {
       max_target_seqs: 10,
     });
     expect(toBlastArgs("blastn", options)).toEqual([
-      "-task", "blastn",
-      "-evalue", "0.00001",
-      "-max_target_seqs", "10",
-      "-word_size", "11",
-      "-gapopen", "5",
-      "-gapextend", "2",
-      "-window_size", "0",
-      "-dust", "no",
-      "-soft_masking", "false",
-      "-perc_identity", "97.5",
-      "-qcov_hsp_perc", "50",
-      "-max_hsps", "1",
-      "-strand", "plus",
+      "-task",
+      "blastn",
+      "-evalue",
+      "0.00001",
+      "-max_target_seqs",
+      "10",
+      "-word_size",
+      "11",
+      "-gapopen",
+      "5",
+      "-gapextend",
+      "2",
+      "-window_size",
+      "0",
+      "-dust",
+      "no",
+      "-soft_masking",
+      "false",
+      "-perc_identity",
+      "97.5",
+      "-qcov_hsp_perc",
+      "50",
+      "-max_hsps",
+      "1",
+      "-strand",
+      "plus",
     ]);
-    expect(toBlastArgs("tblastx", { matrix: "PAM30", seg: true, soft_masking: true, query_gencode: 2, db_gencode: 11, threshold: 12.5 })).toEqual([
-      "-matrix", "PAM30",
-      "-threshold", "12.5",
-      "-seg", "yes",
-      "-soft_masking", "true",
-      "-query_gencode", "2",
-      "-db_gencode", "11",
+    expect(
+      toBlastArgs("tblastx", {
+        matrix: "PAM30",
+        seg: true,
+        soft_masking: true,
+        query_gencode: 2,
+        db_gencode: 11,
+        threshold: 12.5,
+      }),
+    ).toEqual([
+      "-matrix",
+      "PAM30",
+      "-threshold",
+      "12.5",
+      "-seg",
+      "yes",
+      "-soft_masking",
+      "true",
+      "-query_gencode",
+      "2",
+      "-db_gencode",
+      "11",
     ]);
   });
 
   it("emits ungapped as a bare flag, adds -comp_based_stats 0 where BLAST needs it, omits ungapped=false", () => {
     expect(toBlastArgs("blastp", { ungapped: true })).toEqual(["-ungapped", "-comp_based_stats", "0"]);
-    expect(toBlastArgs("blastp", { ungapped: true, comp_based_stats: 0 })).toEqual(["-ungapped", "-comp_based_stats", "0"]);
+    expect(toBlastArgs("blastp", { ungapped: true, comp_based_stats: 0 })).toEqual([
+      "-ungapped",
+      "-comp_based_stats",
+      "0",
+    ]);
     expect(toBlastArgs("blastn", { ungapped: true })).toEqual(["-ungapped"]);
     expect(toBlastArgs("blastp", { ungapped: false, comp_based_stats: 3 })).toEqual(["-comp_based_stats", "3"]);
   });
@@ -599,8 +704,26 @@ describe("BLAST+ 2.12 accepts every flag toBlastArgs emits", () => {
     };
     const aa = "ACDEFGHIKLMNPQRSTVWY";
     const codon: Record<string, string> = {
-      A: "GCT", C: "TGT", D: "GAT", E: "GAA", F: "TTT", G: "GGT", H: "CAT", I: "ATT", K: "AAA", L: "CTG",
-      M: "ATG", N: "AAT", P: "CCG", Q: "CAG", R: "CGT", S: "TCT", T: "ACC", V: "GTT", W: "TGG", Y: "TAT",
+      A: "GCT",
+      C: "TGT",
+      D: "GAT",
+      E: "GAA",
+      F: "TTT",
+      G: "GGT",
+      H: "CAT",
+      I: "ATT",
+      K: "AAA",
+      L: "CTG",
+      M: "ATG",
+      N: "AAT",
+      P: "CCG",
+      Q: "CAG",
+      R: "CGT",
+      S: "TCT",
+      T: "ACC",
+      V: "GTT",
+      W: "TGG",
+      Y: "TAT",
     };
     const mutate = (seq: string, n: number, alphabet: string) => {
       const out = seq.split("");
@@ -609,43 +732,166 @@ describe("BLAST+ 2.12 accepts every flag toBlastArgs emits", () => {
     };
     const protein = Array.from({ length: 240 }, () => aa[rand(20)]).join("");
     const variants = Array.from({ length: 6 }, (_, i) => mutate(protein, i * 12, aa));
-    const coding = (p: string) => p.split("").map((c) => codon[c]).join("");
-    const records = (seqs: string[], prefix: string) => seqs.map((s, i) => `>${prefix}${i} variant ${i}\n${s}\n`).join("");
+    const coding = (p: string) =>
+      p
+        .split("")
+        .map((c) => codon[c])
+        .join("");
+    const records = (seqs: string[], prefix: string) =>
+      seqs.map((s, i) => `>${prefix}${i} variant ${i}\n${s}\n`).join("");
     writeFileSync(file("prot.fa"), records(variants, "p"));
     writeFileSync(file("nucl.fa"), records([...variants.map(coding), mutate(coding(protein), 90, "ACGT")], "n"));
     for (const molecule of ["nucl", "prot"] as const) {
       db[molecule] = file(`${molecule}db`);
-      execFileSync("makeblastdb", ["-in", file(`${molecule}.fa`), "-dbtype", molecule, "-out", db[molecule]], { stdio: "pipe" });
+      execFileSync("makeblastdb", ["-in", file(`${molecule}.fa`), "-dbtype", molecule, "-out", db[molecule]], {
+        stdio: "pipe",
+      });
     }
     // The queries go through our own parser and renderer, as a job's would.
     query.nucl = file("query-nucl.fa");
     query.prot = file("query-prot.fa");
-    writeFileSync(query.nucl, toFasta(parseQueryFasta(`>qn1 coding\n${coding(protein.slice(30, 150)).toLowerCase()}\n`, "nucl")));
-    writeFileSync(query.prot, toFasta(parseQueryFasta(`>qp1 protein\n${protein.slice(20, 180)}\n>qp2\n${variants[3]}\n`, "prot")));
+    writeFileSync(
+      query.nucl,
+      toFasta(parseQueryFasta(`>qn1 coding\n${coding(protein.slice(30, 150)).toLowerCase()}\n`, "nucl")),
+    );
+    writeFileSync(
+      query.prot,
+      toFasta(parseQueryFasta(`>qp1 protein\n${protein.slice(20, 180)}\n>qp2\n${variants[3]}\n`, "prot")),
+    );
   });
 
   afterAll(() => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  const dbFor = (program: BlastProgram) => db[program === "blastn" || program === "tblastn" || program === "tblastx" ? "nucl" : "prot"];
+  const dbFor = (program: BlastProgram) =>
+    db[program === "blastn" || program === "tblastn" || program === "tblastx" ? "nucl" : "prot"];
   const queryFor = (program: BlastProgram) => query[queryMolecule(program)];
-  const fixedArgs = (program: BlastProgram, out: string) => ["-outfmt", "5", "-query", queryFor(program), "-db", dbFor(program), "-out", out];
+  const fixedArgs = (program: BlastProgram, out: string) => [
+    "-outfmt",
+    "5",
+    "-query",
+    queryFor(program),
+    "-db",
+    dbFor(program),
+    "-out",
+    out,
+  ];
 
   const runs: [BlastProgram, Record<string, unknown>][] = [
-    ["blastn", { task: "megablast", evalue: 10, max_target_seqs: 50, word_size: 28, dust: true, perc_identity: 80, soft_masking: true, strand: "both", outfmt: "xml" }],
-    ["blastn", { task: "blastn", evalue: 1e-5, num_alignments: 20, word_size: 11, dust: false, gapopen: 5, gapextend: 2, qcov_hsp_perc: 50, max_hsps: 1, window_size: 0, soft_masking: false, strand: "plus", outfmt: 5 }],
+    [
+      "blastn",
+      {
+        task: "megablast",
+        evalue: 10,
+        max_target_seqs: 50,
+        word_size: 28,
+        dust: true,
+        perc_identity: 80,
+        soft_masking: true,
+        strand: "both",
+        outfmt: "xml",
+      },
+    ],
+    [
+      "blastn",
+      {
+        task: "blastn",
+        evalue: 1e-5,
+        num_alignments: 20,
+        word_size: 11,
+        dust: false,
+        gapopen: 5,
+        gapextend: 2,
+        qcov_hsp_perc: 50,
+        max_hsps: 1,
+        window_size: 0,
+        soft_masking: false,
+        strand: "plus",
+        outfmt: 5,
+      },
+    ],
     ["blastn", { task: "blastn-short", word_size: 7, gapopen: 2, gapextend: 2, outfmt: "6" }],
     ["blastn", { task: "dc-megablast", word_size: 12, ungapped: true, strand: "minus", outfmt: 7 }],
-    ["blastp", { task: "blastp", matrix: "blosum45", gapopen: 15, gapextend: 2, comp_based_stats: 1, seg: true, threshold: 11, word_size: 3, window_size: 40, max_target_seqs: 5, outfmt: "tabular" }],
+    [
+      "blastp",
+      {
+        task: "blastp",
+        matrix: "blosum45",
+        gapopen: 15,
+        gapextend: 2,
+        comp_based_stats: 1,
+        seg: true,
+        threshold: 11,
+        word_size: 3,
+        window_size: 40,
+        max_target_seqs: 5,
+        outfmt: "tabular",
+      },
+    ],
     ["blastp", { task: "blastp-short", word_size: 2, comp_based_stats: 3, evalue: 200 }],
     ["blastp", { task: "blastp-fast", ungapped: true, seg: false, evalue: 1000, qcov_hsp_perc: 20, max_hsps: 3 }],
-    ["blastx", { task: "blastx", matrix: "PAM70", gapopen: 10, gapextend: 1, query_gencode: 2, strand: "plus", comp_based_stats: 2, seg: true, soft_masking: false }],
-    ["blastx", { task: "blastx-fast", matrix: "BLOSUM62", word_size: 7, ungapped: true, comp_based_stats: 0, num_alignments: 3 }],
-    ["tblastn", { task: "tblastn", matrix: "BLOSUM80", db_gencode: 11, comp_based_stats: 0, seg: false, gapopen: 9, gapextend: 2, threshold: 13.5 }],
-    ["tblastn", { task: "tblastn-fast", matrix: "blosum50", gapopen: 13, word_size: 5, max_hsps: 2, window_size: 30, outfmt: "tabular_commented" }],
+    [
+      "blastx",
+      {
+        task: "blastx",
+        matrix: "PAM70",
+        gapopen: 10,
+        gapextend: 1,
+        query_gencode: 2,
+        strand: "plus",
+        comp_based_stats: 2,
+        seg: true,
+        soft_masking: false,
+      },
+    ],
+    [
+      "blastx",
+      { task: "blastx-fast", matrix: "BLOSUM62", word_size: 7, ungapped: true, comp_based_stats: 0, num_alignments: 3 },
+    ],
+    [
+      "tblastn",
+      {
+        task: "tblastn",
+        matrix: "BLOSUM80",
+        db_gencode: 11,
+        comp_based_stats: 0,
+        seg: false,
+        gapopen: 9,
+        gapextend: 2,
+        threshold: 13.5,
+      },
+    ],
+    [
+      "tblastn",
+      {
+        task: "tblastn-fast",
+        matrix: "blosum50",
+        gapopen: 13,
+        word_size: 5,
+        max_hsps: 2,
+        window_size: 30,
+        outfmt: "tabular_commented",
+      },
+    ],
     ["tblastn", { matrix: "BLOSUM90", ungapped: true, evalue: 1e-30 }],
-    ["tblastx", { matrix: "PAM250", word_size: 3, query_gencode: 4, db_gencode: 5, strand: "both", seg: true, threshold: 13, evalue: 1, max_target_seqs: 100, soft_masking: true, qcov_hsp_perc: 10, window_size: 40 }],
+    [
+      "tblastx",
+      {
+        matrix: "PAM250",
+        word_size: 3,
+        query_gencode: 4,
+        db_gencode: 5,
+        strand: "both",
+        seg: true,
+        threshold: 13,
+        evalue: 1,
+        max_target_seqs: 100,
+        soft_masking: true,
+        qcov_hsp_perc: 10,
+        window_size: 40,
+      },
+    ],
     ["tblastx", { matrix: "PAM30", word_size: 2, num_alignments: 7 }],
   ];
 
@@ -670,8 +916,10 @@ describe("BLAST+ 2.12 accepts every flag toBlastArgs emits", () => {
       if (options.evalue !== undefined) {
         expect(Number(/<Parameters_expect>([^<]+)</.exec(xml)?.[1])).toBe(options.evalue);
       }
-      if (options.matrix !== undefined) expect(xml).toContain(`<Parameters_matrix>${options.matrix}</Parameters_matrix>`);
-      if (options.gapopen !== undefined) expect(xml).toContain(`<Parameters_gap-open>${options.gapopen}</Parameters_gap-open>`);
+      if (options.matrix !== undefined)
+        expect(xml).toContain(`<Parameters_matrix>${options.matrix}</Parameters_matrix>`);
+      if (options.gapopen !== undefined)
+        expect(xml).toContain(`<Parameters_gap-open>${options.gapopen}</Parameters_gap-open>`);
     });
   });
 
@@ -690,10 +938,27 @@ describe("BLAST+ 2.12 accepts every flag toBlastArgs emits", () => {
         if (key === "outfmt") continue; // never a flag: shards always run -outfmt 5
         const hasFlag = new RegExp(`^ -${key}\\b`, "m").test(help);
         const sample: Record<string, unknown> = {
-          evalue: 1, max_target_seqs: 5, num_alignments: 5, word_size: 4, dust: true, task: "megablast",
-          perc_identity: 90, qcov_hsp_perc: 50, gapopen: 11, gapextend: 1, matrix: "BLOSUM62", soft_masking: true,
-          ungapped: false, comp_based_stats: 2, seg: true, window_size: 40, max_hsps: 1, strand: "plus",
-          threshold: 11, query_gencode: 1, db_gencode: 1,
+          evalue: 1,
+          max_target_seqs: 5,
+          num_alignments: 5,
+          word_size: 4,
+          dust: true,
+          task: "megablast",
+          perc_identity: 90,
+          qcov_hsp_perc: 50,
+          gapopen: 11,
+          gapextend: 1,
+          matrix: "BLOSUM62",
+          soft_masking: true,
+          ungapped: false,
+          comp_based_stats: 2,
+          seg: true,
+          window_size: 40,
+          max_hsps: 1,
+          strand: "plus",
+          threshold: 11,
+          query_gencode: 1,
+          db_gencode: 1,
         };
         let notApplicable = false;
         try {
@@ -740,7 +1005,15 @@ describe("BLAST+ 2.12 accepts every flag toBlastArgs emits", () => {
 
   it("protein gap costs: our verdict equals BLAST's for every matrix (its pairs and a spread of others)", async () => {
     const cases: [BlastProgram, BlastOptions][] = [];
-    const probes: [number, number][] = [[0, 0], [8, 1], [12, 2], [14, 3], [25, 2], [11, 4], [100, 100]];
+    const probes: [number, number][] = [
+      [0, 0],
+      [8, 1],
+      [12, 2],
+      [14, 3],
+      [25, 2],
+      [11, 4],
+      [100, 100],
+    ];
     for (const matrix of SCORING_MATRICES) {
       const pairs = new Set(probes.map(([o, e]) => `${o}/${e}`));
       for (let gapopen = 5; gapopen <= 25; gapopen++) {
@@ -775,7 +1048,10 @@ describe("BLAST+ 2.12 accepts every flag toBlastArgs emits", () => {
     for (const word_size of [2, 5, 6, 7]) cases.push(["tblastx", { word_size }]);
     cases.push(["blastn", { max_target_seqs: 10, num_alignments: 10 }]);
     for (const program of ["blastp", "blastx", "tblastn"] as const) {
-      cases.push([program, { ungapped: true, comp_based_stats: 2 }], [program, { ungapped: true, comp_based_stats: 0 }]);
+      cases.push(
+        [program, { ungapped: true, comp_based_stats: 2 }],
+        [program, { ungapped: true, comp_based_stats: 0 }],
+      );
     }
     expect(await verdicts(cases)).toEqual([]);
   }, 120_000);
@@ -786,7 +1062,12 @@ describe("BLAST+ 2.12 accepts every flag toBlastArgs emits", () => {
     expect(await exitCode("blastn", ["-num_alignments", "0", ...nucl])).not.toBe(0);
     expect(refuse("blastn", { num_alignments: 0 })[0]!.type).toBe("greater_than_equal");
     expect(await exitCode("blastp", ["-matrix", "blosum62", ...prot])).not.toBe(0);
-    expect(await exitCode("blastp", [...toBlastArgs("blastp", parseBlastOptions("blastp", { matrix: "blosum62" })), ...prot])).toBe(0);
+    expect(
+      await exitCode("blastp", [
+        ...toBlastArgs("blastp", parseBlastOptions("blastp", { matrix: "blosum62" })),
+        ...prot,
+      ]),
+    ).toBe(0);
     expect(await exitCode("blastp", ["-ungapped", ...prot])).not.toBe(0);
     expect(await exitCode("blastp", [...toBlastArgs("blastp", { ungapped: true }), ...prot])).toBe(0);
   });

@@ -21,11 +21,19 @@ describe("parseEnv: one helper, one message format", () => {
     ENABLED: envFlag().default(false),
     SECRET: z.string(),
   });
-  const load = (env: Record<string, string | undefined>) => parseEnv(schema, env, (v) => ({ ...v, nested: { port: v.PORT } }));
+  const load = (env: Record<string, string | undefined>) =>
+    parseEnv(schema, env, (v) => ({ ...v, nested: { port: v.PORT } }));
 
   it("applies defaults, converts types and freezes the result deeply", () => {
     const config = load({ SECRET: "s", ENABLED: "true" });
-    expect(config).toEqual({ PORT: 7071, COUNT: 3, SOURCE_URL: undefined, ENABLED: true, SECRET: "s", nested: { port: 7071 } });
+    expect(config).toEqual({
+      PORT: 7071,
+      COUNT: 3,
+      SOURCE_URL: undefined,
+      ENABLED: true,
+      SECRET: "s",
+      nested: { port: 7071 },
+    });
     expect(Object.isFrozen(config)).toBe(true);
     expect(Object.isFrozen(config.nested)).toBe(true);
   });
@@ -37,7 +45,9 @@ describe("parseEnv: one helper, one message format", () => {
   });
 
   it("names every bad setting in one message: `invalid configuration: NAME: problem; …`", () => {
-    const error = refusal(() => load({ PORT: "70000", COUNT: "2.5", SOURCE_URL: "ftp://example.com/x", ENABLED: "yes" }));
+    const error = refusal(() =>
+      load({ PORT: "70000", COUNT: "2.5", SOURCE_URL: "ftp://example.com/x", ENABLED: "yes" }),
+    );
     expect(error.problems).toEqual([
       "PORT: must be a whole number from 0 to 65535",
       "COUNT: must be a whole number from 1 to 10",
@@ -60,7 +70,15 @@ describe("the three deployables use it", () => {
     expect(refusal(() => loadConfig({})).message).toBe(
       "invalid configuration: AzureWebJobsStorage: is required; AUTH_TENANT_ID: is required; AUTH_CLIENT_ID: is required",
     );
-    const error = refusal(() => loadConfig({ ...APP, TASKHUB_NAME: "x", AUTH_CLOCK_SKEW_SECONDS: "601", JOBAPI_URL: "not a url", LOG_LEVEL: "loud" }));
+    const error = refusal(() =>
+      loadConfig({
+        ...APP,
+        TASKHUB_NAME: "x",
+        AUTH_CLOCK_SKEW_SECONDS: "601",
+        JOBAPI_URL: "not a url",
+        LOG_LEVEL: "loud",
+      }),
+    );
     expect(error.problems).toEqual([
       "TASKHUB_NAME: must be 3-45 letters or digits, starting with a letter",
       "AUTH_CLOCK_SKEW_SECONDS: must be a whole number from 0 to 600",
@@ -71,7 +89,11 @@ describe("the three deployables use it", () => {
 
   it("the Functions app: a frozen, typed configuration", () => {
     const config = loadConfig({ ...APP, JOBAPI_URL: "http://jobapi:8080//", AUTH_DISCOVERY_URL: "" });
-    expect(config).toMatchObject({ taskHubName: "blastplane", jobApiUrl: "http://jobapi:8080", auth: { discoveryUrl: undefined, clockSkewSeconds: 60 } });
+    expect(config).toMatchObject({
+      taskHubName: "blastplane",
+      jobApiUrl: "http://jobapi:8080",
+      auth: { discoveryUrl: undefined, clockSkewSeconds: 60 },
+    });
     expect(Object.isFrozen(config.auth)).toBe(true);
   });
 
@@ -81,15 +103,25 @@ describe("the three deployables use it", () => {
       "invalid configuration: JOBAPI_PORT: must be a whole number from 0 to 65535; JOBAPI_STORAGE_CONNECTION_STRING: is required; " +
         "JOBAPI_THREADS_PER_SHARD: must be auto or a whole number from 1 to 64",
     );
-    expect(Object.isFrozen(loadJobApiConfig({ JOBAPI_STORAGE_CONNECTION_STRING: "UseDevelopmentStorage=true" }, "/"))).toBe(true);
+    expect(
+      Object.isFrozen(loadJobApiConfig({ JOBAPI_STORAGE_CONNECTION_STRING: "UseDevelopmentStorage=true" }, "/")),
+    ).toBe(true);
   });
 
   it("the local stack: same format; 0/1 flags also read true/false", () => {
     expect(refusal(() => loadLocalStackSettings({ IDP_PORT: "-1", BLASTPLANE_IN_MEMORY: "yes" }, "/")).message).toBe(
       "invalid configuration: BLASTPLANE_IN_MEMORY: must be 0, 1, true or false; IDP_PORT: must be a whole number from 0 to 65535",
     );
-    const settings = loadLocalStackSettings({ BLASTPLANE_IN_MEMORY: "1", BLASTPLANE_SKIP_DEMO_DB: "true", JOBAPI_MAX_ACTIVE_JOBS: "3" }, "/srv");
-    expect(settings).toMatchObject({ inMemory: true, skipDemoDatabase: true, dataDir: "/srv/.data", jobApiEnv: { JOBAPI_MAX_ACTIVE_JOBS: "3" } });
+    const settings = loadLocalStackSettings(
+      { BLASTPLANE_IN_MEMORY: "1", BLASTPLANE_SKIP_DEMO_DB: "true", JOBAPI_MAX_ACTIVE_JOBS: "3" },
+      "/srv",
+    );
+    expect(settings).toMatchObject({
+      inMemory: true,
+      skipDemoDatabase: true,
+      dataDir: "/srv/.data",
+      jobApiEnv: { JOBAPI_MAX_ACTIVE_JOBS: "3" },
+    });
   });
 });
 
@@ -97,7 +129,9 @@ describe("SVC_DB_UPDATE_CHECK_SCHEDULE: one default, validated where it is read"
   it("defaults to daily at 03:00 UTC and takes a valid NCRONTAB or TimeSpan as given", () => {
     expect(DEFAULT_DB_UPDATE_CHECK_SCHEDULE).toBe("0 0 3 * * *");
     expect(loadConfig(APP).dbUpdateCheckSchedule).toBe(DEFAULT_DB_UPDATE_CHECK_SCHEDULE);
-    expect(loadConfig({ ...APP, SVC_DB_UPDATE_CHECK_SCHEDULE: "0 30 */6 * * MON-FRI" }).dbUpdateCheckSchedule).toBe("0 30 */6 * * MON-FRI");
+    expect(loadConfig({ ...APP, SVC_DB_UPDATE_CHECK_SCHEDULE: "0 30 */6 * * MON-FRI" }).dbUpdateCheckSchedule).toBe(
+      "0 30 */6 * * MON-FRI",
+    );
     expect(loadConfig({ ...APP, SVC_DB_UPDATE_CHECK_SCHEDULE: "01:00:00" }).dbUpdateCheckSchedule).toBe("01:00:00");
   });
 
@@ -116,18 +150,31 @@ describe("SVC_DB_UPDATE_CHECK_SCHEDULE: one default, validated where it is read"
 });
 
 describe("local.settings.sample.json", () => {
-  const sample = JSON.parse(readFileSync(path.join(ROOT, "local.settings.sample.json"), "utf8")) as { Values: Record<string, string> };
+  const sample = JSON.parse(readFileSync(path.join(ROOT, "local.settings.sample.json"), "utf8")) as {
+    Values: Record<string, string>;
+  };
 
   it("lists every setting the Functions app reads, and only those (plus the worker runtime)", () => {
-    expect(Object.keys(sample.Values).sort()).toEqual([...APP_SETTING_NAMES, ...CONSOLE_SETTING_NAMES, "FUNCTIONS_WORKER_RUNTIME"].sort());
+    expect(Object.keys(sample.Values).sort()).toEqual(
+      [...APP_SETTING_NAMES, ...CONSOLE_SETTING_NAMES, "FUNCTIONS_WORKER_RUNTIME"].sort(),
+    );
   });
 
   it("its console settings are a valid console configuration", () => {
-    expect(loadConsoleConfig(sample.Values)).toMatchObject({ approvalTtlSeconds: 86_400, breakGlass: { max_ttl_seconds: 14_400 }, opsLoopSchedule: "0 */1 * * * *" });
+    expect(loadConsoleConfig(sample.Values)).toMatchObject({
+      approvalTtlSeconds: 86_400,
+      breakGlass: { max_ttl_seconds: 14_400 },
+      opsLoopSchedule: "0 */1 * * * *",
+    });
   });
 
   it("is a valid configuration once its placeholders are filled in", () => {
-    const values = Object.fromEntries(Object.entries(sample.Values).map(([name, value]) => [name, value.replace(/<[^>]+>/g, "placeholder")]));
-    expect(loadConfig(values)).toMatchObject({ dbUpdateCheckSchedule: DEFAULT_DB_UPDATE_CHECK_SCHEDULE, taskHubName: "blastplane" });
+    const values = Object.fromEntries(
+      Object.entries(sample.Values).map(([name, value]) => [name, value.replace(/<[^>]+>/g, "placeholder")]),
+    );
+    expect(loadConfig(values)).toMatchObject({
+      dbUpdateCheckSchedule: DEFAULT_DB_UPDATE_CHECK_SCHEDULE,
+      taskHubName: "blastplane",
+    });
   });
 });

@@ -19,7 +19,11 @@ function harness(options: Parameters<typeof consoleHarness>[1] = {}) {
 type H = ReturnType<typeof harness>;
 
 /** Files an approval the way the coordinator does: an Owner's write call the verifier abstains on. */
-async function fileFor(h: H, requester: ReturnType<typeof callerWith>, text = "run_runbook name=redeploy_job_api dry_run=false") {
+async function fileFor(
+  h: H,
+  requester: ReturnType<typeof callerWith>,
+  text = "run_runbook name=redeploy_job_api dry_run=false",
+) {
   h.state.clusterReachable = undefined;
   const reply = await h.coordinator.handleTurn(requester, { text });
   if (!reply.approval_id) throw new Error(reply.text);
@@ -27,8 +31,18 @@ async function fileFor(h: H, requester: ReturnType<typeof callerWith>, text = "r
   h.state.clusterReachable = true;
   return reply.approval_id;
 }
-async function decide(h: H, who: ReturnType<typeof callerWith>, approvalId: string, decision = "approve", requestId?: string): Promise<ToolResult> {
-  const reply = await h.coordinator.handleTurn(who, { text: `approve_hil approval_id=${approvalId} decision=${decision} justification="checked the cluster"` }, requestId);
+async function decide(
+  h: H,
+  who: ReturnType<typeof callerWith>,
+  approvalId: string,
+  decision = "approve",
+  requestId?: string,
+): Promise<ToolResult> {
+  const reply = await h.coordinator.handleTurn(
+    who,
+    { text: `approve_hil approval_id=${approvalId} decision=${decision} justification="checked the cluster"` },
+    requestId,
+  );
   const result = reply.tool_results[0];
   if (!result) throw new Error(reply.text);
   return result;
@@ -42,7 +56,10 @@ describe("human approvals", () => {
     const result = await decide(h, owner, id, "approve", "self");
     expect(result).toMatchObject({ status: "error", error: { type: "self_approval" } });
     const entry = (await h.audit.list()).find((e) => e.request_id === "self" && e.action === "console.approve_hil");
-    expect(entry).toMatchObject({ outcome: "denied", details: { reason: NO_SELF_APPROVAL, invariant: NO_SELF_APPROVAL } });
+    expect(entry).toMatchObject({
+      outcome: "denied",
+      details: { reason: NO_SELF_APPROVAL, invariant: NO_SELF_APPROVAL },
+    });
     expect((await h.approvalStore.get(id))?.state).toBe("pending");
     expect(h.executed).toEqual([]);
   });
@@ -52,15 +69,24 @@ describe("human approvals", () => {
     const owner = callerWith("Owner", "oid-olga");
     const first = await fileFor(h, owner);
     h.clock.now = new Date(h.clock.now.getTime() + 1000);
-    const second = await fileFor(h, owner, 'run_runbook name=scale_node_pool params={"pool":"blast","node_count":3} dry_run=false');
+    const second = await fileFor(
+      h,
+      owner,
+      'run_runbook name=scale_node_pool params={"pool":"blast","node_count":3} dry_run=false',
+    );
     const listed = await h.coordinator.handleTurn(callerWith("Approver"), { text: "list_hil" });
     const items = (listed.tool_results[0] as { data: { items: Record<string, unknown>[] } }).data.items;
-    expect(items.map((i) => [i.approval_id, i.target, i.proposed_action, (i.requester as { oid: string }).oid])).toEqual([
+    expect(
+      items.map((i) => [i.approval_id, i.target, i.proposed_action, (i.requester as { oid: string }).oid]),
+    ).toEqual([
       [first, "job_api/default", "redeploy_job_api", "oid-olga"],
       [second, "node_pool/blast", "scale_node_pool", "oid-olga"],
     ]);
     const approved = await decide(h, callerWith("Approver", "oid-abe"), first);
-    expect(approved).toMatchObject({ status: "ok", data: { outcome: "recorded", state: "approved", execution: { status: "succeeded" } } });
+    expect(approved).toMatchObject({
+      status: "ok",
+      data: { outcome: "recorded", state: "approved", execution: { status: "succeeded" } },
+    });
     expect((await h.approvalStore.get(second))?.state).toBe("pending");
     const replay = await decide(h, callerWith("Approver", "oid-abe"), first);
     expect(replay).toMatchObject({ status: "ok", data: { outcome: "existing", state: "approved" } });
@@ -75,23 +101,40 @@ describe("human approvals", () => {
     const recordOnly = async (id: string) => {
       // What the dying host managed: the decision is recorded, the action not executed, no event raised.
       const item = await h.approvalStore.get(id);
-      const outcome = await h.approvalStore.decide(id, { actor: approver, decision: "approve", justification: "checked", action_hash: item?.action_hash ?? "" }, h.clock.now);
+      const outcome = await h.approvalStore.decide(
+        id,
+        { actor: approver, decision: "approve", justification: "checked", action_hash: item?.action_hash ?? "" },
+        h.clock.now,
+      );
       expect(outcome?.kind).toBe("recorded");
       expect((await h.approvalStore.get(id))?.execution).toBeUndefined();
     };
     const retried = await fileFor(h, owner);
     await recordOnly(retried);
     const retry = await decide(h, callerWith("Approver", "oid-abe"), retried);
-    expect(retry).toMatchObject({ status: "ok", data: { outcome: "existing", state: "approved", execution: { status: "succeeded" } } });
+    expect(retry).toMatchObject({
+      status: "ok",
+      data: { outcome: "existing", state: "approved", execution: { status: "succeeded" } },
+    });
     await decide(h, callerWith("Approver", "oid-abe"), retried);
     expect(h.executed.map((e) => e.idempotencyKey)).toEqual([retried]);
 
     const atTtl = await fileFor(h, owner);
     await recordOnly(atTtl);
-    const activities = createApprovalActivities({ approvals: h.approvals, store: h.approvalStore, loadPolicy: { groupIntervalSeconds: 0 }, now: () => h.clock.now });
+    const activities = createApprovalActivities({
+      approvals: h.approvals,
+      store: h.approvalStore,
+      loadPolicy: { groupIntervalSeconds: 0 },
+      now: () => h.clock.now,
+    });
     h.clock.now = new Date(Date.parse((await h.approvalStore.get(atTtl))?.expires_at ?? "") + 1000);
-    expect(await activities.expire({ approval_id: atTtl, request_id: "ttl" })).toMatchObject({ state: "approved", execution: { status: "succeeded" } });
-    expect(await activities.expire({ approval_id: atTtl, request_id: "ttl-replayed" })).toMatchObject({ state: "approved" });
+    expect(await activities.expire({ approval_id: atTtl, request_id: "ttl" })).toMatchObject({
+      state: "approved",
+      execution: { status: "succeeded" },
+    });
+    expect(await activities.expire({ approval_id: atTtl, request_id: "ttl-replayed" })).toMatchObject({
+      state: "approved",
+    });
     expect(h.executed.map((e) => e.idempotencyKey)).toEqual([retried, atTtl]);
     expect((await h.audit.list()).filter((e) => e.action === "console.action_executed")).toHaveLength(2);
   });
@@ -104,17 +147,30 @@ describe("human approvals", () => {
       audit: h.audit,
       notifier: h.notifier,
       verify: h.verify,
-      executor: { execute: () => Promise.reject(new ActionInProgressError("scale_node_pool", "held by the deciding request")) },
+      executor: {
+        execute: () => Promise.reject(new ActionInProgressError("scale_node_pool", "held by the deciding request")),
+      },
       killSwitch: h.killSwitch,
       approvers: ["oid-Approver", "oid-Owner"],
       ttlSeconds: 3600,
       reminderOffsetsSeconds: [],
     });
     const item = await h.approvalStore.get(id);
-    await h.approvalStore.decide(id, { actor: { oid: "oid-abe", name: "Abe" }, decision: "approve", justification: "checked", action_hash: item?.action_hash ?? "" }, h.clock.now);
+    await h.approvalStore.decide(
+      id,
+      {
+        actor: { oid: "oid-abe", name: "Abe" },
+        decision: "approve",
+        justification: "checked",
+        action_hash: item?.action_hash ?? "",
+      },
+      h.clock.now,
+    );
     expect((await busy.executeApproved(id, "second-caller", h.clock.now))?.execution).toBeUndefined();
     expect((await h.audit.list()).filter((e) => e.action === "console.action_executed")).toEqual([]);
-    expect((await h.approvals.executeApproved(id, "holder", h.clock.now))?.execution).toMatchObject({ status: "succeeded" });
+    expect((await h.approvals.executeApproved(id, "holder", h.clock.now))?.execution).toMatchObject({
+      status: "succeeded",
+    });
   });
 
   it("a request delivery that failed part-way is sent again when its activity is retried, to every approver, and then not again", async () => {
@@ -152,7 +208,10 @@ describe("human approvals", () => {
     const h = harness();
     const id = await fileFor(h, callerWith("Owner", "oid-olga"));
     h.state.clusterReachable = undefined;
-    expect(await decide(h, callerWith("Approver", "oid-abe"), id)).toMatchObject({ status: "error", error: { type: "verifier_abstained", details: { missing_evidence: ["cluster_reachable"] } } });
+    expect(await decide(h, callerWith("Approver", "oid-abe"), id)).toMatchObject({
+      status: "error",
+      error: { type: "verifier_abstained", details: { missing_evidence: ["cluster_reachable"] } },
+    });
     expect((await h.approvalStore.get(id))?.state).toBe("pending");
     expect(h.executed).toEqual([]);
   });
@@ -161,16 +220,27 @@ describe("human approvals", () => {
     const h = harness();
     const id = await fileFor(h, callerWith("Owner", "oid-olga"));
     await decide(h, callerWith("Approver", "oid-abe"), id, "reject");
-    expect(await decide(h, callerWith("Approver", "oid-abe"), id, "reject")).toMatchObject({ status: "ok", data: { outcome: "existing", state: "rejected" } });
-    expect(await decide(h, callerWith("Approver", "oid-abe"), id, "approve")).toMatchObject({ status: "error", error: { type: "conflict" } });
-    expect(await decide(h, callerWith("Owner", "oid-otto"), id, "reject")).toMatchObject({ status: "error", error: { type: "conflict" } });
+    expect(await decide(h, callerWith("Approver", "oid-abe"), id, "reject")).toMatchObject({
+      status: "ok",
+      data: { outcome: "existing", state: "rejected" },
+    });
+    expect(await decide(h, callerWith("Approver", "oid-abe"), id, "approve")).toMatchObject({
+      status: "error",
+      error: { type: "conflict" },
+    });
+    expect(await decide(h, callerWith("Owner", "oid-otto"), id, "reject")).toMatchObject({
+      status: "error",
+      error: { type: "conflict" },
+    });
     expect(h.executed).toEqual([]);
   });
 
   it("C-374: a decision presenting another action_hash is refused", async () => {
     const h = harness();
     const id = await fileFor(h, callerWith("Owner", "oid-olga"));
-    const reply = await h.coordinator.handleTurn(callerWith("Approver", "oid-abe"), { text: `approve_hil approval_id=${id} decision=approve justification="looks fine" action_hash=${"0".repeat(64)}` });
+    const reply = await h.coordinator.handleTurn(callerWith("Approver", "oid-abe"), {
+      text: `approve_hil approval_id=${id} decision=approve justification="looks fine" action_hash=${"0".repeat(64)}`,
+    });
     expect(reply.tool_results[0]).toMatchObject({ status: "error", error: { type: "conflict" } });
     const item = await h.approvalStore.get(id);
     expect(item?.state).toBe("pending");
@@ -194,7 +264,10 @@ describe("human approvals", () => {
     const h = harness({ ttlSeconds: 600 });
     const id = await fileFor(h, callerWith("Owner", "oid-olga"));
     h.clock.now = new Date(h.clock.now.getTime() + 700_000);
-    expect(await decide(h, callerWith("Approver", "oid-abe"), id)).toMatchObject({ status: "ok", data: { outcome: "timeout" } });
+    expect(await decide(h, callerWith("Approver", "oid-abe"), id)).toMatchObject({
+      status: "ok",
+      data: { outcome: "timeout" },
+    });
     await h.approvals.expire(id, "expiry", h.clock.now);
     expect((await h.audit.list()).filter((e) => e.action === "console.approval_timeout")).toHaveLength(1);
     expect(h.executed).toEqual([]);
@@ -205,16 +278,37 @@ describe("human approvals", () => {
     const id = await fileFor(h, callerWith("Owner", "oid-olga"));
     const item = await h.approvalStore.get(id);
     if (!item) throw new Error("not filed");
-    expect(h.approvals.reminderTimes(item).map((d) => d.toISOString())).toEqual(["2026-03-01T10:30:00.000Z", "2026-03-01T10:55:00.000Z"]);
+    expect(h.approvals.reminderTimes(item).map((d) => d.toISOString())).toEqual([
+      "2026-03-01T10:30:00.000Z",
+      "2026-03-01T10:55:00.000Z",
+    ]);
     // A second host: its own service over the same tables.
-    const other = createApprovalService({ store: h.approvalStore, audit: h.audit, notifier: h.notifier, verify: h.verify, executor: h.executor, killSwitch: h.killSwitch, approvers: ["oid-Approver", "oid-Owner"], ttlSeconds: 3600, reminderOffsetsSeconds: [1800, 300] });
-    const outcomes = await Promise.all([h.approvals.remind(id, 0, "r", h.clock.now), other.remind(id, 0, "r", h.clock.now), h.approvals.remind(id, 1, "r", h.clock.now), other.remind(id, 1, "r", h.clock.now), other.remind(id, 2, "r", h.clock.now)]);
+    const other = createApprovalService({
+      store: h.approvalStore,
+      audit: h.audit,
+      notifier: h.notifier,
+      verify: h.verify,
+      executor: h.executor,
+      killSwitch: h.killSwitch,
+      approvers: ["oid-Approver", "oid-Owner"],
+      ttlSeconds: 3600,
+      reminderOffsetsSeconds: [1800, 300],
+    });
+    const outcomes = await Promise.all([
+      h.approvals.remind(id, 0, "r", h.clock.now),
+      other.remind(id, 0, "r", h.clock.now),
+      h.approvals.remind(id, 1, "r", h.clock.now),
+      other.remind(id, 1, "r", h.clock.now),
+      other.remind(id, 2, "r", h.clock.now),
+    ]);
     expect(outcomes.filter((o) => o === "sent")).toHaveLength(2);
     expect(outcomes.filter((o) => o === "claimed_elsewhere")).toHaveLength(2);
     expect(outcomes[4]).toBe("not_pending");
     const reminders = (await h.notifier.list()).filter((m) => m.template_key === "approval.reminder");
     expect(reminders).toHaveLength(4); // two reminders × two approvers
-    expect((await h.audit.list()).filter((e) => e.action === "console.approval_reminder" && e.outcome === "succeeded")).toHaveLength(2);
+    expect(
+      (await h.audit.list()).filter((e) => e.action === "console.approval_reminder" && e.outcome === "succeeded"),
+    ).toHaveLength(2);
     const after = await h.approvalStore.get(id);
     expect(after).toMatchObject({ state: "pending", expires_at: item.expires_at });
   });
@@ -222,10 +316,22 @@ describe("human approvals", () => {
   it("C-306: a failed reminder is audited as failed and not retried by the other host", async () => {
     const h = harness();
     const id = await fileFor(h, callerWith("Owner", "oid-olga"));
-    const broken = createApprovalService({ store: h.approvalStore, audit: h.audit, notifier: { send: () => Promise.reject(new Error("channel down")) }, verify: h.verify, executor: h.executor, killSwitch: h.killSwitch, approvers: ["oid-Approver"], ttlSeconds: 3600, reminderOffsetsSeconds: [1800] });
+    const broken = createApprovalService({
+      store: h.approvalStore,
+      audit: h.audit,
+      notifier: { send: () => Promise.reject(new Error("channel down")) },
+      verify: h.verify,
+      executor: h.executor,
+      killSwitch: h.killSwitch,
+      approvers: ["oid-Approver"],
+      ttlSeconds: 3600,
+      reminderOffsetsSeconds: [1800],
+    });
     expect(await broken.remind(id, 0, "r", h.clock.now)).toBe("failed");
     expect(await h.approvals.remind(id, 0, "r", h.clock.now)).toBe("claimed_elsewhere");
-    expect((await h.audit.list()).filter((e) => e.action === "console.approval_reminder").map((e) => e.outcome)).toEqual(["failed"]);
+    expect(
+      (await h.audit.list()).filter((e) => e.action === "console.approval_reminder").map((e) => e.outcome),
+    ).toEqual(["failed"]);
   });
 
   it("C-196 C-375: A1 messages carry only the opaque approval id; the kill switch holds delivery and requeues", async () => {

@@ -1,5 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { ACTION_CONTEXT_ABSTENTION, GLOSSARY, LIFECYCLE_ABSTENTION } from "../../shared/console/coordinator/coordinator.js";
+import {
+  ACTION_CONTEXT_ABSTENTION,
+  GLOSSARY,
+  LIFECYCLE_ABSTENTION,
+} from "../../shared/console/coordinator/coordinator.js";
 import { parseCommand } from "../../shared/console/coordinator/verb-parser.js";
 import { callerWith, consoleHarness } from "../support/console-harness.js";
 import { azuriteTables } from "../support/service-fakes.js";
@@ -9,16 +13,32 @@ const azurite = azuriteTables("coord");
 function harness(options: Parameters<typeof consoleHarness>[1] = {}) {
   return consoleHarness(azurite.tables(), options);
 }
-const auditOf = async (h: ReturnType<typeof harness>, requestId: string) => (await h.audit.list({ limit: 1000 })).filter((e) => e.request_id === requestId).reverse();
+const auditOf = async (h: ReturnType<typeof harness>, requestId: string) =>
+  (await h.audit.list({ limit: 1000 })).filter((e) => e.request_id === requestId).reverse();
 
 describe("canonical verb parser", () => {
   it("splits key=value, quoted values, JSON values and a bare JSON object into raw arguments", () => {
-    expect(parseCommand('query_audit actor=oid-1 limit=20 decision="deny"')).toEqual({ ok: true, verb: "query_audit", args: { actor: "oid-1", limit: "20", decision: "deny" } });
-    expect(parseCommand('run_runbook name=cancel_job params={"job_id":"a b"} dry_run=true')).toEqual({ ok: true, verb: "run_runbook", args: { name: "cancel_job", params: { job_id: "a b" }, dry_run: "true" } });
-    expect(parseCommand('describe_event {"event_type":"job.failed"}', "payload")).toEqual({ ok: true, verb: "describe_event", args: { payload: { event_type: "job.failed" } } });
+    expect(parseCommand('query_audit actor=oid-1 limit=20 decision="deny"')).toEqual({
+      ok: true,
+      verb: "query_audit",
+      args: { actor: "oid-1", limit: "20", decision: "deny" },
+    });
+    expect(parseCommand('run_runbook name=cancel_job params={"job_id":"a b"} dry_run=true')).toEqual({
+      ok: true,
+      verb: "run_runbook",
+      args: { name: "cancel_job", params: { job_id: "a b" }, dry_run: "true" },
+    });
+    expect(parseCommand('describe_event {"event_type":"job.failed"}', "payload")).toEqual({
+      ok: true,
+      verb: "describe_event",
+      args: { payload: { event_type: "job.failed" } },
+    });
     expect(parseCommand("query_audit limit=1 limit=2")).toMatchObject({ ok: false, error: "limit is given twice" });
     expect(parseCommand("query_audit just words")).toMatchObject({ ok: false });
-    expect(parseCommand('describe_event {"broken"')).toMatchObject({ ok: false, error: "the JSON argument is not valid JSON" });
+    expect(parseCommand('describe_event {"broken"')).toMatchObject({
+      ok: false,
+      error: "the JSON argument is not valid JSON",
+    });
   });
 });
 
@@ -43,40 +63,73 @@ describe("coordinator", () => {
 
   it("C-272 C-273 C-274: a write-class call proceeds only when the verifier passes and the role is met; its audit entry opens before the work and is closed with the final result", async () => {
     const h = harness();
-    const reply = await h.coordinator.handleTurn(callerWith("Owner"), { text: 'run_runbook name=retry_failed_job params={"job_id":"j-failed"} dry_run=false' }, "write-pass");
+    const reply = await h.coordinator.handleTurn(
+      callerWith("Owner"),
+      { text: 'run_runbook name=retry_failed_job params={"job_id":"j-failed"} dry_run=false' },
+      "write-pass",
+    );
     expect(reply.tool_results[0]?.status).toBe("ok");
     const [opened, closed] = await auditOf(h, "write-pass");
-    expect(opened).toMatchObject({ action: "console.tool_started", details: { verifier_report: { verdict: "eligible" } } });
-    expect(closed).toMatchObject({ action: "console.tool_call", outcome: "succeeded", details: { opened_audit_id: opened?.audit_id, status: "ok" } });
+    expect(opened).toMatchObject({
+      action: "console.tool_started",
+      details: { verifier_report: { verdict: "eligible" } },
+    });
+    expect(closed).toMatchObject({
+      action: "console.tool_call",
+      outcome: "succeeded",
+      details: { opened_audit_id: opened?.audit_id, status: "ok" },
+    });
     expect(h.executed).toHaveLength(1);
   });
 
   it("C-275 C-277 C-278: when the verifier abstains, the write call is replaced by enqueue_hil; the reply gives the filed id and the audit reason is verifier_abstained", async () => {
     const h = harness();
-    const reply = await h.coordinator.handleTurn(callerWith("Owner"), { text: "run_runbook name=redeploy_job_api dry_run=false" }, "write-abstain");
+    const reply = await h.coordinator.handleTurn(
+      callerWith("Owner"),
+      { text: "run_runbook name=redeploy_job_api dry_run=false" },
+      "write-abstain",
+    );
     expect(reply.kind).toBe("approval_filed");
     expect(reply.text).toContain(`Filed human approval ${reply.approval_id}`);
     expect(reply.text).toContain("missing evidence: cluster_reachable");
     const item = await h.approvalStore.get(reply.approval_id ?? "");
-    expect(item).toMatchObject({ state: "pending", reason: "verifier_abstained", action: { action_type: "redeploy_job_api", target: "job_api/default" } });
+    expect(item).toMatchObject({
+      state: "pending",
+      reason: "verifier_abstained",
+      action: { action_type: "redeploy_job_api", target: "job_api/default" },
+    });
     const entries = await auditOf(h, "write-abstain");
-    expect(entries.find((e) => e.action === "console.tool_call")?.details).toMatchObject({ reason: "verifier_abstained", approval_id: reply.approval_id });
+    expect(entries.find((e) => e.action === "console.tool_call")?.details).toMatchObject({
+      reason: "verifier_abstained",
+      approval_id: reply.approval_id,
+    });
     expect(entries.find((e) => e.action === "console.enqueue_hil")?.target).toBe(reply.approval_id);
     expect(h.executed).toEqual([]);
   });
 
   it("C-276: a write call below its argument-dependent floor is filed for approval and not executed", async () => {
     const h = harness();
-    const reply = await h.coordinator.handleTurn(callerWith("Contributor"), { text: 'run_runbook name=cancel_job params={"job_id":"j-running"} dry_run=false' }, "write-rbac");
+    const reply = await h.coordinator.handleTurn(
+      callerWith("Contributor"),
+      { text: 'run_runbook name=cancel_job params={"job_id":"j-running"} dry_run=false' },
+      "write-rbac",
+    );
     expect(reply.kind).toBe("approval_filed");
     expect((await h.approvalStore.listPending()).map((i) => i.approval_id)).toEqual([reply.approval_id]);
-    expect((await auditOf(h, "write-rbac")).find((e) => e.action === "console.tool_call")?.details).toMatchObject({ reason: "verifier_abstained", cause: "rbac_floor_not_met" });
+    expect((await auditOf(h, "write-rbac")).find((e) => e.action === "console.tool_call")?.details).toMatchObject({
+      reason: "verifier_abstained",
+      cause: "rbac_floor_not_met",
+    });
     expect(h.executed).toEqual([]);
   });
 
   it("C-053: a chosen agent that differs from the incident link's agent blocks before any evidence is gathered", async () => {
     const h = harness();
-    const reply = await h.coordinator.handleTurn(callerWith("Owner"), { text: "query_audit limit=1", target_agent: "jobs", incident_agent: "databases" }, "agent-mismatch");
+    const reply = await h.coordinator.handleTurn(
+      callerWith("Owner"),
+      { text: "query_audit limit=1", target_agent: "jobs", incident_agent: "databases" },
+      "agent-mismatch",
+    );
     expect(reply.kind).toBe("blocked");
     expect(reply.tool_results).toEqual([]);
     expect(await auditOf(h, "agent-mismatch")).toEqual([]);
@@ -84,14 +137,26 @@ describe("coordinator", () => {
 
   it("C-054: a description question about T2 eligibility or insufficient evidence is answered from the glossary with no tool call", async () => {
     const h = harness();
-    expect((await h.coordinator.handleTurn(callerWith("Reader"), { text: "What is T2 eligibility?" }, "g1")).text).toBe(GLOSSARY.t2_eligibility);
-    expect((await h.coordinator.handleTurn(callerWith("Reader"), { text: "explain how insufficient evidence is handled" }, "g2")).text).toBe(GLOSSARY.insufficient_evidence);
+    expect((await h.coordinator.handleTurn(callerWith("Reader"), { text: "What is T2 eligibility?" }, "g1")).text).toBe(
+      GLOSSARY.t2_eligibility,
+    );
+    expect(
+      (
+        await h.coordinator.handleTurn(
+          callerWith("Reader"),
+          { text: "explain how insufficient evidence is handled" },
+          "g2",
+        )
+      ).text,
+    ).toBe(GLOSSARY.insufficient_evidence);
     expect([...(await auditOf(h, "g1")), ...(await auditOf(h, "g2"))]).toEqual([]);
   });
 
   it("C-055: a question with an exact approval or idempotency selector is not answered from the glossary; it asks for lifecycle evidence", async () => {
     const h = harness();
-    const reply = await h.coordinator.handleTurn(callerWith("Reader"), { text: "what is the T2 eligibility of approval apr_0123456789abcdef01234567?" });
+    const reply = await h.coordinator.handleTurn(callerWith("Reader"), {
+      text: "what is the T2 eligibility of approval apr_0123456789abcdef01234567?",
+    });
     expect(reply.kind).toBe("lifecycle_abstention");
     expect(reply.text).toBe(LIFECYCLE_ABSTENTION);
   });
@@ -131,8 +196,15 @@ describe("coordinator", () => {
 
   it("C-063 C-064: a parser-valid call with a tool-invalid argument is a typed tool error and runs no part of the call", async () => {
     const h = harness();
-    const reply = await h.coordinator.handleTurn(callerWith("Reader"), { text: 'activate_break_glass reason="a perfectly good reason here" expiry=999999' }, "partial");
-    expect(reply.tool_results[0]).toMatchObject({ status: "error", error: { type: "invalid_arguments", issues: [{ loc: ["expiry"] }] } });
+    const reply = await h.coordinator.handleTurn(
+      callerWith("Reader"),
+      { text: 'activate_break_glass reason="a perfectly good reason here" expiry=999999' },
+      "partial",
+    );
+    expect(reply.tool_results[0]).toMatchObject({
+      status: "error",
+      error: { type: "invalid_arguments", issues: [{ loc: ["expiry"] }] },
+    });
     expect(await h.notifier.list()).toEqual([]);
     expect((await auditOf(h, "partial")).map((e) => e.action)).toEqual(["console.tool_call"]);
   });

@@ -4,7 +4,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunningAzurite } from "../../local/azurite.js";
 import type { Caller } from "../../shared/auth/roles.js";
 import { dashboardJobId, legacyDashboardJobId } from "../../shared/dashboard/dashboard-job-id.js";
-import { createDashboardJobService, type DashboardJobServiceDependencies } from "../../shared/dashboard/dashboard-job-service.js";
+import {
+  createDashboardJobService,
+  type DashboardJobServiceDependencies,
+} from "../../shared/dashboard/dashboard-job-service.js";
 import { type DashboardJob, DashboardJobStore } from "../../shared/dashboard/dashboard-jobs.js";
 import type { JobApiClient } from "../../shared/dashboard/job-api-client.js";
 import type { DashboardSubmitRequest } from "../../shared/dashboard/schemas.js";
@@ -12,7 +15,13 @@ import { ConflictError, NotFoundError, ValidationError } from "../../shared/erro
 import { requestFingerprint } from "../../shared/http/idempotency.js";
 import { createAuditLog } from "../../shared/ops/audit.js";
 import { CANCEL_EVENT, Orchestrations } from "../../shared/ops/queue-labels.js";
-import { captureLogger, fakeJobApi, fakeOrchestrations, prefixedTables, startTestAzurite } from "../support/service-fakes.js";
+import {
+  captureLogger,
+  fakeJobApi,
+  fakeOrchestrations,
+  prefixedTables,
+  startTestAzurite,
+} from "../support/service-fakes.js";
 
 let azurite: RunningAzurite;
 let counter = 0;
@@ -36,11 +45,21 @@ function request(overrides: Partial<DashboardSubmitRequest> = {}): DashboardSubm
 function setup(jobApi: JobApiClient = fakeJobApi()) {
   const prefix = `svc${++counter}x${Date.now().toString(36)}`;
   const queries = new ContainerClient(azurite.connectionString, `${prefix}-queries`);
-  const jobs = new DashboardJobStore(TableClient.fromConnectionString(azurite.connectionString, `${prefix}jobs`, { allowInsecureConnection: true }), queries);
+  const jobs = new DashboardJobStore(
+    TableClient.fromConnectionString(azurite.connectionString, `${prefix}jobs`, { allowInsecureConnection: true }),
+    queries,
+  );
   const audit = createAuditLog(prefixedTables(azurite.connectionString, prefix));
   const hub = fakeOrchestrations();
   const logger = captureLogger();
-  const dependencies: DashboardJobServiceDependencies = { jobs, orchestrations: hub.client, jobApi, audit, logger, pollIntervalSeconds: 7 };
+  const dependencies: DashboardJobServiceDependencies = {
+    jobs,
+    orchestrations: hub.client,
+    jobApi,
+    audit,
+    logger,
+    pollIntervalSeconds: 7,
+  };
   return { service: createDashboardJobService(dependencies), jobs, queries, audit, hub, logger };
 }
 
@@ -80,21 +99,43 @@ function legacyJob(key: string, fields: DashboardSubmitRequest, overrides: Parti
 describe("dashboard job service: submit", () => {
   it("B-007 records the job and its query, starts submitBlastJob under the operation id and answers a queued operation", async () => {
     const { service, jobs, hub } = setup();
-    const { job, operation, created } = await service.submit(caller, request({ idempotency_key: "run-1", title: "16S" }));
+    const { job, operation, created } = await service.submit(
+      caller,
+      request({ idempotency_key: "run-1", title: "16S" }),
+    );
     expect(created).toBe(true);
-    expect(job).toMatchObject({ job_id: dashboardJobId(caller.oid, "run-1"), status: "submitting", title: "16S", query_count: 1, created_by: { oid: "oid-cora", name: "Cora" } });
+    expect(job).toMatchObject({
+      job_id: dashboardJobId(caller.oid, "run-1"),
+      status: "submitting",
+      title: "16S",
+      query_count: 1,
+      created_by: { oid: "oid-cora", name: "Cora" },
+    });
     expect(await jobs.get(job.job_id)).toEqual(job);
     expect(await jobs.query(job.job_id)).toBe(QUERY);
     expect(hub.starts).toEqual([
-      { name: Orchestrations.submitBlastJob, options: { instanceId: job.operation_id, input: { dashboard_job_id: job.job_id, poll_interval_seconds: 7 } } },
+      {
+        name: Orchestrations.submitBlastJob,
+        options: { instanceId: job.operation_id, input: { dashboard_job_id: job.job_id, poll_interval_seconds: 7 } },
+      },
     ]);
-    expect(operation).toMatchObject({ operation_id: job.operation_id, operation_type: "blast.submit", state: "queued", poll_after_seconds: 7 });
+    expect(operation).toMatchObject({
+      operation_id: job.operation_id,
+      operation_type: "blast.submit",
+      state: "queued",
+      poll_after_seconds: 7,
+    });
   });
 
   it("B-021 answers the same job to a keyed retry and starts nothing while its orchestration exists", async () => {
     const { service, hub } = setup();
     const first = await service.submit(caller, request({ idempotency_key: "run-2" }));
-    hub.put({ name: Orchestrations.submitBlastJob, instanceId: first.job.operation_id, runtimeStatus: "Running", input: { dashboard_job_id: first.job.job_id } });
+    hub.put({
+      name: Orchestrations.submitBlastJob,
+      instanceId: first.job.operation_id,
+      runtimeStatus: "Running",
+      input: { dashboard_job_id: first.job.job_id },
+    });
     const retry = await service.submit(caller, request({ idempotency_key: "run-2", title: "another title" }));
     expect(retry.created).toBe(false);
     expect(retry.job).toEqual(first.job);
@@ -108,7 +149,10 @@ describe("dashboard job service: submit", () => {
     hub.instances.clear();
     const retry = await service.submit(caller, request({ idempotency_key: "run-3" }));
     expect(retry.job.job_id).toBe(first.job.job_id);
-    expect(hub.starts.map((start) => start.options?.instanceId)).toEqual([first.job.operation_id, first.job.operation_id]);
+    expect(hub.starts.map((start) => start.options?.instanceId)).toEqual([
+      first.job.operation_id,
+      first.job.operation_id,
+    ]);
   });
 
   it("answers the operation a concurrent request started when its own start is refused", async () => {
@@ -126,17 +170,23 @@ describe("dashboard job service: submit", () => {
   it("refuses another search under a used key with a ConflictError and keeps the first", async () => {
     const { service, jobs } = setup();
     const first = await service.submit(caller, request({ idempotency_key: "run-5" }));
-    await expect(service.submit(caller, request({ idempotency_key: "run-5", query_fasta: ">q2\nACGTTTTTTTTTTT\n" }))).rejects.toBeInstanceOf(ConflictError);
+    await expect(
+      service.submit(caller, request({ idempotency_key: "run-5", query_fasta: ">q2\nACGTTTTTTTTTTT\n" })),
+    ).rejects.toBeInstanceOf(ConflictError);
     expect(await jobs.query(first.job.job_id)).toBe(QUERY);
     expect(await jobs.get(first.job.job_id)).toEqual(first.job);
   });
 
   it("refuses options that do not apply to the program and a FASTA of the wrong molecule before storing anything", async () => {
     const { service, jobs, hub } = setup();
-    const options = await service.submit(caller, request({ options: { matrix: "BLOSUM62" } })).catch((error: unknown) => error);
+    const options = await service
+      .submit(caller, request({ options: { matrix: "BLOSUM62" } }))
+      .catch((error: unknown) => error);
     expect(options).toBeInstanceOf(ValidationError);
     expect((options as ValidationError).issues[0]?.loc).toEqual(["body", "options", "matrix"]);
-    await expect(service.submit(caller, request({ program: "blastn", query_fasta: ">p\nMKLVWQQERTYPLKM\n" }))).rejects.toBeInstanceOf(ValidationError);
+    await expect(
+      service.submit(caller, request({ program: "blastn", query_fasta: ">p\nMKLVWQQERTYPLKM\n" })),
+    ).rejects.toBeInstanceOf(ValidationError);
     expect((await jobs.list({ page: 1, pageSize: 10 })).total).toBe(0);
     expect(hub.starts).toEqual([]);
   });
@@ -148,12 +198,21 @@ describe("dashboard job service: jobs created before version 8 ids", () => {
     const fields = request({ idempotency_key: "old-run" });
     const legacy = legacyJob("old-run", fields);
     await jobs.create(legacy, QUERY);
-    hub.put({ name: Orchestrations.submitBlastJob, instanceId: legacy.operation_id, runtimeStatus: "Running", input: { dashboard_job_id: legacy.job_id } });
+    hub.put({
+      name: Orchestrations.submitBlastJob,
+      instanceId: legacy.operation_id,
+      runtimeStatus: "Running",
+      input: { dashboard_job_id: legacy.job_id },
+    });
 
     const { job, operation, created } = await service.submit(caller, fields);
     expect(created).toBe(false);
     expect(job).toEqual(legacy);
-    expect(operation).toMatchObject({ operation_id: legacy.operation_id, state: "running", target: { dashboard_job_id: legacy.job_id } });
+    expect(operation).toMatchObject({
+      operation_id: legacy.operation_id,
+      state: "running",
+      target: { dashboard_job_id: legacy.job_id },
+    });
     expect(await jobs.get(dashboardJobId(caller.oid, "old-run"))).toBeUndefined();
     expect((await jobs.list({ page: 1, pageSize: 10 })).total).toBe(1);
     expect(hub.starts).toEqual([]);
@@ -169,7 +228,13 @@ describe("dashboard job service: jobs created before version 8 ids", () => {
     const { job } = await service.submit(caller, fields);
     expect(job.job_id).toBe(legacy.job_id);
     expect(hub.starts).toEqual([
-      { name: Orchestrations.submitBlastJob, options: { instanceId: legacy.operation_id, input: { dashboard_job_id: legacy.job_id, poll_interval_seconds: 7 } } },
+      {
+        name: Orchestrations.submitBlastJob,
+        options: {
+          instanceId: legacy.operation_id,
+          input: { dashboard_job_id: legacy.job_id, poll_interval_seconds: 7 },
+        },
+      },
     ]);
     expect(await jobs.query(legacy.job_id)).toBe(QUERY);
   });
@@ -204,12 +269,20 @@ describe("dashboard job service: read, cancel, results", () => {
     const { service, jobs, hub, audit } = setup();
     const { job } = await service.submit(caller, request());
     const cancelled = await service.cancel(caller, job.job_id, { requestId: "req-cancel-1" });
-    expect(hub.events).toEqual([{ instanceId: job.operation_id, eventName: CANCEL_EVENT, eventData: { by: caller.oid } }]);
+    expect(hub.events).toEqual([
+      { instanceId: job.operation_id, eventName: CANCEL_EVENT, eventData: { by: caller.oid } },
+    ]);
     expect(cancelled.job.cancel_requested).toBe(true);
     expect((await jobs.get(job.job_id))?.cancel_requested).toBe(true);
     expect(cancelled.operation).toMatchObject({ operation_id: job.operation_id, state: "queued" });
     const [entry] = await audit.list({ action: "blast_job.cancel" });
-    expect(entry).toMatchObject({ actor: { oid: caller.oid, name: "Cora" }, target: `blast_job/${job.job_id}`, outcome: "succeeded", request_id: "req-cancel-1", details: { operation_id: job.operation_id } });
+    expect(entry).toMatchObject({
+      actor: { oid: caller.oid, name: "Cora" },
+      target: `blast_job/${job.job_id}`,
+      outcome: "succeeded",
+      request_id: "req-cancel-1",
+      details: { operation_id: job.operation_id },
+    });
   });
 
   it("changes nothing on a job that has ended, and audits the refusal with the job's state", async () => {
@@ -220,7 +293,11 @@ describe("dashboard job service: read, cancel, results", () => {
     expect(answer.job).toMatchObject({ status: "completed", cancel_requested: false });
     expect(hub.events).toEqual([]);
     const [entry] = await audit.list({ action: "blast_job.cancel" });
-    expect(entry).toMatchObject({ outcome: "failed", request_id: "req-cancel-2", details: { reason: "job is already completed" } });
+    expect(entry).toMatchObject({
+      outcome: "failed",
+      request_id: "req-cancel-2",
+      details: { reason: "job is already completed" },
+    });
   });
 
   it("still flags the job when the cancel event cannot be delivered (the next poll sees the flag)", async () => {
@@ -229,12 +306,16 @@ describe("dashboard job service: read, cancel, results", () => {
     hub.hooks.raiseEventError = new Error("task hub unreachable");
     await service.cancel(caller, job.job_id, { requestId: "req-cancel-3" });
     expect((await jobs.get(job.job_id))?.cancel_requested).toBe(true);
-    expect(logger.entries).toContainEqual(expect.objectContaining({ level: "warn", msg: "cancel event not delivered; the poll will see the flag" }));
+    expect(logger.entries).toContainEqual(
+      expect.objectContaining({ level: "warn", msg: "cancel event not delivered; the poll will see the flag" }),
+    );
   });
 
   it("opens results at the job API under the job's OpenAPI id, and is NotFound before the job reached it", async () => {
     const body = new Blob(["<BlastOutput/>"]).stream();
-    const jobApi = fakeJobApi({ openResults: async () => ({ body, contentType: "application/xml", contentDisposition: undefined }) });
+    const jobApi = fakeJobApi({
+      openResults: async () => ({ body, contentType: "application/xml", contentDisposition: undefined }),
+    });
     const { service, jobs } = setup(jobApi);
     const { job } = await service.submit(caller, request());
     await expect(service.openResults(job.job_id, "xml")).rejects.toThrow(/not reached the job API/);

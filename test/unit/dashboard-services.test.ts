@@ -8,7 +8,14 @@ import type { DatabaseManifest } from "../../shared/blast/database-builder.js";
 import type { DatabaseCatalog, DatabaseEntry } from "../../shared/databases/database-catalog.js";
 import { createDatabaseService } from "../../shared/databases/database-service.js";
 import { DatabaseStateStore } from "../../shared/databases/database-state.js";
-import { ConflictError, DependencyUnavailableError, ForbiddenError, NotFoundError, PreconditionRequiredError, QueueFullError } from "../../shared/errors.js";
+import {
+  ConflictError,
+  DependencyUnavailableError,
+  ForbiddenError,
+  NotFoundError,
+  PreconditionRequiredError,
+  QueueFullError,
+} from "../../shared/errors.js";
 import { createAuditLog } from "../../shared/ops/audit.js";
 import { createDiagnosticsService } from "../../shared/ops/diagnostics-service.js";
 import { createEventLog } from "../../shared/ops/events.js";
@@ -44,7 +51,19 @@ const owner: Caller = { oid: "oid-olga", name: "Olga", tenant_id: "t", roles: ["
 
 describe("database service", () => {
   const release = (name: string, version: string): DatabaseEntry => ({
-    manifest: { name, type: "nucl", version, letters: 10, sequences: 2, bytes: 100, volumes: 1, bytes_to_cache: 50, path: `full/${name}`, partitions: [], created_at: "2026-01-01T00:00:00Z" } as DatabaseManifest,
+    manifest: {
+      name,
+      type: "nucl",
+      version,
+      letters: 10,
+      sequences: 2,
+      bytes: 100,
+      volumes: 1,
+      bytes_to_cache: 50,
+      path: `full/${name}`,
+      partitions: [],
+      created_at: "2026-01-01T00:00:00Z",
+    } as DatabaseManifest,
     root: `/databases/${name}/${version}`,
     location: `local://databases/${name}/${version}`,
   });
@@ -74,13 +93,35 @@ describe("database service", () => {
   }
 
   it("lists each release with the warm-up state of the release serving and no update flag for the release now serving", async () => {
-    const { service, states } = setup([release("alpha", "2026-02-01-00-00-00"), release("beta", "2026-02-02-00-00-00"), release("gamma", "2026-02-03-00-00-00")]);
-    await states.patch("alpha", { warm_state: "warm", warmed_version: "2026-02-01-00-00-00", warmed_at: "2026-02-01T01:00:00.000Z", update_available: true, latest_release: "2026-03-01-00-00-00" });
+    const { service, states } = setup([
+      release("alpha", "2026-02-01-00-00-00"),
+      release("beta", "2026-02-02-00-00-00"),
+      release("gamma", "2026-02-03-00-00-00"),
+    ]);
+    await states.patch("alpha", {
+      warm_state: "warm",
+      warmed_version: "2026-02-01-00-00-00",
+      warmed_at: "2026-02-01T01:00:00.000Z",
+      update_available: true,
+      latest_release: "2026-03-01-00-00-00",
+    });
     // beta was warmed and flagged before its current release was prepared.
-    await states.patch("beta", { warm_state: "warm", warmed_version: "2026-01-01-00-00-00", warmed_at: "2026-01-01T01:00:00.000Z", update_available: true, latest_release: "2026-02-02-00-00-00" });
+    await states.patch("beta", {
+      warm_state: "warm",
+      warmed_version: "2026-01-01-00-00-00",
+      warmed_at: "2026-01-01T01:00:00.000Z",
+      update_available: true,
+      latest_release: "2026-02-02-00-00-00",
+    });
     await states.patch("gamma", { warm_state: "warming" });
     const listed = Object.fromEntries((await service.list()).map((database) => [database.name, database]));
-    expect(listed.alpha).toMatchObject({ version: "2026-02-01-00-00-00", warm_state: "warm", warmed_at: "2026-02-01T01:00:00.000Z", update_available: true, latest_release: "2026-03-01-00-00-00" });
+    expect(listed.alpha).toMatchObject({
+      version: "2026-02-01-00-00-00",
+      warm_state: "warm",
+      warmed_at: "2026-02-01T01:00:00.000Z",
+      update_available: true,
+      latest_release: "2026-03-01-00-00-00",
+    });
     expect(listed.beta).toMatchObject({ warm_state: "cold", warmed_at: null, update_available: false });
     expect(listed.gamma).toMatchObject({ warm_state: "warming", update_available: false, checked_at: null });
   });
@@ -88,10 +129,18 @@ describe("database service", () => {
   it("starts prepare and warm-up as audited operations, and refuses what it cannot do before starting anything", async () => {
     const { service, hub, audit } = setup([release("alpha", "2026-02-01-00-00-00")]);
     const prepared = await service.prepare(contributor, "alpha", { requestId: "req-prepare" });
-    expect(prepared).toMatchObject({ operation_type: "database.prepare", state: "queued", poll_after_seconds: 5, target: { resource_type: "blast_database", name: "alpha" } });
+    expect(prepared).toMatchObject({
+      operation_type: "database.prepare",
+      state: "queued",
+      poll_after_seconds: 5,
+      target: { resource_type: "blast_database", name: "alpha" },
+    });
     const warmed = await service.warmUp(contributor, "alpha", { requestId: "req-warm" });
     expect(hub.starts).toEqual([
-      { name: Orchestrations.prepareDatabase, options: { instanceId: prepared.operation_id, input: { name: "alpha", partitions: 3 } } },
+      {
+        name: Orchestrations.prepareDatabase,
+        options: { instanceId: prepared.operation_id, input: { name: "alpha", partitions: 3 } },
+      },
       { name: Orchestrations.warmDatabase, options: { instanceId: warmed.operation_id, input: { name: "alpha" } } },
     ]);
     const entries = await audit.list();
@@ -103,8 +152,12 @@ describe("database service", () => {
     );
 
     await expect(service.warmUp(contributor, "nope", { requestId: "r" })).rejects.toBeInstanceOf(NotFoundError);
-    await expect(setup([], { sourceConfigured: false }).service.prepare(contributor, "alpha", { requestId: "r" })).rejects.toThrow(/DATABASE_SOURCE_URL/);
-    await expect(setup([], { catalogConfigured: false }).service.list()).rejects.toBeInstanceOf(DependencyUnavailableError);
+    await expect(
+      setup([], { sourceConfigured: false }).service.prepare(contributor, "alpha", { requestId: "r" }),
+    ).rejects.toThrow(/DATABASE_SOURCE_URL/);
+    await expect(setup([], { catalogConfigured: false }).service.list()).rejects.toBeInstanceOf(
+      DependencyUnavailableError,
+    );
     expect(hub.starts).toHaveLength(2);
   });
 });
@@ -112,7 +165,12 @@ describe("database service", () => {
 describe("task-queue diagnostics service", () => {
   function setup(limit = 10) {
     const hub = fakeOrchestrations();
-    const service = createDiagnosticsService({ orchestrations: hub.client, taskHubName: "blastplane", noopLimiter: createFixedWindowLimiter(limit, 60_000), logger: captureLogger() });
+    const service = createDiagnosticsService({
+      orchestrations: hub.client,
+      taskHubName: "blastplane",
+      noopLimiter: createFixedWindowLimiter(limit, 60_000),
+      logger: captureLogger(),
+    });
     return { service, hub };
   }
 
@@ -121,7 +179,13 @@ describe("task-queue diagnostics service", () => {
     hub.put({ name: Orchestrations.submitBlastJob, instanceId: "a", runtimeStatus: "Running" });
     hub.put({ name: Orchestrations.prepareDatabase, instanceId: "b", runtimeStatus: "Pending" });
     hub.put({ name: Orchestrations.submitBlastJob, instanceId: "c", runtimeStatus: "Completed" });
-    expect((await service.getQueueDiagnostics()).queues).toEqual({ default: 0, cloud: 0, blast: 1, storage: 1, fallback: 0 });
+    expect((await service.getQueueDiagnostics()).queues).toEqual({
+      default: 0,
+      cloud: 0,
+      blast: 1,
+      storage: 1,
+      fallback: 0,
+    });
   });
 
   it("enqueues a no-op that the queues count, refuses beyond the rate limit with the wait, and reports its result", async () => {
@@ -134,11 +198,29 @@ describe("task-queue diagnostics service", () => {
     expect((refused as QueueFullError).retryAfterSeconds).toBeGreaterThan(0);
     expect(hub.starts).toHaveLength(1);
 
-    expect(await service.getNoopResult(enqueued.task_id)).toEqual({ task_id: enqueued.task_id, status: "PENDING", result: null });
-    hub.put({ name: Orchestrations.noop, instanceId: enqueued.task_id, runtimeStatus: "Completed", output: { message: "ping" } });
-    expect(await service.getNoopResult(enqueued.task_id)).toEqual({ task_id: enqueued.task_id, status: "SUCCESS", result: { message: "ping" } });
+    expect(await service.getNoopResult(enqueued.task_id)).toEqual({
+      task_id: enqueued.task_id,
+      status: "PENDING",
+      result: null,
+    });
+    hub.put({
+      name: Orchestrations.noop,
+      instanceId: enqueued.task_id,
+      runtimeStatus: "Completed",
+      output: { message: "ping" },
+    });
+    expect(await service.getNoopResult(enqueued.task_id)).toEqual({
+      task_id: enqueued.task_id,
+      status: "SUCCESS",
+      result: { message: "ping" },
+    });
     hub.put({ name: Orchestrations.noop, instanceId: "failed-one", runtimeStatus: "Failed", output: "boom" });
-    expect(await service.getNoopResult("failed-one")).toEqual({ task_id: "failed-one", status: "FAILURE", result: null, error: "boom" });
+    expect(await service.getNoopResult("failed-one")).toEqual({
+      task_id: "failed-one",
+      status: "FAILURE",
+      result: null,
+      error: "boom",
+    });
   });
 
   it("shows no other orchestration as a task", async () => {
@@ -153,7 +235,14 @@ describe("readiness check", () => {
   it("answers ready with every check ok, or a DependencyUnavailableError naming each dependency that did not answer in time", async () => {
     const ok = () => Promise.resolve();
     const logger = captureLogger();
-    const ready = createReadinessCheck({ probes: [{ key: "storage", label: "storage", probe: ok }, { key: "durable_backend", label: "durable backend", probe: ok }], timeoutMs: 1000, logger });
+    const ready = createReadinessCheck({
+      probes: [
+        { key: "storage", label: "storage", probe: ok },
+        { key: "durable_backend", label: "durable backend", probe: ok },
+      ],
+      timeoutMs: 1000,
+      logger,
+    });
     expect(await ready.check()).toEqual({ status: "ready", checks: { storage: "ok", durable_backend: "ok" } });
 
     const notReady = createReadinessCheck({
@@ -169,7 +258,14 @@ describe("readiness check", () => {
     expect((error as DependencyUnavailableError).message).toBe("not ready: storage and durable backend unreachable");
     expect((error as DependencyUnavailableError).retryAfterSeconds).toBe(5);
     // The causes go to the log only.
-    expect(logger.entries).toContainEqual({ level: "warn", msg: "not ready", fields: expect.objectContaining({ storage: "ECONNREFUSED 127.0.0.1:10002", durable_backend: "no answer within 100 ms" }) });
+    expect(logger.entries).toContainEqual({
+      level: "warn",
+      msg: "not ready",
+      fields: expect.objectContaining({
+        storage: "ECONNREFUSED 127.0.0.1:10002",
+        durable_backend: "no answer within 100 ms",
+      }),
+    });
   });
 });
 
@@ -195,16 +291,36 @@ describe("workspace service", () => {
     expect(first).not.toHaveProperty("previous");
     expect(await service.get()).toEqual(first);
 
-    await expect(service.save(contributor, workspace, { ifMatch: undefined, requestId: "req-2" })).rejects.toBeInstanceOf(PreconditionRequiredError);
-    const second = await service.save(owner, { ...workspace, node_count: 4 }, { ifMatch: first.etag, requestId: "req-3" });
-    await expect(service.save(contributor, { ...workspace, node_count: 9 }, { ifMatch: first.etag, requestId: "req-4" })).rejects.toBeInstanceOf(ConflictError);
+    await expect(
+      service.save(contributor, workspace, { ifMatch: undefined, requestId: "req-2" }),
+    ).rejects.toBeInstanceOf(PreconditionRequiredError);
+    const second = await service.save(
+      owner,
+      { ...workspace, node_count: 4 },
+      { ifMatch: first.etag, requestId: "req-3" },
+    );
+    await expect(
+      service.save(contributor, { ...workspace, node_count: 9 }, { ifMatch: first.etag, requestId: "req-4" }),
+    ).rejects.toBeInstanceOf(ConflictError);
     expect((await service.get()).etag).toBe(second.etag);
 
-    const byRequest = Object.fromEntries((await audit.list({ action: "workspace.update" })).map((entry) => [entry.request_id, entry]));
-    expect(byRequest["req-1"]).toMatchObject({ outcome: "succeeded", details: { created: true, changed_fields: Object.keys(workspace), etag: first.etag } });
+    const byRequest = Object.fromEntries(
+      (await audit.list({ action: "workspace.update" })).map((entry) => [entry.request_id, entry]),
+    );
+    expect(byRequest["req-1"]).toMatchObject({
+      outcome: "succeeded",
+      details: { created: true, changed_fields: Object.keys(workspace), etag: first.etag },
+    });
     expect(byRequest["req-2"]).toMatchObject({ outcome: "failed", details: { error: "PreconditionRequiredError" } });
-    expect(byRequest["req-3"]).toMatchObject({ outcome: "succeeded", actor: { oid: owner.oid }, details: { created: false, changed_fields: ["node_count"] } });
-    expect(byRequest["req-4"]).toMatchObject({ outcome: "failed", details: { error: "ConflictError", reason: expect.stringContaining("changed") } });
+    expect(byRequest["req-3"]).toMatchObject({
+      outcome: "succeeded",
+      actor: { oid: owner.oid },
+      details: { created: false, changed_fields: ["node_count"] },
+    });
+    expect(byRequest["req-4"]).toMatchObject({
+      outcome: "failed",
+      details: { error: "ConflictError", reason: expect.stringContaining("changed") },
+    });
   });
 });
 
@@ -217,7 +333,14 @@ describe("API token settings", () => {
     const events = createEventLog(source);
     let now = new Date("2030-01-01T00:00:00.000Z");
     const tokens = new ApiTokenService(createFileSecretStore(folder), { now: () => now });
-    const settings = createApiTokenSettings({ tokens, audit, events, logger: captureLogger(), graceSeconds: 600, now: () => now });
+    const settings = createApiTokenSettings({
+      tokens,
+      audit,
+      events,
+      logger: captureLogger(),
+      graceSeconds: 600,
+      now: () => now,
+    });
     return { settings, audit, events, advance: (ms: number) => (now = new Date(now.getTime() + ms)) };
   }
 
@@ -232,7 +355,13 @@ describe("API token settings", () => {
         ["api_token.regenerate", "denied", contributor.oid, { roles: ["Contributor"] }],
       ]),
     );
-    expect(await settings.getStatus()).toEqual({ configured: false, last_four: null, created_at: null, rotated_at: null, previous_valid_until: null });
+    expect(await settings.getStatus()).toEqual({
+      configured: false,
+      last_four: null,
+      created_at: null,
+      rotated_at: null,
+      previous_valid_until: null,
+    });
   });
 
   it("regenerates (predecessor valid for the grace), reveals, and keeps the token out of audit and events", async () => {
@@ -241,7 +370,11 @@ describe("API token settings", () => {
     const first = await settings.regenerate(owner, { requestId: "r1" });
     advance(1000);
     const second = await settings.regenerate(owner, { requestId: "r2" });
-    expect(second.previous).toEqual({ value: first.current.value, rotated_at: "2030-01-01T00:00:01.000Z", valid_until: "2030-01-01T00:10:01.000Z" });
+    expect(second.previous).toEqual({
+      value: first.current.value,
+      rotated_at: "2030-01-01T00:00:01.000Z",
+      valid_until: "2030-01-01T00:10:01.000Z",
+    });
     expect(await settings.reveal(owner, { requestId: "r3" })).toBe(second.current.value);
     expect(await settings.getStatus()).toEqual({
       configured: true,
@@ -257,7 +390,9 @@ describe("API token settings", () => {
     for (const token of [first.current.value, second.current.value]) expect(recorded).not.toContain(token);
     const rotations = (await events.list()).filter((event) => event.event_type === "token.rotated");
     expect(rotations.map((event) => event.correlation_id).sort()).toEqual(["r1", "r2"]);
-    expect((await audit.list({ action: "api_token.reveal" })).map((entry) => [entry.outcome, entry.request_id])).toEqual([["succeeded", "r3"]]);
+    expect(
+      (await audit.list({ action: "api_token.reveal" })).map((entry) => [entry.outcome, entry.request_id]),
+    ).toEqual([["succeeded", "r3"]]);
   });
 });
 

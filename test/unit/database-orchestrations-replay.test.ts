@@ -1,6 +1,11 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { Orchestrations } from "../../shared/ops/queue-labels.js";
-import { ActionType, loadOrchestrations, OrchestrationHistory, type OrchestrationReplayer } from "../support/orchestration-replay.js";
+import {
+  ActionType,
+  loadOrchestrations,
+  OrchestrationHistory,
+  type OrchestrationReplayer,
+} from "../support/orchestration-replay.js";
 
 /**
  * The database orchestrations (prepare, warm-up on this machine or across the cluster's nodes, update check) and the no-op, replayed through the
@@ -10,7 +15,13 @@ const DATABASES = "functions/orchestrations/database-ops.ts";
 const NOOP = "functions/orchestrations/noop.ts";
 
 let replayer: OrchestrationReplayer;
-let activities: { prepare: string; warm: string; startClusterWarm: string; readClusterWarm: string; checkUpdates: string };
+let activities: {
+  prepare: string;
+  warm: string;
+  startClusterWarm: string;
+  readClusterWarm: string;
+  checkUpdates: string;
+};
 let noopEcho: string;
 
 beforeAll(async () => {
@@ -51,7 +62,10 @@ describe("database orchestrations replay", () => {
     });
 
     it(`${c.orchestration} turns a failed activity into a failed operation with the error's first line (not a failed instance)`, async () => {
-      const history = new OrchestrationHistory(c.orchestration, c.input).activityFailed(c.activity(), "database 16s_demo is not prepared");
+      const history = new OrchestrationHistory(c.orchestration, c.input).activityFailed(
+        c.activity(),
+        "database 16s_demo is not prepared",
+      );
       const done = await replayer.replay(history);
       expect(done.isDone).toBe(true);
       expect(done.output).toEqual({ outcome: "failed", error: "database 16s_demo is not prepared" });
@@ -71,7 +85,12 @@ describe("database orchestrations replay", () => {
       files_total: 4,
       ...(error ? { error } : {}),
     });
-    const view = (state: string, nodes: ReturnType<typeof node>[]) => ({ database: "16s_demo", release: "2026-01-02-01-05-01", state, nodes });
+    const view = (state: string, nodes: ReturnType<typeof node>[]) => ({
+      database: "16s_demo",
+      release: "2026-01-02-01-05-01",
+      state,
+      nodes,
+    });
 
     it("reports its phase with its input, then asks the job API to warm the cluster", async () => {
       const state = await replayer.replay(new OrchestrationHistory(Orchestrations.warmDatabase, input));
@@ -81,7 +100,10 @@ describe("database orchestrations replay", () => {
     });
 
     it("with the local executor, warms this machine's copy and ends succeeded with that activity's result", async () => {
-      const history = new OrchestrationHistory(Orchestrations.warmDatabase, input).activityCompleted(activities.startClusterWarm, { mode: "local" });
+      const history = new OrchestrationHistory(Orchestrations.warmDatabase, input).activityCompleted(
+        activities.startClusterWarm,
+        { mode: "local" },
+      );
       expect((await replayer.replay(history)).newActions).toEqual([callActivity(activities.warm, activityInput)]);
       const result = { name: "16s_demo", version: "2026-01-02-01-05-01", bytes: 123_456 };
       history.activityCompleted(activities.warm, result);
@@ -92,31 +114,66 @@ describe("database orchestrations replay", () => {
 
     it("on a cluster, reports each node's progress, polls on a durable timer of the job API's poll interval, and ends succeeded with the nodes", async () => {
       const running = view("running", [node("node-a", "succeeded", 1000), node("node-b", "running", 250)]);
-      const history = new OrchestrationHistory(Orchestrations.warmDatabase, input).activityCompleted(activities.startClusterWarm, { mode: "cluster", view: running, poll_seconds: 7 });
+      const history = new OrchestrationHistory(Orchestrations.warmDatabase, input).activityCompleted(
+        activities.startClusterWarm,
+        { mode: "cluster", view: running, poll_seconds: 7 },
+      );
       const waiting = await replayer.replay(history);
-      expect(waiting.customStatus).toEqual({ phase: "warming", name: "16s_demo", release: "2026-01-02-01-05-01", nodes: running.nodes });
-      expect(waiting.newActions).toEqual([{ actionType: ActionType.CreateTimer, fireAt: history.fireAt(7), isCanceled: false }]);
+      expect(waiting.customStatus).toEqual({
+        phase: "warming",
+        name: "16s_demo",
+        release: "2026-01-02-01-05-01",
+        nodes: running.nodes,
+      });
+      expect(waiting.newActions).toEqual([
+        { actionType: ActionType.CreateTimer, fireAt: history.fireAt(7), isCanceled: false },
+      ]);
 
       history.timerFired(7);
-      expect((await replayer.replay(history)).newActions).toEqual([callActivity(activities.readClusterWarm, activityInput)]);
+      expect((await replayer.replay(history)).newActions).toEqual([
+        callActivity(activities.readClusterWarm, activityInput),
+      ]);
       const finished = view("succeeded", [node("node-a", "succeeded", 1000), node("node-b", "succeeded", 1000)]);
       history.activityCompleted(activities.readClusterWarm, finished);
       const done = await replayer.replay(history);
       expect(done.isDone).toBe(true);
-      expect(done.customStatus).toEqual({ phase: "succeeded", name: "16s_demo", release: "2026-01-02-01-05-01", nodes: finished.nodes });
-      expect(done.output).toEqual({ outcome: "succeeded", name: "16s_demo", version: "2026-01-02-01-05-01", nodes: finished.nodes });
+      expect(done.customStatus).toEqual({
+        phase: "succeeded",
+        name: "16s_demo",
+        release: "2026-01-02-01-05-01",
+        nodes: finished.nodes,
+      });
+      expect(done.output).toEqual({
+        outcome: "succeeded",
+        name: "16s_demo",
+        version: "2026-01-02-01-05-01",
+        nodes: finished.nodes,
+      });
     });
 
     it("on a cluster, ends failed naming each failed node and the last line of its error", async () => {
-      const failed = view("failed", [node("node-a", "succeeded", 1000), node("node-b", "failed", 10, "reading manifest\nMD5 mismatch for nt.00.nsq")]);
-      const history = new OrchestrationHistory(Orchestrations.warmDatabase, input).activityCompleted(activities.startClusterWarm, { mode: "cluster", view: failed, poll_seconds: 7 });
+      const failed = view("failed", [
+        node("node-a", "succeeded", 1000),
+        node("node-b", "failed", 10, "reading manifest\nMD5 mismatch for nt.00.nsq"),
+      ]);
+      const history = new OrchestrationHistory(Orchestrations.warmDatabase, input).activityCompleted(
+        activities.startClusterWarm,
+        { mode: "cluster", view: failed, poll_seconds: 7 },
+      );
       const done = await replayer.replay(history);
       expect(done.isDone).toBe(true);
-      expect(done.output).toEqual({ outcome: "failed", error: "warm-up failed on node-b (MD5 mismatch for nt.00.nsq)", nodes: failed.nodes });
+      expect(done.output).toEqual({
+        outcome: "failed",
+        error: "warm-up failed on node-b (MD5 mismatch for nt.00.nsq)",
+        nodes: failed.nodes,
+      });
     });
 
     it("turns a refused start into a failed operation with the error's first line (not a failed instance)", async () => {
-      const history = new OrchestrationHistory(Orchestrations.warmDatabase, input).activityFailed(activities.startClusterWarm, "database 16s_demo is not prepared");
+      const history = new OrchestrationHistory(Orchestrations.warmDatabase, input).activityFailed(
+        activities.startClusterWarm,
+        "database 16s_demo is not prepared",
+      );
       const done = await replayer.replay(history);
       expect(done.isDone).toBe(true);
       expect(done.output).toEqual({ outcome: "failed", error: "database 16s_demo is not prepared" });
@@ -140,7 +197,10 @@ describe("database orchestrations replay", () => {
   });
 
   it("checkDatabaseUpdates ends failed with the reason when the release source cannot be read", async () => {
-    const history = new OrchestrationHistory(Orchestrations.checkDatabaseUpdates, null).activityFailed(activities.checkUpdates, "DATABASE_SOURCE_URL is not configured");
+    const history = new OrchestrationHistory(Orchestrations.checkDatabaseUpdates, null).activityFailed(
+      activities.checkUpdates,
+      "DATABASE_SOURCE_URL is not configured",
+    );
     const done = await replayer.replay(history);
     expect(done.isDone).toBe(true);
     expect(done.output).toEqual({ outcome: "failed", error: "DATABASE_SOURCE_URL is not configured" });

@@ -51,7 +51,14 @@ describe("database release folders", () => {
 
   it("keeps current and the newest others, and frees old releases and abandoned builds only", async () => {
     const d = dbDir();
-    for (const r of ["2026-01-01-00-00-00", "2026-02-01-00-00-00", "2026-03-01-00-00-00", "2026-04-01-00-00-00", "2026-05-01-00-00-00"]) release(d, r);
+    for (const r of [
+      "2026-01-01-00-00-00",
+      "2026-02-01-00-00-00",
+      "2026-03-01-00-00-00",
+      "2026-04-01-00-00-00",
+      "2026-05-01-00-00-00",
+    ])
+      release(d, r);
     await swapCurrent(d, "2026-03-01-00-00-00");
     release(d, "2026-06-01-00-00-00", false); // being built right now
     release(d, "2025-12-01-00-00-00", false, 3 * DAY); // a build that crashed days ago
@@ -59,8 +66,16 @@ describe("database release folders", () => {
     staging(d, ".staging-live", { ...me, started_at: new Date(NOW.getTime() - 5 * DAY).toISOString() }); // a long build, still running
     staging(d, ".staging-unowned-new", undefined);
     staging(d, ".staging-crashed", { ...me, pid: deadPid() });
-    staging(d, ".staging-elsewhere", { host: "other-host", pid: 1, started_at: new Date(NOW.getTime() - 3600_000).toISOString() });
-    staging(d, ".staging-elsewhere-old", { host: "other-host", pid: 1, started_at: new Date(NOW.getTime() - 3 * DAY).toISOString() });
+    staging(d, ".staging-elsewhere", {
+      host: "other-host",
+      pid: 1,
+      started_at: new Date(NOW.getTime() - 3600_000).toISOString(),
+    });
+    staging(d, ".staging-elsewhere-old", {
+      host: "other-host",
+      pid: 1,
+      started_at: new Date(NOW.getTime() - 3 * DAY).toISOString(),
+    });
     staging(d, ".staging-unowned-old", undefined, 3 * DAY);
     writeFileSync(path.join(d, "current.tmp-stray"), "x");
     utimesSync(path.join(d, "current.tmp-stray"), new Date(NOW.getTime() - 3 * DAY), new Date(NOW.getTime() - 3 * DAY));

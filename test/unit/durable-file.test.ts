@@ -1,6 +1,15 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -58,7 +67,11 @@ describe("durable writes of the stack's own files (issue 15 item 3)", () => {
         writeFileDurablySync(${JSON.stringify(file)}, String(i % 10).repeat(1 << 20));
         if (i === 2) process.stdout.write("written\\n");
       }`;
-    const child = spawn(process.execPath, ["--experimental-strip-types", "--no-warnings", "--input-type=module", "-e", script], { stdio: ["ignore", "pipe", "inherit"] });
+    const child = spawn(
+      process.execPath,
+      ["--experimental-strip-types", "--no-warnings", "--input-type=module", "-e", script],
+      { stdio: ["ignore", "pipe", "inherit"] },
+    );
     await once(child.stdout, "data");
     child.kill("SIGKILL");
     await once(child, "exit");

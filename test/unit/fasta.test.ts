@@ -15,7 +15,6 @@ import { QUERY_BATCH_LETTERS } from "../../shared/blast/programs.js";
 import { type FieldIssue, ValidationError } from "../../shared/errors.js";
 import { issuesOf } from "../support/helpers.js";
 
-
 const nucl = (text: string, limits?: FastaLimits) => parseQueryFasta(text, "nucl", limits);
 const prot = (text: string, limits?: FastaLimits) => parseQueryFasta(text, "prot", limits);
 const only = (fn: () => unknown): FieldIssue => {
@@ -359,7 +358,12 @@ describe("toFasta", () => {
 describe("batchQueries", () => {
   const rec = (id: string, letters: number): FastaRecord => ({ id, description: "", sequence: "A".repeat(letters) });
   const shape = (batches: ReturnType<typeof batchQueries>) =>
-    batches.map((b) => ({ index: b.index, first: b.firstQueryIndex, ids: b.records.map((r) => r.id), letters: b.letters }));
+    batches.map((b) => ({
+      index: b.index,
+      first: b.firstQueryIndex,
+      ids: b.records.map((r) => r.id),
+      letters: b.letters,
+    }));
 
   it("groups consecutive queries up to maxLetters, in order, with 0-based batch and query indexes", () => {
     const input = [rec("q0", 4), rec("q1", 3), rec("q2", 3), rec("q3", 10), rec("q4", 1)];
@@ -422,7 +426,9 @@ describe("parsed queries against real BLAST+ 2.12", () => {
     const query = path.join(dir, "q.fa");
     const out = path.join(dir, "out.xml");
     writeFileSync(query, fasta);
-    execFileSync("blastn", ["-outfmt", "5", "-query", query, "-db", path.join(dir, "db"), "-out", out], { stdio: "pipe" });
+    execFileSync("blastn", ["-outfmt", "5", "-query", query, "-db", path.join(dir, "db"), "-out", out], {
+      stdio: "pipe",
+    });
     return readFileSync(out, "utf8");
   };
 

@@ -26,7 +26,9 @@ function longTimerArmed(minDelayMs: number): Promise<void> {
   });
 }
 
-function request(init: { url?: string; body?: string; headers?: Record<string, string>; params?: Record<string, string> } = {}): HttpRequestLike {
+function request(
+  init: { url?: string; body?: string; headers?: Record<string, string>; params?: Record<string, string> } = {},
+): HttpRequestLike {
   const url = init.url ?? "http://localhost/api/x";
   return {
     method: "POST",
@@ -54,7 +56,10 @@ describe("HTTP kit", () => {
   });
 
   it("B-125 B-238 lists each failing field as loc/msg/type for a 422, naming unknown keys", async () => {
-    const req = request({ body: JSON.stringify({ name: "a", count: "x", extra: 1 }), headers: { "content-type": "application/json" } });
+    const req = request({
+      body: JSON.stringify({ name: "a", count: "x", extra: 1 }),
+      headers: { "content-type": "application/json" },
+    });
     const error = await parseJsonBody(req, bodySchema).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ValidationError);
     const issues = (error as ValidationError).issues;
@@ -70,16 +75,28 @@ describe("HTTP kit", () => {
   });
 
   it("B-231 answers 400 for malformed JSON, a wrong content type and malformed parameters; 413 for a large body", async () => {
-    const handler = createHttpHandler(async (req) => jsonResult(200, await parseJsonBody(req, bodySchema, 64), "x"), createLogger({ level: "error", write: () => undefined }));
+    const handler = createHttpHandler(
+      async (req) => jsonResult(200, await parseJsonBody(req, bodySchema, 64), "x"),
+      createLogger({ level: "error", write: () => undefined }),
+    );
     const malformed = await handler(request({ body: "{nope", headers: { "content-type": "application/json" } }));
     expect(malformed.status).toBe(400);
     expect(malformed.jsonBody).toMatchObject({ detail: "request body is not valid JSON" });
     const wrongType = await handler(request({ body: "{}", headers: { "content-type": "text/plain" } }));
     expect(wrongType.status).toBe(400);
-    const large = await handler(request({ body: JSON.stringify({ name: "x".repeat(100), count: 1 }), headers: { "content-type": "application/json" } }));
+    const large = await handler(
+      request({
+        body: JSON.stringify({ name: "x".repeat(100), count: 1 }),
+        headers: { "content-type": "application/json" },
+      }),
+    );
     expect(large.status).toBe(413);
-    expect(() => parsePath(request({ params: { id: "../etc" } }), z.object({ id: z.string().regex(/^[a-z0-9]+$/) }))).toThrow(/invalid path parameter 'id'/);
-    expect(() => parseQuery(request({ url: "http://h/x?page=abc" }), z.object({ page: z.coerce.number().int() }))).toThrow(/invalid query parameter 'page'/);
+    expect(() =>
+      parsePath(request({ params: { id: "../etc" } }), z.object({ id: z.string().regex(/^[a-z0-9]+$/) })),
+    ).toThrow(/invalid path parameter 'id'/);
+    expect(() =>
+      parseQuery(request({ url: "http://h/x?page=abc" }), z.object({ page: z.coerce.number().int() })),
+    ).toThrow(/invalid query parameter 'page'/);
   });
 
   it("answers 422 when a required query parameter is missing", () => {
@@ -136,7 +153,10 @@ describe("HTTP kit", () => {
 
   it("B-127 stamps X-Request-Id on successful responses and logs the request with it", async () => {
     const { lines, logger } = capture();
-    const result = await createHttpHandler(async (_req, scope) => jsonResult(200, { ok: true }, scope.requestId), logger)(request());
+    const result = await createHttpHandler(
+      async (_req, scope) => jsonResult(200, { ok: true }, scope.requestId),
+      logger,
+    )(request());
     const id = result.headers?.["X-Request-Id"];
     expect(id).toMatch(/^[0-9a-f-]{36}$/);
     expect(lines.find((l) => l.msg === "request")).toMatchObject({ request_id: id, status: 200, path: "/api/x" });
@@ -144,7 +164,11 @@ describe("HTTP kit", () => {
 
   it("never writes secrets to logs", () => {
     const { lines, logger } = capture();
-    logger.info("calling", { authorization: "Bearer abc", nested: { api_token: "t0k3n", AccountKey: "k" }, connectionString: "AccountKey=x" });
+    logger.info("calling", {
+      authorization: "Bearer abc",
+      nested: { api_token: "t0k3n", AccountKey: "k" },
+      connectionString: "AccountKey=x",
+    });
     const text = JSON.stringify(lines);
     expect(text).not.toContain("abc");
     expect(text).not.toContain("t0k3n");
@@ -178,19 +202,39 @@ describe("conditional, long-polling reads", () => {
     };
     const render = async () => ({ status: state });
     const hour = 3_600_000;
-    expect(await longPoll({ render, ifNoneMatch: null, waitMs: hour, subscribe, recheckMs: hour })).toMatchObject({ notModified: false, body: { status: "queued" } });
+    expect(await longPoll({ render, ifNoneMatch: null, waitMs: hour, subscribe, recheckMs: hour })).toMatchObject({
+      notModified: false,
+      body: { status: "queued" },
+    });
 
     const heldArmed = longTimerArmed(60_000);
-    const held = longPoll({ render, ifNoneMatch: etagOf({ status: "queued" }), waitMs: hour, subscribe, recheckMs: hour });
+    const held = longPoll({
+      render,
+      ifNoneMatch: etagOf({ status: "queued" }),
+      waitMs: hour,
+      subscribe,
+      recheckMs: hour,
+    });
     await heldArmed;
     state = "running";
     notify();
-    expect(await held).toMatchObject({ notModified: false, body: { status: "running" }, etag: etagOf({ status: "running" }) });
+    expect(await held).toMatchObject({
+      notModified: false,
+      body: { status: "running" },
+      etag: etagOf({ status: "running" }),
+    });
 
     // A client hanging up while the request is held ends the wait, and the subscription.
     const controller = new AbortController();
     const abandonedArmed = longTimerArmed(60_000);
-    const abandoned = longPoll({ render, ifNoneMatch: etagOf({ status: "running" }), waitMs: hour, subscribe, recheckMs: hour, signal: controller.signal });
+    const abandoned = longPoll({
+      render,
+      ifNoneMatch: etagOf({ status: "running" }),
+      waitMs: hour,
+      subscribe,
+      recheckMs: hour,
+      signal: controller.signal,
+    });
     await abandonedArmed;
     controller.abort();
     expect(await abandoned).toMatchObject({ notModified: true });
@@ -210,7 +254,13 @@ describe("conditional, long-polling reads", () => {
       return { status: state };
     };
     const silent = () => () => {};
-    const changed = longPoll({ render, ifNoneMatch: etagOf({ status: "running" }), waitMs: 60_000, subscribe: silent, recheckMs: 20 });
+    const changed = longPoll({
+      render,
+      ifNoneMatch: etagOf({ status: "running" }),
+      waitMs: 60_000,
+      subscribe: silent,
+      recheckMs: 20,
+    });
     // Unsignalled, it re-read once and found nothing new; the change comes after.
     await rereadOnce;
     state = "completed";
@@ -218,7 +268,13 @@ describe("conditional, long-polling reads", () => {
 
     renders = 0;
     const started = Date.now();
-    const unchanged = await longPoll({ render, ifNoneMatch: etagOf({ status: "completed" }), waitMs: 120, subscribe: silent, recheckMs: 50 });
+    const unchanged = await longPoll({
+      render,
+      ifNoneMatch: etagOf({ status: "completed" }),
+      waitMs: 120,
+      subscribe: silent,
+      recheckMs: 50,
+    });
     expect(unchanged.notModified).toBe(true);
     expect(Date.now() - started).toBeGreaterThanOrEqual(100);
     expect(renders).toBeGreaterThanOrEqual(2);
@@ -228,9 +284,23 @@ describe("conditional, long-polling reads", () => {
     let tick = 0;
     const render = async () => ({ status: "running", elapsed_seconds: tick++ });
     const versionOf = ({ elapsed_seconds, ...stable }: { status: string; elapsed_seconds: number }) => stable;
-    const first = await longPoll({ render, versionOf, ifNoneMatch: null, waitMs: 0, subscribe: () => () => {}, recheckMs: 10 });
+    const first = await longPoll({
+      render,
+      versionOf,
+      ifNoneMatch: null,
+      waitMs: 0,
+      subscribe: () => () => {},
+      recheckMs: 10,
+    });
     expect(first.etag).toMatch(/^W\/"/);
-    const held = await longPoll({ render, versionOf, ifNoneMatch: first.etag, waitMs: 60, subscribe: () => () => {}, recheckMs: 10 });
+    const held = await longPoll({
+      render,
+      versionOf,
+      ifNoneMatch: first.etag,
+      waitMs: 60,
+      subscribe: () => () => {},
+      recheckMs: 10,
+    });
     expect(held).toMatchObject({ notModified: true, etag: first.etag });
     expect(held.body.elapsed_seconds).toBeGreaterThan(first.body.elapsed_seconds);
   });

@@ -15,7 +15,15 @@ function localeCanonicalJson(value: unknown): string {
 
 /** The fields each fingerprint covers (shared/dashboard/dashboard-job-service.ts, jobapi/jobs/job-service.ts). */
 const DASHBOARD_FIELDS = ["program", "db", "query_fasta", "options", "execution_profile", "priority"];
-const JOB_API_FIELDS = ["program", "db", "query_fasta", "blast_options", "execution_profile", "resource_profile", "priority"];
+const JOB_API_FIELDS = [
+  "program",
+  "db",
+  "query_fasta",
+  "blast_options",
+  "execution_profile",
+  "resource_profile",
+  "priority",
+];
 const OPTION_KEYS = Object.keys(blastOptionsSchema.shape);
 
 describe("canonical JSON of request fingerprints (RFC 8785 key order)", () => {
@@ -25,8 +33,8 @@ describe("canonical JSON of request fingerprints (RFC 8785 key order)", () => {
     expect(["z", "é"].sort((left, right) => left.localeCompare(right))).toEqual(["é", "z"]);
 
     expect(canonicalJson({ a: 1, B: 2 })).toBe('{"B":2,"a":1}');
-    expect(canonicalJson({ "é": 1, z: 2 })).toBe('{"z":2,"é":1}');
-    expect(canonicalJson({ outer: { "é": [{ z: 1, B: 2 }], a: null } })).toBe('{"outer":{"a":null,"é":[{"B":2,"z":1}]}}');
+    expect(canonicalJson({ é: 1, z: 2 })).toBe('{"z":2,"é":1}');
+    expect(canonicalJson({ outer: { é: [{ z: 1, B: 2 }], a: null } })).toBe('{"outer":{"a":null,"é":[{"B":2,"z":1}]}}');
   });
 
   it("orders the keys of RFC 8785's sorting example as the RFC does (surrogate pairs by code unit)", () => {
@@ -61,7 +69,9 @@ describe("canonical JSON of request fingerprints (RFC 8785 key order)", () => {
     // ...so a request with every field and every option canonicalizes to the same text as before.
     const options = Object.fromEntries(OPTION_KEYS.map((key, index) => [key, index % 3 === 0 ? true : index]));
     for (const fields of [DASHBOARD_FIELDS, JOB_API_FIELDS]) {
-      const request = Object.fromEntries(fields.map((field) => [field, field.endsWith("options") ? options : `${field} value`]));
+      const request = Object.fromEntries(
+        fields.map((field) => [field, field.endsWith("options") ? options : `${field} value`]),
+      );
       expect(canonicalJson(request)).toBe(localeCanonicalJson(request));
       expect(requestFingerprint(request)).toBe(createHash("sha256").update(localeCanonicalJson(request)).digest("hex"));
     }

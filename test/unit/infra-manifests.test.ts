@@ -30,27 +30,46 @@ describe("job API Kubernetes manifest", () => {
 });
 
 describe("job API Kubernetes manifest: the workload identity, never a storage key (B-195, B-219)", () => {
-  const objects = parseAllDocuments(readFileSync(path.join(ROOT, "infra/k8s/jobapi.yaml"), "utf8"), { uniqueKeys: true }).map((d) => d.toJS());
+  const objects = parseAllDocuments(readFileSync(path.join(ROOT, "infra/k8s/jobapi.yaml"), "utf8"), {
+    uniqueKeys: true,
+  }).map((d) => d.toJS());
   const deployment = objects.find((o) => o.kind === "Deployment");
   const container = deployment.spec.template.spec.containers[0];
   const env = Object.fromEntries((container.env as { name: string; value?: string }[]).map((e) => [e.name, e.value]));
 
   it("B-195 B-219: the job API runs with the workload identity and names its storage account, with no connection string anywhere", () => {
     expect(deployment.spec.template.metadata.labels["azure.workload.identity/use"]).toBe("true");
-    const account = objects.find((o) => o.kind === "ServiceAccount" && o.metadata.name === deployment.spec.template.spec.serviceAccountName);
+    const account = objects.find(
+      (o) => o.kind === "ServiceAccount" && o.metadata.name === deployment.spec.template.spec.serviceAccountName,
+    );
     expect(account.metadata.annotations["azure.workload.identity/client-id"]).toBeTruthy();
     expect(Object.keys(env).filter((name) => /CONNECTION_STRING|SAS|ACCOUNT_KEY/.test(name))).toEqual([]);
     expect(JSON.stringify(objects)).not.toMatch(/AccountKey=|SharedAccessSignature=|sig=/);
     // The job API's own configuration check accepts exactly this environment, as identity-based storage.
-    const filled = Object.fromEntries(Object.entries(env).map(([name, value]) => [name, String(value).replace(/\$\{[A-Z_]+\}/g, name === "JOBAPI_STORAGE_ACCOUNT_NAME" ? "blastplanework" : "https://kv.vault.azure.net")]));
-    expect(loadJobApiConfig(filled, "/").storage).toMatchObject({ kind: "identity", blobUrl: "https://blastplanework.blob.core.windows.net" });
+    const filled = Object.fromEntries(
+      Object.entries(env).map(([name, value]) => [
+        name,
+        String(value).replace(
+          /\$\{[A-Z_]+\}/g,
+          name === "JOBAPI_STORAGE_ACCOUNT_NAME" ? "blastplanework" : "https://kv.vault.azure.net",
+        ),
+      ]),
+    );
+    expect(loadJobApiConfig(filled, "/").storage).toMatchObject({
+      kind: "identity",
+      blobUrl: "https://blastplanework.blob.core.windows.net",
+    });
   });
 
   it("B-195: shard pods get their own federated service account, which holds no Kubernetes role; the job API may not touch Secrets", () => {
-    const shardAccount = objects.find((o) => o.kind === "ServiceAccount" && o.metadata.name === env.JOBAPI_K8S_SERVICE_ACCOUNT);
+    const shardAccount = objects.find(
+      (o) => o.kind === "ServiceAccount" && o.metadata.name === env.JOBAPI_K8S_SERVICE_ACCOUNT,
+    );
     expect(shardAccount.metadata.annotations["azure.workload.identity/client-id"]).toBeTruthy();
     expect(shardAccount.automountServiceAccountToken).toBe(false);
-    const bound = objects.filter((o) => /RoleBinding$/.test(o.kind)).flatMap((o) => o.subjects.map((s: { name: string }) => s.name));
+    const bound = objects
+      .filter((o) => /RoleBinding$/.test(o.kind))
+      .flatMap((o) => o.subjects.map((s: { name: string }) => s.name));
     expect(bound).not.toContain(shardAccount.metadata.name);
     const rules = objects.filter((o) => /Role$/.test(o.kind)).flatMap((o) => o.rules);
     expect(rules.flatMap((r: { resources: string[] }) => r.resources)).not.toContain("secrets");

@@ -61,19 +61,40 @@ describe("job-API client: answers", () => {
     let token = "bpt_first";
     const api = client({ token: async () => token });
     handler = answer(202, { job_id: "abcdefghijkl", status: "queued" });
-    expect(await api.submit({ program: "blastn", idempotency_key: "dashboard-x" })).toEqual({ job_id: "abcdefghijkl", status: "queued", replayed: false });
+    expect(await api.submit({ program: "blastn", idempotency_key: "dashboard-x" })).toEqual({
+      job_id: "abcdefghijkl",
+      status: "queued",
+      replayed: false,
+    });
     token = "bpt_second";
     handler = answer(200, { job_id: "abcdefghijkl", status: "running" });
-    expect(await api.submit({ program: "blastn", idempotency_key: "dashboard-x" })).toEqual({ job_id: "abcdefghijkl", status: "running", replayed: true });
+    expect(await api.submit({ program: "blastn", idempotency_key: "dashboard-x" })).toEqual({
+      job_id: "abcdefghijkl",
+      status: "running",
+      replayed: true,
+    });
     const [first, second] = received.slice(-2);
-    expect(first).toMatchObject({ method: "POST", url: "/v1/jobs", headers: { "x-svc-api-token": "bpt_first", "content-type": "application/json" } });
+    expect(first).toMatchObject({
+      method: "POST",
+      url: "/v1/jobs",
+      headers: { "x-svc-api-token": "bpt_first", "content-type": "application/json" },
+    });
     expect(second?.headers["x-svc-api-token"]).toBe("bpt_second");
     expect(first?.headers.authorization).toBeUndefined();
   });
 
   it("reads a status and a cancel's resulting status", async () => {
-    handler = answer(200, { job_id: "abcdefghijkl", status: "running", error: "", queue_position: null, kubernetes: { summary: { total: 2, succeeded: 1, failed: 0, active: 1 } } });
-    expect(await client().getStatus("abcdefghijkl")).toMatchObject({ status: "running", kubernetes: { summary: { active: 1 } } });
+    handler = answer(200, {
+      job_id: "abcdefghijkl",
+      status: "running",
+      error: "",
+      queue_position: null,
+      kubernetes: { summary: { total: 2, succeeded: 1, failed: 0, active: 1 } },
+    });
+    expect(await client().getStatus("abcdefghijkl")).toMatchObject({
+      status: "running",
+      kubernetes: { summary: { active: 1 } },
+    });
     expect(received.at(-1)?.url).toBe("/v1/jobs/abcdefghijkl/status");
     handler = answer(200, { job_id: "abcdefghijkl", status: "completed" });
     expect(await client().cancel("abcdefghijkl")).toBe("completed");
@@ -82,7 +103,10 @@ describe("job-API client: answers", () => {
 
   it("streams results through with their content type and disposition", async () => {
     handler = (_request, response) => {
-      response.writeHead(200, { "Content-Type": "text/tab-separated-values", "Content-Disposition": 'attachment; filename="results.tsv"' });
+      response.writeHead(200, {
+        "Content-Type": "text/tab-separated-values",
+        "Content-Disposition": 'attachment; filename="results.tsv"',
+      });
       response.write("q1\ts1\t");
       response.end("99.5\n");
     };
@@ -111,7 +135,13 @@ describe("job-API client: one error vocabulary (shared/errors.ts)", () => {
   });
 
   it("gives the job API's refusals their own classes, with its words", async () => {
-    const issues = [{ loc: ["body", "blast_options", "evalue"], msg: "evalue must be a number greater than 0 and at most 1000", type: "value_error" }];
+    const issues = [
+      {
+        loc: ["body", "blast_options", "evalue"],
+        msg: "evalue must be a number greater than 0 and at most 1000",
+        type: "value_error",
+      },
+    ];
     handler = answer(422, { detail: issues, request_id: "r" });
     const invalid = await failure(client().submit({}));
     expect(invalid).toBeInstanceOf(ValidationError);
@@ -151,10 +181,18 @@ describe("job-API client: one error vocabulary (shared/errors.ts)", () => {
     expect(unreachable).toBeInstanceOf(DependencyUnavailableError);
     expect(unreachable.message).toMatch(/^job API unreachable: /);
 
-    expect(await failure(client({ baseUrl: undefined }).submit({}))).toMatchObject({ name: "DependencyUnavailableError", message: "the job API is not configured (JOBAPI_URL)" });
+    expect(await failure(client({ baseUrl: undefined }).submit({}))).toMatchObject({
+      name: "DependencyUnavailableError",
+      message: "the job API is not configured (JOBAPI_URL)",
+    });
 
-    const tokenless = await failure(client({ token: async () => Promise.reject(new Error("EACCES: secrets folder")) }).submit({}));
-    expect(tokenless).toMatchObject({ name: "DependencyUnavailableError", message: "the job API token could not be read" });
+    const tokenless = await failure(
+      client({ token: async () => Promise.reject(new Error("EACCES: secrets folder")) }).submit({}),
+    );
+    expect(tokenless).toMatchObject({
+      name: "DependencyUnavailableError",
+      message: "the job API token could not be read",
+    });
     const missing = new DependencyUnavailableError("no job API token is configured");
     expect(await failure(client({ token: async () => Promise.reject(missing) }).submit({}))).toBe(missing);
 

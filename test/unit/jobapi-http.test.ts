@@ -79,7 +79,10 @@ describe("job API transport: failures the routes did not handle", () => {
 
   it("B-229 keeps an inbound X-Request-Id on the 500, so the caller's id finds the log line", async () => {
     const { app } = transport([boom("POST", new TypeError("cannot read properties of undefined"))]);
-    const res = await app.request("/v1/boom", { method: "POST", headers: { "X-SVC-API-Token": "good", "X-Request-Id": "lims-run-0042" } });
+    const res = await app.request("/v1/boom", {
+      method: "POST",
+      headers: { "X-SVC-API-Token": "good", "X-Request-Id": "lims-run-0042" },
+    });
     expect(res.status).toBe(500);
     expect(await res.json()).toEqual({ detail: "internal server error", request_id: "lims-run-0042" });
   });
@@ -96,24 +99,37 @@ describe("job API transport: failures the routes did not handle", () => {
         },
       },
     ]);
-    for (const headers of [{}, { "X-SVC-API-Token": "goo" }, { "X-SVC-API-Token": "goodx" }] as Record<string, string>[]) {
+    for (const headers of [{}, { "X-SVC-API-Token": "goo" }, { "X-SVC-API-Token": "goodx" }] as Record<
+      string,
+      string
+    >[]) {
       const res = await app.request("/v1/boom", { headers });
       expect(res.status).toBe(401);
-      expect(await res.json()).toMatchObject({ detail: "missing or invalid X-SVC-API-Token", request_id: res.headers.get("x-request-id") });
+      expect(await res.json()).toMatchObject({
+        detail: "missing or invalid X-SVC-API-Token",
+        request_id: res.headers.get("x-request-id"),
+      });
     }
     expect(reached).toBe(false);
   });
 });
 
 describe("job API transport: routing answers in the envelope", () => {
-  const ok: JobApiRoute = { method: "GET", path: "/v1/jobs/{job_id}/status", handler: async (req, { requestId }) => jsonResult(200, { id: req.params.job_id }, requestId) };
+  const ok: JobApiRoute = {
+    method: "GET",
+    path: "/v1/jobs/{job_id}/status",
+    handler: async (req, { requestId }) => jsonResult(200, { id: req.params.job_id }, requestId),
+  };
 
   it("B-233 B-227 answers 404 for an unknown path, 405 with Allow for a known path's other method, 400 for an empty segment", async () => {
     const { app } = transport([ok]);
     const unknown = await app.request("/v1/nope", { headers: { "X-SVC-API-Token": "good" } });
     expect(unknown.status).toBe(404);
     expect(await unknown.json()).toEqual({ detail: "not found", request_id: unknown.headers.get("x-request-id") });
-    const wrongMethod = await app.request("/v1/jobs/abc/status", { method: "DELETE", headers: { "X-SVC-API-Token": "good" } });
+    const wrongMethod = await app.request("/v1/jobs/abc/status", {
+      method: "DELETE",
+      headers: { "X-SVC-API-Token": "good" },
+    });
     expect(wrongMethod.status).toBe(405);
     expect(wrongMethod.headers.get("allow")).toBe("GET");
     expect(await wrongMethod.json()).toMatchObject({ detail: "method not allowed" });
@@ -151,12 +167,23 @@ describe("job API transport: routing answers in the envelope", () => {
 describe("job API transport: request bodies", () => {
   it("reads a body within the limit and answers 413 over it, declared by Content-Length", async () => {
     const { app } = transport([echo]);
-    const within = await app.request("/v1/echo", { method: "POST", headers: { "X-SVC-API-Token": "good" }, body: "x".repeat(LIMIT) });
+    const within = await app.request("/v1/echo", {
+      method: "POST",
+      headers: { "X-SVC-API-Token": "good" },
+      body: "x".repeat(LIMIT),
+    });
     expect(await within.json()).toEqual({ length: LIMIT });
     const base = await listen(app);
-    const over = await fetch(`${base}/v1/echo`, { method: "POST", headers: { "X-SVC-API-Token": "good" }, body: "x".repeat(LIMIT + 1) });
+    const over = await fetch(`${base}/v1/echo`, {
+      method: "POST",
+      headers: { "X-SVC-API-Token": "good" },
+      body: "x".repeat(LIMIT + 1),
+    });
     expect(over.status).toBe(413);
-    expect(await over.json()).toMatchObject({ detail: `request body exceeds ${LIMIT} bytes`, request_id: over.headers.get("x-request-id") });
+    expect(await over.json()).toMatchObject({
+      detail: `request body exceeds ${LIMIT} bytes`,
+      request_id: over.headers.get("x-request-id"),
+    });
   });
 
   it("counts a chunked body while reading it: 413 once it passes the limit, and the server keeps serving", async () => {
@@ -164,13 +191,23 @@ describe("job API transport: request bodies", () => {
     const base = await listen(app);
     const post = (chunks: string[]) =>
       new Promise<{ status: number; body: string; chunked: boolean }>((resolve, reject) => {
-        const req = http.request(`${base}/v1/echo`, { method: "POST", headers: { "X-SVC-API-Token": "good" } }, (res) => {
-          let body = "";
-          res.on("data", (c: Buffer) => {
-            body += c.toString();
-          });
-          res.on("end", () => resolve({ status: res.statusCode ?? 0, body, chunked: req.getHeader("transfer-encoding") === "chunked" || !req.getHeader("content-length") }));
-        });
+        const req = http.request(
+          `${base}/v1/echo`,
+          { method: "POST", headers: { "X-SVC-API-Token": "good" } },
+          (res) => {
+            let body = "";
+            res.on("data", (c: Buffer) => {
+              body += c.toString();
+            });
+            res.on("end", () =>
+              resolve({
+                status: res.statusCode ?? 0,
+                body,
+                chunked: req.getHeader("transfer-encoding") === "chunked" || !req.getHeader("content-length"),
+              }),
+            );
+          },
+        );
         req.on("error", reject);
         for (const chunk of chunks) req.write(chunk);
         req.end();
@@ -189,7 +226,11 @@ describe("job API transport: streamed responses", () => {
   const streamRoute = (source: () => Readable): JobApiRoute => ({
     method: "GET",
     path: "/v1/stream",
-    handler: async (_req, { requestId }) => ({ status: 200, headers: { "Content-Type": "application/octet-stream", "X-Request-Id": requestId }, body: source() }),
+    handler: async (_req, { requestId }) => ({
+      status: 200,
+      headers: { "Content-Type": "application/octet-stream", "X-Request-Id": requestId },
+      body: source(),
+    }),
   });
 
   it("streams a Node stream's bytes in order", async () => {
@@ -216,7 +257,9 @@ describe("job API transport: streamed responses", () => {
       ),
     ]);
     const base = await listen(app);
-    const res = await fetch(`${base}/v1/stream`, { headers: { "X-SVC-API-Token": "good", "X-Request-Id": "stream-fails-1" } });
+    const res = await fetch(`${base}/v1/stream`, {
+      headers: { "X-SVC-API-Token": "good", "X-Request-Id": "stream-fails-1" },
+    });
     expect(res.status).toBe(200);
     await expect(res.arrayBuffer()).rejects.toThrow();
     const failed = await vi.waitFor(() => {

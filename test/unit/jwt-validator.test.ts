@@ -6,7 +6,12 @@ import { type CryptoKey, exportSPKI, generateKeyPair, importJWK, type JWTPayload
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { type DevIdentityProvider, startDevIdentityProvider } from "../../local/dev-idp.js";
-import { apiAudience, createJwtValidator, entraDiscoveryUrl, type JwtValidator } from "../../shared/auth/jwt-validator.js";
+import {
+  apiAudience,
+  createJwtValidator,
+  entraDiscoveryUrl,
+  type JwtValidator,
+} from "../../shared/auth/jwt-validator.js";
 import { hasRoleAtLeast, ROLES, type Role, roleRank } from "../../shared/auth/roles.js";
 import { DependencyUnavailableError, UnauthorizedError } from "../../shared/errors.js";
 import { httpMappingOf } from "../../shared/http/envelope.js";
@@ -26,10 +31,15 @@ const now = () => Math.floor(Date.now() / 1000);
 const b64json = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64url");
 const jwksSchema = z.object({ keys: z.array(z.looseObject({ n: z.string(), e: z.string(), kid: z.string() })) });
 const storedKeySchema = z.looseObject({ kty: z.literal("RSA"), n: z.string(), e: z.string(), d: z.string() });
-const tokenResponseSchema = z.object({ access_token: z.string(), token_type: z.literal("Bearer"), expires_in: z.number() });
+const tokenResponseSchema = z.object({
+  access_token: z.string(),
+  token_type: z.literal("Bearer"),
+  expires_in: z.number(),
+});
 const decodePart = (part: string | undefined): Record<string, unknown> =>
   z.record(z.string(), z.unknown()).parse(JSON.parse(Buffer.from(part ?? "", "base64url").toString("utf8")));
-const keysPathOf = (provider: DevIdentityProvider) => new URL(provider.discoveryUrl).pathname.replace("/v2.0/.well-known/openid-configuration", "/discovery/v2.0/keys");
+const keysPathOf = (provider: DevIdentityProvider) =>
+  new URL(provider.discoveryUrl).pathname.replace("/v2.0/.well-known/openid-configuration", "/discovery/v2.0/keys");
 
 function validClaims(): JWTPayload {
   const t = now();
@@ -80,7 +90,11 @@ function countingFetch(): { fetchImpl: typeof fetch; calls: string[] } {
   return { fetchImpl, calls };
 }
 
-async function postToken(provider: DevIdentityProvider, body: string, contentType = "application/json"): Promise<Response> {
+async function postToken(
+  provider: DevIdentityProvider,
+  body: string,
+  contentType = "application/json",
+): Promise<Response> {
   return fetch(`${provider.url}/dev/token`, { method: "POST", headers: { "content-type": contentType }, body });
 }
 
@@ -120,9 +134,17 @@ describe("createJwtValidator against the dev identity provider", () => {
   });
 
   it("B-185 falls back to preferred_username, empty tenant_id, and drops unknown roles", async () => {
-    const token = await signWithIdpKey({ preferred_username: "ada@example.test", roles: ["Owner", "Admin", 7, "Owner", "reader"] }, ["name", "tid"]);
+    const token = await signWithIdpKey(
+      { preferred_username: "ada@example.test", roles: ["Owner", "Admin", 7, "Owner", "reader"] },
+      ["name", "tid"],
+    );
     const caller = await validator.validate(`Bearer ${token}`);
-    expect(caller).toEqual({ oid: "0c8f6e4a-1d2b-4c3e-8f9a-0b1c2d3e4f50", name: "ada@example.test", tenant_id: "", roles: ["Owner"] });
+    expect(caller).toEqual({
+      oid: "0c8f6e4a-1d2b-4c3e-8f9a-0b1c2d3e4f50",
+      name: "ada@example.test",
+      tenant_id: "",
+      roles: ["Owner"],
+    });
   });
 
   it("B-185 name is empty and roles empty when the token has neither", async () => {
@@ -172,9 +194,15 @@ describe("createJwtValidator against the dev identity provider", () => {
     const claims = validClaims();
     const publicKey = await importJWK({ kty: "RSA", n: idpPublicJwk.n, e: idpPublicJwk.e }, "RS256");
     const pem = await exportSPKI(publicKey);
-    const secrets = [Buffer.from(idpPublicJwk.n, "base64url"), new TextEncoder().encode(pem), new TextEncoder().encode(JSON.stringify(idpPublicJwk))];
+    const secrets = [
+      Buffer.from(idpPublicJwk.n, "base64url"),
+      new TextEncoder().encode(pem),
+      new TextEncoder().encode(JSON.stringify(idpPublicJwk)),
+    ];
     for (const secret of secrets) {
-      const token = await new SignJWT(claims).setProtectedHeader({ alg: "HS256", typ: "JWT", kid: idpKid }).sign(secret);
+      const token = await new SignJWT(claims)
+        .setProtectedHeader({ alg: "HS256", typ: "JWT", kid: idpKid })
+        .sign(secret);
       await expectUnauthorized(`Bearer ${token}`, token);
     }
   });
@@ -187,7 +215,11 @@ describe("createJwtValidator against the dev identity provider", () => {
       const jwks = jwksSchema.parse(await response.json());
       return Response.json({ keys: jwks.keys.map(({ alg: _alg, ...rest }) => rest) });
     };
-    const entraLike = createJwtValidator({ discoveryUrl: idp.discoveryUrl, audience: idp.audience, fetchImpl: withoutAlg });
+    const entraLike = createJwtValidator({
+      discoveryUrl: idp.discoveryUrl,
+      audience: idp.audience,
+      fetchImpl: withoutAlg,
+    });
     await expect(entraLike.validate(`Bearer ${await signWithIdpKey({})}`)).resolves.toBeDefined();
     const stored = storedKeySchema.parse(JSON.parse(await readFile(keyFile, "utf8")));
     for (const alg of ["PS256", "RS384", "RS512"]) {
@@ -200,7 +232,8 @@ describe("createJwtValidator against the dev identity provider", () => {
   it("B-186 rejects a tampered payload carrying the original signature", async () => {
     const token = await idp.mint({ role: "Reader", oid: "victim" });
     const [header, payload, signature] = token.split(".");
-    if (header === undefined || payload === undefined || signature === undefined) throw new Error("minted token is not compact JWS");
+    if (header === undefined || payload === undefined || signature === undefined)
+      throw new Error("minted token is not compact JWS");
     const forged = `${header}.${b64json({ ...decodePart(payload), roles: ["Owner"] })}.${signature}`;
     await expect(validator.validate(`Bearer ${token}`)).resolves.toMatchObject({ roles: ["Reader"] });
     await expectUnauthorized(`Bearer ${forged}`, forged);
@@ -211,7 +244,9 @@ describe("createJwtValidator against the dev identity provider", () => {
   it("B-186 rejects a token signed by a key that is not in the JWKS (unknown kid and reused kid)", async () => {
     const { privateKey } = await generateKeyPair("RS256");
     const claims = validClaims();
-    const unknownKid = await new SignJWT(claims).setProtectedHeader({ alg: "RS256", kid: "not-in-jwks" }).sign(privateKey);
+    const unknownKid = await new SignJWT(claims)
+      .setProtectedHeader({ alg: "RS256", kid: "not-in-jwks" })
+      .sign(privateKey);
     await expectUnauthorized(`Bearer ${unknownKid}`, unknownKid);
     const borrowedKid = await new SignJWT(claims).setProtectedHeader({ alg: "RS256", kid: idpKid }).sign(privateKey);
     await expectUnauthorized(`Bearer ${borrowedKid}`, borrowedKid);
@@ -230,16 +265,27 @@ describe("createJwtValidator against the dev identity provider", () => {
   });
 
   it("B-188 rejects a token with the wrong issuer", async () => {
-    await expectUnauthorized(`Bearer ${await signWithIdpKey({ iss: `https://login.microsoftonline.com/${TENANT_ID}/v2.0` })}`);
+    await expectUnauthorized(
+      `Bearer ${await signWithIdpKey({ iss: `https://login.microsoftonline.com/${TENANT_ID}/v2.0` })}`,
+    );
     await expectUnauthorized(`Bearer ${await signWithIdpKey({}, ["iss"])}`);
   });
 
   it("B-188 rejects a token from another tenant's IdP even when it shares the signing key", async () => {
-    const otherTenant = await startDevIdentityProvider({ port: 0, keyFile, clientId: CLIENT_ID, tenantId: "other-tenant" });
+    const otherTenant = await startDevIdentityProvider({
+      port: 0,
+      keyFile,
+      clientId: CLIENT_ID,
+      tenantId: "other-tenant",
+    });
     try {
       const token = await otherTenant.mint({ role: "Owner" });
       await expectUnauthorized(`Bearer ${token}`, token);
-      const sameIssuer = createJwtValidator({ discoveryUrl: idp.discoveryUrl, audience: idp.audience, issuer: otherTenant.issuer });
+      const sameIssuer = createJwtValidator({
+        discoveryUrl: idp.discoveryUrl,
+        audience: idp.audience,
+        issuer: otherTenant.issuer,
+      });
       await expect(sameIssuer.validate(`Bearer ${token}`)).resolves.toMatchObject({ tenant_id: "other-tenant" });
     } finally {
       await otherTenant.close();
@@ -269,7 +315,11 @@ describe("createJwtValidator against the dev identity provider", () => {
   });
 
   it("B-190 honours a custom clock tolerance", async () => {
-    const strict = createJwtValidator({ discoveryUrl: idp.discoveryUrl, audience: idp.audience, clockToleranceSeconds: 0 });
+    const strict = createJwtValidator({
+      discoveryUrl: idp.discoveryUrl,
+      audience: idp.audience,
+      clockToleranceSeconds: 0,
+    });
     const token = await signWithIdpKey({ exp: now() - 20 });
     await expect(validator.validate(`Bearer ${token}`)).resolves.toBeDefined();
     await expect(rejection(strict.validate(`Bearer ${token}`))).resolves.toBeInstanceOf(UnauthorizedError);
@@ -281,7 +331,11 @@ describe("B-187 discovery and signing-key caching", () => {
     const provider = await startDevIdentityProvider({ port: 0, clientId: CLIENT_ID, tenantId: TENANT_ID });
     try {
       const { fetchImpl, calls } = countingFetch();
-      const cached = createJwtValidator({ discoveryUrl: provider.discoveryUrl, audience: provider.audience, fetchImpl });
+      const cached = createJwtValidator({
+        discoveryUrl: provider.discoveryUrl,
+        audience: provider.audience,
+        fetchImpl,
+      });
       const keysPath = keysPathOf(provider);
       const tokens = await Promise.all(ROLES.map((role) => provider.mint({ role })));
       // The first burst is concurrent: in-flight discovery and JWKS fetches must be shared.
@@ -331,7 +385,9 @@ describe("B-187 discovery and signing-key caching", () => {
     const discoveryUrl = provider.discoveryUrl;
     await provider.close();
     const unreachable = createJwtValidator({ discoveryUrl, audience: provider.audience });
-    await expect(rejection(unreachable.validate(`Bearer ${token}`))).resolves.toBeInstanceOf(DependencyUnavailableError);
+    await expect(rejection(unreachable.validate(`Bearer ${token}`))).resolves.toBeInstanceOf(
+      DependencyUnavailableError,
+    );
   });
 
   it("B-187 an unavailable JWKS endpoint is a 503, not a 401", async () => {
@@ -374,7 +430,9 @@ describe("roles", () => {
   });
 
   it("Entra helpers build the discovery URL and the audience", () => {
-    expect(entraDiscoveryUrl(TENANT_ID)).toBe(`https://login.microsoftonline.com/${TENANT_ID}/v2.0/.well-known/openid-configuration`);
+    expect(entraDiscoveryUrl(TENANT_ID)).toBe(
+      `https://login.microsoftonline.com/${TENANT_ID}/v2.0/.well-known/openid-configuration`,
+    );
     expect(apiAudience(CLIENT_ID)).toBe(`api://${CLIENT_ID}`);
   });
 });
@@ -393,7 +451,9 @@ describe("dev identity provider", () => {
     expect(idp.audience).toBe(`api://${CLIENT_ID}`);
     expect(idp.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     const jwks: unknown = await (await fetch(`${idp.url}${keysPathOf(idp)}`)).json();
-    expect(jwks).toEqual({ keys: [{ kty: "RSA", n: idpPublicJwk.n, e: idpPublicJwk.e, kid: idpKid, alg: "RS256", use: "sig" }] });
+    expect(jwks).toEqual({
+      keys: [{ kty: "RSA", n: idpPublicJwk.n, e: idpPublicJwk.e, kid: idpKid, alg: "RS256", use: "sig" }],
+    });
   });
 
   it("mints Entra-style claims with stable defaults", async () => {
@@ -401,7 +461,14 @@ describe("dev identity provider", () => {
     const [headerPart, payloadPart] = token.split(".");
     expect(decodePart(headerPart)).toMatchObject({ alg: "RS256", kid: idpKid });
     const claims = decodePart(payloadPart);
-    expect(claims).toMatchObject({ iss: idp.issuer, aud: idp.audience, name: "Local Developer", tid: TENANT_ID, roles: ["Contributor"], scp: "user_impersonation" });
+    expect(claims).toMatchObject({
+      iss: idp.issuer,
+      aud: idp.audience,
+      name: "Local Developer",
+      tid: TENANT_ID,
+      roles: ["Contributor"],
+      scp: "user_impersonation",
+    });
     expect(claims.sub).toBe(claims.oid);
     expect(claims.oid).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(claims.exp).toBe(Number(claims.iat) + 3600);
@@ -420,13 +487,21 @@ describe("dev identity provider", () => {
   });
 
   it("POST /dev/token mints a token the validator accepts", async () => {
-    const response = await postToken(idp, JSON.stringify({ role: "Owner", oid: "dev-oid", name: "Dev", ttl_seconds: 120 }));
+    const response = await postToken(
+      idp,
+      JSON.stringify({ role: "Owner", oid: "dev-oid", name: "Dev", ttl_seconds: 120 }),
+    );
     expect(response.status).toBe(200);
     expect(response.headers.get("cache-control")).toBe("no-store");
     const body = tokenResponseSchema.parse(await response.json());
     expect(body.expires_in).toBe(120);
     const token = body.access_token;
-    await expect(validator.validate(`Bearer ${token}`)).resolves.toEqual({ oid: "dev-oid", name: "Dev", tenant_id: TENANT_ID, roles: ["Owner"] });
+    await expect(validator.validate(`Bearer ${token}`)).resolves.toEqual({
+      oid: "dev-oid",
+      name: "Dev",
+      tenant_id: TENANT_ID,
+      roles: ["Owner"],
+    });
   });
 
   it("POST /dev/token refuses a bad role with 422", async () => {
@@ -487,10 +562,14 @@ describe("dev identity provider", () => {
 
   it("refuses a non-loopback Host header (DNS rebinding)", async () => {
     const status = await new Promise<number>((resolve, reject) => {
-      const req = httpRequest(`${idp.url}/dev/token`, { method: "POST", headers: { host: "attacker.example", "content-type": "application/json" } }, (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      });
+      const req = httpRequest(
+        `${idp.url}/dev/token`,
+        { method: "POST", headers: { host: "attacker.example", "content-type": "application/json" } },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
       req.on("error", reject);
       req.end(JSON.stringify({ role: "Owner" }));
     });
@@ -510,13 +589,23 @@ describe("dev identity provider key persistence", () => {
     const persistDir = await mkdtemp(join(tmpdir(), "dev-idp-persist-"));
     const file = join(persistDir, "key.json");
     try {
-      const first = await startDevIdentityProvider({ port: 0, keyFile: file, clientId: CLIENT_ID, tenantId: TENANT_ID });
+      const first = await startDevIdentityProvider({
+        port: 0,
+        keyFile: file,
+        clientId: CLIENT_ID,
+        tenantId: TENANT_ID,
+      });
       const port = Number(new URL(first.url).port);
       const token = await first.mint({ role: "Approver" });
       await first.close();
       if (process.platform !== "win32") expect((await stat(file)).mode & 0o777).toBe(0o600);
 
-      const restarted = await startDevIdentityProvider({ port, keyFile: file, clientId: CLIENT_ID, tenantId: TENANT_ID });
+      const restarted = await startDevIdentityProvider({
+        port,
+        keyFile: file,
+        clientId: CLIENT_ID,
+        tenantId: TENANT_ID,
+      });
       try {
         const fresh = createJwtValidator({ discoveryUrl: restarted.discoveryUrl, audience: restarted.audience });
         await expect(fresh.validate(`Bearer ${token}`)).resolves.toMatchObject({ roles: ["Approver"] });
@@ -532,14 +621,24 @@ describe("dev identity provider key persistence", () => {
     const persistDir = await mkdtemp(join(tmpdir(), "dev-idp-persist-"));
     const file = join(persistDir, "key.json");
     try {
-      const first = await startDevIdentityProvider({ port: 0, keyFile: file, clientId: CLIENT_ID, tenantId: TENANT_ID });
+      const first = await startDevIdentityProvider({
+        port: 0,
+        keyFile: file,
+        clientId: CLIENT_ID,
+        tenantId: TENANT_ID,
+      });
       const token = await first.mint({ role: "Contributor" });
       await first.close();
       // Hold the first port, so the restart surely listens elsewhere.
       const holder = createServer();
       await new Promise<void>((resolve) => holder.listen(Number(new URL(first.url).port), "127.0.0.1", resolve));
       try {
-        const restarted = await startDevIdentityProvider({ port: 0, keyFile: file, clientId: CLIENT_ID, tenantId: TENANT_ID });
+        const restarted = await startDevIdentityProvider({
+          port: 0,
+          keyFile: file,
+          clientId: CLIENT_ID,
+          tenantId: TENANT_ID,
+        });
         try {
           expect(restarted.url).not.toBe(first.url);
           expect(restarted.issuer).toBe(first.issuer);
@@ -567,11 +666,17 @@ describe("dev identity provider key persistence", () => {
       try {
         const viaB = createJwtValidator({ discoveryUrl: b.discoveryUrl, audience: b.audience, issuer: a.issuer });
         const viaA = createJwtValidator({ discoveryUrl: a.discoveryUrl, audience: a.audience, issuer: b.issuer });
-        await expect(viaB.validate(`Bearer ${await a.mint({ role: "Reader" })}`)).resolves.toMatchObject({ roles: ["Reader"] });
-        await expect(viaA.validate(`Bearer ${await b.mint({ role: "Owner" })}`)).resolves.toMatchObject({ roles: ["Owner"] });
+        await expect(viaB.validate(`Bearer ${await a.mint({ role: "Reader" })}`)).resolves.toMatchObject({
+          roles: ["Reader"],
+        });
+        await expect(viaA.validate(`Bearer ${await b.mint({ role: "Owner" })}`)).resolves.toMatchObject({
+          roles: ["Owner"],
+        });
         // Control: the main provider has a different key, so its tokens must fail against B's JWKS.
         const foreign = createJwtValidator({ discoveryUrl: b.discoveryUrl, audience: b.audience, issuer: idp.issuer });
-        await expect(rejection(foreign.validate(`Bearer ${await idp.mint({ role: "Reader" })}`))).resolves.toBeInstanceOf(UnauthorizedError);
+        await expect(
+          rejection(foreign.validate(`Bearer ${await idp.mint({ role: "Reader" })}`)),
+        ).resolves.toBeInstanceOf(UnauthorizedError);
       } finally {
         await Promise.all([a.close(), b.close()]);
       }

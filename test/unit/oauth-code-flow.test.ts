@@ -70,7 +70,12 @@ async function redeem(fields: Record<string, string>, origin = APP): Promise<Res
   return fetch(`${oauth}/token`, {
     method: "POST",
     headers: { "content-type": "application/x-www-form-urlencoded", origin },
-    body: new URLSearchParams({ grant_type: "authorization_code", client_id: CLIENT_ID, redirect_uri: REDIRECT, ...fields }),
+    body: new URLSearchParams({
+      grant_type: "authorization_code",
+      client_id: CLIENT_ID,
+      redirect_uri: REDIRECT,
+      ...fields,
+    }),
   });
 }
 
@@ -93,13 +98,27 @@ describe("the development identity provider's authorization code flow with PKCE"
     expect(res.status).toBe(200);
     expect(res.headers.get("access-control-allow-origin")).toBe(APP);
     expect(res.headers.get("cache-control")).toBe("no-store");
-    const tokens = (await res.json()) as { token_type: string; access_token: string; id_token: string; scope: string; expires_in: number };
+    const tokens = (await res.json()) as {
+      token_type: string;
+      access_token: string;
+      id_token: string;
+      scope: string;
+      expires_in: number;
+    };
     expect(tokens.token_type).toBe("Bearer");
     expect(tokens.scope).toBe(SCOPE);
-    const caller = await createJwtValidator({ discoveryUrl: idp.discoveryUrl, audience: idp.audience }).validate(`Bearer ${tokens.access_token}`);
+    const caller = await createJwtValidator({ discoveryUrl: idp.discoveryUrl, audience: idp.audience }).validate(
+      `Bearer ${tokens.access_token}`,
+    );
     expect(caller).toMatchObject({ name: "Ada Lovelace", tenant_id: TENANT_ID, roles: ["Owner"] });
     const id = decodeJwt(tokens.id_token);
-    expect(id).toMatchObject({ aud: CLIENT_ID, iss: idp.issuer, nonce: "nonce-456", name: "Ada Lovelace", oid: caller.oid });
+    expect(id).toMatchObject({
+      aud: CLIENT_ID,
+      iss: idp.issuer,
+      nonce: "nonce-456",
+      name: "Ada Lovelace",
+      oid: caller.oid,
+    });
   });
 
   it("a code is single-use: a wrong verifier burns it, and a replay of a redeemed code is refused", async () => {
@@ -107,7 +126,10 @@ describe("the development identity provider's authorization code flow with PKCE"
     const burnt = (await signIn(first.challenge)).get("code") ?? "";
     const wrong = await redeem({ code: burnt, code_verifier: pkce().verifier });
     expect(wrong.status).toBe(400);
-    expect(await wrong.json()).toEqual({ error: "invalid_grant", error_description: "code_verifier does not match the code_challenge" });
+    expect(await wrong.json()).toEqual({
+      error: "invalid_grant",
+      error_description: "code_verifier does not match the code_challenge",
+    });
     const retried = await redeem({ code: burnt, code_verifier: first.verifier });
     expect(retried.status).toBe(400);
     expect(((await retried.json()) as { error: string }).error).toBe("invalid_grant");
@@ -117,7 +139,10 @@ describe("the development identity provider's authorization code flow with PKCE"
     expect((await redeem({ code, code_verifier: second.verifier })).status).toBe(200);
     const replay = await redeem({ code, code_verifier: second.verifier });
     expect(replay.status).toBe(400);
-    expect(await replay.json()).toEqual({ error: "invalid_grant", error_description: "the authorization code is unknown, already used or expired" });
+    expect(await replay.json()).toEqual({
+      error: "invalid_grant",
+      error_description: "the authorization code is unknown, already used or expired",
+    });
   });
 
   it("a code redeemed for another redirect URI or client is refused", async () => {
@@ -126,11 +151,17 @@ describe("the development identity provider's authorization code flow with PKCE"
     const code = (await signIn(challenge)).get("code") ?? "";
     const res = await redeem({ code, code_verifier: verifier, redirect_uri: `${APP}/other` });
     expect(res.status).toBe(400);
-    expect(await res.json()).toEqual({ error: "invalid_grant", error_description: "the code was issued to another client or redirect_uri" });
+    expect(await res.json()).toEqual({
+      error: "invalid_grant",
+      error_description: "the code was issued to another client or redirect_uri",
+    });
   });
 
   it("an unknown client or an unregistered redirect URI gets an error page, never a redirect", async () => {
-    for (const params of [authorizeParams({ client_id: "someone-else" }), authorizeParams({ redirect_uri: "http://127.0.0.1:65000/evil" })]) {
+    for (const params of [
+      authorizeParams({ client_id: "someone-else" }),
+      authorizeParams({ redirect_uri: "http://127.0.0.1:65000/evil" }),
+    ]) {
       const res = await fetch(`${oauth}/authorize?${params}`, { redirect: "manual" });
       expect(res.status).toBe(400);
       expect(res.headers.get("location")).toBeNull();
@@ -166,7 +197,12 @@ describe("the development identity provider's authorization code flow with PKCE"
       const body = authorizeParams();
       body.set("role", role);
       body.set("name", name);
-      const res = await fetch(`${oauth}/authorize`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body, redirect: "manual" });
+      const res = await fetch(`${oauth}/authorize`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body,
+        redirect: "manual",
+      });
       expect(res.status).toBe(400);
       expect(res.headers.get("location")).toBeNull();
       expect(await res.text()).toContain(why);
@@ -180,34 +216,54 @@ describe("the development identity provider's authorization code flow with PKCE"
     const short = await redeem({ code: "x", code_verifier: "too-short" });
     expect(short.status).toBe(400);
     expect(await short.json()).toMatchObject({ error: "invalid_request" });
-    const json = await fetch(`${oauth}/token`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+    const json = await fetch(`${oauth}/token`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "{}",
+    });
     expect(json.status).toBe(400);
   });
 
   it("CORS admits only the origins of registered redirect URIs, on discovery and token", async () => {
     const allowed = await fetch(`${oauth}/token`, {
       method: "OPTIONS",
-      headers: { origin: APP, "access-control-request-method": "POST", "access-control-request-headers": "content-type" },
+      headers: {
+        origin: APP,
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "content-type",
+      },
     });
     expect(allowed.status).toBe(204);
     expect(allowed.headers.get("access-control-allow-origin")).toBe(APP);
     expect(allowed.headers.get("access-control-allow-headers")).toBe("content-type");
-    const refused = await fetch(`${oauth}/token`, { method: "OPTIONS", headers: { origin: "http://127.0.0.1:1", "access-control-request-method": "POST" } });
+    const refused = await fetch(`${oauth}/token`, {
+      method: "OPTIONS",
+      headers: { origin: "http://127.0.0.1:1", "access-control-request-method": "POST" },
+    });
     expect(refused.status).toBe(403);
     expect(refused.headers.get("access-control-allow-origin")).toBeNull();
     const discovery = await fetch(idp.discoveryUrl, { headers: { origin: APP } });
     expect(discovery.headers.get("access-control-allow-origin")).toBe(APP);
     const metadata = (await discovery.json()) as Record<string, unknown>;
-    expect(metadata).toMatchObject({ authorization_endpoint: `${oauth}/authorize`, token_endpoint: `${oauth}/token`, code_challenge_methods_supported: ["S256"] });
+    expect(metadata).toMatchObject({
+      authorization_endpoint: `${oauth}/authorize`,
+      token_endpoint: `${oauth}/token`,
+      code_challenge_methods_supported: ["S256"],
+    });
     const elsewhere = await fetch(idp.discoveryUrl, { headers: { origin: "http://127.0.0.1:1" } });
     expect(elsewhere.headers.get("access-control-allow-origin")).toBeNull();
   });
 
   it("logout returns only to a registered URI", async () => {
-    const back = await fetch(`${oauth}/logout?post_logout_redirect_uri=${encodeURIComponent(REDIRECT)}`, { redirect: "manual" });
+    const back = await fetch(`${oauth}/logout?post_logout_redirect_uri=${encodeURIComponent(REDIRECT)}`, {
+      redirect: "manual",
+    });
     expect(back.status).toBe(302);
     expect(back.headers.get("location")).toBe(REDIRECT);
-    const elsewhere = await fetch(`${oauth}/logout?post_logout_redirect_uri=${encodeURIComponent("https://example.invalid/")}`, { redirect: "manual" });
+    const elsewhere = await fetch(
+      `${oauth}/logout?post_logout_redirect_uri=${encodeURIComponent("https://example.invalid/")}`,
+      { redirect: "manual" },
+    );
     expect(elsewhere.status).toBe(200);
     expect(elsewhere.headers.get("location")).toBeNull();
   });
@@ -232,14 +288,25 @@ describe("the development identity provider's authorization code flow with PKCE"
       const code = async (challenge: string) => {
         const body = authorizeParams({ code_challenge: challenge });
         body.set("role", "Reader");
-        const res = await fetch(`${base}/authorize`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body, redirect: "manual" });
+        const res = await fetch(`${base}/authorize`, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+          body,
+          redirect: "manual",
+        });
         return new URLSearchParams((res.headers.get("location") ?? "").split("#")[1]).get("code") ?? "";
       };
       const exchange = (c: string, verifier: string) =>
         fetch(`${base}/token`, {
           method: "POST",
           headers: { "content-type": "application/x-www-form-urlencoded" },
-          body: new URLSearchParams({ grant_type: "authorization_code", client_id: CLIENT_ID, redirect_uri: REDIRECT, code: c, code_verifier: verifier }),
+          body: new URLSearchParams({
+            grant_type: "authorization_code",
+            client_id: CLIENT_ID,
+            redirect_uri: REDIRECT,
+            code: c,
+            code_verifier: verifier,
+          }),
         });
       const fresh = pkce();
       const inTime = await code(fresh.challenge);

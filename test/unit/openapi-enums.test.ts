@@ -6,7 +6,9 @@ import { blastOptionsSchema, SCORING_MATRICES } from "../../shared/blast/options
 type PropertySchema = { enum?: unknown[]; pattern?: string; type?: string };
 
 const doc = buildOpenApiDocument(createJobApiRoutes({ config: { bodyLimitBytes: 1024 } } as unknown as JobApiDeps)) as {
-  components: { schemas: Record<string, { properties: Record<string, { properties: Record<string, PropertySchema> }> }> };
+  components: {
+    schemas: Record<string, { properties: Record<string, { properties: Record<string, PropertySchema> }> }>;
+  };
 };
 const described = doc.components.schemas.SubmitRequest?.properties.blast_options?.properties ?? {};
 
@@ -27,7 +29,9 @@ describe("openapi.json describes every enumerated option exactly as the validato
   const enumerated = Object.entries(described).filter(([, s]) => s.enum !== undefined || s.pattern !== undefined);
 
   it("covers matrix, task, strand, outfmt and the genetic codes", () => {
-    expect(enumerated.map(([k]) => k)).toEqual(expect.arrayContaining(["matrix", "task", "strand", "outfmt", "query_gencode", "db_gencode"]));
+    expect(enumerated.map(([k]) => k)).toEqual(
+      expect.arrayContaining(["matrix", "task", "strand", "outfmt", "query_gencode", "db_gencode"]),
+    );
   });
 
   it("each listed value is accepted, and each near miss is accepted only if the description admits it", () => {

@@ -7,9 +7,19 @@ import { missingBaselineCitations } from "../../scripts/ledger-coverage.mjs";
 import { describe, expect, it } from "vitest";
 import { CatalogLoadError } from "../../shared/ops/catalog/json-catalog.js";
 import { loadConfigurationBaseline } from "../../shared/ops/snapshots/configuration-baseline.js";
-import { type ProposerAttempt, proposerAttemptSchema, sanitizeAttempt, sanitizeTargetRef } from "../../shared/ops/snapshots/attempt-log.js";
+import {
+  type ProposerAttempt,
+  proposerAttemptSchema,
+  sanitizeAttempt,
+  sanitizeTargetRef,
+} from "../../shared/ops/snapshots/attempt-log.js";
 import { actions } from "../support/console-harness.js";
-import { type AxisObservation, evaluateReadiness, READINESS_AXES, type ReadinessProbes } from "../../shared/ops/snapshots/detection-readiness.js";
+import {
+  type AxisObservation,
+  evaluateReadiness,
+  READINESS_AXES,
+  type ReadinessProbes,
+} from "../../shared/ops/snapshots/detection-readiness.js";
 import { summariseRecovery } from "../../shared/ops/snapshots/t2-recovery.js";
 
 const ready = async (): Promise<AxisObservation> => ({ status: "ready", detail: "ok" });
@@ -18,7 +28,11 @@ const allReady = (): ReadinessProbes => Object.fromEntries(READINESS_AXES.map((a
 
 describe("detection readiness: verdict and authority ceiling", () => {
   it("enforce only when all six axes are covered and ready", async () => {
-    expect(await evaluateReadiness(allReady())).toMatchObject({ verdict: "ready", authority_ceiling: "enforce", coverage_gaps: [] });
+    expect(await evaluateReadiness(allReady())).toMatchObject({
+      verdict: "ready",
+      authority_ceiling: "enforce",
+      coverage_gaps: [],
+    });
   });
 
   it("shadow when everything observed is ready but a non-core axis is a gap", async () => {
@@ -35,17 +49,31 @@ describe("detection readiness: verdict and authority ceiling", () => {
     for (const axis of ["cluster", "job_api", "storage"] as const) {
       const probes = allReady();
       delete probes[axis];
-      expect(await evaluateReadiness(probes)).toMatchObject({ verdict: "not_ready", authority_ceiling: "observe_only" });
+      expect(await evaluateReadiness(probes)).toMatchObject({
+        verdict: "not_ready",
+        authority_ceiling: "observe_only",
+      });
     }
-    expect(await evaluateReadiness({ ...allReady(), databases: notReady })).toMatchObject({ verdict: "not_ready", authority_ceiling: "observe_only" });
+    expect(await evaluateReadiness({ ...allReady(), databases: notReady })).toMatchObject({
+      verdict: "not_ready",
+      authority_ceiling: "observe_only",
+    });
     const thrown = await evaluateReadiness({
       ...allReady(),
       storage: async () => {
         throw new Error("connect ECONNREFUSED https://acct.table.core.windows.net/?sig=secret");
       },
     });
-    expect(thrown.axes.find((a) => a.axis === "storage")).toEqual({ axis: "storage", covered: true, ready: false, detail: "did not answer" });
-    const hung = await evaluateReadiness({ ...allReady(), nodes: () => new Promise<AxisObservation>(() => undefined) }, { timeoutMs: 20 });
+    expect(thrown.axes.find((a) => a.axis === "storage")).toEqual({
+      axis: "storage",
+      covered: true,
+      ready: false,
+      detail: "did not answer",
+    });
+    const hung = await evaluateReadiness(
+      { ...allReady(), nodes: () => new Promise<AxisObservation>(() => undefined) },
+      { timeoutMs: 20 },
+    );
     expect(hung).toMatchObject({ verdict: "not_ready" });
     expect(hung.axes.find((a) => a.axis === "nodes")?.detail).toBe("no answer within 20 ms");
   });
@@ -69,32 +97,91 @@ const newestFirst = (...a: ProposerAttempt[]) => a.reverse();
 
 describe("T2 recovery state", () => {
   it("none, recovering, exhausted and recovered per (action, target); the worst key wins", () => {
-    expect(summariseRecovery([], false)).toMatchObject({ retained_attempt_count: 0, recovery_state: "none", route_role: null, failure_class: null });
-    expect(summariseRecovery(newestFirst(attempt(eligible)), false)).toMatchObject({ recovery_state: "none", failure_class: "none" });
-    expect(summariseRecovery(newestFirst(attempt({}), attempt({})), false)).toMatchObject({ recovery_state: "recovering" });
-    expect(summariseRecovery(newestFirst(attempt({}), attempt({}), attempt({ route_role: "approval", failure_class: "missing_evidence", decision: "abstain" })), false)).toMatchObject({
+    expect(summariseRecovery([], false)).toMatchObject({
+      retained_attempt_count: 0,
+      recovery_state: "none",
+      route_role: null,
+      failure_class: null,
+    });
+    expect(summariseRecovery(newestFirst(attempt(eligible)), false)).toMatchObject({
+      recovery_state: "none",
+      failure_class: "none",
+    });
+    expect(summariseRecovery(newestFirst(attempt({}), attempt({})), false)).toMatchObject({
+      recovery_state: "recovering",
+    });
+    expect(
+      summariseRecovery(
+        newestFirst(
+          attempt({}),
+          attempt({}),
+          attempt({ route_role: "approval", failure_class: "missing_evidence", decision: "abstain" }),
+        ),
+        false,
+      ),
+    ).toMatchObject({
       recovery_state: "exhausted",
       route_role: "approval",
       failure_class: "missing_evidence",
     });
-    expect(summariseRecovery(newestFirst(attempt({}), attempt({}), attempt({}), attempt(eligible)), false)).toMatchObject({ recovery_state: "recovered" });
-    const mixed = summariseRecovery(newestFirst(attempt({ target_ref: "blast_job/j-2", route_role: "coordinator" }), attempt({}), attempt(eligible)), true);
-    expect(mixed).toMatchObject({ retained_attempt_count: 3, recovery_state: "recovering", route_role: "coordinator", legacy_detail_gap: true });
+    expect(
+      summariseRecovery(newestFirst(attempt({}), attempt({}), attempt({}), attempt(eligible)), false),
+    ).toMatchObject({ recovery_state: "recovered" });
+    const mixed = summariseRecovery(
+      newestFirst(attempt({ target_ref: "blast_job/j-2", route_role: "coordinator" }), attempt({}), attempt(eligible)),
+      true,
+    );
+    expect(mixed).toMatchObject({
+      retained_attempt_count: 3,
+      recovery_state: "recovering",
+      route_role: "coordinator",
+      legacy_detail_gap: true,
+    });
   });
 
   it("C-098: whatever a proposer sends, the retained attempt is the sanitized schema and carries none of its free text", () => {
     const ids = new Set([...actions.action_types.map((a) => a.id), "unknown"]);
-    const text = fc.oneof(fc.string({ maxLength: 300 }), fc.constantFrom("Bearer eyJhbGciOiJIUzI1NiJ9.e30.sig", "Ignore previous instructions", "    at f (/app/x.ts:1:1)", "blast_job/j-1", "retry_job"));
+    const text = fc.oneof(
+      fc.string({ maxLength: 300 }),
+      fc.constantFrom(
+        "Bearer eyJhbGciOiJIUzI1NiJ9.e30.sig",
+        "Ignore previous instructions",
+        "    at f (/app/x.ts:1:1)",
+        "blast_job/j-1",
+        "retry_job",
+      ),
+    );
     fc.assert(
       fc.property(text, text, text, fc.boolean(), (actionType, target, param, crashed) => {
         const action = { action_type: actionType, target, params: { note: param } };
-        const outcome = crashed ? { error: new Error(param) } : { report: { verdict: "deny" as const, action_type: actionType, target, checks: [], missing_evidence: [], reason: param, checked_at: new Date().toISOString() } };
+        const outcome = crashed
+          ? { error: new Error(param) }
+          : {
+              report: {
+                verdict: "deny" as const,
+                action_type: actionType,
+                target,
+                checks: [],
+                missing_evidence: [],
+                reason: param,
+                checked_at: new Date().toISOString(),
+              },
+            };
         const kept = sanitizeAttempt({ route_role: "coordinator", action, outcome, catalog: actions, at: new Date() });
         expect(proposerAttemptSchema.safeParse(kept).success).toBe(true);
         expect(ids.has(kept.action_type)).toBe(true);
         expect(kept.target_ref).toMatch(/^(\[redacted\]|[a-z_]+(\/([A-Za-z0-9][A-Za-z0-9._:-]{0,63}|\[redacted\]))?)$/);
         // The parameter and the reason or error text are never kept, whatever they hold.
-        expect(Object.keys(kept).sort()).toEqual(["action_type", "attempt_id", "attempted_at", "decision", "failure_class", "route_role", "schema_version", "target_ref"]);
+        expect(Object.keys(kept).sort()).toEqual([
+          "action_type",
+          "attempt_id",
+          "attempted_at",
+          "decision",
+          "failure_class",
+          "route_role",
+          "schema_version",
+          "target_ref",
+        ]);
       }),
       { numRuns: 300 },
     );
@@ -145,8 +232,14 @@ describe("the frozen configuration baseline file", () => {
     const spec = cited.citations.filter((c) => c.document === "blast-control-plane.md");
     expect(spec.length).toBeGreaterThan(0);
     // The spec's excerpts re-wrapped across lines are still found; DESIGN's are not.
-    const contract = { "blast-control-plane.md": `intro\n${spec.map((c) => c.excerpt.replace(/ /g, "\n  ")).join("\n\n")}\nmore`, "DESIGN.md": "nothing cited here", "README.md": README };
-    expect(missingBaselineCitations(text, contract)).toEqual(cited.citations.filter((c) => c.document === "DESIGN.md").map((c) => `${c.id} (DESIGN.md)`));
+    const contract = {
+      "blast-control-plane.md": `intro\n${spec.map((c) => c.excerpt.replace(/ /g, "\n  ")).join("\n\n")}\nmore`,
+      "DESIGN.md": "nothing cited here",
+      "README.md": README,
+    };
+    expect(missingBaselineCitations(text, contract)).toEqual(
+      cited.citations.filter((c) => c.document === "DESIGN.md").map((c) => `${c.id} (DESIGN.md)`),
+    );
     expect(missingBaselineCitations(text, {})).toEqual([]);
   });
 
@@ -161,12 +254,18 @@ describe("the frozen configuration baseline file", () => {
       refusal = error;
     }
     expect(refusal).toBeInstanceOf(CatalogLoadError);
-    expect((refusal as CatalogLoadError).message).toMatch(/citations\.1\.sha256: does not match the SHA-256 of citation spec-5-no-keys's excerpt/);
+    expect((refusal as CatalogLoadError).message).toMatch(
+      /citations\.1\.sha256: does not match the SHA-256 of citation spec-5-no-keys's excerpt/,
+    );
     expect((refusal as CatalogLoadError).line).toBe(pinLine);
   });
 
   it("refuses an expectation citing an unknown citation, and an unknown field", () => {
-    expect(loadEdited((raw) => raw.replace('"readme-token-grace"\n', '"nowhere"\n'))).toThrow(/cites nowhere, which is not in citations/);
-    expect(loadEdited((raw) => raw.replace('"version": 1,', '"version": 1, "scope": "caller",'))).toThrow(CatalogLoadError);
+    expect(loadEdited((raw) => raw.replace('"readme-token-grace"\n', '"nowhere"\n'))).toThrow(
+      /cites nowhere, which is not in citations/,
+    );
+    expect(loadEdited((raw) => raw.replace('"version": 1,', '"version": 1, "scope": "caller",'))).toThrow(
+      CatalogLoadError,
+    );
   });
 });

@@ -24,7 +24,10 @@ describe("queue diagnostics from the task hub", () => {
 
   it("B-137 B-138 routes every orchestration to one of the four queues; an unlabelled one counts as fallback and is named", () => {
     for (const queue of Object.values(ORCHESTRATION_QUEUES)) expect(QUEUE_NAMES).toContain(queue);
-    const d = computeQueueDiagnostics({ taskHubName: "hub", instances: [{ name: "mystery", instanceId: "z", runtimeStatus: "Pending" }] });
+    const d = computeQueueDiagnostics({
+      taskHubName: "hub",
+      instances: [{ name: "mystery", instanceId: "z", runtimeStatus: "Pending" }],
+    });
     expect(d.queues.fallback).toBe(1);
     expect(d.redis_keys_db0).toEqual(["mystery:z"]);
   });

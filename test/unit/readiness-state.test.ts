@@ -8,11 +8,14 @@ describe("job API readiness state", () => {
     let value = "ready";
     let release!: () => void;
     let gate = Promise.resolve();
-    const state = createReadinessState(async () => {
-      checks++;
-      await gate;
-      return value;
-    }, () => t);
+    const state = createReadinessState(
+      async () => {
+        checks++;
+        await gate;
+        return value;
+      },
+      () => t,
+    );
     // A hundred reads at once with nothing known yet: one check answers them all.
     expect(new Set(await Promise.all(Array.from({ length: 100 }, () => state.current())))).toEqual(new Set(["ready"]));
     expect(checks).toBe(1);

@@ -1,5 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { CLUSTER_COMPONENT, createHealthTransitions, JOB_API_COMPONENT } from "../../shared/ops/emitters/health-transitions.js";
+import {
+  CLUSTER_COMPONENT,
+  createHealthTransitions,
+  JOB_API_COMPONENT,
+} from "../../shared/ops/emitters/health-transitions.js";
 import { createSaturationWatch } from "../../shared/ops/emitters/saturation-watch.js";
 import { createEventLog } from "../../shared/ops/events.js";
 import { azuriteTables, captureLogger } from "../support/service-fakes.js";
@@ -13,7 +17,15 @@ describe("queue saturation watch", () => {
     const events = createEventLog(source);
     let clock = Date.parse("2026-05-01T08:00:00.000Z");
     const logger = captureLogger();
-    const saturation = createSaturationWatch({ events, logger, threshold, windowMs: windowSeconds * 1000, instance: "jobapi-0", retryAfterSeconds: 30, now: () => clock });
+    const saturation = createSaturationWatch({
+      events,
+      logger,
+      threshold,
+      windowMs: windowSeconds * 1000,
+      instance: "jobapi-0",
+      retryAfterSeconds: 30,
+      now: () => clock,
+    });
     const advance = (seconds: number) => {
       clock += seconds * 1000;
     };
@@ -37,7 +49,14 @@ describe("queue saturation watch", () => {
     w.saturation.refused(5);
     const [event, ...more] = await w.saturated();
     expect(more).toEqual([]);
-    expect(event?.payload).toMatchObject({ instance: "jobapi-0", refusals: 3, window_seconds: 60, queued: 5, retry_after_seconds: 30, streak_started_at: "2026-05-01T08:00:40.000Z" });
+    expect(event?.payload).toMatchObject({
+      instance: "jobapi-0",
+      refusals: 3,
+      window_seconds: 60,
+      queued: 5,
+      retry_after_seconds: 30,
+      streak_started_at: "2026-05-01T08:00:40.000Z",
+    });
   });
 
   it("one event per streak: it goes on while 429s keep coming; an admitted submit ends it and the next streak is a new event", async () => {
@@ -71,10 +90,17 @@ describe("health transitions", () => {
   it("two hosts seeing the same death record one event; steady states record nothing; each component is its own", async () => {
     const source = tables();
     const events = createEventLog(source);
-    const host = (name: string) => createHealthTransitions({ tables: source, events, logger: captureLogger(), source: name });
+    const host = (name: string) =>
+      createHealthTransitions({ tables: source, events, logger: captureLogger(), source: name });
     const [a, b] = [host("host-a"), host("host-b")];
-    await Promise.all([a.observe(JOB_API_COMPONENT, { healthy: true }), b.observe(JOB_API_COMPONENT, { healthy: true })]);
-    await Promise.all([a.observe(JOB_API_COMPONENT, { healthy: false, reason: "down" }), b.observe(JOB_API_COMPONENT, { healthy: false, reason: "down" })]);
+    await Promise.all([
+      a.observe(JOB_API_COMPONENT, { healthy: true }),
+      b.observe(JOB_API_COMPONENT, { healthy: true }),
+    ]);
+    await Promise.all([
+      a.observe(JOB_API_COMPONENT, { healthy: false, reason: "down" }),
+      b.observe(JOB_API_COMPONENT, { healthy: false, reason: "down" }),
+    ]);
     await a.observe(JOB_API_COMPONENT, { healthy: false, reason: "still down" });
     expect(await events.list({ event_type: "jobapi.unhealthy" })).toHaveLength(1);
     await b.observe(CLUSTER_COMPONENT, { healthy: false, reason: "watch failed" });
@@ -89,7 +115,10 @@ describe("health transitions", () => {
     const source = tables();
     const events = createEventLog(source);
     let failing = true;
-    const flaky = { record: (input: Parameters<typeof events.record>[0]) => (failing ? Promise.reject(new Error("storage unavailable")) : events.record(input)) };
+    const flaky = {
+      record: (input: Parameters<typeof events.record>[0]) =>
+        failing ? Promise.reject(new Error("storage unavailable")) : events.record(input),
+    };
     const logger = captureLogger();
     const health = createHealthTransitions({ tables: source, events: flaky, logger, source: "host" });
     await health.observe(JOB_API_COMPONENT, { healthy: false, reason: "down" });

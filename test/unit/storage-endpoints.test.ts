@@ -12,10 +12,24 @@ const azurite = (host: string) =>
 
 describe("storage endpoints: plain HTTP only on this machine", () => {
   it("knows loopback hosts", () => {
-    for (const url of ["http://127.0.0.1:10002/a", "http://127.1.2.3/", "http://localhost:7071", "http://[::1]:10000/x", "https://localhost"]) {
+    for (const url of [
+      "http://127.0.0.1:10002/a",
+      "http://127.1.2.3/",
+      "http://localhost:7071",
+      "http://[::1]:10000/x",
+      "https://localhost",
+    ]) {
       expect(isLoopbackUrl(url), url).toBe(true);
     }
-    for (const url of ["http://10.0.0.4:10002", "http://127.0.0.1.example.com/", "http://localhost.example.com", "https://acct.table.core.windows.net", "ftp://127.0.0.1/", "not a url", "http://0.0.0.0:10002"]) {
+    for (const url of [
+      "http://10.0.0.4:10002",
+      "http://127.0.0.1.example.com/",
+      "http://localhost.example.com",
+      "https://acct.table.core.windows.net",
+      "ftp://127.0.0.1/",
+      "not a url",
+      "http://0.0.0.0:10002",
+    ]) {
       expect(isLoopbackUrl(url), url).toBe(false);
     }
   });
@@ -24,10 +38,15 @@ describe("storage endpoints: plain HTTP only on this machine", () => {
     expect(storageEndpoint(azurite("127.0.0.1"), "table")).toBe("http://127.0.0.1:10002/devstoreaccount1");
     expect(storageEndpoint(azurite("127.0.0.1"), "blob")).toBe("http://127.0.0.1:10000/devstoreaccount1");
     expect(storageEndpoint("UseDevelopmentStorage=true", "table")).toBe("http://127.0.0.1:10002/devstoreaccount1");
-    expect(storageEndpoint("UseDevelopmentStorage=true;DevelopmentStorageProxyUri=http://storage.example.com", "table")).toBe("http://storage.example.com");
-    expect(storageEndpoint(`DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=${KEY};EndpointSuffix=core.windows.net`, "table")).toBe(
-      "https://acct.table.core.windows.net",
-    );
+    expect(
+      storageEndpoint("UseDevelopmentStorage=true;DevelopmentStorageProxyUri=http://storage.example.com", "table"),
+    ).toBe("http://storage.example.com");
+    expect(
+      storageEndpoint(
+        `DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=${KEY};EndpointSuffix=core.windows.net`,
+        "table",
+      ),
+    ).toBe("https://acct.table.core.windows.net");
     expect(storageEndpoint(`AccountName=acct;AccountKey=${KEY}`, "blob")).toBe("https://acct.blob.core.windows.net");
     expect(storageEndpoint("SharedAccessSignature=sv=x", "table")).toBeUndefined();
   });
@@ -37,8 +56,12 @@ describe("storage endpoints: plain HTTP only on this machine", () => {
     expect(storageClientOptions("UseDevelopmentStorage=true")).toEqual({ allowInsecureConnection: true });
     expect(storageClientOptions("http://localhost:10002/devstoreaccount1")).toEqual({ allowInsecureConnection: true });
     expect(storageClientOptions(azurite("10.1.2.3"))).toEqual({ allowInsecureConnection: false });
-    expect(storageClientOptions(`DefaultEndpointsProtocol=http;AccountName=acct;AccountKey=${KEY}`)).toEqual({ allowInsecureConnection: false });
-    expect(storageClientOptions("UseDevelopmentStorage=true;DevelopmentStorageProxyUri=http://storage.example.com")).toEqual({ allowInsecureConnection: false });
+    expect(storageClientOptions(`DefaultEndpointsProtocol=http;AccountName=acct;AccountKey=${KEY}`)).toEqual({
+      allowInsecureConnection: false,
+    });
+    expect(
+      storageClientOptions("UseDevelopmentStorage=true;DevelopmentStorageProxyUri=http://storage.example.com"),
+    ).toEqual({ allowInsecureConnection: false });
     expect(storageClientOptions(azurite("127.0.0.1"), { retryOptions: { maxRetries: 2 } })).toEqual({
       retryOptions: { maxRetries: 2 },
       allowInsecureConnection: true,
@@ -47,7 +70,11 @@ describe("storage endpoints: plain HTTP only on this machine", () => {
 
   it("so the SDK refuses a plain-HTTP endpoint across the network before sending anything", async () => {
     const connectionString = azurite("192.0.2.10");
-    const client = TableClient.fromConnectionString(connectionString, "jobs", storageClientOptions(connectionString, { retryOptions: { maxRetries: 0 } }));
+    const client = TableClient.fromConnectionString(
+      connectionString,
+      "jobs",
+      storageClientOptions(connectionString, { retryOptions: { maxRetries: 0 } }),
+    );
     await expect(client.createTable()).rejects.toThrow(/allowInsecureConnection is false/);
   });
 
@@ -57,7 +84,10 @@ describe("storage endpoints: plain HTTP only on this machine", () => {
       for (const entry of readdirSync(path.join(ROOT, dir), { withFileTypes: true })) {
         const relative = path.join(dir, entry.name);
         if (entry.isDirectory()) walk(relative);
-        else if (/\.(ts|mjs|js|cjs)$/.test(entry.name) && /allowInsecureConnection\s*:\s*true/.test(readFileSync(path.join(ROOT, relative), "utf8"))) {
+        else if (
+          /\.(ts|mjs|js|cjs)$/.test(entry.name) &&
+          /allowInsecureConnection\s*:\s*true/.test(readFileSync(path.join(ROOT, relative), "utf8"))
+        ) {
           offenders.push(relative);
         }
       }

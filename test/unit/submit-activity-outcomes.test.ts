@@ -4,7 +4,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunningAzurite } from "../../local/azurite.js";
 import { type DashboardJob, DashboardJobStore } from "../../shared/dashboard/dashboard-jobs.js";
 import type { JobApiClient } from "../../shared/dashboard/job-api-client.js";
-import { createCancelJobActivity, createPollJobApiActivity, createSubmitToJobApiActivity } from "../../shared/dashboard/submit-activities.js";
+import {
+  createCancelJobActivity,
+  createPollJobApiActivity,
+  createSubmitToJobApiActivity,
+} from "../../shared/dashboard/submit-activities.js";
 import { DependencyUnavailableError, NotFoundError, QueueFullError, ValidationError } from "../../shared/errors.js";
 import { createEventLog } from "../../shared/ops/events.js";
 import { captureLogger, fakeJobApi, prefixedTables, startTestAzurite } from "../support/service-fakes.js";
@@ -48,20 +52,32 @@ async function setup(jobApi: JobApiClient) {
     progress: null,
   };
   await jobs.create(job, ">q\nACGT\n");
-  const dependencies = { jobs, jobApi, logger: captureLogger(), events: createEventLog(prefixedTables(azurite.connectionString, prefix)) };
+  const dependencies = {
+    jobs,
+    jobApi,
+    logger: captureLogger(),
+    events: createEventLog(prefixedTables(azurite.connectionString, prefix)),
+  };
   return { jobs, job, dependencies };
 }
 
 describe("submit activities over the job-API client's domain errors", () => {
   it("turns a full queue or an unavailable job API into a retry after its Retry-After (5 s when none is given)", async () => {
-    const busy = await setup(fakeJobApi({ submit: () => Promise.reject(new QueueFullError("job API answered 429: queue is full", 17)) }));
+    const busy = await setup(
+      fakeJobApi({ submit: () => Promise.reject(new QueueFullError("job API answered 429: queue is full", 17)) }),
+    );
     expect(await createSubmitToJobApiActivity(busy.dependencies)({ dashboard_job_id: busy.job.job_id })).toEqual({
       kind: "retry",
       after_seconds: 17,
       reason: "job API answered 429: queue is full",
     });
-    const down = await setup(fakeJobApi({ submit: () => Promise.reject(new DependencyUnavailableError("job API unreachable: ECONNREFUSED")) }));
-    expect(await createSubmitToJobApiActivity(down.dependencies)({ dashboard_job_id: down.job.job_id })).toMatchObject({ kind: "retry", after_seconds: 5 });
+    const down = await setup(
+      fakeJobApi({ submit: () => Promise.reject(new DependencyUnavailableError("job API unreachable: ECONNREFUSED")) }),
+    );
+    expect(await createSubmitToJobApiActivity(down.dependencies)({ dashboard_job_id: down.job.job_id })).toMatchObject({
+      kind: "retry",
+      after_seconds: 5,
+    });
     expect(await down.jobs.get(down.job.job_id)).toMatchObject({ status: "submitting", openapi_job_id: null });
   });
 
@@ -78,8 +94,18 @@ describe("submit activities over the job-API client's domain errors", () => {
   it("links the job-API job on acceptance and submits under the dashboard job's idempotency key", async () => {
     const jobApi = fakeJobApi({ submit: async () => ({ job_id: "abcdefghijkl", status: "queued", replayed: false }) });
     const { jobs, job, dependencies } = await setup(jobApi);
-    expect(await createSubmitToJobApiActivity(dependencies)({ dashboard_job_id: job.job_id })).toEqual({ kind: "accepted", job_id: "abcdefghijkl", status: "queued", replayed: false });
-    expect(jobApi.calls[0]?.args[0]).toMatchObject({ program: "blastn", db: "16s_demo", query_fasta: ">q\nACGT\n", idempotency_key: `dashboard-${job.job_id}` });
+    expect(await createSubmitToJobApiActivity(dependencies)({ dashboard_job_id: job.job_id })).toEqual({
+      kind: "accepted",
+      job_id: "abcdefghijkl",
+      status: "queued",
+      replayed: false,
+    });
+    expect(jobApi.calls[0]?.args[0]).toMatchObject({
+      program: "blastn",
+      db: "16s_demo",
+      query_fasta: ">q\nACGT\n",
+      idempotency_key: `dashboard-${job.job_id}`,
+    });
     expect(await jobs.get(job.job_id)).toMatchObject({ openapi_job_id: "abcdefghijkl", status: "queued" });
   });
 
@@ -89,13 +115,17 @@ describe("submit activities over the job-API client's domain errors", () => {
       cancel: () => Promise.reject(new NotFoundError("no job with id 'abcdefghijkl'")),
     });
     const { jobs, job, dependencies } = await setup(jobApi);
-    expect(await createPollJobApiActivity(dependencies)({ dashboard_job_id: job.job_id, openapi_job_id: "abcdefghijkl" })).toEqual({
+    expect(
+      await createPollJobApiActivity(dependencies)({ dashboard_job_id: job.job_id, openapi_job_id: "abcdefghijkl" }),
+    ).toEqual({
       status: "submitting",
       terminal: false,
       cancel_requested: false,
       error: "",
     });
-    expect(await createCancelJobActivity(dependencies)({ dashboard_job_id: job.job_id, openapi_job_id: "abcdefghijkl" })).toEqual({ status: "cancelled" });
+    expect(
+      await createCancelJobActivity(dependencies)({ dashboard_job_id: job.job_id, openapi_job_id: "abcdefghijkl" }),
+    ).toEqual({ status: "cancelled" });
     expect((await jobs.get(job.job_id))?.status).toBe("cancelled");
   });
 });

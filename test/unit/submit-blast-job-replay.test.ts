@@ -1,6 +1,11 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { CANCEL_EVENT, Orchestrations } from "../../shared/ops/queue-labels.js";
-import { ActionType, loadOrchestrations, OrchestrationHistory, type OrchestrationReplayer } from "../support/orchestration-replay.js";
+import {
+  ActionType,
+  loadOrchestrations,
+  OrchestrationHistory,
+  type OrchestrationReplayer,
+} from "../support/orchestration-replay.js";
 
 /**
  * The submit orchestration replayed through the real durable-functions library against hand-built
@@ -24,12 +29,19 @@ const running = { status: "running", terminal: false, cancel_requested: false, e
 
 /** A fresh submission (no job-API id yet). */
 function fresh(): OrchestrationHistory {
-  return new OrchestrationHistory(Orchestrations.submitBlastJob, { dashboard_job_id: JOB, poll_interval_seconds: POLL_SECONDS });
+  return new OrchestrationHistory(Orchestrations.submitBlastJob, {
+    dashboard_job_id: JOB,
+    poll_interval_seconds: POLL_SECONDS,
+  });
 }
 
 /** An execution that starts polling (continued-as-new, or accepted before): the job-API id is known. */
 function polling(): OrchestrationHistory {
-  return new OrchestrationHistory(Orchestrations.submitBlastJob, { dashboard_job_id: JOB, openapi_job_id: UPSTREAM, poll_interval_seconds: POLL_SECONDS });
+  return new OrchestrationHistory(Orchestrations.submitBlastJob, {
+    dashboard_job_id: JOB,
+    openapi_job_id: UPSTREAM,
+    poll_interval_seconds: POLL_SECONDS,
+  });
 }
 
 function callActivity(functionName: string, input: unknown) {
@@ -56,10 +68,16 @@ describe("submitBlastJob replay: submitting", () => {
   });
 
   it("a 429 from the job API waits on a durable timer for its Retry-After, then submits again", async () => {
-    const history = fresh().activityCompleted(names.submit, { kind: "retry", after_seconds: 17, reason: "job API answered 429: queue is full" });
+    const history = fresh().activityCompleted(names.submit, {
+      kind: "retry",
+      after_seconds: 17,
+      reason: "job API answered 429: queue is full",
+    });
     const waiting = await replayer.replay(history);
     expect(waiting.isDone).toBe(false);
-    expect(waiting.newActions).toEqual([{ actionType: ActionType.CreateTimer, fireAt: history.fireAt(17), isCanceled: false }]);
+    expect(waiting.newActions).toEqual([
+      { actionType: ActionType.CreateTimer, fireAt: history.fireAt(17), isCanceled: false },
+    ]);
 
     history.timerFired(17);
     const resubmitting = await replayer.replay(history);
@@ -67,26 +85,54 @@ describe("submitBlastJob replay: submitting", () => {
   });
 
   it("without a usable Retry-After the retry backs off exponentially (2^attempt s), and never waits more than 300 s", async () => {
-    const history = fresh().activityCompleted(names.submit, { kind: "retry", after_seconds: 0, reason: "job API unavailable" });
-    expect((await replayer.replay(history)).newActions).toEqual([{ actionType: ActionType.CreateTimer, fireAt: history.fireAt(2), isCanceled: false }]);
+    const history = fresh().activityCompleted(names.submit, {
+      kind: "retry",
+      after_seconds: 0,
+      reason: "job API unavailable",
+    });
+    expect((await replayer.replay(history)).newActions).toEqual([
+      { actionType: ActionType.CreateTimer, fireAt: history.fireAt(2), isCanceled: false },
+    ]);
 
-    history.timerFired(2).activityCompleted(names.submit, { kind: "retry", after_seconds: 1, reason: "job API unavailable" });
-    expect((await replayer.replay(history)).newActions).toEqual([{ actionType: ActionType.CreateTimer, fireAt: history.fireAt(4), isCanceled: false }]);
+    history
+      .timerFired(2)
+      .activityCompleted(names.submit, { kind: "retry", after_seconds: 1, reason: "job API unavailable" });
+    expect((await replayer.replay(history)).newActions).toEqual([
+      { actionType: ActionType.CreateTimer, fireAt: history.fireAt(4), isCanceled: false },
+    ]);
 
-    history.timerFired(4).activityCompleted(names.submit, { kind: "retry", after_seconds: 3600, reason: "job API answered 429: queue is full" });
-    expect((await replayer.replay(history)).newActions).toEqual([{ actionType: ActionType.CreateTimer, fireAt: history.fireAt(300), isCanceled: false }]);
+    history.timerFired(4).activityCompleted(names.submit, {
+      kind: "retry",
+      after_seconds: 3600,
+      reason: "job API answered 429: queue is full",
+    });
+    expect((await replayer.replay(history)).newActions).toEqual([
+      { actionType: ActionType.CreateTimer, fireAt: history.fireAt(300), isCanceled: false },
+    ]);
   });
 
   it("gives up after 20 attempts: the dashboard job is failed with the reason and the orchestration ends failed", async () => {
     const history = fresh();
     for (let attempt = 1; attempt <= 19; attempt++) {
-      history.activityCompleted(names.submit, { kind: "retry", after_seconds: 5, reason: "job API answered 429: queue is full" }).timerFired(5);
+      history
+        .activityCompleted(names.submit, {
+          kind: "retry",
+          after_seconds: 5,
+          reason: "job API answered 429: queue is full",
+        })
+        .timerFired(5);
     }
     // The 20th attempt is still made.
-    expect((await replayer.replay(history)).newActions).toEqual([callActivity(names.submit, { dashboard_job_id: JOB })]);
+    expect((await replayer.replay(history)).newActions).toEqual([
+      callActivity(names.submit, { dashboard_job_id: JOB }),
+    ]);
 
     // The 20th answer is a retry too: no more waiting, the job fails at once.
-    history.activityCompleted(names.submit, { kind: "retry", after_seconds: 5, reason: "job API answered 429: queue is full" });
+    history.activityCompleted(names.submit, {
+      kind: "retry",
+      after_seconds: 5,
+      reason: "job API answered 429: queue is full",
+    });
     const error = "the job API did not accept the job after 20 attempts";
     const giving = await replayer.replay(history);
     expect(giving.isDone).toBe(false);
@@ -101,7 +147,9 @@ describe("submitBlastJob replay: submitting", () => {
 
   it("a refusal (4xx) fails the dashboard job at once with the job API's detail, without retrying", async () => {
     const history = fresh().activityCompleted(names.submit, { kind: "rejected", detail: "db: unknown database" });
-    expect((await replayer.replay(history)).newActions).toEqual([callActivity(names.fail, { dashboard_job_id: JOB, error: "db: unknown database" })]);
+    expect((await replayer.replay(history)).newActions).toEqual([
+      callActivity(names.fail, { dashboard_job_id: JOB, error: "db: unknown database" }),
+    ]);
     history.activityCompleted(names.fail, null);
     const done = await replayer.replay(history);
     expect(done.isDone).toBe(true);
@@ -110,7 +158,9 @@ describe("submitBlastJob replay: submitting", () => {
 
   it("a refused submit's field issues stay structured in the orchestration's output (not a JSON string in the error)", async () => {
     const issues = [{ loc: ["body", "db"], msg: "database 'x' does not exist", type: "value_error" }];
-    const history = fresh().activityCompleted(names.submit, { kind: "rejected", detail: "body.db: database 'x' does not exist", issues }).activityCompleted(names.fail, null);
+    const history = fresh()
+      .activityCompleted(names.submit, { kind: "rejected", detail: "body.db: database 'x' does not exist", issues })
+      .activityCompleted(names.fail, null);
     const done = await replayer.replay(history);
     expect(done.isDone).toBe(true);
     expect(done.output).toEqual({ outcome: "failed", error: "body.db: database 'x' does not exist", issues });
@@ -127,12 +177,16 @@ describe("submitBlastJob replay: submitting", () => {
 describe("submitBlastJob replay: polling", () => {
   it("polls the job API when the poll timer fires, and ends with the job's outcome once it is terminal", async () => {
     const history = polling().timerFired(POLL_SECONDS);
-    expect((await replayer.replay(history)).newActions).toEqual([callActivity(names.poll, { dashboard_job_id: JOB, openapi_job_id: UPSTREAM })]);
+    expect((await replayer.replay(history)).newActions).toEqual([
+      callActivity(names.poll, { dashboard_job_id: JOB, openapi_job_id: UPSTREAM }),
+    ]);
 
     history.activityCompleted(names.poll, running);
     expect((await replayer.replay(history)).newActions).toEqual([pollWait(history)]);
 
-    history.timerFired(POLL_SECONDS).activityCompleted(names.poll, { status: "completed", terminal: true, cancel_requested: false, error: "" });
+    history
+      .timerFired(POLL_SECONDS)
+      .activityCompleted(names.poll, { status: "completed", terminal: true, cancel_requested: false, error: "" });
     const done = await replayer.replay(history);
     expect(done.isDone).toBe(true);
     expect(done.newActions).toEqual([]);
@@ -152,7 +206,10 @@ describe("submitBlastJob replay: polling", () => {
     const continued = await replayer.replay(history);
     expect(continued.isDone).toBe(true);
     expect(continued.newActions).toEqual([
-      { actionType: ActionType.ContinueAsNew, input: { dashboard_job_id: JOB, openapi_job_id: UPSTREAM, poll_interval_seconds: POLL_SECONDS } },
+      {
+        actionType: ActionType.ContinueAsNew,
+        input: { dashboard_job_id: JOB, openapi_job_id: UPSTREAM, poll_interval_seconds: POLL_SECONDS },
+      },
     ]);
   });
 
@@ -163,7 +220,9 @@ describe("submitBlastJob replay: polling", () => {
     const cancelling = await replayer.replay(history);
     // The timer the event beat is cancelled (so the backend drops it), and the job API is told.
     expect(cancelling.actions.at(-2)).toEqual(waitedOn);
-    expect(cancelling.newActions).toEqual([callActivity(names.cancel, { dashboard_job_id: JOB, openapi_job_id: UPSTREAM })]);
+    expect(cancelling.newActions).toEqual([
+      callActivity(names.cancel, { dashboard_job_id: JOB, openapi_job_id: UPSTREAM }),
+    ]);
 
     history.activityCompleted(names.cancel, { status: "cancelled" });
     const done = await replayer.replay(history);
@@ -172,13 +231,21 @@ describe("submitBlastJob replay: polling", () => {
   });
 
   it("a cancel recorded on the dashboard job (seen by a poll) cancels the job-API job too", async () => {
-    const history = polling().timerFired(POLL_SECONDS).activityCompleted(names.poll, { ...running, cancel_requested: true });
-    expect((await replayer.replay(history)).newActions).toEqual([callActivity(names.cancel, { dashboard_job_id: JOB, openapi_job_id: UPSTREAM })]);
+    const history = polling()
+      .timerFired(POLL_SECONDS)
+      .activityCompleted(names.poll, { ...running, cancel_requested: true });
+    expect((await replayer.replay(history)).newActions).toEqual([
+      callActivity(names.cancel, { dashboard_job_id: JOB, openapi_job_id: UPSTREAM }),
+    ]);
   });
 
   it("a cancel that arrives after the job finished records how it ended, by one more poll", async () => {
-    const history = polling().eventWonOverTimer(POLL_SECONDS, CANCEL_EVENT, null).activityCompleted(names.cancel, { status: "completed" });
-    expect((await replayer.replay(history)).newActions).toEqual([callActivity(names.poll, { dashboard_job_id: JOB, openapi_job_id: UPSTREAM })]);
+    const history = polling()
+      .eventWonOverTimer(POLL_SECONDS, CANCEL_EVENT, null)
+      .activityCompleted(names.cancel, { status: "completed" });
+    expect((await replayer.replay(history)).newActions).toEqual([
+      callActivity(names.poll, { dashboard_job_id: JOB, openapi_job_id: UPSTREAM }),
+    ]);
 
     history.activityCompleted(names.poll, { status: "completed", terminal: true, cancel_requested: true, error: "" });
     const done = await replayer.replay(history);

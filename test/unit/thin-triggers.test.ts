@@ -9,16 +9,24 @@ const KIT = new Set(["app-context.ts", "http-route.ts", "dashboard-deps.ts", "co
 /** The functions/ modules `file` imports (static, re-exported or dynamic), as paths relative to functions/. */
 function localImports(file: string): string[] {
   const text = readFileSync(path.join(functionsDir, file), "utf8");
-  const specifiers = [...text.matchAll(/(?:from\s+|import\s*\(\s*)["'](\.{1,2}\/[^"']+)["']/g)].map((match) => match[1] as string);
+  const specifiers = [...text.matchAll(/(?:from\s+|import\s*\(\s*)["'](\.{1,2}\/[^"']+)["']/g)].map(
+    (match) => match[1] as string,
+  );
   return specifiers
-    .map((specifier) => path.relative(functionsDir, path.resolve(path.dirname(path.join(functionsDir, file)), specifier)).replace(/\.js$/, ".ts"))
+    .map((specifier) =>
+      path
+        .relative(functionsDir, path.resolve(path.dirname(path.join(functionsDir, file)), specifier))
+        .replace(/\.js$/, ".ts"),
+    )
     .filter((target) => !target.startsWith(".."));
 }
 
 describe("thin triggers", () => {
   it("no trigger module imports another: triggers share names through shared/ and dependencies through the composition root", () => {
     const modules = readdirSync(functionsDir).filter((name) => name.endsWith(".ts"));
-    const orchestrations = readdirSync(path.join(functionsDir, "orchestrations")).map((name) => `orchestrations/${name}`);
+    const orchestrations = readdirSync(path.join(functionsDir, "orchestrations")).map(
+      (name) => `orchestrations/${name}`,
+    );
     const offending: string[] = [];
     // index.ts is the entry that loads every trigger; the kit modules are not triggers.
     for (const file of [...modules.filter((name) => name !== "index.ts" && !KIT.has(name)), ...orchestrations]) {

@@ -31,7 +31,11 @@ describe("timer scheduler", () => {
       firedOnce = resolve;
     });
     const store = memoryStore({
-      nightly: { last: "2026-01-01T00:00:00.000Z", next: "2026-01-02T00:00:00.000Z", lastUpdated: "2026-01-01T00:00:00.000Z" },
+      nightly: {
+        last: "2026-01-01T00:00:00.000Z",
+        next: "2026-01-02T00:00:00.000Z",
+        lastUpdated: "2026-01-01T00:00:00.000Z",
+      },
     });
     const scheduler = new TimerScheduler({
       invoker: {

@@ -6,13 +6,21 @@ import { createLogger } from "../../shared/logging/logger.js";
 
 const headers = { "X-SVC-API-Token": "good" };
 const transport = (warmup: KubernetesWarmup | undefined) =>
-  createJobApiTransport({ routes: createWarmupRoutes(warmup), logger: createLogger({ level: "error" }), authorize: async (token) => token === "good", bodyLimitBytes: 1024 });
+  createJobApiTransport({
+    routes: createWarmupRoutes(warmup),
+    logger: createLogger({ level: "error" }),
+    authorize: async (token) => token === "good",
+    bodyLimitBytes: 1024,
+  });
 
 describe("job API warm-up routes", () => {
   it("answer 409 with the envelope when shards run with the local executor (no nodes to warm)", async () => {
     const res = await transport(undefined).request("/v1/databases/demo/warmup", { method: "POST", headers });
     expect(res.status).toBe(409);
-    expect(await res.json()).toEqual({ detail: expect.stringContaining("local executor"), request_id: expect.any(String) });
+    expect(await res.json()).toEqual({
+      detail: expect.stringContaining("local executor"),
+      request_id: expect.any(String),
+    });
   });
 
   it("refuse a malformed database name with 400 before any cluster call, and a call without the token with 401", async () => {
@@ -22,12 +30,18 @@ describe("job API warm-up routes", () => {
       calls.push(call);
       return view;
     };
-    const warmup = { start: async (name: string) => record(`start ${name}`), status: async (name: string) => record(`status ${name}`) } as KubernetesWarmup;
+    const warmup = {
+      start: async (name: string) => record(`start ${name}`),
+      status: async (name: string) => record(`status ${name}`),
+    } as KubernetesWarmup;
     const app = transport(warmup);
     for (const bad of ["..%2F..%2Fetc", "has space", "x".repeat(200)]) {
       const res = await app.request(`/v1/databases/${bad}/warmup`, { method: "POST", headers });
       expect(res.status).toBe(400);
-      expect(await res.json()).toMatchObject({ detail: expect.stringContaining("name"), request_id: expect.any(String) });
+      expect(await res.json()).toMatchObject({
+        detail: expect.stringContaining("name"),
+        request_id: expect.any(String),
+      });
     }
     expect((await app.request("/v1/databases/demo/warmup", { method: "POST" })).status).toBe(401);
     expect(calls).toEqual([]);

@@ -114,7 +114,9 @@ describe("workspace schema", () => {
   });
 
   it("refuses a resource group ending in '.' with a message saying so", () => {
-    expect(issues({ resource_group: "rg." })).toEqual([{ path: "resource_group", message: expect.stringContaining("must not end with '.'") }]);
+    expect(issues({ resource_group: "rg." })).toEqual([
+      { path: "resource_group", message: expect.stringContaining("must not end with '.'") },
+    ]);
   });
 
   it.each(Object.keys(valid))("refuses a workspace without %s", (field) => {

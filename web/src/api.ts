@@ -8,7 +8,11 @@ import type { z } from "zod";
 import type { Caller } from "../../shared/auth/roles.js";
 import type { DashboardJob } from "../../shared/dashboard/dashboard-jobs.js";
 import type { operationView } from "../../shared/dashboard/operations.js";
-import type { dashboardJobListQuerySchema, dashboardResultsQuerySchema, dashboardSubmitSchema } from "../../shared/dashboard/schemas.js";
+import type {
+  dashboardJobListQuerySchema,
+  dashboardResultsQuerySchema,
+  dashboardSubmitSchema,
+} from "../../shared/dashboard/schemas.js";
 import type { databaseSummary } from "../../shared/databases/database-catalog.js";
 import type { DatabaseState } from "../../shared/databases/database-state.js";
 import type { FieldIssue } from "../../shared/errors.js";
@@ -28,7 +32,10 @@ export type ResultContent = z.output<typeof dashboardResultsQuerySchema>["conten
 export type Operation = ReturnType<typeof operationView>;
 
 /** A dashboard job as the API shows it (the stored job without its internal fields). */
-export type JobView = Omit<DashboardJob, "blast_options" | "cancel_requested" | "request_fingerprint" | "operation_id"> & {
+export type JobView = Omit<
+  DashboardJob,
+  "blast_options" | "cancel_requested" | "request_fingerprint" | "operation_id"
+> & {
   job_id_kind: "dashboard";
   options: DashboardJob["blast_options"];
   operation_status_url: string;
@@ -111,14 +118,24 @@ export function createApiClient(options: { baseUrl: string; accessToken: () => P
       headers["Content-Type"] = "application/json";
       body = JSON.stringify(opts.body);
     }
-    const res = await fetch(`${options.baseUrl}${path}`, { method: opts.method ?? "GET", headers, body, signal: opts.signal, cache: "no-store" });
+    const res = await fetch(`${options.baseUrl}${path}`, {
+      method: opts.method ?? "GET",
+      headers,
+      body,
+      signal: opts.signal,
+      cache: "no-store",
+    });
     if (!res.ok) throw await toApiError(res);
     return res;
   }
 
   async function json<T>(path: string, opts: RequestOptions = {}): Promise<ApiResponse<T>> {
     const res = await send(path, opts);
-    return { body: (await res.json()) as T, etag: res.headers.get("ETag") ?? undefined, requestId: res.headers.get("X-Request-Id") ?? "" };
+    return {
+      body: (await res.json()) as T,
+      etag: res.headers.get("ETag") ?? undefined,
+      requestId: res.headers.get("X-Request-Id") ?? "",
+    };
   }
 
   const data = async <T>(path: string, opts: RequestOptions = {}): Promise<T> => (await json<T>(path, opts)).body;
@@ -126,7 +143,8 @@ export function createApiClient(options: { baseUrl: string; accessToken: () => P
 
   return {
     me: (signal?: AbortSignal) => data<{ caller: Caller }>("/api/me", { signal }),
-    queueDiagnostics: (signal?: AbortSignal) => data<QueueDiagnostics>("/api/health/queue", { anonymous: true, signal }),
+    queueDiagnostics: (signal?: AbortSignal) =>
+      data<QueueDiagnostics>("/api/health/queue", { anonymous: true, signal }),
     readiness: async (signal?: AbortSignal): Promise<{ ready: boolean; detail: string }> => {
       try {
         await data<unknown>("/api/health/ready", { anonymous: true, signal });
@@ -137,28 +155,38 @@ export function createApiClient(options: { baseUrl: string; accessToken: () => P
       }
     },
     enqueueNoop: (message: string) =>
-      data<QueueDiagnostics & { task_id: string; status: string }>(`/api/health/queue/enqueue-noop?message=${encodeURIComponent(message)}`, {
-        method: "POST",
-        anonymous: true,
-      }),
+      data<QueueDiagnostics & { task_id: string; status: string }>(
+        `/api/health/queue/enqueue-noop?message=${encodeURIComponent(message)}`,
+        {
+          method: "POST",
+          anonymous: true,
+        },
+      ),
     noopResult: (taskId: string, signal?: AbortSignal) =>
       data<NoopResult>(`/api/health/queue/result/${encodeURIComponent(taskId)}`, { anonymous: true, signal }),
 
     getWorkspace: (signal?: AbortSignal) => json<StoredWorkspace>("/api/workspace", { signal }),
     putWorkspace: (workspace: Workspace, etag: string | undefined) =>
-      json<StoredWorkspace>("/api/workspace", { method: "PUT", body: workspace, headers: etag ? { "If-Match": etag } : {} }),
+      json<StoredWorkspace>("/api/workspace", {
+        method: "PUT",
+        body: workspace,
+        headers: etag ? { "If-Match": etag } : {},
+      }),
 
     listDatabases: (signal?: AbortSignal) => data<{ databases: DatabaseView[] }>("/api/databases", { signal }),
     prepareDatabase: (name: string) =>
       data<{ operation: Operation }>(`/api/databases/${encodeURIComponent(name)}/prepare`, { method: "POST" }),
-    warmDatabase: (name: string) => data<{ operation: Operation }>(`/api/databases/${encodeURIComponent(name)}/warmup`, { method: "POST" }),
+    warmDatabase: (name: string) =>
+      data<{ operation: Operation }>(`/api/databases/${encodeURIComponent(name)}/warmup`, { method: "POST" }),
     operation: (operationId: string, signal?: AbortSignal) =>
       data<Operation>(`/api/operations/${encodeURIComponent(operationId)}`, { signal }),
 
     listJobs: (query: JobListQuery, signal?: AbortSignal) => {
       const params = new URLSearchParams();
       for (const [key, value] of Object.entries(query)) if (value !== undefined) params.set(key, String(value));
-      return data<{ jobs: JobView[]; page: number; page_size: number; total: number }>(`/api/blast/jobs?${params}`, { signal });
+      return data<{ jobs: JobView[]; page: number; page_size: number; total: number }>(`/api/blast/jobs?${params}`, {
+        signal,
+      });
     },
     getJob: (uuid: string, signal?: AbortSignal) => data<JobView>(job(uuid), { signal }),
     submitJob: (request: SubmitRequest) => data<JobEnvelope>("/api/blast/jobs", { method: "POST", body: request }),
@@ -170,9 +198,12 @@ export function createApiClient(options: { baseUrl: string; accessToken: () => P
     apiTokenStatus: (signal?: AbortSignal) => data<ApiTokenStatus>("/api/settings/api-token", { signal }),
     revealApiToken: () => data<{ api_token: string }>("/api/settings/api-token/reveal", { method: "POST" }),
     regenerateApiToken: () =>
-      data<{ api_token: string; created_at: string; previous_valid_until: string | null }>("/api/settings/api-token/regenerate", {
-        method: "POST",
-      }),
+      data<{ api_token: string; created_at: string; previous_valid_until: string | null }>(
+        "/api/settings/api-token/regenerate",
+        {
+          method: "POST",
+        },
+      ),
   };
 }
 

@@ -14,7 +14,11 @@ import { Link, useLocation } from "./router.js";
 import { ApiContext, AppContext, ErrorNotice, PageTitle, topRole, useApi, useAsync } from "./ui.js";
 
 const NAV: readonly { href: string; label: string; match: (path: string) => boolean; floor?: Role }[] = [
-  { href: "/blast/jobs", label: "Jobs", match: (p) => p === "/" || (p.startsWith("/blast/jobs") && p !== "/blast/new") },
+  {
+    href: "/blast/jobs",
+    label: "Jobs",
+    match: (p) => p === "/" || (p.startsWith("/blast/jobs") && p !== "/blast/new"),
+  },
   // Hidden from Readers (the backend refuses their submits anyway).
   { href: "/blast/new", label: "New search", match: (p) => p === "/blast/new", floor: "Contributor" },
   { href: "/databases", label: "Databases", match: (p) => p === "/databases" },
@@ -53,7 +57,8 @@ function SignedOut(props: { path: string }) {
             </button>
           </p>
           <p class="hint">
-            You sign in with your organisation's account; your role (Reader, Contributor, Approver or Owner) decides what you can do.
+            You sign in with your organisation's account; your role (Reader, Contributor, Approver or Owner) decides
+            what you can do.
           </p>
         </section>
       )}
@@ -129,13 +134,15 @@ function Frame(props: { path: string; signedIn: boolean; children: ComponentChil
         {props.signedIn ? (
           <nav aria-label="Main">
             <ul>
-              {NAV.filter((item) => !item.floor || (app && hasRoleAtLeast(app.caller.roles, item.floor))).map((item) => (
-                <li key={item.href}>
-                  <Link href={item.href} aria-current={item.match(props.path) ? "page" : undefined}>
-                    {item.label}
-                  </Link>
-                </li>
-              ))}
+              {NAV.filter((item) => !item.floor || (app && hasRoleAtLeast(app.caller.roles, item.floor))).map(
+                (item) => (
+                  <li key={item.href}>
+                    <Link href={item.href} aria-current={item.match(props.path) ? "page" : undefined}>
+                      {item.label}
+                    </Link>
+                  </li>
+                ),
+              )}
             </ul>
           </nav>
         ) : null}

@@ -31,7 +31,9 @@ export async function loadWebConfig(): Promise<WebConfig> {
   if (!res.ok) throw new Error(`the app's configuration (/web-config.json) could not be loaded: HTTP ${res.status}`);
   const parsed = webConfigSchema.safeParse(await res.json());
   if (!parsed.success) {
-    throw new Error(`the app's configuration (/web-config.json) is invalid: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+    throw new Error(
+      `the app's configuration (/web-config.json) is invalid: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
+    );
   }
   return parsed.data;
 }

@@ -20,7 +20,12 @@ export function useLocation(): URL {
 }
 
 /** An in-app link: a real `<a href>` (so it opens in a new tab too) that navigates without a reload. */
-export function Link(props: { href: string; children: ComponentChildren; class?: string; "aria-current"?: "page" | undefined }) {
+export function Link(props: {
+  href: string;
+  children: ComponentChildren;
+  class?: string;
+  "aria-current"?: "page" | undefined;
+}) {
   const { href, children } = props;
   return (
     <a
@@ -28,7 +33,15 @@ export function Link(props: { href: string; children: ComponentChildren; class?:
       aria-current={props["aria-current"]}
       href={href}
       onClick={(event) => {
-        if (event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
+        if (
+          event.defaultPrevented ||
+          event.button !== 0 ||
+          event.metaKey ||
+          event.ctrlKey ||
+          event.shiftKey ||
+          event.altKey
+        )
+          return;
         event.preventDefault();
         navigate(href);
       }}

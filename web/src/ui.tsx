@@ -144,7 +144,13 @@ function describeStatus(status: number | undefined): string {
 }
 
 /** A labelled form field with its hint and error, wired for assistive technology. */
-export function Field(props: { id: string; label: string; hint?: ComponentChildren; error?: string; children: ComponentChildren }) {
+export function Field(props: {
+  id: string;
+  label: string;
+  hint?: ComponentChildren;
+  error?: string;
+  children: ComponentChildren;
+}) {
   return (
     <div class={`field${props.error ? " field-invalid" : ""}`}>
       <label for={props.id}>{props.label}</label>

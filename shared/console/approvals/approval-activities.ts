@@ -49,7 +49,12 @@ export interface ApprovalSettlement {
  * each is safe to replay — delivery and reminders are claimed once, expiry and execution are
  * compare-and-swap on the item.
  */
-export function createApprovalActivities(deps: { approvals: ApprovalService; store: ApprovalStore; loadPolicy: LoadPolicy; now?: () => Date }) {
+export function createApprovalActivities(deps: {
+  approvals: ApprovalService;
+  store: ApprovalStore;
+  loadPolicy: LoadPolicy;
+  now?: () => Date;
+}) {
   const now = deps.now ?? (() => new Date());
   const settlement = async (approvalId: string): Promise<ApprovalSettlement> => {
     const item = await deps.store.get(approvalId);
@@ -58,13 +63,33 @@ export function createApprovalActivities(deps: { approvals: ApprovalService; sto
   return {
     async plan(input: ApprovalRequestInput): Promise<ApprovalPlan> {
       const item = await deps.store.get(input.approval_id);
-      if (!item) return { state: "missing", policy: "send_now", send_at: now().toISOString(), expires_at: now().toISOString(), reminder_times: [] };
+      if (!item)
+        return {
+          state: "missing",
+          policy: "send_now",
+          send_at: now().toISOString(),
+          expires_at: now().toISOString(),
+          reminder_times: [],
+        };
       const planned = planDelivery(item.severity, new Date(item.created_at), deps.loadPolicy);
-      return { state: item.state, ...planned, expires_at: item.expires_at, reminder_times: deps.approvals.reminderTimes(item).map((d) => d.toISOString()) };
+      return {
+        state: item.state,
+        ...planned,
+        expires_at: item.expires_at,
+        reminder_times: deps.approvals.reminderTimes(item).map((d) => d.toISOString()),
+      };
     },
     deliver: (input: ApprovalDeliverInput) =>
-      deps.approvals.deliverRequest(input.approval_id, input.request_id, now(), input.policy === "send_now" || !input.send_at ? undefined : { policy: input.policy as DeliveryPolicy, send_at: input.send_at }),
-    remind: (input: ApprovalRequestInput & { index: number }) => deps.approvals.remind(input.approval_id, input.index, input.request_id, now()),
+      deps.approvals.deliverRequest(
+        input.approval_id,
+        input.request_id,
+        now(),
+        input.policy === "send_now" || !input.send_at
+          ? undefined
+          : { policy: input.policy as DeliveryPolicy, send_at: input.send_at },
+      ),
+    remind: (input: ApprovalRequestInput & { index: number }) =>
+      deps.approvals.remind(input.approval_id, input.index, input.request_id, now()),
     async expire(input: ApprovalRequestInput): Promise<ApprovalSettlement> {
       await deps.approvals.expire(input.approval_id, input.request_id, now());
       // An approval recorded before the TTL whose deciding host died before executing it (and

@@ -55,7 +55,12 @@ const system: AuditActor = { oid: "system", name: "operations core" };
 export function createApprovalService(deps: ApprovalServiceDependencies) {
   const { store, audit } = deps;
 
-  async function deliver(item: ApprovalItem, kind: "request" | "reminder", step: string, requestId: string): Promise<number> {
+  async function deliver(
+    item: ApprovalItem,
+    kind: "request" | "reminder",
+    step: string,
+    requestId: string,
+  ): Promise<number> {
     let sent = 0;
     for (const approver of deps.approvers) {
       if (approver === item.requester.oid) continue;
@@ -71,7 +76,14 @@ export function createApprovalService(deps: ApprovalServiceDependencies) {
       });
       if (receipt.confirmed) sent++;
     }
-    await audit.record({ actor: system, action: `console.approval_${kind}`, target: item.approval_id, outcome: "succeeded", request_id: requestId, details: { step, delivered: sent } });
+    await audit.record({
+      actor: system,
+      action: `console.approval_${kind}`,
+      target: item.approval_id,
+      outcome: "succeeded",
+      request_id: requestId,
+      details: { step, delivered: sent },
+    });
     return sent;
   }
 
@@ -83,14 +95,25 @@ export function createApprovalService(deps: ApprovalServiceDependencies) {
     const status = await deps.killSwitch.status();
     if (!status.on) return false;
     if (await store.claim(item.approval_id, `requeued-${status.set_at ?? ""}`, now)) {
-      await audit.record({ actor: system, action: "console.approval_requeued", target: item.approval_id, outcome: "succeeded", request_id: requestId, details: { reason: "kill_switch_on" } });
+      await audit.record({
+        actor: system,
+        action: "console.approval_requeued",
+        target: item.approval_id,
+        outcome: "succeeded",
+        request_id: requestId,
+        details: { reason: "kill_switch_on" },
+      });
     }
     return true;
   }
 
   /** Whether `item` belongs to the group sent at `sendAt` (planned with the same policy). */
   const inGroup = (item: ApprovalItem, sendAt: string) => {
-    const planned = planDelivery(item.severity, new Date(item.created_at), deps.loadPolicy ?? { groupIntervalSeconds: 0 });
+    const planned = planDelivery(
+      item.severity,
+      new Date(item.created_at),
+      deps.loadPolicy ?? { groupIntervalSeconds: 0 },
+    );
     return planned.policy !== "send_now" && planned.send_at === sendAt;
   };
 
@@ -99,7 +122,10 @@ export function createApprovalService(deps: ApprovalServiceDependencies) {
    * decide (a requester is never asked about its own item). Idempotent by digest id and approver,
    * so a host that finds the digest claimed can send it again to heal a crash without a duplicate.
    */
-  async function sendDigest(digestId: string, members: readonly ApprovalItem[]): Promise<{ delivered: number; mode: "list" | "summary" }> {
+  async function sendDigest(
+    digestId: string,
+    members: readonly ApprovalItem[],
+  ): Promise<{ delivered: number; mode: "list" | "summary" }> {
     const cap = deps.loadPolicy?.fatigue?.maxListedMembers ?? Number.POSITIVE_INFINITY;
     let delivered = 0;
     let mode: "list" | "summary" = "list";
@@ -109,7 +135,8 @@ export function createApprovalService(deps: ApprovalServiceDependencies) {
       const listed = mine.slice(0, cap);
       if (listed.length < mine.length) mode = "summary";
       const lines = listed.map((m) => `- ${m.approval_id} (decide before ${m.expires_at})`);
-      if (listed.length < mine.length) lines.push(`- and ${mine.length - listed.length} more: list_hil shows every one`);
+      if (listed.length < mine.length)
+        lines.push(`- and ${mine.length - listed.length} more: list_hil shows every one`);
       const receipt = await deps.notifier.send({
         category: "A1",
         template_key: "approval.digest",
@@ -130,19 +157,38 @@ export function createApprovalService(deps: ApprovalServiceDependencies) {
    * digest sends it, listing every pending member; the others find themselves listed. A member the
    * digest missed (filed at the boundary after it went out) is sent on its own.
    */
-  async function deliverInGroup(item: ApprovalItem, group: DeliveryGroup, requestId: string, now: Date): Promise<"sent" | "in_digest" | "skipped"> {
+  async function deliverInGroup(
+    item: ApprovalItem,
+    group: DeliveryGroup,
+    requestId: string,
+    now: Date,
+  ): Promise<"sent" | "in_digest" | "skipped"> {
     const digestId = digestIdOf(group.send_at);
     const pending = (await store.listPending()).filter((p) => now.getTime() < Date.parse(p.expires_at));
     const members = pending.filter((p) => p.approval_id === item.approval_id || inGroup(p, group.send_at));
     if (!members.some((m) => m.approval_id === item.approval_id)) members.push(item);
-    const claim = await store.claimDigest(digestId, members.map((m) => m.approval_id), now);
+    const claim = await store.claimDigest(
+      digestId,
+      members.map((m) => m.approval_id),
+      now,
+    );
     if (claim.claimed) {
       const { delivered, mode } = await sendDigest(digestId, members);
-      await audit.record({ actor: system, action: "console.approval_digest", target: digestId, outcome: "succeeded", request_id: requestId, details: { policy: group.policy, send_at: group.send_at, members: claim.members, mode, delivered } });
+      await audit.record({
+        actor: system,
+        action: "console.approval_digest",
+        target: digestId,
+        outcome: "succeeded",
+        request_id: requestId,
+        details: { policy: group.policy, send_at: group.send_at, members: claim.members, mode, delivered },
+      });
       return "sent";
     }
     if (claim.members.includes(item.approval_id)) {
-      await sendDigest(digestId, pending.filter((p) => claim.members.includes(p.approval_id)));
+      await sendDigest(
+        digestId,
+        pending.filter((p) => claim.members.includes(p.approval_id)),
+      );
       return "in_digest";
     }
     return deliverRequestOnce(item, requestId, now);
@@ -153,7 +199,11 @@ export function createApprovalService(deps: ApprovalServiceDependencies) {
    * again: the notifier is idempotent per approver, and only a finished delivery marks it sent.
    */
   async function deliverRequestOnce(item: ApprovalItem, requestId: string, now: Date): Promise<"sent" | "skipped"> {
-    if (!(await store.claim(item.approval_id, "request", now)) && (await store.claimed(item.approval_id, "request-sent"))) return "skipped";
+    if (
+      !(await store.claim(item.approval_id, "request", now)) &&
+      (await store.claimed(item.approval_id, "request-sent"))
+    )
+      return "skipped";
     await deliver(item, "request", "request", requestId);
     await store.claim(item.approval_id, "request-sent", now);
     return "sent";
@@ -161,15 +211,39 @@ export function createApprovalService(deps: ApprovalServiceDependencies) {
 
   return {
     /** Parks the request durably first, then delivers it unless the kill switch holds A1 delivery. */
-    async request(input: { action: ProposedAction; requester: AuditActor; reason: string; severity: Severity; idempotencyKey: string; requestId: string; now: Date }): Promise<ApprovalItem> {
-      const item = await store.file({ idempotency_key: input.idempotencyKey, action: input.action, requester: input.requester, reason: input.reason, severity: input.severity, ttlSeconds: deps.ttlSeconds }, input.now);
+    async request(input: {
+      action: ProposedAction;
+      requester: AuditActor;
+      reason: string;
+      severity: Severity;
+      idempotencyKey: string;
+      requestId: string;
+      now: Date;
+    }): Promise<ApprovalItem> {
+      const item = await store.file(
+        {
+          idempotency_key: input.idempotencyKey,
+          action: input.action,
+          requester: input.requester,
+          reason: input.reason,
+          severity: input.severity,
+          ttlSeconds: deps.ttlSeconds,
+        },
+        input.now,
+      );
       await audit.record({
         actor: input.requester,
         action: "console.enqueue_hil",
         target: item.approval_id,
         outcome: "succeeded",
         request_id: input.requestId,
-        details: { reason: input.reason, action_type: input.action.action_type, action_target: input.action.target, action_hash: item.action_hash, side_effect_class: "approve" },
+        details: {
+          reason: input.reason,
+          action_type: input.action.action_type,
+          action_target: input.action.target,
+          action_hash: item.action_hash,
+          side_effect_class: "approve",
+        },
       });
       return item;
     },
@@ -178,7 +252,12 @@ export function createApprovalService(deps: ApprovalServiceDependencies) {
      * Sends the request to the approvers once (claimed), alone or, for a deferred or grouped
      * request, in its group's one digest; holds it while the kill switch is on.
      */
-    async deliverRequest(approvalId: string, requestId: string, now: Date, group?: DeliveryGroup): Promise<"sent" | "in_digest" | "held" | "skipped"> {
+    async deliverRequest(
+      approvalId: string,
+      requestId: string,
+      now: Date,
+      group?: DeliveryGroup,
+    ): Promise<"sent" | "in_digest" | "held" | "skipped"> {
       const item = await store.get(approvalId);
       if (item?.state !== "pending") return "skipped";
       if (await held(item, requestId, now)) return "held";
@@ -194,7 +273,12 @@ export function createApprovalService(deps: ApprovalServiceDependencies) {
     },
 
     /** Sends reminder `index` once across hosts; success and failure are audited; the TTL never moves. */
-    async remind(approvalId: string, index: number, requestId: string, now: Date): Promise<"sent" | "claimed_elsewhere" | "not_pending" | "failed" | "held"> {
+    async remind(
+      approvalId: string,
+      index: number,
+      requestId: string,
+      now: Date,
+    ): Promise<"sent" | "claimed_elsewhere" | "not_pending" | "failed" | "held"> {
       const item = await store.get(approvalId);
       if (item?.state !== "pending" || index >= deps.reminderOffsetsSeconds.length) return "not_pending";
       // A reminder is A1 delivery too: held (not claimed, so it can go out later) while the kill switch is on.
@@ -204,7 +288,14 @@ export function createApprovalService(deps: ApprovalServiceDependencies) {
         await deliver(item, "reminder", `reminder-${index}`, requestId);
         return "sent";
       } catch (error) {
-        await audit.record({ actor: system, action: "console.approval_reminder", target: approvalId, outcome: "failed", request_id: requestId, details: { step: `reminder-${index}`, error: error instanceof Error ? error.message : String(error) } });
+        await audit.record({
+          actor: system,
+          action: "console.approval_reminder",
+          target: approvalId,
+          outcome: "failed",
+          request_id: requestId,
+          details: { step: `reminder-${index}`, error: error instanceof Error ? error.message : String(error) },
+        });
         return "failed";
       }
     },
@@ -212,7 +303,15 @@ export function createApprovalService(deps: ApprovalServiceDependencies) {
     /** Times out a pending item whose TTL passed; the one call that does it writes the one audit entry. */
     async expire(approvalId: string, requestId: string, now: Date): Promise<ApprovalItem | undefined> {
       const result = await store.expire(approvalId, now);
-      if (result?.newlyTimedOut) await audit.record({ actor: system, action: "console.approval_timeout", target: approvalId, outcome: "succeeded", request_id: requestId, details: { expires_at: result.item.expires_at } });
+      if (result?.newlyTimedOut)
+        await audit.record({
+          actor: system,
+          action: "console.approval_timeout",
+          target: approvalId,
+          outcome: "succeeded",
+          request_id: requestId,
+          details: { expires_at: result.item.expires_at },
+        });
       return result?.item;
     },
 
@@ -221,53 +320,145 @@ export function createApprovalService(deps: ApprovalServiceDependencies) {
      * re-checks the verifier before an approval applies, and answers a late decision with the
      * existing timeout. An approval executes the action exactly once.
      */
-    async decide(input: { approvalId: string; actor: AuditActor; decision: ApprovalDecision; justification: string; actionHash?: string; requestId: string; now: Date }): Promise<DecisionResult> {
+    async decide(input: {
+      approvalId: string;
+      actor: AuditActor;
+      decision: ApprovalDecision;
+      justification: string;
+      actionHash?: string;
+      requestId: string;
+      now: Date;
+    }): Promise<DecisionResult> {
       const item = await store.get(input.approvalId);
       if (!item) throw new ToolError("not_found", `no approval ${input.approvalId}`);
-      const base = { actor: input.actor, action: "console.approve_hil", target: item.approval_id, request_id: input.requestId };
+      const base = {
+        actor: input.actor,
+        action: "console.approve_hil",
+        target: item.approval_id,
+        request_id: input.requestId,
+      };
       if (item.state === "pending" && input.actor.oid === item.requester.oid) {
-        await audit.record({ ...base, outcome: "denied", details: { reason: NO_SELF_APPROVAL, invariant: NO_SELF_APPROVAL, decision: input.decision, side_effect_class: "approve" } });
-        throw new ToolError("self_approval", `refused by the ${NO_SELF_APPROVAL} invariant: the requester of ${item.approval_id} cannot decide it`);
+        await audit.record({
+          ...base,
+          outcome: "denied",
+          details: {
+            reason: NO_SELF_APPROVAL,
+            invariant: NO_SELF_APPROVAL,
+            decision: input.decision,
+            side_effect_class: "approve",
+          },
+        });
+        throw new ToolError(
+          "self_approval",
+          `refused by the ${NO_SELF_APPROVAL} invariant: the requester of ${item.approval_id} cannot decide it`,
+        );
       }
       // The stored action must still be the one the hash bound, and a presented hash must match it.
       const expectedHash = actionHash(item.action);
-      if (expectedHash !== item.action_hash || (input.actionHash !== undefined && input.actionHash !== item.action_hash)) {
-        await audit.record({ ...base, outcome: "denied", details: { reason: "action_hash_mismatch", side_effect_class: "approve" } });
+      if (
+        expectedHash !== item.action_hash ||
+        (input.actionHash !== undefined && input.actionHash !== item.action_hash)
+      ) {
+        await audit.record({
+          ...base,
+          outcome: "denied",
+          details: { reason: "action_hash_mismatch", side_effect_class: "approve" },
+        });
         throw new ToolError("conflict", `the action_hash does not match approval ${item.approval_id}`);
       }
-      if (input.decision === "approve" && item.state === "pending" && input.now.getTime() < Date.parse(item.expires_at)) {
+      if (
+        input.decision === "approve" &&
+        item.state === "pending" &&
+        input.now.getTime() < Date.parse(item.expires_at)
+      ) {
         const report = await deps.verify(item.action);
         if (report.verdict !== "eligible") {
-          await audit.record({ ...base, outcome: "denied", details: { reason: "verifier_recheck", verdict: report.verdict, missing_evidence: report.missing_evidence, side_effect_class: "approve" } });
-          throw new ToolError(report.verdict === "abstain" ? "verifier_abstained" : "verifier_denied", `the verifier ${report.verdict === "abstain" ? "abstains" : "denies"} ${item.action.action_type} on ${item.action.target} now; the approval was not applied`, {
-            missing_evidence: report.missing_evidence,
-            ...(report.reason ? { reason: report.reason } : {}),
+          await audit.record({
+            ...base,
+            outcome: "denied",
+            details: {
+              reason: "verifier_recheck",
+              verdict: report.verdict,
+              missing_evidence: report.missing_evidence,
+              side_effect_class: "approve",
+            },
           });
+          throw new ToolError(
+            report.verdict === "abstain" ? "verifier_abstained" : "verifier_denied",
+            `the verifier ${report.verdict === "abstain" ? "abstains" : "denies"} ${item.action.action_type} on ${item.action.target} now; the approval was not applied`,
+            {
+              missing_evidence: report.missing_evidence,
+              ...(report.reason ? { reason: report.reason } : {}),
+            },
+          );
         }
       }
-      const outcome = await store.decide(input.approvalId, { actor: input.actor, decision: input.decision, justification: input.justification, action_hash: item.action_hash }, input.now);
+      const outcome = await store.decide(
+        input.approvalId,
+        {
+          actor: input.actor,
+          decision: input.decision,
+          justification: input.justification,
+          action_hash: item.action_hash,
+        },
+        input.now,
+      );
       if (!outcome) throw new ToolError("not_found", `no approval ${input.approvalId}`);
       switch (outcome.kind) {
         case "timeout":
-          if (outcome.newlyTimedOut) await audit.record({ actor: system, action: "console.approval_timeout", target: item.approval_id, outcome: "succeeded", request_id: input.requestId, details: { expires_at: item.expires_at } });
+          if (outcome.newlyTimedOut)
+            await audit.record({
+              actor: system,
+              action: "console.approval_timeout",
+              target: item.approval_id,
+              outcome: "succeeded",
+              request_id: input.requestId,
+              details: { expires_at: item.expires_at },
+            });
           return { outcome: "timeout", item: outcome.item };
         case "conflict":
-          await audit.record({ ...base, outcome: "denied", details: { reason: "decision_conflict", recorded: outcome.item.decision, side_effect_class: "approve" } });
-          throw new ToolError("conflict", `approval ${item.approval_id} already has a ${outcome.item.decision?.decision} decision by another actor or of another kind`);
+          await audit.record({
+            ...base,
+            outcome: "denied",
+            details: { reason: "decision_conflict", recorded: outcome.item.decision, side_effect_class: "approve" },
+          });
+          throw new ToolError(
+            "conflict",
+            `approval ${item.approval_id} already has a ${outcome.item.decision?.decision} decision by another actor or of another kind`,
+          );
         case "self_approval":
-          await audit.record({ ...base, outcome: "denied", details: { reason: NO_SELF_APPROVAL, invariant: NO_SELF_APPROVAL, side_effect_class: "approve" } });
+          await audit.record({
+            ...base,
+            outcome: "denied",
+            details: { reason: NO_SELF_APPROVAL, invariant: NO_SELF_APPROVAL, side_effect_class: "approve" },
+          });
           throw new ToolError("self_approval", `refused by the ${NO_SELF_APPROVAL} invariant`);
         case "hash_mismatch":
           throw new ToolError("conflict", `the action_hash does not match approval ${item.approval_id}`);
         case "existing": {
           // A host that died between recording an approval and executing it left the action
           // unexecuted: the same actor's retry resumes it (executeApproved runs it at most once).
-          const resumed = outcome.item.state === "approved" && !outcome.item.execution ? await this.executeApproved(item.approval_id, input.requestId, input.now) : undefined;
+          const resumed =
+            outcome.item.state === "approved" && !outcome.item.execution
+              ? await this.executeApproved(item.approval_id, input.requestId, input.now)
+              : undefined;
           return { outcome: "existing", item: resumed ?? outcome.item };
         }
         case "recorded": {
-          await audit.record({ ...base, outcome: "succeeded", details: { decision: input.decision, justification: input.justification, action_hash: item.action_hash, side_effect_class: "approve" } });
-          const executed = input.decision === "approve" ? await this.executeApproved(item.approval_id, input.requestId, input.now) : outcome.item;
+          await audit.record({
+            ...base,
+            outcome: "succeeded",
+            details: {
+              decision: input.decision,
+              justification: input.justification,
+              action_hash: item.action_hash,
+              side_effect_class: "approve",
+            },
+          });
+          const executed =
+            input.decision === "approve"
+              ? await this.executeApproved(item.approval_id, input.requestId, input.now)
+              : outcome.item;
           return { outcome: "recorded", item: executed ?? outcome.item };
         }
       }
@@ -284,19 +475,46 @@ export function createApprovalService(deps: ApprovalServiceDependencies) {
       const actor = item.decision?.actor ?? system;
       let execution: NonNullable<ApprovalItem["execution"]>;
       const report = await deps.verify(item.action);
-      if ((await deps.killSwitch.isOn()) && item.action.action_type !== "kill_switch") execution = { status: "refused", at: now.toISOString(), result: { reason: "kill_switch_on" } };
-      else if (report.verdict !== "eligible") execution = { status: "refused", at: now.toISOString(), result: { reason: "verifier", verdict: report.verdict, missing_evidence: report.missing_evidence } };
+      if ((await deps.killSwitch.isOn()) && item.action.action_type !== "kill_switch")
+        execution = { status: "refused", at: now.toISOString(), result: { reason: "kill_switch_on" } };
+      else if (report.verdict !== "eligible")
+        execution = {
+          status: "refused",
+          at: now.toISOString(),
+          result: { reason: "verifier", verdict: report.verdict, missing_evidence: report.missing_evidence },
+        };
       else {
         try {
-          execution = { status: "succeeded", at: now.toISOString(), result: await deps.executor.execute(item.action, { idempotencyKey: item.approval_id, actor, requestId }) };
+          execution = {
+            status: "succeeded",
+            at: now.toISOString(),
+            result: await deps.executor.execute(item.action, { idempotencyKey: item.approval_id, actor, requestId }),
+          };
         } catch (error) {
           // Another request holds this execution (the deciding one, still running it): it records the outcome.
           if (error instanceof ActionInProgressError) return store.get(approvalId);
-          execution = { status: "failed", at: now.toISOString(), result: { error: error instanceof Error ? error.message : String(error) } };
+          execution = {
+            status: "failed",
+            at: now.toISOString(),
+            result: { error: error instanceof Error ? error.message : String(error) },
+          };
         }
       }
       if (await store.recordExecution(approvalId, execution)) {
-        await audit.record({ actor, action: "console.action_executed", target: approvalId, outcome: execution.status === "succeeded" ? "succeeded" : execution.status === "refused" ? "denied" : "failed", request_id: requestId, details: { action_type: item.action.action_type, action_target: item.action.target, side_effect_class: "execute", result: execution.result } });
+        await audit.record({
+          actor,
+          action: "console.action_executed",
+          target: approvalId,
+          outcome:
+            execution.status === "succeeded" ? "succeeded" : execution.status === "refused" ? "denied" : "failed",
+          request_id: requestId,
+          details: {
+            action_type: item.action.action_type,
+            action_target: item.action.target,
+            side_effect_class: "execute",
+            result: execution.result,
+          },
+        });
       }
       return store.get(approvalId);
     },

@@ -67,7 +67,9 @@ function canonical(value: unknown): string {
 
 /** The `action_hash` binding an approval to the exact action, target and parameters. */
 export function actionHash(action: ProposedAction): string {
-  return createHash("sha256").update(canonical({ action_type: action.action_type, target: action.target, params: action.params })).digest("hex");
+  return createHash("sha256")
+    .update(canonical({ action_type: action.action_type, target: action.target, params: action.params }))
+    .digest("hex");
 }
 
 export const approvalIdSchema = z.string().regex(/^apr_[0-9a-f]{24}$/, "approval ids look like apr_ and 24 hex digits");
@@ -83,7 +85,11 @@ export interface ApprovalStore {
   /** Every item still pending, oldest first. */
   listPending(): Promise<ApprovalItem[]>;
   /** Records a decision, or says why not (self-approval, timeout, conflict, wrong hash). */
-  decide(approvalId: string, decision: { actor: AuditActor; decision: ApprovalDecision; justification: string; action_hash: string }, now: Date): Promise<DecideOutcome | undefined>;
+  decide(
+    approvalId: string,
+    decision: { actor: AuditActor; decision: ApprovalDecision; justification: string; action_hash: string },
+    now: Date,
+  ): Promise<DecideOutcome | undefined>;
   /** Moves a pending item whose TTL passed to `timeout`; true only for the call that did it. */
   expire(approvalId: string, now: Date): Promise<{ item: ApprovalItem; newlyTimedOut: boolean } | undefined>;
   /** Records the one execution of an approved item; false when one is already recorded. */
@@ -96,7 +102,11 @@ export interface ApprovalStore {
    * Claims a group's digest across hosts, recording its members: the first claimer gets
    * `claimed: true`; everyone else reads the members the first one recorded.
    */
-  claimDigest(digestId: string, members: readonly string[], now: Date): Promise<{ claimed: boolean; members: string[] }>;
+  claimDigest(
+    digestId: string,
+    members: readonly string[],
+    now: Date,
+  ): Promise<{ claimed: boolean; members: string[] }>;
 }
 
 /** Claims of group digests share the claims table under their own partition. */
@@ -117,14 +127,21 @@ export function createApprovalStore(source: TableSource): ApprovalStore {
   }
 
   /** Applies `change` with optimistic concurrency; re-reads and retries when another writer won. */
-  async function update(approvalId: string, change: (item: ApprovalItem) => ApprovalItem | undefined): Promise<{ before: ApprovalItem; after: ApprovalItem | undefined } | undefined> {
+  async function update(
+    approvalId: string,
+    change: (item: ApprovalItem) => ApprovalItem | undefined,
+  ): Promise<{ before: ApprovalItem; after: ApprovalItem | undefined } | undefined> {
     for (;;) {
       const current = await read(approvalId);
       if (!current) return undefined;
       const next = change(current.item);
       if (!next) return { before: current.item, after: undefined };
       try {
-        await (await table()).updateEntity({ partitionKey: PARTITION, rowKey: approvalId, state: next.state, ...packText("doc", JSON.stringify(next)) }, "Replace", { etag: current.etag });
+        await (await table()).updateEntity(
+          { partitionKey: PARTITION, rowKey: approvalId, state: next.state, ...packText("doc", JSON.stringify(next)) },
+          "Replace",
+          { etag: current.etag },
+        );
         return { before: current.item, after: next };
       } catch (error) {
         if (!isStatus(error, 412)) throw error;
@@ -132,8 +149,13 @@ export function createApprovalStore(source: TableSource): ApprovalStore {
     }
   }
 
-  const expired = (item: ApprovalItem, now: Date) => item.state === "pending" && now.getTime() >= Date.parse(item.expires_at);
-  const timeoutOf = (item: ApprovalItem, now: Date): ApprovalItem => ({ ...item, state: "timeout", timed_out_at: now.toISOString() });
+  const expired = (item: ApprovalItem, now: Date) =>
+    item.state === "pending" && now.getTime() >= Date.parse(item.expires_at);
+  const timeoutOf = (item: ApprovalItem, now: Date): ApprovalItem => ({
+    ...item,
+    state: "timeout",
+    timed_out_at: now.toISOString(),
+  });
 
   return {
     async file(input, now) {
@@ -151,7 +173,12 @@ export function createApprovalStore(source: TableSource): ApprovalStore {
         state: "pending",
       };
       try {
-        await (await table()).createEntity({ partitionKey: PARTITION, rowKey: approval_id, state: item.state, ...packText("doc", JSON.stringify(item)) });
+        await (await table()).createEntity({
+          partitionKey: PARTITION,
+          rowKey: approval_id,
+          state: item.state,
+          ...packText("doc", JSON.stringify(item)),
+        });
         return item;
       } catch (error) {
         if (!isStatus(error, 409)) throw error;
@@ -163,7 +190,9 @@ export function createApprovalStore(source: TableSource): ApprovalStore {
 
     async listPending() {
       const out: ApprovalItem[] = [];
-      const entities = (await table()).listEntities<Record<string, unknown>>({ queryOptions: { filter: `PartitionKey eq '${PARTITION}' and state eq 'pending'` } });
+      const entities = (await table()).listEntities<Record<string, unknown>>({
+        queryOptions: { filter: `PartitionKey eq '${PARTITION}' and state eq 'pending'` },
+      });
       for await (const e of entities) out.push(JSON.parse(unpackText(e, "doc")) as ApprovalItem);
       return out.sort((a, b) => a.created_at.localeCompare(b.created_at));
     },
@@ -196,7 +225,12 @@ export function createApprovalStore(source: TableSource): ApprovalStore {
         const decided: ApprovalItem = {
           ...item,
           state: decision.decision === "approve" ? "approved" : "rejected",
-          decision: { actor: decision.actor, decision: decision.decision, justification: decision.justification, at: now.toISOString() },
+          decision: {
+            actor: decision.actor,
+            decision: decision.decision,
+            justification: decision.justification,
+            at: now.toISOString(),
+          },
         };
         outcome = { kind: "recorded", item: decided };
         return decided;
@@ -250,7 +284,12 @@ export function createApprovalStore(source: TableSource): ApprovalStore {
     async claimDigest(digestId, members, now) {
       const client = await claims();
       try {
-        await client.createEntity({ partitionKey: DIGEST_PARTITION, rowKey: digestId, claimed_at: now.toISOString(), ...packText("members", JSON.stringify(members)) });
+        await client.createEntity({
+          partitionKey: DIGEST_PARTITION,
+          rowKey: digestId,
+          claimed_at: now.toISOString(),
+          ...packText("members", JSON.stringify(members)),
+        });
         return { claimed: true, members: [...members] };
       } catch (error) {
         if (!isStatus(error, 409)) throw error;

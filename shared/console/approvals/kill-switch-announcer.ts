@@ -10,7 +10,12 @@ import type { ApprovalStore } from "./approval-store.js";
  * by the flip's time), with an audit entry. Turned off, the same announcement says held
  * deliveries resume (each approval orchestration offers its held send again within a minute).
  */
-export function createKillSwitchAnnouncer(deps: { store: ApprovalStore; notifier: Notifier; audit: AuditLog; recipients: readonly string[] }) {
+export function createKillSwitchAnnouncer(deps: {
+  store: ApprovalStore;
+  notifier: Notifier;
+  audit: AuditLog;
+  recipients: readonly string[];
+}) {
   return async (change: KillSwitchChange): Promise<void> => {
     const actor = { oid: change.actor_oid, name: change.actor_oid };
     const requestId = `kill_switch_${change.on ? "on" : "off"}/${change.at}`;
@@ -18,7 +23,14 @@ export function createKillSwitchAnnouncer(deps: { store: ApprovalStore; notifier
     for (const item of open) {
       // The same claim the delivery path takes, so an item is audited as requeued once per activation.
       if (await deps.store.claim(item.approval_id, `requeued-${change.at}`, new Date(change.at))) {
-        await deps.audit.record({ actor, action: "console.approval_requeued", target: item.approval_id, outcome: "succeeded", request_id: requestId, details: { reason: "kill_switch_on" } });
+        await deps.audit.record({
+          actor,
+          action: "console.approval_requeued",
+          target: item.approval_id,
+          outcome: "succeeded",
+          request_id: requestId,
+          details: { reason: "kill_switch_on" },
+        });
       }
     }
     const body = change.on

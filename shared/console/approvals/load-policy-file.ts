@@ -36,7 +36,9 @@ const loadPolicyFileSchema = z.strictObject({
   /** Severities that are sent at once, bypassing quiet hours and grouping. */
   critical_severities: z.array(z.enum(SEVERITIES)).min(1).default(["critical"]),
   /** Fatigue caps: only how a group's digest reads changes, never parking or a decision. */
-  fatigue: z.strictObject({ max_listed_members: z.number().int().min(1).max(1000) }).default({ max_listed_members: 20 }),
+  fatigue: z
+    .strictObject({ max_listed_members: z.number().int().min(1).max(1000) })
+    .default({ max_listed_members: 20 }),
 });
 
 export type LoadPolicyFile = z.output<typeof loadPolicyFileSchema>;
@@ -53,7 +55,8 @@ export function parseLoadPolicyFile(file: string, text: string): LoadPolicyFile 
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
   const lineOf = (offset: number | undefined) => (offset === undefined ? 1 : lines.linePos(offset).line);
   const yamlError = doc.errors[0];
-  if (yamlError) throw new CatalogLoadError(file, lineOf(yamlError.pos[0]), `not valid YAML: ${yamlError.message.split("\n")[0]}`);
+  if (yamlError)
+    throw new CatalogLoadError(file, lineOf(yamlError.pos[0]), `not valid YAML: ${yamlError.message.split("\n")[0]}`);
   const result = loadPolicyFileSchema.safeParse(doc.toJS() ?? {});
   if (result.success) return result.data;
   const issue = result.error.issues[0];
@@ -62,7 +65,11 @@ export function parseLoadPolicyFile(file: string, text: string): LoadPolicyFile 
   let node: unknown;
   for (let n = path.length; n >= 0 && !node; n--) node = n === 0 ? doc.contents : doc.getIn(path.slice(0, n), true);
   const range = (node as { range?: [number, number, number] } | undefined)?.range;
-  throw new CatalogLoadError(file, lineOf(range?.[0]), `${path.length ? `${path.join(".")}: ` : ""}${issue?.message ?? "invalid"}`);
+  throw new CatalogLoadError(
+    file,
+    lineOf(range?.[0]),
+    `${path.length ? `${path.join(".")}: ` : ""}${issue?.message ?? "invalid"}`,
+  );
 }
 
 /**

@@ -18,8 +18,15 @@ export interface LoadPolicy {
 }
 
 function minutesIn(at: Date, timeZone: string): number {
-  const parts = new Intl.DateTimeFormat("en-GB", { timeZone, hour: "2-digit", minute: "2-digit", hourCycle: "h23" }).formatToParts(at);
-  return Number(parts.find((p) => p.type === "hour")?.value) * 60 + Number(parts.find((p) => p.type === "minute")?.value);
+  const parts = new Intl.DateTimeFormat("en-GB", {
+    timeZone,
+    hour: "2-digit",
+    minute: "2-digit",
+    hourCycle: "h23",
+  }).formatToParts(at);
+  return (
+    Number(parts.find((p) => p.type === "hour")?.value) * 60 + Number(parts.find((p) => p.type === "minute")?.value)
+  );
 }
 
 /**
@@ -28,12 +35,20 @@ function minutesIn(at: Date, timeZone: string): number {
  * deferred to their end, and others are grouped to the next interval boundary (one anchor send
  * per group). Parking and the decision itself are never affected.
  */
-export function planDelivery(severity: Severity, now: Date, policy: LoadPolicy): { policy: DeliveryPolicy; send_at: string } {
-  if ((policy.criticalSeverities ?? ["critical"]).includes(severity)) return { policy: "send_now", send_at: now.toISOString() };
+export function planDelivery(
+  severity: Severity,
+  now: Date,
+  policy: LoadPolicy,
+): { policy: DeliveryPolicy; send_at: string } {
+  if ((policy.criticalSeverities ?? ["critical"]).includes(severity))
+    return { policy: "send_now", send_at: now.toISOString() };
   const quiet = policy.quietHours;
   if (quiet) {
     const minute = minutesIn(now, quiet.timeZone);
-    const inQuiet = quiet.startMinute <= quiet.endMinute ? minute >= quiet.startMinute && minute < quiet.endMinute : minute >= quiet.startMinute || minute < quiet.endMinute;
+    const inQuiet =
+      quiet.startMinute <= quiet.endMinute
+        ? minute >= quiet.startMinute && minute < quiet.endMinute
+        : minute >= quiet.startMinute || minute < quiet.endMinute;
     if (inQuiet) {
       const wait = (quiet.endMinute - minute + 24 * 60) % (24 * 60);
       const end = new Date(now.getTime() + wait * 60_000);

@@ -72,7 +72,13 @@ export interface BreakGlassDependencies {
  */
 export async function activateBreakGlass(
   deps: BreakGlassDependencies,
-  request: { actor: { oid: string; name: string }; reason: string; expirySeconds?: number; requestId: string; now: Date },
+  request: {
+    actor: { oid: string; name: string };
+    reason: string;
+    expirySeconds?: number;
+    requestId: string;
+    now: Date;
+  },
 ): Promise<BreakGlassResult> {
   const reason = sanitizeReason(request.reason);
   const ttl = request.expirySeconds ?? deps.config.max_ttl_seconds;
@@ -97,7 +103,11 @@ export async function activateBreakGlass(
     }
   }
   const confirmed = receipts.filter((r) => r.confirmed);
-  const pager_receipt = { paged: deps.config.owners.length, confirmed: confirmed.length, delivery_ids: confirmed.map((r) => r.delivery_id) };
+  const pager_receipt = {
+    paged: deps.config.owners.length,
+    confirmed: confirmed.length,
+    delivery_ids: confirmed.map((r) => r.delivery_id),
+  };
   if (confirmed.length === 0) {
     const denial = await deps.audit.record({
       actor: request.actor,
@@ -105,7 +115,13 @@ export async function activateBreakGlass(
       target: "break_glass",
       outcome: "denied",
       request_id: request.requestId,
-      details: { reason: "no_owner_page_confirmed", requested_reason: reason, expires_at, pager_receipt, side_effect_class: "breakglass" },
+      details: {
+        reason: "no_owner_page_confirmed",
+        requested_reason: reason,
+        expires_at,
+        pager_receipt,
+        side_effect_class: "breakglass",
+      },
     });
     throw new BreakGlassDeniedError("no_owner_page_confirmed", denial.audit_id);
   }

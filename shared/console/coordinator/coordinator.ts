@@ -7,7 +7,15 @@ import type { ProposedAction, VerifierReport } from "../../ops/verifier/verifier
 import type { ApprovalService } from "../approvals/approval-service.js";
 import type { RecurrentQueryWatch } from "../recurrent-query.js";
 import type { ToolRegistry } from "../tools/registry.js";
-import { effectiveRole, invokeTool, meetsFloor, refusalText, type Tool, type ToolContext, type ToolResult } from "../tools/tool.js";
+import {
+  effectiveRole,
+  invokeTool,
+  meetsFloor,
+  refusalText,
+  type Tool,
+  type ToolContext,
+  type ToolResult,
+} from "../tools/tool.js";
 import { NO_NARRATOR, type Narrator } from "./narrator.js";
 import { leadingVerb, parseCommand } from "./verb-parser.js";
 
@@ -24,7 +32,16 @@ export interface InboundTurn {
 export type Intent = "read" | "simulate" | "approve" | "breakglass" | "none";
 
 /** How the coordinator answered. */
-export type ReplyKind = "tool_result" | "refused" | "blocked" | "glossary" | "action_context_abstention" | "lifecycle_abstention" | "reasoning_unavailable" | "approval_filed" | "invalid_command";
+export type ReplyKind =
+  | "tool_result"
+  | "refused"
+  | "blocked"
+  | "glossary"
+  | "action_context_abstention"
+  | "lifecycle_abstention"
+  | "reasoning_unavailable"
+  | "approval_filed"
+  | "invalid_command";
 
 /** The vendor-neutral reply (spec §2.4 OutboundResponse): text plus the evidence behind it. */
 export interface OutboundResponse {
@@ -71,7 +88,7 @@ export const GLOSSARY = {
 
 /** The deterministic action-context abstention (coordinator rule 10). */
 export const ACTION_CONTEXT_ABSTENTION =
-  "I cannot answer that without the exact action context. Give the exact action type, target resource, proposal, approval id or action evidence (for example: run_runbook name=retry_failed_job params={\"job_id\":\"…\"} dry_run=true, or approve_hil approval_id=apr_…). Nothing was changed.";
+  'I cannot answer that without the exact action context. Give the exact action type, target resource, proposal, approval id or action evidence (for example: run_runbook name=retry_failed_job params={"job_id":"…"} dry_run=true, or approve_hil approval_id=apr_…). Nothing was changed.';
 
 /** Reply to a question naming an exact action, approval, correlation or idempotency selector (rule 9). */
 export const LIFECYCLE_ABSTENTION =
@@ -81,7 +98,8 @@ const GLOSSARY_QUESTION = /\b(what|explain|define|describe|meaning|how does|how 
 const T2_TERMS = /\b(t2|eligibility|eligible)\b/i;
 const EVIDENCE_TERMS = /\binsufficient[-\s]evidence\b|\babstain|\babstention\b/i;
 const LIFECYCLE_TERMS = /\b(propos\w*|approv\w*|execut\w*|verif\w*|retr(y|ies|ied)|idempoten\w*)\b/i;
-const SELECTOR = /\bapr_[0-9a-f]{24}\b|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b|\bINC-[0-9a-f]{12}\b|\b(idempotency[_ ]key|correlation[_ ]id|action[_ ]hash)\s*[=:]\s*\S+/i;
+const SELECTOR =
+  /\bapr_[0-9a-f]{24}\b|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b|\bINC-[0-9a-f]{12}\b|\b(idempotency[_ ]key|correlation[_ ]id|action[_ ]hash)\s*[=:]\s*\S+/i;
 const RULE_ID = /\bR-[A-Z]+-\d{3}\b/;
 
 const PREVIEW_LIMIT = 4000;
@@ -102,9 +120,17 @@ export function previewOf(result: ToolResult): string {
 }
 
 /** What an audit entry keeps of a result: small evidence inline, large evidence by reference (`auditEvidence`). */
-async function evidenceOf(result: ToolResult, store: EvidenceStore | undefined, rbacFloor: Role): Promise<Record<string, unknown>> {
+async function evidenceOf(
+  result: ToolResult,
+  store: EvidenceStore | undefined,
+  rbacFloor: Role,
+): Promise<Record<string, unknown>> {
   if (result.status !== "ok") return { status: result.status, error: result.error };
-  return { status: "ok", evidence_ref: result.evidence_ref, ...(await auditEvidence(result.data, { store, rbacFloor })) };
+  return {
+    status: "ok",
+    evidence_ref: result.evidence_ref,
+    ...(await auditEvidence(result.data, { store, rbacFloor })),
+  };
 }
 
 /**
@@ -118,7 +144,12 @@ export function createCoordinator(deps: CoordinatorDependencies) {
   const narrator = deps.narrator ?? NO_NARRATOR;
   const now = deps.now ?? (() => new Date());
 
-  const reply = (requestId: string, kind: ReplyKind, text: string, extra: Partial<OutboundResponse> = {}): OutboundResponse => ({
+  const reply = (
+    requestId: string,
+    kind: ReplyKind,
+    text: string,
+    extra: Partial<OutboundResponse> = {},
+  ): OutboundResponse => ({
     text,
     kind,
     intent: "none",
@@ -129,7 +160,14 @@ export function createCoordinator(deps: CoordinatorDependencies) {
     ...extra,
   });
 
-  async function runTool(tool: Tool, rawArgs: unknown, caller: Caller, role: Role, requestId: string, hooks: TurnHooks): Promise<OutboundResponse> {
+  async function runTool(
+    tool: Tool,
+    rawArgs: unknown,
+    caller: Caller,
+    role: Role,
+    requestId: string,
+    hooks: TurnHooks,
+  ): Promise<OutboundResponse> {
     const context: ToolContext = { caller, role, requestId, now };
     const actor: AuditActor = { oid: caller.oid, name: caller.name };
     const intent = intentOf(tool);
@@ -144,24 +182,77 @@ export function createCoordinator(deps: CoordinatorDependencies) {
       const floor = tool.floorFor?.(parsed.data) ?? descriptor.rbac_floor;
       const report = await deps.verify(action);
       if (report.verdict === "deny") {
-        const entry = await deps.audit.record({ ...auditBase, outcome: "denied", details: { side_effect_class: descriptor.side_effect_class, intent, args: argDetails, decision: "deny", verifier_report: report } });
-        return reply(requestId, "refused", `Refused: the verifier denies ${action.action_type} on ${action.target}: ${report.reason}. Nothing was executed.`, { intent, audit_ids: [entry.audit_id] });
+        const entry = await deps.audit.record({
+          ...auditBase,
+          outcome: "denied",
+          details: {
+            side_effect_class: descriptor.side_effect_class,
+            intent,
+            args: argDetails,
+            decision: "deny",
+            verifier_report: report,
+          },
+        });
+        return reply(
+          requestId,
+          "refused",
+          `Refused: the verifier denies ${action.action_type} on ${action.target}: ${report.reason}. Nothing was executed.`,
+          { intent, audit_ids: [entry.audit_id] },
+        );
       }
       if (report.verdict === "abstain" || !meetsFloor(role, floor)) {
         const cause = report.verdict === "abstain" ? "verifier_abstained" : "rbac_floor_not_met";
         const severity: Severity = action.action_type === "kill_switch" ? "critical" : "medium";
-        const item = await deps.approvals.request({ action, requester: actor, reason: "verifier_abstained", severity, idempotencyKey: `console/${requestId}/${descriptor.name}`, requestId, now: now() });
+        const item = await deps.approvals.request({
+          action,
+          requester: actor,
+          reason: "verifier_abstained",
+          severity,
+          idempotencyKey: `console/${requestId}/${descriptor.name}`,
+          requestId,
+          now: now(),
+        });
         const entry = await deps.audit.record({
           ...auditBase,
           outcome: "denied",
-          details: { side_effect_class: descriptor.side_effect_class, intent, args: argDetails, reason: "verifier_abstained", cause, approval_id: item.approval_id, verifier_report: report, required_role: floor, current_role: role },
+          details: {
+            side_effect_class: descriptor.side_effect_class,
+            intent,
+            args: argDetails,
+            reason: "verifier_abstained",
+            cause,
+            approval_id: item.approval_id,
+            verifier_report: report,
+            required_role: floor,
+            current_role: role,
+          },
         });
         await hooks.approvalFiled?.(item.approval_id, requestId);
-        const why = cause === "rbac_floor_not_met" ? `${descriptor.name} with these arguments requires the ${floor} role; your current role is ${role}` : `the verifier abstains (missing evidence: ${report.missing_evidence.join(", ")})`;
-        return reply(requestId, "approval_filed", `Not executed: ${why}. Filed human approval ${item.approval_id} (enqueue_hil) for an approver to decide.`, { intent, approval_id: item.approval_id, audit_ids: [entry.audit_id] });
+        const why =
+          cause === "rbac_floor_not_met"
+            ? `${descriptor.name} with these arguments requires the ${floor} role; your current role is ${role}`
+            : `the verifier abstains (missing evidence: ${report.missing_evidence.join(", ")})`;
+        return reply(
+          requestId,
+          "approval_filed",
+          `Not executed: ${why}. Filed human approval ${item.approval_id} (enqueue_hil) for an approver to decide.`,
+          { intent, approval_id: item.approval_id, audit_ids: [entry.audit_id] },
+        );
       }
       // Proceeds: the entry opened before the work is closed by the final one below.
-      openedId = (await deps.audit.record({ ...auditBase, action: "console.tool_started", outcome: "succeeded", details: { side_effect_class: descriptor.side_effect_class, intent, args: argDetails, verifier_report: report } })).audit_id;
+      openedId = (
+        await deps.audit.record({
+          ...auditBase,
+          action: "console.tool_started",
+          outcome: "succeeded",
+          details: {
+            side_effect_class: descriptor.side_effect_class,
+            intent,
+            args: argDetails,
+            verifier_report: report,
+          },
+        })
+      ).audit_id;
     }
     const result = await invokeTool(tool, rawArgs, context);
     // Only calls whose arguments validate are a shape someone could reuse.
@@ -171,8 +262,25 @@ export function createCoordinator(deps: CoordinatorDependencies) {
       const eventId = typeof argDetails.event_id === "string" ? argDetails.event_id : undefined;
       const entry = await deps.audit.record({
         ...auditBase,
-        outcome: result.status === "ok" ? "succeeded" : result.status === "error" && result.error.type === "forbidden" ? "denied" : "failed",
-        details: { side_effect_class: descriptor.side_effect_class, intent, args: argDetails, ...(eventId ? { event_id: eventId } : {}), ...(openedId ? { opened_audit_id: openedId } : {}), ...(descriptor.side_effect_class === "simulate" ? { mode: "observation" } : {}), ...(await evidenceOf(result, deps.evidence, parsed.success ? (tool.floorFor?.(parsed.data) ?? descriptor.rbac_floor) : descriptor.rbac_floor)) },
+        outcome:
+          result.status === "ok"
+            ? "succeeded"
+            : result.status === "error" && result.error.type === "forbidden"
+              ? "denied"
+              : "failed",
+        details: {
+          side_effect_class: descriptor.side_effect_class,
+          intent,
+          args: argDetails,
+          ...(eventId ? { event_id: eventId } : {}),
+          ...(openedId ? { opened_audit_id: openedId } : {}),
+          ...(descriptor.side_effect_class === "simulate" ? { mode: "observation" } : {}),
+          ...(await evidenceOf(
+            result,
+            deps.evidence,
+            parsed.success ? (tool.floorFor?.(parsed.data) ?? descriptor.rbac_floor) : descriptor.rbac_floor,
+          )),
+        },
       });
       auditIds.push(entry.audit_id);
     }
@@ -180,32 +288,70 @@ export function createCoordinator(deps: CoordinatorDependencies) {
       const decided = (result.data as { approval_id?: unknown }).approval_id;
       if (typeof decided === "string") await hooks.approvalDecided?.(decided);
     }
-    return reply(requestId, "tool_result", previewOf(result), { intent, tool_results: [result], evidence_refs: result.status === "ok" ? [result.evidence_ref] : [], audit_ids: auditIds });
+    return reply(requestId, "tool_result", previewOf(result), {
+      intent,
+      tool_results: [result],
+      evidence_refs: result.status === "ok" ? [result.evidence_ref] : [],
+      audit_ids: auditIds,
+    });
   }
 
   return {
     narrator,
     /** Handles one turn for an authenticated caller; the audit entries are written before this returns. */
-    async handleTurn(caller: Caller, turn: InboundTurn, requestId: string = randomUUID(), hooks: TurnHooks = {}): Promise<OutboundResponse> {
+    async handleTurn(
+      caller: Caller,
+      turn: InboundTurn,
+      requestId: string = randomUUID(),
+      hooks: TurnHooks = {},
+    ): Promise<OutboundResponse> {
       const role = effectiveRole(caller);
-      if (!role) return reply(requestId, "blocked", "Access is blocked: your account has no application role assigned. Ask an Owner to assign one.");
-      if (turn.target_agent !== undefined && turn.incident_agent !== undefined && turn.target_agent !== turn.incident_agent)
-        return reply(requestId, "blocked", `Blocked: the chosen agent ${turn.target_agent} does not match the incident link's agent ${turn.incident_agent}. No evidence was gathered.`);
+      if (!role)
+        return reply(
+          requestId,
+          "blocked",
+          "Access is blocked: your account has no application role assigned. Ask an Owner to assign one.",
+        );
+      if (
+        turn.target_agent !== undefined &&
+        turn.incident_agent !== undefined &&
+        turn.target_agent !== turn.incident_agent
+      )
+        return reply(
+          requestId,
+          "blocked",
+          `Blocked: the chosen agent ${turn.target_agent} does not match the incident link's agent ${turn.incident_agent}. No evidence was gathered.`,
+        );
       const text = turn.text.trim();
       const verb = leadingVerb(text);
-      if (verb === "enqueue_hil") return reply(requestId, "refused", "Refused: enqueue_hil is coordinator-internal and cannot be invoked directly. The tool was not invoked.");
+      if (verb === "enqueue_hil")
+        return reply(
+          requestId,
+          "refused",
+          "Refused: enqueue_hil is coordinator-internal and cannot be invoked directly. The tool was not invoked.",
+        );
       const tool = verb ? deps.registry.get(verb) : undefined;
       if (tool) {
-        if (!meetsFloor(role, tool.descriptor.rbac_floor)) return reply(requestId, "refused", refusalText(tool.descriptor.name, tool.descriptor.rbac_floor, role), { intent: intentOf(tool) });
+        if (!meetsFloor(role, tool.descriptor.rbac_floor))
+          return reply(requestId, "refused", refusalText(tool.descriptor.name, tool.descriptor.rbac_floor, role), {
+            intent: intentOf(tool),
+          });
         const command = parseCommand(text, tool.jsonArg);
-        if (!command.ok) return reply(requestId, "invalid_command", `${tool.descriptor.name}: ${command.error}. Usage: ${tool.descriptor.argument_hint}. The tool was not invoked.`, { intent: intentOf(tool) });
+        if (!command.ok)
+          return reply(
+            requestId,
+            "invalid_command",
+            `${tool.descriptor.name}: ${command.error}. Usage: ${tool.descriptor.argument_hint}. The tool was not invoked.`,
+            { intent: intentOf(tool) },
+          );
         return runTool(tool, command.args, caller, role, requestId, hooks);
       }
       if (GLOSSARY_QUESTION.test(text) && !SELECTOR.test(text)) {
         if (T2_TERMS.test(text)) return reply(requestId, "glossary", GLOSSARY.t2_eligibility);
         if (EVIDENCE_TERMS.test(text)) return reply(requestId, "glossary", GLOSSARY.insufficient_evidence);
       }
-      if (SELECTOR.test(text) && LIFECYCLE_TERMS.test(text)) return reply(requestId, "lifecycle_abstention", LIFECYCLE_ABSTENTION);
+      if (SELECTOR.test(text) && LIFECYCLE_TERMS.test(text))
+        return reply(requestId, "lifecycle_abstention", LIFECYCLE_ABSTENTION);
       // A T0 direct hit: a rule id or an action-type id named in the text is looked up in the catalog.
       const ruleId = RULE_ID.exec(text)?.[0];
       const explore = deps.registry.get("explore_catalog");
@@ -219,7 +365,11 @@ export function createCoordinator(deps: CoordinatorDependencies) {
           `The reasoning layer is temporarily unavailable, so free-text questions cannot be translated. Direct lookups still work: type a tool name with its arguments (for example "explore_catalog query=job.failed" or "query_audit limit=20"), or "search_tools". Tools for your role (${role}): ${visible.join(", ")}.`,
         );
       }
-      return reply(requestId, "reasoning_unavailable", `No deterministic match; tools for your role (${role}): ${visible.join(", ")}.`);
+      return reply(
+        requestId,
+        "reasoning_unavailable",
+        `No deterministic match; tools for your role (${role}): ${visible.join(", ")}.`,
+      );
     },
   };
 }

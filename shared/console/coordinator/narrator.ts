@@ -16,7 +16,12 @@ export interface Narrator {
   /** Rule 4: one bounded clarifying question over the visible tools. */
   clarify?(input: { text: string; tools: ToolDescriptor[]; abortSignal?: AbortSignal }): Promise<string>;
   /** Rule 5: a single-tool follow-up from bounded prior turns (escaped as data). */
-  contextual?(input: { text: string; priorTurns: string[]; tools: ToolDescriptor[]; abortSignal?: AbortSignal }): Promise<string | undefined>;
+  contextual?(input: {
+    text: string;
+    priorTurns: string[];
+    tools: ToolDescriptor[];
+    abortSignal?: AbortSignal;
+  }): Promise<string | undefined>;
   /** Rule 6: two or three canonical read commands for a compound request. */
   readPlan?(input: { text: string; tools: ToolDescriptor[]; abortSignal?: AbortSignal }): Promise<string[]>;
 }

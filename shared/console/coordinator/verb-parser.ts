@@ -4,7 +4,9 @@
  */
 
 /** A parsed command, or why the text is not one. */
-export type ParsedCommand = { ok: true; verb: string; args: Record<string, unknown> } | { ok: false; verb: string; error: string };
+export type ParsedCommand =
+  | { ok: true; verb: string; args: Record<string, unknown> }
+  | { ok: false; verb: string; error: string };
 
 /** The first word when it looks like a verb (snake_case), else undefined. */
 export function leadingVerb(text: string): string | undefined {
@@ -45,7 +47,8 @@ export function parseCommand(text: string, jsonArg?: string): ParsedCommand {
   if (rest.startsWith("{")) {
     try {
       const value = JSON.parse(rest) as unknown;
-      if (!value || typeof value !== "object" || Array.isArray(value)) return { ok: false, verb, error: "the JSON argument must be an object" };
+      if (!value || typeof value !== "object" || Array.isArray(value))
+        return { ok: false, verb, error: "the JSON argument must be an object" };
       // Wrapped unless it already is `{ "<jsonArg>": … }` alone (an event may have its own `payload` field).
       const wrapped = jsonArg !== undefined && !(Object.keys(value).length === 1 && jsonArg in value);
       return { ok: true, verb, args: wrapped ? { [jsonArg]: value } : (value as Record<string, unknown>) };

@@ -11,11 +11,19 @@ const MAX_SCANNED = 5000;
  * name, time, provisioning state, duration, mode and correlation id leave the provider — no ids,
  * parameters or outputs (which can hold secrets).
  */
-export function createArmDeploymentsProvider(options: { subscriptionId: string; resourceGroup: string; credential: TokenCredential; clientOptions?: DeploymentsClientOptionalParams }): DeploymentHistoryProvider {
+export function createArmDeploymentsProvider(options: {
+  subscriptionId: string;
+  resourceGroup: string;
+  credential: TokenCredential;
+  clientOptions?: DeploymentsClientOptionalParams;
+}): DeploymentHistoryProvider {
   let client: Promise<DeploymentsClient> | undefined;
   return {
     async list(window, limit) {
-      client ??= import("@azure/arm-resourcesdeployments").then(({ DeploymentsClient }) => new DeploymentsClient(options.credential, options.subscriptionId, options.clientOptions));
+      client ??= import("@azure/arm-resourcesdeployments").then(
+        ({ DeploymentsClient }) =>
+          new DeploymentsClient(options.credential, options.subscriptionId, options.clientOptions),
+      );
       const records: DeploymentRecord[] = [];
       let scanned = 0;
       let truncated = false;
@@ -32,7 +40,12 @@ export function createArmDeploymentsProvider(options: { subscriptionId: string; 
           source: "cloud",
           kind: "arm.deployment",
           name: deployment.name ?? "",
-          detail: { provisioning_state: String(p?.provisioningState ?? "Unknown"), duration: p?.duration ?? "", mode: String(p?.mode ?? ""), correlation_id: p?.correlationId ?? "" },
+          detail: {
+            provisioning_state: String(p?.provisioningState ?? "Unknown"),
+            duration: p?.duration ?? "",
+            mode: String(p?.mode ?? ""),
+            correlation_id: p?.correlationId ?? "",
+          },
         });
       }
       records.sort((a, b) => b.at.localeCompare(a.at));

@@ -56,10 +56,20 @@ export function createAzureHealthMetrics(options: {
   const text = (v: unknown) => (typeof v === "string" ? v : "");
   return {
     async read() {
-      graph ??= import("@azure/arm-resourcegraph").then(({ ResourceGraphClient }) => new ResourceGraphClient(options.credential, options.graphClientOptions));
-      metrics ??= import("@azure/monitor-query-metrics").then(({ MetricsClient }) => new MetricsClient(options.endpoint, options.credential, options.metricsClientOptions));
-      const page = await (await graph).resources({ query: healthMetricResourcesQuery(options.set), subscriptions: [options.subscriptionId], options: { resultFormat: "objectArray", top: MAX_RESOURCES } });
-      const rows = ((page.data as Row[] | undefined) ?? []).filter((r) => groups.size === 0 || groups.has(text(r.resourceGroup).toLowerCase()));
+      graph ??= import("@azure/arm-resourcegraph").then(
+        ({ ResourceGraphClient }) => new ResourceGraphClient(options.credential, options.graphClientOptions),
+      );
+      metrics ??= import("@azure/monitor-query-metrics").then(
+        ({ MetricsClient }) => new MetricsClient(options.endpoint, options.credential, options.metricsClientOptions),
+      );
+      const page = await (await graph).resources({
+        query: healthMetricResourcesQuery(options.set),
+        subscriptions: [options.subscriptionId],
+        options: { resultFormat: "objectArray", top: MAX_RESOURCES },
+      });
+      const rows = ((page.data as Row[] | undefined) ?? []).filter(
+        (r) => groups.size === 0 || groups.has(text(r.resourceGroup).toLowerCase()),
+      );
       const truncated = page.resultTruncated === "true" || page.skipToken !== undefined;
       const end = now();
       const start = new Date(end.getTime() - options.set.window_minutes * 60_000);
@@ -84,13 +94,28 @@ export function createAzureHealthMetrics(options: {
             // One refused batch (a resource outside the endpoint's region, say) is a gap for its
             // resources, not for the whole set.
             failed += 1;
-            for (const row of batch) observations.push({ name: text(row.name), type: text(row.type), resource_group: text(row.resourceGroup), metric: spec.metric, aggregation: spec.aggregation, unit: "Unspecified", value: null, error: "QueryFailed" });
+            for (const row of batch)
+              observations.push({
+                name: text(row.name),
+                type: text(row.type),
+                resource_group: text(row.resourceGroup),
+                metric: spec.metric,
+                aggregation: spec.aggregation,
+                unit: "Unspecified",
+                value: null,
+                error: "QueryFailed",
+              });
             continue;
           }
           batch.forEach((row, n) => {
-            const metric = results.find((r) => r.resourceId?.toLowerCase() === text(row.id).toLowerCase())?.metrics[0] ?? results[n]?.metrics[0];
+            const metric =
+              results.find((r) => r.resourceId?.toLowerCase() === text(row.id).toLowerCase())?.metrics[0] ??
+              results[n]?.metrics[0];
             const points = metric?.timeseries[0]?.data ?? [];
-            const latest = points.map((p) => p[aggregation]).filter((v): v is number => typeof v === "number").at(-1);
+            const latest = points
+              .map((p) => p[aggregation])
+              .filter((v): v is number => typeof v === "number")
+              .at(-1);
             observations.push({
               name: text(row.name),
               type: text(row.type),

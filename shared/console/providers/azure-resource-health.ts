@@ -1,4 +1,8 @@
-import type { MicrosoftResourceHealth, MicrosoftResourceHealthOptionalParams, AvailabilityStatus } from "@azure/arm-resourcehealth";
+import type {
+  MicrosoftResourceHealth,
+  MicrosoftResourceHealthOptionalParams,
+  AvailabilityStatus,
+} from "@azure/arm-resourcehealth";
 import type { TokenCredential } from "@azure/identity";
 import { redactLogCell } from "../tools/provider-tools.js";
 import { ToolError } from "../tools/tool.js";
@@ -12,16 +16,22 @@ const MAX_HISTORY = 1000;
 const TEXT_MAX = 300;
 
 /** What the provider passes on of a resource id: never the id itself (it carries the subscription id). */
-const RESOURCE_ID = /^\/subscriptions\/[0-9a-f-]{36}\/resourceGroups\/([^/?#]+)\/providers\/([A-Za-z0-9.]+)\/((?:[A-Za-z0-9]+\/[^/?#]+\/)*[A-Za-z0-9]+)\/([^/?#]+)$/i;
+const RESOURCE_ID =
+  /^\/subscriptions\/[0-9a-f-]{36}\/resourceGroups\/([^/?#]+)\/providers\/([A-Za-z0-9.]+)\/((?:[A-Za-z0-9]+\/[^/?#]+\/)*[A-Za-z0-9]+)\/([^/?#]+)$/i;
 const STATUS_SUFFIX = /\/providers\/Microsoft\.ResourceHealth\/availabilityStatuses\/[^/]+$/i;
 
 /** The resource an availability status belongs to, from the status's id (`{resource id}/providers/Microsoft.ResourceHealth/availabilityStatuses/current`). */
-export function resourceOfStatusId(statusId: string | undefined): { id: string; name: string; type: string; resource_group: string } | undefined {
+export function resourceOfStatusId(
+  statusId: string | undefined,
+): { id: string; name: string; type: string; resource_group: string } | undefined {
   const id = (statusId ?? "").replace(STATUS_SUFFIX, "");
   const match = RESOURCE_ID.exec(id);
   if (!match || id.includes("..") || id === statusId) return undefined;
   const [, group = "", namespace = "", typePath = "", name = ""] = match;
-  const type = `${namespace}/${typePath.split("/").filter((_, i) => i % 2 === 0).join("/")}`.toLowerCase();
+  const type = `${namespace}/${typePath
+    .split("/")
+    .filter((_, i) => i % 2 === 0)
+    .join("/")}`.toLowerCase();
   return { id, name: decodeURIComponent(name), type, resource_group: decodeURIComponent(group) };
 }
 
@@ -34,7 +44,11 @@ const iso = (d: Date | undefined) => (d instanceof Date && !Number.isNaN(d.getTi
  * UserInitiated), `context` ("Platform Initiated" / "Customer Initiated") and `reasonType`
  * (Planned / Unplanned are the platform's, UserInitiated the customer's). None of them: unknown.
  */
-export function classifyCause(p: { healthEventCause?: string; context?: string; reasonType?: string }): "platform" | "customer" | "unknown" {
+export function classifyCause(p: {
+  healthEventCause?: string;
+  context?: string;
+  reasonType?: string;
+}): "platform" | "customer" | "unknown" {
   const said = [p.healthEventCause, p.context, p.reasonType].map((s) => (s ?? "").toLowerCase().replace(/[\s_-]/g, ""));
   if (said.some((s) => s.startsWith("user") || s.startsWith("customer"))) return "customer";
   if (said.some((s) => s.startsWith("platform") || s === "planned" || s === "unplanned")) return "platform";
@@ -79,13 +93,18 @@ export function createAzureResourceHealthProvider(options: {
   let client: Promise<MicrosoftResourceHealth> | undefined;
   const now = options.now ?? (() => new Date());
   const open = () => {
-    client ??= import("@azure/arm-resourcehealth").then(({ MicrosoftResourceHealth }) => new MicrosoftResourceHealth(options.credential, options.subscriptionId, options.clientOptions));
+    client ??= import("@azure/arm-resourcehealth").then(
+      ({ MicrosoftResourceHealth }) =>
+        new MicrosoftResourceHealth(options.credential, options.subscriptionId, options.clientOptions),
+    );
     return client;
   };
 
   async function scopeStatuses(): Promise<{ statuses: AvailabilityStatus[]; truncated: boolean }> {
     const health = await open();
-    const lists = options.resourceGroups?.length ? options.resourceGroups.map((g) => health.availabilityStatuses.listByResourceGroup(g)) : [health.availabilityStatuses.listBySubscriptionId()];
+    const lists = options.resourceGroups?.length
+      ? options.resourceGroups.map((g) => health.availabilityStatuses.listByResourceGroup(g))
+      : [health.availabilityStatuses.listBySubscriptionId()];
     const statuses: AvailabilityStatus[] = [];
     for (const list of lists) {
       for await (const status of list) {
@@ -129,14 +148,26 @@ export function createAzureResourceHealthProvider(options: {
       });
       // `<resource group>/<name>` picks one of several resources of the same name.
       const parts = resourceName.split("/");
-      if (parts.length > 2) throw new ToolError("not_found", `no resource named ${resourceName} reports health in the configured scope`);
+      if (parts.length > 2)
+        throw new ToolError("not_found", `no resource named ${resourceName} reports health in the configured scope`);
       const [group, name] = parts.length === 2 ? parts : [undefined, resourceName];
       const matches = statuses
         .map((s) => resourceOfStatusId(s.id))
-        .filter((r) => r !== undefined && r.name.toLowerCase() === (name ?? "").toLowerCase() && (group === undefined || r.resource_group.toLowerCase() === group.toLowerCase()));
+        .filter(
+          (r) =>
+            r !== undefined &&
+            r.name.toLowerCase() === (name ?? "").toLowerCase() &&
+            (group === undefined || r.resource_group.toLowerCase() === group.toLowerCase()),
+        );
       const ids = [...new Set(matches.map((r) => r?.id))];
-      if (ids.length === 0) throw new ToolError("not_found", `no resource named ${resourceName} reports health in the configured scope`);
-      if (ids.length > 1) throw new ToolError("invalid_arguments", `${ids.length} resources in the configured scope are named ${resourceName}; name one as <resource group>/<name>`, { candidates: matches.map((r) => ({ name: r?.name, type: r?.type, resource_group: r?.resource_group })) });
+      if (ids.length === 0)
+        throw new ToolError("not_found", `no resource named ${resourceName} reports health in the configured scope`);
+      if (ids.length > 1)
+        throw new ToolError(
+          "invalid_arguments",
+          `${ids.length} resources in the configured scope are named ${resourceName}; name one as <resource group>/<name>`,
+          { candidates: matches.map((r) => ({ name: r?.name, type: r?.type, resource_group: r?.resource_group })) },
+        );
       const resource = matches[0] as NonNullable<(typeof matches)[number]>;
       const health = await open();
       const entries: ResourceHealthEntry[] = [];
@@ -157,9 +188,15 @@ export function createAzureResourceHealthProvider(options: {
         }
       } catch (error) {
         // Resource Health answers 404 for a resource it keeps no history of: that is no history.
-        if ((error as { statusCode?: number }).statusCode !== 404) throw new ToolError("unavailable", "Resource Health did not answer for this resource's history");
+        if ((error as { statusCode?: number }).statusCode !== 404)
+          throw new ToolError("unavailable", "Resource Health did not answer for this resource's history");
       }
-      return { resource: { name: resource.name, type: resource.type, resource_group: resource.resource_group }, entries, truncated, observed_at: now().toISOString() };
+      return {
+        resource: { name: resource.name, type: resource.type, resource_group: resource.resource_group },
+        entries,
+        truncated,
+        observed_at: now().toISOString(),
+      };
     },
   };
 }

@@ -8,14 +8,27 @@ import type { SubscriptionProvider } from "./providers.js";
  * state, observed now. Its health is `health` when given (`createSubscriptionHealth` over the
  * scope's sources) and `unavailable` otherwise.
  */
-export function createArmSubscriptionProvider(options: { subscriptionId: string; credential: TokenCredential; clientOptions?: SubscriptionClientOptionalParams; now?: () => Date; health?: SubscriptionProvider["health"] }): SubscriptionProvider {
+export function createArmSubscriptionProvider(options: {
+  subscriptionId: string;
+  credential: TokenCredential;
+  clientOptions?: SubscriptionClientOptionalParams;
+  now?: () => Date;
+  health?: SubscriptionProvider["health"];
+}): SubscriptionProvider {
   let client: Promise<SubscriptionClient> | undefined;
   const now = options.now ?? (() => new Date());
   return {
     async scope() {
-      client ??= import("@azure/arm-resources-subscriptions").then(({ SubscriptionClient }) => new SubscriptionClient(options.credential, options.clientOptions));
+      client ??= import("@azure/arm-resources-subscriptions").then(
+        ({ SubscriptionClient }) => new SubscriptionClient(options.credential, options.clientOptions),
+      );
       const subscription = await (await client).subscriptions.get(options.subscriptionId);
-      return { subscription_id: options.subscriptionId, display_name: subscription.displayName ?? "", state: String(subscription.state ?? "Unknown"), observed_at: now().toISOString() };
+      return {
+        subscription_id: options.subscriptionId,
+        display_name: subscription.displayName ?? "",
+        state: String(subscription.state ?? "Unknown"),
+        observed_at: now().toISOString(),
+      };
     },
     async health() {
       if (!options.health) throw new ProviderUnavailableError("the subscription health provider");

@@ -14,7 +14,11 @@ const httpsOrigin = z
   .refine((text) => {
     try {
       const url = new URL(text);
-      return url.protocol === "https:" && url.origin === text && /^(?:[a-z0-9-]+\.)*[a-z0-9-]+$|^\[[0-9a-f:.]+\]$/i.test(url.hostname);
+      return (
+        url.protocol === "https:" &&
+        url.origin === text &&
+        /^(?:[a-z0-9-]+\.)*[a-z0-9-]+$|^\[[0-9a-f:.]+\]$/i.test(url.hostname)
+      );
     } catch {
       return false;
     }
@@ -37,7 +41,10 @@ export type BrowserEvidencePolicy = z.infer<typeof policySchema>;
 
 const catalogSchema = z
   .strictObject({ version: z.number().int().min(1), policies: z.array(policySchema).max(100) })
-  .refine((c) => new Set(c.policies.map((p) => p.id)).size === c.policies.length, { message: "policy ids are unique (one current version each)", path: ["policies"] });
+  .refine((c) => new Set(c.policies.map((p) => p.id)).size === c.policies.length, {
+    message: "policy ids are unique (one current version each)",
+    path: ["policies"],
+  });
 export type BrowserEvidencePolicyCatalog = z.infer<typeof catalogSchema>;
 
 /** Loads and validates `config/browser-evidence-policies.json`; a bad file throws naming the file and line. */

@@ -11,7 +11,19 @@ import type { BrowserEvidenceArtifact, BrowserEvidenceProvider } from "./provide
  * unresolvable to Chromium itself: a request that slipped past the route (Chromium follows a
  * redirect it was handed without asking the route again) fails instead of reaching the network.
  */
-export const CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--dns-prefetch-disable", "--host-resolver-rules=MAP * ~NOTFOUND", "--force-webrtc-ip-handling-policy=disable_non_proxied_udp"] as const;
+export const CHROMIUM_FLAGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--dns-prefetch-disable",
+  "--host-resolver-rules=MAP * ~NOTFOUND",
+  "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+] as const;
 
 /** Redirects the fetcher follows for one request, each hop checked against the policy's origins. */
 const MAX_REDIRECTS = 5;
@@ -57,19 +69,34 @@ function refused(message: string, details: Record<string, unknown>): never {
 }
 
 /** The exact policy for these arguments, or a refusal before anything runs (C-101). */
-export function policyFor(catalog: BrowserEvidencePolicyCatalog, request: { policy_id: string; policy_version: number; source_url: string; stable_selectors: string[] }): BrowserEvidencePolicy {
+export function policyFor(
+  catalog: BrowserEvidencePolicyCatalog,
+  request: { policy_id: string; policy_version: number; source_url: string; stable_selectors: string[] },
+): BrowserEvidencePolicy {
   const policy = catalog.policies.find((p) => p.id === request.policy_id);
   if (!policy) refused(`no server-owned policy ${request.policy_id}`, { policy_id: request.policy_id });
-  if (policy.version !== request.policy_version) refused(`policy ${policy.id} is at version ${policy.version}, not ${request.policy_version}`, { policy_id: policy.id, policy_version: policy.version });
+  if (policy.version !== request.policy_version)
+    refused(`policy ${policy.id} is at version ${policy.version}, not ${request.policy_version}`, {
+      policy_id: policy.id,
+      policy_version: policy.version,
+    });
   let url: URL;
   try {
     url = new URL(request.source_url);
   } catch {
     refused("the source URL is not a URL", { policy_id: policy.id });
   }
-  if (url.protocol !== "https:" || !policy.allowed_origins.includes(url.origin) || url.username || url.password) refused(`policy ${policy.id} does not allow ${url.origin}`, { policy_id: policy.id, allowed_origins: policy.allowed_origins });
+  if (url.protocol !== "https:" || !policy.allowed_origins.includes(url.origin) || url.username || url.password)
+    refused(`policy ${policy.id} does not allow ${url.origin}`, {
+      policy_id: policy.id,
+      allowed_origins: policy.allowed_origins,
+    });
   const unknown = request.stable_selectors.filter((s) => !policy.selectors.includes(s));
-  if (unknown.length > 0) refused(`policy ${policy.id} does not allow the selectors ${unknown.join(", ")}`, { policy_id: policy.id, allowed_selectors: policy.selectors });
+  if (unknown.length > 0)
+    refused(`policy ${policy.id} does not allow the selectors ${unknown.join(", ")}`, {
+      policy_id: policy.id,
+      allowed_selectors: policy.selectors,
+    });
   return policy;
 }
 
@@ -78,7 +105,10 @@ export function policyFor(catalog: BrowserEvidencePolicyCatalog, request: { poli
  * (no cookie, no authorization, no client certificate, whatever the page asked for), the body
  * read up to `maxBytes` and until `deadline`. Redirects are followed by the caller, hop by hop.
  */
-function fetchBounded(url: URL, options: { maxBytes: number; deadline: number; accept: string; ca?: string }): Promise<{ status: number; headers: Record<string, string>; body: Buffer; cut: "bytes" | "time" | undefined }> {
+function fetchBounded(
+  url: URL,
+  options: { maxBytes: number; deadline: number; accept: string; ca?: string },
+): Promise<{ status: number; headers: Record<string, string>; body: Buffer; cut: "bytes" | "time" | undefined }> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -98,7 +128,10 @@ function fetchBounded(url: URL, options: { maxBytes: number; deadline: number; a
       agent: false,
       ...(options.ca ? { ca: options.ca } : {}),
     });
-    const timer = setTimeout(() => (status ? finish("time") : fail(new Error("the time bound passed before the server answered"))), Math.max(0, options.deadline - Date.now()));
+    const timer = setTimeout(
+      () => (status ? finish("time") : fail(new Error("the time bound passed before the server answered"))),
+      Math.max(0, options.deadline - Date.now()),
+    );
     const fail = (error: Error) => {
       if (settled) return;
       settled = true;
@@ -109,7 +142,8 @@ function fetchBounded(url: URL, options: { maxBytes: number; deadline: number; a
     request.on("response", (response) => {
       status = response.statusCode ?? 502;
       headers = {};
-      for (const [name, value] of Object.entries(response.headers)) if (PASSED_RESPONSE_HEADERS.has(name) && typeof value === "string") headers[name] = value;
+      for (const [name, value] of Object.entries(response.headers))
+        if (PASSED_RESPONSE_HEADERS.has(name) && typeof value === "string") headers[name] = value;
       if (headers.location) {
         try {
           headers.location = new URL(headers.location, url).href;
@@ -159,7 +193,12 @@ export function createBrowserEvidenceProvider(options: {
     async capture(request): Promise<BrowserEvidenceArtifact> {
       const policy = policyFor(options.policies, request);
       // Each capture is a browser: a few at a time, and the rest told so rather than queued unbounded.
-      if (running >= MAX_CONCURRENT_CAPTURES) throw new ToolError("unavailable", `${MAX_CONCURRENT_CAPTURES} captures are already running; try again when one has finished`, { policy_id: policy.id });
+      if (running >= MAX_CONCURRENT_CAPTURES)
+        throw new ToolError(
+          "unavailable",
+          `${MAX_CONCURRENT_CAPTURES} captures are already running; try again when one has finished`,
+          { policy_id: policy.id },
+        );
       running++;
       try {
         return await captureUnder(policy, request);
@@ -169,7 +208,10 @@ export function createBrowserEvidenceProvider(options: {
     },
   };
 
-  async function captureUnder(policy: BrowserEvidencePolicy, request: { source_url: string; stable_selectors: string[] }): Promise<BrowserEvidenceArtifact> {
+  async function captureUnder(
+    policy: BrowserEvidencePolicy,
+    request: { source_url: string; stable_selectors: string[] },
+  ): Promise<BrowserEvidenceArtifact> {
     const { chromium } = await import("playwright-core");
     // The bound is the page's: it starts once the browser is up, so a slow launch costs no page time.
     let deadline = Number.POSITIVE_INFINITY;
@@ -182,7 +224,12 @@ export function createBrowserEvidenceProvider(options: {
     let hardStop: NodeJS.Timeout | undefined;
     const elements: ElementRecord[] = [];
     try {
-      browser = await chromium.launch({ executablePath: options.executablePath, headless: true, args: [...CHROMIUM_FLAGS], timeout: LAUNCH_TIMEOUT_MS });
+      browser = await chromium.launch({
+        executablePath: options.executablePath,
+        headless: true,
+        args: [...CHROMIUM_FLAGS],
+        timeout: LAUNCH_TIMEOUT_MS,
+      });
       const context: BrowserContext = await browser.newContext({
         viewport: policy.viewport,
         acceptDownloads: false,
@@ -200,7 +247,13 @@ export function createBrowserEvidenceProvider(options: {
           requests.refused++;
           return route.abort("blockedbyclient");
         }
-        if (req.method() !== "GET" || url.protocol !== "https:" || !policy.allowed_origins.includes(url.origin) || bytesLeft <= 0 || Date.now() >= navigationDeadline) {
+        if (
+          req.method() !== "GET" ||
+          url.protocol !== "https:" ||
+          !policy.allowed_origins.includes(url.origin) ||
+          bytesLeft <= 0 ||
+          Date.now() >= navigationDeadline
+        ) {
           requests.refused++;
           if (bytesLeft <= 0) cut.bytes = true;
           else if (Date.now() >= navigationDeadline) cut.time = true;
@@ -210,13 +263,24 @@ export function createBrowserEvidenceProvider(options: {
         try {
           // Redirects are followed here, never by Chromium (which would not ask the route again).
           for (let hop = 0; ; hop++) {
-            const response = await fetchBounded(url, { maxBytes: bytesLeft, deadline: navigationDeadline, accept: req.headers().accept ?? "*/*", ...(options.ca ? { ca: options.ca } : {}) });
+            const response = await fetchBounded(url, {
+              maxBytes: bytesLeft,
+              deadline: navigationDeadline,
+              accept: req.headers().accept ?? "*/*",
+              ...(options.ca ? { ca: options.ca } : {}),
+            });
             bytesLeft -= response.body.length;
             if (response.cut) cut[response.cut] = true;
             const location = REDIRECT_STATUSES.has(response.status) ? response.headers.location : undefined;
-            if (location === undefined) return await route.fulfill({ status: response.status, headers: response.headers, body: response.body });
+            if (location === undefined)
+              return await route.fulfill({ status: response.status, headers: response.headers, body: response.body });
             const next = new URL(location);
-            if (hop >= MAX_REDIRECTS || next.protocol !== "https:" || !policy.allowed_origins.includes(next.origin) || bytesLeft <= 0) {
+            if (
+              hop >= MAX_REDIRECTS ||
+              next.protocol !== "https:" ||
+              !policy.allowed_origins.includes(next.origin) ||
+              bytesLeft <= 0
+            ) {
               requests.refused++;
               return await route.abort("blockedbyclient");
             }
@@ -233,7 +297,10 @@ export function createBrowserEvidenceProvider(options: {
       navigationDeadline = started + Math.floor(policy.max_time_ms * NAVIGATION_SHARE);
       // The bound holds even if Chromium stops answering: the browser is closed under the call.
       const launched = browser;
-      hardStop = setTimeout(() => void launched.close().catch(() => undefined), policy.max_time_ms + HARD_STOP_GRACE_MS);
+      hardStop = setTimeout(
+        () => void launched.close().catch(() => undefined),
+        policy.max_time_ms + HARD_STOP_GRACE_MS,
+      );
       await page
         .goto(request.source_url, { waitUntil: "load", timeout: Math.max(1, deadline - Date.now()) })
         .catch(() => {
@@ -244,17 +311,33 @@ export function createBrowserEvidenceProvider(options: {
         const left = deadline - Date.now();
         const locator = page.locator(selector).first();
         // Status pages often render their elements from script: wait for each, within the bound.
-        const found = left > 0 && (await locator.waitFor({ state: "visible", timeout: left }).then(() => true, () => false));
+        const found =
+          left > 0 &&
+          (await locator.waitFor({ state: "visible", timeout: left }).then(
+            () => true,
+            () => false,
+          ));
         if (!found) {
           if (left <= 0) cut.time = true;
           elements.push({ selector, found: false, text: "", text_truncated: false, screenshot: null });
           continue;
         }
         // biome-ignore lint/performance/useDomNodeTextContent: the rendered text is what an operator sees, not script or hidden nodes
-        const text = ((await locator.innerText({ timeout: Math.max(1, left) }).catch(() => "")) ?? "").slice(0, MAX_ELEMENT_TEXT + 1);
-        const png = await locator.screenshot({ timeout: Math.max(1, deadline - Date.now()), animations: "disabled", type: "png" }).catch(() => undefined);
+        const text = ((await locator.innerText({ timeout: Math.max(1, left) }).catch(() => "")) ?? "").slice(
+          0,
+          MAX_ELEMENT_TEXT + 1,
+        );
+        const png = await locator
+          .screenshot({ timeout: Math.max(1, deadline - Date.now()), animations: "disabled", type: "png" })
+          .catch(() => undefined);
         if (!png && Date.now() >= deadline) cut.time = true;
-        elements.push({ selector, found: true, text: text.slice(0, MAX_ELEMENT_TEXT), text_truncated: text.length > MAX_ELEMENT_TEXT, screenshot: png ? await options.store.put(png, "image/png", "Reader") : null });
+        elements.push({
+          selector,
+          found: true,
+          text: text.slice(0, MAX_ELEMENT_TEXT),
+          text_truncated: text.length > MAX_ELEMENT_TEXT,
+          screenshot: png ? await options.store.put(png, "image/png", "Reader") : null,
+        });
       }
     } catch (error) {
       if (error instanceof ToolError) throw error;
@@ -276,6 +359,14 @@ export function createBrowserEvidenceProvider(options: {
       elements,
     };
     const stored = await options.store.put(Buffer.from(JSON.stringify(manifest)), "application/json", "Reader");
-    return { artifact_id: stored.evidence_id, sha256: stored.sha256, size: stored.size, captured_at, policy_id: policy.id, policy_version: policy.version, truncated: manifest.truncated };
+    return {
+      artifact_id: stored.evidence_id,
+      sha256: stored.sha256,
+      size: stored.size,
+      captured_at,
+      policy_id: policy.id,
+      policy_version: policy.version,
+      truncated: manifest.truncated,
+    };
   }
 }

@@ -31,11 +31,28 @@ export function createGitDeploymentsProvider(options: { repositoryDir: string })
       execFile(
         "git",
         argv,
-        { timeout: GIT_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024, encoding: "utf8", env: { PATH: process.env.PATH ?? "/usr/bin:/bin", GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null", GIT_TERMINAL_PROMPT: "0", GIT_OPTIONAL_LOCKS: "0", LC_ALL: "C" } },
+        {
+          timeout: GIT_TIMEOUT_MS,
+          maxBuffer: 16 * 1024 * 1024,
+          encoding: "utf8",
+          env: {
+            PATH: process.env.PATH ?? "/usr/bin:/bin",
+            GIT_CONFIG_NOSYSTEM: "1",
+            GIT_CONFIG_GLOBAL: "/dev/null",
+            GIT_TERMINAL_PROMPT: "0",
+            GIT_OPTIONAL_LOCKS: "0",
+            LC_ALL: "C",
+          },
+        },
         (error, stdout) => (error ? reject(error) : resolve(stdout)),
       );
     });
-  const rows = (text: string) => text.split(RECORD).map((r) => r.replace(/^\n/, "")).filter(Boolean).map((r) => r.split(FIELD));
+  const rows = (text: string) =>
+    text
+      .split(RECORD)
+      .map((r) => r.replace(/^\n/, ""))
+      .filter(Boolean)
+      .map((r) => r.split(FIELD));
   return {
     async list(window, limit) {
       try {
@@ -45,17 +62,43 @@ export function createGitDeploymentsProvider(options: { repositoryDir: string })
       }
       try {
         const [log, tags] = await Promise.all([
-          git(["log", `--since=${window.start.toISOString()}`, `--until=${window.end.toISOString()}`, `--max-count=${limit + 1}`, "--no-color", `--format=%H${FIELD}%cI${FIELD}%an${FIELD}%s${RECORD}`, "--", ...GIT_DEPLOYMENT_PATHS]),
-          git(["for-each-ref", "--sort=-creatordate", "--format=%(refname:short)%1f%(creatordate:iso-strict)%1f%(objectname:short)%1f%(subject)%1e", "refs/tags"]),
+          git([
+            "log",
+            `--since=${window.start.toISOString()}`,
+            `--until=${window.end.toISOString()}`,
+            `--max-count=${limit + 1}`,
+            "--no-color",
+            `--format=%H${FIELD}%cI${FIELD}%an${FIELD}%s${RECORD}`,
+            "--",
+            ...GIT_DEPLOYMENT_PATHS,
+          ]),
+          git([
+            "for-each-ref",
+            "--sort=-creatordate",
+            "--format=%(refname:short)%1f%(creatordate:iso-strict)%1f%(objectname:short)%1f%(subject)%1e",
+            "refs/tags",
+          ]),
         ]);
         const records: DeploymentRecord[] = [];
         for (const [hash = "", at = "", author = "", subject = ""] of rows(log)) {
-          records.push({ at: new Date(at).toISOString(), source: "git", kind: "git.commit", name: hash.slice(0, 12), detail: { commit: hash, author, subject: subject.slice(0, 200) } });
+          records.push({
+            at: new Date(at).toISOString(),
+            source: "git",
+            kind: "git.commit",
+            name: hash.slice(0, 12),
+            detail: { commit: hash, author, subject: subject.slice(0, 200) },
+          });
         }
         for (const [tag = "", at = "", object = "", subject = ""] of rows(tags)) {
           const time = Date.parse(at);
           if (Number.isNaN(time) || time < window.start.getTime() || time > window.end.getTime()) continue;
-          records.push({ at: new Date(time).toISOString(), source: "git", kind: "git.tag", name: tag, detail: { object, subject: subject.slice(0, 200) } });
+          records.push({
+            at: new Date(time).toISOString(),
+            source: "git",
+            kind: "git.tag",
+            name: tag,
+            detail: { object, subject: subject.slice(0, 200) },
+          });
         }
         records.sort((a, b) => b.at.localeCompare(a.at));
         return { records: records.slice(0, limit), truncated: records.length > limit };

@@ -3,20 +3,24 @@ import { catalogPath } from "../../ops/actions/action-types.js";
 import { loadCatalogFile } from "../../ops/catalog/json-catalog.js";
 
 /** An ARM resource type (`Namespace.Provider/type`); it is written into a server-owned query, so nothing else is accepted. */
-const resourceType = z.string().regex(/^[A-Za-z]+(\.[A-Za-z]+)+\/[A-Za-z]+$/, "must be an ARM resource type such as Microsoft.Storage/storageAccounts");
+const resourceType = z
+  .string()
+  .regex(
+    /^[A-Za-z]+(\.[A-Za-z]+)+\/[A-Za-z]+$/,
+    "must be an ARM resource type such as Microsoft.Storage/storageAccounts",
+  );
 
-const healthMetricSchema = z
-  .strictObject({
-    resource_type: resourceType,
-    metric: z.string().regex(/^[\w./ -]{1,200}$/),
-    aggregation: z.enum(["Average", "Total", "Maximum", "Minimum", "Count"]),
-    /** A value above this is a `warning` finding. */
-    warn_above: z.number().optional(),
-    /** A value below this is a `warning` finding. */
-    warn_below: z.number().optional(),
-    /** Why the metric is in the set: shown beside a finding. */
-    why: z.string().min(1).max(200),
-  });
+const healthMetricSchema = z.strictObject({
+  resource_type: resourceType,
+  metric: z.string().regex(/^[\w./ -]{1,200}$/),
+  aggregation: z.enum(["Average", "Total", "Maximum", "Minimum", "Count"]),
+  /** A value above this is a `warning` finding. */
+  warn_above: z.number().optional(),
+  /** A value below this is a `warning` finding. */
+  warn_below: z.number().optional(),
+  /** Why the metric is in the set: shown beside a finding. */
+  why: z.string().min(1).max(200),
+});
 
 export const healthMetricSetSchema = z.strictObject({
   version: z.literal(1),

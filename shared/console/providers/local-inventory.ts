@@ -21,15 +21,61 @@ export function createLocalInventoryProvider(sources: LocalInventorySources): In
     async snapshot(): Promise<InventorySnapshot> {
       const [databases, jobs] = await Promise.all([sources.databases(), sources.jobs()]);
       const group = "blastplane";
-      const records: InventoryRecord[] = [{ name: group, type: "resource_group", location: sources.location, resource_group: group, state: "present", relations: [], kind: "resource_group" }];
+      const records: InventoryRecord[] = [
+        {
+          name: group,
+          type: "resource_group",
+          location: sources.location,
+          resource_group: group,
+          state: "present",
+          relations: [],
+          kind: "resource_group",
+        },
+      ];
       for (const db of databases) {
-        records.push({ name: db.name, type: "blast_database", location: sources.location, resource_group: group, state: db.warm_state, relations: [`${db.name}@${db.version}`], kind: "resource" });
-        records.push({ name: `${db.name}@${db.version}`, type: "blast_database_release", location: sources.location, resource_group: group, state: db.update_available ? "update_available" : "current", relations: [db.name], kind: "derived" });
+        records.push({
+          name: db.name,
+          type: "blast_database",
+          location: sources.location,
+          resource_group: group,
+          state: db.warm_state,
+          relations: [`${db.name}@${db.version}`],
+          kind: "resource",
+        });
+        records.push({
+          name: `${db.name}@${db.version}`,
+          type: "blast_database_release",
+          location: sources.location,
+          resource_group: group,
+          state: db.update_available ? "update_available" : "current",
+          relations: [db.name],
+          kind: "derived",
+        });
       }
-      for (const job of jobs) records.push({ name: job.job_id, type: "blast_job", location: sources.location, resource_group: group, state: job.status, relations: [job.db], kind: "resource" });
+      for (const job of jobs)
+        records.push({
+          name: job.job_id,
+          type: "blast_job",
+          location: sources.location,
+          resource_group: group,
+          state: job.status,
+          relations: [job.db],
+          kind: "resource",
+        });
       const observed_at = now().toISOString();
-      const snapshot_id = `local-${createHash("sha256").update(`${observed_at}\n${records.map((r) => `${r.type}/${r.name}/${r.state}`).join("\n")}`).digest("hex").slice(0, 16)}`;
-      return { snapshot_id, observed_at, scope: "local control plane", provenance: "blastplane local stores (database catalog, database state, dashboard jobs)", records, truncated: false, coverage_gaps: ["nodes"] };
+      const snapshot_id = `local-${createHash("sha256")
+        .update(`${observed_at}\n${records.map((r) => `${r.type}/${r.name}/${r.state}`).join("\n")}`)
+        .digest("hex")
+        .slice(0, 16)}`;
+      return {
+        snapshot_id,
+        observed_at,
+        scope: "local control plane",
+        provenance: "blastplane local stores (database catalog, database state, dashboard jobs)",
+        records,
+        truncated: false,
+        coverage_gaps: ["nodes"],
+      };
     },
   };
 }

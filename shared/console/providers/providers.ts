@@ -57,7 +57,15 @@ export interface HealthSource {
 
 /** The subscription's health (C-093, C-094): findings, cause classification, coverage gaps, freshness, truncation. */
 export interface SubscriptionHealth {
-  findings: { source: string; status: string; summary: string; resource?: string; resource_type?: string; resource_group?: string; cause?: HealthCause }[];
+  findings: {
+    source: string;
+    status: string;
+    summary: string;
+    resource?: string;
+    resource_type?: string;
+    resource_group?: string;
+    cause?: HealthCause;
+  }[];
   /** How many findings there were before the cut to the returned ones. */
   findings_total?: number;
   cause_classification?: Record<HealthCause, number>;
@@ -94,22 +102,43 @@ export interface ResourceHealthEntry {
 
 export interface ResourceHealthProvider {
   /** Every resource in the configured scope with its current availability status. */
-  current(): Promise<{ statuses: ResourceHealthStatus[]; truncated: boolean; observed_at: string; /** Statuses whose id names no resource of the form this provider reads (reported as a gap). */ unreadable?: number }>;
+  current(): Promise<{
+    statuses: ResourceHealthStatus[];
+    truncated: boolean;
+    observed_at: string /** Statuses whose id names no resource of the form this provider reads (reported as a gap). */;
+    unreadable?: number;
+  }>;
   /**
    * The history entries of one resource of the configured scope (`name` or `<resource group>/<name>`)
    * inside the window; throws `not_found` when the scope has no such resource.
    */
-  history(resource: string, window: { start: Date; end: Date }): Promise<{ resource: { name: string; type: string; resource_group: string }; entries: ResourceHealthEntry[]; truncated: boolean; observed_at: string }>;
+  history(
+    resource: string,
+    window: { start: Date; end: Date },
+  ): Promise<{
+    resource: { name: string; type: string; resource_group: string };
+    entries: ResourceHealthEntry[];
+    truncated: boolean;
+    observed_at: string;
+  }>;
 }
 
 /** A single-workspace log query (Log Analytics). */
 export interface LogProvider {
   readonly workspace: string;
-  query(kql: string, window: { start: Date; end: Date }): Promise<{ tables: { name: string; columns: string[]; rows: unknown[][] }[] }>;
+  query(
+    kql: string,
+    window: { start: Date; end: Date },
+  ): Promise<{ tables: { name: string; columns: string[]; rows: unknown[][] }[] }>;
 }
 
 export interface MetricProvider {
-  query(request: { namespace: string; metric: string; window: { start: Date; end: Date }; aggregation: string }): Promise<{ points: { at: string; value: number | null }[]; unit: string }>;
+  query(request: {
+    namespace: string;
+    metric: string;
+    window: { start: Date; end: Date };
+    aggregation: string;
+  }): Promise<{ points: { at: string; value: number | null }[]; unit: string }>;
 }
 
 /** A server-owned snapshot read as stored (detection readiness, T2 recovery, configuration baseline). */
@@ -132,7 +161,12 @@ export interface BrowserEvidenceArtifact {
 }
 
 export interface BrowserEvidenceProvider {
-  capture(request: { policy_id: string; policy_version: number; source_url: string; stable_selectors: string[] }): Promise<BrowserEvidenceArtifact>;
+  capture(request: {
+    policy_id: string;
+    policy_version: number;
+    source_url: string;
+    stable_selectors: string[];
+  }): Promise<BrowserEvidenceArtifact>;
 }
 
 /** One deployment in a history: a Git commit or tag, or a cloud (ARM) deployment. */

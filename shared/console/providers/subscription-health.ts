@@ -2,7 +2,13 @@ import { INVENTORY_MAX_AGE_MS } from "../tools/inventory-tool.js";
 import { ToolError } from "../tools/tool.js";
 import type { HealthMetricsReader } from "./azure-health-metrics.js";
 import type { HealthMetricSet } from "./health-metrics.js";
-import type { HealthCause, HealthSource, InventoryProvider, ResourceHealthProvider, SubscriptionHealth } from "./providers.js";
+import type {
+  HealthCause,
+  HealthSource,
+  InventoryProvider,
+  ResourceHealthProvider,
+  SubscriptionHealth,
+} from "./providers.js";
 
 /** At most this many findings are returned, most severe first; more sets `truncated`. */
 export const HEALTH_FINDINGS_LIMIT = 40;
@@ -35,7 +41,9 @@ export function createSubscriptionHealth(sources: {
     const gaps: string[] = [];
     const read: HealthSource[] = [];
     const [inventory, resourceHealth, metrics] = await Promise.allSettled([
-      sources.inventory ? sources.inventory.snapshot({ maxAgeMs: INVENTORY_MAX_AGE_MS }) : Promise.reject(notConfigured),
+      sources.inventory
+        ? sources.inventory.snapshot({ maxAgeMs: INVENTORY_MAX_AGE_MS })
+        : Promise.reject(notConfigured),
       sources.resourceHealth ? sources.resourceHealth.current() : Promise.reject(notConfigured),
       sources.metrics ? sources.metrics.reader.read() : Promise.reject(notConfigured),
     ]);
@@ -49,9 +57,24 @@ export function createSubscriptionHealth(sources: {
     if (inventory.status === "fulfilled") {
       const resources = inventory.value.records.filter((r) => r.kind === "resource" && inScope(r.resource_group));
       for (const r of resources) {
-        if (BAD_PROVISIONING.has(r.state.toLowerCase())) findings.push({ source: "resource_graph", status: "failed", summary: `provisioning state ${r.state}`, resource: r.name, resource_type: r.type, resource_group: r.resource_group, cause: "unknown" });
+        if (BAD_PROVISIONING.has(r.state.toLowerCase()))
+          findings.push({
+            source: "resource_graph",
+            status: "failed",
+            summary: `provisioning state ${r.state}`,
+            resource: r.name,
+            resource_type: r.type,
+            resource_group: r.resource_group,
+            cause: "unknown",
+          });
       }
-      read.push({ source: "resource_graph", status: "ok", observed_at: inventory.value.observed_at, checked: resources.length, truncated: inventory.value.truncated });
+      read.push({
+        source: "resource_graph",
+        status: "ok",
+        observed_at: inventory.value.observed_at,
+        checked: resources.length,
+        truncated: inventory.value.truncated,
+      });
       for (const g of inventory.value.coverage_gaps) gaps.push(`resource_graph: ${g}`);
     } else gap("resource_graph", inventory);
 
@@ -59,10 +82,27 @@ export function createSubscriptionHealth(sources: {
       const statuses = resourceHealth.value.statuses.filter((s) => inScope(s.resource_group));
       for (const s of statuses) {
         if (s.state === "Available") continue;
-        findings.push({ source: "resource_health", status: s.state.toLowerCase(), summary: s.summary || s.state, resource: s.name, resource_type: s.type, resource_group: s.resource_group, cause: s.cause });
+        findings.push({
+          source: "resource_health",
+          status: s.state.toLowerCase(),
+          summary: s.summary || s.state,
+          resource: s.name,
+          resource_type: s.type,
+          resource_group: s.resource_group,
+          cause: s.cause,
+        });
       }
-      read.push({ source: "resource_health", status: "ok", observed_at: resourceHealth.value.observed_at, checked: statuses.length, truncated: resourceHealth.value.truncated });
-      if (resourceHealth.value.unreadable) gaps.push(`resource_health: ${resourceHealth.value.unreadable} statuses name no resource this console can read`);
+      read.push({
+        source: "resource_health",
+        status: "ok",
+        observed_at: resourceHealth.value.observed_at,
+        checked: statuses.length,
+        truncated: resourceHealth.value.truncated,
+      });
+      if (resourceHealth.value.unreadable)
+        gaps.push(
+          `resource_health: ${resourceHealth.value.unreadable} statuses name no resource this console can read`,
+        );
     } else gap("resource_health", resourceHealth);
 
     if (metrics.status === "fulfilled" && sources.metrics) {
@@ -77,16 +117,36 @@ export function createSubscriptionHealth(sources: {
         const below = spec?.warn_below !== undefined && o.value < spec.warn_below;
         if (above || below) {
           const limit = above ? `above ${spec?.warn_above}` : `below ${spec?.warn_below}`;
-          findings.push({ source: "metrics", status: "warning", summary: `${o.metric} ${o.aggregation} ${o.value} ${o.unit} ${limit} over the last ${set.window_minutes} minutes (${spec?.why})`, resource: o.name, resource_type: o.type, resource_group: o.resource_group, cause: "unknown" });
+          findings.push({
+            source: "metrics",
+            status: "warning",
+            summary: `${o.metric} ${o.aggregation} ${o.value} ${o.unit} ${limit} over the last ${set.window_minutes} minutes (${spec?.why})`,
+            resource: o.name,
+            resource_type: o.type,
+            resource_group: o.resource_group,
+            cause: "unknown",
+          });
         }
       }
-      read.push({ source: "metrics", status: "ok", observed_at: metrics.value.observed_at, checked: metrics.value.observations.length, truncated: metrics.value.truncated });
+      read.push({
+        source: "metrics",
+        status: "ok",
+        observed_at: metrics.value.observed_at,
+        checked: metrics.value.observations.length,
+        truncated: metrics.value.truncated,
+      });
     } else if (metrics.status === "rejected") gap("metrics", metrics);
 
     const answered = read.filter((s) => s.observed_at !== undefined);
-    if (answered.length === 0) throw new ToolError("unavailable", "no source of subscription health answered", { coverage_gaps: gaps });
+    if (answered.length === 0)
+      throw new ToolError("unavailable", "no source of subscription health answered", { coverage_gaps: gaps });
 
-    findings.sort((a, b) => (SEVERITY[a.status] ?? 5) - (SEVERITY[b.status] ?? 5) || (a.resource ?? "").localeCompare(b.resource ?? "") || a.source.localeCompare(b.source));
+    findings.sort(
+      (a, b) =>
+        (SEVERITY[a.status] ?? 5) - (SEVERITY[b.status] ?? 5) ||
+        (a.resource ?? "").localeCompare(b.resource ?? "") ||
+        a.source.localeCompare(b.source),
+    );
     const cause_classification: Record<HealthCause, number> = { platform: 0, customer: 0, unknown: 0 };
     for (const f of findings) cause_classification[f.cause ?? "unknown"] += 1;
     const observed_at = answered.map((s) => s.observed_at as string).sort()[0] as string;
@@ -95,8 +155,12 @@ export function createSubscriptionHealth(sources: {
       findings_total: findings.length,
       cause_classification,
       sources: read,
-      coverage_gaps: gaps.length > HEALTH_GAPS_LIMIT ? [...gaps.slice(0, HEALTH_GAPS_LIMIT), `… and ${gaps.length - HEALTH_GAPS_LIMIT} more coverage gaps`] : gaps,
-      truncated: findings.length > HEALTH_FINDINGS_LIMIT || gaps.length > HEALTH_GAPS_LIMIT || read.some((s) => s.truncated),
+      coverage_gaps:
+        gaps.length > HEALTH_GAPS_LIMIT
+          ? [...gaps.slice(0, HEALTH_GAPS_LIMIT), `… and ${gaps.length - HEALTH_GAPS_LIMIT} more coverage gaps`]
+          : gaps,
+      truncated:
+        findings.length > HEALTH_FINDINGS_LIMIT || gaps.length > HEALTH_GAPS_LIMIT || read.some((s) => s.truncated),
       observed_at,
     };
   };

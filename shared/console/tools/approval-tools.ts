@@ -19,7 +19,21 @@ export function approvalTools(deps: ConsoleToolDependencies): Tool[] {
       async run() {
         const items = await deps.approvalStore.listPending();
         return {
-          data: { count: items.length, items: items.map((i) => ({ approval_id: i.approval_id, target: i.action.target, proposed_action: i.action.action_type, params: i.action.params, action_hash: i.action_hash, requester: i.requester, reason: i.reason, severity: i.severity, created_at: i.created_at, expires_at: i.expires_at })) },
+          data: {
+            count: items.length,
+            items: items.map((i) => ({
+              approval_id: i.approval_id,
+              target: i.action.target,
+              proposed_action: i.action.action_type,
+              params: i.action.params,
+              action_hash: i.action_hash,
+              requester: i.requester,
+              reason: i.reason,
+              severity: i.severity,
+              created_at: i.created_at,
+              expires_at: i.expires_at,
+            })),
+          },
           evidence_ref: `approvals:${items.map((i) => i.approval_id).join(",") || "none"}`,
         };
       },
@@ -28,21 +42,50 @@ export function approvalTools(deps: ConsoleToolDependencies): Tool[] {
       descriptor: {
         name: "approve_hil",
         description: "Resolves one queued human approval after re-checking the verifier and refusing self-approval.",
-        argument_hint: "approve_hil approval_id=apr_<24 hex> decision=approve|reject justification=<text> [action_hash=<sha256>]",
+        argument_hint:
+          "approve_hil approval_id=apr_<24 hex> decision=approve|reject justification=<text> [action_hash=<sha256>]",
         rbac_floor: "Approver",
         side_effect_class: "approve",
-        failure_modes: ["invalid_arguments", "not_found", "self_approval", "conflict", "verifier_abstained", "verifier_denied"],
+        failure_modes: [
+          "invalid_arguments",
+          "not_found",
+          "self_approval",
+          "conflict",
+          "verifier_abstained",
+          "verifier_denied",
+        ],
       },
       args: z.strictObject({
         approval_id: approvalIdSchema,
         decision: z.enum(["approve", "reject"]),
         justification: boundedText(500).pipe(z.string().trim().min(3, "give a short justification")),
-        action_hash: z.string().regex(/^[0-9a-f]{64}$/).optional(),
+        action_hash: z
+          .string()
+          .regex(/^[0-9a-f]{64}$/)
+          .optional(),
       }),
       async run(args, context) {
-        const result = await deps.approvals.decide({ approvalId: args.approval_id, actor: { oid: context.caller.oid, name: context.caller.name }, decision: args.decision, justification: args.justification, actionHash: args.action_hash, requestId: context.requestId, now: context.now() });
+        const result = await deps.approvals.decide({
+          approvalId: args.approval_id,
+          actor: { oid: context.caller.oid, name: context.caller.name },
+          decision: args.decision,
+          justification: args.justification,
+          actionHash: args.action_hash,
+          requestId: context.requestId,
+          now: context.now(),
+        });
         const i = result.item;
-        return { data: { outcome: result.outcome, approval_id: i.approval_id, state: i.state, decision: i.decision ?? null, execution: i.execution ?? null, timed_out_at: i.timed_out_at ?? null }, evidence_ref: `approval:${i.approval_id}` };
+        return {
+          data: {
+            outcome: result.outcome,
+            approval_id: i.approval_id,
+            state: i.state,
+            decision: i.decision ?? null,
+            execution: i.execution ?? null,
+            timed_out_at: i.timed_out_at ?? null,
+          },
+          evidence_ref: `approval:${i.approval_id}`,
+        };
       },
     }),
   ];

@@ -12,7 +12,10 @@ import { createToolRegistry, type ToolRegistry } from "./registry.js";
  * Every console tool of spec §2.2 (enqueue_hil is coordinator-internal and not among them), in a
  * registry whose discovery tools search the registry itself.
  */
-export function createConsoleToolRegistry(deps: Omit<ConsoleToolDependencies, "registry">, options: { serverTimeZone?: string } = {}): ToolRegistry {
+export function createConsoleToolRegistry(
+  deps: Omit<ConsoleToolDependencies, "registry">,
+  options: { serverTimeZone?: string } = {},
+): ToolRegistry {
   let registry: ToolRegistry | undefined;
   const full: ConsoleToolDependencies = {
     ...deps,

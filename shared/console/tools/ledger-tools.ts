@@ -13,8 +13,10 @@ export function ledgerTools(deps: ConsoleToolDependencies): Tool[] {
     defineTool({
       descriptor: {
         name: "query_llm_usage",
-        description: "Reports measured language-model token usage over 1 to 90 days, grouped by day, model, workload scope or mode.",
-        argument_hint: "query_llm_usage group_by=day|model|workload_scope|mode lookback_days=1..90 [usage_scope=all|operator_chat]",
+        description:
+          "Reports measured language-model token usage over 1 to 90 days, grouped by day, model, workload scope or mode.",
+        argument_hint:
+          "query_llm_usage group_by=day|model|workload_scope|mode lookback_days=1..90 [usage_scope=all|operator_chat]",
         rbac_floor: "Reader",
         side_effect_class: "read",
         failure_modes: ["invalid_arguments"],
@@ -27,7 +29,9 @@ export function ledgerTools(deps: ConsoleToolDependencies): Tool[] {
       async run(args, context) {
         const since = new Date(context.now().getTime() - args.lookback_days * DAY_MS);
         // Read everything in the window so the sums are exact; only the listing is capped.
-        const records = (await deps.usage.list(since, 100_000)).filter((r) => args.usage_scope === "all" || r.workload_scope === "operator_chat");
+        const records = (await deps.usage.list(since, 100_000)).filter(
+          (r) => args.usage_scope === "all" || r.workload_scope === "operator_chat",
+        );
         const groups = new Map<string, { key: string; calls: number; input_tokens: number; output_tokens: number }>();
         for (const r of records) {
           const key = args.group_by === "day" ? r.at.slice(0, 10) : r[args.group_by];
@@ -56,35 +60,68 @@ export function ledgerTools(deps: ConsoleToolDependencies): Tool[] {
     defineTool({
       descriptor: {
         name: "query_deployments",
-        description: "Combines Git deployment history, the resource group's cloud deployments and the deployments the control plane recorded in a window, newest first, with each missing source reported.",
+        description:
+          "Combines Git deployment history, the resource group's cloud deployments and the deployments the control plane recorded in a window, newest first, with each missing source reported.",
         argument_hint: "query_deployments window=<1..720>h",
         rbac_floor: "Reader",
         side_effect_class: "read",
         failure_modes: ["invalid_arguments"],
       },
-      args: z.strictObject({ window: z.string().regex(/^\d{1,3}h$/, "window looks like 24h").default("168h").pipe(z.string().refine((w) => Number.parseInt(w, 10) >= 1 && Number.parseInt(w, 10) <= 720, "window is 1h to 720h")) }),
+      args: z.strictObject({
+        window: z
+          .string()
+          .regex(/^\d{1,3}h$/, "window looks like 24h")
+          .default("168h")
+          .pipe(
+            z
+              .string()
+              .refine((w) => Number.parseInt(w, 10) >= 1 && Number.parseInt(w, 10) <= 720, "window is 1h to 720h"),
+          ),
+      }),
       async run({ window }, context) {
         const until = context.now();
         const since = new Date(until.getTime() - Number.parseInt(window, 10) * 3_600_000);
         const recorded: DeploymentRecord[] = (await deps.events.list({ since, limit: 1000 }))
           .filter((e) => e.event_type.startsWith("deployment."))
-          .map((e) => ({ at: new Date(e.detected_at).toISOString(), source: "control_plane", kind: e.event_type, name: e.resource_ref, detail: { event_id: e.event_id, reported_by: e.source } }));
-        const sources: Record<string, { status: "ok" | "unavailable"; count: number; truncated: boolean }> = { control_plane: { status: "ok", count: recorded.length, truncated: recorded.length >= 1000 } };
+          .map((e) => ({
+            at: new Date(e.detected_at).toISOString(),
+            source: "control_plane",
+            kind: e.event_type,
+            name: e.resource_ref,
+            detail: { event_id: e.event_id, reported_by: e.source },
+          }));
+        const sources: Record<string, { status: "ok" | "unavailable"; count: number; truncated: boolean }> = {
+          control_plane: { status: "ok", count: recorded.length, truncated: recorded.length >= 1000 },
+        };
         const coverage_gaps: string[] = [];
         const histories: [string, DeploymentHistoryProvider | undefined, string][] = [
           ["git", deps.providers.gitDeployments, "no deployment repository is configured (SVC_DEPLOYMENTS_GIT_DIR)"],
-          ["cloud", deps.providers.cloudDeployments, "no resource group is configured (SVC_SUBSCRIPTION_ID with SVC_DEPLOYMENTS_RESOURCE_GROUP)"],
+          [
+            "cloud",
+            deps.providers.cloudDeployments,
+            "no resource group is configured (SVC_SUBSCRIPTION_ID with SVC_DEPLOYMENTS_RESOURCE_GROUP)",
+          ],
         ];
         const read = await Promise.all(
-          histories.map(async ([name, provider, notConfigured]): Promise<{ records: DeploymentRecord[]; truncated: boolean; gap?: string }> => {
-            if (!provider) return { records: [], truncated: false, gap: `${name}: ${notConfigured}` };
-            try {
-              return await provider.list({ start: since, end: until }, LEDGER_LIST_CAP);
-            } catch (error) {
-              // One source failing leaves the others' history, and the gap is named rather than hidden.
-              return { records: [], truncated: false, gap: `${name}: ${error instanceof ToolError ? error.message : "the source could not be read"}` };
-            }
-          }),
+          histories.map(
+            async ([name, provider, notConfigured]): Promise<{
+              records: DeploymentRecord[];
+              truncated: boolean;
+              gap?: string;
+            }> => {
+              if (!provider) return { records: [], truncated: false, gap: `${name}: ${notConfigured}` };
+              try {
+                return await provider.list({ start: since, end: until }, LEDGER_LIST_CAP);
+              } catch (error) {
+                // One source failing leaves the others' history, and the gap is named rather than hidden.
+                return {
+                  records: [],
+                  truncated: false,
+                  gap: `${name}: ${error instanceof ToolError ? error.message : "the source could not be read"}`,
+                };
+              }
+            },
+          ),
         );
         const fromProviders = read.map(({ records, truncated, gap }, n) => {
           const name = histories[n]?.[0] ?? "";
@@ -92,7 +129,9 @@ export function ledgerTools(deps: ConsoleToolDependencies): Tool[] {
           if (gap) coverage_gaps.push(gap);
           return records;
         });
-        const deployments = [...recorded, ...fromProviders.flat()].sort((a, b) => b.at.localeCompare(a.at) || a.source.localeCompare(b.source));
+        const deployments = [...recorded, ...fromProviders.flat()].sort(
+          (a, b) => b.at.localeCompare(a.at) || a.source.localeCompare(b.source),
+        );
         return {
           data: {
             window,

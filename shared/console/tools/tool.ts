@@ -84,7 +84,12 @@ export interface ToolOk {
 export interface ToolFailed {
   status: "error" | "unavailable";
   tool: string;
-  error: { type: ToolErrorType; message: string; details?: Record<string, unknown>; issues?: { loc: (string | number)[]; msg: string; type: string }[] };
+  error: {
+    type: ToolErrorType;
+    message: string;
+    details?: Record<string, unknown>;
+    issues?: { loc: (string | number)[]; msg: string; type: string }[];
+  };
 }
 
 export type ToolResult = ToolOk | ToolFailed;
@@ -114,14 +119,21 @@ export interface Tool<A = unknown> {
 }
 
 /** Declares a tool; the verb is the name. */
-export function defineTool<A>(spec: Omit<Tool<A>, "descriptor" | "audited"> & { descriptor: Omit<ToolDescriptor, "verb">; audited?: boolean }): Tool<unknown> {
-  return { ...spec, audited: spec.audited ?? true, descriptor: { ...spec.descriptor, verb: spec.descriptor.name } } as Tool<unknown>;
+export function defineTool<A>(
+  spec: Omit<Tool<A>, "descriptor" | "audited"> & { descriptor: Omit<ToolDescriptor, "verb">; audited?: boolean },
+): Tool<unknown> {
+  return {
+    ...spec,
+    audited: spec.audited ?? true,
+    descriptor: { ...spec.descriptor, verb: spec.descriptor.name },
+  } as Tool<unknown>;
 }
 
 /** The caller's highest role, or undefined when it has none (blocked, spec §5.1). */
 export function effectiveRole(caller: Caller): Role | undefined {
   let best: Role | undefined;
-  for (const role of caller.roles) if (ROLES.includes(role) && (best === undefined || roleRank(role) > roleRank(best))) best = role;
+  for (const role of caller.roles)
+    if (ROLES.includes(role) && (best === undefined || roleRank(role) > roleRank(best))) best = role;
   return best;
 }
 
@@ -144,22 +156,44 @@ export async function invokeTool(tool: Tool, rawArgs: unknown, context: ToolCont
       error: {
         type: "invalid_arguments",
         message: `${name} arguments are invalid`,
-        issues: parsed.error.issues.map((i) => ({ loc: i.path.map((p) => (typeof p === "number" ? p : String(p))), msg: i.message, type: i.code })),
+        issues: parsed.error.issues.map((i) => ({
+          loc: i.path.map((p) => (typeof p === "number" ? p : String(p))),
+          msg: i.message,
+          type: i.code,
+        })),
       },
     };
   }
   const floor = tool.floorFor?.(parsed.data) ?? tool.descriptor.rbac_floor;
   if (!meetsFloor(context.role, floor)) {
-    return { status: "error", tool: name, error: { type: "forbidden", message: refusalText(name, floor, context.role) } };
+    return {
+      status: "error",
+      tool: name,
+      error: { type: "forbidden", message: refusalText(name, floor, context.role) },
+    };
   }
   try {
     const answer = await tool.run(parsed.data, context);
-    return { status: "ok", tool: name, data: answer.data, evidence_ref: answer.evidence_ref, observed_at: context.now().toISOString() };
+    return {
+      status: "ok",
+      tool: name,
+      data: answer.data,
+      evidence_ref: answer.evidence_ref,
+      observed_at: context.now().toISOString(),
+    };
   } catch (error) {
     if (error instanceof ToolError) {
-      return { status: error.type === "unavailable" ? "unavailable" : "error", tool: name, error: { type: error.type, message: error.message, ...(error.details ? { details: error.details } : {}) } };
+      return {
+        status: error.type === "unavailable" ? "unavailable" : "error",
+        tool: name,
+        error: { type: error.type, message: error.message, ...(error.details ? { details: error.details } : {}) },
+      };
     }
-    return { status: "error", tool: name, error: { type: "internal", message: `${name} failed unexpectedly; the request id finds the server's log` } };
+    return {
+      status: "error",
+      tool: name,
+      error: { type: "internal", message: `${name} failed unexpectedly; the request id finds the server's log` },
+    };
   }
 }
 

@@ -1,6 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
-import { dayPartitionKey, newestFirstFilter, newestFirstRowKey, type TableSource, tableOpener } from "../../storage/table-source.js";
+import {
+  dayPartitionKey,
+  newestFirstFilter,
+  newestFirstRowKey,
+  type TableSource,
+  tableOpener,
+} from "../../storage/table-source.js";
 
 /** One measured language-model call, as the narrators record it. */
 export interface UsageRecord {
@@ -38,13 +44,26 @@ export function createUsageLedger(source: TableSource, options: { now?: () => Da
       const valid = usageSchema.parse(usage);
       const at = now();
       const record: UsageRecord = { ...valid, at: at.toISOString() };
-      await (await table()).createEntity({ partitionKey: dayPartitionKey(at), rowKey: newestFirstRowKey(at, randomUUID()), ...record });
+      await (await table()).createEntity({
+        partitionKey: dayPartitionKey(at),
+        rowKey: newestFirstRowKey(at, randomUUID()),
+        ...record,
+      });
       return record;
     },
     async list(since, limit) {
       const out: UsageRecord[] = [];
-      for await (const e of (await table()).listEntities<Record<string, unknown>>({ queryOptions: { filter: newestFirstFilter(since) } })) {
-        out.push({ at: String(e.at), model: String(e.model), workload_scope: String(e.workload_scope), mode: String(e.mode), input_tokens: Number(e.input_tokens), output_tokens: Number(e.output_tokens) });
+      for await (const e of (await table()).listEntities<Record<string, unknown>>({
+        queryOptions: { filter: newestFirstFilter(since) },
+      })) {
+        out.push({
+          at: String(e.at),
+          model: String(e.model),
+          workload_scope: String(e.workload_scope),
+          mode: String(e.mode),
+          input_tokens: Number(e.input_tokens),
+          output_tokens: Number(e.output_tokens),
+        });
         if (out.length >= limit) break;
       }
       return out;

@@ -7,7 +7,10 @@ export interface ActionExecutor {
    * Executes `action`. Implementations are idempotent by `idempotencyKey`, so a host that crashed
    * after executing and before recording the result does not act twice when the step is replayed.
    */
-  execute(action: ProposedAction, context: { idempotencyKey: string; actor: { oid: string; name: string }; requestId: string }): Promise<unknown>;
+  execute(
+    action: ProposedAction,
+    context: { idempotencyKey: string; actor: { oid: string; name: string }; requestId: string },
+  ): Promise<unknown>;
 }
 
 /** The action type has no executor in this deployment. */
@@ -64,7 +67,9 @@ export class ActionInProgressError extends ConflictError {
     readonly idempotencyKey: string,
     readonly leaseUntil: string,
   ) {
-    super(`the action under idempotency key ${idempotencyKey} is being executed by another request (held until ${leaseUntil}); replay it later for its result`);
+    super(
+      `the action under idempotency key ${idempotencyKey} is being executed by another request (held until ${leaseUntil}); replay it later for its result`,
+    );
     this.name = "ActionInProgressError";
   }
 }

@@ -3,14 +3,21 @@ import type { KillSwitch } from "../kill-switch.js";
 import type { ActionExecutor } from "./action-executor.js";
 import type { ActionOutcomeStore } from "./action-outcomes.js";
 import { type ActionHandler, type ActionMode, actionHandler, createActionExecutor } from "./action-runner.js";
-import { createPrepareDatabaseUpdateHandler, createRewarmDatabaseHandler, type DatabaseActionDependencies } from "./database-actions.js";
+import {
+  createPrepareDatabaseUpdateHandler,
+  createRewarmDatabaseHandler,
+  type DatabaseActionDependencies,
+} from "./database-actions.js";
 import { createCancelJobHandler, createRetryJobHandler, type JobActionDependencies } from "./job-actions.js";
 import { createRedeployJobApiHandler, type JobApiDeployment } from "./job-api-deployment-actions.js";
 import { type AksAgentPools, createScaleNodePoolHandler, type NodePoolBounds } from "./node-pool-actions.js";
 import { createRotateApiTokenHandler, type TokenActionDependencies } from "./token-actions.js";
 
 /** kill_switch: turns the global switch on or off (setting it to what it is is harmless, so a resumed execution may set it again). */
-export function createKillSwitchHandler(killSwitch: Pick<KillSwitch, "set">, now: () => Date = () => new Date()): ActionHandler<unknown> {
+export function createKillSwitchHandler(
+  killSwitch: Pick<KillSwitch, "set">,
+  now: () => Date = () => new Date(),
+): ActionHandler<unknown> {
   return actionHandler<{ on: boolean }>({
     plan: async (action) => ({ on: action.params.on === true }),
     async apply(plan, _action, context) {

@@ -31,7 +31,9 @@ export type StoredActionOutcome = ActionOutcome & { etag: string };
 
 /** The hash binding an outcome to its action: type, target and parameters. */
 export function actionOutcomeHash(action: ProposedAction): string {
-  return createHash("sha256").update(canonicalJson({ action_type: action.action_type, target: action.target, params: action.params })).digest("hex");
+  return createHash("sha256")
+    .update(canonicalJson({ action_type: action.action_type, target: action.target, params: action.params }))
+    .digest("hex");
 }
 
 /** Idempotency keys are free text (`runbook/<request id>`); row keys may not hold `/`, so the row is the key's digest. */
@@ -98,7 +100,9 @@ export function createActionOutcomeStore(source: TableSource) {
   return {
     get,
     /** Inserts `outcome` unless the key has one already: then answers the stored one (another host or an earlier attempt got there first). */
-    async insert(outcome: ActionOutcome): Promise<{ inserted: true } | { inserted: false; existing: StoredActionOutcome }> {
+    async insert(
+      outcome: ActionOutcome,
+    ): Promise<{ inserted: true } | { inserted: false; existing: StoredActionOutcome }> {
       try {
         await (await table()).createEntity(entity(outcome));
         return { inserted: true };

@@ -1,7 +1,14 @@
 import { ConflictError } from "../../errors.js";
 import type { AuditLog } from "../audit.js";
 import type { ProposedAction } from "../verifier/verifier.js";
-import { type ActionExecutor, ActionInProgressError, ActionNotConfiguredError, ActionNotSupportedError, ActionParametersError, ActionStateChangedError } from "./action-executor.js";
+import {
+  type ActionExecutor,
+  ActionInProgressError,
+  ActionNotConfiguredError,
+  ActionNotSupportedError,
+  ActionParametersError,
+  ActionStateChangedError,
+} from "./action-executor.js";
 import { type ActionOutcome, type ActionOutcomeStore, actionOutcomeHash } from "./action-outcomes.js";
 
 /** `shadow` records what the executor would do; `enforce` does it. */
@@ -76,12 +83,25 @@ export function createActionExecutor(deps: ActionRunnerDependencies): ActionExec
   return {
     async execute(action, context) {
       const hash = actionOutcomeHash(action);
-      const base = { idempotency_key: context.idempotencyKey, action_hash: hash, action_type: action.action_type, target: action.target };
+      const base = {
+        idempotency_key: context.idempotencyKey,
+        action_hash: hash,
+        action_type: action.action_type,
+        target: action.target,
+      };
       const audit = (outcome: "succeeded" | "denied" | "failed", details: Record<string, unknown>) =>
-        deps.audit.record({ actor: context.actor, action: ACTION_AUDIT_ACTION, target: action.target, outcome, request_id: context.requestId, details: { action_type: action.action_type, idempotency_key: context.idempotencyKey, ...details } });
+        deps.audit.record({
+          actor: context.actor,
+          action: ACTION_AUDIT_ACTION,
+          target: action.target,
+          outcome,
+          request_id: context.requestId,
+          details: { action_type: action.action_type, idempotency_key: context.idempotencyKey, ...details },
+        });
 
       const existing = await outcomes.get(context.idempotencyKey);
-      if (existing && existing.action_hash !== hash) throw new ConflictError(`idempotency key ${context.idempotencyKey} was used for another action`);
+      if (existing && existing.action_hash !== hash)
+        throw new ConflictError(`idempotency key ${context.idempotencyKey} was used for another action`);
       if (existing && existing.state !== "planned") return replay(existing);
       const handler = deps.handlers[action.action_type];
       if (!handler) throw new ActionNotSupportedError(action.action_type);
@@ -95,7 +115,17 @@ export function createActionExecutor(deps: ActionRunnerDependencies): ActionExec
         // Its holder died after fixing the plan: take the plan over (one taker wins) and resume it; the
         // target may have changed because of the act itself, so it is not re-read.
         ({ mode, plan } = existing);
-        if (!(await outcomes.replaceIfUnchanged(existing, { ...base, state: "planned", mode, plan, result: null, at: existing.at, lease_until: leaseUntil() })))
+        if (
+          !(await outcomes.replaceIfUnchanged(existing, {
+            ...base,
+            state: "planned",
+            mode,
+            plan,
+            result: null,
+            at: existing.at,
+            lease_until: leaseUntil(),
+          }))
+        )
           throw new ActionInProgressError(context.idempotencyKey, heldUntil);
       } else {
         mode = deps.mode(action.action_type);
@@ -103,23 +133,51 @@ export function createActionExecutor(deps: ActionRunnerDependencies): ActionExec
           plan = await handler.plan(action, context);
         } catch (error) {
           if (error instanceof ActionStateChangedError || error instanceof ActionParametersError) {
-            const refusal = error instanceof ActionStateChangedError ? { kind: "state", reason: error.reason, observed: error.observed } : { kind: "parameters", reason: error.reason, observed: action.params };
-            const recorded = await outcomes.insert({ ...base, state: "refused", mode, plan: null, result: refusal, at: now().toISOString() });
+            const refusal =
+              error instanceof ActionStateChangedError
+                ? { kind: "state", reason: error.reason, observed: error.observed }
+                : { kind: "parameters", reason: error.reason, observed: action.params };
+            const recorded = await outcomes.insert({
+              ...base,
+              state: "refused",
+              mode,
+              plan: null,
+              result: refusal,
+              at: now().toISOString(),
+            });
             if (!recorded.inserted) return replay(recorded.existing);
             await audit("denied", { mode, reason: error.reason, observed: refusal.observed });
             throw error;
           }
-          await audit(error instanceof ActionNotConfiguredError ? "denied" : "failed", { mode, error: errorText(error) });
+          await audit(error instanceof ActionNotConfiguredError ? "denied" : "failed", {
+            mode,
+            error: errorText(error),
+          });
           throw error;
         }
         if (mode === "shadow") {
           const result = { mode, executed: false, would: plan };
-          const recorded = await outcomes.insert({ ...base, state: "done", mode, plan, result, at: now().toISOString() });
+          const recorded = await outcomes.insert({
+            ...base,
+            state: "done",
+            mode,
+            plan,
+            result,
+            at: now().toISOString(),
+          });
           if (!recorded.inserted) return replay(recorded.existing);
           await audit("succeeded", { mode, plan, result });
           return result;
         }
-        const claimed = await outcomes.insert({ ...base, state: "planned", mode, plan, result: null, at: now().toISOString(), lease_until: leaseUntil() });
+        const claimed = await outcomes.insert({
+          ...base,
+          state: "planned",
+          mode,
+          plan,
+          result: null,
+          at: now().toISOString(),
+          lease_until: leaseUntil(),
+        });
         if (!claimed.inserted) {
           // Another request claimed this key between our read and our insert: its record rules.
           if (claimed.existing.state !== "planned") return replay(claimed.existing);
@@ -131,7 +189,15 @@ export function createActionExecutor(deps: ActionRunnerDependencies): ActionExec
         applied = await handler.apply(plan, action, context);
       } catch (error) {
         // The plan stays recorded and its lease is given up: a later call with this key resumes it.
-        await outcomes.finish({ ...base, state: "planned", mode, plan, result: null, at: now().toISOString(), lease_until: now().toISOString() });
+        await outcomes.finish({
+          ...base,
+          state: "planned",
+          mode,
+          plan,
+          result: null,
+          at: now().toISOString(),
+          lease_until: now().toISOString(),
+        });
         await audit("failed", { mode, plan, error: errorText(error) });
         throw error;
       }

@@ -22,7 +22,17 @@ export const PRECONDITIONS = [
 export type Precondition = (typeof PRECONDITIONS)[number];
 
 /** Resource types the operations core reasons about; an event's `resource_ref` starts with one. */
-export const RESOURCE_TYPES = ["blast_job", "blast_database", "api_token", "job_api", "cluster", "node_pool", "admission_queue", "role_assignment", "control_plane"] as const;
+export const RESOURCE_TYPES = [
+  "blast_job",
+  "blast_database",
+  "api_token",
+  "job_api",
+  "cluster",
+  "node_pool",
+  "admission_queue",
+  "role_assignment",
+  "control_plane",
+] as const;
 export type ResourceType = (typeof RESOURCE_TYPES)[number];
 
 const actionTypeSchema = z.strictObject({
@@ -45,7 +55,12 @@ export const actionTypeCatalogSchema = z
   .superRefine((catalog, ctx) => {
     const seen = new Set<string>();
     catalog.action_types.forEach((a, index) => {
-      if (seen.has(a.id)) ctx.addIssue({ code: "custom", path: ["action_types", index, "id"], message: `duplicate action type id ${a.id}` });
+      if (seen.has(a.id))
+        ctx.addIssue({
+          code: "custom",
+          path: ["action_types", index, "id"],
+          message: `duplicate action type id ${a.id}`,
+        });
       seen.add(a.id);
     });
   });

@@ -25,7 +25,13 @@ export interface DatabaseOperationPlan {
 
 async function requirePrepared(deps: DatabaseActionDependencies, action: ProposedAction): Promise<string> {
   const name = targetId(action.target);
-  if (!(await deps.catalog.get(name))) throw new ActionStateChangedError(action.action_type, action.target, { exists: false }, "the database no longer exists");
+  if (!(await deps.catalog.get(name)))
+    throw new ActionStateChangedError(
+      action.action_type,
+      action.target,
+      { exists: false },
+      "the database no longer exists",
+    );
   return name;
 }
 
@@ -33,7 +39,11 @@ async function requirePrepared(deps: DatabaseActionDependencies, action: Propose
 async function startOnce(deps: DatabaseActionDependencies, plan: DatabaseOperationPlan, start: () => Promise<unknown>) {
   const started = await deps.orchestrations().getInstance(plan.operation_id);
   if (!started) await start();
-  return { database: plan.database, operation_id: plan.operation_id, operation_status_url: `/api/operations/${plan.operation_id}` };
+  return {
+    database: plan.database,
+    operation_id: plan.operation_id,
+    operation_status_url: `/api/operations/${plan.operation_id}`,
+  };
 }
 
 /** rewarm_database: the dashboard's warm-up operation (the `warmDatabase` orchestration) for one database. */
@@ -43,7 +53,12 @@ export function createRewarmDatabaseHandler(deps: DatabaseActionDependencies) {
       return { database: await requirePrepared(deps, action), operation_id: newOperationId() };
     },
     apply: (plan, _action, context) =>
-      startOnce(deps, plan, () => deps.service().warmUp(actingCaller(context.actor, "Contributor"), plan.database, { requestId: context.requestId, operationId: plan.operation_id })),
+      startOnce(deps, plan, () =>
+        deps.service().warmUp(actingCaller(context.actor, "Contributor"), plan.database, {
+          requestId: context.requestId,
+          operationId: plan.operation_id,
+        }),
+      ),
   });
 }
 
@@ -53,10 +68,21 @@ export function createPrepareDatabaseUpdateHandler(deps: DatabaseActionDependenc
     async plan(action) {
       const database = await requirePrepared(deps, action);
       const state = await deps.states.get(database);
-      if (!state.update_available) throw new ActionStateChangedError(action.action_type, action.target, { update_available: false, latest_release: state.latest_release }, "no update is available any more");
+      if (!state.update_available)
+        throw new ActionStateChangedError(
+          action.action_type,
+          action.target,
+          { update_available: false, latest_release: state.latest_release },
+          "no update is available any more",
+        );
       return { database, operation_id: newOperationId() };
     },
     apply: (plan, _action, context) =>
-      startOnce(deps, plan, () => deps.service().prepare(actingCaller(context.actor, "Owner"), plan.database, { requestId: context.requestId, operationId: plan.operation_id })),
+      startOnce(deps, plan, () =>
+        deps.service().prepare(actingCaller(context.actor, "Owner"), plan.database, {
+          requestId: context.requestId,
+          operationId: plan.operation_id,
+        }),
+      ),
   });
 }

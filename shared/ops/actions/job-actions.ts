@@ -37,8 +37,20 @@ export function createRetryJobHandler(deps: JobActionDependencies) {
     async plan(action, context) {
       const id = targetId(action.target);
       const job = await deps.jobs.get(id);
-      if (!job) throw new ActionStateChangedError(action.action_type, action.target, { status: null }, "the job no longer exists");
-      if (job.status !== "failed") throw new ActionStateChangedError(action.action_type, action.target, { status: job.status }, `the job is ${job.status}, no longer failed`);
+      if (!job)
+        throw new ActionStateChangedError(
+          action.action_type,
+          action.target,
+          { status: null },
+          "the job no longer exists",
+        );
+      if (job.status !== "failed")
+        throw new ActionStateChangedError(
+          action.action_type,
+          action.target,
+          { status: job.status },
+          `the job is ${job.status}, no longer failed`,
+        );
       return {
         retry_of: id,
         idempotency_key: `retry_job:${createHash("sha256").update(context.idempotencyKey).digest("hex").slice(0, 40)}`,
@@ -76,12 +88,26 @@ export function createCancelJobHandler(deps: JobActionDependencies) {
     async plan(action) {
       const id = targetId(action.target);
       const job = await deps.jobs.get(id);
-      if (!job) throw new ActionStateChangedError(action.action_type, action.target, { status: null }, "the job no longer exists");
-      if (TERMINAL_JOB_STATES.has(job.status)) throw new ActionStateChangedError(action.action_type, action.target, { status: job.status }, `the job is ${job.status}, no longer active`);
+      if (!job)
+        throw new ActionStateChangedError(
+          action.action_type,
+          action.target,
+          { status: null },
+          "the job no longer exists",
+        );
+      if (TERMINAL_JOB_STATES.has(job.status))
+        throw new ActionStateChangedError(
+          action.action_type,
+          action.target,
+          { status: job.status },
+          `the job is ${job.status}, no longer active`,
+        );
       return { job_id: id };
     },
     async apply(plan, _action, context) {
-      const { job } = await deps.service().cancel(actingCaller(context.actor, "Contributor"), plan.job_id, { requestId: context.requestId });
+      const { job } = await deps
+        .service()
+        .cancel(actingCaller(context.actor, "Contributor"), plan.job_id, { requestId: context.requestId });
       return { job_id: job.job_id, status: job.status, cancel_requested: job.cancel_requested };
     },
   });

@@ -16,16 +16,18 @@ export interface JobApiDeploymentOptions {
 export function createJobApiDeployment(options: JobApiDeploymentOptions) {
   let api: Promise<{ apps: AppsV1Api; patchOptions: unknown; isNotFound: (error: unknown) => boolean }> | undefined;
   const client = () => {
-    api ??= import("@kubernetes/client-node").then(({ KubeConfig, AppsV1Api, ApiException, PatchStrategy, setHeaderOptions }) => {
-      const kc = new KubeConfig();
-      kc.loadFromFile(options.kubeconfigPath);
-      return {
-        apps: kc.makeApiClient(AppsV1Api),
-        // What kubectl sends: a strategic merge patch.
-        patchOptions: setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch),
-        isNotFound: (error: unknown) => error instanceof ApiException && error.code === 404,
-      };
-    });
+    api ??= import("@kubernetes/client-node").then(
+      ({ KubeConfig, AppsV1Api, ApiException, PatchStrategy, setHeaderOptions }) => {
+        const kc = new KubeConfig();
+        kc.loadFromFile(options.kubeconfigPath);
+        return {
+          apps: kc.makeApiClient(AppsV1Api),
+          // What kubectl sends: a strategic merge patch.
+          patchOptions: setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch),
+          isNotFound: (error: unknown) => error instanceof ApiException && error.code === 404,
+        };
+      },
+    );
     return api;
   };
   return {
@@ -45,7 +47,10 @@ export function createJobApiDeployment(options: JobApiDeploymentOptions) {
     async restart(at: string): Promise<V1Deployment> {
       const { apps, patchOptions } = await client();
       const body = { spec: { template: { metadata: { annotations: { [RESTARTED_AT_ANNOTATION]: at } } } } };
-      return apps.patchNamespacedDeployment({ name: options.deployment, namespace: options.namespace, body }, patchOptions as never);
+      return apps.patchNamespacedDeployment(
+        { name: options.deployment, namespace: options.namespace, body },
+        patchOptions as never,
+      );
     },
   };
 }
@@ -65,19 +70,37 @@ export const REDEPLOY_JOB_API_SETTINGS = ["SVC_KUBECONFIG"] as const;
  * redeploy_job_api: a rollout restart of the job API Deployment. Without a cluster configured
  * (the local stack: the job API is one process its launcher supervises) it answers not configured.
  */
-export function createRedeployJobApiHandler(deps: { deployment: JobApiDeployment | undefined; now?: () => Date }): ActionHandler<unknown> {
+export function createRedeployJobApiHandler(deps: {
+  deployment: JobApiDeployment | undefined;
+  now?: () => Date;
+}): ActionHandler<unknown> {
   const now = deps.now ?? (() => new Date());
   return actionHandler<RedeployPlan>({
     async plan(action) {
       if (!deps.deployment) throw new ActionNotConfiguredError(action.action_type, REDEPLOY_JOB_API_SETTINGS);
       const current = await deps.deployment.read();
-      if (!current) throw new ActionStateChangedError(action.action_type, action.target, { exists: false }, `the Deployment ${deps.deployment.namespace}/${deps.deployment.deployment} no longer exists`);
-      return { namespace: deps.deployment.namespace, deployment: deps.deployment.deployment, restarted_at: now().toISOString() };
+      if (!current)
+        throw new ActionStateChangedError(
+          action.action_type,
+          action.target,
+          { exists: false },
+          `the Deployment ${deps.deployment.namespace}/${deps.deployment.deployment} no longer exists`,
+        );
+      return {
+        namespace: deps.deployment.namespace,
+        deployment: deps.deployment.deployment,
+        restarted_at: now().toISOString(),
+      };
     },
     async apply(plan) {
       if (!deps.deployment) throw new ActionNotConfiguredError("redeploy_job_api", REDEPLOY_JOB_API_SETTINGS);
       const patched = await deps.deployment.restart(plan.restarted_at);
-      return { namespace: plan.namespace, deployment: plan.deployment, restarted_at: plan.restarted_at, generation: patched.metadata?.generation ?? null };
+      return {
+        namespace: plan.namespace,
+        deployment: plan.deployment,
+        restarted_at: plan.restarted_at,
+        generation: patched.metadata?.generation ?? null,
+      };
     },
   });
 }

@@ -1,4 +1,8 @@
-import type { AgentPool, ContainerServiceClient, ContainerServiceClientOptionalParams } from "@azure/arm-containerservice";
+import type {
+  AgentPool,
+  ContainerServiceClient,
+  ContainerServiceClientOptionalParams,
+} from "@azure/arm-containerservice";
 import type { TokenCredential } from "@azure/identity";
 import { targetId } from "./acting-caller.js";
 import { ActionNotConfiguredError, ActionParametersError, ActionStateChangedError } from "./action-executor.js";
@@ -22,7 +26,10 @@ export interface AksClusterOptions {
 export function createAksAgentPools(options: AksClusterOptions) {
   let client: Promise<ContainerServiceClient> | undefined;
   const connect = () => {
-    client ??= import("@azure/arm-containerservice").then(({ ContainerServiceClient }) => new ContainerServiceClient(options.credential, options.subscriptionId, options.clientOptions));
+    client ??= import("@azure/arm-containerservice").then(
+      ({ ContainerServiceClient }) =>
+        new ContainerServiceClient(options.credential, options.subscriptionId, options.clientOptions),
+    );
     return client;
   };
   const pools = async () => (await connect()).agentPools;
@@ -45,7 +52,13 @@ export function createAksAgentPools(options: AksClusterOptions) {
     async setCount(pool: string, count: number): Promise<AgentPool> {
       const api = await pools();
       const current = await api.get(options.resourceGroup, options.cluster, pool);
-      return api.createOrUpdate(options.resourceGroup, options.cluster, pool, { ...current, count }, { updateIntervalInMs: options.pollIntervalMs });
+      return api.createOrUpdate(
+        options.resourceGroup,
+        options.cluster,
+        pool,
+        { ...current, count },
+        { updateIntervalInMs: options.pollIntervalMs },
+      );
     },
   };
 }
@@ -67,7 +80,10 @@ export const SCALE_NODE_POOL_SETTINGS = ["SVC_SUBSCRIPTION_ID", "SVC_AKS_RESOURC
  * operation, polled to its end). The count must be an integer within the pool's configured bounds;
  * a pool that no longer exists, or that the autoscaler now drives, is refused.
  */
-export function createScaleNodePoolHandler(deps: { pools: AksAgentPools | undefined; bounds: NodePoolBounds }): ActionHandler<unknown> {
+export function createScaleNodePoolHandler(deps: {
+  pools: AksAgentPools | undefined;
+  bounds: NodePoolBounds;
+}): ActionHandler<unknown> {
   return actionHandler<ScalePlan>({
     async plan(action) {
       if (!deps.pools) throw new ActionNotConfiguredError(action.action_type, SCALE_NODE_POOL_SETTINGS);
@@ -75,18 +91,42 @@ export function createScaleNodePoolHandler(deps: { pools: AksAgentPools | undefi
       const count = action.params.node_count;
       // Own keys only: a pool named like an Object.prototype member has no bounds.
       const bounds = Object.hasOwn(deps.bounds, pool) ? deps.bounds[pool] : undefined;
-      if (!bounds) throw new ActionParametersError(action.action_type, `no node-count bounds are configured for pool ${pool} (SVC_NODE_POOL_BOUNDS)`);
+      if (!bounds)
+        throw new ActionParametersError(
+          action.action_type,
+          `no node-count bounds are configured for pool ${pool} (SVC_NODE_POOL_BOUNDS)`,
+        );
       if (typeof count !== "number" || !Number.isInteger(count) || count < bounds.min || count > bounds.max)
-        throw new ActionParametersError(action.action_type, `node_count must be an integer from ${bounds.min} to ${bounds.max} for pool ${pool}`);
+        throw new ActionParametersError(
+          action.action_type,
+          `node_count must be an integer from ${bounds.min} to ${bounds.max} for pool ${pool}`,
+        );
       const current = await deps.pools.get(pool);
-      if (!current) throw new ActionStateChangedError(action.action_type, action.target, { exists: false }, "the node pool no longer exists");
-      if (current.enableAutoScaling) throw new ActionStateChangedError(action.action_type, action.target, { enable_auto_scaling: true }, "the pool is now scaled by the cluster autoscaler");
+      if (!current)
+        throw new ActionStateChangedError(
+          action.action_type,
+          action.target,
+          { exists: false },
+          "the node pool no longer exists",
+        );
+      if (current.enableAutoScaling)
+        throw new ActionStateChangedError(
+          action.action_type,
+          action.target,
+          { enable_auto_scaling: true },
+          "the pool is now scaled by the cluster autoscaler",
+        );
       return { pool, node_count: count, previous_count: current.count ?? null };
     },
     async apply(plan) {
       if (!deps.pools) throw new ActionNotConfiguredError("scale_node_pool", SCALE_NODE_POOL_SETTINGS);
       const updated = await deps.pools.setCount(plan.pool, plan.node_count);
-      return { pool: plan.pool, node_count: updated.count ?? plan.node_count, previous_count: plan.previous_count, provisioning_state: updated.provisioningState ?? null };
+      return {
+        pool: plan.pool,
+        node_count: updated.count ?? plan.node_count,
+        previous_count: plan.previous_count,
+        provisioning_state: updated.provisioningState ?? null,
+      };
     },
   });
 }

@@ -19,14 +19,27 @@ export function createRotateApiTokenHandler(deps: TokenActionDependencies) {
   return actionHandler<{ replaces_created_at: string }>({
     async plan(action) {
       const state = await deps.tokens.state({ fresh: true });
-      if (!state) throw new ActionStateChangedError(action.action_type, action.target, { configured: false }, "no API token is configured any more");
+      if (!state)
+        throw new ActionStateChangedError(
+          action.action_type,
+          action.target,
+          { configured: false },
+          "no API token is configured any more",
+        );
       return { replaces_created_at: state.current.created_at };
     },
     async apply(plan, _action, context) {
       const current = await deps.tokens.state({ fresh: true });
-      const rotated = current && current.current.created_at !== plan.replaces_created_at ? current : await deps.settings().regenerate(actingCaller(context.actor, "Owner"), { requestId: context.requestId });
+      const rotated =
+        current && current.current.created_at !== plan.replaces_created_at
+          ? current
+          : await deps.settings().regenerate(actingCaller(context.actor, "Owner"), { requestId: context.requestId });
       // Never the token: its last four characters, as the dashboard's status shows them.
-      return { last_four: rotated.current.value.slice(-4), rotated_at: rotated.current.created_at, previous_valid_until: rotated.previous?.valid_until ?? null };
+      return {
+        last_four: rotated.current.value.slice(-4),
+        rotated_at: rotated.current.created_at,
+        previous_valid_until: rotated.previous?.valid_until ?? null,
+      };
     },
   });
 }

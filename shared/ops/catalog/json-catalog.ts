@@ -142,7 +142,11 @@ export function parseCatalog<S extends z.ZodType>(file: string, text: string, sc
   if (!result.success) {
     const issue = result.error.issues[0];
     const where = issue ? issue.path.join(".") : "";
-    throw new CatalogLoadError(file, lineAt(text, offsetOfPath(text, issue?.path ?? [])), `${where ? `${where}: ` : ""}${issue?.message ?? "invalid"}`);
+    throw new CatalogLoadError(
+      file,
+      lineAt(text, offsetOfPath(text, issue?.path ?? [])),
+      `${where ? `${where}: ` : ""}${issue?.message ?? "invalid"}`,
+    );
   }
   return result.data;
 }

@@ -35,7 +35,13 @@ type Row = { state: "healthy" | "unhealthy"; since: string; etag?: string };
  * one storage read per that period, not one per probe); an unhealthy one it reads again each time,
  * since another host may have seen the recovery.
  */
-export function createHealthTransitions(deps: { tables: TableSource; events: Pick<EventLog, "record">; logger: Pick<Logger, "warn">; source: string; now?: () => Date }) {
+export function createHealthTransitions(deps: {
+  tables: TableSource;
+  events: Pick<EventLog, "record">;
+  logger: Pick<Logger, "warn">;
+  source: string;
+  now?: () => Date;
+}) {
   const table = tableOpener(deps.tables, HEALTH_TABLE);
   const now = deps.now ?? (() => new Date());
   /** Until when each component's row was last seen healthy (the cache of the steady state). */
@@ -97,14 +103,20 @@ export function createHealthTransitions(deps: { tables: TableSource; events: Pic
         remember(component.resource_ref, state);
       } catch (error) {
         // Health watching never fails what observed it (a readiness answer, a restart).
-        deps.logger.warn("health transition not recorded", { resource_ref: component.resource_ref, error: error instanceof Error ? error.message.split("\n")[0] : String(error) });
+        deps.logger.warn("health transition not recorded", {
+          resource_ref: component.resource_ref,
+          error: error instanceof Error ? error.message.split("\n")[0] : String(error),
+        });
       }
     },
   };
 }
 
 /** The cluster as the job API's Kubernetes executor watches its API server. */
-export const CLUSTER_COMPONENT: WatchedComponent = { resource_ref: "cluster/kubernetes", event_type: "cluster.unhealthy" };
+export const CLUSTER_COMPONENT: WatchedComponent = {
+  resource_ref: "cluster/kubernetes",
+  event_type: "cluster.unhealthy",
+};
 
 /** The job API as the readiness check and the local supervisor watch it. */
 export const JOB_API_COMPONENT: WatchedComponent = { resource_ref: "job_api/jobapi", event_type: "jobapi.unhealthy" };

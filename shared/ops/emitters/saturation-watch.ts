@@ -30,7 +30,9 @@ export interface SaturationWatchOptions {
  * ends when a submit is admitted or when no refusal came for a whole window; the next streak is a
  * new event. Recording never delays or fails the 429 itself.
  */
-export function createSaturationWatch(options: SaturationWatchOptions): AdmissionSignals & { settled(): Promise<void> } {
+export function createSaturationWatch(
+  options: SaturationWatchOptions,
+): AdmissionSignals & { settled(): Promise<void> } {
   const now = options.now ?? Date.now;
   let refusals: number[] = [];
   let streakStartedAt: number | undefined;
@@ -50,9 +52,21 @@ export function createSaturationWatch(options: SaturationWatchOptions): Admissio
         detected_at: new Date(at),
         correlation_id: `${options.instance}/${started}`.slice(0, 200),
         resource_ref: "admission_queue/jobapi",
-        payload: { instance: options.instance, streak_started_at: started, refusals: refusals.length, window_seconds: options.windowMs / 1000, queued, retry_after_seconds: options.retryAfterSeconds },
+        payload: {
+          instance: options.instance,
+          streak_started_at: started,
+          refusals: refusals.length,
+          window_seconds: options.windowMs / 1000,
+          queued,
+          retry_after_seconds: options.retryAfterSeconds,
+        },
       };
-      options.logger.warn("queue saturated", { refusals: refusals.length, window_seconds: options.windowMs / 1000, queued, streak_started_at: started });
+      options.logger.warn("queue saturated", {
+        refusals: refusals.length,
+        window_seconds: options.windowMs / 1000,
+        queued,
+        streak_started_at: started,
+      });
       pending = pending.then(() => recordSignal(options.events, event, options.logger));
     },
     admitted() {

@@ -46,7 +46,10 @@ export function warmupFailedEvent(input: {
  * An identity refused by Azure for want of a role. One event per (role, scope) per UTC day: the
  * operator hears of a missing assignment once a day while it stays missing, not on every refusal.
  */
-export function roleAssignmentMissingEvent(failure: CloudAuthorizationFailure, input: { source: string; at: Date }): EventInput {
+export function roleAssignmentMissingEvent(
+  failure: CloudAuthorizationFailure,
+  input: { source: string; at: Date },
+): EventInput {
   const day = input.at.toISOString().slice(0, 10);
   const subject = `${failure.role}@${failure.scope}`;
   return {
@@ -65,15 +68,29 @@ export function roleAssignmentMissingEvent(failure: CloudAuthorizationFailure, i
  * the signal's own error (a failed warm-up, a refusal) is what its caller must see. A recording
  * that fails is logged.
  */
-export async function recordSignal(events: Pick<EventLog, "record">, input: EventInput, logger: Pick<Logger, "warn">): Promise<void> {
+export async function recordSignal(
+  events: Pick<EventLog, "record">,
+  input: EventInput,
+  logger: Pick<Logger, "warn">,
+): Promise<void> {
   try {
     await events.record(input);
   } catch (error) {
-    logger.warn("signal event not recorded", { event_type: input.event_type, resource_ref: input.resource_ref, error: failureText(error) });
+    logger.warn("signal event not recorded", {
+      event_type: input.event_type,
+      resource_ref: input.resource_ref,
+      error: failureText(error),
+    });
   }
 }
 
 /** A refusal observer for `explainCloudAuthorization`: each refusal becomes a `role_assignment.missing` event. */
-export function reportMissingRoles(events: Pick<EventLog, "record">, logger: Pick<Logger, "warn">, source: string, now: () => Date = () => new Date()) {
-  return (failure: CloudAuthorizationFailure) => recordSignal(events, roleAssignmentMissingEvent(failure, { source, at: now() }), logger);
+export function reportMissingRoles(
+  events: Pick<EventLog, "record">,
+  logger: Pick<Logger, "warn">,
+  source: string,
+  now: () => Date = () => new Date(),
+) {
+  return (failure: CloudAuthorizationFailure) =>
+    recordSignal(events, roleAssignmentMissingEvent(failure, { source, at: now() }), logger);
 }

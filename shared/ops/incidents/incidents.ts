@@ -52,8 +52,14 @@ export function severityChangeAuditId(incidentId: string, to: Severity): string 
  * `windowMs` of the previous member. A pure function over the durable event log, so incidents are
  * as durable as the events and recomputing them gives the same ids, severities and notices.
  */
-export function correlateIncidents(events: readonly OpsEvent[], rules: RuleCatalog, options: { windowMs: number; now: Date }): { incidents: Incident[]; severityChanges: SeverityChanged[] } {
-  const ordered = [...events].sort((a, b) => a.detected_at.localeCompare(b.detected_at) || a.event_id.localeCompare(b.event_id));
+export function correlateIncidents(
+  events: readonly OpsEvent[],
+  rules: RuleCatalog,
+  options: { windowMs: number; now: Date },
+): { incidents: Incident[]; severityChanges: SeverityChanged[] } {
+  const ordered = [...events].sort(
+    (a, b) => a.detected_at.localeCompare(b.detected_at) || a.event_id.localeCompare(b.event_id),
+  );
   const open = new Map<string, Incident>();
   const incidents: Incident[] = [];
   const severityChanges: SeverityChanged[] = [];
@@ -84,7 +90,13 @@ export function correlateIncidents(events: readonly OpsEvent[], rules: RuleCatal
       open.set(key, incident);
       incidents.push(incident);
     } else if (rank(verdict.severity) > rank(incident.severity)) {
-      severityChanges.push({ incident_id: incident.incident_id, from: incident.severity, to: verdict.severity, at: event.detected_at, audit_id: severityChangeAuditId(incident.incident_id, verdict.severity) });
+      severityChanges.push({
+        incident_id: incident.incident_id,
+        from: incident.severity,
+        to: verdict.severity,
+        at: event.detected_at,
+        audit_id: severityChangeAuditId(incident.incident_id, verdict.severity),
+      });
       incident.severity = verdict.severity;
       incident.severity_history.push({ severity: verdict.severity, at: event.detected_at, event_id: event.event_id });
     }
@@ -92,7 +104,8 @@ export function correlateIncidents(events: readonly OpsEvent[], rules: RuleCatal
     incident.member_event_ids.push(event.event_id);
     for (const id of verdict.rule_ids) if (!incident.rule_ids.includes(id)) incident.rule_ids.push(id);
   }
-  for (const incident of open.values()) if (options.now.getTime() - Date.parse(incident.last_event_at) > options.windowMs) incident.state = "quiet";
+  for (const incident of open.values())
+    if (options.now.getTime() - Date.parse(incident.last_event_at) > options.windowMs) incident.state = "quiet";
   return { incidents, severityChanges };
 }
 
@@ -100,7 +113,10 @@ export function correlateIncidents(events: readonly OpsEvent[], rules: RuleCatal
  * Publishes each rise as a `severity_changed` event keyed by its fixed audit id, so a rise found
  * again (a recomputation, a restart replaying the log) is recorded once.
  */
-export async function publishSeverityChanges(events: EventLog, changes: readonly SeverityChanged[]): Promise<OpsEvent[]> {
+export async function publishSeverityChanges(
+  events: EventLog,
+  changes: readonly SeverityChanged[],
+): Promise<OpsEvent[]> {
   const out: OpsEvent[] = [];
   for (const change of changes) {
     out.push(

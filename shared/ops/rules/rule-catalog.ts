@@ -27,20 +27,32 @@ export type Rule = z.output<typeof ruleSchema>;
 export const ruleCatalogSchema = z
   .strictObject({
     version: z.literal(1),
-    vocabulary: z.array(z.strictObject({ term: z.string().min(1), kind: z.enum(["resource_type", "mode", "signal"]), definition: z.string().min(1).max(300) })),
+    vocabulary: z.array(
+      z.strictObject({
+        term: z.string().min(1),
+        kind: z.enum(["resource_type", "mode", "signal"]),
+        definition: z.string().min(1).max(300),
+      }),
+    ),
     rules: z.array(ruleSchema).min(1),
   })
   .superRefine((catalog, ctx) => {
     const ids = new Set<string>();
     const keys = new Set<string>();
     catalog.rules.forEach((rule, index) => {
-      if (ids.has(rule.id)) ctx.addIssue({ code: "custom", path: ["rules", index, "id"], message: `duplicate rule id ${rule.id}` });
+      if (ids.has(rule.id))
+        ctx.addIssue({ code: "custom", path: ["rules", index, "id"], message: `duplicate rule id ${rule.id}` });
       const key = `${rule.resource_type} ${rule.signal}`;
-      if (keys.has(key)) ctx.addIssue({ code: "custom", path: ["rules", index, "signal"], message: `a second rule for ${key}` });
+      if (keys.has(key))
+        ctx.addIssue({ code: "custom", path: ["rules", index, "signal"], message: `a second rule for ${key}` });
       ids.add(rule.id);
       keys.add(key);
       if ((rule.decision === "propose_action") !== (rule.proposed_action !== undefined) && rule.decision !== "escalate")
-        ctx.addIssue({ code: "custom", path: ["rules", index, "proposed_action"], message: "propose_action needs a proposed_action, and only it or escalate may have one" });
+        ctx.addIssue({
+          code: "custom",
+          path: ["rules", index, "proposed_action"],
+          message: "propose_action needs a proposed_action, and only it or escalate may have one",
+        });
     });
   });
 
@@ -65,7 +77,13 @@ export function evaluateRules(catalog: RuleCatalog, event: { event_type: string;
   const type = resourceTypeOf(event.resource_ref);
   const rule = catalog.rules.find((r) => r.resource_type === type && r.signal === event.event_type);
   if (!rule) return { tier: "T0", decision: "no_rule", severity: "info", rule_ids: [] };
-  return { tier: "T0", decision: rule.decision, severity: rule.severity, rule_ids: [rule.id], ...(rule.proposed_action ? { proposed_action: rule.proposed_action } : {}) };
+  return {
+    tier: "T0",
+    decision: rule.decision,
+    severity: rule.severity,
+    rule_ids: [rule.id],
+    ...(rule.proposed_action ? { proposed_action: rule.proposed_action } : {}),
+  };
 }
 
 /**
@@ -77,7 +95,11 @@ export function loadRuleCatalog(actions: ActionTypeCatalog, file = catalogPath("
   const schema = ruleCatalogSchema.superRefine((catalog, ctx) => {
     catalog.rules.forEach((rule, index) => {
       if (rule.proposed_action !== undefined && !known.has(rule.proposed_action))
-        ctx.addIssue({ code: "custom", path: ["rules", index, "proposed_action"], message: `unknown action type ${rule.proposed_action}` });
+        ctx.addIssue({
+          code: "custom",
+          path: ["rules", index, "proposed_action"],
+          message: `unknown action type ${rule.proposed_action}`,
+        });
     });
   });
   return loadCatalogFile(file, schema);

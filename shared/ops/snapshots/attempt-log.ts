@@ -13,7 +13,14 @@ export const ROUTE_ROLES = ["coordinator", "runbook", "ops_loop", "approval"] as
 export type RouteRole = (typeof ROUTE_ROLES)[number];
 
 /** The typed outcome of one attempt; `none` for an eligible one. */
-export const FAILURE_CLASSES = ["none", "unknown_action_type", "wrong_target", "precondition_failed", "missing_evidence", "verifier_error"] as const;
+export const FAILURE_CLASSES = [
+  "none",
+  "unknown_action_type",
+  "wrong_target",
+  "precondition_failed",
+  "missing_evidence",
+  "verifier_error",
+] as const;
 export type FailureClass = (typeof FAILURE_CLASSES)[number];
 
 /** The version of the sanitized attempt row; rows without it (or with missing fields) are legacy. */
@@ -64,7 +71,13 @@ function failureClassOf(report: VerifierReport, known: boolean): FailureClass {
 }
 
 /** Turns what the verifier saw into the retained, sanitized attempt. */
-export function sanitizeAttempt(input: { route_role: RouteRole; action: ProposedAction; outcome: { report: VerifierReport } | { error: unknown }; catalog: ActionTypeCatalog; at: Date }): ProposerAttempt {
+export function sanitizeAttempt(input: {
+  route_role: RouteRole;
+  action: ProposedAction;
+  outcome: { report: VerifierReport } | { error: unknown };
+  catalog: ActionTypeCatalog;
+  at: Date;
+}): ProposerAttempt {
   const known = input.catalog.action_types.some((a) => a.id === input.action.action_type);
   const base = {
     schema_version: ATTEMPT_SCHEMA_VERSION,
@@ -75,7 +88,11 @@ export function sanitizeAttempt(input: { route_role: RouteRole; action: Proposed
     target_ref: sanitizeTargetRef(String(input.action.target)),
   } as const;
   if ("error" in input.outcome) return { ...base, decision: "error", failure_class: "verifier_error" };
-  return { ...base, decision: input.outcome.report.verdict, failure_class: failureClassOf(input.outcome.report, known) };
+  return {
+    ...base,
+    decision: input.outcome.report.verdict,
+    failure_class: failureClassOf(input.outcome.report, known),
+  };
 }
 
 export interface AttemptLog {
@@ -93,14 +110,20 @@ export function createAttemptLog(source: TableSource, options: { now?: () => Dat
   return {
     async record(attempt) {
       const valid = proposerAttemptSchema.parse(attempt);
-      await (await table()).createEntity({ partitionKey: PARTITION, rowKey: newestFirstRowKey(new Date(valid.attempted_at), valid.attempt_id), ...valid });
+      await (await table()).createEntity({
+        partitionKey: PARTITION,
+        rowKey: newestFirstRowKey(new Date(valid.attempted_at), valid.attempt_id),
+        ...valid,
+      });
     },
     async retained() {
       const horizon = newestFirstRowKey(new Date(now().getTime() - ATTEMPT_RETENTION_MS), "~");
       const attempts: ProposerAttempt[] = [];
       let legacy_detail_gap = false;
       let read = 0;
-      for await (const e of (await table()).listEntities<Record<string, unknown>>({ queryOptions: { filter: odata`PartitionKey eq ${PARTITION} and RowKey le ${horizon}` } })) {
+      for await (const e of (await table()).listEntities<Record<string, unknown>>({
+        queryOptions: { filter: odata`PartitionKey eq ${PARTITION} and RowKey le ${horizon}` },
+      })) {
         const { partitionKey: _p, rowKey: _r, etag: _e, timestamp: _t, ...fields } = e;
         const parsed = proposerAttemptSchema.safeParse(fields);
         if (parsed.success) attempts.push(parsed.data);
@@ -122,12 +145,19 @@ export function createAttemptLog(source: TableSource, options: { now?: () => Dat
 export function recordingVerifier(
   verify: (action: ProposedAction) => Promise<VerifierReport>,
   log: AttemptLog,
-  options: { route_role: RouteRole; catalog: ActionTypeCatalog; now?: () => Date; onRecordError?: (error: unknown) => void },
+  options: {
+    route_role: RouteRole;
+    catalog: ActionTypeCatalog;
+    now?: () => Date;
+    onRecordError?: (error: unknown) => void;
+  },
 ): (action: ProposedAction) => Promise<VerifierReport> {
   const now = options.now ?? (() => new Date());
   const keep = async (action: ProposedAction, outcome: { report: VerifierReport } | { error: unknown }) => {
     try {
-      await log.record(sanitizeAttempt({ route_role: options.route_role, action, outcome, catalog: options.catalog, at: now() }));
+      await log.record(
+        sanitizeAttempt({ route_role: options.route_role, action, outcome, catalog: options.catalog, at: now() }),
+      );
     } catch (error) {
       options.onRecordError?.(error);
     }

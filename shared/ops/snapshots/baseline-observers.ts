@@ -42,15 +42,34 @@ export function storageAccountQuery(accountName: string): string {
 }
 
 /** The app's storage account through Resource Graph (one query, one record). */
-export function storageAccountObserver(options: { subscriptionId: string; accountName: string; credential: TokenCredential; clientOptions?: ResourceGraphClientOptionalParams }): BaselineObserver {
+export function storageAccountObserver(options: {
+  subscriptionId: string;
+  accountName: string;
+  credential: TokenCredential;
+  clientOptions?: ResourceGraphClientOptionalParams;
+}): BaselineObserver {
   let client: Promise<ResourceGraphClient> | undefined;
   const query = storageAccountQuery(options.accountName);
   return async () => {
-    client ??= import("@azure/arm-resourcegraph").then(({ ResourceGraphClient }) => new ResourceGraphClient(options.credential, options.clientOptions));
-    const page = await (await client).resources({ query, subscriptions: [options.subscriptionId], options: { resultFormat: "objectArray", top: 10 } });
+    client ??= import("@azure/arm-resourcegraph").then(
+      ({ ResourceGraphClient }) => new ResourceGraphClient(options.credential, options.clientOptions),
+    );
+    const page = await (await client).resources({
+      query,
+      subscriptions: [options.subscriptionId],
+      options: { resultFormat: "objectArray", top: 10 },
+    });
     const rows = (page.data as Record<string, unknown>[] | undefined) ?? [];
-    const row = rows.find((r) => String(r.name).toLowerCase() === options.accountName && String(r.type).toLowerCase() === "microsoft.storage/storageaccounts");
-    if (!row) return { status: "unobserved", reason: `storage account ${options.accountName} is not visible in the configured subscription` };
+    const row = rows.find(
+      (r) =>
+        String(r.name).toLowerCase() === options.accountName &&
+        String(r.type).toLowerCase() === "microsoft.storage/storageaccounts",
+    );
+    if (!row)
+      return {
+        status: "unobserved",
+        reason: `storage account ${options.accountName} is not visible in the configured subscription`,
+      };
     // ARM omits allowSharedKeyAccess when it was never set, and then shared keys are allowed.
     const flag = (v: unknown, absent: boolean) => (typeof v === "boolean" ? v : absent);
     return {
@@ -58,16 +77,21 @@ export function storageAccountObserver(options: { subscriptionId: string; accoun
       scope: `storage account ${options.accountName}`,
       fields: {
         allow_shared_key_access: flag(row.allowSharedKeyAccess, true),
-        public_network_access: typeof row.publicNetworkAccess === "string" && row.publicNetworkAccess ? row.publicNetworkAccess : "Enabled",
+        public_network_access:
+          typeof row.publicNetworkAccess === "string" && row.publicNetworkAccess ? row.publicNetworkAccess : "Enabled",
         allow_blob_public_access: flag(row.allowBlobPublicAccess, false),
-        minimum_tls_version: typeof row.minimumTlsVersion === "string" && row.minimumTlsVersion ? row.minimumTlsVersion : null,
+        minimum_tls_version:
+          typeof row.minimumTlsVersion === "string" && row.minimumTlsVersion ? row.minimumTlsVersion : null,
       },
     };
   };
 }
 
 /** The app's own validated settings (always observable, also on the local stack). */
-export function settingsObserver(fields: { storage_identity_based: boolean; api_token_grace_seconds: number }): BaselineObserver {
+export function settingsObserver(fields: {
+  storage_identity_based: boolean;
+  api_token_grace_seconds: number;
+}): BaselineObserver {
   return async () => ({ status: "observed", scope: "this app's settings", fields: { ...fields } });
 }
 

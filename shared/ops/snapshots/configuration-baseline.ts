@@ -23,7 +23,9 @@ const citationSchema = z.strictObject({
 /** What an observed value must be: exactly a value, within bounds, or a list holding an item. */
 const expectationRule = z.union([
   z.strictObject({ equals: z.union([z.string(), z.number(), z.boolean()]) }),
-  z.strictObject({ at_least: z.number().optional(), at_most: z.number().optional() }).refine((r) => r.at_least !== undefined || r.at_most !== undefined, "give at_least, at_most or both"),
+  z
+    .strictObject({ at_least: z.number().optional(), at_most: z.number().optional() })
+    .refine((r) => r.at_least !== undefined || r.at_most !== undefined, "give at_least, at_most or both"),
   z.strictObject({ includes: z.string() }),
 ]);
 
@@ -49,17 +51,29 @@ export const configurationBaselineSchema = z
   .superRefine((b, ctx) => {
     const ids = new Set<string>();
     b.citations.forEach((c, i) => {
-      if (ids.has(c.id)) ctx.addIssue({ code: "custom", path: ["citations", i, "id"], message: `duplicate citation id ${c.id}` });
+      if (ids.has(c.id))
+        ctx.addIssue({ code: "custom", path: ["citations", i, "id"], message: `duplicate citation id ${c.id}` });
       ids.add(c.id);
       // The pin: an excerpt edited without its digest (or a digest edited alone) refuses to load.
-      if (sha256Hex(c.excerpt) !== c.sha256) ctx.addIssue({ code: "custom", path: ["citations", i, "sha256"], message: `does not match the SHA-256 of citation ${c.id}'s excerpt` });
+      if (sha256Hex(c.excerpt) !== c.sha256)
+        ctx.addIssue({
+          code: "custom",
+          path: ["citations", i, "sha256"],
+          message: `does not match the SHA-256 of citation ${c.id}'s excerpt`,
+        });
     });
     const seen = new Set<string>();
     b.expectations.forEach((e, i) => {
-      if (seen.has(e.id)) ctx.addIssue({ code: "custom", path: ["expectations", i, "id"], message: `duplicate expectation id ${e.id}` });
+      if (seen.has(e.id))
+        ctx.addIssue({ code: "custom", path: ["expectations", i, "id"], message: `duplicate expectation id ${e.id}` });
       seen.add(e.id);
       e.citations.forEach((c, j) => {
-        if (!ids.has(c)) ctx.addIssue({ code: "custom", path: ["expectations", i, "citations", j], message: `cites ${c}, which is not in citations` });
+        if (!ids.has(c))
+          ctx.addIssue({
+            code: "custom",
+            path: ["expectations", i, "citations", j],
+            message: `cites ${c}, which is not in citations`,
+          });
       });
     });
   });
@@ -83,7 +97,9 @@ export function loadConfigurationBaseline(file: string): ConfigurationBaseline {
 }
 
 /** One source's observations now: its fields, or why it could not be observed. */
-export type SourceObservation = { status: "observed"; scope: string; fields: Record<string, unknown> } | { status: "unobserved"; reason: string };
+export type SourceObservation =
+  | { status: "observed"; scope: string; fields: Record<string, unknown> }
+  | { status: "unobserved"; reason: string };
 
 /** Observes one source (ARM, Resource Graph, the app's settings). */
 export type BaselineObserver = () => Promise<SourceObservation>;
@@ -94,7 +110,9 @@ function conforms(rule: BaselineExpectation["expect"], value: unknown): boolean 
   if ("equals" in rule) return value === rule.equals;
   if ("includes" in rule) return Array.isArray(value) && value.includes(rule.includes);
   if (typeof value !== "number") return false;
-  return (rule.at_least === undefined || value >= rule.at_least) && (rule.at_most === undefined || value <= rule.at_most);
+  return (
+    (rule.at_least === undefined || value >= rule.at_least) && (rule.at_most === undefined || value <= rule.at_most)
+  );
 }
 
 /**
@@ -102,12 +120,16 @@ function conforms(rule: BaselineExpectation["expect"], value: unknown): boolean 
  * (`conforms`, `drift` with the observed value, or `unobserved` with the reason), the three parts
  * of the answer (baseline with its version and digest, observations, citations with their digests).
  */
-export async function evaluateBaseline(baseline: ConfigurationBaseline, observers: Partial<Record<ObservationSource, BaselineObserver>>): Promise<Record<string, unknown>> {
+export async function evaluateBaseline(
+  baseline: ConfigurationBaseline,
+  observers: Partial<Record<ObservationSource, BaselineObserver>>,
+): Promise<Record<string, unknown>> {
   const observed = Object.fromEntries(
     await Promise.all(
       OBSERVATION_SOURCES.map(async (source): Promise<[ObservationSource, SourceObservation]> => {
         const observe = observers[source];
-        if (!observe) return [source, { status: "unobserved", reason: "no provider observes this source in this deployment" }];
+        if (!observe)
+          return [source, { status: "unobserved", reason: "no provider observes this source in this deployment" }];
         try {
           return [source, await observe()];
         } catch {
@@ -118,18 +140,46 @@ export async function evaluateBaseline(baseline: ConfigurationBaseline, observer
   ) as Record<ObservationSource, SourceObservation>;
   const findings = baseline.expectations.map((e) => {
     const o = observed[e.source];
-    const base = { expectation_id: e.id, title: e.title, source: e.source, field: e.field, expected: e.expect, citations: e.citations };
+    const base = {
+      expectation_id: e.id,
+      title: e.title,
+      source: e.source,
+      field: e.field,
+      expected: e.expect,
+      citations: e.citations,
+    };
     if (o.status === "unobserved") return { ...base, status: "unobserved" as const, reason: o.reason };
-    if (!(e.field in o.fields)) return { ...base, status: "unobserved" as const, reason: `${e.source} does not report ${e.field}` };
+    if (!(e.field in o.fields))
+      return { ...base, status: "unobserved" as const, reason: `${e.source} does not report ${e.field}` };
     const value = o.fields[e.field];
-    return { ...base, status: conforms(e.expect, value) ? ("conforms" as const) : ("drift" as const), observed: value ?? null };
+    return {
+      ...base,
+      status: conforms(e.expect, value) ? ("conforms" as const) : ("drift" as const),
+      observed: value ?? null,
+    };
   });
   return {
-    baseline: { baseline_id: baseline.baseline_id, version: baseline.version, digest: `sha256:${baseline.digest}`, description: baseline.description, expectations: baseline.expectations },
+    baseline: {
+      baseline_id: baseline.baseline_id,
+      version: baseline.version,
+      digest: `sha256:${baseline.digest}`,
+      description: baseline.description,
+      expectations: baseline.expectations,
+    },
     observations: observed,
     drift_findings: findings.filter((f) => f.status === "drift"),
     findings,
-    summary: { conforms: findings.filter((f) => f.status === "conforms").length, drift: findings.filter((f) => f.status === "drift").length, unobserved: findings.filter((f) => f.status === "unobserved").length },
-    citations: baseline.citations.map((c) => ({ id: c.id, document: c.document, section: c.section, excerpt: c.excerpt, sha256: c.sha256 })),
+    summary: {
+      conforms: findings.filter((f) => f.status === "conforms").length,
+      drift: findings.filter((f) => f.status === "drift").length,
+      unobserved: findings.filter((f) => f.status === "unobserved").length,
+    },
+    citations: baseline.citations.map((c) => ({
+      id: c.id,
+      document: c.document,
+      section: c.section,
+      excerpt: c.excerpt,
+      sha256: c.sha256,
+    })),
   };
 }

@@ -32,14 +32,20 @@ export function failureDetail(error: unknown): string {
   return refusal ? `refused (${refusal.code}): the managed identity needs the ${refusal.role} role` : "did not answer";
 }
 
-async function observeAxis(probe: (() => Promise<AxisObservation>) | undefined, timeoutMs: number): Promise<AxisObservation> {
+async function observeAxis(
+  probe: (() => Promise<AxisObservation>) | undefined,
+  timeoutMs: number,
+): Promise<AxisObservation> {
   if (!probe) return { status: "gap", reason: "no provider observes this axis in this deployment" };
   let timer: NodeJS.Timeout | undefined;
   try {
     return await Promise.race([
       probe(),
       new Promise<AxisObservation>((resolve) => {
-        timer = setTimeout(() => resolve({ status: "not_ready", detail: `no answer within ${timeoutMs} ms` }), timeoutMs);
+        timer = setTimeout(
+          () => resolve({ status: "not_ready", detail: `no answer within ${timeoutMs} ms` }),
+          timeoutMs,
+        );
       }),
     ]);
   } catch (error) {
@@ -55,12 +61,17 @@ async function observeAxis(probe: (() => Promise<AxisObservation>) | undefined, 
  * storage) is not ready or not covered, or any covered axis is not ready; `degraded` (ceiling
  * `shadow`) otherwise: everything observed is ready but some axis is a coverage gap.
  */
-export async function evaluateReadiness(probes: ReadinessProbes, options: { timeoutMs?: number } = {}): Promise<DetectionReadiness> {
+export async function evaluateReadiness(
+  probes: ReadinessProbes,
+  options: { timeoutMs?: number } = {},
+): Promise<DetectionReadiness> {
   const timeoutMs = options.timeoutMs ?? 10_000;
   const observations = await Promise.all(READINESS_AXES.map((axis) => observeAxis(probes[axis], timeoutMs)));
   const axes = READINESS_AXES.map((axis, i) => {
     const o = observations[i] as AxisObservation;
-    return o.status === "gap" ? { axis, covered: false, ready: null, detail: o.reason } : { axis, covered: true, ready: o.status === "ready", detail: o.detail };
+    return o.status === "gap"
+      ? { axis, covered: false, ready: null, detail: o.reason }
+      : { axis, covered: true, ready: o.status === "ready", detail: o.detail };
   });
   const coverage_gaps = axes.filter((a) => !a.covered).map((a) => ({ axis: a.axis, reason: a.detail }));
   const anyNotReady = axes.some((a) => a.covered && a.ready === false);

@@ -1,4 +1,8 @@
-import type { ContainerServiceClient, ContainerServiceClientOptionalParams, ManagedCluster } from "@azure/arm-containerservice";
+import type {
+  ContainerServiceClient,
+  ContainerServiceClientOptionalParams,
+  ManagedCluster,
+} from "@azure/arm-containerservice";
 import type { TokenCredential } from "@azure/identity";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { describeCloudAuthorizationError } from "../../auth/cloud-authorization.js";
@@ -35,7 +39,9 @@ export function storageProbe(source: TableSource): () => Promise<AxisObservation
 }
 
 /** `databases`: at least one database installed and none whose warm-up failed. */
-export function databasesProbe(list: () => Promise<{ name: string; warm_state: string }[]>): () => Promise<AxisObservation> {
+export function databasesProbe(
+  list: () => Promise<{ name: string; warm_state: string }[]>,
+): () => Promise<AxisObservation> {
   return async () => {
     const databases = await list();
     if (databases.length === 0) return { status: "not_ready", detail: "no database is installed" };
@@ -55,9 +61,11 @@ export function identityProbe(checks: readonly (() => Promise<unknown>)[]): () =
   return async () => {
     const outcomes = await Promise.allSettled(checks.map((check) => check()));
     for (const outcome of outcomes) {
-      if (outcome.status === "rejected" && describeCloudAuthorizationError(outcome.reason)) return { status: "not_ready", detail: failureDetail(outcome.reason) };
+      if (outcome.status === "rejected" && describeCloudAuthorizationError(outcome.reason))
+        return { status: "not_ready", detail: failureDetail(outcome.reason) };
     }
-    if (outcomes.some((o) => o.status === "rejected")) return { status: "gap", reason: "a call that needs the managed identity's roles did not answer" };
+    if (outcomes.some((o) => o.status === "rejected"))
+      return { status: "gap", reason: "a call that needs the managed identity's roles did not answer" };
     return { status: "ready", detail: `the managed identity's ${checks.length} role-dependent calls succeed` };
   };
 }
@@ -88,11 +96,16 @@ export function kubeClusterProbe(kubeConfig: () => Promise<KubeConfig>): () => P
 export const BLAST_POOL_SELECTOR = "blastplane.io/pool=blast";
 
 /** `nodes` on a Kubernetes API: how many nodes of the BLAST pool report Ready (at least one needed). */
-export function kubeNodesProbe(kubeConfig: () => Promise<KubeConfig>, labelSelector = BLAST_POOL_SELECTOR): () => Promise<AxisObservation> {
+export function kubeNodesProbe(
+  kubeConfig: () => Promise<KubeConfig>,
+  labelSelector = BLAST_POOL_SELECTOR,
+): () => Promise<AxisObservation> {
   return async () => {
     const { CoreV1Api } = await import("@kubernetes/client-node");
     const nodes = await (await kubeConfig()).makeApiClient(CoreV1Api).listNode({ labelSelector });
-    const ready = nodes.items.filter((n) => n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") && !n.spec?.unschedulable).length;
+    const ready = nodes.items.filter(
+      (n) => n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") && !n.spec?.unschedulable,
+    ).length;
     const detail = `${ready} of ${nodes.items.length} BLAST pool nodes ready`;
     return { status: ready > 0 ? "ready" : "not_ready", detail };
   };
@@ -105,7 +118,8 @@ export interface AksClusterRef {
   name: string;
 }
 
-const AKS_ID = /^\/subscriptions\/([0-9a-f-]{36})\/resourceGroups\/([^/]+)\/providers\/Microsoft\.ContainerService\/managedClusters\/([^/]+)$/i;
+const AKS_ID =
+  /^\/subscriptions\/([0-9a-f-]{36})\/resourceGroups\/([^/]+)\/providers\/Microsoft\.ContainerService\/managedClusters\/([^/]+)$/i;
 
 /** Parses a managed cluster's resource id; undefined when it is not one. */
 export function parseAksClusterId(id: string): AksClusterRef | undefined {
@@ -114,10 +128,17 @@ export function parseAksClusterId(id: string): AksClusterRef | undefined {
 }
 
 /** Reads the managed cluster through ARM with the AKS SDK (loaded on first use). */
-export function aksClusterReader(options: { cluster: AksClusterRef; credential: TokenCredential; clientOptions?: ContainerServiceClientOptionalParams }): () => Promise<ManagedCluster> {
+export function aksClusterReader(options: {
+  cluster: AksClusterRef;
+  credential: TokenCredential;
+  clientOptions?: ContainerServiceClientOptionalParams;
+}): () => Promise<ManagedCluster> {
   let client: Promise<ContainerServiceClient> | undefined;
   return async () => {
-    client ??= import("@azure/arm-containerservice").then(({ ContainerServiceClient }) => new ContainerServiceClient(options.credential, options.cluster.subscriptionId, options.clientOptions));
+    client ??= import("@azure/arm-containerservice").then(
+      ({ ContainerServiceClient }) =>
+        new ContainerServiceClient(options.credential, options.cluster.subscriptionId, options.clientOptions),
+    );
     return (await client).managedClusters.get(options.cluster.resourceGroup, options.cluster.name);
   };
 }
@@ -128,7 +149,10 @@ export function aksClusterProbe(read: () => Promise<ManagedCluster>): () => Prom
     const cluster = await read();
     const provisioning = cluster.provisioningState ?? "Unknown";
     const power = cluster.powerState?.code ?? "Unknown";
-    return { status: provisioning === "Succeeded" && power === "Running" ? "ready" : "not_ready", detail: `provisioning ${provisioning}, power ${power}` };
+    return {
+      status: provisioning === "Succeeded" && power === "Running" ? "ready" : "not_ready",
+      detail: `provisioning ${provisioning}, power ${power}`,
+    };
   };
 }
 
@@ -138,7 +162,11 @@ export function aksNodePoolProbe(read: () => Promise<ManagedCluster>, pool: stri
     const profile = (await read()).agentPoolProfiles?.find((p) => p.name === pool);
     if (!profile) return { status: "not_ready", detail: `the cluster has no agent pool ${pool}` };
     const count = profile.count ?? 0;
-    const ok = profile.provisioningState === "Succeeded" && (profile.powerState?.code ?? "Running") === "Running" && count > 0;
-    return { status: ok ? "ready" : "not_ready", detail: `agent pool ${pool}: ${count} nodes, provisioning ${profile.provisioningState ?? "Unknown"}, power ${profile.powerState?.code ?? "Unknown"}` };
+    const ok =
+      profile.provisioningState === "Succeeded" && (profile.powerState?.code ?? "Running") === "Running" && count > 0;
+    return {
+      status: ok ? "ready" : "not_ready",
+      detail: `agent pool ${pool}: ${count} nodes, provisioning ${profile.provisioningState ?? "Unknown"}, power ${profile.powerState?.code ?? "Unknown"}`,
+    };
   };
 }

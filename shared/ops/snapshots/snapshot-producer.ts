@@ -1,5 +1,11 @@
 import type { AttemptLog } from "./attempt-log.js";
-import { type BaselineObserver, CONFIGURATION_BASELINE_SCHEMA_VERSION, type ConfigurationBaseline, evaluateBaseline, type ObservationSource } from "./configuration-baseline.js";
+import {
+  type BaselineObserver,
+  CONFIGURATION_BASELINE_SCHEMA_VERSION,
+  type ConfigurationBaseline,
+  evaluateBaseline,
+  type ObservationSource,
+} from "./configuration-baseline.js";
 import { DETECTION_READINESS_SCHEMA_VERSION, evaluateReadiness, type ReadinessProbes } from "./detection-readiness.js";
 import type { SnapshotKind, SnapshotStore } from "./snapshot-store.js";
 import { observeRecovery, T2_RECOVERY_SCHEMA_VERSION } from "./t2-recovery.js";
@@ -20,18 +26,36 @@ export interface SnapshotProducerDependencies {
 }
 
 /** The detection readiness source over the six axes' probes. */
-export function detectionReadinessSource(probes: ReadinessProbes, options: { timeoutMs?: number } = {}): SnapshotSource {
-  return { kind: "detection_readiness", schema_version: DETECTION_READINESS_SCHEMA_VERSION, observe: async () => ({ ...(await evaluateReadiness(probes, options)) }) };
+export function detectionReadinessSource(
+  probes: ReadinessProbes,
+  options: { timeoutMs?: number } = {},
+): SnapshotSource {
+  return {
+    kind: "detection_readiness",
+    schema_version: DETECTION_READINESS_SCHEMA_VERSION,
+    observe: async () => ({ ...(await evaluateReadiness(probes, options)) }),
+  };
 }
 
 /** The T2 recovery source over the retained proposer-attempt log. */
 export function t2RecoverySource(log: AttemptLog): SnapshotSource {
-  return { kind: "t2_recovery", schema_version: T2_RECOVERY_SCHEMA_VERSION, observe: async () => ({ ...(await observeRecovery(log)) }) };
+  return {
+    kind: "t2_recovery",
+    schema_version: T2_RECOVERY_SCHEMA_VERSION,
+    observe: async () => ({ ...(await observeRecovery(log)) }),
+  };
 }
 
 /** The configuration baseline source: the frozen baseline against what each observer sees now. */
-export function configurationBaselineSource(baseline: ConfigurationBaseline, observers: Partial<Record<ObservationSource, BaselineObserver>>): SnapshotSource {
-  return { kind: "configuration_baseline", schema_version: CONFIGURATION_BASELINE_SCHEMA_VERSION, observe: () => evaluateBaseline(baseline, observers) };
+export function configurationBaselineSource(
+  baseline: ConfigurationBaseline,
+  observers: Partial<Record<ObservationSource, BaselineObserver>>,
+): SnapshotSource {
+  return {
+    kind: "configuration_baseline",
+    schema_version: CONFIGURATION_BASELINE_SCHEMA_VERSION,
+    observe: () => evaluateBaseline(baseline, observers),
+  };
 }
 
 /**
@@ -49,13 +73,27 @@ export function createSnapshotProducer(deps: SnapshotProducerDependencies) {
           // The observation time is when observing began: the state is at least this fresh.
           const observed_at = now();
           const body = await source.observe();
-          await deps.store.record(source.kind, { producer: deps.producer, schema_version: source.schema_version, observed_at, body });
+          await deps.store.record(source.kind, {
+            producer: deps.producer,
+            schema_version: source.schema_version,
+            observed_at,
+            body,
+          });
           return source.kind;
         }),
       );
       return {
         recorded: outcomes.flatMap((o) => (o.status === "fulfilled" ? [o.value] : [])),
-        failed: outcomes.flatMap((o, i) => (o.status === "rejected" ? [{ kind: deps.sources[i]?.kind as SnapshotKind, error: o.reason instanceof Error ? o.reason.name : typeof o.reason }] : [])),
+        failed: outcomes.flatMap((o, i) =>
+          o.status === "rejected"
+            ? [
+                {
+                  kind: deps.sources[i]?.kind as SnapshotKind,
+                  error: o.reason instanceof Error ? o.reason.name : typeof o.reason,
+                },
+              ]
+            : [],
+        ),
       };
     },
   };

@@ -25,11 +25,17 @@ export interface StoredSnapshot {
 
 export interface SnapshotStore {
   /** Records a new snapshot (never overwrites one) and returns it as stored. */
-  record(kind: SnapshotKind, snapshot: { producer: string; schema_version: number; observed_at: Date; body: Record<string, unknown> }): Promise<StoredSnapshot>;
+  record(
+    kind: SnapshotKind,
+    snapshot: { producer: string; schema_version: number; observed_at: Date; body: Record<string, unknown> },
+  ): Promise<StoredSnapshot>;
   /** The newest snapshot of `kind`, read as stored; undefined when none was ever recorded. */
   latest(kind: SnapshotKind): Promise<StoredSnapshot | undefined>;
   /** A tool's provider over one kind: the newest snapshot, envelope fields beside the body's; older than `maxAgeMs` is stale. */
-  reader(kind: SnapshotKind, options?: { maxAgeMs?: number }): { latest(): Promise<Record<string, unknown> | undefined>; maxAgeMs?: number };
+  reader(
+    kind: SnapshotKind,
+    options?: { maxAgeMs?: number },
+  ): { latest(): Promise<Record<string, unknown> | undefined>; maxAgeMs?: number };
 }
 
 /**
@@ -44,7 +50,14 @@ export function createSnapshotStore(source: TableSource, options: { now?: () => 
   const store: SnapshotStore = {
     async record(kind, snapshot) {
       const snapshot_id = `${kind}-${snapshot.observed_at.getTime().toString(36)}-${randomUUID().slice(0, 8)}`;
-      const stored: StoredSnapshot = { snapshot_id, kind, observed_at: snapshot.observed_at.toISOString(), producer: snapshot.producer, schema_version: snapshot.schema_version, body: snapshot.body };
+      const stored: StoredSnapshot = {
+        snapshot_id,
+        kind,
+        observed_at: snapshot.observed_at.toISOString(),
+        producer: snapshot.producer,
+        schema_version: snapshot.schema_version,
+        body: snapshot.body,
+      };
       await (await table()).createEntity({
         partitionKey: kind,
         rowKey: newestFirstRowKey(snapshot.observed_at, snapshot_id),
@@ -58,8 +71,17 @@ export function createSnapshotStore(source: TableSource, options: { now?: () => 
       return stored;
     },
     async latest(kind) {
-      for await (const e of (await table()).listEntities<Record<string, unknown>>({ queryOptions: { filter: odata`PartitionKey eq ${kind}` } })) {
-        return { snapshot_id: String(e.snapshot_id), kind, observed_at: String(e.observed_at), producer: String(e.producer), schema_version: Number(e.schema_version), body: JSON.parse(unpackText(e, "body")) as Record<string, unknown> };
+      for await (const e of (await table()).listEntities<Record<string, unknown>>({
+        queryOptions: { filter: odata`PartitionKey eq ${kind}` },
+      })) {
+        return {
+          snapshot_id: String(e.snapshot_id),
+          kind,
+          observed_at: String(e.observed_at),
+          producer: String(e.producer),
+          schema_version: Number(e.schema_version),
+          body: JSON.parse(unpackText(e, "body")) as Record<string, unknown>,
+        };
       }
       return undefined;
     },

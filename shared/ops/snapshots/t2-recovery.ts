@@ -42,10 +42,22 @@ export function summariseRecovery(attempts: readonly ProposerAttempt[], legacy_d
     const streak = keyAttempts.findIndex((a) => a.failure_class === "none");
     const failuresInARow = streak === -1 ? keyAttempts.length : streak;
     const everFailed = keyAttempts.some((a) => a.failure_class !== "none");
-    const keyState: RecoveryState = failuresInARow >= RECOVERY_ATTEMPT_LIMIT ? "exhausted" : failuresInARow > 0 ? "recovering" : everFailed ? "recovered" : "none";
+    const keyState: RecoveryState =
+      failuresInARow >= RECOVERY_ATTEMPT_LIMIT
+        ? "exhausted"
+        : failuresInARow > 0
+          ? "recovering"
+          : everFailed
+            ? "recovered"
+            : "none";
     const latest = keyAttempts[0];
     const worse = RECOVERY_STATES.indexOf(keyState) > RECOVERY_STATES.indexOf(state);
-    const sameButNewer = keyState === state && keyState !== "none" && latest !== undefined && decisive !== undefined && latest.attempted_at > decisive.attempted_at;
+    const sameButNewer =
+      keyState === state &&
+      keyState !== "none" &&
+      latest !== undefined &&
+      decisive !== undefined &&
+      latest.attempted_at > decisive.attempted_at;
     if (worse || sameButNewer) {
       state = keyState;
       decisive = latest;

@@ -12,7 +12,9 @@ export async function pruneOlderThan(client: TableClient, partition: string, cut
   // Newest first: every row older than the cutoff has a larger key than the cutoff's.
   const from = newestFirstRowKey(cutoff, "~");
   let pruned = 0;
-  for await (const row of client.listEntities({ queryOptions: { filter: odata`PartitionKey eq ${partition} and RowKey gt ${from}`, select: ["RowKey"] } })) {
+  for await (const row of client.listEntities({
+    queryOptions: { filter: odata`PartitionKey eq ${partition} and RowKey gt ${from}`, select: ["RowKey"] },
+  })) {
     await client.deleteEntity(partition, String(row.rowKey));
     if (++pruned >= PRUNE_BATCH) break;
   }

@@ -43,9 +43,16 @@ export interface VerifierReport {
 
 const ACTIVE_JOB_STATES = new Set(["queued", "submitted", "running", "pending", "accepted"]);
 
-async function observe(precondition: Precondition, action: ProposedAction, state: ControlPlaneStateReader): Promise<{ result: CheckResult; observed: unknown }> {
+async function observe(
+  precondition: Precondition,
+  action: ProposedAction,
+  state: ControlPlaneStateReader,
+): Promise<{ result: CheckResult; observed: unknown }> {
   const id = action.target.slice(action.target.indexOf("/") + 1);
-  const known = <T>(value: T | undefined, ok: (v: T) => boolean) => (value === undefined ? { result: "unknown" as const, observed: null } : { result: ok(value) ? ("pass" as const) : ("fail" as const), observed: value });
+  const known = <T>(value: T | undefined, ok: (v: T) => boolean) =>
+    value === undefined
+      ? { result: "unknown" as const, observed: null }
+      : { result: ok(value) ? ("pass" as const) : ("fail" as const), observed: value };
   try {
     switch (precondition) {
       case "job_exists":
@@ -64,7 +71,8 @@ async function observe(precondition: Precondition, action: ProposedAction, state
         return known(await state.clusterReachable(), (v) => v);
       case "node_count_in_bounds": {
         const count = action.params.node_count;
-        if (typeof count !== "number" || !Number.isInteger(count)) return { result: "fail", observed: { node_count: count ?? null } };
+        if (typeof count !== "number" || !Number.isInteger(count))
+          return { result: "fail", observed: { node_count: count ?? null } };
         return known(await state.nodePoolBounds(id), (b) => count >= b.min && count <= b.max);
       }
       case "kill_switch_off":
@@ -82,12 +90,36 @@ async function observe(precondition: Precondition, action: ProposedAction, state
  * the missing evidence when a precondition cannot be observed; `eligible` only when every
  * precondition passes. Nothing else in the system grants eligibility.
  */
-export async function verifyAction(action: ProposedAction, catalog: ActionTypeCatalog, state: ControlPlaneStateReader, now: () => Date = () => new Date()): Promise<VerifierReport> {
-  const base = { action_type: action.action_type, target: action.target, checks: [] as VerifierReport["checks"], missing_evidence: [] as string[] };
+export async function verifyAction(
+  action: ProposedAction,
+  catalog: ActionTypeCatalog,
+  state: ControlPlaneStateReader,
+  now: () => Date = () => new Date(),
+): Promise<VerifierReport> {
+  const base = {
+    action_type: action.action_type,
+    target: action.target,
+    checks: [] as VerifierReport["checks"],
+    missing_evidence: [] as string[],
+  };
   const type: ActionType | undefined = catalog.action_types.find((a) => a.id === action.action_type);
-  if (!type) return { ...base, verdict: "deny", reason: `unknown action type ${action.action_type}`, checked_at: now().toISOString() };
-  if (resourceTypeOf(action.target) !== type.resource_type || (type.resource_type !== "control_plane" && !action.target.includes("/")))
-    return { ...base, verdict: "deny", reason: `${type.id} acts on a ${type.resource_type}, not on ${action.target}`, checked_at: now().toISOString() };
+  if (!type)
+    return {
+      ...base,
+      verdict: "deny",
+      reason: `unknown action type ${action.action_type}`,
+      checked_at: now().toISOString(),
+    };
+  if (
+    resourceTypeOf(action.target) !== type.resource_type ||
+    (type.resource_type !== "control_plane" && !action.target.includes("/"))
+  )
+    return {
+      ...base,
+      verdict: "deny",
+      reason: `${type.id} acts on a ${type.resource_type}, not on ${action.target}`,
+      checked_at: now().toISOString(),
+    };
   for (const precondition of type.preconditions) {
     const { result, observed } = await observe(precondition, action, state);
     base.checks.push({ precondition, result, observed });
@@ -95,7 +127,8 @@ export async function verifyAction(action: ProposedAction, catalog: ActionTypeCa
   }
   const failed = base.checks.find((c) => c.result === "fail");
   const checked_at = now().toISOString();
-  if (failed) return { ...base, verdict: "deny", reason: `precondition ${failed.precondition} does not hold`, checked_at };
+  if (failed)
+    return { ...base, verdict: "deny", reason: `precondition ${failed.precondition} does not hold`, checked_at };
   if (base.missing_evidence.length > 0) return { ...base, verdict: "abstain", checked_at };
   return { ...base, verdict: "eligible", checked_at };
 }

@@ -59,7 +59,9 @@ export function ApiTokenPage() {
   const s = status.data;
   return (
     <section>
-      <PageTitle subtitle="Programs call the job API with this token in the X-SVC-API-Token header. The dashboard uses it for you.">API token</PageTitle>
+      <PageTitle subtitle="Programs call the job API with this token in the X-SVC-API-Token header. The dashboard uses it for you.">
+        API token
+      </PageTitle>
       <ErrorNotice error={status.error} title="Could not load the token status:" />
       {s ? (
         <dl class="details">
@@ -81,7 +83,14 @@ export function ApiTokenPage() {
             <div class="field">
               <label for="api-token-value">Token</label>
               <div class="row">
-                <input id="api-token-value" class="mono" type="text" readOnly value={token} onFocus={(e) => e.currentTarget.select()} />
+                <input
+                  id="api-token-value"
+                  class="mono"
+                  type="text"
+                  readOnly
+                  value={token}
+                  onFocus={(e) => e.currentTarget.select()}
+                />
                 <button type="button" onClick={() => void copy()}>
                   Copy
                 </button>
@@ -109,8 +118,9 @@ export function ApiTokenPage() {
             <div id="regen-desc">
               <p>A new token is created and shown to you once here; copy it into the programs that call the job API.</p>
               <p>
-                The current token keeps working for a grace period (one hour unless the service sets <code>API_TOKEN_GRACE_SECONDS</code>), so
-                running clients can switch over; after that only the new token works.
+                The current token keeps working for a grace period (one hour unless the service sets{" "}
+                <code>API_TOKEN_GRACE_SECONDS</code>), so running clients can switch over; after that only the new token
+                works.
               </p>
               <p>Regenerate only to rotate the token, or when it may have been exposed.</p>
             </div>

@@ -1,7 +1,17 @@
 import { useState } from "preact/hooks";
 import type { Operation } from "../api.js";
 import { formatBytes, formatCount, formatTime } from "../format.js";
-import { ErrorNotice, LiveText, PageTitle, StatusBadge, useApp, useAsync, useCan, usePolling, ScrollRegion } from "../ui.js";
+import {
+  ErrorNotice,
+  LiveText,
+  PageTitle,
+  StatusBadge,
+  useApp,
+  useAsync,
+  useCan,
+  usePolling,
+  ScrollRegion,
+} from "../ui.js";
 
 const TERMINAL = new Set(["succeeded", "failed", "cancelled"]);
 
@@ -19,15 +29,21 @@ export function DatabasesPage() {
   const [tracked, setTracked] = useState<Tracked[]>([]);
   const [actionError, setActionError] = useState<unknown>(undefined);
   const running = tracked.filter((t) => !TERMINAL.has(t.operation.state));
-  const pollMs = running.length > 0 ? Math.min(5000, Math.max(1000, ...running.map((t) => t.operation.poll_after_seconds * 1000))) : undefined;
+  const pollMs =
+    running.length > 0
+      ? Math.min(5000, Math.max(1000, ...running.map((t) => t.operation.poll_after_seconds * 1000)))
+      : undefined;
 
   // Follow each started operation to its end, then refresh the list (warm state, versions).
   usePolling(async () => {
     const next = await Promise.all(
-      tracked.map(async (t) => (TERMINAL.has(t.operation.state) ? t : { ...t, operation: await api.operation(t.operation.operation_id) })),
+      tracked.map(async (t) =>
+        TERMINAL.has(t.operation.state) ? t : { ...t, operation: await api.operation(t.operation.operation_id) },
+      ),
     );
     setTracked(next);
-    if (next.some((t, i) => TERMINAL.has(t.operation.state) && !TERMINAL.has(tracked[i]?.operation.state ?? ""))) list.reload();
+    if (next.some((t, i) => TERMINAL.has(t.operation.state) && !TERMINAL.has(tracked[i]?.operation.state ?? "")))
+      list.reload();
   }, pollMs);
 
   const start = async (name: string, kind: Tracked["kind"]) => {
@@ -52,8 +68,11 @@ export function DatabasesPage() {
         <ul class="operations" aria-label="Operations">
           {tracked.map((t) => (
             <li key={t.operation.operation_id}>
-              <StatusBadge status={t.operation.state} /> {t.kind === "prepare" ? "Preparing" : "Warming up"} <strong>{t.name}</strong>
-              {t.operation.state === "failed" && t.operation.error ? <span class="field-error"> — {t.operation.error.detail}</span> : null}
+              <StatusBadge status={t.operation.state} /> {t.kind === "prepare" ? "Preparing" : "Warming up"}{" "}
+              <strong>{t.name}</strong>
+              {t.operation.state === "failed" && t.operation.error ? (
+                <span class="field-error"> — {t.operation.error.detail}</span>
+              ) : null}
               <span class="muted"> · operation {t.operation.operation_id}</span>
             </li>
           ))}
@@ -110,15 +129,29 @@ export function DatabasesPage() {
                           <strong>available</strong> <code>{d.latest_release}</code>
                         </span>
                       ) : (
-                        <span class="muted">{d.checked_at ? `up to date (checked ${formatTime(d.checked_at)})` : "not checked"}</span>
+                        <span class="muted">
+                          {d.checked_at ? `up to date (checked ${formatTime(d.checked_at)})` : "not checked"}
+                        </span>
                       )}
                     </td>
                     {canAct ? (
                       <td class="actions-cell">
-                        <button type="button" class="small" disabled={busy} onClick={() => void start(d.name, "warm-up")} aria-label={`Warm up ${d.name}`}>
+                        <button
+                          type="button"
+                          class="small"
+                          disabled={busy}
+                          onClick={() => void start(d.name, "warm-up")}
+                          aria-label={`Warm up ${d.name}`}
+                        >
                           Warm up
                         </button>{" "}
-                        <button type="button" class="small" disabled={busy} onClick={() => void start(d.name, "prepare")} aria-label={`${d.update_available ? "Update" : "Prepare"} ${d.name}`}>
+                        <button
+                          type="button"
+                          class="small"
+                          disabled={busy}
+                          onClick={() => void start(d.name, "prepare")}
+                          aria-label={`${d.update_available ? "Update" : "Prepare"} ${d.name}`}
+                        >
                           {d.update_available ? "Update" : "Prepare"}
                         </button>
                       </td>

@@ -52,7 +52,9 @@ export function DiagnosticsPage() {
   const idsEqual = q ? q.task_app_id === q.celery_app_id && q.celery_app_id === q.current_app_id : false;
   return (
     <section>
-      <PageTitle subtitle="For support: whether the service is ready, what is queued, and a round trip through the background work.">Diagnostics</PageTitle>
+      <PageTitle subtitle="For support: whether the service is ready, what is queued, and a round trip through the background work.">
+        Diagnostics
+      </PageTitle>
       <div class="toolbar">
         <button type="button" onClick={data.reload}>
           Refresh
@@ -63,7 +65,8 @@ export function DiagnosticsPage() {
         <>
           <h2>Readiness</h2>
           <p>
-            <StatusBadge status={data.data.ready.ready ? "succeeded" : "failed"} /> {data.data.ready.ready ? "The service is ready." : data.data.ready.detail}
+            <StatusBadge status={data.data.ready.ready ? "succeeded" : "failed"} />{" "}
+            {data.data.ready.ready ? "The service is ready." : data.data.ready.detail}
           </p>
         </>
       ) : null}
@@ -73,7 +76,8 @@ export function DiagnosticsPage() {
           <dl class="details">
             <dt>Application ids</dt>
             <dd>
-              {q.task_app_id} / {q.celery_app_id} / {q.current_app_id} {idsEqual ? "(equal, as they must be)" : "(NOT equal: misconfigured)"}
+              {q.task_app_id} / {q.celery_app_id} / {q.current_app_id}{" "}
+              {idsEqual ? "(equal, as they must be)" : "(NOT equal: misconfigured)"}
             </dd>
             <dt>Application</dt>
             <dd>
@@ -113,7 +117,14 @@ export function DiagnosticsPage() {
       <form class="form inline-form" onSubmit={roundTrip}>
         <div class="field">
           <label for="noop-message">Message</label>
-          <input id="noop-message" type="text" maxLength={1024} value={message} onInput={(e) => setMessage(e.currentTarget.value)} required />
+          <input
+            id="noop-message"
+            type="text"
+            maxLength={1024}
+            value={message}
+            onInput={(e) => setMessage(e.currentTarget.value)}
+            required
+          />
         </div>
         <button type="submit">Run the round trip</button>
       </form>

@@ -99,7 +99,11 @@ export function JobPage(props: { uuid: string }) {
           const label = step.key === "finished" && i <= current && terminal ? data.status : step.label;
           const time = step.key === "accepted" ? data.created_at : seen[step.key];
           return (
-            <li key={step.key} class={done ? "done" : i === current ? "current" : "todo"} aria-current={i === current ? "step" : undefined}>
+            <li
+              key={step.key}
+              class={done ? "done" : i === current ? "current" : "todo"}
+              aria-current={i === current ? "step" : undefined}
+            >
               <span class="dot" aria-hidden="true" />
               <span class="step-label">{label}</span>
               <span class="step-time">{i <= current && time ? formatTime(time) : ""}</span>
@@ -178,10 +182,12 @@ function JobError(props: { error: string }) {
           <p>What you can do:</p>
           <ul>
             <li>
-              <Link href="/blast/new">Submit the search again</Link> with the <strong>sharded</strong> execution profile, so each search needs only one
-              partition's memory;
+              <Link href="/blast/new">Submit the search again</Link> with the <strong>sharded</strong> execution
+              profile, so each search needs only one partition's memory;
             </li>
-            <li>recreate the cluster with a larger machine type (an Owner's task, in the workspace's cluster settings); or</li>
+            <li>
+              recreate the cluster with a larger machine type (an Owner's task, in the workspace's cluster settings); or
+            </li>
             <li>
               choose a smaller database (see <Link href="/databases">Databases</Link>).
             </li>
@@ -222,7 +228,11 @@ function Downloads(props: { api: ApiClient; uuid: string }) {
       <ul class="button-list">
         {DOWNLOADS.map((d) => (
           <li key={d.content}>
-            <button type="button" disabled={busy !== undefined} onClick={() => void download(d.content, d.file(props.uuid))}>
+            <button
+              type="button"
+              disabled={busy !== undefined}
+              onClick={() => void download(d.content, d.file(props.uuid))}
+            >
               {busy === d.content ? "Preparing…" : `Download ${d.label}`}
             </button>
           </li>

@@ -29,16 +29,21 @@ export function JobsPage() {
   );
   const jobs = list.data?.jobs ?? [];
   const moving = jobs.some((j) => !isTerminal(j));
-  usePolling(async () => {
-    const fresh = await api.listJobs({ page, page_size: PAGE_SIZE, status: status || undefined });
-    list.setData(fresh);
-    setUpdatedAt(new Date());
-  }, moving ? ACTIVE_POLL_MS : IDLE_POLL_MS);
+  usePolling(
+    async () => {
+      const fresh = await api.listJobs({ page, page_size: PAGE_SIZE, status: status || undefined });
+      list.setData(fresh);
+      setUpdatedAt(new Date());
+    },
+    moving ? ACTIVE_POLL_MS : IDLE_POLL_MS,
+  );
 
   const pages = Math.max(1, Math.ceil((list.data?.total ?? 0) / PAGE_SIZE));
   return (
     <section>
-      <PageTitle subtitle="Every search submitted from the dashboard. The list updates by itself while jobs run.">Jobs</PageTitle>
+      <PageTitle subtitle="Every search submitted from the dashboard. The list updates by itself while jobs run.">
+        Jobs
+      </PageTitle>
       <div class="toolbar">
         <div class="inline-field">
           <label for="status-filter">Status</label>
@@ -68,7 +73,8 @@ export function JobsPage() {
       <ErrorNotice error={actionError} />
       {list.data && jobs.length === 0 ? (
         <p class="empty">
-          {status ? `No ${status} jobs.` : "No searches yet."} {canSubmit ? <Link href="/blast/new">Start a new search</Link> : null}
+          {status ? `No ${status} jobs.` : "No searches yet."}{" "}
+          {canSubmit ? <Link href="/blast/new">Start a new search</Link> : null}
         </p>
       ) : null}
       {jobs.length > 0 ? (
@@ -100,7 +106,9 @@ export function JobsPage() {
                   <td>
                     <StatusBadge status={job.status} />
                   </td>
-                  <td>{job.progress && job.progress.total > 0 ? `${job.progress.succeeded}/${job.progress.total}` : "—"}</td>
+                  <td>
+                    {job.progress && job.progress.total > 0 ? `${job.progress.succeeded}/${job.progress.total}` : "—"}
+                  </td>
                   <td class="wrap">
                     {formatTime(job.created_at)}
                     <span class="muted small-block">by {job.created_by.name || job.created_by.oid}</span>

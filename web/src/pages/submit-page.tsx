@@ -1,6 +1,12 @@
 import { useMemo, useState } from "preact/hooks";
 import { parseQueryFasta } from "../../../shared/blast/fasta.js";
-import { BLAST_TASKS, GENETIC_CODES, OPTION_PROGRAMS, SCORING_MATRICES, validateOptionsForProgram } from "../../../shared/blast/options.js";
+import {
+  BLAST_TASKS,
+  GENETIC_CODES,
+  OPTION_PROGRAMS,
+  SCORING_MATRICES,
+  validateOptionsForProgram,
+} from "../../../shared/blast/options.js";
 import { BLAST_PROGRAMS, type BlastProgram, databaseMolecule, queryMolecule } from "../../../shared/blast/programs.js";
 import { dashboardSubmitSchema } from "../../../shared/dashboard/schemas.js";
 import { ValidationError } from "../../../shared/errors.js";
@@ -14,18 +20,51 @@ import { ErrorNotice, Field, fieldAria, PageTitle, topRole, useApp, useAsync, us
 type OptionKey = keyof typeof OPTION_PROGRAMS;
 
 /** How each allow-listed BLAST option is offered; which appear depends on the program. */
-const OPTION_FIELDS: readonly { key: OptionKey; label: string; kind: "number" | "integer" | "boolean" | "choice"; hint: string; basic?: boolean }[] = [
-  { key: "evalue", label: "E-value threshold", kind: "number", hint: "Report hits with an e-value up to this (BLAST's default 10).", basic: true },
-  { key: "max_target_seqs", label: "Maximum hits per query", kind: "integer", hint: "1–5000 (BLAST's default 500).", basic: true },
+const OPTION_FIELDS: readonly {
+  key: OptionKey;
+  label: string;
+  kind: "number" | "integer" | "boolean" | "choice";
+  hint: string;
+  basic?: boolean;
+}[] = [
+  {
+    key: "evalue",
+    label: "E-value threshold",
+    kind: "number",
+    hint: "Report hits with an e-value up to this (BLAST's default 10).",
+    basic: true,
+  },
+  {
+    key: "max_target_seqs",
+    label: "Maximum hits per query",
+    kind: "integer",
+    hint: "1–5000 (BLAST's default 500).",
+    basic: true,
+  },
   { key: "task", label: "Task", kind: "choice", hint: "The search's sensitivity preset.", basic: true },
-  { key: "word_size", label: "Word size", kind: "integer", hint: "Seed length; the allowed range depends on program and task." },
+  {
+    key: "word_size",
+    label: "Word size",
+    kind: "integer",
+    hint: "Seed length; the allowed range depends on program and task.",
+  },
   { key: "perc_identity", label: "Minimum % identity", kind: "number", hint: "0–100." },
   { key: "qcov_hsp_perc", label: "Minimum % query coverage per HSP", kind: "number", hint: "0–100." },
   { key: "max_hsps", label: "Maximum HSPs per subject", kind: "integer", hint: "1–1000." },
   { key: "num_alignments", label: "Alignments per query", kind: "integer", hint: "1–5000." },
   { key: "strand", label: "Query strand", kind: "choice", hint: "Which strand(s) of the query to search." },
-  { key: "dust", label: "DUST low-complexity filter", kind: "boolean", hint: "Filter low-complexity regions of the query." },
-  { key: "seg", label: "SEG low-complexity filter", kind: "boolean", hint: "Filter low-complexity regions of the (translated) query." },
+  {
+    key: "dust",
+    label: "DUST low-complexity filter",
+    kind: "boolean",
+    hint: "Filter low-complexity regions of the query.",
+  },
+  {
+    key: "seg",
+    label: "SEG low-complexity filter",
+    kind: "boolean",
+    hint: "Filter low-complexity regions of the (translated) query.",
+  },
   { key: "soft_masking", label: "Soft masking", kind: "boolean", hint: "Apply filtering only when finding seeds." },
   { key: "ungapped", label: "Ungapped alignment only", kind: "boolean", hint: "" },
   { key: "matrix", label: "Scoring matrix", kind: "choice", hint: "" },
@@ -63,7 +102,8 @@ function groupIssues(issues: readonly FieldIssue[]): IssueMap {
   const map: IssueMap = {};
   for (const issue of issues) {
     const [, field, sub] = issue.loc;
-    const key = field === "options" && typeof sub === "string" ? `options.${sub}` : typeof field === "string" ? field : "form";
+    const key =
+      field === "options" && typeof sub === "string" ? `options.${sub}` : typeof field === "string" ? field : "form";
     map[key] = [...(map[key] ?? []), issue.msg];
   }
   return map;
@@ -114,8 +154,8 @@ export function SubmitPage() {
         <PageTitle>New search</PageTitle>
         <div class="notice" role="note">
           <p>
-            Your role, <strong>{topRole(app.caller) ?? "none"}</strong>, can view jobs and results but cannot submit searches. Submitting needs the
-            Contributor role or higher; ask an Owner of this workspace.
+            Your role, <strong>{topRole(app.caller) ?? "none"}</strong>, can view jobs and results but cannot submit
+            searches. Submitting needs the Contributor role or higher; ask an Owner of this workspace.
           </p>
         </div>
       </section>
@@ -141,7 +181,10 @@ function SubmitForm() {
   const [idempotencyKey, setIdempotencyKey] = useState(() => crypto.randomUUID());
 
   const usable = (databases.data?.databases ?? []).filter((d) => d.type === databaseMolecule(program));
-  const chosenDb = db && usable.some((d) => d.name === db) ? db : (usable.find((d) => d.name === EXAMPLE_DATABASE)?.name ?? usable[0]?.name ?? "");
+  const chosenDb =
+    db && usable.some((d) => d.name === db)
+      ? db
+      : (usable.find((d) => d.name === EXAMPLE_DATABASE)?.name ?? usable[0]?.name ?? "");
   // Checked as the user types (the server's own rules), so no message appears or vanishes on blur
   // and moves the submit button from under the pointer.
   const live = useMemo(() => {
@@ -204,7 +247,9 @@ function SubmitForm() {
   };
 
   const queryError = issues.query_fasta?.length ? issues.query_fasta.join(" ") : live.issues?.join(" ");
-  const shown = OPTION_FIELDS.filter((f) => OPTION_PROGRAMS[f.key].includes(program) && !(f.kind === "choice" && choices(f.key, program).length === 0));
+  const shown = OPTION_FIELDS.filter(
+    (f) => OPTION_PROGRAMS[f.key].includes(program) && !(f.kind === "choice" && choices(f.key, program).length === 0),
+  );
   const optionInput = (field: (typeof OPTION_FIELDS)[number]) => {
     const id = `opt-${field.key}`;
     const error = issues[`options.${field.key}`]?.join(" ");
@@ -216,7 +261,11 @@ function SubmitForm() {
         key={field.key}
         id={id}
         label={field.label}
-        hint={field.key === "task" ? `${field.hint} BLAST's default for ${program}: ${BLAST_TASKS[program][0] ?? "none"}.` : field.hint || undefined}
+        hint={
+          field.key === "task"
+            ? `${field.hint} BLAST's default for ${program}: ${BLAST_TASKS[program][0] ?? "none"}.`
+            : field.hint || undefined
+        }
         error={error}
       >
         {field.kind === "boolean" || field.kind === "choice" ? (
@@ -236,7 +285,14 @@ function SubmitForm() {
             )}
           </select>
         ) : (
-          <input id={id} type="text" inputMode="decimal" value={value} onInput={(e) => set(e.currentTarget.value)} {...aria} />
+          <input
+            id={id}
+            type="text"
+            inputMode="decimal"
+            value={value}
+            onInput={(e) => set(e.currentTarget.value)}
+            {...aria}
+          />
         )}
       </Field>
     );
@@ -244,7 +300,9 @@ function SubmitForm() {
 
   return (
     <section>
-      <PageTitle subtitle="Choose a program and database, paste or upload your query, and submit. You can follow the search on its page.">New search</PageTitle>
+      <PageTitle subtitle="Choose a program and database, paste or upload your query, and submit. You can follow the search on its page.">
+        New search
+      </PageTitle>
       <ErrorNotice error={databases.error} title="Could not load the databases:" />
       <form class="form" onSubmit={onSubmit} noValidate>
         {issues.form ? (
@@ -256,10 +314,16 @@ function SubmitForm() {
         ) : null}
         <div class="grid-2">
           <Field id="program" label="Program" error={issues.program?.join(" ")}>
-            <select id="program" value={program} onChange={(e) => setProgram(e.currentTarget.value as BlastProgram)} {...fieldAria("program", issues.program?.join(" "))}>
+            <select
+              id="program"
+              value={program}
+              onChange={(e) => setProgram(e.currentTarget.value as BlastProgram)}
+              {...fieldAria("program", issues.program?.join(" "))}
+            >
               {BLAST_PROGRAMS.map((p) => (
                 <option key={p} value={p}>
-                  {p} ({queryMolecule(p) === "nucl" ? "nucleotide" : "protein"} query, {databaseMolecule(p) === "nucl" ? "nucleotide" : "protein"} database)
+                  {p} ({queryMolecule(p) === "nucl" ? "nucleotide" : "protein"} query,{" "}
+                  {databaseMolecule(p) === "nucl" ? "nucleotide" : "protein"} database)
                 </option>
               ))}
             </select>
@@ -267,10 +331,19 @@ function SubmitForm() {
           <Field
             id="db"
             label="Database"
-            hint={usable.length === 0 && databases.data ? `No ${databaseMolecule(program) === "nucl" ? "nucleotide" : "protein"} database is prepared yet.` : undefined}
+            hint={
+              usable.length === 0 && databases.data
+                ? `No ${databaseMolecule(program) === "nucl" ? "nucleotide" : "protein"} database is prepared yet.`
+                : undefined
+            }
             error={issues.db?.join(" ")}
           >
-            <select id="db" value={chosenDb} onChange={(e) => setDb(e.currentTarget.value)} {...fieldAria("db", issues.db?.join(" "), usable.length === 0)}>
+            <select
+              id="db"
+              value={chosenDb}
+              onChange={(e) => setDb(e.currentTarget.value)}
+              {...fieldAria("db", issues.db?.join(" "), usable.length === 0)}
+            >
               {usable.map((d) => (
                 <option key={d.name} value={d.name}>
                   {d.name} — {formatCount(d.sequences)} sequences, {formatBytes(d.bytes)}
@@ -320,10 +393,21 @@ function SubmitForm() {
         </div>
         <div class="grid-2">
           <Field id="title" label="Title (optional)" error={issues.title?.join(" ")}>
-            <input id="title" type="text" maxLength={200} value={title} onInput={(e) => setTitle(e.currentTarget.value)} {...fieldAria("title", issues.title?.join(" "))} />
+            <input
+              id="title"
+              type="text"
+              maxLength={200}
+              value={title}
+              onInput={(e) => setTitle(e.currentTarget.value)}
+              {...fieldAria("title", issues.title?.join(" "))}
+            />
           </Field>
           <Field id="priority" label="Priority" error={issues.priority?.join(" ")}>
-            <select id="priority" value={priority} onChange={(e) => setPriority(e.currentTarget.value as typeof priority)}>
+            <select
+              id="priority"
+              value={priority}
+              onChange={(e) => setPriority(e.currentTarget.value as typeof priority)}
+            >
               {PRIORITIES.map((p) => (
                 <option key={p} value={p}>
                   {p}
@@ -335,16 +419,28 @@ function SubmitForm() {
         <fieldset class="choices">
           <legend>Execution profile</legend>
           <label>
-            <input type="radio" name="profile" value="standard" checked={profile === "standard"} onChange={() => setProfile("standard")} />
+            <input
+              type="radio"
+              name="profile"
+              value="standard"
+              checked={profile === "standard"}
+              onChange={() => setProfile("standard")}
+            />
             <span>
               <strong>Standard</strong> — searches the whole database at once.
             </span>
           </label>
           <label>
-            <input type="radio" name="profile" value="sharded" checked={profile === "sharded"} onChange={() => setProfile("sharded")} />
+            <input
+              type="radio"
+              name="profile"
+              value="sharded"
+              checked={profile === "sharded"}
+              onChange={() => setProfile("sharded")}
+            />
             <span>
-              <strong>Sharded</strong> — searches the database's partitions one by one and merges them exactly; for databases larger than a node's
-              memory.
+              <strong>Sharded</strong> — searches the database's partitions one by one and merges them exactly; for
+              databases larger than a node's memory.
             </span>
           </label>
         </fieldset>
@@ -356,7 +452,10 @@ function SubmitForm() {
             <div class="grid-3">{shown.filter((f) => !f.basic).map(optionInput)}</div>
           </details>
         </fieldset>
-        <ErrorNotice error={submitError instanceof ApiError && submitError.status === 422 ? undefined : submitError} title="The search was not submitted:" />
+        <ErrorNotice
+          error={submitError instanceof ApiError && submitError.status === 422 ? undefined : submitError}
+          title="The search was not submitted:"
+        />
         {submitError instanceof ApiError && submitError.status === 422 ? (
           <p class="field-error" role="alert">
             The service refused some fields; see the messages next to them.
@@ -374,6 +473,10 @@ function SubmitForm() {
 
 /** Moves focus to the first field marked invalid, after the render that marks it. */
 function focusFirstInvalid(): void {
-  requestAnimationFrame(() => (document.querySelector<HTMLElement>("[aria-invalid='true']") ?? document.querySelector<HTMLElement>(".notice-error"))?.focus());
+  requestAnimationFrame(() =>
+    (
+      document.querySelector<HTMLElement>("[aria-invalid='true']") ??
+      document.querySelector<HTMLElement>(".notice-error")
+    )?.focus(),
+  );
 }
-

@@ -20,7 +20,16 @@ const FIELDS: readonly { key: Key; label: string; hint: string }[] = [
 
 type Draft = Record<Key, string>;
 
-const EMPTY: Draft = { subscription_id: "", resource_group: "", location: "", storage_account: "", registry: "", cluster_name: "", node_size: "", node_count: "" };
+const EMPTY: Draft = {
+  subscription_id: "",
+  resource_group: "",
+  location: "",
+  storage_account: "",
+  registry: "",
+  cluster_name: "",
+  node_size: "",
+  node_count: "",
+};
 
 function toDraft(w: Workspace): Draft {
   return { ...w, node_count: String(w.node_count) };
@@ -44,25 +53,22 @@ export function WorkspacePage() {
   const [saved, setSaved] = useState<string | undefined>(undefined);
   const [saving, setSaving] = useState(false);
 
-  const load = useAsync(
-    async (signal) => {
-      try {
-        const res = await api.getWorkspace(signal);
-        setStored(res.body);
-        setEtag(res.etag ?? res.body.etag);
-        setDraft(toDraft(res.body.workspace));
-      } catch (error) {
-        if (!(error instanceof ApiError && error.status === 404)) throw error;
-        setStored(undefined);
-        setEtag(undefined);
-        setDraft(EMPTY);
-      }
-      setConflict(false);
-      setIssues({});
-      return true;
-    },
-    [],
-  );
+  const load = useAsync(async (signal) => {
+    try {
+      const res = await api.getWorkspace(signal);
+      setStored(res.body);
+      setEtag(res.etag ?? res.body.etag);
+      setDraft(toDraft(res.body.workspace));
+    } catch (error) {
+      if (!(error instanceof ApiError && error.status === 404)) throw error;
+      setStored(undefined);
+      setEtag(undefined);
+      setDraft(EMPTY);
+    }
+    setConflict(false);
+    setIssues({});
+    return true;
+  }, []);
 
   const save = async (event: Event) => {
     event.preventDefault();
@@ -93,19 +99,23 @@ export function WorkspacePage() {
 
   return (
     <section>
-      <PageTitle subtitle="Where blastplane's Azure resources live. Saved on the server, so scheduled work knows it too.">Workspace</PageTitle>
+      <PageTitle subtitle="Where blastplane's Azure resources live. Saved on the server, so scheduled work knows it too.">
+        Workspace
+      </PageTitle>
       <ErrorNotice error={load.error} title="Could not load the workspace:" />
       {!canEdit ? (
         <p class="notice" role="note">
           Your role can view the workspace; changing it needs the Contributor role or higher.
         </p>
       ) : null}
-      {load.data && !stored ? <p class="notice">No workspace is saved yet{canEdit ? ": fill in the fields and save." : "."}</p> : null}
+      {load.data && !stored ? (
+        <p class="notice">No workspace is saved yet{canEdit ? ": fill in the fields and save." : "."}</p>
+      ) : null}
       {conflict ? (
         <div class="notice notice-error" role="alert">
           <p>
-            <strong>Changed elsewhere.</strong> Someone saved the workspace after you loaded it, so your changes were not saved. Reload to see the
-            current configuration, then make your changes again.
+            <strong>Changed elsewhere.</strong> Someone saved the workspace after you loaded it, so your changes were
+            not saved. Reload to see the current configuration, then make your changes again.
           </p>
           <p>
             <button type="button" onClick={load.reload}>

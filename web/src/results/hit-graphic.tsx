@@ -32,7 +32,11 @@ function niceStep(length: number): number {
  */
 export function HitGraphic(props: { query: QuerySummary }) {
   const { query } = props;
-  const length = Math.max(query.length, ...query.hits.flatMap((h) => h.hsps.map((s) => Math.max(s.queryFrom, s.queryTo))), 1);
+  const length = Math.max(
+    query.length,
+    ...query.hits.flatMap((h) => h.hsps.map((s) => Math.max(s.queryFrom, s.queryTo))),
+    1,
+  );
   const scale = (WIDTH - LEFT - RIGHT) / length;
   const x = (pos: number) => LEFT + (pos - 1) * scale;
   const step = niceStep(length);
@@ -44,11 +48,20 @@ export function HitGraphic(props: { query: QuerySummary }) {
   const best = query.hits[0]?.hsps[0];
   return (
     <figure class="graphic">
-      <svg viewBox={`0 0 ${WIDTH} ${height}`} role="img" aria-labelledby={`${titleId} ${descId}`} preserveAspectRatio="xMinYMin meet">
-        <title id={titleId}>Distribution of the top {query.hits.length} hits on the query {query.def || query.id}</title>
+      <svg
+        viewBox={`0 0 ${WIDTH} ${height}`}
+        role="img"
+        aria-labelledby={`${titleId} ${descId}`}
+        preserveAspectRatio="xMinYMin meet"
+      >
+        <title id={titleId}>
+          Distribution of the top {query.hits.length} hits on the query {query.def || query.id}
+        </title>
         <desc id={descId}>
           Query length {query.length} letters.{" "}
-          {best ? `The best hit, ${query.hits[0]?.def || query.hits[0]?.id}, aligns at positions ${best.queryFrom} to ${best.queryTo} with a score of ${best.bitScore} bits.` : "No hits."}
+          {best
+            ? `The best hit, ${query.hits[0]?.def || query.hits[0]?.id}, aligns at positions ${best.queryFrom} to ${best.queryTo} with a score of ${best.bitScore} bits.`
+            : "No hits."}
         </desc>
         <rect x={LEFT} y={8} width={WIDTH - LEFT - RIGHT} height={8} fill="#94a3b8" rx={2} />
         {ticks.map((t) => (
@@ -61,16 +74,27 @@ export function HitGraphic(props: { query: QuerySummary }) {
         ))}
         {query.hits.map((hit, row) => {
           const y = TOP + row * ROW;
-          const spans = hit.hsps.map((s) => [Math.min(s.queryFrom, s.queryTo), Math.max(s.queryFrom, s.queryTo)] as const);
+          const spans = hit.hsps.map(
+            (s) => [Math.min(s.queryFrom, s.queryTo), Math.max(s.queryFrom, s.queryTo)] as const,
+          );
           const first = Math.min(...spans.map((s) => s[0]));
           const last = Math.max(...spans.map((s) => s[1]));
           return (
             <g key={`${hit.id}-${row}`} class="hit-row">
-              {hit.hsps.length > 1 ? <line x1={x(first)} x2={x(last)} y1={y + 3.5} y2={y + 3.5} stroke="#94a3b8" /> : null}
+              {hit.hsps.length > 1 ? (
+                <line x1={x(first)} x2={x(last)} y1={y + 3.5} y2={y + 3.5} stroke="#94a3b8" />
+              ) : null}
               {hit.hsps.map((hsp, i) => {
                 const [from, to] = spans[i] ?? [hsp.queryFrom, hsp.queryTo];
                 return (
-                  <rect key={i} x={x(from)} y={y} width={Math.max(1, (to - from + 1) * scale)} height={7} fill={bandColor(hsp.bitScore)}>
+                  <rect
+                    key={i}
+                    x={x(from)}
+                    y={y}
+                    width={Math.max(1, (to - from + 1) * scale)}
+                    height={7}
+                    fill={bandColor(hsp.bitScore)}
+                  >
                     <title>
                       {hit.def || hit.id}: query {from}–{to}, {hsp.bitScore} bits, e-value {hsp.evalue}
                     </title>
@@ -91,7 +115,11 @@ export function HitGraphic(props: { query: QuerySummary }) {
             </li>
           ))}
         </ul>
-        {query.moreHits > 0 ? <span class="muted">The graphic shows the top {query.hits.length} hits; {query.moreHits} more are in the table and downloads.</span> : null}
+        {query.moreHits > 0 ? (
+          <span class="muted">
+            The graphic shows the top {query.hits.length} hits; {query.moreHits} more are in the table and downloads.
+          </span>
+        ) : null}
       </figcaption>
     </figure>
   );

@@ -50,7 +50,11 @@ export function HitTable(props: { rows: readonly HitRow[]; caption: string }) {
 
   const toggle = (column: Column) => {
     setPage(1);
-    setSort((s) => (s?.key === column.key ? { key: column.key, descending: !s.descending } : { key: column.key, descending: column.key === "bitscore" || column.key === "pident" }));
+    setSort((s) =>
+      s?.key === column.key
+        ? { key: column.key, descending: !s.descending }
+        : { key: column.key, descending: column.key === "bitscore" || column.key === "pident" },
+    );
   };
 
   return (
@@ -61,7 +65,12 @@ export function HitTable(props: { rows: readonly HitRow[]; caption: string }) {
           <thead>
             <tr>
               {COLUMNS.map((c) => (
-                <th key={c.key} scope="col" aria-sort={sort?.key === c.key ? (sort.descending ? "descending" : "ascending") : "none"} class={c.numeric ? "num" : undefined}>
+                <th
+                  key={c.key}
+                  scope="col"
+                  aria-sort={sort?.key === c.key ? (sort.descending ? "descending" : "ascending") : "none"}
+                  class={c.numeric ? "num" : undefined}
+                >
                   <button type="button" class="sort" onClick={() => toggle(c)}>
                     {c.label}
                     <span aria-hidden="true" class="sort-mark">
@@ -90,8 +99,9 @@ export function HitTable(props: { rows: readonly HitRow[]; caption: string }) {
           Previous
         </button>
         <span>
-          Rows {formatCount(sorted.length === 0 ? 0 : (current - 1) * PAGE_SIZE + 1)}–{formatCount(Math.min(current * PAGE_SIZE, sorted.length))} of {formatCount(sorted.length)} (page {current}{" "}
-          of {pages})
+          Rows {formatCount(sorted.length === 0 ? 0 : (current - 1) * PAGE_SIZE + 1)}–
+          {formatCount(Math.min(current * PAGE_SIZE, sorted.length))} of {formatCount(sorted.length)} (page {current} of{" "}
+          {pages})
         </span>
         <button type="button" disabled={current >= pages} onClick={() => setPage(current + 1)}>
           Next

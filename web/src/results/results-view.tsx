@@ -39,11 +39,17 @@ export default function ResultsView(props: { api: ApiClient; uuid: string }) {
     api
       .results(uuid, "tabular", signal)
       .then((res) => readTabular(res.body ?? new ReadableStream(), MAX_TABLE_ROWS))
-      .then((read) => !signal.aborted && setTable(read), (error: unknown) => !signal.aborted && setTableError(error));
+      .then(
+        (read) => !signal.aborted && setTable(read),
+        (error: unknown) => !signal.aborted && setTableError(error),
+      );
     api
       .results(uuid, "xml", signal)
       .then((res) => readXmlSummary(res.body ?? new ReadableStream(), GRAPHIC_LIMITS))
-      .then((read) => !signal.aborted && setSummary(read), (error: unknown) => !signal.aborted && setSummaryError(error));
+      .then(
+        (read) => !signal.aborted && setSummary(read),
+        (error: unknown) => !signal.aborted && setSummaryError(error),
+      );
     return () => controller.abort();
   }, [api, uuid]);
 
@@ -62,7 +68,11 @@ export default function ResultsView(props: { api: ApiClient; uuid: string }) {
         <div class="toolbar">
           <div class="inline-field">
             <label for="query-select">Query</label>
-            <select id="query-select" value={String(selected)} onChange={(e) => setSelected(Number(e.currentTarget.value))}>
+            <select
+              id="query-select"
+              value={String(selected)}
+              onChange={(e) => setSelected(Number(e.currentTarget.value))}
+            >
               {queries.map((q) => (
                 <option key={q.index} value={String(q.index)}>
                   {q.index + 1}. {q.def || q.id} ({formatCount(q.length)} letters)
@@ -70,20 +80,33 @@ export default function ResultsView(props: { api: ApiClient; uuid: string }) {
               ))}
             </select>
           </div>
-          {summary?.truncated ? <span class="muted">Showing the first {formatCount(queries.length)} queries; download the results for all.</span> : null}
+          {summary?.truncated ? (
+            <span class="muted">
+              Showing the first {formatCount(queries.length)} queries; download the results for all.
+            </span>
+          ) : null}
         </div>
       ) : null}
       <h3>Graphic overview</h3>
       <ErrorNotice error={summaryError} title="The graphic could not be drawn:" />
       {!summary && !summaryError ? <p class="loading">Reading the alignments…</p> : null}
-      {query ? query.hits.length > 0 ? <HitGraphic query={query} /> : <p class="empty">No hits for this query.</p> : null}
+      {query ? (
+        query.hits.length > 0 ? (
+          <HitGraphic query={query} />
+        ) : (
+          <p class="empty">No hits for this query.</p>
+        )
+      ) : null}
       <h3>Hit table</h3>
       <ErrorNotice error={tableError} title="The hit table could not be read:" />
       {!table && !tableError ? <p class="loading">Reading the hit table…</p> : null}
       {table ? (
         <>
           {table.truncated ? (
-            <p class="notice">The table shows the first {formatCount(MAX_TABLE_ROWS)} rows of a larger result; download the tabular file for every row.</p>
+            <p class="notice">
+              The table shows the first {formatCount(MAX_TABLE_ROWS)} rows of a larger result; download the tabular file
+              for every row.
+            </p>
           ) : null}
           <HitTable rows={rows} caption={query && queries.length > 1 ? `Hits of ${query.def || query.id}` : "Hits"} />
         </>

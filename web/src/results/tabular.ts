@@ -27,7 +27,11 @@ export interface TabularRead {
  * shows those and offers the whole file as a download). Comment and blank lines are skipped; a
  * malformed line is an error naming its line number.
  */
-export async function readTabular(body: ReadableStream<Uint8Array>, maxRows: number, onProgress?: (rows: number) => void): Promise<TabularRead> {
+export async function readTabular(
+  body: ReadableStream<Uint8Array>,
+  maxRows: number,
+  onProgress?: (rows: number) => void,
+): Promise<TabularRead> {
   const rows: HitRow[] = [];
   let lineNo = 0;
   for await (const line of readLines(body)) {

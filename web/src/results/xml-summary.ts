@@ -44,7 +44,10 @@ const OPEN_CLOSE = /^\s*<(\/?)(Iteration|Hit|Hsp)>\s*$/;
  * merge write one element per line): per query its definition and length, and for its first
  * `maxHits` hits each HSP's query span and score. Stops after `maxQueries` queries.
  */
-export async function readXmlSummary(body: ReadableStream<Uint8Array>, limits: { maxQueries: number; maxHits: number }): Promise<{ queries: QuerySummary[]; truncated: boolean }> {
+export async function readXmlSummary(
+  body: ReadableStream<Uint8Array>,
+  limits: { maxQueries: number; maxHits: number },
+): Promise<{ queries: QuerySummary[]; truncated: boolean }> {
   const queries: QuerySummary[] = [];
   let query: QuerySummary | undefined;
   let hit: SpanHit | undefined;
@@ -74,7 +77,12 @@ export async function readXmlSummary(body: ReadableStream<Uint8Array>, limits: {
         case "Hsp":
           if (!closing) hsp = {};
           else if (hsp && hit && hsp.queryFrom !== undefined && hsp.queryTo !== undefined) {
-            hit.hsps.push({ queryFrom: hsp.queryFrom, queryTo: hsp.queryTo, bitScore: hsp.bitScore ?? 0, evalue: hsp.evalue ?? 0 });
+            hit.hsps.push({
+              queryFrom: hsp.queryFrom,
+              queryTo: hsp.queryTo,
+              bitScore: hsp.bitScore ?? 0,
+              evalue: hsp.evalue ?? 0,
+            });
             hsp = undefined;
           }
           break;
