@@ -15,8 +15,8 @@ import type { ClusterWarmup } from "../../shared/dashboard/job-api-client.js";
 import { ConflictError } from "../../shared/errors.js";
 import { reportMissingRoles } from "../../shared/ops/emitters/signal-events.js";
 import { clusterWarmupFailure, createClusterWarmupRecorder } from "../../shared/databases/cluster-warmup-recorder.js";
-import { appContext } from "../app-context.js";
-import { databaseCatalog, databaseState } from "../dashboard-deps.js";
+import { appContext } from "../composition/app-context.js";
+import { databaseCatalog, databaseState } from "../composition/dashboard-deps.js";
 
 export const DatabaseActivities = {
   prepare: "prepareDatabaseRelease",

@@ -8,8 +8,8 @@ import {
   type JobApiSubmitOutcome,
 } from "../../shared/dashboard/submit-activities.js";
 import { CANCEL_EVENT, Orchestrations } from "../../shared/ops/queue-labels.js";
-import { appContext } from "../app-context.js";
-import { dashboardJobs } from "../dashboard-deps.js";
+import { appContext } from "../composition/app-context.js";
+import { dashboardJobs } from "../composition/dashboard-deps.js";
 
 export const SubmitActivities = {
   submit: "submitToJobApi",

@@ -5,14 +5,14 @@
  * from their own chunk (`console-parts.ts`), which keeps them out of the cold start.
  */
 
-import { loadConsoleConfig } from "../shared/console/console-config.js";
-import { loadHealthMetricSet } from "../shared/console/providers/health-metrics.js";
-import { loadBrowserEvidencePolicies } from "../shared/console/providers/browser-evidence-policies.js";
-import { actionModes } from "../shared/ops/actions/action-settings.js";
-import { catalogPath, loadActionTypes } from "../shared/ops/actions/action-types.js";
-import { shippedCatalogDir } from "../shared/ops/catalog/catalog-dir.js";
-import { loadRuleCatalog } from "../shared/ops/rules/rule-catalog.js";
-import { loadConfigurationBaseline } from "../shared/ops/snapshots/configuration-baseline.js";
+import { loadConsoleConfig } from "../../shared/console/console-config.js";
+import { loadHealthMetricSet } from "../../shared/console/providers/health-metrics.js";
+import { loadBrowserEvidencePolicies } from "../../shared/console/providers/browser-evidence-policies.js";
+import { actionModes } from "../../shared/ops/actions/action-settings.js";
+import { catalogPath, loadActionTypes } from "../../shared/ops/actions/action-types.js";
+import { shippedCatalogDir } from "../../shared/ops/catalog/catalog-dir.js";
+import { loadRuleCatalog } from "../../shared/ops/rules/rule-catalog.js";
+import { loadConfigurationBaseline } from "../../shared/ops/snapshots/configuration-baseline.js";
 import type { ConsoleParts } from "./console-parts.js";
 
 const shippedDir = shippedCatalogDir(import.meta.dirname);
