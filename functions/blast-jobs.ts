@@ -2,7 +2,7 @@ import { Readable } from "node:stream";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import { FASTA_LIMITS } from "../shared/blast/fasta.js";
 import type { DashboardJob } from "../shared/dashboard/dashboard-jobs.js";
-import type { OperationView } from "../shared/dashboard/operations.js";
+import type { OperationView } from "../shared/orchestrations/operations.js";
 import {
   dashboardJobListQuerySchema,
   dashboardJobPathSchema,

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { DATABASE_NAME } from "../shared/blast/database-builder.js";
-import type { OperationView } from "../shared/dashboard/operations.js";
+import type { OperationView } from "../shared/orchestrations/operations.js";
 import { jsonResult } from "../shared/http/envelope.js";
 import { parsePath } from "../shared/http/validation.js";
 import { databaseService } from "./composition/dashboard-deps.js";

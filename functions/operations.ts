@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { getOperation, OPERATION_ID } from "../shared/dashboard/operations.js";
+import { getOperation, OPERATION_ID } from "../shared/orchestrations/operations.js";
 import { jsonResult } from "../shared/http/envelope.js";
 import { parsePath } from "../shared/http/validation.js";
 import { appContext } from "./composition/app-context.js";

@@ -16,8 +16,8 @@ import {
 import { createDatabaseService, type DatabaseService } from "../../shared/databases/database-service.js";
 import { DatabaseStateStore } from "../../shared/databases/database-state.js";
 import type { Logger } from "../../shared/logging/logger.js";
-import { createDiagnosticsService, type DiagnosticsService } from "../../shared/ops/diagnostics-service.js";
-import type { OrchestrationClient } from "../../shared/ops/orchestration-client.js";
+import { createDiagnosticsService, type DiagnosticsService } from "../../shared/orchestrations/diagnostics-service.js";
+import type { OrchestrationClient } from "../../shared/orchestrations/orchestration-client.js";
 import { probeJobApiReady } from "../../shared/ops/job-api-readiness.js";
 import { createReadinessCheck } from "../../shared/ops/readiness.js";
 import { createHealthTransitions, JOB_API_COMPONENT } from "../../shared/ops/emitters/health-transitions.js";

@@ -4,7 +4,7 @@ import { authorize } from "../../shared/auth/authorize.js";
 import type { Caller, Role } from "../../shared/auth/roles.js";
 import type { HttpResult } from "../../shared/http/envelope.js";
 import { createHttpHandler, type RequestScope } from "../../shared/http/handler.js";
-import type { OrchestrationClient, OrchestrationInstance } from "../../shared/ops/orchestration-client.js";
+import type { OrchestrationClient, OrchestrationInstance } from "../../shared/orchestrations/orchestration-client.js";
 import { appContext } from "./app-context.js";
 import { withInvocationDurable } from "./invocation-durable.js";
 

@@ -7,7 +7,7 @@
 
 import { AsyncLocalStorage } from "node:async_hooks";
 import { DependencyUnavailableError } from "../../shared/errors.js";
-import type { OrchestrationClient } from "../../shared/ops/orchestration-client.js";
+import type { OrchestrationClient } from "../../shared/orchestrations/orchestration-client.js";
 
 const current = new AsyncLocalStorage<OrchestrationClient>();
 

@@ -9,8 +9,8 @@ import {
   createWarmDatabaseActivity,
   type DatabaseActivityDependencies,
 } from "../../shared/databases/database-activities.js";
-import { newOperationId } from "../../shared/dashboard/operations.js";
-import { Orchestrations } from "../../shared/ops/queue-labels.js";
+import { newOperationId } from "../../shared/orchestrations/operations.js";
+import { Orchestrations } from "../../shared/orchestrations/queue-labels.js";
 import type { ClusterWarmup } from "../../shared/dashboard/job-api-client.js";
 import { ConflictError } from "../../shared/errors.js";
 import { reportMissingRoles } from "../../shared/ops/emitters/signal-events.js";

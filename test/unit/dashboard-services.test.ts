@@ -17,9 +17,9 @@ import {
   QueueFullError,
 } from "../../shared/errors.js";
 import { createAuditLog } from "../../shared/ops/audit.js";
-import { createDiagnosticsService } from "../../shared/ops/diagnostics-service.js";
+import { createDiagnosticsService } from "../../shared/orchestrations/diagnostics-service.js";
 import { createEventLog } from "../../shared/ops/events.js";
-import { Orchestrations } from "../../shared/ops/queue-labels.js";
+import { Orchestrations } from "../../shared/orchestrations/queue-labels.js";
 import { createFixedWindowLimiter } from "../../shared/ops/rate-limiter.js";
 import { createReadinessCheck } from "../../shared/ops/readiness.js";
 import { createApiTokenSettings } from "../../shared/secrets/api-token-settings.js";

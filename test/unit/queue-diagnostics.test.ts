@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { computeQueueDiagnostics, taskState } from "../../shared/ops/diagnostics.js";
-import { ORCHESTRATION_QUEUES, QUEUE_NAMES } from "../../shared/ops/queue-labels.js";
+import { computeQueueDiagnostics, taskState } from "../../shared/orchestrations/diagnostics.js";
+import { ORCHESTRATION_QUEUES, QUEUE_NAMES } from "../../shared/orchestrations/queue-labels.js";
 import { createFixedWindowLimiter } from "../../shared/ops/rate-limiter.js";
 
 describe("queue diagnostics from the task hub", () => {

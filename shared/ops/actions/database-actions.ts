@@ -1,8 +1,8 @@
-import { newOperationId } from "../../dashboard/operations.js";
+import { newOperationId } from "../../orchestrations/operations.js";
 import type { DatabaseCatalog } from "../../databases/database-catalog.js";
 import type { DatabaseService } from "../../databases/database-service.js";
 import type { DatabaseStateStore } from "../../databases/database-state.js";
-import type { OrchestrationClient } from "../orchestration-client.js";
+import type { OrchestrationClient } from "../../orchestrations/orchestration-client.js";
 import { actingCaller, targetId } from "./acting-caller.js";
 import { ActionStateChangedError } from "./action-executor.js";
 import { actionHandler } from "./action-runner.js";
