@@ -8,7 +8,7 @@ import { ApiTokenService, type SecretStore } from "../../shared/secrets/api-toke
 import { selectSecretStore } from "../../shared/secrets/key-vault-secret-store.js";
 import { type AuditLog, createAuditLog } from "../../shared/ops/audit.js";
 import { createEventLog, type EventLog } from "../../shared/ops/events.js";
-import { createPerClientLimiter } from "../../shared/ops/rate-limiter.js";
+import { createPerClientLimiter } from "../../shared/http/rate-limiter.js";
 import { openTableServiceClient } from "../../shared/storage/storage-connection.js";
 
 /**
