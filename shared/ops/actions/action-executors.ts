@@ -1,8 +1,9 @@
 import type { AuditLog } from "../audit.js";
 import type { KillSwitch } from "../kill-switch.js";
+import { createKillSwitchHandler } from "./kill-switch-action.js";
 import type { ActionExecutor } from "./action-executor.js";
 import type { ActionOutcomeStore } from "./action-outcomes.js";
-import { type ActionHandler, type ActionMode, actionHandler, createActionExecutor } from "./action-runner.js";
+import { type ActionMode, createActionExecutor } from "./action-runner.js";
 import {
   createPrepareDatabaseUpdateHandler,
   createRewarmDatabaseHandler,
@@ -12,20 +13,6 @@ import { createCancelJobHandler, createRetryJobHandler, type JobActionDependenci
 import { createRedeployJobApiHandler, type JobApiDeployment } from "./job-api-deployment-actions.js";
 import { type AksAgentPools, createScaleNodePoolHandler, type NodePoolBounds } from "./node-pool-actions.js";
 import { createRotateApiTokenHandler, type TokenActionDependencies } from "./token-actions.js";
-
-/** kill_switch: turns the global switch on or off (setting it to what it is is harmless, so a resumed execution may set it again). */
-export function createKillSwitchHandler(
-  killSwitch: Pick<KillSwitch, "set">,
-  now: () => Date = () => new Date(),
-): ActionHandler<unknown> {
-  return actionHandler<{ on: boolean }>({
-    plan: async (action) => ({ on: action.params.on === true }),
-    async apply(plan, _action, context) {
-      await killSwitch.set(plan.on, context.actor.oid, now());
-      return { kill_switch: plan.on };
-    },
-  });
-}
 
 /** Everything the executors of all action types are built from. */
 export interface ActionExecutorsDependencies {
