@@ -30,7 +30,7 @@ import { createUsageLedger } from "../../shared/console/usage/usage-ledger.js";
 import { createRecurrentQueryWatch } from "../../shared/console/recurrent-query.js";
 import { createFileDatabaseCatalog } from "../../shared/databases/database-catalog.js";
 import { createEvidenceStore, EVIDENCE_CONTAINER } from "../../shared/ops/evidence-store.js";
-import { createActionExecutors } from "../../shared/ops/actions/action-executors.js";
+import { createActionExecutors } from "./action-executors.js";
 import { createActionOutcomeStore } from "../../shared/ops/actions/action-outcomes.js";
 import { createJobApiDeployment, type JobApiDeployment } from "../../shared/ops/actions/job-api-deployment-actions.js";
 import { type AksAgentPools, createAksAgentPools } from "../../shared/ops/actions/node-pool-actions.js";
