@@ -10,7 +10,7 @@ import { createApprovalStore } from "../../shared/console/approvals/approval-sto
 import { createKillSwitchAnnouncer } from "../../shared/console/approvals/kill-switch-announcer.js";
 import type { ConsoleConfig } from "../../shared/console/console-config.js";
 import { loadBreakGlassConfig } from "../../shared/console/break-glass/break-glass.js";
-import { type Coordinator, createCoordinator } from "../../shared/console/coordinator/coordinator.js";
+import { createCoordinator } from "../../shared/console/coordinator/coordinator.js";
 import { createOutboxNotifier } from "../../shared/console/notify/outbox-notifier.js";
 import { createArmDeploymentsProvider } from "../../shared/console/providers/azure-deployments.js";
 import { createLogAnalyticsProvider } from "../../shared/console/providers/azure-log-analytics.js";
@@ -26,7 +26,6 @@ import { lazyDefaultCredential } from "../../shared/console/providers/azure-cred
 import { createResourceGraphInventoryProvider } from "../../shared/console/providers/azure-resource-graph.js";
 import { createLocalInventoryProvider } from "../../shared/console/providers/local-inventory.js";
 import { createConsoleToolRegistry } from "../../shared/console/tools/index.js";
-import type { ToolRegistry } from "../../shared/console/tools/registry.js";
 import { createUsageLedger } from "../../shared/console/usage/usage-ledger.js";
 import { createRecurrentQueryWatch } from "../../shared/console/recurrent-query.js";
 import { createFileDatabaseCatalog } from "../../shared/databases/database-catalog.js";
