@@ -9,7 +9,7 @@ import type { createApprovalActivities } from "../../shared/console/approvals/ap
 import type { createApprovalService } from "../../shared/console/approvals/approval-service.js";
 import type { ConsoleConfig } from "../../shared/console/console-config.js";
 import type { Coordinator } from "../../shared/console/coordinator/coordinator.js";
-import type { createOutboxNotifier } from "../../shared/console/notify/outbox-notifier.js";
+import type { createOutboxNotifier } from "../../shared/notify/outbox-notifier.js";
 import type { BrowserEvidencePolicyCatalog } from "../../shared/console/providers/browser-evidence-policies.js";
 import type { HealthMetricSet } from "../../shared/console/providers/health-metrics.js";
 import type { ToolRegistry } from "../../shared/console/tools/registry.js";

@@ -11,7 +11,7 @@ import { createKillSwitchAnnouncer } from "../../shared/console/approvals/kill-s
 import type { ConsoleConfig } from "../../shared/console/console-config.js";
 import { loadBreakGlassConfig } from "../../shared/console/break-glass/break-glass.js";
 import { createCoordinator } from "../../shared/console/coordinator/coordinator.js";
-import { createOutboxNotifier } from "../../shared/console/notify/outbox-notifier.js";
+import { createOutboxNotifier } from "../../shared/notify/outbox-notifier.js";
 import { createArmDeploymentsProvider } from "../../shared/console/providers/azure-deployments.js";
 import { createLogAnalyticsProvider } from "../../shared/console/providers/azure-log-analytics.js";
 import { createBrowserEvidenceProvider } from "../../shared/console/providers/browser-evidence.js";
