@@ -100,7 +100,10 @@ route(
     openapi: {
       summary: "List searches, newest first, one page at a time",
       parameters: parametersOf(dashboardJobListQuerySchema, "query"),
-      responses: { ...ok("one page of jobs and the total", "DashboardJobList"), ...validationFailed },
+      responses: {
+        ...ok("one page of jobs and the total", "DashboardJobList"),
+        "400": errorResponse("an invalid query parameter"),
+      },
     },
   },
   async (request, scope) => {
@@ -195,9 +198,8 @@ route(
             "application/zip": { schema: { type: "string", format: "binary" } },
           },
         },
-        "400": errorResponse("not a dashboard job UUID"),
+        "400": errorResponse("not a dashboard job UUID, or an unknown content value"),
         "404": errorResponse("unknown job, or no results yet"),
-        ...validationFailed,
         "502": errorResponse("the job API failed to answer"),
       },
     },

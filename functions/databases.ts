@@ -1,4 +1,4 @@
-import { errorResponse, ok, parametersOf, retryLater, validationFailed } from "../shared/http/openapi.js";
+import { errorResponse, ok, parametersOf, retryLater } from "../shared/http/openapi.js";
 import { z } from "zod";
 import { DATABASE_NAME } from "../shared/blast/database-builder.js";
 import type { OperationView } from "../shared/dashboard/operations.js";
@@ -9,8 +9,8 @@ import { callerOf, type RouteScope, route } from "./http-route.js";
 
 const namePath = z.object({ name: z.string().regex(DATABASE_NAME, "malformed database name") });
 const nameRefused = {
+  "400": errorResponse("malformed database name"),
   "404": errorResponse("unknown database"),
-  ...validationFailed,
   "503": retryLater("no database store is configured"),
 };
 

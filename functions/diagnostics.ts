@@ -41,6 +41,7 @@ route(
       parameters: parametersOf(enqueueQuery, "query"),
       responses: {
         ...ok("the task, pending", "NoopEnqueued"),
+        "400": errorResponse("message longer than 1024 characters"),
         ...validationFailed,
         "429": retryLater("rate limited: wait Retry-After seconds"),
       },
@@ -65,7 +66,11 @@ route(
     openapi: {
       summary: "A no-op task's state (public)",
       parameters: parametersOf(resultPath, "path"),
-      responses: { ...ok("the task's state", "NoopResult"), "404": errorResponse("unknown task"), ...validationFailed },
+      responses: {
+        ...ok("the task's state", "NoopResult"),
+        "400": errorResponse("malformed task id"),
+        "404": errorResponse("unknown task"),
+      },
     },
   },
   async (request, scope) => {

@@ -1,4 +1,4 @@
-import { errorResponse, ok, parametersOf, validationFailed } from "../shared/http/openapi.js";
+import { errorResponse, ok, parametersOf } from "../shared/http/openapi.js";
 import { z } from "zod";
 import { getOperation, OPERATION_ID } from "../shared/dashboard/operations.js";
 import { jsonResult } from "../shared/http/envelope.js";
@@ -20,8 +20,8 @@ route(
       parameters: parametersOf(operationPath, "path"),
       responses: {
         ...ok("the operation", "Operation"),
+        "400": errorResponse("malformed operation id"),
         "404": errorResponse("unknown operation"),
-        ...validationFailed,
       },
     },
   },

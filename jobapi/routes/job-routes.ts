@@ -1,6 +1,6 @@
 import { PassThrough } from "node:stream";
 import { renderTabular } from "../../shared/blast/tabular.js";
-import { NotFoundError } from "../../shared/errors.js";
+import { InvalidRequestError, NotFoundError } from "../../shared/errors.js";
 import { decodeContinuation, encodeContinuation, linkWith } from "../../shared/http/continuation.js";
 import { type HttpResult, jsonResult } from "../../shared/http/envelope.js";
 import { parseJsonBody, parseQuery } from "../../shared/http/validation.js";
@@ -57,12 +57,14 @@ export function createJobRoutes(o: JobRouteOptions): JobApiRoute[] {
         ],
         responses: {
           "200": { description: "jobs, newest first; next_link while more remain", content: jsonContent("JobList") },
-          ...validationFailed,
+          "400": errorResponse("an invalid query parameter (status, limit, or a cursor this service did not issue)"),
         },
       },
       handler: async (req, { requestId }) => {
         const query = parseQuery(req, jobListQuerySchema);
-        const after = query.cursor === undefined ? undefined : decodeContinuation(query.cursor, 2, ["query", "cursor"]);
+        const after = query.cursor === undefined ? undefined : decodeContinuation(query.cursor, 2);
+        if (query.cursor !== undefined && !after)
+          throw new InvalidRequestError("invalid query parameter 'cursor': not a cursor this service issued");
         const page = await service.list({
           status: query.status,
           limit: query.limit,

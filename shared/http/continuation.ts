@@ -1,16 +1,14 @@
-import { InvalidFieldError } from "../errors.js";
-
 /**
  * Opaque continuation tokens for lists that page (`next_cursor`, and the `next_link` that carries
  * it): the position of the last item a page held, as base64url JSON. A token is checked on the way
- * back in: anything this service did not issue is a 422 on `field`, never a lookup.
+ * back in: anything this service did not issue is refused by the caller, never looked up.
  */
 export function encodeContinuation(position: readonly string[]): string {
   return Buffer.from(JSON.stringify(position)).toString("base64url");
 }
 
-/** The position a token of `length` strings holds; InvalidFieldError at `loc` otherwise. */
-export function decodeContinuation(token: string, length: number, loc: readonly (string | number)[]): string[] {
+/** The position a token of `length` strings holds; undefined for anything this service did not issue. */
+export function decodeContinuation(token: string, length: number): string[] | undefined {
   try {
     const value = JSON.parse(Buffer.from(token, "base64url").toString("utf8")) as unknown;
     if (Array.isArray(value) && value.length === length && value.every((v) => typeof v === "string"))
@@ -18,7 +16,7 @@ export function decodeContinuation(token: string, length: number, loc: readonly 
   } catch {
     // falls through to the field error
   }
-  throw new InvalidFieldError(loc, "not a cursor this service issued");
+  return undefined;
 }
 
 /** A path with its query, for `next_link` (relative to the API's server). */

@@ -195,7 +195,7 @@ export const jobApiConfigSchema = z.object({
     max_queued_jobs: z.number().int(),
     request_body_bytes: z.number().int(),
     shard_concurrency: z.number().int(),
-    threads_per_shard: z.number().int(),
+    threads_per_shard: z.union([z.number().int(), z.literal("auto")]).describe("auto: sized to the node at run time"),
   }),
 });
 
