@@ -305,7 +305,12 @@ describe("audit query", () => {
 describe("audit query past its scan bound", () => {
   it("C-081 pages on past the newest 1,000 entries instead of stopping there: the cursor reaches matches further back", async () => {
     let clock = Date.parse("2026-02-01T00:00:00Z");
-    const audit = createAuditLog(tables(), { now: () => new Date((clock += 10)) });
+    const audit = createAuditLog(tables(), {
+      now: () => {
+        clock += 10;
+        return new Date(clock);
+      },
+    });
     // The two oldest entries are the only denials; 1,000 newer ones fill the first scan.
     const total = AUDIT_SCAN_LIMIT + 2;
     const record = (n: number) =>
