@@ -1,6 +1,6 @@
 import { buildDashboardOpenApi } from "../shared/dashboard/openapi.js";
 import { apiDocs } from "../shared/http/api-docs.js";
-import { registeredRoutes, route } from "./http-route.js";
+import { registeredRoutes, route } from "./composition/http-route.js";
 
 /**
  * The dashboard API's description: `GET /api/openapi.json` (built once, on first request, from the

@@ -1,7 +1,7 @@
 import { ok, refusedBeforeRouting, retryLater } from "../shared/http/openapi.js";
 import { jsonResult } from "../shared/http/envelope.js";
-import { readinessCheck } from "./dashboard-deps.js";
-import { route } from "./http-route.js";
+import { readinessCheck } from "./composition/dashboard-deps.js";
+import { route } from "./composition/http-route.js";
 
 route(
   "health",

@@ -1,8 +1,8 @@
 import { bearer } from "../shared/dashboard/openapi.js";
 import { ok } from "../shared/http/openapi.js";
 import { jsonResult } from "../shared/http/envelope.js";
-import { appContext } from "./app-context.js";
-import { route } from "./http-route.js";
+import { appContext } from "./composition/app-context.js";
+import { route } from "./composition/http-route.js";
 
 route(
   "me",

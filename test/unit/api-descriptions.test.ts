@@ -100,7 +100,7 @@ describe("the dashboard API description is generated from the registered routes"
     const warn = vi.spyOn(console, "warn").mockImplementation(() => undefined);
     await import("../../functions/index.js");
     warn.mockRestore();
-    const { registeredRoutes } = await import("../../functions/http-route.js");
+    const { registeredRoutes } = await import("../../functions/composition/http-route.js");
     const { buildDashboardOpenApi } = await import("../../shared/dashboard/openapi.js");
     return { routes: registeredRoutes(), document: buildDashboardOpenApi(registeredRoutes()) };
   }
