@@ -57,7 +57,7 @@ export function createEmailChannel(options: {
         return { outcome: "rejected", retryable: false, reason: "no_recipient_accepted" };
       } catch (error) {
         sending.catch(() => undefined);
-        const e = error as { code?: string; responseCode?: number };
+        const e = error as { code?: string; responseCode?: number; command?: string };
         if (typeof e.responseCode === "number")
           return {
             outcome: "rejected",
@@ -70,6 +70,13 @@ export function createEmailChannel(options: {
             outcome: "rejected",
             retryable: e.code === "ECONNECTION" || e.code === "EDNS",
             reason: `smtp_${e.code}`,
+          };
+        // Failed while connecting, upgrading to TLS or logging in: the message was not handed over yet.
+        if (e.command === "CONN" || e.command === "STARTTLS" || e.command?.startsWith("AUTH"))
+          return {
+            outcome: "rejected",
+            retryable: false,
+            reason: `smtp_${e.code ?? "ESOCKET"}_${e.command.split(" ")[0]}`,
           };
         return {
           outcome: "ambiguous",

@@ -76,12 +76,14 @@ export function createPlatformBChannel(options: { apiUrl: string; token: string;
         call.catch(() => undefined);
         if (error instanceof WebAPIRateLimitedError)
           return { outcome: "rejected", retryable: true, retry_after_ms: error.retryAfter * 1000, reason: "http_429" };
-        if (error instanceof WebAPIPlatformError)
-          return {
-            outcome: "rejected",
-            retryable: false,
-            reason: `platform_error: ${String(error.data.error).slice(0, 60)}`,
-          };
+        if (error instanceof WebAPIPlatformError) {
+          // The SDK reports a body that is not the API's JSON as a "platform error" carrying that
+          // body; only a real error code (snake_case) is the API's rejection.
+          const code = String(error.data.error);
+          if (!/^[a-z][a-z0-9_]{0,80}$/.test(code))
+            return { outcome: "ambiguous", reason: "malformed_acknowledgement" };
+          return { outcome: "rejected", retryable: false, reason: `platform_error: ${code}` };
+        }
         if (error instanceof WebAPIHTTPError)
           return {
             outcome: "rejected",
