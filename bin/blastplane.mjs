@@ -14,7 +14,11 @@ const USAGE = `Usage:
   blastplane db add NAME FASTA [--type nucl|prot] [--partitions N]
       Builds a BLAST database from a FASTA file (makeblastdb) and makes it current.
   blastplane console [--role <${ROLES.join("|")}> | --token TOKEN] [--eval "TEXT"]... [--json]
-      Talks to the operator console: a REPL with tool completion for the role, or one reply per --eval.`;
+      Talks to the operator console: a REPL with tool completion for the role, or one reply per --eval.
+  blastplane notifications [--limit N] [--json]
+      Lists the recent notification deliveries: channel, state and receipt.
+  blastplane notify test [--route NAME] [--json]
+      Sends a marked test A2 notification through the router (default route operational_alert).`;
 
 function fail(message, code = 2) {
   process.stderr.write(`${message}\n`);
@@ -104,6 +108,13 @@ try {
         fail,
         roles: ROLES,
       });
+      break;
+    }
+    case "notifications":
+    case "notify": {
+      const stack = runningStack();
+      const cli = await import(new URL("../dist/local/cli-notify.js", import.meta.url).href);
+      await (command === "notify" ? cli.notifyTestCommand : cli.notificationsCommand)(rest, stack);
       break;
     }
     case undefined:

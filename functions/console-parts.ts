@@ -10,7 +10,7 @@ import { createApprovalStore } from "../shared/console/approvals/approval-store.
 import { createKillSwitchAnnouncer } from "../shared/console/approvals/kill-switch-announcer.js";
 import { loadBreakGlassConfig } from "../shared/console/break-glass/break-glass.js";
 import { type Coordinator, createCoordinator } from "../shared/console/coordinator/coordinator.js";
-import { createOutboxNotifier } from "../shared/notify/outbox-notifier.js";
+import { buildNotifier } from "../shared/notify/build-notifier.js";
 import { createArmDeploymentsProvider } from "../shared/console/providers/azure-deployments.js";
 import { createLogAnalyticsProvider } from "../shared/console/providers/azure-log-analytics.js";
 import { createBrowserEvidenceProvider } from "../shared/console/providers/browser-evidence.js";
@@ -57,6 +57,7 @@ import {
   configurationBaseline,
   consoleConfig,
   healthMetricSet,
+  notifyConfig,
   ruleCatalog,
 } from "./console-deps.js";
 import { deploymentSnapshotSources } from "./console-snapshots.js";
@@ -66,7 +67,8 @@ export interface ConsoleParts {
   registry: ToolRegistry;
   coordinator: Coordinator;
   approvals: ReturnType<typeof createApprovalService>;
-  notifier: ReturnType<typeof createOutboxNotifier>;
+  /** The notification router over the configured channels (issue 25). */
+  notifier: ReturnType<typeof buildNotifier>;
   approvalActivities: ReturnType<typeof createApprovalActivities>;
   opsLoop: ReturnType<typeof createOpsLoop>;
   /** Records the detection readiness, T2 recovery and configuration baseline snapshots the console's tools read. */
@@ -164,7 +166,15 @@ export function buildConsoleParts(): ConsoleParts {
   // The app's storage as configured (Azurite locally, the managed identity in Azure): not the
   // legacy connection string, which throws with identity-based storage.
   const source = appContext.config.storage;
-  const notifier = createOutboxNotifier(source);
+  const notifier = buildNotifier(notifyConfig, {
+    tables: source,
+    audit: appContext.audit,
+    secrets: appContext.secrets,
+    env: process.env,
+    // The kill switch holds A1 delivery at the router too (spec §8), whoever sends.
+    a1Held: async () => (await killSwitch.status()).on,
+    log: (message, fields) => appContext.logger.warn(message, fields),
+  });
   const approvalStore = createApprovalStore(source);
   // A flip is announced (A2) to everyone who operates the console: the approvers and the break-glass Owners.
   const operators = [...new Set([...consoleConfig.approvers, ...consoleConfig.breakGlass.owners])];

@@ -16,5 +16,6 @@ import "./databases.js";
 import "./workspace.js";
 import "./api-token.js";
 import "./console.js";
+import "./notifications.js";
 import "./orchestrations/approval-request.js";
 import "./ops-loop.js";

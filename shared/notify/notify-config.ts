@@ -32,7 +32,7 @@ const httpUrl = z
   .refine((v) => URL.canParse(v) && /^https?:$/.test(new URL(v).protocol), "must be an absolute http(s) URL")
   .refine((v) => !URL.canParse(v) || (!new URL(v).username && !new URL(v).password), "must not carry credentials");
 
-const notifyEnvSchema = z.object({
+export const notifySettingsSchema = z.object({
   /** The console's origin, for links in messages (the incident-open email's HTTPS link). */
   SVC_CONSOLE_BASE_URL: httpUrl.optional(),
   /** The routing matrix (default `config/notifications-matrix.yaml` of the catalog directory). */
@@ -70,7 +70,16 @@ const notifyEnvSchema = z.object({
 });
 
 /** Every notification setting (the Functions app's `local.settings.sample.json` lists them). */
-export const NOTIFY_SETTING_NAMES: readonly string[] = Object.freeze(Object.keys(notifyEnvSchema.shape));
+export const NOTIFY_SETTING_NAMES: readonly string[] = Object.freeze(Object.keys(notifySettingsSchema.shape));
+
+/**
+ * The local profile: the app's storage is the embedded Azurite by connection string. In Azure the
+ * storage is reached with the managed identity and a connection string refuses to start
+ * (`shared/config/load-config.ts`), so this never holds there.
+ */
+export function isLocalProfile(env: Env): boolean {
+  return Boolean(env.AzureWebJobsStorage?.trim());
+}
 
 export interface NotifyConfig {
   readonly matrix: NotificationMatrix;
@@ -105,7 +114,7 @@ export function loadNotifyConfig(
     log?: (message: string, fields: Record<string, unknown>) => void;
   },
 ): NotifyConfig {
-  const c = parseEnv(notifyEnvSchema, env, (v) => v);
+  const c = parseEnv(notifySettingsSchema, env, (v) => v);
   const problems: string[] = [];
   const need = (kind: string, names: [string, unknown][]) => {
     const missing = names.filter(([, v]) => v === undefined).map(([n]) => n);
@@ -151,6 +160,11 @@ export function loadNotifyConfig(
     ...(hasPlatformB ? (["platform_b"] as const) : []),
     ...(options.local && c.SVC_NOTIFY_INBOX_DIR ? (["local_inbox"] as const) : []),
   ]);
+  const pagingRunbook = Object.values(matrix.channels).find((ch) => ch.kind === "paging")?.runbook_url;
+  if (hasPaging && pagingRunbook?.startsWith("/") && !c.SVC_CONSOLE_BASE_URL)
+    throw new ConfigError([
+      `SVC_CONSOLE_BASE_URL: is required for the paging channel's runbook link (${pagingRunbook} in the matrix)`,
+    ]);
   const registered = new Set(
     Object.entries(matrix.channels)
       .filter(([, ch]) => kinds.has(ch.kind))

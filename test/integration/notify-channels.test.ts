@@ -1,6 +1,9 @@
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunningAzurite } from "../../local/azurite.js";
+import { createApprovalStore } from "../../shared/console/approvals/approval-store.js";
+import { createKillSwitchAnnouncer } from "../../shared/console/approvals/kill-switch-announcer.js";
+import { activateBreakGlass, BreakGlassDeniedError } from "../../shared/console/break-glass/break-glass.js";
 import { createEmailChannel } from "../../shared/notify/channels/email.js";
 import { createPagingChannel } from "../../shared/notify/channels/paging.js";
 import { createPlatformBChannel } from "../../shared/notify/channels/platform-b.js";
@@ -95,6 +98,7 @@ afterAll(async () => {
 
 interface World {
   send: ReturnType<typeof createNotificationRouter>["send"];
+  tables: ReturnType<typeof prefixedTables>;
   deliveries: DeliveryStore;
   audit: AuditLog;
   waits: number[];
@@ -133,7 +137,7 @@ function world(): World {
         waits.push(ms);
       },
     });
-  return { send: make().send, deliveries, audit, waits, adapters, otherHost: make };
+  return { send: make().send, tables, deliveries, audit, waits, adapters, otherHost: make };
 }
 
 const alert = (overrides: Partial<Notification> = {}): Notification => ({
@@ -550,5 +554,71 @@ describe("the router (spec §5 item 6, §7 item 9, §8)", () => {
     expect(await router.send(a1)).toMatchObject({ confirmed: false, channels: [] });
     held = false;
     expect(await router.send(a1)).toMatchObject({ confirmed: true, channel: "teams" });
+  });
+});
+
+describe("emitters through the router: break-glass and the kill switch (spec §8)", () => {
+  const breakGlass = (w: World, requestId: string) =>
+    activateBreakGlass(
+      {
+        config: { owners: ["oid-owner-1", "oid-owner-2"], max_ttl_seconds: 3600 },
+        notifier: w.otherHost(),
+        audit: w.audit,
+      },
+      { actor: { oid: "oid-op", name: "Operator" }, reason: "prod outage", requestId, now: new Date() },
+    );
+
+  it("C-531 C-532 C-533 break-glass is denied and the denial audited when no paging or chat channel confirms", async () => {
+    clear();
+    const w = world();
+    // Every operational channel refuses: the pager twice (its budget), chat and the webhook for good.
+    pager.script.push({ status: 500 }, { status: 500 }, { status: 500 }, { status: 500 });
+    slack.script.push(
+      { status: 200, body: '{"ok":false,"error":"channel_not_found"}' },
+      { status: 200, body: '{"ok":false,"error":"channel_not_found"}' },
+    );
+    hook.script.push({ status: 410 }, { status: 410 });
+    const requestId = `bg-denied-${++counter}`;
+    const error = await breakGlass(w, requestId).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(BreakGlassDeniedError);
+    const [denial] = (await w.audit.list({ action: "console.break_glass", limit: 10 })).filter(
+      (e) => e.request_id === requestId,
+    );
+    expect(denial).toMatchObject({
+      outcome: "denied",
+      details: { reason: "no_owner_page_confirmed", pager_receipt: { paged: 2, confirmed: 0 } },
+    });
+  });
+
+  it("C-531 C-515 break-glass is granted when the paging service acknowledges: one page per activation on each channel, every Owner's page confirmed", async () => {
+    clear();
+    const w = world();
+    const requestId = `bg-granted-${++counter}`;
+    const result = await breakGlass(w, requestId);
+    expect(result.pager_receipt).toMatchObject({ paged: 2, confirmed: 2 });
+    // The paging service deduplicates by correlation id: one event, and chat and the webhook were paged too.
+    expect(pager.requests).toHaveLength(1);
+    expect(JSON.parse(pager.requests[0]?.body ?? "{}")).toMatchObject({
+      dedup_key: requestId,
+      payload: { severity: "critical" },
+    });
+    expect(slack.requests).toHaveLength(1);
+    expect(hook.requests).toHaveLength(1);
+  });
+
+  it("C-530 the kill switch's announcement reaches every operational channel once per flip, whatever the number of recipients", async () => {
+    clear();
+    const w = world();
+    const announce = createKillSwitchAnnouncer({
+      store: createApprovalStore(w.tables),
+      notifier: w.otherHost(),
+      audit: w.audit,
+      recipients: ["oid-a", "oid-b", "oid-c"],
+    });
+    const at = new Date().toISOString();
+    await announce({ on: true, actor_oid: "oid-owner", at });
+    expect([pager, slack, hook].map((f) => f.requests.length)).toEqual([1, 1, 1]);
+    const [entry] = await w.audit.list({ action: "console.kill_switch_on", limit: 1 });
+    expect(entry?.details).toMatchObject({ announced: 3, recipients: 3 });
   });
 });
