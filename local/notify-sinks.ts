@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
@@ -7,6 +7,7 @@ import { SMTPServer } from "smtp-server";
 import { Webhook } from "standardwebhooks";
 import type { Logger } from "../shared/logging/logger.js";
 import { createFileSecretStore } from "../shared/secrets/api-tokens.js";
+import { writeFileDurablySync } from "../shared/storage/durable-file.js";
 
 /** The local stack's webhook secret, in its secret folder (the Key Vault stand-in). */
 export const LOCAL_WEBHOOK_SECRET = "notify-webhook-secret";
@@ -47,7 +48,7 @@ export async function startLocalNotifySinks(options: {
       stream.on("data", (c: Buffer) => chunks.push(c));
       stream.on("end", () => {
         try {
-          writeFileSync(path.join(mailDir, `${stamp()}.eml`), Buffer.concat(chunks), { flag: "wx" });
+          writeFileDurablySync(path.join(mailDir, `${stamp()}.eml`), Buffer.concat(chunks));
           callback();
         } catch (error) {
           callback(error instanceof Error ? error : new Error(String(error)));
@@ -76,10 +77,9 @@ export async function startLocalNotifySinks(options: {
       const body = Buffer.concat(chunks).toString("utf8");
       try {
         const payload = verifier.verify(body, req.headers as Record<string, string>);
-        writeFileSync(
+        writeFileDurablySync(
           path.join(webhookDir, `${stamp()}.json`),
           `${JSON.stringify({ webhook_id: req.headers["webhook-id"], verified: true, payload }, null, 2)}\n`,
-          { flag: "wx" },
         );
         res.writeHead(204).end();
       } catch {

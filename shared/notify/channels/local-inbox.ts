@@ -1,5 +1,6 @@
-import { mkdir, writeFile } from "node:fs/promises";
+import { mkdir } from "node:fs/promises";
 import path from "node:path";
+import { writeFileDurably } from "../../storage/durable-file.js";
 import type { ChannelAdapter } from "../router.js";
 
 /**
@@ -16,7 +17,8 @@ export function createLocalInboxChannel(options: { dir: string }): ChannelAdapte
       const folder = path.join(options.dir, who);
       await mkdir(folder, { recursive: true });
       const file = path.join(folder, `${new Date().toISOString().replace(/[:.]/g, "-")}-${messageId.slice(0, 12)}.md`);
-      await writeFile(
+      // Atomic and durable: a reader never sees half a message, and the acknowledgement survives a crash.
+      await writeFileDurably(
         file,
         [
           `# ${message.title}`,
@@ -30,7 +32,6 @@ export function createLocalInboxChannel(options: { dir: string }): ChannelAdapte
           ...(message.console_url ? [`- console: ${message.console_url}`] : []),
           "",
         ].join("\n"),
-        { flag: "wx" },
       );
       return { outcome: "acknowledged", vendor_message_id: path.relative(options.dir, file) };
     },
