@@ -3,9 +3,9 @@ import { InvalidFieldError } from "../shared/errors.js";
 import { jsonResult } from "../shared/http/envelope.js";
 import { parseJsonBody } from "../shared/http/validation.js";
 import { sendTestNotification } from "../shared/notify/test-notification.js";
-import { appContext } from "./app-context.js";
-import { consoleParts, notifyConfig } from "./console-deps.js";
-import { callerOf, route } from "./http-route.js";
+import { appContext } from "./composition/app-context.js";
+import { consoleParts, notifyConfig } from "./composition/console-deps.js";
+import { callerOf, route } from "./composition/http-route.js";
 
 const testBody = z.strictObject({
   route: z
