@@ -72,12 +72,22 @@ async function exists(file: string): Promise<boolean> {
 export const PREFLIGHT_REMEDIES =
   "Remedies: submit from the dashboard with the sharded execution profile, recreate the cluster with a larger machine type, or choose a smaller database.";
 
-/** The spec's memory pre-flight failure (§7), with its three remedies. */
-export function preflightMessage(dbName: string, neededBytes: number, availableBytes: number): string {
+/**
+ * The remedies for a job that ran out of memory: the spec's three (§7), less the sharded execution
+ * profile when the job already ran with it (resubmitting it the same way would fail the same way).
+ */
+export function memoryRemedies(sharded: boolean): string {
+  return sharded
+    ? "Remedies: recreate the cluster with a larger machine type, prepare the database again with more partitions (DATABASE_PARTITIONS), or choose a smaller database."
+    : PREFLIGHT_REMEDIES;
+}
+
+/** The spec's memory pre-flight failure (§7), with its remedies ({@link memoryRemedies}). */
+export function preflightMessage(dbName: string, neededBytes: number, availableBytes: number, sharded = false): string {
   const size = (n: number) => (n >= GIB ? `${(n / GIB).toFixed(1)} GiB` : `${(n / 1024 ** 2).toFixed(1)} MiB`);
   return (
     `memory pre-flight failed: database memory requirements of ${dbName} (${size(neededBytes)} to cache) exceed the machine type's memory ` +
-    `(${size(Math.max(0, availableBytes))} usable). ${PREFLIGHT_REMEDIES}`
+    `(${size(Math.max(0, availableBytes))} usable). ${memoryRemedies(sharded)}`
   );
 }
 
@@ -419,7 +429,7 @@ export class JobDispatcher {
     }
     const need = shardMemoryNeed(db, sharded);
     const usable = this.o.nodeMemoryBytes - this.o.memoryMarginBytes;
-    if (need > usable) throw new JobFailure(preflightMessage(initial.db_name, need, usable));
+    if (need > usable) throw new JobFailure(preflightMessage(initial.db_name, need, usable, sharded));
 
     // Dispatching: query batches on the scratch folder, the shard plan in the job.
     const records = parseQueryFasta(await this.queryOf(jobId), queryMolecule(program));
@@ -750,6 +760,7 @@ export class JobDispatcher {
               queryPath: path.join(dir, `b${shard.batch}.fa`),
               database: { name: db.manifest.name, version: db.manifest.version },
               memoryBytes: shardMemoryNeed(db, shard.partition >= 0),
+              sharded: shard.partition >= 0,
               threads,
             },
             signal,

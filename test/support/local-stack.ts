@@ -45,6 +45,8 @@ export async function startStack(
     dataDir?: string;
     inMemory?: boolean /** Its own process group (for cutPower). */;
     detached?: boolean;
+    /** How long to wait for "local stack ready" (default 45 s). */
+    readyTimeoutMs?: number;
   } = {},
 ): Promise<TestStack> {
   const dataDir = options.dataDir ?? mkdtempSync(path.join(tmpdir(), "bp-stack-"));
@@ -72,7 +74,11 @@ export async function startStack(
   });
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   await new Promise<void>((resolve, reject) => {
-    const deadline = setTimeout(() => reject(new Error(`stack did not start in 45 s:\n${output}`)), 45_000);
+    const readyMs = options.readyTimeoutMs ?? 45_000;
+    const deadline = setTimeout(
+      () => reject(new Error(`stack did not start in ${readyMs / 1000} s:\n${output}`)),
+      readyMs,
+    );
     const poll = setInterval(() => {
       if (output.includes("local stack ready")) {
         clearInterval(poll);
