@@ -1,10 +1,11 @@
 import { randomBytes } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { mkdirSync } from "node:fs";
+import { chmodSync, mkdirSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { isLoopbackBind } from "../shared/http/loopback-host.js";
 import { createLogger } from "../shared/logging/logger.js";
 import { startAzurite } from "./azurite.js";
 import { checkStackConsistency } from "./consistency-check.js";
@@ -28,6 +29,8 @@ import { createWebHandler } from "./web-server.js";
 import { createTableTimerStatusStore } from "./timer-status-store.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
+/** Files 0600, folders 0700 (see main). */
+const PRIVATE_UMASK = 0o077;
 const DURABLE_BASE_PATH = "/durabletask/";
 const DEMO_DATABASE = "16s_rrna_demo";
 
@@ -55,7 +58,12 @@ async function main(): Promise<void> {
   process.setSourceMapsEnabled(true);
   const settings = loadLocalStackSettings(process.env, process.cwd());
   const logger = createLogger({ level: settings.logLevel, base: { service: "local-stack" } });
-  mkdirSync(settings.dataDir, { recursive: true });
+  // Queries, results, the audit log, secrets and Azurite's files are the user's alone: everything
+  // this process and its children (Azurite, the job API, BLAST+) create is 0600/0700, and the data
+  // folder itself is closed to other users even when an older version left its files readable.
+  process.umask(PRIVATE_UMASK);
+  mkdirSync(settings.dataDir, { recursive: true, mode: 0o700 });
+  chmodSync(settings.dataDir, 0o700);
   const running = readRunningStack(settings.dataDir);
   if (running) {
     throw new Error(
@@ -275,6 +283,7 @@ async function main(): Promise<void> {
         root: path.resolve(here, "../web"),
         api: host.handleHttp,
         connectOrigins: () => [idp.url],
+        loopbackHostOnly: isLoopbackBind(settings.host),
         webConfig: () => ({
           auth: {
             client_id: settings.clientId,
