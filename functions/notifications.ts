@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { InvalidFieldError } from "../shared/errors.js";
 import { jsonResult } from "../shared/http/envelope.js";
+import { errorResponse, jsonBodyOf, ok, validationFailed } from "../shared/http/openapi.js";
 import { parseJsonBody } from "../shared/http/validation.js";
 import { sendTestNotification } from "../shared/notify/test-notification.js";
 import { appContext } from "./composition/app-context.js";
@@ -20,7 +21,23 @@ const testBody = z.strictObject({
  */
 route(
   "notificationsTest",
-  { methods: ["POST"], route: "notifications/test", role: "Owner" },
+  {
+    methods: ["POST"],
+    route: "notifications/test",
+    role: "Owner",
+    openapi: {
+      summary: "Send a marked test notification through the router",
+      description:
+        "Sends a clearly marked test A2 message to every channel of a route of config/notifications-matrix.yaml (default operational_alert) and answers each channel's delivery state and receipt. Audited as notify.test.",
+      requestBody: jsonBodyOf(testBody),
+      responses: {
+        ...ok("the delivery states", "NotificationTestResult"),
+        "400": errorResponse("malformed JSON"),
+        "413": errorResponse("request body too large"),
+        ...validationFailed,
+      },
+    },
+  },
   async (request, scope) => {
     const body = await parseJsonBody(request, testBody, 4 * 1024);
     if (!Object.hasOwn(notifyConfig.matrix.routes, body.route))
