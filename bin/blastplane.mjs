@@ -13,6 +13,12 @@ const USAGE = `Usage:
       Prints the job API's current X-SVC-API-Token.
   blastplane db add NAME FASTA [--type nucl|prot] [--partitions N]
       Builds a BLAST database from a FASTA file (makeblastdb) and makes it current.
+  blastplane search --program PROGRAM --db NAME --query FILE [--sharded] [--wait] [--out FILE | --format xml|tabular]
+      Submits a BLAST search; with --wait, --out or --format waits for it (progress on stderr).
+  blastplane jobs [--status STATUS] [--limit N] [--json]
+      Lists recent searches.
+  blastplane results JOB_ID [--format xml|tabular] [--out FILE]
+      Writes a completed search's results.
   blastplane console [--role <${ROLES.join("|")}> | --token TOKEN] [--eval "TEXT"]... [--json]
       Talks to the operator console: a REPL with tool completion for the role, or one reply per --eval.`;
 
@@ -96,6 +102,16 @@ try {
     case "db":
       await db(rest);
       break;
+    case "search":
+    case "jobs":
+    case "results": {
+      // --help needs no stack; BLASTPLANE_URL (+ BLASTPLANE_TOKEN) names a deployed dashboard instead.
+      const wantsHelp = rest.includes("--help") || rest.includes("-h");
+      const stack = wantsHelp || process.env.BLASTPLANE_URL ? undefined : runningStack();
+      const { researchCommand } = await import("./blastplane-search.mjs");
+      await researchCommand(command, rest, stack);
+      break;
+    }
     case "console": {
       const { consoleCommand } = await import("./blastplane-console.mjs");
       await consoleCommand(rest, {

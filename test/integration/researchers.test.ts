@@ -1,11 +1,15 @@
+import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
+import { readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
 import { Readable } from "node:stream";
 import { createGzip } from "node:zlib";
+import { XMLValidator } from "fast-xml-parser";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ArtifactStore, MERGED_ARTIFACT } from "../../jobapi/jobs/artifact-store.js";
 import { DEV_ACCOUNT, DEV_ACCOUNT_KEY } from "../../local/azurite.js";
 import { DEMO_DB, demoQueries, readApiToken } from "../support/jobapi-client.js";
-import { eventually, mintToken, startStack, type TestStack } from "../support/local-stack.js";
+import { eventually, mintToken, ROOT, startStack, type TestStack } from "../support/local-stack.js";
 import { jobApiPidOf } from "../support/processes.js";
 
 /**
@@ -17,6 +21,118 @@ import { jobApiPidOf } from "../support/processes.js";
 const RESULT_BYTES = 96 * 1024 * 1024;
 /** The dashboard's call timeout in this stack: the downloads below outlast it on purpose. */
 const CALL_TIMEOUT_MS = 1500;
+
+/*
+ * Issue 23 (researchers first), one stack for the file. The job API is told its node has 180,000
+ * bytes of memory and keeps no margin (as in the e2e suite): a standard search of the demo
+ * database fails its memory pre-flight and a sharded one runs, so both outcomes are at hand.
+ */
+const STACK_ENV = {
+  JOB_POLL_INTERVAL_SECONDS: "1",
+  JOBAPI_NODE_MEMORY_BYTES: "180000",
+  JOBAPI_MEMORY_MARGIN_BYTES: "0",
+};
+
+let stack: TestStack;
+
+beforeAll(async () => {
+  stack = await startStack({ env: { ...STACK_ENV, JOBAPI_TIMEOUT_MS: String(CALL_TIMEOUT_MS) } });
+}, 90_000);
+
+afterAll(async () => {
+  await stack?.stop();
+  stack?.cleanup();
+});
+
+/** Runs `npx blastplane ARGS` against the stack; never rejects. */
+function cli(args: string[], stdin?: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = execFile(
+      process.execPath,
+      [path.join(ROOT, "bin/blastplane.mjs"), ...args],
+      { env: { ...process.env, BLASTPLANE_DATA_DIR: stack.dataDir }, maxBuffer: 64 * 1024 * 1024 },
+      (error, stdout, stderr) =>
+        resolve({ code: error ? Number((error as { code?: unknown }).code ?? 1) : 0, stdout, stderr }),
+    );
+    if (stdin !== undefined) child.stdin?.end(stdin);
+  });
+}
+
+describe("npx blastplane search, jobs, results (issue 23, item 7)", () => {
+  it("search --sharded --wait --out saves the completed search's XML, with progress on stderr, and exits 0", async () => {
+    const query = path.join(stack.dataDir, "q.fa");
+    writeFileSync(query, demoQueries(2));
+    const out = path.join(stack.dataDir, "results.xml");
+    const run = await cli([
+      "search",
+      "--program",
+      "blastn",
+      "--db",
+      DEMO_DB,
+      "--query",
+      query,
+      "--sharded",
+      "--title",
+      "from the terminal",
+      "--out",
+      out,
+    ]);
+    expect(run).toMatchObject({ code: 0, stdout: "" });
+    expect(run.stderr).toMatch(/^submitted [0-9a-f-]{36} \(blastn on 16s_rrna_demo\); web: http/m);
+    expect(run.stderr).toMatch(/: completed/);
+    expect(run.stderr).toContain(`results saved to ${out}`);
+    const xml = readFileSync(out, "utf8");
+    expect(XMLValidator.validate(xml)).toBe(true);
+    expect((xml.match(/<Iteration>/g) ?? []).length).toBe(2);
+  }, 120_000);
+
+  it("search from standard input prints the job id; jobs lists it; results writes its hit table once it completed", async () => {
+    const run = await cli(
+      ["search", "--program", "blastn", "--db", DEMO_DB, "--query", "-", "--sharded"],
+      demoQueries(1),
+    );
+    expect(run.code).toBe(0);
+    const jobId = run.stdout.trim();
+    expect(jobId).toMatch(/^[0-9a-f-]{36}$/);
+    const listed = await eventually(
+      async () => {
+        const jobs = JSON.parse((await cli(["jobs", "--json"])).stdout) as { job_id: string; status: string }[];
+        return jobs.find((j) => j.job_id === jobId && j.status === "completed");
+      },
+      90_000,
+      500,
+    );
+    expect(listed).toMatchObject({ job_id: jobId, status: "completed" });
+    const table = await cli(["jobs", "--limit", "5"]);
+    expect(table.stdout.split("\n")[0]).toMatch(/^JOB ID\s+STATUS\s+PROGRAM\s+DATABASE\s+CREATED\s+TITLE$/);
+    expect(table.stdout).toMatch(new RegExp(`^${jobId}\\s+completed\\s+blastn\\s+16s_rrna_demo`, "m"));
+    const results = await cli(["results", jobId, "--format", "tabular"]);
+    expect(results.code).toBe(0);
+    const rows = results.stdout.trim().split("\n");
+    expect(rows.length).toBeGreaterThan(0);
+    for (const row of rows) expect(row.split("\t")).toHaveLength(12);
+  }, 120_000);
+
+  it("exit codes by outcome: 2 usage, 3 refused (with the field's reason), 4 the search failed (with why)", async () => {
+    const query = path.join(stack.dataDir, "q1.fa");
+    writeFileSync(query, demoQueries(1));
+    const usage = await cli(["search", "--db", DEMO_DB, "--query", query]);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain("--program must be one of");
+    const refused = await cli(["search", "--program", "blastn", "--db", "no_such_db", "--query", query]);
+    expect(refused.code).toBe(3);
+    expect(refused.stderr).toContain("The service refused the request (422):");
+    expect(refused.stderr).toContain("db: unknown database 'no_such_db'");
+    // The standard profile needs the whole database in memory: this stack's node is too small.
+    const failed = await cli(["search", "--program", "blastn", "--db", DEMO_DB, "--query", query, "--wait"]);
+    expect(failed.code).toBe(4);
+    expect(failed.stderr).toContain("The search failed:");
+    expect(failed.stderr).toContain("memory pre-flight failed");
+    const notDone = await cli(["results", "00000000-0000-4000-8000-000000000000"]);
+    expect(notDone.code).toBe(3);
+    expect((await cli(["search", "--help"])).stdout).toContain("Usage: blastplane search");
+  }, 120_000);
+});
 
 /** A deterministic BLAST-XML-like document of about `bytes` bytes, produced while it is read. */
 function syntheticXml(bytes: number): { stream: Readable; sha256: () => string; length: () => number } {
@@ -76,7 +192,6 @@ async function digest(reader: ReadableStreamDefaultReader<Uint8Array>, first?: U
 }
 
 describe("results downloads through the dashboard (issue 23, defect 1)", () => {
-  let stack: TestStack;
   let reader: string;
   let dashboardJobId: string;
   let jobApiJobId: string;
@@ -88,16 +203,19 @@ describe("results downloads through the dashboard (issue 23, defect 1)", () => {
     });
 
   beforeAll(async () => {
-    stack = await startStack({
-      env: { JOB_POLL_INTERVAL_SECONDS: "1", JOBAPI_TIMEOUT_MS: String(CALL_TIMEOUT_MS) },
-    });
     reader = await mintToken(stack, "Reader");
     const contributor = await mintToken(stack, "Contributor");
     const base = `${stack.info.functions_url}/api`;
     const submitted = await fetch(`${base}/blast/jobs`, {
       method: "POST",
       headers: { Authorization: `Bearer ${contributor}`, "Content-Type": "application/json" },
-      body: JSON.stringify({ program: "blastn", db: DEMO_DB, query_fasta: demoQueries(1), title: "large result" }),
+      body: JSON.stringify({
+        program: "blastn",
+        db: DEMO_DB,
+        query_fasta: demoQueries(1),
+        execution_profile: "sharded",
+        title: "large result",
+      }),
     });
     expect(submitted.status).toBe(200);
     dashboardJobId = ((await submitted.json()) as { job_id: string }).job_id;
@@ -121,11 +239,6 @@ describe("results downloads through the dashboard (issue 23, defect 1)", () => {
     await artifacts.uploadStream(jobApiJobId, MERGED_ARTIFACT, xml.stream, { through: createGzip({ level: 1 }) });
     expected = { sha256: xml.sha256(), length: xml.length() };
   }, 180_000);
-
-  afterAll(async () => {
-    await stack?.stop();
-    stack?.cleanup();
-  });
 
   it("B-008 B-024 B-102 a result that takes longer than the call timeout downloads through the dashboard byte-identical to the job API's", async () => {
     const direct = await fetch(`${stack.info.jobapi_url}/v1/jobs/${jobApiJobId}/results?content=xml`, {
