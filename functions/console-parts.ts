@@ -10,7 +10,7 @@ import { createApprovalStore } from "../shared/console/approvals/approval-store.
 import { createKillSwitchAnnouncer } from "../shared/console/approvals/kill-switch-announcer.js";
 import { loadBreakGlassConfig } from "../shared/console/break-glass/break-glass.js";
 import { type Coordinator, createCoordinator } from "../shared/console/coordinator/coordinator.js";
-import { createOutboxNotifier } from "../shared/console/notify/outbox-notifier.js";
+import { createOutboxNotifier } from "../shared/notify/outbox-notifier.js";
 import { createArmDeploymentsProvider } from "../shared/console/providers/azure-deployments.js";
 import { createLogAnalyticsProvider } from "../shared/console/providers/azure-log-analytics.js";
 import { createBrowserEvidenceProvider } from "../shared/console/providers/browser-evidence.js";

@@ -1,37 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { isStatus, packText, unpackText } from "../../storage/table-text.js";
-import { type TableSource, tableOpener } from "../../storage/table-source.js";
-
-/** Notification categories (spec §1 item 6): A1 human approval, A2 operational alert, A3 chat command, A4 digest. */
-export type NotificationCategory = "A1" | "A2" | "A3" | "A4";
-
-/** One message to one recipient. A1 bodies carry only the opaque approval id, never a decision. */
-export interface Notification {
-  category: NotificationCategory;
-  /** `approval.request`, `approval.reminder`, `break_glass.page`, … */
-  template_key: string;
-  /** The recipient's directory object id. */
-  recipient: string;
-  title: string;
-  body_markdown: string;
-  correlation_id: string;
-  audit_id?: string;
-  /** Idempotent send: a second send with the same key records nothing new and returns the first receipt. */
-  idempotency_key: string;
-}
-
-/** The notifier's acknowledgement: `confirmed` only when the channel confirmed delivery. */
-export interface DeliveryReceipt {
-  delivery_id: string;
-  confirmed: boolean;
-  channel: string;
-  at: string;
-}
-
-/** Where the console's notifications go; channel adapters implement it in the next issue. */
-export interface Notifier {
-  send(message: Notification): Promise<DeliveryReceipt>;
-}
+import { isStatus, packText, unpackText } from "../storage/table-text.js";
+import { type TableSource, tableOpener } from "../storage/table-source.js";
+import type { Notification, Notifier } from "./types.js";
 
 /** A delivery as the outbox recorded it. */
 export interface OutboxEntry extends Notification {
