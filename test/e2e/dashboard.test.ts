@@ -249,9 +249,9 @@ describe("the dashboard web app in Chromium", () => {
     await page.getByRole("heading", { name: "New search" }).waitFor();
 
     // As the researcher met it: blastp, sharded, on a protein database with no partitions.
-    await page.getByLabel("Program").selectOption("blastp");
+    await page.locator("#program").selectOption("blastp");
     await page.locator("#db option[value='prot_noparts']").waitFor({ state: "attached" });
-    await page.getByLabel("Database").selectOption("prot_noparts");
+    await page.locator("#db").selectOption("prot_noparts");
     await page.getByLabel("Query (FASTA)").fill(">q\nMKTAYIAKQRQISFVKSHFSRQLEERLGLIEVQ\n");
     await page.getByRole("radio", { name: /^Sharded/ }).check();
     await page.getByRole("button", { name: "Submit search" }).click();
@@ -263,7 +263,7 @@ describe("the dashboard web app in Chromium", () => {
 
     // Each other refusal the API can answer (the page's own checks would stop most of them first,
     // so the request is changed on its way out): its every message appears where the page puts it.
-    await page.getByLabel("Program").selectOption("blastn");
+    await page.locator("#program").selectOption("blastn");
     await page.getByRole("button", { name: "Use the example query" }).click();
     await page.getByRole("radio", { name: /^Standard/ }).check();
     const refusals: [string, Record<string, unknown>, string][] = [

@@ -4,6 +4,7 @@ import { type ApiClient, ApiError, type JobView, type ResultContent } from "../a
 import { formatTime } from "../format.js";
 import { Link } from "../router.js";
 import { ErrorNotice, LiveText, PageTitle, StatusBadge, useApp, useAsync, useCan, usePolling } from "../ui.js";
+import { finishedSentence } from "./job-words.js";
 import { isTerminal, jobTitle } from "./jobs-page.js";
 
 /** How often a running job is re-read (the dashboard refreshes it from the job API every few seconds). */
@@ -40,6 +41,7 @@ export function JobPage(props: { uuid: string }) {
   const job = useAsync((signal) => api.getJob(props.uuid, signal), [props.uuid]);
   const [seen, setSeen] = useState<Record<string, string>>({});
   const [cancelError, setCancelError] = useState<unknown>(undefined);
+  const [confirmingCancel, setConfirmingCancel] = useState(false);
   const data = job.data;
   const terminal = data ? isTerminal(data) : false;
 
@@ -73,23 +75,39 @@ export function JobPage(props: { uuid: string }) {
         <span>
           Status: <StatusBadge status={data.status} />
         </span>
-        {canCancel && !terminal ? (
-          <button
-            type="button"
-            onClick={async () => {
-              setCancelError(undefined);
-              try {
-                await api.cancelJob(data.job_id);
-                job.setData(await api.getJob(data.job_id));
-              } catch (error) {
-                setCancelError(error);
-              }
-            }}
-          >
+        {canCancel && !terminal && !confirmingCancel ? (
+          <button type="button" onClick={() => setConfirmingCancel(true)}>
             Cancel search
           </button>
         ) : null}
       </div>
+      {canCancel && !terminal && confirmingCancel ? (
+        <div class="notice" role="alertdialog" aria-label="Cancel this search?">
+          <p>Cancel this search? Its running shards stop, and it will have no results. This cannot be undone.</p>
+          <div class="row">
+            <button
+              type="button"
+              class="danger"
+              onClick={async () => {
+                setCancelError(undefined);
+                try {
+                  await api.cancelJob(data.job_id);
+                  job.setData(await api.getJob(data.job_id));
+                } catch (error) {
+                  setCancelError(error);
+                } finally {
+                  setConfirmingCancel(false);
+                }
+              }}
+            >
+              Yes, cancel the search
+            </button>
+            <button type="button" onClick={() => setConfirmingCancel(false)}>
+              Keep it running
+            </button>
+          </div>
+        </div>
+      ) : null}
       <ErrorNotice error={cancelError} title="Could not cancel:" />
       <ErrorNotice error={job.error} title="Could not refresh:" />
 
@@ -152,7 +170,7 @@ export function JobPage(props: { uuid: string }) {
         <dt>Job API id</dt>
         <dd>{data.openapi_job_id ?? "not assigned yet"}</dd>
       </dl>
-      {!terminal ? <LiveText>Watching for changes…</LiveText> : <LiveText>The search has {data.status}.</LiveText>}
+      {!terminal ? <LiveText>Watching for changes…</LiveText> : <LiveText>{finishedSentence(data.status)}</LiveText>}
 
       {data.status === "completed" ? (
         <>

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { OPTION_PROGRAMS } from "../../shared/blast/options.js";
 import { dashboardSubmitSchema } from "../../shared/dashboard/schemas.js";
+import { finishedSentence } from "../../web/src/pages/job-words.js";
 import { placeIssues } from "../../web/src/pages/submit-issues.js";
 
 const label = (key: string) => (key === "evalue" ? "E-value threshold" : undefined);
@@ -49,5 +50,13 @@ describe("New search page: where each refusal is shown (issue 23, defect 3)", ()
       for (const loc of locs) expect(visible).toContain(`refused ${loc.join(".")}`);
       expect(Object.keys(placed.byField).every((key) => shown.has(key))).toBe(true);
     }
+  });
+});
+
+describe("job page words (issue 23, item 8)", () => {
+  it("says 'The search was cancelled.' and a sentence for each other end", () => {
+    expect(finishedSentence("cancelled")).toBe("The search was cancelled.");
+    expect(finishedSentence("completed")).toBe("The search has completed.");
+    expect(finishedSentence("failed")).toBe("The search failed.");
   });
 });
