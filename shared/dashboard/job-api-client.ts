@@ -25,6 +25,8 @@ export interface JobApiStatus {
   error: string;
   queue_position: number | null;
   kubernetes: { summary: { total: number; succeeded: number; failed: number; active: number } };
+  /** The merged result's size (XML and gzipped) once the job completed; absent from older job APIs. */
+  result_bytes?: { xml: number; gzip: number } | null;
   [key: string]: unknown;
 }
 

@@ -84,6 +84,15 @@ describe("npx blastplane search, jobs, results (issue 23, item 7)", () => {
     const xml = readFileSync(out, "utf8");
     expect(XMLValidator.validate(xml)).toBe(true);
     expect((xml.match(/<Iteration>/g) ?? []).length).toBe(2);
+    // Issue 23 defect 2 (in part): the job shows its result's size before any download.
+    const jobId = /^submitted ([0-9a-f-]{36})/m.exec(run.stderr)?.[1];
+    const jobs = JSON.parse((await cli(["jobs", "--json"])).stdout) as {
+      job_id: string;
+      result_bytes: { xml: number; gzip: number } | null;
+    }[];
+    const shown = jobs.find((j) => j.job_id === jobId);
+    expect(shown?.result_bytes?.xml).toBe(readFileSync(out).length);
+    expect(shown?.result_bytes?.gzip).toBeGreaterThan(0);
   }, 120_000);
 
   it("search from standard input prints the job id; jobs lists it; results writes its hit table once it completed", async () => {

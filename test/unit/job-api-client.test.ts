@@ -233,12 +233,12 @@ describe("job-API client: result bodies (issue 23, defect 1)", () => {
       response.write("<BlastOutput>");
       sendRest = () => response.end("</BlastOutput>");
     };
-    const results = await client({ timeoutMs: 200 }).openResults("abcdefghijkl", "xml");
+    const results = await client({ timeoutMs: 1000 }).openResults("abcdefghijkl", "xml");
     const reader = results.body.getReader();
     expect(Buffer.from((await reader.read()).value ?? []).toString()).toBe("<BlastOutput>");
     // The consumer takes longer than the call timeout before it reads on (a slow browser, a large
     // file): the download must outlive that timeout. The wait is the condition under test.
-    await new Promise((resolve) => setTimeout(resolve, 600));
+    await new Promise((resolve) => setTimeout(resolve, 2500));
     const rest = readAll(reader);
     sendRest();
     expect(await rest).toBe("</BlastOutput>");

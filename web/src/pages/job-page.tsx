@@ -1,7 +1,7 @@
 import type { ComponentType } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { type ApiClient, ApiError, type JobView, type ResultContent } from "../api.js";
-import { formatTime } from "../format.js";
+import { formatBytes, formatTime } from "../format.js";
 import { Link } from "../router.js";
 import { ErrorNotice, LiveText, PageTitle, StatusBadge, useApp, useAsync, useCan, usePolling } from "../ui.js";
 import { finishedSentence } from "./job-words.js";
@@ -33,6 +33,14 @@ const DOWNLOADS: readonly { content: ResultContent; label: string; file: (uuid: 
 ];
 
 const PREFLIGHT = "memory pre-flight failed";
+
+/** A download's size, known before downloading: the XML's, or the stored gzip's for the merged ZIP. */
+function sizeOf(content: ResultContent, bytes: JobView["result_bytes"]): string {
+  if (!bytes) return "";
+  if (content === "xml") return ` (${formatBytes(bytes.xml)})`;
+  if (content === "merged") return ` (${formatBytes(bytes.gzip)})`;
+  return "";
+}
 
 /** One search: its status timeline, shard progress, details, and results once it has completed. */
 export function JobPage(props: { uuid: string }) {
@@ -175,7 +183,7 @@ export function JobPage(props: { uuid: string }) {
       {data.status === "completed" ? (
         <>
           <h2>Results</h2>
-          <Downloads api={api} uuid={data.job_id} />
+          <Downloads api={api} uuid={data.job_id} resultBytes={data.result_bytes} />
           <LazyResults api={api} uuid={data.job_id} />
         </>
       ) : null}
@@ -217,7 +225,7 @@ function JobError(props: { error: string }) {
 }
 
 /** Downloads stream through the dashboard API with the caller's token; no storage URL is involved. */
-function Downloads(props: { api: ApiClient; uuid: string }) {
+function Downloads(props: { api: ApiClient; uuid: string; resultBytes: JobView["result_bytes"] }) {
   const [busy, setBusy] = useState<ResultContent | undefined>(undefined);
   const [error, setError] = useState<unknown>(undefined);
   const download = async (content: ResultContent, fallbackName: string) => {
@@ -251,7 +259,7 @@ function Downloads(props: { api: ApiClient; uuid: string }) {
               disabled={busy !== undefined}
               onClick={() => void download(d.content, d.file(props.uuid))}
             >
-              {busy === d.content ? "Preparing…" : `Download ${d.label}`}
+              {busy === d.content ? "Preparing…" : `Download ${d.label}${sizeOf(d.content, props.resultBytes)}`}
             </button>
           </li>
         ))}
