@@ -139,7 +139,7 @@ describe("npx blastplane search, jobs, results (issue 23, item 7)", () => {
     expect(failed.stderr).toContain("memory pre-flight failed");
     const notDone = await cli(["results", "00000000-0000-4000-8000-000000000000"]);
     expect(notDone.code).toBe(3);
-    expect((await cli(["search", "--help"])).stdout).toContain("Usage: blastplane search");
+    expect((await cli(["search", "--help"])).stdout).toContain("blastplane search --program PROGRAM");
   }, 120_000);
 });
 
