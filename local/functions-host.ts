@@ -333,7 +333,13 @@ export class LocalFunctionsHost {
           }
           resolve();
         });
-        proxyRes.on("error", reject);
+        // The body broke off after the status was sent: the client must see a broken download
+        // (a reset connection), never a clean end of a short body.
+        proxyRes.on("aborted", () => res.destroy());
+        proxyRes.on("error", (error) => {
+          res.destroy();
+          reject(error);
+        });
       });
       proxyReq.on("error", reject);
       res.on("close", () => {
@@ -377,6 +383,11 @@ export class LocalFunctionsHost {
     } catch (error) {
       this.logger.error("function failed", { function: fn.metadata.name, request_id: requestId, error });
       if (!responded) sendJsonError(res, 500, INTERNAL_ERROR_DETAIL, requestId);
+      else if (!res.writableFinished) {
+        // It failed while streaming its body (the library then never ends its proxy response): the
+        // status is sent, so the only honest answer left is a broken connection.
+        res.destroy();
+      }
       return;
     }
     // The library has written its response to the proxy; wait for it to arrive here.

@@ -83,6 +83,7 @@ function build(): AppContext {
         return state.current.value;
       },
       timeoutMs: config.jobApiTimeoutMs,
+      idleTimeoutMs: config.jobApiIdleTimeoutMs,
     }),
   };
 }
