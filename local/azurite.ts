@@ -31,6 +31,8 @@ export interface AzuriteOptions {
    * true; see `azurite-durable.cjs`). false only to measure what durability costs.
    */
   durableWrites?: boolean;
+  /** How long Azurite may take to listen (default 30 s; a heavily loaded machine needs longer). */
+  startTimeoutMs?: number;
 }
 
 export interface RunningAzurite {
@@ -93,7 +95,11 @@ export async function startAzurite(options: AzuriteOptions): Promise<RunningAzur
   let durableOn = false;
   let output = "";
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`Azurite did not start within 30 s:\n${output}`)), 30_000);
+    const limitMs = options.startTimeoutMs ?? 30_000;
+    const timer = setTimeout(
+      () => reject(new Error(`Azurite did not start within ${limitMs / 1000} s:\n${output}`)),
+      limitMs,
+    );
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
       for (const line of chunk.toString().split("\n")) {

@@ -20,6 +20,8 @@ export const localStackSettingsSchema = z.object({
   BLASTPLANE_IN_MEMORY: envFlag().default(false),
   /** 0 turns off Azurite's durable writes (acknowledged = on disk); only to measure their cost. */
   BLASTPLANE_AZURITE_DURABLE: envFlag().default(true),
+  /** How long Azurite may take to listen before the stack gives up starting. */
+  BLASTPLANE_AZURITE_START_SECONDS: envInt(5, 600).default(30),
   AZURITE_BLOB_PORT: envPort().default(0),
   AZURITE_QUEUE_PORT: envPort().default(0),
   AZURITE_TABLE_PORT: envPort().default(0),
@@ -48,7 +50,13 @@ export interface LocalStackSettings {
   readonly host: string;
   readonly dataDir: string;
   readonly inMemory: boolean;
-  readonly azurite: { blobPort: number; queuePort: number; tablePort: number; durableWrites: boolean };
+  readonly azurite: {
+    blobPort: number;
+    queuePort: number;
+    tablePort: number;
+    durableWrites: boolean;
+    startTimeoutMs: number;
+  };
   readonly idpPort: number;
   readonly jobApiPort: number;
   readonly skipDemoDatabase: boolean;
@@ -79,6 +87,7 @@ export function loadLocalStackSettings(env: Env, cwd: string): LocalStackSetting
       queuePort: s.AZURITE_QUEUE_PORT,
       tablePort: s.AZURITE_TABLE_PORT,
       durableWrites: s.BLASTPLANE_AZURITE_DURABLE,
+      startTimeoutMs: s.BLASTPLANE_AZURITE_START_SECONDS * 1000,
     },
     idpPort: s.IDP_PORT,
     jobApiPort: s.JOBAPI_PORT,
