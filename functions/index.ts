@@ -19,3 +19,4 @@ import "./console.js";
 import "./notifications.js";
 import "./orchestrations/approval-request.js";
 import "./ops-loop.js";
+import "./api-docs.js";
