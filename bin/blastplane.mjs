@@ -32,7 +32,8 @@ const COMMANDS = {
   notifications: `blastplane notifications [--limit N] [--json]
       Lists the recent notification deliveries: channel, state and receipt.`,
   notify: `blastplane notify test [--route NAME] [--json]
-      Sends a marked test A2 notification through the router (default route operational_alert).`,
+      Sends a marked test A2 notification through the router (default route operational_alert)
+      and prints each channel's delivery state and receipt.`,
 };
 const USAGE = `Usage:
 ${Object.values(COMMANDS)

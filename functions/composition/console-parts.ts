@@ -12,6 +12,7 @@ import type { ConsoleConfig } from "../../shared/console/console-config.js";
 import { loadBreakGlassConfig } from "../../shared/console/break-glass/break-glass.js";
 import { createCoordinator } from "../../shared/console/coordinator/coordinator.js";
 import { buildNotifier } from "../../shared/notify/build-notifier.js";
+import { createIncidentNotices } from "../../shared/notify/emitters/incident-notices.js";
 import { createArmDeploymentsProvider } from "../../shared/console/providers/azure-deployments.js";
 import { createLogAnalyticsProvider } from "../../shared/console/providers/azure-log-analytics.js";
 import { createBrowserEvidenceProvider } from "../../shared/console/providers/browser-evidence.js";
@@ -345,6 +346,15 @@ export function buildConsoleParts(settings: ConsoleSettings): ConsoleParts {
     verify: verifyAs("ops_loop"),
     claims: source,
     incidentWindowMs: consoleConfig.incidentWindowMs,
+    // The incident-open email and the severity_changed A2 notice, deduplicated by their fixed audit ids.
+    onIncidents: createIncidentNotices({
+      notifier,
+      ...(notifyConfig.matrix.routes.incident_open ? { incidentOpenRoute: "incident_open" } : {}),
+    }),
+    onIncidentsError: (error) =>
+      appContext.logger.warn("incident notices were not all sent", {
+        error: error instanceof Error ? error.name : "unknown",
+      }),
   });
   const snapshots = createSnapshotProducer({
     store: snapshotStore,

@@ -2,7 +2,13 @@ import type { ActionTypeCatalog } from "./actions/action-types.js";
 import type { AuditLog } from "./audit.js";
 import { processEvent } from "./event-processor.js";
 import type { EventLog } from "./events.js";
-import { correlateIncidents, publishSeverityChanges, SEVERITY_CHANGED } from "./incidents/incidents.js";
+import {
+  correlateIncidents,
+  type Incident,
+  publishSeverityChanges,
+  SEVERITY_CHANGED,
+  type SeverityChanged,
+} from "./incidents/incidents.js";
 import type { RuleCatalog } from "./rules/rule-catalog.js";
 import type { ProposedAction, VerifierReport } from "./verifier/verifier.js";
 import { isStatus } from "../storage/table-text.js";
@@ -19,6 +25,14 @@ export interface OpsLoopDependencies {
   /** Where processing claims live (one row per processed event). */
   claims: TableSource;
   incidentWindowMs: number;
+  /**
+   * Told of the correlated incidents and the severity rises after each pass (the notification
+   * emitters: incident-open email, `severity_changed` A2 notice). Must be idempotent: a later pass
+   * or another host reports the same incidents again. Its failure does not fail the pass.
+   */
+  onIncidents?: (incidents: readonly Incident[], severityChanges: readonly SeverityChanged[]) => Promise<void>;
+  /** Where a failed `onIncidents` is reported. */
+  onIncidentsError?: (error: unknown) => void;
   now?: () => Date;
 }
 
@@ -55,11 +69,13 @@ export function createOpsLoop(deps: OpsLoopDependencies) {
         await processEvent(deps, event, requestId);
         processed.push(event.event_id);
       }
-      const { severityChanges } = correlateIncidents(events, deps.rules, {
+      const { incidents, severityChanges } = correlateIncidents(events, deps.rules, {
         windowMs: deps.incidentWindowMs,
         now: now(),
       });
       await publishSeverityChanges(deps.events, severityChanges);
+      if (deps.onIncidents)
+        await deps.onIncidents(incidents, severityChanges).catch((error: unknown) => deps.onIncidentsError?.(error));
       return { processed, severity_changes: severityChanges.length };
     },
   };

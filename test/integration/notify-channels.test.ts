@@ -9,10 +9,14 @@ import { createPagingChannel } from "../../shared/notify/channels/paging.js";
 import { createPlatformBChannel } from "../../shared/notify/channels/platform-b.js";
 import { createWebhookChannel } from "../../shared/notify/channels/webhook.js";
 import { createDeliveryStore, type DeliveryStore } from "../../shared/notify/delivery-store.js";
+import { createIncidentNotices } from "../../shared/notify/emitters/incident-notices.js";
 import { parseNotificationMatrix } from "../../shared/notify/matrix.js";
 import { type ChannelAdapter, createNotificationRouter } from "../../shared/notify/router.js";
 import type { Notification } from "../../shared/notify/types.js";
 import { type AuditLog, createAuditLog } from "../../shared/ops/audit.js";
+import { createEventLog } from "../../shared/ops/events.js";
+import { createOpsLoop } from "../../shared/ops/ops-loop.js";
+import { actions, rules } from "../support/console-harness.js";
 import {
   postedArgs,
   startPagingFake,
@@ -620,5 +624,71 @@ describe("emitters through the router: break-glass and the kill switch (spec §8
     expect([pager, slack, hook].map((f) => f.requests.length)).toEqual([1, 1, 1]);
     const [entry] = await w.audit.list({ action: "console.kill_switch_on", limit: 1 });
     expect(entry?.details).toMatchObject({ announced: 3, recipients: 3 });
+  });
+});
+
+describe("the operations core's notices through the router", () => {
+  it("C-218 C-219 C-453 C-454 C-455 an opened incident sends one incident-open email and each severity rise one A2 page, however often the loop and its replays run", async () => {
+    clear();
+    smtp.messages.length = 0;
+    const w = world();
+    w.adapters.set(
+      "mail",
+      createEmailChannel({
+        url: smtp.url,
+        from: "blastplane@ops.example",
+        to: ["oncall@ops.example"],
+        credential: { user: "notify", pass: "smtp-password" },
+        consoleBaseUrl: "https://console.ops.example",
+        ca: tls.cert,
+      }),
+    );
+    const events = createEventLog(w.tables);
+    const verify = async () => ({
+      verdict: "abstain" as const,
+      action_type: "retry_job",
+      target: "blast_job/j-1",
+      checks: [],
+      missing_evidence: ["job_exists"],
+      checked_at: new Date().toISOString(),
+    });
+    // Each pass is a host (or a restart) of its own: a new router over the same tables.
+    const loop = () =>
+      createOpsLoop({
+        events,
+        audit: w.audit,
+        rules,
+        actions,
+        verify,
+        claims: w.tables,
+        incidentWindowMs: 1_800_000,
+        onIncidents: createIncidentNotices({ notifier: w.otherHost(), incidentOpenRoute: "incident_open" }),
+      });
+    for (const [key, type] of [
+      ["n1", "preflight.failed"],
+      ["n2", "job.failed"],
+    ] as const)
+      await events.record({
+        idempotency_key: `${key}-${counter}`,
+        source: "dashboard.submit",
+        event_type: type,
+        correlation_id: "c",
+        resource_ref: `blast_job/j-notify-${counter}`,
+      });
+    await loop().runOnce("tick-1");
+    await loop().runOnce("tick-2");
+    await Promise.all([loop().runOnce("tick-3"), loop().runOnce("tick-4")]);
+    expect(smtp.messages).toHaveLength(1);
+    const raw = (smtp.messages[0]?.raw ?? "")
+      .replace(/=\r?\n/g, "")
+      .replace(/=([0-9A-F]{2})/g, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
+    expect(raw).toMatch(/Incident INC-[0-9a-f]{12} opened/);
+    expect(raw).toMatch(/Events: 2/);
+    expect(raw).toMatch(/https:\/\/console\.ops\.example\/console\?incident=INC-/);
+    // One severity rise (the second event raised it): one page, deduplicated by the incident's correlation id.
+    const pages = pager.requests.map((r) => JSON.parse(r.body));
+    expect(pages).toHaveLength(1);
+    expect(pages[0]).toMatchObject({ dedup_key: expect.stringMatching(/^INC-/) });
+    expect(pages[0].payload.summary).toMatch(/severity \w+ → \w+/);
   });
 });

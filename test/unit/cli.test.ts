@@ -41,7 +41,7 @@ describe("blastplane without a running stack", () => {
     expect(JSON.parse(json.stdout)).toEqual({ name: "blastplane", version });
   });
 
-  it.each(["token", "api-token", "db", "console"])(
+  it.each(["token", "api-token", "db", "console", "notifications", "notify"])(
     "%s --help prints the command's usage, never looking for a stack",
     async (command) => {
       for (const args of [
