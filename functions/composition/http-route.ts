@@ -1,10 +1,10 @@
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from "@azure/functions";
 import * as df from "durable-functions";
-import { authorize } from "../shared/auth/authorize.js";
-import type { Caller, Role } from "../shared/auth/roles.js";
-import type { HttpResult } from "../shared/http/envelope.js";
-import { createHttpHandler, type RequestScope } from "../shared/http/handler.js";
-import type { OrchestrationClient, OrchestrationInstance } from "../shared/ops/orchestration-client.js";
+import { authorize } from "../../shared/auth/authorize.js";
+import type { Caller, Role } from "../../shared/auth/roles.js";
+import type { HttpResult } from "../../shared/http/envelope.js";
+import { createHttpHandler, type RequestScope } from "../../shared/http/handler.js";
+import type { OrchestrationClient, OrchestrationInstance } from "../../shared/orchestrations/orchestration-client.js";
 import { appContext } from "./app-context.js";
 import { withInvocationDurable } from "./invocation-durable.js";
 
