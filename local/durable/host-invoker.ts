@@ -9,6 +9,17 @@ import type {
 
 const OUT_OF_PROC_LABEL = "$OutOfProcData$:";
 
+/**
+ * The local durable backend reads a private field of durable-functions: the open tasks of the
+ * executor the library attaches to each orchestration context (`context.df.taskOrchestratorExecutor
+ * .openTasks`), to learn what an episode scheduled. package.json pins the library to its minor
+ * version (`~3.5.0`); test/unit/durable-functions-pin.test.ts fails with this message when it moves.
+ */
+export const PRIVATE_FIELD_MOVED =
+  "durable-functions no longer exposes context.df.taskOrchestratorExecutor.openTasks, the private field " +
+  "local/durable/host-invoker.ts reads: keep durable-functions on the minor version pinned in package.json, " +
+  "or update the local durable backend (local/durable/) to the library's new internals";
+
 function triggerType(host: LocalFunctionsHost, name: string): string | undefined {
   const fn = host.getFunction(name);
   if (!fn) return undefined;
@@ -47,7 +58,7 @@ export function createHostInvoker(host: LocalFunctionsHost): DurableFunctionInvo
         const { context, result } = await host.invoke(fn, { string: JSON.stringify(bindingInfo) });
         // The replay state lives on the orchestration context the library attached to this invocation.
         const df = (context as { df?: { taskOrchestratorExecutor?: ExecutorLike } }).df;
-        if (!df?.taskOrchestratorExecutor) throw new Error("orchestration context has no executor");
+        if (typeof df?.taskOrchestratorExecutor?.openTasks !== "object") throw new Error(PRIVATE_FIELD_MOVED);
         return { kind: "ok", state: result as OrchestratorStateLike, executor: df.taskOrchestratorExecutor };
       } catch (error) {
         return { kind: "failed", ...failureFromError(error) };

@@ -2,7 +2,7 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { ActionType, EventType, historyEvent } from "../../local/durable/history.js";
 import { createHostInvoker } from "../../local/durable/host-invoker.js";
-import type { OrchestratorStateLike } from "../../local/durable/engine.js";
+import type { OrchestratorOutcome, OrchestratorStateLike } from "../../local/durable/engine.js";
 import type { HistoryEvent } from "../../local/durable/store.js";
 import { LocalFunctionsHost } from "../../local/functions-host.js";
 import { captureLogger } from "./service-fakes.js";
@@ -129,6 +129,21 @@ export interface OrchestrationReplayer {
   modules: Record<string, Record<string, unknown>>;
   /** Replays `history` through the registered orchestrator, exactly as the durable backend invokes it. */
   replay(history: OrchestrationHistory): Promise<ReplayedState>;
+  /** What the durable backend gets back from one episode: the state and the library's executor. */
+  run(history: OrchestrationHistory): Promise<OrchestratorOutcome>;
+}
+
+function bindingInfoOf(history: OrchestrationHistory): Record<string, unknown> {
+  return {
+    history: history.events,
+    input: history.input,
+    instanceId: "replay-test-instance",
+    isReplaying: false,
+    upperSchemaVersion: 1,
+    maximumShortTimerDuration: "6.00:00:00",
+    longRunningTimerIntervalDuration: "3.00:00:00",
+    defaultHttpAsyncRequestSleepTimeMillseconds: 30000,
+  };
 }
 
 /**
@@ -147,18 +162,9 @@ export async function loadOrchestrations(modulePaths: string[]): Promise<Orchest
   const invoker = createHostInvoker(host);
   return {
     modules,
+    run: (history) => invoker.runOrchestrator(history.name, bindingInfoOf(history)),
     async replay(history) {
-      const bindingInfo = {
-        history: history.events,
-        input: history.input,
-        instanceId: "replay-test-instance",
-        isReplaying: false,
-        upperSchemaVersion: 1,
-        maximumShortTimerDuration: "6.00:00:00",
-        longRunningTimerIntervalDuration: "3.00:00:00",
-        defaultHttpAsyncRequestSleepTimeMillseconds: 30000,
-      };
-      const outcome = await invoker.runOrchestrator(history.name, bindingInfo);
+      const outcome = await invoker.runOrchestrator(history.name, bindingInfoOf(history));
       if (outcome.kind === "failed") throw new Error(`the orchestrator failed: ${outcome.message}`);
       // As the backend reads it: JSON on the wire (dates become ISO text).
       const state = JSON.parse(JSON.stringify(outcome.state)) as OrchestratorStateLike & { actions: WireAction[][] };

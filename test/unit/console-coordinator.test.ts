@@ -43,6 +43,17 @@ describe("canonical verb parser", () => {
 });
 
 describe("coordinator", () => {
+  it("meets the spec's numbered coordinator rules in order, one rule per entry (narrator rules 2–7 slot in before rule 11's canned reply)", () => {
+    expect(harness().coordinator.rules).toEqual([
+      { id: "rule-8-agent-match", rule: 8 },
+      { id: "rule-1-explicit-command", rule: 1 },
+      { id: "rule-9-glossary", rule: 9 },
+      { id: "rule-11-t0-direct-hit", rule: 11 },
+      { id: "rule-10-action-context", rule: 10 },
+      { id: "rule-11-reasoning-unavailable", rule: 11 },
+    ]);
+  });
+
   it("C-011 C-067 C-270 C-271: classifies each turn's intent and writes each read call's audit entry, with its class, before the reply returns", async () => {
     const h = harness();
     const turns = [

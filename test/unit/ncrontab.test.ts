@@ -269,26 +269,40 @@ describe("parseNcrontab: invalid expressions", () => {
     ["* * * * 0 *", /month field "0": 0 is out of range 1-12/],
     ["* * * * 13 *", /month field "13": 13 is out of range 1-12/],
     ["* * * * * 8", /day-of-week field "8": 8 is out of range 0-7/],
-    ["*/0 * * * * *", /second field "\*\/0": step must be at least 1/],
-    ["0 1-10/0 * * * *", /minute field "1-10\/0": step must be at least 1/],
-    ["0 */x * * * *", /minute field "\*\/x": step "x" is not a number/],
-    ["0 */ * * * *", /minute field "\*\/": step "" is not a number/],
-    ["abc * * * * *", /second field "abc": "abc" is not a valid value/],
-    ["0 0 0 * FOO *", /month field "FOO": "FOO" is not a valid value/],
-    ["0 0 0 * * MONDAY", /day-of-week field "MONDAY": "MONDAY" is not a valid value/],
-    ["0 0 0 JAN * *", /day field "JAN": "JAN" is not a valid value/],
-    ["0 0 0 * * MON-", /day-of-week field "MON-": "MON-" is not a valid range/],
-    ["0 0 0 * * 1-2-3", /day-of-week field "1-2-3": "1-2-3" is not a valid range/],
-    ["0 30-10 * * * *", /minute field "30-10": range 30-10 runs backwards/],
-    ["0 0 0 * * FRI-MON", /day-of-week field "FRI-MON": range FRI-MON runs backwards/],
+    ["*/0 * * * * *", /second field "\*\/0": .*illegal stepping/],
+    ["0 1-10/0 * * * *", /minute field "1-10\/0": .*illegal stepping/],
+    ["0 */x * * * *", /minute field "\*\/x": .*illegal characters/],
+    ["0 */ * * * *", /minute field "\*\/": .*illegal stepping/],
+    ["abc * * * * *", /second field "abc": .*illegal characters/],
+    ["0 0 0 * FOO *", /month field "FOO": .*illegal characters/],
+    ["0 0 0 * * MONDAY", /day-of-week field "MONDAY": .*has to stand alone/],
+    ["0 0 0 JAN * *", /day field "JAN": .*illegal characters/],
+    ["0 0 0 * * MON-", /day-of-week field "MON-": .*illegal upper range/],
+    ["0 0 0 * * 1-2-3", /day-of-week field "1-2-3": .*illegal range/],
+    ["0 30-10 * * * *", /minute field "30-10": .*larger than/],
+    ["0 0 0 * * FRI-MON", /day-of-week field "FRI-MON": .*larger than/],
     ["0 ,5 * * * *", /minute field ",5": empty value/],
     ["0 5, * * * *", /minute field "5,": empty value/],
-    ["0 -5 * * * *", /minute field "-5": "-5" is not a valid range/],
-    ["0 1.5 * * * *", /minute field "1.5": "1.5" is not a valid value/],
+    ["0 -5 * * * *", /minute field "-5": .*illegal lower range/],
+    ["0 1.5 * * * *", /minute field "1.5": .*illegal characters/],
     ["0 0 0 30 2 *", /day and month fields never coincide/],
     ["0 0 0 31 4,6,9,11 *", /day and month fields never coincide/],
+    // croner's extensions, which Azure's NCRONTAB does not have.
+    ["0 0 0 L * *", /day field "L": "L", "W", "#" and "\?" are not NCRONTAB/],
+    ["0 0 0 15W * *", /day field "15W": "L", "W", "#" and "\?" are not NCRONTAB/],
+    ["0 0 0 ? * *", /day field "\?": "L", "W", "#" and "\?" are not NCRONTAB/],
+    ["0 0 0 * * 5#2", /day-of-week field "5#2": "L", "W", "#" and "\?" are not NCRONTAB/],
+    ["0 0 0 * * 5L", /day-of-week field "5L": "L", "W", "#" and "\?" are not NCRONTAB/],
+    ["0 0 0 * * * 2030", /expected 6 fields .* got 7/],
+    ["@daily", /expected 6 fields .* got 1/],
   ])("rejects %j", (expression, message) => {
     expect(() => parseNcrontab(expression)).toThrow(message);
+  });
+
+  it("keeps the letters of month and day names, which are not croner's L and W", () => {
+    expect(parseNcrontab("0 0 0 * JUL WED").next(new Date("2026-01-01T00:00:00Z"))).toEqual(
+      new Date("2026-07-01T00:00:00Z"),
+    );
   });
 
   it("names the whole expression in the error", () => {

@@ -65,6 +65,29 @@ export interface TurnHooks {
   approvalDecided?(approvalId: string): Promise<void>;
 }
 
+/** One turn as every coordinator rule sees it. */
+export interface TurnContext {
+  readonly caller: Caller;
+  /** The caller's effective role (a turn without one never reaches the rules). */
+  readonly role: Role;
+  readonly inbound: InboundTurn;
+  /** The turn's text, trimmed. */
+  readonly text: string;
+  readonly requestId: string;
+  readonly hooks: TurnHooks;
+}
+
+/**
+ * One numbered coordinator rule of spec operator-console.md §1: it answers the turn, or returns
+ * undefined to hand it to the next rule.
+ */
+export interface CoordinatorRule {
+  readonly id: string;
+  /** The rule's number in the spec's list. */
+  readonly rule: number;
+  handle(turn: TurnContext): OutboundResponse | undefined | Promise<OutboundResponse | undefined>;
+}
+
 export interface CoordinatorDependencies {
   registry: ToolRegistry;
   audit: AuditLog;
@@ -296,80 +319,144 @@ export function createCoordinator(deps: CoordinatorDependencies) {
     });
   }
 
+  /** The context every rule sees: a caller who holds a role. */
+  const respond = (turn: TurnContext) => ({
+    runTool: (tool: Tool, args: Record<string, unknown> | undefined) =>
+      runTool(tool, args, turn.caller, turn.role, turn.requestId, turn.hooks),
+  });
+
+  /**
+   * The coordinator rules of spec operator-console.md §1, in the order a turn meets them; the first
+   * that answers ends the turn. The narrator rules (2–7) slot in before the last entry (rule 11's
+   * canned reply) when a narrator that implements them is configured.
+   */
+  const rules: readonly CoordinatorRule[] = [
+    {
+      id: "rule-8-agent-match",
+      rule: 8,
+      handle: (turn) =>
+        turn.inbound.target_agent !== undefined &&
+        turn.inbound.incident_agent !== undefined &&
+        turn.inbound.target_agent !== turn.inbound.incident_agent
+          ? reply(
+              turn.requestId,
+              "blocked",
+              `Blocked: the chosen agent ${turn.inbound.target_agent} does not match the incident link's agent ${turn.inbound.incident_agent}. No evidence was gathered.`,
+            )
+          : undefined,
+    },
+    {
+      id: "rule-1-explicit-command",
+      rule: 1,
+      handle: async (turn) => {
+        const verb = leadingVerb(turn.text);
+        if (verb === "enqueue_hil")
+          return reply(
+            turn.requestId,
+            "refused",
+            "Refused: enqueue_hil is coordinator-internal and cannot be invoked directly. The tool was not invoked.",
+          );
+        const tool = verb ? deps.registry.get(verb) : undefined;
+        if (!tool) return undefined;
+        if (!meetsFloor(turn.role, tool.descriptor.rbac_floor))
+          return reply(
+            turn.requestId,
+            "refused",
+            refusalText(tool.descriptor.name, tool.descriptor.rbac_floor, turn.role),
+            { intent: intentOf(tool) },
+          );
+        const command = parseCommand(turn.text, tool.jsonArg);
+        if (!command.ok)
+          return reply(
+            turn.requestId,
+            "invalid_command",
+            `${tool.descriptor.name}: ${command.error}. Usage: ${tool.descriptor.argument_hint}. The tool was not invoked.`,
+            { intent: intentOf(tool) },
+          );
+        return respond(turn).runTool(tool, command.args);
+      },
+    },
+    {
+      id: "rule-9-glossary",
+      rule: 9,
+      handle: (turn) => {
+        const { text, requestId } = turn;
+        if (GLOSSARY_QUESTION.test(text) && !SELECTOR.test(text)) {
+          if (T2_TERMS.test(text)) return reply(requestId, "glossary", GLOSSARY.t2_eligibility);
+          if (EVIDENCE_TERMS.test(text)) return reply(requestId, "glossary", GLOSSARY.insufficient_evidence);
+        }
+        // An exact selector still needs server-owned action lifecycle evidence.
+        if (SELECTOR.test(text) && LIFECYCLE_TERMS.test(text))
+          return reply(requestId, "lifecycle_abstention", LIFECYCLE_ABSTENTION);
+        return undefined;
+      },
+    },
+    {
+      // A T0 direct hit is answered whether or not the narrator is available: a rule id named in
+      // the text is looked up in the catalog.
+      id: "rule-11-t0-direct-hit",
+      rule: 11,
+      handle: (turn) => {
+        const ruleId = RULE_ID.exec(turn.text)?.[0];
+        const explore = deps.registry.get("explore_catalog");
+        return ruleId && explore ? respond(turn).runTool(explore, { query: ruleId }) : undefined;
+      },
+    },
+    {
+      id: "rule-10-action-context",
+      rule: 10,
+      handle: (turn) =>
+        LIFECYCLE_TERMS.test(turn.text)
+          ? reply(turn.requestId, "action_context_abstention", ACTION_CONTEXT_ABSTENTION)
+          : undefined,
+    },
+    // Narrator rules 2–7 go here.
+    {
+      id: "rule-11-reasoning-unavailable",
+      rule: 11,
+      handle: (turn) => {
+        const visible = deps.registry.search(turn.role).map((d) => d.name);
+        if (!narrator.available())
+          return reply(
+            turn.requestId,
+            "reasoning_unavailable",
+            `The reasoning layer is temporarily unavailable, so free-text questions cannot be translated. Direct lookups still work: type a tool name with its arguments (for example "explore_catalog query=job.failed" or "query_audit limit=20"), or "search_tools". Tools for your role (${turn.role}): ${visible.join(", ")}.`,
+          );
+        return reply(
+          turn.requestId,
+          "reasoning_unavailable",
+          `No deterministic match; tools for your role (${turn.role}): ${visible.join(", ")}.`,
+        );
+      },
+    },
+  ];
+
   return {
     narrator,
+    /** The coordinator rules in the order a turn meets them (ids and spec numbers). */
+    rules: rules.map(({ id, rule }) => ({ id, rule })),
     /** Handles one turn for an authenticated caller; the audit entries are written before this returns. */
     async handleTurn(
       caller: Caller,
-      turn: InboundTurn,
+      inbound: InboundTurn,
       requestId: string = randomUUID(),
       hooks: TurnHooks = {},
     ): Promise<OutboundResponse> {
       const role = effectiveRole(caller);
+      // Before every rule: a principal without a role sees nothing (rule 1's floor has no role to compare).
       if (!role)
         return reply(
           requestId,
           "blocked",
           "Access is blocked: your account has no application role assigned. Ask an Owner to assign one.",
         );
-      if (
-        turn.target_agent !== undefined &&
-        turn.incident_agent !== undefined &&
-        turn.target_agent !== turn.incident_agent
-      )
-        return reply(
-          requestId,
-          "blocked",
-          `Blocked: the chosen agent ${turn.target_agent} does not match the incident link's agent ${turn.incident_agent}. No evidence was gathered.`,
-        );
-      const text = turn.text.trim();
-      const verb = leadingVerb(text);
-      if (verb === "enqueue_hil")
-        return reply(
-          requestId,
-          "refused",
-          "Refused: enqueue_hil is coordinator-internal and cannot be invoked directly. The tool was not invoked.",
-        );
-      const tool = verb ? deps.registry.get(verb) : undefined;
-      if (tool) {
-        if (!meetsFloor(role, tool.descriptor.rbac_floor))
-          return reply(requestId, "refused", refusalText(tool.descriptor.name, tool.descriptor.rbac_floor, role), {
-            intent: intentOf(tool),
-          });
-        const command = parseCommand(text, tool.jsonArg);
-        if (!command.ok)
-          return reply(
-            requestId,
-            "invalid_command",
-            `${tool.descriptor.name}: ${command.error}. Usage: ${tool.descriptor.argument_hint}. The tool was not invoked.`,
-            { intent: intentOf(tool) },
-          );
-        return runTool(tool, command.args, caller, role, requestId, hooks);
+      const turn: TurnContext = { caller, role, inbound, text: inbound.text.trim(), requestId, hooks };
+      for (const rule of rules) {
+        const answer = await rule.handle(turn);
+        if (answer !== undefined) return answer;
       }
-      if (GLOSSARY_QUESTION.test(text) && !SELECTOR.test(text)) {
-        if (T2_TERMS.test(text)) return reply(requestId, "glossary", GLOSSARY.t2_eligibility);
-        if (EVIDENCE_TERMS.test(text)) return reply(requestId, "glossary", GLOSSARY.insufficient_evidence);
-      }
-      if (SELECTOR.test(text) && LIFECYCLE_TERMS.test(text))
-        return reply(requestId, "lifecycle_abstention", LIFECYCLE_ABSTENTION);
-      // A T0 direct hit: a rule id or an action-type id named in the text is looked up in the catalog.
-      const ruleId = RULE_ID.exec(text)?.[0];
-      const explore = deps.registry.get("explore_catalog");
-      if (ruleId && explore) return runTool(explore, { query: ruleId }, caller, role, requestId, hooks);
-      if (LIFECYCLE_TERMS.test(text)) return reply(requestId, "action_context_abstention", ACTION_CONTEXT_ABSTENTION);
-      const visible = deps.registry.search(role).map((d) => d.name);
-      if (!narrator.available()) {
-        return reply(
-          requestId,
-          "reasoning_unavailable",
-          `The reasoning layer is temporarily unavailable, so free-text questions cannot be translated. Direct lookups still work: type a tool name with its arguments (for example "explore_catalog query=job.failed" or "query_audit limit=20"), or "search_tools". Tools for your role (${role}): ${visible.join(", ")}.`,
-        );
-      }
-      return reply(
-        requestId,
-        "reasoning_unavailable",
-        `No deterministic match; tools for your role (${role}): ${visible.join(", ")}.`,
-      );
+      // The last rule always answers; this keeps the type honest.
+      throw new Error("no coordinator rule answered the turn");
     },
   };
 }
