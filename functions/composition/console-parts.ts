@@ -22,7 +22,6 @@ import { createAzureHealthMetrics } from "../../shared/console/providers/azure-h
 import { createAzureResourceHealthProvider } from "../../shared/console/providers/azure-resource-health.js";
 import { createSubscriptionHealth } from "../../shared/console/providers/subscription-health.js";
 import type { ConsoleProviders } from "../../shared/console/providers/providers.js";
-import { lazyDefaultCredential } from "../../shared/console/providers/azure-credential.js";
 import { createResourceGraphInventoryProvider } from "../../shared/console/providers/azure-resource-graph.js";
 import { createLocalInventoryProvider } from "../../shared/console/providers/local-inventory.js";
 import { createConsoleToolRegistry } from "../../shared/console/tools/index.js";
@@ -66,7 +65,7 @@ function clusterTargets(consoleConfig: ConsoleConfig): ClusterTargets {
     deployment: actions.jobApiDeployment ? createJobApiDeployment(actions.jobApiDeployment) : undefined,
     agentPools:
       actions.aks && subscriptionId
-        ? createAksAgentPools({ subscriptionId, ...actions.aks, credential: lazyDefaultCredential() })
+        ? createAksAgentPools({ subscriptionId, ...actions.aks, credential: appContext.credential })
         : undefined,
   };
 }
@@ -111,7 +110,7 @@ function subscriptionProviders(
   subscriptionId: string,
   { config: consoleConfig, healthMetricSet }: ConsoleSettings,
 ): Pick<ConsoleProviders, "subscription" | "resourceHealth" | "inventory"> {
-  const credential = lazyDefaultCredential();
+  const credential = appContext.credential;
   const resourceGroups = consoleConfig.healthResourceGroups;
   const inventory = createResourceGraphInventoryProvider({ subscriptionId, credential });
   const resourceHealth = createAzureResourceHealthProvider({ subscriptionId, resourceGroups, credential });
@@ -244,7 +243,7 @@ export function buildConsoleParts(settings: ConsoleSettings): ConsoleParts {
       evidence,
       providers: {
         ...(consoleConfig.metrics
-          ? { metrics: createAzureMetricsProvider({ ...consoleConfig.metrics, credential: lazyDefaultCredential() }) }
+          ? { metrics: createAzureMetricsProvider({ ...consoleConfig.metrics, credential: appContext.credential }) }
           : {}),
         detectionReadiness: snapshotStore.reader("detection_readiness", { maxAgeMs: consoleConfig.snapshots.maxAgeMs }),
         t2Recovery: snapshotStore.reader("t2_recovery", { maxAgeMs: consoleConfig.snapshots.maxAgeMs }),
@@ -259,7 +258,7 @@ export function buildConsoleParts(settings: ConsoleSettings): ConsoleParts {
               cloudDeployments: createArmDeploymentsProvider({
                 subscriptionId: consoleConfig.subscriptionId,
                 resourceGroup: consoleConfig.deploymentsResourceGroup,
-                credential: lazyDefaultCredential(),
+                credential: appContext.credential,
               }),
             }
           : {}),
@@ -276,7 +275,7 @@ export function buildConsoleParts(settings: ConsoleSettings): ConsoleParts {
           ? {
               logs: createLogAnalyticsProvider({
                 workspaceId: consoleConfig.logAnalyticsWorkspaceId,
-                credential: lazyDefaultCredential(),
+                credential: appContext.credential,
               }),
             }
           : {}),
@@ -337,6 +336,7 @@ export function buildConsoleParts(settings: ConsoleSettings): ConsoleParts {
       jobApiUrl: appContext.config.jobApiUrl,
       databases: listDatabases,
       attempts: attemptLog,
+      credential: appContext.credential,
     }),
   });
   return { registry, coordinator, approvals, notifier, approvalActivities, opsLoop, snapshots };
