@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { writeFileDurablySync } from "../shared/storage/durable-file.js";
+import { processAlive } from "../shared/process-alive.js";
 
 /**
  * `stack.json` in the data folder tells the CLI (`blastplane token`, …) where the running local
@@ -24,22 +25,13 @@ export function stackFilePath(dataDir: string): string {
   return path.join(dataDir, "stack.json");
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
 /** The stack already running on this data folder, if any (a stale file from a killed stack is ignored). */
 export function readRunningStack(dataDir: string): StackFile | undefined {
   const file = stackFilePath(dataDir);
   if (!existsSync(file)) return undefined;
   try {
     const stack = JSON.parse(readFileSync(file, "utf8")) as StackFile;
-    return alive(stack.pid) ? stack : undefined;
+    return processAlive(stack.pid) ? stack : undefined;
   } catch {
     return undefined;
   }

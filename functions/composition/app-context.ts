@@ -1,4 +1,6 @@
 import type { TableServiceClient } from "@azure/data-tables";
+import type { TokenCredential } from "@azure/identity";
+import { azureCredential } from "../../shared/auth/azure-credential.js";
 import { DependencyUnavailableError } from "../../shared/errors.js";
 import { apiAudience, createJwtValidator, entraDiscoveryUrl } from "../../shared/auth/jwt-validator.js";
 import { type AppConfig, loadConfig } from "../../shared/config/load-config.js";
@@ -31,6 +33,11 @@ export interface AppContext {
   events: EventLog;
   /** The dashboard's one client of the job API (the results route and the submit activities). */
   jobApi: JobApiClient;
+  /**
+   * The app's Azure identity (the storage connection's user-assigned identity, else `AZURE_CLIENT_ID`):
+   * the process's one cached credential, shared by storage, Key Vault and the console's providers.
+   */
+  credential: TokenCredential;
 }
 
 /** The secret store shared with the job API: Key Vault in Azure, a local folder in the local stack. */
@@ -60,10 +67,12 @@ function build(): AppContext {
   const config = loadConfig(process.env);
   const logger = createLogger({ level: config.logLevel, base: { service: "functions" } });
   const secrets = secretStore(config);
+  const credential = azureCredential(config.storage.kind === "identity" ? config.storage.clientId : undefined);
   const apiTokens = new ApiTokenService(secrets);
   return {
     secrets,
     apiTokens,
+    credential,
     audit: createAuditLog(config.storage),
     events: createEventLog(config.storage),
     config,

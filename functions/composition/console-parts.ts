@@ -23,13 +23,12 @@ import { createAzureHealthMetrics } from "../../shared/console/providers/azure-h
 import { createAzureResourceHealthProvider } from "../../shared/console/providers/azure-resource-health.js";
 import { createSubscriptionHealth } from "../../shared/console/providers/subscription-health.js";
 import type { ConsoleProviders } from "../../shared/console/providers/providers.js";
-import { lazyDefaultCredential } from "../../shared/console/providers/azure-credential.js";
 import { createResourceGraphInventoryProvider } from "../../shared/console/providers/azure-resource-graph.js";
 import { createLocalInventoryProvider } from "../../shared/console/providers/local-inventory.js";
 import { createConsoleToolRegistry } from "../../shared/console/tools/index.js";
 import { createUsageLedger } from "../../shared/console/usage/usage-ledger.js";
 import { createRecurrentQueryWatch } from "../../shared/console/recurrent-query.js";
-import { createFileDatabaseCatalog } from "../../shared/databases/database-catalog.js";
+import type { DatabaseService } from "../../shared/databases/database-service.js";
 import { createEvidenceStore, EVIDENCE_CONTAINER } from "../../shared/ops/evidence-store.js";
 import { createActionExecutors } from "./action-executors.js";
 import { createActionOutcomeStore } from "../../shared/ops/actions/action-outcomes.js";
@@ -53,7 +52,7 @@ import {
 } from "./dashboard-deps.js";
 import type { ConsoleParts, ConsoleSettings } from "./console-parts-types.js";
 import { deploymentSnapshotSources } from "./console-snapshots.js";
-import { invocationDurable } from "./invocation-durable.js";
+import { currentInvocationDurable, invocationDurable } from "./invocation-durable.js";
 
 /** What the cluster actions act on, when configured: the job API Deployment (Kubernetes) and the node pools (Resource Manager). */
 interface ClusterTargets {
@@ -67,7 +66,7 @@ function clusterTargets(consoleConfig: ConsoleConfig): ClusterTargets {
     deployment: actions.jobApiDeployment ? createJobApiDeployment(actions.jobApiDeployment) : undefined,
     agentPools:
       actions.aks && subscriptionId
-        ? createAksAgentPools({ subscriptionId, ...actions.aks, credential: lazyDefaultCredential() })
+        ? createAksAgentPools({ subscriptionId, ...actions.aks, credential: appContext.credential })
         : undefined,
   };
 }
@@ -86,17 +85,15 @@ async function clusterReachable(targets: ClusterTargets): Promise<boolean | unde
 /** The control plane's current state as the verifier reads it; what has no provider here is unobserved. */
 function stateReader(
   consoleConfig: ConsoleConfig,
+  databases: Pick<DatabaseService, "get">,
   killSwitch: ReturnType<typeof createKillSwitch>,
   targets: ClusterTargets,
 ): ControlPlaneStateReader {
   return {
     jobStatus: async (id) => (await dashboardJobs().get(id))?.status ?? null,
     async database(name) {
-      const dir = appContext.config.databasesDir;
-      if (!dir) return undefined;
-      const entry = await createFileDatabaseCatalog(dir).get(name);
-      if (!entry) return null;
-      return { update_available: (await databaseState().get(name)).update_available };
+      const database = await databases.get(name);
+      return database ? { update_available: database.update_available } : null;
     },
     apiTokenConfigured: async () => (await appContext.apiTokens.state()) !== undefined,
     clusterReachable: () => clusterReachable(targets),
@@ -114,7 +111,7 @@ function subscriptionProviders(
   subscriptionId: string,
   { config: consoleConfig, healthMetricSet }: ConsoleSettings,
 ): Pick<ConsoleProviders, "subscription" | "resourceHealth" | "inventory"> {
-  const credential = lazyDefaultCredential();
+  const credential = appContext.credential;
   const resourceGroups = consoleConfig.healthResourceGroups;
   const inventory = createResourceGraphInventoryProvider({ subscriptionId, credential });
   const resourceHealth = createAzureResourceHealthProvider({ subscriptionId, resourceGroups, credential });
@@ -183,7 +180,11 @@ export function buildConsoleParts(settings: ConsoleSettings): ConsoleParts {
       }),
   });
   const targets = clusterTargets(consoleConfig);
-  const reader = stateReader(consoleConfig, killSwitch, targets);
+  // The databases as the dashboard's routes and the executors see them: the table catalog (DATABASES_DIR is
+  // only where the local stack keeps its files; Azure has none), with each one's warm-up and update state.
+  const databases = databaseService({ durable: () => currentInvocationDurable, logger: appContext.logger });
+  const listDatabases = () => databases.list();
+  const reader = stateReader(consoleConfig, databases, killSwitch, targets);
   const verify = (action: ProposedAction) => verifyAction(action, actionTypes, reader);
   // Every route to the verifier records its attempts (sanitized) for query_t2_recovery.
   const attemptLog = createAttemptLog(source);
@@ -229,22 +230,6 @@ export function buildConsoleParts(settings: ConsoleSettings): ConsoleParts {
     reminderOffsetsSeconds: consoleConfig.reminderOffsetsSeconds,
     loadPolicy: consoleConfig.loadPolicy,
   });
-  const databasesDir = appContext.config.databasesDir;
-  async function listDatabases() {
-    if (!databasesDir) return [];
-    const entries = await createFileDatabaseCatalog(databasesDir).list();
-    return Promise.all(
-      entries.map(async (e) => {
-        const state = await databaseState().get(e.manifest.name);
-        return {
-          name: e.manifest.name,
-          version: e.manifest.version,
-          warm_state: state.warm_state,
-          update_available: state.update_available,
-        };
-      }),
-    );
-  }
   // Browser artifacts and large tool evidence: content-addressed, write-once blobs.
   const evidence = createEvidenceStore(() => openBlobContainer(appContext.config.storage, EVIDENCE_CONTAINER));
   const registry = createConsoleToolRegistry(
@@ -268,7 +253,7 @@ export function buildConsoleParts(settings: ConsoleSettings): ConsoleParts {
       evidence,
       providers: {
         ...(consoleConfig.metrics
-          ? { metrics: createAzureMetricsProvider({ ...consoleConfig.metrics, credential: lazyDefaultCredential() }) }
+          ? { metrics: createAzureMetricsProvider({ ...consoleConfig.metrics, credential: appContext.credential }) }
           : {}),
         detectionReadiness: snapshotStore.reader("detection_readiness", { maxAgeMs: consoleConfig.snapshots.maxAgeMs }),
         t2Recovery: snapshotStore.reader("t2_recovery", { maxAgeMs: consoleConfig.snapshots.maxAgeMs }),
@@ -283,7 +268,7 @@ export function buildConsoleParts(settings: ConsoleSettings): ConsoleParts {
               cloudDeployments: createArmDeploymentsProvider({
                 subscriptionId: consoleConfig.subscriptionId,
                 resourceGroup: consoleConfig.deploymentsResourceGroup,
-                credential: lazyDefaultCredential(),
+                credential: appContext.credential,
               }),
             }
           : {}),
@@ -300,7 +285,7 @@ export function buildConsoleParts(settings: ConsoleSettings): ConsoleParts {
           ? {
               logs: createLogAnalyticsProvider({
                 workspaceId: consoleConfig.logAnalyticsWorkspaceId,
-                credential: lazyDefaultCredential(),
+                credential: appContext.credential,
               }),
             }
           : {}),
@@ -370,6 +355,7 @@ export function buildConsoleParts(settings: ConsoleSettings): ConsoleParts {
       jobApiUrl: appContext.config.jobApiUrl,
       databases: listDatabases,
       attempts: attemptLog,
+      credential: appContext.credential,
     }),
   });
   return { registry, coordinator, approvals, notifier, approvalActivities, opsLoop, snapshots };

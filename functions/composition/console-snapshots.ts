@@ -6,8 +6,8 @@
  * cluster, the storage account (Resource Graph, `SVC_SUBSCRIPTION_ID`) and the app's settings. Part of the console's chunk (`console-parts.ts`).
  */
 
+import type { TokenCredential } from "@azure/identity";
 import type { ConsoleConfig } from "../../shared/console/console-config.js";
-import { lazyDefaultCredential } from "../../shared/console/providers/azure-credential.js";
 import type { AttemptLog } from "../../shared/ops/snapshots/attempt-log.js";
 import {
   aksBaselineObserver,
@@ -52,12 +52,14 @@ export interface DeploymentSnapshotOptions {
   jobApiUrl: string | undefined;
   databases: () => Promise<{ name: string; warm_state: string }[]>;
   attempts: AttemptLog;
+  /** The app's Azure identity (AKS and Resource Manager reads). */
+  credential: TokenCredential;
 }
 
 /** Every snapshot source of this deployment, in the order the producer records them. */
 export function deploymentSnapshotSources(o: DeploymentSnapshotOptions): SnapshotSource[] {
   const cluster = o.settings.aksClusterId ? parseAksClusterId(o.settings.aksClusterId) : undefined;
-  const readAks = cluster ? aksClusterReader({ cluster, credential: lazyDefaultCredential() }) : undefined;
+  const readAks = cluster ? aksClusterReader({ cluster, credential: o.credential }) : undefined;
   const accountName = storageAccountNameOf(o.identityTableUrl);
   return [
     detectionReadinessSource(readinessProbes(o, readAks)),
@@ -69,7 +71,7 @@ export function deploymentSnapshotSources(o: DeploymentSnapshotOptions): Snapsho
             storage_account: storageAccountObserver({
               subscriptionId: o.subscriptionId,
               accountName,
-              credential: lazyDefaultCredential(),
+              credential: o.credential,
             }),
           }
         : {}),

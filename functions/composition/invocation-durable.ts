@@ -25,3 +25,14 @@ export function invocationDurable(): OrchestrationClient {
     );
   return client;
 }
+
+/**
+ * A durable client for what is built once but starts or reads orchestrations per call: each call
+ * goes to the client of the invocation it runs in (refused outside one, like {@link invocationDurable}).
+ */
+export const currentInvocationDurable: OrchestrationClient = {
+  startNew: (name, options) => invocationDurable().startNew(name, options),
+  getInstance: (instanceId) => invocationDurable().getInstance(instanceId),
+  listInstances: (options) => invocationDurable().listInstances(options),
+  raiseEvent: (instanceId, eventName, eventData) => invocationDurable().raiseEvent(instanceId, eventName, eventData),
+};

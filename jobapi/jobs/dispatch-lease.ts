@@ -4,6 +4,7 @@ import type { TableClient } from "@azure/data-tables";
 import type { Logger } from "../../shared/logging/logger.js";
 import { openTableClient, type StorageTarget } from "../../shared/storage/storage-connection.js";
 import { isStatus } from "../../shared/storage/table-text.js";
+import { processAlive } from "../../shared/process-alive.js";
 
 const PARTITION = "lease";
 const ROW = "dispatch";
@@ -40,15 +41,6 @@ interface LeaseRow {
   write_id: string;
   acquired_at: string;
   renewed_at: string;
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
 }
 
 /**

@@ -5,7 +5,7 @@ import type { AuditLog } from "../ops/audit.js";
 import { newOperationId, OPERATION_TYPES, type OperationView, operationView } from "../orchestrations/operations.js";
 import type { OrchestrationClient } from "../orchestrations/orchestration-client.js";
 import { Orchestrations } from "../orchestrations/queue-labels.js";
-import type { DatabaseCatalog } from "./catalog-types.js";
+import type { DatabaseCatalog, DatabaseEntry } from "./catalog-types.js";
 import { databaseSummary } from "./database-catalog.js";
 import type { DatabaseState, DatabaseStateStore } from "./database-state.js";
 
@@ -81,27 +81,34 @@ export function createDatabaseService(dependencies: DatabaseServiceDependencies)
     });
   }
 
+  /** A release as listed: its summary and the state of the release now serving. */
+  async function listing(entry: DatabaseEntry): Promise<DatabaseListing> {
+    const state = await states.get(entry.manifest.name);
+    const serving = entry.manifest.version;
+    return {
+      ...databaseSummary(entry),
+      // Warm-up state belongs to a release: a newer release serving is cold until warmed.
+      warm_state: state.warmed_version === serving || state.warm_state === "warming" ? state.warm_state : "cold",
+      warmed_at: state.warmed_version === serving ? state.warmed_at : null,
+      // A check that read the catalog just before a prepare swapped in its release may flag the
+      // release now serving; that is not an update.
+      update_available: state.update_available && state.latest_release !== serving,
+      latest_release: state.latest_release,
+      checked_at: state.checked_at,
+    };
+  }
+
   return {
     /** Every prepared database with its warm-up and update state. */
     async list(): Promise<DatabaseListing[]> {
       const entries = await catalog().list();
-      return Promise.all(
-        entries.map(async (entry) => {
-          const state = await states.get(entry.manifest.name);
-          const serving = entry.manifest.version;
-          return {
-            ...databaseSummary(entry),
-            // Warm-up state belongs to a release: a newer release serving is cold until warmed.
-            warm_state: state.warmed_version === serving || state.warm_state === "warming" ? state.warm_state : "cold",
-            warmed_at: state.warmed_version === serving ? state.warmed_at : null,
-            // A check that read the catalog just before a prepare swapped in its release may flag the
-            // release now serving; that is not an update.
-            update_available: state.update_available && state.latest_release !== serving,
-            latest_release: state.latest_release,
-            checked_at: state.checked_at,
-          };
-        }),
-      );
+      return Promise.all(entries.map(listing));
+    },
+
+    /** One prepared database with its warm-up and update state; undefined when it is not prepared. */
+    async get(name: string): Promise<DatabaseListing | undefined> {
+      const entry = await catalog().get(name);
+      return entry ? listing(entry) : undefined;
     },
 
     /** Starts preparing the source's latest release of `name` (audited). */

@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { writeFileDurably } from "../storage/durable-file.js";
 import { RELEASE_NAME } from "./ncbi-source.js";
+import { processAlive } from "../process-alive.js";
 
 /**
  * The release folders of one database, `<databasesDir>/<name>/`: immutable `YYYY-MM-DD-HH-MM-SS/`
@@ -44,15 +45,6 @@ export async function claimStaging(staging: string, now = new Date()): Promise<v
     path.join(staging, OWNER_FILE),
     JSON.stringify({ host: os.hostname(), pid: process.pid, started_at: now.toISOString() }),
   );
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
 }
 
 /** mtime of `file` in ms, or undefined when it is gone (a concurrent prepare may have moved it). */

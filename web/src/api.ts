@@ -13,10 +13,10 @@ import type {
   dashboardResultsQuerySchema,
   dashboardSubmitSchema,
 } from "../../shared/dashboard/schemas.js";
-import type { databaseSummary } from "../../shared/databases/database-catalog.js";
-import type { DatabaseState } from "../../shared/databases/database-state.js";
+import type { DatabaseListing } from "../../shared/databases/database-service.js";
 import type { FieldIssue } from "../../shared/errors.js";
 import type { QueueDiagnostics } from "../../shared/orchestrations/diagnostics.js";
+import type { ApiTokenStatus } from "../../shared/secrets/api-token-settings.js";
 import type { StoredWorkspace, Workspace } from "../../shared/workspace/workspace.js";
 
 export type { Caller, FieldIssue, QueueDiagnostics, StoredWorkspace, Workspace };
@@ -50,17 +50,10 @@ export type JobEnvelope = JobView & {
 };
 
 /** One database of `GET /api/databases`. */
-export type DatabaseView = ReturnType<typeof databaseSummary> &
-  Pick<DatabaseState, "warm_state" | "warmed_at" | "update_available" | "latest_release" | "checked_at">;
+export type DatabaseView = DatabaseListing;
 
 /** `GET /api/settings/api-token` (declared in functions/api-token.ts). */
-export interface ApiTokenStatus {
-  configured: boolean;
-  last_four: string | null;
-  created_at: string | null;
-  rotated_at: string | null;
-  previous_valid_until: string | null;
-}
+export type { ApiTokenStatus };
 
 /** `GET /api/health/queue/result/{task_id}` (declared in functions/diagnostics.ts). */
 export interface NoopResult {

@@ -213,3 +213,24 @@ export function LiveText(props: { children: ComponentChildren }) {
     </p>
   );
 }
+
+/** Previous / Next through `pages` pages (the jobs list, the hit table); `children` says where the reader is. */
+export function Pager(props: {
+  label: string;
+  page: number;
+  pages: number;
+  onPage: (page: number) => void;
+  children: ComponentChildren;
+}) {
+  return (
+    <nav class="pager" aria-label={props.label}>
+      <button type="button" disabled={props.page <= 1} onClick={() => props.onPage(props.page - 1)}>
+        Previous
+      </button>
+      <span>{props.children}</span>
+      <button type="button" disabled={props.page >= props.pages} onClick={() => props.onPage(props.page + 1)}>
+        Next
+      </button>
+    </nav>
+  );
+}

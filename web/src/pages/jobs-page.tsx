@@ -3,7 +3,17 @@ import { type JobStatus, TERMINAL_STATUSES } from "../../../shared/jobs/model.js
 import type { JobView } from "../api.js";
 import { formatTime } from "../format.js";
 import { Link } from "../router.js";
-import { ErrorNotice, PageTitle, StatusBadge, useApp, useAsync, useCan, usePolling, ScrollRegion } from "../ui.js";
+import {
+  ErrorNotice,
+  PageTitle,
+  Pager,
+  StatusBadge,
+  useApp,
+  useAsync,
+  useCan,
+  usePolling,
+  ScrollRegion,
+} from "../ui.js";
 
 const STATUSES = ["queued", "dispatching", "submitting", "running", "completed", "failed", "cancelled"] as const;
 const PAGE_SIZE = 20;
@@ -142,17 +152,9 @@ export function JobsPage() {
         </ScrollRegion>
       ) : null}
       {pages > 1 ? (
-        <nav class="pager" aria-label="Job pages">
-          <button type="button" disabled={page <= 1} onClick={() => setPage(page - 1)}>
-            Previous
-          </button>
-          <span>
-            Page {page} of {pages}
-          </span>
-          <button type="button" disabled={page >= pages} onClick={() => setPage(page + 1)}>
-            Next
-          </button>
-        </nav>
+        <Pager label="Job pages" page={page} pages={pages} onPage={setPage}>
+          Page {page} of {pages}
+        </Pager>
       ) : null}
       {/* Not a live region: it changes every poll, which a screen reader would announce each time. */}
       {updatedAt ? <p class="live">Updated {updatedAt.toLocaleTimeString()}</p> : null}

@@ -1,6 +1,6 @@
 import { useMemo, useState } from "preact/hooks";
 import { formatCount } from "../format.js";
-import { ScrollRegion } from "../ui.js";
+import { Pager, ScrollRegion } from "../ui.js";
 import type { HitRow } from "./tabular.js";
 
 type Column = { key: keyof HitRow; label: string; numeric: boolean };
@@ -94,19 +94,11 @@ export function HitTable(props: { rows: readonly HitRow[]; caption: string }) {
           </tbody>
         </table>
       </ScrollRegion>
-      <nav class="pager" aria-label={`${props.caption} pages`}>
-        <button type="button" disabled={current <= 1} onClick={() => setPage(current - 1)}>
-          Previous
-        </button>
-        <span>
-          Rows {formatCount(sorted.length === 0 ? 0 : (current - 1) * PAGE_SIZE + 1)}–
-          {formatCount(Math.min(current * PAGE_SIZE, sorted.length))} of {formatCount(sorted.length)} (page {current} of{" "}
-          {pages})
-        </span>
-        <button type="button" disabled={current >= pages} onClick={() => setPage(current + 1)}>
-          Next
-        </button>
-      </nav>
+      <Pager label={`${props.caption} pages`} page={current} pages={pages} onPage={setPage}>
+        Rows {formatCount(sorted.length === 0 ? 0 : (current - 1) * PAGE_SIZE + 1)}–
+        {formatCount(Math.min(current * PAGE_SIZE, sorted.length))} of {formatCount(sorted.length)} (page {current} of{" "}
+        {pages})
+      </Pager>
     </div>
   );
 }
