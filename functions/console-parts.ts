@@ -223,6 +223,7 @@ export function buildConsoleParts(): ConsoleParts {
     verify: verifyAs("approval"),
     executor,
     killSwitch,
+    actionTypes,
     approvers: consoleConfig.approvers,
     ttlSeconds: consoleConfig.approvalTtlSeconds,
     reminderOffsetsSeconds: consoleConfig.reminderOffsetsSeconds,

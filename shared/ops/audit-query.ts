@@ -1,8 +1,12 @@
+import { sameObjectId } from "../auth/object-id.js";
 import { InvalidFieldError } from "../errors.js";
-import type { AuditEntry, AuditLog } from "./audit.js";
+import type { Role } from "../auth/roles.js";
+import { type AuditEntry, type AuditLog, auditVisibleTo } from "./audit.js";
 
 /** Filters of {@link queryAudit}: every given filter must match. */
 export interface AuditQuery {
+  /** The caller's role: entries above it are not returned, not counted, not paged over. */
+  role: Role;
   event_id?: string;
   /** An actor's object id or display name (exact). */
   actor?: string;
@@ -49,9 +53,11 @@ export async function queryAudit(audit: AuditLog, query: AuditQuery): Promise<Au
   const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
   const all = await audit.list({ since: query.since, action: query.action, limit: AUDIT_SCAN_LIMIT });
   const matching = all.filter((e) => {
+    if (!auditVisibleTo(e, query.role)) return false;
     if (query.until && e.at > query.until.toISOString()) return false;
     if (query.event_id !== undefined && e.details.event_id !== query.event_id) return false;
-    if (query.actor !== undefined && e.actor.oid !== query.actor && e.actor.name !== query.actor) return false;
+    if (query.actor !== undefined && !sameObjectId(e.actor.oid, query.actor) && e.actor.name !== query.actor)
+      return false;
     if (query.decision !== undefined && (e.details.decision ?? e.outcome) !== query.decision) return false;
     if (query.mode !== undefined && e.details.mode !== query.mode) return false;
     // Newest first: a page continues with entries strictly older than the cursor's.

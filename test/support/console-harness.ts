@@ -113,6 +113,7 @@ export function consoleHarness(
     verify,
     executor,
     killSwitch,
+    actionTypes: actions,
     approvers,
     ttlSeconds: options.ttlSeconds ?? 3600,
     reminderOffsetsSeconds: options.reminderOffsetsSeconds ?? [1800, 300],

@@ -1,5 +1,7 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
+import { sameObjectId } from "../../auth/object-id.js";
+import type { Role } from "../../auth/roles.js";
 import type { AuditActor } from "../../ops/audit.js";
 import type { Severity } from "../../ops/rules/rule-catalog.js";
 import type { ProposedAction } from "../../ops/verifier/verifier.js";
@@ -25,7 +27,8 @@ export interface ApprovalItem {
   created_at: string;
   expires_at: string;
   state: ApprovalState;
-  decision?: { actor: AuditActor; decision: ApprovalDecision; justification: string; at: string };
+  /** `role`: the decider's effective role when it decided (checked again before execution). */
+  decision?: { actor: AuditActor; role?: Role; decision: ApprovalDecision; justification: string; at: string };
   timed_out_at?: string;
   /** Set once the approved action ran (exactly once). */
   execution?: { status: "succeeded" | "failed" | "refused"; at: string; result: unknown };
@@ -87,7 +90,13 @@ export interface ApprovalStore {
   /** Records a decision, or says why not (self-approval, timeout, conflict, wrong hash). */
   decide(
     approvalId: string,
-    decision: { actor: AuditActor; decision: ApprovalDecision; justification: string; action_hash: string },
+    decision: {
+      actor: AuditActor;
+      role?: Role;
+      decision: ApprovalDecision;
+      justification: string;
+      action_hash: string;
+    },
     now: Date,
   ): Promise<DecideOutcome | undefined>;
   /** Moves a pending item whose TTL passed to `timeout`; true only for the call that did it. */
@@ -210,11 +219,12 @@ export function createApprovalStore(source: TableSource): ApprovalStore {
           return timedOut;
         }
         if (item.decision) {
-          const same = item.decision.actor.oid === decision.actor.oid && item.decision.decision === decision.decision;
+          const same =
+            sameObjectId(item.decision.actor.oid, decision.actor.oid) && item.decision.decision === decision.decision;
           outcome = { kind: same ? "existing" : "conflict", item };
           return undefined;
         }
-        if (decision.actor.oid === item.requester.oid) {
+        if (sameObjectId(decision.actor.oid, item.requester.oid)) {
           outcome = { kind: "self_approval", item };
           return undefined;
         }
@@ -227,6 +237,7 @@ export function createApprovalStore(source: TableSource): ApprovalStore {
           state: decision.decision === "approve" ? "approved" : "rejected",
           decision: {
             actor: decision.actor,
+            ...(decision.role ? { role: decision.role } : {}),
             decision: decision.decision,
             justification: decision.justification,
             at: now.toISOString(),
