@@ -11,7 +11,13 @@ import type { ProposedAction, VerifierReport } from "../../ops/verifier/verifier
 import type { Notifier } from "../notify/outbox-notifier.js";
 import { ToolError } from "../tools/tool.js";
 import { type DeliveryPolicy, type LoadPolicy, planDelivery } from "./load-policy.js";
-import { type ApprovalDecision, type ApprovalItem, type ApprovalStore, actionHash } from "./approval-store.js";
+import {
+  type ApprovalDecision,
+  type ApprovalItem,
+  type ApprovalStore,
+  actionHash,
+  approvalIdOf,
+} from "./approval-store.js";
 import { createApprovalAuthority, DECIDER_ROLE_BELOW_FLOOR, NO_SELF_APPROVAL } from "./authority.js";
 
 export { DECIDER_ROLE_BELOW_FLOOR, NO_SELF_APPROVAL } from "./authority.js";
@@ -32,6 +38,8 @@ export interface ApprovalServiceDependencies {
   reminderOffsetsSeconds: readonly number[];
   /** The load policy the orchestration planned with: it names each group's members. */
   loadPolicy?: LoadPolicy;
+  /** Bounds on pending approvals; {@link DEFAULT_PENDING_LIMITS} when unset. */
+  pendingLimits?: Partial<PendingLimits>;
 }
 
 /** The group a deferred or grouped request goes out with: all non-critical requests planned for `send_at`. */
@@ -43,6 +51,27 @@ export interface DeliveryGroup {
 /** A group's digest id: opaque, and the same on every host and replay for the same send time. */
 export function digestIdOf(sendAt: string): string {
   return `dig_${createHash("sha256").update(`approval-digest/${sendAt}`).digest("hex").slice(0, 24)}`;
+}
+
+/** How many approvals may wait at once: per requester, and per action type and target. */
+export interface PendingLimits {
+  perRequester: number;
+  perActionTarget: number;
+}
+
+/** Defaults: enough for an operator's working set, too few to flood the approvers (issue 21 item 7). */
+export const DEFAULT_PENDING_LIMITS: PendingLimits = { perRequester: 10, perActionTarget: 3 };
+
+/** A filing refused because too many approvals are pending; nothing was filed or sent. */
+export class ApprovalLimitError extends ToolError {
+  constructor(
+    readonly limit: "per_requester" | "per_action_target",
+    readonly max: number,
+    message: string,
+  ) {
+    super("conflict", `Not filed: ${message}.`, { reason: "pending_approval_limit", limit, max });
+    this.name = "ApprovalLimitError";
+  }
 }
 
 /** What a decision returns: the item as recorded, and the execution when it ran now or before. */
@@ -230,6 +259,32 @@ export function createApprovalService(deps: ApprovalServiceDependencies) {
       requestId: string;
       now: Date;
     }): Promise<ApprovalItem> {
+      // A retry of the same filing (same idempotency key) is the same item, whatever the bounds say now.
+      const replay = await store.get(approvalIdOf(input.idempotencyKey));
+      if (!replay) {
+        const pending = (await store.listPending()).filter((p) => input.now.getTime() < Date.parse(p.expires_at));
+        // An identical request already waiting: that item is the answer, nothing new is filed or sent.
+        const hash = actionHash(input.action);
+        const identical = pending.find((p) => p.action_hash === hash);
+        if (identical) return identical;
+        const limits = { ...DEFAULT_PENDING_LIMITS, ...deps.pendingLimits };
+        const sameTarget = pending.filter(
+          (p) => p.action.action_type === input.action.action_type && p.action.target === input.action.target,
+        );
+        if (sameTarget.length >= limits.perActionTarget)
+          throw new ApprovalLimitError(
+            "per_action_target",
+            limits.perActionTarget,
+            `${sameTarget.length} approvals of ${input.action.action_type} on ${input.action.target} are already pending (at most ${limits.perActionTarget}); decide or let them expire first`,
+          );
+        const mine = pending.filter((p) => sameObjectId(p.requester.oid, input.requester.oid));
+        if (mine.length >= limits.perRequester)
+          throw new ApprovalLimitError(
+            "per_requester",
+            limits.perRequester,
+            `you already have ${mine.length} approvals pending (at most ${limits.perRequester}); wait for decisions or expiry before filing more`,
+          );
+      }
       const item = await store.file(
         {
           idempotency_key: input.idempotencyKey,

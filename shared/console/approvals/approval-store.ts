@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { sameObjectId } from "../../auth/object-id.js";
+import { canonicalJson } from "../../canonical-json.js";
 import type { Role } from "../../auth/roles.js";
 import type { AuditActor } from "../../ops/audit.js";
 import type { Severity } from "../../ops/rules/rule-catalog.js";
@@ -57,22 +58,16 @@ export const APPROVALS_TABLE = "approvals";
 export const APPROVAL_CLAIMS_TABLE = "approvalclaims";
 const PARTITION = "a";
 
-/** JSON with sorted keys, so equal actions hash equally whatever their key order. */
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
-  if (value && typeof value === "object")
-    return `{${Object.keys(value)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`)
-      .join(",")}}`;
-  return JSON.stringify(value);
-}
-
 /** The `action_hash` binding an approval to the exact action, target and parameters. */
 export function actionHash(action: ProposedAction): string {
   return createHash("sha256")
-    .update(canonical({ action_type: action.action_type, target: action.target, params: action.params }))
+    .update(canonicalJson({ action_type: action.action_type, target: action.target, params: action.params }))
     .digest("hex");
+}
+
+/** The opaque approval id of a filing: a digest of its idempotency key. */
+export function approvalIdOf(idempotencyKey: string): string {
+  return `apr_${createHash("sha256").update(idempotencyKey).digest("hex").slice(0, 24)}`;
 }
 
 export const approvalIdSchema = z.string().regex(/^apr_[0-9a-f]{24}$/, "approval ids look like apr_ and 24 hex digits");
@@ -168,7 +163,7 @@ export function createApprovalStore(source: TableSource): ApprovalStore {
 
   return {
     async file(input, now) {
-      const approval_id = `apr_${createHash("sha256").update(input.idempotency_key).digest("hex").slice(0, 24)}`;
+      const approval_id = approvalIdOf(input.idempotency_key);
       const item: ApprovalItem = {
         approval_id,
         idempotency_key: input.idempotency_key,

@@ -5,7 +5,7 @@ import type { EvidenceStore } from "../../ops/evidence-store.js";
 import { redactSecrets } from "../../ops/secret-scanner.js";
 import type { Severity } from "../../ops/rules/rule-catalog.js";
 import type { ProposedAction, VerifierReport } from "../../ops/verifier/verifier.js";
-import type { ApprovalService } from "../approvals/approval-service.js";
+import { ApprovalLimitError, type ApprovalService } from "../approvals/approval-service.js";
 import type { RecurrentQueryWatch } from "../recurrent-query.js";
 import type { ToolRegistry } from "../tools/registry.js";
 import {
@@ -222,15 +222,36 @@ export function createCoordinator(deps: CoordinatorDependencies) {
             : deps.approvals.authority.filingCause(role, action.action_type, report.verdict);
       if (cause) {
         const severity: Severity = action.action_type === "kill_switch" ? "critical" : "medium";
-        const item = await deps.approvals.request({
-          action,
-          requester: actor,
-          reason: "verifier_abstained",
-          severity,
-          idempotencyKey: `console/${requestId}/${descriptor.name}`,
-          requestId,
-          now: now(),
-        });
+        let item: Awaited<ReturnType<ApprovalService["request"]>>;
+        try {
+          item = await deps.approvals.request({
+            action,
+            requester: actor,
+            reason: "verifier_abstained",
+            severity,
+            idempotencyKey: `console/${requestId}/${descriptor.name}`,
+            requestId,
+            now: now(),
+          });
+        } catch (error) {
+          if (!(error instanceof ApprovalLimitError)) throw error;
+          // Too many pending: refused with the reason, and nothing filed, started or sent.
+          const entry = await deps.audit.record({
+            ...auditBase,
+            outcome: "denied",
+            details: {
+              side_effect_class: descriptor.side_effect_class,
+              intent,
+              args: argDetails,
+              cause,
+              ...error.details,
+            },
+          });
+          return reply(requestId, "refused", `${error.message} Nothing was executed.`, {
+            intent,
+            audit_ids: [entry.audit_id],
+          });
+        }
         const entry = await deps.audit.record({
           ...auditBase,
           outcome: "denied",
