@@ -106,6 +106,47 @@ async function visibleTo(role: Role): Promise<{ ids: Set<string>; text: string }
   return { ids, text };
 }
 
+describe("secrets typed into tool arguments (issue 21 item 3)", () => {
+  const TOKEN = "bpt_Zk9xQ2V3c1R5dW1vYmF0aGVyZWFsdG9rZW4xMjM0NTY";
+  const JWT = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJvaWQtb3R0byIsInJvbGVzIjpbIk93bmVyIl19.c2lnbmF0dXJlMTIzNDU2";
+  const KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+  const CONN = `DefaultEndpointsProtocol=https;AccountName=blastdata;AccountKey=${KEY};EndpointSuffix=core.windows.net`;
+
+  it("C-236 C-534: a job-API token, a JWT and a storage connection string typed into tool arguments reach neither the audit, nor query_audit, nor the reply, whoever typed them", async () => {
+    const replies: string[] = [];
+    for (const [role, oid] of [
+      ["Reader", "oid-rita"],
+      ["Owner", "oid-otto"],
+    ] as const)
+      for (const secret of [TOKEN, `Bearer ${JWT}`, CONN])
+        replies.push(
+          JSON.stringify(
+            await h.coordinator.handleTurn(callerWith(role, oid), {
+              text: `explore_catalog query=${JSON.stringify(`job.failed ${secret}`)}`,
+            }),
+          ),
+        );
+    // A justification is free text too.
+    const filed = await h.coordinator.handleTurn(callerWith("Contributor", "oid-cora"), {
+      text: "run_runbook name=rotate_api_token dry_run=false",
+    });
+    replies.push(
+      JSON.stringify(
+        await h.coordinator.handleTurn(callerWith("Owner", "oid-otto"), {
+          text: `approve_hil approval_id=${filed.approval_id} decision=reject justification=${JSON.stringify(`not with ${TOKEN}`)}`,
+        }),
+      ),
+    );
+    const stored = JSON.stringify(await h.audit.list({ limit: 1000 }));
+    const owner = await h.coordinator.handleTurn(callerWith("Owner", "oid-owen"), { text: "query_audit limit=100" });
+    const item = JSON.stringify(await h.approvalStore.get(filed.approval_id ?? ""));
+    for (const text of [stored, JSON.stringify(owner), item, ...replies])
+      for (const secret of [TOKEN, JWT, KEY, "eyJhbGciOiJSUzI1NiJ9"]) expect(text).not.toContain(secret);
+    expect(stored).toContain("[redacted:product_token]");
+    expect(stored).toContain("AccountKey=[redacted:connection_string]");
+  });
+});
+
 describe("audit visibility", () => {
   it("every kind of console entry was produced", () => {
     const kinds = new Set(all.map((e) => e.action));

@@ -103,7 +103,13 @@ describe("human approvals", () => {
       const item = await h.approvalStore.get(id);
       const outcome = await h.approvalStore.decide(
         id,
-        { actor: approver, decision: "approve", justification: "checked", action_hash: item?.action_hash ?? "" },
+        {
+          actor: approver,
+          role: "Owner",
+          decision: "approve",
+          justification: "checked",
+          action_hash: item?.action_hash ?? "",
+        },
         h.clock.now,
       );
       expect(outcome?.kind).toBe("recorded");
@@ -161,6 +167,7 @@ describe("human approvals", () => {
       id,
       {
         actor: { oid: "oid-abe", name: "Abe" },
+        role: "Owner",
         decision: "approve",
         justification: "checked",
         action_hash: item?.action_hash ?? "",
