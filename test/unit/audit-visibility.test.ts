@@ -17,7 +17,6 @@ let approvalId: string;
 /** The floor each kind of entry must have, written out independently of the code. */
 function expectedFloor(e: AuditEntry): Role {
   if (e.action === "console.tool_call" || e.action === "console.tool_started") {
-    if (e.details.approval_id !== undefined) return "Approver";
     switch (e.target) {
       case "query_audit":
       case "search_tools":
@@ -32,6 +31,7 @@ function expectedFloor(e: AuditEntry): Role {
       case "approve_hil":
         return "Approver";
       case "run_runbook":
+        // dry_run=false is Owner; the filed call (with the approval's id) stays Owner, above Approver.
         return "Owner";
     }
   }
