@@ -1,6 +1,6 @@
 import { jsonResult } from "../shared/http/envelope.js";
-import { apiTokenSettings } from "./dashboard-deps.js";
-import { callerOf, route } from "./http-route.js";
+import { apiTokenSettings } from "./composition/dashboard-deps.js";
+import { callerOf, route } from "./composition/http-route.js";
 
 /** Responses carrying the token must not be kept by browsers or proxies. */
 const NO_STORE = { "Cache-Control": "no-store" };

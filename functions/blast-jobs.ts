@@ -2,7 +2,7 @@ import { Readable } from "node:stream";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import { FASTA_LIMITS } from "../shared/blast/fasta.js";
 import type { DashboardJob } from "../shared/dashboard/dashboard-jobs.js";
-import type { OperationView } from "../shared/dashboard/operations.js";
+import type { OperationView } from "../shared/orchestrations/operations.js";
 import {
   dashboardJobListQuerySchema,
   dashboardJobPathSchema,
@@ -11,8 +11,8 @@ import {
 } from "../shared/dashboard/schemas.js";
 import { jsonResult } from "../shared/http/envelope.js";
 import { parseJsonBody, parsePath, parseQuery } from "../shared/http/validation.js";
-import { dashboardJobService } from "./dashboard-deps.js";
-import { callerOf, route } from "./http-route.js";
+import { dashboardJobService } from "./composition/dashboard-deps.js";
+import { callerOf, route } from "./composition/http-route.js";
 
 /** A dashboard job as the routes show it (never its request fingerprint or cancel flag). */
 function jobView(job: DashboardJob) {

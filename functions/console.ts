@@ -5,9 +5,9 @@ import { effectiveRole } from "../shared/console/tools/tool.js";
 import { ForbiddenError, NotFoundError } from "../shared/errors.js";
 import { jsonResult } from "../shared/http/envelope.js";
 import { parseJsonBody } from "../shared/http/validation.js";
-import { appContext } from "./app-context.js";
-import { consoleParts } from "./console-deps.js";
-import { callerOf, route } from "./http-route.js";
+import { appContext } from "./composition/app-context.js";
+import { consoleParts } from "./composition/console-deps.js";
+import { callerOf, route } from "./composition/http-route.js";
 
 /** A chat turn: bounded text and the optional agent selections of coordinator rule 8. */
 const turnBody = z.strictObject({

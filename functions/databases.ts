@@ -1,10 +1,10 @@
 import { z } from "zod";
 import { DATABASE_NAME } from "../shared/blast/database-builder.js";
-import type { OperationView } from "../shared/dashboard/operations.js";
+import type { OperationView } from "../shared/orchestrations/operations.js";
 import { jsonResult } from "../shared/http/envelope.js";
 import { parsePath } from "../shared/http/validation.js";
-import { databaseService } from "./dashboard-deps.js";
-import { callerOf, type RouteScope, route } from "./http-route.js";
+import { databaseService } from "./composition/dashboard-deps.js";
+import { callerOf, type RouteScope, route } from "./composition/http-route.js";
 
 const namePath = z.object({ name: z.string().regex(DATABASE_NAME, "malformed database name") });
 

@@ -2,8 +2,8 @@ import { z } from "zod";
 import { clientAddress } from "../shared/http/client-address.js";
 import { jsonResult } from "../shared/http/envelope.js";
 import { parsePath, parseQuery } from "../shared/http/validation.js";
-import { diagnosticsService } from "./dashboard-deps.js";
-import { route } from "./http-route.js";
+import { diagnosticsService } from "./composition/dashboard-deps.js";
+import { route } from "./composition/http-route.js";
 
 const enqueueQuery = z.object({ message: z.string().min(1).max(1024) });
 const resultPath = z.object({ task_id: z.string().regex(/^[A-Za-z0-9-]{1,64}$/, "malformed task id") });

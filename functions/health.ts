@@ -1,6 +1,6 @@
 import { jsonResult } from "../shared/http/envelope.js";
-import { readinessCheck } from "./dashboard-deps.js";
-import { route } from "./http-route.js";
+import { readinessCheck } from "./composition/dashboard-deps.js";
+import { route } from "./composition/http-route.js";
 
 route("health", { methods: ["GET"], route: "health" }, async (_request, { requestId }) =>
   jsonResult(200, { status: "ok", service: "blastplane-functions" }, requestId),

@@ -1,9 +1,9 @@
 import { z } from "zod";
-import { getOperation, OPERATION_ID } from "../shared/dashboard/operations.js";
+import { getOperation, OPERATION_ID } from "../shared/orchestrations/operations.js";
 import { jsonResult } from "../shared/http/envelope.js";
 import { parsePath } from "../shared/http/validation.js";
-import { appContext } from "./app-context.js";
-import { route } from "./http-route.js";
+import { appContext } from "./composition/app-context.js";
+import { route } from "./composition/http-route.js";
 
 const operationPath = z.object({ operation_id: z.string().regex(OPERATION_ID, "malformed operation id") });
 

@@ -1,8 +1,8 @@
 import { jsonResult } from "../shared/http/envelope.js";
 import { parseJsonBody } from "../shared/http/validation.js";
 import { workspaceSchema } from "../shared/workspace/workspace.js";
-import { workspaceService } from "./dashboard-deps.js";
-import { callerOf, route } from "./http-route.js";
+import { workspaceService } from "./composition/dashboard-deps.js";
+import { callerOf, route } from "./composition/http-route.js";
 
 /** The saved workspace configuration (Reader); 404 until one is saved. */
 route("getWorkspace", { methods: ["GET"], route: "workspace", role: "Reader" }, async (_request, { requestId }) => {

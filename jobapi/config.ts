@@ -109,7 +109,8 @@ function parseTolerations(text: string): KubernetesSettings["tolerations"] {
     });
 }
 
-const schema = z
+/** The job API's settings (environment names), read by {@link loadJobApiConfig} and the configuration reference. */
+export const jobApiSettingsSchema = z
   .object({
     JOBAPI_PORT: envPort().default(8080),
     JOBAPI_HOST: z.string().default("127.0.0.1"),
@@ -167,7 +168,7 @@ const schema = z
 
 /** The job API's one validated configuration; throws `ConfigError` naming every bad setting. */
 export function loadJobApiConfig(env: Env, cwd = process.cwd()): JobApiConfig {
-  return parseEnv(schema, env, (c) => {
+  return parseEnv(jobApiSettingsSchema, env, (c) => {
     const dataDir = path.resolve(cwd, c.JOBAPI_DATA_DIR);
     return withLegacyConnectionString({
       port: c.JOBAPI_PORT,

@@ -1,44 +1,20 @@
 import { createReadStream } from "node:fs";
-import { z } from "zod";
 import { describeCloudAuthorizationError } from "../shared/auth/cloud-authorization.js";
 import { runBlastTool } from "../shared/blast/blast-tools.js";
-import { envEnum, envInt, LOG_LEVELS, parseEnv } from "../shared/config/env.js";
-import { DATABASE_NAME } from "../shared/blast/database-builder.js";
+import { parseEnv } from "../shared/config/env.js";
 import { BLAST_PROGRAMS, type BlastProgram } from "../shared/blast/programs.js";
-import { RELEASE_NAME } from "../shared/databases/ncbi-source.js";
 import { fillReleaseCache } from "../shared/databases/node-cache.js";
 import { openDatabaseStorage } from "../shared/databases/table-catalog.js";
-import { JOB_ID_PATTERN } from "../shared/jobs/model.js";
 import { createLogger } from "../shared/logging/logger.js";
 import { createParallelGzip } from "../shared/storage/parallel-gzip.js";
-import {
-  checkStorageSettings,
-  SHARD_STORAGE_SETTINGS,
-  storageConnectionFromSettings,
-  storageSettingsShape,
-} from "../shared/storage/storage-connection.js";
+import { SHARD_STORAGE_SETTINGS, storageConnectionFromSettings } from "../shared/storage/storage-connection.js";
 import { isStatus } from "../shared/storage/table-text.js";
 import { releaseFolder } from "./executors/kubernetes-manifests.js";
 import { ArtifactStore } from "./jobs/artifact-store.js";
+import { shardSettingsSchema } from "./pod-settings.js";
 
 /** As the dispatcher stores shard outputs: fast gzip, parallel 1 MiB members. */
 const GZIP_LEVEL = 1;
-
-const env = z
-  .object({
-    SHARD_JOB_ID: z.string().regex(JOB_ID_PATTERN),
-    SHARD_ID: z.string().regex(/^b\d{1,5}(-p\d{1,3})?$/),
-    SHARD_BATCH: envInt(0, 99_999),
-    SHARD_DB_CACHE_ROOT: z.string().min(1),
-    SHARD_DB_NAME: z.string().regex(DATABASE_NAME),
-    SHARD_DB_RELEASE: z.string().regex(RELEASE_NAME),
-    SHARD_QUERY_FILE: z.string().min(1),
-    SHARD_OUTPUT_FILE: z.string().min(1),
-    // An Azurite connection string (local), or the Blob URL reached with the pod's workload identity.
-    ...storageSettingsShape(SHARD_STORAGE_SETTINGS),
-    LOG_LEVEL: envEnum(LOG_LEVELS).default("info"),
-  })
-  .superRefine(...checkStorageSettings(SHARD_STORAGE_SETTINGS));
 
 /** The partition a shard searches (`b<n>-p<i>` → i), or 0 for the whole database (`b<n>`). */
 function partitionOf(shardId: string): number {
@@ -58,7 +34,7 @@ function partitionOf(shardId: string): number {
  * stderr otherwise; SIGTERM stops BLAST.
  */
 async function main(): Promise<void> {
-  const e = parseEnv(env, process.env, (values) => ({
+  const e = parseEnv(shardSettingsSchema, process.env, (values) => ({
     ...values,
     storage: storageConnectionFromSettings(values, SHARD_STORAGE_SETTINGS),
   }));

@@ -1,28 +1,9 @@
-import { z } from "zod";
-import { DATABASE_NAME } from "../shared/blast/database-builder.js";
-import { envEnum, LOG_LEVELS, parseEnv } from "../shared/config/env.js";
-import { RELEASE_NAME } from "../shared/databases/ncbi-source.js";
+import { parseEnv } from "../shared/config/env.js";
 import { evictCachedReleases, fillReleaseCache } from "../shared/databases/node-cache.js";
 import { createTableDatabaseCatalog, openDatabaseStorage } from "../shared/databases/table-catalog.js";
 import { createLogger } from "../shared/logging/logger.js";
-import {
-  checkStorageSettings,
-  storageConnectionFromSettings,
-  storageSettingsShape,
-  WARM_STORAGE_SETTINGS,
-} from "../shared/storage/storage-connection.js";
-
-const env = z
-  .object({
-    WARM_DB_NAME: z.string().regex(DATABASE_NAME),
-    WARM_DB_RELEASE: z.string().regex(RELEASE_NAME),
-    WARM_DB_CACHE_ROOT: z.string().min(1),
-    WARM_NODE: z.string().min(1).max(253),
-    // An Azurite connection string (local), or the Blob and Table URLs reached with the pod's workload identity.
-    ...storageSettingsShape(WARM_STORAGE_SETTINGS),
-    LOG_LEVEL: envEnum(LOG_LEVELS).default("info"),
-  })
-  .superRefine(...checkStorageSettings(WARM_STORAGE_SETTINGS));
+import { storageConnectionFromSettings, WARM_STORAGE_SETTINGS } from "../shared/storage/storage-connection.js";
+import { warmSettingsSchema } from "./pod-settings.js";
 
 /**
  * A warm-up pod (`node dist/jobapi/warm.js`), one per node of the BLAST pool: fills the node's
@@ -31,7 +12,7 @@ const env = z
  * evicts the node's other releases of the database that are neither current nor held by a job.
  */
 async function main(): Promise<void> {
-  const e = parseEnv(env, process.env, (values) => ({
+  const e = parseEnv(warmSettingsSchema, process.env, (values) => ({
     ...values,
     storage: storageConnectionFromSettings(values, WARM_STORAGE_SETTINGS),
   }));

@@ -13,7 +13,7 @@ import {
 } from "../shared/config/env.js";
 
 /** Settings of the embedded local stack (not of the Functions app, which has its own config). */
-const schema = z.object({
+export const localStackSettingsSchema = z.object({
   PORT: envPort().default(7071),
   HOST: z.string().default("127.0.0.1"),
   BLASTPLANE_DATA_DIR: z.string().default(".data"),
@@ -69,7 +69,7 @@ export interface LocalStackSettings {
 
 /** The local stack's validated settings; throws `ConfigError` naming every bad setting. */
 export function loadLocalStackSettings(env: Env, cwd: string): LocalStackSettings {
-  return parseEnv(schema, env, (s) => ({
+  return parseEnv(localStackSettingsSchema, env, (s) => ({
     port: s.PORT,
     host: s.HOST,
     dataDir: path.resolve(cwd, s.BLASTPLANE_DATA_DIR),

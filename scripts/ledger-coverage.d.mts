@@ -20,3 +20,4 @@ export function testTitles(source: string): string[];
 export function citationsIn(title: string): { ids: string[]; ranges: string[] };
 export function ledgerCoverage(rows: LedgerRow[], files: { file: string; source: string }[]): LedgerCoverage;
 export function missingBaselineCitations(baselineText: string, documents: Record<string, string>): string[];
+export function repositoryDocuments(repositoryRoot: string): Record<string, string>;

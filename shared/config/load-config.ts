@@ -21,7 +21,8 @@ const TASK_HUB_NAME = /^[A-Za-z][A-Za-z0-9]{2,44}$/;
 /** Daily at 03:00 UTC: the update check's schedule when `SVC_DB_UPDATE_CHECK_SCHEDULE` is unset. */
 export const DEFAULT_DB_UPDATE_CHECK_SCHEDULE = "0 0 3 * * *";
 
-const configSchema = z
+/** The Functions app's settings (environment names), read by {@link loadConfig} and the configuration reference. */
+export const appSettingsSchema = z
   .object({
     // A connection string (Azurite only) or the host's identity-based settings (`AzureWebJobsStorage__*`).
     ...storageSettingsShape(FUNCTIONS_STORAGE_SETTINGS),
@@ -53,7 +54,7 @@ const configSchema = z
   .superRefine(...checkStorageSettings(FUNCTIONS_STORAGE_SETTINGS));
 
 /** Every app setting the Functions app reads (`local.settings.sample.json` lists the same). */
-export const APP_SETTING_NAMES: readonly string[] = Object.freeze(Object.keys(configSchema.shape));
+export const APP_SETTING_NAMES: readonly string[] = Object.freeze(Object.keys(appSettingsSchema.shape));
 
 export interface AppConfig {
   /** Where the app's tables and blobs are: Azurite by connection string, or account URLs with the managed identity. */
@@ -101,7 +102,7 @@ export interface AppConfig {
  * naming every bad setting.
  */
 export function loadConfig(env: Env = process.env): AppConfig {
-  return parseEnv(configSchema, env, (c) =>
+  return parseEnv(appSettingsSchema, env, (c) =>
     withLegacyConnectionString({
       storage: storageConnectionFromSettings(c, FUNCTIONS_STORAGE_SETTINGS),
       taskHubName: c.TASKHUB_NAME,

@@ -21,7 +21,8 @@ const oidList = z
     z.array(z.string().regex(/^[A-Za-z0-9._-]{1,200}$/, "object ids are letters, digits, '.', '_' or '-'")).max(100),
   );
 
-const consoleEnvSchema = z
+/** The console's settings (environment names), read by {@link loadConsoleConfig} and the configuration reference. */
+export const consoleSettingsSchema = z
   .object({
     /** Object ids of the approvers A1 requests go to. */
     SVC_CONSOLE_APPROVERS: oidList.default([]),
@@ -138,7 +139,7 @@ const consoleEnvSchema = z
   });
 
 /** Every setting the console reads (the Functions app's `local.settings.sample.json` lists them). */
-export const CONSOLE_SETTING_NAMES: readonly string[] = Object.freeze(Object.keys(consoleEnvSchema.shape));
+export const CONSOLE_SETTING_NAMES: readonly string[] = Object.freeze(Object.keys(consoleSettingsSchema.shape));
 
 /** The console's validated settings. */
 export interface ConsoleConfig {
@@ -180,7 +181,7 @@ export interface ConsoleConfig {
  * are when `SVC_CATALOG_DIR` is unset.
  */
 export function loadConsoleConfig(env: Env = process.env, shippedCatalogDir?: string): ConsoleConfig {
-  return parseEnv(consoleEnvSchema, env, (c) => {
+  return parseEnv(consoleSettingsSchema, env, (c) => {
     const file = loadLoadPolicyFile(
       catalogPath("approval-load.yaml", c.SVC_CATALOG_DIR ?? shippedCatalogDir),
       c.SVC_APPROVAL_LOAD_POLICY,

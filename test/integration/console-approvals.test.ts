@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { DEV_ACCOUNT, DEV_ACCOUNT_KEY } from "../../local/azurite.js";
-import { createOutboxNotifier } from "../../shared/console/notify/outbox-notifier.js";
+import { createOutboxNotifier } from "../../shared/notify/outbox-notifier.js";
 import { createAuditLog } from "../../shared/ops/audit.js";
 import { eventually, mintToken, startStack, type TestStack } from "../support/local-stack.js";
 

@@ -5,7 +5,7 @@ import { createKillSwitchAnnouncer } from "../../shared/console/approvals/kill-s
 import type { LoadPolicy } from "../../shared/console/approvals/load-policy.js";
 import { loadBreakGlassConfig } from "../../shared/console/break-glass/break-glass.js";
 import { type Coordinator, createCoordinator } from "../../shared/console/coordinator/coordinator.js";
-import { createOutboxNotifier } from "../../shared/console/notify/outbox-notifier.js";
+import { createOutboxNotifier } from "../../shared/notify/outbox-notifier.js";
 import type { ConsoleProviders } from "../../shared/console/providers/providers.js";
 import { createRecurrentQueryWatch } from "../../shared/console/recurrent-query.js";
 import { createConsoleToolRegistry } from "../../shared/console/tools/index.js";

@@ -17,11 +17,11 @@ import {
   QueueFullError,
 } from "../../shared/errors.js";
 import { createAuditLog } from "../../shared/ops/audit.js";
-import { createDiagnosticsService } from "../../shared/ops/diagnostics-service.js";
+import { createDiagnosticsService } from "../../shared/orchestrations/diagnostics-service.js";
 import { createEventLog } from "../../shared/ops/events.js";
-import { Orchestrations } from "../../shared/ops/queue-labels.js";
-import { createFixedWindowLimiter } from "../../shared/ops/rate-limiter.js";
-import { createReadinessCheck } from "../../shared/ops/readiness.js";
+import { Orchestrations } from "../../shared/orchestrations/queue-labels.js";
+import { createFixedWindowLimiter } from "../../shared/http/rate-limiter.js";
+import { createReadinessCheck } from "../../shared/http/readiness.js";
 import { createApiTokenSettings } from "../../shared/secrets/api-token-settings.js";
 import { ApiTokenService, createFileSecretStore } from "../../shared/secrets/api-tokens.js";
 import { createWorkspaceStore, type Workspace } from "../../shared/workspace/workspace.js";
@@ -398,7 +398,7 @@ describe("API token settings", () => {
 
 describe("per-client rate limit", () => {
   it("B-239 gives each client its own window, and an overall ceiling still holds", async () => {
-    const { createPerClientLimiter } = await import("../../shared/ops/rate-limiter.js");
+    const { createPerClientLimiter } = await import("../../shared/http/rate-limiter.js");
     let t = 0;
     const limiter = createPerClientLimiter(2, 60_000, { overallFactor: 2, now: () => t });
     expect([limiter.take("a"), limiter.take("a"), limiter.take("a")]).toEqual([0, 0, 60]);

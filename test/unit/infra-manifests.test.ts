@@ -24,7 +24,7 @@ describe("job API Kubernetes manifest", () => {
     expect(spec.securityContext.runAsNonRoot).toBe(true);
     expect(container.securityContext.allowPrivilegeEscalation).toBe(false);
     const dockerfile = readFileSync(path.join(ROOT, "jobapi/Dockerfile"), "utf8");
-    expect(dockerfile).toMatch(/USER node/);
+    expect(dockerfile).toMatch(/^USER 1000:1000$/m);
     expect(dockerfile).toMatch(/JOBAPI_PORT=8080/);
   });
 });

@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import fc from "fast-check";
-import { missingBaselineCitations } from "../../scripts/ledger-coverage.mjs";
+import { missingBaselineCitations, repositoryDocuments } from "../../scripts/ledger-coverage.mjs";
 import { describe, expect, it } from "vitest";
 import { CatalogLoadError } from "../../shared/ops/catalog/json-catalog.js";
 import { loadConfigurationBaseline } from "../../shared/ops/snapshots/configuration-baseline.js";
@@ -201,10 +201,10 @@ describe("the frozen configuration baseline file", () => {
   const FILE = path.resolve("config/configuration-baseline.json");
   const text = readFileSync(FILE, "utf8");
   /**
-   * Only the README is in this repository; the spec and DESIGN live beside it, where `npm run
-   * ledger` checks the baseline's excerpts of them (missingBaselineCitations, tested below).
+   * Only the README and docs/ are in this repository; the spec and DESIGN live beside it, where
+   * `npm run ledger` checks the baseline's excerpts of them (missingBaselineCitations, tested below).
    */
-  const README = readFileSync(path.resolve("README.md"), "utf8");
+  const ownDocuments = repositoryDocuments(path.resolve("."));
 
   function loadEdited(edit: (raw: string) => string): () => unknown {
     const dir = mkdtempSync(path.join(tmpdir(), "bp-baseline-"));
@@ -219,12 +219,15 @@ describe("the frozen configuration baseline file", () => {
     };
   }
 
-  it("C-099: loads, every citation's SHA-256 pins its excerpt, and the README's excerpts are in the README", () => {
+  it("C-099: loads, every citation's SHA-256 pins its excerpt, and the excerpts of this repository's documents are in them", () => {
     const baseline = loadConfigurationBaseline(FILE);
     expect(baseline.digest).toBe(createHash("sha256").update(text).digest("hex"));
     for (const c of baseline.citations) expect(c.sha256).toBe(createHash("sha256").update(c.excerpt).digest("hex"));
-    expect(baseline.citations.filter((c) => c.document === "README.md").length).toBeGreaterThan(0);
-    expect(missingBaselineCitations(text, { "README.md": README })).toEqual([]);
+    const own = baseline.citations.filter((c) => c.document === "README.md" || c.document.startsWith("docs/"));
+    expect(own.length).toBeGreaterThan(0);
+    // A citation of a repository document that does not exist is a citation gone, not one left unjudged.
+    for (const c of own) expect(Object.keys(ownDocuments), c.id).toContain(c.document);
+    expect(missingBaselineCitations(text, ownDocuments)).toEqual([]);
   });
 
   it("the excerpt check names a citation whose words left its document, and judges only the documents it is given", () => {
@@ -235,7 +238,7 @@ describe("the frozen configuration baseline file", () => {
     const contract = {
       "blast-control-plane.md": `intro\n${spec.map((c) => c.excerpt.replace(/ /g, "\n  ")).join("\n\n")}\nmore`,
       "DESIGN.md": "nothing cited here",
-      "README.md": README,
+      ...ownDocuments,
     };
     expect(missingBaselineCitations(text, contract)).toEqual(
       cited.citations.filter((c) => c.document === "DESIGN.md").map((c) => `${c.id} (DESIGN.md)`),
@@ -261,7 +264,7 @@ describe("the frozen configuration baseline file", () => {
   });
 
   it("refuses an expectation citing an unknown citation, and an unknown field", () => {
-    expect(loadEdited((raw) => raw.replace('"readme-token-grace"\n', '"nowhere"\n'))).toThrow(
+    expect(loadEdited((raw) => raw.replace('"doc-token-grace"\n', '"nowhere"\n'))).toThrow(
       /cites nowhere, which is not in citations/,
     );
     expect(loadEdited((raw) => raw.replace('"version": 1,', '"version": 1, "scope": "caller",'))).toThrow(

@@ -4,7 +4,7 @@ import { z } from "zod";
  * The app's runtime configuration, `/web-config.json`, served beside the app: where to sign in.
  * Runtime rather than build time so one build serves the local stack and every Azure deployment.
  */
-const webConfigSchema = z.object({
+export const webConfigSchema = z.object({
   auth: z.object({
     /** The app registration MSAL signs in as (a single-page-application redirect platform). */
     client_id: z.string().min(1),

@@ -8,7 +8,7 @@ import type { KillSwitch } from "../../ops/kill-switch.js";
 import { scanSecrets } from "../../ops/secret-scanner.js";
 import type { Severity } from "../../ops/rules/rule-catalog.js";
 import type { ProposedAction, VerifierReport } from "../../ops/verifier/verifier.js";
-import type { Notifier } from "../notify/outbox-notifier.js";
+import type { Notifier } from "../../notify/types.js";
 import { ToolError } from "../tools/tool.js";
 import { type DeliveryPolicy, type LoadPolicy, planDelivery } from "./load-policy.js";
 import {

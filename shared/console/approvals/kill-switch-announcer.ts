@@ -1,6 +1,6 @@
 import type { AuditLog } from "../../ops/audit.js";
 import type { KillSwitchChange } from "../../ops/kill-switch.js";
-import type { Notifier } from "../notify/outbox-notifier.js";
+import type { Notifier } from "../../notify/types.js";
 import type { ApprovalStore } from "./approval-store.js";
 
 /**

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { AuditLog } from "../../ops/audit.js";
-import type { Notifier } from "../notify/outbox-notifier.js";
+import type { Notifier } from "../../notify/types.js";
 
 /** The spec's cap and default for a break-glass expiry (§2.3, §8): four hours. */
 export const BREAK_GLASS_MAX_TTL_SECONDS = 14_400;

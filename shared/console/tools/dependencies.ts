@@ -8,7 +8,7 @@ import type { ProposedAction, VerifierReport } from "../../ops/verifier/verifier
 import type { ApprovalService } from "../approvals/approval-service.js";
 import type { ApprovalStore } from "../approvals/approval-store.js";
 import type { BreakGlassConfig } from "../break-glass/break-glass.js";
-import type { Notifier } from "../notify/outbox-notifier.js";
+import type { Notifier } from "../../notify/types.js";
 import type { ConsoleProviders } from "../providers/providers.js";
 import type { UsageLedger } from "../usage/usage-ledger.js";
 import type { ToolRegistry } from "./registry.js";

@@ -11,8 +11,14 @@ export const sha256Hex = (text: string) => createHash("sha256").update(text, "ut
 
 const citationSchema = z.strictObject({
   id: z.string().regex(/^[a-z0-9][a-z0-9-]{0,63}$/),
-  /** The document's name: `blast-control-plane.md`, `operator-console.md`, `DESIGN.md` or `README.md`. */
-  document: z.enum(["blast-control-plane.md", "operator-console.md", "DESIGN.md", "README.md"]),
+  /**
+   * The document: the contract's `blast-control-plane.md`, `operator-console.md` or `DESIGN.md` (beside
+   * the repository), or one of the repository's own, `README.md` or a path under `docs/`.
+   */
+  document: z.union([
+    z.enum(["blast-control-plane.md", "operator-console.md", "DESIGN.md", "README.md"]),
+    z.string().regex(/^docs\/[a-z0-9][a-z0-9-]*(\/[a-z0-9][a-z0-9-]*)*\.md$/, "must be README.md or a docs/ path"),
+  ]),
   section: z.string().min(1).max(200),
   /** The cited words, verbatim (whitespace may differ from the document's line breaks). */
   excerpt: z.string().min(1).max(1000),

@@ -1,0 +1,178 @@
+/**
+ * The composition of the dashboard's services over the app's one context: stores are created on
+ * first use; services that need the invocation's durable client are built per request.
+ */
+
+import { createDashboardJobService, type DashboardJobService } from "../../shared/dashboard/dashboard-job-service.js";
+import { DashboardJobStore } from "../../shared/dashboard/dashboard-jobs.js";
+import os from "node:os";
+import path from "node:path";
+import { createFileDatabaseCatalog } from "../../shared/databases/database-catalog.js";
+import {
+  createTableDatabaseCatalog,
+  openDatabaseStorage,
+  type TableDatabaseCatalog,
+} from "../../shared/databases/table-catalog.js";
+import { createDatabaseService, type DatabaseService } from "../../shared/databases/database-service.js";
+import { DatabaseStateStore } from "../../shared/databases/database-state.js";
+import type { Logger } from "../../shared/logging/logger.js";
+import { createDiagnosticsService, type DiagnosticsService } from "../../shared/orchestrations/diagnostics-service.js";
+import type { OrchestrationClient } from "../../shared/orchestrations/orchestration-client.js";
+import { probeJobApiReady } from "../../shared/jobs/job-api-readiness.js";
+import { createReadinessCheck } from "../../shared/http/readiness.js";
+import { createHealthTransitions, JOB_API_COMPONENT } from "../../shared/ops/emitters/health-transitions.js";
+import { failureText } from "../../shared/ops/emitters/signal-events.js";
+import { type ApiTokenSettings, createApiTokenSettings } from "../../shared/secrets/api-token-settings.js";
+import { createWorkspaceStore } from "../../shared/workspace/workspace.js";
+import { createWorkspaceService, type WorkspaceService } from "../../shared/workspace/workspace-service.js";
+import { openTableClient } from "../../shared/storage/storage-connection.js";
+import { appContext } from "./app-context.js";
+
+let jobs: DashboardJobStore | undefined;
+
+/** The dashboard job store, created on first use from the app's one configuration. */
+export function dashboardJobs(): DashboardJobStore {
+  jobs ??= DashboardJobStore.fromConnectionString(appContext.config.storage);
+  return jobs;
+}
+
+let databaseStates: DatabaseStateStore | undefined;
+
+/** Database warm-up and update state, created on first use. */
+export function databaseState(): DatabaseStateStore {
+  databaseStates ??= new DatabaseStateStore(openTableClient(appContext.config.storage, "databasestate"));
+  return databaseStates;
+}
+
+let catalog: TableDatabaseCatalog | undefined;
+
+/**
+ * The database catalog in the workload storage account (shared with the job API), created on first
+ * use. Databases found only in the `DATABASES_DIR` folder layout are published to it once.
+ */
+export function databaseCatalog(): TableDatabaseCatalog {
+  const { config } = appContext;
+  if (!catalog) {
+    const { store, table, locationScheme } = openDatabaseStorage(config.storage);
+    catalog = createTableDatabaseCatalog({
+      store,
+      table,
+      locationScheme,
+      cacheRoot: config.databasesDir ?? path.join(os.tmpdir(), "blastplane-databases"),
+      importFrom: config.databasesDir ? createFileDatabaseCatalog(config.databasesDir) : undefined,
+    });
+  }
+  return catalog;
+}
+
+/** What a request gives the services it builds: its durable client and its logger. */
+export interface ServiceScope {
+  durable: () => OrchestrationClient;
+  logger: Logger;
+}
+
+/** The dashboard job service for one request. */
+export function dashboardJobService(scope: ServiceScope): DashboardJobService {
+  return createDashboardJobService({
+    jobs: dashboardJobs(),
+    orchestrations: scope.durable(),
+    jobApi: appContext.jobApi,
+    audit: appContext.audit,
+    logger: scope.logger,
+    pollIntervalSeconds: appContext.config.jobPollIntervalSeconds,
+    databases: appContext.config.databasesDir ? createFileDatabaseCatalog(appContext.config.databasesDir) : undefined,
+  });
+}
+
+/** The database service for one request. */
+export function databaseService(scope: ServiceScope): DatabaseService {
+  const { config } = appContext;
+  return createDatabaseService({
+    catalog: databaseCatalog(),
+    states: databaseState(),
+    orchestrations: scope.durable(),
+    audit: appContext.audit,
+    logger: scope.logger,
+    sourceConfigured: config.databaseSourceUrl !== undefined,
+    partitions: config.databasePartitions,
+  });
+}
+
+/** The task-queue diagnostics for one request. */
+export function diagnosticsService(scope: ServiceScope): DiagnosticsService {
+  return createDiagnosticsService({
+    orchestrations: scope.durable(),
+    taskHubName: appContext.config.taskHubName,
+    noopLimiter: appContext.noopLimiter,
+    logger: scope.logger,
+  });
+}
+
+let healthTransitions: ReturnType<typeof createHealthTransitions> | undefined;
+
+/** The app's one watch of component health: each turn of the job API to unhealthy is one `jobapi.unhealthy` event. */
+function componentHealth(): ReturnType<typeof createHealthTransitions> {
+  healthTransitions ??= createHealthTransitions({
+    tables: appContext.config.storage,
+    events: appContext.events,
+    logger: appContext.logger,
+    source: "functions.readiness",
+  });
+  return healthTransitions;
+}
+
+/** The readiness check (storage and the durable backend) for one request. */
+export function readinessCheck(scope: ServiceScope): ReturnType<typeof createReadinessCheck> {
+  const orchestrations = scope.durable();
+  const { jobApiUrl } = appContext.config;
+  return createReadinessCheck({
+    probes: [
+      {
+        key: "storage",
+        label: "storage",
+        // A one-table listing: the Table Data Contributor role the managed identity holds allows it,
+        // while Get Table Service Properties is an account-level read that role does not grant.
+        probe: () => appContext.tableService.listTables().byPage({ maxPageSize: 1 }).next(),
+      },
+      {
+        key: "durable_backend",
+        label: "durable backend",
+        // A listing proves the task hub answers.
+        probe: () => orchestrations.listInstances({ runtimeStatus: [] })[Symbol.asyncIterator]().next(),
+      },
+      ...(jobApiUrl ? [{ key: "job_api", label: "job API", probe: () => probeJobApiReady(jobApiUrl) }] : []),
+    ],
+    timeoutMs: appContext.config.healthDependencyTimeoutMs,
+    logger: scope.logger,
+    onChecked: async (failures) => {
+      if (!jobApiUrl) return;
+      const failure = failures.job_api;
+      await componentHealth().observe(
+        JOB_API_COMPONENT,
+        failure === undefined ? { healthy: true } : { healthy: false, reason: failureText(failure) },
+      );
+    },
+  });
+}
+
+let workspaces: WorkspaceService | undefined;
+
+/** The workspace service, created on first use. */
+export function workspaceService(): WorkspaceService {
+  workspaces ??= createWorkspaceService({
+    store: createWorkspaceStore(appContext.config.storage),
+    audit: appContext.audit,
+  });
+  return workspaces;
+}
+
+/** The API token panel for one request. */
+export function apiTokenSettings(scope: Pick<ServiceScope, "logger">): ApiTokenSettings {
+  return createApiTokenSettings({
+    tokens: appContext.apiTokens,
+    audit: appContext.audit,
+    events: appContext.events,
+    logger: scope.logger,
+    graceSeconds: appContext.config.apiTokenGraceSeconds,
+  });
+}
