@@ -18,3 +18,4 @@ import "./api-token.js";
 import "./console.js";
 import "./orchestrations/approval-request.js";
 import "./ops-loop.js";
+import "./api-docs.js";

@@ -1,3 +1,4 @@
+import { errorResponse, ok, parametersOf } from "../shared/http/openapi.js";
 import { z } from "zod";
 import { getOperation, OPERATION_ID } from "../shared/orchestrations/operations.js";
 import { jsonResult } from "../shared/http/envelope.js";
@@ -9,7 +10,21 @@ const operationPath = z.object({ operation_id: z.string().regex(OPERATION_ID, "m
 
 route(
   "getOperation",
-  { methods: ["GET"], route: "operations/{operation_id}", role: "Reader", durable: true },
+  {
+    methods: ["GET"],
+    route: "operations/{operation_id}",
+    role: "Reader",
+    durable: true,
+    openapi: {
+      summary: "An operation's state (poll after poll_after_seconds until it is terminal)",
+      parameters: parametersOf(operationPath, "path"),
+      responses: {
+        ...ok("the operation", "Operation"),
+        "400": errorResponse("malformed operation id"),
+        "404": errorResponse("unknown operation"),
+      },
+    },
+  },
   async (request, scope) => {
     const { operation_id } = parsePath(request, operationPath);
     const operation = await getOperation(scope.durable(), operation_id, {

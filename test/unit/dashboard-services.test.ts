@@ -9,10 +9,10 @@ import type { DatabaseCatalog, DatabaseEntry } from "../../shared/databases/data
 import { createDatabaseService } from "../../shared/databases/database-service.js";
 import { DatabaseStateStore } from "../../shared/databases/database-state.js";
 import {
-  ConflictError,
   DependencyUnavailableError,
   ForbiddenError,
   NotFoundError,
+  PreconditionFailedError,
   PreconditionRequiredError,
   QueueFullError,
 } from "../../shared/errors.js";
@@ -301,7 +301,7 @@ describe("workspace service", () => {
     );
     await expect(
       service.save(contributor, { ...workspace, node_count: 9 }, { ifMatch: first.etag, requestId: "req-4" }),
-    ).rejects.toBeInstanceOf(ConflictError);
+    ).rejects.toBeInstanceOf(PreconditionFailedError);
     expect((await service.get()).etag).toBe(second.etag);
 
     const byRequest = Object.fromEntries(
@@ -319,7 +319,7 @@ describe("workspace service", () => {
     });
     expect(byRequest["req-4"]).toMatchObject({
       outcome: "failed",
-      details: { error: "ConflictError", reason: expect.stringContaining("changed") },
+      details: { error: "PreconditionFailedError", reason: expect.stringContaining("changed") },
     });
   });
 });
