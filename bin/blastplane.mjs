@@ -19,6 +19,10 @@ const COMMANDS = {
       (--json: the release as a record).`,
   console: `blastplane console [--role <${ROLES.join("|")}> | --token TOKEN] [--eval "TEXT"]... [--json]
       Talks to the operator console: a REPL with tool completion for the role, or one reply per --eval.`,
+  notifications: `blastplane notifications [--limit N] [--json]
+      Lists the recent notification deliveries: channel, state and receipt.`,
+  notify: `blastplane notify test [--route NAME] [--json]
+      Sends a marked test A2 notification through the router (default route operational_alert).`,
 };
 const USAGE = `Usage:
 ${Object.values(COMMANDS)
@@ -143,6 +147,13 @@ try {
           fail,
           roles: ROLES,
         });
+        break;
+      }
+      case "notifications":
+      case "notify": {
+        const stack = runningStack();
+        const cli = await import(new URL("../dist/local/cli-notify.js", import.meta.url).href);
+        await (command === "notify" ? cli.notifyTestCommand : cli.notificationsCommand)(rest, stack);
         break;
       }
       case "--version":

@@ -23,6 +23,7 @@ import { superviseChildService } from "./supervisor.js";
 import { createHealthTransitions, JOB_API_COMPONENT } from "../shared/ops/emitters/health-transitions.js";
 import { createEventLog } from "../shared/ops/events.js";
 import { TimerScheduler } from "./timer-scheduler.js";
+import { startLocalNotifySinks } from "./notify-sinks.js";
 import { createWebHandler } from "./web-server.js";
 import { createTableTimerStatusStore } from "./timer-status-store.js";
 
@@ -190,6 +191,18 @@ async function main(): Promise<void> {
     process.env.DATABASES_DIR = databasesDir;
     // The console's readiness snapshot observes the local cluster's API and BLAST nodes.
     if (kubeconfig) process.env.SVC_KUBECONFIG ||= kubeconfig;
+    // Notifications a person can open without a vendor account: mail as .eml files, verified
+    // webhook deliveries and the approval inbox under the data folder (docs/notifications.md).
+    const sinks = await startLocalNotifySinks({
+      dataDir: settings.dataDir,
+      secretsDir: process.env.SECRETS_DIR,
+      env: process.env,
+      logger,
+    });
+    stops.push(() => sinks.stop());
+    Object.assign(process.env, sinks.env);
+    if (!process.env.SVC_CONSOLE_BASE_URL && settings.port !== 0)
+      process.env.SVC_CONSOLE_BASE_URL = `http://127.0.0.1:${settings.port}`;
 
     let clientInput: DurableClientInputData | undefined;
     const host = new LocalFunctionsHost({
@@ -317,9 +330,12 @@ async function main(): Promise<void> {
             ]
           : []),
         "",
+        `  Notifications              ${sinks.mailDir} (.eml), ${sinks.inboxDir}, ${sinks.webhookDir}`,
+        "",
         "  Get a token:   npx blastplane token --role Contributor",
         `  Try it:        curl -H "Authorization: Bearer $(npx blastplane token --role Reader)" ${functionsUrl}/api/me`,
         "  Job API token: npx blastplane api-token",
+        "  Deliveries:    npx blastplane notifications   (send one: npx blastplane notify test)",
         "  Stop:          Ctrl-C",
         "",
       ].join("\n"),
