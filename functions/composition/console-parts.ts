@@ -225,6 +225,7 @@ export function buildConsoleParts(settings: ConsoleSettings): ConsoleParts {
     verify: verifyAs("approval"),
     executor,
     killSwitch,
+    actionTypes,
     approvers: consoleConfig.approvers,
     ttlSeconds: consoleConfig.approvalTtlSeconds,
     reminderOffsetsSeconds: consoleConfig.reminderOffsetsSeconds,

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { normalizeObjectId } from "../auth/object-id.js";
 import { odata } from "@azure/data-tables";
 import type { Caller } from "../auth/roles.js";
 import type { Logger } from "../logging/logger.js";
@@ -69,7 +70,7 @@ export function createRecurrentQueryWatch(deps: {
         const shape = argumentShape(tool, args);
         const client = await table();
         await client.upsertEntity(
-          { partitionKey: shape.id, rowKey: `p_${digest(caller.oid)}`, last_at: at.toISOString() },
+          { partitionKey: shape.id, rowKey: `p_${digest(normalizeObjectId(caller.oid))}`, last_at: at.toISOString() },
           "Replace",
         );
         const since = new Date(at.getTime() - windowMs).toISOString();

@@ -1,9 +1,13 @@
+import { sameObjectId } from "../auth/object-id.js";
 import { InvalidFieldError } from "../errors.js";
+import type { Role } from "../auth/roles.js";
 import { decodeContinuation, encodeContinuation } from "../http/continuation.js";
-import type { AuditEntry, AuditLog } from "./audit.js";
+import { type AuditEntry, type AuditLog, auditVisibleTo } from "./audit.js";
 
 /** Filters of {@link queryAudit}: every given filter must match. */
 export interface AuditQuery {
+  /** The caller's role: entries above it are not returned, not counted, not paged over. */
+  role: Role;
   event_id?: string;
   /** An actor's object id or display name (exact). */
   actor?: string;
@@ -51,9 +55,12 @@ export async function queryAudit(
   }
   const scanned = await audit.list({ since: query.since, action: query.action, limit: scanLimit, after });
   const matches = (e: AuditEntry) => {
+    // Only what the caller's role may read: hidden entries are not returned and not counted.
+    if (!auditVisibleTo(e, query.role)) return false;
     if (query.until && e.at > query.until.toISOString()) return false;
     if (query.event_id !== undefined && e.details.event_id !== query.event_id) return false;
-    if (query.actor !== undefined && e.actor.oid !== query.actor && e.actor.name !== query.actor) return false;
+    if (query.actor !== undefined && !sameObjectId(e.actor.oid, query.actor) && e.actor.name !== query.actor)
+      return false;
     if (query.decision !== undefined && (e.details.decision ?? e.outcome) !== query.decision) return false;
     if (query.mode !== undefined && e.details.mode !== query.mode) return false;
     return true;

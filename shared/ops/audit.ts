@@ -1,8 +1,9 @@
 import { createHash, randomUUID } from "node:crypto";
 import { odata } from "@azure/data-tables";
 import { z } from "zod";
-import type { Role } from "../auth/roles.js";
+import { isRole, ROLES, type Role, roleRank } from "../auth/roles.js";
 import type { EvidenceStore } from "./evidence-store.js";
+import { redactSecrets, scanSecrets } from "./secret-scanner.js";
 import {
   dayPartitionKey,
   listLimit,
@@ -37,7 +38,9 @@ export type AuditOutcome = "succeeded" | "denied" | "failed";
  * - `request_id`: the request's id, to find the server's logs of the same act.
  * - `details`: facts about the act (changed field names, an expiry time, a refusal reason). Never
  *   secrets: values under keys named like tokens, secrets, passwords or keys are stored as
- *   `[redacted]` whatever the caller passes. Tool evidence too large to keep inline is referenced
+ *   `[redacted]` whatever the caller passes, and every string value (and the target) passes the
+ *   secret scanner (`secret-scanner.ts`: bearer credentials, JWTs, connection strings, SAS, `bpt_`
+ *   tokens, private keys). Tool evidence too large to keep inline is referenced
  *   by its content address (`evidence_blob`, see {@link auditEvidence}).
  *
  * Storage: one partition per UTC day (newest day first), row keys newest first, so a listing reads
@@ -53,6 +56,12 @@ export interface AuditEntry {
   outcome: AuditOutcome;
   request_id: string;
   details: Record<string, unknown>;
+  /**
+   * The lowest role that may read this entry (`query_audit` filters by it): the floor of the tool
+   * or action it records. Given by the recorder, or derived from the action
+   * ({@link defaultVisibilityFloor}) for entries that carry none.
+   */
+  visibility_floor: Role;
 }
 
 /** What a caller records; the log assigns `audit_id` and `at`. */
@@ -63,6 +72,8 @@ export interface AuditInput {
   outcome: AuditOutcome;
   request_id: string;
   details?: Record<string, unknown>;
+  /** Who may read the entry; defaults to {@link defaultVisibilityFloor} of the action. */
+  visibility_floor?: Role;
 }
 
 /** Filters of {@link AuditLog.list}; results are newest first. */
@@ -94,11 +105,62 @@ const inputSchema = z.strictObject({
   outcome: z.enum(["succeeded", "denied", "failed"]),
   request_id: z.string().min(1).max(200),
   details: z.record(z.string(), z.unknown()).optional(),
+  visibility_floor: z.enum(ROLES).optional(),
 });
+
+/**
+ * The visibility floor of each audited act (issue 21 item 2; spec operator-console §2.2: approval
+ * details are Approver-scoped, a Reader sees only that approvals exist). Anything about an
+ * approval (filing, decisions, deliveries, executions, or any entry naming an `approval_id`) is
+ * Approver; other acts take the floor of the route or tool that performs them; an act not listed
+ * is Owner, so a new kind of entry is hidden until someone decides otherwise.
+ */
+const ACTION_FLOORS: Record<string, Role> = {
+  "ops.event_processed": "Reader",
+  "console.kill_switch_on": "Reader",
+  "console.kill_switch_off": "Reader",
+  "console.break_glass": "Reader",
+  "blast_job.cancel": "Contributor",
+  "workspace.update": "Contributor",
+  "database.prepare": "Contributor",
+  "database.warmup": "Contributor",
+  "console.enqueue_hil": "Approver",
+  "console.approve_hil": "Approver",
+  "console.action_executed": "Approver",
+};
+
+/** The floor of an entry whose recorder gave none (see {@link ACTION_FLOORS}). */
+export function defaultVisibilityFloor(action: string, details: Record<string, unknown> = {}): Role {
+  const listed = ACTION_FLOORS[action] ?? (action.startsWith("console.approval_") ? "Approver" : "Owner");
+  return details.approval_id !== undefined ? atLeastRole(listed, "Approver") : listed;
+}
+
+/** The higher of two roles. */
+export function atLeastRole(a: Role, b: Role): Role {
+  return roleRank(a) >= roleRank(b) ? a : b;
+}
+
+/** True when a caller of `role` may read `entry`. */
+export function auditVisibleTo(entry: Pick<AuditEntry, "visibility_floor">, role: Role): boolean {
+  return roleRank(role) >= roleRank(entry.visibility_floor);
+}
 
 /** Keys whose values never reach the audit log (the logger's rule, plus API, access and private keys). */
 const SECRET_KEYS =
   /(authorization|token|secret|password|connection_?string|(?:account|api|access|private)_?key|sig)$/i;
+
+/**
+ * A recorder's explicit floor stands, raised to Approver when the entry names an approval; with
+ * none, the action's default applies.
+ */
+function visibilityFloorOf(
+  action: string,
+  details: Record<string, unknown> | undefined,
+  explicit: Role | undefined,
+): Role {
+  if (explicit === undefined) return defaultVisibilityFloor(action, details);
+  return details?.approval_id !== undefined ? atLeastRole(explicit, "Approver") : explicit;
+}
 
 function redact(value: unknown, depth = 0): unknown {
   if (value === null || typeof value !== "object") return value;
@@ -110,6 +172,7 @@ function redact(value: unknown, depth = 0): unknown {
 }
 
 function fromEntity(e: Record<string, unknown>): AuditEntry {
+  const details = JSON.parse(unpackText(e, "details") || "{}") as Record<string, unknown>;
   return {
     audit_id: String(e.audit_id),
     at: String(e.at),
@@ -118,7 +181,10 @@ function fromEntity(e: Record<string, unknown>): AuditEntry {
     target: String(e.target),
     outcome: String(e.outcome) as AuditOutcome,
     request_id: String(e.request_id),
-    details: JSON.parse(unpackText(e, "details") || "{}") as Record<string, unknown>,
+    details,
+    visibility_floor: isRole(e.visibility_floor)
+      ? e.visibility_floor
+      : defaultVisibilityFloor(String(e.action), details),
   };
 }
 
@@ -135,12 +201,14 @@ export function createAuditLog(source: TableSource, options: { now?: () => Date 
       const entry: AuditEntry = {
         audit_id: randomUUID(),
         at: at.toISOString(),
-        actor: valid.actor,
+        actor: { oid: valid.actor.oid, name: scanSecrets(valid.actor.name).text },
         action: valid.action,
-        target: valid.target,
+        target: scanSecrets(valid.target).text,
         outcome: valid.outcome,
         request_id: valid.request_id,
-        details: redact(valid.details ?? {}) as Record<string, unknown>,
+        // Secret-named keys, then secret-looking values (tool arguments, justifications, errors).
+        details: redactSecrets(redact(valid.details ?? {})) as Record<string, unknown>,
+        visibility_floor: visibilityFloorOf(valid.action, valid.details, valid.visibility_floor),
       };
       // createEntity only: an existing row is never overwritten.
       await (await table()).createEntity({
@@ -154,6 +222,7 @@ export function createAuditLog(source: TableSource, options: { now?: () => Date 
         target: entry.target,
         outcome: entry.outcome,
         request_id: entry.request_id,
+        visibility_floor: entry.visibility_floor,
         ...packText("details", JSON.stringify(entry.details)),
       });
       return entry;
@@ -198,7 +267,7 @@ export async function auditEvidence(
   options: { store?: EvidenceStore; rbacFloor: Role },
 ): Promise<Record<string, unknown>> {
   // Stored evidence gets the same redaction as an entry's details (secret-named keys), wherever it is kept.
-  const safe = redact(data);
+  const safe = redactSecrets(redact(data));
   const text = JSON.stringify(safe) ?? "null";
   if (text.length <= AUDIT_INLINE_EVIDENCE_CHARS) return { evidence: safe };
   const digest = { evidence_sha256: createHash("sha256").update(text).digest("hex"), evidence_chars: text.length };

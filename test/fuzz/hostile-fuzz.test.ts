@@ -6,7 +6,8 @@
  * header (unless the request itself carried that text), and the processes' memory bounded.
  *
  * `FUZZ_RUNS` sets the generated cases per service (default 150 in `npm test`); every
- * route × role pair is also sent once.
+ * route × role pair is also sent once. The console's routes also get tool commands from every
+ * role with secrets planted in their argument values (`FUZZ_RUNS` / 3 of them).
  */
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
@@ -361,5 +362,105 @@ describe("fuzz: both services, every route, every role", () => {
     }
     for (const [pid, rss] of before) expect(rssBytes(pid) - rss, `process ${pid}`).toBeLessThan(MAX_RSS_GROWTH_BYTES);
     process.stdout.write(`fuzz: ${cases} requests sent (FUZZ_RUNS=${RUNS})\n`);
+  }, 1_800_000);
+});
+
+/** Secrets as an operator might paste them; `core` is what must never come back. */
+const B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+const credential = fc
+  .tuple(fc.array(fc.constantFrom(...B64URL.split("")), { minLength: 24, maxLength: 48 }), fc.nat(9))
+  .map(([chars, digit]) => `${chars.join("")}${digit}`);
+const plantedSecret = fc.oneof(
+  credential.map((c) => ({ text: `bpt_${c}`, core: c })),
+  fc.tuple(credential, credential).map(([h, p]) => ({ text: `eyJ${h}.${p}.sig0123456789`, core: `${h}.${p}` })),
+  fc
+    .tuple(fc.constantFrom("Bearer ", "bearer:", "Bearer%20", "Authorization: Bearer\t"), credential)
+    .map(([lead, c]) => ({ text: `${lead}${c}`, core: c })),
+  credential.map((c) => ({
+    text: `DefaultEndpointsProtocol=https;AccountName=a;AccountKey=${c}==;EndpointSuffix=core.windows.net`,
+    core: c,
+  })),
+  credential.map((c) => ({ text: `https://a.blob.core.windows.net/c/b?sv=2024-01-01&sig=${c}`, core: c })),
+  credential.map((c) => ({ text: `-----BEGIN PRIVATE KEY-----\n${c}\n-----END PRIVATE KEY-----`, core: c })),
+);
+/** Console commands with a free-text argument, `{s}` standing for the planted value (quoted). */
+const CONSOLE_COMMANDS = [
+  "explore_catalog query={s}",
+  "query_audit actor={s}",
+  "activate_break_glass reason={s}",
+  "approve_hil approval_id=apr_000000000000000000000000 decision=reject justification={s}",
+  'run_runbook name=cancel_job params={"job_id":{s}} dry_run=false',
+  'simulate_change {"event_type":"job.failed","resource_ref":"blast_job/j-1","note":{s}}',
+  "query_inventory filter={s}",
+  "query_log query={s} window=30m",
+  "{raw}",
+];
+const CONSOLE_ROLES = ["Reader", "Contributor", "Approver", "Owner"] as const;
+
+describe("fuzz: the console's routes and tool arguments, every role, secrets in the values", () => {
+  it("C-236 C-534 C-131 tool commands from every role with secrets planted in their arguments answer within the envelope; no secret comes back, in the reply or later from the audit; a Reader sees no approval content", async () => {
+    const tokens = new Map<string, string>();
+    for (const role of CONSOLE_ROLES) tokens.set(role, await mintToken(stack, role, { oid: `oid-fuzz-${role}` }));
+    const cores: string[] = [];
+    const chat = async (role: string, text: string) => {
+      const res = await fetch(`${stack.info.functions_url}/api/chat`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${tokens.get(role)}`, "content-type": "application/json" },
+        body: JSON.stringify({ text }),
+        signal: AbortSignal.timeout(60_000),
+      });
+      return { status: res.status, text: await res.text() };
+    };
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(...CONSOLE_COMMANDS),
+        plantedSecret,
+        fc.constantFrom(...CONSOLE_ROLES),
+        fc.constantFrom("", " ", "note: ", "x\t"),
+        async (command, secret, role, lead) => {
+          cores.push(secret.core);
+          const value = `${lead}${secret.text}`;
+          const text = command.replace("{s}", JSON.stringify(value)).replace("{raw}", value);
+          const res = await chat(role, text);
+          const label = `${role}: ${text.slice(0, 200)} → ${res.status}: ${res.text.slice(0, 300)}`;
+          expect(res.status < 500, label).toBe(true);
+          if (res.status >= 400) expect((JSON.parse(res.text) as { detail?: unknown }).detail, label).toBeDefined();
+          expect(res.text.includes(secret.core), label).toBe(false);
+          expect(
+            leaks(res.text, text, { route: { service: "dashboard", method: "POST", template: "/api/chat" } } as Case),
+            label,
+          ).toEqual([]);
+          // Tool discovery takes free text too.
+          const rpc = await fetch(`${stack.info.functions_url}/api/rpc`, {
+            method: "POST",
+            headers: { authorization: `Bearer ${tokens.get(role)}`, "content-type": "application/json" },
+            body: JSON.stringify({
+              jsonrpc: "2.0",
+              id: 1,
+              method: "tools.search",
+              params: { query: value.slice(0, 200) },
+            }),
+          });
+          expect(rpc.status < 500, label).toBe(true);
+          expect((await rpc.text()).includes(secret.core), label).toBe(false);
+        },
+      ),
+      { numRuns: Math.max(10, Math.ceil(RUNS / 3)), endOnFailure: true },
+    );
+    // Afterwards: what the audit returns, to an Owner or a Reader, holds none of the planted secrets.
+    for (const role of ["Owner", "Reader"] as const) {
+      let all = "";
+      let cursor = "";
+      for (let page = 0; page < 20; page++) {
+        const res = await chat(role, `query_audit limit=100${cursor ? ` cursor=${cursor}` : ""}`);
+        expect(res.status).toBe(200);
+        all += res.text;
+        const next = /"next_cursor":\s*"([^"]+)"/.exec(res.text)?.[1];
+        if (!next) break;
+        cursor = next;
+      }
+      for (const core of cores) expect(all.includes(core), `${role}'s query_audit`).toBe(false);
+      if (role === "Reader") expect(all).not.toMatch(/apr_[0-9a-f]{24}/);
+    }
   }, 1_800_000);
 });

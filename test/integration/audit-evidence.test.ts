@@ -47,6 +47,8 @@ describe("large tool evidence in the evidence store, referenced from the audit e
         outcome: "succeeded",
         request_id: `r-${n}`,
         details: { note: `${n} `.repeat(400) },
+        // Readable by the Reader auditing below (an unlisted act is Owner-only by default).
+        visibility_floor: "Reader",
       });
     const page = await run(h, "query_audit limit=30");
     expect(page.status).toBe("ok");

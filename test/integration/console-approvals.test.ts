@@ -69,7 +69,7 @@ describe("the approvalRequest orchestration on the local stack", () => {
     await first.kill();
 
     const second = await started({ dataDir, inMemory: false, env });
-    const approver = await mintToken(second, "Approver", { oid: "oid-approver-1" });
+    const approver = await mintToken(second, "Owner", { oid: "oid-owner-2" });
     const approved = await chat(
       second,
       approver,

@@ -170,6 +170,8 @@ export async function actionWorld(connectionString: string, databasesDir: string
     const decided = await approvals.decide({
       approvalId: filed.approval_id,
       actor: APPROVER,
+      // These tests are about the executors: the approver holds the highest floor any action type has.
+      role: "Owner",
       decision: "approve",
       justification: "checked",
       requestId: "req-approve",

@@ -64,6 +64,8 @@ export function consoleHarness(
     ttlSeconds?: number;
     reminderOffsetsSeconds?: number[];
     loadPolicy?: LoadPolicy;
+    /** Bounds on pending approvals (the service's defaults when unset). */
+    pendingLimits?: { perRequester?: number; perActionTarget?: number };
     now?: () => Date;
     recurrentQuery?: { threshold: number; windowSeconds: number };
     /** The real control plane instead of `state` (the action executors' tests): its reader and executor. */
@@ -113,10 +115,12 @@ export function consoleHarness(
     verify,
     executor,
     killSwitch,
+    actionTypes: actions,
     approvers,
     ttlSeconds: options.ttlSeconds ?? 3600,
     reminderOffsetsSeconds: options.reminderOffsetsSeconds ?? [1800, 300],
     ...(options.loadPolicy ? { loadPolicy: options.loadPolicy } : {}),
+    ...(options.pendingLimits ? { pendingLimits: options.pendingLimits } : {}),
   });
   const usage = createUsageLedger(tables, { now });
   const registry = createConsoleToolRegistry({

@@ -4,7 +4,7 @@ import { createApprovalService, digestIdOf } from "../../shared/console/approval
 import { createKillSwitchAnnouncer } from "../../shared/console/approvals/kill-switch-announcer.js";
 import type { LoadPolicy } from "../../shared/console/approvals/load-policy.js";
 import { createKillSwitch } from "../../shared/ops/kill-switch.js";
-import { callerWith, consoleHarness } from "../support/console-harness.js";
+import { actions, callerWith, consoleHarness } from "../support/console-harness.js";
 import { azuriteTables } from "../support/service-fakes.js";
 
 const azurite = azuriteTables("digest");
@@ -38,6 +38,7 @@ function otherHost(h: H) {
     verify: h.verify,
     executor: h.executor,
     killSwitch: h.killSwitch,
+    actionTypes: actions,
     approvers: ["oid-Approver", "oid-Owner"],
     ttlSeconds: 12 * 3600,
     reminderOffsetsSeconds: [1800, 300],
@@ -120,7 +121,7 @@ describe("approval digests", () => {
     expect(
       (listed.tool_results[0] as { data: { items: { approval_id: string }[] } }).data.items.map((i) => i.approval_id),
     ).toEqual(ids);
-    const reply = await h.coordinator.handleTurn(callerWith("Approver", "oid-abe"), {
+    const reply = await h.coordinator.handleTurn(callerWith("Owner", "oid-abe"), {
       text: `approve_hil approval_id=${ids[1]} decision=approve justification="pool b is fine"`,
     });
     expect(reply.tool_results[0]).toMatchObject({ status: "ok", data: { state: "approved" } });

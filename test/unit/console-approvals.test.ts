@@ -4,7 +4,7 @@ import { createApprovalService, NO_SELF_APPROVAL } from "../../shared/console/ap
 import { ActionInProgressError } from "../../shared/ops/actions/action-executor.js";
 import { actionHash } from "../../shared/console/approvals/approval-store.js";
 import type { ToolResult } from "../../shared/console/tools/tool.js";
-import { callerWith, consoleHarness } from "../support/console-harness.js";
+import { actions, callerWith, consoleHarness } from "../support/console-harness.js";
 import { azuriteTables } from "../support/service-fakes.js";
 
 const azurite = azuriteTables("appr");
@@ -82,13 +82,13 @@ describe("human approvals", () => {
       [first, "job_api/default", "redeploy_job_api", "oid-olga"],
       [second, "node_pool/blast", "scale_node_pool", "oid-olga"],
     ]);
-    const approved = await decide(h, callerWith("Approver", "oid-abe"), first);
+    const approved = await decide(h, callerWith("Owner", "oid-abe"), first);
     expect(approved).toMatchObject({
       status: "ok",
       data: { outcome: "recorded", state: "approved", execution: { status: "succeeded" } },
     });
     expect((await h.approvalStore.get(second))?.state).toBe("pending");
-    const replay = await decide(h, callerWith("Approver", "oid-abe"), first);
+    const replay = await decide(h, callerWith("Owner", "oid-abe"), first);
     expect(replay).toMatchObject({ status: "ok", data: { outcome: "existing", state: "approved" } });
     expect(h.executed.map((e) => e.idempotencyKey)).toEqual([first]);
     expect((await h.audit.list()).filter((e) => e.action === "console.action_executed")).toHaveLength(1);
@@ -103,7 +103,13 @@ describe("human approvals", () => {
       const item = await h.approvalStore.get(id);
       const outcome = await h.approvalStore.decide(
         id,
-        { actor: approver, decision: "approve", justification: "checked", action_hash: item?.action_hash ?? "" },
+        {
+          actor: approver,
+          role: "Owner",
+          decision: "approve",
+          justification: "checked",
+          action_hash: item?.action_hash ?? "",
+        },
         h.clock.now,
       );
       expect(outcome?.kind).toBe("recorded");
@@ -111,12 +117,12 @@ describe("human approvals", () => {
     };
     const retried = await fileFor(h, owner);
     await recordOnly(retried);
-    const retry = await decide(h, callerWith("Approver", "oid-abe"), retried);
+    const retry = await decide(h, callerWith("Owner", "oid-abe"), retried);
     expect(retry).toMatchObject({
       status: "ok",
       data: { outcome: "existing", state: "approved", execution: { status: "succeeded" } },
     });
-    await decide(h, callerWith("Approver", "oid-abe"), retried);
+    await decide(h, callerWith("Owner", "oid-abe"), retried);
     expect(h.executed.map((e) => e.idempotencyKey)).toEqual([retried]);
 
     const atTtl = await fileFor(h, owner);
@@ -151,6 +157,7 @@ describe("human approvals", () => {
         execute: () => Promise.reject(new ActionInProgressError("scale_node_pool", "held by the deciding request")),
       },
       killSwitch: h.killSwitch,
+      actionTypes: actions,
       approvers: ["oid-Approver", "oid-Owner"],
       ttlSeconds: 3600,
       reminderOffsetsSeconds: [],
@@ -160,6 +167,7 @@ describe("human approvals", () => {
       id,
       {
         actor: { oid: "oid-abe", name: "Abe" },
+        role: "Owner",
         decision: "approve",
         justification: "checked",
         action_hash: item?.action_hash ?? "",
@@ -192,6 +200,7 @@ describe("human approvals", () => {
       verify: h.verify,
       executor: h.executor,
       killSwitch: h.killSwitch,
+      actionTypes: actions,
       approvers: ["oid-Approver", "oid-Owner"],
       ttlSeconds: 3600,
       reminderOffsetsSeconds: [],
@@ -208,7 +217,7 @@ describe("human approvals", () => {
     const h = harness();
     const id = await fileFor(h, callerWith("Owner", "oid-olga"));
     h.state.clusterReachable = undefined;
-    expect(await decide(h, callerWith("Approver", "oid-abe"), id)).toMatchObject({
+    expect(await decide(h, callerWith("Owner", "oid-abe"), id)).toMatchObject({
       status: "error",
       error: { type: "verifier_abstained", details: { missing_evidence: ["cluster_reachable"] } },
     });
@@ -219,12 +228,12 @@ describe("human approvals", () => {
   it("a different actor or decision after a recorded one is a conflict; the same actor and decision returns the existing evidence", async () => {
     const h = harness();
     const id = await fileFor(h, callerWith("Owner", "oid-olga"));
-    await decide(h, callerWith("Approver", "oid-abe"), id, "reject");
-    expect(await decide(h, callerWith("Approver", "oid-abe"), id, "reject")).toMatchObject({
+    await decide(h, callerWith("Owner", "oid-abe"), id, "reject");
+    expect(await decide(h, callerWith("Owner", "oid-abe"), id, "reject")).toMatchObject({
       status: "ok",
       data: { outcome: "existing", state: "rejected" },
     });
-    expect(await decide(h, callerWith("Approver", "oid-abe"), id, "approve")).toMatchObject({
+    expect(await decide(h, callerWith("Owner", "oid-abe"), id, "approve")).toMatchObject({
       status: "error",
       error: { type: "conflict" },
     });
@@ -238,7 +247,7 @@ describe("human approvals", () => {
   it("C-374: a decision presenting another action_hash is refused", async () => {
     const h = harness();
     const id = await fileFor(h, callerWith("Owner", "oid-olga"));
-    const reply = await h.coordinator.handleTurn(callerWith("Approver", "oid-abe"), {
+    const reply = await h.coordinator.handleTurn(callerWith("Owner", "oid-abe"), {
       text: `approve_hil approval_id=${id} decision=approve justification="looks fine" action_hash=${"0".repeat(64)}`,
     });
     expect(reply.tool_results[0]).toMatchObject({ status: "error", error: { type: "conflict" } });
@@ -254,7 +263,7 @@ describe("human approvals", () => {
     const expired = await h.approvals.expire(id, "expiry-1", h.clock.now);
     expect(expired?.state).toBe("timeout");
     await h.approvals.expire(id, "expiry-2", h.clock.now);
-    const late = await decide(h, callerWith("Approver", "oid-abe"), id);
+    const late = await decide(h, callerWith("Owner", "oid-abe"), id);
     expect(late).toMatchObject({ status: "ok", data: { outcome: "timeout", state: "timeout", execution: null } });
     expect((await h.audit.list()).filter((e) => e.action === "console.approval_timeout")).toHaveLength(1);
     expect(h.executed).toEqual([]);
@@ -264,7 +273,7 @@ describe("human approvals", () => {
     const h = harness({ ttlSeconds: 600 });
     const id = await fileFor(h, callerWith("Owner", "oid-olga"));
     h.clock.now = new Date(h.clock.now.getTime() + 700_000);
-    expect(await decide(h, callerWith("Approver", "oid-abe"), id)).toMatchObject({
+    expect(await decide(h, callerWith("Owner", "oid-abe"), id)).toMatchObject({
       status: "ok",
       data: { outcome: "timeout" },
     });
@@ -290,6 +299,7 @@ describe("human approvals", () => {
       verify: h.verify,
       executor: h.executor,
       killSwitch: h.killSwitch,
+      actionTypes: actions,
       approvers: ["oid-Approver", "oid-Owner"],
       ttlSeconds: 3600,
       reminderOffsetsSeconds: [1800, 300],
@@ -323,6 +333,7 @@ describe("human approvals", () => {
       verify: h.verify,
       executor: h.executor,
       killSwitch: h.killSwitch,
+      actionTypes: actions,
       approvers: ["oid-Approver"],
       ttlSeconds: 3600,
       reminderOffsetsSeconds: [1800],

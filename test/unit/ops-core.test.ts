@@ -283,22 +283,31 @@ describe("audit query", () => {
     const pages: string[][] = [];
     let cursor: string | undefined;
     do {
-      const page = await queryAudit(audit, { page_size: 3, cursor });
+      const page = await queryAudit(audit, { role: "Owner", page_size: 3, cursor });
       pages.push(page.entries.map((e) => e.request_id));
       cursor = page.next_cursor;
     } while (cursor);
     expect(pages).toEqual([["r6", "r5", "r4"], ["r3", "r2", "r1"], ["r0"]]);
     const ids = async (q: Parameters<typeof queryAudit>[1]) =>
       (await queryAudit(audit, q)).entries.map((e) => e.request_id);
-    expect(await ids({ page_size: 100, event_id: "ev-1" })).toEqual(["r4", "r1"]);
-    expect(await ids({ page_size: 100, actor: "oid-1" })).toEqual(["r5", "r3", "r1"]);
-    expect(await ids({ page_size: 100, actor: "User 0" })).toEqual(["r6", "r4", "r2", "r0"]);
-    expect(await ids({ page_size: 100, decision: "deny" })).toEqual(["r5", "r3", "r1"]);
-    expect(await ids({ page_size: 100, mode: "enforce" })).toEqual(["r6", "r5", "r4"]);
+    expect(await ids({ role: "Owner", page_size: 100, event_id: "ev-1" })).toEqual(["r4", "r1"]);
+    expect(await ids({ role: "Owner", page_size: 100, actor: "oid-1" })).toEqual(["r5", "r3", "r1"]);
+    // Object ids compare normalized (issue 21 item 6): the same principal in upper case or braces.
+    expect(await ids({ role: "Owner", page_size: 100, actor: "{OID-1}" })).toEqual(["r5", "r3", "r1"]);
+    expect(await ids({ role: "Owner", page_size: 100, actor: "User 0" })).toEqual(["r6", "r4", "r2", "r0"]);
+    expect(await ids({ role: "Owner", page_size: 100, decision: "deny" })).toEqual(["r5", "r3", "r1"]);
+    expect(await ids({ role: "Owner", page_size: 100, mode: "enforce" })).toEqual(["r6", "r5", "r4"]);
     expect(
-      await ids({ page_size: 100, since: new Date("2026-01-01T00:00:03Z"), until: new Date("2026-01-01T00:00:05Z") }),
+      await ids({
+        role: "Owner",
+        page_size: 100,
+        since: new Date("2026-01-01T00:00:03Z"),
+        until: new Date("2026-01-01T00:00:05Z"),
+      }),
     ).toEqual(["r4", "r3", "r2"]);
-    await expect(queryAudit(audit, { page_size: 3, cursor: "not-ours" })).rejects.toThrow("validation failed");
+    await expect(queryAudit(audit, { role: "Owner", page_size: 3, cursor: "not-ours" })).rejects.toThrow(
+      "validation failed",
+    );
   });
 });
 
@@ -331,7 +340,7 @@ describe("audit query past its scan bound", () => {
     const pages: number[] = [];
     let cursor: string | undefined;
     do {
-      const page = await queryAudit(audit, { decision: "deny", page_size: 10, cursor });
+      const page = await queryAudit(audit, { role: "Owner", decision: "deny", page_size: 10, cursor });
       found.push(...page.entries.map((e) => e.request_id));
       pages.push(page.entries.length);
       cursor = page.next_cursor;
@@ -345,7 +354,7 @@ describe("audit query past its scan bound", () => {
     const all: string[] = [];
     cursor = undefined;
     do {
-      const page = await queryAudit(audit, { page_size: 100, cursor });
+      const page = await queryAudit(audit, { role: "Owner", page_size: 100, cursor });
       all.push(...page.entries.map((e) => e.request_id));
       cursor = page.next_cursor;
     } while (cursor);

@@ -1,16 +1,26 @@
 import { createHash } from "node:crypto";
+import { sameObjectId } from "../../auth/object-id.js";
+import type { Role } from "../../auth/roles.js";
+import type { ActionTypeCatalog } from "../../ops/actions/action-types.js";
 import { type ActionExecutor, ActionInProgressError } from "../../ops/actions/action-executor.js";
 import type { AuditActor, AuditLog } from "../../ops/audit.js";
 import type { KillSwitch } from "../../ops/kill-switch.js";
+import { scanSecrets } from "../../ops/secret-scanner.js";
 import type { Severity } from "../../ops/rules/rule-catalog.js";
 import type { ProposedAction, VerifierReport } from "../../ops/verifier/verifier.js";
 import type { Notifier } from "../../notify/types.js";
 import { ToolError } from "../tools/tool.js";
 import { type DeliveryPolicy, type LoadPolicy, planDelivery } from "./load-policy.js";
-import { type ApprovalDecision, type ApprovalItem, type ApprovalStore, actionHash } from "./approval-store.js";
+import {
+  type ApprovalDecision,
+  type ApprovalItem,
+  type ApprovalStore,
+  actionHash,
+  approvalIdOf,
+} from "./approval-store.js";
+import { createApprovalAuthority, DECIDER_ROLE_BELOW_FLOOR, NO_SELF_APPROVAL } from "./authority.js";
 
-/** The invariant named in the audit reason of a refused self-approval (spec §5 item 3). */
-export const NO_SELF_APPROVAL = "no_self_approval";
+export { DECIDER_ROLE_BELOW_FLOOR, NO_SELF_APPROVAL } from "./authority.js";
 
 export interface ApprovalServiceDependencies {
   store: ApprovalStore;
@@ -19,6 +29,8 @@ export interface ApprovalServiceDependencies {
   verify(action: ProposedAction): Promise<VerifierReport>;
   executor: ActionExecutor;
   killSwitch: KillSwitch;
+  /** The action-type catalog: each type's floor and whether it always needs an approval (`authority.ts`). */
+  actionTypes: ActionTypeCatalog;
   /** Object ids of the approvers A1 requests go to. */
   approvers: readonly string[];
   ttlSeconds: number;
@@ -26,6 +38,8 @@ export interface ApprovalServiceDependencies {
   reminderOffsetsSeconds: readonly number[];
   /** The load policy the orchestration planned with: it names each group's members. */
   loadPolicy?: LoadPolicy;
+  /** Bounds on pending approvals; {@link DEFAULT_PENDING_LIMITS} when unset. */
+  pendingLimits?: Partial<PendingLimits>;
 }
 
 /** The group a deferred or grouped request goes out with: all non-critical requests planned for `send_at`. */
@@ -37,6 +51,27 @@ export interface DeliveryGroup {
 /** A group's digest id: opaque, and the same on every host and replay for the same send time. */
 export function digestIdOf(sendAt: string): string {
   return `dig_${createHash("sha256").update(`approval-digest/${sendAt}`).digest("hex").slice(0, 24)}`;
+}
+
+/** How many approvals may wait at once: per requester, and per action type and target. */
+export interface PendingLimits {
+  perRequester: number;
+  perActionTarget: number;
+}
+
+/** Defaults: enough for an operator's working set, too few to flood the approvers (issue 21 item 7). */
+export const DEFAULT_PENDING_LIMITS: PendingLimits = { perRequester: 10, perActionTarget: 3 };
+
+/** A filing refused because too many approvals are pending; nothing was filed or sent. */
+export class ApprovalLimitError extends ToolError {
+  constructor(
+    readonly limit: "per_requester" | "per_action_target",
+    readonly max: number,
+    message: string,
+  ) {
+    super("conflict", `Not filed: ${message}.`, { reason: "pending_approval_limit", limit, max });
+    this.name = "ApprovalLimitError";
+  }
 }
 
 /** What a decision returns: the item as recorded, and the execution when it ran now or before. */
@@ -54,6 +89,7 @@ const system: AuditActor = { oid: "system", name: "operations core" };
  */
 export function createApprovalService(deps: ApprovalServiceDependencies) {
   const { store, audit } = deps;
+  const authority = createApprovalAuthority(deps.actionTypes);
 
   async function deliver(
     item: ApprovalItem,
@@ -63,7 +99,7 @@ export function createApprovalService(deps: ApprovalServiceDependencies) {
   ): Promise<number> {
     let sent = 0;
     for (const approver of deps.approvers) {
-      if (approver === item.requester.oid) continue;
+      if (sameObjectId(approver, item.requester.oid)) continue;
       const receipt = await deps.notifier.send({
         category: "A1",
         template_key: `approval.${kind}`,
@@ -130,7 +166,7 @@ export function createApprovalService(deps: ApprovalServiceDependencies) {
     let delivered = 0;
     let mode: "list" | "summary" = "list";
     for (const approver of deps.approvers) {
-      const mine = members.filter((m) => m.requester.oid !== approver);
+      const mine = members.filter((m) => !sameObjectId(m.requester.oid, approver));
       if (mine.length === 0) continue;
       const listed = mine.slice(0, cap);
       if (listed.length < mine.length) mode = "summary";
@@ -210,6 +246,9 @@ export function createApprovalService(deps: ApprovalServiceDependencies) {
   }
 
   return {
+    /** Who may authorize what: the one rule, shared with the coordinator and the channels. */
+    authority,
+
     /** Parks the request durably first, then delivers it unless the kill switch holds A1 delivery. */
     async request(input: {
       action: ProposedAction;
@@ -220,6 +259,32 @@ export function createApprovalService(deps: ApprovalServiceDependencies) {
       requestId: string;
       now: Date;
     }): Promise<ApprovalItem> {
+      // A retry of the same filing (same idempotency key) is the same item, whatever the bounds say now.
+      const replay = await store.get(approvalIdOf(input.idempotencyKey));
+      if (!replay) {
+        const pending = (await store.listPending()).filter((p) => input.now.getTime() < Date.parse(p.expires_at));
+        // An identical request already waiting: that item is the answer, nothing new is filed or sent.
+        const hash = actionHash(input.action);
+        const identical = pending.find((p) => p.action_hash === hash);
+        if (identical) return identical;
+        const limits = { ...DEFAULT_PENDING_LIMITS, ...deps.pendingLimits };
+        const sameTarget = pending.filter(
+          (p) => p.action.action_type === input.action.action_type && p.action.target === input.action.target,
+        );
+        if (sameTarget.length >= limits.perActionTarget)
+          throw new ApprovalLimitError(
+            "per_action_target",
+            limits.perActionTarget,
+            `${sameTarget.length} approvals of ${input.action.action_type} on ${input.action.target} are already pending (at most ${limits.perActionTarget}); decide or let them expire first`,
+          );
+        const mine = pending.filter((p) => sameObjectId(p.requester.oid, input.requester.oid));
+        if (mine.length >= limits.perRequester)
+          throw new ApprovalLimitError(
+            "per_requester",
+            limits.perRequester,
+            `you already have ${mine.length} approvals pending (at most ${limits.perRequester}); wait for decisions or expiry before filing more`,
+          );
+      }
       const item = await store.file(
         {
           idempotency_key: input.idempotencyKey,
@@ -323,6 +388,8 @@ export function createApprovalService(deps: ApprovalServiceDependencies) {
     async decide(input: {
       approvalId: string;
       actor: AuditActor;
+      /** The decider's effective role from its validated token (undefined: none). */
+      role: Role | undefined;
       decision: ApprovalDecision;
       justification: string;
       actionHash?: string;
@@ -331,26 +398,40 @@ export function createApprovalService(deps: ApprovalServiceDependencies) {
     }): Promise<DecisionResult> {
       const item = await store.get(input.approvalId);
       if (!item) throw new ToolError("not_found", `no approval ${input.approvalId}`);
+      // A justification is free text: it is stored and shown only after the secret scanner.
+      input = { ...input, justification: scanSecrets(input.justification).text };
       const base = {
         actor: input.actor,
         action: "console.approve_hil",
         target: item.approval_id,
         request_id: input.requestId,
       };
-      if (item.state === "pending" && input.actor.oid === item.requester.oid) {
+      const may = authority.mayDecide(
+        { oid: input.actor.oid, role: input.role },
+        { requesterOid: item.requester.oid, actionType: item.action.action_type },
+      );
+      if (item.state === "pending" && !may.allowed) {
         await audit.record({
           ...base,
           outcome: "denied",
           details: {
-            reason: NO_SELF_APPROVAL,
-            invariant: NO_SELF_APPROVAL,
+            reason: may.reason,
+            invariant: may.reason,
             decision: input.decision,
+            required_role: may.required_role,
+            current_role: input.role ?? null,
             side_effect_class: "approve",
           },
         });
+        if (may.reason === NO_SELF_APPROVAL)
+          throw new ToolError(
+            "self_approval",
+            `refused by the ${NO_SELF_APPROVAL} invariant: the requester of ${item.approval_id} cannot decide it`,
+          );
         throw new ToolError(
-          "self_approval",
-          `refused by the ${NO_SELF_APPROVAL} invariant: the requester of ${item.approval_id} cannot decide it`,
+          "forbidden",
+          `refused by the ${DECIDER_ROLE_BELOW_FLOOR} invariant: deciding ${item.action.action_type} requires the ${may.required_role} role; your current role is ${input.role ?? "none"}. Nothing was decided.`,
+          { required_role: may.required_role },
         );
       }
       // The stored action must still be the one the hash bound, and a presented hash must match it.
@@ -397,6 +478,7 @@ export function createApprovalService(deps: ApprovalServiceDependencies) {
         input.approvalId,
         {
           actor: input.actor,
+          ...(input.role ? { role: input.role } : {}),
           decision: input.decision,
           justification: input.justification,
           action_hash: item.action_hash,
@@ -474,8 +556,20 @@ export function createApprovalService(deps: ApprovalServiceDependencies) {
       if (item?.state !== "approved" || item.execution) return item;
       const actor = item.decision?.actor ?? system;
       let execution: NonNullable<ApprovalItem["execution"]>;
+      // The decision is checked again here: an item decided by someone who may not authorize the
+      // action (recorded before this rule, or by another writer) is never executed.
+      const may = authority.mayDecide(
+        { oid: actor.oid, role: item.decision?.role },
+        { requesterOid: item.requester.oid, actionType: item.action.action_type },
+      );
       const report = await deps.verify(item.action);
-      if ((await deps.killSwitch.isOn()) && item.action.action_type !== "kill_switch")
+      if (!may.allowed)
+        execution = {
+          status: "refused",
+          at: now.toISOString(),
+          result: { reason: may.reason, required_role: may.required_role, decided_role: item.decision?.role ?? null },
+        };
+      else if ((await deps.killSwitch.isOn()) && item.action.action_type !== "kill_switch")
         execution = { status: "refused", at: now.toISOString(), result: { reason: "kill_switch_on" } };
       else if (report.verdict !== "eligible")
         execution = {

@@ -1,5 +1,8 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
+import { sameObjectId } from "../../auth/object-id.js";
+import { canonicalJson } from "../../canonical-json.js";
+import type { Role } from "../../auth/roles.js";
 import type { AuditActor } from "../../ops/audit.js";
 import type { Severity } from "../../ops/rules/rule-catalog.js";
 import type { ProposedAction } from "../../ops/verifier/verifier.js";
@@ -25,7 +28,8 @@ export interface ApprovalItem {
   created_at: string;
   expires_at: string;
   state: ApprovalState;
-  decision?: { actor: AuditActor; decision: ApprovalDecision; justification: string; at: string };
+  /** `role`: the decider's effective role when it decided (checked again before execution). */
+  decision?: { actor: AuditActor; role?: Role; decision: ApprovalDecision; justification: string; at: string };
   timed_out_at?: string;
   /** Set once the approved action ran (exactly once). */
   execution?: { status: "succeeded" | "failed" | "refused"; at: string; result: unknown };
@@ -54,22 +58,16 @@ export const APPROVALS_TABLE = "approvals";
 export const APPROVAL_CLAIMS_TABLE = "approvalclaims";
 const PARTITION = "a";
 
-/** JSON with sorted keys, so equal actions hash equally whatever their key order. */
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
-  if (value && typeof value === "object")
-    return `{${Object.keys(value)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`)
-      .join(",")}}`;
-  return JSON.stringify(value);
-}
-
 /** The `action_hash` binding an approval to the exact action, target and parameters. */
 export function actionHash(action: ProposedAction): string {
   return createHash("sha256")
-    .update(canonical({ action_type: action.action_type, target: action.target, params: action.params }))
+    .update(canonicalJson({ action_type: action.action_type, target: action.target, params: action.params }))
     .digest("hex");
+}
+
+/** The opaque approval id of a filing: a digest of its idempotency key. */
+export function approvalIdOf(idempotencyKey: string): string {
+  return `apr_${createHash("sha256").update(idempotencyKey).digest("hex").slice(0, 24)}`;
 }
 
 export const approvalIdSchema = z.string().regex(/^apr_[0-9a-f]{24}$/, "approval ids look like apr_ and 24 hex digits");
@@ -87,7 +85,13 @@ export interface ApprovalStore {
   /** Records a decision, or says why not (self-approval, timeout, conflict, wrong hash). */
   decide(
     approvalId: string,
-    decision: { actor: AuditActor; decision: ApprovalDecision; justification: string; action_hash: string },
+    decision: {
+      actor: AuditActor;
+      role?: Role;
+      decision: ApprovalDecision;
+      justification: string;
+      action_hash: string;
+    },
     now: Date,
   ): Promise<DecideOutcome | undefined>;
   /** Moves a pending item whose TTL passed to `timeout`; true only for the call that did it. */
@@ -159,7 +163,7 @@ export function createApprovalStore(source: TableSource): ApprovalStore {
 
   return {
     async file(input, now) {
-      const approval_id = `apr_${createHash("sha256").update(input.idempotency_key).digest("hex").slice(0, 24)}`;
+      const approval_id = approvalIdOf(input.idempotency_key);
       const item: ApprovalItem = {
         approval_id,
         idempotency_key: input.idempotency_key,
@@ -210,11 +214,12 @@ export function createApprovalStore(source: TableSource): ApprovalStore {
           return timedOut;
         }
         if (item.decision) {
-          const same = item.decision.actor.oid === decision.actor.oid && item.decision.decision === decision.decision;
+          const same =
+            sameObjectId(item.decision.actor.oid, decision.actor.oid) && item.decision.decision === decision.decision;
           outcome = { kind: same ? "existing" : "conflict", item };
           return undefined;
         }
-        if (decision.actor.oid === item.requester.oid) {
+        if (sameObjectId(decision.actor.oid, item.requester.oid)) {
           outcome = { kind: "self_approval", item };
           return undefined;
         }
@@ -227,6 +232,7 @@ export function createApprovalStore(source: TableSource): ApprovalStore {
           state: decision.decision === "approve" ? "approved" : "rejected",
           decision: {
             actor: decision.actor,
+            ...(decision.role ? { role: decision.role } : {}),
             decision: decision.decision,
             justification: decision.justification,
             at: now.toISOString(),

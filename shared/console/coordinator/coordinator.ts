@@ -1,10 +1,11 @@
 import { randomUUID } from "node:crypto";
 import type { Caller, Role } from "../../auth/roles.js";
-import { type AuditActor, type AuditLog, auditEvidence } from "../../ops/audit.js";
+import { type AuditActor, type AuditLog, atLeastRole, auditEvidence } from "../../ops/audit.js";
 import type { EvidenceStore } from "../../ops/evidence-store.js";
+import { redactSecrets } from "../../ops/secret-scanner.js";
 import type { Severity } from "../../ops/rules/rule-catalog.js";
 import type { ProposedAction, VerifierReport } from "../../ops/verifier/verifier.js";
-import type { ApprovalService } from "../approvals/approval-service.js";
+import { ApprovalLimitError, type ApprovalService } from "../approvals/approval-service.js";
 import type { RecurrentQueryWatch } from "../recurrent-query.js";
 import type { ToolRegistry } from "../tools/registry.js";
 import {
@@ -172,16 +173,18 @@ export function createCoordinator(deps: CoordinatorDependencies) {
     kind: ReplyKind,
     text: string,
     extra: Partial<OutboundResponse> = {},
-  ): OutboundResponse => ({
-    text,
-    kind,
-    intent: "none",
-    tool_results: [],
-    evidence_refs: [],
-    audit_ids: [],
-    request_id: requestId,
-    ...extra,
-  });
+  ): OutboundResponse =>
+    // Nothing a caller typed or a tool returned leaves with a secret in it (issue 21 item 3).
+    redactSecrets({
+      text,
+      kind,
+      intent: "none",
+      tool_results: [],
+      evidence_refs: [],
+      audit_ids: [],
+      request_id: requestId,
+      ...extra,
+    });
 
   async function runTool(
     tool: Tool,
@@ -195,9 +198,19 @@ export function createCoordinator(deps: CoordinatorDependencies) {
     const actor: AuditActor = { oid: caller.oid, name: caller.name };
     const intent = intentOf(tool);
     const descriptor = tool.descriptor;
-    const auditBase = { actor, action: "console.tool_call", target: descriptor.name, request_id: requestId };
     const argDetails = (rawArgs ?? {}) as Record<string, unknown>;
     const parsed = tool.args.safeParse(rawArgs ?? {});
+    // Who may read this call's entries: the floor of the call (approval content raises it to Approver).
+    const callFloor = parsed.success ? (tool.floorFor?.(parsed.data) ?? descriptor.rbac_floor) : descriptor.rbac_floor;
+    // A result that depends on the caller's role (and the evidence kept of it) is readable only from that role up.
+    const entryFloor = tool.roleScopedResult ? atLeastRole(callFloor, role) : callFloor;
+    const auditBase = {
+      actor,
+      action: "console.tool_call",
+      target: descriptor.name,
+      request_id: requestId,
+      visibility_floor: entryFloor,
+    };
     const action = parsed.success ? tool.proposedAction?.(parsed.data) : undefined;
     let openedId: string | undefined;
     if (action) {
@@ -223,18 +236,45 @@ export function createCoordinator(deps: CoordinatorDependencies) {
           { intent, audit_ids: [entry.audit_id] },
         );
       }
-      if (report.verdict === "abstain" || !meetsFloor(role, floor)) {
-        const cause = report.verdict === "abstain" ? "verifier_abstained" : "rbac_floor_not_met";
+      // Who may run what without an approval is the approval authority's rule (an Owner's kill switch files one too).
+      const cause =
+        report.verdict === "abstain"
+          ? "verifier_abstained"
+          : !meetsFloor(role, floor)
+            ? "rbac_floor_not_met"
+            : deps.approvals.authority.filingCause(role, action.action_type, report.verdict);
+      if (cause) {
         const severity: Severity = action.action_type === "kill_switch" ? "critical" : "medium";
-        const item = await deps.approvals.request({
-          action,
-          requester: actor,
-          reason: "verifier_abstained",
-          severity,
-          idempotencyKey: `console/${requestId}/${descriptor.name}`,
-          requestId,
-          now: now(),
-        });
+        let item: Awaited<ReturnType<ApprovalService["request"]>>;
+        try {
+          item = await deps.approvals.request({
+            action,
+            requester: actor,
+            reason: "verifier_abstained",
+            severity,
+            idempotencyKey: `console/${requestId}/${descriptor.name}`,
+            requestId,
+            now: now(),
+          });
+        } catch (error) {
+          if (!(error instanceof ApprovalLimitError)) throw error;
+          // Too many pending: refused with the reason, and nothing filed, started or sent.
+          const entry = await deps.audit.record({
+            ...auditBase,
+            outcome: "denied",
+            details: {
+              side_effect_class: descriptor.side_effect_class,
+              intent,
+              args: argDetails,
+              cause,
+              ...error.details,
+            },
+          });
+          return reply(requestId, "refused", `${error.message} Nothing was executed.`, {
+            intent,
+            audit_ids: [entry.audit_id],
+          });
+        }
         const entry = await deps.audit.record({
           ...auditBase,
           outcome: "denied",
@@ -254,7 +294,9 @@ export function createCoordinator(deps: CoordinatorDependencies) {
         const why =
           cause === "rbac_floor_not_met"
             ? `${descriptor.name} with these arguments requires the ${floor} role; your current role is ${role}`
-            : `the verifier abstains (missing evidence: ${report.missing_evidence.join(", ")})`;
+            : cause === "approval_required"
+              ? `${action.action_type} needs an Owner plus an approval by another Owner, whoever asks`
+              : `the verifier abstains (missing evidence: ${report.missing_evidence.join(", ")})`;
         return reply(
           requestId,
           "approval_filed",
@@ -298,11 +340,7 @@ export function createCoordinator(deps: CoordinatorDependencies) {
           ...(eventId ? { event_id: eventId } : {}),
           ...(openedId ? { opened_audit_id: openedId } : {}),
           ...(descriptor.side_effect_class === "simulate" ? { mode: "observation" } : {}),
-          ...(await evidenceOf(
-            result,
-            deps.evidence,
-            parsed.success ? (tool.floorFor?.(parsed.data) ?? descriptor.rbac_floor) : descriptor.rbac_floor,
-          )),
+          ...(await evidenceOf(result, deps.evidence, entryFloor)),
         },
       });
       auditIds.push(entry.audit_id);

@@ -50,6 +50,7 @@ export function approvalTools(deps: ConsoleToolDependencies): Tool[] {
           "invalid_arguments",
           "not_found",
           "self_approval",
+          "forbidden",
           "conflict",
           "verifier_abstained",
           "verifier_denied",
@@ -68,6 +69,7 @@ export function approvalTools(deps: ConsoleToolDependencies): Tool[] {
         const result = await deps.approvals.decide({
           approvalId: args.approval_id,
           actor: { oid: context.caller.oid, name: context.caller.name },
+          role: context.role,
           decision: args.decision,
           justification: args.justification,
           actionHash: args.action_hash,

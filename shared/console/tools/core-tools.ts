@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { evaluateRules, type RuleCatalog, resourceTypeOf } from "../../ops/rules/rule-catalog.js";
 import { queryAudit } from "../../ops/audit-query.js";
+import { auditVisibleTo } from "../../ops/audit.js";
 import { EVIDENCE_ID_PATTERN } from "../../ops/evidence-store.js";
 import { correlateIncidents } from "../../ops/incidents/incidents.js";
 import type { ConsoleToolDependencies } from "./dependencies.js";
@@ -79,8 +80,13 @@ export function coreTools(deps: ConsoleToolDependencies): Tool[] {
         failure_modes: ["invalid_arguments", "not_found"],
       },
       args: z.strictObject({ event_id: idText(100) }),
-      async run({ event_id }) {
-        const page = await queryAudit(deps.audit, { event_id, action: "ops.event_processed", page_size: 1 });
+      async run({ event_id }, context) {
+        const page = await queryAudit(deps.audit, {
+          role: context.role,
+          event_id,
+          action: "ops.event_processed",
+          page_size: 1,
+        });
         const entry = page.entries[0];
         if (!entry) throw new ToolError("not_found", `no processed event ${event_id} in the audit trail`);
         const d = entry.details;
@@ -142,6 +148,7 @@ export function coreTools(deps: ConsoleToolDependencies): Tool[] {
         side_effect_class: "read",
         failure_modes: ["invalid_arguments", "not_found", "forbidden", "unavailable"],
       },
+      roleScopedResult: true,
       args: z.strictObject({
         event_id: idText(100).optional(),
         actor: idText(200).optional(),
@@ -182,6 +189,8 @@ export function coreTools(deps: ConsoleToolDependencies): Tool[] {
           };
         }
         const page = await queryAudit(deps.audit, {
+          // Only what the caller's role may read (issue 21 item 2): approval content is Approver-scoped.
+          role: context.role,
           event_id: args.event_id,
           actor: args.actor,
           decision: args.decision,
@@ -205,6 +214,7 @@ export function coreTools(deps: ConsoleToolDependencies): Tool[] {
         side_effect_class: "read",
         failure_modes: ["invalid_arguments", "not_found"],
       },
+      roleScopedResult: true,
       args: z.strictObject({
         incident_id: z.string().regex(/^INC-[0-9a-f]{12}$/, "incident ids look like INC- and 12 hex digits"),
       }),
@@ -218,7 +228,10 @@ export function coreTools(deps: ConsoleToolDependencies): Tool[] {
         if (!incident) throw new ToolError("not_found", `no incident ${incident_id} among the latest 1000 events`);
         const members = events.filter((e) => incident.member_event_ids.includes(e.event_id));
         const audit = (await deps.audit.list({ limit: 1000 })).filter(
-          (a) => typeof a.details.event_id === "string" && incident.member_event_ids.includes(a.details.event_id),
+          (a) =>
+            auditVisibleTo(a, context.role) &&
+            typeof a.details.event_id === "string" &&
+            incident.member_event_ids.includes(a.details.event_id),
         );
         const unavailable = (provider: string) => ({ status: "unavailable", provider });
         let inventory: unknown = unavailable("inventory");

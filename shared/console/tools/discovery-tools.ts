@@ -14,6 +14,7 @@ export function discoveryTools(deps: ConsoleToolDependencies): Tool[] {
         side_effect_class: "read",
         failure_modes: ["invalid_arguments"],
       },
+      roleScopedResult: true,
       args: z.strictObject({ query: boundedText(200).optional() }),
       async run({ query }, context) {
         const tools = deps.registry().search(context.role, query);
@@ -29,6 +30,7 @@ export function discoveryTools(deps: ConsoleToolDependencies): Tool[] {
         side_effect_class: "read",
         failure_modes: ["invalid_arguments", "not_found"],
       },
+      roleScopedResult: true,
       args: z.strictObject({ name: z.string().regex(/^[a-z][a-z0-9_]{0,63}$/) }),
       async run({ name }, context) {
         const descriptor = deps.registry().describe(context.role, name);

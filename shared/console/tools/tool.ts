@@ -115,6 +115,11 @@ export interface Tool<A = unknown> {
   jsonArg?: string;
   /** False for tools that must leave no trace (`describe_event` writes no audit entry). */
   audited: boolean;
+  /**
+   * True when the result depends on the caller's role (`query_audit`, discovery): the call's audit
+   * entry, which keeps the result as evidence, is then readable only from the caller's role up.
+   */
+  roleScopedResult?: boolean;
   run(args: A, context: ToolContext): Promise<ToolAnswer>;
 }
 

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { canonicalJson } from "../../http/idempotency.js";
+import { canonicalJson } from "../../canonical-json.js";
 import { isStatus } from "../../storage/table-text.js";
 import { type TableSource, tableOpener } from "../../storage/table-source.js";
 import type { ProposedAction } from "../verifier/verifier.js";

@@ -45,6 +45,11 @@ const actionTypeSchema = z.strictObject({
   blast_radius: z.enum(["single_resource", "service", "control_plane"]),
   rollback: z.string().min(1).max(500),
   default_mode: z.enum(["shadow", "enforce"]),
+  /**
+   * True for the types the spec marks "Owner + approval" (operator-console §5 A3 table: kill switch
+   * on/off): an approval is filed whoever asks, an Owner included (see `approvals/authority.ts`).
+   */
+  requires_approval: z.boolean().optional(),
 });
 
 /** One action type: what the operations core may propose and, once eligible and approved, carry out. */
