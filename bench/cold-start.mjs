@@ -7,7 +7,7 @@
 import { spawn } from "node:child_process";
 import { readFileSync, statSync } from "node:fs";
 import path from "node:path";
-import { foreignLoadMeter, ROOT } from "./stack.mjs";
+import { foreignLoadMeter, foreignLoadOf, ROOT } from "./stack.mjs";
 
 const PROBE = path.join(ROOT, "scripts/import-probe.mjs");
 const BUNDLE = path.join(ROOT, "dist/functions/index.js");
@@ -94,7 +94,7 @@ export async function benchColdStart({ runs, targetMs, log }) {
     ours.push(bundle.import_ms);
     oursCpu.push(bundle.cpu_ms);
     baseline.push(alone.import_ms);
-    foreign.push(round(foreignCores, 2));
+    foreign.push(foreignCores);
   }
   const result = {
     ours_ms: round(median(ours)),
@@ -104,7 +104,7 @@ export async function benchColdStart({ runs, targetMs, log }) {
     target_ms: targetMs,
     runs_ours_ms: ours.map((x) => round(x)),
     runs_baseline_ms: baseline.map((x) => round(x)),
-    runs_foreign_load_cores: foreign,
+    ...foreignLoadOf(foreign),
     functions_registered: registered,
     eager_bytes: eagerBytes(),
   };

@@ -8,7 +8,7 @@
 //   - a small job end to end (submit → completed on the demo database)
 import { mkdirSync } from "node:fs";
 import path from "node:path";
-import { startStack } from "./stack.mjs";
+import { foreignLoadMeter, foreignLoadOf, formatForeignLoad, startStack } from "./stack.mjs";
 
 const SEQUENTIAL_SUBMITS = 8;
 const DASHBOARD_SUBMITS = 4;
@@ -138,11 +138,14 @@ export async function benchDurability({ tmp, runs, log }) {
     await measure(clients.on);
     await measure(clients.off);
     const samples = { on: [], off: [] };
+    const foreign = [];
     for (let run = 0; run < runs; run++) {
+      const meter = foreignLoadMeter();
       const order = run % 2 === 0 ? ["on", "off"] : ["off", "on"];
       for (const mode of order) samples[mode].push(await measure(clients[mode]));
+      foreign.push(meter());
       log(
-        `  (g) run ${run + 1}/${runs}: submit ms on ${round(samples.on.at(-1).submit_ms)} / off ${round(samples.off.at(-1).submit_ms)}`,
+        `  (g) run ${run + 1}/${runs}: submit ms on ${round(samples.on.at(-1).submit_ms)} / off ${round(samples.off.at(-1).submit_ms)}, foreign load ${formatForeignLoad([foreign.at(-1)])} cores`,
       );
     }
     const figure = (key) => {
@@ -162,6 +165,7 @@ export async function benchDurability({ tmp, runs, log }) {
       dashboard_submit_ms: figure("dashboard_submit_ms"),
       burst_ms: { ...figure("burst_ms"), submits: BURST },
       small_job_ms: figure("job_ms"),
+      ...foreignLoadOf(foreign),
     };
     return result;
   } finally {

@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import https from "node:https";
 import path from "node:path";
 import { generateData } from "./generate.mjs";
-import { cli, jobApiClient, startStack } from "./stack.mjs";
+import { cli, foreignLoadMeter, foreignLoadOf, jobApiClient, startStack } from "./stack.mjs";
 
 const SHARDS = 8;
 const DB_NAME = "benchkube";
@@ -175,7 +175,9 @@ export async function benchKubernetes({ tmp, runs, log, mbases = Number(process.
     const ours = [];
     const bare = [];
     const calls = [];
+    const foreign = [];
     for (let i = 0; i <= runs; i++) {
+      const meter = foreignLoadMeter();
       let job;
       let b;
       if (i % 2 === 1) {
@@ -185,10 +187,12 @@ export async function benchKubernetes({ tmp, runs, log, mbases = Number(process.
         job = await runJob();
         b = await runBareShards();
       }
+      const foreignCores = meter();
       log(
-        `  ${i === 0 ? "warm-up" : `run ${i}`}: job ${job.wall.toFixed(2)} s, bare shards ${b.toFixed(2)} s, API calls per shard ${job.callsPerShard}`,
+        `  ${i === 0 ? "warm-up" : `run ${i}`}: job ${job.wall.toFixed(2)} s, bare shards ${b.toFixed(2)} s, API calls per shard ${job.callsPerShard}, foreign load ${foreignCores.toFixed(2)} cores`,
       );
       if (i === 0) continue;
+      foreign.push(foreignCores);
       ours.push(job.wall);
       bare.push(b);
       calls.push(job.callsPerShard);
@@ -210,6 +214,7 @@ export async function benchKubernetes({ tmp, runs, log, mbases = Number(process.
       api_calls_per_shard: calls,
       runs_ours_s: ours.map((x) => round(x)),
       runs_baseline_s: bare.map((x) => round(x)),
+      ...foreignLoadOf(foreign),
     };
   } finally {
     await stack.stop();

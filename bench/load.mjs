@@ -7,7 +7,7 @@
 import { mkdirSync } from "node:fs";
 import { Worker } from "node:worker_threads";
 import path from "node:path";
-import { startStack } from "./stack.mjs";
+import { foreignLoadMeter, foreignLoadOf, startStack } from "./stack.mjs";
 
 const SUBMITS = Number(process.env.BENCH_E_SUBMITS ?? 200);
 const LONG_POLLS = Number(process.env.BENCH_E_LONG_POLLS ?? 800);
@@ -98,6 +98,7 @@ export async function benchLoad({ tmp, log }) {
   const base = stack.info.jobapi_url;
   const headers = { "X-SVC-API-Token": stack.token, "Content-Type": "application/json" };
   try {
+    const meter = foreignLoadMeter();
     const idle = await readLoop(`${base}/v1/ready`, new Promise((r) => setTimeout(r, 3000)));
 
     // The most jobs queued at any moment, read from the job API itself while the burst runs.
@@ -154,6 +155,7 @@ export async function benchLoad({ tmp, log }) {
     const dashboardReady = (await fetch(`${stack.info.functions_url}/api/health/ready`)).status;
     const { answers, accepted, polls } = await burst;
     const burstSeconds = (performance.now() - t0) / 1000;
+    const foreignCores = meter();
     stopWatching();
     await watcher;
     const result = {
@@ -175,6 +177,8 @@ export async function benchLoad({ tmp, log }) {
       dashboard_ready_after: dashboardReady,
       target_p99_ms: TARGET_P99_MS,
       client_network_errors: networkErrors.length,
+      // One measured run: the idle reads and the burst.
+      ...foreignLoadOf([foreignCores]),
     };
     result.ratio_p99 =
       Math.round((result.ready_under_load.p99_ms / Math.max(0.1, result.ready_idle.p99_ms)) * 100) / 100;
@@ -185,7 +189,7 @@ export async function benchLoad({ tmp, log }) {
       result.accepted <= MAX_QUEUED + 1 &&
       result.other_answers.length === 0;
     log(
-      `  ready p99 ${result.ready_under_load.p99_ms} ms under load (idle ${result.ready_idle.p99_ms} ms), max queued ${maxQueued}/${MAX_QUEUED}, ${result.accepted} accepted, ${result.refused_429} refused`,
+      `  ready p99 ${result.ready_under_load.p99_ms} ms under load (idle ${result.ready_idle.p99_ms} ms), max queued ${maxQueued}/${MAX_QUEUED}, ${result.accepted} accepted, ${result.refused_429} refused, foreign load ${foreignCores.toFixed(2)} cores`,
     );
     return result;
   } finally {

@@ -53,7 +53,10 @@ import {
   cpuSeconds,
   descendantPids,
   findJobApiPid,
+  DISTURBED_CORES,
   foreignLoadMeter,
+  foreignLoadOf,
+  formatForeignLoad,
   jobApiClient,
   jobRecordReader,
   ROOT,
@@ -118,8 +121,6 @@ const TARGETS = {
   durableSubmitAddedMs: 25,
   durableJobRatio: 1.1,
 };
-/** Foreign CPU load (cores) above which the report warns that other work disturbed the figures. */
-const FOREIGN_LOAD_WARNING = 0.2;
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const median = (xs) => {
@@ -413,7 +414,7 @@ async function main(tmp) {
       target: TARGETS.facadeRatio,
       runs_ours_s: facade.ours.map((x) => round(x)),
       runs_baseline_s: facade.baseline.map((x) => round(x)),
-      runs_foreign_load_cores: facade.foreign,
+      ...foreignLoadOf(facade.foreign),
       median_phases_ms: medianPhases(facade.phases),
       job_blast_argv: facade.blastArgv,
       baseline_threads: facade.threads,
@@ -532,7 +533,7 @@ async function main(tmp) {
       target: TARGETS.shardedRatio,
       runs_ours_s: sharded.ours.map((x) => round(x)),
       runs_baseline_s: sharded.baseline.map((x) => round(x)),
-      runs_foreign_load_cores: sharded.foreign,
+      ...foreignLoadOf(sharded.foreign),
       median_phases_ms: medianPhases(sharded.phases),
       shard_blast_s: sharded.shardBlast,
       // Diagnostics: the job against the same partition searches run bare, and those against blastn.
@@ -646,7 +647,7 @@ async function main(tmp) {
       target: TARGETS.streamRatio,
       runs_ours_mb_s: stream.ours.map((x) => round(x / MB, 1)),
       runs_direct_mb_s: stream.direct.map((x) => round(x / MB, 1)),
-      runs_foreign_load_cores: stream.foreign,
+      ...foreignLoadOf(stream.foreign),
       cpu_during_runs: stream.cpu,
     };
     results.stream.pass = results.stream.ratio >= TARGETS.streamRatio;
@@ -842,10 +843,30 @@ function report(r) {
       ],
     );
   }
-  const foreignRuns = [r.facade, r.sharded, r.stream, r.cold_start].flatMap((m) => m?.runs_foreign_load_cores ?? []);
+  const metrics = [
+    ["(a)", r.facade],
+    ["(b)", r.sharded],
+    ["(c)", r.stream],
+    ["(d)", r.cold_start],
+    ["(e)", r.load],
+    ["(f)", r.kubernetes],
+    ["(g)", r.durability],
+  ].filter(([, m]) => m);
+  const foreignRuns = metrics.flatMap(([, m]) => m.runs_foreign_load_cores ?? []);
   const foreignMax = Math.max(0, ...foreignRuns);
-  const header = ["metric", "ours", "baseline", "ratio", "target", "result"];
-  const cells = rows.map((row) => [...row.slice(0, 5), row[5] ? "PASS" : "MISS"]);
+  // Each row says whether its runs were quiet: other processes over DISTURBED_CORES mark a run.
+  const runsCell = (m) => {
+    const n = m?.runs_foreign_load_cores?.length;
+    if (!n) return "-";
+    return m.quiet ? `quiet (${n})` : `${m.disturbed_runs.length}/${n} disturbed`;
+  };
+  const metricOf = Object.fromEntries(metrics);
+  const header = ["metric", "ours", "baseline", "ratio", "target", "result", "runs"];
+  const cells = rows.map((row) => [
+    ...row.slice(0, 5),
+    row[5] ? "PASS" : "MISS",
+    runsCell(metricOf[String(row[0]).slice(0, 3)]),
+  ]);
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => String(c[i]).length)));
   const line = (c) => c.map((v, i) => String(v).padEnd(widths[i])).join("  ");
   const perMetric = (f) =>
@@ -860,7 +881,7 @@ function report(r) {
   const coldStartLines = r.cold_start
     ? [
         `(d) ${r.cold_start.functions_registered} functions registered; ${(r.cold_start.eager_bytes / 1e6).toFixed(2)} MB read at import; import CPU ${r.cold_start.ours_cpu_ms} ms; ` +
-          `runs ms: bundle ${r.cold_start.runs_ours_ms.join(" ")}, @azure/functions ${r.cold_start.runs_baseline_ms.join(" ")}; foreign load cores ${r.cold_start.runs_foreign_load_cores.join(" ")}`,
+          `runs ms: bundle ${r.cold_start.runs_ours_ms.join(" ")}, @azure/functions ${r.cold_start.runs_baseline_ms.join(" ")}`,
       ]
     : [];
   const durabilityLines = r.durability
@@ -870,12 +891,14 @@ function report(r) {
           `job-API submit runs ms on ${r.durability.job_api_submit_ms.runs_on.join(" ")} / off ${r.durability.job_api_submit_ms.runs_off.join(" ")}`,
       ]
     : [];
-  const foreignWarning =
-    foreignMax > FOREIGN_LOAD_WARNING
+  const foreignLines = [
+    `CPU used by other processes on the machine, cores per run (* over ${DISTURBED_CORES}: disturbed): ${metrics.map(([name, m]) => `${name} ${formatForeignLoad(m.runs_foreign_load_cores ?? [])}`).join("; ")}`,
+    ...(foreignMax > DISTURBED_CORES
       ? [
-          `WARNING: other processes used up to ${foreignMax} cores of this ${r.machine.cpus}-core machine during the runs; the figures are disturbed by them.`,
+          `WARNING: other processes used up to ${foreignMax} cores of this ${r.machine.cpus}-core machine during the runs; the starred runs are disturbed (rerun when the machine is quiet).`,
         ]
-      : [];
+      : []),
+  ];
   if (!r.generation) {
     const table = [line(header), line(widths.map((w) => "-".repeat(w))), ...cells.map(line)];
     process.stdout.write(
@@ -887,7 +910,7 @@ function report(r) {
         "",
         ...coldStartLines,
         ...durabilityLines,
-        ...foreignWarning,
+        ...foreignLines,
         `bench took ${r.bench_seconds} s`,
         "",
       ].join("\n"),
@@ -918,8 +941,7 @@ function report(r) {
     `after-BLAST steps in-process, ms: ${JSON.stringify(r.after_blast_probe_ms)}; idle stack CPU: ${r.idle_stack_cpu_cores} cores`,
     `median of per-run ratios (each pair measured back to back): ${perMetric((m) => `${m.median_pair_ratio} (runs ${m.pair_ratio_range.join("–")})`)}`,
     `overhead over the baseline, median ms (follows the result size, not the database size): ${perMetric((m) => m.overhead_ms ?? "-")}`,
-    `CPU used by other processes on the machine, cores per run: ${perMetric((m) => m.runs_foreign_load_cores.join(" "))}`,
-    ...foreignWarning,
+    ...foreignLines,
     `outputs identical to bare blastn (BlastOutput_db aside): ${[r.facade && `standard ${r.facade.output_identical_to_bare}`, r.sharded && `sharded ${r.sharded.output_identical_to_bare}`].filter(Boolean).join(", ") || "-"}`,
     `client network errors (GETs retried): ${r.client_network_errors.length === 0 ? "none" : r.client_network_errors.join("; ")}`,
     `bench took ${r.bench_seconds} s`,

@@ -270,6 +270,24 @@ function treeCpuSeconds(pid) {
  * (which holds the stack, the job API's BLAST runs and the bare baselines). The machine may be
  * shared; a run taken under foreign load shows it. Returns a function giving cores used so far.
  */
+/**
+ * A run during which other processes used more than this many cores is marked disturbed (issue
+ * 24): its figures say more about the machine than about blastplane.
+ */
+export const DISTURBED_CORES = 0.25;
+
+/** A metric's foreign-load record: cores per run, and which runs were disturbed. */
+export function foreignLoadOf(cores) {
+  const runs = cores.map((c) => Number(c.toFixed(2)));
+  const disturbed = runs.flatMap((c, i) => (c > DISTURBED_CORES ? [i + 1] : []));
+  return { runs_foreign_load_cores: runs, disturbed_runs: disturbed, quiet: disturbed.length === 0 };
+}
+
+/** "0.05 0.31* 0.02": cores per run, a disturbed run starred. */
+export function formatForeignLoad(cores) {
+  return cores.map((c) => `${c.toFixed(2)}${c > DISTURBED_CORES ? "*" : ""}`).join(" ");
+}
+
 export function foreignLoadMeter() {
   const started = performance.now();
   const busy0 = machineBusySeconds();

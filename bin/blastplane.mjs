@@ -6,15 +6,40 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 
 const ROLES = ["Reader", "Contributor", "Approver", "Owner"];
+
+/** Each command's usage: `blastplane <command> --help` prints it without looking for a running stack. */
+const COMMANDS = {
+  token: `blastplane token --role <${ROLES.join("|")}> [--oid ID] [--name NAME] [--ttl SECONDS] [--json]
+      Prints a bearer token that the running local stack accepts
+      (--json: {"access_token", "token_type", "expires_in"}).`,
+  "api-token": `blastplane api-token [--json]
+      Prints the job API's current X-SVC-API-Token (--json: {"api_token", "created_at"}).`,
+  db: `blastplane db add NAME FASTA [--type nucl|prot] [--partitions N] [--json]
+      Builds a BLAST database from a FASTA file (makeblastdb) and makes it current
+      (--json: the release as a record).`,
+  console: `blastplane console [--role <${ROLES.join("|")}> | --token TOKEN] [--eval "TEXT"]... [--json]
+      Talks to the operator console: a REPL with tool completion for the role, or one reply per --eval.`,
+};
 const USAGE = `Usage:
-  blastplane token --role <${ROLES.join("|")}> [--oid ID] [--name NAME] [--ttl SECONDS]
-      Prints a bearer token that the running local stack accepts.
-  blastplane api-token
-      Prints the job API's current X-SVC-API-Token.
-  blastplane db add NAME FASTA [--type nucl|prot] [--partitions N]
-      Builds a BLAST database from a FASTA file (makeblastdb) and makes it current.
-  blastplane console [--role <${ROLES.join("|")}> | --token TOKEN] [--eval "TEXT"]... [--json]
-      Talks to the operator console: a REPL with tool completion for the role, or one reply per --eval.`;
+${Object.values(COMMANDS)
+  .map((text) => `  ${text}`)
+  .join("\n")}
+  blastplane --version [--json]
+      Prints the version of blastplane.
+  blastplane <command> --help
+      Prints the command's usage.
+
+The commands find the running local stack through its data folder (BLASTPLANE_DATA_DIR, default .data).`;
+
+/** The package's version (package.json next to bin/). */
+function version() {
+  return JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")).version;
+}
+
+/** Prints `record` as one line of JSON, or as `text`. */
+function print(json, record, text) {
+  process.stdout.write(json ? `${JSON.stringify(record)}\n` : `${text}\n`);
+}
 
 function fail(message, code = 2) {
   process.stderr.write(`${message}\n`);
@@ -47,7 +72,13 @@ function runningStack() {
 async function token(argv) {
   const { values } = parseArgs({
     args: argv,
-    options: { role: { type: "string" }, oid: { type: "string" }, name: { type: "string" }, ttl: { type: "string" } },
+    options: {
+      role: { type: "string" },
+      oid: { type: "string" },
+      name: { type: "string" },
+      ttl: { type: "string" },
+      json: { type: "boolean" },
+    },
     strict: true,
   });
   if (!values.role || !ROLES.includes(values.role)) fail(`--role must be one of ${ROLES.join(", ")}\n\n${USAGE}`);
@@ -67,14 +98,17 @@ async function token(argv) {
   });
   const json = await res.json().catch(() => ({}));
   if (res.status !== 200) fail(`The identity provider refused: ${JSON.stringify(json.detail ?? json)}`, 1);
-  process.stdout.write(`${json.access_token}\n`);
+  const { access_token, token_type, expires_in } = json;
+  print(values.json, { access_token, token_type, expires_in }, access_token);
 }
 
-function apiToken() {
+function apiToken(argv) {
+  const { values } = parseArgs({ args: argv, options: { json: { type: "boolean" } }, strict: true });
   const stack = runningStack();
   const file = path.join(stack.jobapi_data_dir, "secrets", "jobapi-api-token");
   if (!existsSync(file)) fail("The job API has not created its token yet; wait for it to start.", 1);
-  process.stdout.write(`${JSON.parse(readFileSync(file, "utf8")).current.value}\n`);
+  const { current } = JSON.parse(readFileSync(file, "utf8"));
+  print(values.json, { api_token: current.value, created_at: current.created_at ?? null }, current.value);
 }
 
 async function db(argv) {
@@ -85,35 +119,50 @@ async function db(argv) {
 }
 
 const [command, ...rest] = process.argv.slice(2);
+const HELP_FLAGS = ["--help", "-h"];
 try {
-  switch (command) {
-    case "token":
-      await token(rest);
-      break;
-    case "api-token":
-      apiToken();
-      break;
-    case "db":
-      await db(rest);
-      break;
-    case "console": {
-      const { consoleCommand } = await import("./blastplane-console.mjs");
-      await consoleCommand(rest, {
-        stack: runningStack(),
-        dataDir: path.resolve(process.env.BLASTPLANE_DATA_DIR ?? ".data"),
-        fail,
-        roles: ROLES,
-      });
-      break;
+  if (Object.hasOwn(COMMANDS, command) && rest.some((arg) => HELP_FLAGS.includes(arg))) {
+    // Before anything else: no running stack is needed to read a command's usage.
+    process.stdout.write(`Usage:\n  ${COMMANDS[command]}\n`);
+  } else {
+    switch (command) {
+      case "token":
+        await token(rest);
+        break;
+      case "api-token":
+        apiToken(rest);
+        break;
+      case "db":
+        await db(rest);
+        break;
+      case "console": {
+        const { consoleCommand } = await import("./blastplane-console.mjs");
+        await consoleCommand(rest, {
+          stack: runningStack(),
+          dataDir: path.resolve(process.env.BLASTPLANE_DATA_DIR ?? ".data"),
+          fail,
+          roles: ROLES,
+        });
+        break;
+      }
+      case "--version":
+      case "-v":
+      case "version":
+        print(rest.includes("--json"), { name: "blastplane", version: version() }, `blastplane ${version()}`);
+        break;
+      case "help":
+        if (rest[0] !== undefined && !Object.hasOwn(COMMANDS, rest[0]))
+          fail(`Unknown command "${rest[0]}".\n\n${USAGE}`);
+        process.stdout.write(rest[0] === undefined ? `${USAGE}\n` : `Usage:\n  ${COMMANDS[rest[0]]}\n`);
+        break;
+      case undefined:
+      case "--help":
+      case "-h":
+        process.stdout.write(`${USAGE}\n`);
+        break;
+      default:
+        fail(`Unknown command "${command}".\n\n${USAGE}`);
     }
-    case undefined:
-    case "help":
-    case "--help":
-    case "-h":
-      process.stdout.write(`${USAGE}\n`);
-      break;
-    default:
-      fail(`Unknown command "${command}".\n\n${USAGE}`);
   }
 } catch (error) {
   fail(error instanceof Error ? error.message : String(error));

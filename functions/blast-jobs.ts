@@ -1,8 +1,17 @@
+import {
+  errorResponse,
+  headerRef,
+  jsonBody,
+  ok,
+  parametersOf,
+  retryLater,
+  validationFailed,
+} from "../shared/http/openapi.js";
 import { Readable } from "node:stream";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import { FASTA_LIMITS } from "../shared/blast/fasta.js";
 import type { DashboardJob } from "../shared/dashboard/dashboard-jobs.js";
-import type { OperationView } from "../shared/dashboard/operations.js";
+import type { OperationView } from "../shared/orchestrations/operations.js";
 import {
   dashboardJobListQuerySchema,
   dashboardJobPathSchema,
@@ -11,8 +20,8 @@ import {
 } from "../shared/dashboard/schemas.js";
 import { jsonResult } from "../shared/http/envelope.js";
 import { parseJsonBody, parsePath, parseQuery } from "../shared/http/validation.js";
-import { dashboardJobService } from "./dashboard-deps.js";
-import { callerOf, route } from "./http-route.js";
+import { dashboardJobService } from "./composition/dashboard-deps.js";
+import { callerOf, route } from "./composition/http-route.js";
 
 /** A dashboard job as the routes show it (never its request fingerprint or cancel flag). */
 function jobView(job: DashboardJob) {
@@ -55,7 +64,26 @@ function envelope(job: DashboardJob, operation: OperationView, requestId: string
 
 route(
   "blastJobsSubmit",
-  { methods: ["POST"], route: "blast/jobs", role: "Contributor", durable: true },
+  {
+    methods: ["POST"],
+    route: "blast/jobs",
+    role: "Contributor",
+    durable: true,
+    openapi: {
+      summary: "Submit a search",
+      description:
+        "Validates and records the job, then starts its submission to the job API as an operation; the answer is the §2.7 envelope. An idempotency_key repeats the first answer.",
+      requestBody: jsonBody("DashboardSubmitRequest"),
+      responses: {
+        ...ok("accepted: the job and its operation", "DashboardJobEnvelope"),
+        "400": errorResponse("malformed JSON"),
+        "409": errorResponse("idempotency_key bound to a different request"),
+        "413": errorResponse("request body too large"),
+        ...validationFailed,
+        "503": retryLater("storage or the durable task hub is unavailable"),
+      },
+    },
+  },
   async (request, scope) => {
     const body = await parseJsonBody(request, dashboardSubmitSchema, FASTA_LIMITS.maxBytes * 2);
     const { job, operation } = await dashboardJobService(scope).submit(callerOf(scope), body);
@@ -63,35 +91,82 @@ route(
   },
 );
 
-route("listBlastJobs", { methods: ["GET"], route: "blast/jobs", role: "Reader" }, async (request, scope) => {
-  const query = parseQuery(request, dashboardJobListQuerySchema);
-  const { jobs, total } = await dashboardJobService(scope).list({
-    status: query.status,
-    page: query.page,
-    pageSize: query.page_size,
-  });
-  return jsonResult(
-    200,
-    {
-      jobs: jobs.map(jobView),
-      page: query.page,
-      page_size: query.page_size,
-      total,
-      meta: { request_id: scope.requestId },
+route(
+  "listBlastJobs",
+  {
+    methods: ["GET"],
+    route: "blast/jobs",
+    role: "Reader",
+    openapi: {
+      summary: "List searches, newest first, one page at a time",
+      parameters: parametersOf(dashboardJobListQuerySchema, "query"),
+      responses: {
+        ...ok("one page of jobs and the total", "DashboardJobList"),
+        "400": errorResponse("an invalid query parameter"),
+      },
     },
-    scope.requestId,
-  );
-});
+  },
+  async (request, scope) => {
+    const query = parseQuery(request, dashboardJobListQuerySchema);
+    const { jobs, total } = await dashboardJobService(scope).list({
+      status: query.status,
+      page: query.page,
+      pageSize: query.page_size,
+    });
+    return jsonResult(
+      200,
+      {
+        jobs: jobs.map(jobView),
+        page: query.page,
+        page_size: query.page_size,
+        total,
+        meta: { request_id: scope.requestId },
+      },
+      scope.requestId,
+    );
+  },
+);
 
-route("getBlastJob", { methods: ["GET"], route: "blast/jobs/{uuid}", role: "Reader" }, async (request, scope) => {
-  const { uuid } = parsePath(request, dashboardJobPathSchema);
-  const job = await dashboardJobService(scope).get(uuid);
-  return jsonResult(200, { ...jobView(job), meta: { request_id: scope.requestId } }, scope.requestId);
-});
+route(
+  "getBlastJob",
+  {
+    methods: ["GET"],
+    route: "blast/jobs/{uuid}",
+    role: "Reader",
+    openapi: {
+      summary: "One search",
+      parameters: parametersOf(dashboardJobPathSchema, "path"),
+      responses: {
+        ...ok("the job", "DashboardJob"),
+        "400": errorResponse("not a dashboard job UUID"),
+        "404": errorResponse("unknown job"),
+      },
+    },
+  },
+  async (request, scope) => {
+    const { uuid } = parsePath(request, dashboardJobPathSchema);
+    const job = await dashboardJobService(scope).get(uuid);
+    return jsonResult(200, { ...jobView(job), meta: { request_id: scope.requestId } }, scope.requestId);
+  },
+);
 
 route(
   "cancelBlastJob",
-  { methods: ["DELETE"], route: "blast/jobs/{uuid}", role: "Contributor", durable: true },
+  {
+    methods: ["DELETE"],
+    route: "blast/jobs/{uuid}",
+    role: "Contributor",
+    durable: true,
+    openapi: {
+      summary: "Cancel a search",
+      parameters: parametersOf(dashboardJobPathSchema, "path"),
+      responses: {
+        ...ok("the job and its operation (a finished job is left as it is)", "DashboardJobEnvelope"),
+        "400": errorResponse("not a dashboard job UUID"),
+        "404": errorResponse("unknown job"),
+      },
+    },
+  },
   async (request, scope) => {
     const { uuid } = parsePath(request, dashboardJobPathSchema);
     const { job, operation } = await dashboardJobService(scope).cancel(callerOf(scope), uuid, {
@@ -103,7 +178,32 @@ route(
 
 route(
   "blastJobResults",
-  { methods: ["GET"], route: "blast/jobs/{uuid}/results", role: "Reader" },
+  {
+    methods: ["GET"],
+    route: "blast/jobs/{uuid}/results",
+    role: "Reader",
+    openapi: {
+      summary: "Download a search's results (streamed through; no storage URL)",
+      parameters: [
+        ...parametersOf(dashboardJobPathSchema, "path"),
+        ...parametersOf(dashboardResultsQuerySchema, "query"),
+      ],
+      responses: {
+        "200": {
+          description: "xml: BLAST XML; tabular: outfmt 6 text; full, merged: ZIP",
+          headers: { "Content-Disposition": headerRef("ContentDisposition") },
+          content: {
+            "application/xml": { schema: { type: "string", format: "binary" } },
+            "text/tab-separated-values": { schema: { type: "string" } },
+            "application/zip": { schema: { type: "string", format: "binary" } },
+          },
+        },
+        "400": errorResponse("not a dashboard job UUID, or an unknown content value"),
+        "404": errorResponse("unknown job, or no results yet"),
+        "502": errorResponse("the job API failed to answer"),
+      },
+    },
+  },
   async (request, scope) => {
     const { uuid } = parsePath(request, dashboardJobPathSchema);
     const { content } = parseQuery(request, dashboardResultsQuerySchema);

@@ -3,7 +3,7 @@
  * import; Azure's worker and the local host both load this file. Static imports (evaluated in this
  * order) let the bundler drop what no route uses; see the README's cold-start decision.
  */
-import "./http-stream-setup.js";
+import "./composition/http-stream-setup.js";
 import "./health.js";
 import "./me.js";
 import "./diagnostics.js";
@@ -18,3 +18,4 @@ import "./api-token.js";
 import "./console.js";
 import "./orchestrations/approval-request.js";
 import "./ops-loop.js";
+import "./api-docs.js";

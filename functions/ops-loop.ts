@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { app } from "@azure/functions";
-import { appContext } from "./app-context.js";
-import { consoleConfig, consoleParts } from "./console-deps.js";
+import { appContext } from "./composition/app-context.js";
+import { consoleConfig, consoleParts } from "./composition/console-deps.js";
 
 /** The operations core's loop: processes new events (T0, verifier, audit) and publishes severity rises. */
 app.timer("opsEventLoopTimer", {

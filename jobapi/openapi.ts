@@ -1,31 +1,41 @@
-import { z } from "zod";
+import {
+  errorResponse,
+  headerRef,
+  jsonContent,
+  jsonSchemaOf,
+  type Operation,
+  openApiDocument,
+  refusedBeforeRouting,
+  retryLater,
+  unauthorized,
+  validationFailed,
+} from "../shared/http/openapi.js";
 import {
   acceptanceSchema,
-  databaseSchema,
-  errorEnvelopeSchema,
+  cancelOrDeleteResultSchema,
+  cancelResultSchema,
+  clusterSchema,
+  databaseListSchema,
   facadeStatusSchema,
   facadeSubmitResponseSchema,
   facadeSubmitSchema,
+  jobApiConfigSchema,
+  jobApiHealthSchema,
+  jobApiNotReadySchema,
+  jobApiReadySchema,
+  jobListSchema,
   MAX_STATUS_WAIT_SECONDS,
   statusSchema,
   submitRequestSchema,
+  warmupSchema,
 } from "../shared/jobs/schemas.js";
 import type { JobApiRoute } from "./http.js";
 
 export const JOB_API_VERSION = "1.0.0";
 
-function schema(s: z.ZodType): Record<string, unknown> {
-  return z.toJSONSchema(s, { target: "draft-2020-12", io: "input", unrepresentable: "any" }) as Record<string, unknown>;
-}
+// Pieces the routes' operation objects are written with (the shared ones re-exported).
+export { errorResponse, headerRef, jsonContent, refusedBeforeRouting, retryLater, unauthorized, validationFailed };
 
-// Pieces the routes' operation objects are written with.
-
-/** A JSON body referring to a component schema. */
-export const jsonContent = (ref: string) => ({
-  "application/json": { schema: { $ref: `#/components/schemas/${ref}` } },
-});
-/** An error response in the envelope. */
-export const errorResponse = (description: string) => ({ description, content: jsonContent("Error") });
 export const jobIdParam = {
   name: "job_id",
   in: "path",
@@ -34,10 +44,8 @@ export const jobIdParam = {
 };
 /** The operation needs `X-SVC-API-Token`. */
 export const secured = [{ ApiToken: [] }];
-export const unauthorized = { "401": errorResponse("token missing or wrong") };
-export const validationFailed = {
-  "422": { description: "ValidationError: each failing field as loc, msg, type", content: jsonContent("Error") },
-};
+/** Public operations (liveness, readiness). */
+export const unsecured: unknown[] = [];
 /** Conditional, long-polling status reads (additive): ETag + If-None-Match, and `wait`. */
 export const statusWaitParams = [
   {
@@ -55,7 +63,18 @@ export const statusWaitParams = [
 ];
 export const notModified = {
   description: "the status still equals If-None-Match (after waiting up to `wait` seconds)",
+  headers: { ETag: headerRef("ETag") },
 };
+/** A JSON status answer with its version. */
+export const withEtag = (description: string, ref: string) => ({
+  description,
+  headers: { ETag: headerRef("ETag") },
+  content: jsonContent(ref),
+});
+/** A file download of `type`, named by Content-Disposition. */
+export const download = (type: string) => ({
+  [type]: { schema: { type: "string", format: "binary" } },
+});
 
 /**
  * The job API's OpenAPI 3.1 document: each path's operation comes from its route definition, the
@@ -63,33 +82,37 @@ export const notModified = {
  * behaviour cannot drift apart.
  */
 export function buildOpenApiDocument(routes: readonly JobApiRoute[]): Record<string, unknown> {
-  const paths: Record<string, Record<string, unknown>> = {};
+  const paths: Record<string, Record<string, Operation>> = {};
   for (const route of routes) {
     if (!route.openapi) continue;
     paths[route.path] ??= {};
-    (paths[route.path] as Record<string, unknown>)[route.method.toLowerCase()] = route.openapi;
+    (paths[route.path] as Record<string, Operation>)[route.method.toLowerCase()] = route.openapi as Operation;
   }
-  return {
-    openapi: "3.1.0",
-    info: {
-      title: "blastplane job API",
-      version: JOB_API_VERSION,
-      description:
-        "Runs NCBI BLAST+ searches: sharded execution, exact merges, streamed results. Every route except /v1/health, /v1/ready, /openapi.json and /docs needs the X-SVC-API-Token header.",
-    },
-    components: {
-      securitySchemes: { ApiToken: { type: "apiKey", in: "header", name: "X-SVC-API-Token" } },
-      schemas: {
-        SubmitRequest: schema(submitRequestSchema),
-        SubmitAccepted: schema(acceptanceSchema),
-        JobStatus: schema(statusSchema),
-        FacadeSubmitRequest: schema(facadeSubmitSchema),
-        FacadeSubmitResponse: schema(facadeSubmitResponseSchema),
-        FacadeStatus: schema(facadeStatusSchema),
-        Database: schema(databaseSchema),
-        Error: schema(errorEnvelopeSchema),
-      },
+  return openApiDocument({
+    title: "blastplane job API",
+    version: JOB_API_VERSION,
+    description:
+      "Runs NCBI BLAST+ searches: sharded execution, exact merges, streamed results. Every route except /v1/health, /v1/ready, /openapi.json and /docs needs the X-SVC-API-Token header.",
+    servers: [{ url: "/", description: "the job API's own origin (port 8000 in the local stack)" }],
+    securitySchemes: { ApiToken: { type: "apiKey", in: "header", name: "X-SVC-API-Token" } },
+    schemas: {
+      SubmitRequest: jsonSchemaOf(submitRequestSchema),
+      SubmitAccepted: jsonSchemaOf(acceptanceSchema),
+      JobStatus: jsonSchemaOf(statusSchema),
+      JobList: jsonSchemaOf(jobListSchema),
+      CancelResult: jsonSchemaOf(cancelResultSchema),
+      CancelOrDeleteResult: jsonSchemaOf(cancelOrDeleteResultSchema),
+      FacadeSubmitRequest: jsonSchemaOf(facadeSubmitSchema),
+      FacadeSubmitResponse: jsonSchemaOf(facadeSubmitResponseSchema),
+      FacadeStatus: jsonSchemaOf(facadeStatusSchema),
+      DatabaseList: jsonSchemaOf(databaseListSchema),
+      Warmup: jsonSchemaOf(warmupSchema),
+      ServiceConfig: jsonSchemaOf(jobApiConfigSchema),
+      Cluster: jsonSchemaOf(clusterSchema),
+      Health: jsonSchemaOf(jobApiHealthSchema),
+      Ready: jsonSchemaOf(jobApiReadySchema),
+      NotReady: jsonSchemaOf(jobApiNotReadySchema),
     },
     paths,
-  };
+  });
 }

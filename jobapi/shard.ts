@@ -65,6 +65,7 @@ async function main(): Promise<void> {
   logger.info("database cache ready", {
     downloaded: filled.downloaded.length,
     verified: filled.verified,
+    stamped: filled.stamped,
     waited: filled.waited,
     took_over: filled.tookOver,
   });

@@ -47,6 +47,7 @@ async function main(): Promise<void> {
   logger.info("node warm", {
     downloaded: filled.downloaded.length,
     verified: filled.verified,
+    stamped: filled.stamped,
     bytes_total: total,
     evicted,
   });

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { publishDatabase } from "../shared/databases/database-catalog.js";
+import { databaseSummary, publishDatabase } from "../shared/databases/database-catalog.js";
 import { createTableDatabaseCatalog, openDatabaseStorage } from "../shared/databases/table-catalog.js";
 import { DEV_ACCOUNT, DEV_ACCOUNT_KEY } from "./azurite.js";
 
@@ -11,22 +11,28 @@ export interface StackStorage {
   table_endpoint: string;
 }
 
+const USAGE = "blastplane db add NAME FASTA [--type nucl|prot] [--partitions N] [--json]";
+
 /**
- * `blastplane db add NAME FASTA [--type nucl|prot] [--partitions N]`: builds a database with
- * makeblastdb into the running local stack's database folder, publishes the release to its
+ * `blastplane db add NAME FASTA [--type nucl|prot] [--partitions N] [--json]`: builds a database
+ * with makeblastdb into the running local stack's database folder, publishes the release to its
  * storage (Azurite) and makes it current in the catalog the job API and the dashboard read.
+ * `--json` prints the release as one JSON record (the catalog's summary of it).
  */
 export async function dbCommand(argv: string[], databasesDir: string, storage?: StackStorage): Promise<void> {
   const [sub, ...rest] = argv;
-  if (sub !== "add") throw new Error("usage: blastplane db add NAME FASTA [--type nucl|prot] [--partitions N]");
+  if (sub !== "add") throw new Error(`usage: ${USAGE}`);
   const { values, positionals } = parseArgs({
     args: rest,
     allowPositionals: true,
-    options: { type: { type: "string", default: "nucl" }, partitions: { type: "string", default: "0" } },
+    options: {
+      type: { type: "string", default: "nucl" },
+      partitions: { type: "string", default: "0" },
+      json: { type: "boolean", default: false },
+    },
   });
   const [name, fasta] = positionals;
-  if (!name || !fasta || positionals.length !== 2)
-    throw new Error("usage: blastplane db add NAME FASTA [--type nucl|prot] [--partitions N]");
+  if (!name || !fasta || positionals.length !== 2) throw new Error(`usage: ${USAGE}`);
   if (values.type !== "nucl" && values.type !== "prot") throw new Error("--type must be nucl or prot");
   const partitions = Number(values.partitions);
   if (!Number.isInteger(partitions) || partitions < 0 || partitions > 64)
@@ -36,6 +42,10 @@ export async function dbCommand(argv: string[], databasesDir: string, storage?: 
   const publisher = storage ? stackCatalog(storage, databasesDir) : undefined;
   const entry = await publishDatabase(databasesDir, { name, fastaPath, type: values.type, partitions }, publisher);
   const m = entry.manifest;
+  if (values.json) {
+    process.stdout.write(`${JSON.stringify(databaseSummary(entry))}\n`);
+    return;
+  }
   process.stdout.write(
     `database ${m.name} (${m.type}) version ${m.version}: ${m.sequences} sequences, ${m.letters} letters, ${m.partitions.length} partitions\n`,
   );

@@ -65,6 +65,7 @@ for (const file of readdirSync(path.join(root, "config")).filter(
 mkdirSync(path.join(root, "dist/local"), { recursive: true });
 copyFileSync(path.join(root, "local/parent-watchdog.cjs"), path.join(root, "dist/local/parent-watchdog.cjs"));
 copyFileSync(path.join(root, "local/azurite-durable.cjs"), path.join(root, "dist/local/azurite-durable.cjs"));
+copyFileSync(path.join(root, "local/azurite-journal.cjs"), path.join(root, "dist/local/azurite-journal.cjs"));
 
 // The web app's first load (the page and what it links: script, stylesheet, preloads) must stay
 // under 150 KB gzipped; the results view is a chunk loaded on the job page only.

@@ -46,6 +46,13 @@ export class ConflictError extends DomainError {}
 /** A conditional write needs a precondition (e.g. `If-Match`) the request did not give. */
 export class PreconditionRequiredError extends DomainError {}
 
+/**
+ * A precondition the request gave (e.g. `If-Match`) is false for the current resource: a stale
+ * version (HTTP 412, RFC 9110 §13.1.1). A state that forbids the act whatever the version is a
+ * {@link ConflictError}.
+ */
+export class PreconditionFailedError extends DomainError {}
+
 /** The input parsed, but fields fail their rules; each issue names its field path (`loc`). */
 export class ValidationError extends DomainError {
   constructor(readonly issues: readonly FieldIssue[]) {

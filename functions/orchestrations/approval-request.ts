@@ -8,8 +8,8 @@ import {
   ApprovalOrchestration,
   REDELIVER_SECONDS,
 } from "../../shared/console/approvals/approval-activities.js";
-import { consoleParts } from "../console-deps.js";
-import { orchestrationClient, withInvocationDurable } from "../http-route.js";
+import { consoleParts } from "../composition/console-deps.js";
+import { orchestrationClient, withInvocationDurable } from "../composition/http-route.js";
 
 const activities = async () => (await consoleParts()).approvalActivities;
 

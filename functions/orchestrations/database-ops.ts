@@ -1,22 +1,22 @@
 import { app } from "@azure/functions";
-import * as df from "durable-functions";
 import type { OrchestrationContext, OrchestrationHandler, RegisteredActivity } from "durable-functions";
+import * as df from "durable-functions";
 import { explainCloudAuthorization } from "../../shared/auth/cloud-authorization.js";
-import { createNcbiSource } from "../../shared/databases/ncbi-source.js";
+import { clusterWarmupFailure, createClusterWarmupRecorder } from "../../shared/databases/cluster-warmup-recorder.js";
 import {
   createCheckDatabaseUpdatesActivity,
   createPrepareDatabaseActivity,
   createWarmDatabaseActivity,
   type DatabaseActivityDependencies,
 } from "../../shared/databases/database-activities.js";
-import { newOperationId } from "../../shared/dashboard/operations.js";
-import { Orchestrations } from "../../shared/ops/queue-labels.js";
-import type { ClusterWarmup } from "../../shared/dashboard/job-api-client.js";
+import { createNcbiSource } from "../../shared/databases/ncbi-source.js";
 import { ConflictError } from "../../shared/errors.js";
+import type { ClusterWarmup } from "../../shared/jobs/cluster-warmup.js";
 import { reportMissingRoles } from "../../shared/ops/emitters/signal-events.js";
-import { clusterWarmupFailure, createClusterWarmupRecorder } from "../../shared/databases/cluster-warmup-recorder.js";
-import { appContext } from "../app-context.js";
-import { databaseCatalog, databaseState } from "../dashboard-deps.js";
+import { newOperationId } from "../../shared/orchestrations/operations.js";
+import { Orchestrations } from "../../shared/orchestrations/queue-labels.js";
+import { appContext } from "../composition/app-context.js";
+import { databaseCatalog, databaseState } from "../composition/dashboard-deps.js";
 
 export const DatabaseActivities = {
   prepare: "prepareDatabaseRelease",

@@ -1,6 +1,6 @@
 import * as df from "durable-functions";
 import type { OrchestrationContext, OrchestrationHandler } from "durable-functions";
-import { Orchestrations } from "../../shared/ops/queue-labels.js";
+import { Orchestrations } from "../../shared/orchestrations/queue-labels.js";
 
 export const NOOP_ECHO_ACTIVITY = "noopEcho";
 

@@ -7,9 +7,9 @@ import {
   createSubmitToJobApiActivity,
   type JobApiSubmitOutcome,
 } from "../../shared/dashboard/submit-activities.js";
-import { CANCEL_EVENT, Orchestrations } from "../../shared/ops/queue-labels.js";
-import { appContext } from "../app-context.js";
-import { dashboardJobs } from "../dashboard-deps.js";
+import { CANCEL_EVENT, Orchestrations } from "../../shared/orchestrations/queue-labels.js";
+import { appContext } from "../composition/app-context.js";
+import { dashboardJobs } from "../composition/dashboard-deps.js";
 
 export const SubmitActivities = {
   submit: "submitToJobApi",

@@ -1,14 +1,11 @@
 import { parseQueryFasta } from "../../shared/blast/fasta.js";
 import { type BlastOptions, validateOptionsForProgram } from "../../shared/blast/options.js";
 import { type BlastProgram, queryMolecule } from "../../shared/blast/programs.js";
-import { ConflictError, DependencyUnavailableError, NotFoundError, QueueFullError } from "../../shared/errors.js";
-import type { Logger } from "../../shared/logging/logger.js";
-import type { AdmissionSignals } from "../../shared/ops/emitters/saturation-watch.js";
-import type { ArtifactStore } from "./artifact-store.js";
 import type { DatabaseCatalog } from "../../shared/databases/database-catalog.js";
 import { requireDatabaseFit } from "../../shared/databases/database-fit.js";
-import { compareForDispatch, type JobDispatcher } from "./dispatcher.js";
-import type { JobStore } from "./job-store.js";
+import { ConflictError, DependencyUnavailableError, NotFoundError, QueueFullError } from "../../shared/errors.js";
+import { requestFingerprint } from "../../shared/http/idempotency.js";
+import { longPoll } from "../../shared/http/long-poll.js";
 import {
   type JobRecord,
   type JobStatus,
@@ -19,8 +16,11 @@ import {
   TERMINAL_STATUSES,
 } from "../../shared/jobs/model.js";
 import type { SubmitRequest } from "../../shared/jobs/schemas.js";
-import { requestFingerprint } from "../../shared/http/idempotency.js";
-import { longPoll } from "../../shared/http/long-poll.js";
+import type { Logger } from "../../shared/logging/logger.js";
+import type { AdmissionSignals } from "../../shared/ops/emitters/saturation-watch.js";
+import type { ArtifactStore } from "./artifact-store.js";
+import { compareForDispatch, type JobDispatcher } from "./dispatcher.js";
+import type { JobStore } from "./job-store.js";
 
 /** How long a key claimed by a submit whose job does not exist yet counts as that submit's. */
 const CLAIM_IN_PROGRESS_MS = 60_000;
@@ -359,11 +359,24 @@ export class JobService {
     return job;
   }
 
-  async list(filter: { status?: JobStatus; limit: number }): Promise<JobRecord[]> {
+  /**
+   * One page of jobs, newest first (ties by job id, so the order is total): at most `limit`, after
+   * the `after` position (a previous page's last job), and whether more follow.
+   */
+  async list(filter: {
+    status?: JobStatus;
+    limit: number;
+    after?: { created_at: string; job_id: string };
+  }): Promise<{ jobs: JobRecord[]; more: boolean }> {
     const out: JobRecord[] = [];
-    for await (const j of this.o.jobs.list(filter.status ? [filter.status] : undefined)) out.push(j);
-    out.sort((a, b) => b.created_at.localeCompare(a.created_at));
-    return out.slice(0, filter.limit);
+    const after = filter.after;
+    for await (const j of this.o.jobs.list(filter.status ? [filter.status] : undefined)) {
+      if (after && (j.created_at > after.created_at || (j.created_at === after.created_at && j.job_id >= after.job_id)))
+        continue;
+      out.push(j);
+    }
+    out.sort((a, b) => b.created_at.localeCompare(a.created_at) || b.job_id.localeCompare(a.job_id));
+    return { jobs: out.slice(0, filter.limit), more: out.length > filter.limit };
   }
 
   /**

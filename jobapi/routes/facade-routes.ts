@@ -8,13 +8,17 @@ import type { JobApiRoute } from "../http.js";
 import { type ArtifactStore, MERGED_ARTIFACT, shardArtifact } from "../jobs/artifact-store.js";
 import type { JobService } from "../jobs/job-service.js";
 import {
+  download,
   errorResponse,
+  headerRef,
   jobIdParam,
   jsonContent,
   notModified,
+  retryLater,
   secured,
   statusWaitParams,
   validationFailed,
+  withEtag,
 } from "../openapi.js";
 import { acceptedStatus, parseJobId } from "./job-views.js";
 import { attachment, gunzipped } from "./result-streams.js";
@@ -121,15 +125,22 @@ export function createFacadeRoutes(o: FacadeRouteOptions): JobApiRoute[] {
       method: "POST",
       path: "/api/v1/facade/submit",
       openapi: {
+        operationId: "facadeSubmit",
         summary: "Facade submit",
         security: secured,
         requestBody: { required: true, content: jsonContent("FacadeSubmitRequest") },
         responses: {
           "202": { description: "accepted", content: jsonContent("FacadeSubmitResponse") },
-          "200": { description: "idempotent replay", content: jsonContent("FacadeSubmitResponse") },
+          "200": {
+            description: "idempotent replay: the idempotency_key's existing job",
+            headers: { "Idempotent-Replayed": headerRef("IdempotentReplayed") },
+            content: jsonContent("FacadeSubmitResponse"),
+          },
+          "400": errorResponse("malformed JSON"),
           "409": errorResponse("idempotency conflict"),
+          "413": errorResponse("request body too large"),
           ...validationFailed,
-          "429": errorResponse("queue full"),
+          "429": retryLater("queue full"),
         },
       },
       handler: async (req, { requestId }) => {
@@ -164,11 +175,12 @@ export function createFacadeRoutes(o: FacadeRouteOptions): JobApiRoute[] {
       method: "GET",
       path: "/api/v1/facade/jobs/{job_id}",
       openapi: {
+        operationId: "facadeGetJob",
         summary: "Facade status",
         security: secured,
         parameters: [jobIdParam, ...statusWaitParams],
         responses: {
-          "200": { description: "status (with ETag)", content: jsonContent("FacadeStatus") },
+          "200": withEtag("status (with ETag)", "FacadeStatus"),
           "304": notModified,
           "400": errorResponse("wait out of range"),
           "404": errorResponse("unknown job"),
@@ -188,11 +200,20 @@ export function createFacadeRoutes(o: FacadeRouteOptions): JobApiRoute[] {
       method: "GET",
       path: "/api/v1/facade/jobs/{job_id}/files/{file_id}",
       openapi: {
+        operationId: "facadeGetFile",
         summary: "Stream one result file",
         security: secured,
-        parameters: [jobIdParam, { name: "file_id", in: "path", required: true, schema: { type: "string" } }],
+        parameters: [
+          jobIdParam,
+          { name: "file_id", in: "path", required: true, schema: { type: "string", pattern: FILE_ID.source } },
+        ],
         responses: {
-          "200": { description: "file bytes" },
+          "200": {
+            description: "the file's bytes: merged-xml is BLAST XML, the others gzip",
+            headers: { "Content-Disposition": headerRef("ContentDisposition") },
+            content: { ...download("application/xml"), ...download("application/gzip") },
+          },
+          "400": errorResponse("malformed job id"),
           "404": errorResponse("unknown file"),
           "409": errorResponse("job has not succeeded yet"),
         },

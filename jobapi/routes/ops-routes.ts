@@ -7,7 +7,7 @@ import type { JobApiConfig } from "../config.js";
 import type { JobApiRoute } from "../http.js";
 import type { ArtifactStore } from "../jobs/artifact-store.js";
 import type { JobStore } from "../jobs/job-store.js";
-import { errorResponse, JOB_API_VERSION, secured, unauthorized } from "../openapi.js";
+import { JOB_API_VERSION, jsonContent, refusedBeforeRouting, retryLater, secured, unsecured } from "../openapi.js";
 import { createReadinessState } from "./readiness-state.js";
 
 /**
@@ -79,7 +79,12 @@ export function createOpsRoutes(o: OpsRouteOptions): JobApiRoute[] {
       method: "GET",
       path: "/v1/health",
       public: true,
-      openapi: { summary: "Liveness", responses: { "200": { description: "alive" } } },
+      openapi: {
+        operationId: "getHealth",
+        summary: "Liveness",
+        security: unsecured,
+        responses: { "200": { description: "alive", content: jsonContent("Health") }, ...refusedBeforeRouting },
+      },
       handler: async (_req, { requestId }) => jsonResult(200, { status: "ok", version: JOB_API_VERSION }, requestId),
     },
     {
@@ -87,8 +92,14 @@ export function createOpsRoutes(o: OpsRouteOptions): JobApiRoute[] {
       path: "/v1/ready",
       public: true,
       openapi: {
+        operationId: "getReadiness",
         summary: "Readiness (storage, BLAST+, token store)",
-        responses: { "200": { description: "ready" }, "503": errorResponse("a dependency is unavailable") },
+        security: unsecured,
+        responses: {
+          "200": { description: "ready", content: jsonContent("Ready") },
+          ...refusedBeforeRouting,
+          "503": { ...retryLater("a dependency is unavailable"), content: jsonContent("NotReady") },
+        },
       },
       handler: async (_req, { requestId }) => {
         const checks = await readiness.current();
@@ -109,9 +120,10 @@ export function createOpsRoutes(o: OpsRouteOptions): JobApiRoute[] {
       method: "GET",
       path: "/v1/config",
       openapi: {
+        operationId: "getServiceConfig",
         summary: "Service configuration and limits",
         security: secured,
-        responses: { "200": { description: "configuration" }, ...unauthorized },
+        responses: { "200": { description: "configuration", content: jsonContent("ServiceConfig") } },
       },
       handler: async (_req, { requestId }) =>
         jsonResult(
@@ -137,9 +149,10 @@ export function createOpsRoutes(o: OpsRouteOptions): JobApiRoute[] {
       method: "GET",
       path: "/v1/cluster",
       openapi: {
+        operationId: "getCluster",
         summary: "Execution capacity",
         security: secured,
-        responses: { "200": { description: "cluster status" }, ...unauthorized },
+        responses: { "200": { description: "cluster status", content: jsonContent("Cluster") } },
       },
       handler: async (_req, { requestId }) =>
         jsonResult(
@@ -159,22 +172,10 @@ export function createOpsRoutes(o: OpsRouteOptions): JobApiRoute[] {
       method: "GET",
       path: "/v1/databases",
       openapi: {
+        operationId: "listDatabases",
         summary: "Prepared databases",
         security: secured,
-        responses: {
-          "200": {
-            description: "databases",
-            content: {
-              "application/json": {
-                schema: {
-                  type: "object",
-                  properties: { databases: { type: "array", items: { $ref: "#/components/schemas/Database" } } },
-                },
-              },
-            },
-          },
-          ...unauthorized,
-        },
+        responses: { "200": { description: "databases", content: jsonContent("DatabaseList") } },
       },
       handler: async (_req, { requestId }) => {
         const entries = await o.catalog.list();

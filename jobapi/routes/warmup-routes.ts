@@ -5,7 +5,7 @@ import { jsonResult } from "../../shared/http/envelope.js";
 import { parsePath } from "../../shared/http/validation.js";
 import type { KubernetesWarmup } from "../executors/kubernetes-warmup.js";
 import type { JobApiRoute } from "../http.js";
-import { errorResponse, secured, unauthorized } from "../openapi.js";
+import { errorResponse, jsonContent, secured } from "../openapi.js";
 
 const pathSchema = z.object({ name: z.string().regex(DATABASE_NAME) });
 const nameParam = [
@@ -27,17 +27,17 @@ export function createWarmupRoutes(warmup: KubernetesWarmup | undefined): JobApi
     "400": errorResponse("malformed database name"),
     "404": errorResponse("unknown database, or no warm-up started"),
     "409": errorResponse("not running shards on a cluster"),
-    ...unauthorized,
   };
   return [
     {
       method: "POST",
       path: "/v1/databases/{name}/warmup",
       openapi: {
+        operationId: "startDatabaseWarmup",
         summary: "Warm a database's current release on every BLAST node",
         security: secured,
         parameters: nameParam,
-        responses: { "202": { description: "{database, release, state, nodes[]}" }, ...responses },
+        responses: { "202": { description: "the warm-up, started", content: jsonContent("Warmup") }, ...responses },
       },
       handler: async (req, { requestId }) =>
         jsonResult(202, await cluster().start(parsePath(req, pathSchema).name), requestId),
@@ -46,10 +46,11 @@ export function createWarmupRoutes(warmup: KubernetesWarmup | undefined): JobApi
       method: "GET",
       path: "/v1/databases/{name}/warmup",
       openapi: {
+        operationId: "getDatabaseWarmup",
         summary: "Progress of a database's warm-up, node by node",
         security: secured,
         parameters: nameParam,
-        responses: { "200": { description: "{database, release, state, nodes[]}" }, ...responses },
+        responses: { "200": { description: "the warm-up's progress", content: jsonContent("Warmup") }, ...responses },
       },
       handler: async (req, { requestId }) =>
         jsonResult(200, await cluster().status(parsePath(req, pathSchema).name), requestId),

@@ -361,19 +361,20 @@ export class ApiServer {
           );
         }
         const expectedRv = method === "PUT" ? field<string>(body, "metadata", "resourceVersion") : undefined;
-        const updated = this.o.store.update(
-          def.plural,
-          namespace,
-          name,
-          (current) => {
-            const next = (method === "PUT" ? structuredClone(body) : mergePatch(current, body)) as KubeObject;
-            // The status subresource changes status only; the main resource leaves status alone.
-            if (sub === "status") return { ...current, status: next.status };
-            const replaced = { ...next, apiVersion: current.apiVersion, kind: current.kind, status: current.status };
-            return def.plural === "secrets" ? withSecretData(replaced) : replaced;
-          },
-          expectedRv,
-        );
+        const change = (current: KubeObject): KubeObject => {
+          const next = (method === "PUT" ? structuredClone(body) : mergePatch(current, body)) as KubeObject;
+          // The status subresource changes status only; the main resource leaves status alone.
+          if (sub === "status") return { ...current, status: next.status };
+          const replaced = { ...next, apiVersion: current.apiVersion, kind: current.kind, status: current.status };
+          return def.plural === "secrets" ? withSecretData(replaced) : replaced;
+        };
+        // dryRun=All (kubectl --dry-run=server): the object as it would be, nothing stored.
+        if (q.get("dryRun") === "All") {
+          const current = this.o.store.get(def.plural, namespace, name);
+          if (!current) throw notFound(def.plural, name);
+          return respond(method, 200, change(current));
+        }
+        const updated = this.o.store.update(def.plural, namespace, name, change, expectedRv);
         return respond(method, 200, updated);
       }
       if (method === "DELETE") {

@@ -93,6 +93,30 @@ export const RESOURCES: readonly ResourceDef[] = [
     categories: ["all"],
     verbs: ALL,
   },
+  // Stored and served, with no controller: what `kubectl apply` of infra/k8s/ creates besides the above.
+  ...(
+    [
+      ["serviceaccounts", "serviceaccount", "ServiceAccount", "", true, ["sa"]],
+      ["services", "service", "Service", "", true, ["svc"]],
+      ["roles", "role", "Role", "rbac.authorization.k8s.io", true, []],
+      ["rolebindings", "rolebinding", "RoleBinding", "rbac.authorization.k8s.io", true, []],
+      ["clusterroles", "clusterrole", "ClusterRole", "rbac.authorization.k8s.io", false, []],
+      ["clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", "rbac.authorization.k8s.io", false, []],
+      ["poddisruptionbudgets", "poddisruptionbudget", "PodDisruptionBudget", "policy", true, ["pdb"]],
+      ["networkpolicies", "networkpolicy", "NetworkPolicy", "networking.k8s.io", true, ["netpol"]],
+    ] as const
+  ).map(
+    ([plural, singular, kind, group, namespaced, shortNames]): ResourceDef => ({
+      plural,
+      singular,
+      kind,
+      group,
+      version: "v1",
+      namespaced,
+      ...(shortNames.length > 0 ? { shortNames: [...shortNames] } : {}),
+      verbs: ALL,
+    }),
+  ),
 ];
 
 export function apiVersionOf(def: ResourceDef): string {

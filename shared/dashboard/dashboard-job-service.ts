@@ -2,18 +2,18 @@ import type { Caller } from "../auth/roles.js";
 import { parseQueryFasta } from "../blast/fasta.js";
 import { validateOptionsForProgram } from "../blast/options.js";
 import { queryMolecule } from "../blast/programs.js";
+import type { DatabaseCatalog } from "../databases/catalog-types.js";
+import { requireDatabaseFit } from "../databases/database-fit.js";
 import { NotFoundError } from "../errors.js";
 import { requestFingerprint } from "../http/idempotency.js";
-import type { DatabaseCatalog } from "../databases/database-catalog.js";
-import { requireDatabaseFit } from "../databases/database-fit.js";
 import type { Logger } from "../logging/logger.js";
 import type { AuditLog } from "../ops/audit.js";
-import type { OrchestrationClient } from "../ops/orchestration-client.js";
-import { CANCEL_EVENT, Orchestrations } from "../ops/queue-labels.js";
+import { describeOperation, newOperationId, type OperationView, operationView } from "../orchestrations/operations.js";
+import type { OrchestrationClient } from "../orchestrations/orchestration-client.js";
+import { CANCEL_EVENT, Orchestrations } from "../orchestrations/queue-labels.js";
 import { dashboardJobId, legacyDashboardJobId } from "./dashboard-job-id.js";
 import { type DashboardJob, type DashboardJobStore, TERMINAL_JOB_STATES } from "./dashboard-jobs.js";
 import type { JobApiCallOptions, JobApiClient, JobApiResults } from "./job-api-client.js";
-import { describeOperation, newOperationId, type OperationView, operationView } from "./operations.js";
 import type { DashboardSubmitRequest } from "./schemas.js";
 
 /** What the dashboard job service is built from. */

@@ -9,6 +9,9 @@ import {
   QueueFullError,
   ValidationError,
 } from "../errors.js";
+import type { ClusterWarmup } from "../jobs/cluster-warmup.js";
+
+export type { ClusterWarmup };
 
 /** The job API's answer to an accepted submit. */
 export interface JobApiAcceptance {
@@ -36,22 +39,6 @@ export interface JobApiResults {
 }
 
 /** Options of {@link createJobApiClient}. */
-/** A warm-up on the cluster as the job API reports it (`/v1/databases/{name}/warmup`). */
-export interface ClusterWarmup {
-  database: string;
-  release: string;
-  state: "running" | "succeeded" | "failed";
-  nodes: {
-    node: string;
-    state: string;
-    bytes_done: number;
-    bytes_total: number;
-    files_done: number;
-    files_total: number;
-    error?: string;
-  }[];
-}
-
 export interface JobApiClientOptions {
   /** The job API's base URL; undefined when it is not configured (every call is then unavailable). */
   baseUrl: string | undefined;

@@ -1,5 +1,5 @@
+import type { ClusterWarmup } from "../jobs/cluster-warmup.js";
 import type { Logger } from "../logging/logger.js";
-import type { ClusterWarmup } from "../dashboard/job-api-client.js";
 import { recordSignal, warmupFailedEvent } from "../ops/emitters/signal-events.js";
 import type { EventLog } from "../ops/events.js";
 import type { DatabaseState } from "./database-state.js";

@@ -1,11 +1,10 @@
 import type { Logger } from "../logging/logger.js";
 import { failureText, recordSignal, warmupFailedEvent } from "../ops/emitters/signal-events.js";
 import type { EventLog } from "../ops/events.js";
-import type { DatabaseCatalog } from "./database-catalog.js";
+import type { DatabaseCatalog, ReleasePublisher } from "./catalog-types.js";
 import type { DatabaseState } from "./database-state.js";
 import type { NcbiSource } from "./ncbi-source.js";
 import { checkForUpdates, prepareDatabaseRelease } from "./prepare.js";
-import type { ReleasePublisher } from "./table-catalog.js";
 import { warmDatabaseFiles } from "./warmup.js";
 
 /** What the database operations' activities work with; each is built from these, so tests pass fakes. */

@@ -2,17 +2,10 @@ import { mkdir, readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { buildDatabase, DATABASE_NAME, type DatabaseManifest, formatVersion } from "../blast/database-builder.js";
 import { syncTree } from "../storage/durable-file.js";
+import type { DatabaseCatalog, DatabaseEntry, ReleasePublisher } from "./catalog-types.js";
 import { holdRelease, pruneReleases, readCurrent, releaseHold, swapCurrent } from "./releases.js";
-import type { ReleasePublisher } from "./table-catalog.js";
 
-/** A prepared database release, as executors read it. */
-export interface DatabaseEntry {
-  manifest: DatabaseManifest;
-  /** Absolute folder of this release. */
-  root: string;
-  /** Credential-free storage location reported as the job status `db` field. */
-  location: string;
-}
+export type { DatabaseCatalog, DatabaseEntry };
 
 /** The fields every listing of databases reports (job API and dashboard). */
 export function databaseSummary(entry: DatabaseEntry) {
@@ -28,15 +21,6 @@ export function databaseSummary(entry: DatabaseEntry) {
     volumes: manifest.volumes,
     partitions: manifest.partitions.length,
   };
-}
-
-export interface DatabaseCatalog {
-  list(): Promise<DatabaseEntry[]>;
-  /** The current release of a database, or a given one. */
-  get(name: string, version?: string): Promise<DatabaseEntry | undefined>;
-  /** Keeps a release from being pruned while `holder` (a job) needs it, until {@link release}. */
-  hold(name: string, version: string, holder: string): Promise<void>;
-  release(name: string, version: string, holder: string): Promise<void>;
 }
 
 const VERSION = /^\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2}$/;

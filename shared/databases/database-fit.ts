@@ -1,6 +1,6 @@
 import { type BlastProgram, databaseMolecule } from "../blast/programs.js";
 import { ValidationError } from "../errors.js";
-import type { DatabaseEntry } from "./database-catalog.js";
+import type { DatabaseEntry } from "./catalog-types.js";
 
 /**
  * Refuses (422, naming `db` or `execution_profile`) a search the job API could never run: an

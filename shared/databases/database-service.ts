@@ -1,11 +1,12 @@
 import type { Caller } from "../auth/roles.js";
-import { newOperationId, OPERATION_TYPES, type OperationView, operationView } from "../dashboard/operations.js";
 import { DependencyUnavailableError, NotFoundError } from "../errors.js";
 import type { Logger } from "../logging/logger.js";
 import type { AuditLog } from "../ops/audit.js";
-import type { OrchestrationClient } from "../ops/orchestration-client.js";
-import { Orchestrations } from "../ops/queue-labels.js";
-import { type DatabaseCatalog, databaseSummary } from "./database-catalog.js";
+import { newOperationId, OPERATION_TYPES, type OperationView, operationView } from "../orchestrations/operations.js";
+import type { OrchestrationClient } from "../orchestrations/orchestration-client.js";
+import { Orchestrations } from "../orchestrations/queue-labels.js";
+import type { DatabaseCatalog } from "./catalog-types.js";
+import { databaseSummary } from "./database-catalog.js";
 import type { DatabaseState, DatabaseStateStore } from "./database-state.js";
 
 /** What the dashboard's database service is built from. */

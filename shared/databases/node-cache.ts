@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { mkdir, open, readdir, readFile, rename, rm, stat, utimes } from "node:fs/promises";
+import { mkdir, open, readdir, readFile, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -27,6 +27,11 @@ export interface FillResult {
   downloaded: string[];
   /** Files found in the cache and verified against the manifest. */
   verified: number;
+  /**
+   * Of those, files accepted by this node's verified stamp (unchanged in size, mtime, ctime and
+   * inode since a fill verified them) instead of by reading their MD5 again.
+   */
+  stamped: number;
   /** True when another filler held the lock and this call waited for it. */
   waited: boolean;
   /** True when this call took over a lock whose holder had stopped its heartbeat. */
@@ -142,6 +147,50 @@ async function acquireLock(
 }
 
 /**
+ * The verified stamp of one release's partition (`p<i>`), whole database (`full`) or all of it
+ * (`all`) on this node, beside the release folder: what each file looked like (size, mtime,
+ * ctime, inode) when a fill last verified it. A shard starting again on the node re-checks those
+ * instead of reading every file for its MD5 (issue 24 item 3). Any change to a file changes its
+ * ctime, so a file written since (even with its mtime set back) is verified again.
+ */
+function stampPath(cacheRoot: string, database: string, release: string, partition?: number): string {
+  const scope = partition === undefined ? "all" : partition === 0 ? "full" : `p${partition}`;
+  return path.join(cacheRoot, database, `.verified-${release}-${scope}.json`);
+}
+
+type FileStamp = { size: number; mtimeMs: number; ctimeMs: number; ino: number };
+
+async function stampOf(file: string): Promise<FileStamp | undefined> {
+  try {
+    const s = await stat(file);
+    return { size: s.size, mtimeMs: s.mtimeMs, ctimeMs: s.ctimeMs, ino: s.ino };
+  } catch {
+    return undefined;
+  }
+}
+
+async function readStamps(file: string): Promise<Record<string, FileStamp>> {
+  try {
+    const parsed = JSON.parse(await readFile(file, "utf8")) as { files?: Record<string, FileStamp> };
+    return parsed && typeof parsed.files === "object" && parsed.files !== null ? parsed.files : {};
+  } catch {
+    // None yet, or torn by a crash: every file is verified by its MD5.
+    return {};
+  }
+}
+
+function sameStamp(a: FileStamp | undefined, b: FileStamp | undefined): boolean {
+  return (
+    a !== undefined &&
+    b !== undefined &&
+    a.size === b.size &&
+    a.mtimeMs === b.mtimeMs &&
+    a.ctimeMs === b.ctimeMs &&
+    a.ino === b.ino
+  );
+}
+
+/**
  * Fills this node's cache of one release (or of one partition of it) from the release store:
  * every file the manifest lists is verified (size and MD5) and downloaded again when it is missing
  * or differs, under a per-release lock so pods starting together on one node download it once.
@@ -160,8 +209,12 @@ export async function fillReleaseCache(options: FillOptions): Promise<FillResult
   );
   const downloaded: string[] = [];
   let verified = 0;
+  let stamped = 0;
   let bytes = 0;
+  const stampFile = stampPath(cacheRoot, database, release, options.partition);
   try {
+    const stamps = await readStamps(stampFile);
+    const fresh: Record<string, FileStamp> = {};
     const wanted = filesFor(manifest, options.partition);
     // manifest.json last: a folder with it is complete for what a reader needs.
     const ordered = [
@@ -170,18 +223,29 @@ export async function fillReleaseCache(options: FillOptions): Promise<FillResult
     ];
     for (const file of ordered) {
       signal?.throwIfAborted();
-      if (await verifyFile(dir, file)) verified++;
+      const local = path.join(dir, ...file.name.split("/"));
+      const now = await stampOf(local);
+      if (now?.size === file.size && sameStamp(stamps[file.name], now)) {
+        verified++;
+        stamped++;
+      } else if (await verifyFile(dir, file)) verified++;
       else {
-        await store.download(database, release, file, path.join(dir, ...file.name.split("/")), signal);
+        await store.download(database, release, file, local, signal);
         downloaded.push(file.name);
       }
+      const after = await stampOf(local);
+      if (after) fresh[file.name] = after;
       bytes += file.size;
       options.onFile?.(file, { files: verified + downloaded.length, bytes });
     }
+    // Not fsynced: a stamp lost or torn in a crash only means the next fill reads the MD5s again.
+    const temp = `${stampFile}.${randomUUID()}.tmp`;
+    await writeFile(temp, JSON.stringify({ release, files: fresh }));
+    await rename(temp, stampFile);
   } finally {
     await lock.release();
   }
-  return { manifest, downloaded, verified, waited: lock.waited, tookOver: lock.tookOver };
+  return { manifest, downloaded, verified, stamped, waited: lock.waited, tookOver: lock.tookOver };
 }
 
 /**
@@ -205,6 +269,8 @@ export async function evictCachedReleases(
   for (const name of names.sort()) {
     if (!RELEASE_NAME.test(name) || keep.has(name) || names.some((n) => n.startsWith(`.fill-${name}-`))) continue;
     await rm(path.join(dbDir, name), { recursive: true, force: true });
+    for (const stamp of names.filter((n) => n.startsWith(`.verified-${name}-`)))
+      await rm(path.join(dbDir, stamp), { force: true });
     removed.push(name);
   }
   return removed;

@@ -1,20 +1,19 @@
 import { randomUUID } from "node:crypto";
-import { readdir, readFile, rename, rm, writeFile, mkdir } from "node:fs/promises";
+import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { runBlastTool } from "../blast/blast-tools.js";
 import { buildDatabase, DATABASE_NAME, type DatabaseManifest } from "../blast/database-builder.js";
-import type { DatabaseCatalog } from "./database-catalog.js";
+import { syncTree } from "../storage/durable-file.js";
+import type { DatabaseCatalog, ReleasePublisher } from "./catalog-types.js";
 import {
   blastDbType,
   type NcbiSource,
   parseSourceTimestamp,
   RELEASE_NAME,
-  ReleaseFormatError,
   type ReleaseDatabase,
+  ReleaseFormatError,
 } from "./ncbi-source.js";
-import { syncTree } from "../storage/durable-file.js";
 import { claimStaging, pruneReleases, swapCurrent } from "./releases.js";
-import type { ReleasePublisher } from "./table-catalog.js";
 
 /** Where a prepared release came from; stored as the extra `source` key of `manifest.json`. */
 export interface ManifestSource {

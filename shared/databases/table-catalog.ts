@@ -2,16 +2,18 @@ import { access } from "node:fs/promises";
 import path from "node:path";
 import { odata, type TableClient } from "@azure/data-tables";
 import { DATABASE_NAME, type DatabaseManifest } from "../blast/database-builder.js";
-import { isLoopbackUrl, storageEndpoint } from "../storage/endpoints.js";
 import { openBlobContainer } from "../storage/blob-container.js";
+import { isLoopbackUrl, storageEndpoint } from "../storage/endpoints.js";
 import type { StorageTarget } from "../storage/storage-connection.js";
 import { tableOpener } from "../storage/table-source.js";
 import { isStatus, packText, unpackText } from "../storage/table-text.js";
-import type { DatabaseCatalog, DatabaseEntry } from "./database-catalog.js";
+import type { DatabaseCatalog, DatabaseEntry, ReleasePublisher } from "./catalog-types.js";
 import { RELEASE_NAME } from "./ncbi-source.js";
 import { fillReleaseCache } from "./node-cache.js";
 import { ReleaseStore } from "./release-store.js";
 import { holdRelease, RELEASES_KEPT, releaseHold } from "./releases.js";
+
+export type { ReleasePublisher };
 
 /** The catalog's table in the workload storage account. */
 export const CATALOG_TABLE = "databasecatalog";
@@ -70,12 +72,6 @@ export interface TableCatalogOptions {
    * holds that the table does not know yet is published from it once, on first read.
    */
   importFrom?: DatabaseCatalog;
-}
-
-/** A catalog that publishes: the part of the table catalog that `db add` and prepare use. */
-export interface ReleasePublisher {
-  /** Publishes the built release folder `dir` to the store and makes it current. */
-  publish(dir: string, manifest: DatabaseManifest): Promise<void>;
 }
 
 export type TableDatabaseCatalog = DatabaseCatalog &

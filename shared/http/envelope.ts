@@ -1,5 +1,4 @@
 import { describeCloudAuthorizationError } from "../auth/cloud-authorization.js";
-import type { Logger } from "../logging/logger.js";
 import {
   ConflictError,
   DependencyFailedError,
@@ -10,11 +9,13 @@ import {
   MethodNotAllowedError,
   NotFoundError,
   PayloadTooLargeError,
+  PreconditionFailedError,
   PreconditionRequiredError,
   QueueFullError,
   UnauthorizedError,
   ValidationError,
 } from "../errors.js";
+import type { Logger } from "../logging/logger.js";
 import { REQUEST_ID_HEADER } from "./request-id.js";
 
 /** A transport-neutral HTTP response; `@azure/functions` accepts it as HttpResponseInit. */
@@ -66,6 +67,7 @@ const HTTP_ERROR_MAPPINGS: readonly [
   [NotFoundError, () => ({ status: 404 })],
   [MethodNotAllowedError, (e: MethodNotAllowedError) => ({ status: 405, headers: { Allow: e.allowed.join(", ") } })],
   [ConflictError, () => ({ status: 409 })],
+  [PreconditionFailedError, () => ({ status: 412 })],
   [PayloadTooLargeError, () => ({ status: 413 })],
   [ValidationError, () => ({ status: 422 })],
   [PreconditionRequiredError, () => ({ status: 428 })],

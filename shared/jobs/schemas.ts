@@ -3,7 +3,7 @@ import { DATABASE_NAME } from "../blast/database-name.js";
 import { FASTA_LIMITS } from "../blast/fasta.js";
 import { blastOptionsSchema } from "../blast/options.js";
 import { BLAST_PROGRAMS } from "../blast/programs.js";
-import { PRIORITY_NAMES } from "./model.js";
+import { JOB_STATUSES, PRIORITY_NAMES } from "./model.js";
 
 /** Priority: an integer 0–100 or one of low, normal, high, urgent (default normal). */
 export const prioritySchema = z
@@ -134,14 +134,6 @@ export const facadeStatusSchema = z.object({
   result: z.object({ files: z.array(facadeFileSchema) }),
 });
 
-export const errorEnvelopeSchema = z.object({
-  detail: z.union([
-    z.string(),
-    z.array(z.object({ loc: z.array(z.union([z.string(), z.number()])), msg: z.string(), type: z.string() })),
-  ]),
-  request_id: z.string(),
-});
-
 export const databaseSchema = z.object({
   name: z.string(),
   type: z.enum(["nucl", "prot"]),
@@ -169,3 +161,98 @@ export const MAX_STATUS_WAIT_SECONDS = 60;
 export const statusQuerySchema = z.object({
   wait: z.coerce.number().int().min(0).max(MAX_STATUS_WAIT_SECONDS).default(0),
 });
+
+/** `GET /v1/jobs`: the list's query. `cursor` is a previous page's `next_cursor` (opaque). */
+export const jobListQuerySchema = z.object({
+  status: z.enum(JOB_STATUSES).optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+  cursor: z
+    .string()
+    .max(500)
+    .optional()
+    .describe("a previous page's next_cursor: the page after it (opaque; reuse the same status filter)"),
+});
+
+/** `GET /v1/jobs`: one page, newest first; `next_cursor`/`next_link` while more jobs remain. */
+export const jobListSchema = z.object({
+  jobs: z.array(statusSchema),
+  next_cursor: z.string().optional().describe("present while more jobs remain: pass it back as cursor"),
+  next_link: z
+    .string()
+    .optional()
+    .describe("present while more jobs remain: GET this path (it carries next_cursor) for the next page"),
+});
+
+/** `GET /v1/config`. */
+export const jobApiConfigSchema = z.object({
+  version: z.string(),
+  blast_version: z.string(),
+  executor: z.string(),
+  programs: z.array(z.string()),
+  execution_profiles: z.array(z.string()),
+  limits: z.object({
+    max_active_jobs: z.number().int(),
+    max_queued_jobs: z.number().int(),
+    request_body_bytes: z.number().int(),
+    shard_concurrency: z.number().int(),
+    threads_per_shard: z.union([z.number().int(), z.literal("auto")]).describe("auto: sized to the node at run time"),
+  }),
+});
+
+/** `GET /v1/cluster`. */
+export const clusterSchema = z.object({
+  executor: z.string(),
+  status: z.string(),
+  nodes: z.array(z.object({ name: z.string(), cpus: z.number().int(), memory_bytes: z.number().int() })),
+  active_jobs: z.number().int(),
+  max_active_jobs: z.number().int(),
+  dispatch: z.enum(["active", "standby"]).describe("whether this replica runs jobs or stands by"),
+});
+
+/** `POST /v1/jobs/{job_id}/cancel`. */
+export const cancelResultSchema = z.object({
+  job_id: z.string(),
+  status: z.enum(JOB_STATUSES).describe("cancelled, or the status the job had already reached"),
+});
+
+/** `DELETE /v1/jobs/{job_id}`. */
+export const cancelOrDeleteResultSchema = cancelResultSchema.extend({
+  deleted: z
+    .boolean()
+    .describe("true: a finished job and its artifacts were deleted; false: an active job was cancelled"),
+});
+
+/** `POST/GET /v1/databases/{name}/warmup`: a warm-up of one release across the BLAST pool. */
+export const warmupSchema = z.object({
+  database: z.string(),
+  release: z.string(),
+  state: z.enum(["running", "succeeded", "failed"]),
+  nodes: z.array(
+    z.object({
+      node: z.string(),
+      state: z.enum(["pending", "running", "succeeded", "failed"]),
+      bytes_done: z.number().int(),
+      bytes_total: z.number().int(),
+      files_done: z.number().int(),
+      files_total: z.number().int(),
+      error: z.string().optional().describe("why the node failed (the pod's last log lines)"),
+    }),
+  ),
+});
+
+/** `GET /v1/health`. */
+export const jobApiHealthSchema = z.object({ status: z.literal("ok"), version: z.string() });
+
+/** `GET /v1/ready` (200), and the checks of its 503. */
+export const jobApiReadySchema = z.object({
+  status: z.literal("ready"),
+  checks: z.record(z.string(), z.enum(["ok", "unavailable"])),
+});
+export const jobApiNotReadySchema = z.object({
+  detail: z.string(),
+  request_id: z.string(),
+  checks: z.record(z.string(), z.enum(["ok", "unavailable"])),
+});
+
+/** `GET /v1/databases`. */
+export const databaseListSchema = z.object({ databases: z.array(databaseSchema) });

@@ -73,6 +73,8 @@ export interface AuditFilter {
   action?: string;
   /** At most this many entries (1–1000, default 100). */
   limit?: number;
+  /** Only entries after this one in the listing's order (newest first; same millisecond: by id), to continue a listing. */
+  after?: { at: string; audit_id: string };
 }
 
 /** The append-only audit log of privileged acts. */
@@ -161,6 +163,14 @@ export function createAuditLog(source: TableSource, options: { now?: () => Date 
       const limit = listLimit(filter.limit);
       const clauses = [newestFirstFilter(filter.since)];
       if (filter.action !== undefined) clauses.push(odata`action eq ${filter.action}`);
+      if (filter.after) {
+        // Row keys order the whole log (inverted milliseconds, then id); the partition bound keeps the scan short.
+        const at = new Date(filter.after.at);
+        if (Number.isNaN(at.getTime())) throw new RangeError("after.at must be a timestamp");
+        clauses.push(
+          odata`PartitionKey ge ${dayPartitionKey(at)} and RowKey gt ${newestFirstRowKey(at, filter.after.audit_id)}`,
+        );
+      }
       const out: AuditEntry[] = [];
       const entities = (await table()).listEntities<Record<string, unknown>>({
         queryOptions: { filter: clauses.join(" and ") },

@@ -1,5 +1,5 @@
 import type { Caller } from "../auth/roles.js";
-import { ConflictError, NotFoundError, PreconditionRequiredError } from "../errors.js";
+import { ConflictError, NotFoundError, PreconditionFailedError, PreconditionRequiredError } from "../errors.js";
 import type { AuditLog } from "../ops/audit.js";
 import type { StoredWorkspace, Workspace, WorkspaceStore } from "./workspace.js";
 
@@ -38,7 +38,7 @@ export function createWorkspaceService(dependencies: WorkspaceServiceDependencie
     /**
      * Saves the workspace (see {@link WorkspaceStore.put} for the version rules: a missing
      * `ifMatch` on an existing workspace is a PreconditionRequiredError, a stale one a
-     * ConflictError).
+     * PreconditionFailedError).
      */
     async save(caller: Caller, workspace: Workspace, options: SaveWorkspaceOptions): Promise<StoredWorkspace> {
       const actor = { oid: caller.oid, name: caller.name };
@@ -47,7 +47,11 @@ export function createWorkspaceService(dependencies: WorkspaceServiceDependencie
       try {
         saved = await store.put(workspace, { ifMatch: options.ifMatch, actor });
       } catch (error) {
-        if (error instanceof ConflictError || error instanceof PreconditionRequiredError) {
+        if (
+          error instanceof ConflictError ||
+          error instanceof PreconditionFailedError ||
+          error instanceof PreconditionRequiredError
+        ) {
           await audit.record({ ...base, outcome: "failed", details: { error: error.name, reason: error.message } });
         }
         throw error;

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ConflictError, PreconditionRequiredError } from "../errors.js";
+import { PreconditionFailedError, PreconditionRequiredError } from "../errors.js";
 import type { AuditActor } from "../ops/audit.js";
 import { type TableSource, tableOpener } from "../storage/table-source.js";
 import { isStatus, packText, unpackText } from "../storage/table-text.js";
@@ -86,7 +86,7 @@ export interface WorkspaceStore {
    * - `ifMatch` equal to the current etag: replaces it, conditionally on that etag.
    * - `ifMatch` of `*`: replaces whatever version exists (HTTP's "any current representation";
    *   a save racing in between still makes it a 409).
-   * - `ifMatch` stale, or naming a workspace that does not exist: {@link ConflictError} (409).
+   * - `ifMatch` stale, or naming a workspace that does not exist: {@link PreconditionFailedError} (412).
    */
   put(workspace: Workspace, options: PutWorkspaceOptions): Promise<SavedWorkspace>;
 }
@@ -151,9 +151,10 @@ export function createWorkspaceStore(source: TableSource, options: WorkspaceStor
           throw error;
         }
       }
-      if (!current) throw new ConflictError("no workspace is saved yet: send no If-Match to create it");
+      // RFC 9110 §13.1.1: If-Match is false when no current representation exists, or none matches.
+      if (!current) throw new PreconditionFailedError("no workspace is saved yet: send no If-Match to create it");
       if (ifMatch !== "*" && ifMatch !== current.etag) {
-        throw new ConflictError(
+        throw new PreconditionFailedError(
           "the workspace was changed since it was read: read it again and retry with the new etag",
         );
       }
@@ -162,7 +163,7 @@ export function createWorkspaceStore(source: TableSource, options: WorkspaceStor
         return saved((await client.updateEntity(entity, "Replace", { etag: current.etag })).etag);
       } catch (error) {
         if (isStatus(error, 412) || isStatus(error, 404)) {
-          throw new ConflictError(
+          throw new PreconditionFailedError(
             "the workspace was changed since it was read: read it again and retry with the new etag",
           );
         }

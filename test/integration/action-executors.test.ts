@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { actionModes } from "../../shared/ops/actions/action-settings.js";
 import { ActionInProgressError, ActionStateChangedError } from "../../shared/ops/actions/action-executor.js";
 import { actionOutcomeHash } from "../../shared/ops/actions/action-outcomes.js";
-import { CANCEL_EVENT, Orchestrations } from "../../shared/ops/queue-labels.js";
+import { CANCEL_EVENT, Orchestrations } from "../../shared/orchestrations/queue-labels.js";
 import { actionTestFolder, actionWorld, APPROVER, QUERY, replayContext } from "../support/action-world.js";
 import { actions, callerWith } from "../support/console-harness.js";
 import { azuriteTables } from "../support/service-fakes.js";

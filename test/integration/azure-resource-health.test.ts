@@ -34,7 +34,7 @@ const credential = () => ({
 /** The real SDK clients pointed at the fake: its CA trusted, no retries so a refusal is seen at once. */
 const armOptions = () => ({ endpoint: fake.url, tlsOptions: { ca: fake.ca }, retryOptions: { maxRetries: 0 } });
 
-/** The console with the real Azure providers of the subscription's scope, as `console-parts.ts` wires them. */
+/** The console with the real Azure providers of the subscription's scope, as `functions/composition/console-parts.ts` wires them. */
 function harness(options: { metrics?: boolean; resourceGroups?: string[]; subscription?: boolean } = {}) {
   const resourceGroups = options.resourceGroups ?? [];
   const inventory = createResourceGraphInventoryProvider({

@@ -1,6 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { TableClient } from "@azure/data-tables";
@@ -19,7 +19,10 @@ afterAll(async () => {
   for (const f of folders) rmSync(f, { recursive: true, force: true });
 });
 
-async function persistentAzurite(location: string): Promise<RunningAzurite> {
+async function persistentAzurite(location: string, compactBytes?: number): Promise<RunningAzurite> {
+  // The Azurite child inherits this process's environment.
+  if (compactBytes === undefined) delete process.env.BLASTPLANE_AZURITE_COMPACT_BYTES;
+  else process.env.BLASTPLANE_AZURITE_COMPACT_BYTES = String(compactBytes);
   const azurite = await startAzurite({
     location,
     blobPort: 0,
@@ -74,6 +77,51 @@ describe("Azurite persists every acknowledged write before acknowledging it (iss
     expect(Buffer.compare(await container2.getBlockBlobClient("small.bin").downloadToBuffer(), small)).toBe(0);
     expect(Buffer.compare(await container2.getBlockBlobClient("large.bin").downloadToBuffer(), large)).toBe(0);
   }, 90_000);
+
+  it("issue 24: acknowledged writes survive a cut across journal compactions, and a torn commit at the journal's end is ignored", async () => {
+    const location = mkdtempSync(path.join(tmpdir(), "bp-azurite-journal-"));
+    folders.push(location);
+    const journals = () => readdirSync(location).filter((f) => f.startsWith("__blastplane_journal__."));
+    // Compaction after every 4 KB of journal: these writes span many generations.
+    const first = await persistentAzurite(location, 4096);
+    const options = { allowInsecureConnection: true };
+    const table = TableClient.fromConnectionString(first.connectionString, "journaled", options);
+    await table.createTable();
+    for (let batch = 0; batch < 6; batch++) {
+      await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          table.createEntity({ partitionKey: "p", rowKey: `r${batch * 10 + i}`, value: "x".repeat(200) }),
+        ),
+      );
+    }
+    await table.updateEntity({ partitionKey: "p", rowKey: "r5", value: "changed" }, "Merge");
+    await table.deleteEntity("p", "r6");
+    // Compaction deleted the generations it covered: not one file per commit is left behind.
+    expect(journals().length).toBeLessThan(6);
+    await cutPower(first);
+
+    // A cut in the middle of an append: half a frame (a header promising more bytes than follow).
+    const last = journals().sort().at(-1) as string;
+    const torn = Buffer.alloc(20);
+    torn.writeUInt32LE(5000, 0);
+    appendFileSync(path.join(location, last), torn);
+
+    const second = await persistentAzurite(location);
+    const table2 = TableClient.fromConnectionString(second.connectionString, "journaled", options);
+    const found = new Map<string, string>();
+    for await (const e of table2.listEntities<{ value: string }>()) found.set(e.rowKey as string, e.value);
+    expect(found.size).toBe(59);
+    expect(found.get("r5")).toBe("changed");
+    expect(found.has("r6")).toBe(false);
+    expect(found.get("r59")).toBe("x".repeat(200));
+    // And it goes on journaling after the torn tail, in a generation of its own.
+    await table2.createEntity({ partitionKey: "p", rowKey: "after", value: "y" });
+    await cutPower(second);
+    const third = await persistentAzurite(location);
+    const table3 = TableClient.fromConnectionString(third.connectionString, "journaled", options);
+    expect((await table3.getEntity<{ value: string }>("p", "after")).value).toBe("y");
+    expect((await table3.getEntity<{ value: string }>("p", "r5")).value).toBe("changed");
+  }, 120_000);
 
   it("refuses to start, naming both versions, when the installed Azurite is not the one the patch was written for", () => {
     const dir = mkdtempSync(path.join(tmpdir(), "bp-azurite-version-"));

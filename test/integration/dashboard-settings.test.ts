@@ -4,9 +4,9 @@ import path from "node:path";
 import { odata, TableClient } from "@azure/data-tables";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_ACCOUNT, DEV_ACCOUNT_KEY } from "../../local/azurite.js";
-import { API_TOKEN_SECRET, type ApiTokenState } from "../../shared/secrets/api-tokens.js";
 import { createAuditLog } from "../../shared/ops/audit.js";
 import { createEventLog } from "../../shared/ops/events.js";
+import { API_TOKEN_SECRET, type ApiTokenState } from "../../shared/secrets/api-tokens.js";
 import { eventually, mintToken, startStack, type TestStack } from "../support/local-stack.js";
 
 // One stack for the file; a short grace period lets the rotation test watch the old token expire.
@@ -107,8 +107,32 @@ async function reveal(): Promise<string> {
   return token;
 }
 
+describe("the dashboard API's description", () => {
+  it("B-175 serves GET /api/openapi.json without a token, equal to the committed copy the linters check", async () => {
+    const res = await call("GET", "/api/openapi.json");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toContain("application/json");
+    const fixture = path.resolve(import.meta.dirname, "../fixtures/dashboard-openapi.json");
+    expect(await res.json()).toEqual(JSON.parse(readFileSync(fixture, "utf8")));
+  });
+
+  it("B-175 serves the schema UI at /api/docs from the bundled assets, pointed at /api/openapi.json", async () => {
+    const docs = await call("GET", "/api/docs");
+    expect(docs.status).toBe(200);
+    const html = await docs.text();
+    expect(html).toContain("swagger-ui");
+    expect(html).not.toMatch(/https?:\/\/(cdn|unpkg|jsdelivr)/);
+    const init = await call("GET", "/api/docs/init.js");
+    expect(await init.text()).toContain('"/api/openapi.json"');
+    const bundle = await call("GET", "/api/docs/swagger-ui-bundle.js");
+    expect(bundle.status).toBe(200);
+    expect((await bundle.text()).length).toBeGreaterThan(100_000);
+    expect((await call("GET", "/api/docs/..%2Fpackage.json")).status).toBe(404);
+  });
+});
+
 describe("workspace configuration (server-side)", () => {
-  it("B-002 saves, reads back, refuses a stale If-Match with 409 and accepts the fresh one", async () => {
+  it("B-002 saves, reads back, refuses a stale If-Match with 412 (RFC 9110 §13.1.1) and accepts the fresh one", async () => {
     const missing = await call("GET", "/api/workspace", { who: "Reader" });
     expect(missing.status).toBe(404);
     expect(await missing.json()).toMatchObject({
@@ -154,7 +178,7 @@ describe("workspace configuration (server-side)", () => {
       body: { ...workspace, node_count: 9 },
       headers: { "If-Match": first.etag },
     });
-    expect(stale.status).toBe(409);
+    expect(stale.status).toBe(412);
     expect(await stale.json()).toMatchObject({
       detail: expect.stringContaining("changed"),
       request_id: expect.any(String),

@@ -261,6 +261,31 @@ describe("node-local release cache", () => {
     expect(filled.some((f) => f.startsWith("full/") || f.startsWith("parts/p2/"))).toBe(false);
   });
 
+  it("issue 24: a shard starting again on a node trusts its verified stamp (size, mtime, ctime, inode) instead of reading every MD5; a file changed since is verified again", async () => {
+    const cacheRoot = path.join(work, "node-stamp");
+    const first = await fillReleaseCache({ store, cacheRoot, database: "nodedb", release, partition: 1 });
+    expect(first.stamped).toBe(0);
+    const again = await fillReleaseCache({ store, cacheRoot, database: "nodedb", release, partition: 1 });
+    expect(again.downloaded).toEqual([]);
+    expect(again.stamped).toBe(again.verified);
+    expect(again.verified).toBe(first.downloaded.length);
+    // Changed in place with its size and mtime put back: its ctime moved, so its MD5 is read again.
+    const victim = first.manifest.files.find((f) => f.name.startsWith("parts/p1/") && f.size > 16);
+    const file = path.join(cacheRoot, "nodedb", release, victim?.name as string);
+    const { mtime } = await stat(file);
+    const bytes = await readFile(file);
+    bytes[8] = (bytes[8] as number) ^ 0xff;
+    await writeFile(file, bytes);
+    await utimes(file, mtime, mtime);
+    const third = await fillReleaseCache({ store, cacheRoot, database: "nodedb", release, partition: 1 });
+    expect(third.downloaded).toEqual([victim?.name]);
+    expect(third.stamped).toBe(third.verified);
+    expect(await fileDigest(file)).toEqual({ size: victim?.size, md5: victim?.md5 });
+    // Eviction takes the release's stamps with it.
+    expect(await evictCachedReleases(cacheRoot, "nodedb", new Set())).toEqual([release]);
+    await expect(stat(path.join(cacheRoot, "nodedb", `.verified-${release}-p1.json`))).rejects.toThrow(/ENOENT/);
+  });
+
   it("a cached file corrupted in place (same size) is found by its MD5 and fetched again; the others are kept", async () => {
     const cacheRoot = path.join(work, "node-b");
     const first = await fillReleaseCache({ store, cacheRoot, database: "nodedb", release, partition: 0 });

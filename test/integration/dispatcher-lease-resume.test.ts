@@ -1,22 +1,15 @@
-import { execFileSync } from "node:child_process";
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import os from "node:os";
+import { copyFileSync } from "node:fs";
 import path from "node:path";
-import { TableClient } from "@azure/data-tables";
-import { ContainerClient } from "@azure/storage-blob";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { ShardExecutor } from "../../jobapi/executors/executor.js";
-import { ArtifactStore, MERGED_ARTIFACT, shardArtifact } from "../../jobapi/jobs/artifact-store.js";
+import { MERGED_ARTIFACT, shardArtifact } from "../../jobapi/jobs/artifact-store.js";
 import { DispatchLease } from "../../jobapi/jobs/dispatch-lease.js";
 import { JobDispatcher } from "../../jobapi/jobs/dispatcher.js";
-import { JobStore } from "../../jobapi/jobs/job-store.js";
-import type { RunningAzurite } from "../../local/azurite.js";
-import type { DatabaseManifest } from "../../shared/blast/database-builder.js";
-import type { DatabaseCatalog, DatabaseEntry } from "../../shared/databases/database-catalog.js";
-import { type JobRecord, newJobId, newJobRecord } from "../../shared/jobs/model.js";
+import type { JobRecord } from "../../shared/jobs/model.js";
+import { newJobId } from "../../shared/jobs/model.js";
 import { createLogger } from "../../shared/logging/logger.js";
+import { demoDatabase, submitDemoJob, testStores, useDispatcherFixture } from "../support/dispatcher-harness.js";
 import { eventually } from "../support/local-stack.js";
-import { startTestAzurite } from "../support/service-fakes.js";
 
 /**
  * Two dispatchers on one storage account (Azurite), each with the real dispatch lease on a clock
@@ -24,36 +17,10 @@ import { startTestAzurite } from "../support/service-fakes.js";
  * in for BLAST: it holds each shard run until the test lets it finish (placing real BLAST+ XML
  * output where BLAST would have written it) or the run is aborted.
  */
-const root = path.resolve(import.meta.dirname, "../..");
 /** Long, so the lease's own renewal timer never fires during a test: the test ticks it. */
 const DURATION_MS = 600_000;
 const SHARD_ATTEMPTS = 2;
-let azurite: RunningAzurite;
-let dir = "";
-let blastXml = "";
-
-beforeAll(async () => {
-  azurite = await startTestAzurite();
-  dir = mkdtempSync(path.join(os.tmpdir(), "blastplane-lease-resume-"));
-  const records = readFileSync(path.join(root, "local/demo/16s-rrna-demo.fasta"), "utf8").split(/(?=^>)/m);
-  writeFileSync(path.join(dir, "db.fa"), records.slice(0, 60).join(""));
-  writeFileSync(path.join(dir, "q.fa"), records.slice(0, 2).join(""));
-  execFileSync("makeblastdb", ["-in", "db.fa", "-dbtype", "nucl", "-parse_seqids", "-out", "full/demo"], {
-    cwd: dir,
-    stdio: "pipe",
-  });
-  execFileSync(
-    "blastn",
-    ["-query", "q.fa", "-db", "full/demo", "-outfmt", "5", "-max_target_seqs", "20", "-out", "blast.xml"],
-    { cwd: dir, stdio: "pipe" },
-  );
-  blastXml = path.join(dir, "blast.xml");
-});
-
-afterAll(async () => {
-  await azurite?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+const fixture = useDispatcherFixture("blastplane-lease-resume-");
 
 interface HeldRun {
   host: string;
@@ -82,7 +49,7 @@ function heldRuns() {
       };
       const done = new Promise<void>((resolve, reject) => {
         finish = () => {
-          copyFileSync(blastXml, spec.outputPath);
+          copyFileSync(fixture.blastXml, spec.outputPath);
           ended("finished");
           resolve();
         };
@@ -120,32 +87,9 @@ function heldRuns() {
 
 function setup() {
   const prefix = `r${newJobId().slice(0, 6)}`;
-  const table = (name: string) =>
-    TableClient.fromConnectionString(azurite.connectionString, `${prefix}${name}`, { allowInsecureConnection: true });
-  const jobs = new JobStore(table("jobs"), table("keys"));
-  const artifacts = new ArtifactStore(new ContainerClient(azurite.connectionString, `${prefix}artifacts`));
-  const reported = (tag: string) =>
-    Number(new RegExp(`<${tag}>(\\d+)</${tag}>`).exec(readFileSync(blastXml, "latin1"))?.[1]);
-  const manifest: DatabaseManifest = {
-    name: "demo",
-    type: "nucl",
-    version: "2026-01-01-00-00-00",
-    letters: reported("Statistics_db-len"),
-    sequences: reported("Statistics_db-num"),
-    bytes: 1000,
-    volumes: 1,
-    bytes_to_cache: 1000,
-    path: "full/demo",
-    partitions: [],
-    created_at: new Date().toISOString(),
-  };
-  const entry: DatabaseEntry = { manifest, root: dir, location: "local://databases/demo/2026-01-01-00-00-00" };
-  const catalog: DatabaseCatalog = {
-    list: async () => [entry],
-    get: async () => entry,
-    hold: async () => {},
-    release: async () => {},
-  };
+  const stores = testStores(fixture, prefix);
+  const { table, jobs, artifacts } = stores;
+  const { entry, catalog } = demoDatabase(fixture);
   const held = heldRuns();
   const clock = { now: 0 };
   /** A job-API process on host `host`: its lease on the shared clock, its dispatcher. */
@@ -165,7 +109,7 @@ function setup() {
       executor: held.executorFor(host),
       logger: createLogger({ level: "error" }),
       lease,
-      workDir: path.join(dir, `${prefix}-${host}`),
+      workDir: path.join(fixture.dir, `${prefix}-${host}`),
       maxActiveJobs: 1,
       nodeMemoryBytes: 64 * 1024 ** 3,
       memoryMarginBytes: 0,
@@ -177,29 +121,7 @@ function setup() {
     await lease.init();
     return { host, lease, dispatcher };
   };
-  const submit = async (): Promise<string> => {
-    const job = newJobRecord({
-      job_id: newJobId(),
-      program: "blastn",
-      db_name: "demo",
-      db_version: manifest.version,
-      db_location: entry.location,
-      blast_version: "2.12.0+",
-      blast_options: { max_target_seqs: 20 },
-      priority: 50,
-      execution_profile: "standard",
-      resource_profile: "",
-      submission_source: "external_api",
-      external_correlation_id: "",
-      idempotency_key: "",
-      fingerprint: "",
-      query_count: 2,
-      query_letters: 3000,
-    });
-    await artifacts.putText(job.job_id, "query.fa", readFileSync(path.join(dir, "q.fa"), "utf8"));
-    await jobs.create(job);
-    return job.job_id;
-  };
+  const submit = (): Promise<string> => submitDemoJob(fixture, stores, entry);
   const final = async (jobId: string) => {
     const j = await jobs.get(jobId);
     return j !== undefined && ["completed", "failed", "cancelled"].includes(j.status);
@@ -216,7 +138,7 @@ function setup() {
     submit,
     final,
     storedArtifacts,
-    init: () => Promise.all([jobs.init(), artifacts.init()]),
+    init: stores.init,
   };
 }
 

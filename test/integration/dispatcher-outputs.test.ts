@@ -1,63 +1,26 @@
-import { execFileSync } from "node:child_process";
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import os from "node:os";
+import { copyFileSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { Writable } from "node:stream";
 import { gunzipSync } from "node:zlib";
-import { TableClient } from "@azure/data-tables";
-import { ContainerClient } from "@azure/storage-blob";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { RunningAzurite } from "../../local/azurite.js";
-import type { DatabaseManifest } from "../../shared/blast/database-builder.js";
-import { mergeBlastXml } from "../../shared/blast/xml-merge.js";
-import { ArtifactStore } from "../../jobapi/jobs/artifact-store.js";
-import type { DatabaseCatalog, DatabaseEntry } from "../../shared/databases/database-catalog.js";
-import { JobDispatcher } from "../../jobapi/jobs/dispatcher.js";
+import { describe, expect, it } from "vitest";
 import type { ShardExecutor, ShardSpec } from "../../jobapi/executors/executor.js";
-import { JobStore } from "../../jobapi/jobs/job-store.js";
-import { type JobRecord, newJobId, newJobRecord } from "../../shared/jobs/model.js";
+import { JobDispatcher } from "../../jobapi/jobs/dispatcher.js";
+import { mergeBlastXml } from "../../shared/blast/xml-merge.js";
+import { type JobRecord, newJobId } from "../../shared/jobs/model.js";
 import { createLogger } from "../../shared/logging/logger.js";
+import { demoDatabase, submitDemoJob, testStores, useDispatcherFixture } from "../support/dispatcher-harness.js";
 import { eventually } from "../support/local-stack.js";
-import { startTestAzurite } from "../support/service-fakes.js";
 
 /**
  * The dispatcher's handling of what BLAST wrote, against real storage (Azurite) and real BLAST+
  * output. The executor here only places a given output file where the shard's BLAST would have
  * written it: a malformed BLAST output cannot be had from BLAST+ itself.
  */
-const root = path.resolve(import.meta.dirname, "../..");
-let azurite: RunningAzurite;
-let dir = "";
-/** Real blastn XML output of two queries against a small database. */
-let blastXml = "";
-
-beforeAll(async () => {
-  azurite = await startTestAzurite();
-  dir = mkdtempSync(path.join(os.tmpdir(), "blastplane-dispatch-"));
-  const fasta = readFileSync(path.join(root, "local/demo/16s-rrna-demo.fasta"), "utf8");
-  const records = fasta.split(/(?=^>)/m);
-  writeFileSync(path.join(dir, "db.fa"), records.slice(0, 60).join(""));
-  writeFileSync(path.join(dir, "q.fa"), records.slice(0, 2).join(""));
-  execFileSync("makeblastdb", ["-in", "db.fa", "-dbtype", "nucl", "-parse_seqids", "-out", "full/demo"], {
-    cwd: dir,
-    stdio: "pipe",
-  });
-  execFileSync(
-    "blastn",
-    ["-query", "q.fa", "-db", "full/demo", "-outfmt", "5", "-max_target_seqs", "20", "-out", "blast.xml"],
-    { cwd: dir, stdio: "pipe" },
-  );
-  blastXml = path.join(dir, "blast.xml");
-});
-
-afterAll(async () => {
-  await azurite?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+const fixture = useDispatcherFixture("blastplane-dispatch-");
 
 const TRUNCATED = () => {
-  const file = path.join(dir, "truncated.xml");
-  const text = readFileSync(blastXml, "latin1");
+  const file = path.join(fixture.dir, "truncated.xml");
+  const text = readFileSync(fixture.blastXml, "latin1");
   writeFileSync(file, text.slice(0, text.lastIndexOf("<Hit>") + 40), "latin1");
   return file;
 };
@@ -66,40 +29,10 @@ function setup(outputFor: (spec: ShardSpec) => string, partitions = 0) {
   const logged: string[] = [];
   const logger = createLogger({ level: "error", write: (line) => logged.push(line) });
   const prefix = `d${newJobId().slice(0, 6)}`;
-  const jobs = new JobStore(
-    TableClient.fromConnectionString(azurite.connectionString, `${prefix}jobs`, { allowInsecureConnection: true }),
-    TableClient.fromConnectionString(azurite.connectionString, `${prefix}keys`, { allowInsecureConnection: true }),
-  );
-  const container = new ContainerClient(azurite.connectionString, `${prefix}artifacts`);
-  const artifacts = new ArtifactStore(container);
+  const stores = testStores(fixture, prefix);
+  const { jobs, artifacts } = stores;
   // The whole database's counts, as BLAST reported them (each partition's output here is the whole one).
-  const reported = (tag: string) =>
-    Number(new RegExp(`<${tag}>(\\d+)</${tag}>`).exec(readFileSync(blastXml, "latin1"))?.[1]);
-  const manifest: DatabaseManifest = {
-    name: "demo",
-    type: "nucl",
-    version: "2026-01-01-00-00-00",
-    letters: reported("Statistics_db-len"),
-    sequences: reported("Statistics_db-num"),
-    bytes: 1000,
-    volumes: 1,
-    bytes_to_cache: 1000,
-    path: "full/demo",
-    partitions: Array.from({ length: partitions }, (_, i) => ({
-      index: i + 1,
-      path: `parts/p${i + 1}/demo`,
-      letters: 500,
-      sequences: 30,
-    })),
-    created_at: new Date().toISOString(),
-  };
-  const entry: DatabaseEntry = { manifest, root: dir, location: "local://databases/demo/2026-01-01-00-00-00" };
-  const catalog: DatabaseCatalog = {
-    list: async () => [entry],
-    get: async () => entry,
-    hold: async () => {},
-    release: async () => {},
-  };
+  const { entry, catalog } = demoDatabase(fixture, partitions);
   const executor: ShardExecutor = {
     name: "fixture",
     oneNode: true,
@@ -113,7 +46,7 @@ function setup(outputFor: (spec: ShardSpec) => string, partitions = 0) {
     catalog,
     executor,
     logger,
-    workDir: path.join(dir, `${prefix}-work`),
+    workDir: path.join(fixture.dir, `${prefix}-work`),
     maxActiveJobs: 2,
     nodeMemoryBytes: 64 * 1024 ** 3,
     memoryMarginBytes: 0,
@@ -123,28 +56,9 @@ function setup(outputFor: (spec: ShardSpec) => string, partitions = 0) {
     pollIntervalMs: 50,
   });
   const submit = async (profile: "standard" | "sharded"): Promise<string> => {
-    const job = newJobRecord({
-      job_id: newJobId(),
-      program: "blastn",
-      db_name: "demo",
-      db_version: manifest.version,
-      db_location: entry.location,
-      blast_version: "2.12.0+",
-      blast_options: { max_target_seqs: 20 },
-      priority: 50,
-      execution_profile: profile,
-      resource_profile: "",
-      submission_source: "external_api",
-      external_correlation_id: "",
-      idempotency_key: "",
-      fingerprint: "",
-      query_count: 2,
-      query_letters: 3000,
-    });
-    await artifacts.putText(job.job_id, "query.fa", readFileSync(path.join(dir, "q.fa"), "utf8"));
-    await jobs.create(job);
+    const jobId = await submitDemoJob(fixture, stores, entry, profile);
     dispatcher.wake();
-    return job.job_id;
+    return jobId;
   };
   const finished = (jobId: string) =>
     eventually(
@@ -169,7 +83,7 @@ function setup(outputFor: (spec: ShardSpec) => string, partitions = 0) {
     finished,
     blob,
     logged,
-    init: () => Promise.all([jobs.init(), artifacts.init()]),
+    init: stores.init,
   };
 }
 
@@ -192,7 +106,7 @@ async function mergedByTheMerge(files: string[], database: string): Promise<Buff
 
 describe("dispatcher: publishing what BLAST wrote", () => {
   it("stores a one-shard job's output as BLAST wrote it, and its merged document as the merge writes it", async () => {
-    const t = setup(() => blastXml);
+    const t = setup(() => fixture.blastXml);
     await t.init();
     await t.dispatcher.start();
     try {
@@ -201,9 +115,9 @@ describe("dispatcher: publishing what BLAST wrote", () => {
       expect(done.status).toBe("completed");
       const shardGz = (await t.blob(jobId, "shards/b0.out.gz")) as Buffer;
       const mergedGz = (await t.blob(jobId, "merged_results.out.gz")) as Buffer;
-      expect(gunzipSync(shardGz).equals(readFileSync(blastXml))).toBe(true);
+      expect(gunzipSync(shardGz).equals(readFileSync(fixture.blastXml))).toBe(true);
       const merged = gunzipSync(mergedGz);
-      expect(merged.equals(await mergedByTheMerge([blastXml], "demo"))).toBe(true);
+      expect(merged.equals(await mergedByTheMerge([fixture.blastXml], "demo"))).toBe(true);
       expect(done.shards).toEqual([expect.objectContaining({ state: "succeeded", output_bytes: shardGz.length })]);
       expect(done).toMatchObject({ merged_bytes: mergedGz.length, merged_xml_bytes: merged.length });
     } finally {
@@ -229,7 +143,7 @@ describe("dispatcher: publishing what BLAST wrote", () => {
   });
 
   it("fails a partitioned job when one partition's output is truncated, publishing no merged file", async () => {
-    const t = setup((spec) => (spec.args.includes("parts/p2/demo") ? TRUNCATED() : blastXml), 2);
+    const t = setup((spec) => (spec.args.includes("parts/p2/demo") ? TRUNCATED() : fixture.blastXml), 2);
     await t.init();
     await t.dispatcher.start();
     try {

@@ -8,10 +8,19 @@ import { promisify } from "node:util";
 import { gunzipSync } from "node:zlib";
 import { XMLValidator } from "fast-xml-parser";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { z } from "zod";
 import { DEV_ACCOUNT, DEV_ACCOUNT_KEY } from "../../local/azurite.js";
 import { mergeBlastXml } from "../../shared/blast/xml-merge.js";
 import { fingerprint, type Submission } from "../../jobapi/jobs/job-service.js";
 import { JobStore } from "../../jobapi/jobs/job-store.js";
+import {
+  clusterSchema,
+  databaseListSchema,
+  jobApiConfigSchema,
+  jobApiHealthSchema,
+  jobApiReadySchema,
+  jobListSchema,
+} from "../../shared/jobs/schemas.js";
 import { DEMO_DB, demoQueries, jobApi, readApiToken, unzip } from "../support/jobapi-client.js";
 import { eventually, ROOT, startStack, type TestStack } from "../support/local-stack.js";
 
@@ -337,6 +346,52 @@ describe("job API: submit, status and results", () => {
       );
   });
 
+  it("B-175 config, cluster, databases, the job list and a job's status answer what the description's schemas say", async () => {
+    const answers: [string, z.ZodType][] = [
+      ["/v1/config", jobApiConfigSchema],
+      ["/v1/cluster", clusterSchema],
+      ["/v1/databases", databaseListSchema],
+      ["/v1/jobs?limit=2", jobListSchema],
+      ["/v1/health", jobApiHealthSchema],
+      ["/v1/ready", jobApiReadySchema],
+    ];
+    for (const [route, schema] of answers) {
+      const res = await api.get(route);
+      expect(res.status, route).toBe(200);
+      const parsed = schema.safeParse(await res.json());
+      expect(parsed.error?.issues, route).toBeUndefined();
+    }
+  });
+
+  it("GET /v1/jobs continues past limit: next_link pages through every job once, newest first, then stops", async () => {
+    type Page = { jobs: { job_id: string; created_at: string }[]; next_cursor?: string; next_link?: string };
+    const all = (await (await api.get("/v1/jobs?limit=500")).json()) as Page;
+    expect(all.jobs.length).toBeGreaterThan(2);
+    expect(all.next_link).toBeUndefined();
+    const seen: string[] = [];
+    let link: string | undefined = "/v1/jobs?limit=1";
+    while (link) {
+      const res = await api.get(link);
+      expect(res.status).toBe(200);
+      const page = (await res.json()) as Page;
+      expect(page.jobs.length).toBeLessThanOrEqual(1);
+      seen.push(...page.jobs.map((j) => j.job_id));
+      if (page.next_link) expect(page.next_link).toContain(`cursor=${page.next_cursor}`);
+      link = page.next_link;
+      expect(seen.length).toBeLessThanOrEqual(all.jobs.length);
+    }
+    // The same jobs in the same order as one big page: none repeated, none skipped.
+    expect(seen).toEqual(all.jobs.map((j) => j.job_id));
+    for (const bad of ["not-ours", Buffer.from('["x"]').toString("base64url")]) {
+      const res = await api.get(`/v1/jobs?cursor=${bad}`);
+      expect(res.status).toBe(400);
+      expect(await res.json()).toMatchObject({
+        detail: expect.stringContaining("cursor"),
+        request_id: expect.any(String),
+      });
+    }
+  });
+
   it("B-091 B-092 B-143 B-149 B-093 B-094 B-095 B-096 B-097 B-098 B-150 B-088 B-182 B-235 runs the facade: submit, success, stable file ids, download; an unknown file id is 404", async () => {
     const res = await api.post("/api/v1/facade/submit", {
       program: "blastn",
@@ -528,14 +583,31 @@ describe("job API: databases, conflicts and dependency failures", () => {
     writeFileSync(fasta, proteins.map((p, i) => `>prot${i} synthetic protein ${i}\n${p}\n`).join(""));
     const { stdout } = await promisify(execFile)(
       process.execPath,
-      [path.join(ROOT, "bin/blastplane.mjs"), "db", "add", "toy_prot", fasta, "--type", "prot", "--partitions", "3"],
+      [
+        path.join(ROOT, "bin/blastplane.mjs"),
+        "db",
+        "add",
+        "toy_prot",
+        fasta,
+        "--type",
+        "prot",
+        "--partitions",
+        "3",
+        "--json",
+      ],
       {
         env: { ...process.env, BLASTPLANE_DATA_DIR: stack.dataDir },
       },
     );
-    expect(stdout).toMatch(
-      /database toy_prot \(prot\) version \d{4}(-\d{2}){5}: 40 sequences, 12000 letters, 3 partitions/,
-    );
+    // --json: the release as one record (the text form is what the power-cut test reads).
+    expect(JSON.parse(stdout)).toMatchObject({
+      name: "toy_prot",
+      type: "prot",
+      version: expect.stringMatching(/^\d{4}(-\d{2}){5}$/),
+      sequences: 40,
+      letters: 12000,
+      partitions: 3,
+    });
     const dbs = (await (await api.get("/v1/databases")).json()) as {
       databases: { name: string; type: string; partitions: number }[];
     };

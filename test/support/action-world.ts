@@ -9,7 +9,7 @@ import { type DashboardJob, DashboardJobStore } from "../../shared/dashboard/das
 import { createFileDatabaseCatalog, publishDatabase } from "../../shared/databases/database-catalog.js";
 import { createDatabaseService, type DatabaseService } from "../../shared/databases/database-service.js";
 import { DatabaseStateStore } from "../../shared/databases/database-state.js";
-import { createActionExecutors } from "../../shared/ops/actions/action-executors.js";
+import { createActionExecutors } from "../../functions/composition/action-executors.js";
 import { actionModes } from "../../shared/ops/actions/action-settings.js";
 import { createActionOutcomeStore } from "../../shared/ops/actions/action-outcomes.js";
 import type { ActionMode } from "../../shared/ops/actions/action-runner.js";

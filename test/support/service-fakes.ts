@@ -9,7 +9,7 @@ import type {
   OrchestrationClient,
   OrchestrationInstance,
   StartOrchestrationOptions,
-} from "../../shared/ops/orchestration-client.js";
+} from "../../shared/orchestrations/orchestration-client.js";
 import type { TableClientFactory } from "../../shared/storage/table-source.js";
 
 const root = path.resolve(import.meta.dirname, "../..");

@@ -14,7 +14,7 @@ import type { DashboardSubmitRequest } from "../../shared/dashboard/schemas.js";
 import { ConflictError, NotFoundError, ValidationError } from "../../shared/errors.js";
 import { requestFingerprint } from "../../shared/http/idempotency.js";
 import { createAuditLog } from "../../shared/ops/audit.js";
-import { CANCEL_EVENT, Orchestrations } from "../../shared/ops/queue-labels.js";
+import { CANCEL_EVENT, Orchestrations } from "../../shared/orchestrations/queue-labels.js";
 import {
   captureLogger,
   fakeJobApi,

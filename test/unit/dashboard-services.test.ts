@@ -9,19 +9,19 @@ import type { DatabaseCatalog, DatabaseEntry } from "../../shared/databases/data
 import { createDatabaseService } from "../../shared/databases/database-service.js";
 import { DatabaseStateStore } from "../../shared/databases/database-state.js";
 import {
-  ConflictError,
   DependencyUnavailableError,
   ForbiddenError,
   NotFoundError,
+  PreconditionFailedError,
   PreconditionRequiredError,
   QueueFullError,
 } from "../../shared/errors.js";
 import { createAuditLog } from "../../shared/ops/audit.js";
-import { createDiagnosticsService } from "../../shared/ops/diagnostics-service.js";
+import { createDiagnosticsService } from "../../shared/orchestrations/diagnostics-service.js";
 import { createEventLog } from "../../shared/ops/events.js";
-import { Orchestrations } from "../../shared/ops/queue-labels.js";
-import { createFixedWindowLimiter } from "../../shared/ops/rate-limiter.js";
-import { createReadinessCheck } from "../../shared/ops/readiness.js";
+import { Orchestrations } from "../../shared/orchestrations/queue-labels.js";
+import { createFixedWindowLimiter } from "../../shared/http/rate-limiter.js";
+import { createReadinessCheck } from "../../shared/http/readiness.js";
 import { createApiTokenSettings } from "../../shared/secrets/api-token-settings.js";
 import { ApiTokenService, createFileSecretStore } from "../../shared/secrets/api-tokens.js";
 import { createWorkspaceStore, type Workspace } from "../../shared/workspace/workspace.js";
@@ -301,7 +301,7 @@ describe("workspace service", () => {
     );
     await expect(
       service.save(contributor, { ...workspace, node_count: 9 }, { ifMatch: first.etag, requestId: "req-4" }),
-    ).rejects.toBeInstanceOf(ConflictError);
+    ).rejects.toBeInstanceOf(PreconditionFailedError);
     expect((await service.get()).etag).toBe(second.etag);
 
     const byRequest = Object.fromEntries(
@@ -319,7 +319,7 @@ describe("workspace service", () => {
     });
     expect(byRequest["req-4"]).toMatchObject({
       outcome: "failed",
-      details: { error: "ConflictError", reason: expect.stringContaining("changed") },
+      details: { error: "PreconditionFailedError", reason: expect.stringContaining("changed") },
     });
   });
 });
@@ -398,7 +398,7 @@ describe("API token settings", () => {
 
 describe("per-client rate limit", () => {
   it("B-239 gives each client its own window, and an overall ceiling still holds", async () => {
-    const { createPerClientLimiter } = await import("../../shared/ops/rate-limiter.js");
+    const { createPerClientLimiter } = await import("../../shared/http/rate-limiter.js");
     let t = 0;
     const limiter = createPerClientLimiter(2, 60_000, { overallFactor: 2, now: () => t });
     expect([limiter.take("a"), limiter.take("a"), limiter.take("a")]).toEqual([0, 0, 60]);

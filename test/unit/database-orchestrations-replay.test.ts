@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { Orchestrations } from "../../shared/ops/queue-labels.js";
+import { Orchestrations } from "../../shared/orchestrations/queue-labels.js";
 import {
   ActionType,
   loadOrchestrations,

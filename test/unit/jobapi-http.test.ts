@@ -385,7 +385,7 @@ describe("job API transport: streamed responses", () => {
 });
 
 describe("job API OpenAPI document", () => {
-  it("B-256 B-257 is generated from the route definitions and equals the document served before the routes were split", () => {
+  it("B-256 B-257 is generated from the route definitions and equals the committed copy the linters check", () => {
     // The route factories only describe routes here; none of their dependencies is called.
     const routes = createJobApiRoutes({ config: { bodyLimitBytes: LIMIT } } as unknown as JobApiDeps);
     const fixture = path.resolve(import.meta.dirname, "../fixtures/jobapi-openapi.json");

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { describeOperation } from "../../shared/dashboard/operations.js";
-import type { OrchestrationClient, OrchestrationInstance } from "../../shared/ops/orchestration-client.js";
-import { Orchestrations } from "../../shared/ops/queue-labels.js";
+import { describeOperation } from "../../shared/orchestrations/operations.js";
+import type { OrchestrationClient, OrchestrationInstance } from "../../shared/orchestrations/orchestration-client.js";
+import { Orchestrations } from "../../shared/orchestrations/queue-labels.js";
 
 /** An orchestration client that knows one instance (only `getInstance` is read here). */
 function oneInstance(instance: OrchestrationInstance): OrchestrationClient {

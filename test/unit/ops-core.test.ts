@@ -4,7 +4,7 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { loadActionTypes } from "../../shared/ops/actions/action-types.js";
 import { createAuditLog } from "../../shared/ops/audit.js";
-import { queryAudit } from "../../shared/ops/audit-query.js";
+import { AUDIT_SCAN_LIMIT, queryAudit } from "../../shared/ops/audit-query.js";
 import { CatalogLoadError } from "../../shared/ops/catalog/json-catalog.js";
 import { createEventLog, type OpsEvent } from "../../shared/ops/events.js";
 import { correlateIncidents, publishSeverityChanges, SEVERITY_CHANGED } from "../../shared/ops/incidents/incidents.js";
@@ -300,6 +300,59 @@ describe("audit query", () => {
     ).toEqual(["r4", "r3", "r2"]);
     await expect(queryAudit(audit, { page_size: 3, cursor: "not-ours" })).rejects.toThrow("validation failed");
   });
+});
+
+describe("audit query past its scan bound", () => {
+  it("C-081 pages on past the newest 1,000 entries instead of stopping there: the cursor reaches matches further back", async () => {
+    let clock = Date.parse("2026-02-01T00:00:00Z");
+    const audit = createAuditLog(tables(), {
+      now: () => {
+        clock += 10;
+        return new Date(clock);
+      },
+    });
+    // The two oldest entries are the only denials; 1,000 newer ones fill the first scan.
+    const total = AUDIT_SCAN_LIMIT + 2;
+    const record = (n: number) =>
+      audit.record({
+        actor: { oid: "oid-1", name: "User" },
+        action: "console.tool_call",
+        target: "query_audit",
+        outcome: "succeeded",
+        request_id: `deep-${n}`,
+        details: { decision: n < 2 ? "deny" : "eligible" },
+      });
+    await record(0);
+    await record(1);
+    for (let n = 2; n < total; n += 100)
+      await Promise.all(Array.from({ length: Math.min(100, total - n) }, (_, i) => record(n + i)));
+
+    const found: string[] = [];
+    const pages: number[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await queryAudit(audit, { decision: "deny", page_size: 10, cursor });
+      found.push(...page.entries.map((e) => e.request_id));
+      pages.push(page.entries.length);
+      cursor = page.next_cursor;
+    } while (cursor && pages.length < 10);
+    expect(found).toEqual(["deep-1", "deep-0"]);
+    // The first page read its bound and found nothing, yet said where to go on.
+    expect(pages[0]).toBe(0);
+    expect(cursor).toBeUndefined();
+
+    // Without filters, pages of 100 walk the whole log once, newest first.
+    const all: string[] = [];
+    cursor = undefined;
+    do {
+      const page = await queryAudit(audit, { page_size: 100, cursor });
+      all.push(...page.entries.map((e) => e.request_id));
+      cursor = page.next_cursor;
+    } while (cursor);
+    const mine = all.filter((id) => id.startsWith("deep-"));
+    expect(new Set(mine).size).toBe(total);
+    expect(mine.slice(-2)).toEqual(["deep-1", "deep-0"]);
+  }, 120_000);
 });
 
 describe("ops loop", () => {

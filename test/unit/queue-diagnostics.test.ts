@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { computeQueueDiagnostics, taskState } from "../../shared/ops/diagnostics.js";
-import { ORCHESTRATION_QUEUES, QUEUE_NAMES } from "../../shared/ops/queue-labels.js";
-import { createFixedWindowLimiter } from "../../shared/ops/rate-limiter.js";
+import { computeQueueDiagnostics, taskState } from "../../shared/orchestrations/diagnostics.js";
+import { ORCHESTRATION_QUEUES, QUEUE_NAMES } from "../../shared/orchestrations/queue-labels.js";
+import { createFixedWindowLimiter } from "../../shared/http/rate-limiter.js";
 
 describe("queue diagnostics from the task hub", () => {
   it("B-128 B-129 B-134 B-135 reports equal integer app ids and per-label counts of pending and running work", () => {

@@ -7,7 +7,7 @@
 import type { z } from "zod";
 import type { Caller } from "../../shared/auth/roles.js";
 import type { DashboardJob } from "../../shared/dashboard/dashboard-jobs.js";
-import type { operationView } from "../../shared/dashboard/operations.js";
+import type { operationView } from "../../shared/orchestrations/operations.js";
 import type {
   dashboardJobListQuerySchema,
   dashboardResultsQuerySchema,
@@ -16,7 +16,7 @@ import type {
 import type { databaseSummary } from "../../shared/databases/database-catalog.js";
 import type { DatabaseState } from "../../shared/databases/database-state.js";
 import type { FieldIssue } from "../../shared/errors.js";
-import type { QueueDiagnostics } from "../../shared/ops/diagnostics.js";
+import type { QueueDiagnostics } from "../../shared/orchestrations/diagnostics.js";
 import type { StoredWorkspace, Workspace } from "../../shared/workspace/workspace.js";
 
 export type { Caller, FieldIssue, QueueDiagnostics, StoredWorkspace, Workspace };

@@ -1,7 +1,7 @@
 import { type ComponentChildren, createContext } from "preact";
 import { useCallback, useContext, useEffect, useRef, useState } from "preact/hooks";
-import { hasRoleAtLeast, type Role, ROLES } from "../../shared/auth/roles.js";
-import { ApiError, type ApiClient, type Caller } from "./api.js";
+import { hasRoleAtLeast, ROLES, type Role } from "../../shared/auth/roles.js";
+import { type ApiClient, ApiError, type Caller } from "./api.js";
 import type { Auth } from "./auth.js";
 
 /** What every page needs: the API client, the signed-in caller and the session. */
@@ -133,6 +133,7 @@ function describeStatus(status: number | undefined): string {
     case 404:
       return "Not found:";
     case 409:
+    case 412:
       return "Conflict:";
     case 422:
       return "Please correct:";

@@ -6,7 +6,7 @@ import type {
 import type { TokenCredential } from "@azure/identity";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { describeCloudAuthorizationError } from "../../auth/cloud-authorization.js";
-import { probeJobApiReady } from "../job-api-readiness.js";
+import { probeJobApiReady } from "../../jobs/job-api-readiness.js";
 import { type TableSource, tableOpener } from "../../storage/table-source.js";
 import { type AxisObservation, failureDetail } from "./detection-readiness.js";
 import { SNAPSHOTS_TABLE } from "./snapshot-store.js";

@@ -89,7 +89,8 @@ export function WorkspacePage() {
       setEtag(res.etag ?? res.body.etag);
       setSaved(`Saved ${formatTime(res.body.updated_at)}.`);
     } catch (error) {
-      if (error instanceof ApiError && (error.status === 409 || error.status === 428)) setConflict(true);
+      if (error instanceof ApiError && (error.status === 409 || error.status === 412 || error.status === 428))
+        setConflict(true);
       else if (error instanceof ApiError && error.status === 422) setIssues(byField(error.issues));
       else setSaveError(error);
     } finally {

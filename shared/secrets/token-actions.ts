@@ -1,8 +1,8 @@
-import type { ApiTokenSettings } from "../../secrets/api-token-settings.js";
-import type { ApiTokenService } from "../../secrets/api-tokens.js";
-import { actingCaller } from "./acting-caller.js";
-import { ActionStateChangedError } from "./action-executor.js";
-import { actionHandler } from "./action-runner.js";
+import type { ApiTokenSettings } from "./api-token-settings.js";
+import type { ApiTokenService } from "./api-tokens.js";
+import { actingCaller } from "../ops/actions/acting-caller.js";
+import { ActionStateChangedError } from "../ops/actions/action-executor.js";
+import { actionHandler } from "../ops/actions/action-runner.js";
 
 /** What the token executor is built from: the token store and the dashboard's token settings (its rotation, audit and event). */
 export interface TokenActionDependencies {

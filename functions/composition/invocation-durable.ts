@@ -6,8 +6,8 @@
  */
 
 import { AsyncLocalStorage } from "node:async_hooks";
-import { DependencyUnavailableError } from "../shared/errors.js";
-import type { OrchestrationClient } from "../shared/ops/orchestration-client.js";
+import { DependencyUnavailableError } from "../../shared/errors.js";
+import type { OrchestrationClient } from "../../shared/orchestrations/orchestration-client.js";
 
 const current = new AsyncLocalStorage<OrchestrationClient>();
 

@@ -1,31 +1,29 @@
-import type { AuditLog } from "../audit.js";
-import type { KillSwitch } from "../kill-switch.js";
-import type { ActionExecutor } from "./action-executor.js";
-import type { ActionOutcomeStore } from "./action-outcomes.js";
-import { type ActionHandler, type ActionMode, actionHandler, createActionExecutor } from "./action-runner.js";
+import type { AuditLog } from "../../shared/ops/audit.js";
+import type { KillSwitch } from "../../shared/ops/kill-switch.js";
+import { createKillSwitchHandler } from "../../shared/ops/actions/kill-switch-action.js";
+import type { ActionExecutor } from "../../shared/ops/actions/action-executor.js";
+import type { ActionOutcomeStore } from "../../shared/ops/actions/action-outcomes.js";
+import { type ActionMode, createActionExecutor } from "../../shared/ops/actions/action-runner.js";
 import {
   createPrepareDatabaseUpdateHandler,
   createRewarmDatabaseHandler,
   type DatabaseActionDependencies,
-} from "./database-actions.js";
-import { createCancelJobHandler, createRetryJobHandler, type JobActionDependencies } from "./job-actions.js";
-import { createRedeployJobApiHandler, type JobApiDeployment } from "./job-api-deployment-actions.js";
-import { type AksAgentPools, createScaleNodePoolHandler, type NodePoolBounds } from "./node-pool-actions.js";
-import { createRotateApiTokenHandler, type TokenActionDependencies } from "./token-actions.js";
-
-/** kill_switch: turns the global switch on or off (setting it to what it is is harmless, so a resumed execution may set it again). */
-export function createKillSwitchHandler(
-  killSwitch: Pick<KillSwitch, "set">,
-  now: () => Date = () => new Date(),
-): ActionHandler<unknown> {
-  return actionHandler<{ on: boolean }>({
-    plan: async (action) => ({ on: action.params.on === true }),
-    async apply(plan, _action, context) {
-      await killSwitch.set(plan.on, context.actor.oid, now());
-      return { kill_switch: plan.on };
-    },
-  });
-}
+} from "../../shared/databases/database-actions.js";
+import {
+  createCancelJobHandler,
+  createRetryJobHandler,
+  type JobActionDependencies,
+} from "../../shared/dashboard/job-actions.js";
+import {
+  createRedeployJobApiHandler,
+  type JobApiDeployment,
+} from "../../shared/ops/actions/job-api-deployment-actions.js";
+import {
+  type AksAgentPools,
+  createScaleNodePoolHandler,
+  type NodePoolBounds,
+} from "../../shared/ops/actions/node-pool-actions.js";
+import { createRotateApiTokenHandler, type TokenActionDependencies } from "../../shared/secrets/token-actions.js";
 
 /** Everything the executors of all action types are built from. */
 export interface ActionExecutorsDependencies {

@@ -6,17 +6,17 @@
  * cluster, the storage account (Resource Graph, `SVC_SUBSCRIPTION_ID`) and the app's settings. Part of the console's chunk (`console-parts.ts`).
  */
 
-import type { ConsoleConfig } from "../shared/console/console-config.js";
-import { lazyDefaultCredential } from "../shared/console/providers/azure-credential.js";
-import type { AttemptLog } from "../shared/ops/snapshots/attempt-log.js";
+import type { ConsoleConfig } from "../../shared/console/console-config.js";
+import { lazyDefaultCredential } from "../../shared/console/providers/azure-credential.js";
+import type { AttemptLog } from "../../shared/ops/snapshots/attempt-log.js";
 import {
   aksBaselineObserver,
   settingsObserver,
   storageAccountNameOf,
   storageAccountObserver,
-} from "../shared/ops/snapshots/baseline-observers.js";
-import type { ConfigurationBaseline } from "../shared/ops/snapshots/configuration-baseline.js";
-import type { ReadinessProbes } from "../shared/ops/snapshots/detection-readiness.js";
+} from "../../shared/ops/snapshots/baseline-observers.js";
+import type { ConfigurationBaseline } from "../../shared/ops/snapshots/configuration-baseline.js";
+import type { ReadinessProbes } from "../../shared/ops/snapshots/detection-readiness.js";
 import {
   aksClusterProbe,
   aksClusterReader,
@@ -29,14 +29,14 @@ import {
   lazyKubeConfig,
   parseAksClusterId,
   storageProbe,
-} from "../shared/ops/snapshots/readiness-probes.js";
+} from "../../shared/ops/snapshots/readiness-probes.js";
 import {
   configurationBaselineSource,
   detectionReadinessSource,
   type SnapshotSource,
   t2RecoverySource,
-} from "../shared/ops/snapshots/snapshot-producer.js";
-import type { TableSource } from "../shared/storage/table-source.js";
+} from "../../shared/ops/snapshots/snapshot-producer.js";
+import type { TableSource } from "../../shared/storage/table-source.js";
 
 export interface DeploymentSnapshotOptions {
   settings: ConsoleConfig["snapshots"];

@@ -1,7 +1,7 @@
 /**
  * The durable client as the domain needs it: a port that `shared/` owns, so services can start,
  * read and signal orchestrations without importing `durable-functions`. The Functions side adapts
- * `df.getClient(context)` to it (`functions/http-route.ts`); unit tests pass a fake.
+ * `df.getClient(context)` to it (`functions/composition/http-route.ts`); unit tests pass a fake.
  */
 
 /** One orchestration instance, as the task hub reports it. */

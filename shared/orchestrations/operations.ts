@@ -1,6 +1,6 @@
 import { type FieldIssue, NotFoundError } from "../errors.js";
-import type { OrchestrationClient } from "../ops/orchestration-client.js";
-import { Orchestrations } from "../ops/queue-labels.js";
+import type { OrchestrationClient } from "./orchestration-client.js";
+import { Orchestrations } from "./queue-labels.js";
 
 /** Operation types the dashboard reports, by the orchestration that carries them out. */
 export const OPERATION_TYPES: Readonly<Record<string, string>> = Object.freeze({

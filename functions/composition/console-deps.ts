@@ -5,15 +5,15 @@
  * from their own chunk (`console-parts.ts`), which keeps them out of the cold start.
  */
 
-import { loadConsoleConfig } from "../shared/console/console-config.js";
-import { loadHealthMetricSet } from "../shared/console/providers/health-metrics.js";
-import { loadBrowserEvidencePolicies } from "../shared/console/providers/browser-evidence-policies.js";
-import { actionModes } from "../shared/ops/actions/action-settings.js";
-import { catalogPath, loadActionTypes } from "../shared/ops/actions/action-types.js";
-import { shippedCatalogDir } from "../shared/ops/catalog/catalog-dir.js";
-import { loadRuleCatalog } from "../shared/ops/rules/rule-catalog.js";
-import { loadConfigurationBaseline } from "../shared/ops/snapshots/configuration-baseline.js";
-import type { ConsoleParts } from "./console-parts.js";
+import { loadConsoleConfig } from "../../shared/console/console-config.js";
+import { loadHealthMetricSet } from "../../shared/console/providers/health-metrics.js";
+import { loadBrowserEvidencePolicies } from "../../shared/console/providers/browser-evidence-policies.js";
+import { actionModes } from "../../shared/ops/actions/action-settings.js";
+import { catalogPath, loadActionTypes } from "../../shared/ops/actions/action-types.js";
+import { shippedCatalogDir } from "../../shared/ops/catalog/catalog-dir.js";
+import { loadRuleCatalog } from "../../shared/ops/rules/rule-catalog.js";
+import { loadConfigurationBaseline } from "../../shared/ops/snapshots/configuration-baseline.js";
+import type { ConsoleParts, ConsoleSettings } from "./console-parts-types.js";
 
 const shippedDir = shippedCatalogDir(import.meta.dirname);
 export const consoleConfig = loadConsoleConfig(process.env, shippedDir);
@@ -30,12 +30,23 @@ export const browserEvidencePolicies = loadBrowserEvidencePolicies(
 /** Each action type's mode (catalog default or `SVC_ACTION_MODES`); an override naming no action type stops start-up. */
 export const actionModeOf = actionModes(actionTypes, consoleConfig.actions.modes);
 
+/** What the console's parts are built from. */
+const consoleSettings: ConsoleSettings = {
+  config: consoleConfig,
+  actionTypes,
+  ruleCatalog,
+  healthMetricSet,
+  configurationBaseline,
+  browserEvidencePolicies,
+  actionModeOf,
+};
+
 let parts: Promise<ConsoleParts> | undefined;
 
 /** The console's parts, built once on first use. */
 export function consoleParts(): Promise<ConsoleParts> {
   parts ??= import("./console-parts.js").then(
-    (m) => m.buildConsoleParts(),
+    (m) => m.buildConsoleParts(consoleSettings),
     (error: unknown) => {
       parts = undefined;
       throw error;

@@ -1,10 +1,10 @@
 import { createHash } from "node:crypto";
-import type { DashboardJobService } from "../../dashboard/dashboard-job-service.js";
-import { type DashboardJobStore, TERMINAL_JOB_STATES } from "../../dashboard/dashboard-jobs.js";
-import { dashboardSubmitSchema } from "../../dashboard/schemas.js";
-import { actingCaller, targetId } from "./acting-caller.js";
-import { ActionStateChangedError } from "./action-executor.js";
-import { actionHandler } from "./action-runner.js";
+import type { DashboardJobService } from "./dashboard-job-service.js";
+import { type DashboardJobStore, TERMINAL_JOB_STATES } from "./dashboard-jobs.js";
+import { dashboardSubmitSchema } from "./schemas.js";
+import { actingCaller, targetId } from "../ops/actions/acting-caller.js";
+import { ActionStateChangedError } from "../ops/actions/action-executor.js";
+import { actionHandler } from "../ops/actions/action-runner.js";
 
 /** What the job executors are built from. */
 export interface JobActionDependencies {

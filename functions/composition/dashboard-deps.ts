@@ -3,29 +3,29 @@
  * first use; services that need the invocation's durable client are built per request.
  */
 
-import { createDashboardJobService, type DashboardJobService } from "../shared/dashboard/dashboard-job-service.js";
-import { DashboardJobStore } from "../shared/dashboard/dashboard-jobs.js";
+import { createDashboardJobService, type DashboardJobService } from "../../shared/dashboard/dashboard-job-service.js";
+import { DashboardJobStore } from "../../shared/dashboard/dashboard-jobs.js";
 import os from "node:os";
 import path from "node:path";
-import { createFileDatabaseCatalog } from "../shared/databases/database-catalog.js";
+import { createFileDatabaseCatalog } from "../../shared/databases/database-catalog.js";
 import {
   createTableDatabaseCatalog,
   openDatabaseStorage,
   type TableDatabaseCatalog,
-} from "../shared/databases/table-catalog.js";
-import { createDatabaseService, type DatabaseService } from "../shared/databases/database-service.js";
-import { DatabaseStateStore } from "../shared/databases/database-state.js";
-import type { Logger } from "../shared/logging/logger.js";
-import { createDiagnosticsService, type DiagnosticsService } from "../shared/ops/diagnostics-service.js";
-import type { OrchestrationClient } from "../shared/ops/orchestration-client.js";
-import { probeJobApiReady } from "../shared/ops/job-api-readiness.js";
-import { createReadinessCheck } from "../shared/ops/readiness.js";
-import { createHealthTransitions, JOB_API_COMPONENT } from "../shared/ops/emitters/health-transitions.js";
-import { failureText } from "../shared/ops/emitters/signal-events.js";
-import { type ApiTokenSettings, createApiTokenSettings } from "../shared/secrets/api-token-settings.js";
-import { createWorkspaceStore } from "../shared/workspace/workspace.js";
-import { createWorkspaceService, type WorkspaceService } from "../shared/workspace/workspace-service.js";
-import { openTableClient } from "../shared/storage/storage-connection.js";
+} from "../../shared/databases/table-catalog.js";
+import { createDatabaseService, type DatabaseService } from "../../shared/databases/database-service.js";
+import { DatabaseStateStore } from "../../shared/databases/database-state.js";
+import type { Logger } from "../../shared/logging/logger.js";
+import { createDiagnosticsService, type DiagnosticsService } from "../../shared/orchestrations/diagnostics-service.js";
+import type { OrchestrationClient } from "../../shared/orchestrations/orchestration-client.js";
+import { probeJobApiReady } from "../../shared/jobs/job-api-readiness.js";
+import { createReadinessCheck } from "../../shared/http/readiness.js";
+import { createHealthTransitions, JOB_API_COMPONENT } from "../../shared/ops/emitters/health-transitions.js";
+import { failureText } from "../../shared/ops/emitters/signal-events.js";
+import { type ApiTokenSettings, createApiTokenSettings } from "../../shared/secrets/api-token-settings.js";
+import { createWorkspaceStore } from "../../shared/workspace/workspace.js";
+import { createWorkspaceService, type WorkspaceService } from "../../shared/workspace/workspace-service.js";
+import { openTableClient } from "../../shared/storage/storage-connection.js";
 import { appContext } from "./app-context.js";
 
 let jobs: DashboardJobStore | undefined;

@@ -1,12 +1,12 @@
-import { newOperationId } from "../../dashboard/operations.js";
-import type { DatabaseCatalog } from "../../databases/database-catalog.js";
-import type { DatabaseService } from "../../databases/database-service.js";
-import type { DatabaseStateStore } from "../../databases/database-state.js";
-import type { OrchestrationClient } from "../orchestration-client.js";
-import { actingCaller, targetId } from "./acting-caller.js";
-import { ActionStateChangedError } from "./action-executor.js";
-import { actionHandler } from "./action-runner.js";
-import type { ProposedAction } from "../verifier/verifier.js";
+import { actingCaller, targetId } from "../ops/actions/acting-caller.js";
+import { ActionStateChangedError } from "../ops/actions/action-executor.js";
+import { actionHandler } from "../ops/actions/action-runner.js";
+import type { ProposedAction } from "../ops/verifier/verifier.js";
+import { newOperationId } from "../orchestrations/operations.js";
+import type { OrchestrationClient } from "../orchestrations/orchestration-client.js";
+import type { DatabaseCatalog } from "./catalog-types.js";
+import type { DatabaseService } from "./database-service.js";
+import type { DatabaseStateStore } from "./database-state.js";
 
 /** What the database executors are built from. */
 export interface DatabaseActionDependencies {

@@ -1,15 +1,15 @@
 import type { TableServiceClient } from "@azure/data-tables";
-import { DependencyUnavailableError } from "../shared/errors.js";
-import { apiAudience, createJwtValidator, entraDiscoveryUrl } from "../shared/auth/jwt-validator.js";
-import { type AppConfig, loadConfig } from "../shared/config/load-config.js";
-import { createJobApiClient, type JobApiClient } from "../shared/dashboard/job-api-client.js";
-import { createLogger, type Logger } from "../shared/logging/logger.js";
-import { ApiTokenService, type SecretStore } from "../shared/secrets/api-tokens.js";
-import { selectSecretStore } from "../shared/secrets/key-vault-secret-store.js";
-import { type AuditLog, createAuditLog } from "../shared/ops/audit.js";
-import { createEventLog, type EventLog } from "../shared/ops/events.js";
-import { createPerClientLimiter } from "../shared/ops/rate-limiter.js";
-import { openTableServiceClient } from "../shared/storage/storage-connection.js";
+import { DependencyUnavailableError } from "../../shared/errors.js";
+import { apiAudience, createJwtValidator, entraDiscoveryUrl } from "../../shared/auth/jwt-validator.js";
+import { type AppConfig, loadConfig } from "../../shared/config/load-config.js";
+import { createJobApiClient, type JobApiClient } from "../../shared/dashboard/job-api-client.js";
+import { createLogger, type Logger } from "../../shared/logging/logger.js";
+import { ApiTokenService, type SecretStore } from "../../shared/secrets/api-tokens.js";
+import { selectSecretStore } from "../../shared/secrets/key-vault-secret-store.js";
+import { type AuditLog, createAuditLog } from "../../shared/ops/audit.js";
+import { createEventLog, type EventLog } from "../../shared/ops/events.js";
+import { createPerClientLimiter } from "../../shared/http/rate-limiter.js";
+import { openTableServiceClient } from "../../shared/storage/storage-connection.js";
 
 /**
  * The app's dependencies, built once from the one validated configuration when the app loads, so

@@ -4,43 +4,43 @@
  * imports it on first use, so a cold start does not load or evaluate it (README, cold start).
  */
 
-import { createApprovalActivities } from "../shared/console/approvals/approval-activities.js";
-import { createApprovalService } from "../shared/console/approvals/approval-service.js";
-import { createApprovalStore } from "../shared/console/approvals/approval-store.js";
-import { createKillSwitchAnnouncer } from "../shared/console/approvals/kill-switch-announcer.js";
-import { loadBreakGlassConfig } from "../shared/console/break-glass/break-glass.js";
-import { type Coordinator, createCoordinator } from "../shared/console/coordinator/coordinator.js";
-import { createOutboxNotifier } from "../shared/notify/outbox-notifier.js";
-import { createArmDeploymentsProvider } from "../shared/console/providers/azure-deployments.js";
-import { createLogAnalyticsProvider } from "../shared/console/providers/azure-log-analytics.js";
-import { createBrowserEvidenceProvider } from "../shared/console/providers/browser-evidence.js";
-import { createGitDeploymentsProvider } from "../shared/console/providers/git-deployments.js";
-import { createArmSubscriptionProvider } from "../shared/console/providers/azure-subscription.js";
-import { createAzureMetricsProvider } from "../shared/console/providers/azure-metrics.js";
-import { createAzureHealthMetrics } from "../shared/console/providers/azure-health-metrics.js";
-import { createAzureResourceHealthProvider } from "../shared/console/providers/azure-resource-health.js";
-import { createSubscriptionHealth } from "../shared/console/providers/subscription-health.js";
-import type { ConsoleProviders } from "../shared/console/providers/providers.js";
-import { lazyDefaultCredential } from "../shared/console/providers/azure-credential.js";
-import { createResourceGraphInventoryProvider } from "../shared/console/providers/azure-resource-graph.js";
-import { createLocalInventoryProvider } from "../shared/console/providers/local-inventory.js";
-import { createConsoleToolRegistry } from "../shared/console/tools/index.js";
-import type { ToolRegistry } from "../shared/console/tools/registry.js";
-import { createUsageLedger } from "../shared/console/usage/usage-ledger.js";
-import { createRecurrentQueryWatch } from "../shared/console/recurrent-query.js";
-import { createFileDatabaseCatalog } from "../shared/databases/database-catalog.js";
-import { createEvidenceStore, EVIDENCE_CONTAINER } from "../shared/ops/evidence-store.js";
-import { createActionExecutors } from "../shared/ops/actions/action-executors.js";
-import { createActionOutcomeStore } from "../shared/ops/actions/action-outcomes.js";
-import { createJobApiDeployment, type JobApiDeployment } from "../shared/ops/actions/job-api-deployment-actions.js";
-import { type AksAgentPools, createAksAgentPools } from "../shared/ops/actions/node-pool-actions.js";
-import { createKillSwitch } from "../shared/ops/kill-switch.js";
-import { createOpsLoop } from "../shared/ops/ops-loop.js";
-import { createAttemptLog, recordingVerifier, type RouteRole } from "../shared/ops/snapshots/attempt-log.js";
-import { createSnapshotProducer } from "../shared/ops/snapshots/snapshot-producer.js";
-import { createSnapshotStore } from "../shared/ops/snapshots/snapshot-store.js";
-import { type ControlPlaneStateReader, type ProposedAction, verifyAction } from "../shared/ops/verifier/verifier.js";
-import { openBlobContainer } from "../shared/storage/blob-container.js";
+import { createApprovalActivities } from "../../shared/console/approvals/approval-activities.js";
+import { createApprovalService } from "../../shared/console/approvals/approval-service.js";
+import { createApprovalStore } from "../../shared/console/approvals/approval-store.js";
+import { createKillSwitchAnnouncer } from "../../shared/console/approvals/kill-switch-announcer.js";
+import type { ConsoleConfig } from "../../shared/console/console-config.js";
+import { loadBreakGlassConfig } from "../../shared/console/break-glass/break-glass.js";
+import { createCoordinator } from "../../shared/console/coordinator/coordinator.js";
+import { createOutboxNotifier } from "../../shared/notify/outbox-notifier.js";
+import { createArmDeploymentsProvider } from "../../shared/console/providers/azure-deployments.js";
+import { createLogAnalyticsProvider } from "../../shared/console/providers/azure-log-analytics.js";
+import { createBrowserEvidenceProvider } from "../../shared/console/providers/browser-evidence.js";
+import { createGitDeploymentsProvider } from "../../shared/console/providers/git-deployments.js";
+import { createArmSubscriptionProvider } from "../../shared/console/providers/azure-subscription.js";
+import { createAzureMetricsProvider } from "../../shared/console/providers/azure-metrics.js";
+import { createAzureHealthMetrics } from "../../shared/console/providers/azure-health-metrics.js";
+import { createAzureResourceHealthProvider } from "../../shared/console/providers/azure-resource-health.js";
+import { createSubscriptionHealth } from "../../shared/console/providers/subscription-health.js";
+import type { ConsoleProviders } from "../../shared/console/providers/providers.js";
+import { lazyDefaultCredential } from "../../shared/console/providers/azure-credential.js";
+import { createResourceGraphInventoryProvider } from "../../shared/console/providers/azure-resource-graph.js";
+import { createLocalInventoryProvider } from "../../shared/console/providers/local-inventory.js";
+import { createConsoleToolRegistry } from "../../shared/console/tools/index.js";
+import { createUsageLedger } from "../../shared/console/usage/usage-ledger.js";
+import { createRecurrentQueryWatch } from "../../shared/console/recurrent-query.js";
+import { createFileDatabaseCatalog } from "../../shared/databases/database-catalog.js";
+import { createEvidenceStore, EVIDENCE_CONTAINER } from "../../shared/ops/evidence-store.js";
+import { createActionExecutors } from "./action-executors.js";
+import { createActionOutcomeStore } from "../../shared/ops/actions/action-outcomes.js";
+import { createJobApiDeployment, type JobApiDeployment } from "../../shared/ops/actions/job-api-deployment-actions.js";
+import { type AksAgentPools, createAksAgentPools } from "../../shared/ops/actions/node-pool-actions.js";
+import { createKillSwitch } from "../../shared/ops/kill-switch.js";
+import { createOpsLoop } from "../../shared/ops/ops-loop.js";
+import { createAttemptLog, recordingVerifier, type RouteRole } from "../../shared/ops/snapshots/attempt-log.js";
+import { createSnapshotProducer } from "../../shared/ops/snapshots/snapshot-producer.js";
+import { createSnapshotStore } from "../../shared/ops/snapshots/snapshot-store.js";
+import { type ControlPlaneStateReader, type ProposedAction, verifyAction } from "../../shared/ops/verifier/verifier.js";
+import { openBlobContainer } from "../../shared/storage/blob-container.js";
 import { appContext } from "./app-context.js";
 import {
   apiTokenSettings,
@@ -50,28 +50,9 @@ import {
   databaseService,
   databaseState,
 } from "./dashboard-deps.js";
-import {
-  actionModeOf,
-  actionTypes,
-  browserEvidencePolicies,
-  configurationBaseline,
-  consoleConfig,
-  healthMetricSet,
-  ruleCatalog,
-} from "./console-deps.js";
+import type { ConsoleParts, ConsoleSettings } from "./console-parts-types.js";
 import { deploymentSnapshotSources } from "./console-snapshots.js";
 import { invocationDurable } from "./invocation-durable.js";
-
-export interface ConsoleParts {
-  registry: ToolRegistry;
-  coordinator: Coordinator;
-  approvals: ReturnType<typeof createApprovalService>;
-  notifier: ReturnType<typeof createOutboxNotifier>;
-  approvalActivities: ReturnType<typeof createApprovalActivities>;
-  opsLoop: ReturnType<typeof createOpsLoop>;
-  /** Records the detection readiness, T2 recovery and configuration baseline snapshots the console's tools read. */
-  snapshots: ReturnType<typeof createSnapshotProducer>;
-}
 
 /** What the cluster actions act on, when configured: the job API Deployment (Kubernetes) and the node pools (Resource Manager). */
 interface ClusterTargets {
@@ -79,7 +60,7 @@ interface ClusterTargets {
   agentPools: AksAgentPools | undefined;
 }
 
-function clusterTargets(): ClusterTargets {
+function clusterTargets(consoleConfig: ConsoleConfig): ClusterTargets {
   const { actions, subscriptionId } = consoleConfig;
   return {
     deployment: actions.jobApiDeployment ? createJobApiDeployment(actions.jobApiDeployment) : undefined,
@@ -103,6 +84,7 @@ async function clusterReachable(targets: ClusterTargets): Promise<boolean | unde
 
 /** The control plane's current state as the verifier reads it; what has no provider here is unobserved. */
 function stateReader(
+  consoleConfig: ConsoleConfig,
   killSwitch: ReturnType<typeof createKillSwitch>,
   targets: ClusterTargets,
 ): ControlPlaneStateReader {
@@ -129,6 +111,7 @@ function stateReader(
  */
 function subscriptionProviders(
   subscriptionId: string,
+  { config: consoleConfig, healthMetricSet }: ConsoleSettings,
 ): Pick<ConsoleProviders, "subscription" | "resourceHealth" | "inventory"> {
   const credential = lazyDefaultCredential();
   const resourceGroups = consoleConfig.healthResourceGroups;
@@ -159,8 +142,16 @@ function subscriptionProviders(
   };
 }
 
-/** Builds the console's parts over the app's context. */
-export function buildConsoleParts(): ConsoleParts {
+/** Builds the console's parts from its settings over the app's context. */
+export function buildConsoleParts(settings: ConsoleSettings): ConsoleParts {
+  const {
+    config: consoleConfig,
+    actionTypes,
+    ruleCatalog,
+    configurationBaseline,
+    browserEvidencePolicies,
+    actionModeOf,
+  } = settings;
   // The app's storage as configured (Azurite locally, the managed identity in Azure): not the
   // legacy connection string, which throws with identity-based storage.
   const source = appContext.config.storage;
@@ -181,8 +172,8 @@ export function buildConsoleParts(): ConsoleParts {
         error: error instanceof Error ? error.name : "unknown",
       }),
   });
-  const targets = clusterTargets();
-  const reader = stateReader(killSwitch, targets);
+  const targets = clusterTargets(consoleConfig);
+  const reader = stateReader(consoleConfig, killSwitch, targets);
   const verify = (action: ProposedAction) => verifyAction(action, actionTypes, reader);
   // Every route to the verifier records its attempts (sanitized) for query_t2_recovery.
   const attemptLog = createAttemptLog(source);
@@ -313,7 +304,7 @@ export function buildConsoleParts(): ConsoleParts {
             return jobs.map((j) => ({ job_id: j.job_id, status: j.status, db: j.db, title: j.title }));
           },
         }),
-        ...(consoleConfig.subscriptionId ? subscriptionProviders(consoleConfig.subscriptionId) : {}),
+        ...(consoleConfig.subscriptionId ? subscriptionProviders(consoleConfig.subscriptionId, settings) : {}),
       },
     },
     { serverTimeZone: consoleConfig.serverTimeZone },

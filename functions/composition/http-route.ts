@@ -1,10 +1,12 @@
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from "@azure/functions";
 import * as df from "durable-functions";
-import { authorize } from "../shared/auth/authorize.js";
-import type { Caller, Role } from "../shared/auth/roles.js";
-import type { HttpResult } from "../shared/http/envelope.js";
-import { createHttpHandler, type RequestScope } from "../shared/http/handler.js";
-import type { OrchestrationClient, OrchestrationInstance } from "../shared/ops/orchestration-client.js";
+import { authorize } from "../../shared/auth/authorize.js";
+import type { Caller, Role } from "../../shared/auth/roles.js";
+import type { DescribedRoute } from "../../shared/dashboard/openapi.js";
+import type { HttpResult } from "../../shared/http/envelope.js";
+import { createHttpHandler, type RequestScope } from "../../shared/http/handler.js";
+import type { Operation } from "../../shared/http/openapi.js";
+import type { OrchestrationClient, OrchestrationInstance } from "../../shared/orchestrations/orchestration-client.js";
 import { appContext } from "./app-context.js";
 import { withInvocationDurable } from "./invocation-durable.js";
 
@@ -28,6 +30,18 @@ export interface RouteOptions {
   durable?: boolean;
   /** The role floor: the caller is authenticated and checked before the handler runs. */
   role?: Role;
+  /**
+   * The route's OpenAPI operation (summary, parameters, body, responses); the kit adds its
+   * operationId (the name), security and 401/403 from `role`. `GET /api/openapi.json` lists it.
+   */
+  openapi?: Operation;
+}
+
+const registered: DescribedRoute[] = [];
+
+/** Every route registered so far, in order: what the dashboard's OpenAPI document describes. */
+export function registeredRoutes(): readonly DescribedRoute[] {
+  return registered;
 }
 
 /** The caller of a route registered with a role floor (always present there). */
@@ -88,6 +102,13 @@ export function route(
   options: RouteOptions,
   handler: (request: HttpRequest, scope: RouteScope) => Promise<HttpResult>,
 ): void {
+  registered.push({
+    name,
+    methods: options.methods,
+    route: options.route,
+    role: options.role,
+    openapi: options.openapi,
+  });
   app.http(name, {
     methods: options.methods,
     route: options.route,

@@ -1,0 +1,188 @@
+import { once } from "node:events";
+import { createReadStream } from "node:fs";
+import { stat } from "node:fs/promises";
+import path from "node:path";
+import { PassThrough, Transform } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { gzipSync } from "node:zlib";
+import type { BlastOptions } from "../../shared/blast/options.js";
+import { BlastXmlError, mergeBlastXml, namedDatabaseHeader, readIterations } from "../../shared/blast/xml-merge.js";
+import type { DatabaseEntry } from "../../shared/databases/database-catalog.js";
+import type { JobRecord, Shard } from "../../shared/jobs/model.js";
+import { createParallelGzip } from "../../shared/storage/parallel-gzip.js";
+import { MERGED_ARTIFACT, shardArtifact } from "./artifact-store.js";
+import { GZIP_LEVEL, type MergedResult, type RunContext } from "./dispatch-context.js";
+
+// Merge and publish: the shards' outputs become the job's merged result in Blob storage.
+
+async function exists(file: string): Promise<boolean> {
+  return stat(file).then(
+    () => true,
+    () => false,
+  );
+}
+
+/**
+ * Merges every shard's output into `merged_results.out.gz`, streamed through a parallel gzip
+ * straight into Blob storage; the blob appears only when it is complete.
+ */
+export async function mergeAndPublish(
+  ctx: RunContext,
+  job: JobRecord,
+  db: DatabaseEntry,
+  dir: string,
+  signal: AbortSignal,
+): Promise<MergedResult> {
+  ctx.ensureDispatching(signal);
+  const shardFiles = [];
+  for (const s of job.shards) {
+    // The plain XML this process produced merges fastest; after a restart, fetch the stored copy.
+    const xml = path.join(dir, "out", `${s.id}.xml`);
+    const gz = path.join(dir, "out", `${s.id}.out.gz`);
+    let local = xml;
+    if (!(await exists(xml))) {
+      if (!(await exists(gz))) await ctx.o.artifacts.downloadToFile(job.job_id, shardArtifact(s.id), gz);
+      local = gz;
+    }
+    shardFiles.push({ batchIndex: s.batch, partitionIndex: Math.max(0, s.partition), path: local });
+  }
+  let xmlBytes = 0;
+  const xml = new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      xmlBytes += chunk.length;
+      callback(null, chunk);
+    },
+  });
+  // Cancelling the job (or stopping the job API) ends the upload, and with it the merge.
+  const uploaded = ctx.o.artifacts.uploadStream(job.job_id, MERGED_ARTIFACT, xml, {
+    through: createParallelGzip({ level: GZIP_LEVEL }),
+    signal,
+  });
+  // A failed upload must end the merge at once (its writer stops on the destroyed stream).
+  uploaded.catch((error: unknown) => xml.destroy(error as Error));
+  const options = job.blast_options as BlastOptions;
+  try {
+    await mergeBlastXml({
+      shards: shardFiles,
+      // In XML output num_alignments caps hits per query as max_target_seqs does; BLAST's default is 500.
+      maxTargetSeqs: Number(options.max_target_seqs ?? options.num_alignments ?? 500),
+      database: job.db_name,
+      totals: { sequences: db.manifest.sequences, letters: db.manifest.letters },
+      output: xml,
+    });
+    xml.end();
+  } catch (error) {
+    xml.destroy(error as Error);
+    if (signal.aborted) {
+      await uploaded.catch(() => {});
+      throw signal.reason;
+    }
+    const uploadError = await uploaded.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    // The upload's failure is the cause when it ended the merge; else the merge itself failed.
+    if (uploadError !== undefined && uploadError !== error)
+      throw ctx.failures.storageFailure(job.job_id, "the merged result", uploadError);
+    throw ctx.failures.invalidOutput(job.job_id, error);
+  }
+  try {
+    return { mergedBytes: await uploaded, xmlBytes };
+  } catch (error) {
+    if (signal.aborted) throw signal.reason;
+    throw ctx.failures.storageFailure(job.job_id, "the merged result", error);
+  }
+}
+
+/**
+ * Publishes a job of one shard: its merged document is BLAST's own output with the database
+ * named instead of the path BLAST was given (what the merge writes for one shard, byte for byte),
+ * so the body is gzipped once and stored twice, under BLAST's header as the shard output and under
+ * the merged header as `merged_results.out.gz` (each header its own gzip member). The output is
+ * still read through the BLAST XML reader meanwhile, so a truncated or malformed one fails the job
+ * as the merge would.
+ */
+export async function publishSingleShard(
+  ctx: RunContext,
+  job: JobRecord,
+  shard: Shard,
+  xml: string,
+  signal: AbortSignal,
+): Promise<MergedResult & { shardBytes: number }> {
+  ctx.ensureDispatching(signal);
+  const events = readIterations(xml);
+  let header: string;
+  try {
+    const first = await events.next();
+    if (first.done || first.value.type !== "header") throw new BlastXmlError("no BLAST XML header");
+    header = first.value.header.raw;
+  } catch (error) {
+    await events.return(undefined);
+    throw ctx.failures.invalidOutput(job.job_id, error);
+  }
+  // An output that turns out invalid stops the uploads too.
+  const stop = new AbortController();
+  const onAbort = () => stop.abort(signal.reason);
+  signal.addEventListener("abort", onAbort, { once: true });
+  const validated = (async () => {
+    for await (const _ of events) stop.signal.throwIfAborted();
+  })();
+  validated.catch((error: unknown) => stop.abort(error));
+  const mergedHeader = namedDatabaseHeader(header, job.db_name);
+  const shardCopy = new PassThrough({ highWaterMark: 1024 * 1024 });
+  const mergedCopy = new PassThrough({ highWaterMark: 1024 * 1024 });
+  shardCopy.write(gzipSync(Buffer.from(header, "latin1"), { level: GZIP_LEVEL }));
+  mergedCopy.write(gzipSync(Buffer.from(mergedHeader, "latin1"), { level: GZIP_LEVEL }));
+  // The body after the header, in BLAST's bytes (the header string holds one character per byte).
+  const body = pipeline(
+    createReadStream(xml, { start: header.length, highWaterMark: 1024 * 1024 }),
+    createParallelGzip({ level: GZIP_LEVEL }),
+    async (members) => {
+      for await (const member of members as AsyncIterable<Buffer>)
+        await writeEach([shardCopy, mergedCopy], member, stop.signal);
+      // Neither blob is committed before the document proved valid (an upload commits at its end).
+      await validated;
+      shardCopy.end();
+      mergedCopy.end();
+    },
+  );
+  body.catch((error: unknown) => {
+    shardCopy.destroy(error as Error);
+    mergedCopy.destroy(error as Error);
+  });
+  const uploads = [
+    ctx.o.artifacts.uploadStream(job.job_id, shardArtifact(shard.id), shardCopy, { signal: stop.signal }),
+    ctx.o.artifacts.uploadStream(job.job_id, MERGED_ARTIFACT, mergedCopy, { signal: stop.signal }),
+  ];
+  const [read, compressed, ...stored] = await Promise.allSettled([validated, body, ...uploads]);
+  signal.removeEventListener("abort", onAbort);
+  if (signal.aborted) throw signal.reason;
+  if (read.status === "rejected") throw ctx.failures.invalidOutput(job.job_id, read.reason);
+  const failed = [compressed, ...stored].find((o): o is PromiseRejectedResult => o.status === "rejected");
+  if (failed) throw ctx.failures.storageFailure(job.job_id, "the merged result", failed.reason);
+  const [shardBytes, mergedBytes] = stored.map((o) => (o as PromiseFulfilledResult<number>).value) as [number, number];
+  const { size } = await stat(xml);
+  return { shardBytes, mergedBytes, xmlBytes: mergedHeader.length + size - header.length };
+}
+
+/** Writes `chunk` to each stream, waiting while one is full; fails once one has closed early. */
+async function writeEach(streams: PassThrough[], chunk: Buffer, signal: AbortSignal): Promise<void> {
+  for (const stream of streams) {
+    if (stream.destroyed) throw new Error("a result upload ended before its input did");
+    if (stream.write(chunk)) continue;
+    const waiting = new AbortController();
+    const stop = () => waiting.abort(signal.reason);
+    signal.addEventListener("abort", stop, { once: true });
+    try {
+      await Promise.race([
+        once(stream, "drain", { signal: waiting.signal }),
+        once(stream, "close", { signal: waiting.signal }).then(() => {
+          throw new Error("a result upload ended before its input did");
+        }),
+      ]);
+    } finally {
+      waiting.abort();
+      signal.removeEventListener("abort", stop);
+    }
+  }
+}

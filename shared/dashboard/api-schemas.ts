@@ -1,0 +1,209 @@
+import { z } from "zod";
+import { ROLES } from "../auth/roles.js";
+
+/**
+ * The dashboard API's response bodies as zod schemas: what `GET /api/openapi.json` publishes as
+ * components (request bodies and parameters come from the schemas that validate them). Objects do
+ * not forbid other properties: responses may gain fields additively.
+ */
+
+const timestamp = z.string().describe("ISO 8601 timestamp");
+const meta = z.object({ request_id: z.string() });
+const actor = z.object({ oid: z.string(), name: z.string() });
+
+export const operationSchema = z.object({
+  operation_id: z.string(),
+  operation_type: z.string(),
+  state: z.enum(["queued", "running", "succeeded", "failed", "cancelled"]),
+  created_at: timestamp,
+  updated_at: timestamp,
+  poll_after_seconds: z.number().int().describe("wait this long before polling again (0 once terminal)"),
+  links: z.object({ self: z.string(), target: z.string().optional() }),
+  target: z.record(z.string(), z.unknown()).optional(),
+  progress: z.record(z.string(), z.unknown()).optional(),
+  error: z
+    .object({
+      detail: z.string(),
+      issues: z
+        .array(z.object({ loc: z.array(z.union([z.string(), z.number()])), msg: z.string(), type: z.string() }))
+        .optional(),
+    })
+    .optional(),
+});
+
+export const operationResponseSchema = operationSchema.extend({ meta });
+
+export const dashboardJobSchema = z.object({
+  job_id: z.string().describe("the dashboard job UUID"),
+  job_id_kind: z.literal("dashboard"),
+  openapi_job_id: z.string().nullable().describe("the job API's id, once the job reached it"),
+  status: z.string(),
+  title: z.string(),
+  program: z.string(),
+  db: z.string(),
+  execution_profile: z.enum(["standard", "sharded"]),
+  priority: z.union([z.number(), z.string()]).nullable(),
+  options: z.record(z.string(), z.unknown()),
+  query_count: z.number().int(),
+  created_by: actor,
+  created_at: timestamp,
+  updated_at: timestamp,
+  error: z.string(),
+  progress: z
+    .object({
+      total: z.number().int(),
+      succeeded: z.number().int(),
+      failed: z.number().int(),
+      active: z.number().int(),
+    })
+    .nullable(),
+  operation_status_url: z.string(),
+});
+
+/** §2.7: the job's fields with its operation, target, admission and meta. */
+export const dashboardJobEnvelopeSchema = dashboardJobSchema.extend({
+  operation: operationSchema,
+  target: z.object({
+    resource_type: z.literal("blast_job"),
+    job_id_kind: z.literal("dashboard"),
+    dashboard_job_id: z.string(),
+    openapi_job_id: z.string().nullable(),
+  }),
+  admission: z.object({ decision: z.string(), reason: z.string() }),
+  meta,
+});
+
+export const dashboardJobListSchema = z.object({
+  jobs: z.array(dashboardJobSchema),
+  page: z.number().int(),
+  page_size: z.number().int(),
+  total: z.number().int(),
+  meta,
+});
+
+export const dashboardJobDetailSchema = dashboardJobSchema.extend({ meta });
+
+export const databaseListingSchema = z.object({
+  name: z.string(),
+  type: z.enum(["nucl", "prot"]),
+  version: z.string(),
+  letters: z.number().int(),
+  sequences: z.number().int(),
+  bytes: z.number().int(),
+  bytes_to_cache: z.number().int(),
+  volumes: z.number().int(),
+  partitions: z.number().int(),
+  warm_state: z.string().optional(),
+  warmed_at: z.string().nullable().optional(),
+  update_available: z.boolean().optional(),
+  latest_release: z.string().nullable().optional(),
+  checked_at: z.string().nullable().optional(),
+});
+
+export const databaseListSchema = z.object({ databases: z.array(databaseListingSchema), meta });
+
+export const operationStartedSchema = z.object({
+  operation: operationSchema,
+  operation_status_url: z.string(),
+  meta,
+});
+
+export const storedWorkspaceSchema = z.object({
+  workspace: z.record(z.string(), z.unknown()).describe("the saved configuration (the PUT body)"),
+  etag: z.string(),
+  updated_at: timestamp,
+  updated_by: actor,
+});
+
+export const apiTokenStatusSchema = z.object({
+  configured: z.boolean(),
+  last_four: z.string().nullable(),
+  created_at: z.string().nullable(),
+  rotated_at: z.string().nullable(),
+  previous_valid_until: z.string().nullable(),
+});
+
+export const apiTokenRevealSchema = z.object({ api_token: z.string() });
+
+export const apiTokenRegeneratedSchema = z.object({
+  api_token: z.string().describe("the new token, shown once"),
+  created_at: timestamp,
+  previous_valid_until: z.string().nullable().describe("until when the old token is still accepted"),
+});
+
+export const healthSchema = z.object({ status: z.literal("ok"), service: z.string().optional() });
+
+export const readinessSchema = z.object({ status: z.literal("ready"), checks: z.record(z.string(), z.literal("ok")) });
+
+export const callerSchema = z.object({
+  caller: z.object({
+    oid: z.string(),
+    name: z.string(),
+    tenant_id: z.string(),
+    roles: z.array(z.enum(ROLES)),
+  }),
+});
+
+export const queueDiagnosticsSchema = z.object({
+  task_app_id: z.number().int(),
+  celery_app_id: z.number().int(),
+  current_app_id: z.number().int(),
+  task_app_main: z.string(),
+  task_app_routes: z.record(z.string(), z.object({ queue: z.string() })),
+  task_app_default_queue: z.string(),
+  resolved_route: z.object({ queue: z.string() }),
+  queues: z.record(z.string(), z.number().int()),
+  redis_keys_db0: z.array(z.string()),
+});
+
+export const noopEnqueuedSchema = queueDiagnosticsSchema.extend({
+  task_id: z.string(),
+  status: z.literal("PENDING"),
+});
+
+export const noopResultSchema = z.object({
+  task_id: z.string(),
+  status: z.string().describe("PENDING, STARTED, SUCCESS or FAILURE"),
+  result: z.object({ message: z.unknown() }).nullable(),
+  error: z.string().optional(),
+});
+
+export const chatReplySchema = z.object({
+  text: z.string(),
+  kind: z.string(),
+  intent: z.unknown(),
+  tool_results: z.array(z.record(z.string(), z.unknown())),
+  evidence_refs: z.array(z.string()),
+  audit_ids: z.array(z.string()),
+  approval_id: z.string().optional(),
+  request_id: z.string(),
+});
+
+export const chatHealthSchema = z.object({
+  status: z.literal("ok"),
+  narrator: z.string(),
+  narrator_ready: z.boolean(),
+  deterministic_ready: z.literal(true),
+});
+
+export const agentActivitySchema = z.object({
+  activities: z.array(
+    z.object({
+      kind: z.string(),
+      activity: z.string(),
+      input_kind: z.string(),
+      tool: z.string(),
+      status: z.string(),
+      authority: z.string(),
+      started_at: timestamp,
+      audit_id: z.string(),
+    }),
+  ),
+  limit: z.number().int(),
+});
+
+export const rpcResponseSchema = z.object({
+  jsonrpc: z.literal("2.0"),
+  id: z.union([z.string(), z.number()]),
+  result: z.record(z.string(), z.unknown()).describe("tools.search: {role, tools}; tools.describe: one descriptor"),
+});
