@@ -14,8 +14,8 @@ let stack: TestStack;
 
 beforeAll(async () => {
   // On disk (not in memory), so Azurite, the job API and the durable backend write their files.
-  stack = await startStack({ inMemory: false, readyTimeoutMs: 120_000 });
-}, 150_000);
+  stack = await startStack({ inMemory: false });
+});
 
 afterAll(async () => {
   await stack?.stop();

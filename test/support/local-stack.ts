@@ -45,8 +45,6 @@ export async function startStack(
     dataDir?: string;
     inMemory?: boolean /** Its own process group (for cutPower). */;
     detached?: boolean;
-    /** How long to wait for "local stack ready" (default 45 s). */
-    readyTimeoutMs?: number;
   } = {},
 ): Promise<TestStack> {
   const dataDir = options.dataDir ?? mkdtempSync(path.join(tmpdir(), "bp-stack-"));
@@ -77,11 +75,7 @@ export async function startStack(
     // 45 s, or readyTimeoutMs, or STACK_START_TIMEOUT_SECONDS on a machine shared with other heavy work.
     const readyMs = options.readyTimeoutMs ?? Number(process.env.STACK_START_TIMEOUT_SECONDS ?? 45) * 1000;
     const deadline = setTimeout(
-      () =>
-        reject(
-          new Error(`stack did not start in ${readyMs / 1000} s:
-${output}`),
-        ),
+      () => reject(new Error(`stack did not start in ${readyMs / 1000} s:\n${output}`)),
       readyMs,
     );
     const poll = setInterval(() => {
