@@ -72,8 +72,8 @@ export async function startStack(
   });
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   await new Promise<void>((resolve, reject) => {
-    // 45 s, or readyTimeoutMs, or STACK_START_TIMEOUT_SECONDS on a machine shared with other heavy work.
-    const readyMs = options.readyTimeoutMs ?? Number(process.env.STACK_START_TIMEOUT_SECONDS ?? 45) * 1000;
+    // 45 s, or STACK_START_TIMEOUT_SECONDS on a machine shared with other heavy work.
+    const readyMs = Number(process.env.STACK_START_TIMEOUT_SECONDS ?? 45) * 1000;
     const deadline = setTimeout(
       () => reject(new Error(`stack did not start in ${readyMs / 1000} s:\n${output}`)),
       readyMs,
