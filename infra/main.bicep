@@ -29,6 +29,9 @@ param principalId string = ''
 @description('Address space of the virtual network that holds the private endpoints and the Function App integration subnet.')
 param vnetAddressPrefix string = '10.60.0.0/16'
 
+@description('HTTPS URL that receives operational alerts as Standard Webhooks, signed with the Key Vault secret notify-webhook-secret (a whsec_ value you store). The app refuses to start without an A2-capable alert channel: give this, or set the paging or Slack settings by hand (docs/notifications.md).')
+param alertWebhookUrl string = ''
+
 @description('Maximum instances of the Flex Consumption app.')
 @minValue(1)
 @maxValue(1000)
@@ -58,6 +61,7 @@ module resources 'modules/resources.bicep' = {
     principalId: principalId
     vnetAddressPrefix: vnetAddressPrefix
     maximumInstanceCount: maximumInstanceCount
+    alertWebhookUrl: alertWebhookUrl
   }
 }
 

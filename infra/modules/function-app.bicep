@@ -47,6 +47,9 @@ param maximumInstanceCount int
 @description('Subscription the product provisions into and observes (SVC_SUBSCRIPTION_ID).')
 param subscriptionId string
 
+@description('HTTPS URL receiving operational alerts as Standard Webhooks, signed with the vault secret notify-webhook-secret; empty: no webhook channel.')
+param alertWebhookUrl string
+
 resource platformStorage 'Microsoft.Storage/storageAccounts@2023-05-01' existing = {
   name: platformStorageName
 }
@@ -98,7 +101,8 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
       minTlsVersion: '1.2'
       ftpsState: 'Disabled'
       cors: { allowedOrigins: [webOrigin] }
-      appSettings: [
+      appSettings: concat(
+        [
         // The host's storage and the product's tables: identity-based (loadConfig refuses keys outside local mode).
         { name: 'AzureWebJobsStorage__accountName', value: platformStorage.name }
         { name: 'AzureWebJobsStorage__credential', value: 'managedidentity' }
@@ -113,7 +117,19 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
         // Telemetry with local auth off: the endpoint string carries no key; the identity authenticates.
         { name: 'APPLICATIONINSIGHTS_CONNECTION_STRING', value: appInsights.properties.ConnectionString }
         { name: 'APPLICATIONINSIGHTS_AUTHENTICATION_STRING', value: 'ClientId=${identityClientId};Authorization=AAD' }
-      ]
+          // Links in notifications (incident email, runbook links) open the console in the web app.
+          { name: 'SVC_CONSOLE_BASE_URL', value: webOrigin }
+        ],
+        // Outside the local stack the app refuses to start without an A2-capable channel on
+        // operational_alert (spec operator-console.md §6 item 4): this webhook, or the paging or
+        // Slack settings added by hand (docs/notifications.md).
+        empty(alertWebhookUrl)
+          ? []
+          : [
+              { name: 'SVC_WEBHOOK_URL', value: alertWebhookUrl }
+              { name: 'SVC_WEBHOOK_SECRET_REF', value: 'kv:notify-webhook-secret' }
+            ]
+      )
     }
   }
 }

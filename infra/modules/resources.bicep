@@ -25,6 +25,9 @@ param vnetAddressPrefix string
 @description('Maximum instances of the Flex Consumption app.')
 param maximumInstanceCount int
 
+@description('HTTPS URL receiving operational alerts (Standard Webhooks); empty: none.')
+param alertWebhookUrl string
+
 var abbrs = loadJsonContent('../abbreviations.json')
 var roles = loadJsonContent('../role-assignments.json')
 
@@ -132,6 +135,7 @@ module functionApp 'function-app.bicep' = {
     webOrigin: 'https://${staticWebApp.properties.defaultHostname}'
     maximumInstanceCount: maximumInstanceCount
     subscriptionId: subscription().subscriptionId
+    alertWebhookUrl: alertWebhookUrl
   }
 }
 
