@@ -17,8 +17,22 @@ const COMMANDS = {
   db: `blastplane db add NAME FASTA [--type nucl|prot] [--partitions N] [--json]
       Builds a BLAST database from a FASTA file (makeblastdb) and makes it current
       (--json: the release as a record).`,
+  search: `blastplane search --program PROGRAM --db NAME --query FILE|- [--sharded] [--title TEXT] [--evalue X]
+                    [--max-target-seqs N] [--priority P] [--wait] [--out FILE | --format xml|tabular]
+      Submits a BLAST search and prints its job id; --wait waits for it (progress on stderr), --out or
+      --format also saves the results (whole or not at all). Exit codes: 0 done, 1 no local stack,
+      2 usage, 3 refused (with each field's reason), 4 the search failed, 5 cancelled, 6 unavailable.
+      BLASTPLANE_URL and BLASTPLANE_TOKEN name a deployed dashboard instead of the local stack.`,
+  jobs: `blastplane jobs [--status STATUS] [--limit N] [--json]
+      Lists recent searches, newest first: job id, status, program, database, created, title.`,
+  results: `blastplane results JOB_ID [--format xml|tabular] [--out FILE]
+      Writes a completed search's results to standard output or FILE (default xml).`,
   console: `blastplane console [--role <${ROLES.join("|")}> | --token TOKEN] [--eval "TEXT"]... [--json]
       Talks to the operator console: a REPL with tool completion for the role, or one reply per --eval.`,
+  notifications: `blastplane notifications [--limit N] [--json]
+      Lists the recent notification deliveries: channel, state and receipt.`,
+  notify: `blastplane notify test [--route NAME] [--json]
+      Sends a marked test A2 notification through the router (default route operational_alert).`,
 };
 const USAGE = `Usage:
 ${Object.values(COMMANDS)
@@ -135,6 +149,15 @@ try {
       case "db":
         await db(rest);
         break;
+      case "search":
+      case "jobs":
+      case "results": {
+        // BLASTPLANE_URL (+ BLASTPLANE_TOKEN) names a deployed dashboard instead of the local stack.
+        const stack = process.env.BLASTPLANE_URL ? undefined : runningStack();
+        const { researchCommand } = await import("./blastplane-search.mjs");
+        await researchCommand(command, rest, stack);
+        break;
+      }
       case "console": {
         const { consoleCommand } = await import("./blastplane-console.mjs");
         await consoleCommand(rest, {
@@ -143,6 +166,13 @@ try {
           fail,
           roles: ROLES,
         });
+        break;
+      }
+      case "notifications":
+      case "notify": {
+        const stack = runningStack();
+        const cli = await import(new URL("../dist/local/cli-notify.js", import.meta.url).href);
+        await (command === "notify" ? cli.notifyTestCommand : cli.notificationsCommand)(rest, stack);
         break;
       }
       case "--version":

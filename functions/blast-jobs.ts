@@ -42,6 +42,7 @@ function jobView(job: DashboardJob) {
     updated_at: job.updated_at,
     error: job.error,
     progress: job.progress,
+    result_bytes: job.result_bytes ?? null,
     operation_status_url: `/api/operations/${job.operation_id}`,
   };
 }

@@ -1,4 +1,5 @@
 import type { DatabaseCatalog } from "../shared/databases/database-catalog.js";
+import { isLoopbackBind } from "../shared/http/loopback-host.js";
 import type { Logger } from "../shared/logging/logger.js";
 import type { ApiTokenService } from "../shared/secrets/api-tokens.js";
 import type { JobApiConfig } from "./config.js";
@@ -50,5 +51,6 @@ export function createJobApiApp(d: JobApiDeps): JobApiApp {
     logger: d.logger,
     authorize: (token) => d.tokens.isValid(token),
     bodyLimitBytes: d.config.bodyLimitBytes,
+    loopbackHostOnly: isLoopbackBind(d.config.host),
   });
 }

@@ -5,7 +5,9 @@ import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import { type Context, Hono, type MiddlewareHandler } from "hono";
 import { errorResult, type HttpResult, mapErrorToResult } from "../shared/http/envelope.js";
 import { readBodyText } from "../shared/http/read-body.js";
+import { isLoopbackHostHeader } from "../shared/http/loopback-host.js";
 import { REQUEST_ID_HEADER, resolveRequestId } from "../shared/http/request-id.js";
+import { NOSNIFF_HEADERS } from "../shared/http/security-headers.js";
 import type { HttpRequestLike } from "../shared/http/validation.js";
 import type { Logger } from "../shared/logging/logger.js";
 
@@ -45,6 +47,11 @@ export interface TransportOptions {
   /** Whether an `X-SVC-API-Token` value is valid (constant-time; see ApiTokenService). */
   authorize: (token: string | null) => Promise<boolean>;
   bodyLimitBytes: number;
+  /**
+   * Answer only requests whose `Host` names loopback (421 otherwise): set when the API listens on
+   * loopback, so a DNS-rebinding page cannot reach its public routes from a browser.
+   */
+  loopbackHostOnly?: boolean;
 }
 
 /** `/v1/jobs/{job_id}` → `/v1/jobs/:job_id` (Hono's parameter syntax). */
@@ -126,7 +133,11 @@ function webStreamOf(source: AsyncIterable<Uint8Array>): ReadableStream<Uint8Arr
 
 /** The Response of a transport-neutral {@link HttpResult}, with the request id header. */
 function toResponse(result: HttpResult, c: Context<JobApiEnv>): Response {
-  const headers: Record<string, string> = { ...result.headers, [REQUEST_ID_HEADER]: c.get("requestId") };
+  const headers: Record<string, string> = {
+    ...NOSNIFF_HEADERS,
+    ...result.headers,
+    [REQUEST_ID_HEADER]: c.get("requestId"),
+  };
   if (result.jsonBody !== undefined) {
     headers["Content-Type"] ??= "application/json";
     return new Response(JSON.stringify(result.jsonBody), { status: result.status, headers });
@@ -167,7 +178,11 @@ export function createJobApiTransport(options: TransportOptions): JobApiApp {
     c.set("logger", logger);
     const started = performance.now();
     const path = c.req.path;
-    if (path !== "/" && /\/\/|\/$/.test(path)) {
+    // A browser always sends Host; a request without one (in-process, app.request) is no rebinding page.
+    const host = c.req.header("host");
+    if (options.loopbackHostOnly && host !== undefined && !isLoopbackHostHeader(host)) {
+      c.res = toResponse(errorResult(421, "host header must name a loopback address", requestId), c);
+    } else if (path !== "/" && /\/\/|\/$/.test(path)) {
       c.res = toResponse(errorResult(400, "missing path parameter (empty path segment)", requestId), c);
     } else if (c.req.method === "HEAD") {
       // Hono would run the GET handler and drop its body, leaving a result stream open: not served.

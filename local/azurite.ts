@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdirSync } from "node:fs";
+import { chmodSync, mkdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -83,7 +83,9 @@ export async function startAzurite(options: AzuriteOptions): Promise<RunningAzur
   // Preloads go before the script: node runs them in the Azurite process ahead of its modules.
   if (durable) args.unshift("--require", AZURITE_DURABLE_PRELOAD);
   if (options.location) {
-    mkdirSync(options.location, { recursive: true });
+    // Azurite's blobs and tables are the user's data: nobody else may list or read them.
+    mkdirSync(options.location, { recursive: true, mode: 0o700 });
+    chmodSync(options.location, 0o700);
     args.push("--location", options.location);
   } else {
     args.push("--inMemoryPersistence");

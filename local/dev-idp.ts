@@ -11,6 +11,7 @@ import { dirname } from "node:path";
 import { type CryptoKey, type JWK, SignJWT, calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK } from "jose";
 import { z } from "zod";
 import { ROLES, type Role } from "../shared/auth/roles.js";
+import { isLoopbackBind, isLoopbackHostHeader } from "../shared/http/loopback-host.js";
 import { syncDirectory, syncFile } from "../shared/storage/durable-file.js";
 import { type CodeGrant, createCodeFlow } from "./oauth-code-flow.js";
 
@@ -86,7 +87,6 @@ export interface DevIdentityProvider {
 const DEFAULT_NAME = "Local Developer";
 const DEFAULT_TTL_SECONDS = 3600;
 const MAX_BODY_BYTES = 64 * 1024;
-const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "::1", "[::1]"]);
 /** Namespace for name-based default object ids; changing it changes every default oid. */
 const OID_NAMESPACE = "6f1b0d8e-5c3a-4f7e-9a2d-3b8c1e4f5a60";
 const PATH_SEGMENT = /^[A-Za-z0-9._~-]{1,128}$/;
@@ -144,7 +144,7 @@ export async function startDevIdentityProvider(opts: DevIdentityProviderOptions)
   const discoveryPath = `/${opts.tenantId}/v2.0/.well-known/openid-configuration`;
   const keysPath = `/${opts.tenantId}/discovery/v2.0/keys`;
   const counts = new Map<string, number>();
-  const enforceLoopbackHost = LOOPBACK_HOSTS.has(host);
+  const enforceLoopbackHost = isLoopbackBind(host);
 
   const server = createServer();
   await new Promise<void>((resolve, reject) => {
@@ -242,7 +242,7 @@ export async function startDevIdentityProvider(opts: DevIdentityProviderOptions)
     const requestUrl = new URL(req.url ?? "/", "http://placeholder");
     const path = requestUrl.pathname;
     counts.set(path, (counts.get(path) ?? 0) + 1);
-    if (enforceLoopbackHost && !LOOPBACK_HOSTS.has(hostnameOf(req.headers.host))) {
+    if (enforceLoopbackHost && !isLoopbackHostHeader(req.headers.host)) {
       throw new HttpError(421, "host header must name a loopback address");
     }
     // The app reads the discovery document and redeems codes from its own origin.
@@ -330,15 +330,6 @@ function sendJson(res: ServerResponse, status: number, body: unknown, headers: R
     ...headers,
   });
   res.end(text);
-}
-
-function hostnameOf(hostHeader: string | undefined): string {
-  if (hostHeader === undefined) return "";
-  try {
-    return new URL(`http://${hostHeader}`).hostname;
-  } catch {
-    return "";
-  }
 }
 
 function describeIssues(error: z.ZodError): string {

@@ -1,8 +1,10 @@
 import { randomUUID } from "node:crypto";
 import http from "node:http";
+import net from "node:net";
 import { pathToFileURL } from "node:url";
 import { errorEnvelope, INTERNAL_ERROR_DETAIL } from "../shared/http/envelope.js";
 import { REQUEST_ID_HEADER, resolveRequestId } from "../shared/http/request-id.js";
+import { NOSNIFF_HEADERS } from "../shared/http/security-headers.js";
 import type { Logger } from "../shared/logging/logger.js";
 import {
   type CoreBinding,
@@ -53,6 +55,49 @@ function triggerOf(metadata: CoreFunctionMetadata): [string, CoreBinding] {
   throw new Error(`function "${metadata.name}" has no trigger binding`);
 }
 
+/** Where listeners that name no address bind while {@link listeningOnLoopback} runs. */
+const LOOPBACK = "127.0.0.1";
+
+/**
+ * Runs `start` while `listen` calls that name no address bind to IPv4 loopback instead of every
+ * interface. `setupHttpProxy` of `@azure/functions` (run by `getCapabilities` when HTTP streaming
+ * is on) calls `server.listen()` with no host, which binds `*:<port>` on IPv4 and IPv6; its proxy
+ * takes any request that names an invocation id and has no authentication of its own. On Azure the
+ * worker sits in a sandbox; locally it would be reachable from the network. Only calls made while
+ * `start` runs are changed (the proxy listens, and may re-listen on another port, before it
+ * resolves); the original method is restored afterwards.
+ */
+export async function listeningOnLoopback<T>(start: () => Promise<T>): Promise<T> {
+  const original = net.Server.prototype.listen;
+  const patched = function (this: net.Server, ...args: unknown[]) {
+    return Reflect.apply(original, this, loopbackListenArgs(args));
+  };
+  net.Server.prototype.listen = patched as typeof original;
+  try {
+    return await start();
+  } finally {
+    if (net.Server.prototype.listen === patched) net.Server.prototype.listen = original;
+  }
+}
+
+/** The `listen` arguments with a loopback host added where none (and no path or handle) is given. */
+function loopbackListenArgs(args: unknown[]): unknown[] {
+  const [first, second] = args;
+  const callbacks = args.filter((a) => typeof a === "function");
+  // listen(), listen(callback)
+  if (first === undefined || typeof first === "function") return [{ port: 0, host: LOOPBACK }, ...callbacks];
+  // listen(port[, backlog][, callback]): a string second argument is a host and stays.
+  if (typeof first === "number" && typeof second !== "string") {
+    const backlog = typeof second === "number" ? { backlog: second } : {};
+    return [{ port: first, host: LOOPBACK, ...backlog }, ...callbacks];
+  }
+  // listen({ port }) without host, path or handle.
+  if (typeof first === "object" && first !== null && !("host" in first) && !("path" in first) && !("fd" in first)) {
+    if (!("handle" in first) && !("_handle" in first)) return [{ ...first, host: LOOPBACK }, ...args.slice(1)];
+  }
+  return args;
+}
+
 function headerRecord(headers: http.IncomingHttpHeaders): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(headers)) {
@@ -76,6 +121,7 @@ function sendJsonError(
   res.writeHead(status, {
     "Content-Type": "application/json",
     "Content-Length": Buffer.byteLength(body),
+    ...NOSNIFF_HEADERS,
     [REQUEST_ID_HEADER]: requestId,
     ...extra,
   });
@@ -118,7 +164,7 @@ export class LocalFunctionsHost {
   async prepare(): Promise<void> {
     const model = this.registry.programmingModel;
     if (!model) throw new Error("the app registered no functions through @azure/functions");
-    const capabilities = await model.getCapabilities({});
+    const capabilities = await listeningOnLoopback(() => model.getCapabilities({}));
     // The library announces "localhost"; on hosts without IPv6 that name may resolve to an address
     // its proxy does not listen on, so talk to it over IPv4 loopback.
     this.httpProxyUri = capabilities.HttpUri?.replace("//localhost:", "//127.0.0.1:");
@@ -287,7 +333,13 @@ export class LocalFunctionsHost {
           }
           resolve();
         });
-        proxyRes.on("error", reject);
+        // The body broke off after the status was sent: the client must see a broken download
+        // (a reset connection), never a clean end of a short body.
+        proxyRes.on("aborted", () => res.destroy());
+        proxyRes.on("error", (error) => {
+          res.destroy();
+          reject(error);
+        });
       });
       proxyReq.on("error", reject);
       res.on("close", () => {
@@ -331,6 +383,11 @@ export class LocalFunctionsHost {
     } catch (error) {
       this.logger.error("function failed", { function: fn.metadata.name, request_id: requestId, error });
       if (!responded) sendJsonError(res, 500, INTERNAL_ERROR_DETAIL, requestId);
+      else if (!res.writableFinished) {
+        // It failed while streaming its body (the library then never ends its proxy response): the
+        // status is sent, so the only honest answer left is a broken connection.
+        res.destroy();
+      }
       return;
     }
     // The library has written its response to the proxy; wait for it to arrive here.

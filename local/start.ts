@@ -1,10 +1,11 @@
 import { randomBytes } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { mkdirSync } from "node:fs";
+import { chmodSync, mkdirSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { isLoopbackBind } from "../shared/http/loopback-host.js";
 import { createLogger } from "../shared/logging/logger.js";
 import { startAzurite } from "./azurite.js";
 import { checkStackConsistency } from "./consistency-check.js";
@@ -23,10 +24,13 @@ import { superviseChildService } from "./supervisor.js";
 import { createHealthTransitions, JOB_API_COMPONENT } from "../shared/ops/emitters/health-transitions.js";
 import { createEventLog } from "../shared/ops/events.js";
 import { TimerScheduler } from "./timer-scheduler.js";
+import { startLocalNotifySinks } from "./notify-sinks.js";
 import { createWebHandler } from "./web-server.js";
 import { createTableTimerStatusStore } from "./timer-status-store.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
+/** Files 0600, folders 0700 (see main). */
+const PRIVATE_UMASK = 0o077;
 const DURABLE_BASE_PATH = "/durabletask/";
 const DEMO_DATABASE = "16s_rrna_demo";
 
@@ -54,7 +58,12 @@ async function main(): Promise<void> {
   process.setSourceMapsEnabled(true);
   const settings = loadLocalStackSettings(process.env, process.cwd());
   const logger = createLogger({ level: settings.logLevel, base: { service: "local-stack" } });
-  mkdirSync(settings.dataDir, { recursive: true });
+  // Queries, results, the audit log, secrets and Azurite's files are the user's alone: everything
+  // this process and its children (Azurite, the job API, BLAST+) create is 0600/0700, and the data
+  // folder itself is closed to other users even when an older version left its files readable.
+  process.umask(PRIVATE_UMASK);
+  mkdirSync(settings.dataDir, { recursive: true, mode: 0o700 });
+  chmodSync(settings.dataDir, 0o700);
   const running = readRunningStack(settings.dataDir);
   if (running) {
     throw new Error(
@@ -190,6 +199,18 @@ async function main(): Promise<void> {
     process.env.DATABASES_DIR = databasesDir;
     // The console's readiness snapshot observes the local cluster's API and BLAST nodes.
     if (kubeconfig) process.env.SVC_KUBECONFIG ||= kubeconfig;
+    // Notifications a person can open without a vendor account: mail as .eml files, verified
+    // webhook deliveries and the approval inbox under the data folder (docs/notifications.md).
+    const sinks = await startLocalNotifySinks({
+      dataDir: settings.dataDir,
+      secretsDir: process.env.SECRETS_DIR,
+      env: process.env,
+      logger,
+    });
+    stops.push(() => sinks.stop());
+    Object.assign(process.env, sinks.env);
+    if (!process.env.SVC_CONSOLE_BASE_URL && settings.port !== 0)
+      process.env.SVC_CONSOLE_BASE_URL = `http://127.0.0.1:${settings.port}`;
 
     let clientInput: DurableClientInputData | undefined;
     const host = new LocalFunctionsHost({
@@ -262,6 +283,7 @@ async function main(): Promise<void> {
         root: path.resolve(here, "../web"),
         api: host.handleHttp,
         connectOrigins: () => [idp.url],
+        loopbackHostOnly: isLoopbackBind(settings.host),
         webConfig: () => ({
           auth: {
             client_id: settings.clientId,
@@ -317,9 +339,12 @@ async function main(): Promise<void> {
             ]
           : []),
         "",
+        `  Notifications              ${sinks.mailDir} (.eml), ${sinks.inboxDir}, ${sinks.webhookDir}`,
+        "",
         "  Get a token:   npx blastplane token --role Contributor",
         `  Try it:        curl -H "Authorization: Bearer $(npx blastplane token --role Reader)" ${functionsUrl}/api/me`,
         "  Job API token: npx blastplane api-token",
+        "  Deliveries:    npx blastplane notifications   (send one: npx blastplane notify test)",
         "  Stop:          Ctrl-C",
         "",
       ].join("\n"),

@@ -9,6 +9,8 @@ import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import path from "node:path";
+import { isLoopbackHostHeader } from "../shared/http/loopback-host.js";
+import { NOSNIFF_HEADERS } from "../shared/http/security-headers.js";
 
 /** Options for {@link createWebHandler}. */
 export interface WebHandlerOptions {
@@ -20,6 +22,12 @@ export interface WebHandlerOptions {
   webConfig: () => unknown;
   /** Origins the app talks to besides its own (the identity provider): allowed by the CSP. */
   connectOrigins: () => string[];
+  /**
+   * Answer only requests whose `Host` names loopback (421 otherwise), for the app and `/api`
+   * alike: set when the port listens on loopback, so a DNS-rebinding page cannot reach the
+   * unauthenticated routes (health, diagnostics, the no-op round trip) from a browser.
+   */
+  loopbackHostOnly?: boolean;
 }
 
 const TYPES: Readonly<Record<string, string>> = {
@@ -38,6 +46,16 @@ const TYPES: Readonly<Record<string, string>> = {
 export function createWebHandler(options: WebHandlerOptions): (req: IncomingMessage, res: ServerResponse) => void {
   const root = path.resolve(options.root);
   return (req, res) => {
+    if (options.loopbackHostOnly && !isLoopbackHostHeader(req.headers.host)) {
+      const body = JSON.stringify({ detail: "host header must name a loopback address" });
+      res.writeHead(421, {
+        "content-type": "application/json",
+        "content-length": Buffer.byteLength(body),
+        ...NOSNIFF_HEADERS,
+      });
+      res.end(body);
+      return;
+    }
     const raw = new URL(req.url ?? "/", "http://placeholder").pathname;
     if (raw === "/api" || raw.startsWith("/api/")) {
       options.api(req, res);
@@ -122,6 +140,19 @@ async function sendFile(
   });
 }
 
+const PERMISSIONS_POLICY = [
+  "accelerometer=()",
+  "camera=()",
+  "display-capture=()",
+  "geolocation=()",
+  "gyroscope=()",
+  "magnetometer=()",
+  "microphone=()",
+  "midi=()",
+  "payment=()",
+  "usb=()",
+].join(", ");
+
 /**
  * Scripts and styles only from this origin; data calls to this origin and the identity provider;
  * the provider (and the app it returns to) may be framed for MSAL's silent renewal; nobody may
@@ -145,6 +176,13 @@ function securityHeaders(connectOrigins: string[]): Record<string, string> {
     ].join("; "),
     "x-content-type-options": "nosniff",
     "referrer-policy": "no-referrer",
+    // No powerful features: the app needs none of them, so an injected script gets none either.
+    "permissions-policy": PERMISSIONS_POLICY,
+    // A window the app opens (or that opens it) gets no handle on it; sign-in is a full-page
+    // redirect and the silent renewal an iframe, neither of which needs the opener.
+    "cross-origin-opener-policy": "same-origin",
+    // The app's files are for its own pages only.
+    "cross-origin-resource-policy": "same-origin",
   };
 }
 

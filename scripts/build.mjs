@@ -40,6 +40,11 @@ const [functionsBuild] = await Promise.all([
   }),
   build({
     ...common,
+    entryPoints: ["local/cli-notify.ts"],
+    outfile: "dist/local/cli-notify.js",
+  }),
+  build({
+    ...common,
     entryPoints: ["local/start.ts"],
     outfile: "dist/local/start.js",
     // Azurite runs from node_modules as its own process.

@@ -6,6 +6,7 @@ import { shardSettingsSchema, warmSettingsSchema } from "../jobapi/pod-settings.
 import { localStackSettingsSchema } from "../local/settings.js";
 import { appSettingsSchema } from "../shared/config/load-config.js";
 import { consoleSettingsSchema } from "../shared/console/console-config.js";
+import { notifySettingsSchema } from "../shared/notify/notify-config.js";
 
 /**
  * The configuration reference (`docs/configuration.md`, between the markers below), generated from
@@ -43,6 +44,13 @@ export const SETTING_SOURCES: readonly SettingSource[] = [
     heading: "Functions app: operator console",
     intro: "`shared/console/console-config.ts` (`loadConsoleConfig`) and `shared/ops/actions/action-settings.ts`.",
     schemas: [consoleSettingsSchema],
+  },
+  {
+    id: "notify",
+    heading: "Functions app: notification channels",
+    intro:
+      "`shared/notify/notify-config.ts` (`loadNotifyConfig`; docs/notifications.md). Secrets are references only: `kv:<secret name>`, or `env:<VARIABLE>` in the local profile.",
+    schemas: [notifySettingsSchema],
   },
   {
     id: "jobapi",

@@ -70,7 +70,7 @@ function build(): AppContext {
     logger,
     validator: createJwtValidator({
       discoveryUrl: config.auth.discoveryUrl ?? entraDiscoveryUrl(config.auth.tenantId),
-      audience: [config.auth.clientId, apiAudience(config.auth.clientId)],
+      audience: apiAudience(config.auth.clientId),
       clockToleranceSeconds: config.auth.clockSkewSeconds,
     }),
     tableService: openTableServiceClient(config.storage),
@@ -83,6 +83,7 @@ function build(): AppContext {
         return state.current.value;
       },
       timeoutMs: config.jobApiTimeoutMs,
+      idleTimeoutMs: config.jobApiIdleTimeoutMs,
     }),
   };
 }

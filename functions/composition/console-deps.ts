@@ -8,6 +8,8 @@
 import { loadConsoleConfig } from "../../shared/console/console-config.js";
 import { loadHealthMetricSet } from "../../shared/console/providers/health-metrics.js";
 import { loadBrowserEvidencePolicies } from "../../shared/console/providers/browser-evidence-policies.js";
+import { createLogger } from "../../shared/logging/logger.js";
+import { isLocalProfile, loadNotifyConfig } from "../../shared/notify/notify-config.js";
 import { actionModes } from "../../shared/ops/actions/action-settings.js";
 import { catalogPath, loadActionTypes } from "../../shared/ops/actions/action-types.js";
 import { shippedCatalogDir } from "../../shared/ops/catalog/catalog-dir.js";
@@ -27,6 +29,16 @@ export const configurationBaseline = loadConfigurationBaseline(catalogPath("conf
 export const browserEvidencePolicies = loadBrowserEvidencePolicies(
   catalogPath("browser-evidence-policies.json", catalogDir),
 );
+/**
+ * The notification channels' settings and `config/notifications-matrix.yaml`: a bad matrix line, a
+ * half-configured channel or (outside the local stack) no A2 channel on `operational_alert` stops
+ * start-up (spec §7 item 8, §8); locally the last is logged as `notification_route_unavailable`.
+ */
+export const notifyConfig = loadNotifyConfig(process.env, {
+  local: isLocalProfile(process.env),
+  catalogDir,
+  log: (message, fields) => createLogger({ base: { service: "functions" } }).info(message, fields),
+});
 /** Each action type's mode (catalog default or `SVC_ACTION_MODES`); an override naming no action type stops start-up. */
 export const actionModeOf = actionModes(actionTypes, consoleConfig.actions.modes);
 
@@ -39,6 +51,7 @@ const consoleSettings: ConsoleSettings = {
   configurationBaseline,
   browserEvidencePolicies,
   actionModeOf,
+  notifyConfig,
 };
 
 let parts: Promise<ConsoleParts> | undefined;

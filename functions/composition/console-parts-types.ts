@@ -9,7 +9,8 @@ import type { createApprovalActivities } from "../../shared/console/approvals/ap
 import type { createApprovalService } from "../../shared/console/approvals/approval-service.js";
 import type { ConsoleConfig } from "../../shared/console/console-config.js";
 import type { Coordinator } from "../../shared/console/coordinator/coordinator.js";
-import type { createOutboxNotifier } from "../../shared/notify/outbox-notifier.js";
+import type { buildNotifier } from "../../shared/notify/build-notifier.js";
+import type { NotifyConfig } from "../../shared/notify/notify-config.js";
 import type { BrowserEvidencePolicyCatalog } from "../../shared/console/providers/browser-evidence-policies.js";
 import type { HealthMetricSet } from "../../shared/console/providers/health-metrics.js";
 import type { ToolRegistry } from "../../shared/console/tools/registry.js";
@@ -31,6 +32,8 @@ export interface ConsoleSettings {
   browserEvidencePolicies: BrowserEvidencePolicyCatalog;
   /** Each action type's mode (catalog default or `SVC_ACTION_MODES`). */
   actionModeOf: (actionType: string) => ActionMode;
+  /** The notification channels' settings and routing matrix. */
+  notifyConfig: NotifyConfig;
 }
 
 /** The console's parts (tools, coordinator, approvals, the operations loop), built once on first use. */
@@ -38,7 +41,8 @@ export interface ConsoleParts {
   registry: ToolRegistry;
   coordinator: Coordinator;
   approvals: ReturnType<typeof createApprovalService>;
-  notifier: ReturnType<typeof createOutboxNotifier>;
+  /** The notification router over the configured channels (shared/notify, docs/notifications.md). */
+  notifier: ReturnType<typeof buildNotifier>;
   approvalActivities: ReturnType<typeof createApprovalActivities>;
   opsLoop: ReturnType<typeof createOpsLoop>;
   /** Records the detection readiness, T2 recovery and configuration baseline snapshots the console's tools read. */

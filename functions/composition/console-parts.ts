@@ -11,7 +11,7 @@ import { createKillSwitchAnnouncer } from "../../shared/console/approvals/kill-s
 import type { ConsoleConfig } from "../../shared/console/console-config.js";
 import { loadBreakGlassConfig } from "../../shared/console/break-glass/break-glass.js";
 import { createCoordinator } from "../../shared/console/coordinator/coordinator.js";
-import { createOutboxNotifier } from "../../shared/notify/outbox-notifier.js";
+import { buildNotifier } from "../../shared/notify/build-notifier.js";
 import { createArmDeploymentsProvider } from "../../shared/console/providers/azure-deployments.js";
 import { createLogAnalyticsProvider } from "../../shared/console/providers/azure-log-analytics.js";
 import { createBrowserEvidenceProvider } from "../../shared/console/providers/browser-evidence.js";
@@ -151,11 +151,20 @@ export function buildConsoleParts(settings: ConsoleSettings): ConsoleParts {
     configurationBaseline,
     browserEvidencePolicies,
     actionModeOf,
+    notifyConfig,
   } = settings;
   // The app's storage as configured (Azurite locally, the managed identity in Azure): not the
   // legacy connection string, which throws with identity-based storage.
   const source = appContext.config.storage;
-  const notifier = createOutboxNotifier(source);
+  const notifier = buildNotifier(notifyConfig, {
+    tables: source,
+    audit: appContext.audit,
+    secrets: appContext.secrets,
+    env: process.env,
+    // The kill switch holds A1 delivery at the router too (spec §8), whoever sends.
+    a1Held: async () => (await killSwitch.status()).on,
+    log: (message, fields) => appContext.logger.warn(message, fields),
+  });
   const approvalStore = createApprovalStore(source);
   // A flip is announced (A2) to everyone who operates the console: the approvers and the break-glass Owners.
   const operators = [...new Set([...consoleConfig.approvers, ...consoleConfig.breakGlass.owners])];

@@ -18,6 +18,8 @@ export interface ShardSpec {
   database?: { name: string; version: string };
   /** Memory the pre-flight reserves for the database (partition) this shard searches. */
   memoryBytes?: number;
+  /** The shard searches one partition of a job run with the sharded execution profile. */
+  sharded?: boolean;
   /** `-num_threads` of this shard (its CPU request on a cluster). */
   threads?: number;
 }

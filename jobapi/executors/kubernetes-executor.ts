@@ -14,7 +14,7 @@ import { ShardFailedError } from "../../shared/errors.js";
 import type { Logger } from "../../shared/logging/logger.js";
 import type { HealthObservation } from "../../shared/ops/emitters/health-transitions.js";
 import type { ArtifactStore } from "../jobs/artifact-store.js";
-import { PREFLIGHT_REMEDIES } from "../jobs/dispatcher.js";
+import { memoryRemedies } from "../jobs/shard-plan.js";
 import { createSemaphore, type ShardExecutor, type ShardSpec } from "./executor.js";
 import {
   buildShardJob,
@@ -314,7 +314,7 @@ export function createKubernetesExecutor(o: KubernetesExecutorOptions): Kubernet
       const limit = shardMemoryBytes(spec, o.settings);
       const text =
         `${prefix}: OOMKilled — the shard's pod used more than its memory limit of ${formatBytes(limit)} ` +
-        `(${formatBytes(spec.memoryBytes ?? 0)} of database to cache plus ${formatBytes(o.settings.workingSetBytes)} working set). ${PREFLIGHT_REMEDIES}`;
+        `(${formatBytes(spec.memoryBytes ?? 0)} of database to cache plus ${formatBytes(o.settings.workingSetBytes)} working set). ${memoryRemedies(spec.sharded === true)}`;
       return { failed: new ShardFailedError(await withLog(text, oom), false), deleteJob: true };
     }
     for (const pod of byAge) {
@@ -336,7 +336,7 @@ export function createKubernetesExecutor(o: KubernetesExecutorOptions): Kubernet
         if (largest !== undefined && largest < request) {
           const text =
             `${prefix}: Unschedulable — no node has the memory this shard requests: ${formatBytes(request)} ` +
-            `(largest allocatable seen: ${formatBytes(largest)}). The scheduler says: ${scheduled.message ?? ""} ${PREFLIGHT_REMEDIES}`;
+            `(largest allocatable seen: ${formatBytes(largest)}). The scheduler says: ${scheduled.message ?? ""} ${memoryRemedies(spec.sharded === true)}`;
           return { failed: new ShardFailedError(text, false), deleteJob: true };
         }
       }

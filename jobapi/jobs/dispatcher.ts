@@ -29,7 +29,7 @@ import { runShard } from "./shard-runner.js";
 // (shard-runner.ts), merge and publish (merge-publish.ts); what they share, in dispatch-context.ts.
 
 export type { DispatcherOptions } from "./dispatch-context.js";
-export { PREFLIGHT_REMEDIES, preflightMessage, shardMemoryNeed } from "./shard-plan.js";
+export { memoryRemedies, PREFLIGHT_REMEDIES, preflightMessage, shardMemoryNeed } from "./shard-plan.js";
 
 /** Queries handed over by submits in this process, kept in memory up to this many bytes in all. */
 const HANDED_OVER_QUERY_BYTES = 32 * 1024 * 1024;
@@ -356,7 +356,7 @@ export class JobDispatcher implements RunContext {
     }
     const need = shardMemoryNeed(db, sharded);
     const usable = this.o.nodeMemoryBytes - this.o.memoryMarginBytes;
-    if (need > usable) throw new JobFailure(preflightMessage(initial.db_name, need, usable));
+    if (need > usable) throw new JobFailure(preflightMessage(initial.db_name, need, usable, sharded));
 
     // Dispatching: query batches on the scratch folder, the shard plan in the job.
     const records = parseQueryFasta(await this.queryOf(jobId), queryMolecule(program));

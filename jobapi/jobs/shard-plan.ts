@@ -9,12 +9,22 @@ const GIB = 1024 ** 3;
 export const PREFLIGHT_REMEDIES =
   "Remedies: submit from the dashboard with the sharded execution profile, recreate the cluster with a larger machine type, or choose a smaller database.";
 
-/** The spec's memory pre-flight failure (§7), with its three remedies. */
-export function preflightMessage(dbName: string, neededBytes: number, availableBytes: number): string {
+/**
+ * The remedies for a job that ran out of memory: the spec's three (§7), less the sharded execution
+ * profile when the job already ran with it (resubmitting it the same way would fail the same way).
+ */
+export function memoryRemedies(sharded: boolean): string {
+  return sharded
+    ? "Remedies: recreate the cluster with a larger machine type, prepare the database again with more partitions (DATABASE_PARTITIONS), or choose a smaller database."
+    : PREFLIGHT_REMEDIES;
+}
+
+/** The spec's memory pre-flight failure (§7), with its remedies ({@link memoryRemedies}). */
+export function preflightMessage(dbName: string, neededBytes: number, availableBytes: number, sharded = false): string {
   const size = (n: number) => (n >= GIB ? `${(n / GIB).toFixed(1)} GiB` : `${(n / 1024 ** 2).toFixed(1)} MiB`);
   return (
     `memory pre-flight failed: database memory requirements of ${dbName} (${size(neededBytes)} to cache) exceed the machine type's memory ` +
-    `(${size(Math.max(0, availableBytes))} usable). ${PREFLIGHT_REMEDIES}`
+    `(${size(Math.max(0, availableBytes))} usable). ${memoryRemedies(sharded)}`
   );
 }
 

@@ -61,6 +61,7 @@ export async function runShard(
             queryPath: path.join(dir, `b${shard.batch}.fa`),
             database: { name: db.manifest.name, version: db.manifest.version },
             memoryBytes: shardMemoryNeed(db, shard.partition >= 0),
+            sharded: shard.partition >= 0,
             threads,
           },
           signal,

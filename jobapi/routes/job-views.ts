@@ -55,6 +55,8 @@ export function statusView(job: JobRecord, queuePosition: number | null) {
     priority: job.priority,
     error: job.error,
     kubernetes: { summary: shardCounters(job.shards) },
+    // The merged result's size once it is published, so a client can show it before downloading.
+    result_bytes: job.status === "completed" ? { xml: job.merged_xml_bytes, gzip: job.merged_bytes } : null,
   };
 }
 

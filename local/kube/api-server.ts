@@ -149,6 +149,9 @@ interface OpenWatch {
  * server-side printing (Tables) for kubectl, pod logs, deletion with propagation, bearer-token
  * authentication, `Status` errors, request counting (`/metrics`) and injected failures.
  */
+/** Default bound of the bytes a watch may have queued for its client (see the `watchBufferLimitBytes` option). */
+export const DEFAULT_WATCH_BUFFER_BYTES = 16 * 1024 * 1024;
+
 export class ApiServer {
   /** Requests served, by `VERB resource[/sub] code` (what the bench and tests count). */
   readonly requests = new Map<string, number>();
@@ -156,6 +159,8 @@ export class ApiServer {
   readonly created: { resource: string; body: unknown }[] = [];
   private readonly faults: FaultRule[] = [];
   private readonly watches = new Set<OpenWatch>();
+  /** Watches dropped because their client did not read fast enough. */
+  droppedWatches = 0;
   private readonly token: Buffer;
 
   constructor(
@@ -167,6 +172,11 @@ export class ApiServer {
       logger: Logger;
       /** Interval of BOOKMARK events on watches that allow them. */
       bookmarkIntervalMs: number;
+      /**
+       * Bytes a watch may have waiting for its client before the server drops it (default
+       * {@link DEFAULT_WATCH_BUFFER_BYTES}); Kubernetes likewise closes a watcher too slow to keep up.
+       */
+      watchBufferLimitBytes?: number;
     },
   ) {
     this.token = Buffer.from(o.token);
@@ -216,7 +226,9 @@ export class ApiServer {
 
   private authorized(req: IncomingMessage): boolean {
     const header = req.headers.authorization ?? "";
-    const given = Buffer.from(header.startsWith("Bearer ") ? header.slice(7) : "");
+    // The scheme is case-insensitive (RFC 9110 §11.1): "bearer" and "BEARER" are the same scheme.
+    const match = /^bearer +(\S+) *$/i.exec(header);
+    const given = Buffer.from(match?.[1] ?? "");
     return given.length === this.token.length && timingSafeEqual(given, this.token);
   }
 
@@ -486,7 +498,28 @@ export class ApiServer {
     q: URLSearchParams,
   ): void {
     res.writeHead(200, { "Content-Type": "application/json", "Transfer-Encoding": "chunked" });
-    const write = (type: string, object: unknown) => res.write(`${JSON.stringify({ type, object })}\n`);
+    // A client that does not read leaves events queued in this process: beyond the bound the watch
+    // is dropped (the connection cut, its queue freed), and the client lists and watches again, as
+    // after Kubernetes' "Forcing watcher close due to unresponsiveness". The initial burst (the
+    // current objects, or the backlog since the given version) is written at once, so the bound
+    // applies on top of what of it is still queued.
+    let bufferLimit = Number.POSITIVE_INFINITY;
+    let closed = false;
+    let bookmarks: NodeJS.Timeout | undefined;
+    let timeout: NodeJS.Timeout | undefined;
+    const write = (type: string, object: unknown) => {
+      if (closed) return;
+      res.write(`${JSON.stringify({ type, object })}\n`);
+      if (res.writableLength > bufferLimit) {
+        this.o.logger.warn("dropping a watch whose client does not keep up", {
+          resource: def.plural,
+          buffered_bytes: res.writableLength,
+        });
+        this.droppedWatches++;
+        close();
+        res.destroy();
+      }
+    };
     const expired = (rv: string) =>
       write("ERROR", statusBody(410, "Expired", `too old resource version: ${rv} (${this.o.store.resourceVersion})`));
     const rvParam = q.get("resourceVersion") ?? "";
@@ -501,7 +534,6 @@ export class ApiServer {
       if (wasIn) return ["DELETED", event.object];
       return undefined;
     };
-    let closed = false;
     const close = () => {
       if (closed) return;
       closed = true;
@@ -539,7 +571,8 @@ export class ApiServer {
         if (t) write(t[0], t[1]);
       }
     }
-    const bookmarks = setInterval(() => {
+    bufferLimit = res.writableLength + (this.o.watchBufferLimitBytes ?? DEFAULT_WATCH_BUFFER_BYTES);
+    bookmarks = setInterval(() => {
       if (q.get("allowWatchBookmarks") === "true")
         write("BOOKMARK", {
           kind: def.kind,
@@ -549,7 +582,7 @@ export class ApiServer {
     }, this.o.bookmarkIntervalMs);
     bookmarks.unref();
     const timeoutSeconds = Number(q.get("timeoutSeconds") ?? 1800);
-    const timeout = setTimeout(close, Math.max(1, timeoutSeconds) * 1000);
+    timeout = setTimeout(close, Math.max(1, timeoutSeconds) * 1000);
     timeout.unref();
     this.watches.add(handle);
     req.once("close", close);

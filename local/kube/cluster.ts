@@ -37,6 +37,10 @@ export interface LocalClusterOptions {
   /** Namespaces created at start (besides `default` and `kube-system`). */
   namespaces?: string[];
   bookmarkIntervalMs?: number;
+  /** Bytes a watch may have queued for a client that does not read before it is dropped (default 16 MiB). */
+  watchBufferLimitBytes?: number;
+  /** Bytes of recent changes kept for watches to resume from (default 64 MiB; 10 000 changes at most). */
+  historyLimitBytes?: number;
   memorySampleMs?: number;
   /** First back-off before a Job replaces a failed pod (Kubernetes: 10 s). */
   podBackoffMs?: number;
@@ -202,7 +206,7 @@ export function kubeconfigText(url: string, caCert: string, token: string, names
  * nodes; writes a kubeconfig (mode 600) whose context uses the first extra namespace.
  */
 export async function startLocalCluster(options: LocalClusterOptions): Promise<LocalCluster> {
-  const store = new ObjectStore();
+  const store = new ObjectStore(undefined, options.historyLimitBytes);
   const deleter = new Deleter(store);
   const token = randomBytes(24).toString("base64url");
   for (const ns of ["default", "kube-system", ...(options.namespaces ?? [])]) {
@@ -240,6 +244,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
     token,
     logger: options.logger,
     bookmarkIntervalMs: options.bookmarkIntervalMs ?? 10_000,
+    ...(options.watchBufferLimitBytes === undefined ? {} : { watchBufferLimitBytes: options.watchBufferLimitBytes }),
   });
   const tls = servingCertificate(path.join(options.dataDir, "kube-pki"));
   const server = https.createServer({ key: tls.key, cert: tls.cert }, api.handle);

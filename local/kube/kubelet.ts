@@ -152,6 +152,31 @@ const READY_CONDITIONS = ["PodReadyToStartContainers", "Initialized", "Ready", "
  * - `terminationMessagePolicy: FallbackToLogsOnError` puts the log's tail (80 lines, 2 KiB) in
  *   `state.terminated.message` of a failed container.
  */
+/** The uid the local kubelet's processes run as (-1 where the platform has none). */
+const KUBELET_UID = process.getuid?.() ?? -1;
+
+/**
+ * `runAsNonRoot` (the container's securityContext over the pod's): the kubelet refuses to start a
+ * container that would run as uid 0, with Kubernetes' own messages. A container without
+ * `runAsUser` runs as the image's user, which locally is the kubelet's own.
+ */
+function nonRootRefusal(
+  pod: KubeObject,
+  container: Any,
+  state: { name: string; namespace: string; uid: string },
+): string | undefined {
+  const podContext = field<Any>(pod, "spec", "securityContext") ?? {};
+  const containerContext = (container.securityContext as Any | undefined) ?? {};
+  const runAsNonRoot = containerContext.runAsNonRoot ?? podContext.runAsNonRoot;
+  if (runAsNonRoot !== true) return undefined;
+  const runAsUser = containerContext.runAsUser ?? podContext.runAsUser;
+  const where = `(pod: "${state.name}_${state.namespace}(${state.uid})", container: ${String(container.name)})`;
+  if (runAsUser === 0) return `container's runAsUser breaks non-root policy ${where}`;
+  if (runAsUser === undefined && KUBELET_UID === 0)
+    return `container has runAsNonRoot and image will run as root ${where}`;
+  return undefined;
+}
+
 export class Kubelet {
   private readonly pods = new Map<string, PodState>();
   private readonly unsubscribe: () => void;
@@ -298,6 +323,11 @@ export class Kubelet {
         "the local kubelet runs pods of exactly one container",
         false,
       );
+      return;
+    }
+    const refusal = nonRootRefusal(pod, container, state);
+    if (refusal) {
+      this.waiting(state, container, "CreateContainerConfigError", refusal, false);
       return;
     }
     // Volumes: where each mount path lives on this machine.

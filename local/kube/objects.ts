@@ -138,6 +138,17 @@ function checkContainers(spec: unknown, at: string, causes: Cause[]): void {
       causes.push({ field: `${at}.containers[${i}].name`, message: "Required value", reason: "FieldValueRequired" });
     if (typeof c.image !== "string" || c.image === "")
       causes.push({ field: `${at}.containers[${i}].image`, message: "Required value", reason: "FieldValueRequired" });
+    // The kubelet builds argv from these: anything but a list of strings is refused here, not run.
+    for (const key of ["command", "args"] as const) {
+      const value = c[key];
+      if (value !== undefined && (!Array.isArray(value) || value.some((v) => typeof v !== "string"))) {
+        causes.push({
+          field: `${at}.containers[${i}].${key}`,
+          message: `Invalid value: ${JSON.stringify(value) ?? String(value)}: must be a list of strings`,
+          reason: "FieldValueTypeInvalid",
+        });
+      }
+    }
   });
 }
 

@@ -42,11 +42,28 @@ export class ObjectStore {
   private rv = 0;
   private readonly objects = new Map<string, Map<string, KubeObject>>();
   private history: StoreEvent[] = [];
+  /** Serialized size of each event in `history` (same order) and their sum. */
+  private historySizes: number[] = [];
+  private historyBytes = 0;
   /** Watches may resume from this version or later; older ones were compacted away. */
   private compactedRv = 0;
   private readonly listeners = new Set<(event: StoreEvent) => void>();
 
-  constructor(private readonly historyLimit = 10_000) {}
+  /**
+   * @param historyLimit changes kept for watches to resume from, at most;
+   * @param historyLimitBytes and at most this many bytes of them (serialized objects, the previous
+   *   versions included): a few large objects (Secrets of megabytes) changed often would otherwise
+   *   keep hundreds of megabytes alive. The newest change is always kept.
+   */
+  constructor(
+    private readonly historyLimit = 10_000,
+    private readonly historyLimitBytes = DEFAULT_HISTORY_LIMIT_BYTES,
+  ) {}
+
+  /** Bytes the change window holds now (serialized), for tests and metrics. */
+  get historySizeBytes(): number {
+    return this.historyBytes;
+  }
 
   /** The newest resource version (what a list reports). */
   get resourceVersion(): string {
@@ -170,6 +187,8 @@ export class ObjectStore {
   /** Drops the change window (as etcd compaction does): watches from older versions get 410 Gone. */
   compact(): void {
     this.history = [];
+    this.historySizes = [];
+    this.historyBytes = 0;
     this.compactedRv = this.rv;
   }
 
@@ -180,13 +199,33 @@ export class ObjectStore {
   }
 
   private emit(event: StoreEvent): void {
+    const size = eventBytes(event);
     this.history.push(event);
-    if (this.history.length > this.historyLimit) {
-      const dropped = this.history.splice(0, this.history.length - this.historyLimit);
+    this.historySizes.push(size);
+    this.historyBytes += size;
+    let drop = Math.max(0, this.history.length - this.historyLimit);
+    let bytes = this.historyBytes;
+    for (let i = 0; i < drop; i++) bytes -= this.historySizes[i] ?? 0;
+    while (bytes > this.historyLimitBytes && drop < this.history.length - 1) bytes -= this.historySizes[drop++] ?? 0;
+    if (drop > 0) {
+      const dropped = this.history.splice(0, drop);
+      this.historySizes.splice(0, drop);
+      this.historyBytes = bytes;
       this.compactedRv = dropped.at(-1)?.rv ?? this.compactedRv;
     }
     for (const listener of this.listeners) listener(event);
   }
+}
+
+/** Default byte bound of the change window (Kubernetes bounds its watch cache by count; etcd by time). */
+export const DEFAULT_HISTORY_LIMIT_BYTES = 64 * 1024 * 1024;
+
+/** Serialized size of a change (its object and, for MODIFIED, the previous version). */
+function eventBytes(event: StoreEvent): number {
+  return (
+    Buffer.byteLength(JSON.stringify(event.object)) +
+    (event.previous ? Buffer.byteLength(JSON.stringify(event.previous)) : 0)
+  );
 }
 
 export function notFound(resource: string, name: string): KubeStatusError {

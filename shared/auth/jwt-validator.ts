@@ -19,8 +19,16 @@ export interface JwtValidatorOptions {
   /** OpenID discovery document, e.g. {@link entraDiscoveryUrl}. */
   discoveryUrl: string;
 
-  /** Accepted audiences: Entra v2 tokens carry the client id, v1 tokens the `api://` URI. */
+  /**
+   * Accepted audiences: the API's Application ID URI, {@link apiAudience} (spec §5 browser item 2).
+   * Never the bare client id: that is the audience of the app's ID tokens.
+   */
   audience: string | string[];
+  /**
+   * Delegated scope an access token must carry in `scp` unless it carries an app role in `roles`.
+   * Default {@link API_SCOPE}. ID tokens carry neither, so they are refused even with a matching audience.
+   */
+  requiredScope?: string;
   /** Required `iss` value; defaults to the `issuer` of the discovery document. */
   issuer?: string;
   /** Allowed clock skew for `exp` and `nbf`, in seconds. Default 60. */
@@ -50,6 +58,9 @@ export function apiAudience(clientId: string): string {
   return `api://${clientId}`;
 }
 
+/** The delegated scope the web app and the CLI request: `api://<client_id>/user_impersonation`. */
+export const API_SCOPE = "user_impersonation";
+
 const DEFAULT_CLOCK_TOLERANCE_SECONDS = 60;
 const FETCH_TIMEOUT_MS = 5_000;
 
@@ -78,6 +89,7 @@ export function createJwtValidator(options: JwtValidatorOptions): JwtValidator {
   if (options.audience.length === 0) throw new TypeError("audience must not be empty");
   const discoveryUrl = new URL(options.discoveryUrl);
   const fetchImpl = options.fetchImpl ?? fetch;
+  const requiredScope = options.requiredScope ?? API_SCOPE;
   let config: Promise<ResolvedConfig> | undefined;
 
   function resolveConfig(): Promise<ResolvedConfig> {
@@ -111,6 +123,9 @@ export function createJwtValidator(options: JwtValidatorOptions): JwtValidator {
         // Fail closed: anything else (jose error or otherwise) means the token is not accepted.
         throw new UnauthorizedError("invalid bearer token");
       }
+      if (!isAccessTokenForApi(payload, requiredScope)) {
+        throw new UnauthorizedError("bearer token is not an access token for this API");
+      }
       return toCaller(payload);
     },
   };
@@ -122,6 +137,17 @@ function bearerToken(header: string | null | undefined): string {
   const token = match?.[1];
   if (token === undefined) throw new UnauthorizedError("bearer token required");
   return token;
+}
+
+/**
+ * The purpose check: an access token for this API carries the delegated scope in `scp` (a
+ * space-separated list) or at least one app role in `roles` (application permissions). An ID token
+ * carries neither, whatever its audience.
+ */
+function isAccessTokenForApi(payload: JWTPayload, requiredScope: string): boolean {
+  const { scp, roles } = payload;
+  if (typeof scp === "string" && scp.split(" ").includes(requiredScope)) return true;
+  return Array.isArray(roles) && roles.some((role) => typeof role === "string" && role.length > 0);
 }
 
 function toCaller(payload: JWTPayload): Caller {

@@ -43,6 +43,7 @@ export const appSettingsSchema = z
     API_TOKEN_GRACE_SECONDS: envInt(0, 7 * 86_400).default(3600),
     JOB_POLL_INTERVAL_SECONDS: envInt(1, 3600).default(5),
     JOBAPI_TIMEOUT_MS: envInt(100, 120_000).default(15_000),
+    JOBAPI_IDLE_TIMEOUT_MS: envInt(100, 3_600_000).default(60_000),
     DATABASES_DIR: z.string().optional(),
     DATABASE_SOURCE_URL: envUrl().optional(),
     DATABASE_PARTITIONS: envInt(0, 64).default(2),
@@ -86,7 +87,10 @@ export interface AppConfig {
   readonly apiTokenGraceSeconds: number;
   /** How often the submit orchestration polls the job API. */
   readonly jobPollIntervalSeconds: number;
+  /** How long a call to the job API may wait for its status and headers (not its body). */
   readonly jobApiTimeoutMs: number;
+  /** How long a body from the job API (a results download) may send nothing before it fails. */
+  readonly jobApiIdleTimeoutMs: number;
   /** Where prepared databases live for the executors (the local stack: the job API's folder). */
   readonly databasesDir: string | undefined;
   /** Base URL of a release source laid out like NCBI's BLAST database distribution. */
@@ -121,6 +125,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
       apiTokenGraceSeconds: c.API_TOKEN_GRACE_SECONDS,
       jobPollIntervalSeconds: c.JOB_POLL_INTERVAL_SECONDS,
       jobApiTimeoutMs: c.JOBAPI_TIMEOUT_MS,
+      jobApiIdleTimeoutMs: c.JOBAPI_IDLE_TIMEOUT_MS,
       databasesDir: c.DATABASES_DIR,
       databaseSourceUrl: c.DATABASE_SOURCE_URL,
       databasePartitions: c.DATABASE_PARTITIONS,

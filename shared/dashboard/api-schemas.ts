@@ -207,3 +207,24 @@ export const rpcResponseSchema = z.object({
   id: z.union([z.string(), z.number()]),
   result: z.record(z.string(), z.unknown()).describe("tools.search: {role, tools}; tools.describe: one descriptor"),
 });
+
+/** `POST /api/notifications/test`: the test message's overall state and each channel's receipt. */
+export const notificationTestResultSchema = z.object({
+  route: z.string(),
+  correlation_id: z.string(),
+  state: z.enum(["delivered", "definitive_failure", "ambiguous"]),
+  confirmed: z.boolean(),
+  channels: z.array(
+    z.object({
+      channel: z.string(),
+      kind: z.string(),
+      operation: z.string(),
+      state: z.enum(["delivered", "definitive_failure", "ambiguous"]),
+      vendor_message_id: z.string().optional(),
+      text_degraded: z.boolean(),
+      attempts: z.number().int(),
+      reason: z.string().optional(),
+      at: timestamp,
+    }),
+  ),
+});

@@ -24,6 +24,8 @@ export interface DashboardJob {
   cancel_requested: boolean;
   error: string;
   progress: { total: number; succeeded: number; failed: number; active: number } | null;
+  /** The merged result's size once the search completed (from the job API), shown before a download. */
+  result_bytes?: { xml: number; gzip: number } | null;
   /** What the idempotency key binds to (the search-defining fields); never shown. */
   request_fingerprint?: string;
 }

@@ -28,6 +28,8 @@ export interface JobApiStatus {
   error: string;
   queue_position: number | null;
   kubernetes: { summary: { total: number; succeeded: number; failed: number; active: number } };
+  /** The merged result's size (XML and gzipped) once the job completed; absent from older job APIs. */
+  result_bytes?: { xml: number; gzip: number } | null;
   [key: string]: unknown;
 }
 
@@ -44,8 +46,17 @@ export interface JobApiClientOptions {
   baseUrl: string | undefined;
   /** The shared job-API token (`X-SVC-API-Token`), read per call so a rotation takes effect. */
   token: () => Promise<string>;
-  /** How long one call may take before it counts as unreachable. */
+  /**
+   * How long the job API may take to answer a call's status and headers before it counts as
+   * unreachable. It does not cover the body: a results download lasts as long as it needs.
+   */
   timeoutMs: number;
+  /**
+   * How long a body read may wait for the job API's next bytes before the call fails (the job API
+   * stalled or the connection hung). Time the caller takes between reads does not count.
+   * Default 60 s.
+   */
+  idleTimeoutMs?: number;
   /** The fetch to use; tests pass one that records or fails. */
   fetch?: typeof fetch;
 }
@@ -57,6 +68,61 @@ export interface JobApiCallOptions {
 
 /** Retry-After when the job API gives none (or is unreachable). */
 const DEFAULT_RETRY_AFTER_SECONDS = 5;
+
+/** The default of {@link JobApiClientOptions.idleTimeoutMs}. */
+const DEFAULT_IDLE_TIMEOUT_MS = 60_000;
+
+/**
+ * `body` read through an idle deadline: each read that waits longer than `idleTimeoutMs` for the
+ * job API's next bytes fails, and so does a read the connection breaks. Either way the stream
+ * errors (never ends early as if complete) and `abort` cancels the request to the job API. Only
+ * waits on the job API count: a consumer that reads slowly never trips it (the next read is
+ * asked for only when the consumer wants more).
+ */
+function withIdleTimeout(
+  body: ReadableStream<Uint8Array>,
+  idleTimeoutMs: number,
+  abort: (reason: Error) => void,
+): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const idle = new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () => reject(new DependencyUnavailableError(`the job API sent no data for ${idleTimeoutMs} ms`)),
+            idleTimeoutMs,
+          );
+        });
+        try {
+          const { done, value } = await Promise.race([reader.read(), idle]);
+          if (done) controller.close();
+          else controller.enqueue(value);
+        } catch (error) {
+          const failure =
+            error instanceof DomainError
+              ? error
+              : new DependencyUnavailableError(
+                  `the job API's answer broke off: ${error instanceof Error ? error.message : String(error)}`,
+                  DEFAULT_RETRY_AFTER_SECONDS,
+                  { cause: error },
+                );
+          abort(failure);
+          reader.cancel(failure).catch(() => undefined);
+          controller.error(failure);
+        } finally {
+          clearTimeout(timer);
+        }
+      },
+      cancel(reason) {
+        return reader.cancel(reason);
+      },
+    },
+    // Ask the job API for the next chunk only when the consumer has taken the last one.
+    { highWaterMark: 0 },
+  );
+}
 
 /** The job API's `detail` as text (422 details are field issues). */
 function detailText(detail: unknown): string {
@@ -133,21 +199,32 @@ export function createJobApiClient(options: JobApiClientOptions) {
     }
   }
 
+  /**
+   * One call to the job API. The timeout covers the wait for the answer's status and headers; the
+   * body is then read under an idle deadline instead (see {@link withIdleTimeout}), so a large
+   * download is never cut at a fixed time, and a body that breaks off is an error, not a short one.
+   */
   async function call(path: string, init: RequestInit, callOptions: JobApiCallOptions = {}): Promise<Response> {
     if (!options.baseUrl) throw new DependencyUnavailableError("the job API is not configured (JOBAPI_URL)");
     const headers = new Headers(init.headers);
     headers.set("X-SVC-API-Token", await token());
-    const timeout = AbortSignal.timeout(options.timeoutMs);
     const { abortSignal } = callOptions;
+    const controller = new AbortController();
+    let timedOut = false;
+    const headersTimer = setTimeout(() => {
+      timedOut = true;
+      controller.abort(new DependencyUnavailableError(`job API unreachable: no answer within ${options.timeoutMs} ms`));
+    }, options.timeoutMs);
+    let response: Response;
     try {
-      return await fetchJobApi(`${options.baseUrl}${path}`, {
+      response = await fetchJobApi(`${options.baseUrl}${path}`, {
         ...init,
         headers,
-        signal: abortSignal ? AbortSignal.any([abortSignal, timeout]) : timeout,
+        signal: abortSignal ? AbortSignal.any([abortSignal, controller.signal]) : controller.signal,
       });
     } catch (error) {
       if (abortSignal?.aborted) throw abortSignal.reason;
-      const reason = timeout.aborted
+      const reason = timedOut
         ? `no answer within ${options.timeoutMs} ms`
         : error instanceof Error
           ? error.message
@@ -155,13 +232,23 @@ export function createJobApiClient(options: JobApiClientOptions) {
       throw new DependencyUnavailableError(`job API unreachable: ${reason}`, DEFAULT_RETRY_AFTER_SECONDS, {
         cause: error,
       });
+    } finally {
+      clearTimeout(headersTimer);
     }
+    if (!response.body) return response;
+    return new Response(
+      withIdleTimeout(response.body, options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS, (reason) =>
+        controller.abort(reason),
+      ),
+      { status: response.status, statusText: response.statusText, headers: response.headers },
+    );
   }
 
   async function json<T>(response: Response): Promise<T> {
     try {
       return (await response.json()) as T;
     } catch (error) {
+      if (error instanceof DomainError) throw error;
       throw new DependencyFailedError(`job API answered ${response.status} with a body that is not JSON`, {
         cause: error,
       });

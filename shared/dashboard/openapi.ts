@@ -11,6 +11,7 @@ import {
   callerSchema,
   chatHealthSchema,
   chatReplySchema,
+  notificationTestResultSchema,
   dashboardJobDetailSchema,
   dashboardJobEnvelopeSchema,
   dashboardJobListSchema,
@@ -68,6 +69,7 @@ const SCHEMAS: Record<string, z.ZodType> = {
   ChatHealth: chatHealthSchema,
   AgentActivity: agentActivitySchema,
   RpcResponse: rpcResponseSchema,
+  NotificationTestResult: notificationTestResultSchema,
 };
 
 /**

@@ -110,12 +110,20 @@ export function createPollJobApiActivity(dependencies: SubmitActivityDependencie
         error: "",
       };
     }
+    const resultBytes = upstream.result_bytes ?? null;
     const job = await jobs.update(input.dashboard_job_id, (current) =>
       current.status === upstream.status &&
       JSON.stringify(current.progress) === JSON.stringify(upstream.kubernetes.summary) &&
-      current.error === upstream.error
+      current.error === upstream.error &&
+      JSON.stringify(current.result_bytes ?? null) === JSON.stringify(resultBytes)
         ? undefined
-        : { ...current, status: upstream.status, error: upstream.error, progress: upstream.kubernetes.summary },
+        : {
+            ...current,
+            status: upstream.status,
+            error: upstream.error,
+            progress: upstream.kubernetes.summary,
+            result_bytes: resultBytes,
+          },
     );
     if (upstream.status === "failed") {
       // Idempotent on the job: a re-run poll records the same event once.

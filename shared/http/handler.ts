@@ -1,6 +1,7 @@
 import type { Logger } from "../logging/logger.js";
 import { type HttpResult, mapErrorToResult } from "./envelope.js";
 import { REQUEST_ID_HEADER, resolveRequestId } from "./request-id.js";
+import { NOSNIFF_HEADERS } from "./security-headers.js";
 import type { HttpRequestLike } from "./validation.js";
 
 /** What a route handler receives besides the request: its request id and a logger carrying it. */
@@ -16,7 +17,8 @@ export type RouteHandler<R extends HttpRequestLike = HttpRequestLike> = (
 
 /**
  * Wraps a route handler: resolves the request id, logs the request's outcome, maps every thrown
- * error through the one mapper, and stamps `X-Request-Id` on every response.
+ * error through the one mapper, and stamps `X-Request-Id` and `X-Content-Type-Options: nosniff` on
+ * every response.
  */
 export function createHttpHandler<R extends HttpRequestLike>(
   handler: RouteHandler<R>,
@@ -32,7 +34,8 @@ export function createHttpHandler<R extends HttpRequestLike>(
     } catch (error) {
       result = mapErrorToResult(error, requestId, scoped);
     }
-    result.headers = { ...result.headers, [REQUEST_ID_HEADER]: requestId };
+    // nosniff on every response: a browser never runs a JSON (or any) body as another type.
+    result.headers = { ...result.headers, ...NOSNIFF_HEADERS, [REQUEST_ID_HEADER]: requestId };
     scoped.info("request", {
       method: request.method,
       path: new URL(request.url).pathname,

@@ -91,6 +91,10 @@ export const statusSchema = z.object({
   priority: z.number().int(),
   error: z.string(),
   kubernetes: z.object({ summary: counters }),
+  result_bytes: z
+    .object({ xml: z.number().int(), gzip: z.number().int() })
+    .nullable()
+    .describe("the merged result's size once the job completed: BLAST XML bytes, and stored gzip bytes; null before"),
 });
 
 export const facadeSubmitResponseSchema = z.object({

@@ -1,12 +1,15 @@
 import { randomUUID } from "node:crypto";
 import { isStatus, packText, unpackText } from "../storage/table-text.js";
 import { type TableSource, tableOpener } from "../storage/table-source.js";
-import type { Notification, Notifier } from "./types.js";
+import type { DeliveryReceipt, Notification, Notifier } from "./types.js";
 
 /** A delivery as the outbox recorded it. */
 export interface OutboxEntry extends Notification {
   delivery_id: string;
   at: string;
+  /** The router's overall state and per-channel receipts (absent from the confirming test notifier). */
+  state?: DeliveryReceipt["state"];
+  channels?: DeliveryReceipt["channels"];
 }
 
 export const OUTBOX_TABLE = "outbox";
@@ -43,6 +46,43 @@ export function createOutboxNotifier(
       }
     },
     async list() {
+      const out: OutboxEntry[] = [];
+      for await (const e of (await table()).listEntities<Record<string, unknown>>({
+        queryOptions: { filter: "PartitionKey eq 'o'" },
+      }))
+        out.push(JSON.parse(unpackText(e, "doc")) as OutboxEntry);
+      return out.sort((a, b) => a.at.localeCompare(b.at));
+    },
+  };
+}
+
+/**
+ * The outbox as the audit of deliveries: the router records each message with its overall receipt
+ * here (one row per idempotency key, the latest receipt winning). It confirms nothing itself.
+ */
+export function createOutboxRecorder(source: TableSource) {
+  const table = tableOpener(source, OUTBOX_TABLE);
+  const rowKeyOf = (key: string) => Buffer.from(key).toString("base64url").slice(0, 500);
+  return {
+    async record(message: Notification, receipt: DeliveryReceipt): Promise<void> {
+      const entry: OutboxEntry = {
+        ...message,
+        delivery_id: receipt.delivery_id,
+        at: receipt.at,
+        ...(receipt.state ? { state: receipt.state } : {}),
+        ...(receipt.channels ? { channels: receipt.channels } : {}),
+      };
+      await (await table()).upsertEntity(
+        {
+          partitionKey: "o",
+          rowKey: rowKeyOf(message.idempotency_key),
+          at: entry.at,
+          ...packText("doc", JSON.stringify(entry)),
+        },
+        "Replace",
+      );
+    },
+    async list(): Promise<OutboxEntry[]> {
       const out: OutboxEntry[] = [];
       for await (const e of (await table()).listEntities<Record<string, unknown>>({
         queryOptions: { filter: "PartitionKey eq 'o'" },

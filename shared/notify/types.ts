@@ -30,6 +30,11 @@ export interface Notification {
   runbook_url?: string;
   /** A link into the console (HTTPS), e.g. the incident. */
   console_url?: string;
+  /**
+   * `first` (default): the route's first channel that acknowledges; `all`: every channel of the
+   * route (the kill switch's announcement on all operational channels, break-glass pages).
+   */
+  fan_out?: "first" | "all";
   /** Typed template parameters; scanned for secrets like the body. */
   params?: Readonly<Record<string, string | number | boolean>>;
 }

@@ -24,7 +24,7 @@ export const workspaceSchema = z.strictObject({
   subscription_id: z.string().regex(GUID, "must be a subscription GUID (8-4-4-4-12 hexadecimal digits)"),
   resource_group: z
     .string()
-    .min(1, "must not be empty")
+    .min(1, { message: "must not be empty", abort: true })
     .max(90, "must be at most 90 characters")
     .regex(RESOURCE_GROUP, "may contain letters, digits, '-', '_', '.', '(' and ')', and must not end with '.'"),
   location: z.string().regex(LOCATION, "must be a lowercase Azure region name such as 'westeurope'"),
@@ -32,7 +32,7 @@ export const workspaceSchema = z.strictObject({
   registry: z.string().regex(/^[A-Za-z0-9]{5,50}$/, "must be 5-50 letters or digits"),
   cluster_name: z
     .string()
-    .min(1, "must not be empty")
+    .min(1, { message: "must not be empty", abort: true })
     .max(63, "must be at most 63 characters")
     .regex(CLUSTER_NAME, "may contain letters, digits, '-' and '_', and must start and end with a letter or digit"),
   node_size: z

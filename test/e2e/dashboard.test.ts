@@ -1,9 +1,12 @@
+import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
-import { readFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { promisify } from "node:util";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EXAMPLE_QUERY } from "../../web/src/example-query.js";
-import { mintToken, startStack, type TestStack } from "../support/local-stack.js";
+import { mintToken, ROOT, startStack, type TestStack } from "../support/local-stack.js";
 import { checkPage, expectAccessible, launchChromium } from "./browser.js";
 
 /*
@@ -230,6 +233,76 @@ describe("the dashboard web app in Chromium", () => {
       .waitFor();
     await page.unroute("**/api/blast/jobs");
   }, 60_000);
+
+  it("issue 23: every refusal the submit API answers is shown on the New search page, next to its field or at the top", async () => {
+    const { page } = contributor;
+    // A protein database with no partitions, as `npx blastplane db add` makes by default.
+    const fasta = path.join(stack.dataDir, "noparts.faa");
+    await writeFile(fasta, ">p1 synthetic\nMKTAYIAKQRQISFVKSHFSRQLEERLGLIEVQAPILSRVGDGTQDNLSGAEKAVQVKVKALPDAQ\n");
+    await promisify(execFile)(
+      process.execPath,
+      [path.join(ROOT, "bin/blastplane.mjs"), "db", "add", "prot_noparts", fasta, "--type", "prot"],
+      { env: { ...process.env, BLASTPLANE_DATA_DIR: stack.dataDir } },
+    );
+    await page.getByRole("link", { name: "Jobs" }).first().click();
+    await page.getByRole("link", { name: "New search" }).first().click();
+    await page.getByRole("heading", { name: "New search" }).waitFor();
+
+    // As the researcher met it: blastp, sharded, on a protein database with no partitions.
+    await page.locator("#program").selectOption("blastp");
+    await page.locator("#db option[value='prot_noparts']").waitFor({ state: "attached" });
+    await page.locator("#db").selectOption("prot_noparts");
+    await page.getByLabel("Query (FASTA)").fill(">q\nMKTAYIAKQRQISFVKSHFSRQLEERLGLIEVQ\n");
+    await page.getByRole("radio", { name: /^Sharded/ }).check();
+    await page.getByRole("button", { name: "Submit search" }).click();
+    await page
+      .locator("#execution_profile-error", { hasText: "database 'prot_noparts' has no prepared partitions" })
+      .waitFor();
+    await page.getByText("The service refused some fields: see the messages next to the fields they name.").waitFor();
+    await checkPage(page, "new-search-refused-profile");
+
+    // Each other refusal the API can answer (the page's own checks would stop most of them first,
+    // so the request is changed on its way out): its every message appears where the page puts it.
+    await page.locator("#program").selectOption("blastn");
+    await page.getByRole("button", { name: "Use the example query" }).click();
+    await page.getByRole("radio", { name: /^Standard/ }).check();
+    const refusals: [string, Record<string, unknown>, string][] = [
+      ["unknown database", { db: "no_such_db" }, "#db-error"],
+      ["unknown program", { program: "blastz" }, "#program-error"],
+      ["title too long", { title: "t".repeat(201) }, "#title-error"],
+      ["unknown priority", { priority: "asap" }, "#priority-error"],
+      ["unknown profile", { execution_profile: "turbo" }, "#execution_profile-error"],
+      ["bad e-value", { options: { evalue: -1 } }, "#opt-evalue-error"],
+      ["bad option under More options", { options: { word_size: 2 } }, "#opt-word_size-error"],
+      ["option the program lacks", { options: { matrix: "BLOSUM62" } }, "#submit-refusals"],
+      ["options not an object", { options: "fast" }, "#submit-refusals"],
+      ["bad idempotency key", { idempotency_key: "has space" }, "#submit-refusals"],
+      ["unknown field", { surprise: true }, "#submit-refusals"],
+    ];
+    for (const [name, change, where] of refusals) {
+      await page.route("**/api/blast/jobs", async (route) => {
+        const body = JSON.parse(route.request().postData() ?? "{}") as Record<string, unknown>;
+        await route.continue({ postData: JSON.stringify({ ...body, ...change }) });
+      });
+      const answered = page.waitForResponse(
+        (r) => r.request().method() === "POST" && new URL(r.url()).pathname === "/api/blast/jobs",
+      );
+      await page.getByRole("button", { name: "Submit search" }).click();
+      const response = await answered;
+      expect(response.status(), name).toBe(422);
+      const { detail } = (await response.json()) as { detail: { loc: unknown[]; msg: string }[] };
+      expect(detail.length, name).toBeGreaterThan(0);
+      for (const issue of detail) {
+        const shown = page.locator(where, { hasText: issue.msg });
+        await shown.waitFor({ timeout: 5000 }).catch(() => {
+          throw new Error(`${name}: ${JSON.stringify(issue)} is not shown in ${where}`);
+        });
+        expect(await shown.isVisible(), name).toBe(true);
+      }
+      if (name === "unknown field") await checkPage(page, "new-search-refused-top");
+      await page.unroute("**/api/blast/jobs");
+    }
+  }, 120_000);
 
   it("a search refused by the memory pre-flight shows the message and its three remedies", async () => {
     const { page } = contributor;

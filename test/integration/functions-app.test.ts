@@ -1,4 +1,5 @@
 import { execFile } from "node:child_process";
+import { createHash, randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -132,6 +133,61 @@ describe("dashboard backend foundation routes", () => {
 
   it("B-189 refuses a wrong audience", async () => {
     expect((await me(await signWithStackKey({ ...goodClaims(), aud: "api://someone-else" }))).status).toBe(401);
+  });
+
+  it("B-185 B-189 refuses the ID token of a browser sign-in at the local provider and accepts its access token", async () => {
+    const tenant = "blastplane-local";
+    const clientId = "blastplane-local-api";
+    const redirectUri = `${base}/`;
+    const verifier = randomBytes(32).toString("base64url");
+    const form = new URLSearchParams({
+      client_id: clientId,
+      redirect_uri: redirectUri,
+      response_type: "code",
+      response_mode: "fragment",
+      scope: `api://${clientId}/user_impersonation openid profile offline_access`,
+      state: "s",
+      nonce: "n",
+      code_challenge: createHash("sha256").update(verifier).digest("base64url"),
+      code_challenge_method: "S256",
+      role: "Owner",
+      name: "Ida Token",
+    });
+    const oauth = `${stack.info.idp_url}/${tenant}/oauth2/v2.0`;
+    const back = await fetch(`${oauth}/authorize`, { method: "POST", body: form, redirect: "manual" });
+    expect(back.status).toBe(302);
+    const code = new URLSearchParams((back.headers.get("location") ?? "").split("#")[1]).get("code") ?? "";
+    const redeemed = await fetch(`${oauth}/token`, {
+      method: "POST",
+      body: new URLSearchParams({
+        grant_type: "authorization_code",
+        client_id: clientId,
+        redirect_uri: redirectUri,
+        code,
+        code_verifier: verifier,
+      }),
+    });
+    expect(redeemed.status).toBe(200);
+    const tokens = (await redeemed.json()) as { access_token: string; id_token: string };
+    const idRes = await me(tokens.id_token);
+    expect(idRes.status).toBe(401);
+    expect(await idRes.json()).toMatchObject({ detail: expect.any(String), request_id: expect.any(String) });
+    const accessRes = await me(tokens.access_token);
+    expect(accessRes.status).toBe(200);
+    expect(await accessRes.json()).toMatchObject({ caller: { name: "Ida Token", roles: ["Owner"] } });
+  });
+
+  it("B-189 refuses the bare client id as audience and a token with neither the API scope nor an app role", async () => {
+    const { roles: _roles, ...noRoles } = goodClaims();
+    expect((await me(await signWithStackKey({ ...goodClaims(), aud: "blastplane-local-api" }))).status).toBe(401);
+    expect(
+      (await me(await signWithStackKey({ ...goodClaims(), aud: "blastplane-local-api", scp: "user_impersonation" })))
+        .status,
+    ).toBe(401);
+    expect((await me(await signWithStackKey(noRoles))).status).toBe(401);
+    expect((await me(await signWithStackKey({ ...noRoles, scp: "openid profile" }))).status).toBe(401);
+    // The delegated scope alone is enough (a user with no app role is a caller with no roles).
+    expect((await me(await signWithStackKey({ ...noRoles, scp: "openid user_impersonation" }))).status).toBe(200);
   });
 
   it("B-190 refuses an expired token", async () => {

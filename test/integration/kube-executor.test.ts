@@ -69,7 +69,7 @@ describe("Kubernetes executor on the local cluster", () => {
   const shard = (
     jobId: string,
     partition: number,
-    options: { slow?: boolean; attempt?: number; memoryBytes?: number } = {},
+    options: { slow?: boolean; attempt?: number; memoryBytes?: number; sharded?: boolean } = {},
   ): ShardSpec => {
     const dir = mkdtempSync(path.join(work, "shard-"));
     const queryPath = path.join(dir, "b0.fa");
@@ -93,6 +93,7 @@ describe("Kubernetes executor on the local cluster", () => {
       queryPath,
       database: { name: db.manifest.name, version: db.manifest.version },
       memoryBytes: options.memoryBytes ?? 1024 * 1024,
+      ...(options.sharded === undefined ? {} : { sharded: options.sharded }),
       threads: 1,
     };
   };
@@ -281,6 +282,20 @@ describe("Kubernetes executor on the local cluster", () => {
       "Remedies: submit from the dashboard with the sharded execution profile, recreate the cluster with a larger machine type, or choose a smaller database.",
     );
     // Not left to Kubernetes' own retries: the Job is deleted.
+    await eventually(async () => (jobsOf(jobId).length === 0 ? true : undefined));
+  });
+
+  it("B-246 does not offer the sharded execution profile as the remedy when a shard of a sharded job runs out of memory", async () => {
+    const ex = executor({ settings: { workingSetBytes: 24 * 1024 ** 2 } });
+    const jobId = newJobId();
+    const error = await failureOf(
+      ex.run(shard(jobId, 1, { memoryBytes: 0, sharded: true }), new AbortController().signal),
+    );
+    expect(error.message).toMatch(/OOMKilled — the shard's pod used more than its memory limit of 24\.0 MiB/);
+    expect(error.message).not.toContain("sharded execution profile");
+    expect(error.message).toContain("larger machine type");
+    expect(error.message).toContain("more partitions");
+    expect(error.message).toContain("smaller database");
     await eventually(async () => (jobsOf(jobId).length === 0 ? true : undefined));
   });
 

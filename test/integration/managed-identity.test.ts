@@ -81,12 +81,32 @@ describe("outside local mode, every deployable refuses to start with a storage k
         AzureWebJobsStorage__clientId: CLIENT_ID,
         AUTH_TENANT_ID: "tenant",
         AUTH_CLIENT_ID: "client",
+        // Outside the local stack an A2 channel on operational_alert is required (spec §8).
+        SVC_WEBHOOK_URL: "https://hooks.example/blastplane",
+        SVC_WEBHOOK_SECRET_REF: "kv:webhook-secret",
       },
     );
     expect(exit.stderr).toBe("");
     expect(exit.code).toBe(0);
     const names = (JSON.parse(exit.stdout) as { functions: { name: string }[] }).functions.map((f) => f.name);
     expect(names).toContain("databaseUpdateCheckTimer");
+  });
+
+  it("C-525 the Functions app outside the local stack refuses to start without a registered A2 channel on operational_alert", async () => {
+    const exit = await run(
+      [path.join(ROOT, "scripts/import-probe.mjs"), "--functions", path.join(ROOT, "dist/functions/index.js")],
+      {
+        AzureWebJobsStorage__accountName: "blastplaneplat",
+        AzureWebJobsStorage__credential: "managedidentity",
+        AzureWebJobsStorage__clientId: CLIENT_ID,
+        AUTH_TENANT_ID: "tenant",
+        AUTH_CLIENT_ID: "client",
+      },
+    );
+    expect(exit.code).not.toBe(0);
+    expect(exit.stderr).toContain(
+      "notification_route_unavailable: no registered channel supporting A2 on operational_alert",
+    );
   });
 
   it.each(CREDENTIALS)("B-219: the job API refuses %s in JOBAPI_STORAGE_CONNECTION_STRING", async (_, value, holds) => {

@@ -45,6 +45,8 @@ export async function startStack(
     dataDir?: string;
     inMemory?: boolean /** Its own process group (for cutPower). */;
     detached?: boolean;
+    /** How long to wait for "local stack ready" (default 45 s). */
+    readyTimeoutMs?: number;
   } = {},
 ): Promise<TestStack> {
   const dataDir = options.dataDir ?? mkdtempSync(path.join(tmpdir(), "bp-stack-"));
@@ -72,11 +74,15 @@ export async function startStack(
   });
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   await new Promise<void>((resolve, reject) => {
-    // 45 s, or STACK_START_TIMEOUT_SECONDS on a machine shared with other heavy work.
-    const seconds = Number(process.env.STACK_START_TIMEOUT_SECONDS ?? 45);
+    // 45 s, or readyTimeoutMs, or STACK_START_TIMEOUT_SECONDS on a machine shared with other heavy work.
+    const readyMs = options.readyTimeoutMs ?? Number(process.env.STACK_START_TIMEOUT_SECONDS ?? 45) * 1000;
     const deadline = setTimeout(
-      () => reject(new Error(`stack did not start in ${seconds} s:\n${output}`)),
-      seconds * 1000,
+      () =>
+        reject(
+          new Error(`stack did not start in ${readyMs / 1000} s:
+${output}`),
+        ),
+      readyMs,
     );
     const poll = setInterval(() => {
       if (output.includes("local stack ready")) {

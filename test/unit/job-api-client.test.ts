@@ -214,3 +214,59 @@ describe("job-API client: one error vocabulary (shared/errors.ts)", () => {
     expect(await failure(download)).toBe(reason);
   });
 });
+
+describe("job-API client: result bodies (issue 23, defect 1)", () => {
+  /** Reads `body` to its end; rejects when the stream errors. */
+  async function readAll(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<string> {
+    const parts: Buffer[] = [];
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return Buffer.concat(parts).toString();
+      parts.push(Buffer.from(value));
+    }
+  }
+
+  it("B-008 a download that lasts longer than the call timeout is not cut: the timeout covers the answer's headers only", async () => {
+    let sendRest: () => void = () => {};
+    handler = (_request, response) => {
+      response.writeHead(200, { "Content-Type": "application/xml" });
+      response.write("<BlastOutput>");
+      sendRest = () => response.end("</BlastOutput>");
+    };
+    const results = await client({ timeoutMs: 1000 }).openResults("abcdefghijkl", "xml");
+    const reader = results.body.getReader();
+    expect(Buffer.from((await reader.read()).value ?? []).toString()).toBe("<BlastOutput>");
+    // The consumer takes longer than the call timeout before it reads on (a slow browser, a large
+    // file): the download must outlive that timeout. The wait is the condition under test.
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    const rest = readAll(reader);
+    sendRest();
+    expect(await rest).toBe("</BlastOutput>");
+  });
+
+  it("B-008 a body that stalls longer than the idle timeout fails as a DependencyUnavailableError and closes the job API's connection", async () => {
+    const closed = new Promise<void>((resolve) => {
+      handler = (request, response) => {
+        response.writeHead(200, { "Content-Type": "application/xml" });
+        response.write("<BlastOutput>"); // and nothing more
+        request.socket.once("close", () => resolve());
+      };
+    });
+    const results = await client({ timeoutMs: 5000, idleTimeoutMs: 200 }).openResults("abcdefghijkl", "xml");
+    const error = await failure(readAll(results.body.getReader()));
+    expect(error).toBeInstanceOf(DependencyUnavailableError);
+    expect(error.message).toBe("the job API sent no data for 200 ms");
+    await closed;
+  });
+
+  it("B-008 a body whose connection breaks mid-way is an error, never a short body that ends cleanly", async () => {
+    handler = (_request, response) => {
+      response.writeHead(200, { "Content-Type": "application/xml" });
+      response.write("<BlastOutput><Iteration>", () => response.socket?.destroy());
+    };
+    const results = await client().openResults("abcdefghijkl", "xml");
+    const error = await failure(readAll(results.body.getReader()));
+    expect(error).toBeInstanceOf(DependencyUnavailableError);
+    expect(error.message).toMatch(/^the job API's answer broke off: /);
+  });
+});

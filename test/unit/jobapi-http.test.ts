@@ -164,6 +164,81 @@ describe("job API transport: routing answers in the envelope", () => {
   });
 });
 
+describe("job API transport: browser hardening", () => {
+  const ok: JobApiRoute = {
+    method: "GET",
+    path: "/v1/jobs/{job_id}/status",
+    handler: async (req, { requestId }) => jsonResult(200, { id: req.params.job_id }, requestId),
+  };
+  const health: JobApiRoute = {
+    method: "GET",
+    path: "/v1/health",
+    public: true,
+    handler: async (_req, { requestId }) => jsonResult(200, { status: "ok" }, requestId),
+  };
+
+  it("says X-Content-Type-Options: nosniff on JSON success, 401, 404, 405 and mapped errors", async () => {
+    const { app } = transport([ok, boom("POST", new Error("x"))]);
+    const responses = [
+      await app.request("/v1/jobs/a/status", { headers: { "X-SVC-API-Token": "good" } }),
+      await app.request("/v1/jobs/a/status"),
+      await app.request("/v1/nothing-here"),
+      await app.request("/v1/jobs/a/status", { method: "DELETE", headers: { "X-SVC-API-Token": "good" } }),
+      await app.request("/v1/boom", { method: "POST", headers: { "X-SVC-API-Token": "good" } }),
+    ];
+    expect(responses.map((r) => r.status)).toEqual([200, 401, 404, 405, 500]);
+    for (const res of responses) expect(res.headers.get("x-content-type-options")).toBe("nosniff");
+  });
+
+  it("serves /docs under a CSP without 'unsafe-inline' that forbids framing, and its start script as a file", async () => {
+    const { app } = transport(createDocsRoutes({ openapi: () => "{}" }));
+    const page = await app.request("/docs");
+    expect(page.status).toBe(200);
+    const csp = page.headers.get("content-security-policy") ?? "";
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).not.toContain("unsafe-inline");
+    expect(csp).not.toContain("unsafe-eval");
+    const html = await page.text();
+    // Every script is a file of this origin: no inline script or style the policy would have to allow.
+    expect(html).not.toMatch(/<script>|<script [^>]*>[^<]|<style|style=/);
+    expect(html).toContain('<script src="/docs/init.js"></script>');
+    const init = await app.request("/docs/init.js");
+    expect(init.status).toBe(200);
+    expect(init.headers.get("content-type")).toBe("application/javascript");
+  });
+
+  it("with loopbackHostOnly answers 421 to a Host naming anything but loopback (DNS rebinding), on a real socket", async () => {
+    const app = createJobApiTransport({
+      routes: [health],
+      logger: createLogger({ level: "error", write: () => undefined }),
+      authorize: async () => false,
+      bodyLimitBytes: LIMIT,
+      loopbackHostOnly: true,
+    });
+    const base = await listen(app);
+    const port = new URL(base).port;
+    const status = (host: string) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = http.request(`${base}/v1/health`, { headers: { host } }, (res) => {
+          let body = "";
+          res.on("data", (c: Buffer) => {
+            body += c.toString();
+          });
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+        });
+        req.on("error", reject);
+        req.end();
+      });
+    const rebound = await status(`rebind.attacker.example:${port}`);
+    expect(rebound.status).toBe(421);
+    expect(JSON.parse(rebound.body)).toMatchObject({ detail: "host header must name a loopback address" });
+    for (const host of [`localhost:${port}`, `127.0.0.1:${port}`, `[::1]:${port}`]) {
+      expect((await status(host)).status, host).toBe(200);
+    }
+  });
+});
+
 describe("job API transport: request bodies", () => {
   it("reads a body within the limit and answers 413 over it, declared by Content-Length", async () => {
     const { app } = transport([echo]);

@@ -147,8 +147,10 @@ describe("createJwtValidator against the dev identity provider", () => {
     });
   });
 
-  it("B-185 name is empty and roles empty when the token has neither", async () => {
-    const caller = await validator.validate(`Bearer ${await signWithIdpKey({}, ["name", "roles"])}`);
+  it("B-185 name is empty and roles empty when the token has neither (a delegated-scope token)", async () => {
+    const caller = await validator.validate(
+      `Bearer ${await signWithIdpKey({ scp: "user_impersonation" }, ["name", "roles"])}`,
+    );
     expect(caller.name).toBe("");
     expect(caller.roles).toEqual([]);
   });
@@ -297,6 +299,26 @@ describe("createJwtValidator against the dev identity provider", () => {
     await expectUnauthorized(`Bearer ${await signWithIdpKey({ aud: CLIENT_ID })}`);
     await expectUnauthorized(`Bearer ${await signWithIdpKey({ aud: ["api://a", "api://b"] })}`);
     await expectUnauthorized(`Bearer ${await signWithIdpKey({}, ["aud"])}`);
+  });
+
+  it("B-185 accepts only access tokens: the user_impersonation scope or an app role, never an ID token's claims", async () => {
+    // Even a validator that (wrongly) accepted the client id as an audience refuses an ID token.
+    const lenient = createJwtValidator({ discoveryUrl: idp.discoveryUrl, audience: [CLIENT_ID, idp.audience] });
+    const idTokenClaims = { aud: CLIENT_ID, nonce: "n", preferred_username: "Test User" };
+    const idToken = await signWithIdpKey(idTokenClaims, ["roles"]);
+    const err = await rejection(lenient.validate(`Bearer ${idToken}`));
+    expect(err).toBeInstanceOf(UnauthorizedError);
+    expect((err as Error).message).toBe("bearer token is not an access token for this API");
+    await expectUnauthorized(`Bearer ${await signWithIdpKey({}, ["roles"])}`);
+    await expectUnauthorized(`Bearer ${await signWithIdpKey({ roles: [] })}`);
+    await expectUnauthorized(`Bearer ${await signWithIdpKey({ scp: "openid profile", roles: [""] })}`);
+    await expectUnauthorized(`Bearer ${await signWithIdpKey({ scp: "user_impersonation_extra" }, ["roles"])}`);
+    await expect(
+      validator.validate(`Bearer ${await signWithIdpKey({ scp: "openid user_impersonation" }, ["roles"])}`),
+    ).resolves.toMatchObject({ roles: [] });
+    await expect(validator.validate(`Bearer ${await signWithIdpKey({})}`)).resolves.toMatchObject({
+      roles: ["Contributor"],
+    });
   });
 
   it("B-190 rejects a token expired beyond the clock skew and accepts one inside it", async () => {

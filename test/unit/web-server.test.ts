@@ -1,5 +1,5 @@
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { createServer, type Server } from "node:http";
+import { createServer, request as httpRequest, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -56,6 +56,48 @@ describe("the local web server beside the Functions routes", () => {
     expect(csp).toContain("connect-src 'self' http://127.0.0.1:7072");
     expect(csp).toContain("frame-ancestors 'self'");
     expect(res.headers.get("x-content-type-options")).toBe("nosniff");
+    expect(res.headers.get("permissions-policy")).toContain("camera=()");
+    expect(res.headers.get("permissions-policy")).toContain("microphone=()");
+    expect(res.headers.get("permissions-policy")).toContain("geolocation=()");
+    expect(res.headers.get("cross-origin-opener-policy")).toBe("same-origin");
+    expect(res.headers.get("cross-origin-resource-policy")).toBe("same-origin");
+  });
+
+  it("with loopbackHostOnly refuses a Host header naming anything but loopback, for the app and /api alike", async () => {
+    const guarded = createServer(
+      createWebHandler({
+        root: path.join(dir, "web"),
+        api: (_req, res) => {
+          res.writeHead(204);
+          res.end();
+        },
+        webConfig: () => ({}),
+        connectOrigins: () => [],
+        loopbackHostOnly: true,
+      }),
+    );
+    await new Promise<void>((resolve) => guarded.listen(0, "127.0.0.1", resolve));
+    const port = (guarded.address() as AddressInfo).port;
+    const status = (pathname: string, host: string) =>
+      new Promise<number>((resolve, reject) => {
+        const req = httpRequest({ host: "127.0.0.1", port, path: pathname, headers: { host } }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        });
+        req.on("error", reject);
+        req.end();
+      });
+    try {
+      for (const pathname of ["/", "/web-config.json", "/api/health"]) {
+        expect(await status(pathname, `rebind.attacker.example:${port}`)).toBe(421);
+        expect(await status(pathname, `127.0.0.2.nip.example:${port}`)).toBe(421);
+        expect(await status(pathname, `localhost:${port}`)).not.toBe(421);
+        expect(await status(pathname, `127.0.0.1:${port}`)).not.toBe(421);
+        expect(await status(pathname, `[::1]:${port}`)).not.toBe(421);
+      }
+    } finally {
+      await new Promise<void>((resolve) => guarded.close(() => resolve()));
+    }
   });
 
   it("serves hashed assets as immutable and the runtime configuration as never cached", async () => {

@@ -119,6 +119,13 @@ describe("workspace schema", () => {
     ]);
   });
 
+  it.each(["resource_group", "cluster_name"])(
+    "issue 23 refuses an empty %s with one sentence, not 'must not be empty may contain…'",
+    (field) => {
+      expect(issues({ [field]: "" })).toEqual([{ path: field, message: "must not be empty" }]);
+    },
+  );
+
   it.each(Object.keys(valid))("refuses a workspace without %s", (field) => {
     expect(issues({ [field]: undefined })).toEqual([{ path: field, message: expect.any(String) }]);
   });

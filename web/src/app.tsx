@@ -48,7 +48,7 @@ function SignedOut(props: { path: string }) {
         <DiagnosticsPage />
       ) : (
         <section class="sign-in">
-          <PageTitle subtitle="Run NCBI BLAST+ searches on your Azure Kubernetes cluster: save the workspace, prepare databases, submit searches and read their results.">
+          <PageTitle subtitle="Run NCBI BLAST+ searches, on this machine or on an Azure Kubernetes cluster: prepare databases, submit searches and read their results.">
             Sign in to blastplane
           </PageTitle>
           <p>

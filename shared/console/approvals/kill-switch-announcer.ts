@@ -47,6 +47,10 @@ export function createKillSwitchAnnouncer(deps: {
           body_markdown: body,
           correlation_id: requestId,
           idempotency_key: `${requestId}/${recipient}`,
+          // Announced on every operational channel (spec §8); a channel that posts to its own
+          // audience gets it once per flip, whichever recipient's send reaches it first.
+          severity: "high",
+          fan_out: "all",
         });
         if (receipt.confirmed) announced++;
       } catch {

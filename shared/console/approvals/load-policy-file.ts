@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
-import { LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
+import { parseYamlCatalog } from "../../config/yaml-catalog.js";
 import { CatalogLoadError } from "../../ops/catalog/json-catalog.js";
 import { SEVERITIES } from "../../ops/rules/rule-catalog.js";
 
@@ -51,25 +51,7 @@ export const DEFAULT_LOAD_POLICY_FILE: LoadPolicyFile = loadPolicyFileSchema.par
  * a {@link CatalogLoadError} naming the file and line, so a bad policy stops start-up.
  */
 export function parseLoadPolicyFile(file: string, text: string): LoadPolicyFile {
-  const lines = new LineCounter();
-  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
-  const lineOf = (offset: number | undefined) => (offset === undefined ? 1 : lines.linePos(offset).line);
-  const yamlError = doc.errors[0];
-  if (yamlError)
-    throw new CatalogLoadError(file, lineOf(yamlError.pos[0]), `not valid YAML: ${yamlError.message.split("\n")[0]}`);
-  const result = loadPolicyFileSchema.safeParse(doc.toJS() ?? {});
-  if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  const path = (issue?.path ?? []).map((p) => (typeof p === "symbol" ? String(p) : p));
-  // The deepest node of the path that exists: the bad value, or the map missing the key.
-  let node: unknown;
-  for (let n = path.length; n >= 0 && !node; n--) node = n === 0 ? doc.contents : doc.getIn(path.slice(0, n), true);
-  const range = (node as { range?: [number, number, number] } | undefined)?.range;
-  throw new CatalogLoadError(
-    file,
-    lineOf(range?.[0]),
-    `${path.length ? `${path.join(".")}: ` : ""}${issue?.message ?? "invalid"}`,
-  );
+  return parseYamlCatalog(file, text, loadPolicyFileSchema);
 }
 
 /**

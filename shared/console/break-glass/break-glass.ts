@@ -96,6 +96,9 @@ export async function activateBreakGlass(
           body_markdown: `Break-glass was activated by ${request.actor.name || request.actor.oid} until ${expires_at}. Reason: ${reason}`,
           correlation_id: request.requestId,
           idempotency_key: `break_glass/${request.requestId}/${owner}`,
+          // Through the paging and chat channels alike: every operational channel of the route.
+          severity: "critical",
+          fan_out: "all",
         }),
       );
     } catch {

@@ -1,9 +1,10 @@
 import type { ComponentType } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { type ApiClient, ApiError, type JobView, type ResultContent } from "../api.js";
-import { formatTime } from "../format.js";
+import { formatBytes, formatTime } from "../format.js";
 import { Link } from "../router.js";
 import { ErrorNotice, LiveText, PageTitle, StatusBadge, useApp, useAsync, useCan, usePolling } from "../ui.js";
+import { finishedSentence } from "./job-words.js";
 import { isTerminal, jobTitle } from "./jobs-page.js";
 
 /** How often a running job is re-read (the dashboard refreshes it from the job API every few seconds). */
@@ -33,6 +34,14 @@ const DOWNLOADS: readonly { content: ResultContent; label: string; file: (uuid: 
 
 const PREFLIGHT = "memory pre-flight failed";
 
+/** A download's size, known before downloading: the XML's, or the stored gzip's for the merged ZIP. */
+function sizeOf(content: ResultContent, bytes: JobView["result_bytes"]): string {
+  if (!bytes) return "";
+  if (content === "xml") return ` (${formatBytes(bytes.xml)})`;
+  if (content === "merged") return ` (${formatBytes(bytes.gzip)})`;
+  return "";
+}
+
 /** One search: its status timeline, shard progress, details, and results once it has completed. */
 export function JobPage(props: { uuid: string }) {
   const { api } = useApp();
@@ -40,6 +49,7 @@ export function JobPage(props: { uuid: string }) {
   const job = useAsync((signal) => api.getJob(props.uuid, signal), [props.uuid]);
   const [seen, setSeen] = useState<Record<string, string>>({});
   const [cancelError, setCancelError] = useState<unknown>(undefined);
+  const [confirmingCancel, setConfirmingCancel] = useState(false);
   const data = job.data;
   const terminal = data ? isTerminal(data) : false;
 
@@ -73,23 +83,39 @@ export function JobPage(props: { uuid: string }) {
         <span>
           Status: <StatusBadge status={data.status} />
         </span>
-        {canCancel && !terminal ? (
-          <button
-            type="button"
-            onClick={async () => {
-              setCancelError(undefined);
-              try {
-                await api.cancelJob(data.job_id);
-                job.setData(await api.getJob(data.job_id));
-              } catch (error) {
-                setCancelError(error);
-              }
-            }}
-          >
+        {canCancel && !terminal && !confirmingCancel ? (
+          <button type="button" onClick={() => setConfirmingCancel(true)}>
             Cancel search
           </button>
         ) : null}
       </div>
+      {canCancel && !terminal && confirmingCancel ? (
+        <div class="notice" role="alertdialog" aria-label="Cancel this search?">
+          <p>Cancel this search? Its running shards stop, and it will have no results. This cannot be undone.</p>
+          <div class="row">
+            <button
+              type="button"
+              class="danger"
+              onClick={async () => {
+                setCancelError(undefined);
+                try {
+                  await api.cancelJob(data.job_id);
+                  job.setData(await api.getJob(data.job_id));
+                } catch (error) {
+                  setCancelError(error);
+                } finally {
+                  setConfirmingCancel(false);
+                }
+              }}
+            >
+              Yes, cancel the search
+            </button>
+            <button type="button" onClick={() => setConfirmingCancel(false)}>
+              Keep it running
+            </button>
+          </div>
+        </div>
+      ) : null}
       <ErrorNotice error={cancelError} title="Could not cancel:" />
       <ErrorNotice error={job.error} title="Could not refresh:" />
 
@@ -152,12 +178,12 @@ export function JobPage(props: { uuid: string }) {
         <dt>Job API id</dt>
         <dd>{data.openapi_job_id ?? "not assigned yet"}</dd>
       </dl>
-      {!terminal ? <LiveText>Watching for changes…</LiveText> : <LiveText>The search has {data.status}.</LiveText>}
+      {!terminal ? <LiveText>Watching for changes…</LiveText> : <LiveText>{finishedSentence(data.status)}</LiveText>}
 
       {data.status === "completed" ? (
         <>
           <h2>Results</h2>
-          <Downloads api={api} uuid={data.job_id} />
+          <Downloads api={api} uuid={data.job_id} resultBytes={data.result_bytes} />
           <LazyResults api={api} uuid={data.job_id} />
         </>
       ) : null}
@@ -199,7 +225,7 @@ function JobError(props: { error: string }) {
 }
 
 /** Downloads stream through the dashboard API with the caller's token; no storage URL is involved. */
-function Downloads(props: { api: ApiClient; uuid: string }) {
+function Downloads(props: { api: ApiClient; uuid: string; resultBytes: JobView["result_bytes"] }) {
   const [busy, setBusy] = useState<ResultContent | undefined>(undefined);
   const [error, setError] = useState<unknown>(undefined);
   const download = async (content: ResultContent, fallbackName: string) => {
@@ -233,7 +259,7 @@ function Downloads(props: { api: ApiClient; uuid: string }) {
               disabled={busy !== undefined}
               onClick={() => void download(d.content, d.file(props.uuid))}
             >
-              {busy === d.content ? "Preparing…" : `Download ${d.label}`}
+              {busy === d.content ? "Preparing…" : `Download ${d.label}${sizeOf(d.content, props.resultBytes)}`}
             </button>
           </li>
         ))}

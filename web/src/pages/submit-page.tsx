@@ -14,6 +14,7 @@ import { zodIssues } from "../../../shared/http/validation.js";
 import { ApiError, type FieldIssue, type SubmitRequest } from "../api.js";
 import { EXAMPLE_DATABASE, EXAMPLE_QUERY } from "../example-query.js";
 import { formatBytes, formatCount } from "../format.js";
+import { fieldKeyOf, placeIssues } from "./submit-issues.js";
 import { navigate } from "../router.js";
 import { ErrorNotice, Field, fieldAria, PageTitle, topRole, useApp, useAsync, useCan } from "../ui.js";
 
@@ -95,18 +96,11 @@ function choices(key: OptionKey, program: BlastProgram): readonly string[] {
 
 const PRIORITIES = ["low", "normal", "high", "urgent"] as const;
 
-/** Issues by field: `query_fasta`, `db`, `options.evalue`, …; the rest under `form`. */
-type IssueMap = Record<string, string[]>;
+/** The form's own fields (besides the BLAST options it shows for the program). */
+const FORM_FIELDS = ["program", "db", "query_fasta", "title", "priority", "execution_profile"] as const;
 
-function groupIssues(issues: readonly FieldIssue[]): IssueMap {
-  const map: IssueMap = {};
-  for (const issue of issues) {
-    const [, field, sub] = issue.loc;
-    const key =
-      field === "options" && typeof sub === "string" ? `options.${sub}` : typeof field === "string" ? field : "form";
-    map[key] = [...(map[key] ?? []), issue.msg];
-  }
-  return map;
+function optionLabel(key: string): string | undefined {
+  return OPTION_FIELDS.find((f) => f.key === key)?.label;
 }
 
 /** The form's option values (strings as typed) as the request's `options` object. */
@@ -174,7 +168,9 @@ function SubmitForm() {
   const [profile, setProfile] = useState<"standard" | "sharded">("standard");
   const [priority, setPriority] = useState<(typeof PRIORITIES)[number]>("normal");
   const [optionValues, setOptionValues] = useState<Record<string, string>>({});
-  const [issues, setIssues] = useState<IssueMap>({});
+  const [refusals, setRefusals] = useState<readonly FieldIssue[]>([]);
+  const [moreOptionsOpen, setMoreOptionsOpen] = useState(false);
+  const clearField = (key: string) => setRefusals((list) => list.filter((i) => fieldKeyOf(i.loc) !== key));
   const [submitError, setSubmitError] = useState<unknown>(undefined);
   const [submitting, setSubmitting] = useState(false);
   // One key per search being composed: a double click or a retry after a lost answer is one job.
@@ -218,7 +214,7 @@ function SubmitForm() {
     setSubmitError(undefined);
     const body = request();
     const found = validate(body);
-    setIssues(groupIssues(found));
+    setRefusals(found);
     if (found.length > 0) {
       focusFirstInvalid();
       return;
@@ -230,7 +226,7 @@ function SubmitForm() {
       navigate(`/blast/jobs/${envelope.job_id}`);
     } catch (error) {
       if (error instanceof ApiError && error.status === 422) {
-        setIssues(groupIssues(error.issues));
+        setRefusals(error.issues);
         focusFirstInvalid();
       }
       setSubmitError(error);
@@ -243,13 +239,23 @@ function SubmitForm() {
     const file = (event.currentTarget as HTMLInputElement).files?.[0];
     if (!file) return;
     setQuery(await file.text());
-    setIssues((m) => ({ ...m, query_fasta: [] }));
+    clearField("query_fasta");
   };
 
-  const queryError = issues.query_fasta?.length ? issues.query_fasta.join(" ") : live.issues?.join(" ");
   const shown = OPTION_FIELDS.filter(
     (f) => OPTION_PROGRAMS[f.key].includes(program) && !(f.kind === "choice" && choices(f.key, program).length === 0),
   );
+  // Every refusal is shown: next to its field when the form has it, otherwise at the top.
+  const placed = placeIssues(
+    refusals,
+    new Set<string>([...FORM_FIELDS, ...shown.map((f) => `options.${f.key}`)]),
+    optionLabel,
+  );
+  const issues = placed.byField;
+  // A refused option under "More options" opens it, so its message is on screen.
+  const moreOptionsRefused = shown.some((f) => !f.basic && issues[`options.${f.key}`]?.length);
+  const profileError = issues.execution_profile?.join(" ");
+  const queryError = issues.query_fasta?.length ? issues.query_fasta.join(" ") : live.issues?.join(" ");
   const optionInput = (field: (typeof OPTION_FIELDS)[number]) => {
     const id = `opt-${field.key}`;
     const error = issues[`options.${field.key}`]?.join(" ");
@@ -305,9 +311,9 @@ function SubmitForm() {
       </PageTitle>
       <ErrorNotice error={databases.error} title="Could not load the databases:" />
       <form class="form" onSubmit={onSubmit} noValidate>
-        {issues.form ? (
-          <div class="notice notice-error" role="alert">
-            {issues.form.map((m) => (
+        {placed.top.length > 0 ? (
+          <div class="notice notice-error" role="alert" id="submit-refusals" tabIndex={-1}>
+            {placed.top.map((m) => (
               <p key={m}>{m}</p>
             ))}
           </div>
@@ -369,7 +375,7 @@ function SubmitForm() {
             value={query}
             onInput={(e) => {
               setQuery(e.currentTarget.value);
-              setIssues((m) => ({ ...m, query_fasta: [] }));
+              clearField("query_fasta");
             }}
             {...fieldAria("query_fasta", queryError, true)}
           />
@@ -384,7 +390,7 @@ function SubmitForm() {
               type="button"
               onClick={() => {
                 setQuery(EXAMPLE_QUERY);
-                setIssues((m) => ({ ...m, query_fasta: [] }));
+                clearField("query_fasta");
               }}
             >
               Use the example query
@@ -407,6 +413,7 @@ function SubmitForm() {
               id="priority"
               value={priority}
               onChange={(e) => setPriority(e.currentTarget.value as typeof priority)}
+              {...fieldAria("priority", issues.priority?.join(" "))}
             >
               {PRIORITIES.map((p) => (
                 <option key={p} value={p}>
@@ -416,7 +423,10 @@ function SubmitForm() {
             </select>
           </Field>
         </div>
-        <fieldset class="choices">
+        <fieldset
+          class={`choices${profileError ? " field-invalid" : ""}`}
+          aria-describedby={profileError ? "execution_profile-error" : undefined}
+        >
           <legend>Execution profile</legend>
           <label>
             <input
@@ -443,11 +453,19 @@ function SubmitForm() {
               databases larger than a node's memory.
             </span>
           </label>
+          {profileError ? (
+            <p class="field-error" id="execution_profile-error">
+              {profileError}
+            </p>
+          ) : null}
         </fieldset>
         <fieldset class="options">
           <legend>BLAST options</legend>
           <div class="grid-3">{shown.filter((f) => f.basic).map(optionInput)}</div>
-          <details>
+          <details
+            open={moreOptionsOpen || moreOptionsRefused}
+            onToggle={(e) => setMoreOptionsOpen(e.currentTarget.open)}
+          >
             <summary>More options</summary>
             <div class="grid-3">{shown.filter((f) => !f.basic).map(optionInput)}</div>
           </details>
@@ -458,7 +476,7 @@ function SubmitForm() {
         />
         {submitError instanceof ApiError && submitError.status === 422 ? (
           <p class="field-error" role="alert">
-            The service refused some fields; see the messages next to them.
+            {refusedSummary(Object.keys(issues).length > 0, placed.top.length > 0)}
           </p>
         ) : null}
         <div class="actions">
@@ -471,12 +489,24 @@ function SubmitForm() {
   );
 }
 
+/** Where the page shows the service's reasons for refusing a search. */
+function refusedSummary(nextToFields: boolean, atTop: boolean): string {
+  const where =
+    nextToFields && atTop
+      ? "next to the fields they name and at the top of the form"
+      : atTop
+        ? "at the top of the form"
+        : "next to the fields they name";
+  return `The service refused some fields: see the messages ${where}.`;
+}
+
 /** Moves focus to the first field marked invalid, after the render that marks it. */
 function focusFirstInvalid(): void {
   requestAnimationFrame(() =>
     (
       document.querySelector<HTMLElement>("[aria-invalid='true']") ??
-      document.querySelector<HTMLElement>(".notice-error")
+      document.querySelector<HTMLElement>("fieldset.field-invalid input:checked") ??
+      document.querySelector<HTMLElement>("#submit-refusals")
     )?.focus(),
   );
 }

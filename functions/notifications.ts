@@ -1,0 +1,53 @@
+import { z } from "zod";
+import { InvalidFieldError } from "../shared/errors.js";
+import { jsonResult } from "../shared/http/envelope.js";
+import { errorResponse, jsonBodyOf, ok, validationFailed } from "../shared/http/openapi.js";
+import { parseJsonBody } from "../shared/http/validation.js";
+import { sendTestNotification } from "../shared/notify/test-notification.js";
+import { appContext } from "./composition/app-context.js";
+import { consoleParts, notifyConfig } from "./composition/console-deps.js";
+import { callerOf, route } from "./composition/http-route.js";
+
+const testBody = z.strictObject({
+  route: z
+    .string()
+    .regex(/^[a-z][a-z0-9_]{0,62}$/, "must be a route name of config/notifications-matrix.yaml")
+    .default("operational_alert"),
+});
+
+/**
+ * Sends a marked test A2 notification through the router to every channel of a route (Owner;
+ * audited) and answers each channel's delivery state and receipt.
+ */
+route(
+  "notificationsTest",
+  {
+    methods: ["POST"],
+    route: "notifications/test",
+    role: "Owner",
+    openapi: {
+      summary: "Send a marked test notification through the router",
+      description:
+        "Sends a clearly marked test A2 message to every channel of a route of config/notifications-matrix.yaml (default operational_alert) and answers each channel's delivery state and receipt. Audited as notify.test.",
+      requestBody: jsonBodyOf(testBody),
+      responses: {
+        ...ok("the delivery states", "NotificationTestResult"),
+        "400": errorResponse("malformed JSON"),
+        "413": errorResponse("request body too large"),
+        ...validationFailed,
+      },
+    },
+  },
+  async (request, scope) => {
+    const body = await parseJsonBody(request, testBody, 4 * 1024);
+    if (!Object.hasOwn(notifyConfig.matrix.routes, body.route))
+      throw new InvalidFieldError(["body", "route"], "names no route of config/notifications-matrix.yaml");
+    const caller = callerOf(scope);
+    const { notifier } = await consoleParts();
+    const result = await sendTestNotification(
+      { notifier, audit: appContext.audit },
+      { route: body.route, actor: { oid: caller.oid, name: caller.name }, requestId: scope.requestId, now: new Date() },
+    );
+    return jsonResult(200, result, scope.requestId);
+  },
+);

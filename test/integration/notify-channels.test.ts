@@ -1,0 +1,624 @@
+import { Webhook } from "standardwebhooks";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { RunningAzurite } from "../../local/azurite.js";
+import { createApprovalStore } from "../../shared/console/approvals/approval-store.js";
+import { createKillSwitchAnnouncer } from "../../shared/console/approvals/kill-switch-announcer.js";
+import { activateBreakGlass, BreakGlassDeniedError } from "../../shared/console/break-glass/break-glass.js";
+import { createEmailChannel } from "../../shared/notify/channels/email.js";
+import { createPagingChannel } from "../../shared/notify/channels/paging.js";
+import { createPlatformBChannel } from "../../shared/notify/channels/platform-b.js";
+import { createWebhookChannel } from "../../shared/notify/channels/webhook.js";
+import { createDeliveryStore, type DeliveryStore } from "../../shared/notify/delivery-store.js";
+import { parseNotificationMatrix } from "../../shared/notify/matrix.js";
+import { type ChannelAdapter, createNotificationRouter } from "../../shared/notify/router.js";
+import type { Notification } from "../../shared/notify/types.js";
+import { type AuditLog, createAuditLog } from "../../shared/ops/audit.js";
+import {
+  postedArgs,
+  startPagingFake,
+  startPlatformBFake,
+  startSmtpFake,
+  startWebhookReceiver,
+  testCertificate,
+} from "../support/notify-vendors.js";
+import { prefixedTables, startTestAzurite } from "../support/service-fakes.js";
+
+const WEBHOOK_SECRET = `whsec_${Buffer.from("a-test-webhook-secret-of-32-bytes").toString("base64")}`;
+const ROUTING_KEY = "R0123456789ABCDEF0123456789ABCDE";
+const SLACK_TOKEN = "xoxb-test-1234567890-abcdefghij";
+
+const MATRIX = `matrix:
+  version: 1
+  default_route: operational_alert
+  channels:
+    pager:
+      kind: paging
+      categories: [A2]
+      runbook_url: https://runbooks.example/ops
+      retry: { max_attempts: 2, initial_backoff_ms: 100, max_backoff_ms: 5000 }
+    slack:
+      kind: platform_b
+      categories: [A2, A4]
+      retry: { max_attempts: 3, initial_backoff_ms: 100, max_backoff_ms: 5000 }
+    hook:
+      kind: webhook
+      categories: [A2]
+      timeout_ms: 500
+      retry: { max_attempts: 3, initial_backoff_ms: 100, max_backoff_ms: 5000 }
+    mail:
+      kind: email
+      categories: [A2, A4]
+    teams:
+      kind: platform_a
+      categories: [A1, A2]
+  routes:
+    hil_approval:
+      trust_tier: a1_hil_approval
+      primary: teams
+    operational_alert:
+      trust_tier: a2_operational_alert
+      primary: pager
+      fallback: [slack, hook]
+      on_all_fail: incident_open
+    incident_open:
+      trust_tier: a2_operational_alert
+      primary: mail
+    slack_only:
+      trust_tier: a2_operational_alert
+      primary: slack
+    hook_only:
+      trust_tier: a2_operational_alert
+      primary: hook
+    pager_only:
+      trust_tier: a2_operational_alert
+      primary: pager
+`;
+
+let azurite: RunningAzurite;
+let tls: { key: string; cert: string };
+let pager: Awaited<ReturnType<typeof startPagingFake>>;
+let slack: Awaited<ReturnType<typeof startPlatformBFake>>;
+let hook: Awaited<ReturnType<typeof startWebhookReceiver>>;
+let smtp: Awaited<ReturnType<typeof startSmtpFake>>;
+let counter = 0;
+
+beforeAll(async () => {
+  tls = testCertificate();
+  [azurite, pager, slack, hook, smtp] = await Promise.all([
+    startTestAzurite(),
+    startPagingFake(tls),
+    startPlatformBFake(SLACK_TOKEN),
+    startWebhookReceiver(),
+    startSmtpFake(tls, { auth: { user: "notify", pass: "smtp-password" } }),
+  ]);
+}, 60_000);
+afterAll(async () => {
+  await Promise.all([azurite?.stop(), pager?.close(), slack?.close(), hook?.close(), smtp?.close()]);
+});
+
+interface World {
+  send: ReturnType<typeof createNotificationRouter>["send"];
+  tables: ReturnType<typeof prefixedTables>;
+  deliveries: DeliveryStore;
+  audit: AuditLog;
+  waits: number[];
+  adapters: Map<string, ChannelAdapter>;
+  /** A second router over the same tables: another host, or the same one after a restart. */
+  otherHost(): ReturnType<typeof createNotificationRouter>;
+}
+
+/** A router over fresh tables, the real adapters and the local vendor servers; waits are recorded, not slept. */
+function world(): World {
+  const tables = prefixedTables(azurite.connectionString, `nch${++counter}x${Date.now().toString(36)}`);
+  const matrix = parseNotificationMatrix("matrix.yaml", MATRIX);
+  const adapters = new Map<string, ChannelAdapter>([
+    [
+      "pager",
+      createPagingChannel({
+        eventsUrl: `${pager.url}/v2/enqueue`,
+        routingKey: ROUTING_KEY,
+        defaultRunbookUrl: "https://runbooks.example/ops",
+        ca: tls.cert,
+      }),
+    ],
+    ["slack", createPlatformBChannel({ apiUrl: `${slack.url}/api/`, token: SLACK_TOKEN, channel: "C0ALERTS" })],
+    ["hook", createWebhookChannel({ url: `${hook.url}/in`, secret: WEBHOOK_SECRET })],
+  ]);
+  const deliveries = createDeliveryStore(tables);
+  const audit = createAuditLog(tables);
+  const waits: number[] = [];
+  const make = () =>
+    createNotificationRouter({
+      matrix,
+      channels: adapters,
+      deliveries,
+      audit,
+      sleep: async (ms) => {
+        waits.push(ms);
+      },
+    });
+  return { send: make().send, tables, deliveries, audit, waits, adapters, otherHost: make };
+}
+
+const alert = (overrides: Partial<Notification> = {}): Notification => ({
+  category: "A2",
+  template_key: "ops.alert",
+  recipient: "operational",
+  title: "Queue saturated",
+  body_markdown: "The BLAST queue has been saturated for 10 minutes.",
+  correlation_id: `corr-${++counter}`,
+  audit_id: `aud-${counter}`,
+  idempotency_key: `ops.alert/${counter}`,
+  severity: "high",
+  ...overrides,
+});
+
+const clear = () => {
+  for (const f of [pager, slack, hook]) {
+    f.requests.length = 0;
+    f.script.length = 0;
+  }
+};
+
+describe("paging (PagerDuty Events API v2 over HTTPS)", () => {
+  it("C-515 C-516 C-204 a page is a trigger with dedup_key = the correlation id and a runbook link; the 202's dedup_key is the acknowledgement", async () => {
+    clear();
+    const w = world();
+    const message = alert({ route: "pager_only" });
+    const receipt = await w.send(message);
+    expect(receipt).toMatchObject({ confirmed: true, state: "delivered", channel: "pager" });
+    expect(receipt.channels?.[0]).toMatchObject({
+      channel: "pager",
+      kind: "paging",
+      operation: "events.enqueue",
+      state: "delivered",
+      vendor_message_id: message.correlation_id,
+      text_degraded: false,
+      attempts: 1,
+    });
+    const event = JSON.parse(pager.requests[0]?.body ?? "{}");
+    expect(event).toMatchObject({
+      routing_key: ROUTING_KEY,
+      event_action: "trigger",
+      dedup_key: message.correlation_id,
+      payload: {
+        severity: "error",
+        source: "blastplane",
+        custom_details: { runbook_url: "https://runbooks.example/ops" },
+      },
+      links: [{ href: "https://runbooks.example/ops", text: "Runbook" }],
+    });
+    // Sent again (a retried activity, or another host): one vendor call in all.
+    await w.otherHost().send(message);
+    expect(pager.requests).toHaveLength(1);
+  });
+
+  it("C-296 C-505 a 202 without the event's dedup_key is ambiguous: not retried, and the fallback is taken", async () => {
+    clear();
+    const w = world();
+    pager.script.push({ status: 202, body: '{"status":"success"}' });
+    const receipt = await w.send(alert());
+    expect(pager.requests).toHaveLength(1);
+    expect(receipt.channels?.map((c) => [c.channel, c.state, c.attempts])).toEqual([
+      ["pager", "ambiguous", 1],
+      ["slack", "delivered", 1],
+    ]);
+    expect(receipt).toMatchObject({ confirmed: true, state: "delivered", channel: "slack" });
+  });
+
+  it("C-294 C-366 the service's 400 (a wrong routing key) is a definitive failure without a retry", async () => {
+    clear();
+    const w = world();
+    const adapter = createPagingChannel({
+      eventsUrl: `${pager.url}/v2/enqueue`,
+      routingKey: "short",
+      defaultRunbookUrl: "https://runbooks.example/ops",
+      ca: tls.cert,
+    });
+    const outcome = await adapter.send(
+      { ...alert(), locale: "en" },
+      { signal: AbortSignal.timeout(5000), attempt: 1, messageId: "m1" },
+    );
+    expect(outcome).toEqual({ outcome: "rejected", retryable: false, reason: "http_400" });
+    expect(w.waits).toEqual([]);
+  });
+
+  it("C-516 a page with no runbook URL anywhere is refused before any call", async () => {
+    clear();
+    const adapter = createPagingChannel({
+      eventsUrl: `${pager.url}/v2/enqueue`,
+      routingKey: ROUTING_KEY,
+      defaultRunbookUrl: undefined,
+      ca: tls.cert,
+    });
+    const outcome = await adapter.send(
+      { ...alert(), locale: "en" },
+      { signal: AbortSignal.timeout(5000), attempt: 1, messageId: "m2" },
+    );
+    expect(outcome).toMatchObject({ outcome: "rejected", retryable: false, reason: "runbook_url_missing" });
+    expect(pager.requests).toHaveLength(0);
+  });
+});
+
+describe("chat platform B (Slack Web API through @slack/web-api)", () => {
+  it("C-503 C-514 C-241 C-204 chat.postMessage with blocks; ok + ts is the acknowledgement; a long body is clipped to 2,900 characters after escaping and flagged degraded", async () => {
+    clear();
+    const w = world();
+    const receipt = await w.send(
+      alert({ route: "slack_only", body_markdown: `<script> & ${"queue saturated ".repeat(250)}` }),
+    );
+    expect(receipt.channels?.[0]).toMatchObject({
+      channel: "slack",
+      operation: "chat.postMessage",
+      state: "delivered",
+      text_degraded: true,
+    });
+    expect(receipt.channels?.[0]?.vendor_message_id).toMatch(/^\d+\.\d+$/);
+    const args = postedArgs(slack.requests[0] ?? { path: "", headers: {}, body: "" });
+    expect(args.channel).toBe("C0ALERTS");
+    const blocks = args.blocks as { type: string; text?: { text: string } }[];
+    const section = blocks.find((b) => b.type === "section")?.text?.text ?? "";
+    expect(section.length).toBeLessThanOrEqual(2900);
+    expect(section.startsWith("&lt;script&gt; &amp; ")).toBe(true);
+    expect(section.endsWith("[CHANNEL OUTPUT TRUNCATED]")).toBe(true);
+  });
+
+  it("C-522 a 429 is retried after its Retry-After within the budget; a 429 storm spends the budget and the router moves on (C-523)", async () => {
+    clear();
+    const w = world();
+    slack.script.push({ status: 429, headers: { "retry-after": "2" }, body: '{"ok":false,"error":"ratelimited"}' });
+    const once = await w.send(alert({ route: "slack_only" }));
+    expect(once.channels?.[0]).toMatchObject({ state: "delivered", attempts: 2 });
+    expect(w.waits).toEqual([2000]);
+
+    clear();
+    for (let i = 0; i < 3; i++)
+      slack.script.push({ status: 429, headers: { "retry-after": "1" }, body: '{"ok":false,"error":"ratelimited"}' });
+    pager.script.push({ status: 500 }, { status: 500 });
+    const storm = await w.send(alert());
+    expect(storm.channels?.map((c) => [c.channel, c.state, c.attempts, c.reason])).toEqual([
+      ["pager", "definitive_failure", 2, "http_500"],
+      ["slack", "definitive_failure", 3, "http_429"],
+      ["hook", "delivered", 1, undefined],
+    ]);
+    expect(slack.requests).toHaveLength(3);
+  });
+
+  it("C-503 ok:false (a platform error) is a definitive failure; a 200 whose body is not the API's JSON is ambiguous, never retried", async () => {
+    clear();
+    const bad = createPlatformBChannel({
+      apiUrl: `${slack.url}/api/`,
+      token: "xoxb-wrong-token-0000000000",
+      channel: "C0ALERTS",
+    });
+    expect(
+      await bad.send({ ...alert(), locale: "en" }, { signal: AbortSignal.timeout(5000), attempt: 1, messageId: "m" }),
+    ).toMatchObject({ outcome: "rejected", retryable: false, reason: "platform_error: invalid_auth" });
+    const w = world();
+    slack.script.push({ status: 200, body: "<html>gateway</html>", headers: { "content-type": "text/html" } });
+    const receipt = await w.send(alert({ route: "slack_only" }));
+    expect(receipt.state).toBe("ambiguous");
+    expect(slack.requests).toHaveLength(2);
+  });
+});
+
+describe("generic webhook (Standard Webhooks)", () => {
+  it("C-362 the delivery verifies with standardwebhooks' own verify; a retry after a 503 keeps the same webhook-id, so a receiver deduplicates", async () => {
+    clear();
+    const w = world();
+    hook.script.push({ status: 503 });
+    const message = alert({ route: "hook_only" });
+    const receipt = await w.send(message);
+    expect(receipt.channels?.[0]).toMatchObject({ channel: "hook", state: "delivered", attempts: 2 });
+    expect(hook.requests).toHaveLength(2);
+    const [first, second] = hook.requests;
+    expect(first?.headers["webhook-id"]).toBe(second?.headers["webhook-id"]);
+    const payload = new Webhook(WEBHOOK_SECRET).verify(second?.body ?? "", second?.headers as Record<string, string>);
+    expect(payload).toMatchObject({
+      type: "blastplane.ops.alert",
+      data: { category: "A2", correlation_id: message.correlation_id, audit_id: message.audit_id },
+    });
+    // A tampered body does not verify.
+    expect(() =>
+      new Webhook(WEBHOOK_SECRET).verify(`${second?.body} `, second?.headers as Record<string, string>),
+    ).toThrow();
+  });
+
+  it("C-295 a cut connection and a receiver that hangs past the time limit are ambiguous and not retried", async () => {
+    clear();
+    const w = world();
+    hook.script.push("cut");
+    const cut = await w.send(alert({ route: "hook_only" }));
+    expect(cut.channels?.[0]).toMatchObject({ state: "ambiguous", attempts: 1, reason: "transport_interrupted" });
+    hook.script.push("hang");
+    const hung = await w.send(alert({ route: "hook_only" }));
+    expect(hung.channels?.[0]).toMatchObject({ state: "ambiguous", attempts: 1, reason: "timeout" });
+    expect(hook.requests).toHaveLength(2);
+  });
+});
+
+describe("email (nodemailer over SMTP with STARTTLS)", () => {
+  it("C-218 C-219 C-220 the incident-open email goes over STARTTLS with the incident's fields and an HTTPS console link", async () => {
+    smtp.messages.length = 0;
+    const adapter = createEmailChannel({
+      url: smtp.url,
+      from: "blastplane@ops.example",
+      to: ["oncall@ops.example", "lead@ops.example"],
+      credential: { user: "notify", pass: "smtp-password" },
+      consoleBaseUrl: "https://console.ops.example",
+      ca: tls.cert,
+    });
+    const outcome = await adapter.send(
+      {
+        ...alert({
+          template_key: "incident.open",
+          params: {
+            incident_id: "inc_20261127_0042",
+            status: "open",
+            severity: "high",
+            opened_at: "2026-11-27T10:00:00Z",
+            member_count: 7,
+            assignment: "unassigned",
+            audit_id: "aud_7c1",
+          },
+        }),
+        locale: "en",
+      },
+      { signal: AbortSignal.timeout(10_000), attempt: 1, messageId: "abc123" },
+    );
+    expect(outcome).toMatchObject({ outcome: "acknowledged" });
+    expect(smtp.messages).toHaveLength(1);
+    const mail = smtp.messages[0];
+    expect(mail?.secure).toBe(true);
+    expect(mail?.to).toEqual(["oncall@ops.example", "lead@ops.example"]);
+    // Quoted-printable, decoded.
+    const raw = (mail?.raw ?? "")
+      .replace(/=\r?\n/g, "")
+      .replace(/=([0-9A-F]{2})/g, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
+    for (const field of [
+      "inc_20261127_0042",
+      "Status: open",
+      "Severity: high",
+      "2026-11-27T10:00:00Z",
+      "Events: 7",
+      "Assignment: unassigned",
+      "aud_7c1",
+    ])
+      expect(raw).toContain(field);
+    expect(raw).toContain("https://console.ops.example/console?incident=inc_20261127_0042");
+  });
+
+  it("an SMTP server that refuses plain text login without TLS is never sent to in the clear; a 550 is definitive, a 451 retryable", async () => {
+    smtp.messages.length = 0;
+    smtp.script.push(550, 451);
+    const adapter = createEmailChannel({
+      url: smtp.url,
+      from: "blastplane@ops.example",
+      to: ["oncall@ops.example"],
+      credential: { user: "notify", pass: "smtp-password" },
+      ca: tls.cert,
+    });
+    const ctx = () => ({ signal: AbortSignal.timeout(10_000), attempt: 1, messageId: `m${++counter}` });
+    expect(await adapter.send({ ...alert(), locale: "en" }, ctx())).toMatchObject({
+      outcome: "rejected",
+      retryable: false,
+      reason: "smtp_550",
+    });
+    expect(await adapter.send({ ...alert(), locale: "en" }, ctx())).toMatchObject({
+      outcome: "rejected",
+      retryable: true,
+      reason: "smtp_451",
+    });
+    // Without the test CA the STARTTLS upgrade fails: nothing is sent (requireTLS, no fallback to plain).
+    const untrusted = createEmailChannel({ url: smtp.url, from: "blastplane@ops.example", to: ["oncall@ops.example"] });
+    const refused = await untrusted.send({ ...alert(), locale: "en" }, ctx());
+    expect(refused.outcome).toBe("rejected");
+    expect(smtp.messages).toHaveLength(0);
+  });
+});
+
+describe("the router (spec §5 item 6, §7 item 9, §8)", () => {
+  it("C-523 C-524 primary → fallbacks in order → on_all_fail, each within its budget, every attempt audited", async () => {
+    clear();
+    smtp.messages.length = 0;
+    const w = world();
+    w.adapters.set(
+      "mail",
+      createEmailChannel({
+        url: smtp.url,
+        from: "blastplane@ops.example",
+        to: ["oncall@ops.example"],
+        credential: { user: "notify", pass: "smtp-password" },
+        ca: tls.cert,
+      }),
+    );
+    pager.script.push({ status: 400, body: '{"status":"invalid event"}' });
+    slack.script.push({ status: 200, body: '{"ok":false,"error":"channel_not_found"}' });
+    hook.script.push({ status: 410 });
+    const message = alert();
+    const receipt = await w.send(message);
+    expect(receipt.channels?.map((c) => [c.channel, c.state])).toEqual([
+      ["pager", "definitive_failure"],
+      ["slack", "definitive_failure"],
+      ["hook", "definitive_failure"],
+      ["mail", "delivered"],
+    ]);
+    expect(receipt).toMatchObject({ confirmed: true, channel: "mail" });
+    expect(smtp.messages).toHaveLength(1);
+    const attempts = (await w.audit.list({ action: "notify.delivery_attempt", limit: 100 })).filter(
+      (e) => e.request_id === message.correlation_id,
+    );
+    expect(attempts.map((e) => [e.target, e.outcome]).sort()).toEqual([
+      ["email:mail", "succeeded"],
+      ["paging:pager", "failed"],
+      ["platform_b:slack", "failed"],
+      ["webhook:hook", "failed"],
+    ]);
+  });
+
+  it("C-376 C-377 an A1 message goes only to A1-capable channels: with platform A unavailable nothing reaches email or any A2 channel", async () => {
+    clear();
+    smtp.messages.length = 0;
+    const w = world();
+    const receipt = await w.send(
+      alert({ category: "A1", template_key: "approval.request", recipient: "oid-approver" }),
+    );
+    expect(receipt).toMatchObject({ confirmed: false, state: "definitive_failure", channels: [] });
+    // An A1 message forced onto an A2 route is refused, not sent.
+    const forced = await w.send(alert({ category: "A1", route: "operational_alert" }));
+    expect(forced.confirmed).toBe(false);
+    expect([pager, slack, hook].map((f) => f.requests.length)).toEqual([0, 0, 0]);
+    expect(smtp.messages).toHaveLength(0);
+  });
+
+  it("C-527 idempotent by correlation id, audit id and category across hosts: concurrent and repeated sends make one vendor call", async () => {
+    clear();
+    const w = world();
+    const message = alert({ route: "hook_only" });
+    const hosts = [w.otherHost(), w.otherHost(), w.otherHost()];
+    const receipts = await Promise.all(hosts.map((h) => h.send({ ...message, recipient: `oid-${Math.random()}` })));
+    await w.send(message);
+    expect(hook.requests).toHaveLength(1);
+    expect(receipts.filter((r) => r.state === "delivered").length).toBeGreaterThanOrEqual(1);
+    // A different audit id is a different message.
+    await w.send({ ...message, audit_id: "aud-other" });
+    expect(hook.requests).toHaveLength(2);
+  });
+
+  it("C-295 a send a crashed host left claimed is recorded ambiguous and never sent again", async () => {
+    clear();
+    const w = world();
+    const message = alert({ route: "hook_only" });
+    // The host that claimed it died before the vendor answered: its claim stays `sending`.
+    const dying = createNotificationRouter({
+      matrix: parseNotificationMatrix("m.yaml", MATRIX),
+      channels: new Map([
+        [
+          "hook",
+          {
+            kind: "webhook",
+            operation: "webhook.post",
+            send: () => new Promise(() => undefined),
+          } satisfies ChannelAdapter,
+        ],
+      ]),
+      deliveries: w.deliveries,
+      audit: w.audit,
+      now: () => new Date(Date.now() - 3_600_000),
+    });
+    void dying.send(message);
+    await expect.poll(async () => (await w.deliveries.listRecent(10)).length).toBe(1);
+    const receipt = await w.send(message);
+    expect(receipt.channels?.[0]).toMatchObject({ state: "ambiguous", reason: "interrupted_send" });
+    expect(hook.requests).toHaveLength(0);
+    expect((await w.deliveries.listRecent(1))[0]?.state).toBe("ambiguous");
+  });
+
+  it("C-526 C-534 C-536 C-535 secrets in the body or a template parameter are redacted before any channel sees them", async () => {
+    clear();
+    const w = world();
+    await w.send(
+      alert({
+        route: "hook_only",
+        body_markdown:
+          "Token refresh failed: Authorization: Bearer abcdefghijklmnop0123 for /subscriptions/0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0/resourceGroups/rg",
+        params: { detail: "password=hunter2secret", owner: "alice@contoso.com", count: 3 },
+      }),
+    );
+    const body = hook.requests[0]?.body ?? "";
+    for (const secret of ["abcdefghijklmnop0123", "0f1e2d3c-4b5a", "hunter2secret", "alice@contoso.com"])
+      expect(body).not.toContain(secret);
+    expect(JSON.parse(body).data.params.count).toBe(3);
+  });
+
+  it("C-528 while the kill switch holds A1, an A1 message is not sent", async () => {
+    const w = world();
+    let held = true;
+    const router = createNotificationRouter({
+      matrix: parseNotificationMatrix("m.yaml", MATRIX),
+      channels: new Map([
+        [
+          "teams",
+          {
+            kind: "platform_a",
+            operation: "x",
+            send: async () => ({ outcome: "acknowledged", vendor_message_id: "a1" }),
+          },
+        ],
+      ]),
+      deliveries: w.deliveries,
+      audit: w.audit,
+      a1Held: async () => held,
+    });
+    const a1 = alert({ category: "A1", template_key: "approval.request", recipient: "oid-approver" });
+    expect(await router.send(a1)).toMatchObject({ confirmed: false, channels: [] });
+    held = false;
+    expect(await router.send(a1)).toMatchObject({ confirmed: true, channel: "teams" });
+  });
+});
+
+describe("emitters through the router: break-glass and the kill switch (spec §8)", () => {
+  const breakGlass = (w: World, requestId: string) =>
+    activateBreakGlass(
+      {
+        config: { owners: ["oid-owner-1", "oid-owner-2"], max_ttl_seconds: 3600 },
+        notifier: w.otherHost(),
+        audit: w.audit,
+      },
+      { actor: { oid: "oid-op", name: "Operator" }, reason: "prod outage", requestId, now: new Date() },
+    );
+
+  it("C-531 C-532 C-533 break-glass is denied and the denial audited when no paging or chat channel confirms", async () => {
+    clear();
+    const w = world();
+    // Every operational channel refuses: the pager twice (its budget), chat and the webhook for good.
+    pager.script.push({ status: 500 }, { status: 500 }, { status: 500 }, { status: 500 });
+    slack.script.push(
+      { status: 200, body: '{"ok":false,"error":"channel_not_found"}' },
+      { status: 200, body: '{"ok":false,"error":"channel_not_found"}' },
+    );
+    hook.script.push({ status: 410 }, { status: 410 });
+    const requestId = `bg-denied-${++counter}`;
+    const error = await breakGlass(w, requestId).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(BreakGlassDeniedError);
+    const [denial] = (await w.audit.list({ action: "console.break_glass", limit: 10 })).filter(
+      (e) => e.request_id === requestId,
+    );
+    expect(denial).toMatchObject({
+      outcome: "denied",
+      details: { reason: "no_owner_page_confirmed", pager_receipt: { paged: 2, confirmed: 0 } },
+    });
+  });
+
+  it("C-531 C-515 break-glass is granted when the paging service acknowledges: one page per activation on each channel, every Owner's page confirmed", async () => {
+    clear();
+    const w = world();
+    const requestId = `bg-granted-${++counter}`;
+    const result = await breakGlass(w, requestId);
+    expect(result.pager_receipt).toMatchObject({ paged: 2, confirmed: 2 });
+    // The paging service deduplicates by correlation id: one event, and chat and the webhook were paged too.
+    expect(pager.requests).toHaveLength(1);
+    expect(JSON.parse(pager.requests[0]?.body ?? "{}")).toMatchObject({
+      dedup_key: requestId,
+      payload: { severity: "critical" },
+    });
+    expect(slack.requests).toHaveLength(1);
+    expect(hook.requests).toHaveLength(1);
+  });
+
+  it("C-530 the kill switch's announcement reaches every operational channel once per flip, whatever the number of recipients", async () => {
+    clear();
+    const w = world();
+    const announce = createKillSwitchAnnouncer({
+      store: createApprovalStore(w.tables),
+      notifier: w.otherHost(),
+      audit: w.audit,
+      recipients: ["oid-a", "oid-b", "oid-c"],
+    });
+    const at = new Date().toISOString();
+    await announce({ on: true, actor_oid: "oid-owner", at });
+    expect([pager, slack, hook].map((f) => f.requests.length)).toEqual([1, 1, 1]);
+    const [entry] = await w.audit.list({ action: "console.kill_switch_on", limit: 1 });
+    expect(entry?.details).toMatchObject({ announced: 3, recipients: 3 });
+  });
+});

@@ -1,0 +1,104 @@
+import { execFile } from "node:child_process";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually, mintToken, ROOT, startStack, type TestStack } from "../support/local-stack.js";
+
+/**
+ * What a person trying the product sees on `npm start` (issue 25, "Locally"): notifications as
+ * files under the data folder — an approval request in the inbox, mail as `.eml`, verified webhook
+ * deliveries — and `blastplane notifications` listing the deliveries with channel, state and receipt.
+ */
+let stack: TestStack;
+const files = (dir: string) => (existsSync(dir) ? readdirSync(dir).filter((f) => !f.endsWith(".tmp")) : []);
+
+beforeAll(async () => {
+  stack = await startStack({ env: { SVC_CONSOLE_APPROVERS: "oid-approver-1" } });
+}, 90_000);
+afterAll(async () => {
+  await stack?.stop();
+  stack?.cleanup();
+});
+
+async function testNotification(token: string, body: unknown) {
+  const res = await fetch(`${stack.info.functions_url}/api/notifications/test`, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+describe("notifications on the local stack", () => {
+  it("starts without a vendor account and prints where notifications go", () => {
+    expect(stack.output()).toContain(path.join(stack.dataDir, "mail"));
+    expect(stack.output()).not.toContain("notification_route_unavailable");
+  });
+
+  it("an approval request is delivered to the approver's inbox as a file carrying only the opaque approval id (C-375)", async () => {
+    const res = await fetch(`${stack.info.functions_url}/api/chat`, {
+      method: "POST",
+      headers: {
+        Authorization: `Bearer ${await mintToken(stack, "Contributor", { oid: "oid-cora" })}`,
+        "Content-Type": "application/json",
+      },
+      body: JSON.stringify({ text: 'run_runbook name=kill_switch params={"on":true} dry_run=false' }),
+    });
+    const filed = (await res.json()) as { kind: string; approval_id?: string };
+    expect(filed.kind).toBe("approval_filed");
+    const inbox = path.join(stack.dataDir, "notifications", "inbox", "oid-approver-1");
+    const [file] = await eventually(async () => (files(inbox).length > 0 ? files(inbox) : undefined), 30_000);
+    const text = readFileSync(path.join(inbox, file ?? ""), "utf8");
+    expect(text).toContain(`# Approval requested`);
+    expect(text).toContain(filed.approval_id ?? "missing");
+    expect(text).not.toMatch(/approve_hil|decision=/);
+  });
+
+  it("POST /api/notifications/test (Owner) sends a marked A2 message to every local channel: a verified webhook delivery, an .eml file and the inbox", async () => {
+    const owner = await mintToken(stack, "Owner", { oid: "oid-owner" });
+    const { status, body } = await testNotification(owner, {});
+    expect(status).toBe(200);
+    expect(body).toMatchObject({ route: "operational_alert", state: "delivered", confirmed: true });
+    const channels = body.channels as { channel: string; state: string; vendor_message_id?: string }[];
+    expect(channels.map((c) => [c.channel, c.state])).toEqual([
+      ["webhook", "delivered"],
+      ["email", "delivered"],
+      ["inbox", "delivered"],
+    ]);
+    const mail = files(path.join(stack.dataDir, "mail"));
+    expect(mail.filter((f) => f.endsWith(".eml"))).toHaveLength(1);
+    const eml = readFileSync(path.join(stack.dataDir, "mail", mail[0] ?? ""), "utf8");
+    expect(eml).toContain("Subject: [A2] [TEST] blastplane test notification");
+    const hooks = files(path.join(stack.dataDir, "notifications", "webhook"));
+    expect(hooks).toHaveLength(1);
+    const delivery = JSON.parse(
+      readFileSync(path.join(stack.dataDir, "notifications", "webhook", hooks[0] ?? ""), "utf8"),
+    );
+    expect(delivery).toMatchObject({ verified: true, payload: { type: "blastplane.notify.test" } });
+
+    // The CLI lists the deliveries with channel, state and receipt.
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      [path.join(ROOT, "bin/blastplane.mjs"), "notifications"],
+      {
+        env: { ...process.env, BLASTPLANE_DATA_DIR: stack.dataDir },
+      },
+    );
+    expect(stdout).toMatch(/webhook:webhook\s+delivered\s+A2 notify\.test/);
+    expect(stdout).toMatch(/email:email\s+delivered\s+A2 notify\.test/);
+    expect(stdout).toMatch(/local_inbox:inbox\s+delivered\s+A1 approval\.request/);
+  });
+
+  it("the test route is Owner-only and validates its body", async () => {
+    const reader = await testNotification(await mintToken(stack, "Reader"), {});
+    expect(reader.status).toBe(403);
+    const owner = await mintToken(stack, "Owner");
+    const unknown = await testNotification(owner, { route: "no_such_route" });
+    expect(unknown.status).toBe(422);
+    expect(unknown.body).toMatchObject({ detail: [{ loc: ["body", "route"], type: "value_error" }] });
+    const extra = await testNotification(owner, { route: "operational_alert", to: "x" });
+    expect(extra.status).toBe(422);
+    expect(typeof extra.body.request_id).toBe("string");
+  });
+});
