@@ -3,6 +3,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { CONSOLE_SETTING_NAMES, loadConsoleConfig } from "../../shared/console/console-config.js";
 import { APP_SETTING_NAMES, loadConfig } from "../../shared/config/load-config.js";
+import { loadNotifyConfig, NOTIFY_SETTING_NAMES } from "../../shared/notify/notify-config.js";
 
 // No Bicep compiler installs on these machines (a .NET binary outside the npm registry), so these
 // checks read the Bicep source and the JSON it loads with loadJsonContent: what `az bicep build`
@@ -212,6 +213,10 @@ describe("infra/: the Function App's settings start the app", () => {
     SVC_SUBSCRIPTION_ID: "44444444-4444-4444-4444-444444444444",
     APPLICATIONINSIGHTS_CONNECTION_STRING: "InstrumentationKey=x;IngestionEndpoint=https://example.invalid/",
     APPLICATIONINSIGHTS_AUTHENTICATION_STRING: "ClientId=11111111-1111-1111-1111-111111111111;Authorization=AAD",
+    SVC_CONSOLE_BASE_URL: "https://stapp-abc123.azurestaticapps.net",
+    // With the alertWebhookUrl parameter given.
+    SVC_WEBHOOK_URL: "https://alerts.example.org/blastplane",
+    SVC_WEBHOOK_SECRET_REF: "kv:notify-webhook-secret",
   };
 
   it("B-195: identity-based storage, the identity's client id, no connection string for storage", () => {
@@ -228,13 +233,23 @@ describe("infra/: the Function App's settings start the app", () => {
       "APPLICATIONINSIGHTS_CONNECTION_STRING",
       "APPLICATIONINSIGHTS_AUTHENTICATION_STRING",
     ];
-    const known = new Set([...APP_SETTING_NAMES, ...CONSOLE_SETTING_NAMES, ...platform]);
+    const known = new Set([...APP_SETTING_NAMES, ...CONSOLE_SETTING_NAMES, ...NOTIFY_SETTING_NAMES, ...platform]);
     expect(Object.keys(settings).filter((name) => !known.has(name))).toEqual([]);
     expect(Object.keys(settings).sort()).toEqual(Object.keys(filled).sort());
     const config = loadConfig(filled);
     expect(config.storage).toMatchObject({ kind: "identity", blobUrl: "https://stpabc123.blob.core.windows.net" });
     expect(config.keyVaultUrl).toBe("https://kv-abc123.vault.azure.net/");
     expect(() => loadConsoleConfig(filled, path.join(ROOT, "config"))).not.toThrow();
+    // Outside the local stack the app starts only with an A2 channel on operational_alert (C-525):
+    // the webhook the parameter sets is one; without it, the deployment would not start.
+    const notify = loadNotifyConfig(filled, { local: false, catalogDir: path.join(ROOT, "config") });
+    expect(notify.webhook).toEqual({ url: filled.SVC_WEBHOOK_URL, secretRef: "kv:notify-webhook-secret" });
+    const { SVC_WEBHOOK_URL: _url, SVC_WEBHOOK_SECRET_REF: _ref, ...withoutWebhook } = filled;
+    expect(() => loadNotifyConfig(withoutWebhook, { local: false, catalogDir: path.join(ROOT, "config") })).toThrow(
+      /operational_alert/,
+    );
+    expect(source("main.bicep")).toMatch(/param alertWebhookUrl string = ''/);
+    expect(functionApp).toMatch(/empty\(alertWebhookUrl\)/);
   });
 });
 
