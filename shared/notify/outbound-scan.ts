@@ -1,13 +1,16 @@
+import { scanSecrets } from "../ops/secret-scanner.js";
+
 /**
  * The last check before a message leaves the trust boundary (spec §8: "an adapter must re-scan the
  * body for secret patterns before sending"; secrets, credentials, personal data, subscription ids
- * and raw payloads never leave). High-signal patterns only, so ordinary prose and the opaque ids a
- * message is built around (approval, audit, correlation ids) pass unchanged.
- *
- * A minimal scanner behind one function: when the console's value-scanning secret redactor lands,
- * {@link scanOutbound} should delegate to it (one scanner for activity rules and channels).
+ * and raw payloads never leave). The console's value-scanning secret scanner
+ * (`shared/ops/secret-scanner.ts`: bearer credentials, JWTs, connection strings, SAS, the product's
+ * tokens, private keys, URL credentials, secret-named pairs, behind compatibility forms too) runs
+ * first; then what only an outbound message must also drop: vendor tokens, subscription ids,
+ * e-mail addresses and long opaque values. Ordinary prose and the opaque ids a message is built
+ * around (approval, audit, correlation ids) pass unchanged.
  */
-const PATTERNS: readonly [RegExp, string][] = [
+const OUTBOUND_PATTERNS: readonly [RegExp, string][] = [
   // Bearer credentials in whitespace and common separator forms.
   [/\bbearer(?:\s+|[:=]\s*|%20)[A-Za-z0-9._~+/=-]{8,}/gi, "[redacted]"],
   // JSON Web Tokens.
@@ -39,9 +42,10 @@ const PATTERNS: readonly [RegExp, string][] = [
 
 /** Redacts what must not leave in `text`; `redacted` counts the replacements. */
 export function scanOutbound(text: string): { text: string; redacted: number } {
-  let redacted = 0;
-  let out = text;
-  for (const [pattern, replacement] of PATTERNS)
+  const secrets = scanSecrets(text);
+  let redacted = secrets.found.length;
+  let out = secrets.text;
+  for (const [pattern, replacement] of OUTBOUND_PATTERNS)
     out = out.replace(pattern, (...args) => {
       redacted++;
       const groups = args.slice(1, -2) as (string | undefined)[];
