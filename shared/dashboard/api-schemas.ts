@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ROLES } from "../auth/roles.js";
+import { databaseSchema } from "../jobs/schemas.js";
 
 /**
  * The dashboard API's response bodies as zod schemas: what `GET /api/openapi.json` publishes as
@@ -83,16 +84,7 @@ export const dashboardJobListSchema = z.object({
 
 export const dashboardJobDetailSchema = dashboardJobSchema.extend({ meta });
 
-export const databaseListingSchema = z.object({
-  name: z.string(),
-  type: z.enum(["nucl", "prot"]),
-  version: z.string(),
-  letters: z.number().int(),
-  sequences: z.number().int(),
-  bytes: z.number().int(),
-  bytes_to_cache: z.number().int(),
-  volumes: z.number().int(),
-  partitions: z.number().int(),
+export const databaseListingSchema = databaseSchema.omit({ location: true }).extend({
   warm_state: z.string().optional(),
   warmed_at: z.string().nullable().optional(),
   update_available: z.boolean().optional(),

@@ -1,10 +1,7 @@
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import http from "node:http";
 import https from "node:https";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import path from "node:path";
+import { testCertificate } from "../support/test-certificate.js";
 
 /** Which Azure service the fake speaks for, and so which refusal it answers. */
 export type Refusal =
@@ -33,35 +30,8 @@ export async function startRefusalServer(
   refusal: Refusal,
   options: { tls?: boolean } = {},
 ): Promise<{ url: string; ca: string; requests: string[]; close(): Promise<void> }> {
-  const dir = mkdtempSync(path.join(tmpdir(), "bp-refuse-"));
-  const key = path.join(dir, "key.pem");
-  const cert = path.join(dir, "cert.pem");
-  execFileSync(
-    "openssl",
-    [
-      "req",
-      "-x509",
-      "-newkey",
-      "ec",
-      "-pkeyopt",
-      "ec_paramgen_curve:prime256v1",
-      "-nodes",
-      "-keyout",
-      key,
-      "-out",
-      cert,
-      "-days",
-      "1",
-      "-subj",
-      "/CN=127.0.0.1",
-      "-addext",
-      "subjectAltName=IP:127.0.0.1",
-    ],
-    {
-      stdio: "ignore",
-    },
-  );
-  const ca = readFileSync(cert, "utf8");
+  const certificate = testCertificate();
+  const ca = certificate.cert;
   const requests: string[] = [];
   const handler: http.RequestListener = (req, res) => {
     requests.push(`${req.method} ${req.url}`);
@@ -166,7 +136,7 @@ export async function startRefusalServer(
     }
   };
   const tls = options.tls ?? true;
-  const server = tls ? https.createServer({ key: readFileSync(key), cert: ca }, handler) : http.createServer(handler);
+  const server = tls ? https.createServer({ key: certificate.key, cert: ca }, handler) : http.createServer(handler);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
   return {
@@ -175,7 +145,6 @@ export async function startRefusalServer(
     requests,
     close: async () => {
       await new Promise<void>((resolve) => server.close(() => resolve()));
-      rmSync(dir, { recursive: true, force: true });
     },
   };
 }

@@ -1,11 +1,10 @@
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import http from "node:http";
 import https from "node:https";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import { SMTPServer } from "smtp-server";
+import { testCertificate } from "./test-certificate.js";
+
+export { testCertificate };
 
 /**
  * Local servers that speak the notification vendors' wire formats, so each channel's real client
@@ -14,42 +13,6 @@ import { SMTPServer } from "smtp-server";
  * PagerDuty's `/v2/enqueue` over HTTPS, a webhook receiver. Each answers from a script of
  * behaviours (default: the vendor's success), including the vendor's error bodies and 429s.
  */
-
-/** A self-signed certificate for 127.0.0.1 (openssl), for the HTTPS and STARTTLS servers. */
-export function testCertificate(): { key: string; cert: string } {
-  const dir = mkdtempSync(path.join(tmpdir(), "bp-cert-"));
-  try {
-    execFileSync(
-      "openssl",
-      [
-        "req",
-        "-x509",
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-        "-keyout",
-        path.join(dir, "key.pem"),
-        "-out",
-        path.join(dir, "cert.pem"),
-        "-days",
-        "2",
-        "-subj",
-        "/CN=127.0.0.1",
-        "-addext",
-        "subjectAltName=IP:127.0.0.1,DNS:localhost",
-      ],
-      { stdio: "ignore" },
-    );
-    return {
-      key: readFileSync(path.join(dir, "key.pem"), "utf8"),
-      cert: readFileSync(path.join(dir, "cert.pem"), "utf8"),
-    };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
 
 export interface Recorded {
   path: string;
