@@ -45,6 +45,10 @@ Module._load = function load(request, parent, isMain) {
 };
 
 const specifier = target.startsWith(".") || path.isAbsolute(target) ? pathToFileURL(path.resolve(target)).href : target;
+// Standard output carries exactly one JSON line (this probe's); whatever the app writes while it
+// loads (its start-up log lines) goes to standard error.
+const writeStdout = process.stdout.write.bind(process.stdout);
+process.stdout.write = (chunk, ...rest) => process.stderr.write(chunk, ...rest);
 const cpuBefore = process.cpuUsage();
 const started = performance.now();
 await import(specifier);
@@ -53,4 +57,4 @@ const cpu = process.cpuUsage(cpuBefore);
 const result = { import_ms: importMs, cpu_ms: (cpu.user + cpu.system) / 1000, registered: functions.length };
 if (listFunctions) result.functions = functions.map(({ name, bindings }) => ({ name, bindings }));
 if (listLoaded) result.loaded = Object.keys(Module._cache);
-process.stdout.write(`${JSON.stringify(result)}\n`);
+writeStdout(`${JSON.stringify(result)}\n`);

@@ -24,8 +24,10 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const out = path.join(root, "dist/package");
 const zipPath = path.join(root, "dist/blastplane-api.zip");
 const manifest = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8"));
-// The bundle's externals that are not supplied by the Functions worker (@azure/functions-core is).
-const SHIPPED_EXTERNALS = ["playwright-core"];
+// What the bundle loads from node_modules at run time: its externals that the Functions worker does
+// not supply (@azure/functions-core it does), and packages whose files it reads (the Swagger UI of
+// /api/docs, resolved with require.resolve).
+const SHIPPED_EXTERNALS = ["playwright-core", "swagger-ui-dist"];
 
 if (!existsSync(path.join(root, "dist/functions/index.js"))) {
   console.error("dist/functions/index.js is missing: run npm run build first");

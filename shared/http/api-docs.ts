@@ -44,7 +44,13 @@ export interface ApiDocsOptions {
 
 /** The page and its assets as transport-neutral results. */
 export function apiDocs(o: ApiDocsOptions): { page: () => HttpResult; asset: (name: string) => Promise<HttpResult> } {
-  const swaggerDir = path.dirname(createRequire(import.meta.url).resolve("swagger-ui-dist/package.json"));
+  // Resolved on the first asset request, not at import: the app starts (and serves its API) even
+  // where the UI's package is missing; the deployment package ships it (scripts/package.mjs).
+  let swaggerDir: string | undefined;
+  const swaggerFile = (name: string) => {
+    swaggerDir ??= path.dirname(createRequire(import.meta.url).resolve("swagger-ui-dist/package.json"));
+    return path.join(swaggerDir, name);
+  };
   const html = `<!doctype html><html><head><meta charset="utf-8"><title>${o.title}</title><link rel="stylesheet" href="${o.base}/swagger-ui.css"></head><body><div id="swagger-ui"></div><script src="${o.base}/swagger-ui-bundle.js"></script><script src="${o.base}/init.js"></script></body></html>`;
   return {
     page: () => ({
@@ -68,7 +74,7 @@ export function apiDocs(o: ApiDocsOptions): { page: () => HttpResult; asset: (na
       return {
         status: 200,
         headers: { "Content-Type": type, "Cache-Control": "public, max-age=3600" },
-        body: await readFile(path.join(swaggerDir, name)),
+        body: await readFile(swaggerFile(name)),
       };
     },
   };

@@ -79,7 +79,8 @@ const PATTERNS: readonly Pattern[] = [
   },
   {
     kind: "key_value",
-    re: /\b((?:[A-Za-z0-9]+[_-])*(?:password|passwd|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|client[_-]?secret|credential)s?)("?\s*[:=]\s*"?)(?!\[redacted)(?!\d+\b)([^\s"',;&}]{6,})/gi,
+    // A value of digits alone ("token: 123456", a count) is not a credential; "3-AAAA…" is.
+    re: /\b((?:[A-Za-z0-9]+[_-])*(?:password|passwd|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|client[_-]?secret|credential)s?)("?\s*[:=]\s*"?)(?!\[redacted)(?!\d+(?:[\s"',;&}]|$))([^\s"',;&}]{6,})/gi,
     replace: (_m, key, eq) => `${key}${eq}${mark("key_value")}`,
   },
 ];

@@ -115,7 +115,7 @@ describe("the approvalRequest orchestration on the local stack", () => {
     const alerts = (await createOutboxNotifier(storage(second)).list()).filter((m) => m.category === "A2");
     expect(alerts.map((m) => [m.template_key, m.recipient])).toEqual([["kill_switch.on", "oid-approver-1"]]);
     expect(await audit.list({ action: "console.kill_switch_on", limit: 1000 })).toMatchObject([
-      { actor: { oid: "oid-approver-1" }, outcome: "succeeded" },
+      { actor: { oid: "oid-owner-2" }, outcome: "succeeded" },
     ]);
     // Hang guard, not a timing claim: two stack starts on a loaded 2-core machine took over 30 s once.
   }, 180_000);

@@ -41,9 +41,9 @@ describe("npm run package: the Functions deployment zip is complete", () => {
       expect(names).toContain(`dist/functions/config/${catalog}`);
     const manifest = JSON.parse(entries.get("package.json")?.toString("utf8") ?? "{}");
     expect(manifest.main).toBe("dist/functions/index.js");
-    expect(Object.keys(manifest.dependencies)).toEqual(["playwright-core"]);
+    expect(Object.keys(manifest.dependencies)).toEqual(["playwright-core", "swagger-ui-dist"]);
     const modules = new Set(names.filter((n) => n.startsWith("node_modules/")).map((n) => n.split("/")[1]));
-    expect([...modules]).toEqual(["playwright-core"]);
+    expect([...modules]).toEqual(["playwright-core", "swagger-ui-dist"]);
     // No repository sources, tests, local settings or data travel with it.
     expect(names.filter((n) => /^(shared|functions|local|test|\.data)\/|local\.settings\.json$/.test(n))).toEqual([]);
   });
@@ -71,5 +71,8 @@ describe("npm run package: the Functions deployment zip is complete", () => {
     const res = await fetch(`http://127.0.0.1:${port}/api/health`);
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({ status: "ok", service: "blastplane-functions" });
+    // The schema UI's files come from the package's own node_modules.
+    const asset = await fetch(`http://127.0.0.1:${port}/api/docs/swagger-ui.css`);
+    expect(asset.status).toBe(200);
   });
 });

@@ -106,6 +106,11 @@ describe("secret scanner", () => {
     );
   });
 
+  it("a secret-named value that starts with digits is redacted (fast-check counterexample, seed 1372510602)", () => {
+    expect(redactSecrets(" password:3-AAAAAAAAAAAAAAAAAAAA0 ")).toBe(" password:[redacted:key_value] ");
+    expect(redactSecrets("token: 123456 ok")).toBe("token: 123456 ok");
+  });
+
   it("a secret used as an object key does not survive either", () => {
     fc.assert(
       fc.property(fc.oneof(...secrets), ({ text, core }) => {
