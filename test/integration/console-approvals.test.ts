@@ -180,15 +180,21 @@ describe("the approvalRequest orchestration on the local stack", () => {
       ids.push(filed.approval_id ?? "");
     }
     const outbox = createOutboxNotifier(storage(stack));
-    // The signal: every filed id named by a digest (requests filed across a 5 s boundary fall in two groups).
+    const audit = createAuditLog(storage(stack));
+    // The signal: every filed id named by a digest (requests filed across a 5 s boundary fall in two
+    // groups) and by its audit entry, which is written after the delivery's record.
     const digests = await eventually(async () => {
       const sent = (await outbox.list()).filter((m) => m.template_key === "approval.digest");
-      return ids.every((id) => sent.some((m) => m.body_markdown.includes(id))) ? sent : undefined;
+      const auditedMembers = (await audit.list({ action: "console.approval_digest", limit: 1000 })).flatMap(
+        (e) => (e.details?.members as string[] | undefined) ?? [],
+      );
+      const covered = ids.every((id) => sent.some((m) => m.body_markdown.includes(id)) && auditedMembers.includes(id));
+      return covered ? sent : undefined;
     }, 60_000);
     for (const id of ids) expect(digests.filter((m) => m.body_markdown.includes(id))).toHaveLength(1);
     expect(digests.every((m) => m.category === "A1" && m.recipient === "oid-approver-1")).toBe(true);
     expect((await outbox.list()).filter((m) => m.template_key === "approval.request")).toEqual([]);
-    const audited = await createAuditLog(storage(stack)).list({ action: "console.approval_digest", limit: 1000 });
+    const audited = await audit.list({ action: "console.approval_digest", limit: 1000 });
     expect(audited).toHaveLength(digests.length);
     expect(audited.flatMap((e) => e.details?.members as string[]).sort()).toEqual([...ids].sort());
   }, 120_000);
