@@ -85,7 +85,8 @@ export function dashboardJobService(scope: ServiceScope): DashboardJobService {
     audit: appContext.audit,
     logger: scope.logger,
     pollIntervalSeconds: appContext.config.jobPollIntervalSeconds,
-    databases: appContext.config.databasesDir ? createFileDatabaseCatalog(appContext.config.databasesDir) : undefined,
+    // The table catalog the routes and executors read: in Azure there is no DATABASES_DIR.
+    databases: databaseCatalog(),
   });
 }
 
