@@ -9,7 +9,7 @@ beforeAll(async () => {
   stack = await startStack();
   for (const role of ["Reader", "Approver", "Owner"]) tokens[role] = await mintToken(stack, role);
   tokens.Contributor = await mintToken(stack, "Contributor", { oid: "oid-cora" });
-});
+}, 300_000);
 afterAll(async () => {
   await stack?.stop();
   stack?.cleanup();
