@@ -194,6 +194,8 @@ export async function startBotServiceIssuer(
     issuer,
     metadataUrl: `${fake.url}/v1/.well-known/openidconfiguration`,
     privateKey,
+    /** The public signing key as published in the key set. */
+    jwk,
     /** Signs a Bot Service token like the service (RS256, kid of the key set); `claims` override. */
     async token(
       claims: Record<string, unknown>,
