@@ -87,6 +87,29 @@ export const notifySettingsSchema = z.object({
     .string()
     .regex(/^[A-Za-z0-9:@._;=-]{1,300}$/, "must be a Teams conversation id")
     .optional(),
+  /** Azure Communication Services endpoint (`https://<resource>.communication.azure.com`); the managed identity signs in. */
+  SVC_SMS_ENDPOINT: httpUrl.optional(),
+  /** The ACS phone number or short code messages come from (E.164 or 5–6 digits). */
+  SVC_SMS_FROM: z
+    .string()
+    .regex(/^(\+[1-9]\d{6,14}|\d{5,6})$/, "must be an E.164 number (+15551234567) or a short code")
+    .optional(),
+  /** Operational phone numbers (E.164), comma-separated. */
+  SVC_SMS_TO: z
+    .string()
+    .transform((s) =>
+      s
+        .split(",")
+        .map((x) => x.trim())
+        .filter(Boolean),
+    )
+    .pipe(
+      z
+        .array(z.string().regex(/^\+[1-9]\d{6,14}$/, "must be E.164 numbers (+15551234567)"))
+        .min(1)
+        .max(50),
+    )
+    .optional(),
   /** The local stack's inbox folder (local profile only; `npm start` sets it). */
   SVC_NOTIFY_INBOX_DIR: z.string().min(1).optional(),
 });
@@ -123,6 +146,7 @@ export interface NotifyConfig {
     readonly serviceUrl: string;
     readonly alertConversationId: string | undefined;
   };
+  readonly sms?: { readonly endpoint: string; readonly from: string; readonly to: readonly string[] };
   readonly inboxDir?: string;
   /** Channel ids of the matrix whose kind is configured. */
   readonly registered: ReadonlySet<string>;
@@ -170,6 +194,14 @@ export function loadNotifyConfig(
     ["SVC_PLATFORM_A_TENANT_ID", c.SVC_PLATFORM_A_TENANT_ID],
     ["SVC_PLATFORM_A_CLIENT_SECRET_REF", c.SVC_PLATFORM_A_CLIENT_SECRET_REF],
   ]);
+  const hasSms = need("SMS", [
+    ["SVC_SMS_ENDPOINT", c.SVC_SMS_ENDPOINT],
+    ["SVC_SMS_FROM", c.SVC_SMS_FROM],
+    ["SVC_SMS_TO", c.SVC_SMS_TO],
+  ]);
+  // The managed identity's bearer token is only ever sent over TLS.
+  if (hasSms && c.SVC_SMS_ENDPOINT?.startsWith("http://"))
+    problems.push("SVC_SMS_ENDPOINT: must be https:// (the identity's token is sent to it)");
   if (!options.local) {
     for (const [name, value] of Object.entries(c))
       if (typeof value === "string" && value.startsWith("env:"))
@@ -194,6 +226,7 @@ export function loadNotifyConfig(
     ...(hasPaging ? (["paging"] as const) : []),
     ...(hasPlatformB ? (["platform_b"] as const) : []),
     ...(hasPlatformA ? (["platform_a", "platform_a_guest"] as const) : []),
+    ...(hasSms ? (["sms"] as const) : []),
     ...(options.local && c.SVC_NOTIFY_INBOX_DIR ? (["local_inbox"] as const) : []),
   ]);
   const pagingRunbook = Object.values(matrix.channels).find((ch) => ch.kind === "paging")?.runbook_url;
@@ -246,6 +279,9 @@ export function loadNotifyConfig(
             alertConversationId: c.SVC_PLATFORM_A_ALERT_CONVERSATION_ID,
           },
         }
+      : {}),
+    ...(hasSms && c.SVC_SMS_ENDPOINT && c.SVC_SMS_FROM && c.SVC_SMS_TO
+      ? { sms: { endpoint: c.SVC_SMS_ENDPOINT, from: c.SVC_SMS_FROM, to: c.SVC_SMS_TO } }
       : {}),
     ...(options.local && c.SVC_NOTIFY_INBOX_DIR ? { inboxDir: c.SVC_NOTIFY_INBOX_DIR } : {}),
     registered,
