@@ -40,7 +40,7 @@ export function jobApiDeployService(scope: Pick<ServiceScope, "logger" | "durabl
       namespace: jobApiNamespace(),
       registryLoginServer: config.jobApiDeploy.registryLoginServer,
       workloadIdentityClientId: config.jobApiDeploy.workloadIdentityClientId,
-      keyVaultUrl: config.keyVaultUrl,
+      keyVaultUrl: config.jobApiDeploy.keyVaultUrl,
       appSubnetCidr: config.jobApiDeploy.appSubnetCidr,
       rolloutTimeoutSeconds: config.jobApiDeploy.rolloutTimeoutSeconds,
       pollSeconds: config.jobPollIntervalSeconds,

@@ -74,7 +74,7 @@ export function createJobApiDeployService(deps: JobApiDeployServiceDependencies)
     if (!saved) throw new ConflictError("save the workspace configuration before deploying the job API");
     const missing = [
       ["JOBAPI_WORKLOAD_IDENTITY_CLIENT_ID", settings.workloadIdentityClientId],
-      ["KEY_VAULT_URL", settings.keyVaultUrl],
+      ["KEY_VAULT_URL (or JOBAPI_DEPLOY_KEY_VAULT_URL)", settings.keyVaultUrl],
       ["JOBAPI_APP_SUBNET_CIDR", settings.appSubnetCidr],
     ].filter(([, v]) => !v);
     if (missing.length > 0)

@@ -64,6 +64,7 @@ export const appSettingsSchema = z
       .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:\d{1,5})?$/, "must be a registry login server such as 'x.azurecr.io'")
       .optional(),
     JOBAPI_ROLLOUT_TIMEOUT_SECONDS: envInt(10, 3600).default(600),
+    JOBAPI_DEPLOY_KEY_VAULT_URL: envUrl().optional(),
     SVC_DB_UPDATE_CHECK_SCHEDULE: envParsed((text) => parseNcrontab(text).expression).default(
       DEFAULT_DB_UPDATE_CHECK_SCHEDULE,
     ),
@@ -123,6 +124,8 @@ export interface AppConfig {
     readonly registryLoginServer: string | undefined;
     /** How long a rollout may take before the deploy fails with the pods' reasons. */
     readonly rolloutTimeoutSeconds: number;
+    /** The vault the deployed job API reads its token from; `KEY_VAULT_URL` when unset. */
+    readonly keyVaultUrl: string | undefined;
   };
 }
 
@@ -160,6 +163,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
         appSubnetCidr: c.JOBAPI_APP_SUBNET_CIDR,
         registryLoginServer: c.JOBAPI_REGISTRY_LOGIN_SERVER,
         rolloutTimeoutSeconds: c.JOBAPI_ROLLOUT_TIMEOUT_SECONDS,
+        keyVaultUrl: c.JOBAPI_DEPLOY_KEY_VAULT_URL ?? c.KEY_VAULT_URL,
       },
     }),
   );
