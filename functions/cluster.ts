@@ -5,6 +5,31 @@ import { parseJsonBody } from "../shared/http/validation.js";
 import { jobApiDeployService } from "./composition/cluster-deps.js";
 import { callerOf, route } from "./composition/http-route.js";
 
+/** The job API's deployment on the cluster (Reader): its rollout, each pod's state, and a deploy running now. */
+route(
+  "jobApiDeployment",
+  {
+    methods: ["GET"],
+    route: "jobapi/deployment",
+    role: "Reader",
+    durable: true,
+    openapi: {
+      summary: "The job API's deployment on the cluster: rollout, pods and the deploy running now",
+      description:
+        "rollout.state is complete (the current generation observed and every replica available), progressing, or missing (never deployed). Each pod reports its phase and, when it is not running and ready, the reason (ImagePullBackOff, CrashLoopBackOff, Unschedulable…).",
+      responses: {
+        ...ok("the deployment", "JobApiDeployment"),
+        "502": errorResponse("the cluster refused the managed identity (the message names the role to assign)"),
+        "503": retryLater("no cluster is configured, or the cluster is unreachable"),
+      },
+    },
+  },
+  async (_request, scope) => {
+    const status = await jobApiDeployService(scope).status();
+    return jsonResult(200, { ...status, meta: { request_id: scope.requestId } }, scope.requestId);
+  },
+);
+
 /**
  * Deploys the job API to the cluster (Contributor): server-side apply of `infra/k8s/jobapi.yaml`
  * rendered with the workspace's values, the image pinned by digest, then the rollout, as an

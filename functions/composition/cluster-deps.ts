@@ -1,9 +1,9 @@
 import type { KubeConfig } from "@kubernetes/client-node";
 import { explainCloudAuthorization } from "../../shared/auth/cloud-authorization.js";
-import { applyManifests } from "../../shared/cluster/job-api-deploy.js";
+import { applyManifests, readRollout } from "../../shared/cluster/job-api-deploy.js";
 import { createJobApiDeployService, type JobApiDeployService } from "../../shared/cluster/job-api-deploy-service.js";
 import { renderJobApiManifests } from "../../shared/cluster/job-api-manifests.js";
-import { DependencyUnavailableError } from "../../shared/errors.js";
+import { DependencyUnavailableError, DomainError } from "../../shared/errors.js";
 import { reportMissingRoles } from "../../shared/ops/emitters/signal-events.js";
 import { createWorkspaceStore } from "../../shared/workspace/workspace.js";
 import { appContext } from "./app-context.js";
@@ -49,6 +49,21 @@ export function jobApiDeployService(scope: Pick<ServiceScope, "logger" | "durabl
     dryRun: explainCloudAuthorization(
       async (values, force) => {
         await applyManifests(await clusterKubeConfig(), renderJobApiManifests(values), { force, dryRun: true });
+      },
+      reportMissingRoles(appContext.events, scope.logger, "functions.http"),
+    ),
+    readRollout: explainCloudAuthorization(
+      async (namespace: string) => {
+        try {
+          return await readRollout(await clusterKubeConfig(), namespace, "blastplane-jobapi");
+        } catch (error) {
+          if (error instanceof DomainError) throw error;
+          // A refusal for want of a role is explained by the wrapper; anything else means unreachable.
+          if ((error as { code?: unknown }).code === 403) throw error;
+          throw new DependencyUnavailableError("the cluster's API server could not be reached", undefined, {
+            cause: error,
+          });
+        }
       },
       reportMissingRoles(appContext.events, scope.logger, "functions.http"),
     ),

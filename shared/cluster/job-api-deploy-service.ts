@@ -14,7 +14,7 @@ import type { OrchestrationClient } from "../orchestrations/orchestration-client
 import { Orchestrations } from "../orchestrations/queue-labels.js";
 import type { WorkspaceStore } from "../workspace/workspace.js";
 import type { DeployJobApiInput } from "./job-api-deploy-activities.js";
-import { ApplyConflictError } from "./job-api-deploy.js";
+import { ApplyConflictError, type RolloutView } from "./job-api-deploy.js";
 import { IMAGE_DIGEST, type JobApiValues, jobApiValuesSchema } from "./job-api-manifests.js";
 
 /** `POST /api/jobapi/deploy`: the image to deploy (by digest) and whether to take over others' fields. */
@@ -48,6 +48,8 @@ export interface JobApiDeployServiceDependencies {
    * another manager owns is refused up front (409), not half-way through the operation.
    */
   dryRun: (values: JobApiValues, force: boolean) => Promise<void>;
+  /** Reads the job API Deployment's rollout in `namespace` (undefined Deployment: state `missing`). */
+  readRollout: (namespace: string) => Promise<RolloutView>;
 }
 
 const POLL_AFTER_SECONDS = 5;
@@ -93,6 +95,15 @@ export function createJobApiDeployService(deps: JobApiDeployServiceDependencies)
   }
 
   return {
+    /**
+     * The job API's deployment as the cluster reports it (the prerequisites checklist's "job API
+     * deployed" row), with the deploy operation running now, if any.
+     */
+    async status(): Promise<{ namespace: string; rollout: RolloutView; running_operation: OperationView | null }> {
+      const [rollout, operation] = await Promise.all([deps.readRollout(settings.namespace), running()]);
+      return { namespace: settings.namespace, rollout, running_operation: operation ?? null };
+    },
+
     /** Starts a deploy (or answers the one running). */
     async deploy(caller: Caller, request: DeployJobApiRequest, options: { requestId: string }): Promise<OperationView> {
       const current = await running();

@@ -17,6 +17,7 @@ import {
   dashboardJobListSchema,
   databaseListSchema,
   healthSchema,
+  jobApiDeploymentSchema,
   noopEnqueuedSchema,
   noopResultSchema,
   operationResponseSchema,
@@ -70,6 +71,7 @@ const SCHEMAS: Record<string, z.ZodType> = {
   AgentActivity: agentActivitySchema,
   RpcResponse: rpcResponseSchema,
   NotificationTestResult: notificationTestResultSchema,
+  JobApiDeployment: jobApiDeploymentSchema,
 };
 
 /**

@@ -62,6 +62,16 @@ beforeAll(async () => {
   });
   contributor = await mintToken(stack, "Contributor");
   reader = await mintToken(stack, "Reader");
+  // The first authenticated call fetches the identity provider's keys: wait until one is answered.
+  await eventually(
+    async () =>
+      (await fetch(`${stack.info.functions_url}/api/me`, { headers: { Authorization: `Bearer ${reader}` } })).status ===
+      200
+        ? true
+        : undefined,
+    60_000,
+    250,
+  );
 }, 180_000);
 
 afterAll(async () => {
