@@ -17,6 +17,7 @@ import "./orchestrations/deploy-job-api.js";
 import "./cluster.js";
 import "./workspace.js";
 import "./api-token.js";
+import "./terminal.js";
 import "./console.js";
 import "./notifications.js";
 import "./orchestrations/approval-request.js";

@@ -26,6 +26,8 @@ import {
   readinessSchema,
   rpcResponseSchema,
   storedWorkspaceSchema,
+  terminalTicketRequestSchema,
+  terminalTicketSchema,
 } from "./api-schemas.js";
 import { dashboardSubmitSchema } from "./schemas.js";
 
@@ -72,6 +74,8 @@ const SCHEMAS: Record<string, z.ZodType> = {
   RpcResponse: rpcResponseSchema,
   NotificationTestResult: notificationTestResultSchema,
   JobApiDeployment: jobApiDeploymentSchema,
+  TerminalTicketRequest: terminalTicketRequestSchema,
+  TerminalTicket: terminalTicketSchema,
 };
 
 /**

@@ -170,7 +170,7 @@ export function ClusterPage() {
           )}
           <ErrorNotice error={actionError} title="Could not deploy:" />
           {current ? (
-            <div class="operation" aria-label="Deploy operation">
+            <section class="operation" aria-label="Deploy operation">
               <p>
                 <StatusBadge status={current.state} /> Deploy{" "}
                 <span class="muted">operation {current.operation_id}</span>
@@ -178,7 +178,7 @@ export function ClusterPage() {
               </p>
               {current.state === "failed" && current.error ? <p class="field-error">{current.error.detail}</p> : null}
               {following ? <LiveText>Following the deploy…</LiveText> : null}
-            </div>
+            </section>
           ) : null}
         </Step>
         <Step
