@@ -176,7 +176,7 @@ describe("the job API manifests", () => {
   });
 
   it("refuse a placeholder they do not know rather than leave it on the cluster", () => {
-    expect(() => renderJobApiManifests(values, "kind: ConfigMap\nvalue: ${NOT_A_VALUE}\n")).toThrow(
+    expect(() => renderJobApiManifests(values, "kind: ConfigMap\nvalue: \u0024{NOT_A_VALUE}\n")).toThrow(
       /unknown placeholder \$\{NOT_A_VALUE\}/,
     );
   });
