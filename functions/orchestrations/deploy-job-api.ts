@@ -73,6 +73,7 @@ export const deployJobApi: OrchestrationHandler = function* (context: Orchestrat
     return { outcome: "failed", step: "apply", error: reasonOf(error), ...base };
   }
   const deadline = started + input.rollout_timeout_seconds * 1000;
+  let reapplied = false;
   for (;;) {
     let view: RolloutView;
     try {
@@ -90,6 +91,18 @@ export const deployJobApi: OrchestrationHandler = function* (context: Orchestrat
         rollout: rolloutSummary(view),
       };
     const now = context.df.currentUtcDateTime.getTime();
+    // The Deployment gone mid-rollout (deleted by hand, or a cluster that came back empty, as the
+    // local one does after a restart): applied once more, since applying is idempotent; gone twice fails.
+    if (view.state === "missing" && !reapplied && now < deadline) {
+      reapplied = true;
+      context.df.setCustomStatus({ step: "apply", ...base, reapplied: true });
+      try {
+        applied = yield applyJobApi({ values: input.values, force: input.force });
+      } catch (error) {
+        return { outcome: "failed", step: "apply", error: reasonOf(error), ...base };
+      }
+      continue;
+    }
     if (view.state === "missing" || now >= deadline)
       return {
         outcome: "failed",

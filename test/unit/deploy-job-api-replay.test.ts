@@ -160,13 +160,23 @@ describe("deployJobApi replay", () => {
     ]);
   });
 
-  it("a Deployment deleted during the rollout fails the operation at once", async () => {
-    const state = await replayer.replay(
-      started()
-        .activityCompleted(activities.apply, APPLIED)
-        .activityCompleted(activities.readRollout, rollout("missing")),
+  it("a Deployment gone during the rollout is applied once more (idempotent), and gone twice fails the operation", async () => {
+    const gone = started()
+      .activityCompleted(activities.apply, APPLIED)
+      .activityCompleted(activities.readRollout, rollout("missing"));
+    const again = await replayer.replay(gone);
+    expect(again.newActions).toEqual([
+      {
+        actionType: ActionType.CallActivity,
+        functionName: activities.apply,
+        input: { values: INPUT.values, force: false },
+      },
+    ]);
+    expect(again.customStatus).toMatchObject({ step: "apply", reapplied: true });
+    const twice = await replayer.replay(
+      gone.activityCompleted(activities.apply, APPLIED).activityCompleted(activities.readRollout, rollout("missing")),
     );
-    expect(state.output).toMatchObject({
+    expect(twice.output).toMatchObject({
       outcome: "failed",
       step: "rollout",
       error: "the job API Deployment is gone from the cluster",
