@@ -7,7 +7,7 @@ import { DependencyUnavailableError, DomainError } from "../../shared/errors.js"
 import { reportMissingRoles } from "../../shared/ops/emitters/signal-events.js";
 import { createWorkspaceStore } from "../../shared/workspace/workspace.js";
 import { appContext } from "./app-context.js";
-import { consoleConfig } from "./console-deps.js";
+import { consoleConfig, notifyConfig } from "./console-deps.js";
 import type { ServiceScope } from "./dashboard-deps.js";
 
 /**
@@ -42,6 +42,10 @@ export function jobApiDeployService(scope: Pick<ServiceScope, "logger" | "durabl
       workloadIdentityClientId: config.jobApiDeploy.workloadIdentityClientId,
       keyVaultUrl: config.jobApiDeploy.keyVaultUrl,
       appSubnetCidr: config.jobApiDeploy.appSubnetCidr,
+      authClientId: config.auth.clientId,
+      authTenantId: config.auth.tenantId,
+      // The console's links and the terminal page live in the same web app.
+      webAppOrigin: notifyConfig.consoleBaseUrl ? new URL(notifyConfig.consoleBaseUrl).origin : undefined,
       rolloutTimeoutSeconds: config.jobApiDeploy.rolloutTimeoutSeconds,
       pollSeconds: config.jobPollIntervalSeconds,
     },

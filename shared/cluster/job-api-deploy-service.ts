@@ -32,6 +32,11 @@ export interface JobApiDeploySettings {
   workloadIdentityClientId: string | undefined;
   keyVaultUrl: string | undefined;
   appSubnetCidr: string | undefined;
+  /** The dashboard's app registration (`AUTH_CLIENT_ID`, `AUTH_TENANT_ID`): the terminal checks tokens with it. */
+  authClientId: string;
+  authTenantId: string;
+  /** The web app's origin (of `SVC_CONSOLE_BASE_URL`); undefined: the terminal refuses every origin. */
+  webAppOrigin: string | undefined;
   rolloutTimeoutSeconds: number;
   pollSeconds: number;
 }
@@ -91,6 +96,9 @@ export function createJobApiDeployService(deps: JobApiDeployServiceDependencies)
       key_vault_url: settings.keyVaultUrl,
       storage_account_name: saved.workspace.storage_account,
       app_subnet_cidr: settings.appSubnetCidr,
+      auth_client_id: settings.authClientId,
+      auth_tenant_id: settings.authTenantId,
+      web_app_origin: settings.webAppOrigin ?? "",
     });
   }
 

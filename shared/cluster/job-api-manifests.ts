@@ -32,6 +32,14 @@ export const jobApiValuesSchema = z.strictObject({
   key_vault_url: z.url({ protocol: /^https$/ }),
   storage_account_name: z.string().regex(/^[a-z0-9]{3,24}$/, "must be 3-24 lowercase letters or digits"),
   app_subnet_cidr: z.string().regex(/^\d{1,3}(\.\d{1,3}){3}\/\d{1,2}$/, "must be an IPv4 CIDR such as 10.1.0.0/24"),
+  /** The dashboard's app registration: the browser terminal validates the browser's token with it. */
+  auth_client_id: z.string().regex(/^[A-Za-z0-9._:/-]{1,200}$/, "must be an application (client) id"),
+  auth_tenant_id: z.string().regex(/^[A-Za-z0-9._-]{1,100}$/, "must be a tenant id"),
+  /** The web app's origin, the only one that may open the terminal; empty: the terminal refuses every origin. */
+  web_app_origin: z.union([
+    z.literal(""),
+    z.url({ protocol: /^https?$/ }).refine((u) => new URL(u).origin === u, "must be an origin"),
+  ]),
 });
 export type JobApiValues = z.infer<typeof jobApiValuesSchema>;
 
@@ -43,6 +51,9 @@ const PLACEHOLDERS: Record<string, (v: JobApiValues) => string> = {
   KEY_VAULT_URL: (v) => v.key_vault_url,
   STORAGE_ACCOUNT_NAME: (v) => v.storage_account_name,
   APP_SUBNET_CIDR: (v) => v.app_subnet_cidr,
+  AUTH_CLIENT_ID: (v) => v.auth_client_id,
+  AUTH_TENANT_ID: (v) => v.auth_tenant_id,
+  WEB_APP_ORIGIN: (v) => v.web_app_origin,
 };
 
 /** The manifest's namespace as written; the workspace's namespace replaces it. */

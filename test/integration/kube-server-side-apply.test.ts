@@ -33,6 +33,9 @@ const values = (namespace: string, image_digest: string): JobApiValues => ({
   key_vault_url: "https://blastplane-kv.vault.azure.net/",
   storage_account_name: "blastplanedata",
   app_subnet_cidr: "10.1.0.0/24",
+  auth_client_id: "00000000-0000-4000-8000-000000000001",
+  auth_tenant_id: "00000000-0000-4000-8000-000000000000",
+  web_app_origin: "https://portal.example",
 });
 
 describe("server-side apply on the local Kubernetes API, and the job API's rollout", { timeout: 120_000 }, () => {

@@ -26,6 +26,9 @@ const SETTINGS: JobApiDeploySettings = {
   workloadIdentityClientId: "22222222-2222-4222-8222-222222222222",
   keyVaultUrl: "https://kv.vault.azure.net/",
   appSubnetCidr: "10.1.0.0/24",
+  authClientId: "00000000-0000-4000-8000-000000000001",
+  authTenantId: "00000000-0000-4000-8000-000000000000",
+  webAppOrigin: "https://portal.example",
   rolloutTimeoutSeconds: 600,
   pollSeconds: 5,
 };
@@ -162,6 +165,9 @@ describe("the job API manifests", () => {
     key_vault_url: "https://kv.vault.azure.net/",
     storage_account_name: "data",
     app_subnet_cidr: "10.1.0.0/24",
+    auth_client_id: "00000000-0000-4000-8000-000000000001",
+    auth_tenant_id: "00000000-0000-4000-8000-000000000000",
+    web_app_origin: "https://portal.example",
   };
 
   it("move every namespaced object and binding subject into the workspace's namespace", () => {
