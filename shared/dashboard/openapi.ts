@@ -18,6 +18,7 @@ import {
   dashboardJobListSchema,
   databaseListSchema,
   healthSchema,
+  jobApiDeploymentSchema,
   noopEnqueuedSchema,
   noopResultSchema,
   operationResponseSchema,
@@ -76,6 +77,7 @@ const SCHEMAS: Record<string, z.ZodType> = {
   AgentActivity: agentActivitySchema,
   RpcResponse: rpcResponseSchema,
   NotificationTestResult: notificationTestResultSchema,
+  JobApiDeployment: jobApiDeploymentSchema,
   TerminalTicketRequest: terminalTicketRequestSchema,
   TerminalTicket: terminalTicketSchema,
 };
