@@ -75,7 +75,7 @@ describe("the console web chat in Chromium", () => {
     expect((await streamed).headers()["content-type"]).toBe("text/event-stream; charset=utf-8");
     const first = page.locator(".turn").first();
     await first.locator(".badge", { hasText: "Answer from tool evidence" }).waitFor();
-    await first.getByText("catalog:rules@1,action_types@1").waitFor();
+    await first.locator(".activities code", { hasText: "catalog:rules@1,action_types@1" }).waitFor();
     await ask(page, "list_hil");
     const second = page.locator(".turn").nth(1);
     await second.locator(".badge", { hasText: "Refused" }).waitFor();
@@ -85,7 +85,7 @@ describe("the console web chat in Chromium", () => {
       })
       .waitFor();
     await expectAccessible(page, "console");
-  });
+  }, 180_000);
 
   it("C-458 C-321 C-469: after opt-in, an approval-needed frame raises one notification for two tabs of one Approver", async () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
@@ -132,5 +132,5 @@ describe("the console web chat in Chromium", () => {
       reason?: string;
     }[];
     expect(reasons.filter((d) => !d.shown)).toEqual([expect.objectContaining({ reason: "same_tag" })]);
-  });
+  }, 180_000);
 });
