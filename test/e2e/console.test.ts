@@ -95,9 +95,9 @@ describe("the console web chat in Chromium", () => {
     // Nothing is shown before the explicit opt-in.
     await first.getByRole("button", { name: "Turn on browser notifications" }).click();
     await first.getByRole("button", { name: "Turn off notifications" }).waitFor();
-    const second = await context.newPage();
-    second.setDefaultTimeout(30_000);
-    await second.goto(`${app()}/console`);
+    // A second tab of the same principal (MSAL keeps its session per tab: it signs in again; the
+    // development provider gives the same name the same object id, so the ledger is shared).
+    const second = await signIn(context, "Approver", "E2E Approver");
     await second.getByRole("button", { name: "Turn off notifications" }).waitFor();
     // Both tabs are following the live stream before the frame is produced.
     await Promise.all(
