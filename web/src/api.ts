@@ -13,6 +13,7 @@ import type {
   dashboardResultsQuerySchema,
   dashboardSubmitSchema,
 } from "../../shared/dashboard/schemas.js";
+import type { RolloutView } from "../../shared/cluster/job-api-deploy.js";
 import type { DatabaseListing } from "../../shared/databases/database-service.js";
 import type { FieldIssue } from "../../shared/errors.js";
 import type { QueueDiagnostics } from "../../shared/orchestrations/diagnostics.js";
@@ -54,6 +55,13 @@ export type DatabaseView = DatabaseListing;
 
 /** `GET /api/settings/api-token` (declared in functions/api-token.ts). */
 export type { ApiTokenStatus };
+
+/** `GET /api/jobapi/deployment`: the job API's rollout on the cluster, and a deploy running now. */
+export interface JobApiDeploymentView {
+  namespace: string;
+  rollout: RolloutView;
+  running_operation: Operation | null;
+}
 
 /** `GET /api/health/queue/result/{task_id}` (declared in functions/diagnostics.ts). */
 export interface NoopResult {
@@ -200,6 +208,9 @@ export function createApiClient(options: { baseUrl: string; accessToken: () => P
     /** The verified core-stage frames (`GET /api/live/stream`), resuming after `lastEventId`. */
     liveStream: (lastEventId: string | undefined, signal: AbortSignal) =>
       eventStream("/api/live/stream", { signal, headers: lastEventId ? { "Last-Event-ID": lastEventId } : {} }),
+    jobApiDeployment: (signal?: AbortSignal) => data<JobApiDeploymentView>("/api/jobapi/deployment", { signal }),
+    deployJobApi: (request: { image_digest: string; force: boolean }) =>
+      data<{ operation: Operation }>("/api/jobapi/deploy", { method: "POST", body: request }),
 
     apiTokenStatus: (signal?: AbortSignal) => data<ApiTokenStatus>("/api/settings/api-token", { signal }),
     revealApiToken: () => data<{ api_token: string }>("/api/settings/api-token/reveal", { method: "POST" }),

@@ -5,6 +5,7 @@ import { ApiError, type ApiClient } from "./api.js";
 import type { Auth } from "./auth.js";
 import { ApiTokenPage } from "./pages/api-token-page.js";
 import { ConsolePage } from "./pages/console-page.js";
+import { ClusterPage } from "./pages/cluster-page.js";
 import { DatabasesPage } from "./pages/databases-page.js";
 import { DiagnosticsPage } from "./pages/diagnostics-page.js";
 import { JobPage } from "./pages/job-page.js";
@@ -25,6 +26,7 @@ const NAV: readonly { href: string; label: string; match: (path: string) => bool
   { href: "/databases", label: "Databases", match: (p) => p === "/databases" },
   { href: "/console", label: "Console", match: (p) => p === "/console" },
   { href: "/workspace", label: "Workspace", match: (p) => p === "/workspace" },
+  { href: "/cluster", label: "Cluster", match: (p) => p === "/cluster" },
   { href: "/settings/api-token", label: "API token", match: (p) => p === "/settings/api-token" },
   { href: "/diagnostics", label: "Diagnostics", match: (p) => p === "/diagnostics" },
 ];
@@ -109,6 +111,7 @@ function Page(props: { path: string }) {
   if (path === "/databases") return <DatabasesPage />;
   if (path === "/console") return <ConsolePage />;
   if (path === "/workspace") return <WorkspacePage />;
+  if (path === "/cluster") return <ClusterPage />;
   if (path === "/settings/api-token") return <ApiTokenPage />;
   if (path === "/diagnostics") return <DiagnosticsPage />;
   return (
