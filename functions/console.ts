@@ -8,7 +8,7 @@ import { createSseStream, SSE_HEADERS } from "../shared/http/sse.js";
 import { ApprovalOrchestration } from "../shared/console/approvals/approval-activities.js";
 import { effectiveRole } from "../shared/console/tools/tool.js";
 import { ForbiddenError, NotFoundError, ValidationError } from "../shared/errors.js";
-import { jsonResult } from "../shared/http/envelope.js";
+import { errorResult, jsonResult } from "../shared/http/envelope.js";
 import { parseJsonBody, zodIssues } from "../shared/http/validation.js";
 import { appContext } from "./composition/app-context.js";
 import { consoleParts } from "./composition/console-deps.js";
@@ -221,6 +221,31 @@ route(
     return { status: 200, headers: { ...SSE_HEADERS }, body };
   },
 );
+
+// Spec §4 projections this product has no model for (docs/decisions/0021): a typed unavailable
+// answer (§7 item 1: optional projections treat 501 as unavailable), after the Reader check.
+for (const [name, path, what] of [
+  ["forecastLearning", "forecast-learning", "forecast closure and publishing state"],
+  ["dynamicAssurance", "dynamic-assurance", "scalar and graph model summaries and trajectory closure counts"],
+] as const)
+  route(
+    name,
+    {
+      methods: ["GET"],
+      route: path,
+      role: "Reader",
+      openapi: {
+        summary: `Unavailable in this product: ${what} (typed 501)`,
+        responses: { "501": errorResponse("this product has no such model (docs/decisions/0021)") },
+      },
+    },
+    async (_request, scope) =>
+      errorResult(
+        501,
+        `unavailable: this product keeps no ${what}; its operations core is deterministic rules and a verifier (docs/decisions/0021-no-forecast-or-assurance-models.md)`,
+        scope.requestId,
+      ),
+  );
 
 route(
   "consoleChatHealth",
