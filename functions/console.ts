@@ -1,12 +1,12 @@
 import { errorResponse, jsonBodyOf, ok, refusedBeforeRouting, validationFailed } from "../shared/http/openapi.js";
 import { z } from "zod";
 import { agentActivity } from "../shared/console/activity.js";
-import { ApprovalOrchestration } from "../shared/console/approvals/approval-activities.js";
 import { effectiveRole } from "../shared/console/tools/tool.js";
 import { ForbiddenError, NotFoundError } from "../shared/errors.js";
 import { jsonResult } from "../shared/http/envelope.js";
 import { parseJsonBody } from "../shared/http/validation.js";
 import { appContext } from "./composition/app-context.js";
+import { approvalHooks } from "./composition/approval-hooks.js";
 import { consoleParts } from "./composition/console-deps.js";
 import { callerOf, route } from "./composition/http-route.js";
 
@@ -61,28 +61,12 @@ route(
   },
   async (request, scope) => {
     const turn = await parseJsonBody(request, turnBody, 64 * 1024);
-    const reply = await (await consoleParts()).coordinator.handleTurn(callerOf(scope), turn, scope.requestId, {
-      async approvalFiled(approvalId, requestId) {
-        // One orchestration per item: the instance id is the approval id, so a repeat finds the first.
-        if (await scope.durable().getInstance(approvalId)) return;
-        await scope.durable().startNew(ApprovalOrchestration.name, {
-          instanceId: approvalId,
-          input: { approval_id: approvalId, request_id: requestId },
-        });
-      },
-      async approvalDecided(approvalId) {
-        await scope
-          .durable()
-          .raiseEvent(approvalId, ApprovalOrchestration.decidedEvent, { approval_id: approvalId })
-          .catch((error: unknown) => {
-            // The decision is recorded and executed already; the orchestration also ends at its TTL.
-            scope.logger.warn("approval decision event not delivered", {
-              approval_id: approvalId,
-              error: error instanceof Error ? error.message : String(error),
-            });
-          });
-      },
-    });
+    const reply = await (await consoleParts()).coordinator.handleTurn(
+      callerOf(scope),
+      turn,
+      scope.requestId,
+      approvalHooks(scope),
+    );
     return jsonResult(200, reply, scope.requestId);
   },
 );

@@ -16,6 +16,7 @@ import "./databases.js";
 import "./workspace.js";
 import "./api-token.js";
 import "./console.js";
+import "./channels.js";
 import "./notifications.js";
 import "./orchestrations/approval-request.js";
 import "./ops-loop.js";

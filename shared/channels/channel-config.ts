@@ -73,24 +73,33 @@ export function parsePrincipalRoles(text: string): ReadonlyMap<string, { name: s
   return map;
 }
 
-export const channelSettingsSchema = z.object({
+/** The settings this module owns (docs/channels.md; `docs/configuration.md` lists them). */
+export const channelOwnedSettingsSchema = z.object({
+  /** Turns chat platform B's conversation channel on (its three routes answer 404 while off). */
   SVC_PLATFORM_B_CHANNEL_ENABLED: envFlag().default(false),
+  /** Secret reference to Slack's signing secret. */
   SVC_PLATFORM_B_SIGNING_SECRET_REF: secretRef.optional(),
-  /** Shared with the outbound channel (issue 25). */
+  /** Slack user id → directory object id (non-empty JSON object, at most 1000 entries). */
+  SVC_PLATFORM_B_PRINCIPAL_BINDINGS_JSON: envParsed(parsePrincipalBindings).optional(),
+  SVC_PLATFORM_B_SENDER_ACCESS: envEnum(SENDER_ACCESS_MODES).default("allowlist"),
+  SVC_CHANNEL_QUEUE_CAPACITY: envInt(1, 10_000).default(100),
+  /** Pending pairing challenges per channel (spec §8: bounded, value set by configuration). */
+  SVC_CHANNEL_PAIRING_PENDING_LIMIT: envInt(1, 100).default(10),
+  /** Object id → application roles of channel principals (the channels' directory). */
+  SVC_CHANNEL_PRINCIPAL_ROLES_JSON: envParsed(parsePrincipalRoles).optional(),
+});
+
+/** Everything the inbound channels read: their own settings and the two shared with the outbound channel (issue 25). */
+export const channelSettingsSchema = channelOwnedSettingsSchema.extend({
   SVC_PLATFORM_B_BOT_TOKEN_REF: secretRef.optional(),
   SVC_PLATFORM_B_API_URL: z
     .string()
     .refine((v) => URL.canParse(v) && /^https?:$/.test(new URL(v).protocol), "must be an absolute http(s) URL")
     .default("https://slack.com/api/"),
-  SVC_PLATFORM_B_PRINCIPAL_BINDINGS_JSON: envParsed(parsePrincipalBindings).optional(),
-  SVC_PLATFORM_B_SENDER_ACCESS: envEnum(SENDER_ACCESS_MODES).default("allowlist"),
-  SVC_CHANNEL_QUEUE_CAPACITY: envInt(1, 10_000).default(100),
-  SVC_CHANNEL_PAIRING_PENDING_LIMIT: envInt(1, 100).default(10),
-  SVC_CHANNEL_PRINCIPAL_ROLES_JSON: envParsed(parsePrincipalRoles).optional(),
 });
 
-/** Every inbound-channel setting this module reads. */
-export const CHANNEL_SETTING_NAMES: readonly string[] = Object.freeze(Object.keys(channelSettingsSchema.shape));
+/** The inbound-channel settings this module owns (the shared ones are listed with the notification settings). */
+export const CHANNEL_SETTING_NAMES: readonly string[] = Object.freeze(Object.keys(channelOwnedSettingsSchema.shape));
 
 export interface ChannelConfig {
   readonly queueCapacity: number;

@@ -25,6 +25,9 @@ import {
   readinessSchema,
   rpcResponseSchema,
   storedWorkspaceSchema,
+  slackAckSchema,
+  pairingApprovedSchema,
+  identityLinkSchema,
 } from "./api-schemas.js";
 import { dashboardSubmitSchema } from "./schemas.js";
 
@@ -70,6 +73,9 @@ const SCHEMAS: Record<string, z.ZodType> = {
   AgentActivity: agentActivitySchema,
   RpcResponse: rpcResponseSchema,
   NotificationTestResult: notificationTestResultSchema,
+  SlackAck: slackAckSchema,
+  PairingApproved: pairingApprovedSchema,
+  IdentityLink: identityLinkSchema,
 };
 
 /**

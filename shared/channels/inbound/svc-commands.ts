@@ -64,7 +64,14 @@ interface Command {
   name: string;
   floor: Role;
   /** Words after the command name. */
-  run(ctx: { words: string[]; oid: string; name: string; requestId: string; now: Date }): Promise<{
+  run(ctx: {
+    words: string[];
+    oid: string;
+    name: string;
+    requestId: string;
+    now: Date;
+    hooks: TurnHooks | undefined;
+  }): Promise<{
     text: string;
     approval_id?: string;
     audit?: Record<string, unknown>;
@@ -156,7 +163,7 @@ export function createSvcCommands(deps: SvcDependencies): SvcHandler & { drafts(
 
   const killSwitchWrite =
     (on: boolean): Command["run"] =>
-    async ({ oid, name, requestId, now }) => {
+    async ({ oid, name, requestId, now, hooks }) => {
       const params = { on: String(on) };
       const draft = draftOf("kill_switch", `kill-switch ${on ? "on" : "off"}`, params, oid, requestId, now);
       const item = await deps.approvals.request({
@@ -169,7 +176,7 @@ export function createSvcCommands(deps: SvcDependencies): SvcHandler & { drafts(
         now,
       });
       await saveDraft({ ...draft, approval_id: item.approval_id });
-      await deps.hooks?.approvalFiled?.(item.approval_id, requestId);
+      await hooks?.approvalFiled?.(item.approval_id, requestId);
       return {
         text: `Draft ${draft.draft_id} and approval ${item.approval_id} filed: the kill switch turns ${on ? "on" : "off"} only when a separate approver decides it in the console. Trailer: ${draft.trailer}`,
         approval_id: item.approval_id,
@@ -278,7 +285,7 @@ export function createSvcCommands(deps: SvcDependencies): SvcHandler & { drafts(
   // Longest names first, so "kill-switch status" is not read as "kill-switch".
   const byLength = [...commands].sort((a, b) => b.name.length - a.name.length);
 
-  const handler: SvcHandler = async ({ caller, args, requestId, now }) => {
+  const handler: SvcHandler = async ({ caller, args, requestId, now, hooks }) => {
     const words = args.split(/\s+/).filter(Boolean);
     const lower = words.map((w) => w.toLowerCase());
     const command = byLength.find((c) => {
@@ -324,6 +331,7 @@ export function createSvcCommands(deps: SvcDependencies): SvcHandler & { drafts(
       name: caller.name,
       requestId,
       now,
+      hooks: hooks ?? deps.hooks,
     });
     const entry = await deps.audit.record({
       actor,
