@@ -221,6 +221,7 @@ export const notificationTestResultSchema = z.object({
   ),
 });
 
+<<<<<<< HEAD
 /** Chat platform B's answer to Slack: empty, or the `url_verification` challenge echoed. */
 export const slackAckSchema = z.object({ challenge: z.string().optional() });
 
@@ -238,4 +239,15 @@ export const identityLinkSchema = z.object({
   endpoints: z.array(z.object({ channel: z.enum(["platform_a", "platform_b"]), vendor_user_id: z.string() })),
   approved_by: z.string(),
   approved_at: timestamp,
+=======
+/** `POST /api/terminal/tickets` request: no fields today (unknown ones are refused). */
+export const terminalTicketRequestSchema = z.strictObject({});
+
+/** A terminal ticket (decision 0020): answered once, single use, valid until `expires_at`. */
+export const terminalTicketSchema = z.object({
+  ticket: z.string().describe("offer it as the WebSocket subprotocol ticket.<ticket> on GET /v1/terminal"),
+  expires_at: timestamp,
+  expires_in_seconds: z.number().int(),
+  meta,
+>>>>>>> main
 });

@@ -28,6 +28,8 @@ import {
   slackAckSchema,
   pairingApprovedSchema,
   identityLinkSchema,
+  terminalTicketRequestSchema,
+  terminalTicketSchema,
 } from "./api-schemas.js";
 import { dashboardSubmitSchema } from "./schemas.js";
 
@@ -76,6 +78,8 @@ const SCHEMAS: Record<string, z.ZodType> = {
   SlackAck: slackAckSchema,
   PairingApproved: pairingApprovedSchema,
   IdentityLink: identityLinkSchema,
+  TerminalTicketRequest: terminalTicketRequestSchema,
+  TerminalTicket: terminalTicketSchema,
 };
 
 /**
