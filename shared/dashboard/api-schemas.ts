@@ -221,7 +221,6 @@ export const notificationTestResultSchema = z.object({
   ),
 });
 
-<<<<<<< HEAD
 /** Chat platform B's answer to Slack: empty, or the `url_verification` challenge echoed. */
 export const slackAckSchema = z.object({ challenge: z.string().optional() });
 
@@ -239,7 +238,8 @@ export const identityLinkSchema = z.object({
   endpoints: z.array(z.object({ channel: z.enum(["platform_a", "platform_b"]), vendor_user_id: z.string() })),
   approved_by: z.string(),
   approved_at: timestamp,
-=======
+});
+
 /** `POST /api/terminal/tickets` request: no fields today (unknown ones are refused). */
 export const terminalTicketRequestSchema = z.strictObject({});
 
@@ -249,5 +249,4 @@ export const terminalTicketSchema = z.object({
   expires_at: timestamp,
   expires_in_seconds: z.number().int(),
   meta,
->>>>>>> main
 });
