@@ -245,6 +245,29 @@ export function createSenderAccess(deps: SenderAccessDependencies) {
     },
   };
 
+  /**
+   * Counts one wrong code against a challenge, deleting it at {@link PAIRING_MAX_FAILURES}. Every
+   * wrong code counts, also when many arrive at once: an increment that lost the ETag race reads
+   * the row again and retries (concurrent guesses must not share one count).
+   */
+  async function countWrongCode(t: TableClient, channel: ChannelKind, rowKey: string, challengeId: string) {
+    for (;;) {
+      const row = await getRow<PendingRow>(t, pendPartition(channel), rowKey);
+      // Gone, or the slot now holds another challenge: nothing left to count against.
+      if (!row || row.challenge_id !== challengeId) return;
+      const failures = Number(row.failures) + 1;
+      try {
+        if (failures >= PAIRING_MAX_FAILURES) await t.deleteEntity(pendPartition(channel), rowKey, { etag: row.etag });
+        else
+          await t.updateEntity({ partitionKey: pendPartition(channel), rowKey, failures }, "Merge", { etag: row.etag });
+        return;
+      } catch (error) {
+        if (isStatus(error, 404)) return;
+        if (!isStatus(error, 412)) throw error;
+      }
+    }
+  }
+
   // Per approver and channel: failures in the current window (bounded: oldest entries evicted).
   const failures = new Map<string, { count: number; since: number }>();
   const failureKey = (oid: string, channel: ChannelKind) => `${normalizeObjectId(oid)}/${channel}`;
@@ -321,18 +344,7 @@ export function createSenderAccess(deps: SenderAccessDependencies) {
         const match = timingSafeEqual(presented, stored) && slot !== undefined;
         const t = await table();
         if (!slot || !match) {
-          if (slot) {
-            const failures = Number(slot.failures) + 1;
-            const op =
-              failures >= PAIRING_MAX_FAILURES
-                ? t.deleteEntity(pendPartition(channel), slot.rowKey, { etag: slot.etag })
-                : t.updateEntity({ partitionKey: pendPartition(channel), rowKey: slot.rowKey, failures }, "Merge", {
-                    etag: slot.etag,
-                  });
-            await op.catch((error: unknown) => {
-              if (!isStatus(error, 404) && !isStatus(error, 412)) throw error;
-            });
-          }
+          if (slot) await countWrongCode(t, channel, slot.rowKey, slot.challenge_id);
           throw new PairingRefusedError("invalid_or_expired_code", "no pending pairing matches that sender and code");
         }
         const mapping: MappingRow = {
