@@ -17,6 +17,7 @@ import {
   dashboardJobListSchema,
   databaseListSchema,
   healthSchema,
+  jobApiDeploymentSchema,
   noopEnqueuedSchema,
   noopResultSchema,
   operationResponseSchema,
@@ -78,6 +79,7 @@ const SCHEMAS: Record<string, z.ZodType> = {
   SlackAck: slackAckSchema,
   PairingApproved: pairingApprovedSchema,
   IdentityLink: identityLinkSchema,
+  JobApiDeployment: jobApiDeploymentSchema,
   TerminalTicketRequest: terminalTicketRequestSchema,
   TerminalTicket: terminalTicketSchema,
 };
