@@ -2,17 +2,16 @@ import { errorResponse, jsonBodyOf, ok, refusedBeforeRouting, validationFailed }
 import { z } from "zod";
 import { agentActivity } from "../shared/console/activity.js";
 import { streamChatTurn } from "../shared/console/chat-stream.js";
-import type { TurnHooks } from "../shared/console/coordinator/coordinator.js";
 import { LIVE_EVENT_ID, parseCursor, relayLive } from "../shared/console/live-feed.js";
 import { createSseStream, SSE_HEADERS } from "../shared/http/sse.js";
-import { ApprovalOrchestration } from "../shared/console/approvals/approval-activities.js";
 import { effectiveRole } from "../shared/console/tools/tool.js";
 import { ForbiddenError, NotFoundError, ValidationError } from "../shared/errors.js";
 import { errorResult, jsonResult } from "../shared/http/envelope.js";
 import { parseJsonBody, zodIssues } from "../shared/http/validation.js";
 import { appContext } from "./composition/app-context.js";
+import { approvalHooks } from "./composition/approval-hooks.js";
 import { consoleParts } from "./composition/console-deps.js";
-import { callerOf, type RouteScope, route } from "./composition/http-route.js";
+import { callerOf, route } from "./composition/http-route.js";
 
 /** A chat turn: bounded text and the optional agent selections of coordinator rule 8. */
 const turnBody = z.strictObject({
@@ -74,32 +73,6 @@ route(
     return jsonResult(200, reply, scope.requestId);
   },
 );
-
-/** The durable work a turn may start: the approval orchestration and its decision event. */
-function approvalHooks(scope: RouteScope): TurnHooks {
-  return {
-    async approvalFiled(approvalId, requestId) {
-      // One orchestration per item: the instance id is the approval id, so a repeat finds the first.
-      if (await scope.durable().getInstance(approvalId)) return;
-      await scope.durable().startNew(ApprovalOrchestration.name, {
-        instanceId: approvalId,
-        input: { approval_id: approvalId, request_id: requestId },
-      });
-    },
-    async approvalDecided(approvalId) {
-      await scope
-        .durable()
-        .raiseEvent(approvalId, ApprovalOrchestration.decidedEvent, { approval_id: approvalId })
-        .catch((error: unknown) => {
-          // The decision is recorded and executed already; the orchestration also ends at its TTL.
-          scope.logger.warn("approval decision event not delivered", {
-            approval_id: approvalId,
-            error: error instanceof Error ? error.message : String(error),
-          });
-        });
-    },
-  };
-}
 
 /** An idle event stream sends a comment this often (proxies and browsers keep it open). */
 const HEARTBEAT_MS = 15_000;

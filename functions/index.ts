@@ -19,6 +19,7 @@ import "./workspace.js";
 import "./api-token.js";
 import "./terminal.js";
 import "./console.js";
+import "./channels.js";
 import "./notifications.js";
 import "./orchestrations/approval-request.js";
 import "./ops-loop.js";

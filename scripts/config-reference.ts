@@ -6,6 +6,7 @@ import { shardSettingsSchema, warmSettingsSchema } from "../jobapi/pod-settings.
 import { terminalDaemonSettingsSchema } from "../jobapi/terminal/daemon-config.js";
 import { localStackSettingsSchema } from "../local/settings.js";
 import { appSettingsSchema } from "../shared/config/load-config.js";
+import { channelOwnedSettingsSchema } from "../shared/channels/channel-config.js";
 import { consoleSettingsSchema } from "../shared/console/console-config.js";
 import { notifySettingsSchema } from "../shared/notify/notify-config.js";
 
@@ -52,6 +53,13 @@ export const SETTING_SOURCES: readonly SettingSource[] = [
     intro:
       "`shared/notify/notify-config.ts` (`loadNotifyConfig`; docs/notifications.md). Secrets are references only: `kv:<secret name>`, or `env:<VARIABLE>` in the local profile.",
     schemas: [notifySettingsSchema],
+  },
+  {
+    id: "channels",
+    heading: "Functions app: inbound conversation channels",
+    intro:
+      "`shared/channels/channel-config.ts` (`loadChannelConfig`; docs/channels.md). Chat platform B shares `SVC_PLATFORM_B_BOT_TOKEN_REF` and `SVC_PLATFORM_B_API_URL` with the notification channel.",
+    schemas: [channelOwnedSettingsSchema],
   },
   {
     id: "jobapi",

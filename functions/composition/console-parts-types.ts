@@ -7,6 +7,8 @@
 
 import type { createApprovalActivities } from "../../shared/console/approvals/approval-activities.js";
 import type { createApprovalService } from "../../shared/console/approvals/approval-service.js";
+import type { ApprovalStore } from "../../shared/console/approvals/approval-store.js";
+import type { KillSwitch } from "../../shared/ops/kill-switch.js";
 import type { ConsoleConfig } from "../../shared/console/console-config.js";
 import type { Coordinator } from "../../shared/console/coordinator/coordinator.js";
 import type { buildNotifier } from "../../shared/notify/build-notifier.js";
@@ -41,6 +43,10 @@ export interface ConsoleParts {
   registry: ToolRegistry;
   coordinator: Coordinator;
   approvals: ReturnType<typeof createApprovalService>;
+  /** The durable approval queue the service works over (the channels' `/svc status` counts it). */
+  approvalStore: ApprovalStore;
+  /** The global kill switch (the channels' `/svc kill-switch status`). */
+  killSwitch: KillSwitch;
   /** The notification router over the configured channels (shared/notify, docs/notifications.md). */
   notifier: ReturnType<typeof buildNotifier>;
   approvalActivities: ReturnType<typeof createApprovalActivities>;

@@ -360,5 +360,15 @@ export function buildConsoleParts(settings: ConsoleSettings): ConsoleParts {
       credential: appContext.credential,
     }),
   });
-  return { registry, coordinator, approvals, notifier, approvalActivities, opsLoop, snapshots };
+  return {
+    registry,
+    coordinator,
+    approvals,
+    approvalStore,
+    killSwitch,
+    notifier,
+    approvalActivities,
+    opsLoop,
+    snapshots,
+  };
 }

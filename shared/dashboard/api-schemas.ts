@@ -249,6 +249,25 @@ export const notificationTestResultSchema = z.object({
   ),
 });
 
+/** Chat platform B's answer to Slack: empty, or the `url_verification` challenge echoed. */
+export const slackAckSchema = z.object({ challenge: z.string().optional() });
+
+/** A pairing an approver made: the sender now resolves to the principal (identity only, no role). */
+export const pairingApprovedSchema = z.object({
+  channel: z.enum(["platform_a", "platform_b"]),
+  vendor_user_id: z.string(),
+  principal_oid: z.string(),
+});
+
+/** A cross-channel identity link (a record; nothing merged). */
+export const identityLinkSchema = z.object({
+  link_id: z.string(),
+  principal_oid: z.string(),
+  endpoints: z.array(z.object({ channel: z.enum(["platform_a", "platform_b"]), vendor_user_id: z.string() })),
+  approved_by: z.string(),
+  approved_at: timestamp,
+});
+
 /** `POST /api/terminal/tickets` request: no fields today (unknown ones are refused). */
 export const terminalTicketRequestSchema = z.strictObject({});
 

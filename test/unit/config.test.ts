@@ -9,6 +9,7 @@ import { APP_SETTING_NAMES, DEFAULT_DB_UPDATE_CHECK_SCHEDULE, loadConfig } from 
 import { configRefusal } from "../support/helpers.js";
 import { CONSOLE_SETTING_NAMES, loadConsoleConfig } from "../../shared/console/console-config.js";
 import { NOTIFY_SETTING_NAMES } from "../../shared/notify/notify-config.js";
+import { CHANNEL_SETTING_NAMES } from "../../shared/channels/channel-config.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const APP = { AzureWebJobsStorage: "UseDevelopmentStorage=true", AUTH_TENANT_ID: "tenant", AUTH_CLIENT_ID: "client" };
@@ -157,7 +158,13 @@ describe("local.settings.sample.json", () => {
 
   it("lists every setting the Functions app reads, and only those (plus the worker runtime)", () => {
     expect(Object.keys(sample.Values).sort()).toEqual(
-      [...APP_SETTING_NAMES, ...CONSOLE_SETTING_NAMES, ...NOTIFY_SETTING_NAMES, "FUNCTIONS_WORKER_RUNTIME"].sort(),
+      [
+        ...APP_SETTING_NAMES,
+        ...CONSOLE_SETTING_NAMES,
+        ...NOTIFY_SETTING_NAMES,
+        ...CHANNEL_SETTING_NAMES,
+        "FUNCTIONS_WORKER_RUNTIME",
+      ].sort(),
     );
   });
 

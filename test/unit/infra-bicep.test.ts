@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { CONSOLE_SETTING_NAMES, loadConsoleConfig } from "../../shared/console/console-config.js";
 import { APP_SETTING_NAMES, loadConfig } from "../../shared/config/load-config.js";
 import { loadNotifyConfig, NOTIFY_SETTING_NAMES } from "../../shared/notify/notify-config.js";
+import { CHANNEL_SETTING_NAMES } from "../../shared/channels/channel-config.js";
 
 // No Bicep compiler installs on these machines (a .NET binary outside the npm registry), so these
 // checks read the Bicep source and the JSON it loads with loadJsonContent: what `az bicep build`
@@ -233,7 +234,13 @@ describe("infra/: the Function App's settings start the app", () => {
       "APPLICATIONINSIGHTS_CONNECTION_STRING",
       "APPLICATIONINSIGHTS_AUTHENTICATION_STRING",
     ];
-    const known = new Set([...APP_SETTING_NAMES, ...CONSOLE_SETTING_NAMES, ...NOTIFY_SETTING_NAMES, ...platform]);
+    const known = new Set([
+      ...APP_SETTING_NAMES,
+      ...CONSOLE_SETTING_NAMES,
+      ...NOTIFY_SETTING_NAMES,
+      ...CHANNEL_SETTING_NAMES,
+      ...platform,
+    ]);
     expect(Object.keys(settings).filter((name) => !known.has(name))).toEqual([]);
     expect(Object.keys(settings).sort()).toEqual(Object.keys(filled).sort());
     const config = loadConfig(filled);

@@ -70,6 +70,8 @@ export type SvcHandler = (input: {
   args: string;
   requestId: string;
   now: Date;
+  /** The approval orchestration's hooks of this turn (a kill-switch draft files an approval). */
+  hooks?: TurnHooks;
 }) => Promise<ChannelOutboundResponse>;
 
 /** The coordinator as the pipeline uses it (`createCoordinator(...)` satisfies it). */
@@ -275,7 +277,14 @@ export function handleInboundTurn(deps: InboundPipelineDependencies) {
     let response: ChannelOutboundResponse;
     if (svcArgs !== undefined) {
       response = deps.svc
-        ? await deps.svc({ caller, turn, args: svcArgs, requestId, now: at })
+        ? await deps.svc({
+            caller,
+            turn,
+            args: svcArgs,
+            requestId,
+            now: at,
+            ...(deps.hooks ? { hooks: deps.hooks } : {}),
+          })
         : plain(requestId, "unavailable", "The /svc commands are not available in this deployment.");
     } else {
       const reply = await deps.coordinator.handleTurn(caller, { text: turn.text }, requestId, deps.hooks);

@@ -1,0 +1,198 @@
+import { app } from "@azure/functions";
+import { z } from "zod";
+import { PairingRefusedError } from "../shared/channels/inbound/sender-access.js";
+import { CHANNEL_KINDS } from "../shared/channels/inbound/types.js";
+import { effectiveRole } from "../shared/console/tools/tool.js";
+import { SLACK_BODY_LIMIT_BYTES, type SlackEndpoint } from "../shared/channels/platform-b/slack-inbound.js";
+import {
+  ConflictError,
+  ForbiddenError,
+  NotFoundError,
+  PayloadTooLargeError,
+  QueueFullError,
+} from "../shared/errors.js";
+import { jsonResult } from "../shared/http/envelope.js";
+import { errorResponse, jsonBodyOf, ok, retryLater, unauthorized, validationFailed } from "../shared/http/openapi.js";
+import { readBodyText } from "../shared/http/read-body.js";
+import { parseJsonBody } from "../shared/http/validation.js";
+import { appContext } from "./composition/app-context.js";
+import { approvalHooks } from "./composition/approval-hooks.js";
+import { inboundChannels } from "./composition/channels-deps.js";
+import { callerOf, route } from "./composition/http-route.js";
+
+/**
+ * The inbound conversation channels' routes (issue 26, docs/channels.md). Chat platform B's three
+ * endpoints are public (Slack signs each request; nothing is read before the signature is checked
+ * except the bounded body); pairing and identity links are an approver's acts.
+ */
+
+const slackRoutes: [string, string, SlackEndpoint, string][] = [
+  ["slackEvents", "channels/slack/events", "events", "Slack Events API (JSON): url_verification and message events"],
+  ["slackCommands", "channels/slack/commands", "commands", "Slack slash command /svc (form-encoded)"],
+  [
+    "slackInteractions",
+    "channels/slack/interactions",
+    "interactions",
+    "Slack interactivity (form-encoded payload): the approval button",
+  ],
+];
+
+for (const [name, path, endpoint, summary] of slackRoutes)
+  route(
+    name,
+    {
+      methods: ["POST"],
+      route: path,
+      durable: true,
+      openapi: {
+        summary,
+        description:
+          "Chat platform B (Slack). Verified with Slack's v0 signature (X-Slack-Signature, X-Slack-Request-Timestamp; five-minute window; a signature is accepted once) before the body is parsed; the turn goes through the channel queue to the coordinator and the reply is posted with chat.postMessage. 404 when SVC_PLATFORM_B_CHANNEL_ENABLED is off.",
+        security: [],
+        responses: {
+          ...ok("accepted (empty), or the url_verification challenge", "SlackAck"),
+          "400": errorResponse("malformed body"),
+          ...unauthorized,
+          "404": errorResponse("the channel is not enabled"),
+          "413": errorResponse("request body too large"),
+          ...validationFailed,
+          "429": retryLater("the channel queue is full; Slack retries"),
+        },
+      },
+    },
+    async (request, scope) => {
+      const slack = (await inboundChannels()).slack;
+      if (!slack) throw new NotFoundError("chat platform B is not enabled");
+      const declared = Number(request.headers.get("content-length") ?? "0");
+      if (declared > SLACK_BODY_LIMIT_BYTES) throw new PayloadTooLargeError(SLACK_BODY_LIMIT_BYTES);
+      const body = await readBodyText(request.body, SLACK_BODY_LIMIT_BYTES);
+      if (Buffer.byteLength(body) > SLACK_BODY_LIMIT_BYTES) throw new PayloadTooLargeError(SLACK_BODY_LIMIT_BYTES);
+      const channels = await inboundChannels();
+      const answer = await slack.handle(
+        endpoint,
+        { headers: request.headers, body },
+        channels.processorWith(approvalHooks(scope)),
+      );
+      return jsonResult(answer.status, answer.body ?? {}, scope.requestId);
+    },
+  );
+
+const senderId = z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/, "must be a vendor user id");
+const objectId = z.string().regex(/^\{?[0-9a-fA-F-]{36}\}?$/, "must be a directory object id (GUID)");
+
+const pairingBody = z.strictObject({
+  channel: z.enum(CHANNEL_KINDS),
+  sender_id: senderId,
+  code: z.string().trim().min(1).max(32),
+  principal_oid: objectId,
+});
+
+const linkBody = z.strictObject({
+  endpoints: z.array(z.strictObject({ channel: z.enum(CHANNEL_KINDS), sender_id: senderId })).length(2),
+});
+
+/** A refusal of pairing or linking as the transport's error (the audit entry is written already). */
+function refusal(error: unknown): never {
+  if (error instanceof PairingRefusedError) {
+    if (error.reason === "not_authorized" || error.reason === "separate_approver_required")
+      throw new ForbiddenError(`${error.reason}: ${error.message}`);
+    if (error.reason === "too_many_attempts") throw new QueueFullError(error.message, 900);
+    throw new ConflictError(`${error.reason}: ${error.message}`);
+  }
+  throw error;
+}
+
+route(
+  "channelPairingApprove",
+  {
+    methods: ["POST"],
+    route: "channels/pairing",
+    role: "Approver",
+    openapi: {
+      summary: "Approve a chat sender's pairing with an existing principal",
+      description:
+        "The sender's one-time code (from the bot's pairing reply) maps the channel sender to an existing principal: identity resolution only, never a role. The approver must not be that principal; a wrong code counts against the challenge (deleted after five); every act is audited as channel.pairing_approve.",
+      requestBody: jsonBodyOf(pairingBody),
+      responses: {
+        ...ok("the sender's new mapping", "PairingApproved"),
+        "400": errorResponse("malformed JSON"),
+        "409": errorResponse("no pending pairing matches, the principal is unknown, or the sender is already mapped"),
+        ...validationFailed,
+        "429": retryLater("too many failed attempts by this approver"),
+      },
+    },
+  },
+  async (request, scope) => {
+    const body = await parseJsonBody(request, pairingBody, 4096);
+    const caller = callerOf(scope);
+    const { senders } = await inboundChannels();
+    const role = effectiveRole(caller);
+    const paired = await senders
+      .approvePairing({
+        channel: body.channel,
+        vendorUserId: body.sender_id,
+        code: body.code,
+        principalOid: body.principal_oid,
+        approver: { oid: caller.oid, name: caller.name, role },
+        requestId: scope.requestId,
+        now: new Date(),
+      })
+      .catch(refusal);
+    return jsonResult(200, paired, scope.requestId);
+  },
+);
+
+route(
+  "channelIdentityLink",
+  {
+    methods: ["POST"],
+    route: "channels/links",
+    role: "Approver",
+    openapi: {
+      summary: "Link two paired senders of different channel kinds",
+      description:
+        "Both senders must each be paired to the same principal, of two different channel kinds, and the approver must be a separate actor. Idempotent by a deterministic link id; nothing (principal, role, session, audit history) is merged. Audited as channel.identity_link.",
+      requestBody: jsonBodyOf(linkBody),
+      responses: {
+        ...ok("the link", "IdentityLink"),
+        "400": errorResponse("malformed JSON"),
+        "409": errorResponse("same channel kind, an unpaired endpoint, or different principals"),
+        ...validationFailed,
+      },
+    },
+  },
+  async (request, scope) => {
+    const body = await parseJsonBody(request, linkBody, 4096);
+    const caller = callerOf(scope);
+    const { senders } = await inboundChannels();
+    const role = effectiveRole(caller);
+    const [a, b] = body.endpoints;
+    if (!a || !b) throw new Error("two endpoints are validated above");
+    const link = await senders
+      .approveLink({
+        endpoints: [
+          { channel: a.channel, vendorUserId: a.sender_id },
+          { channel: b.channel, vendorUserId: b.sender_id },
+        ],
+        approver: { oid: caller.oid, name: caller.name, role },
+        requestId: scope.requestId,
+        now: new Date(),
+      })
+      .catch(refusal);
+    return jsonResult(200, link, scope.requestId);
+  },
+);
+
+/**
+ * The channel queue's worker: turns a crashed host left behind (a lease that ran out) are answered,
+ * or closed as abandoned when the crash came while posting.
+ */
+app.timer("channelQueueTimer", {
+  schedule: "0 * * * * *",
+  handler: async () => {
+    const channels = await inboundChannels();
+    if (!channels.slack) return;
+    const closed = await channels.queue.drain(channels.processorWith(), () => new Date());
+    if (closed > 0) appContext.logger.info("channel queue drained", { closed });
+  },
+});

@@ -1,0 +1,51 @@
+/**
+ * The composition of the inbound conversation channels (issue 26, docs/channels.md). The settings
+ * are loaded and checked when this module loads (with the channel routes, at app start), so bad
+ * bindings or a half-configured channel stop start-up (spec §7 item 8); the channels themselves are
+ * built on first use over the console's parts.
+ */
+
+import { buildInboundChannels, type InboundChannels } from "../../shared/channels/build-channels.js";
+import { loadChannelConfig } from "../../shared/channels/channel-config.js";
+import { createSvcCommands } from "../../shared/channels/inbound/svc-commands.js";
+import { createSecretResolver } from "../../shared/notify/build-notifier.js";
+import { isLocalProfile } from "../../shared/notify/notify-config.js";
+import { appContext } from "./app-context.js";
+import { actionModeOf, actionTypes, consoleParts, notifyConfig, ruleCatalog } from "./console-deps.js";
+
+const local = isLocalProfile(process.env);
+export const channelConfig = loadChannelConfig(process.env, { local });
+
+let channels: Promise<InboundChannels> | undefined;
+
+/** The inbound channels, built once on first use. */
+export function inboundChannels(): Promise<InboundChannels> {
+  channels ??= consoleParts().then(
+    (parts) => {
+      const source = appContext.config.storage;
+      const svc = createSvcCommands({
+        tables: source,
+        audit: appContext.audit,
+        killSwitch: parts.killSwitch,
+        approvals: parts.approvals,
+        pendingApprovals: async () => (await parts.approvalStore.listPending()).length,
+        actionTypes,
+        rules: ruleCatalog,
+        modeOf: actionModeOf,
+      });
+      return buildInboundChannels(channelConfig, {
+        tables: source,
+        audit: appContext.audit,
+        coordinator: parts.coordinator,
+        svc,
+        resolve: createSecretResolver({ secrets: appContext.secrets, env: process.env, local }),
+        ...(notifyConfig.consoleBaseUrl ? { consoleBaseUrl: notifyConfig.consoleBaseUrl } : {}),
+      });
+    },
+    (error: unknown) => {
+      channels = undefined;
+      throw error;
+    },
+  );
+  return channels;
+}

@@ -1,0 +1,115 @@
+import { normalizeObjectId } from "../auth/object-id.js";
+import type { Role } from "../auth/roles.js";
+import type { TurnHooks } from "../console/coordinator/coordinator.js";
+import type { AuditLog } from "../ops/audit.js";
+import type { TableSource } from "../storage/table-source.js";
+import type { ChannelConfig } from "./channel-config.js";
+import { createChannelQueue, type TurnProcessor } from "./inbound/channel-queue.js";
+import {
+  handleInboundTurn,
+  type InboundPipelineDependencies,
+  type PrincipalDirectory,
+  type SvcHandler,
+  type TurnCoordinator,
+} from "./inbound/pipeline.js";
+import { createSenderAccess } from "./inbound/sender-access.js";
+import type { ChannelKind } from "./inbound/types.js";
+import { createSlackInbound } from "./platform-b/slack-inbound.js";
+import { createSlackReplier } from "./platform-b/slack-reply.js";
+
+/** The directory of channel principals' roles from `SVC_CHANNEL_PRINCIPAL_ROLES_JSON` (ids normalized). */
+export function configDirectory(roles: ReadonlyMap<string, { name: string; roles: Role[] }>): PrincipalDirectory {
+  const byOid = new Map([...roles].map(([oid, v]) => [normalizeObjectId(oid), v]));
+  return { lookup: async (oid) => byOid.get(normalizeObjectId(oid)) };
+}
+
+/**
+ * Wires the inbound channels over the app's parts: sender access, the channel queue, the pipeline
+ * and chat platform B's endpoint. Each channel's reply sender is registered by kind (chat platform
+ * A registers its own with {@link registerDeliver}). Secrets are resolved on first use.
+ */
+export function buildInboundChannels(
+  config: ChannelConfig,
+  deps: {
+    tables: TableSource;
+    audit: AuditLog;
+    coordinator: TurnCoordinator;
+    svc?: SvcHandler;
+    resolve(ref: string): Promise<string>;
+    consoleBaseUrl?: string;
+    directory?: PrincipalDirectory;
+    now?: () => Date;
+  },
+) {
+  const directory = deps.directory ?? configDirectory(config.roles);
+  const b = config.platformB;
+  const senders = createSenderAccess({
+    tables: deps.tables,
+    policies: {
+      ...(b ? { platform_b: { mode: b.access, bindings: b.bindings, pendingLimit: config.pairingPendingLimit } } : {}),
+    },
+    directory,
+    audit: deps.audit,
+  });
+  const queue = createChannelQueue({ tables: deps.tables, capacity: config.queueCapacity });
+  const delivers = new Map<ChannelKind, InboundPipelineDependencies["deliver"]>();
+  if (b) {
+    let replier: Promise<ReturnType<typeof createSlackReplier>> | undefined;
+    delivers.set("platform_b", async (turn, response) => {
+      replier ??= deps.resolve(b.botTokenRef).then(
+        (token) => createSlackReplier({ apiUrl: b.apiUrl, token }),
+        (error: unknown) => {
+          replier = undefined;
+          throw error;
+        },
+      );
+      return (await replier)(turn, response);
+    });
+  }
+
+  /** The queue's processor: the pipeline, with the reply marked `delivering` before it is posted. */
+  const processorWith =
+    (hooks?: TurnHooks): TurnProcessor =>
+    async (turn, guard) => {
+      const deliver = delivers.get(turn.channel);
+      if (!deliver) throw new Error(`no reply sender for ${turn.channel}`);
+      await handleInboundTurn({
+        access: senders.access,
+        directory,
+        coordinator: deps.coordinator,
+        ...(deps.svc ? { svc: deps.svc } : {}),
+        audit: deps.audit,
+        deliver: async (t, r) => {
+          await guard.beforeDeliver();
+          return deliver(t, r);
+        },
+        ...(hooks ? { hooks } : {}),
+        ...(deps.consoleBaseUrl ? { consoleBaseUrl: deps.consoleBaseUrl } : {}),
+        ...(deps.now ? { now: deps.now } : {}),
+      })(turn);
+    };
+
+  const slack = b
+    ? createSlackInbound({
+        signingSecret: () => deps.resolve(b.signingSecretRef),
+        queue,
+        process: processorWith(),
+        tables: deps.tables,
+        ...(deps.now ? { now: deps.now } : {}),
+      })
+    : undefined;
+
+  return {
+    directory,
+    senders,
+    queue,
+    slack,
+    processorWith,
+    /** Registers a channel's reply sender (chat platform A's adapter). */
+    registerDeliver(kind: ChannelKind, deliver: InboundPipelineDependencies["deliver"]) {
+      delivers.set(kind, deliver);
+    },
+  };
+}
+
+export type InboundChannels = ReturnType<typeof buildInboundChannels>;

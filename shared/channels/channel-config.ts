@@ -1,0 +1,155 @@
+import { z } from "zod";
+import { isRole, type Role } from "../auth/roles.js";
+import { ConfigError, type Env, envEnum, envFlag, envInt, envParsed, parseEnv } from "../config/env.js";
+import { SENDER_ACCESS_MODES, type SenderAccessMode } from "./inbound/types.js";
+
+/**
+ * The inbound conversation channels' settings (issue 26; spec operator-console.md §2.6, §7 item 8,
+ * §8). Chat platform B (Slack) shares its bot token and Web API URL with the outbound channel
+ * (`SVC_PLATFORM_B_BOT_TOKEN_REF`, `SVC_PLATFORM_B_API_URL`, issue 25). Secret values are never
+ * settings, only references (`kv:<name>`, or `env:<VARIABLE>` locally). Start-up fails before any
+ * traffic when an enabled channel's credentials or bindings are missing, malformed or unbounded.
+ */
+
+/** At most this many entries in a principal-binding map (spec §8). */
+export const PRINCIPAL_BINDINGS_LIMIT = 1000;
+
+const secretRef = z
+  .string()
+  .regex(
+    /^(kv:[A-Za-z0-9-]{1,127}|env:[A-Z_][A-Z0-9_]{0,127})$/,
+    "must be a secret reference: kv:<secret name> or (local only) env:<VARIABLE>",
+  );
+
+/**
+ * A principal-binding map: a non-empty JSON object of vendor user id → directory object id, at most
+ * {@link PRINCIPAL_BINDINGS_LIMIT} entries (the Teams channel uses the same parser).
+ */
+export function parsePrincipalBindings(text: string): ReadonlyMap<string, string> {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    throw new Error("must be a JSON object of vendor user id to object id");
+  }
+  if (raw === null || typeof raw !== "object" || Array.isArray(raw))
+    throw new Error("must be a JSON object of vendor user id to object id");
+  const entries = Object.entries(raw as Record<string, unknown>);
+  if (entries.length === 0) throw new Error("must not be empty");
+  if (entries.length > PRINCIPAL_BINDINGS_LIMIT)
+    throw new Error(`has ${entries.length} entries; at most ${PRINCIPAL_BINDINGS_LIMIT} are allowed`);
+  const map = new Map<string, string>();
+  for (const [key, value] of entries) {
+    if (!/^[A-Za-z0-9._:-]{1,128}$/.test(key)) throw new Error("has a key that is not a vendor user id");
+    if (typeof value !== "string" || !/^\{?[0-9a-fA-F-]{36}\}?$/.test(value.trim()))
+      throw new Error(`entry ${key}: the value must be a directory object id (GUID)`);
+    map.set(key, value.trim());
+  }
+  return map;
+}
+
+/** The channel directory of application roles: object id → roles (≤ 1000 entries). */
+export function parsePrincipalRoles(text: string): ReadonlyMap<string, { name: string; roles: Role[] }> {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    throw new Error('must be a JSON object of object id to {"name","roles"} or a role list');
+  }
+  if (raw === null || typeof raw !== "object" || Array.isArray(raw))
+    throw new Error('must be a JSON object of object id to {"name","roles"} or a role list');
+  const entries = Object.entries(raw as Record<string, unknown>);
+  if (entries.length > PRINCIPAL_BINDINGS_LIMIT)
+    throw new Error(`has ${entries.length} entries; at most ${PRINCIPAL_BINDINGS_LIMIT} are allowed`);
+  const map = new Map<string, { name: string; roles: Role[] }>();
+  for (const [oid, value] of entries) {
+    if (!/^\{?[0-9a-fA-F-]{36}\}?$/.test(oid)) throw new Error("has a key that is not a directory object id (GUID)");
+    const roles = Array.isArray(value) ? value : (value as { roles?: unknown } | null)?.roles;
+    const name = Array.isArray(value) ? "" : String((value as { name?: unknown } | null)?.name ?? "");
+    if (!Array.isArray(roles) || !roles.every(isRole))
+      throw new Error(`entry ${oid}: roles must be a list of Reader, Contributor, Approver, Owner`);
+    map.set(oid.toLowerCase().replace(/[{}]/g, ""), { name: name.slice(0, 200), roles });
+  }
+  return map;
+}
+
+/** The settings this module owns (docs/channels.md; `docs/configuration.md` lists them). */
+export const channelOwnedSettingsSchema = z.object({
+  /** Turns chat platform B's conversation channel on (its three routes answer 404 while off). */
+  SVC_PLATFORM_B_CHANNEL_ENABLED: envFlag().default(false),
+  /** Secret reference to Slack's signing secret. */
+  SVC_PLATFORM_B_SIGNING_SECRET_REF: secretRef.optional(),
+  /** Slack user id → directory object id (non-empty JSON object, at most 1000 entries). */
+  SVC_PLATFORM_B_PRINCIPAL_BINDINGS_JSON: envParsed(parsePrincipalBindings).optional(),
+  SVC_PLATFORM_B_SENDER_ACCESS: envEnum(SENDER_ACCESS_MODES).default("allowlist"),
+  SVC_CHANNEL_QUEUE_CAPACITY: envInt(1, 10_000).default(100),
+  /** Pending pairing challenges per channel (spec §8: bounded, value set by configuration). */
+  SVC_CHANNEL_PAIRING_PENDING_LIMIT: envInt(1, 100).default(10),
+  /** Object id → application roles of channel principals (the channels' directory). */
+  SVC_CHANNEL_PRINCIPAL_ROLES_JSON: envParsed(parsePrincipalRoles).optional(),
+});
+
+/** Everything the inbound channels read: their own settings and the two shared with the outbound channel (issue 25). */
+export const channelSettingsSchema = channelOwnedSettingsSchema.extend({
+  SVC_PLATFORM_B_BOT_TOKEN_REF: secretRef.optional(),
+  SVC_PLATFORM_B_API_URL: z
+    .string()
+    .refine((v) => URL.canParse(v) && /^https?:$/.test(new URL(v).protocol), "must be an absolute http(s) URL")
+    .default("https://slack.com/api/"),
+});
+
+/** The inbound-channel settings this module owns (the shared ones are listed with the notification settings). */
+export const CHANNEL_SETTING_NAMES: readonly string[] = Object.freeze(Object.keys(channelOwnedSettingsSchema.shape));
+
+export interface ChannelConfig {
+  readonly queueCapacity: number;
+  readonly pairingPendingLimit: number;
+  readonly roles: ReadonlyMap<string, { name: string; roles: Role[] }>;
+  readonly platformB?: {
+    readonly signingSecretRef: string;
+    readonly botTokenRef: string;
+    readonly apiUrl: string;
+    readonly access: SenderAccessMode;
+    readonly bindings: ReadonlyMap<string, string>;
+  };
+}
+
+/** Reads and checks the inbound-channel settings; a bad one refuses to start (spec §7 item 8). */
+export function loadChannelConfig(env: Env, options: { local: boolean }): ChannelConfig {
+  const c = parseEnv(channelSettingsSchema, env, (v) => v);
+  const problems: string[] = [];
+  if (c.SVC_PLATFORM_B_CHANNEL_ENABLED) {
+    if (!c.SVC_PLATFORM_B_SIGNING_SECRET_REF)
+      problems.push("SVC_PLATFORM_B_SIGNING_SECRET_REF: is required when SVC_PLATFORM_B_CHANNEL_ENABLED is on");
+    if (!c.SVC_PLATFORM_B_BOT_TOKEN_REF)
+      problems.push("SVC_PLATFORM_B_BOT_TOKEN_REF: is required when SVC_PLATFORM_B_CHANNEL_ENABLED is on");
+    if (c.SVC_PLATFORM_B_SENDER_ACCESS === "allowlist" && !c.SVC_PLATFORM_B_PRINCIPAL_BINDINGS_JSON)
+      problems.push(
+        "SVC_PLATFORM_B_PRINCIPAL_BINDINGS_JSON: is required when SVC_PLATFORM_B_SENDER_ACCESS is allowlist",
+      );
+    if (!options.local) {
+      for (const name of ["SVC_PLATFORM_B_SIGNING_SECRET_REF", "SVC_PLATFORM_B_BOT_TOKEN_REF"] as const)
+        if (c[name]?.startsWith("env:"))
+          problems.push(`${name}: env: references are for the local profile only (use kv:<secret name>)`);
+      if (c.SVC_PLATFORM_B_API_URL.startsWith("http://"))
+        problems.push("SVC_PLATFORM_B_API_URL: must be https:// outside the local profile");
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return Object.freeze({
+    queueCapacity: c.SVC_CHANNEL_QUEUE_CAPACITY,
+    pairingPendingLimit: c.SVC_CHANNEL_PAIRING_PENDING_LIMIT,
+    roles: c.SVC_CHANNEL_PRINCIPAL_ROLES_JSON ?? new Map(),
+    ...(c.SVC_PLATFORM_B_CHANNEL_ENABLED && c.SVC_PLATFORM_B_SIGNING_SECRET_REF && c.SVC_PLATFORM_B_BOT_TOKEN_REF
+      ? {
+          platformB: {
+            signingSecretRef: c.SVC_PLATFORM_B_SIGNING_SECRET_REF,
+            botTokenRef: c.SVC_PLATFORM_B_BOT_TOKEN_REF,
+            apiUrl: c.SVC_PLATFORM_B_API_URL,
+            access: c.SVC_PLATFORM_B_SENDER_ACCESS,
+            bindings: c.SVC_PLATFORM_B_PRINCIPAL_BINDINGS_JSON ?? new Map(),
+          },
+        }
+      : {}),
+  });
+}
