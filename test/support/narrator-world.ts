@@ -60,6 +60,7 @@ export function fixtureTools(log: ToolLog): Tool[] {
       "audit:job-report-1",
     ),
     read("cluster_view", { resources: [{ id: "j-7", status: "running", node: "aks-blast-1" }] }, "snapshot:cluster-1"),
+    read("queue_view", { queues: [{ id: "default", depth: 5 }] }, "snapshot:queues-1"),
     read("node_view", { resources: [{ id: "j-8", status: "running" }] }, "snapshot:nodes-1"),
     read("approvals_view", { pending: 2 }, "audit:approvals-1", "Approver"),
     defineTool({
@@ -196,11 +197,11 @@ export function scriptTurn(
 /** A presentation answer in the rendering format the presentation prompt asks for. */
 export function rendering(
   sentences: { text: string; cites?: { evidence_ref: string; field: string }[] }[],
-  evidenceRef: string | undefined = "audit:job-report-1",
+  evidenceRef: string | null = "audit:job-report-1",
 ): FakeReply {
   return {
     content: JSON.stringify({
-      ...(evidenceRef !== undefined ? { evidence_ref: evidenceRef } : {}),
+      ...(evidenceRef !== null ? { evidence_ref: evidenceRef } : {}),
       sentences: sentences.map((s) => ({ text: s.text, cites: s.cites ?? [] })),
     }),
   };
