@@ -1,6 +1,9 @@
 import { errorResponse, jsonBodyOf, ok, refusedBeforeRouting, validationFailed } from "../shared/http/openapi.js";
 import { z } from "zod";
 import { agentActivity } from "../shared/console/activity.js";
+import { streamChatTurn } from "../shared/console/chat-stream.js";
+import type { TurnHooks } from "../shared/console/coordinator/coordinator.js";
+import { createSseStream, SSE_HEADERS } from "../shared/http/sse.js";
 import { ApprovalOrchestration } from "../shared/console/approvals/approval-activities.js";
 import { effectiveRole } from "../shared/console/tools/tool.js";
 import { ForbiddenError, NotFoundError } from "../shared/errors.js";
@@ -8,7 +11,7 @@ import { jsonResult } from "../shared/http/envelope.js";
 import { parseJsonBody } from "../shared/http/validation.js";
 import { appContext } from "./composition/app-context.js";
 import { consoleParts } from "./composition/console-deps.js";
-import { callerOf, route } from "./composition/http-route.js";
+import { callerOf, type RouteScope, route } from "./composition/http-route.js";
 
 /** A chat turn: bounded text and the optional agent selections of coordinator rule 8. */
 const turnBody = z.strictObject({
@@ -61,29 +64,95 @@ route(
   },
   async (request, scope) => {
     const turn = await parseJsonBody(request, turnBody, 64 * 1024);
-    const reply = await (await consoleParts()).coordinator.handleTurn(callerOf(scope), turn, scope.requestId, {
-      async approvalFiled(approvalId, requestId) {
-        // One orchestration per item: the instance id is the approval id, so a repeat finds the first.
-        if (await scope.durable().getInstance(approvalId)) return;
-        await scope.durable().startNew(ApprovalOrchestration.name, {
-          instanceId: approvalId,
-          input: { approval_id: approvalId, request_id: requestId },
-        });
-      },
-      async approvalDecided(approvalId) {
-        await scope
-          .durable()
-          .raiseEvent(approvalId, ApprovalOrchestration.decidedEvent, { approval_id: approvalId })
-          .catch((error: unknown) => {
-            // The decision is recorded and executed already; the orchestration also ends at its TTL.
-            scope.logger.warn("approval decision event not delivered", {
-              approval_id: approvalId,
-              error: error instanceof Error ? error.message : String(error),
-            });
-          });
-      },
-    });
+    const reply = await (await consoleParts()).coordinator.handleTurn(
+      callerOf(scope),
+      turn,
+      scope.requestId,
+      approvalHooks(scope),
+    );
     return jsonResult(200, reply, scope.requestId);
+  },
+);
+
+/** The durable work a turn may start: the approval orchestration and its decision event. */
+function approvalHooks(scope: RouteScope): TurnHooks {
+  return {
+    async approvalFiled(approvalId, requestId) {
+      // One orchestration per item: the instance id is the approval id, so a repeat finds the first.
+      if (await scope.durable().getInstance(approvalId)) return;
+      await scope.durable().startNew(ApprovalOrchestration.name, {
+        instanceId: approvalId,
+        input: { approval_id: approvalId, request_id: requestId },
+      });
+    },
+    async approvalDecided(approvalId) {
+      await scope
+        .durable()
+        .raiseEvent(approvalId, ApprovalOrchestration.decidedEvent, { approval_id: approvalId })
+        .catch((error: unknown) => {
+          // The decision is recorded and executed already; the orchestration also ends at its TTL.
+          scope.logger.warn("approval decision event not delivered", {
+            approval_id: approvalId,
+            error: error instanceof Error ? error.message : String(error),
+          });
+        });
+    },
+  };
+}
+
+/** An idle event stream sends a comment this often (proxies and browsers keep it open). */
+const HEARTBEAT_MS = 15_000;
+/** A chat answer a client leaves unread beyond this is dropped (the stream ends). */
+const CHAT_STREAM_MAX_BACKLOG_BYTES = 1024 * 1024;
+
+route(
+  "consoleChatStream",
+  {
+    methods: ["POST"],
+    route: "chat/stream",
+    role: "Reader",
+    durable: true,
+    openapi: {
+      summary: "One operator-console turn as server-sent events (turn, delta, activity, answer, final, error)",
+      description:
+        "The turn's frames as `text/event-stream`: `turn`, provisional `delta`s from a narrator, one `activity` per tool result, `answer` (the reply `POST /api/chat` returns), then `final` with the presentation plan (an alternative plan is awaited at most 5 s; the deterministic plan is kept on timeout, cancellation, invalid output or provider failure). SSE comment heartbeats every 15 s while idle. A failure after the stream opened is an `error` frame. Closing the stream cancels the turn's provider work. See docs/web-chat.md.",
+      requestBody: jsonBodyOf(turnBody),
+      responses: {
+        "200": {
+          description: "the turn's event stream",
+          content: { "text/event-stream": { schema: { type: "string" } } },
+        },
+        "400": errorResponse("malformed JSON"),
+        "413": errorResponse("request body too large"),
+        ...validationFailed,
+      },
+    },
+  },
+  async (request, scope) => {
+    const turn = await parseJsonBody(request, turnBody, 64 * 1024);
+    const caller = callerOf(scope);
+    const { coordinator } = await consoleParts();
+    const connection = scope.connection();
+    const { body, channel } = createSseStream({
+      heartbeatMs: HEARTBEAT_MS,
+      clientAbortSignal: connection.abortSignal,
+      backlogBytes: connection.backlogBytes,
+      maxBacklogBytes: CHAT_STREAM_MAX_BACKLOG_BYTES,
+    });
+    const narrator = coordinator.narrator;
+    // Started here, inside the invocation (its durable client is found through this async context).
+    void streamChatTurn(channel, scope.requestId, {
+      handleTurn: (streamHooks) =>
+        coordinator.handleTurn(caller, turn, scope.requestId, { ...approvalHooks(scope), ...streamHooks }),
+      planner: narrator.planPresentation
+        ? { planPresentation: (input) => narrator.planPresentation?.(input) ?? Promise.resolve(undefined) }
+        : undefined,
+      onError: (error) => scope.logger.error("chat stream turn failed", { error }),
+    });
+    void channel.ended.then((end) => {
+      if (end !== "completed") scope.logger.info("chat stream ended early", { end });
+    });
+    return { status: 200, headers: { ...SSE_HEADERS }, body };
   },
 );
 

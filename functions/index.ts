@@ -15,6 +15,7 @@ import "./orchestrations/database-ops.js";
 import "./databases.js";
 import "./workspace.js";
 import "./api-token.js";
+import "./terminal.js";
 import "./console.js";
 import "./notifications.js";
 import "./orchestrations/approval-request.js";

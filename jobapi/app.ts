@@ -12,6 +12,7 @@ import { createDocsRoutes } from "./routes/docs-routes.js";
 import { createFacadeRoutes } from "./routes/facade-routes.js";
 import { createJobRoutes } from "./routes/job-routes.js";
 import { createOpsRoutes } from "./routes/ops-routes.js";
+import { createTerminalRoutes } from "./routes/terminal-routes.js";
 import { createWarmupRoutes } from "./routes/warmup-routes.js";
 import type { KubernetesWarmup } from "./executors/kubernetes-warmup.js";
 
@@ -39,6 +40,7 @@ export function createJobApiRoutes(d: JobApiDeps): JobApiRoute[] {
     ...createJobRoutes({ service: d.service, artifacts: d.artifacts, bodyLimitBytes }),
     ...createFacadeRoutes({ service: d.service, artifacts: d.artifacts, bodyLimitBytes }),
     ...createWarmupRoutes(d.warmup),
+    ...createTerminalRoutes(),
   ];
   const openapi = JSON.stringify(buildOpenApiDocument(routes));
   return [...routes, ...createDocsRoutes({ openapi: () => openapi })];

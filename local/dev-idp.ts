@@ -80,8 +80,21 @@ export interface DevIdentityProvider {
   allowRedirectUri(uri: string): void;
   /** Number of requests received so far whose URL path is exactly `path` (query ignored). */
   requestCount(path: string): number;
+  /** The JWKS URL: verifies every token this provider signs (API tokens and managed-identity tokens). */
+  jwksUrl: string;
+  /**
+   * The managed-identity endpoint of the local stack's one identity (App Service protocol
+   * 2019-08-01, what `IDENTITY_ENDPOINT` / `IDENTITY_HEADER` give `@azure/identity`): tokens for any
+   * resource (`aud` = the resource), signed with this provider's key, `oid` = `objectId`.
+   */
+  managedIdentity: { endpoint: string; identityHeader: string; objectId: string; clientId: string };
   /** Stops listening and drops open connections. Safe to call more than once. */
   close(): Promise<void>;
+}
+
+/** The issuer of the local managed identity's tokens (Entra's v1 issuer shape, as App Service tokens carry). */
+export function devManagedIdentityIssuer(tenantId: string): string {
+  return `https://sts.blastplane.local/${tenantId}/`;
 }
 
 const DEFAULT_NAME = "Local Developer";
@@ -191,6 +204,40 @@ export async function startDevIdentityProvider(opts: DevIdentityProviderOptions)
   }
 
   const oauthPath = `/${opts.tenantId}/oauth2/v2.0`;
+  const identityHeader = randomUUID();
+  const managedIdentityObjectId = nameBasedUuid(`${opts.tenantId}\nmanaged-identity`);
+  const managedIdentityClientId = nameBasedUuid(`${opts.tenantId}\nmanaged-identity-client`);
+
+  /** A managed-identity token (App Service protocol 2019-08-01) for `resource`. */
+  async function managedIdentityToken(requestUrl: URL, req: IncomingMessage): Promise<Record<string, unknown>> {
+    if (req.headers["x-identity-header"] !== identityHeader)
+      throw new HttpError(401, "X-IDENTITY-HEADER is missing or wrong");
+    const resource = requestUrl.searchParams.get("resource");
+    if (!resource || resource.length > 400) throw new HttpError(400, "resource is required");
+    const now = Math.floor(Date.now() / 1000);
+    const ttl = DEFAULT_TTL_SECONDS;
+    const token = await new SignJWT({
+      oid: managedIdentityObjectId,
+      appid: managedIdentityClientId,
+      tid: opts.tenantId,
+      idtyp: "app",
+    })
+      .setProtectedHeader({ alg: "RS256", typ: "JWT", kid: key.kid })
+      .setIssuer(devManagedIdentityIssuer(opts.tenantId))
+      .setAudience(resource)
+      .setSubject(managedIdentityObjectId)
+      .setIssuedAt(now)
+      .setNotBefore(now)
+      .setExpirationTime(now + ttl)
+      .sign(key.privateKey);
+    return {
+      access_token: token,
+      expires_on: String(now + ttl),
+      resource,
+      token_type: "Bearer",
+      client_id: managedIdentityClientId,
+    };
+  }
   const metadata = () => ({
     issuer,
     jwks_uri: `${url}${keysPath}`,
@@ -258,6 +305,10 @@ export async function startDevIdentityProvider(opts: DevIdentityProviderOptions)
       sendJson(res, 200, { keys: [key.publicJwk] });
       return;
     }
+    if (req.method === "GET" && path === "/msi/token") {
+      sendJson(res, 200, await managedIdentityToken(requestUrl, req), { "cache-control": "no-store" });
+      return;
+    }
     if (req.method === "POST" && path === "/dev/token") {
       const body = await readJsonBody(req);
       const parsed = tokenRequestSchema.safeParse(body);
@@ -298,6 +349,13 @@ export async function startDevIdentityProvider(opts: DevIdentityProviderOptions)
     discoveryUrl: `${url}${discoveryPath}`,
     audience,
     metadata,
+    jwksUrl: `${url}${keysPath}`,
+    managedIdentity: {
+      endpoint: `${url}/msi/token`,
+      identityHeader,
+      objectId: managedIdentityObjectId,
+      clientId: managedIdentityClientId,
+    },
     allowRedirectUri: (uri) => codeFlow.allowRedirectUri(uri),
     async mint(claims) {
       const parsed = tokenRequestSchema.safeParse({

@@ -35,6 +35,13 @@ const [functionsBuild] = await Promise.all([
   }),
   build({
     ...common,
+    // The terminal daemon: its own container of the job-API pod (decision 0020); node-pty is native.
+    entryPoints: ["jobapi/terminal-daemon.ts"],
+    outfile: "dist/jobapi/terminal-daemon.js",
+    external: ["node-pty"],
+  }),
+  build({
+    ...common,
     entryPoints: ["local/cli-db.ts"],
     outfile: "dist/local/cli-db.js",
   }),

@@ -220,3 +220,14 @@ export const notificationTestResultSchema = z.object({
     }),
   ),
 });
+
+/** `POST /api/terminal/tickets` request: no fields today (unknown ones are refused). */
+export const terminalTicketRequestSchema = z.strictObject({});
+
+/** A terminal ticket (decision 0020): answered once, single use, valid until `expires_at`. */
+export const terminalTicketSchema = z.object({
+  ticket: z.string().describe("offer it as the WebSocket subprotocol ticket.<ticket> on GET /v1/terminal"),
+  expires_at: timestamp,
+  expires_in_seconds: z.number().int(),
+  meta,
+});

@@ -25,6 +25,8 @@ import {
   readinessSchema,
   rpcResponseSchema,
   storedWorkspaceSchema,
+  terminalTicketRequestSchema,
+  terminalTicketSchema,
 } from "./api-schemas.js";
 import { dashboardSubmitSchema } from "./schemas.js";
 
@@ -70,6 +72,8 @@ const SCHEMAS: Record<string, z.ZodType> = {
   AgentActivity: agentActivitySchema,
   RpcResponse: rpcResponseSchema,
   NotificationTestResult: notificationTestResultSchema,
+  TerminalTicketRequest: terminalTicketRequestSchema,
+  TerminalTicket: terminalTicketSchema,
 };
 
 /**

@@ -65,6 +65,29 @@ export const notifySettingsSchema = z.object({
     .string()
     .regex(/^[A-Za-z0-9_#-]{1,80}$/, "must be a channel id")
     .optional(),
+  /** Azure Communication Services endpoint (`https://<resource>.communication.azure.com`); the managed identity signs in. */
+  SVC_SMS_ENDPOINT: httpUrl.optional(),
+  /** The ACS phone number or short code messages come from (E.164 or 5–6 digits). */
+  SVC_SMS_FROM: z
+    .string()
+    .regex(/^(\+[1-9]\d{6,14}|\d{5,6})$/, "must be an E.164 number (+15551234567) or a short code")
+    .optional(),
+  /** Operational phone numbers (E.164), comma-separated. */
+  SVC_SMS_TO: z
+    .string()
+    .transform((s) =>
+      s
+        .split(",")
+        .map((x) => x.trim())
+        .filter(Boolean),
+    )
+    .pipe(
+      z
+        .array(z.string().regex(/^\+[1-9]\d{6,14}$/, "must be E.164 numbers (+15551234567)"))
+        .min(1)
+        .max(50),
+    )
+    .optional(),
   /** The local stack's inbox folder (local profile only; `npm start` sets it). */
   SVC_NOTIFY_INBOX_DIR: z.string().min(1).optional(),
 });
@@ -94,6 +117,7 @@ export interface NotifyConfig {
   readonly webhook?: { readonly url: string; readonly secretRef: string };
   readonly paging?: { readonly eventsUrl: string; readonly routingKeyRef: string };
   readonly platformB?: { readonly apiUrl: string; readonly tokenRef: string; readonly channel: string };
+  readonly sms?: { readonly endpoint: string; readonly from: string; readonly to: readonly string[] };
   readonly inboxDir?: string;
   /** Channel ids of the matrix whose kind is configured. */
   readonly registered: ReadonlySet<string>;
@@ -136,6 +160,14 @@ export function loadNotifyConfig(
     ["SVC_PLATFORM_B_BOT_TOKEN_REF", c.SVC_PLATFORM_B_BOT_TOKEN_REF],
     ["SVC_PLATFORM_B_ALERT_CHANNEL", c.SVC_PLATFORM_B_ALERT_CHANNEL],
   ]);
+  const hasSms = need("SMS", [
+    ["SVC_SMS_ENDPOINT", c.SVC_SMS_ENDPOINT],
+    ["SVC_SMS_FROM", c.SVC_SMS_FROM],
+    ["SVC_SMS_TO", c.SVC_SMS_TO],
+  ]);
+  // The managed identity's bearer token is only ever sent over TLS.
+  if (hasSms && c.SVC_SMS_ENDPOINT?.startsWith("http://"))
+    problems.push("SVC_SMS_ENDPOINT: must be https:// (the identity's token is sent to it)");
   if (!options.local) {
     for (const [name, value] of Object.entries(c))
       if (typeof value === "string" && value.startsWith("env:"))
@@ -158,6 +190,7 @@ export function loadNotifyConfig(
     ...(hasWebhook ? (["webhook"] as const) : []),
     ...(hasPaging ? (["paging"] as const) : []),
     ...(hasPlatformB ? (["platform_b"] as const) : []),
+    ...(hasSms ? (["sms"] as const) : []),
     ...(options.local && c.SVC_NOTIFY_INBOX_DIR ? (["local_inbox"] as const) : []),
   ]);
   const pagingRunbook = Object.values(matrix.channels).find((ch) => ch.kind === "paging")?.runbook_url;
@@ -199,6 +232,9 @@ export function loadNotifyConfig(
             channel: c.SVC_PLATFORM_B_ALERT_CHANNEL,
           },
         }
+      : {}),
+    ...(hasSms && c.SVC_SMS_ENDPOINT && c.SVC_SMS_FROM && c.SVC_SMS_TO
+      ? { sms: { endpoint: c.SVC_SMS_ENDPOINT, from: c.SVC_SMS_FROM, to: c.SVC_SMS_TO } }
       : {}),
     ...(options.local && c.SVC_NOTIFY_INBOX_DIR ? { inboxDir: c.SVC_NOTIFY_INBOX_DIR } : {}),
     registered,

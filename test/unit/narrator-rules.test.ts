@@ -128,6 +128,46 @@ describe("rule 2: the grounded-answer protocol", () => {
   });
 });
 
+describe("rule 2 on a stream (TurnHooks.onDelta, /chat/stream)", () => {
+  it("the presentation pass streams (stream: true, usage from the last chunk); completed sentences go out as provisional deltas, and the reply holds the validated text", async () => {
+    const w = narratorWorld(azurite.tables(), fake);
+    fake.script(
+      jobReport,
+      rendering([
+        { text: "Job j-7 failed.", cites: [jr("jobs[0].id"), jr("jobs[0].status")] },
+        { text: "Its exit code was 3.", cites: [jr("jobs[0].exit_code")] },
+      ]),
+    );
+    const deltas: string[] = [];
+    const { reply, requests } = await w.turn("why did j-7 fail?", "Reader", {
+      hooks: { onDelta: (t: string) => deltas.push(t) },
+    });
+    expect(requests[1]?.body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
+    expect(deltas).toEqual(["Job j-7 failed.", " Its exit code was 3."]);
+    expect(reply).toMatchObject({
+      text: "Job j-7 failed. Its exit code was 3.\n(evidence: audit:job-report-1)",
+      presentation: { status: "rendered" },
+    });
+    const modes = (await w.usage.list(new Date(Date.parse(OBSERVED_AT) - 60_000), 10)).map((r) => r.mode).sort();
+    expect(modes).toEqual(["presentation", "translation"]);
+  });
+
+  it("a streamed rendering the validator rejects was only provisional: the reply is the deterministic preview", async () => {
+    const w = narratorWorld(azurite.tables(), fake);
+    fake.script(
+      jobReport,
+      rendering([{ text: "Job j-7 failed with exit code 137.", cites: [jr("jobs[0].id"), jr("jobs[0].exit_code")] }]),
+    );
+    const deltas: string[] = [];
+    const { reply } = await w.turn("why did j-7 fail?", "Reader", {
+      hooks: { onDelta: (t: string) => deltas.push(t) },
+    });
+    expect(deltas).toEqual(["Job j-7 failed with exit code 137."]);
+    expect(reply.text.startsWith(PREVIEW_START)).toBe(true);
+    expect(reply.presentation).toEqual({ status: "deterministic", reason: "ungrounded_number" });
+  });
+});
+
 describe("rule 3: the validator rejects ungrounded renderings (adversarial narrator outputs)", () => {
   const adversarial = [
     [

@@ -77,11 +77,19 @@ export interface OutboundResponse extends NarratedFields {
 export interface TurnHooks {
   approvalFiled?(approvalId: string, requestId: string): Promise<void>;
   approvalDecided?(approvalId: string): Promise<void>;
-  /** The transport's cancellation: closing a stream aborts the narrator's provider requests. */
+  /**
+   * Aborted when the turn's client is gone (a closed `/chat/stream`): narrator calls pass it to the
+   * provider request (`abortSignal`), so closing the stream cancels the provider work.
+   */
   abortSignal?: AbortSignal;
   /**
-   * Leave the presentation pass (rule 2) to the transport, which calls `coordinator.present` for
-   * its final event; the reply keeps the deterministic preview (`presentation.status: deferred`).
+   * Streamed transports only: a narrator's rendering, piece by piece, as the provider produces it.
+   * Provisional — the validator (rule 3) has not seen it; the reply's final text replaces it.
+   */
+  onDelta?(text: string): void;
+  /**
+   * Leave the presentation pass (rule 2) to the transport, which calls `coordinator.present`
+   * later; the reply keeps the deterministic preview (`presentation.status: deferred`).
    */
   deferPresentation?: boolean;
 }

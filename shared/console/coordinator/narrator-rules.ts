@@ -67,7 +67,11 @@ export interface NarratorTurn {
   readonly text: string;
   readonly requestId: string;
   readonly inbound: { readonly prior_turns?: readonly string[] };
-  readonly hooks: { readonly abortSignal?: AbortSignal; readonly deferPresentation?: boolean };
+  readonly hooks: {
+    readonly abortSignal?: AbortSignal;
+    readonly deferPresentation?: boolean;
+    onDelta?(text: string): void;
+  };
 }
 
 /** A reply as the rules see it (the coordinator's `OutboundResponse`). */
@@ -231,7 +235,10 @@ export function createNarratorRules<R extends NarratedReply>(deps: NarratorRuleD
    * validator; any failure keeps the deterministic preview, and a rejected rendering is audited.
    */
   async function present(
-    turn: Pick<NarratorTurn, "caller" | "role" | "text" | "requestId"> & { abortSignal?: AbortSignal },
+    turn: Pick<NarratorTurn, "caller" | "role" | "text" | "requestId"> & {
+      abortSignal?: AbortSignal;
+      onDelta?(text: string): void;
+    },
     steps: readonly PresentationStep[],
   ): Promise<{ text?: string; outcome: PresentationOutcome; audit_id?: string }> {
     const results = steps.map((s) => s.result);
@@ -247,6 +254,7 @@ export function createNarratorRules<R extends NarratedReply>(deps: NarratorRuleD
           text: turn.text,
           steps,
           ...(turn.abortSignal ? { abortSignal: turn.abortSignal } : {}),
+          ...(turn.onDelta ? { onDelta: turn.onDelta } : {}),
         });
         if (out.tool_calls > 0) {
           // The presentation pass may call nothing: the call is discarded with its rendering.
@@ -278,8 +286,9 @@ export function createNarratorRules<R extends NarratedReply>(deps: NarratorRuleD
   /** Applies the presentation pass to a reply (unless the transport defers it to the stream's final event). */
   async function withPresentation(turn: NarratorTurn, reply: R, steps: PresentationStep[]): Promise<R> {
     if (turn.hooks.deferPresentation) return { ...reply, presentation: { status: "deferred" } };
+    const { abortSignal, onDelta } = turn.hooks;
     const presented = await present(
-      { ...turn, ...(turn.hooks.abortSignal ? { abortSignal: turn.hooks.abortSignal } : {}) },
+      { ...turn, ...(abortSignal ? { abortSignal } : {}), ...(onDelta ? { onDelta: (t: string) => onDelta(t) } : {}) },
       steps,
     );
     return {

@@ -1,4 +1,5 @@
 import type { SideEffectClass } from "../../ops/actions/action-types.js";
+import type { PresentationPlanner } from "../presentation.js";
 import type { ToolOk } from "../tools/tool.js";
 
 /**
@@ -20,6 +21,11 @@ export interface Narrator {
   present?(input: PresentationInput): Promise<NarratorText>;
   /** Rule 4: one bounded clarifying question over the visible tools (no tools are offered). */
   clarify?(input: ClarificationInput): Promise<NarratorText>;
+  /**
+   * §4 streaming rules: an alternative presentation plan for a finished answer, awaited at most 5 s
+   * by `/chat/stream`'s final event; validated against the reply, never trusted.
+   */
+  planPresentation?: PresentationPlanner["planPresentation"];
 }
 
 /** A visible tool as the narrator is shown it: its descriptor's words and its arguments' JSON Schema. */
@@ -66,6 +72,8 @@ export interface PresentationStep {
 export interface PresentationInput extends NarratorCallOptions {
   text: string;
   steps: readonly PresentationStep[];
+  /** Streamed transports: the rendering's sentences as they arrive (provisional, not yet validated). */
+  onDelta?(text: string): void;
 }
 
 export interface ClarificationInput extends NarratorCallOptions {

@@ -71,6 +71,19 @@ const CLARIFICATION_PROMPT = [
 /** How much of a tool result the presentation pass is shown (characters of JSON). */
 const RESULT_LIMIT = 24_000;
 
+/** The complete `"text": "…"` values of a partial rendering, in order. */
+export function sentenceTexts(partial: string): string[] {
+  const out: string[] = [];
+  for (const m of partial.matchAll(/"text"\s*:\s*("(?:[^"\\]|\\.)*")/g)) {
+    try {
+      out.push(JSON.parse(m[1] ?? '""') as string);
+    } catch {
+      break;
+    }
+  }
+  return out;
+}
+
 /** Quotes untrusted text as data: JSON-escaped inside a labelled block, so it cannot close the block or pose as a role. */
 export function asData(label: string, value: unknown): string {
   return `<<${label} (untrusted data, JSON)>>\n${JSON.stringify(value)}\n<<end of ${label}>>`;
@@ -121,22 +134,75 @@ export function createOpenAiNarrator(options: OpenAiNarratorOptions): Narrator {
         { ...(abortSignal ? { signal: abortSignal } : {}) },
       );
     } catch (error) {
-      if (error instanceof APIUserAbortError || abortSignal?.aborted)
-        throw new NarratorUnavailableError("the narrator request was cancelled", "aborted");
-      if (error instanceof APIConnectionTimeoutError)
-        throw new NarratorUnavailableError(`the narrator did not answer within ${options.timeoutMs} ms`, "timeout");
-      if (error instanceof APIError)
-        throw new NarratorUnavailableError(
-          `the narrator's provider failed${error.status ? ` with HTTP ${error.status}` : ""}`,
-          "provider_error",
-        );
-      throw new NarratorUnavailableError("the narrator's provider sent no usable response", "malformed");
+      throw unavailable(error, abortSignal);
     }
     const message = completion?.choices?.[0]?.message;
     await recordUsage(typeof mode === "function" ? mode(message) : mode, completion);
     if (!message || typeof message !== "object")
       throw new NarratorUnavailableError("the narrator's response has no message", "malformed");
     return message;
+  }
+
+  /**
+   * The streamed form of {@link complete} (presentation with a transport that shows deltas): the
+   * same message, assembled from the chunks, with `onContent` called as content arrives.
+   */
+  async function completeStreamed(
+    mode: NarratorMode,
+    body: Omit<ChatCompletionCreateParamsNonStreaming, "model">,
+    abortSignal: AbortSignal | undefined,
+    onContent: (soFar: string) => void,
+  ): Promise<ChatCompletionMessage> {
+    let content = "";
+    let toolCalls = 0;
+    let model = "";
+    let usage: ChatCompletion["usage"];
+    try {
+      const stream = await (await clientOf()).chat.completions.create(
+        { ...body, model: options.model, stream: true, stream_options: { include_usage: true } },
+        { ...(abortSignal ? { signal: abortSignal } : {}) },
+      );
+      for await (const chunk of stream) {
+        model ||= typeof chunk.model === "string" ? chunk.model : "";
+        if (chunk.usage) usage = chunk.usage;
+        const delta = chunk.choices?.[0]?.delta;
+        for (const call of delta?.tool_calls ?? []) if (call.id) toolCalls++;
+        if (typeof delta?.content === "string" && delta.content) {
+          content += delta.content;
+          onContent(content);
+        }
+      }
+    } catch (error) {
+      throw unavailable(error, abortSignal);
+    }
+    await recordUsage(mode, { model, usage, choices: [] } as unknown as ChatCompletion);
+    return {
+      role: "assistant",
+      content,
+      refusal: null,
+      ...(toolCalls > 0
+        ? {
+            tool_calls: Array.from({ length: toolCalls }, (_, i) => ({
+              id: `streamed_${i}`,
+              type: "function" as const,
+              function: { name: "", arguments: "" },
+            })),
+          }
+        : {}),
+    } as ChatCompletionMessage;
+  }
+
+  function unavailable(error: unknown, abortSignal: AbortSignal | undefined): NarratorUnavailableError {
+    if (error instanceof APIUserAbortError || abortSignal?.aborted)
+      return new NarratorUnavailableError("the narrator request was cancelled", "aborted");
+    if (error instanceof APIConnectionTimeoutError)
+      return new NarratorUnavailableError(`the narrator did not answer within ${options.timeoutMs} ms`, "timeout");
+    if (error instanceof APIError)
+      return new NarratorUnavailableError(
+        `the narrator's provider failed${error.status ? ` with HTTP ${error.status}` : ""}`,
+        "provider_error",
+      );
+    return new NarratorUnavailableError("the narrator's provider sent no usable response", "malformed");
   }
 
   async function recordUsage(mode: NarratorMode, completion: ChatCompletion): Promise<void> {
@@ -235,7 +301,16 @@ export function createOpenAiNarrator(options: OpenAiNarratorOptions): Narrator {
         }),
       ];
       // No tools are offered: the presentation pass cannot call one (a call it sends anyway is discarded).
-      return textOf(await complete("presentation", { messages, temperature: 0 }, input.abortSignal));
+      const onDelta = input.onDelta;
+      if (!onDelta) return textOf(await complete("presentation", { messages, temperature: 0 }, input.abortSignal));
+      let sent = 0;
+      return textOf(
+        await completeStreamed("presentation", { messages, temperature: 0 }, input.abortSignal, (soFar) => {
+          // The rendering is JSON; each sentence's text goes out once it is complete (provisional).
+          const sentences = sentenceTexts(soFar);
+          for (const text of sentences.slice(sent)) onDelta(sent++ === 0 ? text : ` ${text}`);
+        }),
+      );
     },
 
     async clarify(input: ClarificationInput): Promise<NarratorText> {

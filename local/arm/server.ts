@@ -1,0 +1,519 @@
+/**
+ * A local Azure Resource Manager: the subset of ARM's REST API the product calls, over HTTPS, with
+ * ARM's semantics (long-running operations with `Azure-AsyncOperation` / `Location` /
+ * `Retry-After`, `provisioningState`, 409 for a concurrent operation, ETags, `AuthorizationFailed`
+ * bodies), so the real `@azure/arm-*` clients are what runs against it. Each resource provider is a
+ * module under `providers/` that registers its routes; the store, operations, authorization,
+ * paging and failure injection are generic and live here.
+ */
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
+import https from "node:https";
+import type { AddressInfo } from "node:net";
+import {
+  type ArmErrorDetail,
+  type ArmOperation,
+  Operations,
+  operationStatusJson,
+  type PlannedOutcome,
+} from "./operations.js";
+import { ResourceStore, resourceJson, type StoredResource } from "./resource-store.js";
+
+/** A refusal with ARM's error body `{error: {code, message}}`. */
+export class ArmError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly headers: Readonly<Record<string, string>> = {},
+  ) {
+    super(message);
+    this.name = "ArmError";
+  }
+}
+
+export interface ArmRequest {
+  method: string;
+  path: string;
+  params: Readonly<Record<string, string>>;
+  query: URLSearchParams;
+  body: Record<string, unknown>;
+  headers: IncomingHttpHeaders;
+}
+
+export interface ArmResponse {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+/** One REST route of a resource provider. */
+export interface ArmRoute {
+  method: "GET" | "PUT" | "POST" | "DELETE" | "PATCH";
+  /** `/subscriptions/{subscriptionId}/resourceGroups/{resourceGroupName}/…`; literals match case-insensitively. */
+  pattern: string;
+  /** The RBAC action it needs (`Microsoft.ContainerService/managedClusters/write`), checked before the handler runs. */
+  action: string;
+  /** The scope the action is checked at; default the request path. */
+  scope?: (req: ArmRequest) => string;
+  handle(req: ArmRequest, arm: ArmContext): ArmResponse | Promise<ArmResponse>;
+}
+
+/** A resource provider module: its routes, and its setup on the server (seeding, hooks). */
+export interface ArmProvider {
+  namespace: string;
+  routes: ArmRoute[];
+}
+
+/** What a provider's handlers get: the store, operations, and the generic ARM behaviours. */
+export interface ArmContext {
+  store: ResourceStore;
+  operations: Operations;
+  baseUrl: string;
+  /** The caller's object id (from the bearer token). */
+  callerObjectId: string;
+  /** PUT of a resource whose provisioning is a long-running operation (see {@link putWithOperation}). */
+  putWithOperation(req: ArmRequest, spec: PutSpec): ArmResponse;
+  /** DELETE as a long-running operation: 202, the resource gone when the operation succeeds. */
+  deleteWithOperation(req: ArmRequest, resourceId: string, namespace: string, onDeleted?: () => void): ArmResponse;
+  /** A POST action as a long-running operation (start, stop…): 202 + Location; `apply` runs on success. */
+  actionWithOperation(req: ArmRequest, resource: StoredResource, namespace: string, apply: () => void): ArmResponse;
+  /** A page of a list: `{value, nextLink}` with `$skiptoken` paging. */
+  page(req: ArmRequest, items: unknown[]): ArmResponse;
+  /** 404 `ResourceNotFound` / `ResourceGroupNotFound`, ARM's wording. */
+  notFound(kind: string, id: string): ArmError;
+}
+
+export interface PutSpec {
+  id: string;
+  name: string;
+  type: string;
+  namespace: string;
+  location: string;
+  properties: Record<string, unknown>;
+  tags?: Record<string, string>;
+  extra?: Record<string, unknown>;
+  /** Runs when the operation succeeds (after `provisioningState` becomes `Succeeded`). */
+  onSucceeded?: (resource: StoredResource) => void;
+}
+
+/** A fault a test injects: the next matching requests get this error instead of their answer. */
+export interface InjectedFault {
+  method?: string;
+  /** Matched against the request path. */
+  path?: RegExp;
+  /** Matching requests let through before the fault applies (1 = "fail the second poll"). */
+  skip?: number;
+  /** How many matching requests fail (default 1). */
+  times?: number;
+  status: number;
+  code?: string;
+  message?: string;
+  /** Sent as `Retry-After` (429 and 503). */
+  retryAfterSeconds?: number;
+}
+
+/** A refusal of an action at a scope, answered with ARM's `AuthorizationFailed` body. */
+export interface Denial {
+  action: string | RegExp;
+  /** Scope prefix (case-insensitive); default every scope. */
+  scope?: string;
+}
+
+export interface LocalArmOptions {
+  key: string;
+  cert: string;
+  /** Verifies a bearer token; returns the caller's object id, or throws when the token is not valid. */
+  verifyToken(token: string): Promise<{ objectId: string }>;
+  providers: ((arm: LocalArm) => ArmProvider)[];
+  host?: string;
+  port?: number;
+  /** Polls answered InProgress before an operation ends (default 1). */
+  pollsBeforeDone?: number;
+  /** `Retry-After` on accepted operations, in seconds (default 1, as ARM's usual hint is small). */
+  retryAfterSeconds?: number;
+  /** Items per list page (default 100). */
+  pageSize?: number;
+}
+
+export interface LocalArm {
+  url: string;
+  store: ResourceStore;
+  operations: Operations;
+  /** Every request answered: method, path and status (for "created once" assertions). */
+  requests: { method: string; path: string; status: number }[];
+  settings: { pollsBeforeDone: number; retryAfterSeconds: number; pageSize: number };
+  inject(fault: InjectedFault): void;
+  /** The next operation on a resource matching `plan.resource` ends Failed or Canceled. */
+  planOperation(plan: PlannedOutcome): void;
+  deny(denial: Denial): () => void;
+  /** Clears faults, planned outcomes and denials. */
+  reset(): void;
+  close(): Promise<void>;
+}
+
+const MAX_BODY_BYTES = 4 * 1024 * 1024;
+const DEFAULT_CODES: Record<number, string> = {
+  400: "BadRequest",
+  404: "NotFound",
+  409: "Conflict",
+  429: "TooManyRequests",
+  500: "InternalServerError",
+  503: "ServiceUnavailable",
+};
+
+/** Starts the local Resource Manager on loopback TLS with the given provider modules. */
+export async function startLocalArm(options: LocalArmOptions): Promise<LocalArm> {
+  const store = new ResourceStore();
+  const settings = {
+    pollsBeforeDone: options.pollsBeforeDone ?? 1,
+    retryAfterSeconds: options.retryAfterSeconds ?? 1,
+    pageSize: options.pageSize ?? 100,
+  };
+  const operations = new Operations({ pollsBeforeDone: () => settings.pollsBeforeDone });
+  const faults: (InjectedFault & { seen: number; failed: number })[] = [];
+  const denials: Denial[] = [];
+  const requests: LocalArm["requests"] = [];
+  let baseUrl = "";
+
+  const arm: LocalArm = {
+    url: "",
+    store,
+    operations,
+    requests,
+    settings,
+    inject: (fault) => void faults.push({ ...fault, seen: 0, failed: 0 }),
+    planOperation: (plan) => void operations.planned.push(plan),
+    deny(denial) {
+      denials.push(denial);
+      return () => {
+        const i = denials.indexOf(denial);
+        if (i >= 0) denials.splice(i, 1);
+      };
+    },
+    reset() {
+      faults.length = 0;
+      denials.length = 0;
+      operations.planned.length = 0;
+    },
+    close: async () => undefined,
+  };
+
+  const routes = options.providers.flatMap((make) =>
+    make(arm).routes.map((route) => ({
+      route,
+      regex: compilePattern(route.pattern),
+      names: paramNames(route.pattern),
+    })),
+  );
+
+  const lroHeaders = (op: ArmOperation, apiVersion: string): Record<string, string> => {
+    const base = `${baseUrl}/subscriptions/${op.subscriptionId}/providers/${op.namespace}/locations/${op.location}`;
+    return {
+      "Azure-AsyncOperation": `${base}/operations/${op.id}?api-version=${apiVersion}`,
+      Location: `${base}/operationresults/${op.id}?api-version=${apiVersion}`,
+      "Retry-After": String(settings.retryAfterSeconds),
+    };
+  };
+  const conflictIfRunning = (resourceId: string) => {
+    const running = operations.running(resourceId);
+    if (running)
+      throw new ArmError(
+        409,
+        "Conflict",
+        `Operation is not allowed because there's an in progress operation (${running.id}) on resource '${running.resourceId}'. Please wait for it to finish before starting a new operation.`,
+      );
+  };
+  const subscriptionOf = (id: string) => /^\/subscriptions\/([^/]+)/i.exec(id)?.[1] ?? "";
+
+  const context = (callerObjectId: string): ArmContext => ({
+    store,
+    operations,
+    baseUrl,
+    callerObjectId,
+    notFound(kind, id) {
+      return new ArmError(
+        404,
+        kind === "resourceGroup" ? "ResourceGroupNotFound" : "ResourceNotFound",
+        kind === "resourceGroup"
+          ? `Resource group '${id}' could not be found.`
+          : `The Resource '${id.replace(/^\/subscriptions\/[^/]+\/resourceGroups\/[^/]+\/providers\//i, "")}' under resource group '${/resourceGroups\/([^/]+)/i.exec(id)?.[1] ?? ""}' was not found. For more details please go to https://aka.ms/ARMResourceNotFoundFix`,
+      );
+    },
+    putWithOperation(req, spec) {
+      conflictIfRunning(spec.id);
+      const existing = store.get(spec.id);
+      checkPreconditions(req.headers, existing);
+      const state = existing ? "Updating" : "Creating";
+      const stored = store.put({
+        id: existing?.id ?? spec.id,
+        name: spec.name,
+        type: spec.type,
+        location: spec.location,
+        ...(spec.tags ? { tags: spec.tags } : {}),
+        ...(spec.extra ? { extra: spec.extra } : {}),
+        properties: { ...spec.properties, provisioningState: state },
+      });
+      const op = operations.start({
+        resourceId: stored.id,
+        namespace: spec.namespace,
+        location: spec.location,
+        subscriptionId: subscriptionOf(stored.id),
+        isDelete: false,
+        complete(outcome) {
+          store.update(stored.id, (r) => {
+            r.properties.provisioningState = outcome;
+          });
+          const current = store.get(stored.id);
+          if (outcome === "Succeeded" && current) spec.onSucceeded?.(current);
+        },
+      });
+      const current = store.get(stored.id) ?? stored;
+      return {
+        status: existing ? 200 : 201,
+        body: resourceJson(current),
+        headers: { ETag: current.etag, ...lroHeaders(op, apiVersionOf(req)) },
+      };
+    },
+    deleteWithOperation(req, resourceId, namespace, onDeleted) {
+      const existing = store.get(resourceId);
+      if (!existing) return { status: 204 };
+      conflictIfRunning(resourceId);
+      checkPreconditions(req.headers, existing);
+      store.update(resourceId, (r) => {
+        r.properties.provisioningState = "Deleting";
+      });
+      const op = operations.start({
+        resourceId: existing.id,
+        namespace,
+        location: existing.location ?? "eastus",
+        subscriptionId: subscriptionOf(existing.id),
+        isDelete: true,
+        complete(outcome) {
+          if (outcome === "Succeeded") {
+            store.delete(existing.id);
+            onDeleted?.();
+          } else
+            store.update(existing.id, (r) => {
+              r.properties.provisioningState = "Failed";
+            });
+        },
+      });
+      return { status: 202, headers: lroHeaders(op, apiVersionOf(req)) };
+    },
+    actionWithOperation(req, resource, namespace, apply) {
+      conflictIfRunning(resource.id);
+      const op = operations.start({
+        resourceId: resource.id,
+        namespace,
+        location: resource.location ?? "eastus",
+        subscriptionId: subscriptionOf(resource.id),
+        isDelete: false,
+        complete(outcome) {
+          if (outcome === "Succeeded") apply();
+        },
+      });
+      return { status: 202, headers: lroHeaders(op, apiVersionOf(req)) };
+    },
+    page(req, items) {
+      const skip = Number(req.query.get("$skiptoken") ?? "0");
+      const start = Number.isInteger(skip) && skip > 0 ? skip : 0;
+      const value = items.slice(start, start + settings.pageSize);
+      const next = start + settings.pageSize;
+      const nextUrl = new URL(`${baseUrl}${req.path}`);
+      for (const [k, v] of req.query) if (k !== "$skiptoken") nextUrl.searchParams.set(k, v);
+      nextUrl.searchParams.set("$skiptoken", String(next));
+      return { status: 200, body: { value, ...(next < items.length ? { nextLink: nextUrl.toString() } : {}) } };
+    },
+  });
+
+  async function answer(req: IncomingMessage, text: string): Promise<ArmResponse> {
+    const url = new URL(req.url ?? "/", "https://127.0.0.1");
+    const method = req.method ?? "GET";
+    const auth = req.headers.authorization ?? "";
+    if (!auth.startsWith("Bearer "))
+      throw new ArmError(401, "AuthenticationFailed", "Authentication failed. The 'Authorization' header is missing.");
+    let caller: { objectId: string };
+    try {
+      caller = await options.verifyToken(auth.slice("Bearer ".length));
+    } catch {
+      throw new ArmError(401, "InvalidAuthenticationToken", "The access token is invalid.");
+    }
+    const apiVersion = url.searchParams.get("api-version");
+    if (!apiVersion)
+      throw new ArmError(
+        400,
+        "MissingApiVersionParameter",
+        "The api-version query parameter (?api-version=) is required for all requests.",
+      );
+    for (const fault of faults) {
+      if (fault.method && fault.method !== method) continue;
+      if (fault.path && !fault.path.test(url.pathname)) continue;
+      fault.seen += 1;
+      if (fault.seen <= (fault.skip ?? 0) || fault.failed >= (fault.times ?? 1)) continue;
+      fault.failed += 1;
+      const status = fault.status;
+      throw new ArmError(
+        status,
+        fault.code ?? DEFAULT_CODES[status] ?? "InternalServerError",
+        fault.message ?? `Injected failure (${status}).`,
+        fault.retryAfterSeconds === undefined ? {} : { "Retry-After": String(fault.retryAfterSeconds) },
+      );
+    }
+    const operation =
+      /^\/subscriptions\/([^/]+)\/providers\/([^/]+)\/locations\/([^/]+)\/(operations|operationresults)\/([^/]+)$/i.exec(
+        url.pathname,
+      );
+    if (method === "GET" && operation) return pollOperation(operation[4] ?? "", operation[5] ?? "", apiVersion);
+    let body: Record<string, unknown> = {};
+    if (text) {
+      try {
+        const parsed: unknown = JSON.parse(text);
+        if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new Error("not an object");
+        body = parsed as Record<string, unknown>;
+      } catch {
+        throw new ArmError(
+          400,
+          "InvalidRequestContent",
+          "The request content was invalid and could not be deserialized.",
+        );
+      }
+    }
+    for (const { route, regex, names } of routes) {
+      if (route.method !== method) continue;
+      const match = regex.exec(url.pathname);
+      if (!match) continue;
+      const params = Object.fromEntries(names.map((n, i) => [n, decodeURIComponent(match[i + 1] ?? "")]));
+      const request: ArmRequest = {
+        method,
+        path: url.pathname,
+        params,
+        query: url.searchParams,
+        body,
+        headers: req.headers,
+      };
+      const scope = route.scope?.(request) ?? url.pathname;
+      const denied = denials.find(
+        (d) =>
+          (typeof d.action === "string"
+            ? d.action.toLowerCase() === route.action.toLowerCase()
+            : d.action.test(route.action)) &&
+          (!d.scope || scope.toLowerCase().startsWith(d.scope.toLowerCase())),
+      );
+      if (denied) throw authorizationFailed(caller.objectId, route.action, scope);
+      return route.handle(request, context(caller.objectId));
+    }
+    throw new ArmError(
+      400,
+      "InvalidResourceType",
+      `The resource type could not be found in the namespace for api version '${apiVersion}' (${method} ${url.pathname}).`,
+    );
+  }
+
+  function pollOperation(kind: string, id: string, apiVersion: string): ArmResponse {
+    const op = operations.poll(id);
+    if (!op) throw new ArmError(404, "NotFound", `The operation '${id}' was not found.`);
+    const retry = { "Retry-After": String(settings.retryAfterSeconds) };
+    if (kind.toLowerCase() === "operations") {
+      return { status: 200, body: operationStatusJson(op), headers: op.status === "InProgress" ? retry : {} };
+    }
+    if (op.status === "InProgress") return { status: 202, headers: { ...retry, ...lroHeadersFor(op, apiVersion) } };
+    if (op.status !== "Succeeded") {
+      const error = (operationStatusJson(op).error as ArmErrorDetail | undefined) ?? { code: op.status, message: "" };
+      throw new ArmError(op.status === "Canceled" ? 409 : 400, error.code, error.message);
+    }
+    const resource = store.get(op.resourceId);
+    if (op.isDelete || !resource) return { status: 204 };
+    return { status: 200, body: resourceJson(resource) };
+  }
+  const lroHeadersFor = (op: ArmOperation, apiVersion: string) => {
+    const { Location } = lroHeaders(op, apiVersion);
+    return { Location: Location ?? "" };
+  };
+
+  const server = https.createServer(
+    { key: options.key, cert: options.cert },
+    (req: IncomingMessage, res: ServerResponse) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      req.on("data", (chunk: Buffer) => {
+        size += chunk.length;
+        if (size <= MAX_BODY_BYTES) chunks.push(chunk);
+      });
+      req.on("error", () => res.destroy());
+      req.on("end", () => {
+        const path = new URL(req.url ?? "/", "https://127.0.0.1").pathname;
+        const send = (response: ArmResponse) => {
+          requests.push({ method: req.method ?? "", path, status: response.status });
+          const text = response.body === undefined ? "" : JSON.stringify(response.body);
+          res.writeHead(response.status, {
+            ...(text ? { "Content-Type": "application/json; charset=utf-8" } : {}),
+            "x-ms-request-id": crypto.randomUUID(),
+            ...(response.headers ?? {}),
+          });
+          res.end(text);
+        };
+        const fail = (error: unknown) => {
+          if (error instanceof ArmError)
+            send({
+              status: error.status,
+              body: { error: { code: error.code, message: error.message } },
+              headers: { ...error.headers },
+            });
+          else send({ status: 500, body: { error: { code: "InternalServerError", message: String(error) } } });
+        };
+        if (size > MAX_BODY_BYTES)
+          return fail(new ArmError(413, "RequestEntityTooLarge", "The request content is too large."));
+        answer(req, Buffer.concat(chunks).toString("utf8")).then(send, fail);
+      });
+    },
+  );
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port ?? 0, options.host ?? "127.0.0.1", () => resolve());
+  });
+  baseUrl = `https://${options.host ?? "127.0.0.1"}:${(server.address() as AddressInfo).port}`;
+  arm.url = baseUrl;
+  arm.close = () =>
+    new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
+  return arm;
+}
+
+/** ARM's `AuthorizationFailed` (403) for `action` at `scope`, word for word. */
+export function authorizationFailed(objectId: string, action: string, scope: string): ArmError {
+  return new ArmError(
+    403,
+    "AuthorizationFailed",
+    `The client '${objectId}' with object id '${objectId}' does not have authorization to perform action '${action}' over scope '${scope}' or the scope is invalid. If access was recently granted, please refresh your credentials.`,
+  );
+}
+
+/** If-Match / If-None-Match against the stored ETag: 412 `PreconditionFailed` when they do not hold. */
+export function checkPreconditions(headers: IncomingHttpHeaders, existing: StoredResource | undefined): void {
+  const ifMatch = headers["if-match"];
+  const ifNoneMatch = headers["if-none-match"];
+  if (ifMatch && ifMatch !== "*" && ifMatch !== existing?.etag)
+    throw new ArmError(412, "PreconditionFailed", "The specified precondition 'If-Match' failed.");
+  if (ifMatch === "*" && !existing)
+    throw new ArmError(412, "PreconditionFailed", "The specified precondition 'If-Match' failed.");
+  if (ifNoneMatch === "*" && existing)
+    throw new ArmError(412, "PreconditionFailed", "The specified precondition 'If-None-Match' failed.");
+}
+
+function apiVersionOf(req: ArmRequest): string {
+  return req.query.get("api-version") ?? "";
+}
+
+function compilePattern(pattern: string): RegExp {
+  const source = pattern
+    .split("/")
+    .map((segment) => (/^\{\w+\}$/.test(segment) ? "([^/]+)" : segment.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")))
+    .join("/");
+  return new RegExp(`^${source}$`, "i");
+}
+
+function paramNames(pattern: string): string[] {
+  return [...pattern.matchAll(/\{(\w+)\}/g)].map((m) => m[1] ?? "");
+}

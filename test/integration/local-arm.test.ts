@@ -1,0 +1,207 @@
+import https from "node:https";
+import { ContainerServiceClient } from "@azure/arm-containerservice";
+import { ResourceManagementClient } from "@azure/arm-resources";
+import { SubscriptionClient } from "@azure/arm-resources-subscriptions";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ARM_WORLD, type LocalArmWorld, startLocalArmWorld } from "../support/local-arm.js";
+
+let world: LocalArmWorld;
+beforeAll(async () => {
+  world = await startLocalArmWorld({ pageSize: 2 });
+});
+afterAll(async () => {
+  await world?.close();
+});
+
+async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
+  const all: T[] = [];
+  for await (const item of items) all.push(item);
+  return all;
+}
+
+describe("local Resource Manager through the real SDK clients", () => {
+  it("lists subscriptions with the managed identity's token", async () => {
+    const client = new SubscriptionClient(world.credential, world.clientOptions);
+    const subscriptions = await collect(client.subscriptions.list());
+    expect(subscriptions.map((s) => [s.subscriptionId, s.displayName])).toEqual([
+      [ARM_WORLD.subscriptionId, ARM_WORLD.subscriptionName],
+    ]);
+  });
+
+  it("pages resource groups with nextLink", async () => {
+    const client = new ResourceManagementClient(world.credential, ARM_WORLD.subscriptionId, world.clientOptions);
+    for (const name of ["rg-a", "rg-b", "rg-c"])
+      await client.resourceGroups.createOrUpdate(name, { location: ARM_WORLD.location });
+    const groups = await collect(client.resourceGroups.list());
+    expect(groups.map((g) => g.name)).toEqual([ARM_WORLD.resourceGroup, "rg-a", "rg-b", "rg-c"]);
+    expect(world.arm.requests.filter((r) => r.method === "GET" && r.path.endsWith("/resourcegroups")).length).toBe(2);
+  });
+
+  it("refuses a token minted for another audience (the API's), as ARM does", async () => {
+    const token = await world.idp.mint({ role: "Reader" });
+    const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = https.get(
+        `${world.arm.url}/subscriptions?api-version=2022-12-01`,
+        { ca: world.ca, headers: { authorization: `Bearer ${token}` } },
+        (res) => {
+          let body = "";
+          res.on("data", (c: Buffer) => {
+            body += c.toString();
+          });
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+        },
+      );
+      req.on("error", reject);
+    });
+    expect(answer.status).toBe(401);
+    expect(JSON.parse(answer.body)).toEqual({
+      error: { code: "InvalidAuthenticationToken", message: "The access token is invalid." },
+    });
+  });
+
+  it("answers AuthorizationFailed word for word when the identity lacks the action", async () => {
+    const undo = world.arm.deny({ action: "Microsoft.Resources/subscriptions/resourceGroups/read" });
+    try {
+      const client = new ResourceManagementClient(world.credential, ARM_WORLD.subscriptionId, world.clientOptions);
+      const refusedList = (await collect(client.resourceGroups.list()).catch((e: unknown) => e)) as {
+        statusCode?: number;
+      };
+      expect(refusedList.statusCode).toBe(403);
+      const error = (await client.resourceGroups.get(ARM_WORLD.resourceGroup).catch((e: unknown) => e)) as {
+        statusCode?: number;
+        code?: string;
+        message?: string;
+      };
+      expect(error.statusCode).toBe(403);
+      expect(error.code).toBe("AuthorizationFailed");
+      expect(error.message).toBe(
+        `The client '${world.idp.managedIdentity.objectId}' with object id '${world.idp.managedIdentity.objectId}' does not have authorization to perform action 'Microsoft.Resources/subscriptions/resourceGroups/read' over scope '/subscriptions/${ARM_WORLD.subscriptionId}/resourcegroups/${ARM_WORLD.resourceGroup}' or the scope is invalid. If access was recently granted, please refresh your credentials.`,
+      );
+    } finally {
+      undo();
+    }
+  });
+
+  it("injects a 429 with Retry-After that the SDK's throttling policy honours", async () => {
+    world.arm.inject({ method: "GET", path: /\/resourcegroups\/rg-a$/i, status: 429, retryAfterSeconds: 0, times: 2 });
+    const client = new ResourceManagementClient(world.credential, ARM_WORLD.subscriptionId, {
+      ...world.clientOptions,
+      retryOptions: { maxRetries: 3 },
+    });
+    const group = await client.resourceGroups.get("rg-a");
+    expect(group.name).toBe("rg-a");
+    const statuses = world.arm.requests
+      .filter((r) => r.path.endsWith("/rg-a") && r.method === "GET")
+      .map((r) => r.status);
+    expect(statuses).toEqual([429, 429, 200]);
+  });
+});
+
+describe("long-running operations on the local Resource Manager (ARM's semantics, through @azure/arm-containerservice)", () => {
+  const clusterBody = (count: number) => ({
+    location: ARM_WORLD.location,
+    dnsPrefix: "blast",
+    agentPoolProfiles: [{ name: "system", count, vmSize: "Standard_D2s_v5", mode: "System" as const }],
+  });
+  const client = () => new ContainerServiceClient(world.credential, ARM_WORLD.subscriptionId, world.clientOptions);
+
+  it("PUT answers 201 with Azure-AsyncOperation, Location and Retry-After, InProgress until polled, then Succeeded", async () => {
+    const headers: Record<string, string | undefined> = {};
+    const poller = await client().managedClusters.beginCreateOrUpdate(
+      ARM_WORLD.resourceGroup,
+      "aks-lro",
+      clusterBody(1),
+      {
+        updateIntervalInMs: 0,
+        onResponse: (raw) => {
+          if (raw.request.method === "PUT") {
+            headers.status = String(raw.status);
+            headers.asyncOperation = raw.headers.get("azure-asyncoperation");
+            headers.location = raw.headers.get("location");
+            headers.retryAfter = raw.headers.get("retry-after");
+            headers.etag = raw.headers.get("etag");
+          }
+        },
+      },
+    );
+    expect(headers.status).toBe("201");
+    expect(headers.asyncOperation).toMatch(/\/providers\/Microsoft\.ContainerService\/locations\/eastus\/operations\//);
+    expect(headers.location).toMatch(/\/operationresults\//);
+    expect(headers.retryAfter).toBe("0");
+    expect(headers.etag).toMatch(/^".+"$/);
+    const cluster = await poller.pollUntilDone();
+    expect(cluster.provisioningState).toBe("Succeeded");
+    expect(cluster.agentPoolProfiles?.map((p) => [p.name, p.count])).toEqual([["system", 1]]);
+  });
+
+  it("refuses a second operation on the same resource with 409 Conflict while one runs", async () => {
+    world.arm.settings.pollsBeforeDone = 5;
+    try {
+      await client().managedClusters.beginCreateOrUpdate(ARM_WORLD.resourceGroup, "aks-lro", clusterBody(2));
+      const error = (await client()
+        .agentPools.beginCreateOrUpdate(ARM_WORLD.resourceGroup, "aks-lro", "system", {
+          count: 3,
+          vmSize: "Standard_D2s_v5",
+          mode: "System",
+        })
+        .catch((e: unknown) => e)) as { statusCode?: number; code?: string };
+      expect(error.statusCode).toBe(409);
+      expect(error.code).toBe("Conflict");
+    } finally {
+      world.arm.settings.pollsBeforeDone = 1;
+      world.arm.operations.settleAll();
+    }
+  });
+
+  it("ends an operation Failed with the planned error, and the resource's provisioningState says Failed", async () => {
+    world.arm.planOperation({
+      resource: /managedClusters\/aks-fail$/i,
+      status: "Failed",
+      error: {
+        code: "QuotaExceeded",
+        message: "Operation could not be completed as it results in exceeding approved quota.",
+      },
+    });
+    const error = (await client()
+      .managedClusters.beginCreateOrUpdateAndWait(ARM_WORLD.resourceGroup, "aks-fail", clusterBody(1), {
+        updateIntervalInMs: 0,
+      })
+      .catch((e: unknown) => e)) as { code?: string; message?: string };
+    // core-lro reports a Failed operation as "The long-running operation has failed. <code>. <message>".
+    expect(error.message).toContain("QuotaExceeded. Operation could not be completed");
+    expect((await client().managedClusters.get(ARM_WORLD.resourceGroup, "aks-fail")).provisioningState).toBe("Failed");
+  });
+
+  it("fails the second poll when told to (fault injection on the operation URL)", async () => {
+    world.arm.settings.pollsBeforeDone = 3;
+    world.arm.inject({ method: "GET", path: /\/operations\//, skip: 1, status: 500 });
+    try {
+      const error = (await client()
+        .managedClusters.beginCreateOrUpdateAndWait(ARM_WORLD.resourceGroup, "aks-poll", clusterBody(1), {
+          updateIntervalInMs: 0,
+        })
+        .catch((e: unknown) => e)) as { statusCode?: number };
+      expect(error.statusCode).toBe(500);
+    } finally {
+      world.arm.settings.pollsBeforeDone = 1;
+      world.arm.operations.settleAll();
+      world.arm.reset();
+    }
+  });
+
+  it("honours If-Match: a stale ETag is refused with 412 PreconditionFailed", async () => {
+    const error = (await client()
+      .managedClusters.beginCreateOrUpdate(ARM_WORLD.resourceGroup, "aks-lro", clusterBody(1), { ifMatch: '"stale"' })
+      .catch((e: unknown) => e)) as { statusCode?: number; code?: string };
+    expect(error.statusCode).toBe(412);
+    expect(error.code).toBe("PreconditionFailed");
+  });
+
+  it("refuses a cluster name ARM would reject, with ARM's InvalidParameter", async () => {
+    const error = (await client()
+      .managedClusters.beginCreateOrUpdate(ARM_WORLD.resourceGroup, "-bad-", clusterBody(1))
+      .catch((e: unknown) => e)) as { statusCode?: number; code?: string };
+    expect(error.statusCode).toBe(400);
+    expect(error.code).toBe("InvalidParameter");
+  });
+});
