@@ -17,6 +17,7 @@ import {
   dashboardJobListSchema,
   databaseListSchema,
   healthSchema,
+  jobApiDeploymentSchema,
   noopEnqueuedSchema,
   noopResultSchema,
   operationResponseSchema,
@@ -72,6 +73,7 @@ const SCHEMAS: Record<string, z.ZodType> = {
   AgentActivity: agentActivitySchema,
   RpcResponse: rpcResponseSchema,
   NotificationTestResult: notificationTestResultSchema,
+  JobApiDeployment: jobApiDeploymentSchema,
   TerminalTicketRequest: terminalTicketRequestSchema,
   TerminalTicket: terminalTicketSchema,
 };
