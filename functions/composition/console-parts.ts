@@ -11,7 +11,8 @@ import { createKillSwitchAnnouncer } from "../../shared/console/approvals/kill-s
 import type { ConsoleConfig } from "../../shared/console/console-config.js";
 import { loadBreakGlassConfig } from "../../shared/console/break-glass/break-glass.js";
 import { createCoordinator } from "../../shared/console/coordinator/coordinator.js";
-import { buildNotifier } from "../../shared/notify/build-notifier.js";
+import { buildNotifier, createSecretResolver } from "../../shared/notify/build-notifier.js";
+import { buildNarrator } from "../../shared/console/narrators/build-narrator.js";
 import { createIncidentNotices } from "../../shared/notify/emitters/incident-notices.js";
 import { createArmDeploymentsProvider } from "../../shared/console/providers/azure-deployments.js";
 import { createLogAnalyticsProvider } from "../../shared/console/providers/azure-log-analytics.js";
@@ -234,6 +235,7 @@ export function buildConsoleParts(settings: ConsoleSettings): ConsoleParts {
   });
   // Browser artifacts and large tool evidence: content-addressed, write-once blobs.
   const evidence = createEvidenceStore(() => openBlobContainer(appContext.config.storage, EVIDENCE_CONTAINER));
+  const usage = createUsageLedger(source);
   const registry = createConsoleToolRegistry(
     {
       events: appContext.events,
@@ -244,7 +246,7 @@ export function buildConsoleParts(settings: ConsoleSettings): ConsoleParts {
       verify: verifyAs("runbook"),
       approvals,
       approvalStore,
-      usage: createUsageLedger(source),
+      usage,
       executor,
       notifier,
       breakGlass: loadBreakGlassConfig({
@@ -319,6 +321,20 @@ export function buildConsoleParts(settings: ConsoleSettings): ConsoleParts {
     verify: verifyAs("coordinator"),
     recurrent,
     evidence,
+    narrator: buildNarrator(appContext.config.narrator, {
+      credential: appContext.credential,
+      usage,
+      resolveSecret: createSecretResolver({
+        secrets: appContext.secrets,
+        env: process.env,
+        local: appContext.config.storage.kind === "connection-string",
+      }),
+      onUsageError: (error) =>
+        appContext.logger.warn("narrator usage was not recorded", {
+          error: error instanceof Error ? error.name : "unknown",
+        }),
+    }),
+    actionTypes: actionTypes.action_types.map((a) => a.id),
   });
   const approvalActivities = createApprovalActivities({
     approvals,

@@ -1,6 +1,17 @@
 import { z } from "zod";
-import { type Env, envEnum, envInt, envParsed, envUrl, LOG_LEVELS, type LogLevel, parseEnv } from "./env.js";
+import {
+  ConfigError,
+  type Env,
+  envEnum,
+  envInt,
+  envParsed,
+  envUrl,
+  LOG_LEVELS,
+  type LogLevel,
+  parseEnv,
+} from "./env.js";
 import { parseNcrontab } from "./ncrontab.js";
+import { type NarratorSettings, narratorSettings, narratorSettingsShape } from "./narrator-settings.js";
 import {
   checkStorageSettings,
   FUNCTIONS_STORAGE_SETTINGS,
@@ -10,7 +21,7 @@ import {
   withLegacyConnectionString,
 } from "../storage/storage-connection.js";
 
-export { ConfigError } from "./env.js";
+export { ConfigError };
 
 /**
  * The Functions app's one validated configuration. Every setting the app reads is here and in
@@ -68,6 +79,8 @@ export const appSettingsSchema = z
     SVC_DB_UPDATE_CHECK_SCHEDULE: envParsed((text) => parseNcrontab(text).expression).default(
       DEFAULT_DB_UPDATE_CHECK_SCHEDULE,
     ),
+    // The narrator (shared/config/narrator-settings.ts; docs/narrator.md).
+    ...narratorSettingsShape,
   })
   .superRefine(...checkStorageSettings(FUNCTIONS_STORAGE_SETTINGS));
 
@@ -116,6 +129,8 @@ export interface AppConfig {
   readonly databasePartitions: number;
   /** When the database update check runs; the timer trigger registers with exactly this. */
   readonly dbUpdateCheckSchedule: string;
+  /** The console's narrator: none, or an OpenAI-compatible endpoint (docs/narrator.md). */
+  readonly narrator: NarratorSettings;
   /** What the job API's deploy renders its manifests with, beyond the workspace. */
   readonly jobApiDeploy: {
     readonly workloadIdentityClientId: string | undefined;
@@ -134,9 +149,14 @@ export interface AppConfig {
  * naming every bad setting.
  */
 export function loadConfig(env: Env = process.env): AppConfig {
-  return parseEnv(appSettingsSchema, env, (c) =>
-    withLegacyConnectionString({
-      storage: storageConnectionFromSettings(c, FUNCTIONS_STORAGE_SETTINGS),
+  return parseEnv(appSettingsSchema, env, (c) => {
+    const storage = storageConnectionFromSettings(c, FUNCTIONS_STORAGE_SETTINGS);
+    const problems: string[] = [];
+    // Local mode is the embedded Azurite by connection string (storage-connection.ts).
+    const narrator = narratorSettings(c, storage.kind === "connection-string", problems);
+    if (problems.length > 0) throw new ConfigError(problems);
+    return withLegacyConnectionString({
+      storage,
       taskHubName: c.TASKHUB_NAME,
       auth: {
         tenantId: c.AUTH_TENANT_ID,
@@ -158,6 +178,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
       databaseSourceUrl: c.DATABASE_SOURCE_URL,
       databasePartitions: c.DATABASE_PARTITIONS,
       dbUpdateCheckSchedule: c.SVC_DB_UPDATE_CHECK_SCHEDULE,
+      narrator,
       jobApiDeploy: {
         workloadIdentityClientId: c.JOBAPI_WORKLOAD_IDENTITY_CLIENT_ID,
         appSubnetCidr: c.JOBAPI_APP_SUBNET_CIDR,
@@ -165,6 +186,6 @@ export function loadConfig(env: Env = process.env): AppConfig {
         rolloutTimeoutSeconds: c.JOBAPI_ROLLOUT_TIMEOUT_SECONDS,
         keyVaultUrl: c.JOBAPI_DEPLOY_KEY_VAULT_URL ?? c.KEY_VAULT_URL,
       },
-    }),
-  );
+    });
+  });
 }

@@ -5,6 +5,8 @@ import { createKillSwitchAnnouncer } from "../../shared/console/approvals/kill-s
 import type { LoadPolicy } from "../../shared/console/approvals/load-policy.js";
 import { loadBreakGlassConfig } from "../../shared/console/break-glass/break-glass.js";
 import { type Coordinator, createCoordinator } from "../../shared/console/coordinator/coordinator.js";
+import type { Narrator } from "../../shared/console/coordinator/narrator.js";
+import type { UsageLedger } from "../../shared/console/usage/usage-ledger.js";
 import { createOutboxNotifier } from "../../shared/notify/outbox-notifier.js";
 import type { ConsoleProviders } from "../../shared/console/providers/providers.js";
 import { createRecurrentQueryWatch } from "../../shared/console/recurrent-query.js";
@@ -70,6 +72,8 @@ export function consoleHarness(
     recurrentQuery?: { threshold: number; windowSeconds: number };
     /** The real control plane instead of `state` (the action executors' tests): its reader and executor. */
     controlPlane?: { reader: ControlPlaneStateReader; executor: ActionExecutor };
+    /** A narrator built over the harness's usage ledger (rules 2–7). */
+    narrator?: (usage: UsageLedger) => Narrator;
   } = {},
 ) {
   const now = options.now ?? (() => new Date());
@@ -150,6 +154,9 @@ export function consoleHarness(
     now,
     recurrent,
     ...(options.evidence ? { evidence: options.evidence } : {}),
+    ...(options.narrator
+      ? { narrator: options.narrator(usage), actionTypes: actions.action_types.map((a) => a.id) }
+      : {}),
   });
   return {
     state,

@@ -15,9 +15,11 @@ import {
   refusalText,
   type Tool,
   type ToolContext,
+  type ToolOk,
   type ToolResult,
 } from "../tools/tool.js";
 import { NO_NARRATOR, type Narrator } from "./narrator.js";
+import { createNarratorRules, type NarratedFields, type PresentationOutcome } from "./narrator-rules.js";
 import { leadingVerb, parseCommand } from "./verb-parser.js";
 
 /** A vendor-neutral conversation turn (spec §2.4 InboundTurn). */
@@ -27,6 +29,11 @@ export interface InboundTurn {
   target_agent?: string;
   /** The agent named by the incident link the conversation was opened from. */
   incident_agent?: string;
+  /**
+   * Earlier turns of the conversation (the transport's, newest last) a follow-up is translated
+   * with; untrusted data, bounded by the coordinator (rule 5).
+   */
+  prior_turns?: string[];
 }
 
 /** The intent class of a turn (spec §1 item 5). */
@@ -42,10 +49,16 @@ export type ReplyKind =
   | "lifecycle_abstention"
   | "reasoning_unavailable"
   | "approval_filed"
-  | "invalid_command";
+  | "invalid_command"
+  /** Rule 4: one bounded clarifying question; nothing ran. */
+  | "clarification"
+  /** Rules 4–6: a deterministic abstention (a discarded translation, an invalid or failed plan). */
+  | "abstention"
+  /** Rule 7: tools disagree about the same resource; both evidence sets, no rendering. */
+  | "conflict";
 
 /** The vendor-neutral reply (spec §2.4 OutboundResponse): text plus the evidence behind it. */
-export interface OutboundResponse {
+export interface OutboundResponse extends NarratedFields {
   text: string;
   kind: ReplyKind;
   intent: Intent;
@@ -74,6 +87,11 @@ export interface TurnHooks {
    * Provisional — the validator (rule 3) has not seen it; the reply's final text replaces it.
    */
   onDelta?(text: string): void;
+  /**
+   * Leave the presentation pass (rule 2) to the transport, which calls `coordinator.present`
+   * later; the reply keeps the deterministic preview (`presentation.status: deferred`).
+   */
+  deferPresentation?: boolean;
 }
 
 /** One turn as every coordinator rule sees it. */
@@ -110,6 +128,8 @@ export interface CoordinatorDependencies {
   now?: () => Date;
   /** Counts each invoked tool call's argument shape (`console.recurrent_query`). */
   recurrent?: RecurrentQueryWatch;
+  /** Action-type ids the grounded-answer validator treats as canonical identifiers (rule 3). */
+  actionTypes?: readonly string[];
 }
 
 /** The canonical glossary (coordinator rule 9). */
@@ -373,6 +393,17 @@ export function createCoordinator(deps: CoordinatorDependencies) {
       runTool(tool, args, turn.caller, turn.role, turn.requestId, turn.hooks),
   });
 
+  const narratorRules = narrator.translate
+    ? createNarratorRules<OutboundResponse>({
+        narrator,
+        registry: deps.registry,
+        audit: deps.audit,
+        ...(deps.actionTypes ? { actionTypes: deps.actionTypes } : {}),
+        runTool: (turn, tool, args) => respond(turn as TurnContext).runTool(tool, args),
+        reply: (turn, kind, text, extra) => reply(turn.requestId, kind as ReplyKind, text, extra),
+      })
+    : undefined;
+
   /**
    * The coordinator rules of spec operator-console.md §1, in the order a turn meets them; the first
    * that answers ends the turn. The narrator rules (2–7) slot in before the last entry (rule 11's
@@ -458,13 +489,14 @@ export function createCoordinator(deps: CoordinatorDependencies) {
           ? reply(turn.requestId, "action_context_abstention", ACTION_CONTEXT_ABSTENTION)
           : undefined,
     },
-    // Narrator rules 2–7 go here.
+    // Narrator rules 2–7 (narrator-rules.ts), when a narrator that translates is configured.
+    ...(narratorRules?.rules ?? []),
     {
       id: "rule-11-reasoning-unavailable",
       rule: 11,
-      handle: (turn) => {
+      handle: async (turn) => {
         const visible = deps.registry.search(turn.role).map((d) => d.name);
-        if (!narrator.available())
+        if (!narrator.available() || (await narratorRules?.translationFailed(turn)))
           return reply(
             turn.requestId,
             "reasoning_unavailable",
@@ -483,6 +515,48 @@ export function createCoordinator(deps: CoordinatorDependencies) {
     narrator,
     /** The coordinator rules in the order a turn meets them (ids and spec numbers). */
     rules: rules.map(({ id, rule }) => ({ id, rule })),
+    /**
+     * The presentation pass (rule 2, checked by rule 3) of a reply made with `deferPresentation`:
+     * the streams' final event. Returns the reply with the rendered text, or unchanged text and
+     * `presentation.status: deterministic` (and the reason, audited) on any failure or rejection.
+     */
+    async present(input: {
+      caller: Caller;
+      /** The turn's text as sent. */
+      text: string;
+      reply: OutboundResponse;
+      abortSignal?: AbortSignal;
+    }): Promise<OutboundResponse> {
+      const role = effectiveRole(input.caller);
+      const { reply: original } = input;
+      const ok = original.tool_results.every((r) => r.status === "ok");
+      const steps = original.steps ?? [];
+      if (
+        !narratorRules ||
+        !role ||
+        original.kind !== "tool_result" ||
+        !ok ||
+        steps.length !== original.tool_results.length
+      )
+        return original;
+      const presented = await narratorRules.present(
+        {
+          caller: input.caller,
+          role,
+          text: input.text.trim(),
+          requestId: original.request_id,
+          ...(input.abortSignal ? { abortSignal: input.abortSignal } : {}),
+        },
+        steps.map((step, i) => ({ call: step.call, result: original.tool_results[i] as ToolOk })),
+      );
+      const outcome: PresentationOutcome = presented.outcome;
+      return redactSecrets({
+        ...original,
+        ...(presented.text !== undefined ? { text: presented.text } : {}),
+        presentation: outcome,
+        audit_ids: presented.audit_id ? [...original.audit_ids, presented.audit_id] : original.audit_ids,
+      });
+    },
     /** Handles one turn for an authenticated caller; the audit entries are written before this returns. */
     async handleTurn(
       caller: Caller,
