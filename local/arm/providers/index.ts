@@ -1,4 +1,5 @@
 import type { ArmProvider, LocalArm } from "../server.js";
+import { authorizationProvider } from "./authorization.js";
 import { containerRegistryProvider } from "./container-registry.js";
 import { containerServiceProvider } from "./container-service.js";
 import { keyVaultProvider } from "./key-vault.js";
@@ -12,4 +13,5 @@ export const LOCAL_ARM_PROVIDERS: ((arm: LocalArm) => ArmProvider)[] = [
   storageProvider,
   containerRegistryProvider,
   keyVaultProvider,
+  authorizationProvider,
 ];
