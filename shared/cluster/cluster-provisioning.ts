@@ -240,7 +240,7 @@ export function createClusterProvisioning(connection: ArmConnection) {
       const current = await getPool(target);
       if (current && RUNNING.has(current.provisioningState ?? ""))
         return { kind: "running", resource: "pool", retry_after_seconds: DEFAULT_RETRY_AFTER_SECONDS };
-      if (current && current.vmSize && current.vmSize !== target.blast_vm_size)
+      if (current?.vmSize && current.vmSize !== target.blast_vm_size)
         throw new ProvisioningRefusedError(
           `the BLAST pool runs ${current.vmSize} nodes and AKS cannot change a pool's VM size in place; delete the pool '${BLAST_POOL_NAME}' (or the cluster) to provision ${target.blast_vm_size}`,
         );
@@ -290,8 +290,9 @@ export function createClusterProvisioning(connection: ArmConnection) {
         throw new ProvisioningRefusedError("Resource Manager answered a poll URL outside its own endpoint");
       const { createDefaultHttpClient, createPipelineRequest } = await import("@azure/core-rest-pipeline");
       // The client's own pipeline: its bearer-token policy (the managed identity), TLS and retry policies.
+      httpClient ??= createDefaultHttpClient();
       const response = await (await client(target.subscription_id)).pipeline.sendRequest(
-        (httpClient ??= createDefaultHttpClient()),
+        httpClient,
         createPipelineRequest({ url: pollUrl, method: "GET" }),
       );
       const retry = retryAfterSeconds(response.headers.get("retry-after"));
