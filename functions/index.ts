@@ -14,6 +14,8 @@ import "./operations.js";
 import "./orchestrations/database-ops.js";
 import "./databases.js";
 import "./workspace.js";
+import "./orchestrations/cluster-ops.js";
+import "./cluster.js";
 import "./api-token.js";
 import "./console.js";
 import "./notifications.js";

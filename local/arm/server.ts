@@ -403,6 +403,12 @@ export async function startLocalArm(options: LocalArmOptions): Promise<LocalArm>
           (!d.scope || scope.toLowerCase().startsWith(d.scope.toLowerCase())),
       );
       if (denied) throw authorizationFailed(caller.objectId, route.action, scope);
+      // Reading a resource whose operation runs counts as a poll of it: a client that polls
+      // provisioningState (not the operation URL) sees the operation end as time goes by in ARM.
+      if (method === "GET") {
+        const running = operations.running(url.pathname);
+        if (running && running.resourceId.toLowerCase() === url.pathname.toLowerCase()) operations.poll(running.id);
+      }
       return route.handle(request, context(caller.objectId));
     }
     throw new ArmError(

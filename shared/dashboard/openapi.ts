@@ -2,6 +2,7 @@ import type { z } from "zod";
 import type { Role } from "../auth/roles.js";
 import { FASTA_LIMITS } from "../blast/fasta.js";
 import { errorResponse, jsonSchemaOf, type Operation, openApiDocument } from "../http/openapi.js";
+import { discoveryPageSchema, roleAssignmentCheckSchema, scaleRequestSchema } from "../cluster/cluster-schemas.js";
 import { workspaceSchema } from "../workspace/workspace.js";
 import {
   agentActivitySchema,
@@ -70,6 +71,9 @@ const SCHEMAS: Record<string, z.ZodType> = {
   AgentActivity: agentActivitySchema,
   RpcResponse: rpcResponseSchema,
   NotificationTestResult: notificationTestResultSchema,
+  DiscoveryPage: discoveryPageSchema,
+  RoleAssignmentCheck: roleAssignmentCheckSchema,
+  ScaleRequest: scaleRequestSchema,
 };
 
 /**
