@@ -1,14 +1,18 @@
 import { errorResponse, jsonBodyOf, ok, refusedBeforeRouting, validationFailed } from "../shared/http/openapi.js";
 import { z } from "zod";
 import { agentActivity } from "../shared/console/activity.js";
+import { streamChatTurn } from "../shared/console/chat-stream.js";
+import type { TurnHooks } from "../shared/console/coordinator/coordinator.js";
+import { LIVE_EVENT_ID, parseCursor, relayLive } from "../shared/console/live-feed.js";
+import { createSseStream, SSE_HEADERS } from "../shared/http/sse.js";
 import { ApprovalOrchestration } from "../shared/console/approvals/approval-activities.js";
 import { effectiveRole } from "../shared/console/tools/tool.js";
-import { ForbiddenError, NotFoundError } from "../shared/errors.js";
+import { ForbiddenError, NotFoundError, ValidationError } from "../shared/errors.js";
 import { jsonResult } from "../shared/http/envelope.js";
-import { parseJsonBody } from "../shared/http/validation.js";
+import { parseJsonBody, zodIssues } from "../shared/http/validation.js";
 import { appContext } from "./composition/app-context.js";
 import { consoleParts } from "./composition/console-deps.js";
-import { callerOf, route } from "./composition/http-route.js";
+import { callerOf, type RouteScope, route } from "./composition/http-route.js";
 
 /** A chat turn: bounded text and the optional agent selections of coordinator rule 8. */
 const turnBody = z.strictObject({
@@ -61,29 +65,160 @@ route(
   },
   async (request, scope) => {
     const turn = await parseJsonBody(request, turnBody, 64 * 1024);
-    const reply = await (await consoleParts()).coordinator.handleTurn(callerOf(scope), turn, scope.requestId, {
-      async approvalFiled(approvalId, requestId) {
-        // One orchestration per item: the instance id is the approval id, so a repeat finds the first.
-        if (await scope.durable().getInstance(approvalId)) return;
-        await scope.durable().startNew(ApprovalOrchestration.name, {
-          instanceId: approvalId,
-          input: { approval_id: approvalId, request_id: requestId },
-        });
-      },
-      async approvalDecided(approvalId) {
-        await scope
-          .durable()
-          .raiseEvent(approvalId, ApprovalOrchestration.decidedEvent, { approval_id: approvalId })
-          .catch((error: unknown) => {
-            // The decision is recorded and executed already; the orchestration also ends at its TTL.
-            scope.logger.warn("approval decision event not delivered", {
-              approval_id: approvalId,
-              error: error instanceof Error ? error.message : String(error),
-            });
-          });
-      },
-    });
+    const reply = await (await consoleParts()).coordinator.handleTurn(
+      callerOf(scope),
+      turn,
+      scope.requestId,
+      approvalHooks(scope),
+    );
     return jsonResult(200, reply, scope.requestId);
+  },
+);
+
+/** The durable work a turn may start: the approval orchestration and its decision event. */
+function approvalHooks(scope: RouteScope): TurnHooks {
+  return {
+    async approvalFiled(approvalId, requestId) {
+      // One orchestration per item: the instance id is the approval id, so a repeat finds the first.
+      if (await scope.durable().getInstance(approvalId)) return;
+      await scope.durable().startNew(ApprovalOrchestration.name, {
+        instanceId: approvalId,
+        input: { approval_id: approvalId, request_id: requestId },
+      });
+    },
+    async approvalDecided(approvalId) {
+      await scope
+        .durable()
+        .raiseEvent(approvalId, ApprovalOrchestration.decidedEvent, { approval_id: approvalId })
+        .catch((error: unknown) => {
+          // The decision is recorded and executed already; the orchestration also ends at its TTL.
+          scope.logger.warn("approval decision event not delivered", {
+            approval_id: approvalId,
+            error: error instanceof Error ? error.message : String(error),
+          });
+        });
+    },
+  };
+}
+
+/** An idle event stream sends a comment this often (proxies and browsers keep it open). */
+const HEARTBEAT_MS = 15_000;
+/** A chat answer a client leaves unread beyond this is dropped (the stream ends). */
+const CHAT_STREAM_MAX_BACKLOG_BYTES = 1024 * 1024;
+
+route(
+  "consoleChatStream",
+  {
+    methods: ["POST"],
+    route: "chat/stream",
+    role: "Reader",
+    durable: true,
+    openapi: {
+      summary: "One operator-console turn as server-sent events (turn, delta, activity, answer, final, error)",
+      description:
+        "The turn's frames as `text/event-stream`: `turn`, provisional `delta`s from a narrator, one `activity` per tool result, `answer` (the reply `POST /api/chat` returns), then `final` with the presentation plan (an alternative plan is awaited at most 5 s; the deterministic plan is kept on timeout, cancellation, invalid output or provider failure). SSE comment heartbeats every 15 s while idle. A failure after the stream opened is an `error` frame. Closing the stream cancels the turn's provider work. See docs/web-chat.md.",
+      requestBody: jsonBodyOf(turnBody),
+      responses: {
+        "200": {
+          description: "the turn's event stream",
+          content: { "text/event-stream": { schema: { type: "string" } } },
+        },
+        "400": errorResponse("malformed JSON"),
+        "413": errorResponse("request body too large"),
+        ...validationFailed,
+      },
+    },
+  },
+  async (request, scope) => {
+    const turn = await parseJsonBody(request, turnBody, 64 * 1024);
+    const caller = callerOf(scope);
+    const { coordinator } = await consoleParts();
+    const connection = scope.connection();
+    const { body, channel } = createSseStream({
+      heartbeatMs: HEARTBEAT_MS,
+      clientAbortSignal: connection.abortSignal,
+      backlogBytes: connection.backlogBytes,
+      maxBacklogBytes: CHAT_STREAM_MAX_BACKLOG_BYTES,
+    });
+    const narrator = coordinator.narrator;
+    // Started here, inside the invocation (its durable client is found through this async context).
+    void streamChatTurn(channel, scope.requestId, {
+      handleTurn: (streamHooks) =>
+        coordinator.handleTurn(caller, turn, scope.requestId, { ...approvalHooks(scope), ...streamHooks }),
+      planner: narrator.planPresentation
+        ? { planPresentation: (input) => narrator.planPresentation?.(input) ?? Promise.resolve(undefined) }
+        : undefined,
+      onError: (error) => scope.logger.error("chat stream turn failed", { error }),
+    });
+    void channel.ended.then((end) => {
+      if (end !== "completed") scope.logger.info("chat stream ended early", { end });
+    });
+    return { status: 200, headers: { ...SSE_HEADERS }, body };
+  },
+);
+
+/** How often `/live/stream` reads the audit log for new core-stage entries. */
+const LIVE_POLL_MS = 2000;
+/** A `Last-Event-ID` older than this resumes from this far back (the stated retention window). */
+const LIVE_RETENTION_MS = 60 * 60 * 1000;
+/** One connection lasts at most this long; the client reconnects with `Last-Event-ID` and misses nothing. */
+const LIVE_CONNECTION_MS = 10 * 60 * 1000;
+/** Frames a live client leaves unread beyond this are not held: the client is dropped and resumes. */
+const LIVE_MAX_BACKLOG_BYTES = 256 * 1024;
+
+const liveHeaders = z.strictObject({
+  "last-event-id": z
+    .string()
+    .regex(LIVE_EVENT_ID, "must be an id this stream sent (<RFC 3339 time>~<audit id>)")
+    .optional(),
+});
+
+route(
+  "liveStream",
+  {
+    methods: ["GET"],
+    route: "live/stream",
+    role: "Reader",
+    openapi: {
+      summary: "Verified core-stage frames as server-sent events (resumable by Last-Event-ID)",
+      description:
+        "Frames named `live` whose data has `kind` (`event_ingested`, `verdict`, `severity_changed`, `approval_needed`, `approval_decided`, `denied`, `failed_result`, `action_succeeded`), `audit_id`, `at`, `replay` and bounded allow-listed ids, read from the durable audit log and filtered by the caller's role. `Last-Event-ID` resumes after the given frame (frames within the last hour are replayed with `replay: true`); a `gap` frame says more than 1000 entries were missed. Comment heartbeats every 15 s; a connection ends after 10 minutes or when the client leaves 256 KiB unread, and the client resumes. See docs/web-chat.md.",
+      parameters: [
+        {
+          name: "Last-Event-ID",
+          in: "header",
+          required: false,
+          schema: { type: "string", pattern: LIVE_EVENT_ID.source },
+        },
+      ],
+      responses: {
+        "200": { description: "the event stream", content: { "text/event-stream": { schema: { type: "string" } } } },
+        ...validationFailed,
+      },
+    },
+  },
+  async (request, scope) => {
+    const parsed = liveHeaders.safeParse({ "last-event-id": request.headers.get("last-event-id") ?? undefined });
+    if (!parsed.success) throw new ValidationError(zodIssues(parsed.error, "header", {}));
+    const role = effectiveRole(callerOf(scope));
+    if (!role) throw new ForbiddenError("this action needs the Reader role or higher");
+    const lastEventId = parsed.data["last-event-id"];
+    const connection = scope.connection();
+    const { body, channel } = createSseStream({
+      heartbeatMs: HEARTBEAT_MS,
+      clientAbortSignal: AbortSignal.any([connection.abortSignal, AbortSignal.timeout(LIVE_CONNECTION_MS)]),
+      backlogBytes: connection.backlogBytes,
+      maxBacklogBytes: LIVE_MAX_BACKLOG_BYTES,
+      retryMs: 2000,
+    });
+    void relayLive(channel, {
+      audit: appContext.audit,
+      pollMs: LIVE_POLL_MS,
+      retentionMs: LIVE_RETENTION_MS,
+      role,
+      after: lastEventId ? parseCursor(lastEventId) : undefined,
+    }).catch((error: unknown) => scope.logger.warn("live stream ended by an error", { error }));
+    return { status: 200, headers: { ...SSE_HEADERS }, body };
   },
 );
 

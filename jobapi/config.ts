@@ -1,6 +1,7 @@
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
+import { entraDiscoveryUrl } from "../shared/auth/jwt-validator.js";
 import {
   type Env,
   envEnum,
@@ -54,6 +55,36 @@ export interface JobApiConfig {
   /** How long the dispatch lease outlives its holder's last renewal (see DispatchLease). */
   readonly dispatchLeaseSeconds: number;
   readonly logLevel: LogLevel;
+  /** The browser terminal (decision 0020); off (503) without `auth`. */
+  readonly terminal: TerminalSettings;
+}
+
+/** The browser terminal's settings (`JOBAPI_AUTH_*`, `JOBAPI_TERMINAL_*`). */
+export interface TerminalSettings {
+  /** How the job API validates the browser's access token: the dashboard's app registration. */
+  readonly auth: { readonly clientId: string; readonly discoveryUrl: string } | undefined;
+  readonly allowedOrigins: readonly string[];
+  /** The PTY daemon's port on 127.0.0.1. */
+  readonly daemonPort: number;
+  readonly idleTimeoutSeconds: number;
+  readonly maxSessionSeconds: number;
+  readonly maxSessionsPerUser: number;
+  readonly maxMessageBytes: number;
+  readonly bufferBytes: number;
+}
+
+/** `https://a.example,http://127.0.0.1:4280`: exact origins, no paths. */
+function parseOrigins(text: string): string[] {
+  return text
+    .split(",")
+    .map((o) => o.trim())
+    .filter(Boolean)
+    .map((o) => {
+      const url = new URL(o);
+      if ((url.protocol !== "https:" && url.protocol !== "http:") || url.origin !== o.replace(/\/$/, ""))
+        throw new Error(`"${o}" is not an origin (scheme://host[:port])`);
+      return url.origin;
+    });
 }
 
 /** Shard Jobs on the cluster (`JOBAPI_K8S_*`). */
@@ -163,6 +194,17 @@ export const jobApiSettingsSchema = z
     JOBAPI_BODY_LIMIT_BYTES: envInt(1024, 64 * 1024 * 1024).default(12 * 1024 * 1024),
     JOBAPI_DISPATCH_LEASE_SECONDS: envInt(2, 3600).default(60),
     LOG_LEVEL: envEnum(LOG_LEVELS).default("info"),
+    // The browser terminal: the dashboard's app registration, to validate the browser's token.
+    JOBAPI_AUTH_CLIENT_ID: z.string().min(1).optional(),
+    JOBAPI_AUTH_TENANT_ID: z.string().min(1).optional(),
+    JOBAPI_AUTH_DISCOVERY_URL: envUrl().optional(),
+    JOBAPI_TERMINAL_ALLOWED_ORIGINS: envParsed(parseOrigins).default([]),
+    JOBAPI_TERMINAL_DAEMON_PORT: envPort().default(7681),
+    JOBAPI_TERMINAL_IDLE_TIMEOUT_SECONDS: envInt(10, 24 * 3600).default(900),
+    JOBAPI_TERMINAL_MAX_SESSION_SECONDS: envInt(60, 24 * 3600).default(3600),
+    JOBAPI_TERMINAL_MAX_SESSIONS_PER_USER: envInt(1, 100).default(2),
+    JOBAPI_TERMINAL_MAX_MESSAGE_BYTES: envInt(1024, 16 * 1024 * 1024).default(1024 * 1024),
+    JOBAPI_TERMINAL_BUFFER_BYTES: envInt(16 * 1024, 64 * 1024 * 1024).default(1024 * 1024),
   })
   .superRefine(...checkStorageSettings(JOBAPI_STORAGE_SETTINGS));
 
@@ -209,6 +251,22 @@ export function loadJobApiConfig(env: Env, cwd = process.cwd()): JobApiConfig {
       bodyLimitBytes: c.JOBAPI_BODY_LIMIT_BYTES,
       dispatchLeaseSeconds: c.JOBAPI_DISPATCH_LEASE_SECONDS,
       logLevel: c.LOG_LEVEL,
+      terminal: {
+        auth:
+          c.JOBAPI_AUTH_CLIENT_ID && (c.JOBAPI_AUTH_DISCOVERY_URL || c.JOBAPI_AUTH_TENANT_ID)
+            ? {
+                clientId: c.JOBAPI_AUTH_CLIENT_ID,
+                discoveryUrl: c.JOBAPI_AUTH_DISCOVERY_URL ?? entraDiscoveryUrl(c.JOBAPI_AUTH_TENANT_ID ?? ""),
+              }
+            : undefined,
+        allowedOrigins: c.JOBAPI_TERMINAL_ALLOWED_ORIGINS,
+        daemonPort: c.JOBAPI_TERMINAL_DAEMON_PORT,
+        idleTimeoutSeconds: c.JOBAPI_TERMINAL_IDLE_TIMEOUT_SECONDS,
+        maxSessionSeconds: c.JOBAPI_TERMINAL_MAX_SESSION_SECONDS,
+        maxSessionsPerUser: c.JOBAPI_TERMINAL_MAX_SESSIONS_PER_USER,
+        maxMessageBytes: c.JOBAPI_TERMINAL_MAX_MESSAGE_BYTES,
+        bufferBytes: c.JOBAPI_TERMINAL_BUFFER_BYTES,
+      },
     });
   });
 }

@@ -19,6 +19,11 @@ import { createSaturationWatch } from "../shared/ops/emitters/saturation-watch.j
 import { reportMissingRoles } from "../shared/ops/emitters/signal-events.js";
 import { createEventLog } from "../shared/ops/events.js";
 import { createJobApiApp } from "./app.js";
+import { apiAudience, createJwtValidator } from "../shared/auth/jwt-validator.js";
+import { createAuditLog } from "../shared/ops/audit.js";
+import { createTerminalTicketStore } from "../shared/terminal/terminal-tickets.js";
+import { createTerminalGateway, TERMINAL_PATH } from "./terminal/terminal-gateway.js";
+import { TERMINAL_DAEMON_HOST } from "./terminal/terminal-protocol.js";
 import { loadJobApiConfig } from "./config.js";
 import { KubeConfig } from "@kubernetes/client-node";
 import { createKubernetesExecutor } from "./executors/kubernetes-executor.js";
@@ -156,6 +161,33 @@ async function main(): Promise<void> {
   });
   const server = http.createServer(getRequestListener(app.fetch));
   server.requestTimeout = 0;
+  const terminal = createTerminalGateway({
+    validator: config.terminal.auth
+      ? createJwtValidator({
+          discoveryUrl: config.terminal.auth.discoveryUrl,
+          audience: apiAudience(config.terminal.auth.clientId),
+        })
+      : undefined,
+    tickets: createTerminalTicketStore(config.storage),
+    audit: createAuditLog(config.storage),
+    logger: logger.child({ component: "terminal" }),
+    allowedOrigins: config.terminal.allowedOrigins,
+    daemonUrl: `ws://${TERMINAL_DAEMON_HOST}:${config.terminal.daemonPort}`,
+    limits: {
+      idleTimeoutMs: config.terminal.idleTimeoutSeconds * 1000,
+      maxSessionMs: config.terminal.maxSessionSeconds * 1000,
+      maxSessionsPerUser: config.terminal.maxSessionsPerUser,
+      maxMessageBytes: config.terminal.maxMessageBytes,
+      bufferBytes: config.terminal.bufferBytes,
+    },
+  });
+  server.on("upgrade", (request, socket, head) => {
+    if (new URL(request.url ?? "/", "http://placeholder").pathname === TERMINAL_PATH) {
+      terminal.handleUpgrade(request, socket, head);
+    } else {
+      socket.end("HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
+    }
+  });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(config.port, config.host, () => resolve());
@@ -171,6 +203,7 @@ async function main(): Promise<void> {
     logger.info("job API stopping");
     server.close();
     server.closeIdleConnections();
+    await terminal.close();
     await dispatcher.stop();
     await admission.settled();
     process.exit(0);

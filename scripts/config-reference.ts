@@ -3,6 +3,7 @@ import path from "node:path";
 import type { z } from "zod";
 import { jobApiSettingsSchema } from "../jobapi/config.js";
 import { shardSettingsSchema, warmSettingsSchema } from "../jobapi/pod-settings.js";
+import { terminalDaemonSettingsSchema } from "../jobapi/terminal/daemon-config.js";
 import { localStackSettingsSchema } from "../local/settings.js";
 import { appSettingsSchema } from "../shared/config/load-config.js";
 import { consoleSettingsSchema } from "../shared/console/console-config.js";
@@ -63,6 +64,13 @@ export const SETTING_SOURCES: readonly SettingSource[] = [
     heading: "Shard and warm-up pods",
     intro: "`jobapi/pod-settings.ts`: set by the Kubernetes executor on each pod it creates, never by hand.",
     schemas: [shardSettingsSchema, warmSettingsSchema],
+  },
+  {
+    id: "terminal-daemon",
+    heading: "Terminal daemon",
+    intro:
+      "`jobapi/terminal/daemon-config.ts` (`loadTerminalDaemonConfig`): the browser terminal's PTY daemon beside the job API (docs/terminal.md). Its shell inherits only PATH, HOME, LANG, LC_ALL, KUBECONFIG, USER and LOGNAME.",
+    schemas: [terminalDaemonSettingsSchema],
   },
   {
     id: "local",

@@ -1,62 +1,71 @@
-import { ARM_SCOPE, type ArmConnection } from "../../shared/cluster/arm-connection.js";
-import { createClusterProvisioning } from "../../shared/cluster/cluster-provisioning.js";
-import { type ClusterService, createClusterService } from "../../shared/cluster/cluster-service.js";
-import { createWorkspaceDiscovery } from "../../shared/cluster/discovery.js";
-import { createRoleAssignments } from "../../shared/cluster/role-assignments.js";
+import type { KubeConfig } from "@kubernetes/client-node";
+import { explainCloudAuthorization } from "../../shared/auth/cloud-authorization.js";
+import { applyManifests, readRollout } from "../../shared/cluster/job-api-deploy.js";
+import { createJobApiDeployService, type JobApiDeployService } from "../../shared/cluster/job-api-deploy-service.js";
+import { renderJobApiManifests } from "../../shared/cluster/job-api-manifests.js";
+import { DependencyUnavailableError, DomainError } from "../../shared/errors.js";
 import { reportMissingRoles } from "../../shared/ops/emitters/signal-events.js";
+import { createWorkspaceStore } from "../../shared/workspace/workspace.js";
 import { appContext } from "./app-context.js";
-import { databaseCatalog, type ServiceScope, workspaceService } from "./dashboard-deps.js";
+import { consoleConfig } from "./console-deps.js";
+import type { ServiceScope } from "./dashboard-deps.js";
 
-/** Resource Manager as the app reaches it: the managed identity, and the endpoint override of the local stack. */
-export function armConnection(): ArmConnection {
-  const endpoint = appContext.config.cluster.armEndpoint;
-  return {
-    credential: appContext.credential,
-    ...(endpoint
-      ? { clientOptions: { endpoint, credentials: { scopes: [ARM_SCOPE] }, credentialScopes: [ARM_SCOPE] } }
-      : {}),
-  };
+/**
+ * The cluster's client configuration for the deploy: the kubeconfig `SVC_KUBECONFIG` names (the
+ * local stack writes one for its local cluster). Without one there is no cluster to deploy to.
+ */
+export async function clusterKubeConfig(): Promise<KubeConfig> {
+  const target = consoleConfig.actions.jobApiDeployment;
+  if (!target) throw new DependencyUnavailableError("no cluster is configured (SVC_KUBECONFIG)");
+  const { KubeConfig } = await import("@kubernetes/client-node");
+  const kc = new KubeConfig();
+  kc.loadFromFile(target.kubeconfigPath);
+  return kc;
 }
 
-let provisioning: ReturnType<typeof createClusterProvisioning> | undefined;
-let roles: ReturnType<typeof createRoleAssignments> | undefined;
-let discovery: ReturnType<typeof createWorkspaceDiscovery> | undefined;
-
-/** The cluster's Resource Manager calls (one client per process). */
-export function clusterProvisioning() {
-  provisioning ??= createClusterProvisioning(armConnection());
-  return provisioning;
+/** The namespace the job API is deployed into (`SVC_JOB_API_NAMESPACE`). */
+export function jobApiNamespace(): string {
+  return consoleConfig.actions.jobApiDeployment?.namespace ?? "blastplane";
 }
 
-/** Runtime role assignments; a refused write becomes a `role_assignment.missing` event. */
-export function roleAssignments() {
-  roles ??= createRoleAssignments(armConnection(), {
-    onMissing: reportMissingRoles(appContext.events, appContext.logger, "cluster.role_assignments"),
-  });
-  return roles;
-}
-
-/** What the managed identity can see, for the workspace page. */
-export function workspaceDiscovery() {
-  discovery ??= createWorkspaceDiscovery(armConnection());
-  return discovery;
-}
-
-/** The dashboard's cluster operations for one request. */
-export function clusterService(scope: ServiceScope): ClusterService {
+/** The job API deploy service for one request. */
+export function jobApiDeployService(scope: Pick<ServiceScope, "logger" | "durable">): JobApiDeployService {
   const { config } = appContext;
-  return createClusterService({
-    workspace: () => workspaceService().get(),
+  return createJobApiDeployService({
     orchestrations: scope.durable(),
+    workspace: createWorkspaceStore(config.storage),
     audit: appContext.audit,
     logger: scope.logger,
-    databases: async () =>
-      (await databaseCatalog().list()).map((entry) => ({
-        name: entry.manifest.name,
-        bytesToCache: entry.manifest.bytes_to_cache,
-      })),
-    systemVmSize: config.cluster.systemVmSize,
-    ...(config.cluster.identityId ? { controlPlaneIdentityId: config.cluster.identityId } : {}),
-    ...(config.cluster.workloadPrincipalId ? { workloadPrincipalId: config.cluster.workloadPrincipalId } : {}),
+    settings: {
+      namespace: jobApiNamespace(),
+      registryLoginServer: config.jobApiDeploy.registryLoginServer,
+      workloadIdentityClientId: config.jobApiDeploy.workloadIdentityClientId,
+      keyVaultUrl: config.jobApiDeploy.keyVaultUrl,
+      appSubnetCidr: config.jobApiDeploy.appSubnetCidr,
+      rolloutTimeoutSeconds: config.jobApiDeploy.rolloutTimeoutSeconds,
+      pollSeconds: config.jobPollIntervalSeconds,
+    },
+    // A refusal for want of a role names the role (and is reported as role_assignment.missing).
+    dryRun: explainCloudAuthorization(
+      async (values, force) => {
+        await applyManifests(await clusterKubeConfig(), renderJobApiManifests(values), { force, dryRun: true });
+      },
+      reportMissingRoles(appContext.events, scope.logger, "functions.http"),
+    ),
+    readRollout: explainCloudAuthorization(
+      async (namespace: string) => {
+        try {
+          return await readRollout(await clusterKubeConfig(), namespace, "blastplane-jobapi");
+        } catch (error) {
+          if (error instanceof DomainError) throw error;
+          // A refusal for want of a role is explained by the wrapper; anything else means unreachable.
+          if ((error as { code?: unknown }).code === 403) throw error;
+          throw new DependencyUnavailableError("the cluster's API server could not be reached", undefined, {
+            cause: error,
+          });
+        }
+      },
+      reportMissingRoles(appContext.events, scope.logger, "functions.http"),
+    ),
   });
 }

@@ -159,6 +159,7 @@ export function buildConsoleParts(settings: ConsoleSettings): ConsoleParts {
     audit: appContext.audit,
     secrets: appContext.secrets,
     env: process.env,
+    credential: appContext.credential,
     // The kill switch holds A1 delivery at the router too (spec §8), whoever sends.
     a1Held: async () => (await killSwitch.status()).on,
     log: (message, fields) => appContext.logger.warn(message, fields),

@@ -26,6 +26,11 @@ import { type ApiTokenSettings, createApiTokenSettings } from "../../shared/secr
 import { createWorkspaceStore } from "../../shared/workspace/workspace.js";
 import { createWorkspaceService, type WorkspaceService } from "../../shared/workspace/workspace-service.js";
 import { openTableClient } from "../../shared/storage/storage-connection.js";
+import { createTerminalTicketStore, type TerminalTicketStore } from "../../shared/terminal/terminal-tickets.js";
+import {
+  createTerminalTicketService,
+  type TerminalTicketService,
+} from "../../shared/terminal/terminal-ticket-service.js";
 import { appContext } from "./app-context.js";
 
 let jobs: DashboardJobStore | undefined;
@@ -80,7 +85,8 @@ export function dashboardJobService(scope: ServiceScope): DashboardJobService {
     audit: appContext.audit,
     logger: scope.logger,
     pollIntervalSeconds: appContext.config.jobPollIntervalSeconds,
-    databases: appContext.config.databasesDir ? createFileDatabaseCatalog(appContext.config.databasesDir) : undefined,
+    // The table catalog the routes and executors read: in Azure there is no DATABASES_DIR.
+    databases: databaseCatalog(),
   });
 }
 
@@ -175,4 +181,12 @@ export function apiTokenSettings(scope: Pick<ServiceScope, "logger">): ApiTokenS
     logger: scope.logger,
     graceSeconds: appContext.config.apiTokenGraceSeconds,
   });
+}
+
+let terminalTickets: TerminalTicketStore | undefined;
+
+/** The terminal ticket service (decision 0020): tickets in the platform storage the job API redeems from. */
+export function terminalTicketService(): TerminalTicketService {
+  terminalTickets ??= createTerminalTicketStore(appContext.config.storage);
+  return createTerminalTicketService({ tickets: terminalTickets, audit: appContext.audit });
 }

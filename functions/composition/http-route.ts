@@ -8,6 +8,7 @@ import { createHttpHandler, type RequestScope } from "../../shared/http/handler.
 import type { Operation } from "../../shared/http/openapi.js";
 import type { OrchestrationClient, OrchestrationInstance } from "../../shared/orchestrations/orchestration-client.js";
 import { appContext } from "./app-context.js";
+import { type ClientConnection, clientConnection } from "./http-connection.js";
 import { withInvocationDurable } from "./invocation-durable.js";
 
 // Triggers other than routes (the approval orchestration's settle activity) reach it through the kit.
@@ -20,6 +21,8 @@ export interface RouteScope extends RequestScope {
   durable: () => OrchestrationClient;
   /** The authenticated caller, for routes registered with a `role` floor. */
   caller: Caller | undefined;
+  /** The client connection: its close signal and unread backlog (what streamed responses watch). */
+  connection: () => ClientConnection;
 }
 
 /** Options of {@link route}. */
@@ -121,7 +124,8 @@ export function route(
           ? await authorize(appContext.validator, httpRequest.headers.get("authorization"), options.role)
           : undefined;
         const durable = orchestrationClient(context);
-        const handle = () => handler(httpRequest, { ...scope, caller, durable: () => durable });
+        const connection = () => clientConnection(context.invocationId);
+        const handle = () => handler(httpRequest, { ...scope, caller, durable: () => durable, connection });
         // Work built outside the request (the console's action executors) finds this invocation's client.
         return options.durable ? withInvocationDurable(durable, handle) : handle();
       }, appContext.logger);

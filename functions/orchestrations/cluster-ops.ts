@@ -9,7 +9,7 @@ import { runtimeAssignments } from "../../shared/cluster/role-assignments.js";
 import { reportMissingRoles } from "../../shared/ops/emitters/signal-events.js";
 import { Orchestrations } from "../../shared/orchestrations/queue-labels.js";
 import { appContext } from "../composition/app-context.js";
-import { clusterProvisioning, roleAssignments } from "../composition/cluster-deps.js";
+import { clusterProvisioning, roleAssignments } from "../composition/aks-deps.js";
 
 export const ClusterActivities = {
   startStep: "startClusterStep",

@@ -18,6 +18,7 @@ import {
   dashboardJobListSchema,
   databaseListSchema,
   healthSchema,
+  jobApiDeploymentSchema,
   noopEnqueuedSchema,
   noopResultSchema,
   operationResponseSchema,
@@ -26,6 +27,8 @@ import {
   readinessSchema,
   rpcResponseSchema,
   storedWorkspaceSchema,
+  terminalTicketRequestSchema,
+  terminalTicketSchema,
 } from "./api-schemas.js";
 import { dashboardSubmitSchema } from "./schemas.js";
 
@@ -74,6 +77,9 @@ const SCHEMAS: Record<string, z.ZodType> = {
   DiscoveryPage: discoveryPageSchema,
   RoleAssignmentCheck: roleAssignmentCheckSchema,
   ScaleRequest: scaleRequestSchema,
+  JobApiDeployment: jobApiDeploymentSchema,
+  TerminalTicketRequest: terminalTicketRequestSchema,
+  TerminalTicket: terminalTicketSchema,
 };
 
 /**

@@ -1,3 +1,4 @@
+import type { TokenCredential } from "@azure/core-auth";
 import type { Env } from "../config/env.js";
 import type { AuditLog } from "../ops/audit.js";
 import type { SecretStore } from "../secrets/api-tokens.js";
@@ -5,7 +6,10 @@ import type { TableSource } from "../storage/table-source.js";
 import { createEmailChannel } from "./channels/email.js";
 import { createLocalInboxChannel } from "./channels/local-inbox.js";
 import { createPagingChannel } from "./channels/paging.js";
+import { createPlatformAChannel } from "./channels/platform-a.js";
 import { createPlatformBChannel } from "./channels/platform-b.js";
+import { createTeamsConversationStore, type TeamsConversationStore } from "./channels/teams-conversations.js";
+import { createSmsChannel } from "./channels/sms.js";
 import { createWebhookChannel } from "./channels/webhook.js";
 import { createDeliveryStore, type DeliveryStore } from "./delivery-store.js";
 import type { ChannelKind } from "./matrix.js";
@@ -74,11 +78,16 @@ function smtpCredential(value: string): { user: string; pass: string } {
 export function buildChannelAdapters(
   config: NotifyConfig,
   resolve: (ref: string) => Promise<string>,
-  options: { ca?: string | Buffer } = {},
+  options: {
+    ca?: string | Buffer;
+    credential?: TokenCredential;
+    tables?: TableSource;
+    teamsConversations?: TeamsConversationStore;
+  } = {},
 ): Map<ChannelKind, ChannelAdapter> {
   const out = new Map<ChannelKind, ChannelAdapter>();
   const ca = options.ca ? { ca: options.ca } : {};
-  const { email, webhook, paging, platformB } = config;
+  const { email, webhook, paging, platformB, sms } = config;
   if (email)
     out.set(
       "email",
@@ -133,6 +142,47 @@ export function buildChannelAdapters(
         }),
       ),
     );
+  const platformA = config.platformA;
+  const conversations =
+    options.teamsConversations ??
+    (platformA && options.tables
+      ? createTeamsConversationStore(options.tables, {
+          ...(platformA.alertConversationId
+            ? {
+                operational: {
+                  serviceUrl: platformA.serviceUrl,
+                  conversationId: platformA.alertConversationId,
+                  tenantId: platformA.tenantId,
+                },
+              }
+            : {}),
+        })
+      : undefined);
+  if (platformA && conversations) {
+    // One adapter for both trust rows: same-tenant and guest recipients are reached the same way;
+    // the matrix decides which categories each may carry.
+    const teams = lazyAdapter("platform_a", "continueConversation.sendActivity", async () =>
+      createPlatformAChannel({
+        botAppId: platformA.botAppId,
+        tenantId: platformA.tenantId,
+        clientSecret: await resolve(platformA.clientSecretRef),
+        conversations,
+        ...(config.consoleBaseUrl ? { consoleBaseUrl: config.consoleBaseUrl } : {}),
+      }),
+    );
+    out.set("platform_a", teams);
+    out.set("platform_a_guest", { ...teams, kind: "platform_a_guest" });
+  }
+  if (sms) {
+    const { credential } = options;
+    out.set(
+      "sms",
+      lazyAdapter("sms", "sms.send", async () => {
+        if (!credential) throw new Error("the SMS channel signs in with the app's identity, and there is none");
+        return createSmsChannel({ ...sms, credential, ...ca });
+      }),
+    );
+  }
   if (config.inboxDir) out.set("local_inbox", createLocalInboxChannel({ dir: config.inboxDir }));
   return out;
 }
@@ -152,11 +202,17 @@ export function buildNotifier(
     log?: (message: string, fields: Record<string, unknown>) => void;
     /** Extra CA certificates the vendor endpoints are trusted with (tests with local HTTPS servers). */
     ca?: string | Buffer;
+    /** The app's one credential (the SMS channel signs in with it). */
+    credential?: TokenCredential;
     sleep?: (ms: number) => Promise<void>;
   },
 ) {
   const resolve = createSecretResolver({ secrets: deps.secrets, env: deps.env, local: config.local });
-  const byKind = buildChannelAdapters(config, resolve, deps.ca ? { ca: deps.ca } : {});
+  const byKind = buildChannelAdapters(config, resolve, {
+    ...(deps.ca ? { ca: deps.ca } : {}),
+    ...(deps.credential ? { credential: deps.credential } : {}),
+    tables: deps.tables,
+  });
   const channels = new Map<string, ChannelAdapter>();
   for (const [id, channel] of Object.entries(config.matrix.channels)) {
     const adapter = byKind.get(channel.kind);

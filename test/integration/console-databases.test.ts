@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunningAzurite } from "../../local/azurite.js";
 import { publishDatabase } from "../../shared/databases/database-catalog.js";
 import { createTableDatabaseCatalog, openDatabaseStorage } from "../../shared/databases/table-catalog.js";
+import { createLogger } from "../../shared/logging/logger.js";
 import { callerWith } from "../support/console-harness.js";
 import { ROOT } from "../support/local-stack.js";
 import { startTestAzurite } from "../support/service-fakes.js";
@@ -70,5 +71,36 @@ describe("the console's databases with only the table catalog configured (no DAT
     const result = reply.tool_results[0];
     expect(result).toMatchObject({ status: "ok" });
     expect(JSON.stringify(result)).toContain(`"${DB}"`);
+  }, 60_000);
+});
+
+describe("dashboard submits with only the table catalog configured (no DATABASES_DIR)", () => {
+  async function submit(program: string, db: string, queryFasta: string) {
+    const { dashboardJobService } = await import("../../functions/composition/dashboard-deps.js");
+    const service = dashboardJobService({
+      // A refused submit starts no orchestration: the client has no methods to call.
+      durable: () => ({}) as never,
+      logger: createLogger({ level: "error" }),
+    });
+    return service.submit(
+      { oid: "00000000-0000-4000-8000-0000000000aa", roles: ["Contributor"] } as never,
+      {
+        program,
+        db,
+        query_fasta: queryFasta,
+      } as never,
+    );
+  }
+
+  it("B-238 a protein program against a table-catalog nucleotide database is refused naming body.db", async () => {
+    await expect(submit("blastp", DB, ">p1\nMKTAYIAKQR\n")).rejects.toMatchObject({
+      issues: [{ loc: ["body", "db"], msg: expect.stringContaining("protein database") }],
+    });
+  }, 60_000);
+
+  it("B-238 an unknown database is refused naming body.db", async () => {
+    await expect(submit("blastn", "nosuchdb", ">q1\nACGTACGTACGTACGT\n")).rejects.toMatchObject({
+      issues: [{ loc: ["body", "db"], msg: "unknown database 'nosuchdb' (see GET /v1/databases)" }],
+    });
   }, 60_000);
 });

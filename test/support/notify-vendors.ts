@@ -29,7 +29,7 @@ export type Behaviour =
   /** Never answers. */
   | "hang";
 
-interface FakeServer {
+export interface FakeServer {
   url: string;
   requests: Recorded[];
   /** Behaviours for the next requests, in order; then "ok". */
@@ -37,7 +37,7 @@ interface FakeServer {
   close(): Promise<void>;
 }
 
-async function serve(
+export async function serve(
   server: http.Server | https.Server,
   protocol: "http" | "https",
   answerOk: (r: Recorded, res: http.ServerResponse) => void,

@@ -64,6 +64,16 @@ export interface OutboundResponse {
 export interface TurnHooks {
   approvalFiled?(approvalId: string, requestId: string): Promise<void>;
   approvalDecided?(approvalId: string): Promise<void>;
+  /**
+   * Aborted when the turn's client is gone (a closed `/chat/stream`): narrator calls pass it to the
+   * provider request (`abortSignal`), so closing the stream cancels the provider work.
+   */
+  abortSignal?: AbortSignal;
+  /**
+   * Streamed transports only: a narrator's rendering, piece by piece, as the provider produces it.
+   * Provisional — the validator (rule 3) has not seen it; the reply's final text replaces it.
+   */
+  onDelta?(text: string): void;
 }
 
 /** One turn as every coordinator rule sees it. */

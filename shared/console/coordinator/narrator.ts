@@ -1,3 +1,4 @@
+import type { PresentationPlanner } from "../presentation.js";
 import type { ToolDescriptor, ToolResult } from "../tools/tool.js";
 
 /**
@@ -24,6 +25,11 @@ export interface Narrator {
   }): Promise<string | undefined>;
   /** Rule 6: two or three canonical read commands for a compound request. */
   readPlan?(input: { text: string; tools: ToolDescriptor[]; abortSignal?: AbortSignal }): Promise<string[]>;
+  /**
+   * §4 streaming rules: an alternative presentation plan for a finished answer, awaited at most 5 s
+   * by `/chat/stream`'s final event; validated against the reply, never trusted.
+   */
+  planPresentation?: PresentationPlanner["planPresentation"];
 }
 
 /** The narrator of this issue: none. Every turn is handled deterministically. */

@@ -5,13 +5,15 @@ import {
   WebAPIRequestError,
   WebClient,
 } from "@slack/web-api";
+import { CHANNEL_TRUNCATED } from "../output-markers.js";
 import type { AttemptOutcome, ChannelAdapter } from "../router.js";
+
+export { CHANNEL_TRUNCATED };
 
 /** Slack's Web API base (`SVC_PLATFORM_B_API_URL` default). */
 export const SLACK_API_URL = "https://slack.com/api/";
 /** A section's text limit after markup escaping (spec §8). */
 export const SECTION_LIMIT = 2900;
-export const CHANNEL_TRUNCATED = "[CHANNEL OUTPUT TRUNCATED]";
 
 /** Escapes Slack's three control characters (mrkdwn). */
 export const escapeMrkdwn = (text: string) => text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
