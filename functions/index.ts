@@ -16,6 +16,8 @@ import "./databases.js";
 import "./orchestrations/deploy-job-api.js";
 import "./cluster.js";
 import "./workspace.js";
+import "./orchestrations/cluster-ops.js";
+import "./aks.js";
 import "./api-token.js";
 import "./terminal.js";
 import "./console.js";

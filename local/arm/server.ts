@@ -49,7 +49,10 @@ export interface ArmResponse {
 /** One REST route of a resource provider. */
 export interface ArmRoute {
   method: "GET" | "PUT" | "POST" | "DELETE" | "PATCH";
-  /** `/subscriptions/{subscriptionId}/resourceGroups/{resourceGroupName}/…`; literals match case-insensitively. */
+  /**
+   * `/subscriptions/{subscriptionId}/resourceGroups/{resourceGroupName}/…`; literals match
+   * case-insensitively; `{*scope}` matches a whole ARM scope (several segments, with its leading `/`).
+   */
   pattern: string;
   /** The RBAC action it needs (`Microsoft.ContainerService/managedClusters/write`), checked before the handler runs. */
   action: string;
@@ -327,7 +330,7 @@ export async function startLocalArm(options: LocalArmOptions): Promise<LocalArm>
   });
 
   async function answer(req: IncomingMessage, text: string): Promise<ArmResponse> {
-    const url = new URL(req.url ?? "/", "https://127.0.0.1");
+    const url = requestUrl(req);
     const method = req.method ?? "GET";
     const auth = req.headers.authorization ?? "";
     if (!auth.startsWith("Bearer "))
@@ -400,6 +403,12 @@ export async function startLocalArm(options: LocalArmOptions): Promise<LocalArm>
           (!d.scope || scope.toLowerCase().startsWith(d.scope.toLowerCase())),
       );
       if (denied) throw authorizationFailed(caller.objectId, route.action, scope);
+      // Reading a resource whose operation runs counts as a poll of it: a client that polls
+      // provisioningState (not the operation URL) sees the operation end as time goes by in ARM.
+      if (method === "GET") {
+        const running = operations.running(url.pathname);
+        if (running && running.resourceId.toLowerCase() === url.pathname.toLowerCase()) operations.poll(running.id);
+      }
       return route.handle(request, context(caller.objectId));
     }
     throw new ArmError(
@@ -441,7 +450,7 @@ export async function startLocalArm(options: LocalArmOptions): Promise<LocalArm>
       });
       req.on("error", () => res.destroy());
       req.on("end", () => {
-        const path = new URL(req.url ?? "/", "https://127.0.0.1").pathname;
+        const path = requestUrl(req).pathname;
         const send = (response: ArmResponse) => {
           requests.push({ method: req.method ?? "", path, status: response.status });
           const text = response.body === undefined ? "" : JSON.stringify(response.body);
@@ -502,6 +511,15 @@ export function checkPreconditions(headers: IncomingHttpHeaders, existing: Store
     throw new ArmError(412, "PreconditionFailed", "The specified precondition 'If-None-Match' failed.");
 }
 
+/**
+ * The request URL. Clients that join a scope starting with `/` to the endpoint send `//subscriptions/…`
+ * (`@azure/arm-authorization` does); ARM collapses the slashes, and so must the parse (a leading `//`
+ * would otherwise read as a host).
+ */
+function requestUrl(req: IncomingMessage): URL {
+  return new URL((req.url ?? "/").replace(/^\/{2,}/, "/"), "https://127.0.0.1");
+}
+
 function apiVersionOf(req: ArmRequest): string {
   return req.query.get("api-version") ?? "";
 }
@@ -509,11 +527,17 @@ function apiVersionOf(req: ArmRequest): string {
 function compilePattern(pattern: string): RegExp {
   const source = pattern
     .split("/")
-    .map((segment) => (/^\{\w+\}$/.test(segment) ? "([^/]+)" : segment.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")))
+    .map((segment) =>
+      /^\{\*\w+\}$/.test(segment)
+        ? "(.+?)"
+        : /^\{\w+\}$/.test(segment)
+          ? "([^/]+)"
+          : segment.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"),
+    )
     .join("/");
   return new RegExp(`^${source}$`, "i");
 }
 
 function paramNames(pattern: string): string[] {
-  return [...pattern.matchAll(/\{(\w+)\}/g)].map((m) => m[1] ?? "");
+  return [...pattern.matchAll(/\{\*?(\w+)\}/g)].map((m) => m[1] ?? "");
 }

@@ -59,6 +59,25 @@ export const appSettingsSchema = z
     DATABASE_SOURCE_URL: envUrl().optional(),
     DATABASE_PARTITIONS: envInt(0, 64).default(2),
     // A timer schedule as Azure Functions reads it (six-field NCRONTAB or a TimeSpan).
+    ARM_ENDPOINT: envUrl().optional(),
+    CLUSTER_SYSTEM_VM_SIZE: z
+      .string()
+      .regex(/^(?:Standard|Basic)_[A-Za-z]+[0-9]+[A-Za-z0-9-]*(?:_[A-Za-z0-9]+)*$/, "must be an Azure VM size")
+      .default("Standard_D2s_v5"),
+    CLUSTER_IDENTITY_ID: z
+      .string()
+      .regex(
+        /^\/subscriptions\/[^/]+\/resourceGroups\/[^/]+\/providers\/Microsoft\.ManagedIdentity\/userAssignedIdentities\/[^/]+$/i,
+        "must be a user-assigned identity's resource id",
+      )
+      .optional(),
+    WORKLOAD_IDENTITY_PRINCIPAL_ID: z
+      .string()
+      .regex(
+        /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/,
+        "must be an object id (GUID)",
+      )
+      .optional(),
     JOBAPI_WORKLOAD_IDENTITY_CLIENT_ID: z
       .string()
       .regex(
@@ -131,6 +150,17 @@ export interface AppConfig {
   readonly dbUpdateCheckSchedule: string;
   /** The console's narrator: none, or an OpenAI-compatible endpoint (docs/narrator.md). */
   readonly narrator: NarratorSettings;
+  /** Cluster provisioning and discovery through Resource Manager. */
+  readonly cluster: {
+    /** Resource Manager's endpoint when not Azure's public cloud (the local stack's local ARM). */
+    readonly armEndpoint: string | undefined;
+    /** VM size of the cluster's system pool. */
+    readonly systemVmSize: string;
+    /** The user-assigned identity the cluster's control plane runs as (else a system-assigned one). */
+    readonly identityId: string | undefined;
+    /** Object id of the submit workload identity, for its runtime role assignments (spec §5). */
+    readonly workloadPrincipalId: string | undefined;
+  };
   /** What the job API's deploy renders its manifests with, beyond the workspace. */
   readonly jobApiDeploy: {
     readonly workloadIdentityClientId: string | undefined;
@@ -179,6 +209,12 @@ export function loadConfig(env: Env = process.env): AppConfig {
       databasePartitions: c.DATABASE_PARTITIONS,
       dbUpdateCheckSchedule: c.SVC_DB_UPDATE_CHECK_SCHEDULE,
       narrator,
+      cluster: {
+        armEndpoint: c.ARM_ENDPOINT?.replace(/\/+$/, ""),
+        systemVmSize: c.CLUSTER_SYSTEM_VM_SIZE,
+        identityId: c.CLUSTER_IDENTITY_ID,
+        workloadPrincipalId: c.WORKLOAD_IDENTITY_PRINCIPAL_ID,
+      },
       jobApiDeploy: {
         workloadIdentityClientId: c.JOBAPI_WORKLOAD_IDENTITY_CLIENT_ID,
         appSubnetCidr: c.JOBAPI_APP_SUBNET_CIDR,

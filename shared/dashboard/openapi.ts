@@ -2,6 +2,7 @@ import type { z } from "zod";
 import type { Role } from "../auth/roles.js";
 import { FASTA_LIMITS } from "../blast/fasta.js";
 import { errorResponse, jsonSchemaOf, type Operation, openApiDocument } from "../http/openapi.js";
+import { discoveryPageSchema, roleAssignmentCheckSchema, scaleRequestSchema } from "../cluster/cluster-schemas.js";
 import { workspaceSchema } from "../workspace/workspace.js";
 import { hitDetailSchema, hitPageSchema, queryPageSchema } from "../jobs/result-page-schemas.js";
 import {
@@ -83,6 +84,9 @@ const SCHEMAS: Record<string, z.ZodType> = {
   SlackAck: slackAckSchema,
   PairingApproved: pairingApprovedSchema,
   IdentityLink: identityLinkSchema,
+  DiscoveryPage: discoveryPageSchema,
+  RoleAssignmentCheck: roleAssignmentCheckSchema,
+  ScaleRequest: scaleRequestSchema,
   JobApiDeployment: jobApiDeploymentSchema,
   TerminalTicketRequest: terminalTicketRequestSchema,
   TerminalTicket: terminalTicketSchema,

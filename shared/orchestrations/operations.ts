@@ -125,26 +125,49 @@ export async function describeOperation(
 ): Promise<OperationView | undefined> {
   const instance = await orchestrations.getInstance(operationId);
   if (!instance) return undefined;
-  const operationType = OPERATION_TYPES[instance.name];
-  if (!operationType) return undefined;
-  const input = instance.input as { dashboard_job_id?: string; name?: string } | null;
-  const output = instance.output as { error?: string; issues?: FieldIssue[]; nodes?: unknown } | null;
+  const baseType = OPERATION_TYPES[instance.name];
+  if (!baseType) return undefined;
+  const input = instance.input as {
+    dashboard_job_id?: string;
+    name?: string;
+    action?: string;
+    target?: { cluster_name?: string };
+  } | null;
+  // A cluster operation is one orchestration for every action: the type names the action.
+  const cluster = instance.name === Orchestrations.provisionCluster;
+  const operationType = cluster && input?.action ? `cluster.${input.action}` : baseType;
+  const output = instance.output as {
+    error?: string;
+    issues?: FieldIssue[];
+    nodes?: unknown;
+    steps?: unknown;
+    cluster?: unknown;
+  } | null;
   // A warm-up reports its nodes while it runs (custom status) and when it ends (its output).
   const nodes = (instance.customStatus as { nodes?: unknown } | null | undefined)?.nodes ?? output?.nodes;
+  // A cluster operation reports its steps (and the role-assignment commands) while it runs and when it ends.
+  const steps = (instance.customStatus as { steps?: unknown } | null | undefined)?.steps ?? output?.steps;
   const progress =
     operationType === OPERATION_TYPES[Orchestrations.warmDatabase] && Array.isArray(nodes)
       ? { nodes }
-      : operationType === OPERATION_TYPES[Orchestrations.deployJobApi]
-        ? stepProgress(instance.customStatus, instance.output)
-        : undefined;
-  const target = input?.dashboard_job_id
+      : cluster && Array.isArray(steps)
+        ? { steps, ...(output?.cluster ? { cluster: output.cluster } : {}) }
+        : operationType === OPERATION_TYPES[Orchestrations.deployJobApi]
+          ? stepProgress(instance.customStatus, instance.output)
+          : undefined;
+  const target = cluster
     ? {
-        target: { resource_type: "blast_job", dashboard_job_id: input.dashboard_job_id },
-        targetLink: `/api/blast/jobs/${input.dashboard_job_id}`,
+        target: { resource_type: "aks_cluster", name: input?.target?.cluster_name ?? "" },
+        targetLink: "/api/workspace",
       }
-    : input?.name
-      ? { target: { resource_type: "blast_database", name: input.name }, targetLink: "/api/databases" }
-      : {};
+    : input?.dashboard_job_id
+      ? {
+          target: { resource_type: "blast_job", dashboard_job_id: input.dashboard_job_id },
+          targetLink: `/api/blast/jobs/${input.dashboard_job_id}`,
+        }
+      : input?.name
+        ? { target: { resource_type: "blast_database", name: input.name }, targetLink: "/api/databases" }
+        : {};
   return operationView({
     operationId,
     operationType,

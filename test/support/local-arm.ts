@@ -1,4 +1,5 @@
 import type { AccessToken, TokenCredential } from "@azure/identity";
+import { ARM_SCOPE } from "../../shared/cluster/arm-connection.js";
 import { jwksTokenVerifier } from "../../local/arm/auth.js";
 import { LOCAL_ARM_PROVIDERS } from "../../local/arm/providers/index.js";
 import { seedResourceGroup, seedSubscription } from "../../local/arm/providers/resources.js";
@@ -21,7 +22,13 @@ export interface LocalArmWorld {
   /** The managed identity's credential (App Service managed-identity protocol against the dev IdP). */
   credential: TokenCredential;
   /** Client options for any `@azure/arm-*` client: endpoint override, the test CA, no SDK retries. */
-  clientOptions: { endpoint: string; tlsOptions: { ca: string }; retryOptions: { maxRetries: number } };
+  clientOptions: {
+    endpoint: string;
+    tlsOptions: { ca: string };
+    retryOptions: { maxRetries: number };
+    credentials: { scopes: string[] };
+    credentialScopes: string[];
+  };
   ca: string;
   close(): Promise<void>;
 }
@@ -56,7 +63,13 @@ export async function startLocalArmWorld(
     idp,
     ca: cert,
     credential: managedIdentityCredential(idp.managedIdentity.endpoint, idp.managedIdentity.identityHeader),
-    clientOptions: { endpoint: arm.url, tlsOptions: { ca: cert }, retryOptions: { maxRetries: 0 } },
+    clientOptions: {
+      endpoint: arm.url,
+      tlsOptions: { ca: cert },
+      retryOptions: { maxRetries: 0 },
+      credentials: { scopes: [ARM_SCOPE] },
+      credentialScopes: [ARM_SCOPE],
+    },
     async close() {
       await arm.close();
       await idp.close();

@@ -1,0 +1,113 @@
+import type { Caller } from "../auth/roles.js";
+import type { Logger } from "../logging/logger.js";
+import type { AuditLog } from "../ops/audit.js";
+import { describeOperation, newOperationId, type OperationView, operationView } from "../orchestrations/operations.js";
+import type { OrchestrationClient } from "../orchestrations/orchestration-client.js";
+import { Orchestrations } from "../orchestrations/queue-labels.js";
+import type { StoredWorkspace } from "../workspace/workspace.js";
+import type { ClusterAction, ClusterOperationInput } from "./cluster-operation.js";
+import type { ClusterTarget } from "./cluster-provisioning.js";
+import { type DatabaseMemoryNeed, requireNodeSizeFits } from "./vm-sizes.js";
+
+export interface ClusterServiceDependencies {
+  workspace: () => Promise<StoredWorkspace>;
+  orchestrations: OrchestrationClient;
+  audit: Pick<AuditLog, "record">;
+  logger: Logger;
+  /** The prepared databases' memory needs (the BLAST pool must hold the largest). */
+  databases: () => Promise<DatabaseMemoryNeed[]>;
+  systemVmSize: string;
+  controlPlaneIdentityId?: string;
+  workloadPrincipalId?: string;
+  vault?: string;
+}
+
+const POLL_AFTER_SECONDS = 10;
+
+/**
+ * Cluster operations from the dashboard (spec §1 items 1 and 3; ledger B-003, B-011, B-157): each
+ * starts the cluster orchestration and answers at once with the operation to poll. One cluster
+ * operation runs at a time: a second request while one runs answers the running operation.
+ */
+export function createClusterService(deps: ClusterServiceDependencies) {
+  async function running(): Promise<OperationView | undefined> {
+    for await (const instance of deps.orchestrations.listInstances({ runtimeStatus: ["Pending", "Running"] })) {
+      if (instance.name !== Orchestrations.provisionCluster) continue;
+      const view = await describeOperation(deps.orchestrations, instance.instanceId, {
+        pollAfterSeconds: POLL_AFTER_SECONDS,
+      });
+      if (view) return view;
+    }
+    return undefined;
+  }
+
+  async function start(
+    caller: Caller,
+    action: ClusterAction,
+    options: { requestId: string; nodeCount?: number },
+  ): Promise<OperationView> {
+    const current = await running();
+    if (current) return current;
+    const { workspace } = await deps.workspace();
+    const target: ClusterTarget = {
+      subscription_id: workspace.subscription_id,
+      resource_group: workspace.resource_group,
+      location: workspace.location,
+      cluster_name: workspace.cluster_name,
+      blast_vm_size: workspace.node_size,
+      blast_node_count: options.nodeCount ?? workspace.node_count,
+      system_vm_size: deps.systemVmSize,
+      ...(deps.controlPlaneIdentityId ? { control_plane_identity_id: deps.controlPlaneIdentityId } : {}),
+    };
+    if (action === "provision" || action === "scale") requireNodeSizeFits(target.blast_vm_size, await deps.databases());
+    const input: ClusterOperationInput = {
+      action,
+      target,
+      ...(action === "provision"
+        ? {
+            roles: {
+              registry: workspace.registry,
+              storage_account: workspace.storage_account,
+              ...(deps.vault ? { vault: deps.vault } : {}),
+              ...(deps.workloadPrincipalId ? { workload_principal_id: deps.workloadPrincipalId } : {}),
+              user_object_id: caller.oid,
+            },
+          }
+        : {}),
+    };
+    const operationId = newOperationId();
+    await deps.orchestrations.startNew(Orchestrations.provisionCluster, { instanceId: operationId, input });
+    await deps.audit.record({
+      actor: { oid: caller.oid, name: caller.name },
+      action: `cluster.${action}`,
+      target: `aks_cluster/${target.cluster_name}`,
+      outcome: "succeeded",
+      request_id: options.requestId,
+      details: { operation_id: operationId, ...(action === "scale" ? { node_count: target.blast_node_count } : {}) },
+    });
+    deps.logger.info("cluster operation started", { action, operation_id: operationId, oid: caller.oid });
+    const now = new Date().toISOString();
+    return operationView({
+      operationId,
+      operationType: `cluster.${action}`,
+      state: "queued",
+      createdAt: now,
+      updatedAt: now,
+      pollAfterSeconds: POLL_AFTER_SECONDS,
+      target: { resource_type: "aks_cluster", name: target.cluster_name },
+    });
+  }
+
+  return {
+    /** Provision (create or update) the cluster from the saved workspace. */
+    provision: (caller: Caller, options: { requestId: string }) => start(caller, "provision", options),
+    /** Stop, start or delete the cluster. */
+    act: (caller: Caller, action: "stop" | "start" | "delete", options: { requestId: string }) =>
+      start(caller, action, options),
+    /** Set the BLAST pool's node count. */
+    scale: (caller: Caller, nodeCount: number, options: { requestId: string }) =>
+      start(caller, "scale", { ...options, nodeCount }),
+  };
+}
+
+export type ClusterService = ReturnType<typeof createClusterService>;
