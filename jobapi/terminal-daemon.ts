@@ -17,7 +17,10 @@ async function main(): Promise<void> {
     cwd: config.cwd,
     logger,
   });
-  logger.info("terminal daemon ready", { address: `${daemon.address.address}:${daemon.address.port}` });
+  logger.info("terminal daemon ready", {
+    address: `${daemon.address.address}:${daemon.address.port}`,
+    url: `ws://${daemon.address.address}:${daemon.address.port}`,
+  });
   const stop = () => void daemon.close().then(() => process.exit(0));
   process.once("SIGTERM", stop);
   process.once("SIGINT", stop);

@@ -88,6 +88,11 @@ async function main(): Promise<void> {
   process.once("SIGINT", () => void stopAll(0));
   process.once("SIGTERM", () => void stopAll(0));
 
+  // Bound before the job API starts (its terminal admits this origin only); answers 503 until ready.
+  let handleWeb: http.RequestListener = (_req, res) => {
+    res.writeHead(503, { "content-type": "text/plain; charset=utf-8" }).end("starting");
+  };
+  const server = http.createServer((req, res) => handleWeb(req, res));
   try {
     const azurite = await startAzurite({
       location: settings.inMemory ? undefined : path.join(settings.dataDir, "azurite"),
@@ -161,6 +166,51 @@ async function main(): Promise<void> {
         JOBAPI_K8S_DB_CACHE_DIR: databasesDir,
       });
     }
+    // The browser terminal's shell needs a Kubernetes API: with the local executor, an empty local
+    // cluster (no nodes) so `kubectl get pods -n blastplane` answers (docs/terminal.md).
+    if (!kubeconfig) {
+      const cluster = await startLocalCluster({
+        logger: logger.child({ component: "local-kube" }),
+        dataDir: settings.dataDir,
+        port: settings.kube.port,
+        nodes: [],
+        namespaces: [settings.jobApiEnv.JOBAPI_K8S_NAMESPACE ?? "blastplane"],
+        images: [],
+      });
+      stops.push(() => cluster.stop());
+      kubeconfig = cluster.kubeconfigPath;
+    }
+    // The terminal daemon (decision 0020): its own process, as it is its own container of the
+    // job-API pod; 127.0.0.1 always, its shell with KUBECONFIG for the local cluster. Started beside
+    // the job API (not before it): the port is picked here so both can be told it at once.
+    const daemonPort = Number(settings.jobApiEnv.JOBAPI_TERMINAL_DAEMON_PORT ?? (await freeLoopbackPort()));
+    const terminalDaemonStarting = superviseChildService({
+      name: "terminal daemon",
+      portVariable: "JOBAPI_TERMINAL_DAEMON_PORT",
+      initialBackoffMs: settings.restartBackoffMs,
+      script: path.resolve(here, "../jobapi/terminal-daemon.js"),
+      env: {
+        JOBAPI_TERMINAL_DAEMON_PORT: String(daemonPort),
+        KUBECONFIG: kubeconfig,
+        LOG_LEVEL: settings.logLevel,
+      },
+      watchdogPath: path.join(here, "parent-watchdog.cjs"),
+      readyMessage: "terminal daemon ready",
+      logger,
+    });
+    // Stopped with the stack even when the job API fails to start meanwhile.
+    terminalDaemonStarting.then(
+      (daemon) => stops.push(() => daemon.stop()),
+      () => undefined,
+    );
+    // The web app's port is bound now, so the job API knows the only origins that may open the terminal.
+    const webPort = await listen(server, settings.port, settings.host);
+    stops.push(() => close(server));
+    const functionsUrl = `http://${settings.host === "0.0.0.0" ? "127.0.0.1" : settings.host}:${webPort}`;
+    const webOrigins = [
+      functionsUrl,
+      ...(new URL(functionsUrl).hostname === "127.0.0.1" ? [`http://localhost:${webPort}`] : []),
+    ];
     // A job API that dies is a `jobapi.unhealthy` event (once per death, shared with the readiness check's watch).
     const jobApiHealth = createHealthTransitions({
       tables: azurite.connectionString,
@@ -186,6 +236,11 @@ async function main(): Promise<void> {
         JOBAPI_STORAGE_CONNECTION_STRING: azurite.connectionString,
         JOBAPI_DATA_DIR: jobApiDir,
         LOG_LEVEL: settings.logLevel,
+        // The browser terminal: tokens of the local identity provider, pages of the local web app.
+        JOBAPI_AUTH_CLIENT_ID: settings.clientId,
+        JOBAPI_AUTH_DISCOVERY_URL: idp.discoveryUrl,
+        JOBAPI_TERMINAL_ALLOWED_ORIGINS: webOrigins.join(","),
+        JOBAPI_TERMINAL_DAEMON_PORT: String(daemonPort),
         ...kubeEnv,
         ...settings.jobApiEnv,
       },
@@ -194,11 +249,12 @@ async function main(): Promise<void> {
       logger,
     });
     stops.push(() => jobApi.stop());
+    await terminalDaemonStarting;
     process.env.JOBAPI_URL = jobApi.url;
     process.env.SECRETS_DIR = path.join(jobApiDir, "secrets");
     process.env.DATABASES_DIR = databasesDir;
     // The console's readiness snapshot observes the local cluster's API and BLAST nodes.
-    if (kubeconfig) process.env.SVC_KUBECONFIG ||= kubeconfig;
+    if (settings.executor === "kubernetes" && kubeconfig) process.env.SVC_KUBECONFIG ||= kubeconfig;
     // Notifications a person can open without a vendor account: mail as .eml files, verified
     // webhook deliveries and the approval inbox under the data folder (docs/notifications.md).
     const sinks = await startLocalNotifySinks({
@@ -278,30 +334,28 @@ async function main(): Promise<void> {
 
     // The dashboard web app shares the Functions origin (no CORS for /api), as on Static Web Apps.
     const idpUrl = new URL(idp.url);
-    const server = http.createServer(
-      createWebHandler({
-        root: path.resolve(here, "../web"),
-        api: host.handleHttp,
-        connectOrigins: () => [idp.url],
-        loopbackHostOnly: isLoopbackBind(settings.host),
-        webConfig: () => ({
-          auth: {
-            client_id: settings.clientId,
-            // MSAL requires an https authority; it only names MSAL's cache here, because the
-            // provider's endpoints come inline (authority_metadata) and MSAL fetches nothing else.
-            authority: `https://${idpUrl.host}/${settings.tenantId}/v2.0`,
-            known_authorities: [idpUrl.host],
-            protocol_mode: "OIDC",
-            authority_metadata: idp.metadata(),
-            scopes: [`${idp.audience}/user_impersonation`],
-          },
-          api_base_url: "",
-        }),
+    const terminalUrl = `${jobApi.url.replace(/^http/, "ws")}/v1/terminal`;
+    handleWeb = createWebHandler({
+      root: path.resolve(here, "../web"),
+      api: host.handleHttp,
+      connectOrigins: () => [idp.url, new URL(terminalUrl).origin],
+      loopbackHostOnly: isLoopbackBind(settings.host),
+      webConfig: () => ({
+        auth: {
+          client_id: settings.clientId,
+          // MSAL requires an https authority; it only names MSAL's cache here, because the
+          // provider's endpoints come inline (authority_metadata) and MSAL fetches nothing else.
+          authority: `https://${idpUrl.host}/${settings.tenantId}/v2.0`,
+          known_authorities: [idpUrl.host],
+          protocol_mode: "OIDC",
+          authority_metadata: idp.metadata(),
+          scopes: [`${idp.audience}/user_impersonation`],
+        },
+        api_base_url: "",
+        terminal_url: terminalUrl,
       }),
-    );
-    const port = await listen(server, settings.port, settings.host);
-    stops.push(() => close(server));
-    const functionsUrl = `http://${settings.host === "0.0.0.0" ? "127.0.0.1" : settings.host}:${port}`;
+    });
+    const port = webPort;
     // The app's redirect URI, under both loopback names a browser may use.
     idp.allowRedirectUri(`${functionsUrl}/`);
     if (new URL(functionsUrl).hostname === "127.0.0.1") idp.allowRedirectUri(`http://localhost:${port}/`);
@@ -359,6 +413,14 @@ async function main(): Promise<void> {
     if (busy) process.stderr.write(`\n${busy}\n\n`);
     await stopAll(1);
   }
+}
+
+/** A free port on 127.0.0.1 (bound, read, released) for a child that is told its port up front. */
+async function freeLoopbackPort(): Promise<number> {
+  const probe = http.createServer();
+  const port = await listen(probe, 0, "127.0.0.1");
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
 }
 
 /** A plain-words hint when a listener's port is taken (another stack, or another program). */

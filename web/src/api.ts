@@ -110,7 +110,12 @@ export interface ApiResponse<T> {
 export type ApiClient = ReturnType<typeof createApiClient>;
 
 /** Creates the client; `accessToken` supplies a bearer token per request. */
-export function createApiClient(options: { baseUrl: string; accessToken: () => Promise<string> }) {
+export function createApiClient(options: {
+  baseUrl: string;
+  accessToken: () => Promise<string>;
+  /** The job API's terminal WebSocket, from the web app's configuration (empty: none). */
+  terminalUrl?: string;
+}) {
   async function send(path: string, opts: RequestOptions = {}): Promise<Response> {
     const headers: Record<string, string> = { Accept: "application/json", ...opts.headers };
     if (!opts.anonymous) headers.Authorization = `Bearer ${await options.accessToken()}`;
@@ -149,6 +154,7 @@ export function createApiClient(options: { baseUrl: string; accessToken: () => P
   const job = (uuid: string) => `/api/blast/jobs/${encodeURIComponent(uuid)}`;
 
   return {
+    terminalUrl: options.terminalUrl ?? "",
     me: (signal?: AbortSignal) => data<{ caller: Caller }>("/api/me", { signal }),
     queueDiagnostics: (signal?: AbortSignal) =>
       data<QueueDiagnostics>("/api/health/queue", { anonymous: true, signal }),
@@ -211,6 +217,12 @@ export function createApiClient(options: { baseUrl: string; accessToken: () => P
     jobApiDeployment: (signal?: AbortSignal) => data<JobApiDeploymentView>("/api/jobapi/deployment", { signal }),
     deployJobApi: (request: { image_digest: string; force: boolean }) =>
       data<{ operation: Operation }>("/api/jobapi/deploy", { method: "POST", body: request }),
+    /** A single-use terminal ticket (30 s), bound to this page's origin (decision 0020). */
+    terminalTicket: () =>
+      data<{ ticket: string; expires_at: string; expires_in_seconds: number }>("/api/terminal/tickets", {
+        method: "POST",
+        body: {},
+      }),
 
     apiTokenStatus: (signal?: AbortSignal) => data<ApiTokenStatus>("/api/settings/api-token", { signal }),
     revealApiToken: () => data<{ api_token: string }>("/api/settings/api-token/reveal", { method: "POST" }),

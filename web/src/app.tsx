@@ -11,6 +11,7 @@ import { DiagnosticsPage } from "./pages/diagnostics-page.js";
 import { JobPage } from "./pages/job-page.js";
 import { JobsPage } from "./pages/jobs-page.js";
 import { SubmitPage } from "./pages/submit-page.js";
+import { TerminalPage } from "./pages/terminal-page.js";
 import { WorkspacePage } from "./pages/workspace-page.js";
 import { Link, useLocation } from "./router.js";
 import { ApiContext, AppContext, ErrorNotice, PageTitle, topRole, useApi, useAsync } from "./ui.js";
@@ -29,6 +30,8 @@ const NAV: readonly { href: string; label: string; match: (path: string) => bool
   { href: "/cluster", label: "Cluster", match: (p) => p === "/cluster" },
   { href: "/settings/api-token", label: "API token", match: (p) => p === "/settings/api-token" },
   { href: "/diagnostics", label: "Diagnostics", match: (p) => p === "/diagnostics" },
+  // Shown to everyone: a Reader opening it is told why there is none (decision 0020).
+  { href: "/terminal", label: "Terminal", match: (p) => p === "/terminal" },
 ];
 
 const JOB_PATH = /^\/blast\/jobs\/([^/]+)$/;
@@ -114,6 +117,7 @@ function Page(props: { path: string }) {
   if (path === "/cluster") return <ClusterPage />;
   if (path === "/settings/api-token") return <ApiTokenPage />;
   if (path === "/diagnostics") return <DiagnosticsPage />;
+  if (path === "/terminal") return <TerminalPage />;
   return (
     <section>
       <PageTitle>Page not found</PageTitle>

@@ -20,6 +20,8 @@ export const webConfigSchema = z.object({
   }),
   /** Origin of the dashboard API; empty for the app's own origin (no CORS needed). */
   api_base_url: z.string().default(""),
+  /** The job API's terminal WebSocket (`wss://…/v1/terminal`); empty when this deployment has none. */
+  terminal_url: z.string().default(""),
 });
 
 /** A validated runtime configuration. */

@@ -12,7 +12,11 @@ async function boot(): Promise<void> {
   try {
     const config = await loadWebConfig();
     const auth = await createAuth(config.auth);
-    const api = createApiClient({ baseUrl: config.api_base_url, accessToken: () => auth.accessToken() });
+    const api = createApiClient({
+      baseUrl: config.api_base_url,
+      accessToken: () => auth.accessToken(),
+      terminalUrl: config.terminal_url,
+    });
     root.textContent = "";
     render(<App auth={auth} api={api} />, root);
   } catch (error) {
