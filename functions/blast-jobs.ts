@@ -19,6 +19,8 @@ import {
   dashboardSubmitSchema,
 } from "../shared/dashboard/schemas.js";
 import { jsonResult } from "../shared/http/envelope.js";
+import { resultPageQuerySchema } from "../shared/jobs/result-page-schemas.js";
+import { z } from "zod";
 import { parseJsonBody, parsePath, parseQuery } from "../shared/http/validation.js";
 import { dashboardJobService } from "./composition/dashboard-deps.js";
 import { callerOf, route } from "./composition/http-route.js";
@@ -218,5 +220,88 @@ route(
       headers,
       body: Readable.fromWeb(results.body as NodeReadableStream<Uint8Array>) as unknown as AsyncIterable<Uint8Array>,
     };
+  },
+);
+
+// Paged results (issue 23 item 2): the job API's pages, passed through. The results page reads
+// these instead of the whole XML; they need the same role as the download.
+const queryPathSchema = dashboardJobPathSchema.extend({
+  n: z.coerce.number().int().min(1).max(100_000_000).describe("1-based position of the query in the result"),
+});
+const hitPathSchema = queryPathSchema.extend({
+  k: z.coerce.number().int().min(1).max(100_000_000).describe("1-based rank of the hit within its query"),
+});
+const pageNotFound = errorResponse(
+  "unknown job, no results yet, unknown query or hit, or a result stored without an index (download it instead)",
+);
+
+route(
+  "blastJobResultQueries",
+  {
+    methods: ["GET"],
+    route: "blast/jobs/{uuid}/results/queries",
+    role: "Reader",
+    openapi: {
+      summary: "Per-query summaries of a search's result, paged (read from its index, not the whole XML)",
+      parameters: [...parametersOf(dashboardJobPathSchema, "path"), ...parametersOf(resultPageQuerySchema, "query")],
+      responses: {
+        ...ok("a page of query summaries, with the result's size", "ResultQueryPage"),
+        "400": errorResponse("not a dashboard job UUID, or a bad offset or limit (at most 500)"),
+        "404": pageNotFound,
+        "502": errorResponse("the job API failed to answer"),
+      },
+    },
+  },
+  async (request, scope) => {
+    const { uuid } = parsePath(request, dashboardJobPathSchema);
+    const page = parseQuery(request, resultPageQuerySchema);
+    return jsonResult(200, await dashboardJobService(scope).resultPage(uuid, {}, page), scope.requestId);
+  },
+);
+
+route(
+  "blastJobResultHits",
+  {
+    methods: ["GET"],
+    route: "blast/jobs/{uuid}/results/queries/{n}/hits",
+    role: "Reader",
+    openapi: {
+      summary: "One query's hits, paged (only that query's part of the result is read)",
+      parameters: [...parametersOf(queryPathSchema, "path"), ...parametersOf(resultPageQuerySchema, "query")],
+      responses: {
+        ...ok("the query and a page of its hits", "ResultHitPage"),
+        "400": errorResponse("not a dashboard job UUID, or a bad query number, offset or limit"),
+        "404": pageNotFound,
+        "502": errorResponse("the job API failed to answer"),
+      },
+    },
+  },
+  async (request, scope) => {
+    const { uuid, n } = parsePath(request, queryPathSchema);
+    const page = parseQuery(request, resultPageQuerySchema);
+    return jsonResult(200, await dashboardJobService(scope).resultPage(uuid, { n }, page), scope.requestId);
+  },
+);
+
+route(
+  "blastJobResultHit",
+  {
+    methods: ["GET"],
+    route: "blast/jobs/{uuid}/results/queries/{n}/hits/{k}",
+    role: "Reader",
+    openapi: {
+      summary: "One hit with its HSPs and alignment lines (query, match line, subject; coordinates, frames, strands)",
+      parameters: parametersOf(hitPathSchema, "path"),
+      responses: {
+        ...ok("the hit and its HSPs", "ResultHit"),
+        "400": errorResponse("not a dashboard job UUID, or a bad query or hit number"),
+        "404": pageNotFound,
+        "502": errorResponse("the job API failed to answer"),
+      },
+    },
+  },
+  async (request, scope) => {
+    const { uuid, n, k } = parsePath(request, hitPathSchema);
+    return jsonResult(200, await dashboardJobService(scope).resultPage(uuid, { n, k }), scope.requestId);
   },
 );

@@ -3,12 +3,13 @@ import { z } from "zod";
 import { agentActivity } from "../shared/console/activity.js";
 import { streamChatTurn } from "../shared/console/chat-stream.js";
 import type { TurnHooks } from "../shared/console/coordinator/coordinator.js";
+import { LIVE_EVENT_ID, parseCursor, relayLive } from "../shared/console/live-feed.js";
 import { createSseStream, SSE_HEADERS } from "../shared/http/sse.js";
 import { ApprovalOrchestration } from "../shared/console/approvals/approval-activities.js";
 import { effectiveRole } from "../shared/console/tools/tool.js";
-import { ForbiddenError, NotFoundError } from "../shared/errors.js";
-import { jsonResult } from "../shared/http/envelope.js";
-import { parseJsonBody } from "../shared/http/validation.js";
+import { ForbiddenError, NotFoundError, ValidationError } from "../shared/errors.js";
+import { errorResult, jsonResult } from "../shared/http/envelope.js";
+import { parseJsonBody, zodIssues } from "../shared/http/validation.js";
 import { appContext } from "./composition/app-context.js";
 import { consoleParts } from "./composition/console-deps.js";
 import { callerOf, type RouteScope, route } from "./composition/http-route.js";
@@ -155,6 +156,96 @@ route(
     return { status: 200, headers: { ...SSE_HEADERS }, body };
   },
 );
+
+/** How often `/live/stream` reads the audit log for new core-stage entries. */
+const LIVE_POLL_MS = 2000;
+/** A `Last-Event-ID` older than this resumes from this far back (the stated retention window). */
+const LIVE_RETENTION_MS = 60 * 60 * 1000;
+/** One connection lasts at most this long; the client reconnects with `Last-Event-ID` and misses nothing. */
+const LIVE_CONNECTION_MS = 10 * 60 * 1000;
+/** Frames a live client leaves unread beyond this are not held: the client is dropped and resumes. */
+const LIVE_MAX_BACKLOG_BYTES = 256 * 1024;
+
+const liveHeaders = z.strictObject({
+  "last-event-id": z
+    .string()
+    .regex(LIVE_EVENT_ID, "must be an id this stream sent (<RFC 3339 time>~<audit id>)")
+    .optional(),
+});
+
+route(
+  "liveStream",
+  {
+    methods: ["GET"],
+    route: "live/stream",
+    role: "Reader",
+    openapi: {
+      summary: "Verified core-stage frames as server-sent events (resumable by Last-Event-ID)",
+      description:
+        "Frames named `live` whose data has `kind` (`event_ingested`, `verdict`, `severity_changed`, `approval_needed`, `approval_decided`, `denied`, `failed_result`, `action_succeeded`), `audit_id`, `at`, `replay` and bounded allow-listed ids, read from the durable audit log and filtered by the caller's role. `Last-Event-ID` resumes after the given frame (frames within the last hour are replayed with `replay: true`); a `gap` frame says more than 1000 entries were missed. Comment heartbeats every 15 s; a connection ends after 10 minutes or when the client leaves 256 KiB unread, and the client resumes. See docs/web-chat.md.",
+      parameters: [
+        {
+          name: "Last-Event-ID",
+          in: "header",
+          required: false,
+          schema: { type: "string", pattern: LIVE_EVENT_ID.source },
+        },
+      ],
+      responses: {
+        "200": { description: "the event stream", content: { "text/event-stream": { schema: { type: "string" } } } },
+        ...validationFailed,
+      },
+    },
+  },
+  async (request, scope) => {
+    const parsed = liveHeaders.safeParse({ "last-event-id": request.headers.get("last-event-id") ?? undefined });
+    if (!parsed.success) throw new ValidationError(zodIssues(parsed.error, "header", {}));
+    const role = effectiveRole(callerOf(scope));
+    if (!role) throw new ForbiddenError("this action needs the Reader role or higher");
+    const lastEventId = parsed.data["last-event-id"];
+    const connection = scope.connection();
+    const { body, channel } = createSseStream({
+      heartbeatMs: HEARTBEAT_MS,
+      clientAbortSignal: AbortSignal.any([connection.abortSignal, AbortSignal.timeout(LIVE_CONNECTION_MS)]),
+      backlogBytes: connection.backlogBytes,
+      maxBacklogBytes: LIVE_MAX_BACKLOG_BYTES,
+      retryMs: 2000,
+    });
+    void relayLive(channel, {
+      audit: appContext.audit,
+      pollMs: LIVE_POLL_MS,
+      retentionMs: LIVE_RETENTION_MS,
+      role,
+      after: lastEventId ? parseCursor(lastEventId) : undefined,
+    }).catch((error: unknown) => scope.logger.warn("live stream ended by an error", { error }));
+    return { status: 200, headers: { ...SSE_HEADERS }, body };
+  },
+);
+
+// Spec §4 projections this product has no model for (docs/decisions/0021): a typed unavailable
+// answer (§7 item 1: optional projections treat 501 as unavailable), after the Reader check.
+for (const [name, path, what] of [
+  ["forecastLearning", "forecast-learning", "forecast closure and publishing state"],
+  ["dynamicAssurance", "dynamic-assurance", "scalar and graph model summaries and trajectory closure counts"],
+] as const)
+  route(
+    name,
+    {
+      methods: ["GET"],
+      route: path,
+      role: "Reader",
+      openapi: {
+        summary: `Unavailable in this product: ${what} (typed 501)`,
+        responses: { "501": errorResponse("this product has no such model (docs/decisions/0021)") },
+      },
+    },
+    async (_request, scope) =>
+      errorResult(
+        501,
+        `unavailable: this product keeps no ${what}; its operations core is deterministic rules and a verifier (docs/decisions/0021-no-forecast-or-assurance-models.md)`,
+        scope.requestId,
+      ),
+  );
 
 route(
   "consoleChatHealth",

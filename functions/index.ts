@@ -13,6 +13,8 @@ import "./blast-jobs.js";
 import "./operations.js";
 import "./orchestrations/database-ops.js";
 import "./databases.js";
+import "./orchestrations/deploy-job-api.js";
+import "./cluster.js";
 import "./workspace.js";
 import "./api-token.js";
 import "./terminal.js";

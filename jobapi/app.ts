@@ -11,7 +11,9 @@ import { buildOpenApiDocument } from "./openapi.js";
 import { createDocsRoutes } from "./routes/docs-routes.js";
 import { createFacadeRoutes } from "./routes/facade-routes.js";
 import { createJobRoutes } from "./routes/job-routes.js";
+import { ResultPages } from "./jobs/result-pages.js";
 import { createOpsRoutes } from "./routes/ops-routes.js";
+import { createResultPageRoutes } from "./routes/result-page-routes.js";
 import { createTerminalRoutes } from "./routes/terminal-routes.js";
 import { createWarmupRoutes } from "./routes/warmup-routes.js";
 import type { KubernetesWarmup } from "./executors/kubernetes-warmup.js";
@@ -38,6 +40,7 @@ export function createJobApiRoutes(d: JobApiDeps): JobApiRoute[] {
   const routes = [
     ...createOpsRoutes(d),
     ...createJobRoutes({ service: d.service, artifacts: d.artifacts, bodyLimitBytes }),
+    ...createResultPageRoutes({ service: d.service, pages: new ResultPages(d.artifacts) }),
     ...createFacadeRoutes({ service: d.service, artifacts: d.artifacts, bodyLimitBytes }),
     ...createWarmupRoutes(d.warmup),
     ...createTerminalRoutes(),

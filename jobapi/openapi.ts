@@ -29,6 +29,7 @@ import {
   submitRequestSchema,
   warmupSchema,
 } from "../shared/jobs/schemas.js";
+import { hitDetailSchema, hitPageSchema, queryPageSchema } from "../shared/jobs/result-page-schemas.js";
 import type { JobApiRoute } from "./http.js";
 
 export const JOB_API_VERSION = "1.0.0";
@@ -100,6 +101,9 @@ export function buildOpenApiDocument(routes: readonly JobApiRoute[]): Record<str
       SubmitAccepted: jsonSchemaOf(acceptanceSchema),
       JobStatus: jsonSchemaOf(statusSchema),
       JobList: jsonSchemaOf(jobListSchema),
+      ResultQueryPage: jsonSchemaOf(queryPageSchema),
+      ResultHitPage: jsonSchemaOf(hitPageSchema),
+      ResultHit: jsonSchemaOf(hitDetailSchema),
       CancelResult: jsonSchemaOf(cancelResultSchema),
       CancelOrDeleteResult: jsonSchemaOf(cancelOrDeleteResultSchema),
       FacadeSubmitRequest: jsonSchemaOf(facadeSubmitSchema),

@@ -74,6 +74,9 @@ for (const file of readdirSync(path.join(root, "config")).filter(
 )) {
   copyFileSync(path.join(root, "config", file), path.join(root, "dist/functions/config", file));
 }
+// The job API's manifests, which the deploy renders and applies (shared/cluster/job-api-manifests.ts finds them here).
+mkdirSync(path.join(root, "dist/functions/k8s"), { recursive: true });
+copyFileSync(path.join(root, "infra/k8s/jobapi.yaml"), path.join(root, "dist/functions/k8s/jobapi.yaml"));
 mkdirSync(path.join(root, "dist/local"), { recursive: true });
 copyFileSync(path.join(root, "local/parent-watchdog.cjs"), path.join(root, "dist/local/parent-watchdog.cjs"));
 copyFileSync(path.join(root, "local/azurite-durable.cjs"), path.join(root, "dist/local/azurite-durable.cjs"));

@@ -9,6 +9,9 @@ import { isStatus } from "../../shared/storage/table-text.js";
 /** The merged result of a job: gzipped BLAST XML. */
 export const MERGED_ARTIFACT = "merged_results.out.gz";
 
+/** The merged result's index (gzipped JSON, `ResultIndex`): per query, its byte range in the XML. */
+export const RESULT_INDEX_ARTIFACT = "merged_index.json.gz";
+
 /** Where a shard's gzipped BLAST XML is kept. */
 export function shardArtifact(shardId: string): string {
   return `shards/${shardId}.out.gz`;
@@ -16,7 +19,7 @@ export function shardArtifact(shardId: string): string {
 
 /** Artifact names inside a job's folder; nothing outside these shapes is ever read or written. */
 const ARTIFACT_NAME =
-  /^(query\.fa|merged_results\.out\.gz|shards\/b\d{1,5}(-p\d{1,3})?\.out\.gz|batches\/b\d{1,5}\.fa)$/;
+  /^(query\.fa|merged_results\.out\.gz|merged_index\.json\.gz|shards\/b\d{1,5}(-p\d{1,3})?\.out\.gz|batches\/b\d{1,5}\.fa)$/;
 
 /** Streamed artifacts up to this size are sent in one Put Blob request. */
 const SINGLE_PUT_BYTES = 8 * 1024 * 1024;
@@ -135,6 +138,38 @@ export class ArtifactStore {
   async putText(jobId: string, name: string, text: string): Promise<void> {
     const data = Buffer.from(text);
     await this.blob(jobId, name).upload(data, data.length);
+  }
+
+  /** Stores `data` as the artifact in one request (replacing it). */
+  async putBytes(jobId: string, name: string, data: Buffer, abortSignal?: AbortSignal): Promise<void> {
+    await this.blob(jobId, name).upload(data, data.length, { abortSignal });
+  }
+
+  /** The artifact's bytes (one GET), or undefined when it does not exist. */
+  async getBytes(jobId: string, name: string, abortSignal?: AbortSignal): Promise<Buffer | undefined> {
+    return this.readRange(jobId, name, 0, undefined, abortSignal);
+  }
+
+  /**
+   * `count` bytes of the artifact from `offset` (one ranged GET; fewer at its end), or undefined
+   * when it does not exist.
+   */
+  async readRange(
+    jobId: string,
+    name: string,
+    offset: number,
+    count: number | undefined,
+    abortSignal?: AbortSignal,
+  ): Promise<Buffer | undefined> {
+    try {
+      const res = await this.blob(jobId, name).download(offset, count, { abortSignal });
+      const chunks: Buffer[] = [];
+      if (res.readableStreamBody) for await (const chunk of res.readableStreamBody) chunks.push(chunk as Buffer);
+      return Buffer.concat(chunks);
+    } catch (error) {
+      if (isStatus(error, 404)) return undefined;
+      throw error;
+    }
   }
 
   async getText(jobId: string, name: string): Promise<string> {

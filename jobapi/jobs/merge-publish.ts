@@ -10,10 +10,51 @@ import { BlastXmlError, mergeBlastXml, namedDatabaseHeader, readIterations } fro
 import type { DatabaseEntry } from "../../shared/databases/database-catalog.js";
 import type { JobRecord, Shard } from "../../shared/jobs/model.js";
 import { createParallelGzip } from "../../shared/storage/parallel-gzip.js";
-import { MERGED_ARTIFACT, shardArtifact } from "./artifact-store.js";
+import { ResultIndexBuilder } from "../../shared/blast/result-index.js";
+import { MERGED_ARTIFACT, RESULT_INDEX_ARTIFACT, shardArtifact } from "./artifact-store.js";
 import { GZIP_LEVEL, type MergedResult, type RunContext } from "./dispatch-context.js";
 
-// Merge and publish: the shards' outputs become the job's merged result in Blob storage.
+// Merge and publish: the shards' outputs become the job's merged result in Blob storage, with
+// its index (per query, the byte range of its iteration) beside it for the paged results routes.
+
+/** The member table of a stored gzip as it is written: [compressed offset, uncompressed offset]. */
+function memberTable(): { members: [number, number][]; onMember: (c: number, u: number) => void } {
+  const members: [number, number][] = [];
+  let compressed = 0;
+  let uncompressed = 0;
+  return {
+    members,
+    onMember(c, u) {
+      members.push([compressed, uncompressed]);
+      compressed += c;
+      uncompressed += u;
+    },
+  };
+}
+
+/**
+ * Stores the result index after the merged result. The index only speeds up reading: a failure
+ * is logged and the job still completes (its result pages then say the index is missing).
+ */
+async function publishIndex(
+  ctx: RunContext,
+  job: JobRecord,
+  builder: ResultIndexBuilder,
+  members: [number, number][],
+  signal: AbortSignal,
+): Promise<void> {
+  try {
+    const index = builder.finish(members, job.db_name);
+    const body = gzipSync(Buffer.from(JSON.stringify(index)), { level: GZIP_LEVEL });
+    await ctx.o.artifacts.putBytes(job.job_id, RESULT_INDEX_ARTIFACT, body, signal);
+  } catch (error) {
+    if (signal.aborted) throw signal.reason;
+    ctx.o.logger.warn("the result index was not stored; result pages of this job read no index", {
+      job_id: job.job_id,
+      error,
+    });
+  }
+}
 
 async function exists(file: string): Promise<boolean> {
   return stat(file).then(
@@ -47,15 +88,18 @@ export async function mergeAndPublish(
     shardFiles.push({ batchIndex: s.batch, partitionIndex: Math.max(0, s.partition), path: local });
   }
   let xmlBytes = 0;
+  const indexer = new ResultIndexBuilder();
+  const table = memberTable();
   const xml = new Transform({
     transform(chunk: Buffer, _encoding, callback) {
       xmlBytes += chunk.length;
+      indexer.write(chunk);
       callback(null, chunk);
     },
   });
   // Cancelling the job (or stopping the job API) ends the upload, and with it the merge.
   const uploaded = ctx.o.artifacts.uploadStream(job.job_id, MERGED_ARTIFACT, xml, {
-    through: createParallelGzip({ level: GZIP_LEVEL }),
+    through: createParallelGzip({ level: GZIP_LEVEL, onMember: table.onMember }),
     signal,
   });
   // A failed upload must end the merge at once (its writer stops on the destroyed stream).
@@ -86,12 +130,15 @@ export async function mergeAndPublish(
       throw ctx.failures.storageFailure(job.job_id, "the merged result", uploadError);
     throw ctx.failures.invalidOutput(job.job_id, error);
   }
+  let mergedBytes: number;
   try {
-    return { mergedBytes: await uploaded, xmlBytes };
+    mergedBytes = await uploaded;
   } catch (error) {
     if (signal.aborted) throw signal.reason;
     throw ctx.failures.storageFailure(job.job_id, "the merged result", error);
   }
+  await publishIndex(ctx, job, indexer, table.members, signal);
+  return { mergedBytes, xmlBytes };
 }
 
 /**
@@ -132,11 +179,24 @@ export async function publishSingleShard(
   const shardCopy = new PassThrough({ highWaterMark: 1024 * 1024 });
   const mergedCopy = new PassThrough({ highWaterMark: 1024 * 1024 });
   shardCopy.write(gzipSync(Buffer.from(header, "latin1"), { level: GZIP_LEVEL }));
-  mergedCopy.write(gzipSync(Buffer.from(mergedHeader, "latin1"), { level: GZIP_LEVEL }));
+  const mergedHead = Buffer.from(mergedHeader, "latin1");
+  const mergedHeadGz = gzipSync(mergedHead, { level: GZIP_LEVEL });
+  mergedCopy.write(mergedHeadGz);
+  // The merged document's index: its header is the first member, then the body's members.
+  const indexer = new ResultIndexBuilder();
+  indexer.write(mergedHead);
+  const table = memberTable();
+  table.onMember(mergedHeadGz.length, mergedHead.length);
   // The body after the header, in BLAST's bytes (the header string holds one character per byte).
   const body = pipeline(
     createReadStream(xml, { start: header.length, highWaterMark: 1024 * 1024 }),
-    createParallelGzip({ level: GZIP_LEVEL }),
+    new Transform({
+      transform(chunk: Buffer, _encoding, callback) {
+        indexer.write(chunk);
+        callback(null, chunk);
+      },
+    }),
+    createParallelGzip({ level: GZIP_LEVEL, onMember: table.onMember }),
     async (members) => {
       for await (const member of members as AsyncIterable<Buffer>)
         await writeEach([shardCopy, mergedCopy], member, stop.signal);
@@ -162,6 +222,7 @@ export async function publishSingleShard(
   if (failed) throw ctx.failures.storageFailure(job.job_id, "the merged result", failed.reason);
   const [shardBytes, mergedBytes] = stored.map((o) => (o as PromiseFulfilledResult<number>).value) as [number, number];
   const { size } = await stat(xml);
+  await publishIndex(ctx, job, indexer, table.members, signal);
   return { shardBytes, mergedBytes, xmlBytes: mergedHeader.length + size - header.length };
 }
 

@@ -1,6 +1,8 @@
 import { timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { parse as parseYaml } from "yaml";
 import type { Logger } from "../../shared/logging/logger.js";
+import { applyConfiguration, checkFieldManager, recordUpdate, updateManager } from "./apply.js";
 import type { DeleteOptions, Deleter, PropagationPolicy } from "./deletion.js";
 import type { Kubelet } from "./kubelet.js";
 import { admit, type Any, field, withSecretData } from "./objects.js";
@@ -44,6 +46,7 @@ const STATUS_REASON: Record<number, string> = {
   401: "Unauthorized",
   404: "NotFound",
   405: "MethodNotAllowed",
+  409: "Conflict",
   415: "UnsupportedMediaType",
   429: "TooManyRequests",
   500: "InternalError",
@@ -73,7 +76,7 @@ function sendStatus(res: ServerResponse, error: KubeStatusError, headers: Record
   sendJson(res, error.code, statusBody(error.code, error.reason, error.message, error.details), headers);
 }
 
-async function readBody(req: IncomingMessage): Promise<unknown> {
+async function readBody(req: IncomingMessage, yaml = false): Promise<unknown> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {
@@ -83,10 +86,12 @@ async function readBody(req: IncomingMessage): Promise<unknown> {
     chunks.push(chunk as Buffer);
   }
   if (size === 0) return undefined;
+  const text = Buffer.concat(chunks).toString("utf8");
   try {
-    return JSON.parse(Buffer.concat(chunks).toString("utf8"));
+    // An apply patch is YAML (JSON being YAML too); every other body is JSON.
+    return yaml ? parseYaml(text) : JSON.parse(text);
   } catch {
-    throw new KubeStatusError(400, "BadRequest", "the request body is not valid JSON");
+    throw new KubeStatusError(400, "BadRequest", `the request body is not valid ${yaml ? "YAML" : "JSON"}`);
   }
 }
 
@@ -313,6 +318,7 @@ export class ApiServer {
     const q = url.searchParams;
     const label = `${def.plural}${sub ? `/${sub}` : ""}`;
     const wantsTable = (req.headers.accept ?? "").includes("as=Table");
+    const manager = () => updateManager(q.get("fieldManager"), req.headers["user-agent"]);
     const respond = (verb: string, code: number, body: unknown) => {
       this.record(verb, label, code);
       sendJson(res, code, body);
@@ -346,26 +352,37 @@ export class ApiServer {
           throw new KubeStatusError(400, "BadRequest", "the request body must be an object");
         this.created.push({ resource: def.plural, body: structuredClone(body) });
         if (this.created.length > 1000) this.created.shift();
+        checkFieldManager(q.get("fieldManager"), false);
         const admitted = admit(def, namespace, body, this.o.store);
+        admitted.metadata.managedFields = recordUpdate(undefined, body, manager(), apiVersionOf(def));
         if (q.get("dryRun") === "All") return respond("POST", 201, admitted);
         return respond("POST", 201, this.o.store.create(def.plural, admitted));
       }
+      const type = req.headers["content-type"] ?? "application/json";
+      if (method === "PATCH" && name !== undefined && /^application\/apply-patch\+yaml/.test(type)) {
+        return this.apply(req, q, r, name, respond);
+      }
       if ((method === "PUT" || method === "PATCH") && name !== undefined) {
         const body = await readBody(req);
-        const type = req.headers["content-type"] ?? "application/json";
         if (method === "PATCH" && !/merge-patch\+json|strategic-merge-patch\+json/.test(type)) {
           throw new KubeStatusError(
             415,
             "UnsupportedMediaType",
-            `the body of the request was in an unknown format - accepted media types include: application/merge-patch+json, application/strategic-merge-patch+json`,
+            `the body of the request was in an unknown format - accepted media types include: application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml`,
           );
         }
+        checkFieldManager(q.get("fieldManager"), false);
+        if (q.has("force")) throw new KubeStatusError(400, "BadRequest", "force is only allowed for apply patches");
         const expectedRv = method === "PUT" ? field<string>(body, "metadata", "resourceVersion") : undefined;
         const change = (current: KubeObject): KubeObject => {
           const next = (method === "PUT" ? structuredClone(body) : mergePatch(current, body)) as KubeObject;
           // The status subresource changes status only; the main resource leaves status alone.
           if (sub === "status") return { ...current, status: next.status };
           const replaced = { ...next, apiVersion: current.apiVersion, kind: current.kind, status: current.status };
+          replaced.metadata = {
+            ...replaced.metadata,
+            managedFields: recordUpdate(current, replaced, manager(), apiVersionOf(def)),
+          };
           return def.plural === "secrets" ? withSecretData(replaced) : replaced;
         };
         // dryRun=All (kubectl --dry-run=server): the object as it would be, nothing stored.
@@ -432,6 +449,74 @@ export class ApiServer {
         this.record(method === "GET" && name === undefined ? "LIST" : method, label, error.code);
       throw error;
     }
+  }
+
+  /**
+   * Server-side apply (`PATCH` with `application/apply-patch+yaml`): creates the object when it is
+   * missing, else merges the configuration in under the request's field manager, refusing with 409
+   * Conflict a change to fields another manager owns unless `force=true` (see `apply.ts`).
+   */
+  private async apply(
+    req: IncomingMessage,
+    q: URLSearchParams,
+    r: Route,
+    name: string,
+    respond: (verb: string, code: number, body: unknown) => void,
+  ): Promise<void> {
+    const { def, namespace, sub } = r;
+    const fieldManager = q.get("fieldManager");
+    checkFieldManager(fieldManager, true);
+    if (sub) throw new KubeStatusError(400, "BadRequest", `apply to the ${sub} subresource is not supported here`);
+    const force = q.get("force");
+    if (force !== null && force !== "true" && force !== "false")
+      throw new KubeStatusError(400, "BadRequest", `invalid value for force: "${force}"`);
+    const body = (await readBody(req, true)) as KubeObject | undefined;
+    if (!body || typeof body !== "object" || Array.isArray(body) || typeof body.metadata !== "object")
+      throw new KubeStatusError(400, "BadRequest", "the apply configuration must be an object with metadata");
+    const apiVersion = apiVersionOf(def);
+    if (body.apiVersion !== apiVersion || body.kind !== def.kind)
+      throw new KubeStatusError(
+        400,
+        "BadRequest",
+        `the apply configuration is ${String(body.apiVersion)}, Kind=${String(body.kind)}; the endpoint serves ${apiVersion}, Kind=${def.kind}`,
+      );
+    if (body.metadata.name !== name)
+      throw new KubeStatusError(
+        400,
+        "BadRequest",
+        `the name of the object (${String(body.metadata.name)}) does not match the name on the URL (${name})`,
+      );
+    if (def.namespaced && body.metadata.namespace !== undefined && body.metadata.namespace !== namespace)
+      throw new KubeStatusError(
+        400,
+        "BadRequest",
+        "the namespace of the provided object does not match the namespace sent on the request",
+      );
+    const options = {
+      manager: String(fieldManager),
+      force: force === "true",
+      apiVersion,
+      kind: def.kind,
+      resource: def.plural,
+    };
+    const dryRun = q.get("dryRun") === "All";
+    const current = this.o.store.get(def.plural, namespace, name);
+    if (!current) {
+      const { object, managedFields } = applyConfiguration(undefined, body, options);
+      const admitted = admit(def, namespace, object, this.o.store);
+      admitted.metadata.managedFields = managedFields;
+      if (dryRun) return respond("APPLY", 201, admitted);
+      this.created.push({ resource: def.plural, body: structuredClone(body) });
+      if (this.created.length > 1000) this.created.shift();
+      return respond("APPLY", 201, this.o.store.create(def.plural, admitted));
+    }
+    const change = (latest: KubeObject): KubeObject => {
+      const { object, managedFields } = applyConfiguration(latest, body, options);
+      const next = { ...object, status: latest.status, metadata: { ...object.metadata, managedFields } };
+      return def.plural === "secrets" ? withSecretData(next) : next;
+    };
+    if (dryRun) return respond("APPLY", 200, change(current));
+    return respond("APPLY", 200, this.o.store.update(def.plural, namespace, name, change));
   }
 
   private selector(q: URLSearchParams, namespace: string | undefined): Selector {

@@ -8,10 +8,11 @@ import { cpuQuantity, memoryQuantity } from "../../shared/cluster/quantity.js";
 import type { Logger } from "../../shared/logging/logger.js";
 import { writeFileDurablySync } from "../../shared/storage/durable-file.js";
 import { ApiServer, KUBE_VERSION } from "./api-server.js";
-import { DaemonSetController, JobController } from "./controllers.js";
+import { DaemonSetController, DeploymentController, JobController } from "./controllers.js";
 import { Deleter } from "./deletion.js";
 import { Kubelet, type LocalImage } from "./kubelet.js";
-import { timestamp } from "./objects.js";
+import { admit, timestamp } from "./objects.js";
+import { findResource } from "./resources.js";
 import { nodeMismatch, Scheduler } from "./scheduler.js";
 import type { KubeObject } from "./selectors.js";
 import { ObjectStore } from "./store.js";
@@ -237,6 +238,11 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
     deleter,
     (podSpec, node) => nodeMismatch(podSpec, node) === undefined,
   );
+  const podsDef = findResource("", "v1", "pods");
+  if (!podsDef) throw new Error("the pods resource is missing");
+  const deployments = new DeploymentController(store, deleter, (namespace, pod) =>
+    admit(podsDef, namespace, pod, store),
+  );
   const api = new ApiServer({
     store,
     deleter,
@@ -270,6 +276,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
     async stop() {
       jobs.stop();
       daemonSets.stop();
+      deployments.stop();
       scheduler.stop();
       kubelet.stop();
       api.closeWatches();

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type { Deleter } from "./deletion.js";
 import {
   type Any,
@@ -376,5 +377,184 @@ export class DaemonSetController {
         observedGeneration: d.metadata.generation,
       },
     }));
+  }
+}
+
+const isReady = (p: KubeObject) =>
+  (field<Condition[]>(p, "status", "conditions") ?? []).some((c) => c.type === "Ready" && c.status === "True");
+
+/** The pod-template-hash label of a Deployment's template (ten hex digits of its digest). */
+export function templateHash(template: unknown): string {
+  return createHash("sha256")
+    .update(JSON.stringify(template ?? {}))
+    .digest("hex")
+    .slice(0, 10);
+}
+
+/**
+ * The Deployment controller, without ReplicaSets (the pods are the Deployment's own, labelled with
+ * their template's `pod-template-hash`): keeps `replicas` pods of the current template, replaces
+ * the others per strategy (`Recreate`: all old pods gone before a new one starts; `RollingUpdate`:
+ * an old pod goes once a new one is ready), and writes the status `kubectl rollout status` and the
+ * deploy orchestration read: observedGeneration, replicas, updated/ready/available/unavailable
+ * replicas, and the Available and Progressing conditions (ProgressDeadlineExceeded after
+ * `progressDeadlineSeconds` without a complete rollout).
+ */
+export class DeploymentController {
+  private readonly queue = new WorkQueue((key) => this.reconcile(key));
+  private readonly unsubscribe: () => void;
+  /** When each Deployment (uid) last made progress: a template change or a new ready pod. */
+  private readonly progress = new Map<string, { hash: string; ready: number; at: number }>();
+
+  constructor(
+    private readonly store: ObjectStore,
+    private readonly deleter: Deleter,
+    private readonly admitPod: (namespace: string, pod: KubeObject) => KubeObject,
+  ) {
+    this.unsubscribe = store.subscribe((event) => {
+      if (event.resource === "deployments") {
+        if (event.type === "DELETED") this.progress.delete(String(event.object.metadata.uid));
+        else this.queue.add(nsKey(event.object));
+      } else if (event.resource === "pods") {
+        const owner = (event.object.metadata.ownerReferences ?? []).find((r) => r.kind === "Deployment");
+        if (owner) this.queue.add(`${event.object.metadata.namespace}/${owner.name}`);
+      }
+    });
+    for (const d of store.list("deployments")) this.queue.add(nsKey(d));
+  }
+
+  stop(): void {
+    this.unsubscribe();
+    this.queue.stop();
+  }
+
+  private reconcile(key: string): void {
+    const { namespace, name } = splitKey(key);
+    const deployment = this.store.get("deployments", namespace, name);
+    if (!deployment || deployment.metadata.deletionTimestamp) return;
+    const uid = String(deployment.metadata.uid);
+    const spec = (deployment.spec as Any) ?? {};
+    const replicas = Number(spec.replicas ?? 1);
+    const template = (spec.template as Any) ?? {};
+    const hash = templateHash(template);
+    const recreate = field(spec, "strategy", "type") === "Recreate";
+    const owned = this.store.list("pods", namespace, (p) => ownedBy(p, uid));
+    const live = owned.filter((p) => !p.metadata.deletionTimestamp);
+    const isCurrent = (p: KubeObject) => p.metadata.labels?.["pod-template-hash"] === hash;
+    const current = live.filter(isCurrent);
+    const old = live.filter((p) => !isCurrent(p));
+    const readyCurrent = current.filter(isReady).length;
+    const remove = (pod: KubeObject) => {
+      try {
+        this.deleter.delete("pods", namespace, pod.metadata.name);
+      } catch {
+        // gone already
+      }
+    };
+    if (old.length > 0) {
+      // Recreate: every old pod goes, and the new ones start once none is left (terminating ones included).
+      if (recreate) for (const pod of old) remove(pod);
+      else for (const pod of old.slice(0, Math.max(0, old.length + readyCurrent - replicas))) remove(pod);
+    }
+    const oldLeft = owned.some((p) => !isCurrent(p));
+    if (!(recreate && oldLeft)) {
+      for (let i = current.length; i < replicas; i++) current.push(this.createPod(deployment, template, hash));
+    }
+    for (const pod of current.slice(replicas)) remove(pod);
+
+    const now = Date.now();
+    const seen = this.progress.get(uid);
+    if (!seen || seen.hash !== hash || seen.ready !== readyCurrent)
+      this.progress.set(uid, { hash, ready: readyCurrent, at: now });
+    const since = this.progress.get(uid)?.at ?? now;
+    const complete = readyCurrent >= replicas && old.length === 0;
+    const deadlineSeconds = Number(spec.progressDeadlineSeconds ?? 600);
+    const stalled = !complete && now - since >= deadlineSeconds * 1000;
+    if (!complete && !stalled) this.queue.addAfter(key, since + deadlineSeconds * 1000 - now);
+    const ready = live.filter(isReady).length;
+    this.store.update("deployments", namespace, name, (d) => {
+      let conditions = field<Condition[]>(d, "status", "conditions");
+      conditions = setCondition(
+        conditions,
+        readyCurrent >= replicas
+          ? {
+              type: "Available",
+              status: "True",
+              reason: "MinimumReplicasAvailable",
+              message: "Deployment has minimum availability.",
+            }
+          : {
+              type: "Available",
+              status: "False",
+              reason: "MinimumReplicasUnavailable",
+              message: "Deployment does not have minimum availability.",
+            },
+      );
+      conditions = setCondition(
+        conditions,
+        complete
+          ? {
+              type: "Progressing",
+              status: "True",
+              reason: "NewReplicaSetAvailable",
+              message: `Deployment "${name}" has successfully progressed.`,
+            }
+          : stalled
+            ? {
+                type: "Progressing",
+                status: "False",
+                reason: "ProgressDeadlineExceeded",
+                message: `Deployment "${name}" has timed out progressing.`,
+              }
+            : {
+                type: "Progressing",
+                status: "True",
+                reason: "ReplicaSetUpdated",
+                message: `Deployment "${name}" is progressing.`,
+              },
+      );
+      const total = live.length;
+      return {
+        ...d,
+        status: {
+          observedGeneration: d.metadata.generation,
+          replicas: total,
+          updatedReplicas: current.length,
+          readyReplicas: ready,
+          availableReplicas: ready,
+          ...(total - ready > 0 ? { unavailableReplicas: total - ready } : {}),
+          conditions,
+        },
+      };
+    });
+  }
+
+  private createPod(deployment: KubeObject, template: Any, hash: string): KubeObject {
+    const namespace = String(deployment.metadata.namespace);
+    const metadata = (template.metadata as Any) ?? {};
+    const generateName = `${deployment.metadata.name}-${hash}-`;
+    const admitted = this.admitPod(namespace, {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: {
+        ...metadata,
+        name: "",
+        generateName,
+        namespace,
+        labels: { ...((metadata.labels as Record<string, string>) ?? {}), "pod-template-hash": hash },
+        ownerReferences: [controllerRef(deployment)],
+      },
+      spec: structuredClone((template.spec as Any) ?? {}),
+    });
+    const pod = this.store.create("pods", admitted);
+    recordEvent(
+      this.store,
+      deployment,
+      "Normal",
+      "SuccessfulCreate",
+      `Created pod: ${pod.metadata.name}`,
+      "deployment-controller",
+    );
+    return pod;
   }
 }

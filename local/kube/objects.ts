@@ -330,6 +330,33 @@ export function admit(
       },
     };
     obj.status = { currentNumberScheduled: 0, numberMisscheduled: 0, desiredNumberScheduled: 0, numberReady: 0 };
+  } else if (def.plural === "deployments") {
+    const spec = (obj.spec ?? {}) as Any;
+    checkContainers(field(spec, "template", "spec"), "spec.template.spec", causes);
+    const selector = field<Record<string, string>>(spec, "selector", "matchLabels");
+    const labels = field<Record<string, string>>(spec, "template", "metadata", "labels") ?? {};
+    if (!selector || Object.entries(selector).some(([k, v]) => labels[k] !== v)) {
+      causes.push({
+        field: "spec.template.metadata.labels",
+        message: "Invalid value: `selector` does not match template `labels`",
+        reason: "FieldValueInvalid",
+      });
+    }
+    checkInteger(spec.replicas, "spec.replicas", 0, causes);
+    if (causes.length > 0) throw invalid(def, name, causes);
+    // The template's pod spec is left as given: its hash names the rollout, and defaults added here
+    // would differ from what the next apply sends (the pods get the pod defaults when created).
+    obj.spec = {
+      replicas: 1,
+      revisionHistoryLimit: 10,
+      progressDeadlineSeconds: 600,
+      ...spec,
+      strategy: (spec.strategy as Any | undefined) ?? {
+        type: "RollingUpdate",
+        rollingUpdate: { maxUnavailable: "25%", maxSurge: "25%" },
+      },
+    };
+    obj.status = {};
   } else if (def.plural === "namespaces") {
     if (causes.length > 0) throw invalid(def, name, causes);
     obj.spec = { finalizers: ["kubernetes"] };

@@ -39,7 +39,7 @@ const SEQ_ID_FIELDS: Readonly<Record<string, number>> = {
 const NAMED_ENTITIES: Readonly<Record<string, string>> = { amp: "&", lt: "<", gt: ">", quot: '"', apos: "'" };
 
 /** Decodes XML entities of a binary string; characters beyond latin1 become their UTF-8 bytes. */
-function decodeXml(text: string): string {
+export function decodeXml(text: string): string {
   if (!text.includes("&")) return text;
   return text.replace(/&(#x[0-9a-fA-F]+|#\d+|[a-z]+);/g, (whole, ref: string) => {
     if (ref.startsWith("#")) {

@@ -48,6 +48,23 @@ export const appSettingsSchema = z
     DATABASE_SOURCE_URL: envUrl().optional(),
     DATABASE_PARTITIONS: envInt(0, 64).default(2),
     // A timer schedule as Azure Functions reads it (six-field NCRONTAB or a TimeSpan).
+    JOBAPI_WORKLOAD_IDENTITY_CLIENT_ID: z
+      .string()
+      .regex(
+        /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/,
+        "must be a client id (GUID)",
+      )
+      .optional(),
+    JOBAPI_APP_SUBNET_CIDR: z
+      .string()
+      .regex(/^\d{1,3}(\.\d{1,3}){3}\/\d{1,2}$/, "must be an IPv4 CIDR such as 10.1.0.0/24")
+      .optional(),
+    JOBAPI_REGISTRY_LOGIN_SERVER: z
+      .string()
+      .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:\d{1,5})?$/, "must be a registry login server such as 'x.azurecr.io'")
+      .optional(),
+    JOBAPI_ROLLOUT_TIMEOUT_SECONDS: envInt(10, 3600).default(600),
+    JOBAPI_DEPLOY_KEY_VAULT_URL: envUrl().optional(),
     SVC_DB_UPDATE_CHECK_SCHEDULE: envParsed((text) => parseNcrontab(text).expression).default(
       DEFAULT_DB_UPDATE_CHECK_SCHEDULE,
     ),
@@ -99,6 +116,17 @@ export interface AppConfig {
   readonly databasePartitions: number;
   /** When the database update check runs; the timer trigger registers with exactly this. */
   readonly dbUpdateCheckSchedule: string;
+  /** What the job API's deploy renders its manifests with, beyond the workspace. */
+  readonly jobApiDeploy: {
+    readonly workloadIdentityClientId: string | undefined;
+    readonly appSubnetCidr: string | undefined;
+    /** The registry's login server; `<workspace registry>.azurecr.io` when unset. */
+    readonly registryLoginServer: string | undefined;
+    /** How long a rollout may take before the deploy fails with the pods' reasons. */
+    readonly rolloutTimeoutSeconds: number;
+    /** The vault the deployed job API reads its token from; `KEY_VAULT_URL` when unset. */
+    readonly keyVaultUrl: string | undefined;
+  };
 }
 
 /**
@@ -130,6 +158,13 @@ export function loadConfig(env: Env = process.env): AppConfig {
       databaseSourceUrl: c.DATABASE_SOURCE_URL,
       databasePartitions: c.DATABASE_PARTITIONS,
       dbUpdateCheckSchedule: c.SVC_DB_UPDATE_CHECK_SCHEDULE,
+      jobApiDeploy: {
+        workloadIdentityClientId: c.JOBAPI_WORKLOAD_IDENTITY_CLIENT_ID,
+        appSubnetCidr: c.JOBAPI_APP_SUBNET_CIDR,
+        registryLoginServer: c.JOBAPI_REGISTRY_LOGIN_SERVER,
+        rolloutTimeoutSeconds: c.JOBAPI_ROLLOUT_TIMEOUT_SECONDS,
+        keyVaultUrl: c.JOBAPI_DEPLOY_KEY_VAULT_URL ?? c.KEY_VAULT_URL,
+      },
     }),
   );
 }

@@ -100,6 +100,34 @@ export const operationStartedSchema = z.object({
   meta,
 });
 
+const podReportSchema = z.object({
+  name: z.string(),
+  phase: z.string(),
+  ready: z.boolean(),
+  reason: z
+    .string()
+    .optional()
+    .describe("why it is not running and ready: ImagePullBackOff, CrashLoopBackOff, Unschedulable…"),
+  message: z.string().optional(),
+  restarts: z.number().int(),
+});
+
+/** `GET /api/jobapi/deployment`: the job API's rollout on the cluster. */
+export const jobApiDeploymentSchema = z.object({
+  namespace: z.string(),
+  rollout: z.object({
+    state: z.enum(["complete", "progressing", "missing"]),
+    generation: z.number().int(),
+    observed_generation: z.number().int(),
+    replicas: z.number().int(),
+    updated_replicas: z.number().int(),
+    available_replicas: z.number().int(),
+    pods: z.array(podReportSchema),
+  }),
+  running_operation: operationSchema.nullable().describe("the deploy running now, if any"),
+  meta,
+});
+
 export const storedWorkspaceSchema = z.object({
   workspace: z.record(z.string(), z.unknown()).describe("the saved configuration (the PUT body)"),
   etag: z.string(),

@@ -228,6 +228,22 @@ export function createDashboardJobService(dependencies: DashboardJobServiceDepen
       if (!job.openapi_job_id) throw new NotFoundError("the job has not reached the job API yet; poll its operation");
       return jobApi.openResults(job.openapi_job_id, content, options);
     },
+
+    /**
+     * A page of the job's result from the job API (issue 23): query summaries (`n` absent), one
+     * query's hits (`n`), or one hit with its HSPs (`n`, `k`). NotFoundError as for results.
+     */
+    async resultPage(
+      jobId: string,
+      at: { n?: number; k?: number },
+      page: { offset?: number; limit?: number } = {},
+      options?: JobApiCallOptions,
+    ): Promise<unknown> {
+      const job = await get(jobId);
+      if (!job.openapi_job_id) throw new NotFoundError("the job has not reached the job API yet; poll its operation");
+      const path = at.n === undefined ? "" : at.k === undefined ? `/${at.n}/hits` : `/${at.n}/hits/${at.k}`;
+      return jobApi.resultPage(job.openapi_job_id, path, at.k === undefined ? page : {}, options);
+    },
   };
 }
 

@@ -311,6 +311,25 @@ export function createJobApiClient(options: JobApiClientOptions) {
       return json<ClusterWarmup>(response);
     },
 
+    /**
+     * A page of the job's result (issue 23): `path` below `/results/queries` (`""`, `/{n}/hits`,
+     * `/{n}/hits/{k}`), answered as the job API's JSON. Its 400/404 reach the caller as they are.
+     */
+    async resultPage(
+      jobId: string,
+      path: string,
+      page: { offset?: number; limit?: number } = {},
+      callOptions?: JobApiCallOptions,
+    ): Promise<unknown> {
+      const query = new URLSearchParams();
+      if (page.offset !== undefined) query.set("offset", String(page.offset));
+      if (page.limit !== undefined) query.set("limit", String(page.limit));
+      const q = query.size > 0 ? `?${query}` : "";
+      const response = await call(`${jobPath(jobId)}/results/queries${path}${q}`, {}, callOptions);
+      if (response.status !== 200) throw await answerError(response);
+      return json<unknown>(response);
+    },
+
     /** Opens the job's results (`content` as the job API names it) for streaming through. */
     async openResults(jobId: string, content: string, callOptions?: JobApiCallOptions): Promise<JobApiResults> {
       const response = await call(`${jobPath(jobId)}/results?content=${encodeURIComponent(content)}`, {}, callOptions);

@@ -3,6 +3,7 @@ import type { Role } from "../auth/roles.js";
 import { FASTA_LIMITS } from "../blast/fasta.js";
 import { errorResponse, jsonSchemaOf, type Operation, openApiDocument } from "../http/openapi.js";
 import { workspaceSchema } from "../workspace/workspace.js";
+import { hitDetailSchema, hitPageSchema, queryPageSchema } from "../jobs/result-page-schemas.js";
 import {
   agentActivitySchema,
   apiTokenRegeneratedSchema,
@@ -17,6 +18,7 @@ import {
   dashboardJobListSchema,
   databaseListSchema,
   healthSchema,
+  jobApiDeploymentSchema,
   noopEnqueuedSchema,
   noopResultSchema,
   operationResponseSchema,
@@ -55,6 +57,9 @@ const SCHEMAS: Record<string, z.ZodType> = {
   DashboardJob: dashboardJobDetailSchema,
   DashboardJobEnvelope: dashboardJobEnvelopeSchema,
   DashboardJobList: dashboardJobListSchema,
+  ResultQueryPage: queryPageSchema,
+  ResultHitPage: hitPageSchema,
+  ResultHit: hitDetailSchema,
   Operation: operationResponseSchema,
   OperationStarted: operationStartedSchema,
   DatabaseList: databaseListSchema,
@@ -72,6 +77,7 @@ const SCHEMAS: Record<string, z.ZodType> = {
   AgentActivity: agentActivitySchema,
   RpcResponse: rpcResponseSchema,
   NotificationTestResult: notificationTestResultSchema,
+  JobApiDeployment: jobApiDeploymentSchema,
   TerminalTicketRequest: terminalTicketRequestSchema,
   TerminalTicket: terminalTicketSchema,
 };

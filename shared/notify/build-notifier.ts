@@ -6,7 +6,9 @@ import type { TableSource } from "../storage/table-source.js";
 import { createEmailChannel } from "./channels/email.js";
 import { createLocalInboxChannel } from "./channels/local-inbox.js";
 import { createPagingChannel } from "./channels/paging.js";
+import { createPlatformAChannel } from "./channels/platform-a.js";
 import { createPlatformBChannel } from "./channels/platform-b.js";
+import { createTeamsConversationStore, type TeamsConversationStore } from "./channels/teams-conversations.js";
 import { createSmsChannel } from "./channels/sms.js";
 import { createWebhookChannel } from "./channels/webhook.js";
 import { createDeliveryStore, type DeliveryStore } from "./delivery-store.js";
@@ -76,7 +78,12 @@ function smtpCredential(value: string): { user: string; pass: string } {
 export function buildChannelAdapters(
   config: NotifyConfig,
   resolve: (ref: string) => Promise<string>,
-  options: { ca?: string | Buffer; credential?: TokenCredential } = {},
+  options: {
+    ca?: string | Buffer;
+    credential?: TokenCredential;
+    tables?: TableSource;
+    teamsConversations?: TeamsConversationStore;
+  } = {},
 ): Map<ChannelKind, ChannelAdapter> {
   const out = new Map<ChannelKind, ChannelAdapter>();
   const ca = options.ca ? { ca: options.ca } : {};
@@ -135,6 +142,37 @@ export function buildChannelAdapters(
         }),
       ),
     );
+  const platformA = config.platformA;
+  const conversations =
+    options.teamsConversations ??
+    (platformA && options.tables
+      ? createTeamsConversationStore(options.tables, {
+          ...(platformA.alertConversationId
+            ? {
+                operational: {
+                  serviceUrl: platformA.serviceUrl,
+                  conversationId: platformA.alertConversationId,
+                  tenantId: platformA.tenantId,
+                },
+              }
+            : {}),
+        })
+      : undefined);
+  if (platformA && conversations) {
+    // One adapter for both trust rows: same-tenant and guest recipients are reached the same way;
+    // the matrix decides which categories each may carry.
+    const teams = lazyAdapter("platform_a", "continueConversation.sendActivity", async () =>
+      createPlatformAChannel({
+        botAppId: platformA.botAppId,
+        tenantId: platformA.tenantId,
+        clientSecret: await resolve(platformA.clientSecretRef),
+        conversations,
+        ...(config.consoleBaseUrl ? { consoleBaseUrl: config.consoleBaseUrl } : {}),
+      }),
+    );
+    out.set("platform_a", teams);
+    out.set("platform_a_guest", { ...teams, kind: "platform_a_guest" });
+  }
   if (sms) {
     const { credential } = options;
     out.set(
@@ -173,6 +211,7 @@ export function buildNotifier(
   const byKind = buildChannelAdapters(config, resolve, {
     ...(deps.ca ? { ca: deps.ca } : {}),
     ...(deps.credential ? { credential: deps.credential } : {}),
+    tables: deps.tables,
   });
   const channels = new Map<string, ChannelAdapter>();
   for (const [id, channel] of Object.entries(config.matrix.channels)) {

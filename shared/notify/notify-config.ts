@@ -65,6 +65,28 @@ export const notifySettingsSchema = z.object({
     .string()
     .regex(/^[A-Za-z0-9_#-]{1,80}$/, "must be a channel id")
     .optional(),
+  /** Chat platform A (Teams): the bot's Entra app (client) id, the audience of Bot Service tokens. */
+  SVC_PLATFORM_A_BOT_APP_ID: z
+    .string()
+    .regex(
+      /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/,
+      "must be an app (client) id GUID",
+    )
+    .optional(),
+  /** The operators' Entra tenant (same tenant: A1–A4; guests A2–A4). */
+  SVC_PLATFORM_A_TENANT_ID: z
+    .string()
+    .regex(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/, "must be a tenant id GUID")
+    .optional(),
+  /** The bot app's client secret (a secret reference); the Agents SDK exchanges it for Bot Connector tokens. */
+  SVC_PLATFORM_A_CLIENT_SECRET_REF: secretRef.optional(),
+  /** Bot Connector's service URL for proactive messages to the alert conversation (Teams' global one by default). */
+  SVC_PLATFORM_A_SERVICE_URL: httpUrl.default("https://smba.trafficmanager.net/teams/"),
+  /** The Teams conversation (a channel's `19:…@thread.tacv2` id) operational messages post to. */
+  SVC_PLATFORM_A_ALERT_CONVERSATION_ID: z
+    .string()
+    .regex(/^[A-Za-z0-9:@._;=-]{1,300}$/, "must be a Teams conversation id")
+    .optional(),
   /** Azure Communication Services endpoint (`https://<resource>.communication.azure.com`); the managed identity signs in. */
   SVC_SMS_ENDPOINT: httpUrl.optional(),
   /** The ACS phone number or short code messages come from (E.164 or 5–6 digits). */
@@ -117,6 +139,13 @@ export interface NotifyConfig {
   readonly webhook?: { readonly url: string; readonly secretRef: string };
   readonly paging?: { readonly eventsUrl: string; readonly routingKeyRef: string };
   readonly platformB?: { readonly apiUrl: string; readonly tokenRef: string; readonly channel: string };
+  readonly platformA?: {
+    readonly botAppId: string;
+    readonly tenantId: string;
+    readonly clientSecretRef: string;
+    readonly serviceUrl: string;
+    readonly alertConversationId: string | undefined;
+  };
   readonly sms?: { readonly endpoint: string; readonly from: string; readonly to: readonly string[] };
   readonly inboxDir?: string;
   /** Channel ids of the matrix whose kind is configured. */
@@ -160,6 +189,11 @@ export function loadNotifyConfig(
     ["SVC_PLATFORM_B_BOT_TOKEN_REF", c.SVC_PLATFORM_B_BOT_TOKEN_REF],
     ["SVC_PLATFORM_B_ALERT_CHANNEL", c.SVC_PLATFORM_B_ALERT_CHANNEL],
   ]);
+  const hasPlatformA = need("chat platform A", [
+    ["SVC_PLATFORM_A_BOT_APP_ID", c.SVC_PLATFORM_A_BOT_APP_ID],
+    ["SVC_PLATFORM_A_TENANT_ID", c.SVC_PLATFORM_A_TENANT_ID],
+    ["SVC_PLATFORM_A_CLIENT_SECRET_REF", c.SVC_PLATFORM_A_CLIENT_SECRET_REF],
+  ]);
   const hasSms = need("SMS", [
     ["SVC_SMS_ENDPOINT", c.SVC_SMS_ENDPOINT],
     ["SVC_SMS_FROM", c.SVC_SMS_FROM],
@@ -178,6 +212,7 @@ export function loadNotifyConfig(
     plain("SVC_WEBHOOK_URL", c.SVC_WEBHOOK_URL, hasWebhook);
     plain("SVC_PAGING_EVENTS_URL", c.SVC_PAGING_EVENTS_URL, hasPaging);
     plain("SVC_PLATFORM_B_API_URL", c.SVC_PLATFORM_B_API_URL, hasPlatformB);
+    plain("SVC_PLATFORM_A_SERVICE_URL", c.SVC_PLATFORM_A_SERVICE_URL, hasPlatformA);
     plain("SVC_CONSOLE_BASE_URL", c.SVC_CONSOLE_BASE_URL, true);
     if (c.SVC_NOTIFY_INBOX_DIR) problems.push("SVC_NOTIFY_INBOX_DIR: the local inbox is for the local profile only");
   }
@@ -190,6 +225,7 @@ export function loadNotifyConfig(
     ...(hasWebhook ? (["webhook"] as const) : []),
     ...(hasPaging ? (["paging"] as const) : []),
     ...(hasPlatformB ? (["platform_b"] as const) : []),
+    ...(hasPlatformA ? (["platform_a", "platform_a_guest"] as const) : []),
     ...(hasSms ? (["sms"] as const) : []),
     ...(options.local && c.SVC_NOTIFY_INBOX_DIR ? (["local_inbox"] as const) : []),
   ]);
@@ -230,6 +266,17 @@ export function loadNotifyConfig(
             apiUrl: c.SVC_PLATFORM_B_API_URL,
             tokenRef: c.SVC_PLATFORM_B_BOT_TOKEN_REF,
             channel: c.SVC_PLATFORM_B_ALERT_CHANNEL,
+          },
+        }
+      : {}),
+    ...(hasPlatformA && c.SVC_PLATFORM_A_BOT_APP_ID && c.SVC_PLATFORM_A_TENANT_ID && c.SVC_PLATFORM_A_CLIENT_SECRET_REF
+      ? {
+          platformA: {
+            botAppId: c.SVC_PLATFORM_A_BOT_APP_ID,
+            tenantId: c.SVC_PLATFORM_A_TENANT_ID,
+            clientSecretRef: c.SVC_PLATFORM_A_CLIENT_SECRET_REF,
+            serviceUrl: c.SVC_PLATFORM_A_SERVICE_URL,
+            alertConversationId: c.SVC_PLATFORM_A_ALERT_CONVERSATION_ID,
           },
         }
       : {}),

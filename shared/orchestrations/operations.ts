@@ -9,6 +9,7 @@ export const OPERATION_TYPES: Readonly<Record<string, string>> = Object.freeze({
   [Orchestrations.warmDatabase]: "database.warmup",
   [Orchestrations.checkDatabaseUpdates]: "database.update_check",
   [Orchestrations.provisionCluster]: "cluster.provision",
+  [Orchestrations.deployJobApi]: "jobapi.deploy",
 });
 
 export type OperationState = "queued" | "running" | "succeeded" | "failed" | "cancelled";
@@ -86,6 +87,27 @@ export function operationView(input: {
   };
 }
 
+/**
+ * A step-by-step operation's progress (the job API deploy): the step reached and what it reports
+ * (the rollout's replicas and each pod's reason), from its custom status while it runs and from its
+ * output once it is done.
+ */
+function stepProgress(customStatus: unknown, output: unknown): Record<string, unknown> | undefined {
+  const source = (
+    output !== null && typeof output === "object"
+      ? output
+      : customStatus !== null && typeof customStatus === "object"
+        ? customStatus
+        : undefined
+  ) as Record<string, unknown> | undefined;
+  if (!source || typeof source.step !== "string") return undefined;
+  return {
+    step: source.step,
+    ...(source.image_digest ? { image_digest: source.image_digest } : {}),
+    ...(source.rollout ? { rollout: source.rollout } : {}),
+  };
+}
+
 /** Options of {@link describeOperation}. */
 export interface DescribeOperationOptions {
   /** What a running operation tells its caller to wait before polling again. */
@@ -110,7 +132,11 @@ export async function describeOperation(
   // A warm-up reports its nodes while it runs (custom status) and when it ends (its output).
   const nodes = (instance.customStatus as { nodes?: unknown } | null | undefined)?.nodes ?? output?.nodes;
   const progress =
-    operationType === OPERATION_TYPES[Orchestrations.warmDatabase] && Array.isArray(nodes) ? { nodes } : undefined;
+    operationType === OPERATION_TYPES[Orchestrations.warmDatabase] && Array.isArray(nodes)
+      ? { nodes }
+      : operationType === OPERATION_TYPES[Orchestrations.deployJobApi]
+        ? stepProgress(instance.customStatus, instance.output)
+        : undefined;
   const target = input?.dashboard_job_id
     ? {
         target: { resource_type: "blast_job", dashboard_job_id: input.dashboard_job_id },

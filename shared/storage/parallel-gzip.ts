@@ -35,6 +35,11 @@ export interface ParallelGzipOptions {
   memberBytes?: number;
   /** Members of this stream in flight at once (also bounded process-wide). */
   concurrency?: number;
+  /**
+   * Called as each member is written, in order, with its compressed and uncompressed sizes (the
+   * member table of a result index: where each member starts in the file and in its content).
+   */
+  onMember?: (compressedBytes: number, uncompressedBytes: number) => void;
 }
 
 /**
@@ -52,6 +57,12 @@ export function createParallelGzip(options: ParallelGzipOptions = {}): Transform
   let pendingBytes = 0;
   let emitted = false;
   const inFlight: Promise<Buffer>[] = [];
+  const inFlightSizes: number[] = [];
+  const next = async (): Promise<Buffer> => {
+    const member = await (inFlight.shift() as Promise<Buffer>);
+    options.onMember?.(member.length, inFlightSizes.shift() ?? 0);
+    return member;
+  };
 
   const startMember = () => {
     const block = Buffer.concat(pending, pendingBytes);
@@ -61,6 +72,7 @@ export function createParallelGzip(options: ParallelGzipOptions = {}): Transform
     // A failure surfaces when the member is awaited in order; this only keeps it from being unhandled first.
     member.catch(() => {});
     inFlight.push(member);
+    inFlightSizes.push(block.length);
   };
 
   return new Transform({
@@ -75,7 +87,7 @@ export function createParallelGzip(options: ParallelGzipOptions = {}): Transform
           if (pendingBytes === memberBytes) startMember();
           // Back-pressure: one member more than the threads can take keeps them busy while the oldest is written.
           while (inFlight.length > concurrency) {
-            this.push(await (inFlight.shift() as Promise<Buffer>));
+            this.push(await next());
             emitted = true;
           }
         }
@@ -88,7 +100,7 @@ export function createParallelGzip(options: ParallelGzipOptions = {}): Transform
       try {
         // Empty input still becomes one (empty) gzip member, so the output is always a gzip file.
         if (pendingBytes > 0 || (!emitted && inFlight.length === 0)) startMember();
-        while (inFlight.length > 0) this.push(await (inFlight.shift() as Promise<Buffer>));
+        while (inFlight.length > 0) this.push(await next());
         callback();
       } catch (error) {
         callback(error as Error);

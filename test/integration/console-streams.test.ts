@@ -1,6 +1,6 @@
 import { EventSource } from "eventsource";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mintToken, startStack, type TestStack } from "../support/local-stack.js";
+import { eventually, mintToken, startStack, type TestStack } from "../support/local-stack.js";
 
 let stack: TestStack;
 const tokens: Record<string, string> = {};
@@ -8,7 +8,8 @@ const tokens: Record<string, string> = {};
 beforeAll(async () => {
   stack = await startStack();
   for (const role of ["Reader", "Approver", "Owner"]) tokens[role] = await mintToken(stack, role);
-});
+  tokens.Contributor = await mintToken(stack, "Contributor", { oid: "oid-cora" });
+}, 300_000);
 afterAll(async () => {
   await stack?.stop();
   stack?.cleanup();
@@ -120,5 +121,119 @@ describe("POST /api/chat/stream on the local stack", () => {
       body: JSON.stringify({ text: "list_hil" }),
     });
     expect(((await json.json()) as { text: string }).text).toBe(answer.text);
+  });
+});
+
+interface LiveFrame {
+  kind: string;
+  audit_id: string;
+  replay: boolean;
+  approval_id?: string;
+  decision?: string;
+  link: string;
+  [key: string]: unknown;
+}
+
+/** Follows `/api/live/stream` with a real EventSource client, optionally resuming after `lastEventId`. */
+function follow(token: string, lastEventId?: string) {
+  const frames: { frame: LiveFrame; id: string }[] = [];
+  const es = new EventSource(url("live/stream"), {
+    fetch: (input, init) =>
+      fetch(input, {
+        ...init,
+        headers: {
+          ...init.headers,
+          Authorization: `Bearer ${token}`,
+          ...(lastEventId && !(init.headers as Record<string, string>)["Last-Event-ID"]
+            ? { "Last-Event-ID": lastEventId }
+            : {}),
+        },
+      }),
+  });
+  const opened = new Promise<void>((resolve) => es.addEventListener("open", () => resolve()));
+  es.addEventListener("live", (message) => {
+    frames.push({ frame: JSON.parse(message.data) as LiveFrame, id: message.lastEventId });
+  });
+  const until = (check: (f: LiveFrame) => boolean) =>
+    eventually(async () => frames.find((f) => check(f.frame)), 30_000, 50);
+  return { es, frames, opened, until };
+}
+
+async function chatAs(token: string, text: string) {
+  const res = await fetch(url("chat"), {
+    method: "POST",
+    headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+    body: JSON.stringify({ text }),
+  });
+  expect(res.status).toBe(200);
+  return (await res.json()) as { kind: string; approval_id?: string; text: string };
+}
+
+describe("GET /api/live/stream on the local stack", () => {
+  it("C-320: needs a validated bearer token; a malformed Last-Event-ID is a 422 envelope", async () => {
+    expect((await fetch(url("live/stream"))).status).toBe(401);
+    const bad = await fetch(url("live/stream"), {
+      headers: { Authorization: `Bearer ${tokens.Reader}`, "Last-Event-ID": "'; drop table audit" },
+    });
+    expect(bad.status).toBe(422);
+    expect(await bad.json()).toMatchObject({
+      detail: [{ loc: ["header", "last-event-id"], msg: expect.any(String), type: expect.any(String) }],
+      request_id: expect.any(String),
+    });
+  });
+
+  it("C-320 C-321: approval-needed and denied frames reach an Approver live (not a Reader), ids resume by Last-Event-ID as replay", async () => {
+    const approver = follow(tokens.Approver as string);
+    const reader = follow(tokens.Reader as string);
+    await Promise.all([approver.opened, reader.opened]);
+    const filed = await chatAs(
+      tokens.Contributor as string,
+      'run_runbook name=kill_switch params={"on":true} dry_run=false',
+    );
+    expect(filed.kind).toBe("approval_filed");
+    const needed = await approver.until((f) => f.kind === "approval_needed" && f.approval_id === filed.approval_id);
+    expect(needed.frame).toMatchObject({ replay: false, action_type: "kill_switch", link: "/console" });
+    // Allow-listed scalars only: no target resource, no justification, no approval control.
+    expect(Object.keys(needed.frame).sort()).toEqual(
+      ["action_type", "approval_id", "at", "audit_id", "kind", "link", "replay"].sort(),
+    );
+    expect(needed.id).toMatch(/^\d{4}-\d{2}-\d{2}T.*Z~[0-9a-f-]+$/);
+
+    const rejected = await chatAs(
+      tokens.Owner as string,
+      `approve_hil approval_id=${filed.approval_id} decision=reject justification="not tonight"`,
+    );
+    expect(rejected.kind).toBe("tool_result");
+    const denied = await approver.until((f) => f.kind === "denied" && f.approval_id === filed.approval_id);
+    expect(denied.frame).toMatchObject({ decision: "reject", replay: false });
+    expect(JSON.stringify(denied.frame)).not.toContain("not tonight");
+    approver.es.close();
+
+    // Approval details are Approver-scoped: the Reader's stream carried neither frame.
+    expect(reader.frames.some((f) => f.frame.approval_id === filed.approval_id)).toBe(false);
+    reader.es.close();
+
+    // A client that reconnects after the approval-needed frame gets the denial again, marked as replay.
+    const resumed = follow(tokens.Approver as string, needed.id);
+    const replayed = await resumed.until((f) => f.kind === "denied" && f.approval_id === filed.approval_id);
+    expect(replayed.frame.replay).toBe(true);
+    expect(
+      resumed.frames.some((f) => f.frame.kind === "approval_needed" && f.frame.approval_id === filed.approval_id),
+    ).toBe(false);
+    resumed.es.close();
+  });
+});
+
+describe("projections without a model (docs/decisions/0021)", () => {
+  it("C-325 C-326: /forecast-learning and /dynamic-assurance need a token, then answer a typed 501 unavailable", async () => {
+    for (const path of ["forecast-learning", "dynamic-assurance"]) {
+      expect((await fetch(url(path))).status, path).toBe(401);
+      const res = await fetch(url(path), { headers: { Authorization: `Bearer ${tokens.Reader}` } });
+      expect(res.status, path).toBe(501);
+      expect(await res.json()).toEqual({
+        detail: expect.stringMatching(/^unavailable: /),
+        request_id: expect.any(String),
+      });
+    }
   });
 });

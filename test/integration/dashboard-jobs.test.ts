@@ -313,6 +313,53 @@ describe("dashboard jobs through the submit orchestration", () => {
     expect(upstream.status).toBe(200);
     expect(((await upstream.json()) as { status: string }).status).toBe("cancelled");
   });
+
+  it("issue 23: result pages through the dashboard (summaries, a query's hits, a hit's alignment) and their refusals", async () => {
+    const res = await d.call(contributor, "POST", "/blast/jobs", {
+      program: "blastn",
+      db: DEMO_DB,
+      query_fasta: demoQueries(3),
+      options: { evalue: 1e-5 },
+    });
+    const env = (await res.json()) as Envelope;
+    await d.operationDone(contributor, env.operation.operation_id);
+    const base = `/blast/jobs/${env.job_id}/results/queries`;
+    const queries = (await (await d.call(reader, "GET", `${base}?limit=2`)).json()) as {
+      total: number;
+      next_offset: number;
+      xml_bytes: number;
+      queries: { n: number; hits: number }[];
+    };
+    expect(queries).toMatchObject({ total: 3, next_offset: 2, program: "blastn" });
+    expect(queries.xml_bytes).toBeGreaterThan(0);
+    const hits = (await (await d.call(reader, "GET", `${base}/3/hits?limit=5`)).json()) as {
+      query: { n: number };
+      hits: { num: number; accession: string; title: string }[];
+    };
+    expect(hits.query.n).toBe(3);
+    expect(hits.hits[0]).toMatchObject({ num: 1, accession: expect.any(String), title: expect.any(String) });
+    const hit = (await (await d.call(reader, "GET", `${base}/3/hits/1`)).json()) as {
+      hsp_list: { qseq: string; midline: string; hseq: string }[];
+    };
+    expect(hit.hsp_list[0]?.midline.length).toBe(hit.hsp_list[0]?.qseq.length);
+    for (const [path, status, detail] of [
+      [`${base}?limit=501`, 400, /'limit'/],
+      [`${base}?offset=-3`, 400, /'offset'/],
+      [`${base}/0/hits`, 400, /'n'/],
+      [`${base}/1/hits/x`, 400, /'k'/],
+      [`${base}/4/hits`, 404, /query 4 does not exist/],
+      [`${base}/1/hits/999`, 404, /hit 999 of query 1 does not exist/],
+      ["/blast/jobs/00000000-0000-4000-8000-000000000000/results/queries", 404, /./],
+    ] as const) {
+      const refused = await d.call(reader, "GET", path);
+      expect(refused.status, path).toBe(status);
+      const body = (await refused.json()) as { detail: unknown; request_id: string };
+      expect(JSON.stringify(body.detail), path).toMatch(detail);
+      expect(body.request_id).toEqual(expect.any(String));
+    }
+    const anonymous = await fetch(`${stack.info.functions_url}/api${base}`);
+    expect(anonymous.status).toBe(401);
+  });
 });
 
 describe("dashboard cancel that arrives after the job finished", () => {

@@ -130,6 +130,7 @@ export function fakeJobApi(
     getStatus: recorded("getStatus"),
     cancel: recorded("cancel"),
     openResults: recorded("openResults"),
+    resultPage: recorded("resultPage"),
     startWarmup: recorded("startWarmup"),
     getWarmup: recorded("getWarmup"),
   };

@@ -325,4 +325,20 @@ describe("dashboard job service: read, cancel, results", () => {
     expect(jobApi.calls).toEqual([{ method: "openResults", args: ["abcdefghijkl", "tabular", undefined] }]);
     expect(await new Response(results.body).text()).toBe("<BlastOutput/>");
   });
+
+  it("issue 23: asks the job API for result pages under the job's OpenAPI id (summaries, a query's hits, a hit)", async () => {
+    const jobApi = fakeJobApi({ resultPage: async () => ({ total: 0 }) });
+    const { service, jobs } = setup(jobApi);
+    const { job } = await service.submit(caller, request());
+    await expect(service.resultPage(job.job_id, {})).rejects.toThrow(/not reached the job API/);
+    await jobs.update(job.job_id, (current) => ({ ...current, openapi_job_id: "abcdefghijkl", status: "completed" }));
+    await service.resultPage(job.job_id, {}, { offset: 100, limit: 50 });
+    await service.resultPage(job.job_id, { n: 40 }, { limit: 10 });
+    await service.resultPage(job.job_id, { n: 40, k: 2 }, { limit: 10 });
+    expect(jobApi.calls).toEqual([
+      { method: "resultPage", args: ["abcdefghijkl", "", { offset: 100, limit: 50 }, undefined] },
+      { method: "resultPage", args: ["abcdefghijkl", "/40/hits", { limit: 10 }, undefined] },
+      { method: "resultPage", args: ["abcdefghijkl", "/40/hits/2", {}, undefined] },
+    ]);
+  });
 });

@@ -116,6 +116,20 @@ describe("job-API client: answers", () => {
     expect(results.contentDisposition).toBe('attachment; filename="results.tsv"');
     expect(await new Response(results.body).text()).toBe("q1\ts1\t99.5\n");
   });
+
+  it("issue 23: asks for result pages under /results/queries and passes a 404 or 400 on with its detail", async () => {
+    handler = answer(200, { total: 3, queries: [] });
+    expect(await client().resultPage("abcdefghijkl", "", { offset: 2, limit: 50 })).toEqual({ total: 3, queries: [] });
+    expect(received.at(-1)?.url).toBe("/v1/jobs/abcdefghijkl/results/queries?offset=2&limit=50");
+    await client().resultPage("abcdefghijkl", "/7/hits/3");
+    expect(received.at(-1)?.url).toBe("/v1/jobs/abcdefghijkl/results/queries/7/hits/3");
+    handler = answer(404, { detail: "query 41 does not exist: the result has 40 queries", request_id: "r" });
+    const missing = await failure(client().resultPage("abcdefghijkl", "/41/hits"));
+    expect(missing).toBeInstanceOf(NotFoundError);
+    expect(missing.message).toBe("query 41 does not exist: the result has 40 queries");
+    handler = answer(400, { detail: "invalid query parameter 'limit': too big", request_id: "r" });
+    expect(await failure(client().resultPage("abcdefghijkl", "", { limit: 501 }))).toBeInstanceOf(InvalidRequestError);
+  });
 });
 
 describe("job-API client: one error vocabulary (shared/errors.ts)", () => {

@@ -13,6 +13,7 @@ import type {
   dashboardResultsQuerySchema,
   dashboardSubmitSchema,
 } from "../../shared/dashboard/schemas.js";
+import type { RolloutView } from "../../shared/cluster/job-api-deploy.js";
 import type { DatabaseListing } from "../../shared/databases/database-service.js";
 import type { FieldIssue } from "../../shared/errors.js";
 import type { QueueDiagnostics } from "../../shared/orchestrations/diagnostics.js";
@@ -54,6 +55,13 @@ export type DatabaseView = DatabaseListing;
 
 /** `GET /api/settings/api-token` (declared in functions/api-token.ts). */
 export type { ApiTokenStatus };
+
+/** `GET /api/jobapi/deployment`: the job API's rollout on the cluster, and a deploy running now. */
+export interface JobApiDeploymentView {
+  namespace: string;
+  rollout: RolloutView;
+  running_operation: Operation | null;
+}
 
 /** `GET /api/health/queue/result/{task_id}` (declared in functions/diagnostics.ts). */
 export interface NoopResult {
@@ -137,6 +145,12 @@ export function createApiClient(options: {
   }
 
   const data = async <T>(path: string, opts: RequestOptions = {}): Promise<T> => (await json<T>(path, opts)).body;
+  /** Opens an event stream (`text/event-stream`); an error answer before the stream rejects with {@link ApiError}. */
+  const eventStream = async (path: string, opts: RequestOptions = {}): Promise<ReadableStream<Uint8Array>> => {
+    const res = await send(path, { ...opts, headers: { ...opts.headers, Accept: "text/event-stream" } });
+    if (!res.body) throw new ApiError(502, "the stream had no body", res.headers.get("X-Request-Id") ?? "", undefined);
+    return res.body;
+  };
   const job = (uuid: string) => `/api/blast/jobs/${encodeURIComponent(uuid)}`;
 
   return {
@@ -200,6 +214,15 @@ export function createApiClient(options: {
         method: "POST",
         body: {},
       }),
+    /** One console turn as server-sent events (`POST /api/chat/stream`); aborting `signal` closes it. */
+    chatStream: (text: string, signal: AbortSignal) =>
+      eventStream("/api/chat/stream", { method: "POST", body: { text }, signal }),
+    /** The verified core-stage frames (`GET /api/live/stream`), resuming after `lastEventId`. */
+    liveStream: (lastEventId: string | undefined, signal: AbortSignal) =>
+      eventStream("/api/live/stream", { signal, headers: lastEventId ? { "Last-Event-ID": lastEventId } : {} }),
+    jobApiDeployment: (signal?: AbortSignal) => data<JobApiDeploymentView>("/api/jobapi/deployment", { signal }),
+    deployJobApi: (request: { image_digest: string; force: boolean }) =>
+      data<{ operation: Operation }>("/api/jobapi/deploy", { method: "POST", body: request }),
 
     apiTokenStatus: (signal?: AbortSignal) => data<ApiTokenStatus>("/api/settings/api-token", { signal }),
     revealApiToken: () => data<{ api_token: string }>("/api/settings/api-token/reveal", { method: "POST" }),

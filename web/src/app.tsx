@@ -4,6 +4,8 @@ import { hasRoleAtLeast, type Role } from "../../shared/auth/roles.js";
 import { ApiError, type ApiClient } from "./api.js";
 import type { Auth } from "./auth.js";
 import { ApiTokenPage } from "./pages/api-token-page.js";
+import { ConsolePage } from "./pages/console-page.js";
+import { ClusterPage } from "./pages/cluster-page.js";
 import { DatabasesPage } from "./pages/databases-page.js";
 import { DiagnosticsPage } from "./pages/diagnostics-page.js";
 import { JobPage } from "./pages/job-page.js";
@@ -23,7 +25,9 @@ const NAV: readonly { href: string; label: string; match: (path: string) => bool
   // Hidden from Readers (the backend refuses their submits anyway).
   { href: "/blast/new", label: "New search", match: (p) => p === "/blast/new", floor: "Contributor" },
   { href: "/databases", label: "Databases", match: (p) => p === "/databases" },
+  { href: "/console", label: "Console", match: (p) => p === "/console" },
   { href: "/workspace", label: "Workspace", match: (p) => p === "/workspace" },
+  { href: "/cluster", label: "Cluster", match: (p) => p === "/cluster" },
   { href: "/settings/api-token", label: "API token", match: (p) => p === "/settings/api-token" },
   { href: "/diagnostics", label: "Diagnostics", match: (p) => p === "/diagnostics" },
   // Shown to everyone: a Reader opening it is told why there is none (decision 0020).
@@ -108,7 +112,9 @@ function Page(props: { path: string }) {
   const job = JOB_PATH.exec(path);
   if (job?.[1]) return <JobPage key={job[1]} uuid={decodeURIComponent(job[1])} />;
   if (path === "/databases") return <DatabasesPage />;
+  if (path === "/console") return <ConsolePage />;
   if (path === "/workspace") return <WorkspacePage />;
+  if (path === "/cluster") return <ClusterPage />;
   if (path === "/settings/api-token") return <ApiTokenPage />;
   if (path === "/diagnostics") return <DiagnosticsPage />;
   if (path === "/terminal") return <TerminalPage />;

@@ -1,0 +1,117 @@
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { parseAllDocuments } from "yaml";
+import { z } from "zod";
+
+/** A Kubernetes object as the deploy applies it. */
+export interface KubeManifest {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; [k: string]: unknown };
+  [k: string]: unknown;
+}
+
+/** An image digest as registries report it: the only way the job API's image is named on a cluster. */
+export const IMAGE_DIGEST = /^sha256:[0-9a-f]{64}$/;
+
+/**
+ * The workspace's values the job API's manifests (`infra/k8s/jobapi.yaml`) are rendered with. The
+ * image is pinned by digest (a moving tag would let a node pull a different image than the one
+ * built and deployed).
+ */
+export const jobApiValuesSchema = z.strictObject({
+  namespace: z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, "must be a namespace name"),
+  /** The registry's login server (`myregistry.azurecr.io`). */
+  registry: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:\d{1,5})?$/, "must be a registry login server such as 'x.azurecr.io'"),
+  image_digest: z.string().regex(IMAGE_DIGEST, "must be an image digest 'sha256:<64 hex digits>'"),
+  workload_identity_client_id: z
+    .string()
+    .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, "must be a client id (GUID)"),
+  key_vault_url: z.url({ protocol: /^https$/ }),
+  storage_account_name: z.string().regex(/^[a-z0-9]{3,24}$/, "must be 3-24 lowercase letters or digits"),
+  app_subnet_cidr: z.string().regex(/^\d{1,3}(\.\d{1,3}){3}\/\d{1,2}$/, "must be an IPv4 CIDR such as 10.1.0.0/24"),
+  /** The dashboard's app registration: the browser terminal validates the browser's token with it. */
+  auth_client_id: z.string().regex(/^[A-Za-z0-9._:/-]{1,200}$/, "must be an application (client) id"),
+  auth_tenant_id: z.string().regex(/^[A-Za-z0-9._-]{1,100}$/, "must be a tenant id"),
+  /** The web app's origin, the only one that may open the terminal; empty: the terminal refuses every origin. */
+  web_app_origin: z.union([
+    z.literal(""),
+    z.url({ protocol: /^https?$/ }).refine((u) => new URL(u).origin === u, "must be an origin"),
+  ]),
+});
+export type JobApiValues = z.infer<typeof jobApiValuesSchema>;
+
+/** The manifest's placeholders, by the value that fills each. */
+const PLACEHOLDERS: Record<string, (v: JobApiValues) => string> = {
+  WORKLOAD_IDENTITY_CLIENT_ID: (v) => v.workload_identity_client_id,
+  REGISTRY: (v) => v.registry,
+  IMAGE_DIGEST: (v) => v.image_digest,
+  KEY_VAULT_URL: (v) => v.key_vault_url,
+  STORAGE_ACCOUNT_NAME: (v) => v.storage_account_name,
+  APP_SUBNET_CIDR: (v) => v.app_subnet_cidr,
+  AUTH_CLIENT_ID: (v) => v.auth_client_id,
+  AUTH_TENANT_ID: (v) => v.auth_tenant_id,
+  WEB_APP_ORIGIN: (v) => v.web_app_origin,
+};
+
+/** The manifest's namespace as written; the workspace's namespace replaces it. */
+const MANIFEST_NAMESPACE = "blastplane";
+
+/**
+ * Where `jobapi.yaml` is: `k8s/` beside the bundle (the build copies it into `dist/functions/k8s/`),
+ * a folder or two up (a chunk's, the sources' `shared/cluster/`), else the repository's `infra/k8s/`.
+ */
+export function jobApiManifestPath(moduleDir = import.meta.dirname): string {
+  const candidates = [
+    path.join(moduleDir, "k8s"),
+    path.join(path.dirname(moduleDir), "k8s"),
+    path.join(path.dirname(path.dirname(moduleDir)), "infra", "k8s"),
+    path.resolve("infra", "k8s"),
+  ].map((dir) => path.join(dir, "jobapi.yaml"));
+  return candidates.find((file) => existsSync(file)) ?? (candidates.at(-1) as string);
+}
+
+/**
+ * The job API's objects, rendered: every `${NAME}` placeholder filled (an unknown one is an error,
+ * not a literal left on the cluster), namespaced objects moved into `values.namespace`, in the
+ * manifest's order (the Namespace first, the objects that use it after).
+ */
+export function renderJobApiManifests(
+  values: JobApiValues,
+  text = readFileSync(jobApiManifestPath(), "utf8"),
+): KubeManifest[] {
+  const filled = text.replace(/\$\{([A-Z_]+)\}/g, (_, name: string) => {
+    const fill = PLACEHOLDERS[name];
+    if (!fill) throw new Error(`the job API manifest names an unknown placeholder \${${name}}`);
+    // Every value is a quoted YAML scalar in the manifest; the schema admits no quote or newline.
+    return fill(values);
+  });
+  const objects: KubeManifest[] = [];
+  for (const doc of parseAllDocuments(filled)) {
+    if (doc.errors.length > 0) throw new Error(`the job API manifest is not valid YAML: ${doc.errors[0]?.message}`);
+    const obj = doc.toJS() as KubeManifest | null;
+    if (!obj) continue;
+    objects.push(inNamespace(obj, values.namespace));
+  }
+  return objects;
+}
+
+function inNamespace(obj: KubeManifest, namespace: string): KubeManifest {
+  const out = structuredClone(obj);
+  if (out.kind === "Namespace") out.metadata.name = namespace;
+  else if (out.metadata.namespace === MANIFEST_NAMESPACE) out.metadata.namespace = namespace;
+  // Bindings name their service accounts by namespace too.
+  for (const subject of (out.subjects as { namespace?: string }[] | undefined) ?? []) {
+    if (subject.namespace === MANIFEST_NAMESPACE) subject.namespace = namespace;
+  }
+  return out;
+}
+
+/** The Deployment among the rendered objects (the one the rollout waits for). */
+export function deploymentOf(objects: readonly KubeManifest[]): KubeManifest {
+  const deployment = objects.find((o) => o.kind === "Deployment");
+  if (!deployment) throw new Error("the job API manifest has no Deployment");
+  return deployment;
+}

@@ -1,0 +1,148 @@
+import { z } from "zod";
+import { normalizeObjectId } from "../../auth/object-id.js";
+import { ConfigError, type Env, envFlag, parseEnv } from "../../config/env.js";
+import { BOT_SERVICE_ISSUER, BOT_SERVICE_OPENID_METADATA_URL } from "./bot-service-keys.js";
+
+/**
+ * The inbound settings of chat platform A (Teams; issue 26, spec operator-console.md §2.6, §5 item
+ * 7, §7 item 8, §8). Start-up fails before any traffic when the channel is enabled and the bot
+ * identity, the tenant or the principal bindings are missing, malformed or unbounded, or when an
+ * issuer or key-set override is not HTTPS.
+ */
+
+/** At most this many principal bindings (spec §8). */
+export const MAX_PRINCIPAL_BINDINGS = 1000;
+
+const GUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const https = z
+  .string()
+  .refine((v) => URL.canParse(v) && new URL(v).protocol === "https:", "must be an https:// URL")
+  .refine((v) => !URL.canParse(v) || (!new URL(v).username && !new URL(v).password), "must not carry credentials");
+const guidList = z
+  .string()
+  .transform((s) =>
+    s
+      .split(",")
+      .map((x) => normalizeObjectId(x))
+      .filter(Boolean),
+  )
+  .pipe(z.array(z.string().regex(GUID, "must be tenant id GUIDs, comma-separated")).max(50));
+
+export const teamsInboundSettingsSchema = z.object({
+  /** Turns the Teams conversation channel (`POST /api/messages`) on. */
+  SVC_PLATFORM_A_CHANNEL_ENABLED: envFlag().default(false),
+  /** Teams user object id (`from.aadObjectId`) → canonical principal object id; JSON, 1–1000 entries. */
+  SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON: z.string().optional(),
+  /** Bot Service's OpenID metadata, whose `jwks_uri` is the key set (HTTPS; overridable for tests). */
+  SVC_PLATFORM_A_OPENID_METADATA_URL: https.default(BOT_SERVICE_OPENID_METADATA_URL),
+  /** The issuer Bot Service tokens must carry (HTTPS). */
+  SVC_PLATFORM_A_TOKEN_ISSUER: https.default(BOT_SERVICE_ISSUER),
+  /** Guest tenants whose users may use A2–A4 (never A1); comma-separated tenant ids. */
+  SVC_PLATFORM_A_GUEST_TENANT_IDS: guidList.optional(),
+});
+
+/** Every inbound Teams setting (the Functions app's `local.settings.sample.json` lists them). */
+export const TEAMS_INBOUND_SETTING_NAMES: readonly string[] = Object.freeze(
+  Object.keys(teamsInboundSettingsSchema.shape),
+);
+
+export interface TeamsInboundConfig {
+  readonly botAppId: string;
+  readonly tenantId: string;
+  readonly guestTenantIds: readonly string[];
+  readonly metadataUrl: string;
+  readonly issuer: string;
+  /** Normalized Teams object id → normalized canonical principal. */
+  readonly bindings: ReadonlyMap<string, string>;
+}
+
+/**
+ * Parses `SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON`: a non-empty JSON object of at most 1000 entries,
+ * each a Teams user object id mapped to a canonical principal's object id (both GUIDs). Keys are
+ * normalized like every object id comparison (`sameObjectId`), so two spellings of one id are a
+ * duplicate, refused.
+ */
+export function parsePrincipalBindings(text: string | undefined): {
+  bindings: Map<string, string>;
+  problems: string[];
+} {
+  const name = "SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON";
+  const bindings = new Map<string, string>();
+  if (text === undefined || text.trim() === "")
+    return { bindings, problems: [`${name}: is required when the chat platform A channel is enabled`] };
+  if (text.length > 200_000) return { bindings, problems: [`${name}: is too long (at most 200,000 characters)`] };
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return { bindings, problems: [`${name}: is not valid JSON`] };
+  }
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw))
+    return {
+      bindings,
+      problems: [`${name}: must be a JSON object mapping Teams user object ids to principal object ids`],
+    };
+  const entries = Object.entries(raw);
+  if (entries.length === 0) return { bindings, problems: [`${name}: must not be empty`] };
+  if (entries.length > MAX_PRINCIPAL_BINDINGS)
+    return {
+      bindings,
+      problems: [`${name}: holds ${entries.length} entries; at most ${MAX_PRINCIPAL_BINDINGS} are allowed`],
+    };
+  const problems: string[] = [];
+  for (const [key, value] of entries) {
+    const k = normalizeObjectId(key);
+    if (!GUID.test(k)) {
+      problems.push(`${name}: key ${JSON.stringify(key.slice(0, 60))} is not an object id GUID`);
+      continue;
+    }
+    if (typeof value !== "string" || !GUID.test(normalizeObjectId(value))) {
+      problems.push(`${name}: the value of ${k} must be a principal object id GUID (a string)`);
+      continue;
+    }
+    if (bindings.has(k)) {
+      problems.push(`${name}: ${k} is bound twice`);
+      continue;
+    }
+    bindings.set(k, normalizeObjectId(value));
+  }
+  return { bindings, problems };
+}
+
+/**
+ * Reads the inbound Teams settings. Disabled (the default): undefined, and `POST /api/messages`
+ * answers 404. Enabled: the bot app id and tenant (the outbound issue's `SVC_PLATFORM_A_BOT_APP_ID`,
+ * `SVC_PLATFORM_A_TENANT_ID`) and valid bindings are required, or a {@link ConfigError} lists every
+ * problem.
+ */
+export function loadTeamsInboundConfig(env: Env): TeamsInboundConfig | undefined {
+  const c = parseEnv(teamsInboundSettingsSchema, env, (v) => v);
+  if (!c.SVC_PLATFORM_A_CHANNEL_ENABLED) return undefined;
+  const problems: string[] = [];
+  const botAppId = normalizeObjectId(env.SVC_PLATFORM_A_BOT_APP_ID ?? "");
+  const tenantId = normalizeObjectId(env.SVC_PLATFORM_A_TENANT_ID ?? "");
+  if (!GUID.test(botAppId))
+    problems.push(
+      "SVC_PLATFORM_A_BOT_APP_ID: the bot's app id GUID is required when the chat platform A channel is enabled",
+    );
+  if (!GUID.test(tenantId))
+    problems.push(
+      "SVC_PLATFORM_A_TENANT_ID: the tenant id GUID is required when the chat platform A channel is enabled",
+    );
+  const { bindings, problems: bindingProblems } = parsePrincipalBindings(c.SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON);
+  problems.push(...bindingProblems);
+  const guests = c.SVC_PLATFORM_A_GUEST_TENANT_IDS ?? [];
+  if (guests.includes(tenantId))
+    problems.push(
+      "SVC_PLATFORM_A_GUEST_TENANT_IDS: must not list SVC_PLATFORM_A_TENANT_ID (the home tenant is not a guest)",
+    );
+  if (problems.length > 0) throw new ConfigError(problems);
+  return {
+    botAppId,
+    tenantId,
+    guestTenantIds: guests,
+    metadataUrl: c.SVC_PLATFORM_A_OPENID_METADATA_URL,
+    issuer: c.SVC_PLATFORM_A_TOKEN_ISSUER,
+    bindings,
+  };
+}

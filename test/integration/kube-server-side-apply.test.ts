@@ -1,0 +1,221 @@
+import { execFile } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+import { AppsV1Api, CoreV1Api, KubeConfig } from "@kubernetes/client-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BLAST_POOL, blastPoolNodes, type LocalCluster, startLocalCluster } from "../../local/kube/cluster.js";
+import {
+  ApplyConflictError,
+  applyManifests,
+  readRollout,
+  rolloutFailure,
+} from "../../shared/cluster/job-api-deploy.js";
+import { deploymentOf, type JobApiValues, renderJobApiManifests } from "../../shared/cluster/job-api-manifests.js";
+import { createLogger } from "../../shared/logging/logger.js";
+import { eventually } from "../support/local-stack.js";
+
+const run = promisify(execFile);
+const MiB = 1024 ** 2;
+/** A bound on waiting for the controllers and the kubelet (the machine is shared; this is not a timing assertion). */
+const SETTLE_MS = 60_000;
+const digest = (c: string) => `sha256:${c.repeat(64)}`;
+/** The digest the local kubelet maps to a process that stays up; `b…` to one that exits 3; anything else is not pullable. */
+const RUNS = digest("a");
+const CRASHES = digest("b");
+
+const values = (namespace: string, image_digest: string): JobApiValues => ({
+  namespace,
+  registry: "blastplanelocal.azurecr.io",
+  image_digest,
+  workload_identity_client_id: "22222222-2222-4222-8222-222222222222",
+  key_vault_url: "https://blastplane-kv.vault.azure.net/",
+  storage_account_name: "blastplanedata",
+  app_subnet_cidr: "10.1.0.0/24",
+  auth_client_id: "00000000-0000-4000-8000-000000000001",
+  auth_tenant_id: "00000000-0000-4000-8000-000000000000",
+  web_app_origin: "https://portal.example",
+});
+
+describe("server-side apply on the local Kubernetes API, and the job API's rollout", { timeout: 120_000 }, () => {
+  let cluster: LocalCluster;
+  let dataDir: string;
+  let kc: KubeConfig;
+  const replicasOf = (namespace: string) =>
+    (cluster.store.get("deployments", namespace, "blastplane-jobapi")?.spec as { replicas?: number } | undefined)
+      ?.replicas;
+  const kubectl = async (namespace: string, ...args: string[]) =>
+    (await run("kubectl", ["--kubeconfig", cluster.kubeconfigPath, "-n", namespace, ...args])).stdout;
+
+  beforeAll(async () => {
+    dataDir = mkdtempSync(path.join(tmpdir(), "bp-ssa-"));
+    cluster = await startLocalCluster({
+      logger: createLogger({ level: "warn" }),
+      dataDir,
+      // Room for every namespace's job API pod (1 GiB, 500m each): the rollouts must not compete for the node.
+      nodes: blastPoolNodes(1, 16 * 1024 * MiB, 8),
+      images: [
+        {
+          pattern: new RegExp(`@${RUNS}$`),
+          workingDir: dataDir,
+          cmd: ["node", "-e", "setInterval(() => {}, 1 << 30)"],
+        },
+        {
+          pattern: new RegExp(`@${CRASHES}$`),
+          workingDir: dataDir,
+          cmd: ["node", "-e", "console.error('no storage'); process.exit(3)"],
+        },
+      ],
+      restartBackoffMs: 100,
+    });
+    kc = new KubeConfig();
+    kc.loadFromFile(cluster.kubeconfigPath);
+  });
+
+  afterAll(async () => {
+    await cluster?.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it("B-027 applies the rendered manifests as field manager blastplane and the rollout completes; a second apply changes nothing", async () => {
+    const objects = renderJobApiManifests(values("bp-one", RUNS));
+    const applied = await applyManifests(kc, objects, { force: false });
+    expect(applied.map((a) => a.kind)).toEqual([
+      "Namespace",
+      "ServiceAccount",
+      "ServiceAccount",
+      "Role",
+      "RoleBinding",
+      "ClusterRole",
+      "ClusterRoleBinding",
+      "Deployment",
+      "Service",
+      "PodDisruptionBudget",
+      "NetworkPolicy",
+    ]);
+    const deployment = cluster.store.get("deployments", "bp-one", "blastplane-jobapi");
+    expect(deployment?.metadata.managedFields).toEqual([
+      expect.objectContaining({ manager: "blastplane", operation: "Apply", apiVersion: "apps/v1" }),
+    ]);
+    expect(JSON.stringify(deployment?.spec)).toContain(`blastplanelocal.azurecr.io/blastplane-jobapi@${RUNS}`);
+    const view = await eventually(async () => {
+      const v = await readRollout(kc, "bp-one", "blastplane-jobapi");
+      return v.state === "complete" ? v : undefined;
+    }, SETTLE_MS);
+    expect(view).toMatchObject({ replicas: 1, updated_replicas: 1, available_replicas: 1 });
+    expect(view.pods).toEqual([expect.objectContaining({ phase: "Running", ready: true })]);
+    // kubectl, the independent client, sees the same rollout.
+    expect(await kubectl("bp-one", "rollout", "status", "deploy/blastplane-jobapi", "--timeout=20s")).toContain(
+      "successfully rolled out",
+    );
+    const rv = cluster.store.get("deployments", "bp-one", "blastplane-jobapi")?.metadata.resourceVersion;
+    await applyManifests(kc, objects, { force: false });
+    expect(cluster.store.get("deployments", "bp-one", "blastplane-jobapi")?.metadata.resourceVersion).toBe(rv);
+  });
+
+  it("an apply that would change a field another manager set is a 409 naming the manager and the field, unless forced", async () => {
+    const objects = renderJobApiManifests(values("bp-two", RUNS));
+    await applyManifests(kc, objects, { force: false });
+    // A person scales the Deployment by hand (kubectl's own field manager).
+    await kubectl("bp-two", "patch", "deploy/blastplane-jobapi", "--type=merge", "-p", '{"spec":{"replicas":2}}');
+    const error = await applyManifests(kc, objects, { force: false }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ApplyConflictError);
+    expect((error as ApplyConflictError).conflicts).toEqual([
+      { object: "Deployment/blastplane-jobapi", manager: expect.stringMatching(/^kubectl/), field: ".spec.replicas" },
+    ]);
+    expect((error as Error).message).toMatch(/\.spec\.replicas \(owned by "kubectl[^"]*"\).*force/);
+    // The dry run reports the same conflict and stores nothing.
+    await expect(applyManifests(kc, objects, { force: false, dryRun: true })).rejects.toBeInstanceOf(
+      ApplyConflictError,
+    );
+    expect(replicasOf("bp-two")).toBe(2);
+    await applyManifests(kc, objects, { force: true });
+    const after = cluster.store.get("deployments", "bp-two", "blastplane-jobapi");
+    expect(replicasOf("bp-two")).toBe(1);
+    const replicasOwners = ((after?.metadata.managedFields ?? []) as { manager: string; fieldsV1: unknown }[])
+      .filter((m) => JSON.stringify(m.fieldsV1).includes('"f:replicas"'))
+      .map((m) => m.manager);
+    expect(replicasOwners).toEqual(["blastplane"]);
+  });
+
+  it("kubectl apply --server-side works against the local API, and a field left out of a later apply is removed", async () => {
+    const ns = "bp-kubectl";
+    await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: ns } } });
+    const sa = (labels: Record<string, string>) =>
+      JSON.stringify({
+        apiVersion: "v1",
+        kind: "ServiceAccount",
+        metadata: { name: "probe", namespace: ns, labels },
+      });
+    const apply = async (text: string, manager = "tester") => {
+      const file = path.join(dataDir, `sa-${manager}-${cluster.store.resourceVersion}.json`);
+      writeFileSync(file, text);
+      return kubectl(ns, "apply", "--server-side", `--field-manager=${manager}`, "--validate=false", "-f", file);
+    };
+    expect(await apply(sa({ a: "1", b: "2" }))).toContain("serviceaccount/probe serverside-applied");
+    await apply(sa({ a: "1" }));
+    expect(cluster.store.get("serviceaccounts", ns, "probe")?.metadata.labels).toEqual({ a: "1" });
+    // Another manager's conflicting value: kubectl reports the conflict as the API server words it.
+    const refused = await apply(sa({ a: "2" }), "other").then(
+      () => "",
+      (e: { stderr?: string }) => e.stderr ?? "",
+    );
+    expect(refused).toContain('conflict with "tester"');
+    expect(refused).toContain(".metadata.labels.a");
+    expect(cluster.store.get("serviceaccounts", ns, "probe")?.metadata.labels).toEqual({ a: "1" });
+  });
+
+  it("a rollout that never becomes ready names each pod's reason: ImagePullBackOff, CrashLoopBackOff, Unschedulable", async () => {
+    // An image the registry never built: the kubelet cannot pull it.
+    await applyManifests(kc, renderJobApiManifests(values("bp-pull", digest("c"))), { force: false });
+    // An image whose process exits at once.
+    await applyManifests(kc, renderJobApiManifests(values("bp-crash", CRASHES)), { force: false });
+    // A pool that does not exist: nothing can schedule the pod.
+    const unschedulable = renderJobApiManifests(values("bp-nowhere", RUNS));
+    const template = (
+      deploymentOf(unschedulable).spec as { template: { spec: { nodeSelector: Record<string, string> } } }
+    ).template.spec;
+    template.nodeSelector = { [BLAST_POOL.label]: "gpu" };
+    await applyManifests(kc, unschedulable, { force: false });
+    const reasonOf = async (ns: string, reason: RegExp) =>
+      eventually(async () => {
+        const v = await readRollout(kc, ns, "blastplane-jobapi");
+        return v.state === "progressing" && v.pods.some((p) => reason.test(p.reason ?? "")) ? v : undefined;
+      }, SETTLE_MS);
+    expect(rolloutFailure(await reasonOf("bp-pull", /ImagePullBackOff|ErrImagePull/), 300)).toMatch(
+      /^the job API did not become ready within 300 s: blastplane-jobapi-\w+-\w+: (ImagePullBackOff|ErrImagePull) \(.*blastplane-jobapi@sha256:c+/,
+    );
+    expect(rolloutFailure(await reasonOf("bp-crash", /CrashLoopBackOff/), 300)).toMatch(
+      /CrashLoopBackOff \(last exit code 3/,
+    );
+    expect(rolloutFailure(await reasonOf("bp-nowhere", /Unschedulable/), 300)).toMatch(
+      /Unschedulable \(0\/1 nodes are available/,
+    );
+  });
+
+  it("a Deployment's template change rolls its pods (Recreate: the old pod goes before the new one starts)", async () => {
+    const apps = kc.makeApiClient(AppsV1Api);
+    const objects = renderJobApiManifests(values("bp-roll", RUNS));
+    await applyManifests(kc, objects, { force: false });
+    const first = await eventually(async () => {
+      const v = await readRollout(kc, "bp-roll", "blastplane-jobapi");
+      return v.state === "complete" ? v : undefined;
+    }, SETTLE_MS);
+    const changed = structuredClone(objects);
+    const container = (deploymentOf(changed).spec as { template: { spec: { containers: { env: unknown[] }[] } } })
+      .template.spec.containers[0];
+    container?.env.push({ name: "EXTRA", value: "1" });
+    const applied = await applyManifests(kc, changed, { force: false });
+    expect(applied.find((a) => a.kind === "Deployment")?.generation).toBe(2);
+    const second = await eventually(async () => {
+      const v = await readRollout(kc, "bp-roll", "blastplane-jobapi");
+      return v.state === "complete" && v.observed_generation === 2 && v.pods[0]?.name !== first.pods[0]?.name
+        ? v
+        : undefined;
+    }, SETTLE_MS);
+    expect(second.pods).toHaveLength(1);
+    const read = await apps.readNamespacedDeployment({ name: "blastplane-jobapi", namespace: "bp-roll" });
+    expect(read.status?.conditions?.find((c) => c.type === "Progressing")?.reason).toBe("NewReplicaSetAvailable");
+  });
+});

@@ -1,0 +1,245 @@
+import { generateKeyPair, SignJWT } from "jose";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { HttpResult } from "../../shared/http/envelope.js";
+import { mapErrorToResult } from "../../shared/http/envelope.js";
+import type { HttpRequestLike } from "../../shared/http/validation.js";
+import { createLogger } from "../../shared/logging/logger.js";
+import { createBotServiceKeySet } from "../../shared/notify/inbound/bot-service-keys.js";
+import type { TeamsInboundConfig } from "../../shared/notify/inbound/teams-config.js";
+import { createTeamsMessagesHandler } from "../../shared/notify/inbound/teams-messages.js";
+import { createTeamsVerifier, type VerifiedTeamsActivity } from "../../shared/notify/inbound/teams-verifier.js";
+import { startBotServiceIssuer } from "../support/teams-fakes.js";
+import { testCertificate } from "../support/test-certificate.js";
+
+const BOT_APP_ID = "0d1e2f3a-1111-4222-8333-944455566677";
+const TENANT = "7c1d2f3a-4b5c-4d6e-8f90-a1b2c3d4e5f6";
+const GUEST_TENANT = "99999999-aaaa-4bbb-8ccc-dddddddddddd";
+const TEAMS_USER = "aaaaaaaa-1111-4111-8111-111111111111";
+const PRINCIPAL = "5a6b7c8d-0000-4000-8000-0000000000a1";
+const SERVICE_URL = "https://smba.trafficmanager.net/amer/";
+
+let issuer: Awaited<ReturnType<typeof startBotServiceIssuer>>;
+let tls: { key: string; cert: string };
+
+beforeAll(async () => {
+  tls = testCertificate();
+  issuer = await startBotServiceIssuer(tls);
+});
+afterAll(async () => {
+  await issuer?.close();
+});
+
+function world(overrides: Partial<TeamsInboundConfig> = {}) {
+  const config: TeamsInboundConfig = {
+    botAppId: BOT_APP_ID,
+    tenantId: TENANT,
+    guestTenantIds: [GUEST_TENANT],
+    metadataUrl: issuer.metadataUrl,
+    issuer: issuer.issuer,
+    // Bound in upper case with braces: compared like every object id (sameObjectId).
+    bindings: new Map([[TEAMS_USER, PRINCIPAL]]),
+    ...overrides,
+  };
+  const keys = createBotServiceKeySet({ metadataUrl: config.metadataUrl, ca: tls.cert });
+  const verifier = createTeamsVerifier(config, { keys });
+  const accepted: VerifiedTeamsActivity[] = [];
+  const handle = createTeamsMessagesHandler({
+    verifier,
+    accept: async (verified) => {
+      accepted.push(verified);
+      return undefined;
+    },
+  });
+  const logger = createLogger({ level: "error", write: () => undefined });
+  const post = async (body: string, authorization?: string): Promise<HttpResult> => {
+    const request: HttpRequestLike = {
+      method: "POST",
+      url: "http://127.0.0.1/api/messages",
+      headers: new Headers({
+        "content-type": "application/json",
+        ...(authorization ? { authorization } : {}),
+      }),
+      query: new URLSearchParams(),
+      params: {},
+      text: async () => body,
+    };
+    try {
+      return await handle(request);
+    } catch (error) {
+      return mapErrorToResult(error, "req-1", logger);
+    }
+  };
+  return { keys, verifier, accepted, post };
+}
+
+const activity = (overrides: Record<string, unknown> = {}) => ({
+  type: "message",
+  id: "1700000000000",
+  channelId: "msteams",
+  serviceUrl: SERVICE_URL,
+  from: { id: "29:1abc", name: "Ops Person", aadObjectId: TEAMS_USER.toUpperCase() },
+  recipient: { id: `28:${BOT_APP_ID}`, name: "blastplane" },
+  conversation: { id: "a:1personal", conversationType: "personal", tenantId: TENANT },
+  channelData: { tenant: { id: TENANT } },
+  text: "what is the queue depth?",
+  ...overrides,
+});
+
+const token = (
+  options: Parameters<typeof issuer.token>[1] & { claims?: Record<string, unknown> } = { audience: BOT_APP_ID },
+) => issuer.token(options.claims ?? {}, { serviceUrl: SERVICE_URL, ...options });
+
+const b64 = (o: unknown) => Buffer.from(JSON.stringify(o)).toString("base64url");
+
+describe("chat platform A inbound: the Bot Service token (spec §5 item 7, §7 item 2)", () => {
+  it("C-002 C-392 a valid RS256 token and a bound sender of the home tenant are accepted as the canonical principal", async () => {
+    const w = world();
+    const res = await w.post(JSON.stringify(activity()), `Bearer ${await token()}`);
+    expect(res.status).toBe(202);
+    expect(w.accepted).toHaveLength(1);
+    expect(w.accepted[0]).toMatchObject({
+      principal: PRINCIPAL,
+      trust: "same_tenant",
+      categories: ["A1", "A2", "A3", "A4"],
+      tenantId: TENANT,
+      identity: { serviceUrl: SERVICE_URL, audience: BOT_APP_ID },
+    });
+  });
+
+  it("C-381 C-390 C-391 forged, HS256, alg:none and unknown-kid tokens are 401 and never accepted; the key set is fetched once", async () => {
+    const w = world();
+    const { privateKey: otherKey } = await generateKeyPair("RS256");
+    const forged = await new SignJWT({ serviceurl: SERVICE_URL })
+      .setProtectedHeader({ alg: "RS256", kid: "bs-key-1" })
+      .setIssuer(issuer.issuer)
+      .setAudience(BOT_APP_ID)
+      .setExpirationTime("1h")
+      .sign(otherKey);
+    // HS256 keyed with the issuer's public key (the classic algorithm-confusion forgery).
+    const publicJwk = JSON.stringify({ kty: "RSA", n: issuer.jwk.n, e: issuer.jwk.e });
+    const hs256 = await new SignJWT({ serviceurl: SERVICE_URL })
+      .setProtectedHeader({ alg: "HS256", kid: "bs-key-1" })
+      .setIssuer(issuer.issuer)
+      .setAudience(BOT_APP_ID)
+      .setExpirationTime("1h")
+      .sign(new TextEncoder().encode(publicJwk));
+    const none = `${b64({ alg: "none", kid: "bs-key-1" })}.${b64({
+      iss: issuer.issuer,
+      aud: BOT_APP_ID,
+      serviceurl: SERVICE_URL,
+      exp: Math.floor(Date.now() / 1000) + 3600,
+    })}.`;
+    const unknownKid = await token({ audience: BOT_APP_ID, kid: "not-in-the-set" });
+    const valid = await token();
+    const tampered = `${valid.split(".")[0]}.${b64({ iss: issuer.issuer, aud: BOT_APP_ID, serviceurl: SERVICE_URL, exp: 4102444800 })}.${valid.split(".")[2]}`;
+    for (const [name, t] of Object.entries({ forged, hs256, none, unknownKid, tampered })) {
+      const res = await w.post(JSON.stringify(activity()), `Bearer ${t}`);
+      expect(res.status, name).toBe(401);
+      expect(res.jsonBody, name).toMatchObject({ request_id: "req-1" });
+    }
+    for (const auth of [undefined, "Basic abc", "Bearer", `Bearer ${valid} extra`]) {
+      expect((await w.post(JSON.stringify(activity()), auth)).status, String(auth)).toBe(401);
+    }
+    expect(w.accepted).toHaveLength(0);
+    // Twenty more valid requests: the cached key set is not fetched again, and the unknown kid
+    // above triggered at most one early refresh.
+    for (let i = 0; i < 20; i++) await w.post(JSON.stringify(activity()), `Bearer ${await token()}`);
+    expect(w.accepted).toHaveLength(20);
+    expect(w.keys.fetches()).toBe(1);
+  });
+
+  it("C-382 C-257 C-383 C-384 C-385 wrong audience (also Bot Framework's own, which the Agents SDK accepts), wrong issuer, expired, not yet valid, no service URL: 401", async () => {
+    const w = world();
+    const cases = {
+      otherAudience: await token({ audience: "11111111-2222-4333-8444-555555555555" }),
+      botFrameworkAudience: await token({ audience: "https://api.botframework.com" }),
+      otherIssuer: await token({
+        audience: BOT_APP_ID,
+        issuer: "https://sts.windows.net/d6d49420-f39b-4df7-a1dc-d59a935871db/",
+      }),
+      expired: await token({ audience: BOT_APP_ID, expiresIn: "-10m" }),
+      notYetValid: await token({ audience: BOT_APP_ID, notBefore: "10m" }),
+      noServiceUrl: await issuer.token({}, { audience: BOT_APP_ID }),
+      plainHttpServiceUrl: await issuer.token({}, { audience: BOT_APP_ID, serviceUrl: "http://smba.example/amer/" }),
+    };
+    for (const [name, t] of Object.entries(cases)) {
+      const res = await w.post(JSON.stringify(activity()), `Bearer ${t}`);
+      expect(res.status, name).toBe(401);
+    }
+    expect(w.accepted).toHaveLength(0);
+  });
+
+  it("C-380 the token is checked before the body is parsed: a bad token with malformed JSON is 401, not a parse error", async () => {
+    const w = world();
+    const res = await w.post("{not json", "Bearer a.b.c");
+    expect(res.status).toBe(401);
+    expect((await w.post("{not json", `Bearer ${await token()}`)).status).toBe(400);
+  });
+});
+
+describe("chat platform A inbound: the activity against the verified identity", () => {
+  it("C-386 C-387 an activity whose serviceUrl differs from the token's claim, or whose channel is not msteams, is 401", async () => {
+    const w = world();
+    const t = await token();
+    const wrongUrl = await w.post(
+      JSON.stringify(activity({ serviceUrl: "https://evil.example/amer/" })),
+      `Bearer ${t}`,
+    );
+    expect(wrongUrl.status).toBe(401);
+    const wrongChannel = await w.post(JSON.stringify(activity({ channelId: "slack" })), `Bearer ${t}`);
+    expect(wrongChannel.status).toBe(401);
+    // A trailing slash or the host's case is the same service URL.
+    const same = await w.post(
+      JSON.stringify(activity({ serviceUrl: "https://SMBA.trafficmanager.net/amer" })),
+      `Bearer ${t}`,
+    );
+    expect(same.status).toBe(202);
+  });
+
+  it("C-258 C-388 C-389 C-391 another tenant, a missing tenant, an unbound sender and a sender without aadObjectId are 403 and never accepted", async () => {
+    const w = world();
+    const t = await token();
+    const other = "12121212-3434-4565-8787-909090909090";
+    for (const [name, a] of Object.entries({
+      otherTenant: activity({ conversation: { id: "a:1", tenantId: other }, channelData: { tenant: { id: other } } }),
+      conflictingTenants: activity({ channelData: { tenant: { id: other } } }),
+      noTenant: activity({ conversation: { id: "a:1" }, channelData: {} }),
+      unbound: activity({ from: { id: "29:2", aadObjectId: "bbbbbbbb-2222-4222-8222-222222222222" } }),
+      noAadObjectId: activity({ from: { id: "29:2" } }),
+    })) {
+      const res = await w.post(JSON.stringify(a), `Bearer ${t}`);
+      expect(res.status, name).toBe(403);
+    }
+    expect(w.accepted).toHaveLength(0);
+  });
+
+  it("C-353 C-354 C-355 a bound sender of a configured guest tenant is accepted for A2–A4 only", async () => {
+    const w = world();
+    const res = await w.post(
+      JSON.stringify(
+        activity({
+          conversation: { id: "a:1", tenantId: GUEST_TENANT },
+          channelData: { tenant: { id: GUEST_TENANT } },
+        }),
+      ),
+      `Bearer ${await token()}`,
+    );
+    expect(res.status).toBe(202);
+    expect(w.accepted[0]).toMatchObject({ trust: "guest", categories: ["A2", "A3", "A4"], principal: PRINCIPAL });
+  });
+
+  it("oversized (1 MB) and deeply nested bodies, and fields past their bounds, are refused before acceptance (413, 422)", async () => {
+    const w = world();
+    const t = await token();
+    const big = await w.post(JSON.stringify(activity({ text: "x".repeat(1024 * 1024) })), `Bearer ${t}`);
+    expect(big.status).toBe(413);
+    const nested = `${"[".repeat(10_000)}1${"]".repeat(10_000)}`;
+    const deep = await w.post(JSON.stringify(activity()).replace(/}$/, `,"value":${nested}}`), `Bearer ${t}`);
+    expect(deep.status).toBe(422);
+    const longText = await w.post(JSON.stringify(activity({ text: "x".repeat(30_000) })), `Bearer ${t}`);
+    expect(longText.status).toBe(422);
+    const noConversation = await w.post(JSON.stringify(activity({ conversation: undefined })), `Bearer ${t}`);
+    expect(noConversation.status).toBe(422);
+    expect(w.accepted).toHaveLength(0);
+  });
+});

@@ -1,0 +1,221 @@
+import http from "node:http";
+import https from "node:https";
+import type { AddressInfo } from "node:net";
+import { exportJWK, generateKeyPair, jwtVerify, SignJWT } from "jose";
+
+/**
+ * Local servers speaking Microsoft Teams' wire formats, so the Microsoft 365 Agents SDK's real
+ * clients are tested end to end: Entra's token endpoint (what MSAL's client-credentials call
+ * reaches), Bot Connector's `/v3/conversations/{id}/activities`, and a Bot Service–shaped token
+ * issuer (OpenID metadata + JWKS over HTTPS) that signs the tokens Bot Service sends the bot.
+ */
+
+export interface Recorded {
+  method: string;
+  path: string;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+/** How the fake answers the next request. */
+export type Behaviour = "ok" | { status: number; body?: string; headers?: Record<string, string> } | "cut" | "hang";
+
+interface Fake {
+  url: string;
+  requests: Recorded[];
+  script: Behaviour[];
+  close(): Promise<void>;
+}
+
+async function serve(
+  server: http.Server | https.Server,
+  protocol: "http" | "https",
+  answerOk: (r: Recorded, res: http.ServerResponse) => void | Promise<void>,
+): Promise<Fake> {
+  const fake: Fake = { url: "", requests: [], script: [], close: async () => undefined };
+  const hanging = new Set<http.ServerResponse>();
+  server.on("request", (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const r: Recorded = {
+        method: req.method ?? "",
+        path: req.url ?? "",
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString("utf8"),
+      };
+      fake.requests.push(r);
+      const b = fake.script.shift() ?? "ok";
+      if (b === "ok") return void answerOk(r, res);
+      if (b === "cut") return req.socket.destroy();
+      if (b === "hang") {
+        hanging.add(res);
+        return;
+      }
+      res.writeHead(b.status, { "content-type": "application/json", ...b.headers });
+      res.end(b.body ?? "");
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  fake.url = `${protocol}://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  fake.close = () =>
+    new Promise<void>((resolve) => {
+      for (const res of hanging) res.socket?.destroy();
+      server.closeAllConnections?.();
+      server.close(() => resolve());
+    });
+  return fake;
+}
+
+const json = (res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
+  res.writeHead(status, { "content-type": "application/json; charset=utf-8", ...headers });
+  res.end(JSON.stringify(body));
+};
+
+/**
+ * Entra ID's v2 token endpoint (`POST /{tenant}/oauth2/v2.0/token`, client credentials): checks
+ * the client id and secret and answers an RS256 access token for the requested `.default` scope, or
+ * Entra's error body (`invalid_client`, AADSTS7000215) with 401.
+ */
+export async function startEntraFake(options: { tenantId: string; clientId: string; clientSecret: string }) {
+  const { privateKey, publicKey } = await generateKeyPair("RS256");
+  const issued: string[] = [];
+  const fake = await serve(http.createServer(), "http", async (r, res) => {
+    const form = new URLSearchParams(r.body);
+    if (r.method !== "POST" || !r.path.startsWith(`/${options.tenantId}/oauth2/v2.0/token`))
+      return json(res, 404, { error: "invalid_request", error_description: "AADSTS90002: Tenant not found." });
+    if (form.get("client_id") !== options.clientId || form.get("client_secret") !== options.clientSecret)
+      return json(res, 401, {
+        error: "invalid_client",
+        error_description: "AADSTS7000215: Invalid client secret provided.",
+        error_codes: [7000215],
+        timestamp: new Date().toISOString(),
+        trace_id: "00000000-0000-0000-0000-000000000000",
+        correlation_id: "00000000-0000-0000-0000-000000000000",
+      });
+    const scope = form.get("scope") ?? "";
+    const resource = scope.split(" ")[0]?.replace(/\/\.default$/, "") ?? "";
+    const token = await new SignJWT({ appid: options.clientId, tid: options.tenantId, roles: [] })
+      .setProtectedHeader({ alg: "RS256", kid: "entra-1" })
+      .setIssuer(`https://sts.windows.net/${options.tenantId}/`)
+      .setAudience(resource)
+      .setIssuedAt()
+      .setExpirationTime("1h")
+      .sign(privateKey);
+    issued.push(scope);
+    json(res, 200, { token_type: "Bearer", expires_in: 3599, ext_expires_in: 3599, access_token: token });
+  });
+  return {
+    ...fake,
+    /** The scopes tokens were issued for, in order. */
+    issued,
+    /** Checks a bearer token this fake issued for `audience`. */
+    async verify(token: string, audience: string) {
+      return jwtVerify(token, publicKey, { audience, algorithms: ["RS256"] });
+    },
+  };
+}
+
+/**
+ * Routes the global `fetch` (the Agents SDK's and MSAL's HTTP client) for Entra's host to the local
+ * fake, like a hosts-file entry: the SDK keeps its default authority and MSAL its built-in cloud
+ * metadata, so the token call is the production one. Returns the function that restores `fetch`.
+ */
+export function routeEntraTo(fakeUrl: string, host = "login.microsoftonline.com"): () => void {
+  const real = globalThis.fetch;
+  const target = new URL(fakeUrl);
+  globalThis.fetch = (input: string | URL | Request, init?: RequestInit) => {
+    const url = new URL(typeof input === "string" ? input : input instanceof URL ? input.href : input.url);
+    if (url.hostname !== host) return real(input, init);
+    url.protocol = target.protocol;
+    url.host = target.host;
+    return real(url, init);
+  };
+  return () => {
+    globalThis.fetch = real;
+  };
+}
+
+/**
+ * Bot Connector's REST API (`POST /v3/conversations/{conversationId}/activities`, and
+ * `…/activities/{activityId}` for a reply, the Agents SDK's proactive path): the bearer must
+ * be an app token for `https://api.botframework.com` from the Entra fake; answers 201 with the
+ * created activity's `{id}`, or Bot Connector's error body (`{error: {code, message}}`).
+ */
+export async function startBotConnectorFake(verify: (token: string) => Promise<unknown>) {
+  let next = 1;
+  const fake = await serve(http.createServer(), "http", async (r, res) => {
+    const m = /^\/v3\/conversations\/([^/]+)\/activities(?:\/[^/]+)?\/?$/.exec(r.path.split("?")[0] ?? "");
+    if (r.method !== "POST" || !m)
+      return json(res, 404, { error: { code: "NotFound", message: "The requested resource was not found" } });
+    const token = /^Bearer (.+)$/.exec(r.headers.authorization ?? "")?.[1];
+    try {
+      if (!token) throw new Error("no token");
+      await verify(token);
+    } catch {
+      return json(res, 401, { message: "Authorization has been denied for this request." });
+    }
+    json(res, 201, { id: `1:${decodeURIComponent(m[1] ?? "")}-${next++}` });
+  });
+  return {
+    ...fake,
+    /** The activities posted, parsed, with the conversation id of their path. */
+    activities: () =>
+      fake.requests
+        .filter((r) => r.method === "POST")
+        .map((r) => ({
+          conversation: decodeURIComponent(/^\/v3\/conversations\/([^/]+)/.exec(r.path)?.[1] ?? ""),
+          activity: JSON.parse(r.body) as Record<string, unknown>,
+        })),
+  };
+}
+
+/** The signing keys and metadata of a Bot Service–shaped issuer (OpenID metadata + JWKS) over HTTPS. */
+export async function startBotServiceIssuer(
+  tls: { key: string; cert: string },
+  issuer = "https://api.botframework.com",
+) {
+  const { privateKey, publicKey } = await generateKeyPair("RS256");
+  const jwk = { ...(await exportJWK(publicKey)), kid: "bs-key-1", use: "sig", alg: "RS256", endorsements: ["msteams"] };
+  const fake = await serve(https.createServer(tls), "https", (r, res) => {
+    if (r.path === "/v1/.well-known/openidconfiguration")
+      return json(res, 200, {
+        issuer,
+        authorization_endpoint: "https://invalid.botframework.com",
+        jwks_uri: `${fake.url}/v1/.well-known/keys`,
+        id_token_signing_alg_values_supported: ["RS256"],
+        token_endpoint_auth_methods_supported: ["private_key_jwt"],
+      });
+    if (r.path === "/v1/.well-known/keys") return json(res, 200, { keys: [jwk] });
+    json(res, 404, {});
+  });
+  return {
+    ...fake,
+    issuer,
+    metadataUrl: `${fake.url}/v1/.well-known/openidconfiguration`,
+    privateKey,
+    /** The public signing key as published in the key set. */
+    jwk,
+    /** Signs a Bot Service token like the service (RS256, kid of the key set); `claims` override. */
+    async token(
+      claims: Record<string, unknown>,
+      options: {
+        audience: string;
+        serviceUrl?: string;
+        expiresIn?: string;
+        notBefore?: string;
+        kid?: string;
+        issuer?: string;
+      },
+    ) {
+      const jwt = new SignJWT({ ...(options.serviceUrl ? { serviceurl: options.serviceUrl } : {}), ...claims })
+        .setProtectedHeader({ alg: "RS256", kid: options.kid ?? "bs-key-1", typ: "JWT" })
+        .setIssuer(options.issuer ?? issuer)
+        .setAudience(options.audience)
+        .setIssuedAt()
+        .setExpirationTime(options.expiresIn ?? "1h");
+      if (options.notBefore) jwt.setNotBefore(options.notBefore);
+      return jwt.sign(privateKey);
+    },
+  };
+}

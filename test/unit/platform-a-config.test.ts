@@ -1,0 +1,123 @@
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { ConfigError } from "../../shared/config/env.js";
+import { loadTeamsInboundConfig } from "../../shared/notify/inbound/teams-config.js";
+import { loadNotifyConfig } from "../../shared/notify/notify-config.js";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const catalogDir = path.join(ROOT, "config");
+const TEAMS = {
+  SVC_PLATFORM_A_BOT_APP_ID: "0d1e2f3a-1111-4222-8333-944455566677",
+  SVC_PLATFORM_A_TENANT_ID: "7c1d2f3a-4b5c-4d6e-8f90-a1b2c3d4e5f6",
+  SVC_PLATFORM_A_CLIENT_SECRET_REF: "kv:teams-bot-secret",
+};
+
+const problemsOf = (env: Record<string, string>, local = false) => {
+  try {
+    loadNotifyConfig(env, { local, catalogDir });
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+  return [];
+};
+
+describe("chat platform A outbound settings (issue 25; spec §2.6, §7 item 8)", () => {
+  it("C-252 the Teams channel registers from its three settings (as an A2 channel of operational_alert in the shipped matrix)", () => {
+    const config = loadNotifyConfig(
+      { ...TEAMS, SVC_PLATFORM_A_ALERT_CONVERSATION_ID: "19:alerts@thread.tacv2" },
+      { local: false, catalogDir },
+    );
+    expect([...config.registered]).toEqual(["teams"]);
+    expect(config.platformA).toEqual({
+      botAppId: TEAMS.SVC_PLATFORM_A_BOT_APP_ID,
+      tenantId: TEAMS.SVC_PLATFORM_A_TENANT_ID,
+      clientSecretRef: "kv:teams-bot-secret",
+      serviceUrl: "https://smba.trafficmanager.net/teams/",
+      alertConversationId: "19:alerts@thread.tacv2",
+    });
+  });
+
+  it("C-498 a half-configured Teams channel, a non-GUID app id and a plain-HTTP service URL outside the local stack refuse to start", () => {
+    expect(problemsOf({ SVC_PLATFORM_A_BOT_APP_ID: TEAMS.SVC_PLATFORM_A_BOT_APP_ID })).toEqual([
+      "SVC_PLATFORM_A_TENANT_ID, SVC_PLATFORM_A_CLIENT_SECRET_REF: are required for the chat platform A channel",
+    ]);
+    expect(problemsOf({ ...TEAMS, SVC_PLATFORM_A_BOT_APP_ID: "my-bot" }).join("\n")).toMatch(
+      /SVC_PLATFORM_A_BOT_APP_ID.*GUID/,
+    );
+    expect(problemsOf({ ...TEAMS, SVC_PLATFORM_A_SERVICE_URL: "http://127.0.0.1:3978/" })).toEqual([
+      "SVC_PLATFORM_A_SERVICE_URL: must be https:// outside the local profile",
+    ]);
+    expect(problemsOf({ ...TEAMS, SVC_PLATFORM_A_SERVICE_URL: "http://127.0.0.1:3978/" }, true)).toEqual([]);
+  });
+});
+
+describe("chat platform A inbound settings (issue 26; spec §2.6, §7 item 8, §8)", () => {
+  const base = {
+    SVC_PLATFORM_A_CHANNEL_ENABLED: "true",
+    SVC_PLATFORM_A_BOT_APP_ID: TEAMS.SVC_PLATFORM_A_BOT_APP_ID,
+    SVC_PLATFORM_A_TENANT_ID: TEAMS.SVC_PLATFORM_A_TENANT_ID,
+  };
+  const binding = (i: number) =>
+    [`aaaaaaaa-0000-4000-8000-${i.toString(16).padStart(12, "0")}`, "5a6b7c8d-0000-4000-8000-0000000000a1"] as const;
+  const bindings = (n: number) => JSON.stringify(Object.fromEntries(Array.from({ length: n }, (_, i) => binding(i))));
+  const inboundProblems = (env: Record<string, string>) => {
+    try {
+      loadTeamsInboundConfig(env);
+    } catch (error) {
+      if (error instanceof ConfigError) return error.problems.join("\n");
+      throw error;
+    }
+    return "";
+  };
+
+  it("C-254 the channel is off by default: nothing is required and the route stays closed", () => {
+    expect(loadTeamsInboundConfig({})).toBeUndefined();
+    expect(loadTeamsInboundConfig({ SVC_PLATFORM_A_CHANNEL_ENABLED: "false" })).toBeUndefined();
+  });
+
+  it("C-260 C-261 C-262 bindings: unset, {}, an array, a non-string value or 1,001 entries refuse to start; 1,000 load, compared like object ids", () => {
+    expect(inboundProblems(base)).toMatch(/SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON: is required/);
+    expect(inboundProblems({ ...base, SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON: "{}" })).toMatch(/must not be empty/);
+    expect(inboundProblems({ ...base, SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON: '["a"]' })).toMatch(
+      /must be a JSON object/,
+    );
+    expect(
+      inboundProblems({
+        ...base,
+        SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON: JSON.stringify({ [binding(1)[0]]: 42 }),
+      }),
+    ).toMatch(/must be a principal object id GUID \(a string\)/);
+    expect(inboundProblems({ ...base, SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON: "{not json" })).toMatch(/not valid JSON/);
+    expect(inboundProblems({ ...base, SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON: bindings(1001) })).toMatch(
+      /holds 1001 entries; at most 1000/,
+    );
+    const [key, value] = binding(7);
+    expect(
+      inboundProblems({
+        ...base,
+        SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON: JSON.stringify({ [key]: value, [`{${key.toUpperCase()}}`]: value }),
+      }),
+    ).toMatch(/is bound twice/);
+    const config = loadTeamsInboundConfig({ ...base, SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON: bindings(1000) });
+    expect(config?.bindings.size).toBe(1000);
+  });
+
+  it("C-259 an http:// issuer or key-set override refuses to start; the bot app id and tenant are required when enabled", () => {
+    const ok = { ...base, SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON: bindings(1) };
+    expect(inboundProblems({ ...ok, SVC_PLATFORM_A_OPENID_METADATA_URL: "http://127.0.0.1:1/openid" })).toMatch(
+      /SVC_PLATFORM_A_OPENID_METADATA_URL.*https/,
+    );
+    expect(inboundProblems({ ...ok, SVC_PLATFORM_A_TOKEN_ISSUER: "http://api.botframework.com" })).toMatch(
+      /SVC_PLATFORM_A_TOKEN_ISSUER.*https/,
+    );
+    const { SVC_PLATFORM_A_BOT_APP_ID: _a, SVC_PLATFORM_A_TENANT_ID: _t, ...noIdentity } = ok;
+    expect(inboundProblems(noIdentity)).toMatch(/SVC_PLATFORM_A_BOT_APP_ID[\s\S]*SVC_PLATFORM_A_TENANT_ID/);
+    expect(loadTeamsInboundConfig(ok)).toMatchObject({
+      metadataUrl: "https://login.botframework.com/v1/.well-known/openidconfiguration",
+      issuer: "https://api.botframework.com",
+      guestTenantIds: [],
+    });
+  });
+});
