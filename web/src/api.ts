@@ -208,6 +208,12 @@ export function createApiClient(options: {
     results: (uuid: string, content: ResultContent, signal?: AbortSignal) =>
       send(`${job(uuid)}/results?content=${content}`, { signal, headers: { Accept: "*/*" } }),
 
+    /** A single-use terminal ticket (30 s), bound to this page's origin (decision 0020). */
+    terminalTicket: () =>
+      data<{ ticket: string; expires_at: string; expires_in_seconds: number }>("/api/terminal/tickets", {
+        method: "POST",
+        body: {},
+      }),
     /** One console turn as server-sent events (`POST /api/chat/stream`); aborting `signal` closes it. */
     chatStream: (text: string, signal: AbortSignal) =>
       eventStream("/api/chat/stream", { method: "POST", body: { text }, signal }),
@@ -217,12 +223,6 @@ export function createApiClient(options: {
     jobApiDeployment: (signal?: AbortSignal) => data<JobApiDeploymentView>("/api/jobapi/deployment", { signal }),
     deployJobApi: (request: { image_digest: string; force: boolean }) =>
       data<{ operation: Operation }>("/api/jobapi/deploy", { method: "POST", body: request }),
-    /** A single-use terminal ticket (30 s), bound to this page's origin (decision 0020). */
-    terminalTicket: () =>
-      data<{ ticket: string; expires_at: string; expires_in_seconds: number }>("/api/terminal/tickets", {
-        method: "POST",
-        body: {},
-      }),
 
     apiTokenStatus: (signal?: AbortSignal) => data<ApiTokenStatus>("/api/settings/api-token", { signal }),
     revealApiToken: () => data<{ api_token: string }>("/api/settings/api-token/reveal", { method: "POST" }),
