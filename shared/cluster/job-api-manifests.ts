@@ -93,9 +93,27 @@ export function renderJobApiManifests(
     if (doc.errors.length > 0) throw new Error(`the job API manifest is not valid YAML: ${doc.errors[0]?.message}`);
     const obj = doc.toJS() as KubeManifest | null;
     if (!obj) continue;
-    objects.push(inNamespace(obj, values.namespace));
+    objects.push(withoutUnusedTerminal(inNamespace(obj, values.namespace), values));
   }
   return objects;
+}
+
+/** The browser terminal's container and volumes in the job API's pod (decision 0020). */
+const TERMINAL_CONTAINER = "terminal";
+const TERMINAL_VOLUMES = new Set(["terminal-token", "terminal-home"]);
+
+/**
+ * Without a web app origin no browser may open the terminal (the job API refuses every origin),
+ * so its daemon is not run at all: the pod is the job API alone, and no shell exists to reach.
+ */
+function withoutUnusedTerminal(obj: KubeManifest, values: JobApiValues): KubeManifest {
+  if (values.web_app_origin !== "" || obj.kind !== "Deployment") return obj;
+  const pod = (obj.spec as { template?: { spec?: { containers?: { name: string }[]; volumes?: { name: string }[] } } })
+    ?.template?.spec;
+  if (!pod?.containers?.some((c) => c.name === TERMINAL_CONTAINER)) return obj;
+  pod.containers = pod.containers.filter((c) => c.name !== TERMINAL_CONTAINER);
+  if (pod.volumes) pod.volumes = pod.volumes.filter((v) => !TERMINAL_VOLUMES.has(v.name));
+  return obj;
 }
 
 function inNamespace(obj: KubeManifest, namespace: string): KubeManifest {

@@ -35,7 +35,9 @@ const values = (namespace: string, image_digest: string): JobApiValues => ({
   app_subnet_cidr: "10.1.0.0/24",
   auth_client_id: "00000000-0000-4000-8000-000000000001",
   auth_tenant_id: "00000000-0000-4000-8000-000000000000",
-  web_app_origin: "https://portal.example",
+  // No origin may open the browser terminal, so its daemon is not deployed: the local kubelet runs
+  // pods of one container (the two-container pod is checked by test/unit/job-api-deploy-service.test.ts).
+  web_app_origin: "",
 });
 
 describe("server-side apply on the local Kubernetes API, and the job API's rollout", { timeout: 120_000 }, () => {

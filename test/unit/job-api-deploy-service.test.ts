@@ -109,6 +109,36 @@ describe("the job API deploy service", () => {
     );
   });
 
+  it("fills the terminal's settings from the app's, and runs the terminal daemon only when a web app origin may open it", async () => {
+    const { svc, dryRuns } = service();
+    await svc.deploy(CALLER, { image_digest: DIGEST, force: false }, { requestId: "r" });
+    const values = dryRuns[0]?.values as JobApiValues;
+    const pod = (v: JobApiValues) => {
+      const deployment = renderJobApiManifests(v).find((o) => o.kind === "Deployment") as unknown as {
+        spec: {
+          template: {
+            spec: {
+              containers: { name: string; env?: { name: string; value?: string }[] }[];
+              volumes: { name: string }[];
+            };
+          };
+        };
+      };
+      return deployment.spec.template.spec;
+    };
+    const withTerminal = pod(values);
+    expect(withTerminal.containers.map((c) => c.name)).toEqual(["jobapi", "terminal"]);
+    const env = Object.fromEntries((withTerminal.containers[0]?.env ?? []).map((e) => [e.name, e.value]));
+    expect(env).toMatchObject({
+      JOBAPI_AUTH_CLIENT_ID: SETTINGS.authClientId,
+      JOBAPI_AUTH_TENANT_ID: SETTINGS.authTenantId,
+      JOBAPI_TERMINAL_ALLOWED_ORIGINS: "https://portal.example",
+    });
+    const without = pod({ ...values, web_app_origin: "" });
+    expect(without.containers.map((c) => c.name)).toEqual(["jobapi"]);
+    expect(without.volumes.map((v) => v.name)).toEqual(["data"]);
+  });
+
   it("answers the deploy already running instead of starting another", async () => {
     const { svc, orchestrations } = service();
     orchestrations.put({
