@@ -32,7 +32,7 @@ const one = (text: string, fields: string[], ref = "audit:r1") =>
 const check = (text: string, fields: string[]) =>
   validateRendering(one(text, fields), [result], { actionTypes: ["retry_job", "cancel_job"] });
 
-describe("C-024..C-028 the grounded-answer validator (rule 3): values must be in the fields each sentence cites", () => {
+describe("C-024 C-025 C-026 C-027 C-028 the grounded-answer validator (rule 3): values must be in the fields each sentence cites", () => {
   it("accepts a sentence whose every value is in its cited fields, and appends the evidence references", () => {
     expect(
       check("Job j-7 failed with exit code 3 at 2026-11-27T01:02:03Z.", [
