@@ -196,7 +196,8 @@ route(
 );
 
 // Spec §4 projections this product has no model for (docs/decisions/0021): a typed unavailable
-// answer (§7 item 1: optional projections treat 501 as unavailable), after the Reader check.
+// answer (§7 item 1: optional projections treat 501 as unavailable), after the Reader check. Not in
+// the OpenAPI description: an operation with no success answer has nothing for a client to call.
 for (const [name, path, what] of [
   ["forecastLearning", "forecast-learning", "forecast closure and publishing state"],
   ["dynamicAssurance", "dynamic-assurance", "scalar and graph model summaries and trajectory closure counts"],
@@ -207,10 +208,6 @@ for (const [name, path, what] of [
       methods: ["GET"],
       route: path,
       role: "Reader",
-      openapi: {
-        summary: `Unavailable in this product: ${what} (typed 501)`,
-        responses: { "501": errorResponse("this product has no such model (docs/decisions/0021)") },
-      },
     },
     async (_request, scope) =>
       errorResult(

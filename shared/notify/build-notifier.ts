@@ -6,10 +6,8 @@ import type { TableSource } from "../storage/table-source.js";
 import { createEmailChannel } from "./channels/email.js";
 import { createLocalInboxChannel } from "./channels/local-inbox.js";
 import { createPagingChannel } from "./channels/paging.js";
-import { createPlatformAChannel } from "./channels/platform-a.js";
 import { createPlatformBChannel } from "./channels/platform-b.js";
 import { createTeamsConversationStore, type TeamsConversationStore } from "./channels/teams-conversations.js";
-import { createSmsChannel } from "./channels/sms.js";
 import { createWebhookChannel } from "./channels/webhook.js";
 import { createDeliveryStore, type DeliveryStore } from "./delivery-store.js";
 import type { ChannelKind } from "./matrix.js";
@@ -161,8 +159,9 @@ export function buildChannelAdapters(
   if (platformA && conversations) {
     // One adapter for both trust rows: same-tenant and guest recipients are reached the same way;
     // the matrix decides which categories each may carry.
+    // The Agents SDK (and its telemetry) loads on the first Teams send, not at the app's start.
     const teams = lazyAdapter("platform_a", "continueConversation.sendActivity", async () =>
-      createPlatformAChannel({
+      (await import("./channels/platform-a.js")).createPlatformAChannel({
         botAppId: platformA.botAppId,
         tenantId: platformA.tenantId,
         clientSecret: await resolve(platformA.clientSecretRef),
@@ -179,6 +178,7 @@ export function buildChannelAdapters(
       "sms",
       lazyAdapter("sms", "sms.send", async () => {
         if (!credential) throw new Error("the SMS channel signs in with the app's identity, and there is none");
+        const { createSmsChannel } = await import("./channels/sms.js");
         return createSmsChannel({ ...sms, credential, ...ca });
       }),
     );

@@ -225,7 +225,7 @@ describe("GET /api/live/stream on the local stack", () => {
 });
 
 describe("projections without a model (docs/decisions/0021)", () => {
-  it("C-325 C-326: /forecast-learning and /dynamic-assurance need a token, then answer a typed 501 unavailable", async () => {
+  it("spec §4 /forecast-learning and /dynamic-assurance need a token, then answer a typed 501 unavailable", async () => {
     for (const path of ["forecast-learning", "dynamic-assurance"]) {
       expect((await fetch(url(path))).status, path).toBe(401);
       const res = await fetch(url(path), { headers: { Authorization: `Bearer ${tokens.Reader}` } });

@@ -4,10 +4,10 @@ import type { HttpResult } from "../../shared/http/envelope.js";
 import { mapErrorToResult } from "../../shared/http/envelope.js";
 import type { HttpRequestLike } from "../../shared/http/validation.js";
 import { createLogger } from "../../shared/logging/logger.js";
-import { createBotServiceKeySet } from "../../shared/notify/inbound/bot-service-keys.js";
-import type { TeamsInboundConfig } from "../../shared/notify/inbound/teams-config.js";
-import { createTeamsMessagesHandler } from "../../shared/notify/inbound/teams-messages.js";
-import { createTeamsVerifier, type VerifiedTeamsActivity } from "../../shared/notify/inbound/teams-verifier.js";
+import { createBotServiceKeySet } from "../../shared/channels/platform-a/bot-service-keys.js";
+import type { TeamsInboundConfig } from "../../shared/channels/platform-a/teams-config.js";
+import { createTeamsMessagesHandler } from "../../shared/channels/platform-a/teams-messages.js";
+import { createTeamsVerifier, type VerifiedTeamsActivity } from "../../shared/channels/platform-a/teams-verifier.js";
 import { startBotServiceIssuer } from "../support/teams-fakes.js";
 import { testCertificate } from "../support/test-certificate.js";
 

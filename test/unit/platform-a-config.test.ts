@@ -2,7 +2,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { ConfigError } from "../../shared/config/env.js";
-import { loadTeamsInboundConfig } from "../../shared/notify/inbound/teams-config.js";
+import { loadTeamsInboundConfig } from "../../shared/channels/platform-a/teams-config.js";
 import { loadNotifyConfig } from "../../shared/notify/notify-config.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { teamsInboundTurn } from "../../shared/notify/inbound/teams-turn.js";
-import type { VerifiedTeamsActivity } from "../../shared/notify/inbound/teams-verifier.js";
+import { teamsInboundTurn } from "../../shared/channels/platform-a/teams-turn.js";
+import type { VerifiedTeamsActivity } from "../../shared/channels/platform-a/teams-verifier.js";
 
 const TENANT = "7c1d2f3a-4b5c-4d6e-8f90-a1b2c3d4e5f6";
 const verified = (activity: Record<string, unknown>, trust: "same_tenant" | "guest" = "same_tenant") =>

@@ -3,7 +3,7 @@ import { z } from "zod";
 import { normalizeObjectId, sameObjectId } from "../../auth/object-id.js";
 import { ForbiddenError, UnauthorizedError, ValidationError } from "../../errors.js";
 import { zodIssues } from "../../http/validation.js";
-import type { NotificationCategory } from "../types.js";
+import type { NotificationCategory } from "../../notify/types.js";
 import type { BotServiceKeySet } from "./bot-service-keys.js";
 import type { TeamsInboundConfig } from "./teams-config.js";
 

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { ChannelInboundTurn } from "../../channels/inbound/types.js";
+import type { ChannelInboundTurn } from "../inbound/types.js";
 import type { VerifiedTeamsActivity } from "./teams-verifier.js";
 
 /** A Teams text message is at most about 28 KB; the core gets at most this many characters. */
