@@ -1,24 +1,11 @@
 // `npm run docs:config`: regenerates the configuration reference in docs/configuration.md from the
 // settings schemas (scripts/config-reference.ts, bundled here with esbuild so it runs without a
 // build). `--check` changes nothing and exits 1 when the committed reference is out of date.
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
-import { build } from "esbuild";
+import { bundleAndImport, root } from "./bundle-import.mjs";
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const outfile = path.join(root, "node_modules/.cache/blastplane/config-reference.mjs");
-mkdirSync(path.dirname(outfile), { recursive: true });
-await build({
-  entryPoints: [path.join(root, "scripts/config-reference.ts")],
-  outfile,
-  bundle: true,
-  platform: "node",
-  format: "esm",
-  packages: "external",
-  logLevel: "error",
-});
-const reference = await import(pathToFileURL(outfile).href);
+const reference = await bundleAndImport("scripts/config-reference.ts");
 const docFile = path.join(root, reference.DOC_PATH);
 const doc = readFileSync(docFile, "utf8");
 const { block, names, undescribed } = reference.generateReference(root);

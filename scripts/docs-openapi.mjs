@@ -1,24 +1,11 @@
 // `npm run docs:openapi`: rewrites the committed API descriptions (test/fixtures/dashboard-openapi.json,
 // test/fixtures/jobapi-openapi.json) from the route definitions, after a route was added or changed.
 // The tests hold the committed copies equal to what the APIs serve; this only saves writing them by hand.
-import { mkdirSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import path from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
-import { build } from "esbuild";
+import { bundleAndImport, root } from "./bundle-import.mjs";
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const outfile = path.join(root, "node_modules/.cache/blastplane/openapi-fixtures.mjs");
-mkdirSync(path.dirname(outfile), { recursive: true });
-await build({
-  entryPoints: [path.join(root, "scripts/openapi-fixtures.ts")],
-  outfile,
-  bundle: true,
-  platform: "node",
-  format: "esm",
-  packages: "external",
-  logLevel: "error",
-});
-const { buildDescriptions } = await import(pathToFileURL(outfile).href);
+const { buildDescriptions } = await bundleAndImport("scripts/openapi-fixtures.ts");
 // The job API test describes its routes with this body limit (test/unit/jobapi-http.test.ts).
 const descriptions = await buildDescriptions(Number(process.argv[2] ?? 1024));
 for (const [file, document] of Object.entries(descriptions)) {
