@@ -1,5 +1,6 @@
 import { app } from "@azure/functions";
 import { z } from "zod";
+import { pruneChannelRows } from "../shared/channels/inbound/channel-prune.js";
 import { PairingRefusedError } from "../shared/channels/inbound/sender-access.js";
 import { CHANNEL_KINDS } from "../shared/channels/inbound/types.js";
 import { effectiveRole } from "../shared/console/tools/tool.js";
@@ -26,7 +27,7 @@ import { parseJsonBody, parsePath } from "../shared/http/validation.js";
 import { WEBHOOK_BODY_LIMIT_BYTES } from "../shared/channels/webhooks/webhook-inbound.js";
 import { appContext } from "./composition/app-context.js";
 import { approvalHooks } from "./composition/approval-hooks.js";
-import { inboundChannels } from "./composition/channels-deps.js";
+import { channelConfig, inboundChannels } from "./composition/channels-deps.js";
 import { callerOf, route } from "./composition/http-route.js";
 
 /**
@@ -278,5 +279,18 @@ app.timer("channelQueueTimer", {
     if (!channels.slack && !channels.teams) return;
     const closed = await channels.queue.drain(channels.processorWith(), () => new Date());
     if (closed > 0) appContext.logger.info("channel queue drained", { closed });
+  },
+});
+
+/**
+ * Prunes the channels' guard rows past their use: used Slack signatures and webhook ids past their
+ * window, and the dedupe rows of turns closed more than a day ago (shared/channels/inbound/channel-prune.ts).
+ */
+app.timer("channelPruneTimer", {
+  schedule: "0 */15 * * * *",
+  handler: async () => {
+    if (!channelConfig.platformA && !channelConfig.platformB && !channelConfig.webhooks) return;
+    const counts = await pruneChannelRows({ tables: appContext.config.storage, now: new Date() });
+    if (counts.replay + counts.nonces + counts.turns > 0) appContext.logger.info("channel rows pruned", { ...counts });
   },
 });
