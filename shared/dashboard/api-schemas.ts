@@ -264,6 +264,14 @@ export const slackAckSchema = z.object({ challenge: z.string().optional() });
 /** Chat platform A's answer to Bot Service: an empty object (the reply goes out through Bot Connector). */
 export const teamsAckSchema = z.object({});
 
+/** An inbound generic webhook recorded as a shadow event for the operations core. */
+export const webhookAcceptedSchema = z.object({
+  event_id: z.string(),
+  event_type: z.string(),
+  target_agent: z.string(),
+  mode: z.literal("shadow"),
+});
+
 /** A pairing an approver made: the sender now resolves to the principal (identity only, no role). */
 export const pairingApprovedSchema = z.object({
   channel: z.enum(["platform_a", "platform_b"]),
