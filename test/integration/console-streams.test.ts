@@ -472,3 +472,60 @@ describe("GET /api/agents/stream and POST /api/read-investigations on the local 
     agents.es.close();
   }, 240_000);
 });
+
+describe("GET /api/approvals on the local stack", () => {
+  it("C-348 C-349: Readers get the count only; Approvers and Owners each item with the server's may_decide (the kill switch needs an Owner; never one's own)", async () => {
+    expect((await fetch(url("approvals"))).status).toBe(401);
+    const filed = await chatAs(
+      tokens.Contributor as string,
+      'run_runbook name=kill_switch params={"on":true} dry_run=false',
+    );
+    expect(filed.kind).toBe("approval_filed");
+    const queue = async (token: string) => {
+      const res = await fetch(url("approvals"), { headers: { Authorization: `Bearer ${token}` } });
+      expect(res.status).toBe(200);
+      return (await res.json()) as {
+        role: string;
+        count: number;
+        details: string;
+        items: {
+          approval_id: string;
+          may_decide: boolean;
+          refusal?: string;
+          required_role: string;
+          action_hash: string;
+        }[];
+      };
+    };
+    const reader = await queue(tokens.Reader as string);
+    expect(reader).toMatchObject({ role: "Reader", details: "count_only", items: [] });
+    expect(reader.count).toBeGreaterThanOrEqual(1);
+    expect(JSON.stringify(reader)).not.toContain(filed.approval_id);
+
+    const approverItem = (await queue(tokens.Approver as string)).items.find(
+      (i) => i.approval_id === filed.approval_id,
+    );
+    expect(approverItem).toMatchObject({
+      may_decide: false,
+      refusal: "decider_role_below_action_floor",
+      required_role: "Owner",
+      action_hash: expect.stringMatching(/^[0-9a-f]{64}$/),
+    });
+    const ownerItem = (await queue(tokens.Owner as string)).items.find((i) => i.approval_id === filed.approval_id);
+    expect(ownerItem).toMatchObject({ may_decide: true, required_role: "Owner" });
+    // The filer, were it an Owner, may not decide its own item, whatever its role.
+    const ownerFiler = await mintToken(stack, "Owner", { oid: "oid-cora" });
+    expect((await queue(ownerFiler)).items.find((i) => i.approval_id === filed.approval_id)).toMatchObject({
+      may_decide: false,
+      refusal: "no_self_approval",
+    });
+
+    // The decision the page sends: approve_hil with the item's action_hash; the item leaves the queue.
+    const decided = await chatAs(
+      tokens.Owner as string,
+      `approve_hil approval_id=${filed.approval_id} decision=reject justification="not tonight" action_hash=${ownerItem?.action_hash}`,
+    );
+    expect(decided.kind).toBe("tool_result");
+    expect((await queue(tokens.Owner as string)).items.some((i) => i.approval_id === filed.approval_id)).toBe(false);
+  });
+});
