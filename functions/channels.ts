@@ -23,7 +23,8 @@ import { callerOf, route } from "./composition/http-route.js";
 /**
  * The inbound conversation channels' routes (issue 26, docs/channels.md). Chat platform B's three
  * endpoints are public (Slack signs each request; nothing is read before the signature is checked
- * except the bounded body); pairing and identity links are an approver's acts.
+ * except the bounded body); chat platform A's `POST /api/messages` is public too (Bot Service's
+ * token is checked before the body is read); pairing and identity links are an approver's acts.
  */
 
 const slackRoutes: [string, string, SlackEndpoint, string][] = [
@@ -76,6 +77,37 @@ for (const [name, path, endpoint, summary] of slackRoutes)
       return jsonResult(answer.status, answer.body ?? {}, scope.requestId);
     },
   );
+
+route(
+  "teamsMessages",
+  {
+    methods: ["POST"],
+    route: "messages",
+    durable: true,
+    openapi: {
+      summary: "Microsoft Teams bot endpoint (Bot Framework activities)",
+      description:
+        "Chat platform A (Teams), the Bot Framework convention. The Bot Service token (Authorization: Bearer, RS256 against the cached key set of SVC_PLATFORM_A_OPENID_METADATA_URL, issuer, audience = SVC_PLATFORM_A_BOT_APP_ID, exp/nbf, a service URL claim) is checked before the body is read; then the activity's serviceUrl and channelId (msteams) against the token, the tenant (SVC_PLATFORM_A_TENANT_ID or a guest tenant) and the sender's binding (SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON). A verified message goes through the channel queue to the coordinator as the bound principal; the reply is posted through the Microsoft 365 Agents SDK to Bot Connector. 404 when SVC_PLATFORM_A_CHANNEL_ENABLED is off.",
+      security: [],
+      responses: {
+        ...ok("accepted (the reply goes out through Bot Connector)", "TeamsAck"),
+        "400": errorResponse("malformed JSON"),
+        ...unauthorized,
+        "403": errorResponse("the tenant is not accepted or the sender has no principal binding"),
+        "404": errorResponse("the channel is not enabled"),
+        "413": errorResponse("request body too large"),
+        ...validationFailed,
+        "429": retryLater("the channel queue is full; Bot Service retries"),
+      },
+    },
+  },
+  async (request, scope) => {
+    const channels = await inboundChannels();
+    if (!channels.teams) throw new NotFoundError("chat platform A is not enabled");
+    const answer = await channels.teams.handle(request, channels.processorWith(approvalHooks(scope)));
+    return jsonResult(answer.status, answer.jsonBody ?? {}, scope.requestId);
+  },
+);
 
 const senderId = z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/, "must be a vendor user id");
 const objectId = z.string().regex(/^\{?[0-9a-fA-F-]{36}\}?$/, "must be a directory object id (GUID)");
@@ -191,7 +223,7 @@ app.timer("channelQueueTimer", {
   schedule: "0 * * * * *",
   handler: async () => {
     const channels = await inboundChannels();
-    if (!channels.slack) return;
+    if (!channels.slack && !channels.teams) return;
     const closed = await channels.queue.drain(channels.processorWith(), () => new Date());
     if (closed > 0) appContext.logger.info("channel queue drained", { closed });
   },

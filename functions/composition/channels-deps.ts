@@ -39,6 +39,7 @@ export function inboundChannels(): Promise<InboundChannels> {
         coordinator: parts.coordinator,
         svc,
         resolve: createSecretResolver({ secrets: appContext.secrets, env: process.env, local }),
+        local,
         ...(notifyConfig.consoleBaseUrl ? { consoleBaseUrl: notifyConfig.consoleBaseUrl } : {}),
       });
     },

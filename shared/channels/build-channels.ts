@@ -14,6 +14,10 @@ import {
 } from "./inbound/pipeline.js";
 import { createSenderAccess } from "./inbound/sender-access.js";
 import type { ChannelKind } from "./inbound/types.js";
+import { createTeamsConversationStore } from "../notify/channels/teams-conversations.js";
+import { createBotServiceKeySet } from "./platform-a/bot-service-keys.js";
+import { type ConversationReferenceSink, createTeamsInbound } from "./platform-a/teams-inbound.js";
+import { createTeamsReplier } from "./platform-a/teams-reply.js";
 import { createSlackInbound } from "./platform-b/slack-inbound.js";
 import { createSlackReplier } from "./platform-b/slack-reply.js";
 
@@ -39,13 +43,30 @@ export function buildInboundChannels(
     consoleBaseUrl?: string;
     directory?: PrincipalDirectory;
     now?: () => Date;
+    /** The local profile: a Bot Connector on `http://127.0.0.1` may be a Teams service URL. */
+    local?: boolean;
+    /** A certificate authority the Bot Service key set is fetched with (tests' own issuer). */
+    botServiceCa?: string;
+    /** Where Teams conversation references go (default: table `teamsconversations`). */
+    teamsConversations?: ConversationReferenceSink;
   },
 ) {
   const directory = deps.directory ?? configDirectory(config.roles);
   const b = config.platformB;
+  const a = config.platformA;
   const senders = createSenderAccess({
     tables: deps.tables,
     policies: {
+      // Teams senders are bound or refused (403) before the queue; sender access resolves the binding.
+      ...(a
+        ? {
+            platform_a: {
+              mode: "allowlist" as const,
+              bindings: a.inbound.bindings,
+              pendingLimit: config.pairingPendingLimit,
+            },
+          }
+        : {}),
       ...(b ? { platform_b: { mode: b.access, bindings: b.bindings, pendingLimit: config.pairingPendingLimit } } : {}),
     },
     directory,
@@ -66,6 +87,16 @@ export function buildInboundChannels(
       return (await replier)(turn, response);
     });
   }
+
+  if (a)
+    delivers.set(
+      "platform_a",
+      createTeamsReplier({
+        botAppId: a.inbound.botAppId,
+        tenantId: a.inbound.tenantId,
+        clientSecret: () => deps.resolve(a.clientSecretRef),
+      }),
+    );
 
   /** The queue's processor: the pipeline, with the reply marked `delivering` before it is posted. */
   const processorWith =
@@ -99,11 +130,27 @@ export function buildInboundChannels(
       })
     : undefined;
 
+  const teams = a
+    ? createTeamsInbound({
+        config: a.inbound,
+        keys: createBotServiceKeySet({
+          metadataUrl: a.inbound.metadataUrl,
+          ...(deps.botServiceCa ? { ca: deps.botServiceCa } : {}),
+        }),
+        queue,
+        process: processorWith(),
+        conversations: deps.teamsConversations ?? createTeamsConversationStore(deps.tables),
+        ...(deps.local ? { allowLoopbackHttp: true } : {}),
+        ...(deps.now ? { now: deps.now } : {}),
+      })
+    : undefined;
+
   return {
     directory,
     senders,
     queue,
     slack,
+    teams,
     processorWith,
     /** Registers a channel's reply sender (chat platform A's adapter). */
     registerDeliver(kind: ChannelKind, deliver: InboundPipelineDependencies["deliver"]) {

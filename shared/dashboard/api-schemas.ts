@@ -303,6 +303,9 @@ export const notificationTestResultSchema = z.object({
 /** Chat platform B's answer to Slack: empty, or the `url_verification` challenge echoed. */
 export const slackAckSchema = z.object({ challenge: z.string().optional() });
 
+/** Chat platform A's answer to Bot Service: an empty object (the reply goes out through Bot Connector). */
+export const teamsAckSchema = z.object({});
+
 /** A pairing an approver made: the sender now resolves to the principal (identity only, no role). */
 export const pairingApprovedSchema = z.object({
   channel: z.enum(["platform_a", "platform_b"]),
