@@ -12,7 +12,7 @@ import { CHANNEL_TURNS_TABLE } from "./channel-queue.js";
  *   signature window); past it, a replay fails the timestamp check anyway.
  * - `channelwebhooknonces`: a used `webhook-id` likewise until its `expires_at` (twice the Standard
  *   Webhooks tolerance). Each source's high-water timestamp row stays.
- * - `channelturns`, partition `seen` (the dedupe of vendor deliveries): only turns that are closed
+ * - `channelturns`, the id rows of the durable queue (the dedupe of vendor deliveries): only turns that are closed
  *   (`done`, `abandoned`) and older than {@link TURN_DEDUPE_RETENTION_MS}, well past any vendor's
  *   redelivery (Slack retries within minutes, Bot Service within seconds). Turns still queued,
  *   processing or delivering keep their row: it guards the crash path.
@@ -64,7 +64,9 @@ export async function pruneChannelRows(options: {
     nonces: await prune(WEBHOOK_NONCE_TABLE, odata`expires_at lt ${now}`),
     turns: await prune(
       CHANNEL_TURNS_TABLE,
-      odata`PartitionKey eq ${"seen"} and at lt ${cutoff} and (state eq ${"done"} or state eq ${"abandoned"})`,
+      // The durable queue keeps ids in partition `q` (rows `seen_…`, next to the slots, which are
+      // never done or abandoned); rows of older versions in partition `seen`.
+      odata`(PartitionKey eq ${"q"} or PartitionKey eq ${"seen"}) and at lt ${cutoff} and (state eq ${"done"} or state eq ${"abandoned"})`,
     ),
   };
 }
