@@ -24,5 +24,6 @@ import "./console.js";
 import "./channels.js";
 import "./notifications.js";
 import "./orchestrations/approval-request.js";
+import "./orchestrations/read-investigation.js";
 import "./ops-loop.js";
 import "./api-docs.js";

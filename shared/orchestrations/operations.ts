@@ -10,6 +10,7 @@ export const OPERATION_TYPES: Readonly<Record<string, string>> = Object.freeze({
   [Orchestrations.checkDatabaseUpdates]: "database.update_check",
   [Orchestrations.provisionCluster]: "cluster.provision",
   [Orchestrations.deployJobApi]: "jobapi.deploy",
+  [Orchestrations.readInvestigation]: "console.read_investigation",
 });
 
 export type OperationState = "queued" | "running" | "succeeded" | "failed" | "cancelled";
