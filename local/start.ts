@@ -163,6 +163,7 @@ async function main(): Promise<void> {
             pattern: /(^|\/)blastplane-jobapi(:[\w.-]+)?$/,
             workingDir: path.resolve(here, "../.."),
             cmd: ["node", "--enable-source-maps", "dist/jobapi/server.js"],
+            files: ["dist/jobapi"],
           },
         ],
       });

@@ -4,11 +4,14 @@ import {
   chmodSync,
   chownSync,
   constants,
+  copyFileSync,
+  linkSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
   rmSync,
+  statSync,
 } from "node:fs";
 import { constants as osConstants, tmpdir } from "node:os";
 import path from "node:path";
@@ -35,6 +38,12 @@ export interface LocalImage {
   workingDir: string;
   /** The image's CMD when the container gives no command. */
   cmd: string[];
+  /**
+   * What the image holds, relative to `workingDir` (e.g. `dist/jobapi`). A pod run as another user
+   * gets these from a copy the kubelet keeps open to every user, as a runtime unpacks an image into
+   * its own storage, when the project folder itself is closed to that user.
+   */
+  files?: string[];
 }
 
 export interface KubeletOptions {
@@ -208,6 +217,7 @@ export class Kubelet {
   private readonly logLimit: number;
   private readonly user: KubeletUser;
   private userPodsDir?: string;
+  private readonly unpackedImages = new Map<LocalImage, { workingDir?: string; node?: string }>();
 
   constructor(private readonly o: KubeletOptions) {
     this.user = o.user ?? currentKubeletUser();
@@ -248,22 +258,56 @@ export class Kubelet {
    * pod run as another user, a folder it owns (0700) outside the kubelet's 0700 data folder, under a
    * parent it may search but not list (0711).
    */
+  private ensureUserPodsDir(): void {
+    if (this.userPodsDir) return;
+    this.userPodsDir = this.o.userPodsDir ?? mkdtempSync(path.join(tmpdir(), "blastplane-kubelet-"));
+    mkdirSync(this.userPodsDir, { recursive: true });
+    chmodSync(this.userPodsDir, 0o711);
+  }
+
   private podDir(podUid: string, identity: ContainerIdentity): string {
     if (!identity.switched) {
       const dir = path.join(this.o.rootDir, "pods", podUid);
       mkdirSync(dir, { recursive: true });
       return dir;
     }
-    if (!this.userPodsDir) {
-      this.userPodsDir = this.o.userPodsDir ?? mkdtempSync(path.join(tmpdir(), "blastplane-kubelet-"));
-      mkdirSync(this.userPodsDir, { recursive: true });
-      chmodSync(this.userPodsDir, 0o711);
-    }
-    const dir = path.join(this.userPodsDir, podUid);
+    this.ensureUserPodsDir();
+    const dir = path.join(this.userPodsDir as string, podUid);
     mkdirSync(dir, { recursive: true });
     chmodSync(dir, 0o700);
     chownSync(dir, identity.uid, identity.volumeGid);
     return dir;
+  }
+
+  /**
+   * The image's files and the Node binary as a pod of another user reaches them: where the project
+   * folder (or the binary's) is closed to that user, from one copy per image in the kubelet's
+   * folder, open to all.
+   */
+  private unpacked(image: LocalImage, identity: ContainerIdentity): { workingDir?: string; node?: string } {
+    const cached = this.unpackedImages.get(image);
+    if (cached) return cached;
+    const stageDir = () => {
+      this.ensureUserPodsDir();
+      const dir = path.join(this.userPodsDir as string, `image-${this.unpackedImages.size + 1}`);
+      mkdirSync(dir, { recursive: true, mode: 0o755 });
+      chmodSync(dir, 0o755);
+      return dir;
+    };
+    const result: { workingDir?: string; node?: string } = {};
+    let dir: string | undefined;
+    if (image.files?.length && !permits(identity, image.workingDir, "rx")) {
+      dir = stageDir();
+      for (const entry of image.files) openCopy(path.join(image.workingDir, entry), path.join(dir, entry));
+      result.workingDir = dir;
+    }
+    if (!permits(identity, process.execPath, "x")) {
+      dir ??= stageDir();
+      result.node = path.join(dir, "node");
+      openCopy(process.execPath, result.node);
+    }
+    this.unpackedImages.set(image, result);
+    return result;
   }
 
   /** A folder under the pod's folder, owned by the pod's user and volume group (setgid with `fsGroup`). */
@@ -489,11 +533,14 @@ export class Kubelet {
       );
       return;
     }
-    const cwd = container.workingDir ? mapPath(String(container.workingDir)) : image.workingDir;
+    const unpacked = identity.switched ? this.unpacked(image, identity) : undefined;
+    const imageDir = unpacked?.workingDir ?? image.workingDir;
+    const node = unpacked?.node ?? process.execPath;
+    const cwd = container.workingDir ? mapPath(String(container.workingDir)) : imageDir;
     if (identity.switched) {
       for (const [what, file, mode] of [
         ["working folder", cwd, "rx"],
-        ["Node binary", process.execPath, "x"],
+        ["Node binary", node, "x"],
       ] as const) {
         if (permits(identity, file, mode)) continue;
         this.waiting(
@@ -507,8 +554,8 @@ export class Kubelet {
       }
     }
     const [command, args] = SETPRIV
-      ? [SETPRIV, [...setprivUser(identity), "--pdeathsig", "KILL", "--", process.execPath, ...argv.slice(1)]]
-      : [process.execPath, argv.slice(1)];
+      ? [SETPRIV, [...setprivUser(identity), "--pdeathsig", "KILL", "--", node, ...argv.slice(1)]]
+      : [node, argv.slice(1)];
     const child = spawn(command, args, {
       cwd,
       env,
@@ -702,4 +749,27 @@ export class Kubelet {
       // Already gone.
     }
   }
+}
+
+/** Copies a file or folder so that every user may read it (and run what was executable). */
+function openCopy(from: string, to: string): void {
+  const st = statSync(from);
+  if (st.isDirectory()) {
+    mkdirSync(to, { recursive: true, mode: 0o755 });
+    chmodSync(to, 0o755);
+    for (const name of readdirSync(from)) openCopy(path.join(from, name), path.join(to, name));
+    return;
+  }
+  mkdirSync(path.dirname(to), { recursive: true, mode: 0o755 });
+  // A file already open to others is linked (no copy of the Node binary); a link shares its mode.
+  if (st.mode & 0o004 && (!(st.mode & 0o100) || st.mode & 0o001)) {
+    try {
+      linkSync(from, to);
+      return;
+    } catch {
+      // another file system, or links refused: copy
+    }
+  }
+  copyFileSync(from, to);
+  chmodSync(to, st.mode & 0o100 ? 0o755 : 0o644);
 }

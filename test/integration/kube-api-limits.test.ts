@@ -3,7 +3,7 @@
  * case, command and args only as lists of strings, a watch that does not read is dropped instead of
  * growing this process, and the change history is bounded by bytes as well as by count.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:https";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -17,15 +17,26 @@ const NS = "limits";
 const MiB = 1024 ** 2;
 let cluster: LocalCluster;
 let dataDir: string;
+/** An image whose project folder other users cannot enter (a checkout in a 0700 folder). */
+let closedImageDir: string;
 
 beforeAll(async () => {
   dataDir = mkdtempSync(path.join(tmpdir(), "bp-kube-limits-"));
+  closedImageDir = mkdtempSync(path.join(tmpdir(), "bp-closed-image-"));
+  mkdirSync(path.join(closedImageDir, "app"));
+  writeFileSync(
+    path.join(closedImageDir, "app", "run.js"),
+    "console.log(JSON.stringify({ uid: process.getuid(), cwd: process.cwd() }));\n",
+  );
   cluster = await startLocalCluster({
     logger: createLogger({ level: "error" }),
     dataDir,
     nodes: blastPoolNodes(1, 1024 * MiB, 2),
     namespaces: [NS],
-    images: [{ pattern: /^node(:[\w.-]+)?$/, workingDir: dataDir, cmd: ["node"] }],
+    images: [
+      { pattern: /^node(:[\w.-]+)?$/, workingDir: dataDir, cmd: ["node"] },
+      { pattern: /(^|\/)closed-app(:[\w.-]+)?$/, workingDir: closedImageDir, cmd: ["node", "app/run.js"], files: ["app"] },
+    ],
     watchBufferLimitBytes: 1 * MiB,
     historyLimitBytes: 4 * MiB,
   });
@@ -34,6 +45,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await cluster?.stop();
   rmSync(dataDir, { recursive: true, force: true });
+  rmSync(closedImageDir, { recursive: true, force: true });
 });
 
 /** A request to the cluster's API with an Authorization header of the caller's choosing. */
@@ -261,6 +273,37 @@ describe("local Kubernetes API limits", () => {
     for (const name of ["as-1000", "as-1000-no-access"]) {
       await call("DELETE", `/api/v1/namespaces/${NS}/pods/${name}?gracePeriodSeconds=0`, auth);
     }
+  });
+
+  it("runs an image whose project folder is closed to the pod's user from the kubelet's copy open to all, as a runtime unpacks an image", async () => {
+    const auth = `Bearer ${cluster.token}`;
+    const pod = {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "closed-app" },
+      spec: {
+        restartPolicy: "Never",
+        nodeName: "local-blast-0",
+        securityContext: { runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000 },
+        containers: [{ name: "main", image: "registry.local/closed-app:1" }],
+      },
+    };
+    const statusOf = () =>
+      cluster.store.get("pods", NS, "closed-app")?.status as
+        | { phase?: string; containerStatuses?: { state?: { waiting?: { reason: string; message: string } } }[] }
+        | undefined;
+    expect((await call("POST", `/api/v1/namespaces/${NS}/pods`, auth, pod)).status).toBe(201);
+    if (process.getuid?.() === 0) {
+      expect(await eventually(async () => (statusOf()?.phase === "Succeeded" ? true : undefined))).toBe(true);
+      const report = (await call("GET", `/api/v1/namespaces/${NS}/pods/closed-app/log`, auth)).json;
+      expect(report.uid).toBe(1000);
+      expect(String(report.cwd)).not.toBe(closedImageDir);
+    } else {
+      expect(await eventually(async () => statusOf()?.containerStatuses?.[0]?.state?.waiting)).toMatchObject({
+        reason: "CreateContainerConfigError",
+      });
+    }
+    await call("DELETE", `/api/v1/namespaces/${NS}/pods/closed-app?gracePeriodSeconds=0`, auth);
   });
 
   it("bounds the change history by bytes: large objects changed often are compacted (410 Gone for older versions)", async () => {

@@ -78,7 +78,12 @@ async function startFixture(prefix: string, database: string, nodes: number) {
     nodes: blastPoolNodes(nodes, 4 * GiB, 2),
     namespaces: [NS],
     images: [
-      { pattern: /(^|\/)blastplane-jobapi(:[\w.-]+)?$/, workingDir: ROOT, cmd: ["node", "dist/jobapi/server.js"] },
+      {
+        pattern: /(^|\/)blastplane-jobapi(:[\w.-]+)?$/,
+        workingDir: ROOT,
+        cmd: ["node", "dist/jobapi/server.js"],
+        files: ["dist/jobapi"],
+      },
     ],
     bookmarkIntervalMs: 500,
     podBackoffMs: 100,

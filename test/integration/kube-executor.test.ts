@@ -145,7 +145,12 @@ describe("Kubernetes executor on the local cluster", () => {
       nodes: blastPoolNodes(2, 2 * GiB, 2),
       namespaces: [NS],
       images: [
-        { pattern: /(^|\/)blastplane-jobapi(:[\w.-]+)?$/, workingDir: ROOT, cmd: ["node", "dist/jobapi/server.js"] },
+        {
+          pattern: /(^|\/)blastplane-jobapi(:[\w.-]+)?$/,
+          workingDir: ROOT,
+          cmd: ["node", "dist/jobapi/server.js"],
+          files: ["dist/jobapi"],
+        },
       ],
       bookmarkIntervalMs: 500,
       podBackoffMs: 100,

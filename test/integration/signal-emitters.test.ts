@@ -140,7 +140,12 @@ describe("warm-up failed", () => {
       nodes: blastPoolNodes(1, 4 * 1024 ** 3, 1),
       namespaces: ["blastplane"],
       images: [
-        { pattern: /(^|\/)blastplane-jobapi(:[\w.-]+)?$/, workingDir: ROOT, cmd: ["node", "dist/jobapi/server.js"] },
+        {
+          pattern: /(^|\/)blastplane-jobapi(:[\w.-]+)?$/,
+          workingDir: ROOT,
+          cmd: ["node", "dist/jobapi/server.js"],
+          files: ["dist/jobapi"],
+        },
       ],
       podBackoffMs: 100,
     });
