@@ -7,6 +7,7 @@ import { terminalDaemonSettingsSchema } from "../jobapi/terminal/daemon-config.j
 import { localStackSettingsSchema } from "../local/settings.js";
 import { appSettingsSchema } from "../shared/config/load-config.js";
 import { channelOwnedSettingsSchema } from "../shared/channels/channel-config.js";
+import { teamsInboundSettingsSchema } from "../shared/channels/platform-a/teams-config.js";
 import { consoleSettingsSchema } from "../shared/console/console-config.js";
 import { notifySettingsSchema } from "../shared/notify/notify-config.js";
 
@@ -58,8 +59,8 @@ export const SETTING_SOURCES: readonly SettingSource[] = [
     id: "channels",
     heading: "Functions app: inbound conversation channels",
     intro:
-      "`shared/channels/channel-config.ts` (`loadChannelConfig`; docs/channels.md). Chat platform B shares `SVC_PLATFORM_B_BOT_TOKEN_REF` and `SVC_PLATFORM_B_API_URL` with the notification channel.",
-    schemas: [channelOwnedSettingsSchema],
+      "`shared/channels/channel-config.ts` (`loadChannelConfig`; docs/channels.md). Chat platform B shares `SVC_PLATFORM_B_BOT_TOKEN_REF` and `SVC_PLATFORM_B_API_URL` with the notification channel; chat platform A shares `SVC_PLATFORM_A_BOT_APP_ID`, `SVC_PLATFORM_A_TENANT_ID` and `SVC_PLATFORM_A_CLIENT_SECRET_REF` (docs/channels-teams.md).",
+    schemas: [channelOwnedSettingsSchema, teamsInboundSettingsSchema],
   },
   {
     id: "jobapi",

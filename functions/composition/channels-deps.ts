@@ -36,9 +36,11 @@ export function inboundChannels(): Promise<InboundChannels> {
       return buildInboundChannels(channelConfig, {
         tables: source,
         audit: appContext.audit,
+        events: appContext.events,
         coordinator: parts.coordinator,
         svc,
         resolve: createSecretResolver({ secrets: appContext.secrets, env: process.env, local }),
+        local,
         ...(notifyConfig.consoleBaseUrl ? { consoleBaseUrl: notifyConfig.consoleBaseUrl } : {}),
       });
     },

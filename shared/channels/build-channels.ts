@@ -2,6 +2,7 @@ import { normalizeObjectId } from "../auth/object-id.js";
 import type { Role } from "../auth/roles.js";
 import type { TurnHooks } from "../console/coordinator/coordinator.js";
 import type { AuditLog } from "../ops/audit.js";
+import type { EventLog } from "../ops/events.js";
 import type { TableSource } from "../storage/table-source.js";
 import type { ChannelConfig } from "./channel-config.js";
 import { createChannelQueue, type TurnProcessor } from "./inbound/channel-queue.js";
@@ -14,7 +15,12 @@ import {
 } from "./inbound/pipeline.js";
 import { createSenderAccess } from "./inbound/sender-access.js";
 import type { ChannelKind } from "./inbound/types.js";
+import { createTeamsConversationStore } from "../notify/channels/teams-conversations.js";
+import { createBotServiceKeySet } from "./platform-a/bot-service-keys.js";
+import { type ConversationReferenceSink, createTeamsInbound } from "./platform-a/teams-inbound.js";
+import { createTeamsReplier } from "./platform-a/teams-reply.js";
 import { createSlackInbound } from "./platform-b/slack-inbound.js";
+import { createWebhookInbound } from "./webhooks/webhook-inbound.js";
 import { createSlackReplier } from "./platform-b/slack-reply.js";
 
 /** The directory of channel principals' roles from `SVC_CHANNEL_PRINCIPAL_ROLES_JSON` (ids normalized). */
@@ -39,13 +45,32 @@ export function buildInboundChannels(
     consoleBaseUrl?: string;
     directory?: PrincipalDirectory;
     now?: () => Date;
+    /** The local profile: a Bot Connector on `http://127.0.0.1` may be a Teams service URL. */
+    local?: boolean;
+    /** A certificate authority the Bot Service key set is fetched with (tests' own issuer). */
+    botServiceCa?: string;
+    /** The operations core's event log (inbound generic webhooks publish into it). */
+    events?: EventLog;
+    /** Where Teams conversation references go (default: table `teamsconversations`). */
+    teamsConversations?: ConversationReferenceSink;
   },
 ) {
   const directory = deps.directory ?? configDirectory(config.roles);
   const b = config.platformB;
+  const a = config.platformA;
   const senders = createSenderAccess({
     tables: deps.tables,
     policies: {
+      // Teams senders are bound or refused (403) before the queue; sender access resolves the binding.
+      ...(a
+        ? {
+            platform_a: {
+              mode: "allowlist" as const,
+              bindings: a.inbound.bindings,
+              pendingLimit: config.pairingPendingLimit,
+            },
+          }
+        : {}),
       ...(b ? { platform_b: { mode: b.access, bindings: b.bindings, pendingLimit: config.pairingPendingLimit } } : {}),
     },
     directory,
@@ -66,6 +91,16 @@ export function buildInboundChannels(
       return (await replier)(turn, response);
     });
   }
+
+  if (a)
+    delivers.set(
+      "platform_a",
+      createTeamsReplier({
+        botAppId: a.inbound.botAppId,
+        tenantId: a.inbound.tenantId,
+        clientSecret: () => deps.resolve(a.clientSecretRef),
+      }),
+    );
 
   /** The queue's processor: the pipeline, with the reply marked `delivering` before it is posted. */
   const processorWith =
@@ -99,11 +134,40 @@ export function buildInboundChannels(
       })
     : undefined;
 
+  const teams = a
+    ? createTeamsInbound({
+        config: a.inbound,
+        keys: createBotServiceKeySet({
+          metadataUrl: a.inbound.metadataUrl,
+          ...(deps.botServiceCa ? { ca: deps.botServiceCa } : {}),
+        }),
+        queue,
+        process: processorWith(),
+        conversations: deps.teamsConversations ?? createTeamsConversationStore(deps.tables),
+        ...(deps.local ? { allowLoopbackHttp: true } : {}),
+        ...(deps.now ? { now: deps.now } : {}),
+      })
+    : undefined;
+
+  const webhooks =
+    config.webhooks && deps.events
+      ? createWebhookInbound({
+          settings: config.webhooks,
+          tables: deps.tables,
+          events: deps.events,
+          audit: deps.audit,
+          resolve: deps.resolve,
+          ...(deps.now ? { now: deps.now } : {}),
+        })
+      : undefined;
+
   return {
     directory,
     senders,
     queue,
     slack,
+    teams,
+    webhooks,
     processorWith,
     /** Registers a channel's reply sender (chat platform A's adapter). */
     registerDeliver(kind: ChannelKind, deliver: InboundPipelineDependencies["deliver"]) {

@@ -1,24 +1,71 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { TableClient } from "@azure/data-tables";
+import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEV_ACCOUNT, DEV_ACCOUNT_KEY } from "../../local/azurite.js";
 import { slackSignature } from "../../shared/channels/platform-b/signature.js";
 import { mintToken, startStack, type TestStack } from "../support/local-stack.js";
 import { postedArgs, startPlatformBFake } from "../support/notify-vendors.js";
+import { startBotServiceIssuer } from "../support/teams-fakes.js";
+import { testCertificate } from "../support/test-certificate.js";
 
 /**
- * The Slack routes on the local stack (the Functions host, real Azurite): one signed `/svc status`
- * slash command end to end, and the transport's refusals (401, 413, 400, the envelope).
+ * The conversation channels' routes on the local stack (the Functions host, real Azurite). Slack:
+ * one signed `/svc status` slash command end to end, and the transport's refusals (401, 413, 400,
+ * the envelope). Teams (`POST /api/messages`, one stack for both): the route is registered,
+ * verifies real Bot Service tokens from a local issuer inside the host, and refuses in the
+ * envelope; the reply through the Agents SDK is tested below the trigger
+ * (teams-inbound-auth.test.ts), where Entra can be routed to a local server.
  */
 
 const SECRET = "local-signing-secret-0123456789";
 const TOKEN = "xoxb-local-token";
 const READER = "44444444-4444-4444-4444-444444444444";
 
+const BOT_APP_ID = "0d1e2f3a-1111-4222-8333-944455566677";
+const TENANT = "7c1d2f3a-4b5c-4d6e-8f90-a1b2c3d4e5f6";
+const TEAMS_USER = "aaaaaaaa-1111-4111-8111-111111111111";
+const TEAMS_SERVICE_URL = "https://smba.trafficmanager.net/amer/";
+const WEBHOOK_SECRET = `whsec_${Buffer.from("route-test-webhook-secret-0123456").toString("base64")}`;
+
 let stack: TestStack;
 let slackApi: Awaited<ReturnType<typeof startPlatformBFake>>;
+let issuer: Awaited<ReturnType<typeof startBotServiceIssuer>>;
 
 beforeAll(async () => {
   slackApi = await startPlatformBFake(TOKEN);
+  // The local Bot Service issuer serves its key set over HTTPS with a test certificate the host trusts.
+  const tls = testCertificate();
+  issuer = await startBotServiceIssuer(tls);
+  const caFile = path.join(mkdtempSync(path.join(tmpdir(), "bp-teams-ca-")), "ca.pem");
+  writeFileSync(caFile, tls.cert);
   stack = await startStack({
     env: {
+      NODE_EXTRA_CA_CERTS: caFile,
+      WEBHOOK_TEST_SECRET: WEBHOOK_SECRET,
+      SVC_CHANNEL_WEBHOOKS_JSON: JSON.stringify({
+        allow: { event_types: ["monitor.alert_fired"], agents: ["ops"] },
+        sources: {
+          monitor: {
+            secret_ref: "env:WEBHOOK_TEST_SECRET",
+            mapping: {
+              event_type: "monitor.alert_fired",
+              target_agent: "ops",
+              fields: { alert: "alert.name", incident: "incident.id" },
+              session_field: "incident",
+            },
+          },
+        },
+      }),
+      SVC_PLATFORM_A_CHANNEL_ENABLED: "true",
+      SVC_PLATFORM_A_BOT_APP_ID: BOT_APP_ID,
+      SVC_PLATFORM_A_TENANT_ID: TENANT,
+      SVC_PLATFORM_A_CLIENT_SECRET_REF: "env:TEAMS_TEST_CLIENT_SECRET",
+      TEAMS_TEST_CLIENT_SECRET: "local-bot-client-secret",
+      SVC_PLATFORM_A_OPENID_METADATA_URL: issuer.metadataUrl,
+      SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON: JSON.stringify({ [TEAMS_USER]: READER }),
       SLACK_TEST_SIGNING_SECRET: SECRET,
       SLACK_TEST_BOT_TOKEN: TOKEN,
       SVC_PLATFORM_B_CHANNEL_ENABLED: "true",
@@ -36,6 +83,7 @@ afterAll(async () => {
   await stack?.stop();
   stack?.cleanup();
   await slackApi?.close();
+  await issuer?.close();
 });
 
 function post(path: string, body: string, contentType: string, headers: Record<string, string> = {}) {
@@ -98,5 +146,77 @@ describe("Slack routes on the local stack", () => {
     expect(
       (await post("channels/pairing", body, "application/json", { authorization: `Bearer ${reader}` })).status,
     ).toBe(403);
+  });
+});
+
+describe("Teams route on the local stack (POST /api/messages)", () => {
+  const activity = (overrides: Record<string, unknown> = {}) => ({
+    type: "conversationUpdate",
+    id: `f:${Date.now()}`,
+    channelId: "msteams",
+    serviceUrl: TEAMS_SERVICE_URL,
+    from: { id: "29:1abc", aadObjectId: TEAMS_USER },
+    recipient: { id: `28:${BOT_APP_ID}` },
+    conversation: { id: "a:1personal-stack", conversationType: "personal", tenantId: TENANT },
+    channelData: { tenant: { id: TENANT } },
+    ...overrides,
+  });
+  const teams = (body: unknown, authorization?: string) =>
+    post("messages", JSON.stringify(body), "application/json", authorization ? { authorization } : {});
+  const token = (audience = BOT_APP_ID) => issuer.token({}, { audience, serviceUrl: TEAMS_SERVICE_URL });
+
+  it("C-390 C-391 C-388 C-257 no token, a wrong audience and an unknown tenant are refused in the envelope before the queue", async () => {
+    const none = await teams(activity());
+    expect(none.status).toBe(401);
+    expect(await none.json()).toEqual({ detail: expect.any(String), request_id: expect.any(String) });
+    expect((await teams(activity(), `Bearer ${await token("11111111-2222-4333-8444-555555555555")}`)).status).toBe(401);
+    const other = "12121212-3434-4565-8787-909090909090";
+    const foreign = await teams(
+      activity({ conversation: { id: "a:1", tenantId: other }, channelData: { tenant: { id: other } } }),
+      `Bearer ${await token()}`,
+    );
+    expect(foreign.status).toBe(403);
+    expect(await foreign.json()).toEqual({ detail: expect.any(String), request_id: expect.any(String) });
+  });
+
+  it("C-002 a verified activity of a bound sender is accepted by the host, and its personal conversation is kept for notifications", async () => {
+    const res = await teams(activity(), `Bearer ${await token()}`);
+    expect(res.status).toBe(200);
+    const conversations = TableClient.fromConnectionString(
+      `DefaultEndpointsProtocol=http;AccountName=${DEV_ACCOUNT};AccountKey=${DEV_ACCOUNT_KEY};TableEndpoint=${stack.info.table_endpoint};`,
+      "teamsconversations",
+      { allowInsecureConnection: true },
+    );
+    const rows: Record<string, unknown>[] = [];
+    for await (const row of conversations.listEntities()) rows.push(row);
+    expect(rows).toEqual([
+      expect.objectContaining({
+        conversation_id: "a:1personal-stack",
+        service_url: TEAMS_SERVICE_URL,
+        tenant_id: TENANT,
+      }),
+    ]);
+  });
+});
+
+describe("inbound generic webhook route on the local stack (POST /api/channels/webhooks/{source})", () => {
+  it("C-362 C-445 a signed delivery is recorded as a shadow event (202); unsigned is 401, an unknown source 404, in the envelope", async () => {
+    const body = JSON.stringify({ alert: { name: "disk" }, incident: { id: "INC-9" } });
+    const at = new Date();
+    const id = `msg_route_${at.getTime()}`;
+    const headers = {
+      "webhook-id": id,
+      "webhook-timestamp": String(Math.floor(at.getTime() / 1000)),
+      "webhook-signature": new Webhook(WEBHOOK_SECRET).sign(id, at, body),
+    };
+    const res = await post("channels/webhooks/monitor", body, "application/json", headers);
+    expect(res.status).toBe(202);
+    expect(await res.json()).toMatchObject({ event_type: "monitor.alert_fired", target_agent: "ops", mode: "shadow" });
+    const unsigned = await post("channels/webhooks/monitor", body, "application/json");
+    expect(unsigned.status).toBe(401);
+    expect(await unsigned.json()).toEqual({ detail: expect.any(String), request_id: expect.any(String) });
+    const unknown = await post("channels/webhooks/nosuch", body, "application/json", headers);
+    expect(unknown.status).toBe(404);
+    expect(await unknown.json()).toEqual({ detail: expect.any(String), request_id: expect.any(String) });
   });
 });

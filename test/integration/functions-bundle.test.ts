@@ -60,12 +60,19 @@ describe("the Functions bundle, built for cold starts", () => {
       "@azure/msal-node",
       "@azure/storage-blob",
       "apache-arrow",
+      // The Teams SDK: loaded on the first Teams reply or notification (POST /api/messages is registered eagerly).
+      "@microsoft/agents-hosting",
     ]) {
       expect(eager.has(lazy), lazy).toBe(false);
     }
     // They are still shipped, in chunks of their own.
     const all = packagesOf(Object.keys(meta.outputs));
-    for (const lazy of ["@azure/keyvault-secrets", "@azure/identity", "@azure/storage-blob"])
+    for (const lazy of [
+      "@azure/keyvault-secrets",
+      "@azure/identity",
+      "@azure/storage-blob",
+      "@microsoft/agents-hosting",
+    ])
       expect(all.has(lazy), lazy).toBe(true);
     // What registrations need is there.
     for (const needed of ["@azure/functions", "durable-functions", "zod", "@azure/data-tables"])

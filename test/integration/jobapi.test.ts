@@ -23,6 +23,7 @@ import {
 } from "../../shared/jobs/schemas.js";
 import { DEMO_DB, demoQueries, jobApi, readApiToken, unzip } from "../support/jobapi-client.js";
 import { eventually, ROOT, startStack, type TestStack } from "../support/local-stack.js";
+import { alive } from "../support/processes.js";
 
 let stack: TestStack;
 let api: ReturnType<typeof jobApi>;
@@ -697,6 +698,8 @@ describe("job API: databases, conflicts and dependency failures", () => {
     const azurite = children.find((pid) => cmdline(pid).includes("azurite"));
     expect(azurite).toBeDefined();
     process.kill(azurite as number, "SIGKILL");
+    // SIGKILL is delivered, not done: until the process is gone its sockets still answer.
+    await eventually(async () => (alive(azurite as number) ? undefined : true), 10_000, 20);
     const ready = await fetch(`${api.base}/v1/ready`);
     expect(ready.status).toBe(503);
     expect(await ready.json()).toMatchObject({

@@ -8,7 +8,13 @@ import { createBotServiceKeySet } from "../../shared/channels/platform-a/bot-ser
 import type { TeamsInboundConfig } from "../../shared/channels/platform-a/teams-config.js";
 import { createTeamsMessagesHandler } from "../../shared/channels/platform-a/teams-messages.js";
 import { createTeamsVerifier, type VerifiedTeamsActivity } from "../../shared/channels/platform-a/teams-verifier.js";
-import { startBotServiceIssuer } from "../support/teams-fakes.js";
+import { buildInboundChannels } from "../../shared/channels/build-channels.js";
+import { loadChannelConfig } from "../../shared/channels/channel-config.js";
+import { BOT_CONNECTOR_SCOPE } from "../../shared/notify/channels/platform-a.js";
+import { createTeamsConversationStore } from "../../shared/notify/channels/teams-conversations.js";
+import { consoleHarness } from "../support/console-harness.js";
+import { azuriteTables } from "../support/service-fakes.js";
+import { routeEntraTo, startBotConnectorFake, startBotServiceIssuer, startEntraFake } from "../support/teams-fakes.js";
 import { testCertificate } from "../support/test-certificate.js";
 
 const BOT_APP_ID = "0d1e2f3a-1111-4222-8333-944455566677";
@@ -241,5 +247,159 @@ describe("chat platform A inbound: the activity against the verified identity", 
     const noConversation = await w.post(JSON.stringify(activity({ conversation: undefined })), `Bearer ${t}`);
     expect(noConversation.status).toBe(422);
     expect(w.accepted).toHaveLength(0);
+  });
+});
+
+/**
+ * `POST /api/messages` end to end below the Functions trigger: a Bot Service token from the local
+ * issuer → the verifier → the channel queue (real Azurite) → sender access → the real coordinator →
+ * the reply through the Microsoft 365 Agents SDK (its app token from a local Entra, routed like a
+ * hosts-file entry) to a local Bot Connector.
+ */
+describe("chat platform A inbound end to end (POST /api/messages below the trigger)", () => {
+  const azurite = azuriteTables("tmsin");
+  const CLIENT_SECRET = "local-bot-client-secret";
+  let entra: Awaited<ReturnType<typeof startEntraFake>>;
+  let connector: Awaited<ReturnType<typeof startBotConnectorFake>>;
+  let restoreFetch: () => void;
+
+  beforeAll(async () => {
+    entra = await startEntraFake({ tenantId: TENANT, clientId: BOT_APP_ID, clientSecret: CLIENT_SECRET });
+    connector = await startBotConnectorFake((t) => entra.verify(t, BOT_CONNECTOR_SCOPE));
+    restoreFetch = routeEntraTo(entra.url);
+  });
+  afterAll(async () => {
+    restoreFetch?.();
+    await connector?.close();
+    await entra?.close();
+  });
+
+  function e2e() {
+    const tables = azurite.tables();
+    const h = consoleHarness(tables);
+    const config = loadChannelConfig(
+      {
+        SVC_PLATFORM_A_CHANNEL_ENABLED: "true",
+        SVC_PLATFORM_A_BOT_APP_ID: BOT_APP_ID,
+        SVC_PLATFORM_A_TENANT_ID: TENANT,
+        SVC_PLATFORM_A_CLIENT_SECRET_REF: "env:TEAMS_SECRET",
+        SVC_PLATFORM_A_OPENID_METADATA_URL: issuer.metadataUrl,
+        SVC_PLATFORM_A_GUEST_TENANT_IDS: GUEST_TENANT,
+        SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON: JSON.stringify({ [TEAMS_USER.toUpperCase()]: PRINCIPAL }),
+        SVC_CHANNEL_PRINCIPAL_ROLES_JSON: JSON.stringify({ [PRINCIPAL]: { name: "Tess Teams", roles: ["Reader"] } }),
+      },
+      { local: true },
+    );
+    const channels = buildInboundChannels(config, {
+      tables,
+      audit: h.audit,
+      coordinator: h.coordinator,
+      resolve: async (ref) => (ref === "env:TEAMS_SECRET" ? CLIENT_SECRET : ""),
+      local: true,
+      botServiceCa: tls.cert,
+    });
+    if (!channels.teams) throw new Error("teams not configured");
+    const teams = channels.teams;
+    const logger = createLogger({ level: "error", write: () => undefined });
+    const post = async (body: unknown, authorization?: string): Promise<HttpResult> => {
+      const text = typeof body === "string" ? body : JSON.stringify(body);
+      const request: HttpRequestLike = {
+        method: "POST",
+        url: "http://127.0.0.1/api/messages",
+        headers: new Headers({ "content-type": "application/json", ...(authorization ? { authorization } : {}) }),
+        query: new URLSearchParams(),
+        params: {},
+        text: async () => text,
+      };
+      try {
+        return await teams.handle(request);
+      } catch (error) {
+        return mapErrorToResult(error, "req-e2e", logger);
+      }
+    };
+    return { h, channels, tables, post, conversations: createTeamsConversationStore(tables) };
+  }
+
+  let counter = 0;
+  const message = (overrides: Record<string, unknown> = {}) =>
+    activity({ id: `17000000${++counter}`, serviceUrl: `${connector.url}/`, ...overrides });
+  const connectorToken = (options: Partial<Parameters<typeof issuer.token>[1]> = {}) =>
+    issuer.token({}, { audience: BOT_APP_ID, serviceUrl: `${connector.url}/`, ...options });
+
+  it("C-002 C-392 C-504 a signed activity reaches the coordinator as the bound principal, the reply goes through the Agents SDK to Bot Connector, and the conversation reference is kept for notifications", async () => {
+    const w = e2e();
+    const from = connector.requests.length;
+    const a = message({ text: "<at>blastplane</at> explore_catalog query=job.failed" });
+    const res = await w.post(a, `Bearer ${await connectorToken()}`);
+    expect(res.status).toBe(200);
+    const posted = connector.requests.slice(from);
+    expect(posted).toHaveLength(1);
+    // A reply to the inbound activity, in its conversation, as the bot, with Entra's app token.
+    expect(posted[0]?.path).toBe(`/v3/conversations/a:1personal/activities/${a.id}`);
+    const reply = JSON.parse(posted[0]?.body ?? "{}") as Record<string, unknown>;
+    expect(reply).toMatchObject({ type: "message", replyToId: a.id, from: { id: `28:${BOT_APP_ID}` } });
+    // Markdown in the reply is escaped (Teams renders markdown); unescaped, it names the tool that ran.
+    expect(String(reply.text).replace(/\\(.)/g, "$1")).toContain("explore_catalog: ok");
+    expect(entra.issued).toContain(`${BOT_CONNECTOR_SCOPE}/.default`);
+    // The coordinator saw the canonical principal, not the Teams user id.
+    const calls = await w.h.audit.list({ action: "console.tool_call" });
+    expect(calls[0]?.actor).toMatchObject({ oid: PRINCIPAL, name: "Tess Teams" });
+    expect(await w.channels.queue.stateOf({ channel: "platform_a", turn_id: String(a.id) })).toBe("done");
+    // The outbound Teams notifier finds this principal's personal conversation.
+    expect(await w.conversations.get(PRINCIPAL.toUpperCase())).toEqual({
+      serviceUrl: `${connector.url}/`,
+      conversationId: "a:1personal",
+      tenantId: TENANT,
+      userId: "29:1abc",
+    });
+  });
+
+  it("a Bot Service retry of the same activity is answered once; a channel conversation leaves no notification reference", async () => {
+    const w = e2e();
+    const from = connector.requests.length;
+    const a = message({
+      text: "explore_catalog query=job.failed",
+      conversation: { id: "19:ops@thread.tacv2", conversationType: "channel", tenantId: TENANT },
+    });
+    expect((await w.post(a, `Bearer ${await connectorToken()}`)).status).toBe(200);
+    expect((await w.post(a, `Bearer ${await connectorToken()}`)).status).toBe(200);
+    expect(connector.requests.slice(from)).toHaveLength(1);
+    expect(await w.conversations.get(PRINCIPAL)).toBeUndefined();
+  });
+
+  it("C-390 C-391 C-386 C-387 C-388 forged, expired and wrong-audience tokens, a foreign serviceUrl or channelId and an unknown tenant are refused in the error envelope; nothing is queued, answered or remembered", async () => {
+    const w = e2e();
+    const from = connector.requests.length;
+    const { privateKey: otherKey } = await generateKeyPair("RS256");
+    const forged = await new SignJWT({ serviceurl: `${connector.url}/` })
+      .setProtectedHeader({ alg: "RS256", kid: "bs-key-1" })
+      .setIssuer(issuer.issuer)
+      .setAudience(BOT_APP_ID)
+      .setExpirationTime("1h")
+      .sign(otherKey);
+    const other = "12121212-3434-4565-8787-909090909090";
+    const cases: [string, Record<string, unknown>, string, number][] = [
+      ["forged", message(), forged, 401],
+      ["expired", message(), await connectorToken({ expiresIn: "-10m" }), 401],
+      ["wrongAudience", message(), await connectorToken({ audience: "11111111-2222-4333-8444-555555555555" }), 401],
+      ["wrongServiceUrl", message({ serviceUrl: "https://evil.example/" }), await connectorToken(), 401],
+      ["wrongChannel", message({ channelId: "webchat" }), await connectorToken(), 401],
+      [
+        "unknownTenant",
+        message({ conversation: { id: "a:1", tenantId: other }, channelData: { tenant: { id: other } } }),
+        await connectorToken(),
+        403,
+      ],
+    ];
+    for (const [name, a, t, status] of cases) {
+      const res = await w.post(a, `Bearer ${t}`);
+      expect(res.status, name).toBe(status);
+      expect(res.jsonBody, name).toEqual({ detail: expect.any(String), request_id: "req-e2e" });
+      expect(await w.channels.queue.stateOf({ channel: "platform_a", turn_id: String(a.id) }), name).toBeUndefined();
+    }
+    expect(await w.channels.queue.depth()).toBe(0);
+    expect(connector.requests.slice(from)).toHaveLength(0);
+    expect(await w.conversations.get(PRINCIPAL)).toBeUndefined();
+    expect(await w.h.audit.list({ action: "console.tool_call" })).toHaveLength(0);
   });
 });

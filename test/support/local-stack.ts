@@ -1,7 +1,19 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { inject } from "vitest";
 
 export const ROOT = path.resolve(import.meta.dirname, "../..");
 export const DURABLE_TEST_APP = path.join(ROOT, "dist/test/durable-app.js");
@@ -51,6 +63,11 @@ export async function startStack(
   } = {},
 ): Promise<TestStack> {
   const dataDir = options.dataDir ?? mkdtempSync(path.join(tmpdir(), "bp-stack-"));
+  // A fresh data folder gets the demo database the run's first stack built (the same FASTA, the
+  // same makeblastdb): building it costs seconds per stack. The stack then finds it, as `npm start`
+  // does on its second start. A test that passes its own folder keeps the stack's own build.
+  const demo = demoDatabases(options.dataDir === undefined && !options.env?.BLASTPLANE_SKIP_DEMO_DB);
+  demo.seed(dataDir);
   const child = spawn(process.execPath, [path.join(ROOT, "dist/local/start.js")], {
     cwd: ROOT,
     env: {
@@ -98,6 +115,7 @@ export async function startStack(
     });
   });
   const info = JSON.parse(readFileSync(path.join(dataDir, "stack.json"), "utf8")) as StackInfo;
+  if (output.includes("adding the demo database")) demo.keep(dataDir);
   return {
     info,
     dataDir,
@@ -132,6 +150,47 @@ export async function startStack(
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** The run's shared copy of the demo database folder (test/support/global-setup.ts). */
+function demoDatabases(enabled: boolean) {
+  let template: string | undefined;
+  try {
+    template = enabled ? path.join(inject("demoDatabaseTemplate"), "databases") : undefined;
+  } catch {
+    template = undefined; // outside a vitest run
+  }
+  const target = (dataDir: string) => path.join(dataDir, "jobapi", "databases");
+  return {
+    seed(dataDir: string) {
+      if (!template || !existsSync(template)) return;
+      mkdirSync(path.dirname(target(dataDir)), { recursive: true, mode: 0o700 });
+      copyTree(template, target(dataDir));
+    },
+    keep(dataDir: string) {
+      if (!template || existsSync(template)) return;
+      const staging = `${template}.${process.pid}`;
+      // Copied right after start-up, before any job marks a release in use.
+      copyTree(target(dataDir), staging);
+      try {
+        renameSync(staging, template);
+      } catch {
+        rmSync(staging, { recursive: true, force: true }); // another worker's copy won
+      }
+    },
+  };
+}
+
+/** Copies a folder with each entry's mode (the data folder is private: 0700/0600), without `.in-use` marks. */
+function copyTree(from: string, to: string): void {
+  mkdirSync(to, { mode: statSync(from).mode & 0o777 });
+  for (const entry of readdirSync(from, { withFileTypes: true })) {
+    if (entry.name === ".in-use") continue;
+    const [src, dst] = [path.join(from, entry.name), path.join(to, entry.name)];
+    if (entry.isDirectory()) copyTree(src, dst);
+    else copyFileSync(src, dst);
+  }
+  chmodSync(to, statSync(from).mode & 0o777);
 }
 
 /** Mints a token through the running stack's development identity provider. */

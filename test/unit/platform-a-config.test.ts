@@ -2,6 +2,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { ConfigError } from "../../shared/config/env.js";
+import { loadChannelConfig } from "../../shared/channels/channel-config.js";
 import { loadTeamsInboundConfig } from "../../shared/channels/platform-a/teams-config.js";
 import { loadNotifyConfig } from "../../shared/notify/notify-config.js";
 
@@ -118,6 +119,36 @@ describe("chat platform A inbound settings (issue 26; spec §2.6, §7 item 8, §
       metadataUrl: "https://login.botframework.com/v1/.well-known/openidconfiguration",
       issuer: "https://api.botframework.com",
       guestTenantIds: [],
+    });
+  });
+
+  it("C-254 the Functions app's channel settings read the Teams channel: its replies need the bot's client secret reference, env: only locally", () => {
+    const ok = { ...base, SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON: bindings(1) };
+    const channelProblems = (env: Record<string, string>, local: boolean) => {
+      try {
+        loadChannelConfig(env, { local });
+      } catch (error) {
+        if (error instanceof ConfigError) return error.problems.join("\n");
+        throw error;
+      }
+      return "";
+    };
+    expect(loadChannelConfig({}, { local: false }).platformA).toBeUndefined();
+    expect(channelProblems(ok, false)).toMatch(/SVC_PLATFORM_A_CLIENT_SECRET_REF: a secret reference/);
+    expect(channelProblems({ ...ok, SVC_PLATFORM_A_CLIENT_SECRET_REF: "env:BOT_SECRET" }, false)).toMatch(
+      /SVC_PLATFORM_A_CLIENT_SECRET_REF: env: references are for the local profile only/,
+    );
+    // Teams' and Slack's problems are reported together.
+    expect(
+      channelProblems({ SVC_PLATFORM_A_CHANNEL_ENABLED: "true", SVC_PLATFORM_B_CHANNEL_ENABLED: "true" }, true),
+    ).toMatch(/SVC_PLATFORM_B_SIGNING_SECRET_REF[\s\S]*SVC_PLATFORM_A_BOT_APP_ID/);
+    const config = loadChannelConfig(
+      { ...ok, SVC_PLATFORM_A_CLIENT_SECRET_REF: "kv:teams-bot-secret" },
+      { local: false },
+    );
+    expect(config.platformA).toMatchObject({
+      clientSecretRef: "kv:teams-bot-secret",
+      inbound: { botAppId: TEAMS.SVC_PLATFORM_A_BOT_APP_ID, tenantId: TEAMS.SVC_PLATFORM_A_TENANT_ID },
     });
   });
 });

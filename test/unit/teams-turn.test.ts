@@ -1,4 +1,10 @@
 import { describe, expect, it } from "vitest";
+import {
+  CHANNEL_TRUNCATED,
+  type ChannelOutboundResponse,
+  UPSTREAM_TRUNCATED,
+} from "../../shared/channels/inbound/types.js";
+import { TEAMS_REPLY_TEXT_LIMIT, teamsReplyActivity } from "../../shared/channels/platform-a/teams-reply.js";
 import { teamsInboundTurn } from "../../shared/channels/platform-a/teams-turn.js";
 import type { VerifiedTeamsActivity } from "../../shared/channels/platform-a/teams-verifier.js";
 
@@ -88,5 +94,43 @@ describe("a verified Teams activity as the inbound core's turn", () => {
       },
     ]);
     expect(JSON.stringify(turn)).not.toMatch(/sharepoint|token=abc/);
+  });
+});
+
+describe("a reply as a Teams activity (teamsReplyActivity)", () => {
+  const reply = (overrides: Partial<ChannelOutboundResponse> = {}): ChannelOutboundResponse => ({
+    text: "ok",
+    mentions: [],
+    kind: "answer",
+    request_id: "r1",
+    audit_ids: [],
+    ...overrides,
+  });
+
+  it("clips long text with the channel marker, shows the upstream marker, and renders markdown the sender typed literally", () => {
+    const long = teamsReplyActivity(reply({ text: "x".repeat(10_000), upstream_truncated: true }));
+    expect(long.degraded).toBe(true);
+    expect(String(long.activity.text)).toHaveLength(TEAMS_REPLY_TEXT_LIMIT);
+    expect(String(long.activity.text).endsWith(CHANNEL_TRUNCATED)).toBe(true);
+    const short = teamsReplyActivity(
+      reply({ text: "**bold** [link](https://evil.example)", upstream_truncated: true }),
+    );
+    expect(short).toMatchObject({ degraded: false, activity: { type: "message", textFormat: "markdown" } });
+    expect(short.activity.text).toBe(`\\*\\*bold\\*\\* \\[link\\](https://evil.example)\n${UPSTREAM_TRUNCATED}`);
+  });
+
+  it("C-357 an A1 bounce is a card that only opens the console: no submit action, no decision payload", () => {
+    const { activity } = teamsReplyActivity(
+      reply({
+        rich: {
+          kind: "approval_bounce",
+          approval_id: "apr_0123456789abcdef01234567",
+          console_url: "https://console.example/approvals/apr_0123456789abcdef01234567",
+        },
+      }),
+    );
+    const card = JSON.stringify(activity.attachments);
+    expect(card).toContain("Action.OpenUrl");
+    expect(card).not.toMatch(/Action\.(Submit|Execute)|"decision"/);
   });
 });

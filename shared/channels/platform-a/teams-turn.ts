@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { normalizeObjectId } from "../../auth/object-id.js";
 import type { ChannelInboundTurn } from "../inbound/types.js";
 import type { VerifiedTeamsActivity } from "./teams-verifier.js";
 
@@ -69,7 +70,8 @@ export function teamsInboundTurn(verified: VerifiedTeamsActivity, receivedAt: Da
         .digest("hex"),
     channel: "platform_a",
     sender: {
-      vendor_user_id: activity.from.aadObjectId ?? activity.from.id,
+      // Normalized like the binding keys, so sender access finds the binding the verifier checked.
+      vendor_user_id: activity.from.aadObjectId ? normalizeObjectId(activity.from.aadObjectId) : activity.from.id,
       tenant_id: verified.tenantId,
       guest: verified.trust === "guest",
       ...(activity.from.name ? { display_name: activity.from.name.slice(0, 100) } : {}),
@@ -88,6 +90,7 @@ export function teamsInboundTurn(verified: VerifiedTeamsActivity, receivedAt: Da
       service_url: verified.identity.serviceUrl.slice(0, 512),
       conversation_id: activity.conversation.id.slice(0, 512),
       tenant_id: verified.tenantId,
+      user_id: activity.from.id.slice(0, 512),
       ...(activity.id ? { activity_id: activity.id.slice(0, 256) } : {}),
     },
   };

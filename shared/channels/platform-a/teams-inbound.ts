@@ -1,0 +1,80 @@
+import type { HttpResult } from "../../http/envelope.js";
+import type { HttpRequestLike } from "../../http/validation.js";
+import type { TeamsConversationReference } from "../../notify/channels/platform-a.js";
+import type { ChannelQueue, TurnProcessor } from "../inbound/channel-queue.js";
+import type { BotServiceKeySet } from "./bot-service-keys.js";
+import type { TeamsInboundConfig } from "./teams-config.js";
+import { createTeamsMessagesHandler } from "./teams-messages.js";
+import { teamsInboundTurn } from "./teams-turn.js";
+import { createTeamsVerifier, type VerifiedTeamsActivity } from "./teams-verifier.js";
+
+/**
+ * Chat platform A's inbound endpoint (`POST /api/messages`), transport-agnostic: the verifier
+ * (token before body, then activity, tenant, sender; `teams-verifier.ts`), then the conversation
+ * reference is kept for proactive notifications (table `teamsconversations`, read by the outbound
+ * Teams channel), then a message activity becomes a turn in the channel queue and is processed
+ * inline like Slack's (the queue's worker timer picks up whatever a crash leaves behind). The
+ * reply goes out through the Agents SDK (`teams-reply.ts`), registered as the channel's deliver.
+ */
+
+/** Where the conversation references of verified senders are kept (`createTeamsConversationStore`). */
+export interface ConversationReferenceSink {
+  save(principal: string, reference: TeamsConversationReference): Promise<void>;
+}
+
+/**
+ * The reference a verified activity leaves for its principal: only a personal (1:1) conversation,
+ * so a notification for one person never lands in a group chat or channel they once wrote in.
+ */
+export function conversationReferenceOf(verified: VerifiedTeamsActivity): TeamsConversationReference | undefined {
+  const { activity } = verified;
+  const type = activity.conversation.conversationType;
+  if (type !== undefined && type !== "personal") return undefined;
+  return {
+    serviceUrl: verified.identity.serviceUrl,
+    conversationId: activity.conversation.id,
+    tenantId: verified.tenantId,
+    userId: activity.from.id,
+  };
+}
+
+export function createTeamsInbound(deps: {
+  config: TeamsInboundConfig;
+  keys: BotServiceKeySet;
+  queue: ChannelQueue;
+  process: TurnProcessor;
+  conversations: ConversationReferenceSink;
+  /** The local profile: a Bot Connector on `http://127.0.0.1` may be a service URL. */
+  allowLoopbackHttp?: boolean;
+  now?: () => Date;
+}) {
+  const now = deps.now ?? (() => new Date());
+  const verifier = createTeamsVerifier(deps.config, {
+    keys: deps.keys,
+    ...(deps.now ? { now: deps.now } : {}),
+    ...(deps.allowLoopbackHttp ? { allowLoopbackHttp: true } : {}),
+  });
+
+  return {
+    /**
+     * Handles one request. Throws the domain errors the transport maps: 401 (token, service URL,
+     * channel), 403 (tenant, sender), 400/413/422 (body), 429 (queue full: Bot Service retries).
+     */
+    handle(request: HttpRequestLike, processor: TurnProcessor = deps.process): Promise<HttpResult> {
+      return createTeamsMessagesHandler({
+        verifier,
+        accept: async (verified) => {
+          const at = now();
+          const reference = conversationReferenceOf(verified);
+          if (reference) await deps.conversations.save(verified.principal, reference);
+          const turn = teamsInboundTurn(verified, at);
+          // conversationUpdate, typing, reactions…: acknowledged, nothing to answer.
+          if (!turn) return { status: 200, jsonBody: {} };
+          const admitted = await deps.queue.enqueue(turn, at);
+          if (admitted === "accepted") await deps.queue.drain(processor, now, turn);
+          return { status: 200, jsonBody: {} };
+        },
+      })(request);
+    },
+  };
+}

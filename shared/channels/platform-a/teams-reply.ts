@@ -1,0 +1,150 @@
+import type { CloudAdapter, TurnContext } from "@microsoft/agents-hosting";
+import { CHANNEL_TRUNCATED, UPSTREAM_TRUNCATED } from "../../notify/output-markers.js";
+import type { ChannelDeliveryReceipt, ChannelInboundTurn, ChannelOutboundResponse } from "../inbound/types.js";
+import { TEAMS_CHANNEL_ID } from "./teams-verifier.js";
+
+/**
+ * Replies of the inbound Teams channel (chat platform A) through the Microsoft 365 Agents SDK
+ * (`@microsoft/agents-hosting`): `CloudAdapter.continueConversation` with the reference the
+ * verified activity left in the turn's `reply_context` (the token's service URL, never the
+ * payload's), then `sendActivity`. With the inbound activity's id as the reference's `activityId`
+ * the SDK answers it as a reply (`POST {serviceUrl}/v3/conversations/{id}/activities/{activityId}`).
+ * The SDK acquires the bot's app token from Entra ID (client credentials) itself. The SDK is
+ * imported on the first reply, not when the Functions app starts (cold start).
+ */
+
+/** A reply's text in Teams: at most this many characters, clipped with `[CHANNEL OUTPUT TRUNCATED]`. */
+export const TEAMS_REPLY_TEXT_LIMIT = 4_000;
+/** At most this many activity lines are listed under a reply (the rest are counted). */
+const ACTIVITY_LINES = 10;
+
+/** Markdown the sender's text could use to fake structure is shown literally (Teams renders markdown). */
+function escapeMarkdown(text: string): string {
+  return text.replace(/([\\`*_[\]<>#|])/g, "\\$1");
+}
+
+/** The reply activity: text (clipped), the activity lines, and at most one card that only opens the console. */
+export function teamsReplyActivity(response: ChannelOutboundResponse): {
+  activity: Record<string, unknown>;
+  degraded: boolean;
+} {
+  const activities = response.activities ?? [];
+  const lines = activities.slice(0, ACTIVITY_LINES).map((a) => `${a.input_kind} ${a.command}: ${a.status}`);
+  if (activities.length > ACTIVITY_LINES) lines.push(`${activities.length - ACTIVITY_LINES} more not shown`);
+  const marker = response.upstream_truncated ? `\n${UPSTREAM_TRUNCATED}` : "";
+  const full = `${escapeMarkdown(response.text)}${marker}${lines.length > 0 ? `\n\n${escapeMarkdown(lines.join("\n"))}` : ""}`;
+  const degraded = full.length > TEAMS_REPLY_TEXT_LIMIT;
+  const text = degraded
+    ? `${full.slice(0, TEAMS_REPLY_TEXT_LIMIT - CHANNEL_TRUNCATED.length - 1)}\n${CHANNEL_TRUNCATED}`
+    : full;
+  const rich = response.rich;
+  // A1 from Teams never carries a decision (spec §5 item 5): the card only opens the console.
+  const card =
+    rich?.kind === "approval_bounce"
+      ? {
+          type: "AdaptiveCard",
+          $schema: "http://adaptivecards.io/schemas/adaptive-card.json",
+          version: "1.5",
+          body: [
+            { type: "TextBlock", text: "Approval", weight: "Bolder", wrap: true },
+            { type: "FactSet", facts: [{ title: "Approval", value: rich.approval_id }] },
+          ],
+          actions: [{ type: "Action.OpenUrl", title: "Sign in to decide", url: rich.console_url }],
+        }
+      : undefined;
+  return {
+    activity: {
+      type: "message",
+      textFormat: "markdown",
+      text,
+      ...(card ? { attachments: [{ contentType: "application/vnd.microsoft.card.adaptive", content: card }] } : {}),
+    },
+    degraded,
+  };
+}
+
+interface HttpErrorLike {
+  response?: { status?: number };
+}
+
+/**
+ * The reply sender of chat platform A: an acknowledgement is the created activity's resource id
+ * (spec §7 item 9). A Bot Connector 429/5xx is a retryable rejection, another 4xx definitive, a
+ * token Entra refuses definitive; a 2xx without an id or a cut transport is ambiguous (never
+ * retried automatically, spec §3 reply delivery).
+ */
+export function createTeamsReplier(options: {
+  botAppId: string;
+  tenantId: string;
+  clientSecret: () => Promise<string>;
+}) {
+  const operation = "continueConversation.sendActivity";
+  let adapter: Promise<CloudAdapter> | undefined;
+  const adapterOf = () => {
+    adapter ??= Promise.all([import("@microsoft/agents-hosting"), options.clientSecret()]).then(
+      ([sdk, clientSecret]) => {
+        const a = new sdk.CloudAdapter({ clientId: options.botAppId, clientSecret, tenantId: options.tenantId });
+        // The SDK's default turn-error handler posts its own message into the conversation.
+        a.onTurnError = async () => undefined;
+        return a;
+      },
+      (error: unknown) => {
+        adapter = undefined;
+        throw error;
+      },
+    );
+    return adapter;
+  };
+
+  return async function deliver(
+    turn: ChannelInboundTurn,
+    response: ChannelOutboundResponse,
+  ): Promise<ChannelDeliveryReceipt> {
+    const ctx = turn.reply_context;
+    if (!ctx.service_url || !ctx.conversation_id)
+      return { outcome: "rejected", operation, retryable: false, reason: "no_reply_context" };
+    const { activity, degraded } = teamsReplyActivity(response);
+    let posted = false;
+    let ack: string | undefined;
+    let failure: unknown;
+    try {
+      const a = await adapterOf();
+      await a.continueConversation(
+        options.botAppId,
+        {
+          serviceUrl: ctx.service_url,
+          channelId: TEAMS_CHANNEL_ID,
+          conversation: { id: ctx.conversation_id, ...(ctx.tenant_id ? { tenantId: ctx.tenant_id } : {}) },
+          agent: { id: `28:${options.botAppId}` },
+          user: { id: ctx.user_id ?? "unknown" },
+          ...(response.thread_intent !== "in_conversation" && ctx.activity_id ? { activityId: ctx.activity_id } : {}),
+        } as Parameters<CloudAdapter["continueConversation"]>[1],
+        async (context) => {
+          posted = true;
+          // Caught here: a throw would reach the adapter's turn-error handler.
+          try {
+            const sent = await context.sendActivity(activity as unknown as Parameters<TurnContext["sendActivity"]>[0]);
+            if (typeof sent?.id === "string" && sent.id.length > 0) ack = sent.id;
+          } catch (error) {
+            failure = error;
+          }
+        },
+      );
+      if (failure !== undefined) throw failure;
+      if (ack) return { outcome: "acknowledged", operation, vendor_message_id: ack, text_degraded: degraded };
+      return { outcome: "ambiguous", operation, reason: "malformed_acknowledgement" };
+    } catch (error) {
+      const status = (error as HttpErrorLike).response?.status;
+      if (typeof status === "number")
+        return {
+          outcome: "rejected",
+          operation,
+          retryable: status === 408 || status === 429 || status >= 500,
+          reason: `http_${status}`,
+        };
+      // Nothing reached Bot Connector (the app token or the SDK could not be had).
+      if (!posted) return { outcome: "rejected", operation, retryable: true, reason: "token_unavailable" };
+      return { outcome: "ambiguous", operation, reason: "transport_interrupted" };
+    }
+  };
+}
