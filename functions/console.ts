@@ -1,17 +1,31 @@
 import { errorResponse, jsonBodyOf, ok, refusedBeforeRouting, validationFailed } from "../shared/http/openapi.js";
 import { z } from "zod";
-import { agentActivity } from "../shared/console/activity.js";
+import { agentActivity, agentFramesOf } from "../shared/console/activity.js";
 import { streamChatTurn } from "../shared/console/chat-stream.js";
-import { LIVE_EVENT_ID, parseCursor, relayLive } from "../shared/console/live-feed.js";
-import { createSseStream, SSE_HEADERS } from "../shared/http/sse.js";
-import { effectiveRole } from "../shared/console/tools/tool.js";
+import { followAudit, LIVE_EVENT_ID, parseCursor, relayAudit, relayLive } from "../shared/console/live-feed.js";
+import {
+  chooseFromHistory,
+  type InvestigationResult,
+  planInvestigation,
+  type ReadInvestigationInput,
+  readInvestigationBody,
+  recordInvestigation,
+  runInvestigation,
+} from "../shared/console/read-investigations.js";
+import { getOperation, newOperationId } from "../shared/orchestrations/operations.js";
+import { Orchestrations } from "../shared/orchestrations/queue-labels.js";
+import type { HttpRequest } from "@azure/functions";
+import type { Role } from "../shared/auth/roles.js";
+import type { LiveCursor } from "../shared/console/live-feed.js";
+import { createSseStream, SSE_HEADERS, type SseChannel } from "../shared/http/sse.js";
+import { effectiveRole, meetsFloor } from "../shared/console/tools/tool.js";
 import { ForbiddenError, NotFoundError, ValidationError } from "../shared/errors.js";
 import { errorResult, jsonResult } from "../shared/http/envelope.js";
 import { parseJsonBody, zodIssues } from "../shared/http/validation.js";
 import { appContext } from "./composition/app-context.js";
 import { approvalHooks } from "./composition/approval-hooks.js";
 import { consoleParts } from "./composition/console-deps.js";
-import { callerOf, route } from "./composition/http-route.js";
+import { callerOf, type RouteScope, route } from "./composition/http-route.js";
 
 /** A chat turn: bounded text and the optional agent selections of coordinator rule 8. */
 const turnBody = z.strictObject({
@@ -170,28 +184,205 @@ route(
       },
     },
   },
+  async (request, scope) =>
+    auditStream(request, scope, (channel, options) =>
+      relayLive(channel, { ...options, audit: appContext.audit, pollMs: LIVE_POLL_MS, retentionMs: LIVE_RETENTION_MS }),
+    ),
+);
+
+/**
+ * The shared shape of the two audit-following streams (`/live/stream`, `/agents/stream`): the
+ * `Last-Event-ID` header checked, the caller's role, and a resumable SSE stream whose relay ends
+ * with the connection (client gone, slow reader, or lifetime over).
+ */
+async function auditStream(
+  request: HttpRequest,
+  scope: RouteScope,
+  relay: (channel: SseChannel, options: { role: Role; after?: LiveCursor }) => Promise<void>,
+) {
+  const parsed = liveHeaders.safeParse({ "last-event-id": request.headers.get("last-event-id") ?? undefined });
+  if (!parsed.success) throw new ValidationError(zodIssues(parsed.error, "header", {}));
+  const role = effectiveRole(callerOf(scope));
+  if (!role) throw new ForbiddenError("this action needs the Reader role or higher");
+  const lastEventId = parsed.data["last-event-id"];
+  const connection = scope.connection();
+  const { body, channel } = createSseStream({
+    heartbeatMs: HEARTBEAT_MS,
+    clientAbortSignal: AbortSignal.any([connection.abortSignal, AbortSignal.timeout(LIVE_CONNECTION_MS)]),
+    backlogBytes: connection.backlogBytes,
+    maxBacklogBytes: LIVE_MAX_BACKLOG_BYTES,
+    retryMs: 2000,
+  });
+  const after = lastEventId ? parseCursor(lastEventId) : undefined;
+  void relay(channel, { role, ...(after ? { after } : {}) }).catch((error: unknown) =>
+    scope.logger.warn("event stream ended by an error", { error }),
+  );
+  return { status: 200, headers: { ...SSE_HEADERS }, body };
+}
+
+route(
+  "agentsStream",
+  {
+    methods: ["GET"],
+    route: "agents/stream",
+    role: "Reader",
+    openapi: {
+      summary: "Agent runtime-state frames as server-sent events (resumable by Last-Event-ID)",
+      description:
+        "First a `runtime` frame (`broker: absent`, `source: audit_log`, `keepalive_ms`): this product has no message broker, so frames come from the durable audit log and SSE comment keep-alives go out every 15 s while idle. Then frames named `agent` — the `/agents/activity` entry of each inventory scan, ontology conversion, current-state read and read investigation, with `state` (`completed`, `failed`, `refused`), `at`, `audit_id` and `replay`, in audit order and filtered by the caller's role. `Last-Event-ID` resumes like `/live/stream` (1-hour window, `gap` frame beyond 1000 entries); a connection ends after 10 minutes or when the client leaves 256 KiB unread. See docs/web-chat.md.",
+      parameters: [
+        {
+          name: "Last-Event-ID",
+          in: "header",
+          required: false,
+          schema: { type: "string", pattern: LIVE_EVENT_ID.source },
+        },
+      ],
+      responses: {
+        "200": { description: "the event stream", content: { "text/event-stream": { schema: { type: "string" } } } },
+        ...validationFailed,
+      },
+    },
+  },
+  async (request, scope) =>
+    auditStream(request, scope, (channel, options) => {
+      // No message broker in this product (spec §4): say so, then follow the durable audit log.
+      channel.send({
+        event: "runtime",
+        data: { broker: "absent", source: "audit_log", keepalive_ms: HEARTBEAT_MS, poll_ms: LIVE_POLL_MS },
+      });
+      return relayAudit(
+        channel,
+        "agent",
+        followAudit(
+          { audit: appContext.audit, pollMs: LIVE_POLL_MS, retentionMs: LIVE_RETENTION_MS },
+          { ...options, abortSignal: channel.abortSignal },
+          agentFramesOf,
+        ),
+      );
+    }),
+);
+
+/** A read investigation's body is small: three commands of at most 2,000 characters. */
+const INVESTIGATION_BODY_LIMIT_BYTES = 16 * 1024;
+/** A streamed investigation a client leaves unread beyond this is dropped (its reads stop). */
+const INVESTIGATION_MAX_BACKLOG_BYTES = 1024 * 1024;
+
+/** What every investigation answer carries besides its result: the id and the decision with its evidence. */
+function investigationView(result: InvestigationResult, auditId: string) {
+  return {
+    outcome: result.outcome,
+    text: result.text,
+    activities: result.activities,
+    tool_results: result.tool_results,
+    evidence_refs: result.evidence_refs,
+    audit_ids: [...result.audit_ids, auditId],
+  };
+}
+
+route(
+  "readInvestigations",
+  {
+    methods: ["POST"],
+    route: "read-investigations",
+    role: "Reader",
+    durable: true,
+    openapi: {
+      summary: "Run one to three canonical read commands: direct, streamed or detached, chosen from recorded latency",
+      description:
+        "Every command is checked before anything runs (an installed read-class tool the caller's role holds, valid arguments, no duplicates; a tool above the role is 403). The execution is chosen from the 90th-percentile `duration_ms` of each tool's latest 20 audited calls, summed: at most 2 s runs `direct` (JSON answer); at most 30 s, or a tool with no history, answers `streamed` (`text/event-stream`: `decision`, one `activity` per read, `result`); above that `detached` (a durable operation; poll `operation_status_url`; the result is the `console.read_investigation` audit entry). Reads run serially; a failed or unavailable read stops the rest and the result is the deterministic unverified abstention. See docs/web-chat.md.",
+      requestBody: jsonBodyOf(readInvestigationBody),
+      responses: {
+        ...ok("a direct result, or a detached operation (`mode` says which)", "ReadInvestigation"),
+        "400": errorResponse("malformed JSON"),
+        "413": errorResponse("request body too large"),
+        ...validationFailed,
+      },
+    },
+  },
   async (request, scope) => {
-    const parsed = liveHeaders.safeParse({ "last-event-id": request.headers.get("last-event-id") ?? undefined });
-    if (!parsed.success) throw new ValidationError(zodIssues(parsed.error, "header", {}));
-    const role = effectiveRole(callerOf(scope));
+    const body = await parseJsonBody(request, readInvestigationBody, INVESTIGATION_BODY_LIMIT_BYTES);
+    const caller = callerOf(scope);
+    const role = effectiveRole(caller);
     if (!role) throw new ForbiddenError("this action needs the Reader role or higher");
-    const lastEventId = parsed.data["last-event-id"];
+    const { registry, coordinator } = await consoleParts();
+    const plan = planInvestigation(registry, role, body.commands);
+    const choice = await chooseFromHistory(appContext.audit, plan);
+    const investigationId = newOperationId();
+    const decision = {
+      mode: choice.mode,
+      reason: choice.reason,
+      estimate_ms: choice.estimate_ms,
+      latency: choice.latency,
+      thresholds: choice.thresholds,
+    };
+    const head = { investigation_id: investigationId, mode: choice.mode, decision };
+    const record = (result: InvestigationResult) =>
+      recordInvestigation(appContext.audit, {
+        caller,
+        investigationId,
+        requestId: scope.requestId,
+        plan,
+        choice,
+        result,
+      });
+
+    if (choice.mode === "direct") {
+      const result = await runInvestigation(coordinator, { caller, plan, requestId: scope.requestId });
+      const entry = await record(result);
+      return jsonResult(
+        200,
+        { ...head, result: investigationView(result, entry.audit_id), meta: { request_id: scope.requestId } },
+        scope.requestId,
+      );
+    }
+
+    if (choice.mode === "detached") {
+      const input: ReadInvestigationInput = {
+        investigation_id: investigationId,
+        request_id: scope.requestId,
+        caller,
+        plan,
+        choice: { mode: choice.mode, estimate_ms: choice.estimate_ms, reason: choice.reason },
+      };
+      await scope.durable().startNew(Orchestrations.readInvestigation, { instanceId: investigationId, input });
+      const operation = await getOperation(scope.durable(), investigationId, {
+        pollAfterSeconds: appContext.config.jobPollIntervalSeconds,
+      });
+      return jsonResult(
+        200,
+        { ...head, operation, operation_status_url: operation.links.self, meta: { request_id: scope.requestId } },
+        scope.requestId,
+      );
+    }
+
     const connection = scope.connection();
-    const { body, channel } = createSseStream({
+    const { body: stream, channel } = createSseStream({
       heartbeatMs: HEARTBEAT_MS,
-      clientAbortSignal: AbortSignal.any([connection.abortSignal, AbortSignal.timeout(LIVE_CONNECTION_MS)]),
+      clientAbortSignal: connection.abortSignal,
       backlogBytes: connection.backlogBytes,
-      maxBacklogBytes: LIVE_MAX_BACKLOG_BYTES,
-      retryMs: 2000,
+      maxBacklogBytes: INVESTIGATION_MAX_BACKLOG_BYTES,
     });
-    void relayLive(channel, {
-      audit: appContext.audit,
-      pollMs: LIVE_POLL_MS,
-      retentionMs: LIVE_RETENTION_MS,
-      role,
-      after: lastEventId ? parseCursor(lastEventId) : undefined,
-    }).catch((error: unknown) => scope.logger.warn("live stream ended by an error", { error }));
-    return { status: 200, headers: { ...SSE_HEADERS }, body };
+    channel.send({ event: "decision", data: { ...head, request_id: scope.requestId } });
+    void (async () => {
+      try {
+        const result = await runInvestigation(coordinator, {
+          caller,
+          plan,
+          requestId: scope.requestId,
+          abortSignal: channel.abortSignal,
+          onActivity: (activity) => channel.send({ event: "activity", data: activity }),
+        });
+        const entry = await record(result);
+        channel.send({ event: "result", data: { ...head, result: investigationView(result, entry.audit_id) } });
+      } catch (error) {
+        scope.logger.error("streamed read investigation failed", { error });
+        channel.send({ event: "error", data: { detail: "the investigation failed", request_id: scope.requestId } });
+      } finally {
+        channel.close();
+      }
+    })();
+    return { status: 200, headers: { ...SSE_HEADERS }, body: stream };
   },
 );
 
@@ -245,6 +436,54 @@ route(
     openapi: { summary: "Recent agent activity, newest first", responses: ok("activity", "AgentActivity") },
   },
   async (_request, scope) => jsonResult(200, await agentActivity(appContext.audit), scope.requestId),
+);
+
+route(
+  "approvalsQueue",
+  {
+    methods: ["GET"],
+    route: "approvals",
+    role: "Reader",
+    openapi: {
+      summary: "The pending approvals queue as the caller may see it",
+      description:
+        'Readers get only the existence and count of queued approvals (spec §2.2). Approvers and Owners get each pending item (target, proposed action, requester, reason, severity, times and `action_hash`, which a decision presents) with `may_decide` and, when false, why (`no_self_approval`, `decider_role_below_action_floor`) and the role it needs — the approval authority\'s answer, which `approve_hil` checks again. Decide with `POST /api/chat` `approve_hil approval_id=… decision=approve|reject justification="…" action_hash=…`. See docs/web-chat.md.',
+      responses: ok("the queue", "ApprovalsQueue"),
+    },
+  },
+  async (_request, scope) => {
+    const caller = callerOf(scope);
+    const role = effectiveRole(caller);
+    if (!role) throw new ForbiddenError("this action needs the Reader role or higher");
+    const { approvalStore, approvals } = await consoleParts();
+    const now = Date.now();
+    // An item past its expiry is timing out (its orchestration's timer settles it): not decidable.
+    const pending = (await approvalStore.listPending()).filter((i) => Date.parse(i.expires_at) > now);
+    if (!meetsFloor(role, "Approver"))
+      return jsonResult(200, { role, count: pending.length, details: "count_only", items: [] }, scope.requestId);
+    const items = pending.map((i) => {
+      const authority = approvals.authority.mayDecide(
+        { oid: caller.oid, role },
+        { requesterOid: i.requester.oid, actionType: i.action.action_type },
+      );
+      return {
+        approval_id: i.approval_id,
+        proposed_action: i.action.action_type,
+        target: i.action.target,
+        params: i.action.params,
+        action_hash: i.action_hash,
+        requester: i.requester,
+        reason: i.reason,
+        severity: i.severity,
+        created_at: i.created_at,
+        expires_at: i.expires_at,
+        may_decide: authority.allowed,
+        required_role: authority.required_role,
+        ...(authority.allowed ? {} : { refusal: authority.reason }),
+      };
+    });
+    return jsonResult(200, { role, count: pending.length, details: "full", items }, scope.requestId);
+  },
 );
 
 route(

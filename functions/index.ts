@@ -25,5 +25,6 @@ import "./console.js";
 import "./channels.js";
 import "./notifications.js";
 import "./orchestrations/approval-request.js";
+import "./orchestrations/read-investigation.js";
 import "./ops-loop.js";
 import "./api-docs.js";

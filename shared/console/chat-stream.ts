@@ -11,7 +11,14 @@ import {
 export const PRESENTATION_WAIT_MS = 5000;
 
 /** Why the final event keeps the deterministic plan. */
-export type PlanFallback = "no_planner" | "timeout" | "cancelled" | "invalid_output" | "provider_failure";
+export type PlanFallback =
+  | "no_planner"
+  /** The answer holds no tool result (a refusal, an abstention): there is nothing to lay out, so no provider call. */
+  | "nothing_to_plan"
+  | "timeout"
+  | "cancelled"
+  | "invalid_output"
+  | "provider_failure";
 
 /**
  * The frames of `POST /api/chat/stream`, in order (data is JSON, snake_case):
@@ -97,6 +104,7 @@ export async function planFor(
   });
   if (!deps.planner) return keep("no_planner");
   if (abortSignal.aborted) return keep("cancelled");
+  if (reply.tool_results.length === 0) return keep("nothing_to_plan");
   const attempt = new AbortController();
   const onAbort = () => attempt.abort(abortSignal.reason);
   abortSignal.addEventListener("abort", onAbort, { once: true });

@@ -159,20 +159,36 @@ export interface LiveFeedOptions {
 export const LIVE_PAGE = 1000;
 
 /** One frame to send: its data and, on the last frame of an entry, the entry's cursor as the SSE id. */
-export interface LiveDelivery {
-  frame: LiveFrame;
-  id?: string;
-}
+export type LiveDelivery = AuditDelivery<LiveFrame>;
 
 /**
  * Follows the audit log for one client: first the entries after `after` (marked `replay`), then
  * new entries as they are recorded, oldest first, only those the role may read. A gap (more than
  * {@link LIVE_PAGE} entries to catch up on) yields a `gap` marker instead of silently skipping.
  */
-export async function* followLive(
+export function followLive(
   options: LiveFeedOptions,
   client: { role: Role; after?: LiveCursor; abortSignal: AbortSignal },
 ): AsyncGenerator<LiveDelivery | { gap: true }> {
+  return followAudit(options, client, (entry, replay) => liveFramesOf(entry, replay).map(compact));
+}
+
+/** One frame of a stream that follows the audit log, and its cursor on an entry's last frame. */
+export interface AuditDelivery<F> {
+  frame: F;
+  id?: string;
+}
+
+/**
+ * Follows the audit log for one client, turning each entry the role may read into frames with
+ * `framesOf` (the replay flag says whether it is catch-up): the engine of `/live/stream` and
+ * `/agents/stream`. See {@link followLive}.
+ */
+export async function* followAudit<F>(
+  options: LiveFeedOptions,
+  client: { role: Role; after?: LiveCursor; abortSignal: AbortSignal },
+  framesOf: (entry: AuditEntry, replay: boolean) => F[],
+): AsyncGenerator<AuditDelivery<F> | { gap: true }> {
   const now = options.now ?? (() => new Date());
   const settleMs = options.settleMs ?? 5000;
   const oldest = new Date(now().getTime() - options.retentionMs);
@@ -205,11 +221,11 @@ export async function* followLive(
         continue;
       sent.set(entry.audit_id, at);
       if (!auditVisibleTo(entry, client.role)) continue;
-      const frames = liveFramesOf(entry, replaying);
+      const frames = framesOf(entry, replaying);
       // The id goes on the entry's last frame: a client cut off between two frames resumes before both.
       for (const [index, frame] of frames.entries())
         yield {
-          frame: compact(frame),
+          frame,
           ...(index === frames.length - 1 ? { id: cursorId({ at: entry.at, audit_id: entry.audit_id }) } : {}),
         };
     }
@@ -239,23 +255,28 @@ function pause(ms: number, abortSignal: AbortSignal): Promise<void> {
  * a `gap` frame when entries were missed; ends when the stream ends (client gone, slow, or the
  * connection's lifetime is over).
  */
-export async function relayLive(
+export function relayLive(
   channel: SseChannel,
   options: LiveFeedOptions & { role: Role; after?: LiveCursor },
 ): Promise<void> {
+  return relayAudit(channel, "live", followLive(options, { ...options, abortSignal: channel.abortSignal }));
+}
+
+/** Relays a followed audit log onto an event stream as frames named `event` (and `gap` markers). */
+export async function relayAudit<F>(
+  channel: SseChannel,
+  event: string,
+  deliveries: AsyncIterable<AuditDelivery<F> | { gap: true }>,
+): Promise<void> {
   try {
-    for await (const delivery of followLive(options, {
-      role: options.role,
-      after: options.after,
-      abortSignal: channel.abortSignal,
-    })) {
+    for await (const delivery of deliveries) {
       const sent =
         "gap" in delivery
           ? channel.send({
               event: "gap",
               data: { detail: `more than ${LIVE_PAGE} entries since the cursor; some were missed` },
             })
-          : channel.send({ event: "live", data: delivery.frame, ...(delivery.id ? { id: delivery.id } : {}) });
+          : channel.send({ event, data: delivery.frame, ...(delivery.id ? { id: delivery.id } : {}) });
       if (!sent) return;
     }
   } finally {

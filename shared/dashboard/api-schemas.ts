@@ -231,6 +231,57 @@ export const agentActivitySchema = z.object({
   limit: z.number().int(),
 });
 
+/** `POST /api/read-investigations` (direct or detached; streamed answers `text/event-stream`). */
+export const readInvestigationSchema = z.object({
+  investigation_id: z.string(),
+  mode: z.enum(["direct", "streamed", "detached"]),
+  decision: z.object({
+    mode: z.enum(["direct", "streamed", "detached"]),
+    reason: z.enum(["fast_history", "no_latency_evidence", "moderate_history", "slow_history"]),
+    estimate_ms: z.number().nullable().describe("sum of each read's p90 duration_ms; null when a tool has no history"),
+    latency: z.array(z.object({ tool: z.string(), samples: z.number().int(), p90_ms: z.number().nullable() })),
+    thresholds: z.object({ direct_max_ms: z.number().int(), streamed_max_ms: z.number().int() }),
+  }),
+  result: z
+    .object({
+      outcome: z.enum(["answered", "abstained"]),
+      text: z.string(),
+      activities: z.array(z.record(z.string(), z.unknown())),
+      tool_results: z.array(z.record(z.string(), z.unknown())),
+      evidence_refs: z.array(z.string()),
+      audit_ids: z.array(z.string()),
+    })
+    .optional()
+    .describe("direct: the reads' result"),
+  operation: z.record(z.string(), z.unknown()).optional().describe("detached: the operation running the reads"),
+  operation_status_url: z.string().optional(),
+  meta: z.object({ request_id: z.string() }),
+});
+
+/** `GET /api/approvals`: the count for everyone; the items from Approver up. */
+export const approvalsQueueSchema = z.object({
+  role: z.enum(ROLES),
+  count: z.number().int().describe("pending approvals not yet past their expiry"),
+  details: z.enum(["count_only", "full"]),
+  items: z.array(
+    z.object({
+      approval_id: z.string(),
+      proposed_action: z.string(),
+      target: z.string(),
+      params: z.record(z.string(), z.unknown()),
+      action_hash: z.string(),
+      requester: z.object({ oid: z.string(), name: z.string() }),
+      reason: z.string(),
+      severity: z.string(),
+      created_at: timestamp,
+      expires_at: timestamp,
+      may_decide: z.boolean(),
+      required_role: z.enum(ROLES),
+      refusal: z.enum(["no_self_approval", "decider_role_below_action_floor"]).optional(),
+    }),
+  ),
+});
+
 export const rpcResponseSchema = z.object({
   jsonrpc: z.literal("2.0"),
   id: z.union([z.string(), z.number()]),

@@ -11,6 +11,7 @@ export const OPERATION_TYPES: Readonly<Record<string, string>> = Object.freeze({
   [Orchestrations.provisionCluster]: "cluster.provision",
   [Orchestrations.deployJobApi]: "jobapi.deploy",
   [Orchestrations.buildImages]: "images.build",
+  [Orchestrations.readInvestigation]: "console.read_investigation",
 });
 
 export type OperationState = "queued" | "running" | "succeeded" | "failed" | "cancelled";

@@ -22,6 +22,7 @@ export const Orchestrations = {
   prepareDatabase: "prepareDatabase",
   checkDatabaseUpdates: "checkDatabaseUpdates",
   approvalRequest: "approvalRequest",
+  readInvestigation: "readInvestigation",
 } as const;
 
 /** The external event `submitBlastJob` waits for: `DELETE /api/blast/jobs/{uuid}` raises it. */
@@ -37,6 +38,7 @@ export const ORCHESTRATION_QUEUES: Readonly<Record<string, QueueName>> = Object.
   [Orchestrations.prepareDatabase]: "storage",
   [Orchestrations.checkDatabaseUpdates]: "default",
   [Orchestrations.approvalRequest]: "default",
+  [Orchestrations.readInvestigation]: "default",
 });
 
 /** The queue label of an orchestration, or `fallback` when it has none. */

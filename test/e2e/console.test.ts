@@ -1,24 +1,41 @@
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type FakeOpenAi, startFakeOpenAi } from "../support/fake-openai.js";
 import { mintToken, startStack, type TestStack } from "../support/local-stack.js";
 import { expectAccessible, launchChromium } from "./browser.js";
 
 /*
  * The console's web chat as an operator uses it: real Chromium, the real local stack and its
- * identity provider's PKCE sign-in, `POST /api/chat/stream` and `GET /api/live/stream`.
- * SVC_NARRATOR=none: the conversation uses canonical commands (a narrator is wired later).
+ * identity provider's PKCE sign-in, `POST /api/chat/stream`, `GET /api/live/stream` and
+ * `GET /api/approvals`. The narrator is the OpenAI adapter over a scripted OpenAI-compatible
+ * server (test/support/fake-openai.ts) through the real `openai` client; canonical commands never
+ * reach it, and anything unscripted answers 500.
  */
 let stack: TestStack;
 let browser: Browser;
+let narrator: FakeOpenAi;
 const contexts: BrowserContext[] = [];
 
 beforeAll(async () => {
-  [stack, browser] = await Promise.all([startStack(), launchChromium()]);
+  narrator = await startFakeOpenAi();
+  [stack, browser] = await Promise.all([
+    startStack({
+      env: {
+        SVC_NARRATOR: "openai",
+        SVC_NARRATOR_BASE_URL: narrator.url,
+        SVC_NARRATOR_MODEL: "scripted-model",
+        // Break-glass pages this Owner through the local notification sinks.
+        SVC_BREAK_GLASS_OWNERS: "oid-e2e-paged-owner",
+      },
+    }),
+    launchChromium(),
+  ]);
 }, 300_000);
 afterAll(async () => {
   await browser?.close();
   await stack?.stop();
   stack?.cleanup();
+  await narrator?.close();
 });
 
 const app = () => stack.info.functions_url;
@@ -136,4 +153,152 @@ describe("the console web chat in Chromium", () => {
     }[];
     expect(reasons.filter((d) => !d.shown)).toEqual([expect.objectContaining({ reason: "same_tag" })]);
   }, 180_000);
+
+  it("C-348 C-349 C-183 C-188: the approvals queue shows a Reader only the count; the server decides who may decide; an Owner rejects; break-glass shows its TTL", async () => {
+    const contributor = await mintToken(stack, "Contributor", { oid: "oid-e2e-filer" });
+    const filed = (await (
+      await fetch(`${app()}/api/chat`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${contributor}`, "Content-Type": "application/json" },
+        body: JSON.stringify({ text: 'run_runbook name=kill_switch params={"on":true} dry_run=false' }),
+      })
+    ).json()) as { kind: string; approval_id: string };
+    expect(filed.kind).toBe("approval_filed");
+    const item = (p: Page) => p.locator(`.approval-item[data-approval-id="${filed.approval_id}"]`);
+
+    // A Reader: how many wait, nothing about them (spec §2.2), no decision controls.
+    const readerContext = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    contexts.push(readerContext);
+    const reader = await signIn(readerContext, "Reader", "E2E Queue Reader");
+    await reader
+      .getByTestId("approvals-count")
+      .getByText(/\d+ approvals? (is|are) waiting/)
+      .waitFor();
+    expect(await reader.getByText(filed.approval_id).count()).toBe(0);
+    expect(await reader.getByRole("button", { name: "Approve" }).count()).toBe(0);
+
+    // An Approver sees the item but may not decide a kill switch: the server says it needs an Owner.
+    const approverContext = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    contexts.push(approverContext);
+    const approver = await signIn(approverContext, "Approver", "E2E Queue Approver");
+    await item(approver).getByText("Deciding it needs the Owner role.").waitFor();
+    expect(await item(approver).getByRole("button", { name: "Reject" }).count()).toBe(0);
+
+    // A second user, an Owner, decides it: the approve_hil round trip with the item's action_hash.
+    const ownerContext = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    contexts.push(ownerContext);
+    const owner = await signIn(ownerContext, "Owner", "E2E Queue Owner");
+    await item(owner).getByLabel(`Justification for ${filed.approval_id}`).fill("not during the run");
+    await item(owner).getByRole("button", { name: "Reject" }).click();
+    await owner
+      .getByRole("status")
+      .filter({ hasText: filed.approval_id })
+      .getByText("Rejected: the decision is recorded (state rejected).")
+      .waitFor();
+    await item(owner).waitFor({ state: "detached" });
+
+    // The Owner's own filing: listed, but the server refuses self-approval, so no controls (C-348, C-349).
+    await ask(owner, 'run_runbook name=kill_switch params={"on":false} dry_run=false');
+    const filing = owner.locator(".turn").last();
+    await filing.locator(".badge", { hasText: "Filed for approval" }).waitFor();
+    const own = ((await filing.locator(".answer-text").textContent()) ?? "").match(/apr_[0-9a-f]{24}/)?.[0];
+    expect(own).toBeDefined();
+    await owner.getByRole("button", { name: "Refresh" }).click();
+    const ownItem = owner.locator(`.approval-item[data-approval-id="${own}"]`);
+    await ownItem.getByText("You requested this approval: another approver must decide it.").waitFor();
+    expect(await ownItem.getByRole("button", { name: "Approve" }).count()).toBe(0);
+
+    // Break-glass: a reason and at most 4 hours; the result shows the TTL and the confirmed pages.
+    await owner.getByLabel("Reason for break-glass").fill("the identity provider is down for the whole team");
+    await owner.getByLabel("Expires after").selectOption("14400");
+    await owner.getByRole("button", { name: "Request break-glass" }).click();
+    const result = owner.getByTestId("break-glass-result");
+    await result.getByText(/TTL 4 h, 14400 s/).waitFor();
+    expect(await result.textContent()).toMatch(
+      /Owners paged: 1 of 1 confirmed\. Audit entry [0-9a-f-]{36}\. No role was granted\./,
+    );
+    await expectAccessible(owner, "console with approvals and break-glass");
+  }, 240_000);
+
+  it("C-315 C-004: a scripted narrator's answer streams into the page sentence by sentence; Cancel mid-answer closes the stream and aborts the provider request", async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    contexts.push(context);
+    const page = await signIn(context, "Reader", "E2E Narrated Reader");
+    const ref = "catalog:rules@1,action_types@1";
+    const rendering = (first: string, second: string, field: string) =>
+      JSON.stringify({
+        evidence_ref: ref,
+        sentences: [
+          { text: first, cites: [{ evidence_ref: ref, field }] },
+          { text: second, cites: [{ evidence_ref: ref, field: "rules[0].description" }] },
+        ],
+      });
+    const translation = (query: string) => ({
+      tool_calls: [{ name: "explore_catalog", arguments: { query } }],
+    });
+
+    // 1. The presentation pass stops after its first sentence until the test lets it go on.
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const first = rendering("Rule R-JOB-002 covers that signal.", "The submitter has to fix the input.", "rules[0].id");
+    narrator.script(translation("preflight.failed"), {
+      content: first,
+      holdAfterChars: first.indexOf(',"cites"'),
+      release: released,
+    });
+    await ask(page, "What do the rules say about preflight.failed?");
+    const turn = page.locator(".turn").last();
+    await turn.getByTestId("provisional").getByText("Rule R-JOB-002 covers that signal.").waitFor();
+    // Shown while the provider is still answering: no answer yet, the turn is still streaming.
+    expect(await turn.locator(".answer-text").count()).toBe(0);
+    expect(await turn.getAttribute("data-state")).toBe("streaming");
+    release();
+    await turn
+      .locator(".answer-text")
+      .getByText("Rule R-JOB-002 covers that signal. The submitter has to fix the input.", { exact: false })
+      .waitFor();
+    await turn.locator(".badge", { hasText: "Answer from tool evidence" }).waitFor();
+    expect(await turn.getByTestId("provisional").count()).toBe(0);
+    // The final frame follows once the presentation plan is settled (unscripted here: the provider's 500).
+    await expect.poll(() => turn.getAttribute("data-state"), { timeout: 30_000 }).toBe("done");
+
+    // 2. Cancel mid-answer: the provider never finishes; closing the stream aborts its request.
+    const hanging = rendering("Rule R-DB-001 covers that signal.", "A newer release is proposed.", "rules[0].id");
+    narrator.script(translation("database.update_available"), {
+      content: hanging,
+      holdAfterChars: hanging.indexOf(',"cites"'),
+    });
+    await ask(page, "What do the rules say about database.update_available?");
+    const cancelled = page.locator(".turn").last();
+    await cancelled.getByTestId("provisional").getByText("Rule R-DB-001 covers that signal.").waitFor();
+    const aborted = narrator.nextAbort();
+    await page.getByRole("button", { name: "Cancel" }).click();
+    const request = await aborted;
+    expect(request.body).toMatchObject({ stream: true });
+    await cancelled.getByText("Cancelled: the stream was closed and the work stopped.").waitFor();
+    const afterCancel = narrator.requests.length;
+
+    // 3. The server stopped too: the next narrated turn makes exactly its own calls (translation,
+    // presentation, presentation plan), nothing left over; its plan is the narrator's (§4, §8).
+    const third = rendering(
+      "Rule R-JOB-001 covers that signal.",
+      "A failed search is proposed for one retry.",
+      "rules[0].id",
+    );
+    const tablePlan = {
+      artifact: "presentation_artifact",
+      version: 1,
+      blocks: [{ type: "answer_text" }, { type: "evidence", result_index: 0, evidence_ref: ref, layout: "table" }],
+    };
+    narrator.script(translation("job.failed"), { content: third }, { content: JSON.stringify(tablePlan) });
+    await ask(page, "What do the rules say about job.failed?");
+    const last = page.locator(".turn").last();
+    await last.locator(".answer-text").getByText("Rule R-JOB-001 covers that signal.", { exact: false }).waitFor();
+    await page.locator('.turn[data-state="done"][data-plan-source="narrator"]').last().waitFor();
+    const later = narrator.requests.slice(afterCancel);
+    expect(later).toHaveLength(3);
+    expect(later.map((r) => JSON.stringify(r.body.messages).includes("job.failed"))).toEqual([true, true, true]);
+  }, 240_000);
 });

@@ -1,5 +1,7 @@
 import { EventSource } from "eventsource";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEV_ACCOUNT, DEV_ACCOUNT_KEY } from "../../local/azurite.js";
+import { createAuditLog } from "../../shared/ops/audit.js";
 import { eventually, mintToken, startStack, type TestStack } from "../support/local-stack.js";
 
 let stack: TestStack;
@@ -235,5 +237,295 @@ describe("projections without a model (docs/decisions/0021)", () => {
         request_id: expect.any(String),
       });
     }
+  });
+});
+
+/** Follows `/api/agents/stream` with a real EventSource client, optionally resuming after `lastEventId`. */
+function followAgents(token: string, lastEventId?: string) {
+  const frames: { frame: Record<string, unknown>; id: string }[] = [];
+  const runtime: Record<string, unknown>[] = [];
+  const es = new EventSource(url("agents/stream"), {
+    fetch: (input, init) =>
+      fetch(input, {
+        ...init,
+        headers: {
+          ...init.headers,
+          Authorization: `Bearer ${token}`,
+          ...(lastEventId ? { "Last-Event-ID": lastEventId } : {}),
+        },
+      }),
+  });
+  const opened = new Promise<Record<string, unknown>>((resolve) =>
+    es.addEventListener("runtime", (message) => {
+      const data = JSON.parse(message.data) as Record<string, unknown>;
+      runtime.push(data);
+      resolve(data);
+    }),
+  );
+  es.addEventListener("agent", (message) => {
+    frames.push({ frame: JSON.parse(message.data) as Record<string, unknown>, id: message.lastEventId });
+  });
+  const until = (check: (f: Record<string, unknown>) => boolean) =>
+    eventually(async () => frames.find((f) => check(f.frame)), 30_000, 50);
+  return { es, frames, opened, until };
+}
+
+const investigate = (token: string | undefined, body: unknown) =>
+  fetch(url("read-investigations"), {
+    method: "POST",
+    headers: { ...(token ? { Authorization: `Bearer ${token}` } : {}), "Content-Type": "application/json" },
+    body: JSON.stringify(body),
+  });
+
+/** The stack's own audit log (its Azurite tables): where the latency evidence is persisted. */
+const stackAudit = () =>
+  createAuditLog(
+    `DefaultEndpointsProtocol=http;AccountName=${DEV_ACCOUNT};AccountKey=${DEV_ACCOUNT_KEY};TableEndpoint=${stack.info.table_endpoint};`,
+  );
+
+/** Records `count` earlier calls of `tool` that each took `ms`: the history the next choice reads. */
+async function seedLatency(tool: string, ms: number, count = 20) {
+  const audit = stackAudit();
+  for (let i = 0; i < count; i++)
+    await audit.record({
+      actor: { oid: "oid-seed", name: "seed" },
+      action: "console.tool_call",
+      target: tool,
+      outcome: "succeeded",
+      request_id: `seed-${tool}-${ms}-${i}`,
+      details: { side_effect_class: "read", intent: "read", args: {}, duration_ms: ms },
+      visibility_floor: "Reader",
+    });
+}
+
+describe("GET /api/agents/stream and POST /api/read-investigations on the local stack", () => {
+  it("C-322 C-323 C-447: needs a token; says the broker is absent, then streams agent runtime-state frames in order, resumable by Last-Event-ID", async () => {
+    expect((await fetch(url("agents/stream"))).status).toBe(401);
+    const bad = await fetch(url("agents/stream"), {
+      headers: { Authorization: `Bearer ${tokens.Reader}`, "Last-Event-ID": "nope" },
+    });
+    expect(bad.status).toBe(422);
+    expect(await bad.json()).toMatchObject({
+      detail: [{ loc: ["header", "last-event-id"] }],
+      request_id: expect.any(String),
+    });
+
+    const agents = followAgents(tokens.Reader as string);
+    expect(await agents.opened).toEqual({ broker: "absent", source: "audit_log", keepalive_ms: 15000, poll_ms: 2000 });
+    await chatAs(tokens.Reader as string, "explore_catalog query=R-JOB-001");
+    await chatAs(tokens.Reader as string, "search_tools");
+    await chatAs(tokens.Reader as string, "query_detection_readiness");
+    const catalog = await agents.until((f) => f.tool === "explore_catalog");
+    expect(catalog.frame).toMatchObject({
+      kind: "observed_execution",
+      activity: "ontology_conversion",
+      input_kind: "query",
+      state: "completed",
+      authority: "read",
+      replay: false,
+    });
+    const readiness = await agents.until((f) => f.tool === "query_detection_readiness");
+    expect(readiness.frame.activity).toBe("current_state_read");
+    // Ordered as recorded; tools that are not agent runs (search_tools) make no frame.
+    const order = agents.frames.map((f) => f.frame.tool);
+    expect(order.indexOf("explore_catalog")).toBeLessThan(order.indexOf("query_detection_readiness"));
+    expect(order).not.toContain("search_tools");
+    agents.es.close();
+
+    const resumed = followAgents(tokens.Reader as string, catalog.id);
+    const again = await resumed.until((f) => f.audit_id === readiness.frame.audit_id);
+    expect(again.frame.replay).toBe(true);
+    expect(resumed.frames.some((f) => f.frame.audit_id === catalog.frame.audit_id)).toBe(false);
+    resumed.es.close();
+  });
+
+  it("C-324: refuses before anything runs: no token 401, an invalid plan 422 (loc per command), a tool above the role 403", async () => {
+    expect((await investigate(undefined, { commands: ["search_tools"] })).status).toBe(401);
+    for (const body of [
+      { commands: [] },
+      { commands: ["search_tools"], mode: "direct" },
+      { commands: ["a", "b", "c", "d"] },
+    ]) {
+      const res = await investigate(tokens.Reader, body);
+      expect(res.status, JSON.stringify(body)).toBe(422);
+    }
+    const invalid = await investigate(tokens.Owner, {
+      commands: ["no_such_tool", 'run_runbook name=kill_switch params={"on":true} dry_run=true', "explore_catalog"],
+    });
+    expect(invalid.status).toBe(422);
+    const detail = ((await invalid.json()) as { detail: { loc: unknown[]; type: string }[] }).detail;
+    expect(detail.map((d) => [d.loc, d.type])).toEqual([
+      [["body", "commands", 0], "unknown_tool"],
+      [["body", "commands", 1], "not_read"],
+      [["body", "commands", 2], "invalid_command"],
+    ]);
+    const duplicate = await investigate(tokens.Reader, {
+      commands: ["explore_catalog query=R-JOB-001", "explore_catalog   query=R-JOB-001"],
+    });
+    expect(duplicate.status).toBe(422);
+    const above = await investigate(tokens.Reader, { commands: ["explore_catalog query=R-JOB-001", "list_hil"] });
+    expect(above.status).toBe(403);
+    expect(await above.json()).toEqual({
+      detail:
+        "Refused: the tool list_hil requires the Approver role; your current role is Reader. The tool was not invoked.",
+      request_id: expect.any(String),
+    });
+  });
+
+  it("C-324: the execution follows the persisted latency of the same tool: fast history direct, seeded 5 s history streamed, seeded 45 s history detached", async () => {
+    const agents = followAgents(tokens.Reader as string);
+    await agents.opened;
+    const commands = ["explore_catalog query=R-JOB-001"];
+    // Fast history (the calls above took milliseconds): direct, a JSON answer with the reads' evidence.
+    const direct = await investigate(tokens.Reader, { commands });
+    expect(direct.status).toBe(200);
+    const body = (await direct.json()) as {
+      investigation_id: string;
+      mode: string;
+      decision: { reason: string; estimate_ms: number; latency: { tool: string; samples: number }[] };
+      result: { outcome: string; evidence_refs: string[]; activities: unknown[]; audit_ids: string[] };
+    };
+    expect(body.mode).toBe("direct");
+    expect(body.decision.reason).toBe("fast_history");
+    expect(body.decision.latency[0]).toMatchObject({ tool: "explore_catalog", samples: expect.any(Number) });
+    expect(body.decision.estimate_ms).toBeLessThanOrEqual(2000);
+    expect(body.result).toMatchObject({
+      outcome: "answered",
+      evidence_refs: ["catalog:rules@1,action_types@1"],
+      activities: [{ index: 0, tool: "explore_catalog", input_kind: "query", status: "ok" }],
+    });
+    const recorded = await agents.until((f) => f.tool === "read_investigation" && f.mode === "direct");
+    expect(recorded.frame).toMatchObject({
+      activity: "read_investigation",
+      input_kind: "query",
+      state: "completed",
+      steps: 1,
+    });
+
+    // The same plan after slower history: streamed, with the decision first and a heartbeat-kept stream.
+    await seedLatency("explore_catalog", 5000);
+    const frames: { event: string; data: Record<string, unknown> }[] = await new Promise((resolve, reject) => {
+      const got: { event: string; data: Record<string, unknown> }[] = [];
+      const es = new EventSource(url("read-investigations"), {
+        fetch: (input, init) =>
+          fetch(input, {
+            ...init,
+            method: "POST",
+            headers: { ...init.headers, Authorization: `Bearer ${tokens.Reader}`, "Content-Type": "application/json" },
+            body: JSON.stringify({ commands }),
+          }),
+      });
+      for (const event of ["decision", "activity", "result", "error"])
+        es.addEventListener(event, (message) => {
+          got.push({ event, data: JSON.parse(message.data) as Record<string, unknown> });
+          if (event === "result" || event === "error") {
+            es.close();
+            resolve(got);
+          }
+        });
+      es.addEventListener("error", (error) => {
+        es.close();
+        reject(new Error(`stream failed: ${error.message ?? "no detail"}`));
+      });
+    });
+    expect(frames.map((f) => f.event)).toEqual(["decision", "activity", "result"]);
+    expect(frames[0]?.data).toMatchObject({
+      mode: "streamed",
+      decision: { reason: "moderate_history", estimate_ms: 5000 },
+    });
+    expect(frames[2]?.data).toMatchObject({
+      result: { outcome: "answered", evidence_refs: ["catalog:rules@1,action_types@1"] },
+    });
+
+    // Slow history: detached, a durable operation; the reads still run and are recorded.
+    await seedLatency("explore_catalog", 45_000);
+    const detached = await investigate(tokens.Reader, { commands });
+    expect(detached.status).toBe(200);
+    const started = (await detached.json()) as {
+      investigation_id: string;
+      mode: string;
+      decision: { reason: string };
+      operation_status_url: string;
+    };
+    expect(started).toMatchObject({ mode: "detached", decision: { reason: "slow_history" } });
+    expect(started.operation_status_url).toBe(`/api/operations/${started.investigation_id}`);
+    const done = await eventually(
+      async () => {
+        const res = await fetch(`${stack.info.functions_url}${started.operation_status_url}`, {
+          headers: { Authorization: `Bearer ${tokens.Reader}` },
+        });
+        const op = (await res.json()) as { state: string; operation_type: string };
+        return op.state === "succeeded" || op.state === "failed" ? op : undefined;
+      },
+      120_000,
+      250,
+    );
+    expect(done).toMatchObject({ state: "succeeded", operation_type: "console.read_investigation" });
+    const entry = (await stackAudit().list({ action: "console.read_investigation", limit: 100 })).find(
+      (e) => e.target === started.investigation_id,
+    );
+    expect(entry?.details).toMatchObject({
+      mode: "detached",
+      outcome: "answered",
+      steps: [{ tool: "explore_catalog", status: "ok", evidence_ref: "catalog:rules@1,action_types@1" }],
+    });
+    agents.es.close();
+  }, 240_000);
+});
+
+describe("GET /api/approvals on the local stack", () => {
+  it("C-348 C-349: Readers get the count only; Approvers and Owners each item with the server's may_decide (the kill switch needs an Owner; never one's own)", async () => {
+    expect((await fetch(url("approvals"))).status).toBe(401);
+    const filed = await chatAs(
+      tokens.Contributor as string,
+      'run_runbook name=kill_switch params={"on":true} dry_run=false',
+    );
+    expect(filed.kind).toBe("approval_filed");
+    const queue = async (token: string) => {
+      const res = await fetch(url("approvals"), { headers: { Authorization: `Bearer ${token}` } });
+      expect(res.status).toBe(200);
+      return (await res.json()) as {
+        role: string;
+        count: number;
+        details: string;
+        items: {
+          approval_id: string;
+          may_decide: boolean;
+          refusal?: string;
+          required_role: string;
+          action_hash: string;
+        }[];
+      };
+    };
+    const reader = await queue(tokens.Reader as string);
+    expect(reader).toMatchObject({ role: "Reader", details: "count_only", items: [] });
+    expect(reader.count).toBeGreaterThanOrEqual(1);
+    expect(JSON.stringify(reader)).not.toContain(filed.approval_id);
+
+    const approverItem = (await queue(tokens.Approver as string)).items.find(
+      (i) => i.approval_id === filed.approval_id,
+    );
+    expect(approverItem).toMatchObject({
+      may_decide: false,
+      refusal: "decider_role_below_action_floor",
+      required_role: "Owner",
+      action_hash: expect.stringMatching(/^[0-9a-f]{64}$/),
+    });
+    const ownerItem = (await queue(tokens.Owner as string)).items.find((i) => i.approval_id === filed.approval_id);
+    expect(ownerItem).toMatchObject({ may_decide: true, required_role: "Owner" });
+    // The filer, were it an Owner, may not decide its own item, whatever its role.
+    const ownerFiler = await mintToken(stack, "Owner", { oid: "oid-cora" });
+    expect((await queue(ownerFiler)).items.find((i) => i.approval_id === filed.approval_id)).toMatchObject({
+      may_decide: false,
+      refusal: "no_self_approval",
+    });
+
+    // The decision the page sends: approve_hil with the item's action_hash; the item leaves the queue.
+    const decided = await chatAs(
+      tokens.Owner as string,
+      `approve_hil approval_id=${filed.approval_id} decision=reject justification="not tonight" action_hash=${ownerItem?.action_hash}`,
+    );
+    expect(decided.kind).toBe("tool_result");
+    expect((await queue(tokens.Owner as string)).items.some((i) => i.approval_id === filed.approval_id)).toBe(false);
   });
 });

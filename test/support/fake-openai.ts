@@ -26,6 +26,12 @@ export interface FakeReply {
   hang?: boolean;
   /** Answers after this many milliseconds (a slow provider). */
   delayMs?: number;
+  /**
+   * Streaming only: after the chunk that completes this many characters of content, the answer
+   * waits for `release` (none: it never continues) — a provider caught mid-answer, without timing.
+   */
+  holdAfterChars?: number;
+  release?: Promise<void>;
 }
 
 /** What the server received. */
@@ -90,8 +96,14 @@ function completionOf(reply: FakeReply, request: FakeRequest) {
   };
 }
 
-/** The same answer as server-sent `chat.completion.chunk` events (content in small pieces). */
-function chunksOf(completion: ReturnType<typeof completionOf>, includeUsage: boolean): string[] {
+/**
+ * The same answer as server-sent `chat.completion.chunk` events (content in small pieces), each
+ * with the count of content characters sent up to and including it.
+ */
+function chunksOf(
+  completion: ReturnType<typeof completionOf>,
+  includeUsage: boolean,
+): { data: string; chars: number }[] {
   const base = {
     id: completion.id,
     object: "chat.completion.chunk",
@@ -101,20 +113,24 @@ function chunksOf(completion: ReturnType<typeof completionOf>, includeUsage: boo
   const message = completion.choices[0]?.message;
   const chunk = (delta: unknown, finish: string | null = null) =>
     JSON.stringify({ ...base, choices: [{ index: 0, delta, finish_reason: finish }] });
-  const out = [chunk({ role: "assistant", content: "" })];
+  const out = [{ data: chunk({ role: "assistant", content: "" }), chars: 0 }];
   const content = message?.content ?? "";
-  for (let i = 0; i < content.length; i += 8) out.push(chunk({ content: content.slice(i, i + 8) }));
+  for (let i = 0; i < content.length; i += 8)
+    out.push({ data: chunk({ content: content.slice(i, i + 8) }), chars: Math.min(content.length, i + 8) });
+  const all = content.length;
   message?.tool_calls?.forEach((c, index) => {
-    out.push(
-      chunk({
+    out.push({
+      data: chunk({
         tool_calls: [{ index, id: c.id, type: "function", function: { name: c.function.name, arguments: "" } }],
       }),
-    );
-    out.push(chunk({ tool_calls: [{ index, function: { arguments: c.function.arguments } }] }));
+      chars: all,
+    });
+    out.push({ data: chunk({ tool_calls: [{ index, function: { arguments: c.function.arguments } }] }), chars: all });
   });
-  out.push(chunk({}, completion.choices[0]?.finish_reason ?? "stop"));
-  if (includeUsage && completion.usage) out.push(JSON.stringify({ ...base, choices: [], usage: completion.usage }));
-  out.push("[DONE]");
+  out.push({ data: chunk({}, completion.choices[0]?.finish_reason ?? "stop"), chars: all });
+  if (includeUsage && completion.usage)
+    out.push({ data: JSON.stringify({ ...base, choices: [], usage: completion.usage }), chars: all });
+  out.push({ data: "[DONE]", chars: all });
   return out;
 }
 
@@ -180,7 +196,15 @@ export async function startFakeOpenAi(): Promise<FakeOpenAi> {
     const b = body as { stream?: boolean; stream_options?: { include_usage?: boolean } } | undefined;
     if (b?.stream) {
       res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
-      for (const data of chunksOf(completion, b.stream_options?.include_usage === true)) res.write(`data: ${data}\n\n`);
+      let held = false;
+      for (const { data, chars } of chunksOf(completion, b.stream_options?.include_usage === true)) {
+        res.write(`data: ${data}\n\n`);
+        if (!held && reply.holdAfterChars !== undefined && chars >= reply.holdAfterChars) {
+          held = true;
+          await (reply.release ?? new Promise<void>(() => undefined));
+          if (res.destroyed) return;
+        }
+      }
       res.end();
       return;
     }

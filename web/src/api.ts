@@ -78,6 +78,50 @@ export interface NoopResult {
   error?: string;
 }
 
+/** One pending approval of `GET /api/approvals` (Approvers and Owners only; Readers get the count). */
+export interface PendingApproval {
+  approval_id: string;
+  proposed_action: string;
+  target: string;
+  params: Record<string, unknown>;
+  action_hash: string;
+  requester: { oid: string; name: string };
+  reason: string;
+  severity: string;
+  created_at: string;
+  expires_at: string;
+  /** The server's answer (the approval authority); `approve_hil` checks it again. */
+  may_decide: boolean;
+  required_role: string;
+  refusal?: "no_self_approval" | "decider_role_below_action_floor";
+}
+
+/** `GET /api/approvals` (declared in functions/console.ts). */
+export interface ApprovalsQueue {
+  role: string;
+  count: number;
+  details: "count_only" | "full";
+  items: PendingApproval[];
+}
+
+/** `POST /api/chat`: the coordinator's reply (the same as the stream's `answer` frame). */
+export interface ChatReply {
+  text: string;
+  kind: string;
+  evidence_refs: string[];
+  audit_ids: string[];
+  approval_id?: string;
+  request_id: string;
+  tool_results: (
+    | { status: "ok"; tool: string; data: unknown; evidence_ref: string; observed_at: string }
+    | {
+        status: "error" | "unavailable";
+        tool: string;
+        error: { type: string; message: string; details?: Record<string, unknown> };
+      }
+  )[];
+}
+
 /** An error answer of the API, in the spec's envelope (§2.8). */
 export class ApiError extends Error {
   constructor(
@@ -230,6 +274,10 @@ export function createApiClient(options: {
         method: "POST",
         body: {},
       }),
+    /** One console turn as one JSON reply (`POST /api/chat`): how the page decides approvals and asks for break-glass. */
+    chat: (text: string) => data<ChatReply>("/api/chat", { method: "POST", body: { text } }),
+    /** The pending approvals as the caller may see them (`GET /api/approvals`). */
+    approvals: (signal?: AbortSignal) => data<ApprovalsQueue>("/api/approvals", { signal }),
     /** One console turn as server-sent events (`POST /api/chat/stream`); aborting `signal` closes it. */
     chatStream: (text: string, signal: AbortSignal) =>
       eventStream("/api/chat/stream", { method: "POST", body: { text }, signal }),

@@ -349,7 +349,10 @@ export function createCoordinator(deps: CoordinatorDependencies) {
         })
       ).audit_id;
     }
+    const started = performance.now();
     const result = await invokeTool(tool, rawArgs, context);
+    // The persisted latency evidence `POST /read-investigations` chooses its execution from.
+    const durationMs = Math.round(performance.now() - started);
     // Only calls whose arguments validate are a shape someone could reuse.
     if (parsed.success) await deps.recurrent?.observe(descriptor.name, rawArgs ?? {}, caller, now());
     const auditIds: string[] = openedId ? [openedId] : [];
@@ -367,6 +370,7 @@ export function createCoordinator(deps: CoordinatorDependencies) {
           side_effect_class: descriptor.side_effect_class,
           intent,
           args: argDetails,
+          duration_ms: durationMs,
           ...(eventId ? { event_id: eventId } : {}),
           ...(openedId ? { opened_audit_id: openedId } : {}),
           ...(descriptor.side_effect_class === "simulate" ? { mode: "observation" } : {}),

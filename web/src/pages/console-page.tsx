@@ -4,6 +4,7 @@ import { followLive, notificationsEnabled, optIn, optOut } from "../live-notific
 import type { LiveFrameView } from "../notify-ledger.js";
 import { readSse } from "../sse.js";
 import { PageTitle, useApp } from "../ui.js";
+import { ApprovalsQueue, BreakGlass } from "./console-approvals.js";
 
 /** One tool result's activity as the stream reports it. */
 interface Activity {
@@ -48,7 +49,10 @@ const KIND_LABEL: Record<string, string> = {
   invalid_command: "Invalid command",
 };
 
-/** The console: a conversation over `POST /api/chat/stream`, and the opt-in for browser notifications. */
+/**
+ * The console: a conversation over `POST /api/chat/stream`, the opt-in for browser notifications,
+ * the approvals queue (count for Readers, decisions for Approvers) and break-glass.
+ */
 export function ConsolePage() {
   const { api, caller } = useApp();
   const [turns, setTurns] = useState<Turn[]>([]);
@@ -109,6 +113,7 @@ export function ConsolePage() {
         Console
       </PageTitle>
       <Notifications oid={caller.oid} />
+      <ApprovalsQueue />
       <ol class="conversation" aria-label="Conversation" aria-live="polite">
         {turns.map((turn) => (
           <TurnView key={turn.id} turn={turn} />
@@ -143,6 +148,7 @@ export function ConsolePage() {
           ) : null}
         </div>
       </form>
+      <BreakGlass />
     </section>
   );
 }
@@ -151,7 +157,7 @@ function TurnView(props: { turn: Turn }) {
   const { turn } = props;
   const kind = turn.answer?.kind;
   return (
-    <li class="turn" data-state={turn.state}>
+    <li class="turn" data-state={turn.state} data-plan-source={turn.planSource || undefined}>
       <p class="question">
         <span class="visually-hidden">You asked: </span>
         {turn.question}

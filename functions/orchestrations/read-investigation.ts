@@ -1,0 +1,56 @@
+import * as df from "durable-functions";
+import type { OrchestrationContext, OrchestrationHandler } from "durable-functions";
+import {
+  type ReadInvestigationInput,
+  recordInvestigation,
+  runInvestigation,
+} from "../../shared/console/read-investigations.js";
+import { Orchestrations } from "../../shared/orchestrations/queue-labels.js";
+import { appContext } from "../composition/app-context.js";
+import { consoleParts } from "../composition/console-deps.js";
+
+/** What a detached investigation reports: the operation's outcome and the audit entry that holds its evidence. */
+export interface ReadInvestigationOutput {
+  outcome: "succeeded" | "failed";
+  audit_id: string;
+  error?: string;
+}
+
+export const RUN_READ_INVESTIGATION_ACTIVITY = "runReadInvestigation";
+
+/** Runs the reads through the coordinator (each re-validated, role-checked and audited) and records the result. */
+const runReadInvestigation = df.app.activity(RUN_READ_INVESTIGATION_ACTIVITY, {
+  handler: async (input: ReadInvestigationInput): Promise<ReadInvestigationOutput> => {
+    const { coordinator } = await consoleParts();
+    const result = await runInvestigation(coordinator, {
+      caller: input.caller,
+      plan: input.plan,
+      requestId: input.request_id,
+    });
+    const entry = await recordInvestigation(appContext.audit, {
+      caller: input.caller,
+      investigationId: input.investigation_id,
+      requestId: input.request_id,
+      plan: input.plan,
+      choice: input.choice,
+      result,
+    });
+    return result.outcome === "answered"
+      ? { outcome: "succeeded", audit_id: entry.audit_id }
+      : {
+          outcome: "failed",
+          audit_id: entry.audit_id,
+          // The operation view is Reader-visible: no tool error text, only where the evidence is.
+          error: `a read failed or was unavailable; the rest were not run (audit entry ${entry.audit_id})`,
+        };
+  },
+});
+
+/** A detached read investigation: one activity, so a host restart re-runs the reads rather than losing them. */
+const readInvestigation: OrchestrationHandler = function* (context: OrchestrationContext) {
+  const input = context.df.getInput<ReadInvestigationInput>();
+  const output: ReadInvestigationOutput = yield runReadInvestigation(input);
+  return output;
+};
+
+df.app.orchestration(Orchestrations.readInvestigation, readInvestigation);
