@@ -7,7 +7,7 @@ import type { OperationView } from "../shared/orchestrations/operations.js";
 import { jsonResult } from "../shared/http/envelope.js";
 import { parseJsonBody, parsePath, parseQuery } from "../shared/http/validation.js";
 import { appContext } from "./composition/app-context.js";
-import { clusterService, roleAssignments, workspaceDiscovery } from "./composition/aks-deps.js";
+import { clusterService, imageBuildService, roleAssignments, workspaceDiscovery } from "./composition/aks-deps.js";
 import { workspaceService } from "./composition/dashboard-deps.js";
 import { callerOf, type RouteScope, route } from "./composition/http-route.js";
 
@@ -41,6 +41,28 @@ route(
   },
   async (_request, scope) =>
     operationResult(await clusterService(scope).provision(callerOf(scope), { requestId: scope.requestId }), scope),
+);
+
+route(
+  "imagesBuild",
+  {
+    methods: ["POST"],
+    route: "images/build",
+    role: "Contributor",
+    durable: true,
+    openapi: {
+      summary: "Build the job API image in the workspace's registry (a registry run), as an operation",
+      description:
+        "Uploads the build context through the registry's upload URL, schedules a registry run of jobapi/Dockerfile and polls it; the operation's progress carries the run, its state and its log's tail, and at the end the image pinned by digest (progress.image_digest, what POST /api/jobapi/deploy takes). A failed run fails the operation with the run's error and the last lines of its log. 200 when started; a build already running in the registry is answered instead. Audited as images.build.",
+      responses: {
+        ...ok("the operation started, or the build already running", "OperationStarted"),
+        "409": errorResponse("no workspace has been saved yet"),
+        "503": retryLater("image builds are not configured (IMAGE_BUILD_CONTEXT_DIR)"),
+      },
+    },
+  },
+  async (_request, scope) =>
+    operationResult(await imageBuildService(scope).build(callerOf(scope), { requestId: scope.requestId }), scope),
 );
 
 const actionPath = z.object({ action: z.enum(["stop", "start", "delete"]) });

@@ -17,6 +17,7 @@ import "./orchestrations/deploy-job-api.js";
 import "./cluster.js";
 import "./workspace.js";
 import "./orchestrations/cluster-ops.js";
+import "./orchestrations/build-images.js";
 import "./aks.js";
 import "./api-token.js";
 import "./terminal.js";

@@ -39,6 +39,8 @@ export const localStackSettingsSchema = z.object({
   BLASTPLANE_KUBE_NODE_MEMORY_BYTES: envInt(1, Number.MAX_SAFE_INTEGER).default(8 * 1024 ** 3),
   BLASTPLANE_KUBE_NODE_CPU: envNumber(0, 256, true).optional(),
   BLASTPLANE_KUBE_PORT: envPort().default(0),
+  /** The local Resource Manager (local/arm), so cluster provisioning and image builds work without Azure. */
+  BLASTPLANE_LOCAL_ARM: envFlag().default(true),
   /** Another Functions app bundle to host instead of ours (the durable protocol tests use one). */
   BLASTPLANE_FUNCTIONS_ENTRY: z.string().optional(),
   /** First wait before the job API is restarted after it died (doubled per failed restart). */
@@ -73,6 +75,8 @@ export interface LocalStackSettings {
   readonly executor: "local" | "kubernetes";
   /** The local cluster's simulated nodes (BLASTPLANE_EXECUTOR=kubernetes). */
   readonly kube: { nodes: number; nodeMemoryBytes: number; nodeCpu: number | undefined; port: number };
+  /** Whether the local Resource Manager runs (and the app is pointed at it). */
+  readonly localArm: boolean;
 }
 
 /** The local stack's validated settings; throws `ConfigError` naming every bad setting. */
@@ -111,5 +115,6 @@ export function loadLocalStackSettings(env: Env, cwd: string): LocalStackSetting
       nodeCpu: s.BLASTPLANE_KUBE_NODE_CPU,
       port: s.BLASTPLANE_KUBE_PORT,
     },
+    localArm: s.BLASTPLANE_LOCAL_ARM,
   }));
 }

@@ -19,6 +19,8 @@ export interface StackFile {
   table_endpoint: string;
   /** With BLASTPLANE_EXECUTOR=kubernetes: the local cluster's kubeconfig. */
   kubeconfig?: string;
+  /** With the local Resource Manager (BLASTPLANE_LOCAL_ARM, on by default): its URL. */
+  arm_url?: string;
 }
 
 export function stackFilePath(dataDir: string): string {

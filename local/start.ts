@@ -13,7 +13,8 @@ import { DashboardJobStore } from "../shared/dashboard/dashboard-jobs.js";
 import { createFileDatabaseCatalog, publishDatabase } from "../shared/databases/database-catalog.js";
 import { startDevIdentityProvider } from "./dev-idp.js";
 import { POD_USER } from "../jobapi/executors/kubernetes-manifests.js";
-import { blastPoolNodes, prepareNodeFolder, startLocalCluster } from "./kube/cluster.js";
+import { blastPoolNodes, type LocalCluster, prepareNodeFolder, startLocalCluster } from "./kube/cluster.js";
+import { LOCAL_ARM_WORLD, startStackArm } from "./arm/stack-arm.js";
 import { DurableEngine } from "./durable/engine.js";
 import { createHostInvoker } from "./durable/host-invoker.js";
 import { createManagementApi } from "./durable/management-api.js";
@@ -136,6 +137,7 @@ async function main(): Promise<void> {
     // BLASTPLANE_EXECUTOR=kubernetes: shards run as Jobs on a local Kubernetes-compatible API.
     const kubeEnv: Record<string, string> = {};
     let kubeconfig: string | undefined;
+    let localCluster: LocalCluster | undefined;
     if (settings.executor === "kubernetes") {
       const namespace = settings.jobApiEnv.JOBAPI_K8S_NAMESPACE ?? "blastplane";
       // Shard pods run as the image's user (POD_USER), and fill and read the node's database cache.
@@ -169,6 +171,7 @@ async function main(): Promise<void> {
       });
       stops.push(() => cluster.stop());
       kubeconfig = cluster.kubeconfigPath;
+      localCluster = cluster;
       // The pre-flight measures against a node of the cluster unless told otherwise.
       Object.assign(kubeEnv, {
         KUBECONFIG: kubeconfig,
@@ -190,6 +193,40 @@ async function main(): Promise<void> {
       });
       stops.push(() => cluster.stop());
       kubeconfig = cluster.kubeconfigPath;
+      localCluster = cluster;
+    }
+    // The local Resource Manager (docs/cluster.md): workspace choices, provisioning and image builds
+    // from the dashboard without Azure. A provisioned cluster's pools are the local Kubernetes API's
+    // nodes and its credentials that API's kubeconfig, so the job API deploy targets the same cluster.
+    let armUrl: string | undefined;
+    if (settings.localArm && localCluster) {
+      const stackArm = await startStackArm({
+        dataDir: settings.dataDir,
+        tenantId: settings.tenantId,
+        jwksUrl: idp.jwksUrl,
+        cluster: localCluster,
+        builtImage: {
+          workingDir: path.resolve(here, "../.."),
+          cmd: ["node", "--enable-source-maps", "dist/jobapi/server.js"],
+        },
+        logger: logger.child({ component: "local-arm" }),
+      });
+      stops.push(() => stackArm.close());
+      armUrl = stackArm.arm.url;
+      // The app's one identity is the identity provider's managed identity (App Service protocol).
+      process.env.IDENTITY_ENDPOINT ||= idp.managedIdentity.endpoint;
+      process.env.IDENTITY_HEADER ||= idp.managedIdentity.identityHeader;
+      process.env.ARM_ENDPOINT ||= armUrl;
+      process.env.ARM_CA_FILE ||= stackArm.caFile;
+      process.env.SVC_KUBECONFIG ||= kubeconfig;
+      // What the job API deploy renders beyond the workspace (Azure's values come from infra/).
+      process.env.JOBAPI_WORKLOAD_IDENTITY_CLIENT_ID ||= idp.managedIdentity.clientId;
+      process.env.JOBAPI_APP_SUBNET_CIDR ||= "10.1.0.0/24";
+      process.env.JOBAPI_DEPLOY_KEY_VAULT_URL ||= `https://${LOCAL_ARM_WORLD.vault}.vault.azure.net/`;
+      process.env.WORKLOAD_IDENTITY_PRINCIPAL_ID ||= idp.managedIdentity.objectId;
+      // The image build's context: this project's sources (jobapi/Dockerfile, .dockerignore).
+      process.env.IMAGE_BUILD_CONTEXT_DIR ||= path.resolve(here, "../..");
+      process.env.IMAGE_BUILD_POLL_SECONDS ||= "2";
     }
     // The terminal daemon (decision 0020): its own process, as it is its own container of the
     // job-API pod; 127.0.0.1 always, its shell with KUBECONFIG for the local cluster. Started beside
@@ -382,6 +419,7 @@ async function main(): Promise<void> {
       blob_endpoint: azurite.blobEndpoint,
       table_endpoint: azurite.tableEndpoint,
       ...(kubeconfig ? { kubeconfig } : {}),
+      ...(armUrl ? { arm_url: armUrl } : {}),
     });
     logger.info("local stack ready", {
       functions_url: functionsUrl,
@@ -397,6 +435,7 @@ async function main(): Promise<void> {
         `  Functions (dashboard API)  ${functionsUrl}/api/health`,
         `  Job API                    ${jobApi.url}/docs`,
         `  Identity provider          ${idp.discoveryUrl}`,
+        ...(armUrl ? [`  Resource Manager (local)   ${armUrl} (subscription ${LOCAL_ARM_WORLD.subscriptionId})`] : []),
         `  Data folder                ${settings.inMemory ? "(in memory)" : settings.dataDir}`,
         ...(kubeconfig
           ? [

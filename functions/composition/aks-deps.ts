@@ -1,19 +1,33 @@
+import { readFileSync } from "node:fs";
 import { ARM_SCOPE, type ArmConnection } from "../../shared/cluster/arm-connection.js";
 import { createClusterProvisioning } from "../../shared/cluster/cluster-provisioning.js";
 import { type ClusterService, createClusterService } from "../../shared/cluster/cluster-service.js";
 import { createWorkspaceDiscovery } from "../../shared/cluster/discovery.js";
+import { createImageBuildService, type ImageBuildService } from "../../shared/cluster/image-build.js";
+import { createRegistryBuilds, type RegistryBuilds } from "../../shared/cluster/registry-builds.js";
 import { createRoleAssignments } from "../../shared/cluster/role-assignments.js";
+import { createWorkspaceStore } from "../../shared/workspace/workspace.js";
 import { reportMissingRoles } from "../../shared/ops/emitters/signal-events.js";
 import { appContext } from "./app-context.js";
 import { databaseCatalog, type ServiceScope, workspaceService } from "./dashboard-deps.js";
 
 /** Resource Manager as the app reaches it: the managed identity, and the endpoint override of the local stack. */
 export function armConnection(): ArmConnection {
-  const endpoint = appContext.config.cluster.armEndpoint;
+  const { armEndpoint: endpoint, armCaFile } = appContext.config.cluster;
+  // The local Resource Manager's certificate is its own CA's: trusted for ARM's requests only
+  // (the Functions host runs in the local stack's process, so NODE_EXTRA_CA_CERTS comes too late).
+  const ca = armCaFile ? readFileSync(armCaFile, "utf8") : undefined;
   return {
     credential: appContext.credential,
     ...(endpoint
-      ? { clientOptions: { endpoint, credentials: { scopes: [ARM_SCOPE] }, credentialScopes: [ARM_SCOPE] } }
+      ? {
+          clientOptions: {
+            endpoint,
+            credentials: { scopes: [ARM_SCOPE] },
+            credentialScopes: [ARM_SCOPE],
+            ...(ca ? { tlsOptions: { ca } } : {}),
+          },
+        }
       : {}),
   };
 }
@@ -21,6 +35,30 @@ export function armConnection(): ArmConnection {
 let provisioning: ReturnType<typeof createClusterProvisioning> | undefined;
 let roles: ReturnType<typeof createRoleAssignments> | undefined;
 let discovery: ReturnType<typeof createWorkspaceDiscovery> | undefined;
+let builds: RegistryBuilds | undefined;
+
+/** Registry task runs (the image build's Resource Manager calls; one client per process). */
+export function registryBuilds(): RegistryBuilds {
+  builds ??= createRegistryBuilds(armConnection());
+  return builds;
+}
+
+/** The image build service for one request. */
+export function imageBuildService(scope: ServiceScope): ImageBuildService {
+  const { config } = appContext;
+  return createImageBuildService({
+    orchestrations: scope.durable(),
+    workspace: createWorkspaceStore(config.storage),
+    audit: appContext.audit,
+    logger: scope.logger,
+    settings: {
+      contextDir: config.imageBuild.contextDir,
+      loginServer: config.jobApiDeploy.registryLoginServer,
+      pollSeconds: config.imageBuild.pollSeconds,
+      timeoutSeconds: config.imageBuild.timeoutSeconds,
+    },
+  });
+}
 
 /** The cluster's Resource Manager calls (one client per process). */
 export function clusterProvisioning() {

@@ -7,6 +7,7 @@
  * paging and failure injection are generic and live here.
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
+import { randomBytes, timingSafeEqual } from "node:crypto";
 import https from "node:https";
 import type { AddressInfo } from "node:net";
 import {
@@ -149,12 +150,21 @@ export interface LocalArm {
   /** The next operation on a resource matching `plan.resource` ends Failed or Canceled. */
   planOperation(plan: PlannedOutcome): void;
   deny(denial: Denial): () => void;
+  /**
+   * Blobs behind SAS URLs, as ARM hands out storage URLs (a registry's build-source upload, a run's
+   * log): `PUT` / `GET` on `/_blobs/<name>?sv=…&sig=…`, no bearer token, the signature checked.
+   */
+  blobs: Map<string, Buffer>;
+  /** A SAS URL for the blob `name` on this server. */
+  sasUrl(name: string): string;
   /** Clears faults, planned outcomes and denials. */
   reset(): void;
   close(): Promise<void>;
 }
 
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
+/** A build context may be this large (ACR allows far more; this repository's is a few MiB). */
+const MAX_BLOB_BYTES = 64 * 1024 * 1024;
 const DEFAULT_CODES: Record<number, string> = {
   400: "BadRequest",
   404: "NotFound",
@@ -177,6 +187,8 @@ export async function startLocalArm(options: LocalArmOptions): Promise<LocalArm>
   const denials: Denial[] = [];
   const requests: LocalArm["requests"] = [];
   let baseUrl = "";
+  const blobs = new Map<string, Buffer>();
+  const sasSignature = randomBytes(24).toString("base64url");
 
   const arm: LocalArm = {
     url: "",
@@ -186,6 +198,9 @@ export async function startLocalArm(options: LocalArmOptions): Promise<LocalArm>
     settings,
     inject: (fault) => void faults.push({ ...fault, seen: 0, failed: 0 }),
     planOperation: (plan) => void operations.planned.push(plan),
+    blobs,
+    sasUrl: (name) =>
+      `${baseUrl}/_blobs/${name.split("/").map(encodeURIComponent).join("/")}?sv=2024-11-04&sr=b&sp=rw&sig=${sasSignature}`,
     deny(denial) {
       denials.push(denial);
       return () => {
@@ -439,14 +454,57 @@ export async function startLocalArm(options: LocalArmOptions): Promise<LocalArm>
     return { Location: Location ?? "" };
   };
 
+  /** Blob storage's side of a SAS URL: Put Blob (BlockBlob) and Get Blob, Storage's error codes. */
+  function answerBlob(req: IncomingMessage, res: ServerResponse, path: string, body: Buffer, size: number) {
+    const url = requestUrl(req);
+    let name = "";
+    try {
+      name = path.slice("/_blobs/".length).split("/").map(decodeURIComponent).join("/");
+    } catch {
+      name = "";
+    }
+    const send = (status: number, text: string | Buffer, type = "application/xml") => {
+      requests.push({ method: req.method ?? "", path: "/_blobs/…", status });
+      res.writeHead(status, { "Content-Type": type, "x-ms-request-id": crypto.randomUUID() }).end(text);
+    };
+    const storageError = (status: number, code: string, message: string) =>
+      send(
+        status,
+        `<?xml version="1.0" encoding="utf-8"?><Error><Code>${code}</Code><Message>${message}</Message></Error>`,
+      );
+    const sig = url.searchParams.get("sig") ?? "";
+    if (sig.length !== sasSignature.length || !timingSafeEqual(Buffer.from(sig), Buffer.from(sasSignature)))
+      return storageError(403, "AuthenticationFailed", "Signature did not match.");
+    if (!name)
+      return storageError(400, "InvalidUri", "The requested URI does not represent any resource on the server.");
+    if (req.method === "PUT") {
+      if (req.headers["x-ms-blob-type"] !== "BlockBlob")
+        return storageError(
+          400,
+          "MissingRequiredHeader",
+          "An HTTP header that's mandatory for this request is not specified.",
+        );
+      if (size > MAX_BLOB_BYTES) return storageError(413, "RequestBodyTooLarge", "The request body is too large.");
+      blobs.set(name, body);
+      return send(201, "");
+    }
+    if (req.method === "GET") {
+      const blob = blobs.get(name);
+      if (!blob) return storageError(404, "BlobNotFound", "The specified blob does not exist.");
+      return send(200, blob, "application/octet-stream");
+    }
+    return storageError(405, "UnsupportedHttpVerb", "The resource doesn't support the specified HTTP verb.");
+  }
+
   const server = https.createServer(
     { key: options.key, cert: options.cert },
     (req: IncomingMessage, res: ServerResponse) => {
       const chunks: Buffer[] = [];
       let size = 0;
+      const limit = (req.url ?? "").startsWith("/_blobs/") ? MAX_BLOB_BYTES : MAX_BODY_BYTES;
       req.on("data", (chunk: Buffer) => {
         size += chunk.length;
-        if (size <= MAX_BODY_BYTES) chunks.push(chunk);
+        if (size <= limit) chunks.push(chunk);
       });
       req.on("error", () => res.destroy());
       req.on("end", () => {
@@ -470,6 +528,7 @@ export async function startLocalArm(options: LocalArmOptions): Promise<LocalArm>
             });
           else send({ status: 500, body: { error: { code: "InternalServerError", message: String(error) } } });
         };
+        if (path.startsWith("/_blobs/")) return answerBlob(req, res, path, Buffer.concat(chunks), size);
         if (size > MAX_BODY_BYTES)
           return fail(new ArmError(413, "RequestEntityTooLarge", "The request content is too large."));
         answer(req, Buffer.concat(chunks).toString("utf8")).then(send, fail);

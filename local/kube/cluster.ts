@@ -55,8 +55,19 @@ export interface LocalCluster {
   kubeconfigPath: string;
   store: ObjectStore;
   api: ApiServer;
+  /**
+   * Makes the nodes labelled `owner` exactly `nodes`: creates the missing ones, removes the others
+   * (their pods go with them, as with a node lost). What the local Resource Manager's managed
+   * cluster does to its node pools (local/arm/kube-backend.ts).
+   */
+  syncNodes(owner: string, nodes: LocalNodeSpec[]): void;
+  /** The images the kubelet can run (an image built later is added here). */
+  images: LocalImage[];
   stop(): Promise<void>;
 }
+
+/** The label that says which owner's {@link LocalCluster.syncNodes} made a node. */
+export const NODE_OWNER_LABEL = "blastplane.local/owner";
 
 /** The pool label and taint of the BLAST node pool, as the AKS pool would carry them. */
 export const BLAST_POOL = { label: "blastplane.io/pool", value: "blast" };
@@ -72,7 +83,7 @@ export function blastPoolNodes(count: number, memoryBytes: number, cpu: number):
   }));
 }
 
-function nodeObject(spec: LocalNodeSpec): KubeObject {
+export function nodeObject(spec: LocalNodeSpec): KubeObject {
   const resources = {
     cpu: cpuQuantity(spec.cpu),
     memory: memoryQuantity(spec.memoryBytes),
@@ -293,6 +304,15 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
     kubeconfigPath,
     store,
     api,
+    images: options.images,
+    syncNodes(owner, nodes) {
+      const wanted = new Map(nodes.map((n) => [n.name, n]));
+      for (const node of store.list("nodes", undefined, (n) => n.metadata.labels?.[NODE_OWNER_LABEL] === owner))
+        if (!wanted.has(node.metadata.name)) deleter.delete("nodes", undefined, node.metadata.name);
+      for (const spec of nodes)
+        if (!store.get("nodes", undefined, spec.name))
+          store.create("nodes", nodeObject({ ...spec, labels: { ...(spec.labels ?? {}), [NODE_OWNER_LABEL]: owner } }));
+    },
     async stop() {
       jobs.stop();
       daemonSets.stop();

@@ -1,7 +1,8 @@
+import { createHash } from "node:crypto";
 import type { Caller } from "../auth/roles.js";
 import type { Logger } from "../logging/logger.js";
 import type { AuditLog } from "../ops/audit.js";
-import { describeOperation, newOperationId, type OperationView, operationView } from "../orchestrations/operations.js";
+import { describeOperation, type OperationView, operationView } from "../orchestrations/operations.js";
 import type { OrchestrationClient } from "../orchestrations/orchestration-client.js";
 import { Orchestrations } from "../orchestrations/queue-labels.js";
 import type { StoredWorkspace } from "../workspace/workspace.js";
@@ -25,9 +26,23 @@ export interface ClusterServiceDependencies {
 const POLL_AFTER_SECONDS = 10;
 
 /**
+ * The operation (orchestration instance) id of a cluster's operations: derived from the cluster's
+ * resource id (case-insensitive, as ARM ids are), so the durable host itself refuses a second
+ * orchestration for a cluster while one is pending or running — two requests that both found none
+ * running cannot both start one. A finished operation's id is reused by the next one.
+ */
+export function clusterOperationId(
+  target: Pick<ClusterTarget, "subscription_id" | "resource_group" | "cluster_name">,
+): string {
+  const id = `/subscriptions/${target.subscription_id}/resourceGroups/${target.resource_group}/providers/Microsoft.ContainerService/managedClusters/${target.cluster_name}`;
+  return `op-${createHash("sha256").update(id.toLowerCase()).digest("hex").slice(0, 32)}`;
+}
+
+/**
  * Cluster operations from the dashboard (spec §1 items 1 and 3; ledger B-003, B-011, B-157): each
  * starts the cluster orchestration and answers at once with the operation to poll. One cluster
- * operation runs at a time: a second request while one runs answers the running operation.
+ * operation runs at a time: a second request while one runs answers the running operation, also
+ * when both arrive together (the instance id is the cluster's, {@link clusterOperationId}).
  */
 export function createClusterService(deps: ClusterServiceDependencies) {
   async function running(): Promise<OperationView | undefined> {
@@ -75,8 +90,15 @@ export function createClusterService(deps: ClusterServiceDependencies) {
           }
         : {}),
     };
-    const operationId = newOperationId();
-    await deps.orchestrations.startNew(Orchestrations.provisionCluster, { instanceId: operationId, input });
+    const operationId = clusterOperationId(target);
+    try {
+      await deps.orchestrations.startNew(Orchestrations.provisionCluster, { instanceId: operationId, input });
+    } catch (error) {
+      // Another request started this cluster's operation since `running()` looked: answer that one.
+      const other = await describeOperation(deps.orchestrations, operationId, { pollAfterSeconds: POLL_AFTER_SECONDS });
+      if (other && (other.state === "queued" || other.state === "running")) return other;
+      throw error;
+    }
     await deps.audit.record({
       actor: { oid: caller.oid, name: caller.name },
       action: `cluster.${action}`,

@@ -116,7 +116,16 @@ export function createRoleAssignments(
     let get = clients.get(subscriptionId);
     if (!get) {
       get = lazyClient(async () => {
-        const { AuthorizationManagementClient } = await import("@azure/arm-authorization");
+        type Module = typeof import("@azure/arm-authorization");
+        // The package has no ESM entry the bundler picks (no `exports`), so in the Functions bundle
+        // its dynamic import is the CommonJS module under `default`; under Node it has named exports too.
+        const loaded = (await import("@azure/arm-authorization")) as unknown as Partial<Module> & {
+          default?: Module;
+        };
+        const AuthorizationManagementClient =
+          loaded.AuthorizationManagementClient ?? loaded.default?.AuthorizationManagementClient;
+        if (!AuthorizationManagementClient)
+          throw new Error("@azure/arm-authorization has no AuthorizationManagementClient");
         return new AuthorizationManagementClient(connection.credential, subscriptionId, connection.clientOptions);
       });
       clients.set(subscriptionId, get);

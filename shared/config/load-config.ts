@@ -61,6 +61,7 @@ export const appSettingsSchema = z
     DATABASE_PARTITIONS: envInt(0, 64).default(2),
     // A timer schedule as Azure Functions reads it (six-field NCRONTAB or a TimeSpan).
     ARM_ENDPOINT: envUrl().optional(),
+    ARM_CA_FILE: z.string().min(1).optional(),
     CLUSTER_SYSTEM_VM_SIZE: z
       .string()
       .regex(/^(?:Standard|Basic)_[A-Za-z]+[0-9]+[A-Za-z0-9-]*(?:_[A-Za-z0-9]+)*$/, "must be an Azure VM size")
@@ -96,6 +97,9 @@ export const appSettingsSchema = z
       .optional(),
     JOBAPI_ROLLOUT_TIMEOUT_SECONDS: envInt(10, 3600).default(600),
     JOBAPI_DEPLOY_KEY_VAULT_URL: envUrl().optional(),
+    IMAGE_BUILD_CONTEXT_DIR: z.string().min(1).optional(),
+    IMAGE_BUILD_POLL_SECONDS: envInt(1, 600).default(10),
+    IMAGE_BUILD_TIMEOUT_SECONDS: envInt(300, 28_800).default(3600),
     // The browser terminal's ingress (decision 0022): both or neither.
     JOBAPI_TERMINAL_HOST: z
       .string()
@@ -177,12 +181,23 @@ export interface AppConfig {
   readonly cluster: {
     /** Resource Manager's endpoint when not Azure's public cloud (the local stack's local ARM). */
     readonly armEndpoint: string | undefined;
+    /** A PEM file of the CA `armEndpoint`'s certificate chains to (the local Resource Manager's); never in Azure. */
+    readonly armCaFile: string | undefined;
     /** VM size of the cluster's system pool. */
     readonly systemVmSize: string;
     /** The user-assigned identity the cluster's control plane runs as (else a system-assigned one). */
     readonly identityId: string | undefined;
     /** Object id of the submit workload identity, for its runtime role assignments (spec §5). */
     readonly workloadPrincipalId: string | undefined;
+  };
+  /** The job API image's build in the workspace's registry (a registry task run). */
+  readonly imageBuild: {
+    /** The folder whose files (less `.dockerignore`'s) are the build context; unset: no builds. */
+    readonly contextDir: string | undefined;
+    /** How often the build orchestration polls the run. */
+    readonly pollSeconds: number;
+    /** The run's timeout in the registry, and how long the orchestration waits for it. */
+    readonly timeoutSeconds: number;
   };
   /** What the job API's deploy renders its manifests with, beyond the workspace. */
   readonly jobApiDeploy: {
@@ -239,9 +254,15 @@ export function loadConfig(env: Env = process.env): AppConfig {
       narrator,
       cluster: {
         armEndpoint: c.ARM_ENDPOINT?.replace(/\/+$/, ""),
+        armCaFile: c.ARM_CA_FILE,
         systemVmSize: c.CLUSTER_SYSTEM_VM_SIZE,
         identityId: c.CLUSTER_IDENTITY_ID,
         workloadPrincipalId: c.WORKLOAD_IDENTITY_PRINCIPAL_ID,
+      },
+      imageBuild: {
+        contextDir: c.IMAGE_BUILD_CONTEXT_DIR,
+        pollSeconds: c.IMAGE_BUILD_POLL_SECONDS,
+        timeoutSeconds: c.IMAGE_BUILD_TIMEOUT_SECONDS,
       },
       jobApiDeploy: {
         workloadIdentityClientId: c.JOBAPI_WORKLOAD_IDENTITY_CLIENT_ID,

@@ -10,6 +10,7 @@ export const OPERATION_TYPES: Readonly<Record<string, string>> = Object.freeze({
   [Orchestrations.checkDatabaseUpdates]: "database.update_check",
   [Orchestrations.provisionCluster]: "cluster.provision",
   [Orchestrations.deployJobApi]: "jobapi.deploy",
+  [Orchestrations.buildImages]: "images.build",
   [Orchestrations.readInvestigation]: "console.read_investigation",
 });
 
@@ -89,6 +90,23 @@ export function operationView(input: {
 }
 
 /**
+ * An image build's progress: the step (`upload`, `schedule`, `run`, `done`), the registry run and
+ * its state, the tail of its log, and at the end the image pinned by digest.
+ */
+function buildProgress(customStatus: unknown, output: unknown): Record<string, unknown> | undefined {
+  const source = (
+    output !== null && typeof output === "object"
+      ? output
+      : customStatus !== null && typeof customStatus === "object"
+        ? customStatus
+        : undefined
+  ) as Record<string, unknown> | undefined;
+  if (!source || typeof source.step !== "string") return undefined;
+  const keys = ["step", "run_id", "run_status", "context_digest", "image", "image_digest", "log_tail"];
+  return Object.fromEntries(keys.filter((k) => source[k] !== undefined).map((k) => [k, source[k]]));
+}
+
+/**
  * A step-by-step operation's progress (the job API deploy): the step reached and what it reports
  * (the rollout's replicas and each pod's reason), from its custom status while it runs and from its
  * output once it is done.
@@ -155,20 +173,35 @@ export async function describeOperation(
         ? { steps, ...(output?.cluster ? { cluster: output.cluster } : {}) }
         : operationType === OPERATION_TYPES[Orchestrations.deployJobApi]
           ? stepProgress(instance.customStatus, instance.output)
-          : undefined;
-  const target = cluster
+          : instance.name === Orchestrations.buildImages
+            ? buildProgress(instance.customStatus, instance.output)
+            : undefined;
+  const build =
+    instance.name === Orchestrations.buildImages
+      ? (instance.input as { registry?: { name?: string }; repository?: string } | null)
+      : null;
+  const target = build
     ? {
-        target: { resource_type: "aks_cluster", name: input?.target?.cluster_name ?? "" },
+        target: {
+          resource_type: "container_registry",
+          name: build.registry?.name ?? "",
+          repository: build.repository ?? "",
+        },
         targetLink: "/api/workspace",
       }
-    : input?.dashboard_job_id
+    : cluster
       ? {
-          target: { resource_type: "blast_job", dashboard_job_id: input.dashboard_job_id },
-          targetLink: `/api/blast/jobs/${input.dashboard_job_id}`,
+          target: { resource_type: "aks_cluster", name: input?.target?.cluster_name ?? "" },
+          targetLink: "/api/workspace",
         }
-      : input?.name
-        ? { target: { resource_type: "blast_database", name: input.name }, targetLink: "/api/databases" }
-        : {};
+      : input?.dashboard_job_id
+        ? {
+            target: { resource_type: "blast_job", dashboard_job_id: input.dashboard_job_id },
+            targetLink: `/api/blast/jobs/${input.dashboard_job_id}`,
+          }
+        : input?.name
+          ? { target: { resource_type: "blast_database", name: input.name }, targetLink: "/api/databases" }
+          : {};
   return operationView({
     operationId,
     operationType,

@@ -1,4 +1,12 @@
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { ContainerServiceClient } from "@azure/arm-containerservice";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { kubeClusterBackend } from "../../local/arm/kube-backend.js";
+import { localArmProviders } from "../../local/arm/providers/index.js";
+import { type LocalCluster, startLocalCluster } from "../../local/kube/cluster.js";
+import { createLogger } from "../../shared/logging/logger.js";
 import {
   type ClusterTarget,
   createClusterProvisioning,
@@ -10,11 +18,28 @@ import { requireNodeSizeFits } from "../../shared/cluster/vm-sizes.js";
 import { ARM_WORLD, type LocalArmWorld, startLocalArmWorld } from "../support/local-arm.js";
 
 let world: LocalArmWorld;
+// The local stack's arrangement: the local Resource Manager's clusters are the local Kubernetes API's node pools.
+let kube: LocalCluster;
+let kubeDir: string;
 beforeAll(async () => {
-  world = await startLocalArmWorld({ pollsBeforeDone: 2, retryAfterSeconds: 3 });
+  kubeDir = mkdtempSync(path.join(tmpdir(), "bp-arm-kube-"));
+  kube = await startLocalCluster({
+    logger: createLogger({ level: "error" }),
+    dataDir: kubeDir,
+    nodes: [],
+    images: [],
+    namespaces: ["blastplane"],
+  });
+  world = await startLocalArmWorld({
+    pollsBeforeDone: 2,
+    retryAfterSeconds: 3,
+    providers: localArmProviders({ backend: kubeClusterBackend(kube) }),
+  });
 });
 afterAll(async () => {
   await world?.close();
+  await kube?.stop();
+  if (kubeDir) rmSync(kubeDir, { recursive: true, force: true });
 });
 
 const target = (name: string, extra: Partial<ClusterTarget> = {}): ClusterTarget => ({
@@ -157,6 +182,52 @@ describe("cluster provisioning steps through @azure/arm-containerservice against
     expect((await arm().summary(t))?.power_state).toBe("Running");
     expect(await drive(t, await arm().startClusterAction(t, "delete"))).toMatchObject({ status: "Succeeded" });
     expect(await arm().summary(t)).toBeNull();
+  });
+});
+
+describe("the local stack's clusters are the local Kubernetes API's node pools (ClusterBackend)", () => {
+  const nodesOf = (cluster: string) =>
+    kube.store
+      .list("nodes", undefined, (n) => n.metadata.labels?.["kubernetes.azure.com/cluster"] === cluster)
+      .map((n) => ({
+        name: n.metadata.name,
+        pool: n.metadata.labels?.["kubernetes.azure.com/agentpool"],
+        blast: n.metadata.labels?.["blastplane.io/pool"],
+        taints: (n.spec as { taints?: unknown[] } | undefined)?.taints ?? [],
+        memory: (n.status as { capacity: { memory: string } }).capacity.memory,
+      }));
+
+  it("B-003 provisioning makes the pools' nodes; the credentials are that API's; scale, stop, start and delete follow", async () => {
+    const t = target("aks-local", { blast_node_count: 2 });
+    expect(await drive(t, await arm().startCluster(t))).toMatchObject({ status: "Succeeded" });
+    expect(await drive(t, await arm().startBlastPool(t))).toMatchObject({ status: "Succeeded" });
+    const nodes = nodesOf("aks-local");
+    expect(nodes.map((n) => n.pool).sort()).toEqual(["blast", "blast", "system"]);
+    // The BLAST pool as the job API's Deployment and the shard Jobs select it: label, taint, the VM size's memory.
+    const blast = nodes.filter((n) => n.pool === "blast");
+    expect(blast.every((n) => n.blast === "blast" && n.memory === `${64 * 1024}Mi`)).toBe(true);
+    expect(blast[0]?.taints).toEqual([{ key: "blastplane.io/pool", value: "blast", effect: "NoSchedule" }]);
+
+    // listClusterUserCredential answers the local Kubernetes API's kubeconfig: what a deploy uses.
+    const client = new ContainerServiceClient(world.credential, ARM_WORLD.subscriptionId, world.clientOptions);
+    const credentials = await client.managedClusters.listClusterUserCredentials(ARM_WORLD.resourceGroup, "aks-local");
+    const kubeconfig = Buffer.from(credentials.kubeconfigs?.[0]?.value ?? new Uint8Array()).toString("utf8");
+    expect(kubeconfig).toBe(readFileSync(kube.kubeconfigPath, "utf8"));
+    const { CoreV1Api, KubeConfig } = await import("@kubernetes/client-node");
+    const kc = new KubeConfig();
+    kc.loadFromString(kubeconfig);
+    const listed = await kc.makeApiClient(CoreV1Api).listNode({ labelSelector: "blastplane.io/pool=blast" });
+    expect(listed.items.map((n) => n.metadata?.name).sort()).toEqual(blast.map((n) => n.name).sort());
+
+    const scaled = target("aks-local", { blast_node_count: 3 });
+    expect(await drive(scaled, await arm().startBlastPool(scaled))).toMatchObject({ status: "Succeeded" });
+    expect(nodesOf("aks-local").filter((n) => n.pool === "blast")).toHaveLength(3);
+    expect(await drive(t, await arm().startClusterAction(t, "stop"))).toMatchObject({ status: "Succeeded" });
+    expect(nodesOf("aks-local")).toEqual([]);
+    expect(await drive(t, await arm().startClusterAction(t, "start"))).toMatchObject({ status: "Succeeded" });
+    expect(nodesOf("aks-local")).toHaveLength(4);
+    expect(await drive(t, await arm().startClusterAction(t, "delete"))).toMatchObject({ status: "Succeeded" });
+    expect(nodesOf("aks-local")).toEqual([]);
   });
 });
 

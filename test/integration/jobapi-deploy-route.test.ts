@@ -2,13 +2,15 @@ import { execFile } from "node:child_process";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { LOCAL_ARM_WORLD } from "../../local/arm/stack-arm.js";
 import { eventually, mintToken, startStack, type TestStack } from "../support/local-stack.js";
 
 const run = promisify(execFile);
 /** An image nobody built: the local kubelet cannot pull it, so the rollout never becomes ready. */
 const ABSENT = `sha256:${"d".repeat(64)}`;
+/** What the stack's local Resource Manager holds (local/arm/stack-arm.ts): the workspace names it. */
 const WORKSPACE = {
-  subscription_id: "00000000-0000-4000-8000-000000000001",
+  subscription_id: LOCAL_ARM_WORLD.subscriptionId,
   resource_group: "rg-blastplane",
   location: "westeurope",
   storage_account: "blastplanedata",
@@ -58,6 +60,8 @@ beforeAll(async () => {
       JOBAPI_DEPLOY_KEY_VAULT_URL: "https://blastplane-kv.vault.azure.net/",
       JOBAPI_ROLLOUT_TIMEOUT_SECONDS: "10",
       JOB_POLL_INTERVAL_SECONDS: "1",
+      // As `npm start` has it: the local Resource Manager, its clusters on the local Kubernetes API.
+      BLASTPLANE_LOCAL_ARM: "1",
     },
   });
   contributor = await mintToken(stack, "Contributor");
@@ -134,5 +138,93 @@ describe("POST /api/jobapi/deploy", { timeout: 180_000 }, () => {
     const { operation } = (await forced.json()) as { operation: { operation_id: string } };
     await finished(operation.operation_id);
     expect(await kubectl("get", "deploy", "blastplane-jobapi", "-o", "jsonpath={.spec.replicas}")).toBe("1");
+  });
+});
+
+describe("npm start's local Resource Manager: choices, then provisioning onto the local Kubernetes API", {
+  timeout: 180_000,
+}, () => {
+  const get = async (route: string) => {
+    const res = await fetch(`${stack.info.functions_url}${route}`, {
+      headers: { Authorization: `Bearer ${contributor}` },
+    });
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  };
+  const names = (page: Record<string, unknown>) => (page.items as { name: string }[]).map((i) => i.name);
+
+  it("B-025 the workspace choices are what the managed identity sees in the local Resource Manager", async () => {
+    expect(stack.info.arm_url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
+    const subscriptions = await get("/api/workspace/choices/subscriptions");
+    expect(subscriptions.status).toBe(200);
+    expect((subscriptions.body.items as { id: string }[]).map((i) => i.id)).toContain(
+      `/subscriptions/${LOCAL_ARM_WORLD.subscriptionId}`,
+    );
+    const q = `?subscription_id=${LOCAL_ARM_WORLD.subscriptionId}`;
+    expect(names((await get(`/api/workspace/choices/resource_groups${q}`)).body)).toEqual([
+      LOCAL_ARM_WORLD.resourceGroup,
+    ]);
+    expect(names((await get(`/api/workspace/choices/storage_accounts${q}`)).body)).toEqual([
+      LOCAL_ARM_WORLD.storageAccount,
+    ]);
+    expect(names((await get(`/api/workspace/choices/registries${q}`)).body)).toEqual([LOCAL_ARM_WORLD.registry]);
+  });
+
+  it("B-003 B-011 B-157 two provisions at once answer 200 with one operation; it provisions the cluster, and kubectl shows the BLAST pool's nodes", async () => {
+    const provision = () =>
+      fetch(`${stack.info.functions_url}/api/aks/provision`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${contributor}` },
+      });
+    const [a, b] = await Promise.all([provision(), provision()]);
+    expect([a.status, b.status]).toEqual([200, 200]);
+    const [oa, ob] = (await Promise.all([a.json(), b.json()])) as {
+      operation: { operation_id: string; state: string };
+    }[];
+    expect(oa?.operation.operation_id).toBe(ob?.operation.operation_id);
+    // Answered before the cluster exists: the work runs in the orchestration (B-011).
+    expect(["queued", "running"]).toContain(oa?.operation.state);
+    const op = await finished(oa?.operation.operation_id ?? "");
+    expect({ ...op, detail: (op.error as { detail?: string } | undefined)?.detail }).toMatchObject({
+      state: "succeeded",
+      operation_type: "cluster.provision",
+    });
+    expect((op.progress as { steps: { name: string; state: string }[] }).steps).toEqual([
+      expect.objectContaining({ name: "cluster", state: "succeeded" }),
+      expect.objectContaining({ name: "blast_pool", state: "succeeded" }),
+      expect.objectContaining({ name: "role_assignments", state: "succeeded" }),
+    ]);
+    const nodes = await kubectl("get", "nodes", "-l", "kubernetes.azure.com/agentpool=blast", "-o", "name");
+    expect(nodes.split("\n").filter(Boolean)).toHaveLength(WORKSPACE.node_count);
+  });
+
+  it("B-004 B-012 the image build answers 200 before the image exists, then reports the image pinned by digest; B-027 the deploy of that digest finds the image", async () => {
+    const res = await fetch(`${stack.info.functions_url}/api/images/build`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${contributor}` },
+    });
+    expect(res.status).toBe(200);
+    const { operation } = (await res.json()) as {
+      operation: { operation_id: string; operation_type: string; state: string };
+    };
+    expect(operation).toMatchObject({ operation_type: "images.build", state: "queued" });
+    const op = await finished(operation.operation_id);
+    const progress = op.progress as {
+      step: string;
+      run_id: string;
+      image_digest: string;
+      image: string;
+      log_tail: string;
+    };
+    expect({ state: op.state, error: op.error }).toEqual({ state: "succeeded", error: undefined });
+    expect(progress.image_digest).toMatch(/^sha256:[0-9a-f]{64}$/);
+    expect(progress.image).toBe(`blastplanecr.azurecr.io/blastplane-jobapi@${progress.image_digest}`);
+    expect(progress.log_tail).toContain(`Run ID: ${progress.run_id} was successful`);
+    // The deploy of the built digest: the kubelet pulls it (no ImagePullBackOff, unlike the absent image above).
+    const deployed = await post(contributor, { image_digest: progress.image_digest, force: true });
+    expect(deployed.status).toBe(200);
+    const deploy = await finished(
+      ((await deployed.json()) as { operation: { operation_id: string } }).operation.operation_id,
+    );
+    expect(JSON.stringify(deploy)).not.toMatch(/ImagePullBackOff|ErrImagePull/);
   });
 });

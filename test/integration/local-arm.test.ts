@@ -1,8 +1,15 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import https from "node:https";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { ContainerServiceClient } from "@azure/arm-containerservice";
 import { ResourceManagementClient } from "@azure/arm-resources";
 import { SubscriptionClient } from "@azure/arm-resources-subscriptions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { seedRegistry } from "../../local/arm/providers/container-registry.js";
+import { packBuildContext } from "../../shared/cluster/build-context.js";
+import { createImageBuildActivities } from "../../shared/cluster/image-build.js";
+import { createRegistryBuilds, type RegistryRef } from "../../shared/cluster/registry-builds.js";
 import { ARM_WORLD, type LocalArmWorld, startLocalArmWorld } from "../support/local-arm.js";
 
 let world: LocalArmWorld;
@@ -203,5 +210,120 @@ describe("long-running operations on the local Resource Manager (ARM's semantics
       .catch((e: unknown) => e)) as { statusCode?: number; code?: string };
     expect(error.statusCode).toBe(400);
     expect(error.code).toBe("InvalidParameter");
+  });
+});
+
+describe("registry runs on the local Resource Manager (the image build's REST calls through @azure/core-client)", () => {
+  const registry: RegistryRef = {
+    subscription_id: ARM_WORLD.subscriptionId,
+    resource_group: ARM_WORLD.resourceGroup,
+    name: "blastcr",
+  };
+  const dirs: string[] = [];
+  /** A build context folder: a Dockerfile at `jobapi/Dockerfile` (or not), a source file, and what .dockerignore drops. */
+  const contextDir = (withDockerfile: boolean) => {
+    const dir = mkdtempSync(path.join(tmpdir(), "bp-context-"));
+    dirs.push(dir);
+    mkdirSync(path.join(dir, "jobapi"));
+    mkdirSync(path.join(dir, "node_modules", "x"), { recursive: true });
+    if (withDockerfile) writeFileSync(path.join(dir, "jobapi", "Dockerfile"), "FROM node:22\n");
+    writeFileSync(path.join(dir, "jobapi", "server.ts"), "export {};\n");
+    writeFileSync(path.join(dir, "node_modules", "x", "index.js"), "ignored\n");
+    writeFileSync(path.join(dir, "debug.log"), "ignored\n");
+    writeFileSync(path.join(dir, ".dockerignore"), "node_modules\n*.log\n");
+    return dir;
+  };
+  const builds = () => createRegistryBuilds({ credential: world.credential, clientOptions: world.clientOptions });
+  const activities = (dir: string) => createImageBuildActivities({ registry: builds, contextDir: () => dir });
+  const input = {
+    registry,
+    login_server: "blastcr.azurecr.io",
+    repository: "blastplane-jobapi",
+    dockerfile: "jobapi/Dockerfile",
+    timeout_seconds: 3600,
+    poll_seconds: 1,
+  };
+  /** What the orchestrator does between its timers: read the run until it ends. */
+  const runToEnd = async (dir: string, runId: string) => {
+    for (let i = 0; i < 10; i++) {
+      const poll = await activities(dir).read({ registry, run_id: runId });
+      if (poll.terminal) return poll;
+    }
+    throw new Error("the run did not end");
+  };
+
+  beforeAll(() => {
+    seedRegistry(
+      world.arm,
+      {
+        subscriptionId: ARM_WORLD.subscriptionId,
+        resourceGroup: ARM_WORLD.resourceGroup,
+        location: ARM_WORLD.location,
+      },
+      "blastcr",
+    );
+  });
+  afterAll(() => {
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("B-004 uploads the context through the registry's upload URL, runs the build (Queued, Running, Succeeded) and reports the image by digest", async () => {
+    const dir = contextDir(true);
+    const uploaded = await activities(dir).upload(input);
+    // The context is the folder less what .dockerignore drops, packed the same way each time.
+    expect(uploaded).toMatchObject({ files: 3, context_digest: (await packBuildContext(dir)).digest });
+    expect(uploaded.source_location).toMatch(/^source\/\d{8}\/[0-9a-f-]+\.tar\.gz$/);
+    const { run_id } = await activities(dir).schedule({ ...input, source_location: uploaded.source_location });
+    const first = await activities(dir).read({ registry, run_id });
+    expect(first).toMatchObject({ status: "Running", terminal: false });
+    const done = await runToEnd(dir, run_id);
+    expect(done).toMatchObject({
+      status: "Succeeded",
+      output_image: { repository: "blastplane-jobapi", tag: run_id, digest: uploaded.context_digest },
+    });
+    expect(done.log_tail).toContain(`Run ID: ${run_id} was successful`);
+    // The upload and the log went through SAS URLs with no token; ARM saw only its own calls.
+    expect(world.arm.requests.filter((r) => r.path === "/_blobs/…").map((r) => r.status)).toContain(201);
+  });
+
+  it("a run whose context lacks the Dockerfile fails, and its log says why", async () => {
+    const dir = contextDir(false);
+    const uploaded = await activities(dir).upload(input);
+    const { run_id } = await activities(dir).schedule({ ...input, source_location: uploaded.source_location });
+    const done = await runToEnd(dir, run_id);
+    expect(done).toMatchObject({ status: "Failed", terminal: true, error: "failed during run, err: exit status 1" });
+    expect(done.output_image).toBeUndefined();
+    expect(done.log_tail).toContain("failed to read dockerfile: open jobapi/Dockerfile: no such file or directory");
+  });
+
+  it("a refused scheduleRun (no push right) is ARM's AuthorizationFailed, and a SAS URL with a wrong signature is refused", async () => {
+    const undo = world.arm.deny({ action: "Microsoft.ContainerRegistry/registries/scheduleRun/action" });
+    try {
+      const error = (await builds()
+        .scheduleRun(registry, {
+          source_location: "source/x.tar.gz",
+          dockerfile: "jobapi/Dockerfile",
+          image_names: ["x:1"],
+          timeout_seconds: 600,
+        })
+        .catch((e: unknown) => e)) as { statusCode?: number; code?: string };
+      expect(error).toMatchObject({ statusCode: 403, code: "AuthorizationFailed" });
+    } finally {
+      undo();
+    }
+    const forged = world.arm.sasUrl("blastcr/source/forged.tar.gz").replace(/sig=[^&]+/, "sig=forged");
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = https.request(
+        forged,
+        { method: "PUT", ca: world.ca, headers: { "x-ms-blob-type": "BlockBlob" } },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
+      req.on("error", reject);
+      req.end("x");
+    });
+    expect(status).toBe(403);
   });
 });

@@ -26,6 +26,9 @@ export interface StackInfo {
   blob_endpoint: string;
   table_endpoint: string;
   pid: number;
+  /** With BLASTPLANE_LOCAL_ARM=1: the local Resource Manager. */
+  arm_url?: string;
+  kubeconfig?: string;
 }
 
 export interface TestStack {
@@ -75,6 +78,9 @@ export async function startStack(
       BLASTPLANE_DATA_DIR: dataDir,
       BLASTPLANE_IN_MEMORY: options.inMemory === false ? "0" : "1",
       LOG_LEVEL: "info",
+      // The local Resource Manager only where a test asks for it (BLASTPLANE_LOCAL_ARM: "1"): it
+      // adds a TLS listener and a certificate to every start otherwise.
+      BLASTPLANE_LOCAL_ARM: "0",
       ...options.env,
     },
     stdio: ["ignore", "pipe", "pipe"],

@@ -17,6 +17,10 @@ export interface PoolShape {
   count: number;
   vmSize: string;
   mode: "System" | "User";
+  /** The pool's `nodeLabels`. */
+  labels: Record<string, string>;
+  /** The pool's `nodeTaints` as ARM writes them (`key=value:Effect`). */
+  taints: string[];
 }
 
 /**
@@ -70,6 +74,8 @@ export function containerServiceProvider(options: ContainerServiceOptions = {}) 
         count: Number(p.properties.count ?? 0),
         vmSize: String(p.properties.vmSize ?? ""),
         mode: p.properties.mode === "System" ? "System" : "User",
+        labels: { ...((p.properties.nodeLabels as Record<string, string> | undefined) ?? {}) },
+        taints: Array.isArray(p.properties.nodeTaints) ? p.properties.nodeTaints.map(String) : [],
       }));
     const clusterJson = (c: StoredResource) => {
       const json = resourceJson(c);
