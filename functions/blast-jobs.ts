@@ -45,6 +45,7 @@ function jobView(job: DashboardJob) {
     error: job.error,
     progress: job.progress,
     result_bytes: job.result_bytes ?? null,
+    storing: job.storing ?? null,
     operation_status_url: `/api/operations/${job.operation_id}`,
   };
 }

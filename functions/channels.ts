@@ -1,5 +1,6 @@
 import { app } from "@azure/functions";
 import { z } from "zod";
+import { pruneChannelRows } from "../shared/channels/inbound/channel-prune.js";
 import { PairingRefusedError } from "../shared/channels/inbound/sender-access.js";
 import { CHANNEL_KINDS } from "../shared/channels/inbound/types.js";
 import { effectiveRole } from "../shared/console/tools/tool.js";
@@ -12,12 +13,21 @@ import {
   QueueFullError,
 } from "../shared/errors.js";
 import { jsonResult } from "../shared/http/envelope.js";
-import { errorResponse, jsonBodyOf, ok, retryLater, unauthorized, validationFailed } from "../shared/http/openapi.js";
+import {
+  errorResponse,
+  jsonBodyOf,
+  ok,
+  parametersOf,
+  retryLater,
+  unauthorized,
+  validationFailed,
+} from "../shared/http/openapi.js";
 import { readBodyText } from "../shared/http/read-body.js";
-import { parseJsonBody } from "../shared/http/validation.js";
+import { parseJsonBody, parsePath } from "../shared/http/validation.js";
+import { WEBHOOK_BODY_LIMIT_BYTES } from "../shared/channels/webhooks/webhook-inbound.js";
 import { appContext } from "./composition/app-context.js";
 import { approvalHooks } from "./composition/approval-hooks.js";
-import { inboundChannels } from "./composition/channels-deps.js";
+import { channelConfig, inboundChannels } from "./composition/channels-deps.js";
 import { callerOf, route } from "./composition/http-route.js";
 
 /**
@@ -106,6 +116,49 @@ route(
     if (!channels.teams) throw new NotFoundError("chat platform A is not enabled");
     const answer = await channels.teams.handle(request, channels.processorWith(approvalHooks(scope)));
     return jsonResult(answer.status, answer.jsonBody ?? {}, scope.requestId);
+  },
+);
+
+const webhookPath = z.object({
+  source: z.string().regex(/^[a-z][a-z0-9-]{0,39}$/, "must be a configured webhook source name"),
+});
+
+route(
+  "channelWebhook",
+  {
+    methods: ["POST"],
+    route: "channels/webhooks/{source}",
+    openapi: {
+      summary: "Inbound generic webhook of a configured source (Standard Webhooks)",
+      description:
+        "A source configured in SVC_CHANNEL_WEBHOOKS_JSON opts into one TypedWebhookMapping. The delivery is verified before its body is parsed: Standard Webhooks HMAC-SHA256 (webhook-id, webhook-timestamp, webhook-signature; constant-time compare), a five-minute timestamp window, a timestamp not older than the source's newest accepted one, and a single-use webhook-id. The mapping projects bounded scalar fields; the event type, target agent and session come from the mapping, never the payload. The event is recorded in shadow mode for the operations core (ingest, T0, audit); a webhook never executes an action.",
+      security: [],
+      parameters: parametersOf(webhookPath, "path"),
+      responses: {
+        "202": {
+          description: "recorded as a shadow event",
+          content: { "application/json": { schema: { $ref: "#/components/schemas/WebhookAccepted" } } },
+        },
+        "400": errorResponse("malformed JSON or nested too deeply"),
+        "401": errorResponse(
+          "invalid signature, a timestamp outside the window or older than one accepted, or a reused webhook-id",
+        ),
+        "404": errorResponse("no such webhook source is configured"),
+        "413": errorResponse("request body too large"),
+        ...validationFailed,
+      },
+    },
+  },
+  async (request, scope) => {
+    const { source } = parsePath(request, webhookPath);
+    const webhooks = (await inboundChannels()).webhooks;
+    if (!webhooks?.has(source)) throw new NotFoundError("no webhook source of that name is configured");
+    const declared = Number(request.headers.get("content-length") ?? "0");
+    if (declared > WEBHOOK_BODY_LIMIT_BYTES) throw new PayloadTooLargeError(WEBHOOK_BODY_LIMIT_BYTES);
+    const body = await readBodyText(request.body, WEBHOOK_BODY_LIMIT_BYTES);
+    if (Buffer.byteLength(body) > WEBHOOK_BODY_LIMIT_BYTES) throw new PayloadTooLargeError(WEBHOOK_BODY_LIMIT_BYTES);
+    const accepted = await webhooks.handle(source, { headers: request.headers, body, requestId: scope.requestId });
+    return jsonResult(202, accepted, scope.requestId);
   },
 );
 
@@ -226,5 +279,18 @@ app.timer("channelQueueTimer", {
     if (!channels.slack && !channels.teams) return;
     const closed = await channels.queue.drain(channels.processorWith(), () => new Date());
     if (closed > 0) appContext.logger.info("channel queue drained", { closed });
+  },
+});
+
+/**
+ * Prunes the channels' guard rows past their use: used Slack signatures and webhook ids past their
+ * window, and the dedupe rows of turns closed more than a day ago (shared/channels/inbound/channel-prune.ts).
+ */
+app.timer("channelPruneTimer", {
+  schedule: "0 */15 * * * *",
+  handler: async () => {
+    if (!channelConfig.platformA && !channelConfig.platformB && !channelConfig.webhooks) return;
+    const counts = await pruneChannelRows({ tables: appContext.config.storage, now: new Date() });
+    if (counts.replay + counts.nonces + counts.turns > 0) appContext.logger.info("channel rows pruned", { ...counts });
   },
 });

@@ -1,3 +1,4 @@
+import { app } from "@azure/functions";
 import { z } from "zod";
 import { InvalidFieldError } from "../shared/errors.js";
 import { jsonResult } from "../shared/http/envelope.js";
@@ -51,3 +52,17 @@ route(
     return jsonResult(200, result, scope.requestId);
   },
 );
+
+/**
+ * The notification queue's worker: messages a crashed host accepted and had not finished sending
+ * go out once its lease runs out (every minute, and once at start). Channels that acknowledged are
+ * not called again; one the dead host was calling is recorded ambiguous (docs/notifications.md).
+ */
+app.timer("notificationQueueTimer", {
+  schedule: "30 * * * * *",
+  runOnStartup: true,
+  handler: async () => {
+    const closed = await (await consoleParts()).notifier.drain();
+    if (closed > 0) appContext.logger.info("notification queue drained", { closed });
+  },
+});

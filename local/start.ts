@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { chmodSync, mkdirSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -12,7 +12,8 @@ import { checkStackConsistency } from "./consistency-check.js";
 import { DashboardJobStore } from "../shared/dashboard/dashboard-jobs.js";
 import { createFileDatabaseCatalog, publishDatabase } from "../shared/databases/database-catalog.js";
 import { startDevIdentityProvider } from "./dev-idp.js";
-import { blastPoolNodes, startLocalCluster } from "./kube/cluster.js";
+import { POD_USER } from "../jobapi/executors/kubernetes-manifests.js";
+import { blastPoolNodes, prepareNodeFolder, startLocalCluster } from "./kube/cluster.js";
 import { DurableEngine } from "./durable/engine.js";
 import { createHostInvoker } from "./durable/host-invoker.js";
 import { createManagementApi } from "./durable/management-api.js";
@@ -137,6 +138,15 @@ async function main(): Promise<void> {
     let kubeconfig: string | undefined;
     if (settings.executor === "kubernetes") {
       const namespace = settings.jobApiEnv.JOBAPI_K8S_NAMESPACE ?? "blastplane";
+      // Shard pods run as the image's user (POD_USER), and fill and read the node's database cache.
+      // Run as root, the kubelet switches to that user, who cannot enter the 0700 data folder: the
+      // nodes' cache is then a folder of its own (filled from storage), removed with the stack.
+      let nodeCache = databasesDir;
+      if (process.getuid?.() === 0) {
+        const dir = mkdtempSync(path.join(os.tmpdir(), "blastplane-node-cache-"));
+        nodeCache = prepareNodeFolder(dir, POD_USER);
+        stops.push(async () => rmSync(dir, { recursive: true, force: true }));
+      }
       const cluster = await startLocalCluster({
         logger: logger.child({ component: "local-kube" }),
         dataDir: settings.dataDir,
@@ -163,7 +173,7 @@ async function main(): Promise<void> {
         KUBECONFIG: kubeconfig,
         JOBAPI_EXECUTOR: "kubernetes",
         JOBAPI_NODE_MEMORY_BYTES: String(settings.kube.nodeMemoryBytes),
-        JOBAPI_K8S_DB_CACHE_DIR: databasesDir,
+        JOBAPI_K8S_DB_CACHE_DIR: nodeCache,
       });
     }
     // The browser terminal's shell needs a Kubernetes API: with the local executor, an empty local

@@ -36,6 +36,7 @@ export function inboundChannels(): Promise<InboundChannels> {
       return buildInboundChannels(channelConfig, {
         tables: source,
         audit: appContext.audit,
+        events: appContext.events,
         coordinator: parts.coordinator,
         svc,
         resolve: createSecretResolver({ secrets: appContext.secrets, env: process.env, local }),

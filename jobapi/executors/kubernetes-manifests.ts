@@ -30,6 +30,13 @@ export const POD_PATHS = {
 /** The shard worker's entrypoint in the job API image. */
 export const SHARD_COMMAND = ["node", "--enable-source-maps", "dist/jobapi/shard.js"];
 
+/**
+ * The user and group shard and warm-up pods run as: the job API image's `USER 1000:1000`
+ * (jobapi/Dockerfile) and infra/k8s/jobapi.yaml's `runAsUser`. Their hostPath database cache must be
+ * writable by it (the shard fills it).
+ */
+export const POD_USER = { uid: 1000, gid: 1000 } as const;
+
 /** Name of the Secret holding the shard worker's storage connection (the local Azurite only; in Azure the pod uses its workload identity). */
 export const STORAGE_SECRET = { name: "blastplane-shard-storage", key: "connection-string" } as const;
 
@@ -149,9 +156,9 @@ export function buildShardJob(spec: ShardSpec, settings: ShardJobSettings): V1Jo
           tolerations: settings.tolerations,
           securityContext: {
             runAsNonRoot: true,
-            runAsUser: 1000,
-            runAsGroup: 1000,
-            fsGroup: 1000,
+            runAsUser: POD_USER.uid,
+            runAsGroup: POD_USER.gid,
+            fsGroup: POD_USER.gid,
             seccompProfile: { type: "RuntimeDefault" },
           },
           containers: [

@@ -7,6 +7,7 @@ import {
   LABEL,
   labelValue,
   POD_PATHS,
+  POD_USER,
   type ShardJobSettings,
   STORAGE_SECRET,
   WORKLOAD_IDENTITY_LABEL,
@@ -119,9 +120,9 @@ export function buildWarmupJob(
           tolerations: o.settings.tolerations,
           securityContext: {
             runAsNonRoot: true,
-            runAsUser: 1000,
-            runAsGroup: 1000,
-            fsGroup: 1000,
+            runAsUser: POD_USER.uid,
+            runAsGroup: POD_USER.gid,
+            fsGroup: POD_USER.gid,
             seccompProfile: { type: "RuntimeDefault" },
           },
           containers: [

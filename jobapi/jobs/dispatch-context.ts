@@ -37,6 +37,8 @@ export interface DispatcherOptions {
   /** Attempts per shard before the job fails. */
   shardAttempts: number;
   pollIntervalMs?: number;
+  /** How often the storing phase's progress is written to the job (default 2 s; 0 in tests: every chunk). */
+  storingReportMs?: number;
   /** Hears of each Azure refusal for want of a role (the `role_assignment.missing` event); must not throw. */
   onRoleRefusal?: (failure: CloudAuthorizationFailure) => void;
 }

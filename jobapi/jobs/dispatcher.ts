@@ -20,7 +20,7 @@ import {
   setShard,
   touch,
 } from "./dispatch-context.js";
-import { mergeAndPublish, publishSingleShard } from "./merge-publish.js";
+import { mergeAndPublish, publishSingleShard, storingReporter } from "./merge-publish.js";
 import { planShards, preflightMessage, shardMemoryNeed } from "./shard-plan.js";
 import { runShard } from "./shard-runner.js";
 
@@ -397,6 +397,8 @@ export class JobDispatcher implements RunContext {
       touch({
         ...j,
         status: "running",
+        // A run that resumes searches again: no storing phase until BLAST has finished.
+        storing: null,
         shards: j.shards.map((s) => (toRun.has(s.id) ? { ...s, state: "running", attempts: nextAttempt(s) } : s)),
       }),
     );
@@ -432,12 +434,23 @@ export class JobDispatcher implements RunContext {
     }
     const ms = (from: number) => Math.round(performance.now() - from);
     const timings: Record<string, number> = { shards_ms: Math.round(blastedAt - runningAt) };
+    // BLAST has finished: the job says how much of its result is stored until it completes.
+    const storingProgress = storingReporter(this, jobId, signal);
     if (only) {
-      const published = await publishSingleShard(this, job, only, path.join(dir, "out", `${only.id}.xml`), signal);
+      const published = await publishSingleShard(
+        this,
+        job,
+        only,
+        path.join(dir, "out", `${only.id}.xml`),
+        signal,
+        storingProgress,
+      );
+      await storingProgress.settle();
       await this.advance(jobId, signal, (j) =>
         touch({
           ...setShard(j, only.id, { state: "succeeded", output_bytes: published.shardBytes }),
           status: "completed",
+          storing: null,
           merged_bytes: published.mergedBytes,
           merged_xml_bytes: published.xmlBytes,
           completed_at: now(),
@@ -448,7 +461,7 @@ export class JobDispatcher implements RunContext {
       return;
     }
     const [merged, ...stored] = await Promise.allSettled([
-      mergeAndPublish(this, job, db, dir, signal).finally(() => {
+      mergeAndPublish(this, job, db, dir, signal, storingProgress).finally(() => {
         timings.merge_ms = ms(blastedAt);
       }),
       Promise.all(storing).finally(() => {
@@ -458,8 +471,16 @@ export class JobDispatcher implements RunContext {
     const error = [merged, ...stored].find((o): o is PromiseRejectedResult => o.status === "rejected");
     if (error) throw error.reason;
     const { mergedBytes, xmlBytes } = (merged as PromiseFulfilledResult<MergedResult>).value;
+    await storingProgress.settle();
     await this.advance(jobId, signal, (j) =>
-      touch({ ...j, status: "completed", merged_bytes: mergedBytes, merged_xml_bytes: xmlBytes, completed_at: now() }),
+      touch({
+        ...j,
+        status: "completed",
+        merged_bytes: mergedBytes,
+        merged_xml_bytes: xmlBytes,
+        completed_at: now(),
+        storing: null,
+      }),
     );
     timings.after_shards_ms = ms(blastedAt);
     this.o.logger.info("job completed", { job_id: jobId, shards: job.shards.length, ...timings });

@@ -8,14 +8,79 @@ import { gzipSync } from "node:zlib";
 import type { BlastOptions } from "../../shared/blast/options.js";
 import { BlastXmlError, mergeBlastXml, namedDatabaseHeader, readIterations } from "../../shared/blast/xml-merge.js";
 import type { DatabaseEntry } from "../../shared/databases/database-catalog.js";
-import type { JobRecord, Shard } from "../../shared/jobs/model.js";
+import type { JobRecord, Shard, StoringProgress } from "../../shared/jobs/model.js";
 import { createParallelGzip } from "../../shared/storage/parallel-gzip.js";
 import { ResultIndexBuilder } from "../../shared/blast/result-index.js";
 import { MERGED_ARTIFACT, RESULT_INDEX_ARTIFACT, shardArtifact } from "./artifact-store.js";
-import { GZIP_LEVEL, type MergedResult, type RunContext } from "./dispatch-context.js";
+import { GZIP_LEVEL, type MergedResult, now, type RunContext, touch } from "./dispatch-context.js";
 
 // Merge and publish: the shards' outputs become the job's merged result in Blob storage, with
 // its index (per query, the byte range of its iteration) beside it for the paged results routes.
+
+/** How often the storing phase's progress is written to the job by default. */
+const STORING_REPORT_MS = 2000;
+
+/** Reports the storing phase (issue 23): merged XML bytes written so far, of how many. */
+export interface StoringReporter {
+  /** The merged XML's size when known in advance; `estimate` when it is an upper bound. */
+  total(bytes: number | null, estimate: boolean): void;
+  /** Bytes of merged XML written so far; written to the job at most every few seconds. */
+  written(bytes: number): void;
+  /** Waits for a write in flight (before the job completes, so none lands after). */
+  settle(): Promise<void>;
+}
+
+/**
+ * Writes the storing phase's progress to the running job, throttled: one write in flight at a
+ * time, at most one per `storingReportMs`. Progress is a courtesy: a failed write is logged, never
+ * the job's failure, and nothing is written to a job that is no longer running.
+ */
+export function storingReporter(ctx: RunContext, jobId: string, signal: AbortSignal): StoringReporter {
+  const interval = ctx.o.storingReportMs ?? STORING_REPORT_MS;
+  const progress: StoringProgress = {
+    xml_bytes: 0,
+    xml_bytes_total: null,
+    total_is_estimate: false,
+    started_at: now(),
+  };
+  let last = Number.NEGATIVE_INFINITY;
+  let inFlight: Promise<void> | undefined;
+  const write = () => {
+    if (inFlight || signal.aborted || performance.now() - last < interval) return;
+    try {
+      ctx.ensureDispatching(signal);
+    } catch {
+      return;
+    }
+    last = performance.now();
+    const snapshot = { ...progress };
+    inFlight = ctx.o.jobs
+      .update(jobId, (j) =>
+        j.status === "running" && !j.cancel_requested ? touch({ ...j, storing: snapshot }) : undefined,
+      )
+      .then(
+        () => undefined,
+        (error: unknown) => ctx.o.logger.warn("the storing progress was not written", { job_id: jobId, error }),
+      )
+      .finally(() => {
+        inFlight = undefined;
+      });
+  };
+  return {
+    total(bytes, estimate) {
+      progress.xml_bytes_total = bytes;
+      progress.total_is_estimate = estimate;
+      write();
+    },
+    written(bytes) {
+      progress.xml_bytes = bytes;
+      write();
+    },
+    async settle() {
+      await inFlight;
+    },
+  };
+}
 
 /** The member table of a stored gzip as it is written: [compressed offset, uncompressed offset]. */
 function memberTable(): { members: [number, number][]; onMember: (c: number, u: number) => void } {
@@ -73,6 +138,7 @@ export async function mergeAndPublish(
   db: DatabaseEntry,
   dir: string,
   signal: AbortSignal,
+  storing?: StoringReporter,
 ): Promise<MergedResult> {
   ctx.ensureDispatching(signal);
   const shardFiles = [];
@@ -87,6 +153,11 @@ export async function mergeAndPublish(
     }
     shardFiles.push({ batchIndex: s.batch, partitionIndex: Math.max(0, s.partition), path: local });
   }
+  // The merged XML is at most the shard outputs' XML added up (the merge keeps each query's best
+  // hits across partitions); unknown when an output is only at hand compressed.
+  const plain = shardFiles.every((f) => f.path.endsWith(".xml"));
+  const sizes = plain ? await Promise.all(shardFiles.map(async (f) => (await stat(f.path)).size)) : [];
+  storing?.total(plain ? sizes.reduce((a, b) => a + b, 0) : null, true);
   let xmlBytes = 0;
   const indexer = new ResultIndexBuilder();
   const table = memberTable();
@@ -94,6 +165,7 @@ export async function mergeAndPublish(
     transform(chunk: Buffer, _encoding, callback) {
       xmlBytes += chunk.length;
       indexer.write(chunk);
+      storing?.written(xmlBytes);
       callback(null, chunk);
     },
   });
@@ -155,6 +227,7 @@ export async function publishSingleShard(
   shard: Shard,
   xml: string,
   signal: AbortSignal,
+  storing?: StoringReporter,
 ): Promise<MergedResult & { shardBytes: number }> {
   ctx.ensureDispatching(signal);
   const events = readIterations(xml);
@@ -176,6 +249,10 @@ export async function publishSingleShard(
   })();
   validated.catch((error: unknown) => stop.abort(error));
   const mergedHeader = namedDatabaseHeader(header, job.db_name);
+  // One shard: the merged XML's size is known before a byte is stored.
+  const { size: blastBytes } = await stat(xml);
+  storing?.total(mergedHeader.length + blastBytes - header.length, false);
+  let written = mergedHeader.length;
   const shardCopy = new PassThrough({ highWaterMark: 1024 * 1024 });
   const mergedCopy = new PassThrough({ highWaterMark: 1024 * 1024 });
   shardCopy.write(gzipSync(Buffer.from(header, "latin1"), { level: GZIP_LEVEL }));
@@ -193,6 +270,8 @@ export async function publishSingleShard(
     new Transform({
       transform(chunk: Buffer, _encoding, callback) {
         indexer.write(chunk);
+        written += chunk.length;
+        storing?.written(written);
         callback(null, chunk);
       },
     }),
@@ -221,9 +300,8 @@ export async function publishSingleShard(
   const failed = [compressed, ...stored].find((o): o is PromiseRejectedResult => o.status === "rejected");
   if (failed) throw ctx.failures.storageFailure(job.job_id, "the merged result", failed.reason);
   const [shardBytes, mergedBytes] = stored.map((o) => (o as PromiseFulfilledResult<number>).value) as [number, number];
-  const { size } = await stat(xml);
   await publishIndex(ctx, job, indexer, table.members, signal);
-  return { shardBytes, mergedBytes, xmlBytes: mergedHeader.length + size - header.length };
+  return { shardBytes, mergedBytes, xmlBytes: mergedHeader.length + blastBytes - header.length };
 }
 
 /** Writes `chunk` to each stream, waiting while one is full; fails once one has closed early. */

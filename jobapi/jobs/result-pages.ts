@@ -136,6 +136,7 @@ function hitSummary(hit: BlastHit, hsps: readonly Hsp[], queryLen: number): HitS
     total_bit_score: Math.round(10 * hsps.reduce((sum, h) => sum + h.bit_score, 0)) / 10,
     query_cover: queryCover(hsps, queryLen),
     identity: first && first.align_len > 0 ? Math.round((1000 * first.identity) / first.align_len) / 10 : 0,
+    hsp_spans: hsps.map((h) => ({ query_from: h.query_from, query_to: h.query_to, bit_score: h.bit_score })),
   };
 }
 

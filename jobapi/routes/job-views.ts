@@ -57,6 +57,8 @@ export function statusView(job: JobRecord, queuePosition: number | null) {
     kubernetes: { summary: shardCounters(job.shards) },
     // The merged result's size once it is published, so a client can show it before downloading.
     result_bytes: job.status === "completed" ? { xml: job.merged_xml_bytes, gzip: job.merged_bytes } : null,
+    // After BLAST, before completed: how much of the merged result is stored (issue 23).
+    storing: job.status === "running" && job.storing ? job.storing : null,
   };
 }
 

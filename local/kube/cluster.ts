@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { chmodSync, existsSync, lchownSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import https from "node:https";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
@@ -133,6 +133,26 @@ function nodeObject(spec: LocalNodeSpec): KubeObject {
       },
     },
   };
+}
+
+/**
+ * Prepares a node folder for the hostPath volumes of pods that run as `owner` (a shard's database
+ * cache), as a node's provisioning would: made if missing and, when this process is root (its
+ * kubelet then runs such pods as that user), given to `owner` with everything in it. Without root
+ * the kubelet runs pods as its own user, who already owns what it made. Returns the folder.
+ */
+export function prepareNodeFolder(dir: string, owner: { uid: number; gid: number }): string {
+  mkdirSync(dir, { recursive: true });
+  if (process.getuid?.() !== 0) return dir;
+  const give = (file: string, isDir: boolean) => {
+    lchownSync(file, owner.uid, owner.gid);
+    if (!isDir) return;
+    for (const entry of readdirSync(file, { withFileTypes: true }))
+      give(path.join(file, entry.name), entry.isDirectory());
+  };
+  give(dir, true);
+  chmodSync(dir, 0o700);
+  return dir;
 }
 
 /**

@@ -1,12 +1,30 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { accessSync, constants, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import {
+  accessSync,
+  chmodSync,
+  chownSync,
+  constants,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+} from "node:fs";
+import { constants as osConstants, tmpdir } from "node:os";
 import path from "node:path";
-import { constants as osConstants } from "node:os";
 import { parseQuantity } from "../../shared/cluster/quantity.js";
 import type { Logger } from "../../shared/logging/logger.js";
 import type { Deleter } from "./deletion.js";
 import { type Any, type Condition, field, recordEvent, setCondition, timestamp } from "./objects.js";
 import type { KubeObject } from "./selectors.js";
+import {
+  type ContainerIdentity,
+  containerIdentity,
+  currentKubeletUser,
+  isRefusal,
+  type KubeletUser,
+  permits,
+} from "./run-as.js";
 import type { ObjectStore } from "./store.js";
 
 /** An image the local kubelet can "run": its working folder and environment on this machine. */
@@ -32,6 +50,14 @@ export interface KubeletOptions {
   restartBackoffMs?: number;
   /** Log bytes kept per container (the oldest are dropped beyond it). */
   logLimitBytes?: number;
+  /**
+   * Where the folders of pods run as another user go (`<dir>/<uid>/`): outside `rootDir`, whose
+   * data folder is 0700 to everyone but the kubelet's user. Default: a fresh folder (0711) under the
+   * system's temporary folder, made when the first such pod starts and removed at stop.
+   */
+  userPodsDir?: string;
+  /** The kubelet's own user (default: this process's); tests pose as another. */
+  user?: KubeletUser;
 }
 
 /** A container's output, bounded, with followers for `kubectl logs -f`. */
@@ -106,6 +132,20 @@ function findOnPath(name: string): string | undefined {
   return undefined;
 }
 
+/** setpriv's arguments for a container's identity: its user, groups and no_new_privs. */
+function setprivUser(identity: ContainerIdentity): string[] {
+  const user = identity.switched
+    ? [
+        "--reuid",
+        String(identity.uid),
+        "--regid",
+        String(identity.gid),
+        ...(identity.groups.length > 0 ? ["--groups", identity.groups.join(",")] : ["--clear-groups"]),
+      ]
+    : [];
+  return [...user, ...(identity.noNewPrivileges ? ["--no-new-privs"] : [])];
+}
+
 /** Resident memory of a process and all its descendants, from /proc (0 once it is gone). */
 export function treeRssBytes(pid: number): number {
   let total = 0;
@@ -146,45 +186,31 @@ const READY_CONDITIONS = ["PodReadyToStartContainers", "Initialized", "Ready", "
  *   every `memorySampleMs` (default 100 ms) from /proc; over the limit, the tree is SIGKILLed and
  *   the container terminates with reason OOMKilled, exit code 137 (a spike shorter than one
  *   sample can escape; cgroups would catch it, but they are not writable on every machine here).
+ * - Users (`securityContext`, {@link containerIdentity}): `runAsNonRoot` refuses a container that
+ *   would run as root; a container asking for another uid or gid than the kubelet's runs as that
+ *   user (`setpriv --reuid --regid --groups`, so it holds no capability, with `no_new_privs` when
+ *   `allowPrivilegeEscalation: false`) when the kubelet is root, and is refused with the reason
+ *   (CreateContainerConfigError) when it is not. Such a pod's HOME and emptyDir volumes are in a
+ *   folder it owns (group `fsGroup`), outside the kubelet's data folder; its working folder, Node
+ *   binary and hostPath volumes must be open to it by their permission bits, or the container is
+ *   refused (CreateContainerError) naming the path, where a runtime would start it to fail on EACCES.
  * - Each process is started through `setpriv --pdeathsig KILL` in its own process group, so it dies
  *   with the cluster, and deleting the pod stops the whole tree (SIGTERM, SIGKILL after the grace
  *   period).
  * - `terminationMessagePolicy: FallbackToLogsOnError` puts the log's tail (80 lines, 2 KiB) in
  *   `state.terminated.message` of a failed container.
  */
-/** The uid the local kubelet's processes run as (-1 where the platform has none). */
-const KUBELET_UID = process.getuid?.() ?? -1;
-
-/**
- * `runAsNonRoot` (the container's securityContext over the pod's): the kubelet refuses to start a
- * container that would run as uid 0, with Kubernetes' own messages. A container without
- * `runAsUser` runs as the image's user, which locally is the kubelet's own.
- */
-function nonRootRefusal(
-  pod: KubeObject,
-  container: Any,
-  state: { name: string; namespace: string; uid: string },
-): string | undefined {
-  const podContext = field<Any>(pod, "spec", "securityContext") ?? {};
-  const containerContext = (container.securityContext as Any | undefined) ?? {};
-  const runAsNonRoot = containerContext.runAsNonRoot ?? podContext.runAsNonRoot;
-  if (runAsNonRoot !== true) return undefined;
-  const runAsUser = containerContext.runAsUser ?? podContext.runAsUser;
-  const where = `(pod: "${state.name}_${state.namespace}(${state.uid})", container: ${String(container.name)})`;
-  if (runAsUser === 0) return `container's runAsUser breaks non-root policy ${where}`;
-  if (runAsUser === undefined && KUBELET_UID === 0)
-    return `container has runAsNonRoot and image will run as root ${where}`;
-  return undefined;
-}
-
 export class Kubelet {
   private readonly pods = new Map<string, PodState>();
   private readonly unsubscribe: () => void;
   private readonly sampleMs: number;
   private readonly backoffMs: number;
   private readonly logLimit: number;
+  private readonly user: KubeletUser;
+  private userPodsDir?: string;
 
   constructor(private readonly o: KubeletOptions) {
+    this.user = o.user ?? currentKubeletUser();
     this.sampleMs = o.memorySampleMs ?? 100;
     this.backoffMs = o.restartBackoffMs ?? 1000;
     this.logLimit = o.logLimitBytes ?? 4 * 1024 * 1024;
@@ -213,6 +239,45 @@ export class Kubelet {
       clearTimeout(state.retry);
       this.kill(state, "SIGKILL");
     }
+    // The folder of pods run as other users, when this kubelet made it.
+    if (this.userPodsDir && !this.o.userPodsDir) rmSync(this.userPodsDir, { recursive: true, force: true });
+  }
+
+  /**
+   * A pod's own folder: under the kubelet's root for pods that run as the kubelet's user; for a
+   * pod run as another user, a folder it owns (0700) outside the kubelet's 0700 data folder, under a
+   * parent it may search but not list (0711).
+   */
+  private podDir(podUid: string, identity: ContainerIdentity): string {
+    if (!identity.switched) {
+      const dir = path.join(this.o.rootDir, "pods", podUid);
+      mkdirSync(dir, { recursive: true });
+      return dir;
+    }
+    if (!this.userPodsDir) {
+      this.userPodsDir = this.o.userPodsDir ?? mkdtempSync(path.join(tmpdir(), "blastplane-kubelet-"));
+      mkdirSync(this.userPodsDir, { recursive: true });
+      chmodSync(this.userPodsDir, 0o711);
+    }
+    const dir = path.join(this.userPodsDir, podUid);
+    mkdirSync(dir, { recursive: true });
+    chmodSync(dir, 0o700);
+    chownSync(dir, identity.uid, identity.volumeGid);
+    return dir;
+  }
+
+  /** A folder under the pod's folder, owned by the pod's user and volume group (setgid with `fsGroup`). */
+  private ownedDir(podDir: string, identity: ContainerIdentity, ...parts: string[]): string {
+    let dir = podDir;
+    for (const part of parts) {
+      dir = path.join(dir, part);
+      mkdirSync(dir, { recursive: true });
+      if (identity.switched) {
+        chownSync(dir, identity.uid, identity.volumeGid);
+        chmodSync(dir, identity.volumeGid === identity.gid ? 0o700 : 0o2770);
+      }
+    }
+    return dir;
   }
 
   private sync(pod: KubeObject): void {
@@ -249,6 +314,7 @@ export class Kubelet {
     this.kill(state, "SIGKILL");
     this.pods.delete(uid);
     rmSync(path.join(this.o.rootDir, "pods", uid), { recursive: true, force: true });
+    if (this.userPodsDir) rmSync(path.join(this.userPodsDir, uid), { recursive: true, force: true });
   }
 
   private podOf(state: PodState): KubeObject | undefined {
@@ -325,27 +391,36 @@ export class Kubelet {
       );
       return;
     }
-    const refusal = nonRootRefusal(pod, container, state);
-    if (refusal) {
-      this.waiting(state, container, "CreateContainerConfigError", refusal, false);
+    const where = `(pod: "${state.name}_${state.namespace}(${state.uid})", container: ${String(container.name)})`;
+    const identity = containerIdentity(pod, container, this.user, where);
+    if (isRefusal(identity)) {
+      this.waiting(state, container, identity.reason, identity.message, false);
       return;
     }
+    const podDir = this.podDir(state.uid, identity);
     // Volumes: where each mount path lives on this machine.
     const mounts: [string, string][] = [];
     for (const m of (container.volumeMounts as Any[]) ?? []) {
       const volume = ((spec.volumes as Any[]) ?? []).find((v) => v.name === m.name);
       let host: string | undefined;
       if (volume?.hostPath) host = String(field(volume, "hostPath", "path"));
-      else if (volume?.emptyDir) {
-        host = path.join(this.o.rootDir, "pods", state.uid, "volumes", String(m.name));
-        mkdirSync(host, { recursive: true });
-      }
+      else if (volume?.emptyDir) host = this.ownedDir(podDir, identity, "volumes", String(m.name));
       if (!host) {
         this.waiting(
           state,
           container,
           "CreateContainerConfigError",
           `volume "${String(m.name)}" is not a hostPath or emptyDir volume`,
+          false,
+        );
+        return;
+      }
+      if (identity.switched && !permits(identity, host, m.readOnly === true ? "rx" : "rwx")) {
+        this.waiting(
+          state,
+          container,
+          "CreateContainerError",
+          `volume "${String(m.name)}": ${host} is not ${m.readOnly === true ? "readable" : "writable"} by uid ${identity.uid} gid ${identity.gid} ${where}`,
           false,
         );
         return;
@@ -359,8 +434,7 @@ export class Kubelet {
       }
       return value;
     };
-    const home = path.join(this.o.rootDir, "pods", state.uid, "home");
-    mkdirSync(home, { recursive: true });
+    const home = this.ownedDir(podDir, identity, "home");
     const env: Record<string, string> = {
       PATH: process.env.PATH ?? "/usr/bin:/bin",
       HOME: home,
@@ -416,10 +490,33 @@ export class Kubelet {
       return;
     }
     const cwd = container.workingDir ? mapPath(String(container.workingDir)) : image.workingDir;
+    if (identity.switched) {
+      for (const [what, file, mode] of [
+        ["working folder", cwd, "rx"],
+        ["Node binary", process.execPath, "x"],
+      ] as const) {
+        if (permits(identity, file, mode)) continue;
+        this.waiting(
+          state,
+          container,
+          "CreateContainerError",
+          `the ${what} ${file} is not open to uid ${identity.uid} gid ${identity.gid} ${where}`,
+          false,
+        );
+        return;
+      }
+    }
     const [command, args] = SETPRIV
-      ? [SETPRIV, ["--pdeathsig", "KILL", "--", process.execPath, ...argv.slice(1)]]
+      ? [SETPRIV, [...setprivUser(identity), "--pdeathsig", "KILL", "--", process.execPath, ...argv.slice(1)]]
       : [process.execPath, argv.slice(1)];
-    const child = spawn(command, args, { cwd, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(command, args, {
+      cwd,
+      env,
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+      // Without setpriv the runtime switches the user itself (and the process keeps no supplementary group).
+      ...(identity.switched && !SETPRIV ? { uid: identity.uid, gid: identity.gid } : {}),
+    });
     child.stdout?.on("data", (c: Buffer) => state.logs.push(c));
     child.stderr?.on("data", (c: Buffer) => state.logs.push(c));
     const limit = parseQuantity(field<string>(container, "resources", "limits", "memory"));

@@ -2,6 +2,7 @@ import { normalizeObjectId } from "../auth/object-id.js";
 import type { Role } from "../auth/roles.js";
 import type { TurnHooks } from "../console/coordinator/coordinator.js";
 import type { AuditLog } from "../ops/audit.js";
+import type { EventLog } from "../ops/events.js";
 import type { TableSource } from "../storage/table-source.js";
 import type { ChannelConfig } from "./channel-config.js";
 import { createChannelQueue, type TurnProcessor } from "./inbound/channel-queue.js";
@@ -19,6 +20,7 @@ import { createBotServiceKeySet } from "./platform-a/bot-service-keys.js";
 import { type ConversationReferenceSink, createTeamsInbound } from "./platform-a/teams-inbound.js";
 import { createTeamsReplier } from "./platform-a/teams-reply.js";
 import { createSlackInbound } from "./platform-b/slack-inbound.js";
+import { createWebhookInbound } from "./webhooks/webhook-inbound.js";
 import { createSlackReplier } from "./platform-b/slack-reply.js";
 
 /** The directory of channel principals' roles from `SVC_CHANNEL_PRINCIPAL_ROLES_JSON` (ids normalized). */
@@ -47,6 +49,8 @@ export function buildInboundChannels(
     local?: boolean;
     /** A certificate authority the Bot Service key set is fetched with (tests' own issuer). */
     botServiceCa?: string;
+    /** The operations core's event log (inbound generic webhooks publish into it). */
+    events?: EventLog;
     /** Where Teams conversation references go (default: table `teamsconversations`). */
     teamsConversations?: ConversationReferenceSink;
   },
@@ -145,12 +149,25 @@ export function buildInboundChannels(
       })
     : undefined;
 
+  const webhooks =
+    config.webhooks && deps.events
+      ? createWebhookInbound({
+          settings: config.webhooks,
+          tables: deps.tables,
+          events: deps.events,
+          audit: deps.audit,
+          resolve: deps.resolve,
+          ...(deps.now ? { now: deps.now } : {}),
+        })
+      : undefined;
+
   return {
     directory,
     senders,
     queue,
     slack,
     teams,
+    webhooks,
     processorWith,
     /** Registers a channel's reply sender (chat platform A's adapter). */
     registerDeliver(kind: ChannelKind, deliver: InboundPipelineDependencies["deliver"]) {

@@ -7,6 +7,7 @@ import {
   TEAMS_INBOUND_SETTING_NAMES,
   type TeamsInboundConfig,
 } from "./platform-a/teams-config.js";
+import { parseWebhookSettings, type WebhookSettings } from "./webhooks/webhook-inbound.js";
 
 /**
  * The inbound conversation channels' settings (issue 26; spec operator-console.md §2.6, §7 item 8,
@@ -92,6 +93,11 @@ export const channelOwnedSettingsSchema = z.object({
   SVC_CHANNEL_PAIRING_PENDING_LIMIT: envInt(1, 100).default(10),
   /** Object id → application roles of channel principals (the channels' directory). */
   SVC_CHANNEL_PRINCIPAL_ROLES_JSON: envParsed(parsePrincipalRoles).optional(),
+  /**
+   * Inbound generic webhooks (`POST /api/channels/webhooks/{source}`): the allow-listed event types
+   * and agents, and each opted-in source's secret reference and TypedWebhookMapping (JSON).
+   */
+  SVC_CHANNEL_WEBHOOKS_JSON: envParsed(parseWebhookSettings).optional(),
 });
 
 /** Everything the inbound channels read: their own settings and the two shared with the outbound channel (issue 25). */
@@ -115,6 +121,8 @@ export interface ChannelConfig {
   readonly roles: ReadonlyMap<string, { name: string; roles: Role[] }>;
   /** Chat platform A (Teams): the inbound settings and the bot's client secret reference (shared with the outbound channel). */
   readonly platformA?: { readonly inbound: TeamsInboundConfig; readonly clientSecretRef: string };
+  /** Inbound generic webhooks: the allow-list and the opted-in sources. */
+  readonly webhooks?: WebhookSettings;
   readonly platformB?: {
     readonly signingSecretRef: string;
     readonly botTokenRef: string;
@@ -164,12 +172,19 @@ export function loadChannelConfig(env: Env, options: { local: boolean }): Channe
         "SVC_PLATFORM_A_CLIENT_SECRET_REF: env: references are for the local profile only (use kv:<secret name>)",
       );
   }
+  if (!options.local)
+    for (const [name, source] of Object.entries(c.SVC_CHANNEL_WEBHOOKS_JSON?.sources ?? {}))
+      if (source.secret_ref.startsWith("env:"))
+        problems.push(
+          `SVC_CHANNEL_WEBHOOKS_JSON: sources.${name}.secret_ref: env: references are for the local profile only (use kv:<secret name>)`,
+        );
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({
     queueCapacity: c.SVC_CHANNEL_QUEUE_CAPACITY,
     pairingPendingLimit: c.SVC_CHANNEL_PAIRING_PENDING_LIMIT,
     roles: c.SVC_CHANNEL_PRINCIPAL_ROLES_JSON ?? new Map(),
     ...(teams && clientSecretRef ? { platformA: { inbound: teams, clientSecretRef } } : {}),
+    ...(c.SVC_CHANNEL_WEBHOOKS_JSON ? { webhooks: c.SVC_CHANNEL_WEBHOOKS_JSON } : {}),
     ...(c.SVC_PLATFORM_B_CHANNEL_ENABLED && c.SVC_PLATFORM_B_SIGNING_SECRET_REF && c.SVC_PLATFORM_B_BOT_TOKEN_REF
       ? {
           platformB: {

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { ROLES } from "../auth/roles.js";
-import { databaseSchema } from "../jobs/schemas.js";
+import { databaseSchema, storingProgressSchema } from "../jobs/schemas.js";
 
 /**
  * The dashboard API's response bodies as zod schemas: what `GET /api/openapi.json` publishes as
@@ -58,6 +58,15 @@ export const dashboardJobSchema = z.object({
       active: z.number().int(),
     })
     .nullable(),
+  result_bytes: z
+    .object({ xml: z.number().int(), gzip: z.number().int() })
+    .nullable()
+    .optional()
+    .describe("the result's size once the search completed: BLAST XML bytes, and stored gzip bytes"),
+  storing: storingProgressSchema
+    .nullable()
+    .optional()
+    .describe("while the results are stored (BLAST finished, not yet completed): merged XML bytes stored so far"),
   operation_status_url: z.string(),
 });
 
@@ -305,6 +314,14 @@ export const slackAckSchema = z.object({ challenge: z.string().optional() });
 
 /** Chat platform A's answer to Bot Service: an empty object (the reply goes out through Bot Connector). */
 export const teamsAckSchema = z.object({});
+
+/** An inbound generic webhook recorded as a shadow event for the operations core. */
+export const webhookAcceptedSchema = z.object({
+  event_id: z.string(),
+  event_type: z.string(),
+  target_agent: z.string(),
+  mode: z.literal("shadow"),
+});
 
 /** A pairing an approver made: the sender now resolves to the principal (identity only, no role). */
 export const pairingApprovedSchema = z.object({

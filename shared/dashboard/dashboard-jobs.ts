@@ -4,6 +4,7 @@ import { isStatus, packText, unpackText } from "../storage/table-text.js";
 import { openBlobContainer } from "../storage/blob-container.js";
 import { openTableClient, type StorageTarget } from "../storage/storage-connection.js";
 import { ConflictError } from "../errors.js";
+import type { StoringProgress } from "../jobs/model.js";
 
 /** A search as the dashboard tracks it (UUID), linked to its job-API job once submitted. */
 export interface DashboardJob {
@@ -26,6 +27,8 @@ export interface DashboardJob {
   progress: { total: number; succeeded: number; failed: number; active: number } | null;
   /** The merged result's size once the search completed (from the job API), shown before a download. */
   result_bytes?: { xml: number; gzip: number } | null;
+  /** While the job API stores the results (after BLAST, before completed): merged XML bytes stored so far. */
+  storing?: StoringProgress | null;
   /** What the idempotency key binds to (the search-defining fields); never shown. */
   request_fingerprint?: string;
 }

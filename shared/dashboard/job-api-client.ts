@@ -10,6 +10,7 @@ import {
   ValidationError,
 } from "../errors.js";
 import type { ClusterWarmup } from "../jobs/cluster-warmup.js";
+import type { StoringProgress } from "../jobs/model.js";
 
 export type { ClusterWarmup };
 
@@ -30,6 +31,8 @@ export interface JobApiStatus {
   kubernetes: { summary: { total: number; succeeded: number; failed: number; active: number } };
   /** The merged result's size (XML and gzipped) once the job completed; absent from older job APIs. */
   result_bytes?: { xml: number; gzip: number } | null;
+  /** After BLAST, before completed: merged XML stored so far (issue 23); absent from older job APIs. */
+  storing?: StoringProgress | null;
   [key: string]: unknown;
 }
 

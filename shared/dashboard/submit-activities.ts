@@ -111,11 +111,13 @@ export function createPollJobApiActivity(dependencies: SubmitActivityDependencie
       };
     }
     const resultBytes = upstream.result_bytes ?? null;
+    const storing = upstream.storing ?? null;
     const job = await jobs.update(input.dashboard_job_id, (current) =>
       current.status === upstream.status &&
       JSON.stringify(current.progress) === JSON.stringify(upstream.kubernetes.summary) &&
       current.error === upstream.error &&
-      JSON.stringify(current.result_bytes ?? null) === JSON.stringify(resultBytes)
+      JSON.stringify(current.result_bytes ?? null) === JSON.stringify(resultBytes) &&
+      JSON.stringify(current.storing ?? null) === JSON.stringify(storing)
         ? undefined
         : {
             ...current,
@@ -123,6 +125,7 @@ export function createPollJobApiActivity(dependencies: SubmitActivityDependencie
             error: upstream.error,
             progress: upstream.kubernetes.summary,
             result_bytes: resultBytes,
+            storing,
           },
     );
     if (upstream.status === "failed") {

@@ -57,6 +57,22 @@ export interface JobRecord {
   /** Size of the merged XML before compression (the facade's `merged-xml` file). */
   merged_xml_bytes: number;
   cancel_requested: boolean;
+  /** While BLAST has finished and the results are merged and stored (running, not yet completed). */
+  storing?: StoringProgress | null;
+}
+
+/**
+ * The storing phase of a running job (issue 23): BLAST has finished on every shard, and the merged
+ * BLAST XML is being written to storage. `xml_bytes_total` is the merged XML's size when known in
+ * advance: exact for a job of one shard, an upper bound (`total_is_estimate`) for a merge of
+ * several shard outputs (the merge keeps each query's best hits across partitions), null when the
+ * shard outputs are only stored compressed.
+ */
+export interface StoringProgress {
+  xml_bytes: number;
+  xml_bytes_total: number | null;
+  total_is_estimate: boolean;
+  started_at: string;
 }
 
 /** Short OpenAPI job ids: 12 characters of [a-z0-9]; never a UUID. */

@@ -57,6 +57,15 @@ export const hitSummarySchema = z.object({
   total_bit_score: z.number().describe("bit scores of all HSPs added"),
   query_cover: z.number().describe("percent of the query covered by the hit's HSPs"),
   identity: z.number().describe("percent identity of the first HSP"),
+  hsp_spans: z
+    .array(
+      z.object({
+        query_from: z.number().int(),
+        query_to: z.number().int(),
+        bit_score: z.number(),
+      }),
+    )
+    .describe("each HSP's span on the query and its bit score, in report order (what a graphic overview draws)"),
 });
 
 export const hitPageSchema = z.object({

@@ -73,6 +73,20 @@ const counters = z.object({
   active: z.number().int(),
 });
 
+/** The storing phase of a running job (additive, issue 23): merged XML bytes stored so far, of how many. */
+export const storingProgressSchema = z.object({
+  xml_bytes: z.number().int().describe("bytes of the merged BLAST XML stored so far"),
+  xml_bytes_total: z
+    .number()
+    .int()
+    .nullable()
+    .describe("the merged XML's size when known in advance (see total_is_estimate); null when unknown"),
+  total_is_estimate: z
+    .boolean()
+    .describe("true when xml_bytes_total is an upper bound (a merge of several shards), false when it is exact"),
+  started_at: z.string().describe("when storing started (ISO 8601)"),
+});
+
 export const statusSchema = z.object({
   job_id: z.string(),
   status: z.string(),
@@ -95,6 +109,11 @@ export const statusSchema = z.object({
     .object({ xml: z.number().int(), gzip: z.number().int() })
     .nullable()
     .describe("the merged result's size once the job completed: BLAST XML bytes, and stored gzip bytes; null before"),
+  storing: storingProgressSchema
+    .nullable()
+    .describe(
+      "while the job is running and BLAST has finished: how much of the merged BLAST XML is stored so far; null otherwise",
+    ),
 });
 
 export const facadeSubmitResponseSchema = z.object({

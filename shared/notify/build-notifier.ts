@@ -12,6 +12,7 @@ import { createWebhookChannel } from "./channels/webhook.js";
 import { createDeliveryStore, type DeliveryStore } from "./delivery-store.js";
 import type { ChannelKind } from "./matrix.js";
 import type { NotifyConfig } from "./notify-config.js";
+import { createDurableNotifier } from "./notify-queue.js";
 import { createOutboxRecorder } from "./outbox-notifier.js";
 import { type ChannelAdapter, createNotificationRouter } from "./router.js";
 
@@ -189,7 +190,9 @@ export function buildChannelAdapters(
 
 /**
  * The console's notifier: the router over the configured channels, with deliveries in Table
- * storage and each message's overall receipt recorded in the outbox (the audit of deliveries).
+ * storage and each message's overall receipt recorded in the outbox (the audit of deliveries),
+ * behind the durable notification queue (a message accepted survives a crash; `drain` delivers
+ * what a crashed host left behind).
  */
 export function buildNotifier(
   config: NotifyConfig,
@@ -205,6 +208,8 @@ export function buildNotifier(
     /** The app's one credential (the SMS channel signs in with it). */
     credential?: TokenCredential;
     sleep?: (ms: number) => Promise<void>;
+    /** The notification queue's lease (tests; default from the matrix). */
+    queueLeaseMs?: number;
   },
 ) {
   const resolve = createSecretResolver({ secrets: deps.secrets, env: deps.env, local: config.local });
@@ -230,5 +235,13 @@ export function buildNotifier(
     ...(deps.log ? { log: deps.log } : {}),
     ...(deps.sleep ? { sleep: deps.sleep } : {}),
   });
-  return Object.assign(router, { deliveries, outbox, channels });
+  const durable = createDurableNotifier({
+    router,
+    tables: deps.tables,
+    matrix: config.matrix,
+    audit: deps.audit,
+    ...(deps.queueLeaseMs !== undefined ? { leaseMs: deps.queueLeaseMs } : {}),
+    ...(deps.log ? { log: deps.log } : {}),
+  });
+  return Object.assign(durable, { deliveries, outbox, channels, router });
 }

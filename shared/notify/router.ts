@@ -54,6 +54,22 @@ export interface RouterDependencies {
   log?: (message: string, fields: Record<string, unknown>) => void;
 }
 
+/** How one run of the router treats a delivery a previous run left claimed and unfinished. */
+export interface DeliverOptions {
+  /**
+   * True when this run took the message over from a holder known to be gone (the durable queue's
+   * lease ran out): its unfinished claims are recorded `ambiguous` (`interrupted_send`) at once.
+   * Otherwise only a claim older than the channel's whole retry budget is; a younger one is
+   * in flight on another host.
+   */
+  resumed?: boolean;
+}
+
+/** The router: {@link Notifier.send}, and {@link NotificationRouter.deliver} for the durable queue's worker. */
+export interface NotificationRouter extends Notifier {
+  deliver(message: Notification, options: DeliverOptions): Promise<DeliveryReceipt>;
+}
+
 /** How the router sends one message: to the first channel that acknowledges, or to every channel of the route. */
 export type FanOut = NonNullable<Notification["fan_out"]>;
 
@@ -84,7 +100,7 @@ function overall(receipts: readonly ChannelDeliveryReceipt[]): DeliveryState {
  * ambiguous attempt is never retried automatically; every attempt is audited. Bodies are re-scanned
  * for secrets before they leave.
  */
-export function createNotificationRouter(deps: RouterDependencies): Notifier {
+export function createNotificationRouter(deps: RouterDependencies): NotificationRouter {
   const now = deps.now ?? (() => new Date());
   const sleep = deps.sleep ?? defaultSleep;
 
@@ -123,6 +139,7 @@ export function createNotificationRouter(deps: RouterDependencies): Notifier {
     channel: ChannelConfig,
     adapter: ChannelAdapter,
     message: OutboundMessage,
+    options: DeliverOptions,
   ): Promise<ChannelDeliveryReceipt> {
     const perRecipient = CHANNEL_KINDS[channel.kind].per_recipient;
     const key = deliveryKey([
@@ -163,8 +180,9 @@ export function createNotificationRouter(deps: RouterDependencies): Notifier {
       // have shown it, so it is ambiguous, and not sent again (spec §3).
       const stale =
         existing &&
-        now().getTime() - Date.parse(existing.claimed_at) >
-          channel.timeout_ms * channel.retry.max_attempts + channel.retry.max_backoff_ms;
+        (options.resumed === true ||
+          now().getTime() - Date.parse(existing.claimed_at) >
+            channel.timeout_ms * channel.retry.max_attempts + channel.retry.max_backoff_ms);
       const r = receipt("ambiguous", 0, { reason: stale ? "interrupted_send" : "in_flight_elsewhere" });
       if (stale) {
         await deps.deliveries.finish(key, r);
@@ -226,83 +244,83 @@ export function createNotificationRouter(deps: RouterDependencies): Notifier {
     return last;
   }
 
-  return {
-    async send(input) {
-      const fanOut: FanOut = input.fan_out ?? "first";
-      const { fan_out: _, ...message } = input;
-      const receipts: ChannelDeliveryReceipt[] = [];
-      const refuse = async (reason: string): Promise<DeliveryReceipt> => {
-        const r: DeliveryReceipt = {
-          delivery_id: randomUUID(),
-          confirmed: false,
-          channel: "none",
-          at: now().toISOString(),
-          state: "definitive_failure",
-          channels: [],
-        };
-        await audit(message, "router", "router", { attempt: 0, state: "definitive_failure", reason }, false);
-        await deps.record?.(message, r);
-        return r;
-      };
-      if (message.category === "A1" && (await deps.a1Held?.())) return refuse("kill_switch_on");
-      // Scanned once, before any channel sees it: the title, the body and every template parameter.
-      let redactions = 0;
-      const scan = (text: string) => {
-        const s = scanOutbound(text);
-        redactions += s.redacted;
-        return s.text;
-      };
-      const scanned: Notification = {
-        ...message,
-        title: scan(message.title),
-        body_markdown: scan(message.body_markdown),
-        ...(message.params
-          ? {
-              params: Object.fromEntries(
-                Object.entries(message.params).map(([k, v]) => [k, typeof v === "string" ? scan(v) : v]),
-              ),
-            }
-          : {}),
-      };
-      if (redactions > 0)
-        deps.log?.("secrets redacted from an outbound message", {
-          template_key: message.template_key,
-          correlation_id: message.correlation_id,
-          redactions,
-        });
-      const visited = new Set<string>();
-      let routeName: string | undefined = message.route ?? defaultRouteFor(deps.matrix, message.category);
-      while (routeName !== undefined && !visited.has(routeName)) {
-        visited.add(routeName);
-        const route: RouteConfig | undefined = deps.matrix.routes[routeName];
-        if (!route) return refuse(`unknown_route: ${routeName}`);
-        if (TRUST_TIERS[route.trust_tier] !== message.category)
-          return refuse(`category ${message.category} does not match route ${routeName} (${route.trust_tier})`);
-        for (const id of [route.primary, ...route.fallback]) {
-          const channel = deps.matrix.channels[id];
-          const adapter = deps.channels.get(id);
-          // Not registered (its settings are absent), or not allowed this category (A1 never falls to email).
-          if (!channel || !adapter || !channel.categories.includes(message.category)) continue;
-          if (!(CHANNEL_KINDS[channel.kind].categories as readonly string[]).includes(message.category)) continue;
-          const r = await deliverOn(id, channel, adapter, { ...scanned, locale: channel.locale });
-          receipts.push(r);
-          if (r.state === "delivered" && fanOut === "first") break;
-        }
-        if (receipts.some((r) => r.state === "delivered")) break;
-        routeName = route.on_all_fail;
-      }
-      const state = overall(receipts);
-      const confirmedBy = receipts.find((r) => r.state === "delivered");
-      const result: DeliveryReceipt = {
-        delivery_id: confirmedBy?.vendor_message_id ?? randomUUID(),
-        confirmed: state === "delivered",
-        channel: confirmedBy?.channel ?? receipts.at(-1)?.channel ?? "none",
+  async function deliver(input: Notification, options: DeliverOptions): Promise<DeliveryReceipt> {
+    const fanOut: FanOut = input.fan_out ?? "first";
+    const { fan_out: _, ...message } = input;
+    const receipts: ChannelDeliveryReceipt[] = [];
+    const refuse = async (reason: string): Promise<DeliveryReceipt> => {
+      const r: DeliveryReceipt = {
+        delivery_id: randomUUID(),
+        confirmed: false,
+        channel: "none",
         at: now().toISOString(),
-        state,
-        channels: receipts,
+        state: "definitive_failure",
+        channels: [],
       };
-      await deps.record?.(message, result);
-      return result;
-    },
-  };
+      await audit(message, "router", "router", { attempt: 0, state: "definitive_failure", reason }, false);
+      await deps.record?.(message, r);
+      return r;
+    };
+    if (message.category === "A1" && (await deps.a1Held?.())) return refuse("kill_switch_on");
+    // Scanned once, before any channel sees it: the title, the body and every template parameter.
+    let redactions = 0;
+    const scan = (text: string) => {
+      const s = scanOutbound(text);
+      redactions += s.redacted;
+      return s.text;
+    };
+    const scanned: Notification = {
+      ...message,
+      title: scan(message.title),
+      body_markdown: scan(message.body_markdown),
+      ...(message.params
+        ? {
+            params: Object.fromEntries(
+              Object.entries(message.params).map(([k, v]) => [k, typeof v === "string" ? scan(v) : v]),
+            ),
+          }
+        : {}),
+    };
+    if (redactions > 0)
+      deps.log?.("secrets redacted from an outbound message", {
+        template_key: message.template_key,
+        correlation_id: message.correlation_id,
+        redactions,
+      });
+    const visited = new Set<string>();
+    let routeName: string | undefined = message.route ?? defaultRouteFor(deps.matrix, message.category);
+    while (routeName !== undefined && !visited.has(routeName)) {
+      visited.add(routeName);
+      const route: RouteConfig | undefined = deps.matrix.routes[routeName];
+      if (!route) return refuse(`unknown_route: ${routeName}`);
+      if (TRUST_TIERS[route.trust_tier] !== message.category)
+        return refuse(`category ${message.category} does not match route ${routeName} (${route.trust_tier})`);
+      for (const id of [route.primary, ...route.fallback]) {
+        const channel = deps.matrix.channels[id];
+        const adapter = deps.channels.get(id);
+        // Not registered (its settings are absent), or not allowed this category (A1 never falls to email).
+        if (!channel || !adapter || !channel.categories.includes(message.category)) continue;
+        if (!(CHANNEL_KINDS[channel.kind].categories as readonly string[]).includes(message.category)) continue;
+        const r = await deliverOn(id, channel, adapter, { ...scanned, locale: channel.locale }, options);
+        receipts.push(r);
+        if (r.state === "delivered" && fanOut === "first") break;
+      }
+      if (receipts.some((r) => r.state === "delivered")) break;
+      routeName = route.on_all_fail;
+    }
+    const state = overall(receipts);
+    const confirmedBy = receipts.find((r) => r.state === "delivered");
+    const result: DeliveryReceipt = {
+      delivery_id: confirmedBy?.vendor_message_id ?? randomUUID(),
+      confirmed: state === "delivered",
+      channel: confirmedBy?.channel ?? receipts.at(-1)?.channel ?? "none",
+      at: now().toISOString(),
+      state,
+      channels: receipts,
+    };
+    await deps.record?.(message, result);
+    return result;
+  }
+
+  return { send: (message) => deliver(message, {}), deliver };
 }

@@ -3,8 +3,10 @@ import { createHash } from "node:crypto";
 import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
+import { ContainerClient } from "@azure/storage-blob";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEV_ACCOUNT, DEV_ACCOUNT_KEY } from "../../local/azurite.js";
 import { EXAMPLE_QUERY } from "../../web/src/example-query.js";
 import { mintToken, ROOT, startStack, type TestStack } from "../support/local-stack.js";
 import { checkPage, expectAccessible, launchChromium } from "./browser.js";
@@ -334,7 +336,8 @@ describe("the dashboard web app in Chromium", () => {
     expect(await page.locator(".timeline li").last().textContent()).toContain("completed");
     await page.getByText("2 of 2 done, 0 running, 0 failed").waitFor();
 
-    // The graphic: one bar per HSP of the top hits, along the query.
+    // The results, read a page at a time (issue 23): the first query's graphic, one bar per HSP
+    // of its top 50 hits, and its hit table with accession, title and scores.
     const graphic = page.getByRole("img", { name: /Distribution of the top 50 hits on the query gb\|U20776\.2\|/ });
     await graphic.waitFor();
     expect(await graphic.locator("rect[fill]").count()).toBeGreaterThanOrEqual(50);
@@ -342,28 +345,18 @@ describe("the dashboard web app in Chromium", () => {
     const table = page.getByRole("table", { name: /Hits of gb\|U20776\.2\|/ });
     const firstRow = () => table.locator("tbody tr").first().locator("td");
     await table.locator("tbody tr").first().waitFor();
-    expect(await firstRow().nth(1).textContent()).toBe("U20776.2");
-    expect(await firstRow().nth(2).textContent()).toBe("100");
+    expect(await firstRow().nth(3).textContent()).toMatch(/^U20776/);
+    expect(await firstRow().nth(8).textContent()).toBe("100%");
     await checkPage(page, "job-completed");
-    const range = (await page.getByText(/^Rows 1–50 of /).textContent()) ?? "";
+    const range = (await page.getByText(/^Hits 1–50 of /).textContent()) ?? "";
     const total = Number(/of ([\d,]+)/.exec(range)?.[1]?.replace(/,/g, ""));
     expect(total).toBeGreaterThan(50);
-    await page.getByRole("navigation", { name: /pages/ }).getByRole("button", { name: "Next" }).click();
-    await page.getByText(/^Rows 51–100 of /).waitFor();
-    // Sorting: bit score descending, then e-value ascending.
-    await table.getByRole("button", { name: "Bit score" }).click();
-    expect(await table.locator("th", { hasText: "Bit score" }).getAttribute("aria-sort")).toBe("descending");
-    const bits = await table.locator("tbody tr td:nth-child(12)").allInnerTexts();
-    expect(bits.map(Number)).toEqual([...bits.map(Number)].sort((a, b) => b - a));
-    await table.getByRole("button", { name: "% identity" }).click();
-    await table.getByRole("button", { name: "% identity" }).click();
-    expect(await table.locator("th", { hasText: "% identity" }).getAttribute("aria-sort")).toBe("ascending");
-    const identities = (await table.locator("tbody tr td:nth-child(3)").allInnerTexts()).map(Number);
-    expect(identities).toEqual([...identities].sort((a, b) => a - b));
+    await page.getByRole("navigation", { name: "Hit pages" }).getByRole("button", { name: "Next" }).click();
+    await page.getByText(/^Hits 51–100 of /).waitFor();
+    expect(await firstRow().nth(1).textContent()).toBe("51");
     // The second query has its own graphic and hits.
-    await page.getByLabel("Query", { exact: true }).selectOption({
-      label: "2. lcl|AB039769.1 Thermotoga thermarum gene for 16S rRNA clone AB039769.1 (1,471 letters)",
-    });
+    await page.getByRole("button", { name: "Next query" }).click();
+    await page.getByRole("heading", { name: /^Query 2 of 2: lcl\|AB039769\.1 Thermotoga thermarum/ }).waitFor();
     await page.getByRole("img", { name: /on the query lcl\|AB039769\.1/ }).waitFor();
     expect(
       await page
@@ -371,9 +364,9 @@ describe("the dashboard web app in Chromium", () => {
         .locator("tbody tr")
         .first()
         .locator("td")
-        .first()
+        .nth(3)
         .textContent(),
-    ).toBe("lcl|AB039769.1");
+    ).toMatch(/AB039769/);
 
     // Download the XML through the dashboard, and compare it with the job API's bytes.
     const [download] = await Promise.all([
@@ -401,6 +394,135 @@ describe("the dashboard web app in Chromium", () => {
       expect(requests.some((r) => r.url.startsWith(new URL(storage).origin))).toBe(false);
     }
   }, 150_000);
+
+  it("issue 23 B-008 B-024 the results page reads a 12-query result a page at a time, never the whole XML: the second page of queries, a bar that goes to its hit, the alignments, FASTA of chosen hits; a result stored without an index says to download the XML", async () => {
+    const { page, requests } = contributor;
+    const bearer = contributor.bearer();
+    const call = (path: string, init: RequestInit = {}) =>
+      fetch(`${app()}/api${path}`, {
+        ...init,
+        headers: { Authorization: `Bearer ${bearer}`, "Content-Type": "application/json", ...init.headers },
+      });
+    // Twelve queries: the example's two sequences, six times each under their own names.
+    const records = EXAMPLE_QUERY.trim()
+      .split(/\n(?=>)/)
+      .map((r) => r.split("\n").slice(1).join("\n"));
+    const twelve = Array.from(
+      { length: 12 },
+      (_, i) => `>q${String(i + 1).padStart(2, "0")} copy of example ${(i % 2) + 1}\n${records[i % 2]}`,
+    ).join("\n");
+    const submit = async (title: string, query: string) => {
+      const res = await call("/blast/jobs", {
+        method: "POST",
+        body: JSON.stringify({
+          program: "blastn",
+          db: "16s_rrna_demo",
+          query_fasta: query,
+          execution_profile: "sharded",
+          title,
+          // Sixty hits a query (two pages of the table) keep the result small.
+          options: { max_target_seqs: 60 },
+        }),
+      });
+      expect(res.status).toBe(200);
+      return ((await res.json()) as { job_id: string }).job_id;
+    };
+    const [paged, old] = await Promise.all([
+      submit("Twelve queries", twelve),
+      submit("Stored before the index", `${EXAMPLE_QUERY.trim().split(/\n(?=>)/)[0]}\n`),
+    ]);
+    const completed = async (uuid: string) => {
+      for (;;) {
+        const job = (await (await call(`/blast/jobs/${uuid}`)).json()) as { status: string; openapi_job_id: string };
+        expect(["failed", "cancelled"]).not.toContain(job.status);
+        if (job.status === "completed") return job;
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+    };
+    const [, oldJob] = await Promise.all([completed(paged), completed(old)]);
+
+    // The job page of the 12-query search: the size of the result, then the queries ten at a time.
+    const before = requests.length;
+    await page.goto(`${app()}/blast/jobs/${paged}`);
+    await page.getByText(/^12 queries against 16s_rrna_demo \(blastn\); the whole BLAST XML is [\d.]+ [KM]B/).waitFor();
+    const queryNav = page.getByRole("navigation", { name: "Queries" });
+    await queryNav.getByText("Queries 1–10 of 12").waitFor();
+    expect(await queryNav.getByRole("listitem").count()).toBe(10);
+    await queryNav.getByRole("navigation", { name: "Query list pages" }).getByRole("button", { name: "Next" }).click();
+    await queryNav.getByText("Queries 11–12 of 12").waitFor();
+    expect(await queryNav.getByRole("listitem").allInnerTexts()).toEqual([
+      expect.stringMatching(/^q11 copy of example 1\s+1,231 letters, 60 hits, best e-value 0\.0$/),
+      expect.stringMatching(/^q12 copy of example 2\s+1,471 letters, 60 hits, best e-value 0\.0$/),
+    ]);
+    await queryNav.getByRole("button", { name: "q12 copy of example 2" }).click();
+    await page.getByRole("heading", { name: "Query 12 of 12: q12 copy of example 2" }).waitFor();
+    const table = page.getByRole("table", { name: "Hits of q12 copy of example 2" });
+    await table.locator("tbody tr").first().waitFor();
+
+    // A bar of the graphic goes to its hit in the table.
+    const graphic = page.getByRole("img", {
+      name: /Distribution of the top \d+ hits on the query q12 copy of example 2/,
+    });
+    await graphic.locator('g.hit-row[data-hit="30"] rect').first().click();
+    const row30 = page.locator("#hit-12-30");
+    expect(await row30.getAttribute("class")).toBe("highlight");
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe("hit-12-30");
+    expect(
+      await row30.evaluate((el) => {
+        const r = el.getBoundingClientRect();
+        return r.top >= 0 && r.bottom <= window.innerHeight;
+      }),
+    ).toBe(true);
+
+    // The first hit's alignments: the query, match line and subject in blocks of 60, with coordinates.
+    const hit1 = (await (await call(`/blast/jobs/${paged}/results/queries/12/hits/1`)).json()) as {
+      hit: { accession: string; title: string };
+      hsp_list: { qseq: string; hseq: string; hit_from: number; hit_to: number; query_from: number }[];
+    };
+    const hsp = hit1.hsp_list[0];
+    if (!hsp) throw new Error("hit 1 has no HSP");
+    await table.locator("tbody tr").first().getByRole("button").click();
+    const alignment = page.getByRole("region", { name: /^Alignments of hit 1: / });
+    await alignment.waitFor();
+    await alignment.getByText("Plus/Plus").waitFor();
+    const text = (await alignment.locator("pre").first().textContent()) ?? "";
+    expect(text.split("\n")[0]).toBe(`Query  ${hsp.query_from}  ${hsp.qseq.slice(0, 60)}  ${hsp.query_from + 59}`);
+    expect(text).toContain(`Sbjct  ${hsp.hit_from}  ${hsp.hseq.slice(0, 60)}`);
+    await checkPage(page, "job-alignments");
+
+    // FASTA of the aligned regions of two chosen hits.
+    await table.getByRole("checkbox", { name: /^Select hit 1,/ }).check();
+    await table.getByRole("checkbox", { name: /^Select hit 2,/ }).check();
+    const [fasta] = await Promise.all([
+      page.waitForEvent("download"),
+      page.getByRole("button", { name: /^Download FASTA of the selected hits' aligned regions \(2\)/ }).click(),
+    ]);
+    const records2 = (await readFile((await fasta.path()) ?? "", "utf8")).split(/\n(?=>)/);
+    expect(records2.length).toBeGreaterThanOrEqual(2);
+    expect(records2[0]?.split("\n")[0]).toBe(`>${hit1.hit.accession}:${hsp.hit_from}-${hsp.hit_to} ${hit1.hit.title}`);
+    expect(records2[0]?.split("\n").slice(1).join("")).toBe(hsp.hseq.replace(/-/g, ""));
+
+    // What the page asked for: pages, never the whole result.
+    const asked = requests.slice(before).map((r) => r.url);
+    expect(asked.some((u) => u.includes(`/results/queries?offset=10&limit=10`))).toBe(true);
+    expect(asked.some((u) => u.includes(`/results/queries/12/hits?offset=0&limit=50`))).toBe(true);
+    expect(asked.filter((u) => /[?&]content=/.test(u))).toEqual([]);
+
+    // A result stored before result pages existed (its index removed, as on an old job): the page
+    // says so and offers the XML.
+    const blobs = new ContainerClient(
+      `DefaultEndpointsProtocol=http;AccountName=${DEV_ACCOUNT};AccountKey=${DEV_ACCOUNT_KEY};BlobEndpoint=${stack.info.blob_endpoint};`,
+      "jobapi-artifacts",
+    );
+    await blobs.deleteBlob(`${oldJob.openapi_job_id}/merged_index.json.gz`);
+    await page.goto(`${app()}/blast/jobs/${old}`);
+    await page.getByText(/This result cannot be shown page by page: .*download the XML instead/).waitFor();
+    const [xml] = await Promise.all([
+      page.waitForEvent("download"),
+      page.getByRole("button", { name: "Download the BLAST XML" }).click(),
+    ]);
+    expect((await readFile((await xml.path()) ?? "", "utf8")).slice(0, 60)).toContain("<?xml");
+  }, 180_000);
 
   it("B-022 no API answer the app reads carries a storage URL or a SAS", async () => {
     const bearer = contributor.bearer();

@@ -2,6 +2,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { TableClient } from "@azure/data-tables";
+import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_ACCOUNT, DEV_ACCOUNT_KEY } from "../../local/azurite.js";
 import { slackSignature } from "../../shared/channels/platform-b/signature.js";
@@ -27,6 +28,7 @@ const BOT_APP_ID = "0d1e2f3a-1111-4222-8333-944455566677";
 const TENANT = "7c1d2f3a-4b5c-4d6e-8f90-a1b2c3d4e5f6";
 const TEAMS_USER = "aaaaaaaa-1111-4111-8111-111111111111";
 const TEAMS_SERVICE_URL = "https://smba.trafficmanager.net/amer/";
+const WEBHOOK_SECRET = `whsec_${Buffer.from("route-test-webhook-secret-0123456").toString("base64")}`;
 
 let stack: TestStack;
 let slackApi: Awaited<ReturnType<typeof startPlatformBFake>>;
@@ -42,6 +44,21 @@ beforeAll(async () => {
   stack = await startStack({
     env: {
       NODE_EXTRA_CA_CERTS: caFile,
+      WEBHOOK_TEST_SECRET: WEBHOOK_SECRET,
+      SVC_CHANNEL_WEBHOOKS_JSON: JSON.stringify({
+        allow: { event_types: ["monitor.alert_fired"], agents: ["ops"] },
+        sources: {
+          monitor: {
+            secret_ref: "env:WEBHOOK_TEST_SECRET",
+            mapping: {
+              event_type: "monitor.alert_fired",
+              target_agent: "ops",
+              fields: { alert: "alert.name", incident: "incident.id" },
+              session_field: "incident",
+            },
+          },
+        },
+      }),
       SVC_PLATFORM_A_CHANNEL_ENABLED: "true",
       SVC_PLATFORM_A_BOT_APP_ID: BOT_APP_ID,
       SVC_PLATFORM_A_TENANT_ID: TENANT,
@@ -179,5 +196,27 @@ describe("Teams route on the local stack (POST /api/messages)", () => {
         tenant_id: TENANT,
       }),
     ]);
+  });
+});
+
+describe("inbound generic webhook route on the local stack (POST /api/channels/webhooks/{source})", () => {
+  it("C-362 C-445 a signed delivery is recorded as a shadow event (202); unsigned is 401, an unknown source 404, in the envelope", async () => {
+    const body = JSON.stringify({ alert: { name: "disk" }, incident: { id: "INC-9" } });
+    const at = new Date();
+    const id = `msg_route_${at.getTime()}`;
+    const headers = {
+      "webhook-id": id,
+      "webhook-timestamp": String(Math.floor(at.getTime() / 1000)),
+      "webhook-signature": new Webhook(WEBHOOK_SECRET).sign(id, at, body),
+    };
+    const res = await post("channels/webhooks/monitor", body, "application/json", headers);
+    expect(res.status).toBe(202);
+    expect(await res.json()).toMatchObject({ event_type: "monitor.alert_fired", target_agent: "ops", mode: "shadow" });
+    const unsigned = await post("channels/webhooks/monitor", body, "application/json");
+    expect(unsigned.status).toBe(401);
+    expect(await unsigned.json()).toEqual({ detail: expect.any(String), request_id: expect.any(String) });
+    const unknown = await post("channels/webhooks/nosuch", body, "application/json", headers);
+    expect(unknown.status).toBe(404);
+    expect(await unknown.json()).toEqual({ detail: expect.any(String), request_id: expect.any(String) });
   });
 });

@@ -9,6 +9,11 @@ import { UnauthorizedError } from "../../shared/errors.js";
 import { actionModes } from "../../shared/ops/actions/action-settings.js";
 import { actions, consoleHarness, rules } from "../support/console-harness.js";
 import { postedArgs, startPlatformBFake } from "../support/notify-vendors.js";
+import { Webhook } from "standardwebhooks";
+import { CHANNEL_REPLAY_TABLE } from "../../shared/channels/platform-b/slack-inbound.js";
+import { pruneChannelRows } from "../../shared/channels/inbound/channel-prune.js";
+import { createWebhookVerifier, WEBHOOK_NONCE_TABLE } from "../../shared/channels/webhooks/typed-webhook.js";
+import { tableOpener } from "../../shared/storage/table-source.js";
 import { azuriteTables } from "../support/service-fakes.js";
 
 /**
@@ -71,7 +76,7 @@ function world(env: Record<string, string> = {}) {
     consoleBaseUrl: "https://console.example",
   });
   if (!channels.slack) throw new Error("slack not configured");
-  return { h, channels, slack: channels.slack, svc };
+  return { h, channels, slack: channels.slack, svc, tables };
 }
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
@@ -455,5 +460,65 @@ describe("inbound channel settings", () => {
     expect(problem({ ...base, SVC_PLATFORM_B_PRINCIPAL_BINDINGS_JSON: "{" })).toMatch(/JSON object/);
     expect(problem({ ...base, SVC_PLATFORM_B_PRINCIPAL_BINDINGS_JSON: '{"U1":"admin"}' })).toMatch(/GUID/);
     expect(problem({ ...base, SVC_CHANNEL_PRINCIPAL_ROLES_JSON: `{"${READER}":["Root"]}` })).toMatch(/roles must be/);
+  });
+});
+
+describe("pruning the channels' guard rows (channelPruneTimer)", () => {
+  it("C-379 C-364 used signatures and webhook ids go after their window, closed turns' dedupe rows after a day; open turns and the webhook high-water mark stay", async () => {
+    const { slack, channels, tables } = world();
+    const t0 = new Date();
+    // A used Slack signature and a closed turn.
+    const body = dmEvent("UREADER", "explore_catalog query=job.failed");
+    await slack.handle("events", signed(body, "application/json"));
+    const answered = { channel: "platform_b" as const, turn_id: (JSON.parse(body) as { event_id: string }).event_id };
+    // A turn still queued (its host died before processing it).
+    const open = {
+      turn_id: `Ev0OPEN${Date.now()}`,
+      channel: "platform_b" as const,
+      sender: { vendor_user_id: "UREADER", tenant_id: "T0TEAM", guest: false },
+      conversation: { id: "D0DM" },
+      input: "message" as const,
+      text: "hello",
+      attachments: [],
+      a1: "browser" as const,
+      received_at: t0.toISOString(),
+      reply_context: {},
+    };
+    expect(await channels.queue.enqueue(open, t0)).toBe("accepted");
+    // A used webhook id.
+    const secret = `whsec_${Buffer.from("0123456789abcdef0123456789abcdef").toString("base64")}`;
+    const hook = JSON.stringify({ a: 1 });
+    await createWebhookVerifier({ tables })({
+      source: "monitor",
+      secret,
+      headers: {
+        "webhook-id": "msg_prune",
+        "webhook-timestamp": String(Math.floor(t0.getTime() / 1000)),
+        "webhook-signature": new Webhook(secret).sign("msg_prune", t0, hook),
+      },
+      body: hook,
+      now: t0,
+    });
+
+    const rows = async (table: string) => {
+      const out: string[] = [];
+      for await (const r of (await tableOpener(tables, table)()).listEntities()) out.push(String(r.partitionKey));
+      return out.sort();
+    };
+    expect(await pruneChannelRows({ tables, now: new Date(t0.getTime() + 60_000) })).toEqual({
+      replay: 0,
+      nonces: 0,
+      turns: 0,
+    });
+    expect(await pruneChannelRows({ tables, now: new Date(t0.getTime() + 25 * 3_600_000) })).toEqual({
+      replay: 1,
+      nonces: 1,
+      turns: 1,
+    });
+    expect(await rows(CHANNEL_REPLAY_TABLE)).toEqual([]);
+    expect(await rows(WEBHOOK_NONCE_TABLE)).toEqual(["~hw"]);
+    expect(await channels.queue.stateOf(answered)).toBeUndefined();
+    expect(await channels.queue.stateOf(open)).toBe("queued");
+    expect(await channels.queue.depth()).toBe(1);
   });
 });

@@ -192,6 +192,77 @@ describe("local Kubernetes API limits", () => {
     }
   });
 
+  it("runs a container as its securityContext's uid, gid and fsGroup when the kubelet is root, else refuses it with the reason", async () => {
+    const auth = `Bearer ${cluster.token}`;
+    // What the shard Jobs ask for (jobapi/executors/kubernetes-manifests.ts), with an fsGroup of its own.
+    const script = [
+      'const fs = require("node:fs");',
+      'fs.writeFileSync("written-by-pod", "x");',
+      'fs.writeFileSync(require("node:path").join(process.env.HOME, "home-file"), "x");',
+      'const status = fs.readFileSync("/proc/self/status", "utf8");',
+      "console.log(JSON.stringify({ uid: process.getuid(), gid: process.getgid(), groups: process.getgroups(),",
+      '  file: [fs.statSync("written-by-pod").uid, fs.statSync("written-by-pod").gid],',
+      "  noNewPrivs: /NoNewPrivs:\\s*1/.test(status), capEff: /CapEff:\\s*(\\w+)/.exec(status)[1] }));",
+    ].join("\n");
+    const pod = (name: string, workingDir?: string) => ({
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name },
+      spec: {
+        restartPolicy: "Never",
+        nodeName: "local-blast-0",
+        securityContext: { runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, fsGroup: 2000 },
+        containers: [
+          {
+            name: "main",
+            image: "node:22",
+            command: ["node", "-e", script],
+            ...(workingDir ? { workingDir } : {}),
+            securityContext: { allowPrivilegeEscalation: false, runAsNonRoot: true, capabilities: { drop: ["ALL"] } },
+            volumeMounts: [{ name: "scratch", mountPath: "/scratch" }],
+          },
+        ],
+        volumes: [{ name: "scratch", emptyDir: {} }],
+      },
+    });
+    const statusOf = (name: string) =>
+      cluster.store.get("pods", NS, name)?.status as
+        | { phase?: string; containerStatuses?: { state?: { waiting?: { reason: string; message: string } } }[] }
+        | undefined;
+    expect((await call("POST", `/api/v1/namespaces/${NS}/pods`, auth, pod("as-1000", "/scratch"))).status).toBe(201);
+    if (process.getuid?.() === 0) {
+      expect(await eventually(async () => (statusOf("as-1000")?.phase === "Succeeded" ? true : undefined))).toBe(true);
+      const report = (await call("GET", `/api/v1/namespaces/${NS}/pods/as-1000/log`, auth)).json;
+      expect(report).toEqual({
+        uid: 1000,
+        gid: 1000,
+        // Node's getgroups() lists the effective gid too.
+        groups: expect.arrayContaining([1000, 2000]),
+        // The emptyDir is the pod's own, group-owned by fsGroup (setgid), as a kubelet makes it.
+        file: [1000, 2000],
+        noNewPrivs: true,
+        capEff: "0000000000000000",
+      });
+      // A working folder the user cannot enter (the image's: the cluster's 0700 data folder): refused, with the path.
+      expect((await call("POST", `/api/v1/namespaces/${NS}/pods`, auth, pod("as-1000-no-access"))).status).toBe(201);
+      expect(
+        await eventually(async () => statusOf("as-1000-no-access")?.containerStatuses?.[0]?.state?.waiting),
+      ).toEqual({
+        reason: "CreateContainerError",
+        message: expect.stringContaining(`the working folder ${dataDir} is not open to uid 1000 gid 1000`),
+      });
+    } else {
+      // A kubelet that cannot switch users says so rather than run the pod as itself.
+      expect(await eventually(async () => statusOf("as-1000")?.containerStatuses?.[0]?.state?.waiting)).toEqual({
+        reason: "CreateContainerConfigError",
+        message: expect.stringContaining("only a kubelet running as root switches users"),
+      });
+    }
+    for (const name of ["as-1000", "as-1000-no-access"]) {
+      await call("DELETE", `/api/v1/namespaces/${NS}/pods/${name}?gracePeriodSeconds=0`, auth);
+    }
+  });
+
   it("bounds the change history by bytes: large objects changed often are compacted (410 Gone for older versions)", async () => {
     const auth = `Bearer ${cluster.token}`;
     const before = cluster.store.resourceVersion;

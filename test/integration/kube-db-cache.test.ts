@@ -1,4 +1,13 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { gunzipSync } from "node:zlib";
@@ -6,10 +15,11 @@ import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildShardArgs, type ShardSpec } from "../../jobapi/executors/executor.js";
 import { createKubernetesExecutor } from "../../jobapi/executors/kubernetes-executor.js";
+import { POD_USER } from "../../jobapi/executors/kubernetes-manifests.js";
 import { createKubernetesWarmup, type WarmupView } from "../../jobapi/executors/kubernetes-warmup.js";
 import { ArtifactStore } from "../../jobapi/jobs/artifact-store.js";
 import { type RunningAzurite, startAzurite } from "../../local/azurite.js";
-import { blastPoolNodes, type LocalCluster, startLocalCluster } from "../../local/kube/cluster.js";
+import { blastPoolNodes, type LocalCluster, prepareNodeFolder, startLocalCluster } from "../../local/kube/cluster.js";
 import { type DatabaseEntry, publishDatabase } from "../../shared/databases/database-catalog.js";
 import { fileDigest, type ReleaseManifest } from "../../shared/databases/release-store.js";
 import {
@@ -43,8 +53,10 @@ const POOL = {
 async function startFixture(prefix: string, database: string, nodes: number) {
   const logger = createLogger({ level: "error" });
   const work = mkdtempSync(path.join(tmpdir(), prefix));
-  const cacheRoot = path.join(work, "node-cache");
-  mkdirSync(cacheRoot);
+  // The node's cache belongs to the user shard pods run as (root's kubelet switches to it), who
+  // may pass through the work folder (0711) without listing it.
+  chmodSync(work, 0o711);
+  const cacheRoot = prepareNodeFolder(path.join(work, "node-cache"), POD_USER);
   const azurite = await startAzurite({
     blobPort: 0,
     queuePort: 0,
@@ -230,6 +242,8 @@ describe("warm-up on the local cluster: one Job per BLAST node, progress node by
       mkdirSync(path.join(cacheRoot, "warmdb", old, "full"), { recursive: true });
       writeFileSync(path.join(cacheRoot, "warmdb", old, "full", "warmdb.nsq"), "old");
     }
+    // Left by earlier pods: theirs, as the pods' user.
+    prepareNodeFolder(cacheRoot, POD_USER);
     await catalog.hold("warmdb", "2020-02-01-00-00-00", "job_still_running");
     const warmup = createKubernetesWarmup({
       kubeConfig,

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { gunzipSync } from "node:zlib";
@@ -12,10 +12,10 @@ import {
   createKubernetesExecutor,
   type KubernetesExecutorOptions,
 } from "../../jobapi/executors/kubernetes-executor.js";
-import type { ShardJobSettings } from "../../jobapi/executors/kubernetes-manifests.js";
+import { POD_USER, type ShardJobSettings } from "../../jobapi/executors/kubernetes-manifests.js";
 import { ArtifactStore } from "../../jobapi/jobs/artifact-store.js";
 import { type RunningAzurite, startAzurite } from "../../local/azurite.js";
-import { blastPoolNodes, type LocalCluster, startLocalCluster } from "../../local/kube/cluster.js";
+import { blastPoolNodes, type LocalCluster, prepareNodeFolder, startLocalCluster } from "../../local/kube/cluster.js";
 import { type DatabaseEntry, publishDatabase } from "../../shared/databases/database-catalog.js";
 import { createTableDatabaseCatalog, openDatabaseStorage } from "../../shared/databases/table-catalog.js";
 import { ShardFailedError } from "../../shared/errors.js";
@@ -135,6 +135,10 @@ describe("Kubernetes executor on the local cluster", () => {
       { name: "demo16s", fastaPath: DEMO_FASTA, type: "nucl", partitions: 2 },
       catalog,
     );
+    // The build folder is the node's cache: the shard pods' user (root's kubelet switches to it)
+    // owns it and passes through the work folder (0711) without listing it.
+    chmodSync(work, 0o711);
+    prepareNodeFolder(path.dirname(path.dirname(db.root)), POD_USER);
     cluster = await startLocalCluster({
       logger,
       dataDir: work,

@@ -57,15 +57,16 @@ describe("server-side apply on the local Kubernetes API, and the job API's rollo
       dataDir,
       // Room for every namespace's job API pod (1 GiB, 500m each): the rollouts must not compete for the node.
       nodes: blastPoolNodes(1, 16 * 1024 * MiB, 8),
+      // The job API's pod runs as uid 1000 (root's kubelet switches to it): its working folder is one it may enter.
       images: [
         {
           pattern: new RegExp(`@${RUNS}$`),
-          workingDir: dataDir,
+          workingDir: tmpdir(),
           cmd: ["node", "-e", "setInterval(() => {}, 1 << 30)"],
         },
         {
           pattern: new RegExp(`@${CRASHES}$`),
-          workingDir: dataDir,
+          workingDir: tmpdir(),
           cmd: ["node", "-e", "console.error('no storage'); process.exit(3)"],
         },
       ],

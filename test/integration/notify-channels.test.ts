@@ -1,3 +1,7 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { rmSync } from "node:fs";
+import path from "node:path";
+import { build } from "esbuild";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunningAzurite } from "../../local/azurite.js";
@@ -11,12 +15,17 @@ import { createWebhookChannel } from "../../shared/notify/channels/webhook.js";
 import { createDeliveryStore, type DeliveryStore } from "../../shared/notify/delivery-store.js";
 import { createIncidentNotices } from "../../shared/notify/emitters/incident-notices.js";
 import { parseNotificationMatrix } from "../../shared/notify/matrix.js";
+import { createDurableNotifier } from "../../shared/notify/notify-queue.js";
 import { type ChannelAdapter, createNotificationRouter } from "../../shared/notify/router.js";
 import type { Notification } from "../../shared/notify/types.js";
 import { type AuditLog, createAuditLog } from "../../shared/ops/audit.js";
 import { createEventLog } from "../../shared/ops/events.js";
 import { createOpsLoop } from "../../shared/ops/ops-loop.js";
+import { createDurableQueue } from "../../shared/storage/durable-queue.js";
 import { actions, rules } from "../support/console-harness.js";
+import { prng } from "../support/helpers.js";
+import type { KillChildConfig } from "../support/notify-kill-child.js";
+import { killTestMessage } from "../support/notify-kill-messages.js";
 import {
   postedArgs,
   startPagingFake,
@@ -691,4 +700,238 @@ describe("the operations core's notices through the router", () => {
     expect(pages[0]).toMatchObject({ dedup_key: expect.stringMatching(/^INC-/) });
     expect(pages[0].payload.summary).toMatch(/severity \w+ → \w+/);
   });
+});
+
+const KILL_ROUNDS = Math.max(1, Number(process.env.NOTIFY_KILL_ROUNDS ?? 20));
+const KILL_SEED = Number(process.env.NOTIFY_KILL_SEED ?? 20261127);
+/** Enough messages that every round ends in a kill (a round sends at most two), and a tail for the last host. */
+const KILL_MESSAGES = 2 * KILL_ROUNDS + 8;
+const KILL_MATRIX = `matrix:
+  version: 1
+  default_route: operational_alert
+  channels:
+    hook:
+      kind: webhook
+      categories: [A2]
+      retry: { max_attempts: 2, initial_backoff_ms: 100, max_backoff_ms: 1000 }
+    pager:
+      kind: paging
+      categories: [A2]
+      runbook_url: https://runbooks.example/ops
+      retry: { max_attempts: 2, initial_backoff_ms: 100, max_backoff_ms: 1000 }
+  routes:
+    operational_alert:
+      trust_tier: a2_operational_alert
+      primary: hook
+      fallback: [pager]
+`;
+
+describe("durable delivery: the notification queue (router item 3)", () => {
+  it("C-527 a message accepted by a host that dies before its first send is delivered by the next drain once the lease runs out, once per channel", async () => {
+    clear();
+    const w = world();
+    const matrix = parseNotificationMatrix("m.yaml", MATRIX);
+    let clock = Date.parse("2026-11-27T10:00:00Z");
+    const router = createNotificationRouter({ matrix, channels: w.adapters, deliveries: w.deliveries, audit: w.audit });
+    const host = () =>
+      createDurableNotifier({ router, tables: w.tables, matrix, leaseMs: 60_000, now: () => new Date(clock) });
+    const message = alert({ route: "hook_only" });
+    // The first host claims it and dies inside the router (its process is gone: the run never ends).
+    const dying = createDurableNotifier({
+      router: { send: router.send, deliver: () => new Promise(() => undefined) },
+      tables: w.tables,
+      matrix,
+      leaseMs: 60_000,
+      now: () => new Date(clock),
+    });
+    void dying.send(message);
+    await expect.poll(() => host().stateOf(message), { timeout: 60_000 }).toBe("processing");
+    expect(hook.requests).toHaveLength(0);
+    // Another host drains while the lease holds: nothing is taken over.
+    clock += 59_000;
+    expect(await host().drain()).toBe(0);
+    clock += 2_000;
+    expect(await host().drain()).toBe(1);
+    expect(hook.requests).toHaveLength(1);
+    expect(await host().stateOf(message)).toBe("done");
+    expect(await host().depth()).toBe(0);
+    // A repeat of the accepted message is a duplicate: the recorded receipt, no second call.
+    const again = await host().send(message);
+    expect(again.state).toBe("delivered");
+    expect(hook.requests).toHaveLength(1);
+  });
+
+  it("admission and closing are atomic; a full queue refuses with nothing recorded, so the same item is admitted later", async () => {
+    const w = world();
+    const queue = createDurableQueue<{ n: number }>({
+      tables: w.tables,
+      table: "dq",
+      capacity: 2,
+      idOf: (item) => `n/${item.n}`,
+      name: "test queue",
+    });
+    const at = new Date("2026-11-27T10:00:00Z");
+    expect(await queue.enqueue({ n: 1 }, at)).toBe("accepted");
+    expect(await Promise.all([queue.enqueue({ n: 2 }, at), queue.enqueue({ n: 2 }, at)])).toEqual(
+      expect.arrayContaining(["accepted", "duplicate"]),
+    );
+    await expect(queue.enqueue({ n: 3 }, at)).rejects.toThrow("the test queue is full; retry later");
+    expect(await queue.stateOf("n/3")).toBeUndefined();
+    const seen: number[] = [];
+    expect(
+      await queue.drain(
+        async (item) => void seen.push(item.n),
+        () => at,
+      ),
+    ).toBe(2);
+    expect(seen.sort()).toEqual([1, 2]);
+    expect(await queue.enqueue({ n: 3 }, at)).toBe("accepted");
+    expect(await queue.enqueue({ n: 1 }, at)).toBe("duplicate");
+  });
+
+  it(`C-527 C-295 C-290 SIGKILL a notifying host ${KILL_ROUNDS} times at random points: every accepted message reaches each channel by at most one vendor call, acknowledged or recorded ambiguous, none lost`, async () => {
+    clear();
+    const root = path.resolve(import.meta.dirname, "../..");
+    const bundle = path.join(root, "dist/test", `notify-kill-child-${process.pid}.mjs`);
+    await build({
+      entryPoints: [path.join(root, "test/support/notify-kill-child.ts")],
+      outfile: bundle,
+      bundle: true,
+      platform: "node",
+      target: "node20",
+      format: "esm",
+      packages: "external",
+      logLevel: "warning",
+    });
+    const tablePrefix = `nkill${++counter}x${Date.now().toString(36)}`;
+    const tables = prefixedTables(azurite.connectionString, tablePrefix);
+    const matrix = parseNotificationMatrix("kill-matrix.yaml", KILL_MATRIX);
+    const deliveries = createDeliveryStore(tables);
+    const observer = createDurableNotifier({
+      router: createNotificationRouter({ matrix, channels: new Map(), deliveries, audit: createAuditLog(tables) }),
+      tables,
+      matrix,
+    });
+    const config = (from: number): KillChildConfig => ({
+      connectionString: azurite.connectionString,
+      tablePrefix,
+      matrix: KILL_MATRIX,
+      webhookUrl: `${hook.url}/in`,
+      webhookSecret: WEBHOOK_SECRET,
+      pagingUrl: `${pager.url}/v2/enqueue`,
+      routingKey: ROUTING_KEY,
+      ca: tls.cert,
+      from,
+      count: KILL_MESSAGES,
+    });
+    const rand = prng(KILL_SEED);
+    let kills = 0;
+    let vendorKills = 0;
+    let drained = 0;
+
+    /** Runs one host from message `from`; kills it at the `after`-th vendor request or sent line. */
+    const runHost = (from: number, kill: { at: "vendor" | "sent"; after: number } | undefined) =>
+      new Promise<{ killed: boolean; done: boolean }>((resolve, reject) => {
+        const child: ChildProcess = spawn(process.execPath, [bundle], {
+          env: { ...process.env, NOTIFY_KILL_CHILD: JSON.stringify(config(from)) },
+          stdio: ["ignore", "pipe", "pipe"],
+        });
+        let killed = false;
+        let done = false;
+        let count = 0;
+        let stderr = "";
+        const killNow = () => {
+          if (killed) return;
+          killed = true;
+          child.kill("SIGKILL");
+        };
+        const onVendor = () => {
+          if (kill?.at === "vendor" && ++count === kill.after) {
+            vendorKills++;
+            killNow();
+          }
+        };
+        hook.onRequest = onVendor;
+        pager.onRequest = onVendor;
+        let buffered = "";
+        child.stdout?.on("data", (chunk: Buffer) => {
+          buffered += chunk.toString("utf8");
+          for (let nl = buffered.indexOf("\n"); nl >= 0; nl = buffered.indexOf("\n")) {
+            const line = JSON.parse(buffered.slice(0, nl)) as { step: string; closed?: number };
+            buffered = buffered.slice(nl + 1);
+            if (line.step === "drained") drained += line.closed ?? 0;
+            if (line.step === "done") done = true;
+            if (line.step === "sent" && kill?.at === "sent" && ++count === kill.after) killNow();
+          }
+        });
+        child.stderr?.on("data", (chunk: Buffer) => {
+          stderr += chunk.toString("utf8");
+        });
+        child.on("error", reject);
+        child.on("exit", (code) => {
+          hook.onRequest = undefined;
+          pager.onRequest = undefined;
+          if (!killed && code !== 0) reject(new Error(`the host exited with ${code}: ${stderr.slice(0, 2000)}`));
+          else resolve({ killed, done });
+        });
+      });
+
+    /** The first message no host has accepted (hosts send in order, so the accepted ones are a prefix). */
+    const firstUnaccepted = async (from: number) => {
+      let i = from;
+      while (i < KILL_MESSAGES && (await observer.stateOf(killTestMessage(i))) !== undefined) i++;
+      return i;
+    };
+
+    let next = 0;
+    try {
+      for (let round = 0; round < KILL_ROUNDS; round++) {
+        const at = rand() < 0.7 ? "vendor" : "sent";
+        const outcome = await runHost(next, { at, after: 1 + Math.floor(rand() * (at === "vendor" ? 3 : 2)) });
+        if (outcome.killed) kills++;
+        // A client resends only what was never accepted; an accepted message is the queue's to deliver.
+        next = await firstUnaccepted(next);
+      }
+      const last = await runHost(next, undefined);
+      expect(last.done).toBe(true);
+    } finally {
+      rmSync(bundle, { force: true });
+    }
+
+    expect(kills).toBe(KILL_ROUNDS);
+    expect(await observer.depth()).toBe(0);
+    const records = await deliveries.listRecent(10_000);
+    const hookCalls = new Map<string, string[]>();
+    for (const r of hook.requests) {
+      const corr = (JSON.parse(r.body) as { data: { correlation_id: string } }).data.correlation_id;
+      hookCalls.set(corr, [...(hookCalls.get(corr) ?? []), String(r.headers["webhook-id"])]);
+    }
+    const pagerCalls = new Map<string, string[]>();
+    for (const r of pager.requests) {
+      const key = (JSON.parse(r.body) as { dedup_key: string }).dedup_key;
+      pagerCalls.set(key, [...(pagerCalls.get(key) ?? []), key]);
+    }
+    let ambiguous = 0;
+    for (let i = 0; i < KILL_MESSAGES; i++) {
+      const corr = killTestMessage(i).correlation_id;
+      expect(await observer.stateOf(killTestMessage(i)), corr).toBe("done");
+      for (const [channel, calls] of [
+        ["hook", hookCalls.get(corr) ?? []],
+        ["pager", pagerCalls.get(corr) ?? []],
+      ] as const) {
+        const rows = records.filter((r) => r.correlation_id === corr && r.channel === channel);
+        expect(rows, `${corr} on ${channel}`).toHaveLength(1);
+        const row = rows[0];
+        expect(calls.length, `${corr} on ${channel}: vendor calls`).toBeLessThanOrEqual(1);
+        expect(["delivered", "ambiguous"], `${corr} on ${channel}`).toContain(row?.state);
+        if (row?.state === "delivered") expect(row.receipt?.vendor_message_id).toBe(calls[0]);
+        else ambiguous++;
+      }
+    }
+    // Each kill cut at most one send (hosts send one at a time); each kill inside a vendor call cut one.
+    expect(ambiguous).toBeGreaterThanOrEqual(vendorKills);
+    expect(ambiguous).toBeLessThanOrEqual(kills);
+    // Restarted hosts delivered messages their killed predecessors had accepted.
+    expect(drained).toBeGreaterThan(0);
+  }, 900_000);
 });

@@ -10,9 +10,11 @@ import { ArtifactStore } from "../../jobapi/jobs/artifact-store.js";
 import { JobDispatcher } from "../../jobapi/jobs/dispatcher.js";
 import { JobService } from "../../jobapi/jobs/job-service.js";
 import { JobStore } from "../../jobapi/jobs/job-store.js";
+import { statusView } from "../../jobapi/routes/job-views.js";
 import { DEV_ACCOUNT, DEV_ACCOUNT_KEY, type RunningAzurite } from "../../local/azurite.js";
 import { blastVersion } from "../../shared/blast/blast-tools.js";
 import { createFileDatabaseCatalog, publishDatabase } from "../../shared/databases/database-catalog.js";
+import type { JobRecord } from "../../shared/jobs/model.js";
 import { hitDetailSchema, hitPageSchema, queryPageSchema } from "../../shared/jobs/result-page-schemas.js";
 import { createLogger } from "../../shared/logging/logger.js";
 import { ApiTokenService, createFileSecretStore } from "../../shared/secrets/api-tokens.js";
@@ -36,6 +38,8 @@ let dispatcher: JobDispatcher;
 let token: string;
 let deps: Parameters<typeof createJobApiApp>[0];
 const jobIds: Record<"single" | "sharded", string> = { single: "", sharded: "" };
+/** Every record the dispatcher wrote during a job's storing phase (issue 23 storing progress). */
+const storingWrites: Record<string, JobRecord[]> = {};
 
 /** A query no 16S sequence matches (a fixed pseudo-random sequence), with an awkward definition line. */
 function unmatchedQuery(): string {
@@ -115,6 +119,11 @@ beforeAll(async () => {
     shardSlots: 2,
     shardAttempts: 1,
     pollIntervalMs: 100,
+    // Every chunk of the merged XML may write the storing progress (one write in flight at a time).
+    storingReportMs: 0,
+  });
+  jobs.onAnyChange((jobId, job) => {
+    if (job?.storing) storingWrites[jobId] = [...(storingWrites[jobId] ?? []), job];
   });
   const service = new JobService({
     jobs,
@@ -170,6 +179,37 @@ async function xmlOf(jobId: string): Promise<Buffer> {
 }
 
 describe.each(["single", "sharded"] as const)("result pages of a %s-shard job (issue 23 item 2)", (kind) => {
+  it("issue 23: while the job stores its results (BLAST done, not yet completed), its status says how much of the merged XML is stored, of how much", async () => {
+    const jobId = jobIds[kind];
+    const writes = storingWrites[jobId] ?? [];
+    expect(writes.length).toBeGreaterThan(1);
+    const final = (await (await call(`/v1/jobs/${jobId}/status`)).json()) as {
+      status: string;
+      storing: unknown;
+      result_bytes: { xml: number };
+    };
+    expect(final).toMatchObject({ status: "completed", storing: null });
+    const xmlBytes = final.result_bytes.xml;
+    const written = writes.map((w) => w.storing?.xml_bytes ?? -1);
+    expect(written).toEqual([...written].sort((a, b) => a - b));
+    expect(written.at(-1)).toBeGreaterThan(0);
+    for (const w of writes) {
+      expect(w.status).toBe("running");
+      // The status route shows the phase while the job is running.
+      expect(statusView(w, null).storing).toEqual(w.storing);
+      const total = w.storing?.xml_bytes_total ?? null;
+      if (kind === "single") {
+        // One shard: the merged XML's size is known before a byte is stored.
+        expect(w.storing).toMatchObject({ xml_bytes_total: xmlBytes, total_is_estimate: false });
+      } else {
+        // A merge: at most the shard outputs added up (the merge keeps each query's best hits).
+        expect(w.storing?.total_is_estimate).toBe(true);
+        if (total !== null) expect(total).toBeGreaterThanOrEqual(xmlBytes);
+      }
+      expect(w.storing?.xml_bytes).toBeLessThanOrEqual(xmlBytes);
+    }
+  });
+
   it("lists every query with its summary, in pages, from the index stored at merge", async () => {
     const jobId = jobIds[kind];
     const first = queryPageSchema.parse(await (await call(`/v1/jobs/${jobId}/results/queries?limit=15`)).json());

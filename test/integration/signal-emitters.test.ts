@@ -1,13 +1,14 @@
-import { mkdtemp, rm } from "node:fs/promises";
+import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { AccessToken } from "@azure/identity";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BatchV1Api, KubeConfig, type V1Job, Watch } from "@kubernetes/client-node";
 import { BlobServiceClient } from "@azure/storage-blob";
+import { POD_USER } from "../../jobapi/executors/kubernetes-manifests.js";
 import { createKubernetesWarmup } from "../../jobapi/executors/kubernetes-warmup.js";
 import { WatchCache } from "../../jobapi/executors/kubernetes-watch.js";
-import { blastPoolNodes, type LocalCluster, startLocalCluster } from "../../local/kube/cluster.js";
+import { blastPoolNodes, type LocalCluster, prepareNodeFolder, startLocalCluster } from "../../local/kube/cluster.js";
 import { CloudAuthorizationError, explainCloudAuthorization } from "../../shared/auth/cloud-authorization.js";
 import {
   createPrepareDatabaseActivity,
@@ -130,7 +131,9 @@ describe("warm-up failed", () => {
       if (!blob.name.endsWith("manifest.json") && !removed) removed = blob.name;
     }
     await container.deleteBlob(removed);
-    const cacheRoot = path.join(work, "node-cache");
+    // The node's cache, the warm-up pod's user's (root's kubelet switches to it; work is 0711 for it).
+    await chmod(work, 0o711);
+    const cacheRoot = prepareNodeFolder(path.join(work, "node-cache"), POD_USER);
     const cluster = await startLocalCluster({
       logger: createLogger({ level: "error" }),
       dataDir: await mkdtemp(path.join(work, "kube-")),

@@ -34,6 +34,8 @@ export interface FakeServer {
   requests: Recorded[];
   /** Behaviours for the next requests, in order; then "ok". */
   script: Behaviour[];
+  /** Runs on each request once it is read, before the fake answers (a kill test kills the sender here). */
+  onRequest?: (r: Recorded) => void;
   close(): Promise<void>;
 }
 
@@ -50,6 +52,7 @@ export async function serve(
     req.on("end", () => {
       const r: Recorded = { path: req.url ?? "", headers: req.headers, body: Buffer.concat(chunks).toString("utf8") };
       fake.requests.push(r);
+      fake.onRequest?.(r);
       const b = fake.script.shift() ?? "ok";
       if (b === "ok") return answerOk(r, res);
       if (b === "cut") return req.socket.destroy();

@@ -8,6 +8,13 @@ import {
   typedWebhookMappingSchema,
   WebhookRefusedError,
 } from "../../shared/channels/webhooks/typed-webhook.js";
+import { loadChannelConfig } from "../../shared/channels/channel-config.js";
+import { createWebhookInbound, parseWebhookSettings } from "../../shared/channels/webhooks/webhook-inbound.js";
+import type { ValidationError } from "../../shared/errors.js";
+import { mapErrorToResult } from "../../shared/http/envelope.js";
+import { createLogger } from "../../shared/logging/logger.js";
+import { createAuditLog } from "../../shared/ops/audit.js";
+import { createEventLog } from "../../shared/ops/events.js";
 import { azuriteTables } from "../support/service-fakes.js";
 
 const azurite = azuriteTables("chwh");
@@ -82,5 +89,133 @@ describe("TypedWebhookMapping (spec §5 item 7)", () => {
     await expect(
       verify({ source: "monitor", secret, headers: { ...headers, "webhook-id": "msg_2" }, body, now: at }),
     ).rejects.toMatchObject({ reason: "bad_signature" });
+  });
+});
+
+describe("POST /api/channels/webhooks/{source} below the trigger (createWebhookInbound)", () => {
+  const secret = `whsec_${Buffer.from("fedcba9876543210fedcba9876543210").toString("base64")}`;
+  const settingsJson = (overrides: Record<string, unknown> = {}) =>
+    JSON.stringify({
+      allow: { event_types: ["monitor.alert_fired"], agents: ["ops"] },
+      sources: { monitor: { secret_ref: "env:MONITOR_WEBHOOK_SECRET", mapping } },
+      ...overrides,
+    });
+
+  function world() {
+    const tables = azurite.tables();
+    const events = createEventLog(tables);
+    const audit = createAuditLog(tables);
+    const inbound = createWebhookInbound({
+      settings: parseWebhookSettings(settingsJson()),
+      tables,
+      events,
+      audit,
+      resolve: async (ref) => (ref === "env:MONITOR_WEBHOOK_SECRET" ? secret : ""),
+    });
+    let n = 0;
+    const signed = (body: string, options: { at?: Date; id?: string; key?: string } = {}) => {
+      const at = options.at ?? new Date();
+      const id = options.id ?? `msg_${++n}_${Date.now()}`;
+      return new Headers({
+        "content-type": "application/json",
+        "webhook-id": id,
+        "webhook-timestamp": String(Math.floor(at.getTime() / 1000)),
+        "webhook-signature": new Webhook(options.key ?? secret).sign(id, at, body),
+      });
+    };
+    const send = (headers: Headers, body: string, source = "monitor") =>
+      inbound.handle(source, { headers, body, requestId: "req-wh" }).then(
+        (accepted) => ({ status: 202, accepted }),
+        (error: unknown) => ({ status: mapErrorToResult(error, "req-wh", quiet).status, error }),
+      );
+    return { events, audit, inbound, signed, send };
+  }
+  const quiet = createLogger({ level: "error", write: () => undefined });
+  const alert = (extra: Record<string, unknown> = {}) =>
+    JSON.stringify({ alert: { name: "cpu", severity: "high" }, incident: { id: "INC-7" }, ...extra });
+
+  it("C-362 C-436 C-445 C-446 a signed delivery is projected and recorded as a shadow event for the operations core, with an audit entry; action-shaped fields execute nothing", async () => {
+    const w = world();
+    const body = alert({ command: "kill_switch on", mode: "enforce", event_type: "kill_switch.on" });
+    const res = await w.send(w.signed(body), body);
+    expect(res).toMatchObject({
+      status: 202,
+      accepted: { event_type: "monitor.alert_fired", target_agent: "ops", mode: "shadow" },
+    });
+    const [event] = await w.events.list();
+    expect(event).toMatchObject({
+      source: "webhook.monitor",
+      event_type: "monitor.alert_fired",
+      mode: "shadow",
+      resource_ref: "webhook/monitor",
+      payload: { target_agent: "ops", fields: { alert: "cpu", severity: "high", incident: "INC-7" } },
+    });
+    expect(JSON.stringify(event?.payload)).not.toContain("kill_switch");
+    expect(await w.audit.list({ action: "channel.webhook_ingested" })).toHaveLength(1);
+  });
+
+  it("C-362 C-363 C-364 unsigned, tampered, wrong-key, stale, out-of-order and replayed deliveries are 401; unknown sources 404; nothing is published", async () => {
+    const w = world();
+    const body = alert();
+    const now = Date.now();
+    const good = w.signed(body);
+    const unsigned = new Headers({ "content-type": "application/json" });
+    const refusals: [string, Headers, string, number][] = [
+      ["unsigned", unsigned, body, 401],
+      ["tampered", good, body.replace("cpu", "mem"), 401],
+      ["wrongKey", w.signed(body, { key: `whsec_${Buffer.from("x".repeat(32)).toString("base64")}` }), body, 401],
+      ["tooOld", w.signed(body, { at: new Date(now - 6 * 60_000) }), body, 401],
+      ["tooNew", w.signed(body, { at: new Date(now + 6 * 60_000) }), body, 401],
+    ];
+    for (const [name, headers, b, status] of refusals) expect((await w.send(headers, b)).status, name).toBe(status);
+    expect((await w.send(good, body, "other")).status).toBe(404);
+    expect(await w.events.list()).toHaveLength(0);
+    // The genuine delivery once; its webhook-id again (re-signed, even) is a replay.
+    expect((await w.send(good, body)).status).toBe(202);
+    expect((await w.send(good, body)).status).toBe(401);
+    const id = good.get("webhook-id") ?? "";
+    expect((await w.send(w.signed(body, { id }), body)).status).toBe(401);
+    // Monotonic: a fresh id signed two minutes before the newest accepted delivery is refused.
+    expect((await w.send(w.signed(body, { at: new Date(now - 120_000) }), body)).status).toBe(401);
+    expect(await w.events.list()).toHaveLength(1);
+  });
+
+  it("C-441 C-442 C-443 a signed delivery the mapping refuses is 422 with the reason, audited, and never published; bad JSON and deep nesting are 400", async () => {
+    const w = world();
+    for (const [reason, body] of [
+      ["missing_field", JSON.stringify({ alert: { name: "cpu" }, incident: { id: "INC-1" } })],
+      ["container_value", alert({ incident: { id: { nested: true } } })],
+      ["oversized_string", alert({ alert: { name: "x".repeat(65), severity: "high" } })],
+    ] as const) {
+      const res = await w.send(w.signed(body), body);
+      expect(res.status, reason).toBe(422);
+      expect((res as { error: ValidationError }).error.issues[0]?.type, reason).toBe(reason);
+    }
+    expect((await w.send(w.signed("{not json"), "{not json")).status).toBe(400);
+    const deep = `{"alert":${"[".repeat(100)}${"]".repeat(100)}}`;
+    expect((await w.send(w.signed(deep), deep)).status).toBe(400);
+    expect(await w.events.list()).toHaveLength(0);
+    expect(await w.audit.list({ action: "channel.webhook_refused" })).toHaveLength(3);
+  });
+
+  it("C-436 C-444 webhooks are opt-in; a mapping whose target is not allow-listed, a session field it does not project, or an env: secret outside the local profile refuse to start", () => {
+    expect(loadChannelConfig({}, { local: false }).webhooks).toBeUndefined();
+    expect(() =>
+      parseWebhookSettings(settingsJson({ allow: { event_types: ["other.kind"], agents: ["ops"] } })),
+    ).toThrow(/not allow-listed/);
+    expect(() =>
+      parseWebhookSettings(
+        settingsJson({
+          sources: { monitor: { secret_ref: "kv:monitor", mapping: { ...mapping, session_field: "nope" } } },
+        }),
+      ),
+    ).toThrow(/session_field/);
+    expect(() => loadChannelConfig({ SVC_CHANNEL_WEBHOOKS_JSON: settingsJson() }, { local: false })).toThrow(
+      /env: references are for the local profile only/,
+    );
+    expect(loadChannelConfig({ SVC_CHANNEL_WEBHOOKS_JSON: settingsJson() }, { local: true }).webhooks?.allow).toEqual({
+      event_types: ["monitor.alert_fired"],
+      agents: ["ops"],
+    });
   });
 });

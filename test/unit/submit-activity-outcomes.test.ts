@@ -128,4 +128,36 @@ describe("submit activities over the job-API client's domain errors", () => {
     ).toEqual({ status: "cancelled" });
     expect((await jobs.get(job.job_id))?.status).toBe("cancelled");
   });
+
+  it("issue 23: keeps the job API's storing progress on the dashboard job while the results are stored, and clears it once completed", async () => {
+    const storing = {
+      xml_bytes: 1_200_000,
+      xml_bytes_total: 3_300_000,
+      total_is_estimate: false,
+      started_at: "2026-11-27T18:00:00.000Z",
+    };
+    const answers = [
+      { status: "running", storing, result_bytes: null },
+      { status: "completed", storing: null, result_bytes: { xml: 3_300_000, gzip: 310_000 } },
+    ];
+    const jobApi = fakeJobApi({
+      getStatus: async (jobId: string) => ({
+        job_id: jobId,
+        error: "",
+        queue_position: null,
+        kubernetes: { summary: { total: 1, succeeded: 0, failed: 0, active: 1 } },
+        ...(answers.shift() ?? { status: "completed" }),
+      }),
+    });
+    const { jobs, job, dependencies } = await setup(jobApi);
+    const poll = createPollJobApiActivity(dependencies);
+    await poll({ dashboard_job_id: job.job_id, openapi_job_id: "abcdefghijkl" });
+    expect(await jobs.get(job.job_id)).toMatchObject({ status: "running", storing });
+    await poll({ dashboard_job_id: job.job_id, openapi_job_id: "abcdefghijkl" });
+    expect(await jobs.get(job.job_id)).toMatchObject({
+      status: "completed",
+      storing: null,
+      result_bytes: { xml: 3_300_000, gzip: 310_000 },
+    });
+  });
 });

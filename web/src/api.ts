@@ -18,9 +18,16 @@ import type { DatabaseListing } from "../../shared/databases/database-service.js
 import type { FieldIssue } from "../../shared/errors.js";
 import type { QueueDiagnostics } from "../../shared/orchestrations/diagnostics.js";
 import type { ApiTokenStatus } from "../../shared/secrets/api-token-settings.js";
+import type { HitDetail, HitPage, QueryPage } from "../../shared/jobs/result-page-schemas.js";
 import type { StoredWorkspace, Workspace } from "../../shared/workspace/workspace.js";
 
-export type { Caller, FieldIssue, QueueDiagnostics, StoredWorkspace, Workspace };
+export type { Caller, FieldIssue, HitDetail, HitPage, QueryPage, QueueDiagnostics, StoredWorkspace, Workspace };
+
+/** `offset` and `limit` of a page of results. */
+export interface PageRequest {
+  offset: number;
+  limit: number;
+}
 
 /** `POST /api/blast/jobs` body, exactly as the backend validates it. */
 export type SubmitRequest = z.input<typeof dashboardSubmitSchema>;
@@ -251,6 +258,15 @@ export function createApiClient(options: {
     /** The result stream (bytes pass through the backend; no storage URL reaches the browser). */
     results: (uuid: string, content: ResultContent, signal?: AbortSignal) =>
       send(`${job(uuid)}/results?content=${content}`, { signal, headers: { Accept: "*/*" } }),
+    /** Per-query summaries of a completed result, a page at a time (read from its index, not the XML). */
+    resultQueries: (uuid: string, page: PageRequest, signal?: AbortSignal) =>
+      data<QueryPage>(`${job(uuid)}/results/queries?offset=${page.offset}&limit=${page.limit}`, { signal }),
+    /** Query `n`'s hits (1-based), a page at a time. */
+    resultHits: (uuid: string, n: number, page: PageRequest, signal?: AbortSignal) =>
+      data<HitPage>(`${job(uuid)}/results/queries/${n}/hits?offset=${page.offset}&limit=${page.limit}`, { signal }),
+    /** Hit `k` of query `n` with its HSPs and alignment lines. */
+    resultHit: (uuid: string, n: number, k: number, signal?: AbortSignal) =>
+      data<HitDetail>(`${job(uuid)}/results/queries/${n}/hits/${k}`, { signal }),
 
     /** A single-use terminal ticket (30 s), bound to this page's origin (decision 0020). */
     terminalTicket: () =>

@@ -14,7 +14,7 @@ import { type TableSource, tableOpener } from "../../storage/table-source.js";
  * outside the allow-list fails before anything is published. The projected event is shadow-mode
  * data for the operations core (ingest, T0, audit); a webhook never executes an action.
  *
- * Not wired to a route yet (issue 26 follow-up): `POST /api/channels/webhooks/{source}`.
+ * The route `POST /api/channels/webhooks/{source}` runs it through `webhook-inbound.ts`.
  */
 
 const dotPath = z
@@ -47,7 +47,9 @@ export type WebhookRefusal =
   | "container_value"
   | "oversized_string"
   | "bad_signature"
-  | "replayed_nonce";
+  | "stale_timestamp"
+  | "replayed_nonce"
+  | "malformed_body";
 
 export class WebhookRefusedError extends Error {
   constructor(
@@ -115,14 +117,52 @@ export function projectWebhook(
 }
 
 export const WEBHOOK_NONCE_TABLE = "channelwebhooknonces";
+/** Standard Webhooks' timestamp tolerance (the `standardwebhooks` library's, both directions). */
+export const WEBHOOK_TOLERANCE_SECONDS = 5 * 60;
+/** The partition of each source's newest accepted timestamp (nonce partitions are source names). */
+const HIGH_WATER = "~hw";
 
 /**
- * Verifies a Standard Webhooks delivery (HMAC-SHA256 over `id.timestamp.body`, five-minute
- * timestamp tolerance, by the `standardwebhooks` library) and claims its `webhook-id` once: a
- * reused id is refused as a replay.
+ * Verifies a Standard Webhooks delivery (HMAC-SHA256 over `id.timestamp.body`, compared in constant
+ * time, five-minute timestamp tolerance, by the `standardwebhooks` library), then the source's
+ * monotonic timestamp (a delivery older than the newest one accepted from that source is refused;
+ * timestamps are whole seconds, so an equal one passes and the nonce decides), then claims its
+ * `webhook-id` once: a reused id is refused as a replay. The nonce row keeps `expires_at` (past
+ * the tolerance a replay fails the timestamp check anyway), so the pruning timer can drop it.
  */
 export function createWebhookVerifier(options: { tables: TableSource }) {
   const nonces = tableOpener(options.tables, WEBHOOK_NONCE_TABLE);
+
+  /** Raises the source's high-water timestamp, or refuses a delivery older than it. */
+  async function monotonic(source: string, timestamp: number): Promise<void> {
+    const t = await nonces();
+    for (let attempt = 0; attempt < 5; attempt++) {
+      let current: { ts: number; etag: string } | undefined;
+      try {
+        const row = await t.getEntity<{ ts: number }>(HIGH_WATER, source);
+        current = { ts: Number(row.ts), etag: row.etag };
+      } catch (error) {
+        if (!isStatus(error, 404)) throw error;
+      }
+      if (current && timestamp < current.ts)
+        throw new WebhookRefusedError("stale_timestamp", "the delivery is older than one already accepted");
+      if (current && timestamp === current.ts) return;
+      try {
+        if (current)
+          await t.updateEntity({ partitionKey: HIGH_WATER, rowKey: source, ts: timestamp }, "Replace", {
+            etag: current.etag,
+          });
+        else await t.createEntity({ partitionKey: HIGH_WATER, rowKey: source, ts: timestamp });
+        return;
+      } catch (error) {
+        // Another delivery moved the mark first: read it again.
+        if (isStatus(error, 409) || isStatus(error, 412)) continue;
+        throw error;
+      }
+    }
+    throw new WebhookRefusedError("stale_timestamp", "the delivery's timestamp could not be ordered; retry");
+  }
+
   return async function verify(input: {
     source: string;
     secret: string;
@@ -133,15 +173,19 @@ export function createWebhookVerifier(options: { tables: TableSource }) {
     let payload: unknown;
     try {
       payload = new Webhook(input.secret).verify(input.body, input.headers);
-    } catch {
+    } catch (error) {
+      // A body that is signed but not JSON: the library's parse fails after the signature passed.
+      if (error instanceof SyntaxError) throw new WebhookRefusedError("malformed_body", "the body is not valid JSON");
       throw new WebhookRefusedError("bad_signature", "invalid webhook signature");
     }
+    await monotonic(input.source, Number(input.headers["webhook-timestamp"]));
     const id = input.headers["webhook-id"] ?? "";
     try {
       await (await nonces()).createEntity({
         partitionKey: input.source,
         rowKey: createHash("sha256").update(id).digest("hex"),
         at: input.now.toISOString(),
+        expires_at: new Date(input.now.getTime() + 2 * WEBHOOK_TOLERANCE_SECONDS * 1000).toISOString(),
       });
     } catch (error) {
       if (isStatus(error, 409)) throw new WebhookRefusedError("replayed_nonce", "this webhook-id was used before");

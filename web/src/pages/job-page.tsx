@@ -1,10 +1,11 @@
 import type { ComponentType } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { type ApiClient, ApiError, type JobView, type ResultContent } from "../api.js";
+import { saveBlob } from "../download.js";
 import { formatBytes, formatTime } from "../format.js";
 import { Link } from "../router.js";
 import { ErrorNotice, LiveText, PageTitle, StatusBadge, useApp, useAsync, useCan, usePolling } from "../ui.js";
-import { finishedSentence } from "./job-words.js";
+import { finishedSentence, storingSentence } from "./job-words.js";
 import { isTerminal, jobTitle } from "./jobs-page.js";
 
 /** How often a running job is re-read (the dashboard refreshes it from the job API every few seconds). */
@@ -138,7 +139,9 @@ export function JobPage(props: { uuid: string }) {
         })}
       </ol>
 
-      {progress && progress.total > 0 ? (
+      {data.storing && !terminal ? (
+        <StoringProgressView storing={data.storing} />
+      ) : progress && progress.total > 0 ? (
         <div class="progress-block">
           <label for="shard-progress">Shards</label>
           <progress id="shard-progress" max={progress.total} value={progress.succeeded} />
@@ -180,17 +183,28 @@ export function JobPage(props: { uuid: string }) {
       </dl>
       {!terminal ? <LiveText>Watching for changes…</LiveText> : <LiveText>{finishedSentence(data.status)}</LiveText>}
 
-      {data.status === "completed" ? (
-        <>
-          <h2>Results</h2>
-          <Downloads api={api} uuid={data.job_id} resultBytes={data.result_bytes} />
-          <LazyResults api={api} uuid={data.job_id} />
-        </>
-      ) : null}
+      {data.status === "completed" ? <Results api={api} uuid={data.job_id} resultBytes={data.result_bytes} /> : null}
       <p>
         <Link href="/blast/jobs">Back to all jobs</Link>
       </p>
     </section>
+  );
+}
+
+/** The storing phase: BLAST has finished and the merged result is being written to storage. */
+function StoringProgressView(props: { storing: NonNullable<JobView["storing"]> }) {
+  const { storing } = props;
+  const exact = storing.xml_bytes_total !== null && !storing.total_is_estimate;
+  return (
+    <div class="progress-block">
+      <label for="storing-progress">Storing results</label>
+      {exact ? (
+        <progress id="storing-progress" max={storing.xml_bytes_total ?? 0} value={storing.xml_bytes} />
+      ) : (
+        <progress id="storing-progress" />
+      )}
+      <p class="hint">{storingSentence(storing)}</p>
+    </div>
   );
 }
 
@@ -224,41 +238,37 @@ function JobError(props: { error: string }) {
   );
 }
 
-/** Downloads stream through the dashboard API with the caller's token; no storage URL is involved. */
-function Downloads(props: { api: ApiClient; uuid: string; resultBytes: JobView["result_bytes"] }) {
+/** Saves one of the job's results: streamed through the dashboard API with the caller's token, no storage URL. */
+function useDownload(api: ApiClient, uuid: string) {
   const [busy, setBusy] = useState<ResultContent | undefined>(undefined);
   const [error, setError] = useState<unknown>(undefined);
-  const download = async (content: ResultContent, fallbackName: string) => {
+  const download = async (content: ResultContent) => {
+    const fallbackName = DOWNLOADS.find((d) => d.content === content)?.file(uuid) ?? `${uuid}-${content}`;
     setBusy(content);
     setError(undefined);
     try {
-      const res = await props.api.results(props.uuid, content);
+      const res = await api.results(uuid, content);
       const name = /filename="([^"]+)"/.exec(res.headers.get("Content-Disposition") ?? "")?.[1] ?? fallbackName;
-      const url = URL.createObjectURL(await res.blob());
-      const a = document.createElement("a");
-      a.href = url;
-      a.download = name;
-      document.body.append(a);
-      a.click();
-      a.remove();
-      setTimeout(() => URL.revokeObjectURL(url), 60_000);
+      saveBlob(await res.blob(), name);
     } catch (e) {
       setError(e instanceof ApiError && e.status === 404 ? new Error(`${String(e.detail)}`) : e);
     } finally {
       setBusy(undefined);
     }
   };
+  return { busy, error, download };
+}
+
+/** The download buttons, with each download's size when it is known before downloading. */
+function Downloads(props: { state: ReturnType<typeof useDownload>; resultBytes: JobView["result_bytes"] }) {
+  const { busy, error, download } = props.state;
   return (
     <div class="downloads">
       <h3>Downloads</h3>
       <ul class="button-list">
         {DOWNLOADS.map((d) => (
           <li key={d.content}>
-            <button
-              type="button"
-              disabled={busy !== undefined}
-              onClick={() => void download(d.content, d.file(props.uuid))}
-            >
+            <button type="button" disabled={busy !== undefined} onClick={() => void download(d.content)}>
               {busy === d.content ? "Preparing…" : `Download ${d.label}${sizeOf(d.content, props.resultBytes)}`}
             </button>
           </li>
@@ -269,9 +279,23 @@ function Downloads(props: { api: ApiClient; uuid: string; resultBytes: JobView["
   );
 }
 
+/** The completed job's results: downloads, then the page-at-a-time results view. */
+function Results(props: { api: ApiClient; uuid: string; resultBytes: JobView["result_bytes"] }) {
+  const downloads = useDownload(props.api, props.uuid);
+  return (
+    <>
+      <h2>Results</h2>
+      <Downloads state={downloads} resultBytes={props.resultBytes} />
+      <LazyResults api={props.api} uuid={props.uuid} onDownloadXml={() => void downloads.download("xml")} />
+    </>
+  );
+}
+
 /** The results view is its own chunk: the first load of the app stays small. */
-function LazyResults(props: { api: ApiClient; uuid: string }) {
-  const [View, setView] = useState<ComponentType<{ api: ApiClient; uuid: string }> | undefined>(undefined);
+function LazyResults(props: { api: ApiClient; uuid: string; onDownloadXml: () => void }) {
+  const [View, setView] = useState<
+    ComponentType<{ api: ApiClient; uuid: string; onDownloadXml: () => void }> | undefined
+  >(undefined);
   const [error, setError] = useState<unknown>(undefined);
   const mounted = useRef(true);
   useEffect(() => {
@@ -285,5 +309,9 @@ function LazyResults(props: { api: ApiClient; uuid: string }) {
     };
   }, []);
   if (error) return <ErrorNotice error={error} title="The results view could not load:" />;
-  return View ? <View api={props.api} uuid={props.uuid} /> : <p class="loading">Loading the results view…</p>;
+  return View ? (
+    <View api={props.api} uuid={props.uuid} onDownloadXml={props.onDownloadXml} />
+  ) : (
+    <p class="loading">Loading the results view…</p>
+  );
 }

@@ -1,4 +1,4 @@
-import type { QuerySummary } from "./xml-summary.js";
+import type { HitPage } from "../api.js";
 
 /** NCBI's graphic-summary colour key: alignment score (bits) bands, lowest first. */
 export const SCORE_BANDS = [
@@ -28,13 +28,14 @@ function niceStep(length: number): number {
 /**
  * The graphic overview of one query, like NCBI's graphic summary: the query as a ruler, and below
  * it each hit's aligned span(s) on the query, coloured by score. An SVG with a text alternative;
- * every bar names its subject, span and score on hover.
+ * every bar names its subject, span and score on hover, and clicking a bar goes to that hit in
+ * the table (keyboard users reach the same hits through the table itself).
  */
-export function HitGraphic(props: { query: QuerySummary }) {
-  const { query } = props;
+export function HitGraphic(props: { page: HitPage; onSelect: (hitNumber: number) => void }) {
+  const { query, hits } = props.page;
   const length = Math.max(
-    query.length,
-    ...query.hits.flatMap((h) => h.hsps.map((s) => Math.max(s.queryFrom, s.queryTo))),
+    query.query_len,
+    ...hits.flatMap((h) => h.hsp_spans.map((s) => Math.max(s.query_from, s.query_to))),
     1,
   );
   const scale = (WIDTH - LEFT - RIGHT) / length;
@@ -42,10 +43,16 @@ export function HitGraphic(props: { query: QuerySummary }) {
   const step = niceStep(length);
   const ticks: number[] = [1];
   for (let t = step; t < length; t += step) ticks.push(t);
-  const height = TOP + query.hits.length * ROW + 8;
-  const titleId = `graphic-title-${query.index}`;
-  const descId = `graphic-desc-${query.index}`;
-  const best = query.hits[0]?.hsps[0];
+  const height = TOP + hits.length * ROW + 8;
+  const titleId = `graphic-title-${query.n}`;
+  const descId = `graphic-desc-${query.n}`;
+  const first = hits[0];
+  const best = first?.hsp_spans[0];
+  const label = query.query_def || query.query_id;
+  const which =
+    props.page.offset === 0
+      ? `the top ${hits.length} hits`
+      : `hits ${props.page.offset + 1}–${props.page.offset + hits.length}`;
   return (
     <figure class="graphic">
       <svg
@@ -55,12 +62,12 @@ export function HitGraphic(props: { query: QuerySummary }) {
         preserveAspectRatio="xMinYMin meet"
       >
         <title id={titleId}>
-          Distribution of the top {query.hits.length} hits on the query {query.def || query.id}
+          Distribution of {which} on the query {label}
         </title>
         <desc id={descId}>
-          Query length {query.length} letters.{" "}
-          {best
-            ? `The best hit, ${query.hits[0]?.def || query.hits[0]?.id}, aligns at positions ${best.queryFrom} to ${best.queryTo} with a score of ${best.bitScore} bits.`
+          Query length {query.query_len} letters.{" "}
+          {first && best
+            ? `Hit ${first.num}, ${first.title || first.id}, aligns at positions ${best.query_from} to ${best.query_to} with a score of ${best.bit_score} bits.`
             : "No hits."}
         </desc>
         <rect x={LEFT} y={8} width={WIDTH - LEFT - RIGHT} height={8} fill="#94a3b8" rx={2} />
@@ -72,20 +79,21 @@ export function HitGraphic(props: { query: QuerySummary }) {
             </text>
           </g>
         ))}
-        {query.hits.map((hit, row) => {
+        {hits.map((hit, row) => {
           const y = TOP + row * ROW;
-          const spans = hit.hsps.map(
-            (s) => [Math.min(s.queryFrom, s.queryTo), Math.max(s.queryFrom, s.queryTo)] as const,
+          const spans = hit.hsp_spans.map(
+            (s) => [Math.min(s.query_from, s.query_to), Math.max(s.query_from, s.query_to)] as const,
           );
-          const first = Math.min(...spans.map((s) => s[0]));
-          const last = Math.max(...spans.map((s) => s[1]));
+          const firstPos = Math.min(...spans.map((s) => s[0]));
+          const lastPos = Math.max(...spans.map((s) => s[1]));
           return (
-            <g key={`${hit.id}-${row}`} class="hit-row">
-              {hit.hsps.length > 1 ? (
-                <line x1={x(first)} x2={x(last)} y1={y + 3.5} y2={y + 3.5} stroke="#94a3b8" />
+            // biome-ignore lint/a11y/noStaticElementInteractions: a mouse shortcut; the hit table is the keyboard path to each hit
+            <g key={hit.num} class="hit-row" data-hit={hit.num} onClick={() => props.onSelect(hit.num)}>
+              {spans.length > 1 ? (
+                <line x1={x(firstPos)} x2={x(lastPos)} y1={y + 3.5} y2={y + 3.5} stroke="#94a3b8" />
               ) : null}
-              {hit.hsps.map((hsp, i) => {
-                const [from, to] = spans[i] ?? [hsp.queryFrom, hsp.queryTo];
+              {hit.hsp_spans.map((hsp, i) => {
+                const [from, to] = spans[i] ?? [hsp.query_from, hsp.query_to];
                 return (
                   <rect
                     key={i}
@@ -93,10 +101,10 @@ export function HitGraphic(props: { query: QuerySummary }) {
                     y={y}
                     width={Math.max(1, (to - from + 1) * scale)}
                     height={7}
-                    fill={bandColor(hsp.bitScore)}
+                    fill={bandColor(hsp.bit_score)}
                   >
                     <title>
-                      {hit.def || hit.id}: query {from}–{to}, {hsp.bitScore} bits, e-value {hsp.evalue}
+                      {hit.num}. {hit.title || hit.id}: query {from}–{to}, {hsp.bit_score} bits
                     </title>
                   </rect>
                 );
@@ -115,11 +123,7 @@ export function HitGraphic(props: { query: QuerySummary }) {
             </li>
           ))}
         </ul>
-        {query.moreHits > 0 ? (
-          <span class="muted">
-            The graphic shows the top {query.hits.length} hits; {query.moreHits} more are in the table and downloads.
-          </span>
-        ) : null}
+        <span class="muted">Click a bar to go to its hit in the table.</span>
       </figcaption>
     </figure>
   );
