@@ -66,3 +66,20 @@ app.timer("notificationQueueTimer", {
     if (closed > 0) appContext.logger.info("notification queue drained", { closed });
   },
 });
+
+/**
+ * The digests (A4): each digest route's period that has ended is sent as one briefing through the
+ * router, or suppressed when nothing significant happened (docs/notifications.md). Hourly; a
+ * second run, another host or a restart sends nothing twice.
+ */
+app.timer("notificationDigestTimer", {
+  schedule: "0 5 * * * *",
+  handler: async () => {
+    const results = await (await consoleParts()).notifier.digests.flush();
+    if (results.length > 0)
+      appContext.logger.info("digests flushed", {
+        sent: results.filter((r) => r.outcome === "sent").length,
+        suppressed: results.filter((r) => r.outcome === "suppressed").length,
+      });
+  },
+});

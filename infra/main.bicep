@@ -32,6 +32,12 @@ param vnetAddressPrefix string = '10.60.0.0/16'
 @description('HTTPS URL that receives operational alerts as Standard Webhooks, signed with the Key Vault secret notify-webhook-secret (a whsec_ value you store). The app refuses to start without an A2-capable alert channel: give this, or set the paging or Slack settings by hand (docs/notifications.md).')
 param alertWebhookUrl string = ''
 
+@description('DNS name the browser terminal answers on (wss://<name>/v1/terminal), through an Ingress of the AKS application routing add-on that exposes that path only (decision 0022); point the name at the add-on\'s public IP. Empty: no terminal ingress, the job API stays private.')
+param terminalHost string = ''
+
+@description('Name of the certificate in this deployment\'s Key Vault that the terminal\'s ingress serves for terminalHost (required with it); the add-on\'s identity needs Key Vault Certificate User on the vault (docs/deploy.md).')
+param terminalCertificateName string = ''
+
 @description('Maximum instances of the Flex Consumption app.')
 @minValue(1)
 @maxValue(1000)
@@ -62,6 +68,8 @@ module resources 'modules/resources.bicep' = {
     vnetAddressPrefix: vnetAddressPrefix
     maximumInstanceCount: maximumInstanceCount
     alertWebhookUrl: alertWebhookUrl
+    terminalHost: terminalHost
+    terminalCertificateName: terminalCertificateName
   }
 }
 
@@ -119,3 +127,6 @@ output AUTH_TENANT_ID string = tenantId
 
 @description('Client id of the API app registration (written into the web app\'s /web-config.json).')
 output AUTH_CLIENT_ID string = authClientId
+
+@description('DNS name of the browser terminal\'s ingress; the post-provision hook writes terminal_url wss://<it>/v1/terminal into the web app\'s /web-config.json. Empty: none.')
+output TERMINAL_HOST string = terminalHost

@@ -46,6 +46,7 @@ export function jobApiDeployService(scope: Pick<ServiceScope, "logger" | "durabl
       authTenantId: config.auth.tenantId,
       // The console's links and the terminal page live in the same web app.
       webAppOrigin: notifyConfig.consoleBaseUrl ? new URL(notifyConfig.consoleBaseUrl).origin : undefined,
+      terminalIngress: config.jobApiDeploy.terminalIngress,
       rolloutTimeoutSeconds: config.jobApiDeploy.rolloutTimeoutSeconds,
       pollSeconds: config.jobPollIntervalSeconds,
     },

@@ -50,6 +50,12 @@ param subscriptionId string
 @description('HTTPS URL receiving operational alerts as Standard Webhooks, signed with the vault secret notify-webhook-secret; empty: no webhook channel.')
 param alertWebhookUrl string
 
+@description('DNS name the browser terminal\'s ingress answers on (JOBAPI_TERMINAL_HOST, decision 0022); empty: no ingress.')
+param terminalHost string
+
+@description('Certificate in the Key Vault at keyVaultUri that the terminal\'s ingress serves (JOBAPI_TERMINAL_TLS_CERT_URI, unversioned so rotations follow).')
+param terminalCertificateName string
+
 resource platformStorage 'Microsoft.Storage/storageAccounts@2023-05-01' existing = {
   name: platformStorageName
 }
@@ -128,6 +134,13 @@ resource app 'Microsoft.Web/sites@2024-04-01' = {
           : [
               { name: 'SVC_WEBHOOK_URL', value: alertWebhookUrl }
               { name: 'SVC_WEBHOOK_SECRET_REF', value: 'kv:notify-webhook-secret' }
+            ],
+        // The browser terminal's ingress (decision 0022): rendered by the job API deploy only with both.
+        empty(terminalHost)
+          ? []
+          : [
+              { name: 'JOBAPI_TERMINAL_HOST', value: terminalHost }
+              { name: 'JOBAPI_TERMINAL_TLS_CERT_URI', value: '${keyVaultUri}certificates/${terminalCertificateName}' }
             ]
       )
     }

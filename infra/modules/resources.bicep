@@ -28,6 +28,12 @@ param maximumInstanceCount int
 @description('HTTPS URL receiving operational alerts (Standard Webhooks); empty: none.')
 param alertWebhookUrl string
 
+@description('DNS name of the browser terminal\'s ingress (decision 0022); empty: none.')
+param terminalHost string
+
+@description('Key Vault certificate the terminal\'s ingress serves; required with terminalHost.')
+param terminalCertificateName string
+
 var abbrs = loadJsonContent('../abbreviations.json')
 var roles = loadJsonContent('../role-assignments.json')
 
@@ -136,6 +142,8 @@ module functionApp 'function-app.bicep' = {
     maximumInstanceCount: maximumInstanceCount
     subscriptionId: subscription().subscriptionId
     alertWebhookUrl: alertWebhookUrl
+    terminalHost: terminalHost
+    terminalCertificateName: terminalCertificateName
   }
 }
 

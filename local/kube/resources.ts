@@ -104,6 +104,8 @@ export const RESOURCES: readonly ResourceDef[] = [
       ["clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", "rbac.authorization.k8s.io", false, []],
       ["poddisruptionbudgets", "poddisruptionbudget", "PodDisruptionBudget", "policy", true, ["pdb"]],
       ["networkpolicies", "networkpolicy", "NetworkPolicy", "networking.k8s.io", true, ["netpol"]],
+      // Stored only (no controller routes anything locally): the terminal's Ingress applies as on AKS.
+      ["ingresses", "ingress", "Ingress", "networking.k8s.io", true, ["ing"]],
     ] as const
   ).map(
     ([plural, singular, kind, group, namespaced, shortNames]): ResourceDef => ({

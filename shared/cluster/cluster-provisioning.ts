@@ -63,7 +63,13 @@ const RUNNING = new Set([
   "Canceling",
 ]);
 
-/** The managed cluster as the control plane wants it (spec §1: OIDC issuer, workload identity, Entra RBAC). */
+/** The add-on profile key of the Azure Key Vault provider for the Secrets Store CSI driver. */
+const KEY_VAULT_SECRETS_PROVIDER = "azureKeyvaultSecretsProvider";
+
+/**
+ * The managed cluster as the control plane wants it (spec §1: OIDC issuer, workload identity, Entra
+ * RBAC; decision 0022: the application routing add-on with Key Vault certificates).
+ */
 export function desiredCluster(target: ClusterTarget, current?: ManagedCluster): ManagedCluster {
   const userAssigned = target.control_plane_identity_id;
   return {
@@ -78,6 +84,17 @@ export function desiredCluster(target: ClusterTarget, current?: ManagedCluster):
     aadProfile: { managed: true, enableAzureRbac: true },
     oidcIssuerProfile: { enabled: true },
     securityProfile: { workloadIdentity: { enabled: true } },
+    // The browser terminal's ingress (decision 0022): the application routing add-on's managed
+    // NGINX, and the Key Vault secrets provider it reads the TLS certificate with. Other add-ons
+    // the cluster has are kept as they are.
+    ingressProfile: {
+      ...(current?.ingressProfile ?? {}),
+      webAppRouting: { ...(current?.ingressProfile?.webAppRouting ?? {}), enabled: true },
+    },
+    addonProfiles: {
+      ...(current?.addonProfiles ?? {}),
+      [KEY_VAULT_SECRETS_PROVIDER]: { ...(current?.addonProfiles?.[KEY_VAULT_SECRETS_PROVIDER] ?? {}), enabled: true },
+    },
     ...(target.kubelet_identity
       ? {
           identityProfile: {
@@ -113,6 +130,8 @@ export function clusterMatches(current: ManagedCluster, target: ClusterTarget): 
     current.oidcIssuerProfile?.enabled === true &&
     current.securityProfile?.workloadIdentity?.enabled === true &&
     current.aadProfile?.enableAzureRbac === true &&
+    current.ingressProfile?.webAppRouting?.enabled === true &&
+    current.addonProfiles?.[KEY_VAULT_SECRETS_PROVIDER]?.enabled === true &&
     (current.agentPoolProfiles ?? []).some((p) => p.name === SYSTEM_POOL_NAME || p.mode === "System") &&
     (!target.kubelet_identity ||
       current.identityProfile?.kubeletidentity?.resourceId?.toLowerCase() ===

@@ -37,6 +37,8 @@ export interface JobApiDeploySettings {
   authTenantId: string;
   /** The web app's origin (of `SVC_CONSOLE_BASE_URL`); undefined: the terminal refuses every origin. */
   webAppOrigin: string | undefined;
+  /** The terminal's public ingress (decision 0022); undefined: none. */
+  terminalIngress?: { host: string; tlsCertificateUri: string } | undefined;
   rolloutTimeoutSeconds: number;
   pollSeconds: number;
 }
@@ -99,6 +101,8 @@ export function createJobApiDeployService(deps: JobApiDeployServiceDependencies)
       auth_client_id: settings.authClientId,
       auth_tenant_id: settings.authTenantId,
       web_app_origin: settings.webAppOrigin ?? "",
+      terminal_host: settings.terminalIngress?.host ?? "",
+      terminal_tls_cert_uri: settings.terminalIngress?.tlsCertificateUri ?? "",
     });
   }
 

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { parseAllDocuments } from "yaml";
 import { z } from "zod";
+import { KEY_VAULT_CERTIFICATE_URI, TERMINAL_HOST } from "./terminal-ingress.js";
 
 /** A Kubernetes object as the deploy applies it. */
 export interface KubeManifest {
@@ -19,28 +20,42 @@ export const IMAGE_DIGEST = /^sha256:[0-9a-f]{64}$/;
  * image is pinned by digest (a moving tag would let a node pull a different image than the one
  * built and deployed).
  */
-export const jobApiValuesSchema = z.strictObject({
-  namespace: z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, "must be a namespace name"),
-  /** The registry's login server (`myregistry.azurecr.io`). */
-  registry: z
-    .string()
-    .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:\d{1,5})?$/, "must be a registry login server such as 'x.azurecr.io'"),
-  image_digest: z.string().regex(IMAGE_DIGEST, "must be an image digest 'sha256:<64 hex digits>'"),
-  workload_identity_client_id: z
-    .string()
-    .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, "must be a client id (GUID)"),
-  key_vault_url: z.url({ protocol: /^https$/ }),
-  storage_account_name: z.string().regex(/^[a-z0-9]{3,24}$/, "must be 3-24 lowercase letters or digits"),
-  app_subnet_cidr: z.string().regex(/^\d{1,3}(\.\d{1,3}){3}\/\d{1,2}$/, "must be an IPv4 CIDR such as 10.1.0.0/24"),
-  /** The dashboard's app registration: the browser terminal validates the browser's token with it. */
-  auth_client_id: z.string().regex(/^[A-Za-z0-9._:/-]{1,200}$/, "must be an application (client) id"),
-  auth_tenant_id: z.string().regex(/^[A-Za-z0-9._-]{1,100}$/, "must be a tenant id"),
-  /** The web app's origin, the only one that may open the terminal; empty: the terminal refuses every origin. */
-  web_app_origin: z.union([
-    z.literal(""),
-    z.url({ protocol: /^https?$/ }).refine((u) => new URL(u).origin === u, "must be an origin"),
-  ]),
-});
+export const jobApiValuesSchema = z
+  .strictObject({
+    namespace: z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, "must be a namespace name"),
+    /** The registry's login server (`myregistry.azurecr.io`). */
+    registry: z
+      .string()
+      .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:\d{1,5})?$/, "must be a registry login server such as 'x.azurecr.io'"),
+    image_digest: z.string().regex(IMAGE_DIGEST, "must be an image digest 'sha256:<64 hex digits>'"),
+    workload_identity_client_id: z
+      .string()
+      .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, "must be a client id (GUID)"),
+    key_vault_url: z.url({ protocol: /^https$/ }),
+    storage_account_name: z.string().regex(/^[a-z0-9]{3,24}$/, "must be 3-24 lowercase letters or digits"),
+    app_subnet_cidr: z.string().regex(/^\d{1,3}(\.\d{1,3}){3}\/\d{1,2}$/, "must be an IPv4 CIDR such as 10.1.0.0/24"),
+    /** The dashboard's app registration: the browser terminal validates the browser's token with it. */
+    auth_client_id: z.string().regex(/^[A-Za-z0-9._:/-]{1,200}$/, "must be an application (client) id"),
+    auth_tenant_id: z.string().regex(/^[A-Za-z0-9._-]{1,100}$/, "must be a tenant id"),
+    /** The web app's origin, the only one that may open the terminal; empty: the terminal refuses every origin. */
+    web_app_origin: z.union([
+      z.literal(""),
+      z.url({ protocol: /^https?$/ }).refine((u) => new URL(u).origin === u, "must be an origin"),
+    ]),
+    /**
+     * The browser terminal's public ingress (decision 0022): the host `wss://<host>/v1/terminal`
+     * answers on, and the Key Vault certificate it serves. Both or neither; without them the job API
+     * has no ingress and stays private.
+     */
+    terminal_host: z.union([z.literal(""), z.string().regex(TERMINAL_HOST, "must be a DNS name")]).optional(),
+    terminal_tls_cert_uri: z
+      .union([z.literal(""), z.string().regex(KEY_VAULT_CERTIFICATE_URI, "must be a Key Vault certificate URI")])
+      .optional(),
+  })
+  .refine((v) => Boolean(v.terminal_host) === Boolean(v.terminal_tls_cert_uri), {
+    message: "the terminal's ingress needs both terminal_host and terminal_tls_cert_uri",
+    path: ["terminal_tls_cert_uri"],
+  });
 export type JobApiValues = z.infer<typeof jobApiValuesSchema>;
 
 /** The manifest's placeholders, by the value that fills each. */
@@ -54,6 +69,8 @@ const PLACEHOLDERS: Record<string, (v: JobApiValues) => string> = {
   AUTH_CLIENT_ID: (v) => v.auth_client_id,
   AUTH_TENANT_ID: (v) => v.auth_tenant_id,
   WEB_APP_ORIGIN: (v) => v.web_app_origin,
+  TERMINAL_HOST: (v) => v.terminal_host ?? "",
+  TERMINAL_TLS_CERT_URI: (v) => v.terminal_tls_cert_uri ?? "",
 };
 
 /** The manifest's namespace as written; the workspace's namespace replaces it. */
@@ -93,9 +110,21 @@ export function renderJobApiManifests(
     if (doc.errors.length > 0) throw new Error(`the job API manifest is not valid YAML: ${doc.errors[0]?.message}`);
     const obj = doc.toJS() as KubeManifest | null;
     if (!obj) continue;
+    if (obj.kind === "Ingress" && obj.metadata.name === TERMINAL_INGRESS && !terminalIngressWanted(values)) continue;
     objects.push(withoutUnusedTerminal(inNamespace(obj, values.namespace), values));
   }
   return objects;
+}
+
+/** The Ingress that exposes `/v1/terminal` only (decision 0022). */
+export const TERMINAL_INGRESS = "blastplane-terminal";
+
+/**
+ * The terminal's ingress is rendered only when its host and certificate are configured and the
+ * terminal runs at all (a web app origin may open it): otherwise the job API has no public path.
+ */
+function terminalIngressWanted(values: JobApiValues): boolean {
+  return Boolean(values.terminal_host && values.terminal_tls_cert_uri && values.web_app_origin);
 }
 
 /** The browser terminal's container and volumes in the job API's pod (decision 0020). */

@@ -10,6 +10,7 @@ import {
   type LogLevel,
   parseEnv,
 } from "./env.js";
+import { KEY_VAULT_CERTIFICATE_URI, TERMINAL_HOST } from "../cluster/terminal-ingress.js";
 import { parseNcrontab } from "./ncrontab.js";
 import { type NarratorSettings, narratorSettings, narratorSettingsShape } from "./narrator-settings.js";
 import {
@@ -95,13 +96,35 @@ export const appSettingsSchema = z
       .optional(),
     JOBAPI_ROLLOUT_TIMEOUT_SECONDS: envInt(10, 3600).default(600),
     JOBAPI_DEPLOY_KEY_VAULT_URL: envUrl().optional(),
+    // The browser terminal's ingress (decision 0022): both or neither.
+    JOBAPI_TERMINAL_HOST: z
+      .string()
+      .transform((host) => host.trim().toLowerCase())
+      .pipe(z.string().regex(TERMINAL_HOST, "must be a DNS name such as terminal.example.org"))
+      .optional(),
+    JOBAPI_TERMINAL_TLS_CERT_URI: z
+      .string()
+      .regex(
+        KEY_VAULT_CERTIFICATE_URI,
+        "must be a Key Vault certificate URI https://<vault>.vault.azure.net/certificates/<name>",
+      )
+      .optional(),
     SVC_DB_UPDATE_CHECK_SCHEDULE: envParsed((text) => parseNcrontab(text).expression).default(
       DEFAULT_DB_UPDATE_CHECK_SCHEDULE,
     ),
     // The narrator (shared/config/narrator-settings.ts; docs/narrator.md).
     ...narratorSettingsShape,
   })
-  .superRefine(...checkStorageSettings(FUNCTIONS_STORAGE_SETTINGS));
+  .superRefine(...checkStorageSettings(FUNCTIONS_STORAGE_SETTINGS))
+  .superRefine((values, ctx) => {
+    if (Boolean(values.JOBAPI_TERMINAL_HOST) === Boolean(values.JOBAPI_TERMINAL_TLS_CERT_URI)) return;
+    const missing = values.JOBAPI_TERMINAL_HOST ? "JOBAPI_TERMINAL_TLS_CERT_URI" : "JOBAPI_TERMINAL_HOST";
+    ctx.addIssue({
+      code: "custom",
+      path: [missing],
+      message: "the terminal's ingress needs both JOBAPI_TERMINAL_HOST and JOBAPI_TERMINAL_TLS_CERT_URI",
+    });
+  });
 
 /** Every app setting the Functions app reads (`local.settings.sample.json` lists the same). */
 export const APP_SETTING_NAMES: readonly string[] = Object.freeze(Object.keys(appSettingsSchema.shape));
@@ -171,6 +194,11 @@ export interface AppConfig {
     readonly rolloutTimeoutSeconds: number;
     /** The vault the deployed job API reads its token from; `KEY_VAULT_URL` when unset. */
     readonly keyVaultUrl: string | undefined;
+    /**
+     * The browser terminal's public ingress (decision 0022): the host it answers on and the Key
+     * Vault certificate it serves; undefined: no ingress, the job API stays private.
+     */
+    readonly terminalIngress: { readonly host: string; readonly tlsCertificateUri: string } | undefined;
   };
 }
 
@@ -221,6 +249,10 @@ export function loadConfig(env: Env = process.env): AppConfig {
         registryLoginServer: c.JOBAPI_REGISTRY_LOGIN_SERVER,
         rolloutTimeoutSeconds: c.JOBAPI_ROLLOUT_TIMEOUT_SECONDS,
         keyVaultUrl: c.JOBAPI_DEPLOY_KEY_VAULT_URL ?? c.KEY_VAULT_URL,
+        terminalIngress:
+          c.JOBAPI_TERMINAL_HOST && c.JOBAPI_TERMINAL_TLS_CERT_URI
+            ? { host: c.JOBAPI_TERMINAL_HOST, tlsCertificateUri: c.JOBAPI_TERMINAL_TLS_CERT_URI }
+            : undefined,
       },
     });
   });

@@ -12,6 +12,7 @@ import { createWebhookChannel } from "./channels/webhook.js";
 import { createDeliveryStore, type DeliveryStore } from "./delivery-store.js";
 import type { ChannelKind } from "./matrix.js";
 import type { NotifyConfig } from "./notify-config.js";
+import { createDigests, withLowSeverityDigests } from "./digests/digests.js";
 import { createDurableNotifier } from "./notify-queue.js";
 import { createOutboxRecorder } from "./outbox-notifier.js";
 import { type ChannelAdapter, createNotificationRouter } from "./router.js";
@@ -192,7 +193,8 @@ export function buildChannelAdapters(
  * The console's notifier: the router over the configured channels, with deliveries in Table
  * storage and each message's overall receipt recorded in the outbox (the audit of deliveries),
  * behind the durable notification queue (a message accepted survives a crash; `drain` delivers
- * what a crashed host left behind).
+ * what a crashed host left behind), with low-severity notices batched into their digest
+ * (`digests.flush` sends each ended period's digest).
  */
 export function buildNotifier(
   config: NotifyConfig,
@@ -243,5 +245,17 @@ export function buildNotifier(
     ...(deps.queueLeaseMs !== undefined ? { leaseMs: deps.queueLeaseMs } : {}),
     ...(deps.log ? { log: deps.log } : {}),
   });
-  return Object.assign(durable, { deliveries, outbox, channels, router });
+  const digests = createDigests({
+    tables: deps.tables,
+    matrix: config.matrix,
+    notifier: durable,
+    ...(deps.log ? { log: deps.log } : {}),
+  });
+  return Object.assign(withLowSeverityDigests(durable, digests, config.matrix), {
+    deliveries,
+    outbox,
+    channels,
+    router,
+    digests,
+  });
 }

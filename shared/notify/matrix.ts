@@ -95,6 +95,16 @@ const routeSchema = z.strictObject({
   /** Who the route reaches: the channels' operational audience, one Owner's direct message, or the artifact's owner. */
   audience: z.enum(["operational", "role-dm", "mention-artifact-owner"]).default("operational"),
   metadata_fields: z.array(z.enum(ARTIFACT_OWNER_FIELDS)).max(4).optional(),
+  /**
+   * A digest route's period (UTC day, ISO week from Monday, calendar month); unset, it is read
+   * from the route name's suffix (`digest_shadow_accuracy_daily`). Only on a4_digest routes.
+   */
+  period: z.enum(["daily", "weekly", "monthly"]).optional(),
+  /**
+   * An a2_operational_alert route's digest for low-severity notices: a `batchable` message of
+   * severity low or info is batched into this a4_digest route instead of sent at once.
+   */
+  low_severity_digest: name.optional(),
 });
 export type RouteConfig = z.output<typeof routeSchema>;
 
@@ -169,12 +179,32 @@ const matrixSchema = z
         problem(at("audience"), `role-dm is only for the break-glass usage summary (${BREAK_GLASS_USAGE_ROUTE})`);
       if (route.audience === "mention-artifact-owner" && !route.metadata_fields?.length)
         problem(at("audience"), `mention-artifact-owner needs metadata_fields (${ARTIFACT_OWNER_FIELDS.join(", ")})`);
+      if (route.low_severity_digest !== undefined) {
+        const digest = matrix.routes[route.low_severity_digest];
+        if (route.trust_tier !== "a2_operational_alert")
+          problem(at("low_severity_digest"), "only an a2_operational_alert route batches low-severity notices");
+        else if (!digest || !digestPeriodOf(route.low_severity_digest, digest))
+          problem(
+            at("low_severity_digest"),
+            `${route.low_severity_digest} is not an a4_digest route with a period (period: or a _daily/_weekly/_monthly name)`,
+          );
+      }
+      if (route.period !== undefined && route.trust_tier !== "a4_digest")
+        problem(at("period"), "only an a4_digest route has a digest period");
       if (route.audience !== "mention-artifact-owner" && route.metadata_fields)
         problem(at("metadata_fields"), "only a mention-artifact-owner route names metadata_fields");
     }
   });
 
 export type NotificationMatrix = z.output<typeof matrixSchema>["matrix"];
+
+export type DigestPeriod = NonNullable<RouteConfig["period"]>;
+
+/** A digest route's period: its `period`, else its name's `_daily` / `_weekly` / `_monthly` suffix. */
+export function digestPeriodOf(routeName: string, route: RouteConfig): DigestPeriod | undefined {
+  if (route.trust_tier !== "a4_digest") return undefined;
+  return route.period ?? (/_(daily|weekly|monthly)$/.exec(routeName)?.[1] as DigestPeriod | undefined);
+}
 
 /** Parses and validates a matrix; a problem is a {@link CatalogLoadError} `file:line: field: problem`. */
 export function parseNotificationMatrix(file: string, text: string): NotificationMatrix {

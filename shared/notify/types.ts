@@ -35,6 +35,11 @@ export interface Notification {
    * route (the kill switch's announcement on all operational channels, break-glass pages).
    */
   fan_out?: "first" | "all";
+  /**
+   * The emitter accepts digest delivery: an A2 message of severity `low` or `info` on a route with
+   * `low_severity_digest` is batched into that digest instead of sent on its own (docs/notifications.md).
+   */
+  batchable?: boolean;
   /** Typed template parameters; scanned for secrets like the body. */
   params?: Readonly<Record<string, string | number | boolean>>;
 }

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { TableClient } from "@azure/data-tables";
+import { odata, type TableClient } from "@azure/data-tables";
 import { QueueFullError } from "../errors.js";
 import { type TableSource, tableOpener } from "./table-source.js";
 import { isStatus, packText, unpackText } from "./table-text.js";
@@ -226,3 +226,40 @@ export function createDurableQueue<T>(options: DurableQueueOptions<T>) {
 }
 
 export type DurableQueue<T> = ReturnType<typeof createDurableQueue<T>>;
+
+/**
+ * Deletes the id rows of items closed (`done`, `abandoned`) before `cutoff`, at most `limit`: the
+ * dedupe of a queue's items is kept as long as a repeat may still arrive, not forever. Ids of
+ * items still queued, processing or delivering stay (they guard the crash path).
+ */
+export async function pruneClosedIds(options: {
+  tables: TableSource;
+  table: string;
+  cutoff: Date;
+  limit: number;
+}): Promise<number> {
+  const t = await tableOpener(options.tables, options.table)();
+  const closed = odata`at lt ${options.cutoff.toISOString()} and (state eq ${"done"} or state eq ${"abandoned"})`;
+  // Hash keys are lowercase hex: every id row sorts between `seen_` and `seen_g`.
+  const filters = [
+    `PartitionKey eq '${PARTITION}' and RowKey ge '${SEEN}' and RowKey lt '${SEEN}g' and ${closed}`,
+    `PartitionKey eq '${LEGACY_SEEN_PARTITION}' and ${closed}`,
+  ];
+  const doomed: { partitionKey: string; rowKey: string }[] = [];
+  for (const filter of filters)
+    for await (const row of t.listEntities({ queryOptions: { filter, select: ["PartitionKey", "RowKey"] } })) {
+      if (doomed.length >= options.limit) break;
+      doomed.push({ partitionKey: String(row.partitionKey), rowKey: String(row.rowKey) });
+    }
+  let deleted = 0;
+  for (const row of doomed) {
+    try {
+      await t.deleteEntity(row.partitionKey, row.rowKey);
+      deleted++;
+    } catch (error) {
+      // Another host pruned it first.
+      if (!isStatus(error, 404)) throw error;
+    }
+  }
+  return deleted;
+}

@@ -64,6 +64,10 @@ describe("cluster provisioning steps through @azure/arm-containerservice against
       securityProfile: { workloadIdentity: { enabled: true } },
       aadProfile: { managed: true, enableAzureRBAC: true },
       disableLocalAccounts: true,
+      // The browser terminal's ingress (decision 0022): the application routing add-on and the Key
+      // Vault secrets provider it reads the TLS certificate with.
+      ingressProfile: { webAppRouting: { enabled: true } },
+      addonProfiles: { azureKeyvaultSecretsProvider: { enabled: true } },
     });
     expect(await arm().summary(t)).toMatchObject({
       power_state: "Running",

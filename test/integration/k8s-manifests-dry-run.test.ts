@@ -53,9 +53,10 @@ describe("infra/k8s/ against the local Kubernetes API (kubectl apply --dry-run=s
         "service/blastplane-jobapi created (server dry run)",
         "poddisruptionbudget.policy/blastplane-jobapi created (server dry run)",
         "networkpolicy.networking.k8s.io/blastplane-jobapi-ingress created (server dry run)",
+        "ingress.networking.k8s.io/blastplane-terminal created (server dry run)",
       ]),
     );
-    expect(lines).toHaveLength(11);
+    expect(lines).toHaveLength(12);
     const { stdout: after } = await kubectl("get", "deployments,serviceaccounts", "-n", "blastplane", "-o", "name");
     expect(after.trim()).toBe("");
     // The existing namespace was patched in a dry run only: kubectl's last-applied annotation is not on it.

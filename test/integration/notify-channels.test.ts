@@ -15,6 +15,7 @@ import { createWebhookChannel } from "../../shared/notify/channels/webhook.js";
 import { createDeliveryStore, type DeliveryStore } from "../../shared/notify/delivery-store.js";
 import { createIncidentNotices } from "../../shared/notify/emitters/incident-notices.js";
 import { parseNotificationMatrix } from "../../shared/notify/matrix.js";
+import { createDigests, withLowSeverityDigests } from "../../shared/notify/digests/digests.js";
 import { createDurableNotifier } from "../../shared/notify/notify-queue.js";
 import { type ChannelAdapter, createNotificationRouter } from "../../shared/notify/router.js";
 import type { Notification } from "../../shared/notify/types.js";
@@ -85,6 +86,16 @@ const MATRIX = `matrix:
     pager_only:
       trust_tier: a2_operational_alert
       primary: pager
+    digest_ops_notices_daily:
+      trust_tier: a4_digest
+      primary: slack
+    hook_with_digest:
+      trust_tier: a2_operational_alert
+      primary: hook
+      low_severity_digest: digest_ops_notices_daily
+    digest_kpi_cost_monthly:
+      trust_tier: a4_digest
+      primary: slack
 `;
 
 let azurite: RunningAzurite;
@@ -934,4 +945,109 @@ describe("durable delivery: the notification queue (router item 3)", () => {
     // Restarted hosts delivered messages their killed predecessors had accepted.
     expect(drained).toBeGreaterThan(0);
   }, 900_000);
+});
+
+describe("digests (A4, spec §6 item 6) on a controlled clock", () => {
+  const matrix = parseNotificationMatrix("m.yaml", MATRIX);
+  const texts = () => slack.requests.map((r) => JSON.stringify(postedArgs(r).blocks));
+
+  it("C-472 C-485 C-527 a day's low-severity notices go out as one digest once the day ends; a replayed notice, a second flush or another host add nothing; a quiet day sends nothing", async () => {
+    clear();
+    const w = world();
+    let clock = Date.parse("2026-11-26T09:00:00Z");
+    const host = () => createDigests({ tables: w.tables, matrix, notifier: w.otherHost(), now: () => new Date(clock) });
+    const notice = (n: number, severity: "low" | "info") => ({
+      route: "digest_ops_notices_daily",
+      severity,
+      template_key: "ops.notice",
+      title: `Warm-up slow on node ${n}`,
+      correlation_id: `warm-${n}`,
+      idempotency_key: `warm/${n}`,
+    });
+    expect(await host().add(notice(1, "low"))).toBe("batched");
+    clock += 3_600_000;
+    expect(await host().add(notice(2, "info"))).toBe("batched");
+    expect(await host().add(notice(1, "low"))).toBe("duplicate");
+    clock = Date.parse("2026-11-26T23:59:59Z");
+    expect(await host().flush()).toEqual([]);
+    expect(slack.requests).toHaveLength(0);
+    // The day has ended: one digest, through the router, acknowledged by the vendor.
+    clock = Date.parse("2026-11-27T00:05:00Z");
+    const [sent, ...rest] = await host().flush();
+    expect(rest).toEqual([]);
+    expect(sent).toMatchObject({
+      route: "digest_ops_notices_daily",
+      period_start: "2026-11-26T00:00:00.000Z",
+      outcome: "sent",
+      receipt: { confirmed: true, state: "delivered" },
+    });
+    expect(texts()).toHaveLength(1);
+    expect(texts()[0]).toContain("Notices: 2 (low 1, info 1).");
+    expect(texts()[0]).toContain("[low] Warm-up slow on node 1");
+    // A notice of the new day waits for its own day; a second flush and another host send nothing more.
+    expect(await host().add(notice(3, "low"))).toBe("batched");
+    expect(await Promise.all([host().flush(), host().flush()])).toEqual([[], []]);
+    expect(slack.requests).toHaveLength(1);
+    // The 27th had one notice; the 28th none (nothing batched, no source): nothing at all is sent for it.
+    clock = Date.parse("2026-11-29T01:00:00Z");
+    expect((await host().flush()).map((r) => r.period_start)).toEqual(["2026-11-27T00:00:00.000Z"]);
+    expect(await host().flush()).toEqual([]);
+    expect(slack.requests).toHaveLength(2);
+  });
+
+  it("C-472 a batchable low or info alert on a route with a low-severity digest waits for the digest; anything else is sent at once", async () => {
+    clear();
+    const w = world();
+    let clock = Date.parse("2026-11-26T09:00:00Z");
+    const digests = createDigests({ tables: w.tables, matrix, notifier: w.otherHost(), now: () => new Date(clock) });
+    const notifier = withLowSeverityDigests(w.otherHost(), digests, matrix, () => new Date(clock));
+    const batched = await notifier.send(alert({ route: "hook_with_digest", severity: "low", batchable: true }));
+    expect(batched).toMatchObject({ confirmed: false, channel: "digest:digest_ops_notices_daily" });
+    await notifier.send(alert({ route: "hook_with_digest", severity: "info", batchable: true }));
+    expect(hook.requests).toHaveLength(0);
+    // Not batchable, or not low: sent now.
+    await notifier.send(alert({ route: "hook_with_digest", severity: "low" }));
+    await notifier.send(alert({ route: "hook_with_digest", severity: "high", batchable: true }));
+    expect(hook.requests).toHaveLength(2);
+    clock = Date.parse("2026-11-27T00:05:00Z");
+    expect(await digests.flush()).toMatchObject([{ outcome: "sent", route: "digest_ops_notices_daily" }]);
+    expect(texts()[0]).toContain("Notices: 2 (low 1, info 1).");
+  });
+
+  it("C-477 C-484 C-485 a monthly route with a source is flushed each month with what the source gave; a month without significant activity is suppressed", async () => {
+    clear();
+    const w = world();
+    let clock = Date.parse("2026-12-01T00:30:00Z");
+    const asked: string[] = [];
+    const digests = createDigests({
+      tables: w.tables,
+      matrix,
+      notifier: w.otherHost(),
+      now: () => new Date(clock),
+      sources: {
+        digest_kpi_cost_monthly: async ({ from }) => {
+          asked.push(from.toISOString());
+          return from.getUTCMonth() === 10
+            ? {
+                actions: { auto: 12, human_approved: 3, rolled_back: 1, observation_only: 4 },
+                cost: { run_rate_before: 400, run_rate_now: 430, currency: "USD" },
+              }
+            : { cost: { run_rate_before: 430, run_rate_now: 432, currency: "USD" } };
+        },
+      },
+    });
+    const november = await digests.flush();
+    expect(november).toMatchObject([{ route: "digest_kpi_cost_monthly", outcome: "sent" }]);
+    const body = texts()[0] ?? "";
+    expect(body).toContain("Actions: 20 — auto 12, human-approved 3, rolled back 1, observation only 4.");
+    expect(body).toContain("+7.5% from 400.00 USD/day");
+    // Nothing it was not given: no incident tally, no notices.
+    expect(body).not.toMatch(/Incidents|Notices/);
+    expect(await digests.flush()).toEqual([]);
+    // December: only a 0.5% cost swing — noise: suppressed, nothing sent.
+    clock = Date.parse("2027-01-01T00:30:00Z");
+    expect(await digests.flush()).toMatchObject([{ outcome: "suppressed", period_start: "2026-12-01T00:00:00.000Z" }]);
+    expect(slack.requests).toHaveLength(1);
+    expect(asked).toEqual(["2026-11-01T00:00:00.000Z", "2026-12-01T00:00:00.000Z"]);
+  });
 });

@@ -218,6 +218,9 @@ describe("infra/: the Function App's settings start the app", () => {
     // With the alertWebhookUrl parameter given.
     SVC_WEBHOOK_URL: "https://alerts.example.org/blastplane",
     SVC_WEBHOOK_SECRET_REF: "kv:notify-webhook-secret",
+    // With the terminalHost and terminalCertificateName parameters given (decision 0022).
+    JOBAPI_TERMINAL_HOST: "terminal.example.org",
+    JOBAPI_TERMINAL_TLS_CERT_URI: "https://kv-abc123.vault.azure.net/certificates/terminal-tls",
   };
 
   it("B-195: identity-based storage, the identity's client id, no connection string for storage", () => {

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { DockerfileParser } from "dockerfile-ast";
 import { Deployment } from "kubernetes-models/apps/v1";
-import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1";
+import { Ingress, NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
 import { ClusterRole, ClusterRoleBinding, Role, RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
 import { Namespace, Service, ServiceAccount } from "kubernetes-models/v1";
@@ -129,6 +129,7 @@ describe("infra/k8s/jobapi.yaml against the Kubernetes schemas", () => {
     Deployment,
     PodDisruptionBudget,
     NetworkPolicy,
+    Ingress,
   };
 
   it("every object validates against its schema (kubernetes-models)", () => {

@@ -1,4 +1,5 @@
 import { odata } from "@azure/data-tables";
+import { pruneClosedIds } from "../../storage/durable-queue.js";
 import { isStatus } from "../../storage/table-text.js";
 import { type TableSource, tableOpener } from "../../storage/table-source.js";
 import { CHANNEL_REPLAY_TABLE } from "../platform-b/slack-inbound.js";
@@ -12,7 +13,7 @@ import { CHANNEL_TURNS_TABLE } from "./channel-queue.js";
  *   signature window); past it, a replay fails the timestamp check anyway.
  * - `channelwebhooknonces`: a used `webhook-id` likewise until its `expires_at` (twice the Standard
  *   Webhooks tolerance). Each source's high-water timestamp row stays.
- * - `channelturns`, partition `seen` (the dedupe of vendor deliveries): only turns that are closed
+ * - `channelturns`, the id rows (the dedupe of vendor deliveries): only turns that are closed
  *   (`done`, `abandoned`) and older than {@link TURN_DEDUPE_RETENTION_MS}, well past any vendor's
  *   redelivery (Slack retries within minutes, Bot Service within seconds). Turns still queued,
  *   processing or delivering keep their row: it guards the crash path.
@@ -62,9 +63,11 @@ export async function pruneChannelRows(options: {
   return {
     replay: await prune(CHANNEL_REPLAY_TABLE, odata`expires_at lt ${now}`),
     nonces: await prune(WEBHOOK_NONCE_TABLE, odata`expires_at lt ${now}`),
-    turns: await prune(
-      CHANNEL_TURNS_TABLE,
-      odata`PartitionKey eq ${"seen"} and at lt ${cutoff} and (state eq ${"done"} or state eq ${"abandoned"})`,
-    ),
+    turns: await pruneClosedIds({
+      tables: options.tables,
+      table: CHANNEL_TURNS_TABLE,
+      cutoff: new Date(cutoff),
+      limit,
+    }),
   };
 }

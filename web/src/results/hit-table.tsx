@@ -98,8 +98,8 @@ export function HitTable(props: {
                 </button>
               </td>
               <td>{hit.accession || hit.id}</td>
-              <td class="num">{hit.bit_score}</td>
-              <td class="num">{hit.total_bit_score}</td>
+              <td class="num">{Math.round(hit.bit_score)}</td>
+              <td class="num">{Math.round(hit.total_bit_score)}</td>
               <td class="num">{hit.query_cover}%</td>
               <td class="num">{formatEvalue(hit.evalue)}</td>
               <td class="num">{hit.identity}%</td>
