@@ -81,6 +81,19 @@ async function ask(page: Page, text: string) {
   await page.getByRole("button", { name: "Send" }).click();
 }
 
+/** Files a kill-switch approval as a Contributor through the API (it needs an Owner to decide); returns its id. */
+async function pendingApproval(): Promise<string> {
+  const contributor = await mintToken(stack, "Contributor", { oid: "oid-e2e-filer" });
+  const res = await fetch(`${app()}/api/chat`, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${contributor}`, "Content-Type": "application/json" },
+    body: JSON.stringify({ text: 'run_runbook name=kill_switch params={"on":true} dry_run=false' }),
+  });
+  const filed = (await res.json()) as { kind: string; approval_id: string };
+  expect(filed.kind).toBe("approval_filed");
+  return filed.approval_id;
+}
+
 describe("the console web chat in Chromium", () => {
   it("C-004 C-313 C-337: a Reader converses over the stream; answers cite evidence, refusals read as refusals; axe-clean", async () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
@@ -154,28 +167,9 @@ describe("the console web chat in Chromium", () => {
     expect(reasons.filter((d) => !d.shown)).toEqual([expect.objectContaining({ reason: "same_tag" })]);
   }, 180_000);
 
-  it("C-348 C-349 C-183 C-188: the approvals queue shows a Reader only the count; the server decides who may decide; an Owner rejects; break-glass shows its TTL", async () => {
-    const contributor = await mintToken(stack, "Contributor", { oid: "oid-e2e-filer" });
-    const filed = (await (
-      await fetch(`${app()}/api/chat`, {
-        method: "POST",
-        headers: { Authorization: `Bearer ${contributor}`, "Content-Type": "application/json" },
-        body: JSON.stringify({ text: 'run_runbook name=kill_switch params={"on":true} dry_run=false' }),
-      })
-    ).json()) as { kind: string; approval_id: string };
-    expect(filed.kind).toBe("approval_filed");
+  it("C-348 C-349 C-183 C-188: the approvals queue: the server decides who may decide (an Approver not for a kill switch, nobody their own); an Owner rejects; break-glass shows its TTL", async () => {
+    const filed = { approval_id: await pendingApproval() };
     const item = (p: Page) => p.locator(`.approval-item[data-approval-id="${filed.approval_id}"]`);
-
-    // A Reader: how many wait, nothing about them (spec §2.2), no decision controls.
-    const readerContext = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    contexts.push(readerContext);
-    const reader = await signIn(readerContext, "Reader", "E2E Queue Reader");
-    await reader
-      .getByTestId("approvals-count")
-      .getByText(/\d+ approvals? (is|are) waiting/)
-      .waitFor();
-    expect(await reader.getByText(filed.approval_id).count()).toBe(0);
-    expect(await reader.getByRole("button", { name: "Approve" }).count()).toBe(0);
 
     // An Approver sees the item but may not decide a kill switch: the server says it needs an Owner.
     const approverContext = await browser.newContext({ viewport: { width: 1280, height: 900 } });
@@ -220,10 +214,21 @@ describe("the console web chat in Chromium", () => {
     await expectAccessible(owner, "console with approvals and break-glass");
   }, 240_000);
 
-  it("C-315 C-004: a scripted narrator's answer streams into the page sentence by sentence; Cancel mid-answer closes the stream and aborts the provider request", async () => {
+  it("C-315 C-004 C-338: a Reader sees only the approvals count; a scripted narrator's answer streams into the page sentence by sentence; Cancel mid-answer aborts the provider request; the narrator's plan is final", async () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     contexts.push(context);
     const page = await signIn(context, "Reader", "E2E Narrated Reader");
+    // The approvals queue as a Reader sees it (spec §2.2): how many wait, nothing about them, no
+    // decision controls (checked on this page to spare the suite a sign-in).
+    const pending = await pendingApproval();
+    await page.getByRole("button", { name: "Refresh" }).click();
+    await page
+      .getByTestId("approvals-count")
+      .getByText(/\d+ approvals? (is|are) waiting/)
+      .waitFor();
+    expect(await page.getByText(pending).count()).toBe(0);
+    expect(await page.getByRole("button", { name: "Approve" }).count()).toBe(0);
+
     const ref = "catalog:rules@1,action_types@1";
     const rendering = (first: string, second: string, field: string) =>
       JSON.stringify({
