@@ -208,6 +208,7 @@ async function main(): Promise<void> {
         builtImage: {
           workingDir: path.resolve(here, "../.."),
           cmd: ["node", "--enable-source-maps", "dist/jobapi/server.js"],
+          files: ["dist/jobapi"],
         },
         logger: logger.child({ component: "local-arm" }),
       });
