@@ -35,7 +35,12 @@ beforeAll(async () => {
     namespaces: [NS],
     images: [
       { pattern: /^node(:[\w.-]+)?$/, workingDir: dataDir, cmd: ["node"] },
-      { pattern: /(^|\/)closed-app(:[\w.-]+)?$/, workingDir: closedImageDir, cmd: ["node", "app/run.js"], files: ["app"] },
+      {
+        pattern: /(^|\/)closed-app(:[\w.-]+)?$/,
+        workingDir: closedImageDir,
+        cmd: ["node", "app/run.js"],
+        files: ["app"],
+      },
     ],
     watchBufferLimitBytes: 1 * MiB,
     historyLimitBytes: 4 * MiB,
