@@ -299,6 +299,8 @@ export class Kubelet {
     if (image.files?.length && !permits(identity, image.workingDir, "rx")) {
       dir = stageDir();
       for (const entry of image.files) openCopy(path.join(image.workingDir, entry), path.join(dir, entry));
+      // Folders made on the way (`dist` of `dist/jobapi`) got this process's umask (0700 under npm start).
+      openFolders(dir);
       result.workingDir = dir;
     }
     if (!permits(identity, process.execPath, "x")) {
@@ -772,4 +774,12 @@ function openCopy(from: string, to: string): void {
   }
   copyFileSync(from, to);
   chmodSync(to, st.mode & 0o100 ? 0o755 : 0o644);
+}
+
+/** Opens every folder under `dir` (and `dir`) to all users for reading and search. */
+function openFolders(dir: string): void {
+  chmodSync(dir, 0o755);
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    if (entry.isDirectory()) openFolders(path.join(dir, entry.name));
+  }
 }

@@ -23,9 +23,9 @@ let closedImageDir: string;
 beforeAll(async () => {
   dataDir = mkdtempSync(path.join(tmpdir(), "bp-kube-limits-"));
   closedImageDir = mkdtempSync(path.join(tmpdir(), "bp-closed-image-"));
-  mkdirSync(path.join(closedImageDir, "app"));
+  mkdirSync(path.join(closedImageDir, "lib", "app"), { recursive: true });
   writeFileSync(
-    path.join(closedImageDir, "app", "run.js"),
+    path.join(closedImageDir, "lib", "app", "run.js"),
     "console.log(JSON.stringify({ uid: process.getuid(), cwd: process.cwd() }));\n",
   );
   cluster = await startLocalCluster({
@@ -38,8 +38,8 @@ beforeAll(async () => {
       {
         pattern: /(^|\/)closed-app(:[\w.-]+)?$/,
         workingDir: closedImageDir,
-        cmd: ["node", "app/run.js"],
-        files: ["app"],
+        cmd: ["node", "lib/app/run.js"],
+        files: ["lib/app"],
       },
     ],
     watchBufferLimitBytes: 1 * MiB,
@@ -297,9 +297,17 @@ describe("local Kubernetes API limits", () => {
       cluster.store.get("pods", NS, "closed-app")?.status as
         | { phase?: string; containerStatuses?: { state?: { waiting?: { reason: string; message: string } } }[] }
         | undefined;
-    expect((await call("POST", `/api/v1/namespaces/${NS}/pods`, auth, pod)).status).toBe(201);
+    // npm start runs under umask 077 (a private data folder): the copy must still be open to the pod.
+    const umask = process.umask(0o077);
+    try {
+      expect((await call("POST", `/api/v1/namespaces/${NS}/pods`, auth, pod)).status).toBe(201);
+      if (process.getuid?.() === 0) {
+        expect(await eventually(async () => (statusOf()?.phase === "Succeeded" ? true : undefined))).toBe(true);
+      }
+    } finally {
+      process.umask(umask);
+    }
     if (process.getuid?.() === 0) {
-      expect(await eventually(async () => (statusOf()?.phase === "Succeeded" ? true : undefined))).toBe(true);
       const report = (await call("GET", `/api/v1/namespaces/${NS}/pods/closed-app/log`, auth)).json;
       expect(report.uid).toBe(1000);
       expect(String(report.cwd)).not.toBe(closedImageDir);
