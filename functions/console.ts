@@ -159,6 +159,13 @@ const liveHeaders = z.strictObject({
     .regex(LIVE_EVENT_ID, "must be an id this stream sent (<RFC 3339 time>~<audit id>)")
     .optional(),
 });
+/** The resume header of both audit streams, as their API description states it. */
+const lastEventIdParameter = {
+  name: "Last-Event-ID",
+  in: "header",
+  required: false,
+  schema: { type: "string", pattern: LIVE_EVENT_ID.source },
+} as const;
 
 route(
   "liveStream",
@@ -170,14 +177,7 @@ route(
       summary: "Verified core-stage frames as server-sent events (resumable by Last-Event-ID)",
       description:
         "Frames named `live` whose data has `kind` (`event_ingested`, `verdict`, `severity_changed`, `approval_needed`, `approval_decided`, `denied`, `failed_result`, `action_succeeded`), `audit_id`, `at`, `replay` and bounded allow-listed ids, read from the durable audit log and filtered by the caller's role. `Last-Event-ID` resumes after the given frame (frames within the last hour are replayed with `replay: true`); a `gap` frame says more than 1000 entries were missed. Comment heartbeats every 15 s; a connection ends after 10 minutes or when the client leaves 256 KiB unread, and the client resumes. See docs/web-chat.md.",
-      parameters: [
-        {
-          name: "Last-Event-ID",
-          in: "header",
-          required: false,
-          schema: { type: "string", pattern: LIVE_EVENT_ID.source },
-        },
-      ],
+      parameters: [lastEventIdParameter],
       responses: {
         "200": { description: "the event stream", content: { "text/event-stream": { schema: { type: "string" } } } },
         ...validationFailed,
@@ -230,14 +230,7 @@ route(
       summary: "Agent runtime-state frames as server-sent events (resumable by Last-Event-ID)",
       description:
         "First a `runtime` frame (`broker: absent`, `source: audit_log`, `keepalive_ms`): this product has no message broker, so frames come from the durable audit log and SSE comment keep-alives go out every 15 s while idle. Then frames named `agent` — the `/agents/activity` entry of each inventory scan, ontology conversion, current-state read and read investigation, with `state` (`completed`, `failed`, `refused`), `at`, `audit_id` and `replay`, in audit order and filtered by the caller's role. `Last-Event-ID` resumes like `/live/stream` (1-hour window, `gap` frame beyond 1000 entries); a connection ends after 10 minutes or when the client leaves 256 KiB unread. See docs/web-chat.md.",
-      parameters: [
-        {
-          name: "Last-Event-ID",
-          in: "header",
-          required: false,
-          schema: { type: "string", pattern: LIVE_EVENT_ID.source },
-        },
-      ],
+      parameters: [lastEventIdParameter],
       responses: {
         "200": { description: "the event stream", content: { "text/event-stream": { schema: { type: "string" } } } },
         ...validationFailed,

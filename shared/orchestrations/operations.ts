@@ -89,18 +89,19 @@ export function operationView(input: {
   };
 }
 
+/** What a step-by-step operation reports: its output once done, its custom status while it runs. */
+function progressSource(customStatus: unknown, output: unknown): Record<string, unknown> | undefined {
+  if (output !== null && typeof output === "object") return output as Record<string, unknown>;
+  if (customStatus !== null && typeof customStatus === "object") return customStatus as Record<string, unknown>;
+  return undefined;
+}
+
 /**
  * An image build's progress: the step (`upload`, `schedule`, `run`, `done`), the registry run and
  * its state, the tail of its log, and at the end the image pinned by digest.
  */
 function buildProgress(customStatus: unknown, output: unknown): Record<string, unknown> | undefined {
-  const source = (
-    output !== null && typeof output === "object"
-      ? output
-      : customStatus !== null && typeof customStatus === "object"
-        ? customStatus
-        : undefined
-  ) as Record<string, unknown> | undefined;
+  const source = progressSource(customStatus, output);
   if (!source || typeof source.step !== "string") return undefined;
   const keys = ["step", "run_id", "run_status", "context_digest", "image", "image_digest", "log_tail"];
   return Object.fromEntries(keys.filter((k) => source[k] !== undefined).map((k) => [k, source[k]]));
@@ -112,13 +113,7 @@ function buildProgress(customStatus: unknown, output: unknown): Record<string, u
  * output once it is done.
  */
 function stepProgress(customStatus: unknown, output: unknown): Record<string, unknown> | undefined {
-  const source = (
-    output !== null && typeof output === "object"
-      ? output
-      : customStatus !== null && typeof customStatus === "object"
-        ? customStatus
-        : undefined
-  ) as Record<string, unknown> | undefined;
+  const source = progressSource(customStatus, output);
   if (!source || typeof source.step !== "string") return undefined;
   return {
     step: source.step,
