@@ -631,7 +631,7 @@ describe("activate_break_glass", () => {
       ),
     );
     expect(Date.parse(result.expires_at) - Date.parse(result.activated_at)).toBe(3_600_000);
-    expect(result.reason).toBe("cluster down password=[redacted] Bearer [redacted]");
+    expect(result.reason).toBe("cluster down password=[redacted:connection_string] Bearer [redacted]");
     expect(result.pager_receipt).toMatchObject({ paged: 2, confirmed: 2 });
     expect(result.pager_receipt.delivery_ids.sort()).toEqual(
       (await h.notifier.list()).map((m) => m.delivery_id).sort(),

@@ -5,6 +5,8 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { sanitizeReason } from "../../shared/console/break-glass/break-glass.js";
+import { redactLogCell } from "../../shared/console/tools/provider-tools.js";
 import { containsSecret, redactSecrets, scanSecrets } from "../../shared/ops/secret-scanner.js";
 
 const B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
@@ -101,6 +103,17 @@ describe("secret scanner", () => {
         const out = JSON.stringify(redactSecrets(value));
         expect(out).not.toContain(core);
         expect(out).toContain("[redacted:");
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it("C-236: text sinks that rewrite text keep no secret either: the break-glass reason, a log cell (CI counterexample: `bpt_…` lost its underscore to markup stripping first)", () => {
+    expect(sanitizeReason("bpt_uun9rSm-kw98tANb8FhjmN5sxxx9")).not.toContain("uun9rSm-kw98tANb8FhjmN5sxxx9");
+    fc.assert(
+      fc.property(fc.oneof(...secrets.map(textWith)), ({ text, core }) => {
+        expect(sanitizeReason(text)).not.toContain(core);
+        expect(String(redactLogCell(text))).not.toContain(core);
       }),
       { numRuns: 2000 },
     );

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { AuditLog } from "../../ops/audit.js";
 import type { Notifier } from "../../notify/types.js";
+import { scanSecrets } from "../../ops/secret-scanner.js";
 
 /** The spec's cap and default for a break-glass expiry (§2.3, §8): four hours. */
 export const BREAK_GLASS_MAX_TTL_SECONDS = 14_400;
@@ -43,14 +44,20 @@ export class BreakGlassDeniedError extends Error {
  * token-like values (bearer values, long secrets, key=value credentials) masked, 500 characters.
  */
 export function sanitizeReason(reason: string): string {
+  // Secrets first, by the one scanner: stripping markup before it would turn `bpt_x…` into `bptx…`,
+  // which no pattern knows any more.
+  const scanned = scanSecrets(
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is removed
+    reason.replace(/[\u0000-\u001f\u007f]/g, " "),
+  ).text;
   return (
-    reason
-      // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is removed
-      .replace(/[\u0000-\u001f\u007f]/g, " ")
+    scanned
       .replace(/<[^>]*>/g, "")
-      .replace(/[`*_~|[\]<>]/g, "")
-      .replace(/\bbearer[\s:=]+\S+/gi, "Bearer [redacted]")
-      .replace(/\b(password|secret|token|key|sig)\s*[:=]\s*\S+/gi, "$1=[redacted]")
+      .replace(/\[redacted:[a-z_]+\]|[`*_~|[\]<>]/g, (m) => (m.startsWith("[redacted:") ? m : ""))
+      // Stricter than the scanner here: a reason has no business holding any credential, short or not.
+      .replace(/\bbearer[\s:=]+(?!\[redacted)\S+/gi, "Bearer [redacted]")
+      .replace(/\b(password|secret|token|key|sig)\s*[:=]\s*(?!\[redacted)\S+/gi, "$1=[redacted]")
+      // A long unbroken token is most likely a credential of a kind the scanner does not name.
       .replace(/\b[A-Za-z0-9+/_-]{32,}={0,2}/g, "[redacted]")
       .replace(/\s+/g, " ")
       .trim()

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { scanSecrets } from "../../ops/secret-scanner.js";
 import type { SnapshotProvider } from "../providers/providers.js";
 import type { ConsoleToolDependencies } from "./dependencies.js";
 import { boundedText, defineTool, requireProvider, type Tool, ToolError } from "./tool.js";
@@ -45,8 +46,9 @@ export type LogTemplate = keyof typeof LOG_TEMPLATES;
 /** Removes secrets, bearer values, resource ids, GUIDs, e-mail addresses, URLs and IP addresses from one cell. */
 export function redactLogCell(value: unknown): unknown {
   if (typeof value !== "string") return value;
-  return value
-    .replace(/\bbearer[\s:=]+[^\s,;]+/gi, "[bearer]")
+  // The one secret scanner first; what follows removes what identifies rather than authenticates.
+  return scanSecrets(value)
+    .text.replace(/\bbearer[\s:=]+[^\s,;]+/gi, "[bearer]")
     .replace(
       /\b(password|pwd|secret|token|api[_-]?key|accountkey|sig|sharedaccesskey)\s*[:=]\s*[^\s,;&]+/gi,
       "$1=[secret]",
