@@ -288,6 +288,15 @@ export const rpcResponseSchema = z.object({
   result: z.record(z.string(), z.unknown()).describe("tools.search: {role, tools}; tools.describe: one descriptor"),
 });
 
+/** `GET /api/notifications/preview`: one template rendered as the email channel would send it. */
+export const notificationPreviewSchema = z.object({
+  template: z.string(),
+  locale: z.enum(["en", "ko"]),
+  subject: z.string(),
+  text: z.string(),
+  html: z.string().describe("the HTML part; parameters are HTML-escaped"),
+});
+
 /** `POST /api/notifications/test`: the test message's overall state and each channel's receipt. */
 export const notificationTestResultSchema = z.object({
   route: z.string(),
