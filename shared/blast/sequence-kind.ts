@@ -137,6 +137,19 @@ export function estimateBytesToCache(size: FastaSize): number {
 /** Most partitions a database is built with (as `buildDatabase` allows). */
 export const MAX_PARTITIONS = 64;
 
+/** A byte count in decimal units, as storage is sold and the web app writes sizes: `720 bytes`, `15.6 KB`, `1.2 GB`. */
+function bytesText(n: number): string {
+  const units = ["KB", "MB", "GB", "TB"];
+  if (n < 1000) return `${Math.round(n)} bytes`;
+  let value = n / 1000;
+  let unit = 0;
+  while (value >= 1000 && unit < units.length - 1) {
+    value /= 1000;
+    unit += 1;
+  }
+  return `${value.toFixed(value >= 100 ? 0 : 1)} ${units[unit]}`;
+}
+
 /** A suggested partition count and why. */
 export interface PartitionAdvice {
   /** 0: not partitioned; 2–64: that many. */
@@ -154,7 +167,7 @@ export interface PartitionAdvice {
  */
 export function suggestPartitions(size: FastaSize, usableBytes: number | null | undefined): PartitionAdvice {
   const bytesToCache = estimateBytesToCache(size);
-  const mb = (n: number) => `${(n / 1e6).toFixed(n < 1e7 ? 2 : 0)} MB`;
+  const mb = bytesText;
   if (!usableBytes || usableBytes <= 0) {
     return {
       partitions: 0,

@@ -683,15 +683,15 @@ describe("the dashboard web app in Chromium", () => {
     const fasta = path.join(stack.dataDir, "my16s.fasta");
     await writeFile(fasta, demoQueries(10, 1500, 100));
     await page.getByRole("link", { name: "Databases" }).click();
-    await page.getByLabel("FASTA file").setInputFiles(fasta);
+    await page.getByLabel("FASTA file", { exact: true }).setInputFiles(fasta);
     await page.locator("#upload-summary", { hasText: "10 sequences" }).waitFor();
     expect(await page.locator("#upload-summary").textContent()).toContain("The letters look like nucleotide.");
-    expect(await page.getByLabel("Database name").inputValue()).toBe("my16s");
+    expect(await page.getByLabel("Database name", { exact: true }).inputValue()).toBe("my16s");
     expect(
       await page.getByRole("radio", { name: /^Nucleotide — detected from the sequence letters/ }).isChecked(),
     ).toBe(true);
     // The demo node leaves 180,000 bytes to a search: ten 1,500-base sequences fit whole.
-    expect(await page.getByLabel("Partitions").inputValue()).toBe("0");
+    expect(await page.getByLabel("Partitions", { exact: true }).inputValue()).toBe("0");
     expect(await page.locator("#upload-partitions-hint").textContent()).toContain("no partitions needed");
     await checkPage(page, "databases-upload");
     await page.getByRole("button", { name: "Add nucleotide database" }).click();

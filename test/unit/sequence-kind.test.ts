@@ -59,7 +59,12 @@ describe("partitions suggested from the database's size and the nodes' memory (i
 
   it("suggests none when the database fits a node, else enough partitions that each fits, between 2 and 64", () => {
     expect(suggestPartitions(nucl, 2_000_000).partitions).toBe(0);
-    expect(suggestPartitions(nucl, 2_000_000).reason).toContain("no partitions needed");
+    expect(suggestPartitions(nucl, 2_000_000).reason).toBe(
+      "about 1.1 MB to cache fits in a node's 2.0 MB of usable memory: no partitions needed",
+    );
+    expect(suggestPartitions({ ...nucl, letters: 400, sequences: 2, headerBytes: 20 }, 180_000).reason).toBe(
+      "about 144 bytes to cache fits in a node's 180 KB of usable memory: no partitions needed",
+    );
     const split = suggestPartitions(nucl, 400_000);
     expect(split.partitions).toBe(3);
     expect(split.bytesToCache / split.partitions).toBeLessThanOrEqual(400_000);
