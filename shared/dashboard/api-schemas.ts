@@ -109,6 +109,34 @@ export const operationStartedSchema = z.object({
   meta,
 });
 
+/** `GET /api/databases/adding`: what adding a database needs (issue 23, item 5). */
+export const databaseAddingSchema = z.object({
+  prepare: z
+    .object({ available: z.boolean(), reason: z.string().nullable() })
+    .describe("whether Prepare works here, and what it needs when it does not (DATABASE_SOURCE_URL)"),
+  upload: z.object({
+    available: z.boolean(),
+    reason: z.string().nullable(),
+    max_bytes: z.number().int().describe("largest FASTA accepted (DATABASE_UPLOAD_MAX_BYTES); 413 beyond"),
+  }),
+  node: z
+    .object({ memory_bytes: z.number().int(), usable_bytes: z.number().int() })
+    .nullable()
+    .describe("a search node's memory and what one search may cache (the job API's view); null when unknown"),
+  meta,
+});
+
+/** `POST /api/databases/uploads`: the build started and what the uploaded FASTA holds. */
+export const databaseUploadStartedSchema = operationStartedSchema.extend({
+  upload: z.object({
+    bytes: z.number().int(),
+    sequences: z.number().int(),
+    letters: z.number().int(),
+    header_bytes: z.number().int(),
+    detected_type: z.enum(["nucl", "prot"]).nullable().describe("the molecule the sequence letters look like"),
+  }),
+});
+
 const podReportSchema = z.object({
   name: z.string(),
   phase: z.string(),
