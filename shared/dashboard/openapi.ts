@@ -20,6 +20,8 @@ import {
   databaseListSchema,
   healthSchema,
   jobApiDeploymentSchema,
+  clusterStatusSchema,
+  latestImageBuildSchema,
   noopEnqueuedSchema,
   noopResultSchema,
   operationResponseSchema,
@@ -96,6 +98,8 @@ const SCHEMAS: Record<string, z.ZodType> = {
   RoleAssignmentCheck: roleAssignmentCheckSchema,
   ScaleRequest: scaleRequestSchema,
   JobApiDeployment: jobApiDeploymentSchema,
+  ClusterStatus: clusterStatusSchema,
+  LatestImageBuild: latestImageBuildSchema,
   TerminalTicketRequest: terminalTicketRequestSchema,
   TerminalTicket: terminalTicketSchema,
 };

@@ -56,6 +56,17 @@ export function containerRegistryProvider(options: ContainerRegistryOptions = {}
     const logName = (runId: string, r: StoredResource) => `logs/${r.name}/${runId}/rawtext.log`;
 
     /** Moves a run on by one poll: Queued → Running → its outcome once polled enough. */
+    const announce = (properties: Record<string, unknown>) => {
+      const image = (
+        properties.outputImages as { registry: string; repository: string; digest: string }[] | undefined
+      )?.[0];
+      if (properties.status === "Succeeded" && image)
+        options.onImageBuilt?.({
+          reference: `${image.registry}/${image.repository}@${image.digest}`,
+          repository: image.repository,
+          digest: image.digest,
+        });
+    };
     const advance = (r: StoredResource, run: StoredResource) => {
       const p = run.properties as Record<string, unknown> & { polls: number; planned: Record<string, unknown> };
       if (["Succeeded", "Failed", "Canceled", "Error", "Timeout"].includes(String(p.status))) return;
@@ -70,13 +81,7 @@ export function containerRegistryProvider(options: ContainerRegistryOptions = {}
         Object.assign(q, q.planned, { finishTime: new Date().toISOString(), provisioningState: "Succeeded" });
       });
       const done = store.get(run.id)?.properties as typeof p;
-      const image = (done.outputImages as { registry: string; repository: string; digest: string }[] | undefined)?.[0];
-      if (done.status === "Succeeded" && image)
-        options.onImageBuilt?.({
-          reference: `${image.registry}/${image.repository}@${image.digest}`,
-          repository: image.repository,
-          digest: image.digest,
-        });
+      announce(done);
       arm.blobs.set(logName(run.name, r), Buffer.from(String(done.log ?? "")));
     };
     const runJson = (run: StoredResource) => {
@@ -86,6 +91,12 @@ export function containerRegistryProvider(options: ContainerRegistryOptions = {}
 
     return {
       namespace: NAMESPACE,
+      // A restarted stack: run ids go on from the saved runs, and the images they built can run again.
+      restored() {
+        const runs = store.list(RUN);
+        runCounter = runs.length;
+        for (const run of runs) announce(run.properties);
+      },
       routes: [
         ...readRoutes(store, NAMESPACE, "registries"),
         {
