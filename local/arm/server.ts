@@ -84,8 +84,8 @@ export interface ArmContext {
   putWithOperation(req: ArmRequest, spec: PutSpec): ArmResponse;
   /** DELETE as a long-running operation: 202, the resource gone when the operation succeeds, then `onDeleted` runs. */
   deleteWithOperation(req: ArmRequest, resourceId: string, namespace: string, onDeleted?: OperationHook): ArmResponse;
-  /** A POST action as a long-running operation (start, stop…): 202 + Location; the hook `apply` runs on success. */
-  actionWithOperation(req: ArmRequest, resource: StoredResource, namespace: string, apply: OperationHook): ArmResponse;
+  /** A POST action as a long-running operation (start, stop, a registry's scheduleRun…): 202 + Azure-AsyncOperation + Location; the hook `apply` runs on success. */
+  actionWithOperation(req: ArmRequest, resource: StoredResource, namespace: string, apply?: OperationHook): ArmResponse;
   /** A page of a list: `{value, nextLink}` with `$skiptoken` paging. */
   page(req: ArmRequest, items: unknown[]): ArmResponse;
   /** 404 `ResourceNotFound` / `ResourceGroupNotFound`, ARM's wording. */
@@ -172,6 +172,8 @@ export interface LocalArm {
   sasUrl(name: string): string;
   /** Side effects of succeeded operations by name (providers register theirs when made). */
   hooks: Map<string, HookHandler>;
+  /** A resource type's wire JSON where it is not {@link resourceJson} (an operation's Location result). */
+  views: Map<string, (resource: StoredResource) => unknown>;
   /** True when the state was loaded from `stateFile` at start. */
   restored: boolean;
   /** Clears faults, planned outcomes and denials. */
@@ -221,6 +223,7 @@ export async function startLocalArm(options: LocalArmOptions): Promise<LocalArm>
     sasUrl: (name) =>
       `${baseUrl}/_blobs/${name.split("/").map(encodeURIComponent).join("/")}?sv=2024-11-04&sr=b&sp=rw&sig=${sasSignature}`,
     hooks: new Map(),
+    views: new Map(),
     restored: false,
     deny(denial) {
       denials.push(denial);
@@ -396,7 +399,7 @@ export async function startLocalArm(options: LocalArmOptions): Promise<LocalArm>
     },
     actionWithOperation(req, resource, namespace, apply) {
       conflictIfRunning(resource.id);
-      const init = { kind: "action" as const, resourceId: resource.id, hook: apply };
+      const init = { kind: "action" as const, resourceId: resource.id, ...(apply ? { hook: apply } : {}) };
       const op = operations.start({
         ...init,
         namespace,
@@ -522,7 +525,7 @@ export async function startLocalArm(options: LocalArmOptions): Promise<LocalArm>
     }
     const resource = store.get(op.resourceId);
     if (op.isDelete || !resource) return { status: 204 };
-    return { status: 200, body: resourceJson(resource) };
+    return { status: 200, body: (arm.views.get(resource.type.toLowerCase()) ?? resourceJson)(resource) };
   }
   const lroHeadersFor = (op: ArmOperation, apiVersion: string) => {
     const { Location } = lroHeaders(op, apiVersion);

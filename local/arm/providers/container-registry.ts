@@ -26,7 +26,8 @@ export interface ContainerRegistryOptions {
 /**
  * Microsoft.ContainerRegistry: registries (read), and registry task runs as ACR has them —
  * `listBuildSourceUploadUrl` (a SAS URL on this server's blob side), `scheduleRun` of a
- * `DockerBuildRequest` (200 with the run, `Queued`), `runs/{runId}` advancing `Queued` → `Running`
+ * `DockerBuildRequest` (202 with `Azure-AsyncOperation`, `Location` and `Retry-After`, as ACR
+ * answers: the operation succeeds once polled, and its Location gives the run, `Queued`), `runs/{runId}` advancing `Queued` → `Running`
  * → `Succeeded` as it is polled (the server's `pollsBeforeDone`), and `listLogSasUrl`. A run
  * "builds" by recording its uploaded context's digest as the image digest; a context without the
  * Dockerfile the run names fails as ACR's would, with its log saying why.
@@ -88,6 +89,7 @@ export function containerRegistryProvider(options: ContainerRegistryOptions = {}
       const { polls: _polls, planned: _planned, log: _log, ...properties } = run.properties;
       return { ...resourceJson(run), properties };
     };
+    arm.views.set(RUN.toLowerCase(), runJson);
 
     return {
       namespace: NAMESPACE,
@@ -115,7 +117,7 @@ export function containerRegistryProvider(options: ContainerRegistryOptions = {}
           pattern: `${REGISTRY_PATH}/scheduleRun`,
           action: "Microsoft.ContainerRegistry/registries/scheduleRun/action",
           scope: (req) => req.path.slice(0, -"/scheduleRun".length),
-          handle: (req) => {
+          handle: (req, ctx) => {
             const r = registry(req);
             const body = req.body as {
               type?: unknown;
@@ -190,7 +192,8 @@ export function containerRegistryProvider(options: ContainerRegistryOptions = {}
               },
             });
             arm.blobs.set(logName(runId, r), Buffer.from(`Queued a build with ID: ${runId}\n`));
-            return { status: 200, body: runJson(run) };
+            // As ACR answers: 202, the run at the operation's Location once it is scheduled.
+            return ctx.actionWithOperation(req, run, NAMESPACE);
           },
         },
         {
