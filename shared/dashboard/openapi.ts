@@ -21,6 +21,8 @@ import {
   databaseListSchema,
   healthSchema,
   jobApiDeploymentSchema,
+  clusterStatusSchema,
+  latestImageBuildSchema,
   noopEnqueuedSchema,
   noopResultSchema,
   operationResponseSchema,
@@ -102,6 +104,8 @@ const SCHEMAS: Record<string, z.ZodType> = {
   RoleAssignmentCheck: roleAssignmentCheckSchema,
   ScaleRequest: scaleRequestSchema,
   JobApiDeployment: jobApiDeploymentSchema,
+  ClusterStatus: clusterStatusSchema,
+  LatestImageBuild: latestImageBuildSchema,
   TerminalTicketRequest: terminalTicketRequestSchema,
   TerminalTicket: terminalTicketSchema,
 };
