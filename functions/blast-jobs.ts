@@ -42,6 +42,7 @@ function jobView(job: DashboardJob) {
     created_by: job.created_by,
     created_at: job.created_at,
     updated_at: job.updated_at,
+    status_times: job.status_times ?? {},
     error: job.error,
     progress: job.progress,
     result_bytes: job.result_bytes ?? null,
@@ -214,7 +215,8 @@ route(
     const results = await dashboardJobService(scope).openResults(uuid, content);
     const headers: Record<string, string> = { "X-Request-Id": scope.requestId };
     if (results.contentType) headers["content-type"] = results.contentType;
-    if (results.contentDisposition) headers["content-disposition"] = results.contentDisposition;
+    // One name for every content (the job API names only its ZIPs, after its own id).
+    headers["content-disposition"] = `attachment; filename="${results.fileName}"`;
     // Bytes stream through; no storage URL reaches the browser.
     return {
       status: 200,

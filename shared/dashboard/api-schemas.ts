@@ -49,6 +49,10 @@ export const dashboardJobSchema = z.object({
   created_by: actor,
   created_at: timestamp,
   updated_at: timestamp,
+  status_times: z
+    .record(z.string(), timestamp)
+    .optional()
+    .describe("when the dashboard first saw the job in each status it reached (ISO 8601), keyed by status"),
   error: z.string(),
   progress: z
     .object({

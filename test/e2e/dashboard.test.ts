@@ -333,7 +333,7 @@ describe("the dashboard web app in Chromium", () => {
     await page.getByRole("heading", { name: "Demo search" }).waitFor();
     expect(await page.getByText(`Dashboard job ${jobUuid}`).count()).toBe(1);
     await page.getByText("The search has completed.").waitFor({ timeout: 90_000 });
-    expect(await page.locator(".timeline li").last().textContent()).toContain("completed");
+    expect(await page.locator(".timeline li").last().textContent()).toContain("Completed");
     await page.getByText("2 of 2 done, 0 running, 0 failed").waitFor();
 
     // The results, read a page at a time (issue 23): the first query's graphic, one bar per HSP

@@ -326,6 +326,60 @@ describe("dashboard job service: read, cancel, results", () => {
     expect(await new Response(results.body).text()).toBe("<BlastOutput/>");
   });
 
+  it("issue 23 item 9: names every download <title or job>-<kind>.<ext>, whatever the job API calls its ZIPs", async () => {
+    const jobApi = fakeJobApi({
+      openResults: async () => ({
+        body: new Blob(["PK"]).stream(),
+        contentType: "application/zip",
+        contentDisposition: 'attachment; filename="abcdefghijkl_merged.zip"',
+      }),
+    });
+    const { service, jobs } = setup(jobApi);
+    const { job: titled } = await service.submit(
+      caller,
+      request({ title: '16S run #1: Müller / "x"', idempotency_key: "t1" }),
+    );
+    const { job: untitled } = await service.submit(caller, request({ idempotency_key: "t2" }));
+    for (const job of [titled, untitled])
+      await jobs.update(job.job_id, (current) => ({ ...current, openapi_job_id: "abcdefghijkl", status: "completed" }));
+    const names = async (jobId: string) =>
+      Promise.all(
+        (["xml", "tabular", "merged", "full"] as const).map(
+          async (content) => (await service.openResults(jobId, content)).fileName,
+        ),
+      );
+    expect(await names(titled.job_id)).toEqual([
+      "16S-run-1-Muller-x-results.xml",
+      "16S-run-1-Muller-x-hits.tsv",
+      "16S-run-1-Muller-x-merged.zip",
+      "16S-run-1-Muller-x-shards.zip",
+    ]);
+    expect(await names(untitled.job_id)).toEqual(
+      ["results.xml", "hits.tsv", "merged.zip", "shards.zip"].map((kind) => `${untitled.job_id}-${kind}`),
+    );
+  });
+
+  it("issue 23 item 8: keeps when the job first reached each status, so a reloaded job page shows every step's time", async () => {
+    const { service, jobs } = setup();
+    const { job } = await service.submit(caller, request());
+    expect(job.status_times).toEqual({ submitting: job.created_at });
+    const queued = await jobs.update(job.job_id, (current) => ({ ...current, status: "queued" }));
+    const running = await jobs.update(job.job_id, (current) => ({ ...current, status: "running" }));
+    // A change that keeps the status (progress) and a status seen again keep the first times.
+    await jobs.update(job.job_id, (current) => ({
+      ...current,
+      progress: { total: 2, succeeded: 1, failed: 0, active: 1 },
+    }));
+    await jobs.update(job.job_id, (current) => ({ ...current, status: "queued" }));
+    const done = await jobs.update(job.job_id, (current) => ({ ...current, status: "completed" }));
+    expect((await jobs.get(job.job_id))?.status_times).toEqual({
+      submitting: job.created_at,
+      queued: queued?.updated_at,
+      running: running?.updated_at,
+      completed: done?.updated_at,
+    });
+  });
+
   it("issue 23: asks the job API for result pages under the job's OpenAPI id (summaries, a query's hits, a hit)", async () => {
     const jobApi = fakeJobApi({ resultPage: async () => ({ total: 0 }) });
     const { service, jobs } = setup(jobApi);

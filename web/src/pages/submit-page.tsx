@@ -338,9 +338,11 @@ function SubmitForm() {
             id="db"
             label="Database"
             hint={
-              usable.length === 0 && databases.data
-                ? `No ${databaseMolecule(program) === "nucl" ? "nucleotide" : "protein"} database is prepared yet.`
-                : undefined
+              !databases.data && !databases.error
+                ? "Loading the databases…"
+                : usable.length === 0 && databases.data
+                  ? `No ${databaseMolecule(program) === "nucl" ? "nucleotide" : "protein"} database is prepared yet.`
+                  : undefined
             }
             error={issues.db?.join(" ")}
           >
@@ -350,6 +352,7 @@ function SubmitForm() {
               onChange={(e) => setDb(e.currentTarget.value)}
               {...fieldAria("db", issues.db?.join(" "), usable.length === 0)}
             >
+              {!databases.data && !databases.error ? <option value="">Loading…</option> : null}
               {usable.map((d) => (
                 <option key={d.name} value={d.name}>
                   {d.name} — {formatCount(d.sequences)} sequences, {formatBytes(d.bytes)}
