@@ -294,6 +294,54 @@ describe("job API: submit, status and results", () => {
     );
   });
 
+  it("B-042 B-083 B-084 B-050 B-053 B-089 B-090 B-059 required fields are refused when missing or mistyped; optional ones may be left out; a profile named like sharding does not shard", async () => {
+    const locsOf = async (res: Response) =>
+      ((await res.json()) as { detail: { loc: unknown[] }[] }).detail.map((d) => d.loc.join("."));
+    const dbArray = await api.post("/v1/jobs", { program: "blastn", db: [], query_fasta: ">q\nACGT" });
+    expect(dbArray.status).toBe(422);
+    expect(await locsOf(dbArray)).toContain("body.db");
+    for (const missing of ["program", "db"] as const) {
+      const body: Record<string, unknown> = { program: "blastn", db: DEMO_DB, query_fasta: ">q\nACGT" };
+      delete body[missing];
+      const res = await api.post("/api/v1/facade/submit", body);
+      expect(res.status, missing).toBe(422);
+      expect(
+        (await locsOf(res)).some((loc) => loc.endsWith(missing)),
+        missing,
+      ).toBe(true);
+    }
+    // No priority and no idempotency key: accepted.
+    const plain = await api.post("/v1/jobs", { program: "blastn", db: DEMO_DB, query_fasta: demoQueries(1, 300, 91) });
+    expect(plain.status).toBe(202);
+    // The facade: with and without an idempotency key, and with free-form profile text.
+    const keyed = await api.post("/api/v1/facade/submit", {
+      program: "blastn",
+      db: DEMO_DB,
+      query_fasta: demoQueries(1, 300, 92),
+      idempotency_key: "facade-key-b089",
+      resource_profile: "anything at all: big-mem ✓",
+    });
+    expect(keyed.status).toBe(202);
+    const unkeyed = await api.post("/api/v1/facade/submit", {
+      program: "blastn",
+      db: DEMO_DB,
+      query_fasta: demoQueries(1, 300, 93),
+    });
+    expect(unkeyed.status).toBe(202);
+    // A profile that sounds like sharding leaves the job as one shard, as without a profile.
+    const sharded = await api.submit({
+      program: "blastn",
+      db: DEMO_DB,
+      query_fasta: demoQueries(1, 300, 94),
+      resource_profile: "sharded",
+    });
+    const done = await api.finished(sharded.job_id);
+    expect(done.resource_profile).toBe("sharded");
+    expect(done.kubernetes).toEqual({ summary: { total: 1, succeeded: 1, failed: 0, active: 0 } });
+    for (const res of [plain, keyed, unkeyed])
+      await api.finished(String(((await res.json()) as { job_id: string }).job_id));
+  });
+
   it("refuses an unknown option key, an unknown database, a program that does not fit the database, and a bad FASTA alphabet", async () => {
     const cases: [Record<string, unknown>, string[]][] = [
       [

@@ -126,6 +126,21 @@ describe("the dashboard API description is generated from the registered routes"
     );
   }, 60_000);
 
+  it("B-255 dashboard routes sit under /api with no version segment", async () => {
+    const { routes } = await loadApp();
+    const host = JSON.parse(readFileSync("host.json", "utf8")) as { extensions: { http: { routePrefix: string } } };
+    expect(host.extensions.http.routePrefix).toBe("api");
+    expect(routes.length).toBeGreaterThan(50);
+    const versioned = routes.filter((r) => /(^|\/)v\d+(\/|$)/i.test(r.route)).map((r) => r.route);
+    expect(versioned).toEqual([]);
+    const description = load(DESCRIPTIONS["dashboard API"]) as {
+      servers: { url: string }[];
+      paths: Record<string, unknown>;
+    };
+    expect(description.servers.map((server) => server.url)).toEqual(["/api"]);
+    expect(Object.keys(description.paths).filter((p) => /\/v\d+(\/|$)/i.test(p))).toEqual([]);
+  }, 60_000);
+
   it("PUT /workspace documents 412 for a stale If-Match and 428 for a missing one", () => {
     const put = load(DESCRIPTIONS["dashboard API"]).paths["/workspace"]?.put;
     expect(Object.keys(put?.responses ?? {})).toEqual(expect.arrayContaining(["412", "428"]));
