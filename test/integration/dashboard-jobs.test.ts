@@ -129,6 +129,11 @@ describe("dashboard jobs through the submit orchestration", () => {
     const xml = await d.call(reader, "GET", `/blast/jobs/${env.job_id}/results?content=xml`);
     expect(xml.status).toBe(200);
     expect(xml.headers.get("content-type")).toBe("application/xml");
+    // Issue 23 item 9: saved as <title or job>-<kind>.<ext>, whichever content.
+    expect(xml.headers.get("content-disposition")).toBe('attachment; filename="two-16S-queries-results.xml"');
+    // Issue 23 item 8: the job keeps when it reached each status (the timeline after a reload).
+    expect(job.status_times?.submitting).toBe(job.created_at);
+    expect(job.status_times?.completed).toEqual(expect.any(String));
     const text = await xml.text();
     expect(XMLValidator.validate(text)).toBe(true);
     expect((text.match(/<Iteration>/g) ?? []).length).toBe(2);
