@@ -353,3 +353,13 @@ export const terminalTicketSchema = z.object({
   expires_in_seconds: z.number().int(),
   meta,
 });
+
+/** `POST /api/blast/jobs/{uuid}/results/ticket` (issue 23): a single-use download link. */
+export const downloadTicketSchema = z.object({
+  ticket: z.string().describe("single use; only its digest is stored"),
+  expires_at: timestamp,
+  download_url: z
+    .string()
+    .describe("GET it (relative to the dashboard) without an Authorization header: the results as an attachment"),
+  meta,
+});

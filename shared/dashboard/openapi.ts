@@ -37,6 +37,7 @@ import {
   identityLinkSchema,
   terminalTicketRequestSchema,
   terminalTicketSchema,
+  downloadTicketSchema,
 } from "./api-schemas.js";
 import { dashboardSubmitSchema } from "./schemas.js";
 
@@ -98,6 +99,7 @@ const SCHEMAS: Record<string, z.ZodType> = {
   JobApiDeployment: jobApiDeploymentSchema,
   TerminalTicketRequest: terminalTicketRequestSchema,
   TerminalTicket: terminalTicketSchema,
+  DownloadTicket: downloadTicketSchema,
 };
 
 /**

@@ -466,7 +466,8 @@ describe("the dashboard web app in Chromium", () => {
     await graphic.locator('g.hit-row[data-hit="30"] rect').first().click();
     const row30 = page.locator("#hit-12-30");
     expect(await row30.getAttribute("class")).toBe("highlight");
-    expect(await page.evaluate(() => document.activeElement?.id)).toBe("hit-12-30");
+    // The row takes focus in an effect after the render that marks it: wait for it, not a tick.
+    await expect.poll(() => page.evaluate(() => document.activeElement?.id)).toBe("hit-12-30");
     expect(
       await row30.evaluate((el) => {
         const r = el.getBoundingClientRect();

@@ -1,7 +1,7 @@
 import type { ComponentType } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { type ApiClient, ApiError, type JobView, type ResultContent } from "../api.js";
-import { saveBlob } from "../download.js";
+import { saveLink } from "../download.js";
 import { formatBytes, formatTime } from "../format.js";
 import { Link } from "../router.js";
 import { ErrorNotice, LiveText, PageTitle, StatusBadge, useApp, useAsync, useCan, usePolling } from "../ui.js";
@@ -237,19 +237,19 @@ function JobError(props: { error: string }) {
   );
 }
 
-/** Saves one of the job's results: streamed through the dashboard API with the caller's token, no storage URL. */
+/**
+ * Saves one of the job's results as the browser's own download: a single-use link (asked for with
+ * the caller's token; the token never goes into a URL) that the browser streams to disk, so a
+ * multi-GB result never sits in the page's memory. No storage URL: the bytes pass through the API.
+ */
 function useDownload(api: ApiClient, job: JobView) {
-  const uuid = job.job_id;
   const [busy, setBusy] = useState<ResultContent | undefined>(undefined);
   const [error, setError] = useState<unknown>(undefined);
   const download = async (content: ResultContent) => {
-    const fallbackName = resultFileName(job, content);
     setBusy(content);
     setError(undefined);
     try {
-      const res = await api.results(uuid, content);
-      const name = /filename="([^"]+)"/.exec(res.headers.get("Content-Disposition") ?? "")?.[1] ?? fallbackName;
-      saveBlob(await res.blob(), name);
+      saveLink(await api.resultsLink(job.job_id, content), resultFileName(job, content));
     } catch (e) {
       setError(e instanceof ApiError && e.status === 404 ? new Error(`${String(e.detail)}`) : e);
     } finally {
