@@ -11,6 +11,7 @@ import {
   TRUST_TIERS,
 } from "./matrix.js";
 import { scanOutbound } from "./outbound-scan.js";
+import { translator } from "./localize.js";
 import type { ChannelDeliveryReceipt, DeliveryReceipt, DeliveryState, Notification, Notifier } from "./types.js";
 
 /** A message as a channel receives it: scanned, with the channel's locale. */
@@ -301,7 +302,13 @@ export function createNotificationRouter(deps: RouterDependencies): Notification
         // Not registered (its settings are absent), or not allowed this category (A1 never falls to email).
         if (!channel || !adapter || !channel.categories.includes(message.category)) continue;
         if (!(CHANNEL_KINDS[channel.kind].categories as readonly string[]).includes(message.category)) continue;
-        const r = await deliverOn(id, channel, adapter, { ...scanned, locale: channel.locale }, options);
+        const r = await deliverOn(
+          id,
+          channel,
+          adapter,
+          { ...translator().localize(scanned, channel.locale), locale: channel.locale },
+          options,
+        );
         receipts.push(r);
         if (r.state === "delivered" && fanOut === "first") break;
       }

@@ -1,3 +1,4 @@
+import { type Locale, translator } from "./localize.js";
 import type { Notification } from "./types.js";
 
 const escapeHtml = (s: string) =>
@@ -26,33 +27,31 @@ export function incidentLink(baseUrl: string | undefined, incidentId: string): s
  * nothing else (no raw errors, resource ids or personal data).
  */
 export function renderEmail(
-  message: Notification,
+  message: Notification & { locale?: Locale },
   consoleBaseUrl: string | undefined,
 ): { subject: string; text: string; html: string } {
   if (message.template_key === "incident.open" && message.params) {
     const p = message.params;
+    const locale = message.locale ?? "en";
+    const label = (name: string, params: Record<string, string> = {}) =>
+      translator().translate(`incident.open.${name}`, locale, params) ?? name;
     const id = String(p.incident_id ?? "");
     const link = message.console_url ?? incidentLink(consoleBaseUrl, id);
     const rows: [string, string][] = [
-      ["Incident", id],
-      ["Status", String(p.status ?? "")],
-      ["Severity", String(p.severity ?? "")],
-      ["Opened", String(p.opened_at ?? "")],
-      ["Events", String(p.member_count ?? "")],
-      ["Assignment", String(p.assignment ?? "unassigned")],
-      ["Audit id", String(p.audit_id ?? message.audit_id ?? "")],
+      [label("incident"), id],
+      [label("status"), String(p.status ?? "")],
+      [label("severity"), String(p.severity ?? "")],
+      [label("opened"), String(p.opened_at ?? "")],
+      [label("events"), String(p.member_count ?? "")],
+      [label("assignment"), String(p.assignment ?? label("unassigned"))],
+      [label("audit_id"), String(p.audit_id ?? message.audit_id ?? "")],
     ];
-    const subject = `[${String(p.severity ?? "").toUpperCase()}] Incident ${id} opened`;
-    const text = [
-      subject,
-      "",
-      ...rows.map(([k, v]) => `${k}: ${v}`),
-      "",
-      link ? `Open in the console: ${link}` : "",
-    ].join("\n");
+    const subject = label("subject", { severity: String(p.severity ?? "").toUpperCase(), incident_id: id });
+    const open = label("open_in_console");
+    const text = [subject, "", ...rows.map(([k, v]) => `${k}: ${v}`), "", link ? `${open}: ${link}` : ""].join("\n");
     const html = `<h2>${escapeHtml(subject)}</h2><table>${rows
       .map(([k, v]) => `<tr><th align="left">${escapeHtml(k)}</th><td>${escapeHtml(v)}</td></tr>`)
-      .join("")}</table>${link ? `<p><a href="${escapeHtml(link)}">Open in the console</a></p>` : ""}`;
+      .join("")}</table>${link ? `<p><a href="${escapeHtml(link)}">${escapeHtml(open)}</a></p>` : ""}`;
     return { subject, text, html };
   }
   const subject = `[${message.category}] ${message.title}`;

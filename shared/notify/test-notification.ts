@@ -26,6 +26,7 @@ export async function sendTestNotification(
     recipient: request.actor.oid,
     title: "[TEST] blastplane test notification",
     body_markdown: `This is a test notification sent at ${request.now.toISOString()} through route ${request.route}. No action is needed.`,
+    params: { sent_at: request.now.toISOString(), route: request.route },
     correlation_id,
     idempotency_key: correlation_id,
     route: request.route,

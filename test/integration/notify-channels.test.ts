@@ -54,6 +54,10 @@ const MATRIX = `matrix:
       kind: platform_b
       categories: [A2, A4]
       retry: { max_attempts: 3, initial_backoff_ms: 100, max_backoff_ms: 5000 }
+    slack_ko:
+      kind: platform_b
+      categories: [A2]
+      locale: ko
     hook:
       kind: webhook
       categories: [A2]
@@ -80,6 +84,9 @@ const MATRIX = `matrix:
     slack_only:
       trust_tier: a2_operational_alert
       primary: slack
+    slack_ko_only:
+      trust_tier: a2_operational_alert
+      primary: slack_ko
     hook_only:
       trust_tier: a2_operational_alert
       primary: hook
@@ -147,6 +154,7 @@ function world(): World {
     ],
     ["slack", createPlatformBChannel({ apiUrl: `${slack.url}/api/`, token: SLACK_TOKEN, channel: "C0ALERTS" })],
     ["hook", createWebhookChannel({ url: `${hook.url}/in`, secret: WEBHOOK_SECRET })],
+    ["slack_ko", createPlatformBChannel({ apiUrl: `${slack.url}/api/`, token: SLACK_TOKEN, channel: "C0KOREAN" })],
   ]);
   const deliveries = createDeliveryStore(tables);
   const audit = createAuditLog(tables);
@@ -285,6 +293,26 @@ describe("chat platform B (Slack Web API through @slack/web-api)", () => {
     expect(section.length).toBeLessThanOrEqual(2900);
     expect(section.startsWith("&lt;script&gt; &amp; ")).toBe(true);
     expect(section.endsWith("[CHANNEL OUTPUT TRUNCATED]")).toBe(true);
+  });
+
+  it("C-249 C-540 a channel declared `locale: ko` gets the template's Korean text, another the English, from the same message", async () => {
+    clear();
+    const w = world();
+    const change = {
+      template_key: "incident.severity_changed",
+      params: { incident_id: "inc-ko-1", from: "medium", to: "high", at: "2026-11-27T21:00:00Z" },
+    };
+    for (const route of ["slack_ko_only", "slack_only"])
+      expect((await w.send(alert({ ...change, route }))).state).toBe("delivered");
+    const sections = slack.requests.map((r) => {
+      const args = postedArgs(r);
+      const blocks = args.blocks as { type: string; text?: { text: string } }[];
+      return { channel: args.channel, text: blocks.map((b) => b.text?.text ?? "").join("\n") };
+    });
+    expect(sections.map((s) => s.channel)).toEqual(["C0KOREAN", "C0ALERTS"]);
+    expect(sections[0]?.text).toContain("인시던트 inc-ko-1의 확정 심각도가");
+    expect(sections[1]?.text).toContain("The committed severity of incident inc-ko-1 rose from medium to high");
+    expect(sections[1]?.text).not.toMatch(/[\uAC00-\uD7A3]/);
   });
 
   it("C-522 a 429 is retried after its Retry-After within the budget; a 429 storm spends the budget and the router moves on (C-523)", async () => {

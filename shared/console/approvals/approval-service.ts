@@ -107,6 +107,7 @@ export function createApprovalService(deps: ApprovalServiceDependencies) {
         title: kind === "request" ? "Approval requested" : "Approval reminder",
         // Only the opaque id: the decision is made through the authenticated API, never by a link.
         body_markdown: `Approval ${item.approval_id} is waiting for a decision before ${item.expires_at}.`,
+        params: { approval_id: item.approval_id, expires_at: item.expires_at },
         correlation_id: item.approval_id,
         idempotency_key: `${item.approval_id}/${step}/${approver}`,
       });
@@ -180,6 +181,7 @@ export function createApprovalService(deps: ApprovalServiceDependencies) {
         title: `${mine.length} approval${mine.length === 1 ? "" : "s"} requested`,
         // Only opaque ids: each item is decided on its own through the authenticated API.
         body_markdown: `${mine.length} approval${mine.length === 1 ? " is" : "s are"} waiting for a decision:\n${lines.join("\n")}`,
+        params: { count: mine.length, items: lines.join("\n") },
         correlation_id: digestId,
         idempotency_key: `${digestId}/${approver}`,
       });

@@ -101,6 +101,7 @@ export async function activateBreakGlass(
           recipient: owner,
           title: "Break-glass activation",
           body_markdown: `Break-glass was activated by ${request.actor.name || request.actor.oid} until ${expires_at}. Reason: ${reason}`,
+          params: { actor: request.actor.name || request.actor.oid, expires_at, reason },
           correlation_id: request.requestId,
           idempotency_key: `break_glass/${request.requestId}/${owner}`,
           // Through the paging and chat channels alike: every operational channel of the route.

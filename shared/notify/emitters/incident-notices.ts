@@ -48,6 +48,7 @@ export function createIncidentNotices(deps: { notifier: Notifier; incidentOpenRo
         recipient: "operational",
         title: `Incident ${change.incident_id}: severity ${change.from} → ${change.to}`,
         body_markdown: `The committed severity of incident ${change.incident_id} rose from ${change.from} to ${change.to} at ${change.at}.`,
+        params: { incident_id: change.incident_id, from: change.from, to: change.to, at: change.at },
         correlation_id: change.incident_id,
         audit_id: change.audit_id,
         idempotency_key: `incident.severity_changed/${change.audit_id}`,
