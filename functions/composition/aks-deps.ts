@@ -10,7 +10,7 @@ import { createWorkspaceStore } from "../../shared/workspace/workspace.js";
 import { NotFoundError } from "../../shared/errors.js";
 import { reportMissingRoles } from "../../shared/ops/emitters/signal-events.js";
 import { appContext } from "./app-context.js";
-import { databaseCatalog, type ServiceScope, workspaceService } from "./dashboard-deps.js";
+import { databaseCatalog, type ServiceScope, workspaceService } from "./store-deps.js";
 
 /** Resource Manager as the app reaches it: the managed identity, and the endpoint override of the local stack. */
 export function armConnection(): ArmConnection {

@@ -3,41 +3,45 @@
  * first use; services that need the invocation's durable client are built per request.
  */
 
-import { createDashboardJobService, type DashboardJobService } from "../../shared/dashboard/dashboard-job-service.js";
-import { DashboardJobStore } from "../../shared/dashboard/dashboard-jobs.js";
 import os from "node:os";
 import path from "node:path";
+import { createDashboardJobService, type DashboardJobService } from "../../shared/dashboard/dashboard-job-service.js";
+import { DashboardJobStore } from "../../shared/dashboard/dashboard-jobs.js";
+import { createDownloadTicketStore, type DownloadTicketStore } from "../../shared/dashboard/download-tickets.js";
 import { createFileDatabaseCatalog } from "../../shared/databases/database-catalog.js";
-import {
-  createTableDatabaseCatalog,
-  openDatabaseStorage,
-  type TableDatabaseCatalog,
-} from "../../shared/databases/table-catalog.js";
 import {
   createDatabaseService,
   type DatabaseService,
   type NodeMemory,
 } from "../../shared/databases/database-service.js";
-import { createDatabaseUploadStore, type DatabaseUploadStore } from "../../shared/databases/upload-store.js";
 import { DatabaseStateStore } from "../../shared/databases/database-state.js";
-import type { Logger } from "../../shared/logging/logger.js";
-import { createDiagnosticsService, type DiagnosticsService } from "../../shared/orchestrations/diagnostics-service.js";
-import type { OrchestrationClient } from "../../shared/orchestrations/orchestration-client.js";
-import { probeJobApiReady } from "../../shared/jobs/job-api-readiness.js";
+import {
+  createTableDatabaseCatalog,
+  openDatabaseStorage,
+  type TableDatabaseCatalog,
+} from "../../shared/databases/table-catalog.js";
+import { createDatabaseUploadStore, type DatabaseUploadStore } from "../../shared/databases/upload-store.js";
 import { createReadinessCheck } from "../../shared/http/readiness.js";
+import { probeJobApiReady } from "../../shared/jobs/job-api-readiness.js";
+import type { Logger } from "../../shared/logging/logger.js";
 import { createHealthTransitions, JOB_API_COMPONENT } from "../../shared/ops/emitters/health-transitions.js";
 import { failureText } from "../../shared/ops/emitters/signal-events.js";
+import { createDiagnosticsService, type DiagnosticsService } from "../../shared/orchestrations/diagnostics-service.js";
+import type { OrchestrationClient } from "../../shared/orchestrations/orchestration-client.js";
 import { type ApiTokenSettings, createApiTokenSettings } from "../../shared/secrets/api-token-settings.js";
-import { createWorkspaceStore } from "../../shared/workspace/workspace.js";
-import { createWorkspaceService, type WorkspaceService } from "../../shared/workspace/workspace-service.js";
 import { openTableClient } from "../../shared/storage/storage-connection.js";
-import { createTerminalTicketStore, type TerminalTicketStore } from "../../shared/terminal/terminal-tickets.js";
-import { createDownloadTicketStore, type DownloadTicketStore } from "../../shared/dashboard/download-tickets.js";
 import {
   createTerminalTicketService,
   type TerminalTicketService,
 } from "../../shared/terminal/terminal-ticket-service.js";
+import { createTerminalTicketStore, type TerminalTicketStore } from "../../shared/terminal/terminal-tickets.js";
+import { createWorkspaceStore } from "../../shared/workspace/workspace.js";
+import { createWorkspaceService, type WorkspaceService } from "../../shared/workspace/workspace-service.js";
 import { appContext } from "./app-context.js";
+import { databaseCatalog, type ServiceScope, workspaceService } from "./store-deps.js";
+
+// Re-exported: the triggers and the other compositions take them from here as before.
+export { databaseCatalog, type ServiceScope, workspaceService };
 
 let jobs: DashboardJobStore | undefined;
 
@@ -53,27 +57,6 @@ let databaseStates: DatabaseStateStore | undefined;
 export function databaseState(): DatabaseStateStore {
   databaseStates ??= new DatabaseStateStore(openTableClient(appContext.config.storage, "databasestate"));
   return databaseStates;
-}
-
-let catalog: TableDatabaseCatalog | undefined;
-
-/**
- * The database catalog in the workload storage account (shared with the job API), created on first
- * use. Databases found only in the `DATABASES_DIR` folder layout are published to it once.
- */
-export function databaseCatalog(): TableDatabaseCatalog {
-  const { config } = appContext;
-  if (!catalog) {
-    const { store, table, locationScheme } = openDatabaseStorage(config.storage);
-    catalog = createTableDatabaseCatalog({
-      store,
-      table,
-      locationScheme,
-      cacheRoot: config.databasesDir ?? path.join(os.tmpdir(), "blastplane-databases"),
-      importFrom: config.databasesDir ? createFileDatabaseCatalog(config.databasesDir) : undefined,
-    });
-  }
-  return catalog;
 }
 
 let uploads: DatabaseUploadStore | undefined;
@@ -96,12 +79,6 @@ function nodeMemory(): Promise<NodeMemory | null> {
     nodeMemoryCache = { at: now, value };
   }
   return nodeMemoryCache.value;
-}
-
-/** What a request gives the services it builds: its durable client and its logger. */
-export interface ServiceScope {
-  durable: () => OrchestrationClient;
-  logger: Logger;
 }
 
 /** The dashboard job service for one request. */
@@ -192,17 +169,6 @@ export function readinessCheck(scope: ServiceScope): ReturnType<typeof createRea
       );
     },
   });
-}
-
-let workspaces: WorkspaceService | undefined;
-
-/** The workspace service, created on first use. */
-export function workspaceService(): WorkspaceService {
-  workspaces ??= createWorkspaceService({
-    store: createWorkspaceStore(appContext.config.storage),
-    audit: appContext.audit,
-  });
-  return workspaces;
 }
 
 /** The API token panel for one request. */
