@@ -49,6 +49,10 @@ export const dashboardJobSchema = z.object({
   created_by: actor,
   created_at: timestamp,
   updated_at: timestamp,
+  status_times: z
+    .record(z.string(), timestamp)
+    .optional()
+    .describe("when the dashboard first saw the job in each status it reached (ISO 8601), keyed by status"),
   error: z.string(),
   progress: z
     .object({
@@ -107,6 +111,34 @@ export const operationStartedSchema = z.object({
   operation: operationSchema,
   operation_status_url: z.string(),
   meta,
+});
+
+/** `GET /api/databases/adding`: what adding a database needs (issue 23, item 5). */
+export const databaseAddingSchema = z.object({
+  prepare: z
+    .object({ available: z.boolean(), reason: z.string().nullable() })
+    .describe("whether Prepare works here, and what it needs when it does not (DATABASE_SOURCE_URL)"),
+  upload: z.object({
+    available: z.boolean(),
+    reason: z.string().nullable(),
+    max_bytes: z.number().int().describe("largest FASTA accepted (DATABASE_UPLOAD_MAX_BYTES); 413 beyond"),
+  }),
+  node: z
+    .object({ memory_bytes: z.number().int(), usable_bytes: z.number().int() })
+    .nullable()
+    .describe("a search node's memory and what one search may cache (the job API's view); null when unknown"),
+  meta,
+});
+
+/** `POST /api/databases/uploads`: the build started and what the uploaded FASTA holds. */
+export const databaseUploadStartedSchema = operationStartedSchema.extend({
+  upload: z.object({
+    bytes: z.number().int(),
+    sequences: z.number().int(),
+    letters: z.number().int(),
+    header_bytes: z.number().int(),
+    detected_type: z.enum(["nucl", "prot"]).nullable().describe("the molecule the sequence letters look like"),
+  }),
 });
 
 const podReportSchema = z.object({
@@ -328,6 +360,15 @@ export const rpcResponseSchema = z.object({
   result: z.record(z.string(), z.unknown()).describe("tools.search: {role, tools}; tools.describe: one descriptor"),
 });
 
+/** `GET /api/notifications/preview`: one template rendered as the email channel would send it. */
+export const notificationPreviewSchema = z.object({
+  template: z.string(),
+  locale: z.enum(["en", "ko"]),
+  subject: z.string(),
+  text: z.string(),
+  html: z.string().describe("the HTML part; parameters are HTML-escaped"),
+});
+
 /** `POST /api/notifications/test`: the test message's overall state and each channel's receipt. */
 export const notificationTestResultSchema = z.object({
   route: z.string(),
@@ -387,5 +428,15 @@ export const terminalTicketSchema = z.object({
   ticket: z.string().describe("offer it as the WebSocket subprotocol ticket.<ticket> on GET /v1/terminal"),
   expires_at: timestamp,
   expires_in_seconds: z.number().int(),
+  meta,
+});
+
+/** `POST /api/blast/jobs/{uuid}/results/ticket` (issue 23): a single-use download link. */
+export const downloadTicketSchema = z.object({
+  ticket: z.string().describe("single use; only its digest is stored"),
+  expires_at: timestamp,
+  download_url: z
+    .string()
+    .describe("GET it (relative to the dashboard) without an Authorization header: the results as an attachment"),
   meta,
 });

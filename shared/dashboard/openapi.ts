@@ -14,6 +14,7 @@ import {
   chatHealthSchema,
   chatReplySchema,
   notificationTestResultSchema,
+  notificationPreviewSchema,
   dashboardJobDetailSchema,
   dashboardJobEnvelopeSchema,
   dashboardJobListSchema,
@@ -30,6 +31,8 @@ import {
   readinessSchema,
   readInvestigationSchema,
   approvalsQueueSchema,
+  databaseAddingSchema,
+  databaseUploadStartedSchema,
   rpcResponseSchema,
   storedWorkspaceSchema,
   slackAckSchema,
@@ -39,6 +42,7 @@ import {
   identityLinkSchema,
   terminalTicketRequestSchema,
   terminalTicketSchema,
+  downloadTicketSchema,
 } from "./api-schemas.js";
 import { dashboardSubmitSchema } from "./schemas.js";
 
@@ -73,6 +77,8 @@ const SCHEMAS: Record<string, z.ZodType> = {
   Operation: operationResponseSchema,
   OperationStarted: operationStartedSchema,
   DatabaseList: databaseListSchema,
+  DatabaseAdding: databaseAddingSchema,
+  DatabaseUploadStarted: databaseUploadStartedSchema,
   ApiTokenStatus: apiTokenStatusSchema,
   ApiTokenReveal: apiTokenRevealSchema,
   ApiTokenRegenerated: apiTokenRegeneratedSchema,
@@ -89,6 +95,7 @@ const SCHEMAS: Record<string, z.ZodType> = {
   ApprovalsQueue: approvalsQueueSchema,
   RpcResponse: rpcResponseSchema,
   NotificationTestResult: notificationTestResultSchema,
+  NotificationPreview: notificationPreviewSchema,
   SlackAck: slackAckSchema,
   TeamsAck: teamsAckSchema,
   WebhookAccepted: webhookAcceptedSchema,
@@ -102,6 +109,7 @@ const SCHEMAS: Record<string, z.ZodType> = {
   LatestImageBuild: latestImageBuildSchema,
   TerminalTicketRequest: terminalTicketRequestSchema,
   TerminalTicket: terminalTicketSchema,
+  DownloadTicket: downloadTicketSchema,
 };
 
 /**
