@@ -16,6 +16,12 @@ import {
 import { ValidationError } from "../../shared/errors.js";
 import { requireNodeSizeFits } from "../../shared/cluster/vm-sizes.js";
 import { ARM_WORLD, type LocalArmWorld, startLocalArmWorld } from "../support/local-arm.js";
+import { testCertificate } from "../support/test-certificate.js";
+import { jwksTokenVerifier } from "../../local/arm/auth.js";
+import type { ClusterBackend } from "../../local/arm/providers/container-service.js";
+import { seedResourceGroup, seedSubscription } from "../../local/arm/providers/resources.js";
+import { startLocalArm } from "../../local/arm/server.js";
+import { devManagedIdentityIssuer } from "../../local/dev-idp.js";
 
 let world: LocalArmWorld;
 // The local stack's arrangement: the local Resource Manager's clusters are the local Kubernetes API's node pools.
@@ -252,5 +258,76 @@ describe("the BLAST pool's memory rule", () => {
     expect(() =>
       requireNodeSizeFits("Standard_E32s_v5", [{ name: "nt", bytesToCache: 200 * 1024 ** 3 }]),
     ).not.toThrow();
+  });
+});
+
+describe("the local Resource Manager's saved state (what a restarted stack finds)", () => {
+  it("a cluster being created when the server stops is still being created after a restart on the same port; its operation then ends Succeeded and the pools' nodes come back", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "bp-arm-state-"));
+    const stateFile = path.join(dir, "arm-state.json");
+    const applied: string[] = [];
+    const backend: ClusterBackend = {
+      applyPools: (_id, pools) => void applied.push(pools.map((p) => `${p.name}×${p.count}`).join(",")),
+      setRunning: () => undefined,
+      kubeconfig: () => "",
+    };
+    const { key, cert } = testCertificate();
+    const start = (port?: number) =>
+      startLocalArm({
+        key,
+        cert,
+        ...(port ? { port } : {}),
+        stateFile,
+        providers: localArmProviders({ backend }),
+        verifyToken: jwksTokenVerifier({
+          jwksUrl: world.idp.jwksUrl,
+          issuer: devManagedIdentityIssuer(ARM_WORLD.tenantId),
+        }),
+        pollsBeforeDone: 1,
+        retryAfterSeconds: 0,
+      });
+    const first = await start();
+    let pollUrl = "";
+    try {
+      seedSubscription(first.store, {
+        subscriptionId: ARM_WORLD.subscriptionId,
+        displayName: ARM_WORLD.subscriptionName,
+        tenantId: ARM_WORLD.tenantId,
+      });
+      seedResourceGroup(first.store, ARM_WORLD.subscriptionId, ARM_WORLD.resourceGroup, ARM_WORLD.location);
+      const provisioning = createClusterProvisioning({
+        credential: world.credential,
+        clientOptions: { ...world.clientOptions, endpoint: first.url, tlsOptions: { ca: cert } },
+      });
+      const t = target("aks-saved");
+      const started = (await provisioning.startCluster(t)) as { kind: string; poll_url: string };
+      expect(started.kind).toBe("started");
+      pollUrl = started.poll_url;
+    } finally {
+      await first.close();
+    }
+    expect(applied).toEqual([]);
+
+    const second = await start(Number(new URL(first.url).port));
+    try {
+      expect(second.restored).toBe(true);
+      const again = createClusterProvisioning({
+        credential: world.credential,
+        clientOptions: { ...world.clientOptions, endpoint: second.url, tlsOptions: { ca: cert } },
+      });
+      const t = target("aks-saved");
+      // The step run again (a replayed activity) finds the creation under way: it polls, no second PUT.
+      expect(await again.startCluster(t)).toMatchObject({ kind: "running", resource: "cluster" });
+      // The orchestration's saved poll URL answers on the restarted server, and the operation ends.
+      let poll: StepPoll = { status: "InProgress", retry_after_seconds: 0 };
+      for (let i = 0; i < 5 && poll.status === "InProgress"; i++) poll = await again.pollOperation(t, pollUrl);
+      expect(poll.status).toBe("Succeeded");
+      expect(second.store.list("Microsoft.ContainerService/ManagedClusters")).toHaveLength(1);
+      expect(second.requests.filter((r) => r.method === "PUT")).toHaveLength(0);
+      expect(applied).toEqual(["system×1"]);
+    } finally {
+      await second.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
