@@ -27,6 +27,8 @@ const MATRIX: { method: string; path: string; floor: Role; body?: unknown; passe
   { method: "GET", path: "/api/databases", floor: "Reader", passes: [200] },
   { method: "POST", path: "/api/databases/16s_rrna_demo/warmup", floor: "Contributor", passes: [200] },
   { method: "POST", path: "/api/databases/no_such_db/prepare", floor: "Contributor", passes: [503] },
+  { method: "GET", path: "/api/databases/adding", floor: "Reader", passes: [200] },
+  { method: "POST", path: "/api/databases/uploads?name=x&type=dna", floor: "Contributor", passes: [422] },
 ];
 
 let stack: TestStack;
