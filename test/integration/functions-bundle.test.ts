@@ -1,5 +1,5 @@
-import { execFile } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { execFile, execFileSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire, SourceMap } from "node:module";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -183,6 +183,65 @@ describe("the Functions bundle, built for cold starts", () => {
     // What registrations need is there.
     for (const needed of ["@azure/functions", "durable-functions", "zod", "@azure/data-tables"])
       expect(eager.has(needed), needed).toBe(true);
+  });
+
+  it("hands over the exports each package imported on first use is called through, in a bundle built like the app's", async () => {
+    // Every `await import("<package>")` of the app's sources and the exports taken from it
+    // (named; `@azure/arm-authorization` also from `default`, which role-assignments.ts reads).
+    const used: Record<string, string[]> = {
+      "@kubernetes/client-node": ["KubeConfig", "CoreV1Api", "VersionApi"],
+      "@azure/arm-containerservice": ["ContainerServiceClient"],
+      "@azure/arm-containerregistry": ["ContainerRegistryManagementClient"],
+      "@azure/arm-resources": ["ResourceManagementClient"],
+      "@azure/arm-resources-subscriptions": ["SubscriptionClient"],
+      "@azure/arm-storage": ["StorageManagementClient"],
+      "@azure/arm-authorization": ["AuthorizationManagementClient"],
+      "@azure/core-client": ["ServiceClient"],
+      "@azure/core-rest-pipeline": ["createPipelineFromOptions", "createDefaultHttpClient", "createPipelineRequest"],
+      "@azure/identity": ["getBearerTokenProvider"],
+      "@azure/monitor-query-logs": ["LogsQueryResultStatus"],
+    };
+    // The sources still import exactly these packages on first use (a new one is added here).
+    const sources = execFileSync(
+      "git",
+      ["grep", "-h", "-o", "-E", 'await import\\("[@a-z][^"]*"\\)', "--", "shared", "functions"],
+      {
+        cwd: ROOT,
+        encoding: "utf8",
+      },
+    );
+    const imported = new Set([...sources.matchAll(/import\("([^"]+)"\)/g)].map((m) => m[1] as string));
+    imported.delete("playwright-core"); // external: loaded from node_modules, not the bundle
+    for (const loader of Object.keys(LAZY_SDKS)) imported.delete(loader); // the test above
+    expect([...imported].sort()).toEqual(Object.keys(used).sort());
+    const out = mkdtempSync(path.join(ROOT, "dist/lazy-imports-"));
+    scratch.push(out);
+    const entry = path.join(out, "entry.ts");
+    writeFileSync(
+      entry,
+      `export const loaders = {${Object.keys(used)
+        .map((pkg) => `${JSON.stringify(pkg)}: () => import(${JSON.stringify(pkg)})`)
+        .join(",\n")}};\n`,
+    );
+    await build({ ...functionsBuildOptions, entryPoints: [entry], outdir: path.join(out, "dist"), metafile: false });
+    const script = `
+      const { loaders } = await import(${JSON.stringify(path.join(out, "dist/entry.js"))});
+      const found = {};
+      for (const [pkg, load] of Object.entries(loaders)) {
+        const m = await load();
+        found[pkg] = { named: Object.keys(m).filter((k) => m[k] !== undefined), fromDefault: Object.keys(m.default ?? {}) };
+      }
+      console.log(JSON.stringify(found));`;
+    const { stdout } = await promisify(execFile)(process.execPath, ["--input-type=module", "-e", script], {
+      cwd: out,
+      env: { PATH: process.env.PATH },
+    });
+    const found = JSON.parse(stdout) as Record<string, { named: string[]; fromDefault: string[] }>;
+    for (const [pkg, names] of Object.entries(used)) {
+      const available =
+        pkg === "@azure/arm-authorization" ? [...found[pkg]!.named, ...found[pkg]!.fromDefault] : found[pkg]!.named;
+      expect(available, pkg).toEqual(expect.arrayContaining(names));
+    }
   });
 
   it("parses durable-functions' client-only dependencies only when a durable client first calls out", async () => {
