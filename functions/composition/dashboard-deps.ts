@@ -114,6 +114,8 @@ export function dashboardJobService(scope: ServiceScope): DashboardJobService {
     pollIntervalSeconds: appContext.config.jobPollIntervalSeconds,
     // The table catalog the routes and executors read: in Azure there is no DATABASES_DIR.
     databases: databaseCatalog(),
+    // B-026: a stopped cluster runs no search (imported when a submit asks, not at start).
+    clusterPower: async () => (await import("./aks-deps.js")).clusterPower(),
   });
 }
 

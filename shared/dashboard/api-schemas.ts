@@ -165,6 +165,46 @@ export const jobApiDeploymentSchema = z.object({
   meta,
 });
 
+const poolPlanSchema = z.object({
+  name: z.enum(["system", "blast"]),
+  vm_size: z.string(),
+  node_count: z.number().int(),
+  memory_gib: z.number().nullable(),
+  vcpus: z.number().int().nullable(),
+});
+
+/** `GET /api/aks/cluster`. */
+export const clusterStatusSchema = z.object({
+  cluster_name: z.string(),
+  plan: z.object({
+    pools: z.array(poolPlanSchema).describe("what a provision asks for: the system pool, then the BLAST pool"),
+    largest_database: z.object({ name: z.string(), bytes_to_cache: z.number().int() }).nullable(),
+    usable_bytes_per_node: z.number().int().nullable().describe("memory a BLAST node leaves to pods"),
+    fits: z.boolean().describe("whether a BLAST node holds the largest prepared database"),
+    detail: z.string().optional().describe("why it does not fit, with the remedies"),
+  }),
+  cluster: z
+    .object({
+      fqdn: z.string().nullable(),
+      power_state: z.string().nullable(),
+      provisioning_state: z.string().nullable(),
+      oidc_issuer_url: z.string().nullable(),
+      kubelet_object_id: z.string().nullable(),
+      blast_pool: z.object({ vm_size: z.string().nullable(), count: z.number().int().nullable() }).nullable(),
+    })
+    .nullable()
+    .describe("the managed cluster as Resource Manager has it; null when it does not exist"),
+  cluster_error: z.string().optional().describe("why the cluster could not be read"),
+  operation: operationSchema.nullable().describe("the cluster's latest operation, running or finished"),
+  meta,
+});
+
+/** `GET /api/images/build`. */
+export const latestImageBuildSchema = z.object({
+  operation: operationSchema.nullable().describe("the latest build (its progress has image_digest once it succeeded)"),
+  meta,
+});
+
 export const storedWorkspaceSchema = z.object({
   workspace: z.record(z.string(), z.unknown()).describe("the saved configuration (the PUT body)"),
   etag: z.string(),
@@ -314,6 +354,15 @@ export const rpcResponseSchema = z.object({
   jsonrpc: z.literal("2.0"),
   id: z.union([z.string(), z.number()]),
   result: z.record(z.string(), z.unknown()).describe("tools.search: {role, tools}; tools.describe: one descriptor"),
+});
+
+/** `GET /api/notifications/preview`: one template rendered as the email channel would send it. */
+export const notificationPreviewSchema = z.object({
+  template: z.string(),
+  locale: z.enum(["en", "ko"]),
+  subject: z.string(),
+  text: z.string(),
+  html: z.string().describe("the HTML part; parameters are HTML-escaped"),
 });
 
 /** `POST /api/notifications/test`: the test message's overall state and each channel's receipt. */

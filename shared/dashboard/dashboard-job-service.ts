@@ -4,7 +4,7 @@ import { validateOptionsForProgram } from "../blast/options.js";
 import { queryMolecule } from "../blast/programs.js";
 import type { DatabaseCatalog } from "../databases/catalog-types.js";
 import { requireDatabaseFit } from "../databases/database-fit.js";
-import { NotFoundError } from "../errors.js";
+import { DependencyUnavailableError, NotFoundError } from "../errors.js";
 import { requestFingerprint } from "../http/idempotency.js";
 import type { Logger } from "../logging/logger.js";
 import type { AuditLog } from "../ops/audit.js";
@@ -34,6 +34,11 @@ export interface DashboardJobServiceDependencies {
    * job API does not know (or cannot search with the program) is then refused with 422 at once.
    */
   databases?: Pick<DatabaseCatalog, "get">;
+  /**
+   * The cluster's power state as Resource Manager reports it, when this process can read it
+   * (undefined: unknown, and the submit goes on). A stopped cluster runs no search (B-026).
+   */
+  clusterPower?: () => Promise<{ cluster_name: string; power_state: string | null } | undefined>;
 }
 
 /** A dashboard job with the operation that carries it out. */
@@ -126,6 +131,11 @@ export function createDashboardJobService(dependencies: DashboardJobServiceDepen
       const executionProfile = request.execution_profile ?? "standard";
       if (dependencies.databases)
         requireDatabaseFit(program, request.db, await dependencies.databases.get(request.db), executionProfile);
+      const power = await dependencies.clusterPower?.();
+      if (power?.power_state === "Stopped")
+        throw new DependencyUnavailableError(
+          `the cluster '${power.cluster_name}' is stopped, so no search can run: start it on the Cluster page (POST /api/aks/cluster/start), then submit again`,
+        );
       const priority = request.priority ?? null;
       const now = new Date().toISOString();
       const { job: stored, created } = await record(

@@ -25,7 +25,7 @@ import {
   queryMolecule,
 } from "../../shared/blast/programs.js";
 import { ValidationError } from "../../shared/errors.js";
-import { issuesOf } from "../support/helpers.js";
+import { issuesOf, prng } from "../support/helpers.js";
 
 /** Issues for raw options parsed for `program` (schema, then program rules). */
 const refuse = (program: BlastProgram, raw: unknown) => issuesOf(() => parseBlastOptions(program, raw));
@@ -659,7 +659,100 @@ describe("toBlastArgs", () => {
 
 // ---------------------------------------------------------------------------------------------
 // Real BLAST+ 2.12: every flag we emit is one BLAST accepts, and our refusals match BLAST's.
+//
+// The gap-cost grids: BLAST's own verdict on each cell (does it run with that gapopen/gapextend?)
+// is recorded in the tables below, and our verdict is checked against the table on every cell
+// (~700 cells, no process). BLAST itself then runs on a seeded sample and must give the recorded
+// verdict (= ours) on each cell of it: in every task or matrix, `BLAST_GRID_SAMPLE` (0.2 in
+// `npm test`) of the cells BLAST accepts and of those it refuses, at least one of each (for the
+// matrices, drawn from the pairs BLAST accepts and the spread of probes, the ~300 cells this test
+// ran BLAST on before it sampled). A run costs ~0.2 CPU-s, nearly all of it BLAST's process start.
+// `BLAST_GRID_SEED` replays a run's sample (the test titles name it; a fresh one each run, so runs
+// cover different cells). `BLAST_GRID_SAMPLE=1` runs BLAST on every cell of both grids and prints
+// its verdicts in the tables' format: the way to re-record them (e.g. after a BLAST+ upgrade).
 // ---------------------------------------------------------------------------------------------
+
+const GRID_SAMPLE = Math.min(1, Math.max(0, Number(process.env.BLAST_GRID_SAMPLE ?? 0.2)));
+const GRID_SEED = Number(process.env.BLAST_GRID_SEED ?? Date.now() % 1_000_000);
+/** The sampled grids run ~40 BLAST processes each; every cell, ~170 and ~540. */
+const GRID_TIMEOUT = GRID_SAMPLE === 1 ? 1_800_000 : 120_000;
+const sampleWords = GRID_SAMPLE === 1 ? "every cell" : `a ${GRID_SAMPLE} sample (by verdict, per task or matrix)`;
+
+/** The gap-cost pairs BLAST+ 2.12 ran with, per blastn task, among 0–7 × 0–4, 20/1 and 100/100 (recorded, BLAST_GRID_SAMPLE=1). */
+const NUCLEOTIDE_GAP_GRID = {
+  megablast: {
+    accepted: "0/0 0/2 1/1 1/2 2/1 2/2 2/3 2/4 3/1 3/2 3/3 3/4 4/2 4/3 4/4 5/2 5/3 5/4 6/2 6/3 6/4 7/2 7/3 7/4 100/100",
+  },
+  blastn: { accepted: "0/4 2/2 2/4 3/3 4/2 4/4 5/2 6/2 6/4 7/4 100/100" },
+  "blastn-short": {
+    accepted: "0/2 1/1 1/2 2/1 2/2 2/3 2/4 3/2 3/3 3/4 4/2 4/3 4/4 5/2 5/3 5/4 6/2 6/3 6/4 7/2 7/3 7/4 100/100",
+  },
+  "dc-megablast": { accepted: "0/4 2/2 2/4 3/3 4/2 4/4 5/2 6/2 6/4 7/4 100/100" },
+};
+
+/** The gap-cost pairs blastp (BLAST+ 2.12) ran with, per matrix, among 5–25 × 1–3 and the spread of probes (recorded, BLAST_GRID_SAMPLE=1). */
+const PROTEIN_GAP_GRID = {
+  BLOSUM45: { accepted: "12/2 10/3 11/3 12/3 13/2 13/3 14/2 15/2 16/1 16/2 17/1 18/1 19/1" },
+  BLOSUM50: { accepted: "12/2 9/3 10/3 11/3 12/3 13/2 13/3 14/2 15/1 15/2 16/1 16/2 17/1 18/1 19/1" },
+  BLOSUM62: { accepted: "6/2 7/2 8/2 9/1 9/2 10/1 10/2 11/1 11/2 12/1 13/1" },
+  BLOSUM80: { accepted: "25/2 6/2 7/2 8/2 9/1 9/2 10/1 11/1 13/2" },
+  BLOSUM90: { accepted: "6/2 7/2 8/2 9/1 9/2 10/1 11/1" },
+  PAM30: { accepted: "8/1 5/2 6/2 7/2 9/1 10/1 13/3 14/1 14/2 15/3" },
+  PAM70: { accepted: "6/2 7/2 8/2 9/1 10/1 11/1 11/2 12/3" },
+  PAM250: { accepted: "14/3 11/3 12/3 13/2 13/3 14/2 15/2 15/3 16/2 17/1 17/2 18/1 19/1 20/1 21/1" },
+};
+
+type Cell = [BlastProgram, BlastOptions];
+const cellName = ([program, options]: Cell) => `${program} ${JSON.stringify(options)}`;
+
+/** The cells where our verdict differs from the recorded one. */
+function againstTable(cases: Cell[], recorded: (cell: Cell) => boolean): string[] {
+  return cases
+    .filter((cell) => accepts(...cell) !== recorded(cell))
+    .map((cell) => `${cellName(cell)}: ours=${accepts(...cell)} recorded=${recorded(cell)}`);
+}
+
+/**
+ * The cells BLAST runs: all at `BLAST_GRID_SAMPLE=1`; otherwise, in each group (a task or a
+ * matrix), that fraction of the `eligible` cells it accepts and of those it refuses (at least one
+ * of each), drawn with the seed.
+ */
+function gridSample(
+  cases: Cell[],
+  group: (cell: Cell) => string,
+  recorded: (cell: Cell) => boolean,
+  eligible: (cell: Cell) => boolean = () => true,
+): Cell[] {
+  if (GRID_SAMPLE === 1) return cases;
+  const random = prng(GRID_SEED);
+  const strata = new Map<string, Cell[]>();
+  for (const cell of cases.filter(eligible)) {
+    const key = `${group(cell)} ${recorded(cell)}`;
+    strata.set(key, [...(strata.get(key) ?? []), cell]);
+  }
+  const chosen = new Set<Cell>();
+  for (const cells of strata.values()) {
+    const pool = [...cells];
+    const n = Math.max(1, Math.ceil(pool.length * GRID_SAMPLE));
+    for (let i = 0; i < n; i++) {
+      const j = i + Math.floor(random() * (pool.length - i));
+      [pool[i], pool[j]] = [pool[j] as Cell, pool[i] as Cell];
+      chosen.add(pool[i] as Cell);
+    }
+  }
+  return cases.filter((cell) => chosen.has(cell));
+}
+
+/** The table rows of BLAST's verdicts on `ran` (every cell of a grid), in the format above. */
+function recordedTable(ran: Cell[], blast: boolean[], group: (cell: Cell) => string): string {
+  const rows = new Map<string, string[]>();
+  ran.forEach((cell, i) => {
+    const pairs = rows.get(group(cell)) ?? [];
+    rows.set(group(cell), pairs);
+    if (blast[i]) pairs.push(`${cell[1].gapopen}/${cell[1].gapextend}`);
+  });
+  return [...rows].map(([key, pairs]) => `  ${JSON.stringify(key)}: { accepted: "${pairs.join(" ")}" },\n`).join("");
+}
 
 const execFileAsync = promisify(execFile);
 
@@ -971,10 +1064,9 @@ describe("BLAST+ 2.12 accepts every flag toBlastArgs emits", () => {
     }
   });
 
-  /** For each case: our verdict (validateOptionsForProgram) and BLAST's (exit code 0). */
+  /** BLAST's verdict on each case: does it run (exit code 0)? */
   let gridRun = 0;
-  async function verdicts(cases: [BlastProgram, BlastOptions][]): Promise<string[]> {
-    const mismatches: string[] = [];
+  async function blastRuns(cases: Cell[]): Promise<boolean[]> {
     const codes = await mapLimit(cases, 2, ([program, options]) => {
       // Raw flags, deliberately without our validation, to see what BLAST itself does.
       const args: string[] = [];
@@ -984,52 +1076,98 @@ describe("BLAST+ 2.12 accepts every flag toBlastArgs emits", () => {
       }
       return exitCode(program, [...args, ...fixedArgs(program, file(`grid-${gridRun++}.xml`))]);
     });
-    cases.forEach(([program, options], i) => {
-      const ours = accepts(program, options);
-      const blasts = codes[i] === 0;
-      if (ours !== blasts) mismatches.push(`${program} ${JSON.stringify(options)}: ours=${ours} blast=${blasts}`);
-    });
-    return mismatches;
+    return codes.map((code) => code === 0);
   }
 
-  it("nucleotide gap costs: our verdict equals BLAST's for every task on a 0–7 × 0–4 grid", async () => {
-    const cases: [BlastProgram, BlastOptions][] = [];
-    for (const task of BLAST_TASKS.blastn) {
-      for (let gapopen = 0; gapopen <= 7; gapopen++) {
-        for (let gapextend = 0; gapextend <= 4; gapextend++) cases.push(["blastn", { task, gapopen, gapextend }]);
-      }
-      cases.push(["blastn", { task, gapopen: 20, gapextend: 1 }], ["blastn", { task, gapopen: 100, gapextend: 100 }]);
-    }
-    expect(await verdicts(cases)).toEqual([]);
-  }, 120_000);
+  /** The cases where our verdict (validateOptionsForProgram) differs from BLAST's. */
+  const mismatches = (cases: Cell[], blast: boolean[]): string[] =>
+    cases.flatMap((cell, i) =>
+      accepts(...cell) === blast[i] ? [] : [`${cellName(cell)}: ours=${accepts(...cell)} blast=${blast[i]}`],
+    );
+  const verdicts = async (cases: Cell[]): Promise<string[]> => mismatches(cases, await blastRuns(cases));
 
-  it("protein gap costs: our verdict equals BLAST's for every matrix (its pairs and a spread of others)", async () => {
-    const cases: [BlastProgram, BlastOptions][] = [];
-    const probes: [number, number][] = [
-      [0, 0],
-      [8, 1],
-      [12, 2],
-      [14, 3],
-      [25, 2],
-      [11, 4],
-      [100, 100],
-    ];
-    for (const matrix of SCORING_MATRICES) {
-      const pairs = new Set(probes.map(([o, e]) => `${o}/${e}`));
-      for (let gapopen = 5; gapopen <= 25; gapopen++) {
-        for (let gapextend = 1; gapextend <= 3; gapextend++) {
-          if (accepts("blastp", { matrix, gapopen, gapextend })) pairs.add(`${gapopen}/${gapextend}`);
+  /**
+   * Our verdict against the recorded table on every cell, then against BLAST's on the sample (at
+   * BLAST_GRID_SAMPLE=1 on every cell, printing BLAST's table first).
+   */
+  async function checkGrid(
+    name: string,
+    cases: Cell[],
+    group: (cell: Cell) => string,
+    recorded: (cell: Cell) => boolean,
+    always: Cell[] = [],
+    eligible?: (cell: Cell) => boolean,
+  ) {
+    const probed = [...gridSample(cases, group, recorded, eligible), ...always];
+    process.stdout.write(
+      `${name}: BLAST runs ${probed.length} of ${cases.length + always.length} cells (seed ${GRID_SEED})\n`,
+    );
+    const blast = await blastRuns(probed);
+    if (GRID_SAMPLE === 1) process.stdout.write(recordedTable(cases, blast, group));
+    expect(againstTable(cases, recorded)).toEqual([]);
+    expect(mismatches(probed, blast)).toEqual([]);
+  }
+
+  it(
+    `nucleotide gap costs: for every task on a 0–7 × 0–4 grid, our verdict equals BLAST's recorded one on every cell and BLAST's own on ${sampleWords} (seed ${GRID_SEED})`,
+    async () => {
+      const cases: [BlastProgram, BlastOptions][] = [];
+      for (const task of BLAST_TASKS.blastn) {
+        for (let gapopen = 0; gapopen <= 7; gapopen++) {
+          for (let gapextend = 0; gapextend <= 4; gapextend++) cases.push(["blastn", { task, gapopen, gapextend }]);
+        }
+        cases.push(["blastn", { task, gapopen: 20, gapextend: 1 }], ["blastn", { task, gapopen: 100, gapextend: 100 }]);
+      }
+      const recorded = ([, o]: [BlastProgram, BlastOptions]) =>
+        NUCLEOTIDE_GAP_GRID[o.task as keyof typeof NUCLEOTIDE_GAP_GRID].accepted
+          .split(" ")
+          .includes(`${o.gapopen}/${o.gapextend}`);
+      await checkGrid("nucleotide gap costs", cases, ([, o]) => String(o.task), recorded);
+    },
+    GRID_TIMEOUT,
+  );
+
+  it(
+    `protein gap costs: for every matrix, our verdict equals BLAST's recorded one on every pair of 5–25 × 1–3 and a spread of others, and BLAST's own on ${sampleWords} (seed ${GRID_SEED})`,
+    async () => {
+      const cases: [BlastProgram, BlastOptions][] = [];
+      const probes: [number, number][] = [
+        [0, 0],
+        [8, 1],
+        [12, 2],
+        [14, 3],
+        [25, 2],
+        [11, 4],
+        [100, 100],
+      ];
+      for (const matrix of SCORING_MATRICES) {
+        const pairs = new Set(probes.map(([o, e]) => `${o}/${e}`));
+        for (let gapopen = 5; gapopen <= 25; gapopen++) {
+          for (let gapextend = 1; gapextend <= 3; gapextend++) pairs.add(`${gapopen}/${gapextend}`);
+        }
+        for (const pair of pairs) {
+          const [gapopen, gapextend] = pair.split("/").map(Number) as [number, number];
+          cases.push(["blastp", { matrix, gapopen, gapextend }]);
         }
       }
-      for (const pair of pairs) {
-        const [gapopen, gapextend] = pair.split("/").map(Number) as [number, number];
-        cases.push(["blastp", { matrix, gapopen, gapextend }]);
-      }
-    }
-    cases.push(["blastx", { gapopen: 12, gapextend: 2 }], ["tblastn", { matrix: "PAM30", gapopen: 13, gapextend: 3 }]);
-    cases.push(["blastp", { task: "blastp-short", gapopen: 11 }], ["blastp", { matrix: "BLOSUM45", gapextend: 3 }]);
-    expect(await verdicts(cases)).toEqual([]);
-  }, 120_000);
+      const recorded = ([, o]: [BlastProgram, BlastOptions]) =>
+        PROTEIN_GAP_GRID[o.matrix as keyof typeof PROTEIN_GAP_GRID].accepted
+          .split(" ")
+          .includes(`${o.gapopen}/${o.gapextend}`);
+      // Other programs, and a gap cost alone (the other filled from the task's or matrix's default): always run.
+      const always: Cell[] = [
+        ["blastx", { gapopen: 12, gapextend: 2 }],
+        ["tblastn", { matrix: "PAM30", gapopen: 13, gapextend: 3 }],
+        ["blastp", { task: "blastp-short", gapopen: 11 }],
+        ["blastp", { matrix: "BLOSUM45", gapextend: 3 }],
+      ];
+      // Sampled from the probes and the pairs BLAST accepts (the rest of the grid: every cell at BLAST_GRID_SAMPLE=1).
+      const spread = new Set(probes.map(([o, e]) => `${o}/${e}`));
+      const eligible = (cell: Cell) => recorded(cell) || spread.has(`${cell[1].gapopen}/${cell[1].gapextend}`);
+      await checkGrid("protein gap costs", cases, ([, o]) => String(o.matrix), recorded, always, eligible);
+    },
+    GRID_TIMEOUT,
+  );
 
   it("word_size ranges and the incompatible combinations: our verdict equals BLAST's", async () => {
     const cases: [BlastProgram, BlastOptions][] = [];

@@ -11,7 +11,7 @@ import {
 import { type DashboardJob, DashboardJobStore } from "../../shared/dashboard/dashboard-jobs.js";
 import type { JobApiClient } from "../../shared/dashboard/job-api-client.js";
 import type { DashboardSubmitRequest } from "../../shared/dashboard/schemas.js";
-import { ConflictError, NotFoundError, ValidationError } from "../../shared/errors.js";
+import { ConflictError, DependencyUnavailableError, NotFoundError, ValidationError } from "../../shared/errors.js";
 import { requestFingerprint } from "../../shared/http/idempotency.js";
 import { createAuditLog } from "../../shared/ops/audit.js";
 import { CANCEL_EVENT, Orchestrations } from "../../shared/orchestrations/queue-labels.js";
@@ -42,7 +42,7 @@ function request(overrides: Partial<DashboardSubmitRequest> = {}): DashboardSubm
 }
 
 /** A service over real stores on Azurite (tables and a container of their own) and a fake task hub and job API. */
-function setup(jobApi: JobApiClient = fakeJobApi()) {
+function setup(jobApi: JobApiClient = fakeJobApi(), extra: Partial<DashboardJobServiceDependencies> = {}) {
   const prefix = `svc${++counter}x${Date.now().toString(36)}`;
   const queries = new ContainerClient(azurite.connectionString, `${prefix}-queries`);
   const jobs = new DashboardJobStore(
@@ -59,6 +59,7 @@ function setup(jobApi: JobApiClient = fakeJobApi()) {
     audit,
     logger,
     pollIntervalSeconds: 7,
+    ...extra,
   };
   return { service: createDashboardJobService(dependencies), jobs, queries, audit, hub, logger };
 }
@@ -125,6 +126,25 @@ describe("dashboard job service: submit", () => {
       state: "queued",
       poll_after_seconds: 7,
     });
+  });
+
+  it("B-026 refuses a search while the cluster is stopped, saying so, and records nothing; once it runs the search is accepted", async () => {
+    let power = "Stopped";
+    const { service, hub } = setup(fakeJobApi(), {
+      clusterPower: async () => ({ cluster_name: "aks-blast", power_state: power }),
+    });
+    const refused = await service.submit(caller, request({ idempotency_key: "b026" })).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(DependencyUnavailableError);
+    expect((refused as Error).message).toBe(
+      "the cluster 'aks-blast' is stopped, so no search can run: start it on the Cluster page (POST /api/aks/cluster/start), then submit again",
+    );
+    expect(hub.starts).toHaveLength(0);
+    expect((await service.list({ page: 1, pageSize: 10 })).total).toBe(0);
+
+    power = "Running";
+    const accepted = await service.submit(caller, request({ idempotency_key: "b026" }));
+    expect(accepted.created).toBe(true);
+    expect(hub.starts).toHaveLength(1);
   });
 
   it("B-021 answers the same job to a keyed retry and starts nothing while its orchestration exists", async () => {

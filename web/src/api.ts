@@ -14,6 +14,7 @@ import type {
   dashboardSubmitSchema,
 } from "../../shared/dashboard/schemas.js";
 import type { RolloutView } from "../../shared/cluster/job-api-deploy.js";
+import type { ClusterStatusView } from "../../shared/cluster/cluster-service.js";
 import type { AddingOptions, DatabaseListing, UploadRequest } from "../../shared/databases/database-service.js";
 import type { FastaUploadSummary } from "../../shared/databases/fasta-upload.js";
 import type { FieldIssue } from "../../shared/errors.js";
@@ -79,6 +80,9 @@ export interface JobApiDeploymentView {
   rollout: RolloutView;
   running_operation: Operation | null;
 }
+
+/** `GET /api/aks/cluster`: the pools a provision asks for, the cluster as it is, its latest operation. */
+export type { ClusterStatusView };
 
 /** `GET /api/health/queue/result/{task_id}` (declared in functions/diagnostics.ts). */
 export interface NoopResult {
@@ -308,6 +312,12 @@ export function createApiClient(options: {
     /** The verified core-stage frames (`GET /api/live/stream`), resuming after `lastEventId`. */
     liveStream: (lastEventId: string | undefined, signal: AbortSignal) =>
       eventStream("/api/live/stream", { signal, headers: lastEventId ? { "Last-Event-ID": lastEventId } : {} }),
+    clusterStatus: (signal?: AbortSignal) => data<ClusterStatusView>("/api/aks/cluster", { signal }),
+    provisionCluster: () => data<{ operation: Operation }>("/api/aks/provision", { method: "POST", body: {} }),
+    clusterAction: (action: "stop" | "start") =>
+      data<{ operation: Operation }>(`/api/aks/cluster/${action}`, { method: "POST", body: {} }),
+    latestImageBuild: (signal?: AbortSignal) => data<{ operation: Operation | null }>("/api/images/build", { signal }),
+    buildImages: () => data<{ operation: Operation }>("/api/images/build", { method: "POST", body: {} }),
     jobApiDeployment: (signal?: AbortSignal) => data<JobApiDeploymentView>("/api/jobapi/deployment", { signal }),
     deployJobApi: (request: { image_digest: string; force: boolean }) =>
       data<{ operation: Operation }>("/api/jobapi/deploy", { method: "POST", body: request }),
