@@ -32,6 +32,7 @@ import { createWorkspaceStore } from "../../shared/workspace/workspace.js";
 import { createWorkspaceService, type WorkspaceService } from "../../shared/workspace/workspace-service.js";
 import { openTableClient } from "../../shared/storage/storage-connection.js";
 import { createTerminalTicketStore, type TerminalTicketStore } from "../../shared/terminal/terminal-tickets.js";
+import { createDownloadTicketStore, type DownloadTicketStore } from "../../shared/dashboard/download-tickets.js";
 import {
   createTerminalTicketService,
   type TerminalTicketService,
@@ -213,6 +214,14 @@ export function apiTokenSettings(scope: Pick<ServiceScope, "logger">): ApiTokenS
     logger: scope.logger,
     graceSeconds: appContext.config.apiTokenGraceSeconds,
   });
+}
+
+let downloadTicketStore: DownloadTicketStore | undefined;
+
+/** Results download tickets (issue 23): in the platform storage, issued and redeemed by the dashboard. */
+export function downloadTickets(): DownloadTicketStore {
+  downloadTicketStore ??= createDownloadTicketStore(appContext.config.storage);
+  return downloadTicketStore;
 }
 
 let terminalTickets: TerminalTicketStore | undefined;

@@ -49,6 +49,10 @@ export const dashboardJobSchema = z.object({
   created_by: actor,
   created_at: timestamp,
   updated_at: timestamp,
+  status_times: z
+    .record(z.string(), timestamp)
+    .optional()
+    .describe("when the dashboard first saw the job in each status it reached (ISO 8601), keyed by status"),
   error: z.string(),
   progress: z
     .object({
@@ -424,5 +428,15 @@ export const terminalTicketSchema = z.object({
   ticket: z.string().describe("offer it as the WebSocket subprotocol ticket.<ticket> on GET /v1/terminal"),
   expires_at: timestamp,
   expires_in_seconds: z.number().int(),
+  meta,
+});
+
+/** `POST /api/blast/jobs/{uuid}/results/ticket` (issue 23): a single-use download link. */
+export const downloadTicketSchema = z.object({
+  ticket: z.string().describe("single use; only its digest is stored"),
+  expires_at: timestamp,
+  download_url: z
+    .string()
+    .describe("GET it (relative to the dashboard) without an Authorization header: the results as an attachment"),
   meta,
 });

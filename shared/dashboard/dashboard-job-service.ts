@@ -15,6 +15,7 @@ import { dashboardJobId, legacyDashboardJobId } from "./dashboard-job-id.js";
 import { type DashboardJob, type DashboardJobStore, TERMINAL_JOB_STATES } from "./dashboard-jobs.js";
 import type { JobApiCallOptions, JobApiClient, JobApiResults } from "./job-api-client.js";
 import type { DashboardSubmitRequest } from "./schemas.js";
+import { type ResultFileKind, resultFileName } from "./result-file-names.js";
 
 /** What the dashboard job service is built from. */
 export interface DashboardJobServiceDependencies {
@@ -144,6 +145,7 @@ export function createDashboardJobService(dependencies: DashboardJobServiceDepen
           openapi_job_id: null,
           operation_id: newOperationId(),
           status: "submitting",
+          status_times: { submitting: now },
           title: request.title ?? "",
           program,
           db: request.db,
@@ -233,10 +235,19 @@ export function createDashboardJobService(dependencies: DashboardJobServiceDepen
      * Opens the job's results at the job API for streaming through. NotFoundError until the job
      * has reached the job API, and while its results are not published.
      */
-    async openResults(jobId: string, content: string, options?: JobApiCallOptions): Promise<JobApiResults> {
+    /**
+     * The job's results streamed from the job API, with the name the download is saved under
+     * (`<title or job>-<kind>.<ext>`, the same for every content and every client).
+     */
+    async openResults(
+      jobId: string,
+      content: ResultFileKind,
+      options?: JobApiCallOptions,
+    ): Promise<JobApiResults & { fileName: string }> {
       const job = await get(jobId);
       if (!job.openapi_job_id) throw new NotFoundError("the job has not reached the job API yet; poll its operation");
-      return jobApi.openResults(job.openapi_job_id, content, options);
+      const results = await jobApi.openResults(job.openapi_job_id, content, options);
+      return { ...results, fileName: resultFileName(job, content) };
     },
 
     /**

@@ -42,6 +42,7 @@ import {
   identityLinkSchema,
   terminalTicketRequestSchema,
   terminalTicketSchema,
+  downloadTicketSchema,
 } from "./api-schemas.js";
 import { dashboardSubmitSchema } from "./schemas.js";
 
@@ -108,6 +109,7 @@ const SCHEMAS: Record<string, z.ZodType> = {
   LatestImageBuild: latestImageBuildSchema,
   TerminalTicketRequest: terminalTicketRequestSchema,
   TerminalTicket: terminalTicketSchema,
+  DownloadTicket: downloadTicketSchema,
 };
 
 /**

@@ -334,7 +334,7 @@ describe("the dashboard web app in Chromium", () => {
     await page.getByRole("heading", { name: "Demo search" }).waitFor();
     expect(await page.getByText(`Dashboard job ${jobUuid}`).count()).toBe(1);
     await page.getByText("The search has completed.").waitFor({ timeout: 90_000 });
-    expect(await page.locator(".timeline li").last().textContent()).toContain("completed");
+    expect(await page.locator(".timeline li").last().textContent()).toContain("Completed");
     await page.getByText("2 of 2 done, 0 running, 0 failed").waitFor();
 
     // The results, read a page at a time (issue 23): the first query's graphic, one bar per HSP
@@ -467,7 +467,8 @@ describe("the dashboard web app in Chromium", () => {
     await graphic.locator('g.hit-row[data-hit="30"] rect').first().click();
     const row30 = page.locator("#hit-12-30");
     expect(await row30.getAttribute("class")).toBe("highlight");
-    expect(await page.evaluate(() => document.activeElement?.id)).toBe("hit-12-30");
+    // The row takes focus in an effect after the render that marks it: wait for it, not a tick.
+    await expect.poll(() => page.evaluate(() => document.activeElement?.id)).toBe("hit-12-30");
     expect(
       await row30.evaluate((el) => {
         const r = el.getBoundingClientRect();

@@ -19,6 +19,12 @@ const MATRIX: { method: string; path: string; floor: Role; body?: unknown; passe
   { method: "GET", path: `/api/blast/jobs/${UNKNOWN_UUID}`, floor: "Reader", passes: [404] },
   { method: "DELETE", path: `/api/blast/jobs/${UNKNOWN_UUID}`, floor: "Contributor", passes: [404] },
   { method: "GET", path: `/api/blast/jobs/${UNKNOWN_UUID}/results?content=xml`, floor: "Reader", passes: [404] },
+  {
+    method: "POST",
+    path: `/api/blast/jobs/${UNKNOWN_UUID}/results/ticket?content=xml`,
+    floor: "Reader",
+    passes: [404],
+  },
   { method: "GET", path: `/api/operations/${UNKNOWN_OP}`, floor: "Reader", passes: [404] },
   { method: "GET", path: "/api/workspace", floor: "Reader", passes: [404] },
   { method: "PUT", path: "/api/workspace", floor: "Contributor", body: { node_count: "many" }, passes: [422] },

@@ -286,6 +286,16 @@ export function createApiClient(options: {
     /** The result stream (bytes pass through the backend; no storage URL reaches the browser). */
     results: (uuid: string, content: ResultContent, signal?: AbortSignal) =>
       send(`${job(uuid)}/results?content=${content}`, { signal, headers: { Accept: "*/*" } }),
+    /**
+     * A single-use link (60 s) that downloads one result without the bearer header: the browser
+     * streams it to disk itself. Absolute, on the API's base URL.
+     */
+    resultsLink: async (uuid: string, content: ResultContent): Promise<string> => {
+      const issued = await data<{ download_url: string }>(`${job(uuid)}/results/ticket?content=${content}`, {
+        method: "POST",
+      });
+      return `${options.baseUrl}${issued.download_url}`;
+    },
     /** Per-query summaries of a completed result, a page at a time (read from its index, not the XML). */
     resultQueries: (uuid: string, page: PageRequest, signal?: AbortSignal) =>
       data<QueryPage>(`${job(uuid)}/results/queries?offset=${page.offset}&limit=${page.limit}`, { signal }),

@@ -1,6 +1,7 @@
 import { useState } from "preact/hooks";
 import type { Operation } from "../api.js";
 import { formatBytes, formatCount, formatTime } from "../format.js";
+import { warmupNodeLines } from "./database-words.js";
 import {
   ErrorNotice,
   LiveText,
@@ -15,6 +16,8 @@ import {
 import { DatabaseUpload } from "./database-upload.js";
 
 const TERMINAL = new Set(["succeeded", "failed", "cancelled"]);
+/** How often the list is re-read while a database warms up without an operation this page follows. */
+const WARMING_POLL_MS = 5000;
 
 const VERB: Record<Tracked["kind"], string> = { prepare: "Preparing", "warm-up": "Warming up", add: "Adding" };
 
@@ -34,13 +37,18 @@ export function DatabasesPage() {
   const [tracked, setTracked] = useState<Tracked[]>([]);
   const [actionError, setActionError] = useState<unknown>(undefined);
   const running = tracked.filter((t) => !TERMINAL.has(t.operation.state));
+  // A warm-up this page did not start (another tab, the console, a reload) still ends in the table.
+  const warmingElsewhere = (list.data?.databases ?? []).some((d) => d.warm_state === "warming");
   const pollMs =
     running.length > 0
       ? Math.min(5000, Math.max(1000, ...running.map((t) => t.operation.poll_after_seconds * 1000)))
-      : undefined;
+      : warmingElsewhere
+        ? WARMING_POLL_MS
+        : undefined;
 
   // Follow each started operation to its end, then refresh the list (warm state, versions).
   usePolling(async () => {
+    if (running.length === 0) return list.reload();
     const next = await Promise.all(
       tracked.map(async (t) =>
         TERMINAL.has(t.operation.state) ? t : { ...t, operation: await api.operation(t.operation.operation_id) },
@@ -81,6 +89,13 @@ export function DatabasesPage() {
                 <span class="field-error"> — {t.operation.error.detail}</span>
               ) : null}
               <span class="muted"> · operation {t.operation.operation_id}</span>
+              {t.kind === "warm-up" && warmupNodeLines(t.operation.progress).length > 0 ? (
+                <ul class="hint" aria-label={`Nodes warming ${t.name}`}>
+                  {warmupNodeLines(t.operation.progress).map((line) => (
+                    <li key={line}>{line}</li>
+                  ))}
+                </ul>
+              ) : null}
             </li>
           ))}
         </ul>

@@ -342,7 +342,9 @@ function SubmitForm() {
             id="db"
             label="Database"
             hint={
-              usable.length === 0 && databases.data ? (
+              !databases.data && !databases.error ? (
+                "Loading the databases…"
+              ) : usable.length === 0 && databases.data ? (
                 <>
                   No {moleculeWord(databaseMolecule(program))} database is prepared yet.{" "}
                   <Link href="/databases">Add a {moleculeWord(databaseMolecule(program))} database</Link> by uploading a
@@ -358,6 +360,7 @@ function SubmitForm() {
               onChange={(e) => setDb(e.currentTarget.value)}
               {...fieldAria("db", issues.db?.join(" "), usable.length === 0)}
             >
+              {!databases.data && !databases.error ? <option value="">Loading…</option> : null}
               {usable.map((d) => (
                 <option key={d.name} value={d.name}>
                   {d.name} — {formatCount(d.sequences)} sequences, {formatCount(d.letters)} letters,{" "}
