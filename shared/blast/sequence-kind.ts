@@ -40,17 +40,6 @@ export class MoleculeTally {
     }
   }
 
-  /** Counts the letters of bytes (ASCII) of a sequence line. */
-  addBytes(bytes: Uint8Array, start: number, end: number): void {
-    for (let i = start; i < end; i++) {
-      const code = bytes[i] ?? 0;
-      const upper = code >= 97 && code <= 122 ? code - 32 : code;
-      if (upper < A || upper > Z) continue;
-      this.letters += 1;
-      if (NUCLEOTIDE_CORE[upper] === 1) this.nucleotide += 1;
-    }
-  }
-
   /** The molecule the letters look like; undefined when there are none. */
   molecule(): MoleculeType | undefined {
     if (this.letters === 0) return undefined;

@@ -5,7 +5,7 @@
  * the chosen molecule, so a build does not fail on the file's contents.
  */
 import type { MoleculeType } from "../blast/programs.js";
-import { MoleculeTally, moleculeWord } from "../blast/sequence-kind.js";
+import { moleculeWord, NUCLEOTIDE_SHARE } from "../blast/sequence-kind.js";
 import { InvalidFieldError, PayloadTooLargeError } from "../errors.js";
 
 /** What a checked upload holds. */
@@ -43,6 +43,13 @@ function alphabet(letters: string): Uint8Array {
 
 const ALPHABETS: Record<MoleculeType, Uint8Array> = { nucl: alphabet(NUCLEOTIDE), prot: alphabet(PROTEIN) };
 
+/** A, C, G, T, U, N in either case: the letters `detectMolecule` counts as nucleotide. */
+const NUCLEOTIDE_CORE = new Uint8Array(256);
+for (const ch of "ACGTUN") {
+  NUCLEOTIDE_CORE[ch.charCodeAt(0)] = 1;
+  NUCLEOTIDE_CORE[ch.toLowerCase().charCodeAt(0)] = 1;
+}
+
 const LF = 10;
 const CR = 13;
 const GT = 62;
@@ -76,7 +83,8 @@ export class FastaUploadCheck {
   private recordLine = 0;
   private headerBytes = 0;
   private headerLength = 0;
-  private readonly tally = new MoleculeTally();
+  /** Letters that are A, C, G, T, U or N (the molecule is read from their share, as `detectMolecule` does). */
+  private nucleotideLetters = 0;
   private readonly table: Uint8Array;
 
   constructor(
@@ -103,12 +111,9 @@ export class FastaUploadCheck {
       this.refuse("the file is gzip-compressed: unpack it and upload the plain FASTA text");
     this.bytes += chunk.length;
     if (this.bytes > this.maxBytes) throw new UploadTooLargeError(this.maxBytes);
-    let sequenceStart = -1;
     for (let i = 0; i < chunk.length; i++) {
       const b = chunk[i] ?? 0;
       if (b === LF) {
-        if (sequenceStart >= 0) this.tally.addBytes(chunk, sequenceStart, i);
-        sequenceStart = -1;
         this.endLine();
         continue;
       }
@@ -153,12 +158,12 @@ export class FastaUploadCheck {
         continue;
       }
       // A sequence line.
-      if (sequenceStart < 0) sequenceStart = i;
       if (isSpace(b)) continue;
       const kind = this.table[b] ?? 0;
       if (kind === 1) {
         this.letters += 1;
         this.recordLetters += 1;
+        this.nucleotideLetters += NUCLEOTIDE_CORE[b] ?? 0;
         continue;
       }
       if (kind === 2) continue;
@@ -172,7 +177,6 @@ export class FastaUploadCheck {
               : `a ${moleculeWord(this.type)} sequence may contain only ${this.type === "nucl" ? NUCLEOTIDE : PROTEIN} and '-'`;
       this.refuse(`invalid character ${shown(b)} at line ${this.line}, column ${this.column}: ${why}`);
     }
-    if (sequenceStart >= 0) this.tally.addBytes(chunk, sequenceStart, chunk.length);
   }
 
   private endLine(): void {
@@ -196,7 +200,8 @@ export class FastaUploadCheck {
       sequences: this.sequences,
       letters: this.letters,
       header_bytes: this.headerBytes,
-      detected_type: this.tally.molecule() ?? null,
+      detected_type:
+        this.letters === 0 ? null : this.nucleotideLetters / this.letters >= NUCLEOTIDE_SHARE ? "nucl" : "prot",
     };
   }
 }

@@ -4,6 +4,7 @@ import { ContainerClient, StorageSharedKeyCredential } from "@azure/storage-blob
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_ACCOUNT, DEV_ACCOUNT_KEY } from "../../local/azurite.js";
 import { DatabaseStateStore } from "../../shared/databases/database-state.js";
+import { createAuditLog } from "../../shared/ops/audit.js";
 import { type FakeNcbiServer, startFakeNcbiServer } from "../fakes/ncbi-server.js";
 import { DEMO_DB, demoQueries, jobApi, readApiToken } from "../support/jobapi-client.js";
 import { eventually, mintToken, startStack, type TestStack } from "../support/local-stack.js";
@@ -277,6 +278,17 @@ describe("dashboard databases: adding one from an uploaded FASTA (issue 23, item
     expect(await database("uploaded_16s")).toMatchObject({ sequences: 12, partitions: 2, warm_state: "cold" });
     // The upload was removed once built.
     expect(await storedUploads()).toEqual([]);
+    // Adding a database is a privileged act: audited with its operation.
+    const audit = createAuditLog(
+      `DefaultEndpointsProtocol=http;AccountName=${DEV_ACCOUNT};AccountKey=${DEV_ACCOUNT_KEY};TableEndpoint=${stack.info.table_endpoint};`,
+    );
+    expect(await audit.list({ action: "database.add", limit: 10 })).toEqual([
+      expect.objectContaining({
+        target: "blast_database/uploaded_16s",
+        outcome: "succeeded",
+        details: { operation_id: body.operation.operation_id },
+      }),
+    ]);
 
     // Searchable at once, sharded over its two partitions: the first query finds itself.
     const api = jobApi(stack, readApiToken(stack));
