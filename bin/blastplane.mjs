@@ -12,6 +12,10 @@ const COMMANDS = {
   token: `blastplane token --role <${ROLES.join("|")}> [--oid ID] [--name NAME] [--ttl SECONDS] [--json]
       Prints a bearer token that the running local stack accepts
       (--json: {"access_token", "token_type", "expires_in"}).`,
+  env: `blastplane env [--json]
+      Prints export lines for a shell: DASHBOARD (the web app and /api), JOBAPI (the job API),
+      KUBECONFIG (the local Kubernetes API) and BLASTPLANE_DATA_DIR of the running stack, so
+      eval "$(npx blastplane env)" makes the documented commands work on any ports and data folder.`,
   "api-token": `blastplane api-token [--json]
       Prints the job API's current X-SVC-API-Token (--json: {"api_token", "created_at"}).`,
   db: `blastplane db add NAME FASTA [--type nucl|prot] [--partitions N] [--json]
@@ -126,6 +130,27 @@ function apiToken(argv) {
   print(values.json, { api_token: current.value, created_at: current.created_at ?? null }, current.value);
 }
 
+/** Quotes `value` for a POSIX shell when it holds anything but safe characters. */
+function shellQuote(value) {
+  return /^[\w@%+=:,./-]+$/.test(value) ? value : `'${value.replaceAll("'", "'\\''")}'`;
+}
+
+/** The running stack's addresses as shell exports (or one JSON record). */
+function env(argv) {
+  const { values } = parseArgs({ args: argv, options: { json: { type: "boolean" } }, strict: true });
+  const stack = runningStack();
+  const record = {
+    DASHBOARD: stack.functions_url,
+    JOBAPI: stack.jobapi_url,
+    ...(stack.kubeconfig ? { KUBECONFIG: stack.kubeconfig } : {}),
+    BLASTPLANE_DATA_DIR: path.resolve(process.env.BLASTPLANE_DATA_DIR ?? ".data"),
+  };
+  const text = `export ${Object.entries(record)
+    .map(([name, value]) => `${name}=${shellQuote(value)}`)
+    .join(" ")}`;
+  print(values.json, record, text);
+}
+
 async function db(argv) {
   const stack = runningStack();
   const cli = new URL("../dist/local/cli-db.js", import.meta.url);
@@ -143,6 +168,9 @@ try {
     switch (command) {
       case "token":
         await token(rest);
+        break;
+      case "env":
+        env(rest);
         break;
       case "api-token":
         apiToken(rest);

@@ -44,6 +44,50 @@ route(
 );
 
 route(
+  "aksCluster",
+  {
+    methods: ["GET"],
+    route: "aks/cluster",
+    role: "Reader",
+    durable: true,
+    openapi: {
+      summary:
+        "The cluster: the pools a provision asks for, the cluster as Resource Manager has it, its latest operation",
+      description:
+        "plan.pools are the system pool and the BLAST pool (the workspace's node size and count); plan.fits says whether a BLAST node holds the largest prepared database (plan.detail says why not, with the remedies: a provision would be refused). cluster is the managed cluster (power state, provisioning state, BLAST pool) or null when it does not exist; cluster_error says why it could not be read. operation is the cluster's latest operation, running or finished.",
+      responses: {
+        ...ok("the cluster's plan, state and latest operation", "ClusterStatus"),
+        "404": errorResponse("no workspace has been saved yet"),
+      },
+    },
+  },
+  async (_request, scope) => {
+    const status = await clusterService(scope).status();
+    return jsonResult(200, { ...status, meta: { request_id: scope.requestId } }, scope.requestId);
+  },
+);
+
+route(
+  "imagesLatestBuild",
+  {
+    methods: ["GET"],
+    route: "images/build",
+    role: "Reader",
+    durable: true,
+    openapi: {
+      summary: "The workspace registry's latest image build (running or finished)",
+      description:
+        "The build operation as GET /api/operations/{id} reports it (progress: step, run, log tail; at the end image_digest and image), or null when the registry never had a build or no workspace is saved.",
+      responses: ok("the latest build, or null", "LatestImageBuild"),
+    },
+  },
+  async (_request, scope) => {
+    const operation = await imageBuildService(scope).latest();
+    return jsonResult(200, { operation, meta: { request_id: scope.requestId } }, scope.requestId);
+  },
+);
+
+route(
   "imagesBuild",
   {
     methods: ["POST"],

@@ -22,7 +22,7 @@ import { jsonResult } from "../shared/http/envelope.js";
 import { resultPageQuerySchema } from "../shared/jobs/result-page-schemas.js";
 import { z } from "zod";
 import { parseJsonBody, parsePath, parseQuery } from "../shared/http/validation.js";
-import { dashboardJobService } from "./composition/dashboard-deps.js";
+import { dashboardJobService, downloadTickets } from "./composition/dashboard-deps.js";
 import { callerOf, route } from "./composition/http-route.js";
 
 /** A dashboard job as the routes show it (never its request fingerprint or cancel flag). */
@@ -42,6 +42,7 @@ function jobView(job: DashboardJob) {
     created_by: job.created_by,
     created_at: job.created_at,
     updated_at: job.updated_at,
+    status_times: job.status_times ?? {},
     error: job.error,
     progress: job.progress,
     result_bytes: job.result_bytes ?? null,
@@ -214,8 +215,99 @@ route(
     const results = await dashboardJobService(scope).openResults(uuid, content);
     const headers: Record<string, string> = { "X-Request-Id": scope.requestId };
     if (results.contentType) headers["content-type"] = results.contentType;
-    if (results.contentDisposition) headers["content-disposition"] = results.contentDisposition;
+    // One name for every content (the job API names only its ZIPs, after its own id).
+    headers["content-disposition"] = `attachment; filename="${results.fileName}"`;
     // Bytes stream through; no storage URL reaches the browser.
+    return {
+      status: 200,
+      headers,
+      body: Readable.fromWeb(results.body as NodeReadableStream<Uint8Array>) as unknown as AsyncIterable<Uint8Array>,
+    };
+  },
+);
+
+// Streamed downloads (issue 23): the page gets a single-use ticket with its token, then gives the
+// browser a plain link, so a multi-GB result goes to disk as it arrives instead of into memory.
+const downloadQuerySchema = dashboardResultsQuerySchema.extend({
+  ticket: z.string().max(200).describe("a ticket from POST …/results/ticket (single use, 60 s)"),
+});
+/** A ticket and its link are credentials for a minute: never kept by browsers or proxies. */
+const NO_STORE = { "Cache-Control": "no-store" };
+
+route(
+  "blastJobResultsTicket",
+  {
+    methods: ["POST"],
+    route: "blast/jobs/{uuid}/results/ticket",
+    role: "Reader",
+    openapi: {
+      summary: "A single-use link to download a search's results without the bearer header (streamed to disk)",
+      description:
+        "The answer's download_url (relative to the dashboard) downloads the content once, within 60 s of issue, with no Authorization header: a browser link. Only the ticket's digest is stored.",
+      parameters: [
+        ...parametersOf(dashboardJobPathSchema, "path"),
+        ...parametersOf(dashboardResultsQuerySchema, "query"),
+      ],
+      responses: {
+        ...ok("the ticket, its expiry and the download link (Cache-Control: no-store)", "DownloadTicket"),
+        "400": errorResponse("not a dashboard job UUID, or an unknown content value"),
+        "404": errorResponse("unknown job"),
+      },
+    },
+  },
+  async (request, scope) => {
+    const { uuid } = parsePath(request, dashboardJobPathSchema);
+    const { content } = parseQuery(request, dashboardResultsQuerySchema);
+    await dashboardJobService(scope).get(uuid);
+    const issued = await downloadTickets().issue(callerOf(scope).oid, uuid, content);
+    const query = new URLSearchParams({ content, ticket: issued.ticket });
+    return jsonResult(
+      200,
+      {
+        ...issued,
+        download_url: `/api/blast/jobs/${uuid}/results/download?${query}`,
+        meta: { request_id: scope.requestId },
+      },
+      scope.requestId,
+      NO_STORE,
+    );
+  },
+);
+
+route(
+  "blastJobResultsDownload",
+  {
+    methods: ["GET"],
+    route: "blast/jobs/{uuid}/results/download",
+    openapi: {
+      summary: "Download a search's results with a ticket instead of the bearer header (a browser link)",
+      security: [],
+      parameters: [...parametersOf(dashboardJobPathSchema, "path"), ...parametersOf(downloadQuerySchema, "query")],
+      responses: {
+        "200": {
+          description: "xml: BLAST XML; tabular: outfmt 6 text; full, merged: ZIP — as an attachment",
+          headers: { "Content-Disposition": headerRef("ContentDisposition") },
+          content: {
+            "application/xml": { schema: { type: "string", format: "binary" } },
+            "text/tab-separated-values": { schema: { type: "string" } },
+            "application/zip": { schema: { type: "string", format: "binary" } },
+          },
+        },
+        "400": errorResponse("not a dashboard job UUID, or an unknown content value"),
+        "401": errorResponse("no ticket, or one that is malformed, unknown, used, expired or for another download"),
+        "404": errorResponse("unknown job, or no results yet"),
+        "502": errorResponse("the job API failed to answer"),
+      },
+    },
+  },
+  async (request, scope) => {
+    const { uuid } = parsePath(request, dashboardJobPathSchema);
+    const { content, ticket } = parseQuery(request, downloadQuerySchema);
+    await downloadTickets().redeem(ticket, uuid, content);
+    const results = await dashboardJobService(scope).openResults(uuid, content);
+    const headers: Record<string, string> = { "X-Request-Id": scope.requestId, ...NO_STORE };
+    if (results.contentType) headers["content-type"] = results.contentType;
+    headers["content-disposition"] = `attachment; filename="${results.fileName}"`;
     return {
       status: 200,
       headers,

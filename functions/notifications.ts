@@ -2,8 +2,10 @@ import { app } from "@azure/functions";
 import { z } from "zod";
 import { InvalidFieldError } from "../shared/errors.js";
 import { jsonResult } from "../shared/http/envelope.js";
-import { errorResponse, jsonBodyOf, ok, validationFailed } from "../shared/http/openapi.js";
-import { parseJsonBody } from "../shared/http/validation.js";
+import { errorResponse, jsonBodyOf, ok, parametersOf, validationFailed } from "../shared/http/openapi.js";
+import { parseJsonBody, parseQuery } from "../shared/http/validation.js";
+import { LOCALES } from "../shared/notify/localize.js";
+import { PREVIEW_TEMPLATES, renderPreview } from "../shared/notify/preview.js";
 import { sendTestNotification } from "../shared/notify/test-notification.js";
 import { appContext } from "./composition/app-context.js";
 import { consoleParts, notifyConfig } from "./composition/console-deps.js";
@@ -50,6 +52,39 @@ route(
       { route: body.route, actor: { oid: caller.oid, name: caller.name }, requestId: scope.requestId, now: new Date() },
     );
     return jsonResult(200, result, scope.requestId);
+  },
+);
+
+const previewQuery = z.strictObject({
+  template: z.enum(PREVIEW_TEMPLATES).describe("the message template to render"),
+  locale: z.enum(LOCALES).default("en").describe("the catalog to render it from"),
+});
+
+/**
+ * Renders a notification template as the email channel would send it, from synthetic placeholders
+ * and in a locale's catalog: GET only, reads nothing and sends nothing (any signed-in role).
+ */
+route(
+  "notificationsPreview",
+  {
+    methods: ["GET"],
+    route: "notifications/preview",
+    role: "Reader",
+    openapi: {
+      summary: "Preview a notification template as an email",
+      description:
+        "Renders one template (subject, text and HTML parts) from synthetic placeholders in the en or ko catalog, as the email channel would send it. Reads no incident, approval or person, and sends nothing.",
+      parameters: parametersOf(previewQuery, "query"),
+      responses: {
+        ...ok("the rendered email", "NotificationPreview"),
+        "400": errorResponse("an unknown template or locale"),
+        ...validationFailed,
+      },
+    },
+  },
+  async (request, scope) => {
+    const { template, locale } = parseQuery(request, previewQuery);
+    return jsonResult(200, renderPreview(template, locale, notifyConfig.consoleBaseUrl), scope.requestId);
   },
 );
 

@@ -449,6 +449,7 @@ async function main(): Promise<void> {
         "  Get a token:   npx blastplane token --role Contributor",
         `  Try it:        curl -H "Authorization: Bearer $(npx blastplane token --role Reader)" ${functionsUrl}/api/me`,
         "  Job API token: npx blastplane api-token",
+        '  Addresses:     eval "$(npx blastplane env)"   (sets DASHBOARD, JOBAPI, KUBECONFIG for curl and kubectl)',
         "  Deliveries:    npx blastplane notifications   (send one: npx blastplane notify test)",
         "  Stop:          Ctrl-C",
         "",

@@ -1,10 +1,13 @@
 // Bundles the deployables with esbuild: the Functions app (package.json "main") and the local
 // stack; and the dashboard web app with Vite (dist/web). Plain JavaScript so it runs before
 // anything is compiled.
+import { createHash } from "node:crypto";
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { isDeepStrictEqual } from "node:util";
 import { gzipSync } from "node:zlib";
 import { build } from "esbuild";
+import { parseDocument } from "yaml";
 import { build as buildWeb } from "vite";
 import { common, functionsBuildOptions, LAZY_DURABLE_REQUIRES, lazyBuildOptions, root } from "./build-options.mjs";
 
@@ -73,6 +76,20 @@ for (const file of readdirSync(path.join(root, "config")).filter(
   (name) => name.endsWith(".json") || name.endsWith(".yaml"),
 )) {
   copyFileSync(path.join(root, "config", file), path.join(root, "dist/functions/config", file));
+}
+// Each YAML file ships with its parse (`<file>.parsed.json`: the text's SHA-256 and the parsed
+// value), so the app's start validates the shipped files without running the YAML parser; a file
+// changed after the build no longer matches its digest and is parsed at start (shared/config/yaml-catalog.ts,
+// whose parse options these are). A file that does not parse is left to start-up to report, with its line.
+for (const file of readdirSync(path.join(root, "config")).filter((name) => name.endsWith(".yaml"))) {
+  const text = readFileSync(path.join(root, "config", file), "utf8");
+  const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: true });
+  if (doc.errors.length > 0) continue;
+  const value = doc.toJS() ?? {};
+  // Only what JSON carries as it is (no dates, no non-finite numbers).
+  if (!isDeepStrictEqual(JSON.parse(JSON.stringify(value)), value)) continue;
+  const sha256 = createHash("sha256").update(text).digest("hex");
+  writeFileSync(path.join(root, "dist/functions/config", `${file}.parsed.json`), JSON.stringify({ sha256, value }));
 }
 // The job API's manifests, which the deploy renders and applies (shared/cluster/job-api-manifests.ts finds them here).
 mkdirSync(path.join(root, "dist/functions/k8s"), { recursive: true });

@@ -5,10 +5,18 @@
 // The npm scripts then run everything else with node_modules/.bin/node (the `node` package, Node
 // 22) by path: the shell that runs a script looked `node` up before this install linked it, and
 // keeps using what it found (the machine's Node) for the rest of the script.
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { existsSync, statSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import {
+  FIRST_INSTALL_ESTIMATE,
+  installedPackageCount,
+  lockedPackageCount,
+  progressLine,
+  readLock,
+  startLine,
+} from "./install-progress.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const lock = path.join(root, "package-lock.json");
@@ -22,15 +30,44 @@ function run(cmd, args) {
   }
 }
 
+/**
+ * Runs npm (which prints only errors, below) saying what it does, roughly how long it takes, and
+ * every 15 s how many packages are in place, so a first install is not two silent minutes.
+ */
+async function npmInstall(args, what, estimate) {
+  const total = lockedPackageCount(readLock(root));
+  console.log(startLine(what, total, estimate));
+  const started = Date.now();
+  const seconds = () => Math.round((Date.now() - started) / 1000);
+  const child = spawn("npm", args, { cwd: root, stdio: "inherit" });
+  const timer = setInterval(
+    () => console.log(progressLine(installedPackageCount(path.join(root, "node_modules")), total, seconds())),
+    15_000,
+  );
+  const status = await new Promise((resolve) => child.on("close", (code, signal) => resolve(code ?? signal)));
+  clearInterval(timer);
+  if (status !== 0) {
+    console.error(`\nnpm ${args.join(" ")} failed (exit ${status}).`);
+    process.exit(typeof status === "number" ? status : 1);
+  }
+  console.log(`npm packages installed in ${seconds()} s.`);
+}
+
 // Errors only: installing on the machine's Node 20 prints one EBADENGINE warning per package that
 // wants Node 22, which is what the scripts run on once the install is done.
 const QUIET = ["--no-audit", "--no-fund", "--loglevel=error"];
 if (!existsSync(marker)) {
-  console.log("Installing npm packages (npm ci: exactly package-lock.json)…");
-  run("npm", ["ci", ...QUIET]);
+  await npmInstall(
+    ["ci", ...QUIET],
+    "Installing npm packages (npm ci: exactly package-lock.json)",
+    FIRST_INSTALL_ESTIMATE,
+  );
 } else if (statSync(marker).mtimeMs < statSync(lock).mtimeMs) {
-  console.log("Updating npm packages to package-lock.json (npm install)…");
-  run("npm", ["install", ...QUIET]);
+  await npmInstall(
+    ["install", ...QUIET],
+    "Updating npm packages to package-lock.json (npm install)",
+    "usually under a minute",
+  );
 }
 const node22 = path.join(root, "node_modules", ".bin", "node");
 if (!existsSync(node22)) {
@@ -64,7 +101,7 @@ function aptInstall(what, pkg, installed) {
     );
     process.exit(1);
   }
-  console.log(`Installing ${what} (apt-get install ${pkg})…`);
+  console.log(`Installing ${what} (apt-get install ${pkg}; usually a minute or two, apt prints only errors)…`);
   if (!aptUpdated) run("apt-get", ["update", "-qq"]);
   aptUpdated = true;
   const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };

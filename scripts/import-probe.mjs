@@ -1,13 +1,14 @@
 // Imports one module in this fresh process the way the Azure Functions worker loads an app: with
 // an `@azure/functions-core` present, so `@azure/functions` registers functions instead of dropping
 // to test mode. Prints one JSON line: how long the import took (wall and CPU ms); with --functions,
-// what the app registered; with --loaded, the CommonJS files the import loaded. Used by
+// what the app registered; with --loaded, the files the import loaded (CommonJS and ES modules,
+// the latter through a module hook, which this probe registers only then). Used by
 // `npm run bench` (metric d) and by tests. Plain JavaScript with no dependencies.
 //
 //   node scripts/import-probe.mjs [--functions] [--loaded] <module specifier or file>
 import Module from "node:module";
 import path from "node:path";
-import { pathToFileURL } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 const args = process.argv.slice(2);
 const listFunctions = args.includes("--functions");
@@ -44,6 +45,18 @@ Module._load = function load(request, parent, isMain) {
   return request === "@azure/functions-core" ? core : originalLoad.call(this, request, parent, isMain);
 };
 
+// The ES modules the import loads (the bundle's chunks): a synchronous module hook (Node 22.15+),
+// registered only for --loaded so that the timings above run without it.
+const esModules = [];
+if (listLoaded && typeof Module.registerHooks === "function") {
+  Module.registerHooks({
+    load(url, context, nextLoad) {
+      if (url.startsWith("file:")) esModules.push(fileURLToPath(url));
+      return nextLoad(url, context);
+    },
+  });
+}
+
 const specifier = target.startsWith(".") || path.isAbsolute(target) ? pathToFileURL(path.resolve(target)).href : target;
 // Standard output carries exactly one JSON line (this probe's); whatever the app writes while it
 // loads (its start-up log lines) goes to standard error.
@@ -56,5 +69,5 @@ const importMs = performance.now() - started;
 const cpu = process.cpuUsage(cpuBefore);
 const result = { import_ms: importMs, cpu_ms: (cpu.user + cpu.system) / 1000, registered: functions.length };
 if (listFunctions) result.functions = functions.map(({ name, bindings }) => ({ name, bindings }));
-if (listLoaded) result.loaded = Object.keys(Module._cache);
+if (listLoaded) result.loaded = [...new Set([...Object.keys(Module._cache), ...esModules])];
 writeStdout(`${JSON.stringify(result)}\n`);

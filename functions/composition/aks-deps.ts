@@ -7,6 +7,7 @@ import { createImageBuildService, type ImageBuildService } from "../../shared/cl
 import { createRegistryBuilds, type RegistryBuilds } from "../../shared/cluster/registry-builds.js";
 import { createRoleAssignments } from "../../shared/cluster/role-assignments.js";
 import { createWorkspaceStore } from "../../shared/workspace/workspace.js";
+import { NotFoundError } from "../../shared/errors.js";
 import { reportMissingRoles } from "../../shared/ops/emitters/signal-events.js";
 import { appContext } from "./app-context.js";
 import { databaseCatalog, type ServiceScope, workspaceService } from "./dashboard-deps.js";
@@ -80,6 +81,34 @@ export function workspaceDiscovery() {
   return discovery;
 }
 
+/**
+ * The saved workspace's cluster's power state, for the submit's B-026 check: read where the
+ * Resource Manager is local (`ARM_ENDPOINT`; in Azure a stopped AKS cluster takes the job API with
+ * it, and the submit fails reaching it). Undefined when unknown: no workspace, no cluster, or ARM
+ * did not answer (logged; the submit goes on).
+ */
+export async function clusterPower(): Promise<{ cluster_name: string; power_state: string | null } | undefined> {
+  const { config, logger } = appContext;
+  if (!config.cluster.armEndpoint) return undefined;
+  try {
+    const { workspace } = await workspaceService().get();
+    const summary = await clusterProvisioning().summary({
+      subscription_id: workspace.subscription_id,
+      resource_group: workspace.resource_group,
+      location: workspace.location,
+      cluster_name: workspace.cluster_name,
+      blast_vm_size: workspace.node_size,
+      blast_node_count: workspace.node_count,
+      system_vm_size: config.cluster.systemVmSize,
+    });
+    return summary ? { cluster_name: workspace.cluster_name, power_state: summary.power_state } : undefined;
+  } catch (error) {
+    if (error instanceof NotFoundError) return undefined;
+    logger.warn("cluster power state unknown", { error: error instanceof Error ? error.message : String(error) });
+    return undefined;
+  }
+}
+
 /** The dashboard's cluster operations for one request. */
 export function clusterService(scope: ServiceScope): ClusterService {
   const { config } = appContext;
@@ -94,6 +123,7 @@ export function clusterService(scope: ServiceScope): ClusterService {
         bytesToCache: entry.manifest.bytes_to_cache,
       })),
     systemVmSize: config.cluster.systemVmSize,
+    summary: (target) => clusterProvisioning().summary(target),
     ...(config.cluster.identityId ? { controlPlaneIdentityId: config.cluster.identityId } : {}),
     ...(config.cluster.workloadPrincipalId ? { workloadPrincipalId: config.cluster.workloadPrincipalId } : {}),
   });

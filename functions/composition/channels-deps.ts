@@ -2,13 +2,11 @@
  * The composition of the inbound conversation channels (issue 26, docs/channels.md). The settings
  * are loaded and checked when this module loads (with the channel routes, at app start), so bad
  * bindings or a half-configured channel stop start-up (spec §7 item 8); the channels themselves are
- * built on first use over the console's parts.
+ * built on first use over the console's parts, from their own chunks.
  */
 
-import { buildInboundChannels, type InboundChannels } from "../../shared/channels/build-channels.js";
+import type { InboundChannels } from "../../shared/channels/build-channels.js";
 import { loadChannelConfig } from "../../shared/channels/channel-config.js";
-import { createSvcCommands } from "../../shared/channels/inbound/svc-commands.js";
-import { createSecretResolver } from "../../shared/notify/build-notifier.js";
 import { isLocalProfile } from "../../shared/notify/notify-config.js";
 import { appContext } from "./app-context.js";
 import { actionModeOf, actionTypes, consoleParts, notifyConfig, ruleCatalog } from "./console-deps.js";
@@ -20,8 +18,14 @@ let channels: Promise<InboundChannels> | undefined;
 
 /** The inbound channels, built once on first use. */
 export function inboundChannels(): Promise<InboundChannels> {
-  channels ??= consoleParts().then(
-    (parts) => {
+  channels ??= Promise.all([
+    consoleParts(),
+    // The channels' adapters (and their SDKs) load with them, not with the app (decision 0016).
+    import("../../shared/channels/build-channels.js"),
+    import("../../shared/channels/inbound/svc-commands.js"),
+    import("../../shared/notify/build-notifier.js"),
+  ]).then(
+    ([parts, { buildInboundChannels }, { createSvcCommands }, { createSecretResolver }]) => {
       const source = appContext.config.storage;
       const svc = createSvcCommands({
         tables: source,

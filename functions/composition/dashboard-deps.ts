@@ -13,7 +13,12 @@ import {
   openDatabaseStorage,
   type TableDatabaseCatalog,
 } from "../../shared/databases/table-catalog.js";
-import { createDatabaseService, type DatabaseService } from "../../shared/databases/database-service.js";
+import {
+  createDatabaseService,
+  type DatabaseService,
+  type NodeMemory,
+} from "../../shared/databases/database-service.js";
+import { createDatabaseUploadStore, type DatabaseUploadStore } from "../../shared/databases/upload-store.js";
 import { DatabaseStateStore } from "../../shared/databases/database-state.js";
 import type { Logger } from "../../shared/logging/logger.js";
 import { createDiagnosticsService, type DiagnosticsService } from "../../shared/orchestrations/diagnostics-service.js";
@@ -27,6 +32,7 @@ import { createWorkspaceStore } from "../../shared/workspace/workspace.js";
 import { createWorkspaceService, type WorkspaceService } from "../../shared/workspace/workspace-service.js";
 import { openTableClient } from "../../shared/storage/storage-connection.js";
 import { createTerminalTicketStore, type TerminalTicketStore } from "../../shared/terminal/terminal-tickets.js";
+import { createDownloadTicketStore, type DownloadTicketStore } from "../../shared/dashboard/download-tickets.js";
 import {
   createTerminalTicketService,
   type TerminalTicketService,
@@ -70,6 +76,28 @@ export function databaseCatalog(): TableDatabaseCatalog {
   return catalog;
 }
 
+let uploads: DatabaseUploadStore | undefined;
+
+/** Uploaded database FASTA files, in the platform storage account; created on first use. */
+export function databaseUploads(): DatabaseUploadStore {
+  uploads ??= createDatabaseUploadStore(appContext.config.storage);
+  return uploads;
+}
+
+let nodeMemoryCache: { at: number; value: Promise<NodeMemory | null> } | undefined;
+/** How long the job API's answer about node memory is reused (the Databases page asks on every visit). */
+const NODE_MEMORY_CACHE_MS = 60_000;
+
+/** A search node's memory, from the job API (`GET /v1/cluster`), cached for a minute; null without a job API. */
+function nodeMemory(): Promise<NodeMemory | null> {
+  const now = Date.now();
+  if (!nodeMemoryCache || now - nodeMemoryCache.at > NODE_MEMORY_CACHE_MS) {
+    const value = appContext.jobApi.nodeMemory().catch(() => null);
+    nodeMemoryCache = { at: now, value };
+  }
+  return nodeMemoryCache.value;
+}
+
 /** What a request gives the services it builds: its durable client and its logger. */
 export interface ServiceScope {
   durable: () => OrchestrationClient;
@@ -87,6 +115,8 @@ export function dashboardJobService(scope: ServiceScope): DashboardJobService {
     pollIntervalSeconds: appContext.config.jobPollIntervalSeconds,
     // The table catalog the routes and executors read: in Azure there is no DATABASES_DIR.
     databases: databaseCatalog(),
+    // B-026: a stopped cluster runs no search (imported when a submit asks, not at start).
+    clusterPower: async () => (await import("./aks-deps.js")).clusterPower(),
   });
 }
 
@@ -101,6 +131,9 @@ export function databaseService(scope: ServiceScope): DatabaseService {
     logger: scope.logger,
     sourceConfigured: config.databaseSourceUrl !== undefined,
     partitions: config.databasePartitions,
+    uploads: databaseUploads(),
+    uploadMaxBytes: config.databaseUploadMaxBytes,
+    nodeMemory,
   });
 }
 
@@ -181,6 +214,14 @@ export function apiTokenSettings(scope: Pick<ServiceScope, "logger">): ApiTokenS
     logger: scope.logger,
     graceSeconds: appContext.config.apiTokenGraceSeconds,
   });
+}
+
+let downloadTicketStore: DownloadTicketStore | undefined;
+
+/** Results download tickets (issue 23): in the platform storage, issued and redeemed by the dashboard. */
+export function downloadTickets(): DownloadTicketStore {
+  downloadTicketStore ??= createDownloadTicketStore(appContext.config.storage);
+  return downloadTicketStore;
 }
 
 let terminalTickets: TerminalTicketStore | undefined;

@@ -3,7 +3,11 @@ import type { OrchestrationContext, OrchestrationHandler, RegisteredActivity } f
 import * as df from "durable-functions";
 import { explainCloudAuthorization } from "../../shared/auth/cloud-authorization.js";
 import { clusterWarmupFailure, createClusterWarmupRecorder } from "../../shared/databases/cluster-warmup-recorder.js";
+import os from "node:os";
+import path from "node:path";
 import {
+  type AddDatabaseInput,
+  createAddDatabaseActivity,
   createCheckDatabaseUpdatesActivity,
   createPrepareDatabaseActivity,
   createWarmDatabaseActivity,
@@ -16,10 +20,11 @@ import { reportMissingRoles } from "../../shared/ops/emitters/signal-events.js";
 import { newOperationId } from "../../shared/orchestrations/operations.js";
 import { Orchestrations } from "../../shared/orchestrations/queue-labels.js";
 import { appContext } from "../composition/app-context.js";
-import { databaseCatalog, databaseState } from "../composition/dashboard-deps.js";
+import { databaseCatalog, databaseState, databaseUploads } from "../composition/dashboard-deps.js";
 
 export const DatabaseActivities = {
   prepare: "prepareDatabaseRelease",
+  add: "addDatabaseFromUpload",
   warm: "warmDatabaseRelease",
   startClusterWarm: "startClusterWarmupActivity",
   readClusterWarm: "readClusterWarmupActivity",
@@ -46,6 +51,9 @@ const activityDependencies = (): DatabaseActivityDependencies => ({
   state: databaseState(),
   events: appContext.events,
   logger: appContext.logger,
+  uploads: databaseUploads,
+  // The catalog's own cache root: a release built here is already where this machine reads it.
+  buildRoot: () => appContext.config.databasesDir ?? path.join(os.tmpdir(), "blastplane-databases"),
 });
 
 /** An activity whose refusals for want of a role name the role (its error) and become `role_assignment.missing` events. */
@@ -58,6 +66,9 @@ const prepareReleaseActivity = df.app.activity(DatabaseActivities.prepare, {
   handler: explained((input: { name: string; partitions: number }) =>
     createPrepareDatabaseActivity(activityDependencies())(input),
   ),
+});
+const addDatabaseActivity = df.app.activity(DatabaseActivities.add, {
+  handler: explained((input: AddDatabaseInput) => createAddDatabaseActivity(activityDependencies())(input)),
 });
 const warmReleaseActivity = df.app.activity(DatabaseActivities.warm, {
   handler: explained((input: WarmupInput) => createWarmDatabaseActivity(activityDependencies())(input)),
@@ -124,6 +135,7 @@ function singleActivityOperation(activity: RegisteredActivity, phase: string): O
 }
 
 const prepareDatabase = singleActivityOperation(prepareReleaseActivity, "preparing");
+const addDatabase = singleActivityOperation(addDatabaseActivity, "building");
 /**
  * Warm-up: on a cluster, one Job per node fills that node's cache (the job API runs them); the
  * operation reports each node's progress (custom status) until every node is done. With the local
@@ -159,6 +171,7 @@ const warmDatabase: OrchestrationHandler = function* (context: OrchestrationCont
 const checkDatabaseUpdates = singleActivityOperation(checkUpdatesActivity, "checking");
 
 df.app.orchestration(Orchestrations.prepareDatabase, prepareDatabase);
+df.app.orchestration(Orchestrations.addDatabase, addDatabase);
 df.app.orchestration(Orchestrations.warmDatabase, warmDatabase);
 df.app.orchestration(Orchestrations.checkDatabaseUpdates, checkDatabaseUpdates);
 

@@ -21,7 +21,13 @@ const READY_SLOW_GRACE_MS = 15_000;
 export interface OpsRouteOptions {
   config: Pick<
     JobApiConfig,
-    "maxActiveJobs" | "maxQueuedJobs" | "bodyLimitBytes" | "shardConcurrency" | "threadsPerShard" | "nodeMemoryBytes"
+    | "maxActiveJobs"
+    | "maxQueuedJobs"
+    | "bodyLimitBytes"
+    | "shardConcurrency"
+    | "threadsPerShard"
+    | "nodeMemoryBytes"
+    | "memoryMarginBytes"
   >;
   jobs: Pick<JobStore, "ping">;
   artifacts: Pick<ArtifactStore, "ping">;
@@ -160,7 +166,15 @@ export function createOpsRoutes(o: OpsRouteOptions): JobApiRoute[] {
           {
             executor: o.executorName,
             status: "running",
-            nodes: [{ name: os.hostname(), cpus: os.availableParallelism(), memory_bytes: o.config.nodeMemoryBytes }],
+            nodes: [
+              {
+                name: os.hostname(),
+                cpus: os.availableParallelism(),
+                memory_bytes: o.config.nodeMemoryBytes,
+                // What one search may cache: the memory pre-flight's own figure.
+                usable_memory_bytes: Math.max(0, o.config.nodeMemoryBytes - o.config.memoryMarginBytes),
+              },
+            ],
             active_jobs: o.activeJobs(),
             max_active_jobs: o.config.maxActiveJobs,
             dispatch: o.dispatchRole(),

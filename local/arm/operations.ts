@@ -9,6 +9,16 @@ export interface ArmErrorDetail {
   message: string;
 }
 
+/**
+ * A provider's side effect when an operation succeeds, by name (registered with
+ * `LocalArm.hooks`) and plain data, so an operation still running when the server stops resumes
+ * from its saved state with the same effect.
+ */
+export interface OperationHook {
+  name: string;
+  data?: unknown;
+}
+
 /** One long-running operation of the local Resource Manager. */
 export interface ArmOperation {
   id: string;
@@ -29,7 +39,15 @@ export interface ArmOperation {
   complete(outcome: OperationStatus): void;
   /** True for a delete: the Location result is 204, not the resource. */
   isDelete: boolean;
+  /** What it does (a PUT's provisioning, a DELETE, a POST action) and its provider's hook: what {@link ArmOperation.complete} is made of. */
+  kind: "put" | "delete" | "action";
+  hook?: OperationHook;
+  /** How it ends once polled enough (Succeeded unless a test planned otherwise). */
+  outcome: OperationStatus;
 }
+
+/** An operation as the state file keeps it (everything but `complete`). */
+export type OperationRecord = Omit<ArmOperation, "complete">;
 
 /** An outcome a test has planned for the next operation on a matching resource. */
 export interface PlannedOutcome {
@@ -59,7 +77,9 @@ export class Operations {
     return undefined;
   }
 
-  start(init: Omit<ArmOperation, "id" | "status" | "polls" | "startTime" | "pollsBeforeDone">): ArmOperation {
+  start(
+    init: Omit<ArmOperation, "id" | "status" | "polls" | "startTime" | "pollsBeforeDone" | "outcome">,
+  ): ArmOperation {
     const plannedIndex = this.planned.findIndex((p) => p.resource.test(init.resourceId));
     const plan = plannedIndex >= 0 ? this.planned.splice(plannedIndex, 1)[0] : undefined;
     const op: ArmOperation = {
@@ -69,18 +89,21 @@ export class Operations {
       polls: 0,
       pollsBeforeDone: plan?.afterPolls ?? this.defaults.pollsBeforeDone(),
       startTime: new Date().toISOString(),
+      outcome: plan?.status ?? "Succeeded",
     };
     if (plan) op.error = plan.error;
-    const outcome: OperationStatus = plan?.status ?? "Succeeded";
-    const advance = () => {
-      op.status = outcome;
+    this.#add(op);
+    if (op.pollsBeforeDone <= 0) (op as ArmOperation & { advance: () => void }).advance();
+    return op;
+  }
+
+  #add(op: ArmOperation): void {
+    (op as ArmOperation & { advance: () => void }).advance = () => {
+      op.status = op.outcome;
       op.endTime = new Date().toISOString();
-      op.complete(outcome);
+      op.complete(op.outcome);
     };
     this.#byId.set(op.id, op);
-    (op as ArmOperation & { advance: () => void }).advance = advance;
-    if (op.pollsBeforeDone <= 0) advance();
-    return op;
   }
 
   /** One poll: counts it, and ends the operation once it has been polled enough. */
@@ -102,6 +125,19 @@ export class Operations {
 
   all(): ArmOperation[] {
     return [...this.#byId.values()];
+  }
+
+  /** Every operation as plain data (the state file). */
+  records(): OperationRecord[] {
+    return this.all().map(({ complete: _complete, ...rest }) => {
+      const { advance: _advance, ...record } = rest as OperationRecord & { advance?: unknown };
+      return record;
+    });
+  }
+
+  /** Puts saved operations back; a running one ends as planned when polled, with `complete` made anew. */
+  restore(records: readonly OperationRecord[], complete: (op: OperationRecord) => ArmOperation["complete"]): void {
+    for (const record of records) this.#add({ ...record, complete: complete(record) });
   }
 }
 

@@ -56,6 +56,16 @@ export class ResourceStore {
       .map(([, r]) => r);
   }
 
+  /** Every resource, in creation order (the state file). */
+  records(): StoredResource[] {
+    return [...this.#byId.values()];
+  }
+
+  /** Puts saved resources back, each with its saved ETag. */
+  restore(resources: readonly StoredResource[]): void {
+    for (const r of resources) this.#byId.set(r.id.toLowerCase(), r);
+  }
+
   /** Every resource of `type` in a subscription. */
   listInSubscription(subscriptionId: string, type: string): StoredResource[] {
     return this.list(type, `/subscriptions/${subscriptionId}`);

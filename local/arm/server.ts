@@ -8,11 +8,14 @@
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import { randomBytes, timingSafeEqual } from "node:crypto";
+import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import https from "node:https";
 import type { AddressInfo } from "node:net";
 import {
   type ArmErrorDetail,
   type ArmOperation,
+  type OperationHook,
+  type OperationRecord,
   Operations,
   operationStatusJson,
   type PlannedOutcome,
@@ -66,6 +69,8 @@ export interface ArmRoute {
 export interface ArmProvider {
   namespace: string;
   routes: ArmRoute[];
+  /** After the saved state was loaded: make what lives outside it (nodes, images) match it again. */
+  restored?(): void;
 }
 
 /** What a provider's handlers get: the store, operations, and the generic ARM behaviours. */
@@ -77,10 +82,10 @@ export interface ArmContext {
   callerObjectId: string;
   /** PUT of a resource whose provisioning is a long-running operation (see {@link putWithOperation}). */
   putWithOperation(req: ArmRequest, spec: PutSpec): ArmResponse;
-  /** DELETE as a long-running operation: 202, the resource gone when the operation succeeds. */
-  deleteWithOperation(req: ArmRequest, resourceId: string, namespace: string, onDeleted?: () => void): ArmResponse;
-  /** A POST action as a long-running operation (start, stop…): 202 + Location; `apply` runs on success. */
-  actionWithOperation(req: ArmRequest, resource: StoredResource, namespace: string, apply: () => void): ArmResponse;
+  /** DELETE as a long-running operation: 202, the resource gone when the operation succeeds, then `onDeleted` runs. */
+  deleteWithOperation(req: ArmRequest, resourceId: string, namespace: string, onDeleted?: OperationHook): ArmResponse;
+  /** A POST action as a long-running operation (start, stop, a registry's scheduleRun…): 202 + Azure-AsyncOperation + Location; the hook `apply` runs on success. */
+  actionWithOperation(req: ArmRequest, resource: StoredResource, namespace: string, apply?: OperationHook): ArmResponse;
   /** A page of a list: `{value, nextLink}` with `$skiptoken` paging. */
   page(req: ArmRequest, items: unknown[]): ArmResponse;
   /** 404 `ResourceNotFound` / `ResourceGroupNotFound`, ARM's wording. */
@@ -96,9 +101,12 @@ export interface PutSpec {
   properties: Record<string, unknown>;
   tags?: Record<string, string>;
   extra?: Record<string, unknown>;
-  /** Runs when the operation succeeds (after `provisioningState` becomes `Succeeded`). */
-  onSucceeded?: (resource: StoredResource) => void;
+  /** Runs when the operation succeeds (after `provisioningState` becomes `Succeeded`): a hook of `LocalArm.hooks`. */
+  onSucceeded?: OperationHook;
 }
+
+/** A provider's named side effect of a succeeded operation: the resource (undefined once deleted) and the hook's data. */
+export type HookHandler = (resource: StoredResource | undefined, data: unknown) => void;
 
 /** A fault a test injects: the next matching requests get this error instead of their answer. */
 export interface InjectedFault {
@@ -137,6 +145,11 @@ export interface LocalArmOptions {
   retryAfterSeconds?: number;
   /** Items per list page (default 100). */
   pageSize?: number;
+  /**
+   * Where the resources and operations are kept across restarts (JSON, replaced atomically after
+   * every request that may change them); loaded at start when it exists. Unset: memory only.
+   */
+  stateFile?: string;
 }
 
 export interface LocalArm {
@@ -157,12 +170,20 @@ export interface LocalArm {
   blobs: Map<string, Buffer>;
   /** A SAS URL for the blob `name` on this server. */
   sasUrl(name: string): string;
+  /** Side effects of succeeded operations by name (providers register theirs when made). */
+  hooks: Map<string, HookHandler>;
+  /** A resource type's wire JSON where it is not {@link resourceJson} (an operation's Location result). */
+  views: Map<string, (resource: StoredResource) => unknown>;
+  /** True when the state was loaded from `stateFile` at start. */
+  restored: boolean;
   /** Clears faults, planned outcomes and denials. */
   reset(): void;
   close(): Promise<void>;
 }
 
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
+/** Blobs up to this size (run logs) are kept in the state file; build contexts are not. */
+const MAX_SAVED_BLOB_BYTES = 256 * 1024;
 /** A build context may be this large (ACR allows far more; this repository's is a few MiB). */
 const MAX_BLOB_BYTES = 64 * 1024 * 1024;
 const DEFAULT_CODES: Record<number, string> = {
@@ -201,6 +222,9 @@ export async function startLocalArm(options: LocalArmOptions): Promise<LocalArm>
     blobs,
     sasUrl: (name) =>
       `${baseUrl}/_blobs/${name.split("/").map(encodeURIComponent).join("/")}?sv=2024-11-04&sr=b&sp=rw&sig=${sasSignature}`,
+    hooks: new Map(),
+    views: new Map(),
+    restored: false,
     deny(denial) {
       denials.push(denial);
       return () => {
@@ -216,13 +240,76 @@ export async function startLocalArm(options: LocalArmOptions): Promise<LocalArm>
     close: async () => undefined,
   };
 
-  const routes = options.providers.flatMap((make) =>
-    make(arm).routes.map((route) => ({
+  const providers = options.providers.map((make) => make(arm));
+  const routes = providers.flatMap((provider) =>
+    provider.routes.map((route) => ({
       route,
       regex: compilePattern(route.pattern),
       names: paramNames(route.pattern),
     })),
   );
+
+  const runHook = (hook: OperationHook | undefined, resource: StoredResource | undefined) => {
+    if (!hook) return;
+    const handler = arm.hooks.get(hook.name);
+    if (!handler) throw new Error(`local ARM: no hook named ${hook.name}`);
+    handler(resource, hook.data);
+  };
+  /** What an operation does when it ends: its kind's change, then its provider's hook on success. */
+  const completion =
+    (op: Pick<OperationRecord, "kind" | "resourceId" | "hook">) =>
+    (outcome: OperationRecord["status"]): void => {
+      if (op.kind === "put") {
+        store.update(op.resourceId, (r) => {
+          r.properties.provisioningState = outcome;
+        });
+        if (outcome === "Succeeded" && store.get(op.resourceId)) runHook(op.hook, store.get(op.resourceId));
+      } else if (op.kind === "delete") {
+        if (outcome === "Succeeded") {
+          store.delete(op.resourceId);
+          runHook(op.hook, undefined);
+        } else
+          store.update(op.resourceId, (r) => {
+            r.properties.provisioningState = "Failed";
+          });
+      } else if (outcome === "Succeeded") runHook(op.hook, store.get(op.resourceId));
+    };
+
+  // The saved state (a restarted stack): resources and operations as they were, a running
+  // operation going on where it stopped; each provider then makes the world outside match.
+  if (options.stateFile && existsSync(options.stateFile)) {
+    const saved = JSON.parse(readFileSync(options.stateFile, "utf8")) as {
+      resources: StoredResource[];
+      operations: OperationRecord[];
+      blobs?: Record<string, string>;
+    };
+    store.restore(saved.resources);
+    operations.restore(saved.operations, completion);
+    for (const [name, base64] of Object.entries(saved.blobs ?? {})) blobs.set(name, Buffer.from(base64, "base64"));
+    arm.restored = true;
+    for (const provider of providers) provider.restored?.();
+  }
+  /** Replaces the state file (a new file renamed over the old: a kill leaves the old or the new, never half). */
+  const persist = () => {
+    if (!options.stateFile) return;
+    const small: Record<string, string> = {};
+    // Build contexts (MiB) are not kept: a run that was scheduled has read its own already.
+    for (const [name, blob] of blobs) if (blob.length <= MAX_SAVED_BLOB_BYTES) small[name] = blob.toString("base64");
+    const text = JSON.stringify({ resources: store.records(), operations: operations.records(), blobs: small });
+    const temporary = `${options.stateFile}.${process.pid}.tmp`;
+    writeFileSync(temporary, text, { mode: 0o600 });
+    renameSync(temporary, options.stateFile);
+  };
+  const saveState = () => {
+    try {
+      persist();
+    } catch (error) {
+      // The answer still goes out; a restart would then find the state of the last good save.
+      process.emitWarning(
+        `local ARM could not save its state: ${error instanceof Error ? error.message : String(error)}`,
+      );
+    }
+  };
 
   const lroHeaders = (op: ArmOperation, apiVersion: string): Record<string, string> => {
     const base = `${baseUrl}/subscriptions/${op.subscriptionId}/providers/${op.namespace}/locations/${op.location}`;
@@ -271,19 +358,18 @@ export async function startLocalArm(options: LocalArmOptions): Promise<LocalArm>
         ...(spec.extra ? { extra: spec.extra } : {}),
         properties: { ...spec.properties, provisioningState: state },
       });
-      const op = operations.start({
+      const init = {
+        kind: "put" as const,
         resourceId: stored.id,
+        ...(spec.onSucceeded ? { hook: spec.onSucceeded } : {}),
+      };
+      const op = operations.start({
+        ...init,
         namespace: spec.namespace,
         location: spec.location,
         subscriptionId: subscriptionOf(stored.id),
         isDelete: false,
-        complete(outcome) {
-          store.update(stored.id, (r) => {
-            r.properties.provisioningState = outcome;
-          });
-          const current = store.get(stored.id);
-          if (outcome === "Succeeded" && current) spec.onSucceeded?.(current);
-        },
+        complete: completion(init),
       });
       const current = store.get(stored.id) ?? stored;
       return {
@@ -300,35 +386,27 @@ export async function startLocalArm(options: LocalArmOptions): Promise<LocalArm>
       store.update(resourceId, (r) => {
         r.properties.provisioningState = "Deleting";
       });
+      const init = { kind: "delete" as const, resourceId: existing.id, ...(onDeleted ? { hook: onDeleted } : {}) };
       const op = operations.start({
-        resourceId: existing.id,
+        ...init,
         namespace,
         location: existing.location ?? "eastus",
         subscriptionId: subscriptionOf(existing.id),
         isDelete: true,
-        complete(outcome) {
-          if (outcome === "Succeeded") {
-            store.delete(existing.id);
-            onDeleted?.();
-          } else
-            store.update(existing.id, (r) => {
-              r.properties.provisioningState = "Failed";
-            });
-        },
+        complete: completion(init),
       });
       return { status: 202, headers: lroHeaders(op, apiVersionOf(req)) };
     },
     actionWithOperation(req, resource, namespace, apply) {
       conflictIfRunning(resource.id);
+      const init = { kind: "action" as const, resourceId: resource.id, ...(apply ? { hook: apply } : {}) };
       const op = operations.start({
-        resourceId: resource.id,
+        ...init,
         namespace,
         location: resource.location ?? "eastus",
         subscriptionId: subscriptionOf(resource.id),
         isDelete: false,
-        complete(outcome) {
-          if (outcome === "Succeeded") apply();
-        },
+        complete: completion(init),
       });
       return { status: 202, headers: lroHeaders(op, apiVersionOf(req)) };
     },
@@ -447,7 +525,7 @@ export async function startLocalArm(options: LocalArmOptions): Promise<LocalArm>
     }
     const resource = store.get(op.resourceId);
     if (op.isDelete || !resource) return { status: 204 };
-    return { status: 200, body: resourceJson(resource) };
+    return { status: 200, body: (arm.views.get(resource.type.toLowerCase()) ?? resourceJson)(resource) };
   }
   const lroHeadersFor = (op: ArmOperation, apiVersion: string) => {
     const { Location } = lroHeaders(op, apiVersion);
@@ -486,6 +564,7 @@ export async function startLocalArm(options: LocalArmOptions): Promise<LocalArm>
         );
       if (size > MAX_BLOB_BYTES) return storageError(413, "RequestBodyTooLarge", "The request body is too large.");
       blobs.set(name, body);
+      saveState();
       return send(201, "");
     }
     if (req.method === "GET") {
@@ -511,6 +590,8 @@ export async function startLocalArm(options: LocalArmOptions): Promise<LocalArm>
         const path = requestUrl(req).pathname;
         const send = (response: ArmResponse) => {
           requests.push({ method: req.method ?? "", path, status: response.status });
+          // Reads change state too (a poll advances its operation; a run advances when read).
+          saveState();
           const text = response.body === undefined ? "" : JSON.stringify(response.body);
           res.writeHead(response.status, {
             ...(text ? { "Content-Type": "application/json; charset=utf-8" } : {}),

@@ -1,3 +1,4 @@
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { Logger } from "../../shared/logging/logger.js";
 import { devManagedIdentityIssuer } from "../dev-idp.js";
@@ -35,7 +36,11 @@ export interface StackArm {
  * `<dataDir>/arm-pki`), accepting the development identity provider's managed-identity tokens,
  * seeded with {@link LOCAL_ARM_WORLD}; its managed clusters are the local Kubernetes API's node
  * pools ({@link kubeClusterBackend}) and the images its registry runs build are images that API's
- * kubelet can run. Its resources live in memory, like that API's objects.
+ * kubelet can run. Its resources and operations are kept in `<dataDir>/arm-state.json`, and it
+ * listens on the port it had before (`<dataDir>/arm-port`) when that is free: a stack killed
+ * mid-provisioning and started again finds the cluster being created, its operation where it was
+ * (the orchestration's saved poll URL still answers), and gives the local Kubernetes API its
+ * clusters' nodes and built images back.
  */
 export async function startStackArm(options: {
   dataDir: string;
@@ -49,23 +54,42 @@ export async function startStackArm(options: {
 }): Promise<StackArm> {
   const pki = path.join(options.dataDir, "arm-pki");
   const { key, cert } = servingCertificate(pki);
-  const arm = await startLocalArm({
-    key,
-    cert,
-    ...(options.port ? { port: options.port } : {}),
-    providers: localArmProviders({
-      backend: kubeClusterBackend(options.cluster),
-      // The kubelet runs an image a run built (pinned by its digest) as this project's build.
-      onImageBuilt: (image) => {
-        options.cluster.images.push({ pattern: new RegExp(`@${image.digest}$`), ...options.builtImage });
-        options.logger.info("local registry built an image", { image: image.reference });
-      },
-    }),
-    verifyToken: jwksTokenVerifier({ jwksUrl: options.jwksUrl, issuer: devManagedIdentityIssuer(options.tenantId) }),
-    // As AKS answers: a few polls, a short Retry-After (the orchestrator waits at least 1 s).
-    pollsBeforeDone: 2,
-    retryAfterSeconds: 1,
-  });
+  const portFile = path.join(options.dataDir, "arm-port");
+  const previousPort = existsSync(portFile) ? Number(readFileSync(portFile, "utf8").trim()) : undefined;
+  const start = (port: number | undefined) =>
+    startLocalArm({
+      key,
+      cert,
+      ...(port ? { port } : {}),
+      stateFile: path.join(options.dataDir, "arm-state.json"),
+      providers: localArmProviders({
+        backend: kubeClusterBackend(options.cluster),
+        // The kubelet runs an image a run built (pinned by its digest) as this project's build.
+        onImageBuilt: (image) => {
+          options.cluster.images.push({ pattern: new RegExp(`@${image.digest}$`), ...options.builtImage });
+          options.logger.info("local registry built an image", { image: image.reference });
+        },
+      }),
+      verifyToken: jwksTokenVerifier({ jwksUrl: options.jwksUrl, issuer: devManagedIdentityIssuer(options.tenantId) }),
+      // As AKS answers: a few polls, a short Retry-After (the orchestrator waits at least 1 s).
+      pollsBeforeDone: 2,
+      retryAfterSeconds: 1,
+    });
+  let arm: LocalArm;
+  const wanted = options.port ?? (previousPort && Number.isInteger(previousPort) ? previousPort : undefined);
+  try {
+    arm = await start(wanted);
+  } catch (error) {
+    if (options.port || (error as NodeJS.ErrnoException).code !== "EADDRINUSE") throw error;
+    // Another process has the old port: a new one (an operation in flight then fails its next poll, and a retry resumes).
+    options.logger.warn("local Resource Manager's previous port is taken; using another", { port: wanted });
+    arm = await start(undefined);
+  }
+  writeFileSync(portFile, new URL(arm.url).port);
+  if (arm.restored) {
+    options.logger.info("local Resource Manager ready (state restored)", { url: arm.url });
+    return { arm, caFile: path.join(pki, "apiserver.crt"), close: () => arm.close() };
+  }
   const w = LOCAL_ARM_WORLD;
   seedSubscription(arm.store, {
     subscriptionId: w.subscriptionId,

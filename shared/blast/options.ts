@@ -96,74 +96,77 @@ function bool(key: string) {
  * merge exactly; `outfmt` only records the rendering the caller prefers for the merged result
  * and never becomes a BLAST flag.
  */
-export const blastOptionsSchema = z.strictObject({
-  /** Expectation value threshold (`-evalue`). */
-  evalue: numberIn("evalue", 0, 1000, false),
-  /** Hits kept per query (`-max_target_seqs`). */
-  max_target_seqs: intIn("max_target_seqs", 1, 5000),
-  /**
-   * Hits with alignments per query (`-num_alignments`). In an XML report this limits the hits
-   * kept, like `max_target_seqs`; 0 is refused because BLAST then saves no hits and fails.
-   */
-  num_alignments: intIn("num_alignments", 1, 5000),
-  outfmt: z
-    .literal(OUTFMT_INPUTS, {
-      error: 'outfmt must be 5, 6 or 7 (integer or string), "xml", "tabular" or "tabular_commented"',
-    })
-    .transform(toOutputFormat)
-    .optional(),
-  /** Seed word length (`-word_size`); the range depends on program and task. */
-  word_size: intIn("word_size", 2, 1000),
-  /** DUST low-complexity filter on the query (`-dust yes|no`); blastn only. */
-  dust: bool("dust"),
-  /** BLAST task (`-task`); which tasks are valid depends on the program. */
-  task: z
-    .enum(ALL_TASKS, { error: `task must be one of ${ALL_TASKS.join(", ")} (valid tasks depend on the program)` })
-    .optional(),
-  /** Minimum percent identity of an HSP (`-perc_identity`); blastn only. */
-  perc_identity: numberIn("perc_identity", 0, 100),
-  /** Minimum percent of the query an HSP covers (`-qcov_hsp_perc`). */
-  qcov_hsp_perc: numberIn("qcov_hsp_perc", 0, 100),
-  /** Gap opening cost (`-gapopen`); supported values depend on the scoring system. */
-  gapopen: intIn("gapopen", 0, 100),
-  /** Gap extension cost (`-gapextend`); supported values depend on the scoring system. */
-  gapextend: intIn("gapextend", 0, 100),
-  /** Scoring matrix (`-matrix`), case-insensitive, normalised to upper case; protein scoring only. */
-  matrix: z
-    .string({ error: `matrix must be one of ${SCORING_MATRICES.join(", ")}` })
-    // What is accepted, for the OpenAPI document: the same set in any letter case (the pipe below
-    // validates; a test checks the pattern and the validator agree).
-    .meta({
-      pattern: SCORING_MATRIX_PATTERN.source,
-      description: `One of ${SCORING_MATRICES.join(", ")}, in any letter case (normalised to upper case).`,
-      examples: [...SCORING_MATRICES],
-    })
-    .transform((value) => value.toUpperCase())
-    .pipe(z.enum(SCORING_MATRICES, { error: `matrix must be one of ${SCORING_MATRICES.join(", ")}` }))
-    .optional(),
-  /** Apply filtering as soft masks (`-soft_masking true|false`). */
-  soft_masking: bool("soft_masking"),
-  /** Ungapped alignment only (`-ungapped` when true). */
-  ungapped: bool("ungapped"),
-  /** Composition-based statistics mode 0–3 (`-comp_based_stats`); blastp, blastx, tblastn. */
-  comp_based_stats: intIn("comp_based_stats", 0, 3),
-  /** SEG low-complexity filter on the (translated) query (`-seg yes|no`). */
-  seg: bool("seg"),
-  /** Multiple-hits window size, 0 for the one-hit algorithm (`-window_size`). */
-  window_size: intIn("window_size", 0, 1000),
-  /** HSPs kept per subject sequence (`-max_hsps`). */
-  max_hsps: intIn("max_hsps", 1, 1000),
-  /** Query strand(s) searched (`-strand`); nucleotide-query programs only. */
-  strand: z.enum(["both", "plus", "minus"], { error: "strand must be both, plus or minus" }).optional(),
-  /** Minimum word score for the lookup table (`-threshold`); protein-word programs only. */
-  threshold: numberIn("threshold", 0, 1000, false),
-  /** Genetic code translating the query (`-query_gencode`); blastx, tblastx. */
-  query_gencode: z
-    .literal(GENETIC_CODES, { error: `query_gencode must be one of ${GENETIC_CODES.join(", ")}` })
-    .optional(),
-  /** Genetic code translating the database (`-db_gencode`); tblastn, tblastx. */
-  db_gencode: z.literal(GENETIC_CODES, { error: `db_gencode must be one of ${GENETIC_CODES.join(", ")}` }).optional(),
-});
+export const blastOptionsSchema = z.strictObject(
+  {
+    /** Expectation value threshold (`-evalue`). */
+    evalue: numberIn("evalue", 0, 1000, false),
+    /** Hits kept per query (`-max_target_seqs`). */
+    max_target_seqs: intIn("max_target_seqs", 1, 5000),
+    /**
+     * Hits with alignments per query (`-num_alignments`). In an XML report this limits the hits
+     * kept, like `max_target_seqs`; 0 is refused because BLAST then saves no hits and fails.
+     */
+    num_alignments: intIn("num_alignments", 1, 5000),
+    outfmt: z
+      .literal(OUTFMT_INPUTS, {
+        error: 'outfmt must be 5, 6 or 7 (integer or string), "xml", "tabular" or "tabular_commented"',
+      })
+      .transform(toOutputFormat)
+      .optional(),
+    /** Seed word length (`-word_size`); the range depends on program and task. */
+    word_size: intIn("word_size", 2, 1000),
+    /** DUST low-complexity filter on the query (`-dust yes|no`); blastn only. */
+    dust: bool("dust"),
+    /** BLAST task (`-task`); which tasks are valid depends on the program. */
+    task: z
+      .enum(ALL_TASKS, { error: `task must be one of ${ALL_TASKS.join(", ")} (valid tasks depend on the program)` })
+      .optional(),
+    /** Minimum percent identity of an HSP (`-perc_identity`); blastn only. */
+    perc_identity: numberIn("perc_identity", 0, 100),
+    /** Minimum percent of the query an HSP covers (`-qcov_hsp_perc`). */
+    qcov_hsp_perc: numberIn("qcov_hsp_perc", 0, 100),
+    /** Gap opening cost (`-gapopen`); supported values depend on the scoring system. */
+    gapopen: intIn("gapopen", 0, 100),
+    /** Gap extension cost (`-gapextend`); supported values depend on the scoring system. */
+    gapextend: intIn("gapextend", 0, 100),
+    /** Scoring matrix (`-matrix`), case-insensitive, normalised to upper case; protein scoring only. */
+    matrix: z
+      .string({ error: `matrix must be one of ${SCORING_MATRICES.join(", ")}` })
+      // What is accepted, for the OpenAPI document: the same set in any letter case (the pipe below
+      // validates; a test checks the pattern and the validator agree).
+      .meta({
+        pattern: SCORING_MATRIX_PATTERN.source,
+        description: `One of ${SCORING_MATRICES.join(", ")}, in any letter case (normalised to upper case).`,
+        examples: [...SCORING_MATRICES],
+      })
+      .transform((value) => value.toUpperCase())
+      .pipe(z.enum(SCORING_MATRICES, { error: `matrix must be one of ${SCORING_MATRICES.join(", ")}` }))
+      .optional(),
+    /** Apply filtering as soft masks (`-soft_masking true|false`). */
+    soft_masking: bool("soft_masking"),
+    /** Ungapped alignment only (`-ungapped` when true). */
+    ungapped: bool("ungapped"),
+    /** Composition-based statistics mode 0–3 (`-comp_based_stats`); blastp, blastx, tblastn. */
+    comp_based_stats: intIn("comp_based_stats", 0, 3),
+    /** SEG low-complexity filter on the (translated) query (`-seg yes|no`). */
+    seg: bool("seg"),
+    /** Multiple-hits window size, 0 for the one-hit algorithm (`-window_size`). */
+    window_size: intIn("window_size", 0, 1000),
+    /** HSPs kept per subject sequence (`-max_hsps`). */
+    max_hsps: intIn("max_hsps", 1, 1000),
+    /** Query strand(s) searched (`-strand`); nucleotide-query programs only. */
+    strand: z.enum(["both", "plus", "minus"], { error: "strand must be both, plus or minus" }).optional(),
+    /** Minimum word score for the lookup table (`-threshold`); protein-word programs only. */
+    threshold: numberIn("threshold", 0, 1000, false),
+    /** Genetic code translating the query (`-query_gencode`); blastx, tblastx. */
+    query_gencode: z
+      .literal(GENETIC_CODES, { error: `query_gencode must be one of ${GENETIC_CODES.join(", ")}` })
+      .optional(),
+    /** Genetic code translating the database (`-db_gencode`); tblastn, tblastx. */
+    db_gencode: z.literal(GENETIC_CODES, { error: `db_gencode must be one of ${GENETIC_CODES.join(", ")}` }).optional(),
+  },
+  { error: 'BLAST options must be an object of option names and values, such as {"evalue": 0.001}' },
+);
 
 /** Validated, normalised BLAST options (every key optional). */
 export type BlastOptions = z.output<typeof blastOptionsSchema>;

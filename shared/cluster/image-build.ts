@@ -6,7 +6,7 @@ import type { AuditLog } from "../ops/audit.js";
 import { describeOperation, OPERATION_TYPES, type OperationView, operationView } from "../orchestrations/operations.js";
 import type { OrchestrationClient } from "../orchestrations/orchestration-client.js";
 import { Orchestrations } from "../orchestrations/queue-labels.js";
-import type { WorkspaceStore } from "../workspace/workspace.js";
+import type { StoredWorkspace, WorkspaceStore } from "../workspace/workspace.js";
 import { isFolder, packBuildContext } from "./build-context.js";
 import type { RegistryBuilds, RegistryRef, RunView } from "./registry-builds.js";
 
@@ -107,18 +107,25 @@ export function createImageBuildService(deps: {
 }) {
   const describe = (id: string) => describeOperation(deps.orchestrations, id, { pollAfterSeconds: POLL_AFTER_SECONDS });
   const active = (view: OperationView | undefined) => view && (view.state === "queued" || view.state === "running");
+  const registryOf = ({ workspace }: StoredWorkspace): RegistryRef => ({
+    subscription_id: workspace.subscription_id,
+    resource_group: workspace.resource_group,
+    name: workspace.registry,
+  });
   return {
+    /** The saved workspace's registry's latest build (running or finished: its progress has the digest), or null. */
+    async latest(): Promise<OperationView | null> {
+      const saved = await deps.workspace.get();
+      if (!saved) return null;
+      return (await describe(imageBuildOperationId(registryOf(saved)))) ?? null;
+    },
     async build(caller: Caller, options: { requestId: string }): Promise<OperationView> {
       if (!deps.settings.contextDir)
         throw new DependencyUnavailableError("image builds are not configured (IMAGE_BUILD_CONTEXT_DIR)");
       const saved = await deps.workspace.get();
       if (!saved) throw new ConflictError("save the workspace configuration before building images");
       const { workspace } = saved;
-      const registry: RegistryRef = {
-        subscription_id: workspace.subscription_id,
-        resource_group: workspace.resource_group,
-        name: workspace.registry,
-      };
+      const registry = registryOf(saved);
       const operationId = imageBuildOperationId(registry);
       const current = await describe(operationId);
       if (active(current) && current) return current;

@@ -47,6 +47,19 @@ export class RegistryRequestError extends Error {
 const registryPath = (r: RegistryRef) =>
   `/subscriptions/${encodeURIComponent(r.subscription_id)}/resourceGroups/${encodeURIComponent(r.resource_group)}/providers/Microsoft.ContainerRegistry/registries/${encodeURIComponent(r.name)}`;
 
+/** How long scheduling a run may take when ACR answers it as a long-running operation (202). */
+const SCHEDULE_WAIT_SECONDS = 120;
+
+/** ARM's `Retry-After` (seconds) as a wait: at least 1 s, at most 30 s, 5 s when it says nothing. */
+function retryAfterMs(value: string | undefined): number {
+  const seconds = Number(value);
+  return (
+    (Number.isFinite(seconds) && value !== undefined && value !== "" ? Math.min(30, Math.max(1, seconds)) : 5) * 1000
+  );
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
 /** Bytes of a run's log kept for the operation (its tail). */
 export const LOG_TAIL_BYTES = 4 * 1024;
 
@@ -82,10 +95,19 @@ export function createRegistryBuilds(connection: ArmConnection) {
     };
   });
 
-  async function arm(method: "GET" | "POST", path: string, body?: unknown): Promise<Record<string, unknown>> {
+  /** One Resource Manager request (a path under the endpoint, or a URL ARM gave, which must be on the endpoint). */
+  async function send(
+    method: "GET" | "POST",
+    target: string,
+    body?: unknown,
+  ): Promise<{ status: number; headers: { get(name: string): string | undefined }; body: Record<string, unknown> }> {
     const { createPipelineRequest } = await import("@azure/core-rest-pipeline");
+    const url = target.startsWith("/") ? `${endpoint}${target}?api-version=${REGISTRY_TASKS_API_VERSION}` : target;
+    // The managed identity's token goes to Resource Manager only.
+    if (!URL.canParse(url) || new URL(url).origin !== new URL(endpoint).origin)
+      throw new RegistryRequestError("the registry answered a URL outside Resource Manager", 502, "ForeignUrl");
     const request = createPipelineRequest({
-      url: `${endpoint}${path}?api-version=${REGISTRY_TASKS_API_VERSION}`,
+      url,
       method,
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
@@ -100,7 +122,52 @@ export function createRegistryBuilds(connection: ArmConnection) {
         error.code ?? "",
       );
     }
-    return parsed ?? {};
+    return { status: response.status, headers: response.headers, body: parsed ?? {} };
+  }
+
+  async function arm(method: "GET" | "POST", path: string, body?: unknown): Promise<Record<string, unknown>> {
+    return (await send(method, path, body)).body;
+  }
+
+  /**
+   * A POST ARM may answer as a long-running operation (202 with `Azure-AsyncOperation` /
+   * `Location` and `Retry-After`, as ACR answers `scheduleRun`): polls the operation until it ends
+   * (at most {@link SCHEDULE_WAIT_SECONDS}), then reads the result at `Location`. A 200 is the result.
+   */
+  async function armAction(path: string, body: unknown): Promise<Record<string, unknown>> {
+    const first = await send("POST", path, body);
+    if (first.status !== 202) return first.body;
+    const status = first.headers.get("azure-asyncoperation");
+    const location = first.headers.get("location");
+    let retry = first.headers.get("retry-after");
+    const deadline = Date.now() + SCHEDULE_WAIT_SECONDS * 1000;
+    if (status) {
+      for (;;) {
+        await sleep(retryAfterMs(retry));
+        const poll = await send("GET", status);
+        const state = String(poll.body.status ?? "InProgress");
+        if (state === "Succeeded") break;
+        if (state === "Failed" || state === "Canceled") {
+          const error = (poll.body.error ?? {}) as { code?: string; message?: string };
+          throw new RegistryRequestError(
+            `${error.code ?? state}: ${error.message ?? `the registry's operation ended ${state.toLowerCase()}`}`,
+            502,
+            error.code ?? state,
+          );
+        }
+        if (Date.now() > deadline)
+          throw new RegistryRequestError("the registry did not finish scheduling the run in time", 503, "Timeout");
+        retry = poll.headers.get("retry-after");
+      }
+    }
+    if (!location) return first.body;
+    for (;;) {
+      const result = await send("GET", location);
+      if (result.status !== 202) return result.body;
+      if (Date.now() > deadline)
+        throw new RegistryRequestError("the registry did not finish scheduling the run in time", 503, "Timeout");
+      await sleep(retryAfterMs(result.headers.get("retry-after")));
+    }
   }
 
   async function sas(method: "GET" | "PUT", url: string, body?: Buffer): Promise<{ status: number; text: string }> {
@@ -138,7 +205,7 @@ export function createRegistryBuilds(connection: ArmConnection) {
       registry: RegistryRef,
       request: { source_location: string; dockerfile: string; image_names: string[]; timeout_seconds: number },
     ): Promise<{ run_id: string }> {
-      const run = await arm("POST", `${registryPath(registry)}/scheduleRun`, {
+      const run = await armAction(`${registryPath(registry)}/scheduleRun`, {
         type: "DockerBuildRequest",
         sourceLocation: request.source_location,
         dockerFilePath: request.dockerfile,

@@ -53,29 +53,45 @@ export interface DatabaseMemoryNeed {
   bytesToCache: number;
 }
 
-/**
- * Refuses (422 on `node_size`) a BLAST pool whose nodes could not hold the largest prepared
- * database for a full search, with the spec's memory rule and its remedies (§7, §8: a database of
- * about 250 GB needs a node with about 256 GB).
- */
-export function requireNodeSizeFits(vmSize: string, databases: readonly DatabaseMemoryNeed[]): void {
+/** Whether a BLAST node of `vmSize` holds the largest prepared database for a full search. */
+export interface NodeSizeFit {
+  /** The largest prepared database, or null when none is prepared. */
+  largest: DatabaseMemoryNeed | null;
+  /** Memory a node of the size leaves to pods, or null for a size the table does not know. */
+  usableBytes: number | null;
+  fits: boolean;
+  /** Why it does not fit, with the spec's remedies (absent when it fits). */
+  message?: string;
+}
+
+/** The memory rule of spec §7 (§8: a database of about 250 GB needs a node with about 256 GB), as a value. */
+export function nodeSizeFit(vmSize: string, databases: readonly DatabaseMemoryNeed[]): NodeSizeFit {
   const size = VM_SIZES[vmSize];
-  if (!size || databases.length === 0) return;
-  const largest = databases.reduce((a, b) => (b.bytesToCache > a.bytesToCache ? b : a));
-  const usable = allocatableBytes(size.memoryGiB * GIB);
-  if (largest.bytesToCache <= usable) return;
+  const largest = databases.length ? databases.reduce((a, b) => (b.bytesToCache > a.bytesToCache ? b : a)) : null;
+  const usable = size ? allocatableBytes(size.memoryGiB * GIB) : null;
+  if (!size || !largest || usable === null || largest.bytesToCache <= usable)
+    return { largest, usableBytes: usable, fits: true };
   const gib = (n: number) => `${(n / GIB).toFixed(1)} GiB`;
   const bigger = Object.entries(VM_SIZES).find(
     ([, s]) => allocatableBytes(s.memoryGiB * GIB) >= largest.bytesToCache,
   )?.[0];
-  throw new ValidationError([
-    {
-      loc: ["body", "node_size"],
-      msg:
-        `database memory requirements of ${largest.name} (${gib(largest.bytesToCache)} to cache) exceed the machine type's memory ` +
-        `(${vmSize}: ${gib(usable)} usable of ${size.memoryGiB} GiB). Remedies: provision the BLAST pool with a larger machine type` +
-        `${bigger ? ` such as ${bigger}` : ""}, search with the sharded execution profile, or choose a smaller database.`,
-      type: "value_error",
-    },
-  ]);
+  return {
+    largest,
+    usableBytes: usable,
+    fits: false,
+    message:
+      `database memory requirements of ${largest.name} (${gib(largest.bytesToCache)} to cache) exceed the machine type's memory ` +
+      `(${vmSize}: ${gib(usable)} usable of ${size.memoryGiB} GiB). Remedies: provision the BLAST pool with a larger machine type` +
+      `${bigger ? ` such as ${bigger}` : ""}, search with the sharded execution profile, or choose a smaller database.`,
+  };
+}
+
+/**
+ * Refuses (422 on `node_size`) a BLAST pool whose nodes could not hold the largest prepared
+ * database for a full search, with the spec's memory rule and its remedies ({@link nodeSizeFit}).
+ */
+export function requireNodeSizeFits(vmSize: string, databases: readonly DatabaseMemoryNeed[]): void {
+  const fit = nodeSizeFit(vmSize, databases);
+  if (fit.fits) return;
+  throw new ValidationError([{ loc: ["body", "node_size"], msg: fit.message ?? "", type: "value_error" }]);
 }

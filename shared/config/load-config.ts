@@ -59,6 +59,8 @@ export const appSettingsSchema = z
     DATABASES_DIR: z.string().optional(),
     DATABASE_SOURCE_URL: envUrl().optional(),
     DATABASE_PARTITIONS: envInt(0, 64).default(2),
+    // Azure Functions' HTTP front end refuses request bodies over 100 MB; larger FASTA files go through `db add`.
+    DATABASE_UPLOAD_MAX_BYTES: envInt(1, Number.MAX_SAFE_INTEGER).default(100 * 1024 * 1024),
     // A timer schedule as Azure Functions reads it (six-field NCRONTAB or a TimeSpan).
     ARM_ENDPOINT: envUrl().optional(),
     ARM_CA_FILE: z.string().min(1).optional(),
@@ -173,6 +175,8 @@ export interface AppConfig {
   readonly databaseSourceUrl: string | undefined;
   /** Partitions built for each prepared database (for the sharded execution profile). */
   readonly databasePartitions: number;
+  /** Largest database FASTA the Databases page may upload, in bytes (413 beyond). */
+  readonly databaseUploadMaxBytes: number;
   /** When the database update check runs; the timer trigger registers with exactly this. */
   readonly dbUpdateCheckSchedule: string;
   /** The console's narrator: none, or an OpenAI-compatible endpoint (docs/narrator.md). */
@@ -250,6 +254,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
       databasesDir: c.DATABASES_DIR,
       databaseSourceUrl: c.DATABASE_SOURCE_URL,
       databasePartitions: c.DATABASE_PARTITIONS,
+      databaseUploadMaxBytes: c.DATABASE_UPLOAD_MAX_BYTES,
       dbUpdateCheckSchedule: c.SVC_DB_UPDATE_CHECK_SCHEDULE,
       narrator,
       cluster: {

@@ -1,15 +1,49 @@
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { LineCounter, parseDocument } from "yaml";
 import type { z } from "zod";
 import { CatalogLoadError } from "../ops/catalog/json-catalog.js";
 
 /**
+ * Suffix of the YAML file's parse made at build time: `<file>.yaml` ships with
+ * `<file>.yaml.parsed.json` (`{ sha256, value }`, scripts/build.mjs), so the app's start does not
+ * run the YAML parser on the files it ships (decision 0016).
+ */
+export const PARSED_SUFFIX = ".parsed.json";
+
+/** The YAML parse options of every catalog, at build time and at start alike. */
+export const YAML_CATALOG_OPTIONS = { prettyErrors: false, uniqueKeys: true } as const;
+
+/** SHA-256 (hex) of a catalog's text, as the build records it beside its parse. */
+export const catalogDigest = (text: string) => createHash("sha256").update(text).digest("hex");
+
+/** The build-time parse of `file` when one lies beside it and was made from exactly `text`. */
+function parsedAtBuild(file: string, text: string): { value: unknown } | undefined {
+  let parsed: { sha256?: unknown; value?: unknown };
+  try {
+    parsed = JSON.parse(readFileSync(`${file}${PARSED_SUFFIX}`, "utf8")) as typeof parsed;
+  } catch {
+    return undefined;
+  }
+  return parsed.sha256 === catalogDigest(text) ? { value: parsed.value } : undefined;
+}
+
+/**
  * Parses a YAML catalog and validates it with `schema`. A YAML error or the first field failing
  * its rule is a {@link CatalogLoadError} `file:line: field.path: problem`, the line being the bad
  * value's (or, for a missing key, its map's), so a bad catalog stops start-up pointing at the line.
+ * A file as the build shipped it (its digest matches the parse beside it) is validated from that
+ * parse; any other text (a file changed after the build, another folder's) is parsed here.
  */
 export function parseYamlCatalog<S extends z.ZodType>(file: string, text: string, schema: S): z.output<S> {
+  const shipped = parsedAtBuild(file, text);
+  if (shipped) {
+    const result = schema.safeParse(shipped.value ?? {});
+    if (result.success) return result.data;
+    // A shipped file the schema refuses: parsed again below, for the line of the problem.
+  }
   const lines = new LineCounter();
-  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
+  const doc = parseDocument(text, { lineCounter: lines, ...YAML_CATALOG_OPTIONS });
   const lineOf = (offset: number | undefined) => (offset === undefined ? 1 : lines.linePos(offset).line);
   const yamlError = doc.errors[0];
   if (yamlError)

@@ -49,6 +49,10 @@ export const dashboardJobSchema = z.object({
   created_by: actor,
   created_at: timestamp,
   updated_at: timestamp,
+  status_times: z
+    .record(z.string(), timestamp)
+    .optional()
+    .describe("when the dashboard first saw the job in each status it reached (ISO 8601), keyed by status"),
   error: z.string(),
   progress: z
     .object({
@@ -109,6 +113,34 @@ export const operationStartedSchema = z.object({
   meta,
 });
 
+/** `GET /api/databases/adding`: what adding a database needs (issue 23, item 5). */
+export const databaseAddingSchema = z.object({
+  prepare: z
+    .object({ available: z.boolean(), reason: z.string().nullable() })
+    .describe("whether Prepare works here, and what it needs when it does not (DATABASE_SOURCE_URL)"),
+  upload: z.object({
+    available: z.boolean(),
+    reason: z.string().nullable(),
+    max_bytes: z.number().int().describe("largest FASTA accepted (DATABASE_UPLOAD_MAX_BYTES); 413 beyond"),
+  }),
+  node: z
+    .object({ memory_bytes: z.number().int(), usable_bytes: z.number().int() })
+    .nullable()
+    .describe("a search node's memory and what one search may cache (the job API's view); null when unknown"),
+  meta,
+});
+
+/** `POST /api/databases/uploads`: the build started and what the uploaded FASTA holds. */
+export const databaseUploadStartedSchema = operationStartedSchema.extend({
+  upload: z.object({
+    bytes: z.number().int(),
+    sequences: z.number().int(),
+    letters: z.number().int(),
+    header_bytes: z.number().int(),
+    detected_type: z.enum(["nucl", "prot"]).nullable().describe("the molecule the sequence letters look like"),
+  }),
+});
+
 const podReportSchema = z.object({
   name: z.string(),
   phase: z.string(),
@@ -134,6 +166,46 @@ export const jobApiDeploymentSchema = z.object({
     pods: z.array(podReportSchema),
   }),
   running_operation: operationSchema.nullable().describe("the deploy running now, if any"),
+  meta,
+});
+
+const poolPlanSchema = z.object({
+  name: z.enum(["system", "blast"]),
+  vm_size: z.string(),
+  node_count: z.number().int(),
+  memory_gib: z.number().nullable(),
+  vcpus: z.number().int().nullable(),
+});
+
+/** `GET /api/aks/cluster`. */
+export const clusterStatusSchema = z.object({
+  cluster_name: z.string(),
+  plan: z.object({
+    pools: z.array(poolPlanSchema).describe("what a provision asks for: the system pool, then the BLAST pool"),
+    largest_database: z.object({ name: z.string(), bytes_to_cache: z.number().int() }).nullable(),
+    usable_bytes_per_node: z.number().int().nullable().describe("memory a BLAST node leaves to pods"),
+    fits: z.boolean().describe("whether a BLAST node holds the largest prepared database"),
+    detail: z.string().optional().describe("why it does not fit, with the remedies"),
+  }),
+  cluster: z
+    .object({
+      fqdn: z.string().nullable(),
+      power_state: z.string().nullable(),
+      provisioning_state: z.string().nullable(),
+      oidc_issuer_url: z.string().nullable(),
+      kubelet_object_id: z.string().nullable(),
+      blast_pool: z.object({ vm_size: z.string().nullable(), count: z.number().int().nullable() }).nullable(),
+    })
+    .nullable()
+    .describe("the managed cluster as Resource Manager has it; null when it does not exist"),
+  cluster_error: z.string().optional().describe("why the cluster could not be read"),
+  operation: operationSchema.nullable().describe("the cluster's latest operation, running or finished"),
+  meta,
+});
+
+/** `GET /api/images/build`. */
+export const latestImageBuildSchema = z.object({
+  operation: operationSchema.nullable().describe("the latest build (its progress has image_digest once it succeeded)"),
   meta,
 });
 
@@ -288,6 +360,15 @@ export const rpcResponseSchema = z.object({
   result: z.record(z.string(), z.unknown()).describe("tools.search: {role, tools}; tools.describe: one descriptor"),
 });
 
+/** `GET /api/notifications/preview`: one template rendered as the email channel would send it. */
+export const notificationPreviewSchema = z.object({
+  template: z.string(),
+  locale: z.enum(["en", "ko"]),
+  subject: z.string(),
+  text: z.string(),
+  html: z.string().describe("the HTML part; parameters are HTML-escaped"),
+});
+
 /** `POST /api/notifications/test`: the test message's overall state and each channel's receipt. */
 export const notificationTestResultSchema = z.object({
   route: z.string(),
@@ -347,5 +428,15 @@ export const terminalTicketSchema = z.object({
   ticket: z.string().describe("offer it as the WebSocket subprotocol ticket.<ticket> on GET /v1/terminal"),
   expires_at: timestamp,
   expires_in_seconds: z.number().int(),
+  meta,
+});
+
+/** `POST /api/blast/jobs/{uuid}/results/ticket` (issue 23): a single-use download link. */
+export const downloadTicketSchema = z.object({
+  ticket: z.string().describe("single use; only its digest is stored"),
+  expires_at: timestamp,
+  download_url: z
+    .string()
+    .describe("GET it (relative to the dashboard) without an Authorization header: the results as an attachment"),
   meta,
 });

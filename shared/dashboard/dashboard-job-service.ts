@@ -4,7 +4,7 @@ import { validateOptionsForProgram } from "../blast/options.js";
 import { queryMolecule } from "../blast/programs.js";
 import type { DatabaseCatalog } from "../databases/catalog-types.js";
 import { requireDatabaseFit } from "../databases/database-fit.js";
-import { NotFoundError } from "../errors.js";
+import { DependencyUnavailableError, NotFoundError } from "../errors.js";
 import { requestFingerprint } from "../http/idempotency.js";
 import type { Logger } from "../logging/logger.js";
 import type { AuditLog } from "../ops/audit.js";
@@ -15,6 +15,7 @@ import { dashboardJobId, legacyDashboardJobId } from "./dashboard-job-id.js";
 import { type DashboardJob, type DashboardJobStore, TERMINAL_JOB_STATES } from "./dashboard-jobs.js";
 import type { JobApiCallOptions, JobApiClient, JobApiResults } from "./job-api-client.js";
 import type { DashboardSubmitRequest } from "./schemas.js";
+import { type ResultFileKind, resultFileName } from "./result-file-names.js";
 
 /** What the dashboard job service is built from. */
 export interface DashboardJobServiceDependencies {
@@ -34,6 +35,11 @@ export interface DashboardJobServiceDependencies {
    * job API does not know (or cannot search with the program) is then refused with 422 at once.
    */
   databases?: Pick<DatabaseCatalog, "get">;
+  /**
+   * The cluster's power state as Resource Manager reports it, when this process can read it
+   * (undefined: unknown, and the submit goes on). A stopped cluster runs no search (B-026).
+   */
+  clusterPower?: () => Promise<{ cluster_name: string; power_state: string | null } | undefined>;
 }
 
 /** A dashboard job with the operation that carries it out. */
@@ -126,6 +132,11 @@ export function createDashboardJobService(dependencies: DashboardJobServiceDepen
       const executionProfile = request.execution_profile ?? "standard";
       if (dependencies.databases)
         requireDatabaseFit(program, request.db, await dependencies.databases.get(request.db), executionProfile);
+      const power = await dependencies.clusterPower?.();
+      if (power?.power_state === "Stopped")
+        throw new DependencyUnavailableError(
+          `the cluster '${power.cluster_name}' is stopped, so no search can run: start it on the Cluster page (POST /api/aks/cluster/start), then submit again`,
+        );
       const priority = request.priority ?? null;
       const now = new Date().toISOString();
       const { job: stored, created } = await record(
@@ -134,6 +145,7 @@ export function createDashboardJobService(dependencies: DashboardJobServiceDepen
           openapi_job_id: null,
           operation_id: newOperationId(),
           status: "submitting",
+          status_times: { submitting: now },
           title: request.title ?? "",
           program,
           db: request.db,
@@ -223,10 +235,19 @@ export function createDashboardJobService(dependencies: DashboardJobServiceDepen
      * Opens the job's results at the job API for streaming through. NotFoundError until the job
      * has reached the job API, and while its results are not published.
      */
-    async openResults(jobId: string, content: string, options?: JobApiCallOptions): Promise<JobApiResults> {
+    /**
+     * The job's results streamed from the job API, with the name the download is saved under
+     * (`<title or job>-<kind>.<ext>`, the same for every content and every client).
+     */
+    async openResults(
+      jobId: string,
+      content: ResultFileKind,
+      options?: JobApiCallOptions,
+    ): Promise<JobApiResults & { fileName: string }> {
       const job = await get(jobId);
       if (!job.openapi_job_id) throw new NotFoundError("the job has not reached the job API yet; poll its operation");
-      return jobApi.openResults(job.openapi_job_id, content, options);
+      const results = await jobApi.openResults(job.openapi_job_id, content, options);
+      return { ...results, fileName: resultFileName(job, content) };
     },
 
     /**

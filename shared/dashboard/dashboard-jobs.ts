@@ -29,11 +29,23 @@ export interface DashboardJob {
   result_bytes?: { xml: number; gzip: number } | null;
   /** While the job API stores the results (after BLAST, before completed): merged XML bytes stored so far. */
   storing?: StoringProgress | null;
+  /**
+   * When the dashboard first saw the job in each status (ISO 8601), so the job page shows every
+   * step's time after a reload too. Absent on jobs stored before it was kept.
+   */
+  status_times?: Record<string, string>;
   /** What the idempotency key binds to (the search-defining fields); never shown. */
   request_fingerprint?: string;
 }
 
 export const TERMINAL_JOB_STATES = new Set(["completed", "failed", "cancelled"]);
+
+/** `job`'s status times with `status` reached at `at` (a status seen before keeps its first time). */
+export function withStatusTime(job: DashboardJob, status: string, at: string): Record<string, string> {
+  const times = { ...job.status_times };
+  times[status] ??= at;
+  return times;
+}
 
 /** Dashboard jobs in Table storage (ETag concurrency) and their queries in Blob storage. */
 export class DashboardJobStore {
@@ -154,6 +166,7 @@ export class DashboardJobStore {
       const next = change(current);
       if (!next) return current;
       next.updated_at = new Date().toISOString();
+      if (next.status !== current.status) next.status_times = withStatusTime(current, next.status, next.updated_at);
       try {
         await this.table.updateEntity(this.entity(next), "Replace", { etag: String(entity.etag) });
         return next;

@@ -307,6 +307,17 @@ export function createJobApiClient(options: JobApiClientOptions) {
       return json<ClusterWarmup>(response);
     },
 
+    /** A search node's memory and what a search may cache of it (`GET /v1/cluster`); null when it lists no node. */
+    async nodeMemory(callOptions?: JobApiCallOptions): Promise<{ memory_bytes: number; usable_bytes: number } | null> {
+      const response = await call("/v1/cluster", {}, callOptions);
+      if (response.status !== 200) throw await answerError(response);
+      const cluster = await json<{ nodes?: { memory_bytes?: unknown; usable_memory_bytes?: unknown }[] }>(response);
+      const node = cluster.nodes?.[0];
+      if (typeof node?.memory_bytes !== "number") return null;
+      const usable = typeof node.usable_memory_bytes === "number" ? node.usable_memory_bytes : node.memory_bytes;
+      return { memory_bytes: node.memory_bytes, usable_bytes: usable };
+    },
+
     /** The warm-up's progress node by node. */
     async getWarmup(database: string, callOptions?: JobApiCallOptions): Promise<ClusterWarmup> {
       const response = await call(`/v1/databases/${encodeURIComponent(database)}/warmup`, {}, callOptions);

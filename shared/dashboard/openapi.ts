@@ -14,12 +14,15 @@ import {
   chatHealthSchema,
   chatReplySchema,
   notificationTestResultSchema,
+  notificationPreviewSchema,
   dashboardJobDetailSchema,
   dashboardJobEnvelopeSchema,
   dashboardJobListSchema,
   databaseListSchema,
   healthSchema,
   jobApiDeploymentSchema,
+  clusterStatusSchema,
+  latestImageBuildSchema,
   noopEnqueuedSchema,
   noopResultSchema,
   operationResponseSchema,
@@ -28,6 +31,8 @@ import {
   readinessSchema,
   readInvestigationSchema,
   approvalsQueueSchema,
+  databaseAddingSchema,
+  databaseUploadStartedSchema,
   rpcResponseSchema,
   storedWorkspaceSchema,
   slackAckSchema,
@@ -37,6 +42,7 @@ import {
   identityLinkSchema,
   terminalTicketRequestSchema,
   terminalTicketSchema,
+  downloadTicketSchema,
 } from "./api-schemas.js";
 import { dashboardSubmitSchema } from "./schemas.js";
 
@@ -71,6 +77,8 @@ const SCHEMAS: Record<string, z.ZodType> = {
   Operation: operationResponseSchema,
   OperationStarted: operationStartedSchema,
   DatabaseList: databaseListSchema,
+  DatabaseAdding: databaseAddingSchema,
+  DatabaseUploadStarted: databaseUploadStartedSchema,
   ApiTokenStatus: apiTokenStatusSchema,
   ApiTokenReveal: apiTokenRevealSchema,
   ApiTokenRegenerated: apiTokenRegeneratedSchema,
@@ -87,6 +95,7 @@ const SCHEMAS: Record<string, z.ZodType> = {
   ApprovalsQueue: approvalsQueueSchema,
   RpcResponse: rpcResponseSchema,
   NotificationTestResult: notificationTestResultSchema,
+  NotificationPreview: notificationPreviewSchema,
   SlackAck: slackAckSchema,
   TeamsAck: teamsAckSchema,
   WebhookAccepted: webhookAcceptedSchema,
@@ -96,8 +105,11 @@ const SCHEMAS: Record<string, z.ZodType> = {
   RoleAssignmentCheck: roleAssignmentCheckSchema,
   ScaleRequest: scaleRequestSchema,
   JobApiDeployment: jobApiDeploymentSchema,
+  ClusterStatus: clusterStatusSchema,
+  LatestImageBuild: latestImageBuildSchema,
   TerminalTicketRequest: terminalTicketRequestSchema,
   TerminalTicket: terminalTicketSchema,
+  DownloadTicket: downloadTicketSchema,
 };
 
 /**

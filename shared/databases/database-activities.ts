@@ -1,10 +1,14 @@
+import { mkdir, rm } from "node:fs/promises";
+import path from "node:path";
 import type { Logger } from "../logging/logger.js";
 import { failureText, recordSignal, warmupFailedEvent } from "../ops/emitters/signal-events.js";
 import type { EventLog } from "../ops/events.js";
 import type { DatabaseCatalog, ReleasePublisher } from "./catalog-types.js";
+import { publishDatabase } from "./database-catalog.js";
 import type { DatabaseState } from "./database-state.js";
 import type { NcbiSource } from "./ncbi-source.js";
 import { checkForUpdates, prepareDatabaseRelease } from "./prepare.js";
+import type { DatabaseUploadStore } from "./upload-store.js";
 import { warmDatabaseFiles } from "./warmup.js";
 
 /** What the database operations' activities work with; each is built from these, so tests pass fakes. */
@@ -23,6 +27,10 @@ export interface DatabaseActivityDependencies {
   logger: Logger;
   /** Clock for the state's timestamps. */
   now?: () => Date;
+  /** Uploaded FASTA files (the add activity reads and then removes its upload). */
+  uploads?: () => DatabaseUploadStore;
+  /** Where this machine builds releases from uploads (`DATABASES_DIR`, else a temporary folder). */
+  buildRoot?: () => string;
 }
 
 /** What the prepare activity returns: the release it made current. */
@@ -141,5 +149,51 @@ export function createCheckDatabaseUpdatesActivity(dependencies: DatabaseActivit
       update_available: result.update_available,
       latest_release: result.latest_release,
     }));
+  };
+}
+
+/** The add activity's input: the database as the user confirmed it, and its upload's name in the store. */
+export interface AddDatabaseInput {
+  name: string;
+  type: "nucl" | "prot";
+  partitions: number;
+  upload: string;
+}
+
+/**
+ * Builds a database from an uploaded FASTA (makeblastdb, partitions with the whole database's
+ * statistics), publishes it and makes it current; the upload is removed either way. A failed
+ * build leaves nothing registered: `buildDatabase` removes its folder and nothing was published.
+ */
+export function createAddDatabaseActivity(dependencies: DatabaseActivityDependencies) {
+  return async (input: AddDatabaseInput): Promise<PreparedRelease> => {
+    const uploads = dependencies.uploads?.();
+    if (!uploads || !dependencies.buildRoot) throw new Error("uploads are not configured");
+    const root = dependencies.buildRoot();
+    const staging = path.join(root, ".uploads");
+    await mkdir(staging, { recursive: true });
+    // The upload's name is `op-<hex>.fa`: no whitespace, as makeblastdb's -in needs.
+    const fastaPath = path.join(staging, input.upload);
+    try {
+      await uploads.downloadToFile(input.upload, fastaPath);
+      const entry = await publishDatabase(
+        root,
+        { name: input.name, fastaPath, type: input.type, partitions: input.partitions },
+        dependencies.publisher?.(),
+      );
+      await dependencies.state.patch(input.name, { update_available: false, warm_state: "cold", warmed_version: null });
+      const { manifest } = entry;
+      dependencies.logger.info("database added from an upload", { name: manifest.name, version: manifest.version });
+      return {
+        name: manifest.name,
+        version: manifest.version,
+        sequences: manifest.sequences,
+        letters: manifest.letters,
+        partitions: manifest.partitions.length,
+      };
+    } finally {
+      await rm(fastaPath, { force: true });
+      await uploads.delete(input.upload);
+    }
   };
 }

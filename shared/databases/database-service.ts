@@ -1,5 +1,6 @@
 import type { Caller } from "../auth/roles.js";
-import { DependencyUnavailableError, NotFoundError } from "../errors.js";
+import type { MoleculeType } from "../blast/programs.js";
+import { ConflictError, DependencyUnavailableError, InvalidFieldError, NotFoundError } from "../errors.js";
 import type { Logger } from "../logging/logger.js";
 import type { AuditLog } from "../ops/audit.js";
 import { newOperationId, OPERATION_TYPES, type OperationView, operationView } from "../orchestrations/operations.js";
@@ -8,6 +9,8 @@ import { Orchestrations } from "../orchestrations/queue-labels.js";
 import type { DatabaseCatalog, DatabaseEntry } from "./catalog-types.js";
 import { databaseSummary } from "./database-catalog.js";
 import type { DatabaseState, DatabaseStateStore } from "./database-state.js";
+import { FastaUploadCheck, type FastaUploadSummary, UploadTooLargeError } from "./fasta-upload.js";
+import type { DatabaseUploadStore } from "./upload-store.js";
 
 /** What the dashboard's database service is built from. */
 export interface DatabaseServiceDependencies {
@@ -24,7 +27,44 @@ export interface DatabaseServiceDependencies {
   sourceConfigured: boolean;
   /** Partitions each prepared release is built with. */
   partitions: number;
+  /** Where uploaded FASTA files wait for their build; undefined when uploads are not offered. */
+  uploads?: DatabaseUploadStore;
+  /** Largest FASTA upload, in bytes (`DATABASE_UPLOAD_MAX_BYTES`). */
+  uploadMaxBytes?: number;
+  /** Memory of a search node and what a search may use of it (the job API's view); null when unknown. */
+  nodeMemory?: () => Promise<NodeMemory | null>;
 }
+
+/** A search node's memory as the job API reports it. */
+export interface NodeMemory {
+  memory_bytes: number;
+  /** Memory less the job API's margin: what one search may cache. */
+  usable_bytes: number;
+}
+
+/** What the Databases page needs to offer adding a database: whether prepare works, the upload limit, node memory. */
+export interface AddingOptions {
+  prepare: { available: boolean; reason: string | null };
+  upload: { available: boolean; reason: string | null; max_bytes: number };
+  node: NodeMemory | null;
+}
+
+/** A database to build from an uploaded FASTA, as the user confirmed it. */
+export interface UploadRequest {
+  name: string;
+  type: MoleculeType;
+  partitions: number;
+}
+
+/** The answer to an upload: the build operation it started and what the file holds. */
+export interface UploadStarted {
+  operation: OperationView;
+  upload: FastaUploadSummary;
+}
+
+/** The reason prepare is not offered without a release source, as the page shows it. */
+export const PREPARE_NEEDS_SOURCE =
+  "Prepare downloads a database's releases from a source in NCBI's layout; set DATABASE_SOURCE_URL to one (for example https://ftp.ncbi.nlm.nih.gov/blast/db/v5/) to use it. Without one, add a database by uploading a FASTA file.";
 
 /** Options of the service's privileged acts: the request they are audited under. */
 export interface DatabaseActOptions {
@@ -32,6 +72,13 @@ export interface DatabaseActOptions {
   /** The operation (orchestration instance) id to start; a caller that must not start twice fixes it in advance. */
   operationId?: string;
 }
+
+/** The audit action of each database operation. */
+const ACTIONS: Readonly<Record<string, string>> = {
+  [Orchestrations.prepareDatabase]: "prepare",
+  [Orchestrations.warmDatabase]: "warmup",
+  [Orchestrations.addDatabase]: "add",
+};
 
 /** How long a caller of a database operation is asked to wait between polls. */
 const OPERATION_POLL_AFTER_SECONDS = 5;
@@ -63,7 +110,7 @@ export function createDatabaseService(dependencies: DatabaseServiceDependencies)
     await orchestrations.startNew(orchestration, { instanceId: operationId, input });
     await audit.record({
       actor: { oid: caller.oid, name: caller.name },
-      action: `database.${orchestration === Orchestrations.prepareDatabase ? "prepare" : "warmup"}`,
+      action: `database.${ACTIONS[orchestration] ?? "warmup"}`,
       target: `blast_database/${input.name}`,
       outcome: "succeeded",
       request_id: options.requestId,
@@ -122,6 +169,86 @@ export function createDatabaseService(dependencies: DatabaseServiceDependencies)
         { name, partitions: dependencies.partitions },
         options,
       );
+    },
+
+    /** Whether prepare and upload are offered (with the reason when not), the upload limit and the nodes' memory. */
+    async addingOptions(): Promise<AddingOptions> {
+      const node = await (dependencies.nodeMemory?.() ?? Promise.resolve(null)).catch((error: unknown) => {
+        logger.warn("node memory unknown", { error: error instanceof Error ? error.message : String(error) });
+        return null;
+      });
+      const uploadReason = !dependencies.catalog
+        ? "no database store is configured (DATABASES_DIR)"
+        : !dependencies.uploads
+          ? "uploads are not configured"
+          : null;
+      return {
+        prepare: {
+          available: dependencies.sourceConfigured,
+          reason: dependencies.sourceConfigured ? null : PREPARE_NEEDS_SOURCE,
+        },
+        upload: { available: uploadReason === null, reason: uploadReason, max_bytes: dependencies.uploadMaxBytes ?? 0 },
+        node,
+      };
+    },
+
+    /**
+     * Adds a database from an uploaded FASTA (audited): the body is checked while it streams to the
+     * upload store (never held whole), then the build runs as an operation. A refused file (422,
+     * 413) leaves nothing stored and nothing registered.
+     */
+    async upload(
+      caller: Caller,
+      request: UploadRequest,
+      body: AsyncIterable<Uint8Array> | null,
+      options: DatabaseActOptions & { declaredBytes?: number },
+    ): Promise<UploadStarted> {
+      const uploads = dependencies.uploads;
+      if (!uploads) throw new DependencyUnavailableError("uploads are not configured");
+      const maxBytes = dependencies.uploadMaxBytes ?? 0;
+      if (options.declaredBytes !== undefined && options.declaredBytes > maxBytes)
+        throw new UploadTooLargeError(maxBytes);
+      if (await catalog().get(request.name))
+        throw new ConflictError(
+          `a database named '${request.name}' exists already; choose another name (a prepared database gets new releases with Prepare)`,
+        );
+      const check = new FastaUploadCheck(request.type, maxBytes);
+      let summary: FastaUploadSummary | undefined;
+      const operationId = options.operationId ?? newOperationId();
+      const blob = `${operationId}.fa`;
+      await uploads.write(
+        blob,
+        (async function* () {
+          if (body) {
+            for await (const chunk of body) {
+              check.push(chunk);
+              yield chunk;
+            }
+          }
+          summary = check.finish();
+        })(),
+      );
+      if (!summary) throw new Error("the upload ended without its check");
+      if (request.partitions > summary.sequences) {
+        await uploads.delete(blob);
+        throw new InvalidFieldError(
+          ["query", "partitions"],
+          `cannot split ${summary.sequences} sequences into ${request.partitions} partitions: choose at most ${summary.sequences}`,
+        );
+      }
+      logger.info("database upload stored", { name: request.name, bytes: summary.bytes, oid: caller.oid });
+      try {
+        const operation = await startOperation(
+          caller,
+          Orchestrations.addDatabase,
+          { name: request.name, type: request.type, partitions: request.partitions, upload: blob },
+          { ...options, operationId },
+        );
+        return { operation, upload: summary };
+      } catch (error) {
+        await uploads.delete(blob).catch(() => undefined);
+        throw error;
+      }
     },
 
     /** Starts reading a prepared database's files into the page cache (audited). */

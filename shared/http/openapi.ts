@@ -116,7 +116,11 @@ export function openApiDocument(o: DocumentOptions): Record<string, unknown> {
         };
       }
       paths[path] ??= {};
-      (paths[path] as Record<string, Operation>)[method] = { ...operation, responses: sortedResponses(responses) };
+      (paths[path] as Record<string, Operation>)[method] = {
+        ...operation,
+        ...(Array.isArray(operation.parameters) ? { parameters: resolveParameters(operation.parameters) } : {}),
+        responses: sortedResponses(responses),
+      };
     }
   }
   return {
@@ -158,8 +162,15 @@ export const errorEnvelopeSchema = z.object({
   request_id: z.string(),
 });
 
-/** The parameters a zod object validates (path or query), each with its JSON Schema. */
-export function parametersOf(schema: z.ZodType, location: "path" | "query"): Record<string, unknown>[] {
+/**
+ * Stands for the parameters of {@link parametersOf} until a document is built: converting zod
+ * schemas to JSON Schema for every route cost the app's cold start more than any route used it
+ * (decision 0016), so routes register the conversion and {@link openApiDocument} runs it.
+ */
+const DEFERRED_PARAMETERS = Symbol("deferred OpenAPI parameters");
+type DeferredParameters = { [DEFERRED_PARAMETERS]: () => Record<string, unknown>[] };
+
+function parametersNow(schema: z.ZodType, location: "path" | "query"): Record<string, unknown>[] {
   const json = jsonSchemaOf(schema) as { properties?: Record<string, Record<string, unknown>>; required?: string[] };
   return Object.entries(json.properties ?? {}).map(([name, property]) => {
     const { description, ...rest } = property;
@@ -173,13 +184,40 @@ export function parametersOf(schema: z.ZodType, location: "path" | "query"): Rec
   });
 }
 
+/**
+ * The parameters a zod object validates (path or query), each with its JSON Schema: one stand-in
+ * in the list, which {@link openApiDocument} (or {@link resolveParameters}) replaces by them.
+ */
+export function parametersOf(schema: z.ZodType, location: "path" | "query"): Record<string, unknown>[] {
+  const deferred: DeferredParameters = { [DEFERRED_PARAMETERS]: () => parametersNow(schema, location) };
+  return [deferred];
+}
+
+/** An operation's parameter list with each {@link parametersOf} stand-in replaced by its parameters. */
+export function resolveParameters(parameters: readonly unknown[]): unknown[] {
+  return parameters.flatMap((p) =>
+    typeof p === "object" && p !== null && DEFERRED_PARAMETERS in p
+      ? (p as DeferredParameters)[DEFERRED_PARAMETERS]()
+      : [p],
+  );
+}
+
 /** A JSON request body of a component schema. */
 export const jsonBody = (ref: string) => ({ required: true, content: jsonContent(ref) });
 
-/** A JSON request body with its schema inline (a schema only one route uses). */
+/** A JSON request body with its schema inline (a schema only one route uses), converted when first read (see {@link parametersOf}). */
 export const jsonBodyOf = (schema: z.ZodType) => {
-  const { $schema: _, ...inline } = jsonSchemaOf(schema);
-  return { required: true, content: { "application/json": { schema: inline } } };
+  let inline: Record<string, unknown> | undefined;
+  const media = {
+    get schema() {
+      if (!inline) {
+        const { $schema: _, ...rest } = jsonSchemaOf(schema);
+        inline = rest;
+      }
+      return inline;
+    },
+  };
+  return { required: true, content: { "application/json": media } };
 };
 
 /** A JSON 200 response of a component schema. */

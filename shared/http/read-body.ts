@@ -28,3 +28,21 @@ export async function readBodyText(body: BodyStream | null | undefined, limitByt
   }
   return Buffer.concat(chunks).toString("utf8");
 }
+
+/**
+ * A request body as chunks, read as the consumer asks for them (a streamed upload: nothing is held
+ * beyond the chunk in hand). Stopping early releases the reader; the server drains or closes.
+ */
+export async function* bodyChunks(body: BodyStream | null | undefined): AsyncGenerator<Uint8Array> {
+  if (!body) return;
+  const reader = body.getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done || !value) return;
+      yield value;
+    }
+  } finally {
+    reader.releaseLock();
+  }
+}

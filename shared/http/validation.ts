@@ -25,7 +25,7 @@ function issueType(issue: z.core.$ZodIssue, missing: boolean): string {
     case "too_big":
       return issue.origin === "string" || issue.origin === "array" ? "too_long" : "less_than_equal";
     case "invalid_value":
-      return "enum";
+      return missing ? "missing" : "enum";
     case "invalid_format":
       return "string_pattern_mismatch";
     case "unrecognized_keys":
@@ -51,7 +51,9 @@ export function zodIssues(error: z.ZodError, source: FieldSource, input: unknown
       }
       continue;
     }
-    const missing = issue.code === "invalid_type" && valueAt(input, issue.path) === undefined;
+    // An absent enum or literal field is as missing as an absent string (zod reports it as invalid_value).
+    const missing =
+      (issue.code === "invalid_type" || issue.code === "invalid_value") && valueAt(input, issue.path) === undefined;
     out.push({
       loc: [source, ...path],
       msg: missing ? "field required" : issue.message,

@@ -226,7 +226,17 @@ export const jobApiConfigSchema = z.object({
 export const clusterSchema = z.object({
   executor: z.string(),
   status: z.string(),
-  nodes: z.array(z.object({ name: z.string(), cpus: z.number().int(), memory_bytes: z.number().int() })),
+  nodes: z.array(
+    z.object({
+      name: z.string(),
+      cpus: z.number().int(),
+      memory_bytes: z.number().int(),
+      usable_memory_bytes: z
+        .number()
+        .int()
+        .describe("memory a search may cache on the node: its memory less the job API's margin (memory pre-flight)"),
+    }),
+  ),
   active_jobs: z.number().int(),
   max_active_jobs: z.number().int(),
   dispatch: z.enum(["active", "standby"]).describe("whether this replica runs jobs or stands by"),

@@ -6,6 +6,7 @@ import { Orchestrations } from "./queue-labels.js";
 export const OPERATION_TYPES: Readonly<Record<string, string>> = Object.freeze({
   [Orchestrations.submitBlastJob]: "blast.submit",
   [Orchestrations.prepareDatabase]: "database.prepare",
+  [Orchestrations.addDatabase]: "database.add",
   [Orchestrations.warmDatabase]: "database.warmup",
   [Orchestrations.checkDatabaseUpdates]: "database.update_check",
   [Orchestrations.provisionCluster]: "cluster.provision",

@@ -55,7 +55,8 @@ export interface TerminalTicketStore {
   redeem(ticket: string | undefined, origin: string): Promise<TicketBinding>;
 }
 
-const TICKET_PATTERN = /^bptt_[A-Za-z0-9_-]{43}$/;
+/** A ticket: its prefix and 32 random bytes in base64url. */
+const ticketPattern = (prefix: string) => new RegExp(`^${prefix}[A-Za-z0-9_-]{43}$`);
 /** Row key of the one row per digest partition. */
 const ROW = "ticket";
 
@@ -67,17 +68,23 @@ function isStatus(error: unknown, status: number): boolean {
   return error instanceof RestError && error.statusCode === status;
 }
 
-/** Opens the ticket store in Table storage; `now` is for tests. */
+/**
+ * Opens the ticket store in Table storage; `now` is for tests. `table` and `prefix` give another
+ * kind of single-use ticket the same rules (the results download's, `shared/dashboard/download-tickets.ts`):
+ * its own table and prefix, `origin` then being whatever that ticket is bound to.
+ */
 export function createTerminalTicketStore(
   source: TableSource,
-  options: { now?: () => Date; ttlSeconds?: number } = {},
+  options: { now?: () => Date; ttlSeconds?: number; table?: string; prefix?: string } = {},
 ): TerminalTicketStore {
-  const table = tableOpener(source, TERMINAL_TICKET_TABLE);
+  const table = tableOpener(source, options.table ?? TERMINAL_TICKET_TABLE);
+  const prefix = options.prefix ?? TERMINAL_TICKET_PREFIX;
+  const pattern = ticketPattern(prefix);
   const now = options.now ?? (() => new Date());
   const ttlMs = (options.ttlSeconds ?? TERMINAL_TICKET_TTL_SECONDS) * 1000;
   return {
     async issue(binding) {
-      const ticket = `${TERMINAL_TICKET_PREFIX}${randomBytes(32).toString("base64url")}`;
+      const ticket = `${prefix}${randomBytes(32).toString("base64url")}`;
       const expiresAt = new Date(now().getTime() + ttlMs).toISOString();
       await (await table()).createEntity({
         partitionKey: digestOf(ticket),
@@ -92,7 +99,7 @@ export function createTerminalTicketStore(
 
     async redeem(ticket, origin) {
       if (ticket === undefined || ticket === "") throw new TerminalTicketRefusedError("missing");
-      if (!TICKET_PATTERN.test(ticket)) throw new TerminalTicketRefusedError("malformed");
+      if (!pattern.test(ticket)) throw new TerminalTicketRefusedError("malformed");
       const client = await table();
       const partitionKey = digestOf(ticket);
       let entity: Record<string, unknown> & { etag: string };

@@ -1,14 +1,18 @@
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mintToken, startStack, type TestStack } from "../support/local-stack.js";
+import { DEMO_DB, demoQueries } from "../support/jobapi-client.js";
+import { eventually, mintToken, startStack, type TestStack } from "../support/local-stack.js";
+import { LOCAL_ARM_WORLD } from "../../local/arm/stack-arm.js";
 import { checkPage, launchChromium } from "./browser.js";
 
 /*
  * The Cluster page as a person uses it, in real Chromium against the local stack with its local
- * Kubernetes API: the prerequisites checklist with each step's live state, and the job API deploy
- * driven from it. The image digest names an image nobody built, so the local kubelet cannot pull it:
- * the deploy's operation fails and the page shows the pod's ImagePullBackOff (B-027's first half).
- * Provisioning and the image build are other steps' (issue 28 items 2-3) and not on this page yet.
+ * Kubernetes API and local Resource Manager: the prerequisites checklist with each step's live
+ * state; a deploy of an image nobody built (the local kubelet cannot pull it: the operation fails
+ * with the pod's ImagePullBackOff, B-027's first half); then the whole path from the page —
+ * provision the cluster (its pools become the local API's nodes), build the job API image (a
+ * registry run), deploy the digest the build produced — each followed to its end (B-027's second
+ * half); a Reader sees the checklist but no action.
  */
 const ABSENT = `sha256:${"e".repeat(64)}`;
 
@@ -20,8 +24,8 @@ beforeAll(async () => {
     startStack({
       env: {
         BLASTPLANE_EXECUTOR: "kubernetes",
-        BLASTPLANE_SKIP_DEMO_DB: "1",
         BLASTPLANE_KUBE_NODES: "1",
+        BLASTPLANE_LOCAL_ARM: "1",
         JOBAPI_WORKLOAD_IDENTITY_CLIENT_ID: "22222222-2222-4222-8222-222222222222",
         JOBAPI_APP_SUBNET_CIDR: "10.1.0.0/24",
         JOBAPI_DEPLOY_KEY_VAULT_URL: "https://blastplane-kv.vault.azure.net/",
@@ -61,7 +65,7 @@ describe("the Cluster page", { timeout: 240_000 }, () => {
     await page.getByRole("link", { name: "Cluster" }).click();
     const steps = page.getByRole("list", { name: "Prerequisites" }).locator("> li h2");
     await expect
-      .poll(() => steps.allTextContents())
+      .poll(() => steps.allTextContents(), { timeout: 60_000 })
       .toEqual([
         expect.stringContaining("1. Workspace saved"),
         expect.stringContaining("2. Cluster running"),
@@ -71,7 +75,8 @@ describe("the Cluster page", { timeout: 240_000 }, () => {
         expect.stringContaining("6. BLAST database prepared and warm"),
       ]);
     await step(page, "Workspace saved").getByText("missing").waitFor();
-    await step(page, "Cluster running").getByText("done").waitFor();
+    await step(page, "Cluster running").getByText("Save the workspace to plan the cluster.").waitFor();
+    await step(page, "Cluster running").getByText("Save the workspace configuration first.").waitFor();
     await step(page, "Job API deployed").getByText("Not deployed yet.").waitFor();
     await checkPage(page, "cluster");
 
@@ -85,11 +90,11 @@ describe("the Cluster page", { timeout: 240_000 }, () => {
       method: "PUT",
       headers: { Authorization: `Bearer ${contributor}`, "Content-Type": "application/json" },
       body: JSON.stringify({
-        subscription_id: "00000000-0000-4000-8000-000000000001",
-        resource_group: "rg-blastplane",
-        location: "westeurope",
-        storage_account: "blastplanedata",
-        registry: "blastplanecr",
+        subscription_id: LOCAL_ARM_WORLD.subscriptionId,
+        resource_group: LOCAL_ARM_WORLD.resourceGroup,
+        location: LOCAL_ARM_WORLD.location,
+        storage_account: LOCAL_ARM_WORLD.storageAccount,
+        registry: LOCAL_ARM_WORLD.registry,
         cluster_name: "blastplane-aks",
         node_size: "Standard_E8s_v5",
         node_count: 1,
@@ -103,19 +108,118 @@ describe("the Cluster page", { timeout: 240_000 }, () => {
     const operation = page.getByLabel("Deploy operation");
     await operation.getByText("failed").waitFor({ timeout: 120_000 });
     await expect
-      .poll(() => operation.textContent())
+      .poll(() => operation.textContent(), { timeout: 60_000 })
       .toMatch(/did not become ready within 10 s: blastplane-jobapi-\S+: (ImagePullBackOff|ErrImagePull)/);
     await expect
-      .poll(() => page.getByRole("list", { name: "Job API pods" }).textContent())
+      .poll(() => page.getByRole("list", { name: "Job API pods" }).textContent(), { timeout: 60_000 })
       .toMatch(/ImagePullBackOff|ErrImagePull/);
     await checkPage(page, "cluster-deploy-failed");
   });
 
-  it("a Reader sees the checklist but no deploy button", async () => {
+  it("B-003 B-004 B-027 a Contributor provisions the cluster, builds the image and deploys it from the page, and the job API is reported ready", async () => {
+    const page = await signIn("Contributor");
+    await page.getByRole("link", { name: "Cluster" }).click();
+    const cluster = step(page, "Cluster running");
+    // The pools the backend plans: the system pool, and the BLAST pool the workspace names.
+    await expect
+      .poll(() => cluster.getByRole("list", { name: "Node pools" }).textContent(), { timeout: 60_000 })
+      .toMatch(/System pool: 1 × Standard_D2s_v5.*BLAST pool: 1 × Standard_E8s_v5 \(64 GiB, 8 vCPUs each\)/);
+    await cluster.getByText("The cluster does not exist yet.").waitFor();
+    await cluster.getByText("missing").waitFor();
+
+    await cluster.getByRole("button", { name: "Provision the cluster" }).click();
+    // Each operation's first line: its state badge, then what it is.
+    const headline = (label: string) => page.getByLabel(label).locator("p").first();
+    await expect
+      .poll(() => headline("Cluster operation").textContent(), { timeout: 180_000, interval: 500 })
+      .toMatch(/^succeeded cluster\.provision/);
+    expect(await page.getByRole("list", { name: "Cluster steps" }).textContent()).toMatch(
+      /cluster: succeeded.*blast pool: succeeded.*role assignments: succeeded/,
+    );
+    await cluster
+      .getByText(/The cluster is running \(provisioning Succeeded\); its BLAST pool has 1 × Standard_E8s_v5\./)
+      .waitFor();
+    await cluster.locator("h2").getByText("done").waitFor();
+
+    const image = step(page, "Job API image present in the registry");
+    await image.getByRole("button", { name: "Build the job API image" }).click();
+    await expect
+      .poll(() => headline("Build operation").textContent(), { timeout: 180_000, interval: 500 })
+      .toMatch(/^succeeded Build/);
+    await image.locator("h2").getByText("done").waitFor();
+    expect(await page.getByLabel("Build log").textContent()).toMatch(/Run ID: \S+ was successful/);
+    const built = await image.getByText(/Built: /).textContent();
+    const digest = /@(sha256:[0-9a-f]{64})/.exec(built ?? "")?.[1];
+    expect(built).toContain(`${LOCAL_ARM_WORLD.registry}.azurecr.io/blastplane-jobapi@sha256:`);
+    expect(digest).toBeDefined();
+
+    // The deploy takes the digest the build produced, preselected.
+    await expect.poll(() => page.getByLabel("Image digest").inputValue(), { timeout: 60_000 }).toBe(digest);
+    await page.getByRole("button", { name: "Deploy the job API" }).click();
+    await expect
+      .poll(() => headline("Deploy operation").textContent(), { timeout: 180_000, interval: 500 })
+      .toMatch(/^succeeded Deploy/);
+    const deployed = step(page, "Job API deployed");
+    await deployed.locator("h2").getByText("done").waitFor();
+    await deployed.getByText(/1 of 1 replicas available/).waitFor();
+    await checkPage(page, "cluster-walk-deployed");
+  });
+
+  it("B-026 a stopped cluster runs no search: the submit is refused saying so; started again, the search runs", async () => {
+    // After the walk above: the cluster exists and runs. Through the dashboard API, no browser.
+    const token = await mintToken(stack, "Contributor");
+    const call = async (method: string, route: string, body?: unknown) => {
+      const res = await fetch(`${stack.info.functions_url}/api/${route}`, {
+        method,
+        headers: { Authorization: `Bearer ${token}`, ...(body ? { "Content-Type": "application/json" } : {}) },
+        ...(body ? { body: JSON.stringify(body) } : {}),
+      });
+      return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+    };
+    const finished = (started: { body: Record<string, unknown> }) => {
+      const id = (started.body.operation as { operation_id: string }).operation_id;
+      return eventually(
+        async () => {
+          const { body } = await call("GET", `operations/${id}`);
+          return body.state === "succeeded" || body.state === "failed" ? body.state : undefined;
+        },
+        120_000,
+        500,
+      );
+    };
+    const search = { program: "blastn", db: DEMO_DB, query_fasta: demoQueries(1) };
+
+    expect(await finished(await call("POST", "aks/cluster/stop"))).toBe("succeeded");
+    expect((await call("GET", "aks/cluster")).body.cluster).toMatchObject({ power_state: "Stopped" });
+    const refused = await call("POST", "blast/jobs", search);
+    expect(refused.status).toBe(503);
+    expect(refused.body.detail).toBe(
+      "the cluster 'blastplane-aks' is stopped, so no search can run: start it on the Cluster page (POST /api/aks/cluster/start), then submit again",
+    );
+    expect(refused.body.request_id).toEqual(expect.any(String));
+
+    expect(await finished(await call("POST", "aks/cluster/start"))).toBe("succeeded");
+    const accepted = await call("POST", "blast/jobs", search);
+    expect(accepted.status).toBe(200);
+    const status = await eventually(
+      async () => {
+        const { body } = await call("GET", `blast/jobs/${accepted.body.job_id as string}`);
+        return ["completed", "failed", "cancelled"].includes(String(body.status)) ? body : undefined;
+      },
+      180_000,
+      1000,
+    );
+    expect(status).toMatchObject({ status: "completed" });
+  });
+
+  it("a Reader sees the checklist but no provision, build or deploy button", async () => {
     const page = await signIn("Reader");
     await page.getByRole("link", { name: "Cluster" }).click();
     await step(page, "Job API deployed").waitFor();
     await page.getByText("Deploying needs the Contributor role.").waitFor();
-    expect(await page.getByRole("button", { name: "Deploy the job API" }).count()).toBe(0);
+    await page.getByText("Provisioning the cluster needs the Contributor role.").waitFor();
+    await page.getByText("Building the image needs the Contributor role.").waitFor();
+    for (const name of ["Deploy the job API", "Provision the cluster", "Update the cluster", "Build the job API image"])
+      expect(await page.getByRole("button", { name }).count()).toBe(0);
   });
 });

@@ -8,6 +8,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_ACCOUNT, DEV_ACCOUNT_KEY } from "../../local/azurite.js";
 import { EXAMPLE_QUERY } from "../../web/src/example-query.js";
+import { demoQueries } from "../support/jobapi-client.js";
 import { mintToken, ROOT, startStack, type TestStack } from "../support/local-stack.js";
 import { checkPage, expectAccessible, launchChromium } from "./browser.js";
 
@@ -333,7 +334,7 @@ describe("the dashboard web app in Chromium", () => {
     await page.getByRole("heading", { name: "Demo search" }).waitFor();
     expect(await page.getByText(`Dashboard job ${jobUuid}`).count()).toBe(1);
     await page.getByText("The search has completed.").waitFor({ timeout: 90_000 });
-    expect(await page.locator(".timeline li").last().textContent()).toContain("completed");
+    expect(await page.locator(".timeline li").last().textContent()).toContain("Completed");
     await page.getByText("2 of 2 done, 0 running, 0 failed").waitFor();
 
     // The results, read a page at a time (issue 23): the first query's graphic, one bar per HSP
@@ -466,7 +467,8 @@ describe("the dashboard web app in Chromium", () => {
     await graphic.locator('g.hit-row[data-hit="30"] rect').first().click();
     const row30 = page.locator("#hit-12-30");
     expect(await row30.getAttribute("class")).toBe("highlight");
-    expect(await page.evaluate(() => document.activeElement?.id)).toBe("hit-12-30");
+    // The row takes focus in an effect after the render that marks it: wait for it, not a tick.
+    await expect.poll(() => page.evaluate(() => document.activeElement?.id)).toBe("hit-12-30");
     expect(
       await row30.evaluate((el) => {
         const r = el.getBoundingClientRect();
@@ -671,10 +673,73 @@ describe("the dashboard web app in Chromium", () => {
       .filter({ hasText: "Warming up" });
     await operation.locator(".badge", { hasText: "succeeded" }).waitFor({ timeout: 60_000 });
     await row.locator(".badge", { hasText: "warm" }).waitFor();
-    await row.getByRole("button", { name: "Prepare 16s_rrna_demo" }).click();
-    await page.getByRole("alert").filter({ hasText: "no database source is configured" }).waitFor();
+    // Without DATABASE_SOURCE_URL, Prepare is offered disabled, with what it needs (issue 23, item 5).
+    await page.getByRole("note").filter({ hasText: "DATABASE_SOURCE_URL" }).waitFor();
+    expect(await row.getByRole("button", { name: "Prepare 16s_rrna_demo" }).isDisabled()).toBe(true);
     await checkPage(page, "databases");
   }, 90_000);
+
+  it("issue 23 B-023 a Contributor adds a database by uploading a FASTA, confirms its detected type, follows the build and searches it; a protein query under blastn is pointed to blastp or tblastn", async () => {
+    const { page, requests } = contributor;
+    const fasta = path.join(stack.dataDir, "my16s.fasta");
+    await writeFile(fasta, demoQueries(10, 1500, 100));
+    await page.getByRole("link", { name: "Databases" }).click();
+    await page.getByLabel("FASTA file", { exact: true }).setInputFiles(fasta);
+    await page.locator("#upload-summary", { hasText: "10 sequences" }).waitFor();
+    expect(await page.locator("#upload-summary").textContent()).toContain("The letters look like nucleotide.");
+    expect(await page.getByLabel("Database name", { exact: true }).inputValue()).toBe("my16s");
+    expect(
+      await page.getByRole("radio", { name: /^Nucleotide — detected from the sequence letters/ }).isChecked(),
+    ).toBe(true);
+    // The demo node leaves 180,000 bytes to a search: ten 1,500-base sequences fit whole.
+    expect(await page.getByLabel("Partitions", { exact: true }).inputValue()).toBe("0");
+    expect(await page.locator("#upload-partitions-hint").textContent()).toContain("no partitions needed");
+    await checkPage(page, "databases-upload");
+    await page.getByRole("button", { name: "Add nucleotide database" }).click();
+    const adding = page.getByRole("list", { name: "Operations" }).getByRole("listitem").filter({ hasText: "Adding" });
+    await adding.locator(".badge", { hasText: "succeeded" }).waitFor({ timeout: 60_000 });
+    await page.getByRole("row", { name: /my16s/ }).waitFor();
+    // The file went to the app's own API, never to storage.
+    const sent = requests.find((r) => r.method === "POST" && r.url.includes("/api/databases/uploads"));
+    expect(new URL(sent?.url ?? "http://x").origin).toBe(new URL(app()).origin);
+    expect(requests.some((r) => r.url.startsWith(new URL(stack.info.blob_endpoint).origin))).toBe(false);
+
+    // New search: the query's length next to the database's letters and sequences, and a protein
+    // under blastn gets the programs that fit.
+    await page.getByRole("link", { name: "New search" }).first().click();
+    await page.locator("#program").selectOption("blastn");
+    await page.locator("#db option[value='my16s']").waitFor({ state: "attached" });
+    await page.locator("#db").selectOption("my16s");
+    await page.getByLabel("Query (FASTA)").fill(">hba\nMVLSPADKTNVKAAWGKVGAHAGEYGAEALERMFLSFPTTKTYFPHF\n");
+    const hint = page.locator("#query-program-hint");
+    await hint
+      .getByText("This query looks like protein — use blastp or tblastn; blastn expects a nucleotide query.")
+      .waitFor();
+    await checkPage(page, "new-search-protein-hint");
+    await hint.getByRole("button", { name: "Use blastp" }).click();
+    expect(await page.locator("#program").inputValue()).toBe("blastp");
+    await hint.waitFor({ state: "detached" });
+
+    await page.locator("#program").selectOption("blastn");
+    await page.locator("#db").selectOption("my16s");
+    await page.getByLabel("Query (FASTA)").fill(demoQueries(1, 1500, 100));
+    await page.getByText(/1 sequence, 1,500 letters\. Database my16s: 10 sequences, [\d,]+ letters\./).waitFor();
+    await page.getByLabel("Title (optional)").fill("Search of an uploaded database");
+    await page.getByRole("button", { name: "Submit search" }).click();
+    await page.waitForURL(/\/blast\/jobs\/[0-9a-f-]{36}$/);
+    await page.getByText("The search has completed.").waitFor({ timeout: 90_000 });
+
+    // With no database of the program's type, New search links to the Databases page.
+    await page.route("**/api/databases", (route) =>
+      route.fulfill({ json: { databases: [], meta: { request_id: "test" } } }),
+    );
+    await page.getByRole("link", { name: "New search" }).first().click();
+    const link = page.getByRole("link", { name: "Add a nucleotide database" });
+    await link.waitFor();
+    await page.unroute("**/api/databases");
+    await link.click();
+    await page.getByRole("heading", { name: "Add a database from a FASTA file" }).waitFor();
+  }, 150_000);
 
   it("diagnostics: the queue diagnostics and the no-op round trip work, signed out too", async () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });

@@ -1,4 +1,6 @@
+import http from "node:http";
 import { TableClient } from "@azure/data-tables";
+import { ContainerClient, StorageSharedKeyCredential } from "@azure/storage-blob";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_ACCOUNT, DEV_ACCOUNT_KEY } from "../../local/azurite.js";
 import { DatabaseStateStore } from "../../shared/databases/database-state.js";
@@ -10,6 +12,8 @@ const DB = "ref_16s";
 const R1 = "2026-01-01-00-00-00";
 const R2 = "2026-02-01-00-00-00";
 const R3 = "2026-03-01-00-00-00";
+/** A small upload limit, so a 413 costs little. */
+const UPLOAD_MAX_BYTES = 64 * 1024;
 
 /** Real 16S sequences from the shipped demo FASTA, as the source's content. */
 function release(count: number, skip = 0): string {
@@ -58,7 +62,13 @@ beforeAll(async () => {
   server = await startFakeNcbiServer();
   await server.publishRelease(R1, [{ name: DB, type: "nucl", fasta: release(24), volumes: 3 }]);
   await server.setLatest(R1);
-  stack = await startStack({ env: { DATABASE_SOURCE_URL: server.url, SVC_DB_UPDATE_CHECK_SCHEDULE: "*/2 * * * * *" } });
+  stack = await startStack({
+    env: {
+      DATABASE_SOURCE_URL: server.url,
+      SVC_DB_UPDATE_CHECK_SCHEDULE: "*/2 * * * * *",
+      DATABASE_UPLOAD_MAX_BYTES: String(UPLOAD_MAX_BYTES),
+    },
+  });
   token = await mintToken(stack, "Contributor");
 }, 120_000);
 
@@ -168,5 +178,217 @@ describe("dashboard databases: prepare, warm-up and the scheduled update check",
     expect(res.status).toBe(403);
     expect((await call("POST", "/databases/not_there/warmup")).status).toBe(404);
     expect((await call("POST", "/databases/..%2Fetc/prepare")).status).toBe(400);
+  });
+});
+
+/**
+ * Sends a nucleotide FASTA of up to `maxBytes` with chunked framing, as fast as the server reads,
+ * stopping once the answer arrives (as `hostile-bodies.test.ts` does for JSON bodies).
+ */
+function chunkedFasta(
+  url: string,
+  maxBytes: number,
+): Promise<{ status: number; body: string; sentWhenAnswered: number }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${token}`, "Content-Type": "text/plain", "Transfer-Encoding": "chunked" },
+    });
+    let sent = 0;
+    let answered = false;
+    const line = `${"ACGT".repeat(20)}\n`;
+    const chunk = Buffer.from(line.repeat(Math.floor((256 * 1024) / line.length)));
+    req.on("response", (res) => {
+      answered = true;
+      const sentWhenAnswered = sent;
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (c: string) => {
+        body += c;
+      });
+      res.on("end", () => {
+        req.destroy();
+        resolve({ status: res.statusCode ?? 0, body, sentWhenAnswered });
+      });
+    });
+    req.on("error", (error) => {
+      if (!answered) reject(error);
+    });
+    const pump = (): void => {
+      while (!answered && sent < maxBytes) {
+        const data = sent === 0 ? Buffer.concat([Buffer.from(">big\n"), chunk]) : chunk;
+        sent += data.length;
+        if (!req.write(data)) {
+          req.once("drain", pump);
+          return;
+        }
+      }
+      if (!answered) req.end();
+    };
+    pump();
+  });
+}
+
+describe("dashboard databases: adding one from an uploaded FASTA (issue 23, item 5)", () => {
+  const upload = (query: Record<string, string>, body: BodyInit | null) =>
+    fetch(`${stack.info.functions_url}/api/databases/uploads?${new URLSearchParams(query)}`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${token}`, "Content-Type": "text/plain" },
+      body,
+    });
+  /** Committed blobs left in the upload container (uncommitted blocks are not blobs). */
+  const storedUploads = async () => {
+    const container = new ContainerClient(
+      `${stack.info.blob_endpoint}/database-uploads`,
+      new StorageSharedKeyCredential(DEV_ACCOUNT, DEV_ACCOUNT_KEY),
+    );
+    const names: string[] = [];
+    if (!(await container.exists())) return names;
+    for await (const blob of container.listBlobsFlat()) names.push(blob.name);
+    return names;
+  };
+  const follow = (operationId: string) =>
+    eventually(
+      async () => {
+        const o = (await (await call("GET", `/operations/${operationId}`)).json()) as Record<string, unknown>;
+        return ["succeeded", "failed", "cancelled"].includes(String(o.state)) ? o : undefined;
+      },
+      60_000,
+      200,
+    );
+
+  it("B-023 B-022 the FASTA streams through the API into a database built as an operation, listed and searchable, with no storage URL in any answer", async () => {
+    const fasta = release(12, 60);
+    const res = await upload({ name: "uploaded_16s", type: "nucl", partitions: "2" }, fasta);
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    expect(text).not.toMatch(/sig=|se=|blob\.core|127\.0\.0\.1:\d+\/devstoreaccount/);
+    const body = JSON.parse(text) as {
+      operation: { operation_id: string; operation_type: string; state: string };
+      upload: Record<string, unknown>;
+      meta: { request_id: string };
+    };
+    expect(body.operation).toMatchObject({ operation_type: "database.add", state: "queued" });
+    expect(body.upload).toMatchObject({ bytes: Buffer.byteLength(fasta), sequences: 12, detected_type: "nucl" });
+    expect(body.meta.request_id).toEqual(expect.any(String));
+
+    const op = await follow(body.operation.operation_id);
+    expect(op).toMatchObject({ state: "succeeded", target: { resource_type: "blast_database", name: "uploaded_16s" } });
+    expect(await database("uploaded_16s")).toMatchObject({ sequences: 12, partitions: 2, warm_state: "cold" });
+    // The upload was removed once built.
+    expect(await storedUploads()).toEqual([]);
+
+    // Searchable at once, sharded over its two partitions: the first query finds itself.
+    const api = jobApi(stack, readApiToken(stack));
+    const job = await api.submit({
+      program: "blastn",
+      db: "uploaded_16s",
+      query_fasta: release(1, 60),
+      execution_profile: "sharded",
+    });
+    expect((await api.finished(job.job_id)).status).toBe("completed");
+
+    // The same name again is a conflict, not a second release.
+    const again = await upload({ name: "uploaded_16s", type: "nucl" }, fasta);
+    expect(again.status).toBe(409);
+    expect(await again.json()).toMatchObject({
+      detail: expect.stringContaining("exists already"),
+      request_id: expect.any(String),
+    });
+  });
+
+  it("B-125 B-126 refuses bad files and bad fields with 422 naming them, a file past the limit with 413 (declared or streamed), and leaves nothing stored or registered", async () => {
+    const ok = release(2, 0);
+    const cases: [string, Record<string, string>, BodyInit | null, number, unknown[] | null][] = [
+      ["not FASTA", { name: "bad_text", type: "nucl" }, "just some words\n", 422, ["body"]],
+      ["empty", { name: "bad_empty", type: "nucl" }, "", 422, ["body"]],
+      [
+        "binary",
+        { name: "bad_binary", type: "nucl" },
+        new Uint8Array([0x3e, 0x61, 0x0a, 0, 0xff, 0x10]),
+        422,
+        ["body"],
+      ],
+      ["gzip", { name: "bad_gzip", type: "nucl" }, new Uint8Array([0x1f, 0x8b, 8, 0, 0, 0]), 422, ["body"]],
+      ["protein as nucleotide", { name: "bad_type", type: "nucl" }, ">p\nMKTAYIAKQRQISFVKSHFSRQLEE\n", 422, ["body"]],
+      ["path in the name", { name: "../etc", type: "nucl" }, ok, 422, ["query", "name"]],
+      ["slash in the name", { name: "a/b", type: "nucl" }, ok, 422, ["query", "name"]],
+      ["backslash in the name", { name: "a\\b", type: "nucl" }, ok, 422, ["query", "name"]],
+      ["no name", { type: "nucl" }, ok, 422, ["query", "name"]],
+      ["unknown type", { name: "bad_kind", type: "dna" }, ok, 422, ["query", "type"]],
+      [
+        "partitions out of range",
+        { name: "bad_parts", type: "nucl", partitions: "65" },
+        ok,
+        422,
+        ["query", "partitions"],
+      ],
+      [
+        "more partitions than sequences",
+        { name: "bad_split", type: "nucl", partitions: "3" },
+        ok,
+        422,
+        ["query", "partitions"],
+      ],
+      [
+        "too large, declared",
+        { name: "bad_big", type: "nucl" },
+        `>big\n${"ACGT".repeat(UPLOAD_MAX_BYTES / 4)}\n`,
+        413,
+        null,
+      ],
+    ];
+    for (const [name, query, body, status, loc] of cases) {
+      const res = await upload(query, body);
+      expect(res.status, name).toBe(status);
+      const answer = (await res.json()) as { detail: unknown; request_id: string };
+      expect(answer.request_id, name).toEqual(expect.any(String));
+      if (loc === null) {
+        expect(answer.detail, name).toEqual(expect.stringContaining("upload limit"));
+        continue;
+      }
+      expect(answer.detail, name).toEqual([{ loc, msg: expect.any(String), type: expect.any(String) }]);
+    }
+    // A chunked upload (no Content-Length) is counted as it streams: 413 once past the limit,
+    // answered while the client is still sending (the body is never held whole).
+    const streamed = await chunkedFasta(
+      `${stack.info.functions_url}/api/databases/uploads?name=bad_streamed&type=nucl`,
+      64 * 1024 * 1024,
+    );
+    expect(streamed.status).toBe(413);
+    expect((JSON.parse(streamed.body) as { detail: string }).detail).toContain("upload limit");
+    expect(streamed.sentWhenAnswered).toBeLessThan(16 * 1024 * 1024);
+
+    const listed = ((await (await call("GET", "/databases")).json()) as { databases: { name: string }[] }).databases;
+    expect(listed.map((d) => d.name).filter((n) => n.startsWith("bad_"))).toEqual([]);
+    expect(await storedUploads()).toEqual([]);
+  });
+
+  it("a build that fails (duplicate ids in a partitioned database) is a failed operation with the reason, and nothing is registered", async () => {
+    const dup = ">dup one\nACGTACGTACGTAAACCCGGGTTT\n>dup two\nTTTGGGCCCAAACGTACGTACGT\n";
+    const res = await upload({ name: "dup_ids", type: "nucl", partitions: "2" }, dup);
+    expect(res.status).toBe(200);
+    const { operation } = (await res.json()) as { operation: { operation_id: string } };
+    const op = await follow(operation.operation_id);
+    expect(op.state).toBe("failed");
+    expect(String((op.error as { detail: string }).detail)).toContain("unique FASTA ids");
+    expect(await database("dup_ids")).toBeUndefined();
+    expect(await storedUploads()).toEqual([]);
+  });
+
+  it("a Reader may not upload (403 before any byte is read)", async () => {
+    const reader = await mintToken(stack, "Reader");
+    const res = await fetch(`${stack.info.functions_url}/api/databases/uploads?name=readers_db&type=nucl`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${reader}`, "Content-Type": "text/plain" },
+      body: release(1),
+    });
+    expect(res.status).toBe(403);
+    const adding = (await (await call("GET", "/databases/adding")).json()) as Record<string, unknown>;
+    expect(adding).toMatchObject({
+      prepare: { available: true, reason: null },
+      upload: { available: true, max_bytes: UPLOAD_MAX_BYTES },
+      node: { memory_bytes: expect.any(Number), usable_bytes: expect.any(Number) },
+    });
   });
 });

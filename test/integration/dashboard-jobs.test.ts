@@ -19,6 +19,7 @@ interface JobView {
   job_id: string;
   status: string;
   openapi_job_id: string | null;
+  status_times?: Record<string, string>;
   [k: string]: unknown;
 }
 
@@ -139,9 +140,39 @@ describe("dashboard jobs through the submit orchestration", () => {
     const xml = await d.call(reader, "GET", `/blast/jobs/${env.job_id}/results?content=xml`);
     expect(xml.status).toBe(200);
     expect(xml.headers.get("content-type")).toBe("application/xml");
+    // Issue 23 item 9: saved as <title or job>-<kind>.<ext>, whichever content.
+    expect(xml.headers.get("content-disposition")).toBe('attachment; filename="two-16S-queries-results.xml"');
+    // Issue 23 item 8: the job keeps when it reached each status (the timeline after a reload).
+    expect(job.status_times?.submitting).toBe(job.created_at);
+    expect(job.status_times?.completed).toEqual(expect.any(String));
     const text = await xml.text();
     expect(XMLValidator.validate(text)).toBe(true);
     expect((text.match(/<Iteration>/g) ?? []).length).toBe(2);
+    // Issue 23: a single-use link the browser downloads by itself, no Authorization header.
+    const ticket = async (content: string) => {
+      const res = await d.call(reader, "POST", `/blast/jobs/${env.job_id}/results/ticket?content=${content}`);
+      expect(res.status).toBe(200);
+      expect(res.headers.get("cache-control")).toBe("no-store");
+      return `${stack.info.functions_url}${((await res.json()) as { download_url: string }).download_url}`;
+    };
+    const link = await ticket("xml");
+    expect(link).not.toContain(reader);
+    const linked = await fetch(link);
+    expect(linked.status).toBe(200);
+    expect(linked.headers.get("content-disposition")).toBe('attachment; filename="two-16S-queries-results.xml"');
+    expect(await linked.text()).toBe(text);
+    const again = await fetch(link);
+    expect(again.status).toBe(401);
+    expect(await again.json()).toMatchObject({
+      detail: expect.stringContaining("used"),
+      request_id: expect.any(String),
+    });
+    const tabularLink = await ticket("tabular");
+    expect((await fetch(tabularLink.replace("content=tabular", "content=xml"))).status).toBe(401);
+    expect((await fetch(link.replace(/ticket=[^&]+/, "ticket="))).status).toBe(401);
+    expect(
+      (await d.call(reader, "POST", "/blast/jobs/00000000-0000-4000-8000-000000000000/results/ticket")).status,
+    ).toBe(404);
     const list = (await (await d.call(reader, "GET", "/blast/jobs?status=completed")).json()) as {
       jobs: { job_id: string }[];
       total: number;

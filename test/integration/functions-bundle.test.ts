@@ -1,9 +1,12 @@
 import { execFile } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createRequire, SourceMap } from "node:module";
 import path from "node:path";
 import { promisify } from "node:util";
-import { describe, expect, it } from "vitest";
+import { build } from "esbuild";
+import { afterAll, describe, expect, it } from "vitest";
+import { functionsBuildOptions } from "../../scripts/build-options.mjs";
+import { LAZY_SDKS } from "../../shared/lazy-sdks.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const DIST = path.join(ROOT, "dist/functions");
@@ -25,6 +28,23 @@ function eagerOutputs(): string[] {
   };
   visit("dist/functions/index.js");
   return [...seen];
+}
+
+const APP_ENV = {
+  PATH: process.env.PATH,
+  AzureWebJobsStorage: "UseDevelopmentStorage=true",
+  AUTH_TENANT_ID: "t",
+  AUTH_CLIENT_ID: "c",
+};
+
+/** Imports the built app in a fresh process, as the worker does: what it registered and every file it loaded. */
+async function importBuiltApp(): Promise<{ loaded: string[]; registered: number }> {
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    [path.join(ROOT, "scripts/import-probe.mjs"), "--loaded", path.join(DIST, "index.js")],
+    { cwd: ROOT, env: APP_ENV },
+  );
+  return JSON.parse(stdout) as { loaded: string[]; registered: number };
 }
 
 const packagesOf = (outputs: string[]) =>
@@ -51,7 +71,93 @@ function originalSourceAt(file: string, text: string): string | undefined {
   return "originalSource" in entry ? entry.originalSource : undefined;
 }
 
+/**
+ * Packages that no first request of most routes needs (decision 0016): importing the app must not
+ * evaluate any of them. Each is loaded on first use (shared/lazy-sdks.ts, the console's parts, the
+ * cluster's and the channels' composition).
+ */
+const LOADED_ON_FIRST_USE = [
+  "nodemailer",
+  "@slack/web-api",
+  "standardwebhooks",
+  "@microsoft/agents-hosting",
+  "openai",
+  "@kubernetes/client-node",
+  "@azure/communication-sms",
+  "@azure/identity",
+  "@azure/msal-node",
+  "@azure/keyvault-secrets",
+  "@azure/storage-blob",
+  "@azure/monitor-query-logs",
+  "@azure/monitor-query-metrics",
+  "@azure/arm-authorization",
+  "@azure/arm-containerregistry",
+  "@azure/arm-containerservice",
+  "@azure/arm-resourcegraph",
+  "@azure/arm-resourcehealth",
+  "@azure/arm-resources",
+  "@azure/arm-resources-subscriptions",
+  "@azure/arm-resourcesdeployments",
+  "@azure/arm-storage",
+  "playwright-core",
+];
+
+const scratch: string[] = [];
+afterAll(() => {
+  for (const dir of scratch) rmSync(dir, { recursive: true, force: true });
+});
+
 describe("the Functions bundle, built for cold starts", () => {
+  it("evaluates none of the packages loaded on first use when the worker imports the app", async () => {
+    const { loaded, registered } = await importBuiltApp();
+    expect(registered).toBeGreaterThan(20);
+    // What the process evaluated (the module hook saw the entry), not what the build planned.
+    const outputs = loaded.filter((file) => file.startsWith(DIST)).map((file) => path.relative(ROOT, file));
+    expect(outputs).toContain("dist/functions/index.js");
+    const evaluated = packagesOf(outputs.filter((output) => meta.outputs[output]));
+    expect(evaluated.has("@azure/functions")).toBe(true);
+    expect(LOADED_ON_FIRST_USE.filter((pkg) => evaluated.has(pkg))).toEqual([]);
+    // Nor from node_modules (an external).
+    expect(loaded.filter((file) => LOADED_ON_FIRST_USE.some((pkg) => file.includes(`/node_modules/${pkg}/`)))).toEqual(
+      [],
+    );
+    // Every SDK of shared/lazy-sdks.ts is one of them.
+    expect(LOADED_ON_FIRST_USE).toEqual(expect.arrayContaining(Object.keys(LAZY_SDKS)));
+  });
+
+  it("loads each SDK of shared/lazy-sdks.ts from a bundle built like the app's, and it works", async () => {
+    // The app's build options (splitting, banner, plugins) over the loaders alone, beside dist/functions.
+    const out = mkdtempSync(path.join(ROOT, "dist/lazy-sdks-"));
+    scratch.push(out);
+    await build({ ...functionsBuildOptions, entryPoints: ["shared/lazy-sdks.ts"], outdir: out, metafile: false });
+    const script = `
+      const { LAZY_SDKS } = await import(${JSON.stringify(path.join(out, "lazy-sdks.js"))});
+      const nodemailer = await LAZY_SDKS.nodemailer();
+      const info = await nodemailer.createTransport({ jsonTransport: true }).sendMail({ from: "a@example.org", to: "b@example.org", subject: "s", text: "t" });
+      const slack = await LAZY_SDKS["@slack/web-api"]();
+      const client = new slack.WebClient("xoxb-test", { slackApiUrl: "http://127.0.0.1:9/api/" });
+      const { Webhook } = await LAZY_SDKS.standardwebhooks();
+      const hook = new Webhook("whsec_" + Buffer.from("0123456789abcdef0123456789abcdef").toString("base64"));
+      const now = new Date();
+      const headers = { "webhook-id": "msg_1", "webhook-timestamp": String(Math.floor(now / 1000)), "webhook-signature": hook.sign("msg_1", now, '{"a":1}') };
+      console.log(JSON.stringify({
+        loaded: Object.keys(LAZY_SDKS),
+        email: JSON.parse(info.message).subject,
+        slack: typeof client.chat.postMessage,
+        webhook: hook.verify('{"a":1}', headers),
+      }));`;
+    const { stdout } = await promisify(execFile)(process.execPath, ["--input-type=module", "-e", script], {
+      cwd: out,
+      env: { PATH: process.env.PATH },
+    });
+    expect(JSON.parse(stdout)).toEqual({
+      loaded: Object.keys(LAZY_SDKS),
+      email: "s",
+      slack: "function",
+      webhook: { a: 1 },
+    });
+  });
+
   it("imports no SDK that only some routes need: Key Vault, identity, Blob load on first use", () => {
     const eager = packagesOf(eagerOutputs());
     for (const lazy of [
@@ -89,20 +195,7 @@ describe("the Functions bundle, built for cold starts", () => {
         .sort(),
     ).toEqual(["axios.cjs", "lodash-cloneDeep.cjs", "moment.cjs", "opentelemetry-api.cjs", "validator.cjs"]);
     // A fresh process importing the app (as the worker does) loads none of them.
-    const { stdout } = await promisify(execFile)(
-      process.execPath,
-      [path.join(ROOT, "scripts/import-probe.mjs"), "--loaded", path.join(DIST, "index.js")],
-      {
-        cwd: ROOT,
-        env: {
-          PATH: process.env.PATH,
-          AzureWebJobsStorage: "UseDevelopmentStorage=true",
-          AUTH_TENANT_ID: "t",
-          AUTH_CLIENT_ID: "c",
-        },
-      },
-    );
-    const { loaded, registered } = JSON.parse(stdout) as { loaded: string[]; registered: number };
+    const { loaded, registered } = await importBuiltApp();
     expect(registered).toBeGreaterThan(20);
     expect(loaded.filter((file) => file.includes(`${path.sep}lazy${path.sep}`))).toEqual([]);
   });

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
+import { parse as parseYaml } from "yaml";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const work = mkdtempSync(path.join(tmpdir(), "bp-package-"));
@@ -67,5 +68,21 @@ describe("the Functions package carries its catalogs", () => {
     await expect(importApp(app, { SVC_CATALOG_DIR: dir })).rejects.toMatchObject({
       stderr: expect.stringContaining(`${rules}:${line}:`),
     });
+  });
+
+  it("ships each YAML file with its build-time parse, and a file changed after the build is parsed and validated at start", async () => {
+    const app = deployedCopy("changed-yaml");
+    const config = path.join(app, "dist/functions/config");
+    for (const file of ["notifications-matrix.yaml", "approval-load.yaml"]) {
+      const parsed = JSON.parse(readFileSync(path.join(config, `${file}.parsed.json`), "utf8")) as { value: unknown };
+      expect(parsed.value, file).toEqual(parseYaml(readFileSync(path.join(ROOT, "config", file), "utf8")));
+    }
+    // The matrix changed in place, its build-time parse left as it was: start-up sees the change and refuses it.
+    const matrix = path.join(config, "notifications-matrix.yaml");
+    const text = readFileSync(matrix, "utf8").replace("categories: [A2, A4]", "categories: [A2, A9]");
+    expect(text).toContain("A9");
+    writeFileSync(matrix, text);
+    const line = text.split("\n").findIndex((l) => l.includes("A9")) + 1;
+    await expect(importApp(app)).rejects.toMatchObject({ stderr: expect.stringContaining(`${matrix}:${line}:`) });
   });
 });

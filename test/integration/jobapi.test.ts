@@ -22,6 +22,7 @@ import {
   jobListSchema,
 } from "../../shared/jobs/schemas.js";
 import { DEMO_DB, demoQueries, jobApi, readApiToken, unzip } from "../support/jobapi-client.js";
+import { docWorkspace, ERROR_ENVELOPE, runBash, shellBlocks } from "../support/doc-blocks.js";
 import { eventually, ROOT, startStack, type TestStack } from "../support/local-stack.js";
 import { alive } from "../support/processes.js";
 
@@ -615,6 +616,43 @@ describe("job API: submit, status and results", () => {
       });
     }
   });
+});
+
+/*
+ * Issue 23 item 10, the doc test: every ```sh block of the README and of the job API walk-through
+ * runs with bash, as copied, against this file's stack — on free ports and a data folder of its
+ * own, never the defaults — and must exit 0 without printing an error envelope. A block that
+ * cannot run in a test (npm start, npm test) is fenced ```sh no-doctest.
+ */
+describe("issue 23 item 10: the documented shell commands work on any ports and data folder (doc test)", () => {
+  it.each(["README.md", "docs/job-api.md"])(
+    "every sh block of %s runs in bash without an error",
+    async (file) => {
+      const blocks = shellBlocks(readFileSync(path.join(ROOT, file), "utf8"));
+      const runnable = blocks.filter((b) => b.run);
+      expect(runnable.length).toBeGreaterThan(0);
+      const workspace = docWorkspace();
+      // What a reader's second shell has: the data folder they started with, none of the addresses.
+      const unset = new Set(["DASHBOARD", "JOBAPI", "KUBECONFIG", "PORT", "JOBAPI_PORT"]);
+      const env = {
+        ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !unset.has(name))),
+        BLASTPLANE_DATA_DIR: stack.dataDir,
+        PATH: workspace.path,
+      };
+      try {
+        for (const block of runnable) {
+          const where = `${file}:${block.line}`;
+          expect(block.code, `${where} names a fixed address`).not.toMatch(/127\.0\.0\.1:\d|localhost:\d|\.data\//);
+          const run = await runBash(block.code, { cwd: workspace.cwd, env });
+          expect(run.code, `${where} failed:\n${block.code}\n--- output:\n${run.output}`).toBe(0);
+          expect(run.output, `${where} printed an error envelope`).not.toMatch(ERROR_ENVELOPE);
+        }
+      } finally {
+        rmSync(workspace.cwd, { recursive: true, force: true });
+      }
+    },
+    300_000,
+  );
 });
 
 describe("job API: databases, conflicts and dependency failures", () => {

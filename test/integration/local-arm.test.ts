@@ -267,13 +267,17 @@ describe("registry runs on the local Resource Manager (the image build's REST ca
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   });
 
-  it("B-004 uploads the context through the registry's upload URL, runs the build (Queued, Running, Succeeded) and reports the image by digest", async () => {
+  it("B-004 uploads the context through the registry's upload URL, schedules the run (202, polled as ACR answers it), runs the build (Queued, Running, Succeeded) and reports the image by digest", async () => {
     const dir = contextDir(true);
     const uploaded = await activities(dir).upload(input);
     // The context is the folder less what .dockerignore drops, packed the same way each time.
     expect(uploaded).toMatchObject({ files: 3, context_digest: (await packBuildContext(dir)).digest });
     expect(uploaded.source_location).toMatch(/^source\/\d{8}\/[0-9a-f-]+\.tar\.gz$/);
     const { run_id } = await activities(dir).schedule({ ...input, source_location: uploaded.source_location });
+    // ACR answers scheduleRun as a long-running operation: 202, its status polled, the run read at Location.
+    const scheduled = world.arm.requests.filter((r) => /\/scheduleRun$/.test(r.path));
+    expect(scheduled.at(-1)?.status).toBe(202);
+    expect(world.arm.requests.filter((r) => /\/operationresults\//.test(r.path)).at(-1)?.status).toBe(200);
     const first = await activities(dir).read({ registry, run_id });
     expect(first).toMatchObject({ status: "Running", terminal: false });
     const done = await runToEnd(dir, run_id);
@@ -294,6 +298,23 @@ describe("registry runs on the local Resource Manager (the image build's REST ca
     expect(done).toMatchObject({ status: "Failed", terminal: true, error: "failed during run, err: exit status 1" });
     expect(done.output_image).toBeUndefined();
     expect(done.log_tail).toContain("failed to read dockerfile: open jobapi/Dockerfile: no such file or directory");
+  });
+
+  it("a scheduleRun whose operation fails is refused with the registry's error (no run id made up)", async () => {
+    world.arm.planOperation({
+      resource: /\/runs\//,
+      status: "Failed",
+      error: { code: "QuotaExceeded", message: "The registry has reached its concurrent run limit." },
+    });
+    const error = (await builds()
+      .scheduleRun(registry, {
+        source_location: (await activities(contextDir(true)).upload(input)).source_location,
+        dockerfile: "jobapi/Dockerfile",
+        image_names: ["x:1"],
+        timeout_seconds: 600,
+      })
+      .catch((e: unknown) => e)) as Error;
+    expect(error.message).toBe("QuotaExceeded: The registry has reached its concurrent run limit.");
   });
 
   it("a refused scheduleRun (no push right) is ARM's AuthorizationFailed, and a SAS URL with a wrong signature is refused", async () => {

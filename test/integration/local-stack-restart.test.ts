@@ -5,14 +5,15 @@ import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { DURABLE_TEST_APP, eventually, ROOT, startStack, type TestStack } from "../support/local-stack.js";
+import { LOCAL_ARM_WORLD } from "../../local/arm/stack-arm.js";
+import { DURABLE_TEST_APP, eventually, mintToken, ROOT, startStack, type TestStack } from "../support/local-stack.js";
 import { alive, childPids } from "../support/processes.js";
 
 const stacks: TestStack[] = [];
 
 afterAll(async () => {
   for (const s of stacks) await s.stop();
-  stacks[0]?.cleanup();
+  for (const s of stacks) s.cleanup();
 });
 
 describe("local stack: kill -9 mid-orchestration, then restart", () => {
@@ -64,6 +65,88 @@ describe("local stack: kill -9 mid-orchestration, then restart", () => {
     expect(count("slow done 2")).toBe(1);
     expect(count("slow start 3")).toBe(1);
   }, 120_000);
+});
+
+describe("local stack: kill -9 mid-provisioning, then restart", () => {
+  it("B-003 the provision operation resumes after the restart and ends succeeded, with one cluster created once", async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), "bp-restart-arm-"));
+    const env = { BLASTPLANE_LOCAL_ARM: "1", BLASTPLANE_SKIP_DEMO_DB: "1" };
+    const stateFile = path.join(dataDir, "arm-state.json");
+    type Saved = {
+      resources: { id: string; type: string; properties: { provisioningState?: string } }[];
+      operations: { resourceId: string; kind: string; status: string }[];
+    };
+    const saved = (): Saved | undefined =>
+      existsSync(stateFile) ? (JSON.parse(readFileSync(stateFile, "utf8")) as Saved) : undefined;
+    const clusterId = `/subscriptions/${LOCAL_ARM_WORLD.subscriptionId}/resourceGroups/${LOCAL_ARM_WORLD.resourceGroup}/providers/Microsoft.ContainerService/managedClusters/aks-restart`;
+    const call = async (stack: TestStack, method: string, route: string, body?: unknown) => {
+      const res = await fetch(`${stack.info.functions_url}/api/${route}`, {
+        method,
+        headers: {
+          Authorization: `Bearer ${await mintToken(stack, "Contributor")}`,
+          ...(body ? { "Content-Type": "application/json" } : {}),
+        },
+        ...(body ? { body: JSON.stringify(body) } : {}),
+      });
+      return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+    };
+
+    const first = await startStack({ dataDir, inMemory: false, env });
+    stacks.push(first);
+    const workspace = await call(first, "PUT", "workspace", {
+      subscription_id: LOCAL_ARM_WORLD.subscriptionId,
+      resource_group: LOCAL_ARM_WORLD.resourceGroup,
+      location: LOCAL_ARM_WORLD.location,
+      storage_account: LOCAL_ARM_WORLD.storageAccount,
+      registry: LOCAL_ARM_WORLD.registry,
+      cluster_name: "aks-restart",
+      node_size: "Standard_E8s_v5",
+      node_count: 1,
+    });
+    expect(workspace.status).toBe(200);
+    const started = await call(first, "POST", "aks/provision");
+    expect(started.status).toBe(200);
+    const operationId = (started.body.operation as { operation_id: string }).operation_id;
+    // Kill the stack while Resource Manager creates the cluster (its PUT accepted, its operation running).
+    await eventually(
+      async () =>
+        saved()?.resources.some((r) => r.id === clusterId && r.properties.provisioningState === "Creating")
+          ? true
+          : undefined,
+      60_000,
+      20,
+    );
+    await first.kill();
+    const atKill = saved();
+    expect(atKill?.resources.find((r) => r.id === clusterId)?.properties.provisioningState).toBe("Creating");
+    expect(atKill?.operations.filter((o) => o.resourceId === clusterId).map((o) => o.status)).toEqual(["InProgress"]);
+
+    const second = await startStack({ dataDir, inMemory: false, env });
+    stacks.push(second);
+    const done = await eventually(
+      async () => {
+        const { body } = await call(second, "GET", `operations/${operationId}`);
+        return body.state === "succeeded" || body.state === "failed" ? body : undefined;
+      },
+      180_000,
+      500,
+    );
+    expect(done).toMatchObject({ state: "succeeded", operation_type: "cluster.provision" });
+    const status = await call(second, "GET", "aks/cluster");
+    expect(status.body.cluster).toMatchObject({
+      power_state: "Running",
+      provisioning_state: "Succeeded",
+      blast_pool: { vm_size: "Standard_E8s_v5", count: 1 },
+    });
+    // One cluster, created by one PUT: the resumed step found the creation running and waited for it.
+    const clusters = await call(
+      second,
+      "GET",
+      `workspace/choices/clusters?subscription_id=${LOCAL_ARM_WORLD.subscriptionId}`,
+    );
+    expect((clusters.body.items as { name: string }[]).map((c) => c.name)).toEqual(["aks-restart"]);
+    expect(saved()?.operations.filter((o) => o.resourceId === clusterId && o.kind === "put")).toHaveLength(1);
+  }, 600_000);
 });
 
 describe("local stack start-up", () => {

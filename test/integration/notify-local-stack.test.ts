@@ -101,4 +101,36 @@ describe("notifications on the local stack", () => {
     expect(extra.status).toBe(422);
     expect(typeof extra.body.request_id).toBe("string");
   });
+  it("C-540 GET /api/notifications/preview renders a template as the email channel would, in en or ko, from synthetic data, and sends nothing", async () => {
+    const reader = await mintToken(stack, "Reader");
+    const mailDir = path.join(stack.dataDir, "mail");
+    const before = files(mailDir).length;
+    const preview = async (query: string, token: string | null = reader, method = "GET") =>
+      fetch(`${stack.info.functions_url}/api/notifications/preview${query}`, {
+        method,
+        headers: token ? { Authorization: `Bearer ${token}` } : {},
+      });
+    const ko = await preview("?template=incident.open&locale=ko");
+    expect(ko.status).toBe(200);
+    const rendered = (await ko.json()) as { subject: string; text: string; html: string; locale: string };
+    expect(rendered.locale).toBe("ko");
+    expect(rendered.subject).toBe("[HIGH] 인시던트 inc_preview_0001 발생");
+    expect(rendered.text).toContain("심각도: high");
+    const en = (await (await preview("?template=approval.request")).json()) as { subject: string; text: string };
+    expect(en.subject).toBe("[A1] Approval requested");
+    expect(en.text).toContain("apr_000000000000000000000000");
+    // A malformed parameter is 400 naming it; a missing one 422 with its loc (spec §7).
+    const bad = await preview("?template=../../etc/passwd&locale=ko");
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { detail: string }).detail).toContain("template");
+    expect((await preview("?template=notify.test&locale=fr")).status).toBe(400);
+    const missing = await preview("?locale=ko");
+    expect(missing.status).toBe(422);
+    expect(((await missing.json()) as { detail: { loc: string[] }[] }).detail.map((d) => d.loc.join("."))).toEqual([
+      "query.template",
+    ]);
+    expect((await preview("?template=notify.test", null)).status).toBe(401);
+    expect((await preview("?template=notify.test", reader, "POST")).status).toBeGreaterThanOrEqual(404);
+    expect(files(mailDir)).toHaveLength(before);
+  });
 });

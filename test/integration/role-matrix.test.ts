@@ -19,6 +19,12 @@ const MATRIX: { method: string; path: string; floor: Role; body?: unknown; passe
   { method: "GET", path: `/api/blast/jobs/${UNKNOWN_UUID}`, floor: "Reader", passes: [404] },
   { method: "DELETE", path: `/api/blast/jobs/${UNKNOWN_UUID}`, floor: "Contributor", passes: [404] },
   { method: "GET", path: `/api/blast/jobs/${UNKNOWN_UUID}/results?content=xml`, floor: "Reader", passes: [404] },
+  {
+    method: "POST",
+    path: `/api/blast/jobs/${UNKNOWN_UUID}/results/ticket?content=xml`,
+    floor: "Reader",
+    passes: [404],
+  },
   { method: "GET", path: `/api/operations/${UNKNOWN_OP}`, floor: "Reader", passes: [404] },
   { method: "GET", path: "/api/workspace", floor: "Reader", passes: [404] },
   { method: "PUT", path: "/api/workspace", floor: "Contributor", body: { node_count: "many" }, passes: [422] },
@@ -27,6 +33,8 @@ const MATRIX: { method: string; path: string; floor: Role; body?: unknown; passe
   { method: "GET", path: "/api/databases", floor: "Reader", passes: [200] },
   { method: "POST", path: "/api/databases/16s_rrna_demo/warmup", floor: "Contributor", passes: [200] },
   { method: "POST", path: "/api/databases/no_such_db/prepare", floor: "Contributor", passes: [503] },
+  { method: "GET", path: "/api/databases/adding", floor: "Reader", passes: [200] },
+  { method: "POST", path: "/api/databases/uploads?name=x&type=dna", floor: "Contributor", passes: [422] },
 ];
 
 let stack: TestStack;

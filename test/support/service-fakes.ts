@@ -133,6 +133,7 @@ export function fakeJobApi(
     resultPage: recorded("resultPage"),
     startWarmup: recorded("startWarmup"),
     getWarmup: recorded("getWarmup"),
+    nodeMemory: recorded("nodeMemory"),
   };
 }
 

@@ -41,7 +41,7 @@ describe("blastplane without a running stack", () => {
     expect(JSON.parse(json.stdout)).toEqual({ name: "blastplane", version });
   });
 
-  it.each(["token", "api-token", "db", "console", "notifications", "notify"])(
+  it.each(["token", "api-token", "env", "db", "console", "notifications", "notify"])(
     "%s --help prints the command's usage, never looking for a stack",
     async (command) => {
       for (const args of [
@@ -59,7 +59,7 @@ describe("blastplane without a running stack", () => {
 
   it("the usage lists every command and --version; an unknown command is refused with it", async () => {
     const usage = await blastplane(["--help"]);
-    for (const command of ["token", "api-token", "db add", "console", "--version"])
+    for (const command of ["token", "api-token", "env", "db add", "console", "--version"])
       expect(usage.stdout).toContain(`blastplane ${command}`);
     const unknown = await blastplane(["frobnicate"]);
     expect(unknown.code).toBe(2);
@@ -77,6 +77,8 @@ describe("blastplane --json against a stack's data folder", () => {
   let idp: DevIdentityProvider;
   const dataDir = path.join(work, "stack");
   const jobApiDir = path.join(dataDir, "jobapi");
+  /** A path a shell must quote (a space and a quote in it). */
+  const kubeconfigPath = path.join(dataDir, "kube config", "it's");
 
   beforeAll(async () => {
     idp = await startDevIdentityProvider({ port: 0, clientId: "blastplane-local", tenantId: "blastplane-local" });
@@ -84,7 +86,14 @@ describe("blastplane --json against a stack's data folder", () => {
     // The stack file as `npm start` writes it; this test process stands in for the stack's pid.
     writeFileSync(
       path.join(dataDir, "stack.json"),
-      JSON.stringify({ pid: process.pid, idp_url: idp.url, jobapi_data_dir: jobApiDir }),
+      JSON.stringify({
+        pid: process.pid,
+        functions_url: "http://127.0.0.1:41234",
+        idp_url: idp.url,
+        jobapi_url: "http://127.0.0.1:41235",
+        jobapi_data_dir: jobApiDir,
+        kubeconfig: kubeconfigPath,
+      }),
     );
     writeFileSync(
       path.join(jobApiDir, "secrets", "jobapi-api-token"),
@@ -107,5 +116,30 @@ describe("blastplane --json against a stack's data folder", () => {
     const json = await blastplane(["api-token", "--json"], dataDir);
     expect(JSON.parse(json.stdout)).toEqual({ api_token: "tok-0123456789", created_at: "2026-11-27T10:00:00.000Z" });
     expect((await blastplane(["api-token"], dataDir)).stdout).toBe("tok-0123456789\n");
+  });
+
+  it("issue 23 item 10: env prints exports a shell evaluates into the stack's addresses, quoted where needed", async () => {
+    const run = await blastplane(["env"], dataDir);
+    expect(run).toMatchObject({ code: 0, stderr: "" });
+    expect(run.stdout).toMatch(
+      /^export DASHBOARD=http:\/\/127\.0\.0\.1:41234 JOBAPI=http:\/\/127\.0\.0\.1:41235 KUBECONFIG='/,
+    );
+    const evaluated = await new Promise<string>((resolve, reject) => {
+      const script = `eval "$(cat)"; printf '%s\\n' "$DASHBOARD" "$JOBAPI" "$KUBECONFIG" "$BLASTPLANE_DATA_DIR"`;
+      const child = execFile("bash", ["-c", script], (error, stdout) => (error ? reject(error) : resolve(stdout)));
+      child.stdin?.end(run.stdout);
+    });
+    expect(evaluated.split("\n").slice(0, 4)).toEqual([
+      "http://127.0.0.1:41234",
+      "http://127.0.0.1:41235",
+      kubeconfigPath,
+      dataDir,
+    ]);
+    expect(JSON.parse((await blastplane(["env", "--json"], dataDir)).stdout)).toEqual({
+      DASHBOARD: "http://127.0.0.1:41234",
+      JOBAPI: "http://127.0.0.1:41235",
+      KUBECONFIG: kubeconfigPath,
+      BLASTPLANE_DATA_DIR: dataDir,
+    });
   });
 });

@@ -17,7 +17,7 @@ const WORKSPACE: Workspace = {
   node_count: 1,
 };
 
-function service(workspace: Workspace = WORKSPACE) {
+function service(workspace: Workspace = WORKSPACE, extra: Partial<Parameters<typeof createClusterService>[0]> = {}) {
   const hub = fakeOrchestrations();
   const audits: AuditInput[] = [];
   const svc = createClusterService({
@@ -32,6 +32,7 @@ function service(workspace: Workspace = WORKSPACE) {
     logger: captureLogger(),
     databases: async () => [],
     systemVmSize: "Standard_D2s_v5",
+    ...extra,
   });
   return { svc, hub, audits };
 }
@@ -75,5 +76,51 @@ describe("one cluster operation per cluster", () => {
     const second = await svc.scale(CALLER, 2, { requestId: "r2" });
     expect(second.operation_id).toBe(first.operation_id);
     expect(hub.starts).toHaveLength(2);
+  });
+});
+
+describe("the cluster's status for the Cluster page", () => {
+  const GIB = 1024 ** 3;
+  it("plans the system pool and the BLAST pool from the workspace, checked against the largest prepared database", async () => {
+    const { svc } = service(WORKSPACE, {
+      databases: async () => [
+        { name: "small", bytesToCache: 2 * GIB },
+        { name: "nt", bytesToCache: 80 * GIB },
+      ],
+      summary: async () => null,
+    });
+    const status = await svc.status();
+    expect(status.plan.pools).toEqual([
+      { name: "system", vm_size: "Standard_D2s_v5", node_count: 1, memory_gib: 8, vcpus: 2 },
+      { name: "blast", vm_size: "Standard_E8s_v5", node_count: 1, memory_gib: 64, vcpus: 8 },
+    ]);
+    expect(status.plan.largest_database).toEqual({ name: "nt", bytes_to_cache: 80 * GIB });
+    expect(status.plan.fits).toBe(false);
+    expect(status.plan.detail).toMatch(
+      /^database memory requirements of nt \(80\.0 GiB to cache\) exceed the machine type's memory \(Standard_E8s_v5: .* usable of 64 GiB\)\. Remedies: .* such as Standard_D32s_v5/,
+    );
+    expect(status).toMatchObject({ cluster_name: "aks-blast", cluster: null, operation: null });
+    expect(status.cluster_error).toBeUndefined();
+  });
+
+  it("reports the cluster Resource Manager has, and says so in a sentence when it cannot be read", async () => {
+    const cluster = {
+      fqdn: "aks.example",
+      power_state: "Stopped",
+      provisioning_state: "Succeeded",
+      oidc_issuer_url: null,
+      kubelet_object_id: null,
+      blast_pool: { vm_size: "Standard_E8s_v5", count: 1 },
+    };
+    expect((await service(WORKSPACE, { summary: async () => cluster }).svc.status()).cluster).toEqual(cluster);
+    const failing = service(WORKSPACE, {
+      summary: async () => {
+        throw Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" });
+      },
+    });
+    const status = await failing.svc.status();
+    expect(status.cluster).toBeNull();
+    expect(status.cluster_error).toBe("Resource Manager did not answer the cluster's state (ECONNREFUSED); try again");
+    expect(status.plan.fits).toBe(true);
   });
 });

@@ -9,9 +9,14 @@ import {
   type DashboardJobServiceDependencies,
 } from "../../shared/dashboard/dashboard-job-service.js";
 import { type DashboardJob, DashboardJobStore } from "../../shared/dashboard/dashboard-jobs.js";
+import {
+  createDownloadTicketStore,
+  DOWNLOAD_TICKET_TABLE,
+  DownloadTicketRefusedError,
+} from "../../shared/dashboard/download-tickets.js";
 import type { JobApiClient } from "../../shared/dashboard/job-api-client.js";
 import type { DashboardSubmitRequest } from "../../shared/dashboard/schemas.js";
-import { ConflictError, NotFoundError, ValidationError } from "../../shared/errors.js";
+import { ConflictError, DependencyUnavailableError, NotFoundError, ValidationError } from "../../shared/errors.js";
 import { requestFingerprint } from "../../shared/http/idempotency.js";
 import { createAuditLog } from "../../shared/ops/audit.js";
 import { CANCEL_EVENT, Orchestrations } from "../../shared/orchestrations/queue-labels.js";
@@ -42,7 +47,7 @@ function request(overrides: Partial<DashboardSubmitRequest> = {}): DashboardSubm
 }
 
 /** A service over real stores on Azurite (tables and a container of their own) and a fake task hub and job API. */
-function setup(jobApi: JobApiClient = fakeJobApi()) {
+function setup(jobApi: JobApiClient = fakeJobApi(), extra: Partial<DashboardJobServiceDependencies> = {}) {
   const prefix = `svc${++counter}x${Date.now().toString(36)}`;
   const queries = new ContainerClient(azurite.connectionString, `${prefix}-queries`);
   const jobs = new DashboardJobStore(
@@ -59,6 +64,7 @@ function setup(jobApi: JobApiClient = fakeJobApi()) {
     audit,
     logger,
     pollIntervalSeconds: 7,
+    ...extra,
   };
   return { service: createDashboardJobService(dependencies), jobs, queries, audit, hub, logger };
 }
@@ -125,6 +131,25 @@ describe("dashboard job service: submit", () => {
       state: "queued",
       poll_after_seconds: 7,
     });
+  });
+
+  it("B-026 refuses a search while the cluster is stopped, saying so, and records nothing; once it runs the search is accepted", async () => {
+    let power = "Stopped";
+    const { service, hub } = setup(fakeJobApi(), {
+      clusterPower: async () => ({ cluster_name: "aks-blast", power_state: power }),
+    });
+    const refused = await service.submit(caller, request({ idempotency_key: "b026" })).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(DependencyUnavailableError);
+    expect((refused as Error).message).toBe(
+      "the cluster 'aks-blast' is stopped, so no search can run: start it on the Cluster page (POST /api/aks/cluster/start), then submit again",
+    );
+    expect(hub.starts).toHaveLength(0);
+    expect((await service.list({ page: 1, pageSize: 10 })).total).toBe(0);
+
+    power = "Running";
+    const accepted = await service.submit(caller, request({ idempotency_key: "b026" }));
+    expect(accepted.created).toBe(true);
+    expect(hub.starts).toHaveLength(1);
   });
 
   it("B-021 answers the same job to a keyed retry and starts nothing while its orchestration exists", async () => {
@@ -326,6 +351,60 @@ describe("dashboard job service: read, cancel, results", () => {
     expect(await new Response(results.body).text()).toBe("<BlastOutput/>");
   });
 
+  it("issue 23 item 9: names every download <title or job>-<kind>.<ext>, whatever the job API calls its ZIPs", async () => {
+    const jobApi = fakeJobApi({
+      openResults: async () => ({
+        body: new Blob(["PK"]).stream(),
+        contentType: "application/zip",
+        contentDisposition: 'attachment; filename="abcdefghijkl_merged.zip"',
+      }),
+    });
+    const { service, jobs } = setup(jobApi);
+    const { job: titled } = await service.submit(
+      caller,
+      request({ title: '16S run #1: Müller / "x"', idempotency_key: "t1" }),
+    );
+    const { job: untitled } = await service.submit(caller, request({ idempotency_key: "t2" }));
+    for (const job of [titled, untitled])
+      await jobs.update(job.job_id, (current) => ({ ...current, openapi_job_id: "abcdefghijkl", status: "completed" }));
+    const names = async (jobId: string) =>
+      Promise.all(
+        (["xml", "tabular", "merged", "full"] as const).map(
+          async (content) => (await service.openResults(jobId, content)).fileName,
+        ),
+      );
+    expect(await names(titled.job_id)).toEqual([
+      "16S-run-1-Muller-x-results.xml",
+      "16S-run-1-Muller-x-hits.tsv",
+      "16S-run-1-Muller-x-merged.zip",
+      "16S-run-1-Muller-x-shards.zip",
+    ]);
+    expect(await names(untitled.job_id)).toEqual(
+      ["results.xml", "hits.tsv", "merged.zip", "shards.zip"].map((kind) => `${untitled.job_id}-${kind}`),
+    );
+  });
+
+  it("issue 23 item 8: keeps when the job first reached each status, so a reloaded job page shows every step's time", async () => {
+    const { service, jobs } = setup();
+    const { job } = await service.submit(caller, request());
+    expect(job.status_times).toEqual({ submitting: job.created_at });
+    const queued = await jobs.update(job.job_id, (current) => ({ ...current, status: "queued" }));
+    const running = await jobs.update(job.job_id, (current) => ({ ...current, status: "running" }));
+    // A change that keeps the status (progress) and a status seen again keep the first times.
+    await jobs.update(job.job_id, (current) => ({
+      ...current,
+      progress: { total: 2, succeeded: 1, failed: 0, active: 1 },
+    }));
+    await jobs.update(job.job_id, (current) => ({ ...current, status: "queued" }));
+    const done = await jobs.update(job.job_id, (current) => ({ ...current, status: "completed" }));
+    expect((await jobs.get(job.job_id))?.status_times).toEqual({
+      submitting: job.created_at,
+      queued: queued?.updated_at,
+      running: running?.updated_at,
+      completed: done?.updated_at,
+    });
+  });
+
   it("issue 23: asks the job API for result pages under the job's OpenAPI id (summaries, a query's hits, a hit)", async () => {
     const jobApi = fakeJobApi({ resultPage: async () => ({ total: 0 }) });
     const { service, jobs } = setup(jobApi);
@@ -340,5 +419,42 @@ describe("dashboard job service: read, cancel, results", () => {
       { method: "resultPage", args: ["abcdefghijkl", "/40/hits", { limit: 10 }, undefined] },
       { method: "resultPage", args: ["abcdefghijkl", "/40/hits/2", {}, undefined] },
     ]);
+  });
+});
+
+describe("results download tickets (issue 23: a streamed download without the bearer token in a URL)", () => {
+  it("a ticket opens one download of the job and content it was issued for, once, within its time; only its digest is stored", async () => {
+    let clock = new Date("2026-11-27T10:00:00.000Z");
+    const prefix = `dl${++counter}x${Date.now().toString(36)}`;
+    const tables = (name: string) =>
+      TableClient.fromConnectionString(azurite.connectionString, `${prefix}${name}`, { allowInsecureConnection: true });
+    const store = createDownloadTicketStore(tables, { now: () => clock });
+    const job = "0b5c8f7e-1111-4222-8333-444455556666";
+    const issued = await store.issue("oid-reader", job, "xml");
+    expect(issued.ticket).toMatch(/^bpdt_[A-Za-z0-9_-]{43}$/);
+    expect(issued.expires_at).toBe("2026-11-27T10:01:00.000Z");
+    const refusal = (ticket: string | undefined, jobId = job, content: "xml" | "tabular" = "xml") =>
+      store.redeem(ticket, jobId, content).then(
+        () => "accepted",
+        (error: unknown) => (error instanceof DownloadTicketRefusedError ? error.reason : String(error)),
+      );
+    // Another content or job burns it, as a ticket seen where it does not belong should be.
+    const other = await store.issue("oid-reader", job, "xml");
+    expect(await refusal(other.ticket, job, "tabular")).toBe("wrong_download");
+    expect(await refusal(other.ticket)).toBe("used");
+    expect(await store.redeem(issued.ticket, job, "xml")).toEqual({ oid: "oid-reader" });
+    expect(await refusal(issued.ticket)).toBe("used");
+    expect(await refusal(undefined)).toBe("missing");
+    expect(await refusal(`bptt_${"A".repeat(43)}`)).toBe("malformed");
+    expect(await refusal(`bpdt_${"A".repeat(43)}`)).toBe("unknown");
+    const late = await store.issue("oid-reader", job, "xml");
+    clock = new Date(clock.getTime() + 61_000);
+    expect(await refusal(late.ticket)).toBe("expired");
+    // The table holds digests, never a ticket.
+    const rows = [];
+    for await (const row of tables(DOWNLOAD_TICKET_TABLE).listEntities()) rows.push(JSON.stringify(row));
+    expect(rows).toHaveLength(3);
+    for (const ticket of [issued.ticket, other.ticket, late.ticket])
+      expect(rows.some((row) => row.includes(ticket.slice(5)))).toBe(false);
   });
 });

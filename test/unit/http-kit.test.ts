@@ -111,6 +111,21 @@ describe("HTTP kit", () => {
     expect(error.issues).toEqual([{ loc: ["query", "message"], msg: "field required", type: "missing" }]);
   });
 
+  it("a missing enum parameter is missing too (422), a wrong value malformed (400)", () => {
+    const schema = z.object({ template: z.enum(["a", "b"]) });
+    const thrown = (url: string) => {
+      try {
+        parseQuery(request({ url }), schema);
+      } catch (e) {
+        return e;
+      }
+    };
+    const missing = thrown("http://h/x") as ValidationError;
+    expect(missing).toBeInstanceOf(ValidationError);
+    expect(missing.issues).toEqual([{ loc: ["query", "template"], msg: "field required", type: "missing" }]);
+    expect(thrown("http://h/x?template=c")).not.toBeInstanceOf(ValidationError);
+  });
+
   it("B-126 B-228 B-229 maps an unknown error to exactly 'internal server error' with the request id, and logs it", async () => {
     const { lines, logger } = capture();
     const handler = createHttpHandler(async () => {

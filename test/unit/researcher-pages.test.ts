@@ -1,7 +1,16 @@
 import { describe, expect, it } from "vitest";
 import { OPTION_PROGRAMS } from "../../shared/blast/options.js";
 import { dashboardSubmitSchema } from "../../shared/dashboard/schemas.js";
-import { finishedSentence, storingSentence } from "../../web/src/pages/job-words.js";
+import { alignedFastaFileName, resultFileBase, resultFileName } from "../../shared/dashboard/result-file-names.js";
+import { JOB_STATUSES } from "../../shared/jobs/model.js";
+import { warmupNodeLines } from "../../web/src/pages/database-words.js";
+import {
+  finishedSentence,
+  STATUS_FILTER,
+  statusLabel,
+  stepTimes,
+  storingSentence,
+} from "../../web/src/pages/job-words.js";
 import { placeIssues } from "../../web/src/pages/submit-issues.js";
 import {
   alignedRegionsFasta,
@@ -65,6 +74,74 @@ describe("job page words (issue 23, item 8)", () => {
     expect(finishedSentence("cancelled")).toBe("The search was cancelled.");
     expect(finishedSentence("completed")).toBe("The search has completed.");
     expect(finishedSentence("failed")).toBe("The search failed.");
+  });
+
+  it("writes every job status with a capital, and the status filter explains the two hand-over states", () => {
+    expect(JOB_STATUSES.map(statusLabel)).toEqual([
+      "Queued",
+      "Dispatching",
+      "Submitting",
+      "Running",
+      "Completed",
+      "Failed",
+      "Cancelled",
+    ]);
+    expect(statusLabel("warm")).toBe("Warm");
+    // The filter offers every status the list route filters by, each once.
+    expect(STATUS_FILTER.map((f) => f.status).sort()).toEqual([...JOB_STATUSES].sort());
+    for (const { status, label } of STATUS_FILTER) {
+      expect(label.startsWith(statusLabel(status)), status).toBe(true);
+      if (status === "submitting" || status === "dispatching") expect(label, status).toMatch(/\(.+\)$/);
+      else expect(label).toBe(statusLabel(status));
+    }
+  });
+
+  it("times every timeline step from the statuses the dashboard kept, so a reloaded page shows them all", () => {
+    const job = {
+      created_at: "2026-11-27T10:00:00.000Z",
+      status_times: {
+        submitting: "2026-11-27T10:00:00.000Z",
+        queued: "2026-11-27T10:00:02.000Z",
+        running: "2026-11-27T10:00:09.000Z",
+        dispatching: "2026-11-27T10:00:05.000Z",
+        completed: "2026-11-27T10:01:00.000Z",
+      },
+    };
+    expect(stepTimes(job)).toEqual({
+      accepted: "2026-11-27T10:00:00.000Z",
+      queued: "2026-11-27T10:00:02.000Z",
+      running: "2026-11-27T10:00:05.000Z",
+      finished: "2026-11-27T10:01:00.000Z",
+    });
+    // A job stored before the times were kept: only the submit's time is known.
+    expect(stepTimes({ created_at: job.created_at })).toEqual({ accepted: job.created_at });
+  });
+});
+
+describe("download names and warm-up progress (issue 23, items 8 and 9)", () => {
+  it("names downloads <title or job>-<kind>.<ext>, the title made safe for a header and a file system", () => {
+    const job = { job_id: "0b5c8f7e-1111-4222-8333-444455556666", title: "" };
+    expect(resultFileName(job, "xml")).toBe(`${job.job_id}-results.xml`);
+    expect(resultFileName({ ...job, title: "  ../../etc/passwd  " }, "tabular")).toBe("etc-passwd-hits.tsv");
+    expect(resultFileName({ ...job, title: '"quoted"\r\nX-Injected: 1' }, "merged")).toBe(
+      "quoted-X-Injected-1-merged.zip",
+    );
+    expect(resultFileName({ ...job, title: "日本語" }, "full")).toBe(`${job.job_id}-shards.zip`);
+    expect(resultFileBase({ ...job, title: "a".repeat(300) })).toHaveLength(80);
+    expect(alignedFastaFileName("run-7", 12)).toBe("run-7-query12-aligned.fasta");
+  });
+
+  it("lists a cluster warm-up's nodes with their bytes, and nothing for a local warm-up", () => {
+    expect(
+      warmupNodeLines({
+        nodes: [
+          { node: "aks-blast-0", state: "running", bytes_done: 1_200_000_000, bytes_total: 3_400_000_000 },
+          { node: "aks-blast-1", state: "failed", bytes_done: 0, bytes_total: 3_400_000_000, error: "pull\nENOSPC" },
+        ],
+      }),
+    ).toEqual(["aks-blast-0: running, 1.2 GB of 3.4 GB", "aks-blast-1: failed, 0 B of 3.4 GB — ENOSPC"]);
+    expect(warmupNodeLines(undefined)).toEqual([]);
+    expect(warmupNodeLines({ nodes: [{ node: 1 }] })).toEqual([]);
   });
 });
 

@@ -14,7 +14,9 @@ import type {
   dashboardSubmitSchema,
 } from "../../shared/dashboard/schemas.js";
 import type { RolloutView } from "../../shared/cluster/job-api-deploy.js";
-import type { DatabaseListing } from "../../shared/databases/database-service.js";
+import type { ClusterStatusView } from "../../shared/cluster/cluster-service.js";
+import type { AddingOptions, DatabaseListing, UploadRequest } from "../../shared/databases/database-service.js";
+import type { FastaUploadSummary } from "../../shared/databases/fasta-upload.js";
 import type { FieldIssue } from "../../shared/errors.js";
 import type { QueueDiagnostics } from "../../shared/orchestrations/diagnostics.js";
 import type { ApiTokenStatus } from "../../shared/secrets/api-token-settings.js";
@@ -60,6 +62,15 @@ export type JobEnvelope = JobView & {
 /** One database of `GET /api/databases`. */
 export type DatabaseView = DatabaseListing;
 
+/** `GET /api/databases/adding`: whether Prepare works here, the upload limit and the nodes' memory. */
+export type DatabaseAdding = AddingOptions;
+
+/** `POST /api/databases/uploads`: the build operation it started and what the file holds. */
+export interface DatabaseUploadStarted {
+  operation: Operation;
+  upload: FastaUploadSummary;
+}
+
 /** `GET /api/settings/api-token` (declared in functions/api-token.ts). */
 export type { ApiTokenStatus };
 
@@ -69,6 +80,9 @@ export interface JobApiDeploymentView {
   rollout: RolloutView;
   running_operation: Operation | null;
 }
+
+/** `GET /api/aks/cluster`: the pools a provision asks for, the cluster as it is, its latest operation. */
+export type { ClusterStatusView };
 
 /** `GET /api/health/queue/result/{task_id}` (declared in functions/diagnostics.ts). */
 export interface NoopResult {
@@ -144,6 +158,8 @@ export class ApiError extends Error {
 interface RequestOptions {
   method?: "GET" | "POST" | "PUT" | "DELETE";
   body?: unknown;
+  /** A body sent as it is (a file: the browser streams it from disk), instead of JSON. */
+  raw?: Blob;
   headers?: Record<string, string>;
   signal?: AbortSignal;
   /** Unauthenticated routes (health, diagnostics) send no token. */
@@ -170,7 +186,8 @@ export function createApiClient(options: {
   async function send(path: string, opts: RequestOptions = {}): Promise<Response> {
     const headers: Record<string, string> = { Accept: "application/json", ...opts.headers };
     if (!opts.anonymous) headers.Authorization = `Bearer ${await options.accessToken()}`;
-    let body: string | undefined;
+    let body: string | Blob | undefined = opts.raw;
+    if (opts.raw !== undefined) headers["Content-Type"] = "text/plain";
     if (opts.body !== undefined) {
       headers["Content-Type"] = "application/json";
       body = JSON.stringify(opts.body);
@@ -238,6 +255,17 @@ export function createApiClient(options: {
       }),
 
     listDatabases: (signal?: AbortSignal) => data<{ databases: DatabaseView[] }>("/api/databases", { signal }),
+    databaseAdding: (signal?: AbortSignal) => data<DatabaseAdding>("/api/databases/adding", { signal }),
+    /** Uploads a FASTA file (streamed from disk by the browser) and starts its build. */
+    uploadDatabase: (file: Blob, request: UploadRequest) =>
+      data<DatabaseUploadStarted>(
+        `/api/databases/uploads?${new URLSearchParams({
+          name: request.name,
+          type: request.type,
+          partitions: String(request.partitions),
+        })}`,
+        { method: "POST", raw: file },
+      ),
     prepareDatabase: (name: string) =>
       data<{ operation: Operation }>(`/api/databases/${encodeURIComponent(name)}/prepare`, { method: "POST" }),
     warmDatabase: (name: string) =>
@@ -258,6 +286,16 @@ export function createApiClient(options: {
     /** The result stream (bytes pass through the backend; no storage URL reaches the browser). */
     results: (uuid: string, content: ResultContent, signal?: AbortSignal) =>
       send(`${job(uuid)}/results?content=${content}`, { signal, headers: { Accept: "*/*" } }),
+    /**
+     * A single-use link (60 s) that downloads one result without the bearer header: the browser
+     * streams it to disk itself. Absolute, on the API's base URL.
+     */
+    resultsLink: async (uuid: string, content: ResultContent): Promise<string> => {
+      const issued = await data<{ download_url: string }>(`${job(uuid)}/results/ticket?content=${content}`, {
+        method: "POST",
+      });
+      return `${options.baseUrl}${issued.download_url}`;
+    },
     /** Per-query summaries of a completed result, a page at a time (read from its index, not the XML). */
     resultQueries: (uuid: string, page: PageRequest, signal?: AbortSignal) =>
       data<QueryPage>(`${job(uuid)}/results/queries?offset=${page.offset}&limit=${page.limit}`, { signal }),
@@ -284,6 +322,12 @@ export function createApiClient(options: {
     /** The verified core-stage frames (`GET /api/live/stream`), resuming after `lastEventId`. */
     liveStream: (lastEventId: string | undefined, signal: AbortSignal) =>
       eventStream("/api/live/stream", { signal, headers: lastEventId ? { "Last-Event-ID": lastEventId } : {} }),
+    clusterStatus: (signal?: AbortSignal) => data<ClusterStatusView>("/api/aks/cluster", { signal }),
+    provisionCluster: () => data<{ operation: Operation }>("/api/aks/provision", { method: "POST", body: {} }),
+    clusterAction: (action: "stop" | "start") =>
+      data<{ operation: Operation }>(`/api/aks/cluster/${action}`, { method: "POST", body: {} }),
+    latestImageBuild: (signal?: AbortSignal) => data<{ operation: Operation | null }>("/api/images/build", { signal }),
+    buildImages: () => data<{ operation: Operation }>("/api/images/build", { method: "POST", body: {} }),
     jobApiDeployment: (signal?: AbortSignal) => data<JobApiDeploymentView>("/api/jobapi/deployment", { signal }),
     deployJobApi: (request: { image_digest: string; force: boolean }) =>
       data<{ operation: Operation }>("/api/jobapi/deploy", { method: "POST", body: request }),

@@ -26,7 +26,8 @@ export interface ContainerRegistryOptions {
 /**
  * Microsoft.ContainerRegistry: registries (read), and registry task runs as ACR has them —
  * `listBuildSourceUploadUrl` (a SAS URL on this server's blob side), `scheduleRun` of a
- * `DockerBuildRequest` (200 with the run, `Queued`), `runs/{runId}` advancing `Queued` → `Running`
+ * `DockerBuildRequest` (202 with `Azure-AsyncOperation`, `Location` and `Retry-After`, as ACR
+ * answers: the operation succeeds once polled, and its Location gives the run, `Queued`), `runs/{runId}` advancing `Queued` → `Running`
  * → `Succeeded` as it is polled (the server's `pollsBeforeDone`), and `listLogSasUrl`. A run
  * "builds" by recording its uploaded context's digest as the image digest; a context without the
  * Dockerfile the run names fails as ACR's would, with its log saying why.
@@ -56,6 +57,17 @@ export function containerRegistryProvider(options: ContainerRegistryOptions = {}
     const logName = (runId: string, r: StoredResource) => `logs/${r.name}/${runId}/rawtext.log`;
 
     /** Moves a run on by one poll: Queued → Running → its outcome once polled enough. */
+    const announce = (properties: Record<string, unknown>) => {
+      const image = (
+        properties.outputImages as { registry: string; repository: string; digest: string }[] | undefined
+      )?.[0];
+      if (properties.status === "Succeeded" && image)
+        options.onImageBuilt?.({
+          reference: `${image.registry}/${image.repository}@${image.digest}`,
+          repository: image.repository,
+          digest: image.digest,
+        });
+    };
     const advance = (r: StoredResource, run: StoredResource) => {
       const p = run.properties as Record<string, unknown> & { polls: number; planned: Record<string, unknown> };
       if (["Succeeded", "Failed", "Canceled", "Error", "Timeout"].includes(String(p.status))) return;
@@ -70,22 +82,23 @@ export function containerRegistryProvider(options: ContainerRegistryOptions = {}
         Object.assign(q, q.planned, { finishTime: new Date().toISOString(), provisioningState: "Succeeded" });
       });
       const done = store.get(run.id)?.properties as typeof p;
-      const image = (done.outputImages as { registry: string; repository: string; digest: string }[] | undefined)?.[0];
-      if (done.status === "Succeeded" && image)
-        options.onImageBuilt?.({
-          reference: `${image.registry}/${image.repository}@${image.digest}`,
-          repository: image.repository,
-          digest: image.digest,
-        });
+      announce(done);
       arm.blobs.set(logName(run.name, r), Buffer.from(String(done.log ?? "")));
     };
     const runJson = (run: StoredResource) => {
       const { polls: _polls, planned: _planned, log: _log, ...properties } = run.properties;
       return { ...resourceJson(run), properties };
     };
+    arm.views.set(RUN.toLowerCase(), runJson);
 
     return {
       namespace: NAMESPACE,
+      // A restarted stack: run ids go on from the saved runs, and the images they built can run again.
+      restored() {
+        const runs = store.list(RUN);
+        runCounter = runs.length;
+        for (const run of runs) announce(run.properties);
+      },
       routes: [
         ...readRoutes(store, NAMESPACE, "registries"),
         {
@@ -104,7 +117,7 @@ export function containerRegistryProvider(options: ContainerRegistryOptions = {}
           pattern: `${REGISTRY_PATH}/scheduleRun`,
           action: "Microsoft.ContainerRegistry/registries/scheduleRun/action",
           scope: (req) => req.path.slice(0, -"/scheduleRun".length),
-          handle: (req) => {
+          handle: (req, ctx) => {
             const r = registry(req);
             const body = req.body as {
               type?: unknown;
@@ -179,7 +192,8 @@ export function containerRegistryProvider(options: ContainerRegistryOptions = {}
               },
             });
             arm.blobs.set(logName(runId, r), Buffer.from(`Queued a build with ID: ${runId}\n`));
-            return { status: 200, body: runJson(run) };
+            // As ACR answers: 202, the run at the operation's Location once it is scheduled.
+            return ctx.actionWithOperation(req, run, NAMESPACE);
           },
         },
         {

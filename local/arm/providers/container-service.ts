@@ -11,6 +11,14 @@ const CLUSTER_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9])?$/;
 /** AKS's rule for Linux agent pool names: lowercase, starts with a letter, at most 12 characters. */
 const POOL_NAME = /^[a-z][a-z0-9]{0,11}$/;
 
+/** The names of this provider's operation hooks. */
+const HOOKS = {
+  clusterPut: "containerService.clusterPut",
+  poolPut: "containerService.poolPut",
+  clusterDeleted: "containerService.clusterDeleted",
+  power: "containerService.power",
+} as const;
+
 /** One agent pool as the backend realises it. */
 export interface PoolShape {
   name: string;
@@ -130,9 +138,32 @@ export function containerServiceProvider(options: ContainerServiceOptions = {}) 
       const current = store.get(c.id);
       if (current && running(current)) options.backend?.applyPools(current.id, poolShapes(current));
     };
+    // What succeeded operations do beyond the resource (by name: a restarted server resumes them).
+    arm.hooks.set(HOOKS.clusterPut, (c, data) => {
+      if (!c) return;
+      for (const p of (data as Record<string, unknown>[] | undefined) ?? []) putPool(c, String(p.name), p);
+      realise(c);
+    });
+    arm.hooks.set(HOOKS.poolPut, (_pool, data) => {
+      const c = store.get(String(data));
+      if (c) realise(c);
+    });
+    arm.hooks.set(HOOKS.clusterDeleted, (_gone, data) => options.backend?.applyPools(String(data), []));
+    arm.hooks.set(HOOKS.power, (c, data) => {
+      if (!c) return;
+      const verb = data === "stop" ? "stop" : "start";
+      store.update(c.id, (r) => {
+        r.properties.powerState = { code: verb === "stop" ? "Stopped" : "Running" };
+      });
+      options.backend?.setRunning(c.id, verb === "start", poolShapes(c));
+    });
 
     return {
       namespace: NAMESPACE,
+      // A restarted stack's Kubernetes API starts without the clusters' nodes: give them back.
+      restored() {
+        for (const c of store.list(CLUSTER)) if (c.properties.provisioningState !== "Creating") realise(c);
+      },
       routes: [
         {
           method: "GET",
@@ -218,10 +249,7 @@ export function containerServiceProvider(options: ContainerServiceOptions = {}) 
                   : {}),
                 ...(kubelet ? { identityProfile: { kubeletidentity: kubelet } } : {}),
               },
-              onSucceeded(c) {
-                for (const p of profiles) putPool(c, String(p.name), p);
-                realise(c);
-              },
+              onSucceeded: { name: HOOKS.clusterPut, data: profiles },
             });
           },
         },
@@ -231,7 +259,7 @@ export function containerServiceProvider(options: ContainerServiceOptions = {}) 
           action: "Microsoft.ContainerService/managedClusters/delete",
           handle: (req, ctx) => {
             const id = clusterId(req);
-            return ctx.deleteWithOperation(req, id, NAMESPACE, () => options.backend?.applyPools(id, []));
+            return ctx.deleteWithOperation(req, id, NAMESPACE, { name: HOOKS.clusterDeleted, data: id });
           },
         },
         ...(["stop", "start"] as const).map((verb) => ({
@@ -241,12 +269,7 @@ export function containerServiceProvider(options: ContainerServiceOptions = {}) 
           scope: (req: ArmRequest) => req.path.slice(0, -`/${verb}`.length),
           handle: (req: ArmRequest, ctx: Parameters<ArmProvider["routes"][number]["handle"]>[1]) => {
             const c = cluster(req);
-            return ctx.actionWithOperation(req, c, NAMESPACE, () => {
-              store.update(c.id, (r) => {
-                r.properties.powerState = { code: verb === "stop" ? "Stopped" : "Running" };
-              });
-              options.backend?.setRunning(c.id, verb === "start", poolShapes(c));
-            });
+            return ctx.actionWithOperation(req, c, NAMESPACE, { name: HOOKS.power, data: verb });
           },
         })),
         {
@@ -315,7 +338,7 @@ export function containerServiceProvider(options: ContainerServiceOptions = {}) 
                 type: "VirtualMachineScaleSets",
                 powerState: { code: "Running" },
               },
-              onSucceeded: () => realise(c),
+              onSucceeded: { name: HOOKS.poolPut, data: c.id },
             });
           },
         },

@@ -1,5 +1,6 @@
-import { WebAPIHTTPError, WebAPIPlatformError, WebAPIRateLimitedError, WebClient } from "@slack/web-api";
-import { escapeMrkdwn, sectionText } from "../../notify/channels/platform-b.js";
+import type { WebClient } from "@slack/web-api";
+import { loadSlackWebApi } from "../../lazy-sdks.js";
+import { escapeMrkdwn, sectionText, slackClientOptions } from "../../notify/channels/platform-b.js";
 import type { ChannelDeliveryReceipt, ChannelInboundTurn, ChannelOutboundResponse } from "../inbound/types.js";
 import { APPROVAL_ACTION_ID } from "./slack-wire.js";
 
@@ -56,18 +57,16 @@ export function replyBlocks(response: ChannelOutboundResponse): { blocks: unknow
  * (spec §3 reply delivery).
  */
 export function createSlackReplier(options: { apiUrl: string; token: string }) {
-  const client = new WebClient(options.token, {
-    slackApiUrl: options.apiUrl.endsWith("/") ? options.apiUrl : `${options.apiUrl}/`,
-    retryConfig: { retries: 0 },
-    rejectRateLimitedCalls: true,
-    allowAbsoluteUrls: false,
-  });
+  // The SDK loads on the first reply (shared/lazy-sdks.ts); the client is made once.
+  let client: WebClient | undefined;
   const operation = "chat.postMessage";
   return async function deliver(
     turn: ChannelInboundTurn,
     response: ChannelOutboundResponse,
   ): Promise<ChannelDeliveryReceipt> {
     const { blocks, degraded } = replyBlocks(response);
+    const slack = await loadSlackWebApi();
+    client ??= new slack.WebClient(options.token, slackClientOptions(options.apiUrl));
     try {
       const result = await client.chat.postMessage({
         channel: turn.conversation.id,
@@ -83,15 +82,15 @@ export function createSlackReplier(options: { apiUrl: string; token: string }) {
         return { outcome: "acknowledged", operation, vendor_message_id: result.ts, text_degraded: degraded };
       return { outcome: "ambiguous", operation, reason: "malformed_acknowledgement" };
     } catch (error) {
-      if (error instanceof WebAPIRateLimitedError)
+      if (error instanceof slack.WebAPIRateLimitedError)
         return { outcome: "rejected", operation, retryable: true, reason: "http_429" };
-      if (error instanceof WebAPIPlatformError) {
+      if (error instanceof slack.WebAPIPlatformError) {
         const code = String(error.data.error);
         if (!/^[a-z][a-z0-9_]{0,80}$/.test(code))
           return { outcome: "ambiguous", operation, reason: "malformed_acknowledgement" };
         return { outcome: "rejected", operation, retryable: false, reason: `platform_error: ${code}` };
       }
-      if (error instanceof WebAPIHTTPError)
+      if (error instanceof slack.WebAPIHTTPError)
         return {
           outcome: "rejected",
           operation,

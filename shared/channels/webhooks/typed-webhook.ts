@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { Webhook } from "standardwebhooks";
+import { loadStandardWebhooks } from "../../lazy-sdks.js";
 import { z } from "zod";
 import { isStatus } from "../../storage/table-text.js";
 import { type TableSource, tableOpener } from "../../storage/table-source.js";
@@ -170,6 +170,8 @@ export function createWebhookVerifier(options: { tables: TableSource }) {
     body: string;
     now: Date;
   }): Promise<unknown> {
+    // The verifier's library loads on the first delivery (shared/lazy-sdks.ts).
+    const { Webhook } = await loadStandardWebhooks();
     let payload: unknown;
     try {
       payload = new Webhook(input.secret).verify(input.body, input.headers);

@@ -1,4 +1,4 @@
-import nodemailer from "nodemailer";
+import { loadNodemailer } from "../../lazy-sdks.js";
 import type { AttemptOutcome, ChannelAdapter, OutboundMessage } from "../router.js";
 import { renderEmail } from "../templates.js";
 
@@ -19,7 +19,7 @@ export function createEmailChannel(options: {
 }): ChannelAdapter {
   const url = new URL(options.url);
   const secure = url.protocol === "smtps:";
-  const transport = nodemailer.createTransport({
+  const settings = {
     host: url.hostname,
     port: Number(url.port || (secure ? 465 : 587)),
     secure,
@@ -29,22 +29,31 @@ export function createEmailChannel(options: {
     connectionTimeout: 10_000,
     greetingTimeout: 10_000,
     socketTimeout: 20_000,
-  });
+  };
+  // nodemailer loads on the first send (shared/lazy-sdks.ts); the transport is made once.
+  const transport = async () => (await loadNodemailer()).createTransport(settings);
+  let made: ReturnType<typeof transport> | undefined;
   return {
     kind: "email",
     operation: "smtp.send",
     async send(message: OutboundMessage, { signal, messageId }): Promise<AttemptOutcome> {
       const mail = renderEmail(message, options.consoleBaseUrl);
-      const sending = transport.sendMail({
-        from: options.from,
-        to: [...options.to],
-        subject: mail.subject,
-        text: mail.text,
-        html: mail.html,
-        // The same Message-ID on a retry, so a mailbox that got the first can thread or drop the second.
-        messageId: `<${messageId.slice(0, 40)}@blastplane.notify>`,
-        headers: { "X-Blastplane-Category": message.category, "X-Blastplane-Template": message.template_key },
+      made ??= transport();
+      made.catch(() => {
+        made = undefined;
       });
+      const sending = made.then((t) =>
+        t.sendMail({
+          from: options.from,
+          to: [...options.to],
+          subject: mail.subject,
+          text: mail.text,
+          html: mail.html,
+          // The same Message-ID on a retry, so a mailbox that got the first can thread or drop the second.
+          messageId: `<${messageId.slice(0, 40)}@blastplane.notify>`,
+          headers: { "X-Blastplane-Category": message.category, "X-Blastplane-Template": message.template_key },
+        }),
+      );
       const aborted = new Promise<never>((_, reject) =>
         signal.addEventListener("abort", () => reject(Object.assign(new Error("timeout"), { code: "ETIMEDOUT" })), {
           once: true,

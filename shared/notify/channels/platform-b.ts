@@ -1,10 +1,5 @@
-import {
-  WebAPIHTTPError,
-  WebAPIPlatformError,
-  WebAPIRateLimitedError,
-  WebAPIRequestError,
-  WebClient,
-} from "@slack/web-api";
+import type { WebClient } from "@slack/web-api";
+import { loadSlackWebApi } from "../../lazy-sdks.js";
 import { CHANNEL_TRUNCATED } from "../output-markers.js";
 import type { AttemptOutcome, ChannelAdapter } from "../router.js";
 
@@ -28,6 +23,16 @@ export function sectionText(text: string, limit = SECTION_LIMIT): { text: string
   return { text: `${cut}\n${CHANNEL_TRUNCATED}`, degraded: true };
 }
 
+/** The SDK client's settings for chat platform B, outbound and replies alike: no client retries (the budget is the matrix's), no absolute URLs. */
+export function slackClientOptions(apiUrl: string) {
+  return {
+    slackApiUrl: apiUrl.endsWith("/") ? apiUrl : `${apiUrl}/`,
+    retryConfig: { retries: 0 },
+    rejectRateLimitedCalls: true,
+    allowAbsoluteUrls: false,
+  };
+}
+
 /**
  * Chat platform B (Slack; A2–A4: A1 is refused while no user mapping exists, spec §5 item 4):
  * `chat.postMessage` to the alert channel with a header and a section block through
@@ -35,16 +40,14 @@ export function sectionText(text: string, limit = SECTION_LIMIT): { text: string
  * Retry-After by the router (the client's own retries are off, so the budget is the matrix's).
  */
 export function createPlatformBChannel(options: { apiUrl: string; token: string; channel: string }): ChannelAdapter {
-  const client = new WebClient(options.token, {
-    slackApiUrl: options.apiUrl.endsWith("/") ? options.apiUrl : `${options.apiUrl}/`,
-    retryConfig: { retries: 0 },
-    rejectRateLimitedCalls: true,
-    allowAbsoluteUrls: false,
-  });
+  // The SDK loads on the first send (shared/lazy-sdks.ts); the client is made once.
+  let client: WebClient | undefined;
   return {
     kind: "platform_b",
     operation: "chat.postMessage",
     async send(message, { signal }): Promise<AttemptOutcome> {
+      const slack = await loadSlackWebApi();
+      client ??= new slack.WebClient(options.token, slackClientOptions(options.apiUrl));
       const section = sectionText(message.body_markdown);
       const call = client.chat.postMessage({
         channel: options.channel,
@@ -76,9 +79,9 @@ export function createPlatformBChannel(options: { apiUrl: string; token: string;
         return { outcome: "ambiguous", reason: "malformed_acknowledgement" };
       } catch (error) {
         call.catch(() => undefined);
-        if (error instanceof WebAPIRateLimitedError)
+        if (error instanceof slack.WebAPIRateLimitedError)
           return { outcome: "rejected", retryable: true, retry_after_ms: error.retryAfter * 1000, reason: "http_429" };
-        if (error instanceof WebAPIPlatformError) {
+        if (error instanceof slack.WebAPIPlatformError) {
           // The SDK reports a body that is not the API's JSON as a "platform error" carrying that
           // body; only a real error code (snake_case) is the API's rejection.
           const code = String(error.data.error);
@@ -86,13 +89,13 @@ export function createPlatformBChannel(options: { apiUrl: string; token: string;
             return { outcome: "ambiguous", reason: "malformed_acknowledgement" };
           return { outcome: "rejected", retryable: false, reason: `platform_error: ${code}` };
         }
-        if (error instanceof WebAPIHTTPError)
+        if (error instanceof slack.WebAPIHTTPError)
           return {
             outcome: "rejected",
             retryable: error.statusCode >= 500 || error.statusCode === 408,
             reason: `http_${error.statusCode}`,
           };
-        if (error instanceof WebAPIRequestError) {
+        if (error instanceof slack.WebAPIRequestError) {
           const code = (error.original as NodeJS.ErrnoException & { cause?: { code?: string } }).cause?.code;
           if (code === "ECONNREFUSED")
             return { outcome: "rejected", retryable: true, reason: "not sent: ECONNREFUSED" };

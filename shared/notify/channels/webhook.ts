@@ -1,4 +1,5 @@
-import { Webhook } from "standardwebhooks";
+import type { Webhook } from "standardwebhooks";
+import { loadStandardWebhooks } from "../../lazy-sdks.js";
 import type { ChannelAdapter } from "../router.js";
 import { postJson, rejectionOutcome, thrownOutcome } from "./http-post.js";
 
@@ -9,11 +10,13 @@ import { postJson, rejectionOutcome, thrownOutcome } from "./http-post.js";
  * Acknowledgement: a 2xx answer.
  */
 export function createWebhookChannel(options: { url: string; secret: string; ca?: string | Buffer }): ChannelAdapter {
-  const signer = new Webhook(options.secret);
+  // The signer's library loads on the first send (shared/lazy-sdks.ts); the signer is made once.
+  let signer: Webhook | undefined;
   return {
     kind: "webhook",
     operation: "webhook.post",
     async send(message, { signal, messageId }) {
+      signer ??= new (await loadStandardWebhooks()).Webhook(options.secret);
       const id = `msg_${messageId.slice(0, 32)}`;
       const timestamp = new Date();
       const body = JSON.stringify({
@@ -32,6 +35,7 @@ export function createWebhookChannel(options: { url: string; secret: string; ca?
           ...(message.params ? { params: message.params } : {}),
         },
       });
+      const sign = signer.sign.bind(signer);
       try {
         const response = await postJson(options.url, body, {
           signal,
@@ -39,7 +43,7 @@ export function createWebhookChannel(options: { url: string; secret: string; ca?
           headers: {
             "webhook-id": id,
             "webhook-timestamp": String(Math.floor(timestamp.getTime() / 1000)),
-            "webhook-signature": signer.sign(id, timestamp, body),
+            "webhook-signature": sign(id, timestamp, body),
           },
         });
         if (response.status >= 200 && response.status < 300) return { outcome: "acknowledged", vendor_message_id: id };

@@ -1,6 +1,7 @@
 import { useState } from "preact/hooks";
 import type { Operation } from "../api.js";
 import { formatBytes, formatCount, formatTime } from "../format.js";
+import { warmupNodeLines } from "./database-words.js";
 import {
   ErrorNotice,
   LiveText,
@@ -12,12 +13,17 @@ import {
   usePolling,
   ScrollRegion,
 } from "../ui.js";
+import { DatabaseUpload } from "./database-upload.js";
 
 const TERMINAL = new Set(["succeeded", "failed", "cancelled"]);
+/** How often the list is re-read while a database warms up without an operation this page follows. */
+const WARMING_POLL_MS = 5000;
+
+const VERB: Record<Tracked["kind"], string> = { prepare: "Preparing", "warm-up": "Warming up", add: "Adding" };
 
 interface Tracked {
   name: string;
-  kind: "prepare" | "warm-up";
+  kind: "prepare" | "warm-up" | "add";
   operation: Operation;
 }
 
@@ -26,16 +32,23 @@ export function DatabasesPage() {
   const { api } = useApp();
   const canAct = useCan("Contributor");
   const list = useAsync((signal) => api.listDatabases(signal), []);
+  const adding = useAsync((signal) => api.databaseAdding(signal), []);
+  const prepare = adding.data?.prepare;
   const [tracked, setTracked] = useState<Tracked[]>([]);
   const [actionError, setActionError] = useState<unknown>(undefined);
   const running = tracked.filter((t) => !TERMINAL.has(t.operation.state));
+  // A warm-up this page did not start (another tab, the console, a reload) still ends in the table.
+  const warmingElsewhere = (list.data?.databases ?? []).some((d) => d.warm_state === "warming");
   const pollMs =
     running.length > 0
       ? Math.min(5000, Math.max(1000, ...running.map((t) => t.operation.poll_after_seconds * 1000)))
-      : undefined;
+      : warmingElsewhere
+        ? WARMING_POLL_MS
+        : undefined;
 
   // Follow each started operation to its end, then refresh the list (warm state, versions).
   usePolling(async () => {
+    if (running.length === 0) return list.reload();
     const next = await Promise.all(
       tracked.map(async (t) =>
         TERMINAL.has(t.operation.state) ? t : { ...t, operation: await api.operation(t.operation.operation_id) },
@@ -46,11 +59,14 @@ export function DatabasesPage() {
       list.reload();
   }, pollMs);
 
-  const start = async (name: string, kind: Tracked["kind"]) => {
+  const track = (name: string, kind: Tracked["kind"], operation: Operation) =>
+    setTracked((t) => [{ name, kind, operation }, ...t.filter((x) => !(x.name === name && x.kind === kind))]);
+
+  const start = async (name: string, kind: "prepare" | "warm-up") => {
     setActionError(undefined);
     try {
       const { operation } = kind === "prepare" ? await api.prepareDatabase(name) : await api.warmDatabase(name);
-      setTracked((t) => [{ name, kind, operation }, ...t.filter((x) => !(x.name === name && x.kind === kind))]);
+      track(name, kind, operation);
     } catch (error) {
       setActionError(error);
     }
@@ -68,18 +84,29 @@ export function DatabasesPage() {
         <ul class="operations" aria-label="Operations">
           {tracked.map((t) => (
             <li key={t.operation.operation_id}>
-              <StatusBadge status={t.operation.state} /> {t.kind === "prepare" ? "Preparing" : "Warming up"}{" "}
-              <strong>{t.name}</strong>
+              <StatusBadge status={t.operation.state} /> {VERB[t.kind]} <strong>{t.name}</strong>
               {t.operation.state === "failed" && t.operation.error ? (
                 <span class="field-error"> — {t.operation.error.detail}</span>
               ) : null}
               <span class="muted"> · operation {t.operation.operation_id}</span>
+              {t.kind === "warm-up" && warmupNodeLines(t.operation.progress).length > 0 ? (
+                <ul class="hint" aria-label={`Nodes warming ${t.name}`}>
+                  {warmupNodeLines(t.operation.progress).map((line) => (
+                    <li key={line}>{line}</li>
+                  ))}
+                </ul>
+              ) : null}
             </li>
           ))}
         </ul>
       ) : null}
       {running.length > 0 ? <LiveText>Following {running.length} operation(s)…</LiveText> : null}
       {list.data && databases.length === 0 ? <p class="empty">No database is prepared yet.</p> : null}
+      {canAct && prepare && !prepare.available && databases.length > 0 ? (
+        <p class="notice" role="note" id="prepare-unavailable">
+          <strong>Prepare is not available here.</strong> {prepare.reason}
+        </p>
+      ) : null}
       {databases.length > 0 ? (
         <ScrollRegion label="Databases">
           <table class="data-table">
@@ -148,7 +175,9 @@ export function DatabasesPage() {
                         <button
                           type="button"
                           class="small"
-                          disabled={busy}
+                          disabled={busy || prepare?.available === false}
+                          title={prepare && !prepare.available ? (prepare.reason ?? undefined) : undefined}
+                          aria-describedby={prepare && !prepare.available ? "prepare-unavailable" : undefined}
                           onClick={() => void start(d.name, "prepare")}
                           aria-label={`${d.update_available ? "Update" : "Prepare"} ${d.name}`}
                         >
@@ -162,6 +191,9 @@ export function DatabasesPage() {
             </tbody>
           </table>
         </ScrollRegion>
+      ) : null}
+      {canAct ? (
+        <DatabaseUpload adding={adding.data} onStarted={(name, operation) => track(name, "add", operation)} />
       ) : null}
     </section>
   );

@@ -1,22 +1,18 @@
 import type { ComponentType } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { type ApiClient, ApiError, type JobView, type ResultContent } from "../api.js";
-import { saveBlob } from "../download.js";
+import { saveLink } from "../download.js";
 import { formatBytes, formatTime } from "../format.js";
 import { Link } from "../router.js";
 import { ErrorNotice, LiveText, PageTitle, StatusBadge, useApp, useAsync, useCan, usePolling } from "../ui.js";
-import { finishedSentence, storingSentence } from "./job-words.js";
+import { resultFileBase, resultFileName } from "../../../shared/dashboard/result-file-names.js";
+import { finishedSentence, statusLabel, stepTimes, storingSentence, TIMELINE_STEPS } from "./job-words.js";
 import { isTerminal, jobTitle } from "./jobs-page.js";
 
 /** How often a running job is re-read (the dashboard refreshes it from the job API every few seconds). */
 const POLL_MS = 1500;
 
-const STEPS = [
-  { key: "accepted", label: "Accepted", statuses: [] as string[] },
-  { key: "queued", label: "Queued", statuses: ["queued"] },
-  { key: "running", label: "Running", statuses: ["dispatching", "running"] },
-  { key: "finished", label: "Finished", statuses: ["completed", "failed", "cancelled"] },
-] as const;
+const STEPS = TIMELINE_STEPS;
 
 function stepIndex(job: JobView): number {
   // "submitting" is both the dashboard's hand-over and the job API's start of shards: a job with
@@ -26,11 +22,12 @@ function stepIndex(job: JobView): number {
   return index === -1 ? 0 : index;
 }
 
-const DOWNLOADS: readonly { content: ResultContent; label: string; file: (uuid: string) => string }[] = [
-  { content: "xml", label: "BLAST XML", file: (u) => `${u}.xml` },
-  { content: "tabular", label: "Tabular (outfmt 6)", file: (u) => `${u}.tsv` },
-  { content: "merged", label: "Merged result (ZIP)", file: (u) => `${u}-merged.zip` },
-  { content: "full", label: "All shard outputs (ZIP)", file: (u) => `${u}-shards.zip` },
+/** The downloads; each is saved as `<title or job>-<kind>.<ext>` (the ZIPs hold `.out.gz` files). */
+const DOWNLOADS: readonly { content: ResultContent; label: string }[] = [
+  { content: "xml", label: "BLAST XML" },
+  { content: "tabular", label: "Tabular (outfmt 6)" },
+  { content: "merged", label: "Merged result (ZIP of the gzip'd XML)" },
+  { content: "full", label: "All shard outputs (ZIP of .gz files)" },
 ];
 
 const PREFLIGHT = "memory pre-flight failed";
@@ -77,6 +74,7 @@ export function JobPage(props: { uuid: string }) {
 
   const current = stepIndex(data);
   const progress = data.progress;
+  const kept = stepTimes(data);
   return (
     <section>
       <PageTitle subtitle={<>Dashboard job {data.job_id}</>}>{jobTitle(data)}</PageTitle>
@@ -123,8 +121,9 @@ export function JobPage(props: { uuid: string }) {
       <ol class="timeline" aria-label="Status timeline">
         {STEPS.map((step, i) => {
           const done = i < current || (i === current && terminal);
-          const label = step.key === "finished" && i <= current && terminal ? data.status : step.label;
-          const time = step.key === "accepted" ? data.created_at : seen[step.key];
+          const label = step.key === "finished" && i <= current && terminal ? statusLabel(data.status) : step.label;
+          // The times the dashboard kept; what this page saw stands in for jobs stored before them.
+          const time = kept[step.key] ?? seen[step.key];
           return (
             <li
               key={step.key}
@@ -183,7 +182,7 @@ export function JobPage(props: { uuid: string }) {
       </dl>
       {!terminal ? <LiveText>Watching for changes…</LiveText> : <LiveText>{finishedSentence(data.status)}</LiveText>}
 
-      {data.status === "completed" ? <Results api={api} uuid={data.job_id} resultBytes={data.result_bytes} /> : null}
+      {data.status === "completed" ? <Results api={api} job={data} /> : null}
       <p>
         <Link href="/blast/jobs">Back to all jobs</Link>
       </p>
@@ -238,18 +237,19 @@ function JobError(props: { error: string }) {
   );
 }
 
-/** Saves one of the job's results: streamed through the dashboard API with the caller's token, no storage URL. */
-function useDownload(api: ApiClient, uuid: string) {
+/**
+ * Saves one of the job's results as the browser's own download: a single-use link (asked for with
+ * the caller's token; the token never goes into a URL) that the browser streams to disk, so a
+ * multi-GB result never sits in the page's memory. No storage URL: the bytes pass through the API.
+ */
+function useDownload(api: ApiClient, job: JobView) {
   const [busy, setBusy] = useState<ResultContent | undefined>(undefined);
   const [error, setError] = useState<unknown>(undefined);
   const download = async (content: ResultContent) => {
-    const fallbackName = DOWNLOADS.find((d) => d.content === content)?.file(uuid) ?? `${uuid}-${content}`;
     setBusy(content);
     setError(undefined);
     try {
-      const res = await api.results(uuid, content);
-      const name = /filename="([^"]+)"/.exec(res.headers.get("Content-Disposition") ?? "")?.[1] ?? fallbackName;
-      saveBlob(await res.blob(), name);
+      saveLink(await api.resultsLink(job.job_id, content), resultFileName(job, content));
     } catch (e) {
       setError(e instanceof ApiError && e.status === 404 ? new Error(`${String(e.detail)}`) : e);
     } finally {
@@ -280,22 +280,27 @@ function Downloads(props: { state: ReturnType<typeof useDownload>; resultBytes: 
 }
 
 /** The completed job's results: downloads, then the page-at-a-time results view. */
-function Results(props: { api: ApiClient; uuid: string; resultBytes: JobView["result_bytes"] }) {
-  const downloads = useDownload(props.api, props.uuid);
+function Results(props: { api: ApiClient; job: JobView }) {
+  const downloads = useDownload(props.api, props.job);
   return (
     <>
       <h2>Results</h2>
-      <Downloads state={downloads} resultBytes={props.resultBytes} />
-      <LazyResults api={props.api} uuid={props.uuid} onDownloadXml={() => void downloads.download("xml")} />
+      <Downloads state={downloads} resultBytes={props.job.result_bytes} />
+      <LazyResults
+        api={props.api}
+        uuid={props.job.job_id}
+        fileBase={resultFileBase(props.job)}
+        onDownloadXml={() => void downloads.download("xml")}
+      />
     </>
   );
 }
 
+type ResultsViewProps = { api: ApiClient; uuid: string; fileBase: string; onDownloadXml: () => void };
+
 /** The results view is its own chunk: the first load of the app stays small. */
-function LazyResults(props: { api: ApiClient; uuid: string; onDownloadXml: () => void }) {
-  const [View, setView] = useState<
-    ComponentType<{ api: ApiClient; uuid: string; onDownloadXml: () => void }> | undefined
-  >(undefined);
+function LazyResults(props: ResultsViewProps) {
+  const [View, setView] = useState<ComponentType<ResultsViewProps> | undefined>(undefined);
   const [error, setError] = useState<unknown>(undefined);
   const mounted = useRef(true);
   useEffect(() => {
@@ -310,7 +315,7 @@ function LazyResults(props: { api: ApiClient; uuid: string; onDownloadXml: () =>
   }, []);
   if (error) return <ErrorNotice error={error} title="The results view could not load:" />;
   return View ? (
-    <View api={props.api} uuid={props.uuid} onDownloadXml={props.onDownloadXml} />
+    <View api={props.api} uuid={props.uuid} fileBase={props.fileBase} onDownloadXml={props.onDownloadXml} />
   ) : (
     <p class="loading">Loading the results view…</p>
   );

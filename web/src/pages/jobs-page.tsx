@@ -1,7 +1,8 @@
 import { useState } from "preact/hooks";
 import { type JobStatus, TERMINAL_STATUSES } from "../../../shared/jobs/model.js";
-import type { JobView } from "../api.js";
+import type { JobListQuery, JobView } from "../api.js";
 import { formatTime } from "../format.js";
+import { STATUS_FILTER } from "./job-words.js";
 import { Link } from "../router.js";
 import {
   ErrorNotice,
@@ -15,7 +16,6 @@ import {
   ScrollRegion,
 } from "../ui.js";
 
-const STATUSES = ["queued", "dispatching", "submitting", "running", "completed", "failed", "cancelled"] as const;
 const PAGE_SIZE = 20;
 /** Poll fast while something is moving, slowly otherwise (new jobs from elsewhere still appear). */
 const ACTIVE_POLL_MS = 2000;
@@ -25,13 +25,16 @@ const IDLE_POLL_MS = 10_000;
 export function JobsPage() {
   const { api } = useApp();
   const canSubmit = useCan("Contributor");
-  const [status, setStatus] = useState<(typeof STATUSES)[number] | "">("");
+  const [status, setStatus] = useState("");
   const [page, setPage] = useState(1);
   const [updatedAt, setUpdatedAt] = useState<Date | undefined>(undefined);
   const [actionError, setActionError] = useState<unknown>(undefined);
   const list = useAsync(
     async (signal) => {
-      const result = await api.listJobs({ page, page_size: PAGE_SIZE, status: status || undefined }, signal);
+      const result = await api.listJobs(
+        { page, page_size: PAGE_SIZE, status: (status || undefined) as JobListQuery["status"] },
+        signal,
+      );
       setUpdatedAt(new Date());
       return result;
     },
@@ -41,7 +44,11 @@ export function JobsPage() {
   const moving = jobs.some((j) => !isTerminal(j));
   usePolling(
     async () => {
-      const fresh = await api.listJobs({ page, page_size: PAGE_SIZE, status: status || undefined });
+      const fresh = await api.listJobs({
+        page,
+        page_size: PAGE_SIZE,
+        status: (status || undefined) as JobListQuery["status"],
+      });
       list.setData(fresh);
       setUpdatedAt(new Date());
     },
@@ -61,14 +68,14 @@ export function JobsPage() {
             id="status-filter"
             value={status}
             onChange={(e) => {
-              setStatus(e.currentTarget.value as typeof status);
+              setStatus(e.currentTarget.value);
               setPage(1);
             }}
           >
             <option value="">All</option>
-            {STATUSES.map((s) => (
-              <option key={s} value={s}>
-                {s}
+            {STATUS_FILTER.map((s) => (
+              <option key={s.status} value={s.status}>
+                {s.label}
               </option>
             ))}
           </select>
@@ -83,7 +90,7 @@ export function JobsPage() {
       <ErrorNotice error={actionError} />
       {list.data && jobs.length === 0 ? (
         <p class="empty">
-          {status ? `No ${status} jobs.` : "No searches yet."}{" "}
+          {status ? `No ${status} searches.` : "No searches yet."}{" "}
           {canSubmit ? <Link href="/blast/new">Start a new search</Link> : null}
         </p>
       ) : null}

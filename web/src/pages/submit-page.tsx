@@ -8,6 +8,7 @@ import {
   validateOptionsForProgram,
 } from "../../../shared/blast/options.js";
 import { BLAST_PROGRAMS, type BlastProgram, databaseMolecule, queryMolecule } from "../../../shared/blast/programs.js";
+import { moleculeWord, queryProgramHint } from "../../../shared/blast/sequence-kind.js";
 import { dashboardSubmitSchema } from "../../../shared/dashboard/schemas.js";
 import { ValidationError } from "../../../shared/errors.js";
 import { zodIssues } from "../../../shared/http/validation.js";
@@ -15,7 +16,7 @@ import { ApiError, type FieldIssue, type SubmitRequest } from "../api.js";
 import { EXAMPLE_DATABASE, EXAMPLE_QUERY } from "../example-query.js";
 import { formatBytes, formatCount } from "../format.js";
 import { fieldKeyOf, placeIssues } from "./submit-issues.js";
-import { navigate } from "../router.js";
+import { Link, navigate } from "../router.js";
 import { ErrorNotice, Field, fieldAria, PageTitle, topRole, useApp, useAsync, useCan } from "../ui.js";
 
 type OptionKey = keyof typeof OPTION_PROGRAMS;
@@ -194,6 +195,9 @@ function SubmitForm() {
     }
   }, [query, program]);
   const summary = live.summary;
+  // A protein pasted under blastn (or the reverse): say so and offer the programs that fit.
+  const programHint = useMemo(() => queryProgramHint(program, query), [program, query]);
+  const chosenEntry = usable.find((d) => d.name === chosenDb);
 
   const request = (): SubmitRequest => {
     const options = optionsFrom(optionValues, program);
@@ -338,9 +342,15 @@ function SubmitForm() {
             id="db"
             label="Database"
             hint={
-              usable.length === 0 && databases.data
-                ? `No ${databaseMolecule(program) === "nucl" ? "nucleotide" : "protein"} database is prepared yet.`
-                : undefined
+              !databases.data && !databases.error ? (
+                "Loading the databases…"
+              ) : usable.length === 0 && databases.data ? (
+                <>
+                  No {moleculeWord(databaseMolecule(program))} database is prepared yet.{" "}
+                  <Link href="/databases">Add a {moleculeWord(databaseMolecule(program))} database</Link> by uploading a
+                  FASTA file.
+                </>
+              ) : undefined
             }
             error={issues.db?.join(" ")}
           >
@@ -350,9 +360,11 @@ function SubmitForm() {
               onChange={(e) => setDb(e.currentTarget.value)}
               {...fieldAria("db", issues.db?.join(" "), usable.length === 0)}
             >
+              {!databases.data && !databases.error ? <option value="">Loading…</option> : null}
               {usable.map((d) => (
                 <option key={d.name} value={d.name}>
-                  {d.name} — {formatCount(d.sequences)} sequences, {formatBytes(d.bytes)}
+                  {d.name} — {formatCount(d.sequences)} sequences, {formatCount(d.letters)} letters,{" "}
+                  {formatBytes(d.bytes)}
                 </option>
               ))}
             </select>
@@ -363,7 +375,11 @@ function SubmitForm() {
           label="Query (FASTA)"
           hint={
             summary
-              ? `${formatCount(summary.count)} ${summary.count === 1 ? "sequence" : "sequences"}, ${formatCount(summary.letters)} letters.`
+              ? `${formatCount(summary.count)} ${summary.count === 1 ? "sequence" : "sequences"}, ${formatCount(summary.letters)} letters.${
+                  chosenEntry
+                    ? ` Database ${chosenEntry.name}: ${formatCount(chosenEntry.sequences)} sequences, ${formatCount(chosenEntry.letters)} letters.`
+                    : ""
+                }`
               : "One or more sequences, each after a '>' header line; a single bare sequence also works."
           }
           error={queryError}
@@ -380,6 +396,26 @@ function SubmitForm() {
             {...fieldAria("query_fasta", queryError, true)}
           />
         </Field>
+        {programHint ? (
+          <div class="notice" role="status" id="query-program-hint">
+            <p>{programHint.message}</p>
+            <div class="row">
+              {programHint.programs.map((p) => (
+                <button
+                  key={p}
+                  type="button"
+                  class="small"
+                  onClick={() => {
+                    setProgram(p);
+                    clearField("query_fasta");
+                  }}
+                >
+                  Use {p}
+                </button>
+              ))}
+            </div>
+          </div>
+        ) : null}
         <div class="row">
           <label class="file-button">
             <input type="file" accept=".fa,.fasta,.fna,.faa,.txt,text/plain" onChange={onFile} />

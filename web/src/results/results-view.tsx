@@ -1,5 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import { type ApiClient, ApiError, type HitDetail, type HitPage } from "../api.js";
+import { alignedFastaFileName } from "../../../shared/dashboard/result-file-names.js";
 import { saveBlob } from "../download.js";
 import { formatBytes, formatCount } from "../format.js";
 import { ErrorNotice, Pager, useAsync } from "../ui.js";
@@ -27,7 +28,13 @@ function pageOf(n: number, size: number): number {
  * whole XML): the queries in pages of {@link QUERY_PAGE_SIZE}, the chosen query's graphic and
  * hit table a page of {@link HIT_PAGE_SIZE} hits at a time, and one hit's alignments when asked.
  */
-export default function ResultsView(props: { api: ApiClient; uuid: string; onDownloadXml: () => void }) {
+export default function ResultsView(props: {
+  api: ApiClient;
+  uuid: string;
+  /** The stem of the page's download names (`<title or job>`). */
+  fileBase: string;
+  onDownloadXml: () => void;
+}) {
   const { api, uuid } = props;
   const [queryOffset, setQueryOffset] = useState(0);
   const [current, setCurrent] = useState(1);
@@ -171,6 +178,7 @@ export default function ResultsView(props: { api: ApiClient; uuid: string; onDow
               <QueryHits
                 api={api}
                 uuid={uuid}
+                fileBase={props.fileBase}
                 page={hitPage}
                 label={label}
                 selected={selected}
@@ -201,6 +209,7 @@ export default function ResultsView(props: { api: ApiClient; uuid: string; onDow
 function QueryHits(props: {
   api: ApiClient;
   uuid: string;
+  fileBase: string;
   page: HitPage;
   label: string;
   selected: ReadonlySet<number>;
@@ -234,7 +243,7 @@ function QueryHits(props: {
       }
       saveBlob(
         new Blob([alignedRegionsFasta(details)], { type: "text/x-fasta" }),
-        `${props.uuid}-query${n}-aligned.fasta`,
+        alignedFastaFileName(props.fileBase, n),
       );
     } catch (error) {
       setFastaError(error);

@@ -1,0 +1,33 @@
+import { formatBytes } from "../format.js";
+
+/** One node of a cluster warm-up as its operation reports it (`progress.nodes`). */
+interface WarmupNode {
+  node: string;
+  state: string;
+  bytes_done: number;
+  bytes_total: number;
+  error?: string;
+}
+
+function isWarmupNode(value: unknown): value is WarmupNode {
+  const n = value as Partial<WarmupNode> | null;
+  return (
+    typeof n?.node === "string" &&
+    typeof n.state === "string" &&
+    typeof n.bytes_done === "number" &&
+    typeof n.bytes_total === "number"
+  );
+}
+
+/**
+ * A warm-up's per-node progress as the Databases page lists it (issue 23, item 8): one line per
+ * node of the cluster, "aks-blast-0: running, 1.2 GB of 3.4 GB"; none for a local warm-up (this
+ * machine reads the release itself and reports no nodes).
+ */
+export function warmupNodeLines(progress: Record<string, unknown> | undefined): string[] {
+  const nodes = Array.isArray(progress?.nodes) ? progress.nodes.filter(isWarmupNode) : [];
+  return nodes.map((n) => {
+    const error = n.error ? ` — ${n.error.split("\n").pop()}` : "";
+    return `${n.node}: ${n.state}, ${formatBytes(n.bytes_done)} of ${formatBytes(n.bytes_total)}${error}`;
+  });
+}
