@@ -52,20 +52,30 @@ function dashboard(stack: TestStack) {
   };
 }
 
+/*
+ * One stack for the file's ordinary tests, kept on disk (not in memory) with one shard at a time, so
+ * that its last test can kill it with SIGKILL mid-poll and restart it on the same data folder. The
+ * cancel that arrives after the job finished needs polls far apart, so it has a stack of its own.
+ */
+const STACK_ENV = { ...FAST_POLL, JOBAPI_SHARD_CONCURRENCY: "1" };
+
 describe("dashboard jobs through the submit orchestration", () => {
   let stack: TestStack;
+  /** The stack restarted on `stack`'s data folder by the kill -9 test. */
+  let restarted: TestStack | undefined;
   let d: ReturnType<typeof dashboard>;
   let contributor: string;
   let reader: string;
 
   beforeAll(async () => {
-    stack = await startStack({ env: FAST_POLL });
+    stack = await startStack({ inMemory: false, env: STACK_ENV });
     d = dashboard(stack);
     contributor = await mintToken(stack, "Contributor", { name: "Cora" });
     reader = await mintToken(stack, "Reader");
   });
 
   afterAll(async () => {
+    await restarted?.stop();
     await stack?.stop();
     stack?.cleanup();
   });
@@ -391,6 +401,51 @@ describe("dashboard jobs through the submit orchestration", () => {
     const anonymous = await fetch(`${stack.info.functions_url}/api${base}`);
     expect(anonymous.status).toBe(401);
   });
+
+  // Last: it kills the file's stack and restarts it on the same data folder.
+  it("dashboard submit survives kill -9 while polling: reaches the job API's terminal state after restart with no duplicate job-API submission", async () => {
+    const api1 = jobApi(stack, readApiToken(stack));
+    const earlier = ((await (await api1.get("/v1/jobs?limit=500")).json()) as { jobs: { job_id: string }[] }).jobs;
+    const env = (await (
+      await d.call(contributor, "POST", "/blast/jobs", {
+        program: "tblastx",
+        db: DEMO_DB,
+        query_fasta: demoQueries(3, 1500, 70),
+      })
+    ).json()) as {
+      job_id: string;
+      operation: { operation_id: string };
+    };
+    // Wait until the orchestration is polling a submitted job, then kill everything.
+    await eventually(async () => {
+      const j = (await (await d.call(reader, "GET", `/blast/jobs/${env.job_id}`)).json()) as {
+        openapi_job_id: string | null;
+      };
+      return j.openapi_job_id ? true : undefined;
+    }, 30_000);
+    const children = childPids(stack.info.pid);
+    await stack.kill();
+    // Its children (Azurite, the Functions host, the job API) notice and stop; Azurite saves its
+    // tables on the way out, and the restart must read what was saved.
+    await eventually(async () => (children.every((pid) => !alive(pid)) ? true : undefined), 15_000);
+
+    restarted = await startStack({ dataDir: stack.dataDir, inMemory: false, env: STACK_ENV });
+    const token2 = await mintToken(restarted, "Contributor");
+    const d2 = dashboard(restarted);
+    const op = await d2.operationDone(token2, env.operation.operation_id, 120_000);
+    expect(op.state).toBe("succeeded");
+    const job = (await (await d2.call(token2, "GET", `/blast/jobs/${env.job_id}`)).json()) as {
+      status: string;
+      openapi_job_id: string;
+    };
+    expect(job.status).toBe("completed");
+    // One job-API job more than before the submit: this one, submitted once.
+    const api = jobApi(restarted, readApiToken(restarted));
+    const all = (await (await api.get("/v1/jobs?limit=500")).json()) as { jobs: { job_id: string }[] };
+    const known = new Set(earlier.map((j) => j.job_id));
+    expect(all.jobs.filter((j) => !known.has(j.job_id)).map((j) => j.job_id)).toEqual([job.openapi_job_id]);
+    expect(all.jobs).toHaveLength(earlier.length + 1);
+  }, 240_000);
 });
 
 describe("dashboard cancel that arrives after the job finished", () => {
@@ -436,60 +491,4 @@ describe("dashboard cancel that arrives after the job finished", () => {
       slow.cleanup();
     }
   }, 90_000);
-});
-
-describe("dashboard submit survives kill -9 while polling", () => {
-  it("reaches the job API's terminal state after restart with no duplicate job-API submission", async () => {
-    const first = await startStack({ inMemory: false, env: { ...FAST_POLL, JOBAPI_SHARD_CONCURRENCY: "1" } });
-    let second: TestStack | undefined;
-    try {
-      const token = await mintToken(first, "Contributor");
-      const d1 = dashboard(first);
-      const env = (await (
-        await d1.call(token, "POST", "/blast/jobs", {
-          program: "tblastx",
-          db: DEMO_DB,
-          query_fasta: demoQueries(3, 1500, 70),
-        })
-      ).json()) as {
-        job_id: string;
-        operation: { operation_id: string };
-      };
-      // Wait until the orchestration is polling a submitted job, then kill everything.
-      await eventually(async () => {
-        const j = (await (await d1.call(token, "GET", `/blast/jobs/${env.job_id}`)).json()) as {
-          openapi_job_id: string | null;
-        };
-        return j.openapi_job_id ? true : undefined;
-      }, 30_000);
-      const children = childPids(first.info.pid);
-      await first.kill();
-      // Its children (Azurite, the Functions host, the job API) notice and stop; Azurite saves its
-      // tables on the way out, and the restart must read what was saved.
-      await eventually(async () => (children.every((pid) => !alive(pid)) ? true : undefined), 15_000);
-
-      second = await startStack({
-        dataDir: first.dataDir,
-        inMemory: false,
-        env: { ...FAST_POLL, JOBAPI_SHARD_CONCURRENCY: "1" },
-      });
-      const token2 = await mintToken(second, "Contributor");
-      const d2 = dashboard(second);
-      const op = await d2.operationDone(token2, env.operation.operation_id, 120_000);
-      expect(op.state).toBe("succeeded");
-      const job = (await (await d2.call(token2, "GET", `/blast/jobs/${env.job_id}`)).json()) as {
-        status: string;
-        openapi_job_id: string;
-      };
-      expect(job.status).toBe("completed");
-      const api = jobApi(second, readApiToken(second));
-      const all = (await (await api.get("/v1/jobs?limit=500")).json()) as { jobs: { job_id: string }[] };
-      expect(all.jobs).toHaveLength(1);
-      expect(all.jobs[0]?.job_id).toBe(job.openapi_job_id);
-    } finally {
-      await second?.stop();
-      await first.stop();
-      first.cleanup();
-    }
-  }, 240_000);
 });

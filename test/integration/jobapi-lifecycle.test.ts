@@ -186,115 +186,119 @@ describe("job API lifecycle: admission, priority, guards, pre-flight", () => {
     // Higher priority first: the urgent job finished before the normal one, which finished before the low one.
     expect([...order].sort()).toEqual(order);
   }, 120_000);
-
-  it("the sharded profile merges to the same hits, e-values and bit scores as the standard search", async () => {
-    // The standard profile cannot pass this stack's pre-flight; compare on a second stack with room for it.
-    const roomy = await startStack();
-    try {
-      const big = jobApi(roomy, readApiToken(roomy));
-      const query = demoQueries(5, 900, 40);
-      const options = { evalue: 10, max_target_seqs: 25 };
-      const a = await big.submit({ program: "blastn", db: DEMO_DB, query_fasta: query, blast_options: options });
-      const b = await big.submit({
-        program: "blastn",
-        db: DEMO_DB,
-        query_fasta: query,
-        blast_options: options,
-        execution_profile: "sharded",
-      });
-      await big.finished(a.job_id);
-      await big.finished(b.job_id);
-      const xa = await (await big.get(`/v1/jobs/${a.job_id}/results?content=xml`)).text();
-      const xb = await (await big.get(`/v1/jobs/${b.job_id}/results?content=xml`)).text();
-      const ha = hitsByIteration(xa);
-      const hb = hitsByIteration(xb);
-      expect(ha).toHaveLength(5);
-      expect(hb).toHaveLength(5);
-      for (let i = 0; i < 5; i++) {
-        expect(ha[i]?.length).toBeGreaterThan(0);
-        expect([...(hb[i] ?? [])].sort()).toEqual([...(ha[i] ?? [])].sort());
-      }
-    } finally {
-      await roomy.stop();
-      roomy.cleanup();
-    }
-  }, 90_000);
 });
 
-describe("job API restart: kill -9 mid-search", () => {
-  it("reconciles the job after the job API is killed: finished shards are kept, the rest run again, the job completes", async () => {
-    const oneAtATime = { JOBAPI_SHARD_CONCURRENCY: "1", JOBAPI_MAX_ACTIVE_JOBS: "1" };
-    const first = await startStack({ inMemory: false, env: oneAtATime });
-    const dataDir = first.dataDir;
-    let second: TestStack | undefined;
-    try {
-      const api1 = jobApi(first, readApiToken(first));
-      // Shards long enough that the second is mid-search, seconds from its end, at the kill.
-      const { job_id } = await api1.submit(slowSearch(50));
-      // A second job waits in the queue through the restart, its database release marked in use.
-      const queued = await api1.submit({ program: "blastn", db: DEMO_DB, query_fasta: demoQueries(1, 300, 70) });
-      const marker = path.join(
-        dataDir,
-        "jobapi",
-        "databases",
-        DEMO_DB,
-        ".in-use",
-        String(queued.db_version),
-        queued.job_id,
-      );
-      const markerPid = () => (JSON.parse(readFileSync(marker, "utf8")) as { pid: number }).pid;
-      // Wait until one shard is done and the other still runs.
-      await eventually(
-        async () => {
-          const s = (await api1.status(job_id)) as { kubernetes: { summary: { succeeded: number } } };
-          return s.kubernetes.summary.succeeded >= 1 ? true : undefined;
-        },
-        60_000,
-        50,
-      );
-      const pids = childPids(first.info.pid);
-      const jobApiPid = pids.find(
-        (pid) =>
-          existsSync(`/proc/${pid}/cmdline`) &&
-          readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("jobapi/server.js"),
-      );
-      expect(jobApiPid).toBeDefined();
-      const searches = childPids(jobApiPid as number).filter(
-        (pid) => readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "tblastx",
-      );
-      expect(searches.length).toBe(1);
-      const argv = readFileSync(`/proc/${searches[0]}/cmdline`, "utf8").split("\0");
-      const output = argv[argv.indexOf("-out") + 1] as string;
-      process.kill(jobApiPid as number, "SIGKILL");
-      // The running search dies with the job API (parent-death signal), not left to race its rerun:
-      // it ends at once, and its output never gets the document's closing tag.
-      await eventually(async () => (searches.every((pid) => !alive(pid)) ? true : undefined), 5_000, 50);
-      expect(readFileSync(output, "utf8")).not.toContain("</BlastOutput>");
-      await first.stop();
-      expect(alive(markerPid())).toBe(false);
+/*
+ * A second stack, with room for the standard profile, kept on disk with one job and one shard at a
+ * time: the merge comparison runs on it first, then the kill -9 test kills its job API and restarts
+ * it on the same data folder.
+ */
+describe("job API with room for a standard search, on disk, one job and one shard at a time; restart after kill -9 mid-search", () => {
+  const oneAtATime = { JOBAPI_SHARD_CONCURRENCY: "1", JOBAPI_MAX_ACTIVE_JOBS: "1" };
+  let first: TestStack;
+  let second: TestStack | undefined;
 
-      second = await startStack({ dataDir, inMemory: false, env: oneAtATime });
-      const api2 = jobApi(second, readApiToken(second));
-      // The restarted job API marks the queued job's release again, so pruning keeps it.
-      expect(((await api2.status(queued.job_id)) as { status: string }).status).toBe("queued");
-      expect(alive(markerPid())).toBe(true);
-      const done = (await api2.finished(job_id, 90_000)) as {
-        status: string;
-        error: string;
-        kubernetes: { summary: Record<string, number> };
-      };
-      expect(done.status).toBe("completed");
-      expect(done.error).toBe("");
-      expect(done.kubernetes.summary).toEqual({ total: 2, succeeded: 2, failed: 0, active: 0 });
-      const xml = await (await api2.get(`/v1/jobs/${job_id}/results?content=xml`)).text();
-      expect((xml.match(/<Iteration>/g) ?? []).length).toBe(4);
-      expect(((await api2.finished(queued.job_id, 60_000)) as { status: string }).status).toBe("completed");
-      // Let go right after the final status is written.
-      await eventually(async () => (existsSync(marker) ? undefined : true), 5_000, 20);
-    } finally {
-      await second?.stop();
-      await first.stop();
-      first.cleanup();
+  // The start was inside the kill test (300 s) before the merge comparison joined this stack.
+  beforeAll(async () => {
+    first = await startStack({ inMemory: false, env: oneAtATime });
+  }, 120_000);
+
+  afterAll(async () => {
+    await second?.stop();
+    await first?.stop();
+    first?.cleanup();
+  });
+
+  it("the sharded profile merges to the same hits, e-values and bit scores as the standard search", async () => {
+    // The standard profile cannot pass the first stack's pre-flight; this stack has room for it.
+    const big = jobApi(first, readApiToken(first));
+    const query = demoQueries(5, 900, 40);
+    const options = { evalue: 10, max_target_seqs: 25 };
+    const a = await big.submit({ program: "blastn", db: DEMO_DB, query_fasta: query, blast_options: options });
+    const b = await big.submit({
+      program: "blastn",
+      db: DEMO_DB,
+      query_fasta: query,
+      blast_options: options,
+      execution_profile: "sharded",
+    });
+    await big.finished(a.job_id);
+    await big.finished(b.job_id);
+    const xa = await (await big.get(`/v1/jobs/${a.job_id}/results?content=xml`)).text();
+    const xb = await (await big.get(`/v1/jobs/${b.job_id}/results?content=xml`)).text();
+    const ha = hitsByIteration(xa);
+    const hb = hitsByIteration(xb);
+    expect(ha).toHaveLength(5);
+    expect(hb).toHaveLength(5);
+    for (let i = 0; i < 5; i++) {
+      expect(ha[i]?.length).toBeGreaterThan(0);
+      expect([...(hb[i] ?? [])].sort()).toEqual([...(ha[i] ?? [])].sort());
     }
+  }, 90_000);
+
+  it("reconciles the job after the job API is killed: finished shards are kept, the rest run again, the job completes", async () => {
+    const dataDir = first.dataDir;
+    const api1 = jobApi(first, readApiToken(first));
+    // Shards long enough that the second is mid-search, seconds from its end, at the kill.
+    const { job_id } = await api1.submit(slowSearch(50));
+    // A second job waits in the queue through the restart, its database release marked in use.
+    const queued = await api1.submit({ program: "blastn", db: DEMO_DB, query_fasta: demoQueries(1, 300, 70) });
+    const marker = path.join(
+      dataDir,
+      "jobapi",
+      "databases",
+      DEMO_DB,
+      ".in-use",
+      String(queued.db_version),
+      queued.job_id,
+    );
+    const markerPid = () => (JSON.parse(readFileSync(marker, "utf8")) as { pid: number }).pid;
+    // Wait until one shard is done and the other still runs.
+    await eventually(
+      async () => {
+        const s = (await api1.status(job_id)) as { kubernetes: { summary: { succeeded: number } } };
+        return s.kubernetes.summary.succeeded >= 1 ? true : undefined;
+      },
+      60_000,
+      50,
+    );
+    const pids = childPids(first.info.pid);
+    const jobApiPid = pids.find(
+      (pid) =>
+        existsSync(`/proc/${pid}/cmdline`) && readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("jobapi/server.js"),
+    );
+    expect(jobApiPid).toBeDefined();
+    const searches = childPids(jobApiPid as number).filter(
+      (pid) => readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "tblastx",
+    );
+    expect(searches.length).toBe(1);
+    const argv = readFileSync(`/proc/${searches[0]}/cmdline`, "utf8").split("\0");
+    const output = argv[argv.indexOf("-out") + 1] as string;
+    process.kill(jobApiPid as number, "SIGKILL");
+    // The running search dies with the job API (parent-death signal), not left to race its rerun:
+    // it ends at once, and its output never gets the document's closing tag.
+    await eventually(async () => (searches.every((pid) => !alive(pid)) ? true : undefined), 5_000, 50);
+    expect(readFileSync(output, "utf8")).not.toContain("</BlastOutput>");
+    await first.stop();
+    expect(alive(markerPid())).toBe(false);
+
+    second = await startStack({ dataDir, inMemory: false, env: oneAtATime });
+    const api2 = jobApi(second, readApiToken(second));
+    // The restarted job API marks the queued job's release again, so pruning keeps it.
+    expect(((await api2.status(queued.job_id)) as { status: string }).status).toBe("queued");
+    expect(alive(markerPid())).toBe(true);
+    const done = (await api2.finished(job_id, 90_000)) as {
+      status: string;
+      error: string;
+      kubernetes: { summary: Record<string, number> };
+    };
+    expect(done.status).toBe("completed");
+    expect(done.error).toBe("");
+    expect(done.kubernetes.summary).toEqual({ total: 2, succeeded: 2, failed: 0, active: 0 });
+    const xml = await (await api2.get(`/v1/jobs/${job_id}/results?content=xml`)).text();
+    expect((xml.match(/<Iteration>/g) ?? []).length).toBe(4);
+    expect(((await api2.finished(queued.job_id, 60_000)) as { status: string }).status).toBe("completed");
+    // Let go right after the final status is written.
+    await eventually(async () => (existsSync(marker) ? undefined : true), 5_000, 20);
   }, 300_000);
 });
