@@ -11,6 +11,7 @@ import { Readable } from "node:stream";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import { FASTA_LIMITS } from "../shared/blast/fasta.js";
 import type { DashboardJob } from "../shared/dashboard/dashboard-jobs.js";
+import type { JobApiResults } from "../shared/dashboard/job-api-client.js";
 import type { OperationView } from "../shared/orchestrations/operations.js";
 import {
   dashboardJobListQuerySchema,
@@ -181,6 +182,30 @@ route(
   },
 );
 
+/** The media types a results download answers, by `content` (OpenAPI). */
+const RESULTS_MEDIA_TYPES = {
+  "application/xml": { schema: { type: "string", format: "binary" } },
+  "text/tab-separated-values": { schema: { type: "string" } },
+  "application/zip": { schema: { type: "string", format: "binary" } },
+};
+
+/**
+ * A results download as the response: its media type, one file name for every content (the job
+ * API names only its ZIPs, after its own id), the bytes streamed through — no storage URL reaches
+ * the browser.
+ */
+function resultsDownload(results: JobApiResults & { fileName: string }, headers: Record<string, string>) {
+  return {
+    status: 200,
+    headers: {
+      ...headers,
+      ...(results.contentType ? { "content-type": results.contentType } : {}),
+      "content-disposition": `attachment; filename="${results.fileName}"`,
+    },
+    body: Readable.fromWeb(results.body as NodeReadableStream<Uint8Array>) as unknown as AsyncIterable<Uint8Array>,
+  };
+}
+
 route(
   "blastJobResults",
   {
@@ -197,11 +222,7 @@ route(
         "200": {
           description: "xml: BLAST XML; tabular: outfmt 6 text; full, merged: ZIP",
           headers: { "Content-Disposition": headerRef("ContentDisposition") },
-          content: {
-            "application/xml": { schema: { type: "string", format: "binary" } },
-            "text/tab-separated-values": { schema: { type: "string" } },
-            "application/zip": { schema: { type: "string", format: "binary" } },
-          },
+          content: RESULTS_MEDIA_TYPES,
         },
         "400": errorResponse("not a dashboard job UUID, or an unknown content value"),
         "404": errorResponse("unknown job, or no results yet"),
@@ -212,17 +233,9 @@ route(
   async (request, scope) => {
     const { uuid } = parsePath(request, dashboardJobPathSchema);
     const { content } = parseQuery(request, dashboardResultsQuerySchema);
-    const results = await dashboardJobService(scope).openResults(uuid, content);
-    const headers: Record<string, string> = { "X-Request-Id": scope.requestId };
-    if (results.contentType) headers["content-type"] = results.contentType;
-    // One name for every content (the job API names only its ZIPs, after its own id).
-    headers["content-disposition"] = `attachment; filename="${results.fileName}"`;
-    // Bytes stream through; no storage URL reaches the browser.
-    return {
-      status: 200,
-      headers,
-      body: Readable.fromWeb(results.body as NodeReadableStream<Uint8Array>) as unknown as AsyncIterable<Uint8Array>,
-    };
+    return resultsDownload(await dashboardJobService(scope).openResults(uuid, content), {
+      "X-Request-Id": scope.requestId,
+    });
   },
 );
 
@@ -287,11 +300,7 @@ route(
         "200": {
           description: "xml: BLAST XML; tabular: outfmt 6 text; full, merged: ZIP — as an attachment",
           headers: { "Content-Disposition": headerRef("ContentDisposition") },
-          content: {
-            "application/xml": { schema: { type: "string", format: "binary" } },
-            "text/tab-separated-values": { schema: { type: "string" } },
-            "application/zip": { schema: { type: "string", format: "binary" } },
-          },
+          content: RESULTS_MEDIA_TYPES,
         },
         "400": errorResponse("not a dashboard job UUID, or an unknown content value"),
         "401": errorResponse("no ticket, or one that is malformed, unknown, used, expired or for another download"),
@@ -304,15 +313,10 @@ route(
     const { uuid } = parsePath(request, dashboardJobPathSchema);
     const { content, ticket } = parseQuery(request, downloadQuerySchema);
     await downloadTickets().redeem(ticket, uuid, content);
-    const results = await dashboardJobService(scope).openResults(uuid, content);
-    const headers: Record<string, string> = { "X-Request-Id": scope.requestId, ...NO_STORE };
-    if (results.contentType) headers["content-type"] = results.contentType;
-    headers["content-disposition"] = `attachment; filename="${results.fileName}"`;
-    return {
-      status: 200,
-      headers,
-      body: Readable.fromWeb(results.body as NodeReadableStream<Uint8Array>) as unknown as AsyncIterable<Uint8Array>,
-    };
+    return resultsDownload(await dashboardJobService(scope).openResults(uuid, content), {
+      "X-Request-Id": scope.requestId,
+      ...NO_STORE,
+    });
   },
 );
 

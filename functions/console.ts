@@ -1,7 +1,9 @@
-import { errorResponse, jsonBodyOf, ok, refusedBeforeRouting, validationFailed } from "../shared/http/openapi.js";
+import type { HttpRequest } from "@azure/functions";
 import { z } from "zod";
+import type { Role } from "../shared/auth/roles.js";
 import { agentActivity, agentFramesOf } from "../shared/console/activity.js";
 import { streamChatTurn } from "../shared/console/chat-stream.js";
+import type { LiveCursor } from "../shared/console/live-feed.js";
 import { followAudit, LIVE_EVENT_ID, parseCursor, relayAudit, relayLive } from "../shared/console/live-feed.js";
 import {
   chooseFromHistory,
@@ -12,16 +14,15 @@ import {
   recordInvestigation,
   runInvestigation,
 } from "../shared/console/read-investigations.js";
-import { getOperation, newOperationId } from "../shared/orchestrations/operations.js";
-import { Orchestrations } from "../shared/orchestrations/queue-labels.js";
-import type { HttpRequest } from "@azure/functions";
-import type { Role } from "../shared/auth/roles.js";
-import type { LiveCursor } from "../shared/console/live-feed.js";
-import { createSseStream, SSE_HEADERS, type SseChannel } from "../shared/http/sse.js";
+import { pendingApprovalView } from "../shared/console/tools/approval-tools.js";
 import { effectiveRole, meetsFloor } from "../shared/console/tools/tool.js";
 import { ForbiddenError, NotFoundError, ValidationError } from "../shared/errors.js";
 import { errorResult, jsonResult } from "../shared/http/envelope.js";
+import { errorResponse, jsonBodyOf, ok, refusedBeforeRouting, validationFailed } from "../shared/http/openapi.js";
+import { createSseStream, SSE_HEADERS, type SseChannel } from "../shared/http/sse.js";
 import { parseJsonBody, zodIssues } from "../shared/http/validation.js";
+import { getOperation, newOperationId } from "../shared/orchestrations/operations.js";
+import { Orchestrations } from "../shared/orchestrations/queue-labels.js";
 import { appContext } from "./composition/app-context.js";
 import { approvalHooks } from "./composition/approval-hooks.js";
 import { consoleParts } from "./composition/console-deps.js";
@@ -460,16 +461,7 @@ route(
         { requesterOid: i.requester.oid, actionType: i.action.action_type },
       );
       return {
-        approval_id: i.approval_id,
-        proposed_action: i.action.action_type,
-        target: i.action.target,
-        params: i.action.params,
-        action_hash: i.action_hash,
-        requester: i.requester,
-        reason: i.reason,
-        severity: i.severity,
-        created_at: i.created_at,
-        expires_at: i.expires_at,
+        ...pendingApprovalView(i),
         may_decide: authority.allowed,
         required_role: authority.required_role,
         ...(authority.allowed ? {} : { refusal: authority.reason }),

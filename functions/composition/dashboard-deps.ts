@@ -3,31 +3,21 @@
  * first use; services that need the invocation's durable client are built per request.
  */
 
-import os from "node:os";
-import path from "node:path";
 import { createDashboardJobService, type DashboardJobService } from "../../shared/dashboard/dashboard-job-service.js";
 import { DashboardJobStore } from "../../shared/dashboard/dashboard-jobs.js";
 import { createDownloadTicketStore, type DownloadTicketStore } from "../../shared/dashboard/download-tickets.js";
-import { createFileDatabaseCatalog } from "../../shared/databases/database-catalog.js";
 import {
   createDatabaseService,
   type DatabaseService,
   type NodeMemory,
 } from "../../shared/databases/database-service.js";
 import { DatabaseStateStore } from "../../shared/databases/database-state.js";
-import {
-  createTableDatabaseCatalog,
-  openDatabaseStorage,
-  type TableDatabaseCatalog,
-} from "../../shared/databases/table-catalog.js";
 import { createDatabaseUploadStore, type DatabaseUploadStore } from "../../shared/databases/upload-store.js";
 import { createReadinessCheck } from "../../shared/http/readiness.js";
 import { probeJobApiReady } from "../../shared/jobs/job-api-readiness.js";
-import type { Logger } from "../../shared/logging/logger.js";
 import { createHealthTransitions, JOB_API_COMPONENT } from "../../shared/ops/emitters/health-transitions.js";
 import { failureText } from "../../shared/ops/emitters/signal-events.js";
 import { createDiagnosticsService, type DiagnosticsService } from "../../shared/orchestrations/diagnostics-service.js";
-import type { OrchestrationClient } from "../../shared/orchestrations/orchestration-client.js";
 import { type ApiTokenSettings, createApiTokenSettings } from "../../shared/secrets/api-token-settings.js";
 import { openTableClient } from "../../shared/storage/storage-connection.js";
 import {
@@ -35,8 +25,6 @@ import {
   type TerminalTicketService,
 } from "../../shared/terminal/terminal-ticket-service.js";
 import { createTerminalTicketStore, type TerminalTicketStore } from "../../shared/terminal/terminal-tickets.js";
-import { createWorkspaceStore } from "../../shared/workspace/workspace.js";
-import { createWorkspaceService, type WorkspaceService } from "../../shared/workspace/workspace-service.js";
 import { appContext } from "./app-context.js";
 import { databaseCatalog, type ServiceScope, workspaceService } from "./store-deps.js";
 

@@ -42,6 +42,14 @@ export interface PreparedRelease {
   partitions: number;
 }
 
+/** The release as the prepare and add activities report it. */
+function releaseSummary(
+  manifest: Omit<PreparedRelease, "partitions"> & { partitions: readonly unknown[] },
+): PreparedRelease {
+  const { name, version, sequences, letters } = manifest;
+  return { name, version, sequences, letters, partitions: manifest.partitions.length };
+}
+
 /** One database as the update check reports it. */
 export interface CheckedDatabase {
   name: string;
@@ -63,13 +71,7 @@ export function createPrepareDatabaseActivity(dependencies: DatabaseActivityDepe
     });
     await dependencies.state.patch(input.name, { update_available: false, warm_state: "cold", warmed_version: null });
     dependencies.logger.info("database prepared", { name: manifest.name, version: manifest.version });
-    return {
-      name: manifest.name,
-      version: manifest.version,
-      sequences: manifest.sequences,
-      letters: manifest.letters,
-      partitions: manifest.partitions.length,
-    };
+    return releaseSummary(manifest);
   };
 }
 
@@ -184,13 +186,7 @@ export function createAddDatabaseActivity(dependencies: DatabaseActivityDependen
       await dependencies.state.patch(input.name, { update_available: false, warm_state: "cold", warmed_version: null });
       const { manifest } = entry;
       dependencies.logger.info("database added from an upload", { name: manifest.name, version: manifest.version });
-      return {
-        name: manifest.name,
-        version: manifest.version,
-        sequences: manifest.sequences,
-        letters: manifest.letters,
-        partitions: manifest.partitions.length,
-      };
+      return releaseSummary(manifest);
     } finally {
       await rm(fastaPath, { force: true });
       await uploads.delete(input.upload);

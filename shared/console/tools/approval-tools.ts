@@ -1,6 +1,23 @@
 import { z } from "zod";
-import { approvalIdSchema } from "../approvals/approval-store.js";
+import { type ApprovalItem, approvalIdSchema } from "../approvals/approval-store.js";
 import type { ConsoleToolDependencies } from "./dependencies.js";
+
+/** A pending approval as `list_hil` and `GET /api/approvals` show it to those who may see its content. */
+export function pendingApprovalView(i: ApprovalItem) {
+  return {
+    approval_id: i.approval_id,
+    target: i.action.target,
+    proposed_action: i.action.action_type,
+    params: i.action.params,
+    action_hash: i.action_hash,
+    requester: i.requester,
+    reason: i.reason,
+    severity: i.severity,
+    created_at: i.created_at,
+    expires_at: i.expires_at,
+  };
+}
+
 import { boundedText, defineTool, type Tool } from "./tool.js";
 
 /** list_hil and approve_hil over the durable approval queue. */
@@ -21,18 +38,7 @@ export function approvalTools(deps: ConsoleToolDependencies): Tool[] {
         return {
           data: {
             count: items.length,
-            items: items.map((i) => ({
-              approval_id: i.approval_id,
-              target: i.action.target,
-              proposed_action: i.action.action_type,
-              params: i.action.params,
-              action_hash: i.action_hash,
-              requester: i.requester,
-              reason: i.reason,
-              severity: i.severity,
-              created_at: i.created_at,
-              expires_at: i.expires_at,
-            })),
+            items: items.map(pendingApprovalView),
           },
           evidence_ref: `approvals:${items.map((i) => i.approval_id).join(",") || "none"}`,
         };
