@@ -1,5 +1,5 @@
-import { randomUUID } from "node:crypto";
 import { execFile } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -9,10 +9,11 @@ import { gunzipSync } from "node:zlib";
 import { XMLValidator } from "fast-xml-parser";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { z } from "zod";
-import { DEV_ACCOUNT, DEV_ACCOUNT_KEY } from "../../local/azurite.js";
-import { mergeBlastXml } from "../../shared/blast/xml-merge.js";
 import { fingerprint, type Submission } from "../../jobapi/jobs/job-service.js";
 import { JobStore } from "../../jobapi/jobs/job-store.js";
+import { READINESS_MAX_AGE_MS } from "../../jobapi/routes/readiness-state.js";
+import { DEV_ACCOUNT, DEV_ACCOUNT_KEY } from "../../local/azurite.js";
+import { mergeBlastXml } from "../../shared/blast/xml-merge.js";
 import {
   clusterSchema,
   databaseListSchema,
@@ -21,8 +22,8 @@ import {
   jobApiReadySchema,
   jobListSchema,
 } from "../../shared/jobs/schemas.js";
-import { DEMO_DB, demoQueries, jobApi, readApiToken, unzip } from "../support/jobapi-client.js";
 import { docWorkspace, ERROR_ENVELOPE, runBash, shellBlocks } from "../support/doc-blocks.js";
+import { DEMO_DB, demoQueries, jobApi, readApiToken, unzip } from "../support/jobapi-client.js";
 import { eventually, ROOT, startStack, type TestStack } from "../support/local-stack.js";
 import { alive } from "../support/processes.js";
 
@@ -786,7 +787,17 @@ describe("job API: databases, conflicts and dependency failures", () => {
     process.kill(azurite as number, "SIGKILL");
     // SIGKILL is delivered, not done: until the process is gone its sockets still answer.
     await eventually(async () => (alive(azurite as number) ? undefined : true), 10_000, 20);
-    const ready = await fetch(`${api.base}/v1/ready`);
+    // Readiness is served from a check up to READINESS_MAX_AGE_MS old, so the first reads after the
+    // kill may still say ready; the next check (a refused connection fails at once) says not ready.
+    const ready = await eventually(
+      async () => {
+        const answer = await fetch(`${api.base}/v1/ready`);
+        if (answer.status === 200) return void (await answer.body?.cancel());
+        return answer;
+      },
+      READINESS_MAX_AGE_MS + 7000,
+      100,
+    );
     expect(ready.status).toBe(503);
     expect(await ready.json()).toMatchObject({
       detail: expect.stringContaining("storage"),
