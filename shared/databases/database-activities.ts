@@ -8,6 +8,7 @@ import { publishDatabase } from "./database-catalog.js";
 import type { DatabaseState } from "./database-state.js";
 import type { NcbiSource } from "./ncbi-source.js";
 import { checkForUpdates, prepareDatabaseRelease } from "./prepare.js";
+import type { DatabaseNameClaims } from "./name-claims.js";
 import type { DatabaseUploadStore } from "./upload-store.js";
 import { warmDatabaseFiles } from "./warmup.js";
 
@@ -29,6 +30,8 @@ export interface DatabaseActivityDependencies {
   now?: () => Date;
   /** Uploaded FASTA files (the add activity reads and then removes its upload). */
   uploads?: () => DatabaseUploadStore;
+  /** Names being added from uploads: the add activity lets its name go when its build ends. */
+  claims?: () => DatabaseNameClaims;
   /** Where this machine builds releases from uploads (`DATABASES_DIR`, else a temporary folder). */
   buildRoot?: () => string;
 }
@@ -164,7 +167,7 @@ export interface AddDatabaseInput {
 
 /**
  * Builds a database from an uploaded FASTA (makeblastdb, partitions with the whole database's
- * statistics), publishes it and makes it current; the upload is removed either way. A failed
+ * statistics), publishes it and makes it current; the upload and its name's claim are removed either way. A failed
  * build leaves nothing registered: `buildDatabase` removes its folder and nothing was published.
  */
 export function createAddDatabaseActivity(dependencies: DatabaseActivityDependencies) {
@@ -190,6 +193,8 @@ export function createAddDatabaseActivity(dependencies: DatabaseActivityDependen
     } finally {
       await rm(fastaPath, { force: true });
       await uploads.delete(input.upload);
+      // Published (the catalog now refuses the name) or failed (the name is free again).
+      await dependencies.claims?.().releaseUpload(input.name, input.upload);
     }
   };
 }
