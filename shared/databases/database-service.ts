@@ -9,6 +9,7 @@ import { Orchestrations } from "../orchestrations/queue-labels.js";
 import type { DatabaseCatalog, DatabaseEntry } from "./catalog-types.js";
 import { databaseSummary } from "./database-catalog.js";
 import type { DatabaseState, DatabaseStateStore } from "./database-state.js";
+import { initialAddSteps } from "./build-steps.js";
 import { FastaUploadCheck, type FastaUploadSummary, UploadTooLargeError } from "./fasta-upload.js";
 import { collectIfAbandoned, type DatabaseNameClaims, type HeldClaim, keepAlive } from "./name-claims.js";
 import type { DatabaseUploadStore } from "./upload-store.js";
@@ -197,7 +198,7 @@ export function createDatabaseService(dependencies: DatabaseServiceDependencies)
       });
       const uploadReason = !dependencies.catalog
         ? "no database store is configured (DATABASES_DIR)"
-        : !dependencies.uploads
+        : !dependencies.uploads || !dependencies.claims
           ? "uploads are not configured"
           : null;
       return {
@@ -260,18 +261,20 @@ export function createDatabaseService(dependencies: DatabaseServiceDependencies)
           stillHeld = await alive.stop();
         }
         if (!summary) throw new Error("the upload ended without its check");
-        // Still the name's claim (not swept as abandoned) right before its build starts.
-        if (!stillHeld || !(await claim.touch())) {
-          await uploads.delete(blob);
-          throw new ConflictError(
-            `the upload of '${request.name}' stopped showing it was alive and its name was given up; upload it again`,
-          );
-        }
         if (request.partitions > summary.sequences) {
           await uploads.delete(blob);
           throw new InvalidFieldError(
             ["query", "partitions"],
             `cannot split ${summary.sequences} sequences into ${request.partitions} partitions: choose at most ${summary.sequences}`,
+          );
+        }
+        // Still the name's claim (not swept as abandoned) right before its build starts; the claim
+        // now shows the build's steps, the upload's check done.
+        const steps = initialAddSteps(request.partitions >= 2, new Date().toISOString());
+        if (!stillHeld || !(await claim.touch(steps))) {
+          await uploads.delete(blob);
+          throw new ConflictError(
+            `the upload of '${request.name}' stopped showing it was alive and its name was given up; upload it again`,
           );
         }
         logger.info("database upload stored", { name: request.name, bytes: summary.bytes, oid: caller.oid });

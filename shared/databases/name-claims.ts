@@ -3,6 +3,7 @@ import type { Logger } from "../logging/logger.js";
 import type { OrchestrationClient } from "../orchestrations/orchestration-client.js";
 import { type TableSource, tableOpener } from "../storage/table-source.js";
 import { isStatus } from "../storage/table-text.js";
+import { type AddStep, parseAddSteps } from "./build-steps.js";
 import type { DatabaseUploadStore } from "./upload-store.js";
 
 /** The table of database names being added from an upload (one row per name, insert-only claims). */
@@ -30,13 +31,15 @@ export interface ClaimRecord {
 /** A claim as read, with the version it was read at (removal and heartbeats are conditional on it). */
 export interface HeldClaim extends ClaimRecord {
   etag: string;
+  /** The build's steps, once the upload was checked (the operation reports them while it runs). */
+  steps?: AddStep[];
 }
 
 /** A claim this process holds: it keeps it alive while uploading, checks it still holds it, and lets it go. */
 export interface OwnClaim {
   readonly record: ClaimRecord;
-  /** Refreshes `touched_at`; false when the claim was taken away (swept as stale). */
-  touch(): Promise<boolean>;
+  /** Refreshes `touched_at` (and records the build's steps); false when the claim was taken away (swept as stale). */
+  touch(steps?: AddStep[]): Promise<boolean>;
   /** Removes the claim (absent or taken over is fine). */
   release(): Promise<void>;
 }
@@ -72,6 +75,7 @@ function recordOf(entity: Record<string, unknown>): HeldClaim {
     claimed_at: String(entity.claimed_at),
     touched_at: String(entity.touched_at),
     etag: String(entity.etag),
+    steps: parseAddSteps(entity.steps),
   };
 }
 
@@ -124,11 +128,16 @@ export class DatabaseNameClaims {
     let etag = firstEtag;
     return {
       record,
-      touch: async () => {
+      touch: async (steps) => {
         const table = await this.table();
         try {
           const updated = await table.updateEntity(
-            { partitionKey: PARTITION, rowKey: record.name, touched_at: this.now().toISOString() },
+            {
+              partitionKey: PARTITION,
+              rowKey: record.name,
+              touched_at: this.now().toISOString(),
+              ...(steps ? { steps: JSON.stringify(steps) } : {}),
+            },
             "Merge",
             { etag },
           );
@@ -174,6 +183,22 @@ export class DatabaseNameClaims {
   async releaseUpload(name: string, upload: string): Promise<void> {
     const held = await this.get(name);
     if (held && held.upload === upload) await this.remove(held);
+  }
+
+  /** Records the build's steps in the claim of `name` when it still records `upload`; false when it does not. */
+  async recordSteps(name: string, upload: string, steps: AddStep[]): Promise<boolean> {
+    const held = await this.get(name);
+    if (!held || held.upload !== upload) return false;
+    const table = await this.table();
+    try {
+      await table.updateEntity({ partitionKey: PARTITION, rowKey: name, steps: JSON.stringify(steps) }, "Merge", {
+        etag: held.etag,
+      });
+      return true;
+    } catch (error) {
+      if (isStatus(error, 404) || isStatus(error, 412)) return false;
+      throw error;
+    }
   }
 
   /** Removes the claim as it was read; false when it changed (a heartbeat) or went meanwhile. */

@@ -275,8 +275,34 @@ describe("dashboard databases: adding one from an uploaded FASTA (issue 23, item
     expect(body.upload).toMatchObject({ bytes: Buffer.byteLength(fasta), sequences: 12, detected_type: "nucl" });
     expect(body.meta.request_id).toEqual(expect.any(String));
 
-    const op = await follow(body.operation.operation_id);
+    // The build reports its steps while it runs (from the name's claim) and when it ends (issue 23).
+    const seen: { state: string; progress?: { steps?: { name: string; state: string; at?: string }[] } }[] = [];
+    const op = await eventually(
+      async () => {
+        const o = (await (await call("GET", `/operations/${body.operation.operation_id}`)).json()) as Record<
+          string,
+          unknown
+        >;
+        seen.push(o as (typeof seen)[number]);
+        return ["succeeded", "failed", "cancelled"].includes(String(o.state)) ? o : undefined;
+      },
+      60_000,
+      100,
+    );
     expect(op).toMatchObject({ state: "succeeded", target: { resource_type: "blast_database", name: "uploaded_16s" } });
+    const steps = (op.progress as { steps: { name: string; state: string; at?: string }[] }).steps;
+    expect(steps.map((s) => [s.name, s.state])).toEqual([
+      ["upload_checked", "succeeded"],
+      ["makeblastdb", "succeeded"],
+      ["partitions", "succeeded"],
+      ["published", "succeeded"],
+    ]);
+    const times = steps.map((s) => Date.parse(String(s.at)));
+    expect(times.every(Number.isFinite)).toBe(true);
+    expect([...times].sort((a, b) => a - b)).toEqual(times);
+    // Every unfinished view had the steps too, the upload already checked.
+    for (const view of seen.filter((v) => v.state === "queued" || v.state === "running"))
+      expect(view.progress?.steps?.[0]).toMatchObject({ name: "upload_checked", state: "succeeded" });
     expect(await database("uploaded_16s")).toMatchObject({ sequences: 12, partitions: 2, warm_state: "cold" });
     // The upload was removed once built.
     expect(await storedUploads()).toEqual([]);
@@ -309,7 +335,7 @@ describe("dashboard databases: adding one from an uploaded FASTA (issue 23, item
       detail: expect.stringContaining("exists already"),
       request_id: expect.any(String),
     });
-  });
+  }, 120_000);
 
   it("B-125 B-126 refuses bad files and bad fields with 422 naming them, a file past the limit with 413 (declared or streamed), and leaves nothing stored or registered", async () => {
     const ok = release(2, 0);
@@ -386,6 +412,17 @@ describe("dashboard databases: adding one from an uploaded FASTA (issue 23, item
     const op = await follow(operation.operation_id);
     expect(op.state).toBe("failed");
     expect(String((op.error as { detail: string }).detail)).toContain("unique FASTA ids");
+    // The step that failed says so, with the reason; the ones after it never ran.
+    expect((op.progress as { steps: unknown[] }).steps).toEqual([
+      expect.objectContaining({ name: "upload_checked", state: "succeeded" }),
+      expect.objectContaining({
+        name: "makeblastdb",
+        state: "failed",
+        error: expect.stringContaining("unique FASTA ids"),
+      }),
+      expect.objectContaining({ name: "partitions", state: "pending" }),
+      expect.objectContaining({ name: "published", state: "pending" }),
+    ]);
     expect(await database("dup_ids")).toBeUndefined();
     expect(await storedUploads()).toEqual([]);
   });
@@ -429,7 +466,7 @@ describe("dashboard databases: adding one from an uploaded FASTA (issue 23, item
       allowInsecureConnection: true,
     });
     await expect(claims.getEntity("claim", "raced_16s")).rejects.toMatchObject({ statusCode: 404 });
-  });
+  }, 120_000);
 
   it("an upload a crash left before its build started is collected, and its name is free again; a live upload's claim is kept", async () => {
     const claims = TableClient.fromConnectionString(tableConnection(), "databaseclaims", {
@@ -484,7 +521,7 @@ describe("dashboard databases: adding one from an uploaded FASTA (issue 23, item
     const { operation } = (await again.json()) as { operation: { operation_id: string } };
     expect((await follow(operation.operation_id)).state).toBe("succeeded");
     expect(await database("crashed_16s")).toMatchObject({ sequences: 3 });
-  });
+  }, 120_000);
 
   it("a Reader may not upload (403 before any byte is read)", async () => {
     const reader = await mintToken(stack, "Reader");
