@@ -217,10 +217,30 @@ export function createDigests(deps: DigestDependencies) {
 export type Digests = ReturnType<typeof createDigests>;
 
 /**
- * The notifier with low-severity batching: a `batchable` A2 message of severity low or info whose
- * route names a `low_severity_digest` is batched into that digest (its receipt says so: not
+ * The notifier with low-severity batching: a message that {@link mayBatch} whose route names a
+ * `low_severity_digest` is batched into that digest (its receipt says so: not
  * confirmed, channel `digest:<route>`); every other message goes to `notifier` unchanged.
  */
+/** Severities a notice may have and still wait for a digest: anything above is sent at once. */
+export const BATCHABLE_SEVERITIES: readonly Severity[] = ["low", "info"];
+
+/**
+ * Whether `message` may wait for its route's low-severity digest instead of going out now: the
+ * emitter marked it `batchable`, it is an A2 notice of severity low or info, and it is not a
+ * fan-out to every channel (a break-glass page, the kill switch's announcement). A1 requests,
+ * digests themselves and anything of severity medium and above are always sent at once, whatever
+ * the emitter says (docs/notifications.md "What may wait for a digest").
+ */
+export function mayBatch(message: Notification): boolean {
+  return (
+    message.batchable === true &&
+    message.category === "A2" &&
+    message.fan_out !== "all" &&
+    message.severity !== undefined &&
+    BATCHABLE_SEVERITIES.includes(message.severity)
+  );
+}
+
 export function withLowSeverityDigests<N extends Notifier>(
   notifier: N,
   digests: Digests,
@@ -230,13 +250,7 @@ export function withLowSeverityDigests<N extends Notifier>(
   const send = async (message: Notification): Promise<DeliveryReceipt> => {
     const route = matrix.routes[message.route ?? defaultRouteFor(matrix, message.category)];
     const digest = route?.low_severity_digest;
-    if (
-      !digest ||
-      message.batchable !== true ||
-      message.category !== "A2" ||
-      (message.severity !== "low" && message.severity !== "info")
-    )
-      return notifier.send(message);
+    if (!digest || !mayBatch(message) || !message.severity) return notifier.send(message);
     await digests.add({
       route: digest,
       severity: message.severity,
