@@ -191,14 +191,12 @@ export function createAddDatabaseActivity(dependencies: DatabaseActivityDependen
         : initialAddSteps(input.partitions >= 2, clock(dependencies).toISOString()),
       async (steps) => {
         // A step report lost (storage hiccup) must not fail the build: the result carries the steps.
-        await claims
-          ?.recordSteps(input.name, input.upload, steps)
-          .catch((error: unknown) =>
-            dependencies.logger.warn("database build step not recorded", {
-              name: input.name,
-              error: failureText(error),
-            }),
-          );
+        await claims?.recordSteps(input.name, input.upload, steps).catch((error: unknown) =>
+          dependencies.logger.warn("database build step not recorded", {
+            name: input.name,
+            error: failureText(error),
+          }),
+        );
       },
       () => clock(dependencies),
     );
