@@ -703,6 +703,15 @@ describe("the dashboard web app in Chromium", () => {
     await page.getByRole("button", { name: "Add nucleotide database" }).click();
     const adding = page.getByRole("list", { name: "Operations" }).getByRole("listitem").filter({ hasText: "Adding" });
     await adding.locator(".badge", { hasText: "succeeded" }).waitFor({ timeout: 60_000 });
+    // The build's steps, each with its outcome (issue 23): no partitions were asked for.
+    expect(
+      await adding.getByRole("list", { name: "Steps adding my16s" }).getByRole("listitem").allInnerTexts(),
+    ).toEqual([
+      expect.stringMatching(/^Upload checked: succeeded \(.+\)$/),
+      expect.stringMatching(/^makeblastdb: succeeded \(.+\)$/),
+      "Partitions: skipped (not partitioned)",
+      expect.stringMatching(/^Published: succeeded \(.+\)$/),
+    ]);
     await page.getByRole("row", { name: /my16s/ }).waitFor();
     // The file went to the app's own API, never to storage.
     const sent = requests.find((r) => r.method === "POST" && r.url.includes("/api/databases/uploads"));
