@@ -103,19 +103,33 @@ describe("the Cluster page", { timeout: 240_000 }, () => {
     await page.getByRole("button", { name: "Deploy the job API" }).click();
     await page.getByText(/save the workspace configuration before deploying/).waitFor();
 
-    // The workspace, saved on its page with what the local Resource Manager holds.
+    // The workspace, saved on its page from what the managed identity sees in the (local) Resource
+    // Manager: each choice fills its field (the resource group its region too); the rest is typed.
     await step(page, "Workspace saved").getByRole("link", { name: "Workspace settings" }).click();
-    const values: Record<string, string> = {
+    const discovered = page.getByRole("region", { name: "Discovered in Azure" });
+    const choose = async (list: string, name: string) => {
+      const select = discovered.getByLabel(list, { exact: true });
+      await select.locator("option", { hasText: name }).waitFor({ state: "attached" });
+      await select.selectOption({ label: (await select.locator("option", { hasText: name }).textContent()) ?? "" });
+    };
+    await choose("Subscriptions", LOCAL_ARM_WORLD.subscriptionName);
+    await choose("Resource groups", LOCAL_ARM_WORLD.resourceGroup);
+    await choose("Storage accounts", LOCAL_ARM_WORLD.storageAccount);
+    await choose("Container registries", LOCAL_ARM_WORLD.registry);
+    expect(await discovered.getByLabel("Clusters", { exact: true }).isDisabled()).toBe(true);
+    await checkPage(page, "workspace-discovered");
+    const form = {
       "Subscription id": LOCAL_ARM_WORLD.subscriptionId,
       "Resource group": LOCAL_ARM_WORLD.resourceGroup,
       Region: LOCAL_ARM_WORLD.location,
       "Storage account": LOCAL_ARM_WORLD.storageAccount,
       "Container registry": LOCAL_ARM_WORLD.registry,
-      "Cluster name": "blastplane-aks",
-      "Node size": "Standard_E8s_v5",
-      "Node count": "1",
     };
-    for (const [label, value] of Object.entries(values)) await page.getByLabel(label, { exact: true }).fill(value);
+    for (const [label, value] of Object.entries(form))
+      expect(await page.getByLabel(label, { exact: true }).inputValue()).toBe(value);
+    await page.getByLabel("Cluster name", { exact: true }).fill("blastplane-aks");
+    await page.getByLabel("Node size", { exact: true }).fill("Standard_E8s_v5");
+    await page.getByLabel("Node count", { exact: true }).fill("1");
     await page.getByRole("button", { name: "Save workspace" }).click();
     await page
       .getByRole("status")
