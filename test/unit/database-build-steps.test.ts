@@ -129,6 +129,16 @@ describe("adding a database reports its steps (issue 23)", () => {
     expect(done).toMatchObject({ state: "succeeded", progress: { steps: finalSteps } });
     expect(asked).toBe(false);
 
+    // The claims table unreadable: the poll still answers the operation, without live steps.
+    const unreadable = await describeOperation(oneInstance(building({})), "op-add", {
+      pollAfterSeconds: 5,
+      liveProgress: async () => {
+        throw new Error("table unavailable");
+      },
+    });
+    expect(unreadable).toMatchObject({ operation_type: "database.add", state: "running" });
+    expect(unreadable?.progress).toBeUndefined();
+
     // Other operations are not read from claims.
     expect(await addProgressFromClaim(claims, building({ name: Orchestrations.warmDatabase }))).toBeUndefined();
   });
