@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { AuditActor, AuditLog } from "../ops/audit.js";
 import { type DeliveryRecord, type DeliveryStore, deliveryKey } from "./delivery-store.js";
+import { translator } from "./localize.js";
 import {
   CHANNEL_KINDS,
   type ChannelConfig,
@@ -11,7 +12,6 @@ import {
   TRUST_TIERS,
 } from "./matrix.js";
 import { scanOutbound } from "./outbound-scan.js";
-import { translator } from "./localize.js";
 import type { ChannelDeliveryReceipt, DeliveryReceipt, DeliveryState, Notification, Notifier } from "./types.js";
 
 /** A message as a channel receives it: scanned, with the channel's locale. */
@@ -313,9 +313,9 @@ export function createNotificationRouter(deps: RouterDependencies): Notification
         );
         receipts.push(r);
         if (r.state === "delivered" && fanOut === "first") break;
-        if (r.reason === "in_flight_elsewhere" && fanOut === "first") {
+        if (r.reason === "in_flight_elsewhere") {
           inFlightElsewhere = true;
-          break;
+          if (fanOut === "first") break;
         }
       }
       if (inFlightElsewhere || receipts.some((r) => r.state === "delivered")) break;

@@ -1,3 +1,7 @@
+import { execFile } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import path from "node:path";
+import { promisify } from "node:util";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEMO_DB, demoQueries } from "../support/jobapi-client.js";
@@ -45,7 +49,7 @@ afterAll(async () => {
   stack?.cleanup();
 });
 
-async function signIn(role: "Reader" | "Contributor"): Promise<Page> {
+async function signIn(role: "Reader" | "Contributor" | "Owner"): Promise<Page> {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const page = await context.newPage();
   page.setDefaultTimeout(60_000);
@@ -58,6 +62,18 @@ async function signIn(role: "Reader" | "Contributor"): Promise<Page> {
   await page.locator(".who .badge-role", { hasText: role }).waitFor();
   return page;
 }
+
+/** kubectl against the stack's local cluster, in the job API's namespace. */
+const kubectl = async (...args: string[]) =>
+  (
+    await promisify(execFile)("kubectl", [
+      "--kubeconfig",
+      path.join(stack.dataDir, "kubeconfig"),
+      "-n",
+      "blastplane",
+      ...args,
+    ])
+  ).stdout.trim();
 
 const step = (page: Page, title: string) => page.locator(".checklist-step", { hasText: title });
 
@@ -87,23 +103,39 @@ describe("the Cluster page", { timeout: 240_000 }, () => {
     await page.getByRole("button", { name: "Deploy the job API" }).click();
     await page.getByText(/save the workspace configuration before deploying/).waitFor();
 
-    const contributor = await mintToken(stack, "Contributor");
-    const saved = await fetch(`${stack.info.functions_url}/api/workspace`, {
-      method: "PUT",
-      headers: { Authorization: `Bearer ${contributor}`, "Content-Type": "application/json" },
-      body: JSON.stringify({
-        subscription_id: LOCAL_ARM_WORLD.subscriptionId,
-        resource_group: LOCAL_ARM_WORLD.resourceGroup,
-        location: LOCAL_ARM_WORLD.location,
-        storage_account: LOCAL_ARM_WORLD.storageAccount,
-        registry: LOCAL_ARM_WORLD.registry,
-        cluster_name: "blastplane-aks",
-        node_size: "Standard_E8s_v5",
-        node_count: 1,
-      }),
-    });
-    expect(saved.status).toBe(200);
-    await page.reload();
+    // The workspace, saved on its page from what the managed identity sees in the (local) Resource
+    // Manager: each choice fills its field (the resource group its region too); the rest is typed.
+    await step(page, "Workspace saved").getByRole("link", { name: "Workspace settings" }).click();
+    const discovered = page.getByRole("region", { name: "Discovered in Azure" });
+    const choose = async (list: string, name: string) => {
+      const select = discovered.getByLabel(list, { exact: true });
+      await select.locator("option", { hasText: name }).waitFor({ state: "attached" });
+      await select.selectOption({ label: (await select.locator("option", { hasText: name }).textContent()) ?? "" });
+    };
+    await choose("Subscriptions", LOCAL_ARM_WORLD.subscriptionName);
+    await choose("Resource groups", LOCAL_ARM_WORLD.resourceGroup);
+    await choose("Storage accounts", LOCAL_ARM_WORLD.storageAccount);
+    await choose("Container registries", LOCAL_ARM_WORLD.registry);
+    expect(await discovered.getByLabel("Clusters", { exact: true }).isDisabled()).toBe(true);
+    await checkPage(page, "workspace-discovered");
+    const form = {
+      "Subscription id": LOCAL_ARM_WORLD.subscriptionId,
+      "Resource group": LOCAL_ARM_WORLD.resourceGroup,
+      Region: LOCAL_ARM_WORLD.location,
+      "Storage account": LOCAL_ARM_WORLD.storageAccount,
+      "Container registry": LOCAL_ARM_WORLD.registry,
+    };
+    for (const [label, value] of Object.entries(form))
+      expect(await page.getByLabel(label, { exact: true }).inputValue()).toBe(value);
+    await page.getByLabel("Cluster name", { exact: true }).fill("blastplane-aks");
+    await page.getByLabel("Node size", { exact: true }).fill("Standard_E8s_v5");
+    await page.getByLabel("Node count", { exact: true }).fill("1");
+    await page.getByRole("button", { name: "Save workspace" }).click();
+    await page
+      .getByRole("status")
+      .filter({ hasText: /^Saved/ })
+      .waitFor();
+    await page.getByRole("link", { name: "Cluster" }).click();
     await step(page, "Workspace saved").getByText("done").waitFor();
     await page.getByLabel("Image digest").fill(ABSENT);
     await page.getByRole("button", { name: "Deploy the job API" }).click();
@@ -169,6 +201,78 @@ describe("the Cluster page", { timeout: 240_000 }, () => {
     await deployed.locator("h2").getByText("done").waitFor();
     await page.getByRole("list", { name: "Job API pods" }).getByText("ready").waitFor();
     await checkPage(page, "cluster-walk-deployed");
+  });
+
+  it("B-005 B-203 the walk goes on from the Cluster page to a completed search: the API token, a database added and warmed, a search from the browser whose shards run on the provisioned cluster", async () => {
+    // 5. The API token: an Owner follows the step's link and makes a fresh one.
+    const owner = await signIn("Owner");
+    await owner.getByRole("link", { name: "Cluster" }).click();
+    await step(owner, "API token configured").getByRole("link", { name: "API token" }).click();
+    await owner.getByRole("button", { name: "Regenerate…" }).click();
+    await owner
+      .getByRole("dialog", { name: "Regenerate the API token?" })
+      .getByRole("button", { name: "Regenerate token" })
+      .click();
+    await owner.getByText(/The previous token keeps working until/).waitFor();
+    const fresh = await owner.getByLabel("Token", { exact: true }).inputValue();
+    await owner.getByRole("link", { name: "Cluster" }).click();
+    const tokenStep = step(owner, "API token configured");
+    await tokenStep.getByText(`Ends in …${fresh.slice(-4)}.`).waitFor();
+    await tokenStep.locator("h2").getByText("done").waitFor();
+    // The deployed job API reads the token the dashboard keeps: it stays ready.
+    await step(owner, "Job API deployed").locator("h2").getByText("done").waitFor();
+
+    // 6. A database: added from a FASTA file on the Databases page the step links to, then warmed.
+    const page = await signIn("Contributor");
+    await page.getByRole("link", { name: "Cluster" }).click();
+    await step(page, "BLAST database prepared and warm").getByRole("link", { name: "Databases" }).click();
+    const fasta = path.join(stack.dataDir, "walk16s.fasta");
+    writeFileSync(fasta, demoQueries(10, 1500, 100));
+    await page.getByLabel("FASTA file", { exact: true }).setInputFiles(fasta);
+    await page.locator("#upload-summary", { hasText: "10 sequences" }).waitFor();
+    await page.getByRole("button", { name: "Add nucleotide database" }).click();
+    const operations = page.getByRole("list", { name: "Operations" }).getByRole("listitem");
+    await operations
+      .filter({ hasText: "Adding" })
+      .locator(".badge", { hasText: "succeeded" })
+      .waitFor({ timeout: 120_000 });
+    const row = page.getByRole("row", { name: /walk16s/ });
+    await row.getByRole("button", { name: "Warm up walk16s" }).click();
+    await operations
+      .filter({ hasText: "Warming up" })
+      .locator(".badge", { hasText: "succeeded" })
+      .waitFor({ timeout: 120_000 });
+    await row.locator(".badge", { hasText: "warm" }).waitFor();
+    await page.getByRole("link", { name: "Cluster" }).click();
+    const databaseStep = step(page, "BLAST database prepared and warm");
+    await databaseStep.getByText(/Warm: .*walk16s/).waitFor();
+    await databaseStep.locator("h2").getByText("done").waitFor();
+    await checkPage(page, "cluster-walk-ready");
+
+    // The first search, from the browser, against the database just added.
+    await page.getByRole("link", { name: "New search" }).first().click();
+    await page.locator("#program").selectOption("blastn");
+    await page.locator("#db option[value='walk16s']").waitFor({ state: "attached" });
+    await page.locator("#db").selectOption("walk16s");
+    await page.getByLabel("Query (FASTA)").fill(demoQueries(1, 1500, 100));
+    await page.getByLabel("Title (optional)").fill("First search of the walk");
+    await page.getByRole("button", { name: "Submit search" }).click();
+    await page.waitForURL(/\/blast\/jobs\/[0-9a-f-]{36}$/);
+    await page.getByText("The search has completed.").waitFor({ timeout: 180_000 });
+    // kubectl shows the cluster the walk made: the job API deployed and available, and the search's
+    // shards run as Jobs on the provisioned BLAST pool's node.
+    expect(await kubectl("get", "deploy/blastplane-jobapi", "-o", "jsonpath={.status.availableReplicas}")).toBe("1");
+    const shardNodes = await kubectl(
+      "get",
+      "pods",
+      "-l",
+      "app.kubernetes.io/managed-by=blastplane-jobapi,blastplane.io/database=walk16s",
+      "-o",
+      "jsonpath={.items[*].spec.nodeName}",
+    );
+    expect(shardNodes.split(" ").filter(Boolean)).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^aks-blast-\d+-vmss\d+$/)]),
+    );
   });
 
   it("B-026 a stopped cluster runs no search: the submit is refused saying so; started again, the search runs", async () => {

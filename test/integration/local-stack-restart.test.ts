@@ -70,10 +70,16 @@ describe("local stack: kill -9 mid-orchestration, then restart", () => {
   }, 120_000);
 });
 
-describe("local stack: kill -9 mid-provisioning, then restart", () => {
-  it("B-003 the provision operation resumes after the restart and ends succeeded, with one cluster created once", async () => {
+describe("local stack: kill -9 mid-provisioning, mid-build and mid-deploy, then restart", () => {
+  it("B-003 B-004 B-027 the provision, build and deploy operations resume after a restart and each ends succeeded once: one cluster, one registry run, one rollout", async () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), "bp-restart-arm-"));
-    const env = { BLASTPLANE_LOCAL_ARM: "1", BLASTPLANE_SKIP_DEMO_DB: "1" };
+    const env = {
+      BLASTPLANE_LOCAL_ARM: "1",
+      BLASTPLANE_SKIP_DEMO_DB: "1",
+      // The build and the deploy poll every 5 s: each stays running long enough to be killed mid-way.
+      IMAGE_BUILD_POLL_SECONDS: "5",
+      JOB_POLL_INTERVAL_SECONDS: "5",
+    };
     const stateFile = path.join(dataDir, "arm-state.json");
     type Saved = {
       resources: { id: string; type: string; properties: { provisioningState?: string } }[];
@@ -149,7 +155,57 @@ describe("local stack: kill -9 mid-provisioning, then restart", () => {
     );
     expect((clusters.body.items as { name: string }[]).map((c) => c.name)).toEqual(["aks-restart"]);
     expect(saved()?.operations.filter((o) => o.resourceId === clusterId && o.kind === "put")).toHaveLength(1);
-  }, 600_000);
+
+    // B-004 B-027 Then the host is killed while an image build and a job API deploy both run, and
+    // each ends once after the restart: one registry run for the build, one rollout for the deploy.
+    const operationOf = (started: { body: Record<string, unknown> }) =>
+      (started.body.operation as { operation_id: string }).operation_id;
+    const ended = (stack: TestStack, id: string) =>
+      eventually(
+        async () => {
+          const { body } = await call(stack, "GET", `operations/${id}`);
+          return body.state === "succeeded" || body.state === "failed" ? body : undefined;
+        },
+        300_000,
+        500,
+      );
+    const runs = () =>
+      (saved()?.resources ?? []).filter((r) => r.type === "Microsoft.ContainerRegistry/registries/runs");
+    const built = await ended(second, operationOf(await call(second, "POST", "images/build")));
+    expect(built).toMatchObject({ state: "succeeded" });
+    const digest = (built.progress as { image_digest: string }).image_digest;
+    expect(runs()).toHaveLength(1);
+    // A second build, killed while it follows its registry run (runs move on only as the build polls them)…
+    const build = operationOf(await call(second, "POST", "images/build"));
+    const stepOf = async (id: string) =>
+      ((await call(second, "GET", `operations/${id}`)).body.progress as { step?: string } | undefined)?.step;
+    await eventually(async () => ((await stepOf(build)) === "run" ? true : undefined), 120_000, 50);
+    // …and a deploy of the first build's image, killed while it waits for the rollout.
+    const deploy = operationOf(await call(second, "POST", "jobapi/deploy", { image_digest: digest }));
+    await eventually(async () => ((await stepOf(deploy)) === "rollout" ? true : undefined), 120_000, 50);
+    await second.kill();
+    expect(runs()).toHaveLength(2);
+    const runAtKill = runs()[1] as unknown as { properties: { status?: string } };
+    expect(runAtKill.properties.status).not.toBe("Succeeded");
+
+    // The restarted host's local cluster starts empty: the resumed deploy applies once more and rolls out.
+    const third = await startStack({ dataDir, inMemory: false, env });
+    stacks.push(third);
+    const [rebuilt, redeployed] = await Promise.all([ended(third, build), ended(third, deploy)]);
+    expect(rebuilt).toMatchObject({
+      state: "succeeded",
+      progress: { image_digest: expect.stringMatching(/^sha256:/) },
+    });
+    expect(runs()).toHaveLength(2);
+    expect(redeployed).toMatchObject({ state: "succeeded", progress: { step: "done", image_digest: digest } });
+    const deployment = await call(third, "GET", "jobapi/deployment");
+    expect(deployment.body.rollout).toMatchObject({
+      state: "complete",
+      generation: 1,
+      available_replicas: 1,
+      pods: [expect.objectContaining({ ready: true })],
+    });
+  }, 900_000);
 });
 
 describe("local stack start-up", () => {

@@ -13,10 +13,10 @@ import { createPagingChannel } from "../../shared/notify/channels/paging.js";
 import { createPlatformBChannel } from "../../shared/notify/channels/platform-b.js";
 import { createWebhookChannel } from "../../shared/notify/channels/webhook.js";
 import { createDeliveryStore, type DeliveryStore } from "../../shared/notify/delivery-store.js";
-import { createIncidentNotices } from "../../shared/notify/emitters/incident-notices.js";
-import { parseNotificationMatrix } from "../../shared/notify/matrix.js";
 import { createDigestSources } from "../../shared/notify/digests/digest-sources.js";
 import { createDigests, periodAt, withLowSeverityDigests } from "../../shared/notify/digests/digests.js";
+import { createIncidentNotices } from "../../shared/notify/emitters/incident-notices.js";
+import { parseNotificationMatrix } from "../../shared/notify/matrix.js";
 import { createDurableNotifier } from "../../shared/notify/notify-queue.js";
 import { type ChannelAdapter, createNotificationRouter } from "../../shared/notify/router.js";
 import type { Notification } from "../../shared/notify/types.js";
@@ -573,6 +573,52 @@ describe("the router (spec §5 item 6, §7 item 9, §8)", () => {
     expect([slack.requests.length, hook.requests.length, smtp.messages.length]).toEqual([0, 0, 0]);
     release();
     expect(await first).toMatchObject({ confirmed: true, channel: "pager" });
+  });
+
+  it("C-527 a duplicate fanned out to all channels, each in flight elsewhere, never reaches the route's on_all_fail", async () => {
+    clear();
+    const w = world();
+    let entered: () => void = () => undefined;
+    const inPager = new Promise<void>((resolve) => {
+      entered = resolve;
+    });
+    let release: () => void = () => undefined;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    w.adapters.set("pager", {
+      kind: "paging",
+      operation: "events.enqueue",
+      send: async () => {
+        entered();
+        await released;
+        return { outcome: "acknowledged", vendor_message_id: "dedup-held-all" };
+      },
+    });
+    // The pager is the route's only channel here (the fallbacks are not configured); its
+    // on_all_fail route mails.
+    w.adapters.delete("slack");
+    w.adapters.delete("hook");
+    const mailed: string[] = [];
+    w.adapters.set("mail", {
+      kind: "email",
+      operation: "smtp.send",
+      send: async (sent) => {
+        mailed.push(sent.correlation_id);
+        return { outcome: "acknowledged", vendor_message_id: `mail-${mailed.length}` };
+      },
+    });
+    const message = { ...alert({ route: "operational_alert" }), fan_out: "all" as const };
+    const first = w.send(message);
+    await inPager;
+    const duplicate = await w.otherHost().send(message);
+    expect(duplicate.channels?.map((c) => [c.channel, c.state, c.reason])).toEqual([
+      ["pager", "ambiguous", "in_flight_elsewhere"],
+    ]);
+    expect(mailed).toEqual([]);
+    release();
+    expect(await first).toMatchObject({ confirmed: true, channel: "pager" });
+    expect(mailed).toEqual([]);
   });
 
   it("C-295 a send a crashed host left claimed is recorded ambiguous and never sent again", async () => {

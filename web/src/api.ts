@@ -84,6 +84,16 @@ export interface JobApiDeploymentView {
 /** `GET /api/aks/cluster`: the pools a provision asks for, the cluster as it is, its latest operation. */
 export type { ClusterStatusView };
 
+/** One resource the managed identity sees (`GET /api/workspace/choices/{kind}`). */
+export interface DiscoveredChoice {
+  name: string;
+  id: string;
+  resource_group?: string;
+  location?: string;
+  detail?: string;
+}
+export type DiscoveryKind = "subscriptions" | "resource_groups" | "storage_accounts" | "registries" | "clusters";
+
 /** `GET /api/health/queue/result/{task_id}` (declared in functions/diagnostics.ts). */
 export interface NoopResult {
   task_id: string;
@@ -322,6 +332,11 @@ export function createApiClient(options: {
     /** The verified core-stage frames (`GET /api/live/stream`), resuming after `lastEventId`. */
     liveStream: (lastEventId: string | undefined, signal: AbortSignal) =>
       eventStream("/api/live/stream", { signal, headers: lastEventId ? { "Last-Event-ID": lastEventId } : {} }),
+    workspaceChoices: (kind: DiscoveryKind, query: Record<string, string>, signal?: AbortSignal) =>
+      data<{ items: DiscoveredChoice[]; truncated: boolean }>(
+        `/api/workspace/choices/${kind}${Object.keys(query).length > 0 ? `?${new URLSearchParams(query)}` : ""}`,
+        { signal },
+      ),
     clusterStatus: (signal?: AbortSignal) => data<ClusterStatusView>("/api/aks/cluster", { signal }),
     provisionCluster: () => data<{ operation: Operation }>("/api/aks/provision", { method: "POST", body: {} }),
     clusterAction: (action: "stop" | "start") =>

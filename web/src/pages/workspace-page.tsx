@@ -1,7 +1,7 @@
 import { useState } from "preact/hooks";
 import { zodIssues } from "../../../shared/http/validation.js";
 import { workspaceSchema } from "../../../shared/workspace/workspace.js";
-import { ApiError, type StoredWorkspace, type Workspace } from "../api.js";
+import { ApiError, type DiscoveredChoice, type DiscoveryKind, type StoredWorkspace, type Workspace } from "../api.js";
 import { formatTime } from "../format.js";
 import { ErrorNotice, Field, fieldAria, PageTitle, useApp, useAsync, useCan } from "../ui.js";
 
@@ -125,6 +125,15 @@ export function WorkspacePage() {
           </p>
         </div>
       ) : null}
+      {canEdit && load.data ? (
+        <Discovered
+          draft={draft}
+          onPick={(values) => {
+            setDraft((d) => ({ ...d, ...values }));
+            setSaved(undefined);
+          }}
+        />
+      ) : null}
       <form class="form" onSubmit={save} noValidate>
         <div class="grid-2">
           {FIELDS.map((f) => (
@@ -169,4 +178,108 @@ function byField(issues: readonly { loc: readonly (string | number)[]; msg: stri
     out[key] = out[key] ? `${out[key]} ${issue.msg}` : issue.msg;
   }
   return out;
+}
+
+const SUBSCRIPTION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The pickers of what the managed identity sees, each filling the workspace field it names. */
+const PICKERS: readonly { kind: Exclude<DiscoveryKind, "subscriptions">; key: Key; label: string }[] = [
+  { kind: "resource_groups", key: "resource_group", label: "Resource groups" },
+  { kind: "storage_accounts", key: "storage_account", label: "Storage accounts" },
+  { kind: "registries", key: "registry", label: "Container registries" },
+  { kind: "clusters", key: "cluster_name", label: "Clusters" },
+];
+
+/**
+ * What the dashboard's managed identity sees in Azure (spec: no typing of names a list can offer):
+ * its subscriptions, then that subscription's resource groups, storage accounts, registries and
+ * clusters (in the chosen resource group). Picking one fills its field; a resource group also
+ * fills the region. A list Azure refuses says which role is missing.
+ */
+function Discovered(props: { draft: Draft; onPick: (values: Partial<Draft>) => void }) {
+  const { api } = useApp();
+  const subscription = props.draft.subscription_id.trim();
+  const group = props.draft.resource_group.trim();
+  const known = SUBSCRIPTION_ID.test(subscription);
+  const subscriptions = useAsync((signal) => api.workspaceChoices("subscriptions", {}, signal), []);
+  const lists = useAsync(
+    async (signal) =>
+      known
+        ? Promise.all(
+            PICKERS.map((p) =>
+              api.workspaceChoices(
+                p.kind,
+                {
+                  subscription_id: subscription,
+                  ...(p.kind !== "resource_groups" && group ? { resource_group: group } : {}),
+                },
+                signal,
+              ),
+            ),
+          )
+        : undefined,
+    [subscription, group, known],
+  );
+  const picker = (
+    id: string,
+    label: string,
+    items: readonly DiscoveredChoice[],
+    current: string,
+    value: (c: DiscoveredChoice) => string,
+    pick: (c: DiscoveredChoice) => Partial<Draft>,
+  ) => (
+    <div class="field" key={id}>
+      <label for={id}>{label}</label>
+      <select
+        id={id}
+        value={items.some((c) => value(c) === current) ? current : ""}
+        disabled={items.length === 0}
+        onChange={(e) => {
+          const chosen = items.find((c) => value(c) === e.currentTarget.value);
+          if (chosen) props.onPick(pick(chosen));
+        }}
+      >
+        <option value="">{items.length === 0 ? "None found" : "Choose…"}</option>
+        {items.map((c) => (
+          <option key={c.id} value={value(c)}>
+            {c.detail && c.detail !== c.name ? `${c.name} (${c.detail})` : c.name}
+          </option>
+        ))}
+      </select>
+    </div>
+  );
+  // Shown once the identity's subscriptions are listed, or Azure refused the list (502: the message
+  // names the role the identity lacks). Azure unreachable or not configured: the fields are typed.
+  const refused = subscriptions.error instanceof ApiError && subscriptions.error.status === 502;
+  if (!subscriptions.data && !refused) return null;
+  return (
+    <section class="form" aria-label="Discovered in Azure">
+      <h2>Discovered in Azure</h2>
+      <p class="hint">What the dashboard's managed identity can see. Choosing fills the field below.</p>
+      <ErrorNotice error={subscriptions.error ?? lists.error} title="Could not list:" />
+      <div class="grid-2">
+        {picker(
+          "choose-subscription",
+          "Subscriptions",
+          subscriptions.data?.items ?? [],
+          subscription,
+          (c) => c.id.split("/").pop() ?? c.id,
+          (c) => ({ subscription_id: c.id.split("/").pop() ?? c.id }),
+        )}
+        {PICKERS.map((p, i) =>
+          picker(
+            `choose-${p.key}`,
+            p.label,
+            lists.data?.[i]?.items ?? [],
+            props.draft[p.key],
+            (c) => c.name,
+            (c) => ({
+              [p.key]: c.name,
+              ...(p.kind === "resource_groups" && c.location ? { location: c.location } : {}),
+            }),
+          ),
+        )}
+      </div>
+    </section>
+  );
 }
