@@ -14,13 +14,27 @@ import {
   recordInvestigation,
   runInvestigation,
 } from "../shared/console/read-investigations.js";
+import { approvalIdSchema } from "../shared/console/approvals/approval-store.js";
 import { pendingApprovalView } from "../shared/console/tools/approval-tools.js";
-import { effectiveRole, meetsFloor } from "../shared/console/tools/tool.js";
-import { ForbiddenError, NotFoundError, ValidationError } from "../shared/errors.js";
+import { effectiveRole, meetsFloor, ToolError } from "../shared/console/tools/tool.js";
+import {
+  ConflictError,
+  ForbiddenError,
+  NotFoundError,
+  ReauthenticationRequiredError,
+  ValidationError,
+} from "../shared/errors.js";
 import { errorResult, jsonResult } from "../shared/http/envelope.js";
-import { errorResponse, jsonBodyOf, ok, refusedBeforeRouting, validationFailed } from "../shared/http/openapi.js";
+import {
+  errorResponse,
+  jsonBodyOf,
+  ok,
+  parametersOf,
+  refusedBeforeRouting,
+  validationFailed,
+} from "../shared/http/openapi.js";
 import { createSseStream, SSE_HEADERS, type SseChannel } from "../shared/http/sse.js";
-import { parseJsonBody, zodIssues } from "../shared/http/validation.js";
+import { parseJsonBody, parsePath, zodIssues } from "../shared/http/validation.js";
 import { getOperation, newOperationId } from "../shared/orchestrations/operations.js";
 import { Orchestrations } from "../shared/orchestrations/queue-labels.js";
 import { appContext } from "./composition/app-context.js";
@@ -441,7 +455,7 @@ route(
     openapi: {
       summary: "The pending approvals queue as the caller may see it",
       description:
-        'Readers get only the existence and count of queued approvals (spec §2.2). Approvers and Owners get each pending item (target, proposed action, requester, reason, severity, times and `action_hash`, which a decision presents) with `may_decide` and, when false, why (`no_self_approval`, `decider_role_below_action_floor`) and the role it needs — the approval authority\'s answer, which `approve_hil` checks again. Decide with `POST /api/chat` `approve_hil approval_id=… decision=approve|reject justification="…" action_hash=…`. See docs/web-chat.md.',
+        "Readers get only the existence and count of queued approvals (spec §2.2). Approvers and Owners get each pending item (target, proposed action, requester, reason, severity, times and `action_hash`, which a decision presents) with `may_decide` and, when false, why (`no_self_approval`, `decider_role_below_action_floor`) and the role it needs — the approval authority's answer, which `approve_hil` checks again. Decide with `POST /api/approvals/{approval_id}/decision` after a fresh sign-in (or `approve_hil … action_hash=…` through `POST /api/chat`, which needs the same fresh sign-in). See docs/web-chat.md.",
       responses: ok("the queue", "ApprovalsQueue"),
     },
   },
@@ -468,6 +482,94 @@ route(
       };
     });
     return jsonResult(200, { role, count: pending.length, details: "full", items }, scope.requestId);
+  },
+);
+
+/** A decision from the console's approvals queue: the item's `action_hash` is required here. */
+const decisionPath = z.strictObject({ approval_id: approvalIdSchema });
+const decisionBody = z.strictObject({
+  decision: z.enum(["approve", "reject"]),
+  justification: z.string().trim().min(3, "give a short justification").max(500),
+  action_hash: z.string().regex(/^[0-9a-f]{64}$/, "the item's action_hash (64 hex digits)"),
+});
+
+/** The HTTP answer of a tool refusal of `approve_hil` (the same invariants, in the spec's envelopes). */
+function decisionRefusal(error: ToolError): Error {
+  switch (error.type) {
+    case "reauthentication_required":
+      return new ReauthenticationRequiredError(Number(error.details?.max_age_seconds), error.message);
+    case "not_found":
+      return new NotFoundError(error.message);
+    case "self_approval":
+    case "forbidden":
+      return new ForbiddenError(error.message);
+    case "conflict":
+    case "verifier_abstained":
+    case "verifier_denied":
+      return new ConflictError(error.message);
+    default:
+      return error;
+  }
+}
+
+route(
+  "approvalDecision",
+  {
+    methods: ["POST"],
+    route: "approvals/{approval_id}/decision",
+    role: "Approver",
+    durable: true,
+    openapi: {
+      summary: "Decide one queued approval, with a fresh sign-in and the item's action_hash",
+      description:
+        "The console's approvals queue decides through this route (spec §5 item 5: the authenticated round trip re-authenticates and re-validates `action_hash`). The bearer token's `auth_time` (the last interactive sign-in) must be at most `SVC_APPROVAL_REAUTH_MAX_AGE_SECONDS` old (default 300): otherwise 401 with `WWW-Authenticate: Bearer error=\"insufficient_user_authentication\", max_age=…` (RFC 9470) and nothing is decided; the web app then signs in again with `prompt=login`. The same invariants as `approve_hil`: self-approval and a role below the action's floor 403, an unknown id 404, a different `action_hash` or a verifier that no longer finds the action eligible 409; a decision after expiry answers the existing timeout, the same decider and decision again the existing evidence. See docs/web-chat.md.",
+      parameters: parametersOf(decisionPath, "path"),
+      requestBody: jsonBodyOf(decisionBody),
+      responses: {
+        ...ok("the decision as recorded", "ApprovalDecision"),
+        "400": errorResponse("malformed JSON or approval id"),
+        "404": errorResponse("no such approval"),
+        "409": errorResponse("the action_hash differs, or the verifier no longer finds the action eligible"),
+        ...validationFailed,
+      },
+    },
+  },
+  async (request, scope) => {
+    const { approval_id: approvalId } = parsePath(request, decisionPath);
+    const body = await parseJsonBody(request, decisionBody, 16 * 1024);
+    const caller = callerOf(scope);
+    const { approvals } = await consoleParts();
+    let result: Awaited<ReturnType<typeof approvals.decide>>;
+    try {
+      result = await approvals.decide({
+        approvalId,
+        actor: { oid: caller.oid, name: caller.name },
+        role: effectiveRole(caller),
+        decision: body.decision,
+        justification: body.justification,
+        actionHash: body.action_hash,
+        requestId: scope.requestId,
+        now: new Date(),
+        // A bearer token without the claim is never fresh.
+        authTime: caller.auth_time ?? null,
+      });
+    } catch (error) {
+      throw error instanceof ToolError ? decisionRefusal(error) : error;
+    }
+    const i = result.item;
+    return jsonResult(
+      200,
+      {
+        outcome: result.outcome,
+        approval_id: i.approval_id,
+        state: i.state,
+        decision: i.decision ?? null,
+        execution: i.execution ?? null,
+        timed_out_at: i.timed_out_at ?? null,
+        meta: { request_id: scope.requestId },
+      },
+      scope.requestId,
+    );
   },
 );
 

@@ -354,6 +354,19 @@ export const approvalsQueueSchema = z.object({
   ),
 });
 
+/** `POST /api/approvals/{approval_id}/decision`: the decision as recorded (or the existing one, or the timeout). */
+export const approvalDecisionSchema = z.object({
+  outcome: z
+    .enum(["recorded", "existing", "timeout"])
+    .describe("existing: the same decider and decision were recorded before; timeout: it expired first"),
+  approval_id: z.string(),
+  state: z.string(),
+  decision: z.record(z.string(), z.unknown()).nullable(),
+  execution: z.record(z.string(), z.unknown()).nullable(),
+  timed_out_at: z.string().nullable(),
+  meta: z.object({ request_id: z.string() }),
+});
+
 export const rpcResponseSchema = z.object({
   jsonrpc: z.literal("2.0"),
   id: z.union([z.string(), z.number()]),
