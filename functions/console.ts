@@ -8,12 +8,14 @@ import { followAudit, LIVE_EVENT_ID, parseCursor, relayAudit, relayLive } from "
 import {
   chooseFromHistory,
   type InvestigationResult,
+  investigationView,
   planInvestigation,
   type ReadInvestigationInput,
   readInvestigationBody,
   recordInvestigation,
   runInvestigation,
 } from "../shared/console/read-investigations.js";
+import { sameObjectId } from "../shared/auth/object-id.js";
 import { approvalIdSchema } from "../shared/console/approvals/approval-store.js";
 import { pendingApprovalView } from "../shared/console/tools/approval-tools.js";
 import { effectiveRole, meetsFloor, ToolError } from "../shared/console/tools/tool.js";
@@ -39,6 +41,7 @@ import { getOperation, newOperationId } from "../shared/orchestrations/operation
 import { Orchestrations } from "../shared/orchestrations/queue-labels.js";
 import { appContext } from "./composition/app-context.js";
 import { approvalHooks } from "./composition/approval-hooks.js";
+import type { ReadInvestigationOutput } from "./orchestrations/read-investigation.js";
 import { consoleParts } from "./composition/console-deps.js";
 import { callerOf, type RouteScope, route } from "./composition/http-route.js";
 
@@ -276,18 +279,6 @@ const INVESTIGATION_BODY_LIMIT_BYTES = 16 * 1024;
 /** A streamed investigation a client leaves unread beyond this is dropped (its reads stop). */
 const INVESTIGATION_MAX_BACKLOG_BYTES = 1024 * 1024;
 
-/** What every investigation answer carries besides its result: the id and the decision with its evidence. */
-function investigationView(result: InvestigationResult, auditId: string) {
-  return {
-    outcome: result.outcome,
-    text: result.text,
-    activities: result.activities,
-    tool_results: result.tool_results,
-    evidence_refs: result.evidence_refs,
-    audit_ids: [...result.audit_ids, auditId],
-  };
-}
-
 route(
   "readInvestigations",
   {
@@ -391,6 +382,70 @@ route(
       }
     })();
     return { status: 200, headers: { ...SSE_HEADERS }, body: stream };
+  },
+);
+
+/** A detached investigation's id (an operation id). */
+const investigationPath = z.strictObject({
+  investigation_id: z.string().regex(/^op-[0-9a-f]{32}$/, "an investigation id (op- and 32 hex digits)"),
+});
+
+route(
+  "readInvestigationResult",
+  {
+    methods: ["GET"],
+    route: "read-investigations/{investigation_id}",
+    role: "Reader",
+    durable: true,
+    openapi: {
+      summary: "The result of a detached read investigation, for the principal that started it",
+      description:
+        "`status` is `running` until the durable operation ends, then `succeeded` (every read answered) or `failed` (a read failed or was unavailable: `result.outcome` is `abstained`, the deterministic unverified abstention) with `result` as a direct answer carries it (`outcome`, `text`, `activities`, `tool_results`, `evidence_refs`, `audit_ids` ending with the investigation's own `console.read_investigation` entry). Only the principal that started it reads it, and only while its role still holds the plan's highest tool floor (403 naming it); an unknown id and another principal's investigation are both 404, so ids reveal nothing. See docs/web-chat.md.",
+      parameters: parametersOf(investigationPath, "path"),
+      responses: {
+        ...ok("the investigation's status and, when it ended, its result", "ReadInvestigationResult"),
+        "400": errorResponse("malformed investigation id"),
+        "404": errorResponse("no such investigation of the caller"),
+      },
+    },
+  },
+  async (request, scope) => {
+    const { investigation_id: investigationId } = parsePath(request, investigationPath);
+    const caller = callerOf(scope);
+    const role = effectiveRole(caller);
+    if (!role) throw new ForbiddenError("this action needs the Reader role or higher");
+    const instance = await scope.durable().getInstance(investigationId);
+    const input = instance?.input as ReadInvestigationInput | undefined;
+    // Another principal's investigation is indistinguishable from none.
+    if (instance?.name !== Orchestrations.readInvestigation || !input || !sameObjectId(input.caller.oid, caller.oid))
+      throw new NotFoundError(`no read investigation ${investigationId}`);
+    const floor = input.plan.visibilityFloor;
+    if (!meetsFloor(role, floor))
+      throw new ForbiddenError(`this investigation's reads need the ${floor} role; your current role is ${role}`);
+    const output = instance.output as ReadInvestigationOutput | undefined;
+    const runtime = instance.runtimeStatus;
+    const status =
+      runtime === "Completed" && output
+        ? output.outcome
+        : runtime === "Failed" || runtime === "Terminated"
+          ? "failed"
+          : "running";
+    const operation = await getOperation(scope.durable(), investigationId, {
+      pollAfterSeconds: appContext.config.jobPollIntervalSeconds,
+    });
+    return jsonResult(
+      200,
+      {
+        investigation_id: investigationId,
+        mode: "detached",
+        status,
+        started_at: instance.createdAt.toISOString(),
+        ...(output?.result ? { result: output.result } : {}),
+        operation_status_url: operation.links.self,
+        meta: { request_id: scope.requestId },
+      },
+      scope.requestId,
+    );
   },
 );
 

@@ -330,6 +330,27 @@ export const readInvestigationSchema = z.object({
   meta: z.object({ request_id: z.string() }),
 });
 
+/** `GET /api/read-investigations/{investigation_id}`: a detached investigation's status and result. */
+export const readInvestigationResultSchema = z.object({
+  investigation_id: z.string(),
+  mode: z.literal("detached"),
+  status: z.enum(["running", "succeeded", "failed"]),
+  started_at: timestamp,
+  result: z
+    .object({
+      outcome: z.enum(["answered", "abstained"]),
+      text: z.string(),
+      activities: z.array(z.record(z.string(), z.unknown())),
+      tool_results: z.array(z.record(z.string(), z.unknown())),
+      evidence_refs: z.array(z.string()),
+      audit_ids: z.array(z.string()),
+    })
+    .optional()
+    .describe("once the operation ended"),
+  operation_status_url: z.string(),
+  meta: z.object({ request_id: z.string() }),
+});
+
 /** `GET /api/approvals`: the count for everyone; the items from Approver up. */
 export const approvalsQueueSchema = z.object({
   role: z.enum(ROLES),

@@ -475,6 +475,38 @@ describe("GET /api/agents/stream and POST /api/read-investigations on the local 
       outcome: "answered",
       steps: [{ tool: "explore_catalog", status: "ok", evidence_ref: "catalog:rules@1,action_types@1" }],
     });
+
+    // C-324: the detached result is retrievable by the principal that started it, as a direct answer carries it.
+    const resultOf = (token: string, id = started.investigation_id) =>
+      fetch(url(`read-investigations/${id}`), { headers: { Authorization: `Bearer ${token}` } });
+    const fetched = await resultOf(tokens.Reader as string);
+    expect(fetched.status).toBe(200);
+    expect(await fetched.json()).toMatchObject({
+      investigation_id: started.investigation_id,
+      mode: "detached",
+      status: "succeeded",
+      operation_status_url: started.operation_status_url,
+      result: {
+        outcome: "answered",
+        evidence_refs: ["catalog:rules@1,action_types@1"],
+        activities: [{ index: 0, tool: "explore_catalog", input_kind: "query", status: "ok" }],
+        tool_results: [{ status: "ok", tool: "explore_catalog" }],
+        audit_ids: expect.arrayContaining([entry?.audit_id]),
+      },
+      meta: { request_id: expect.any(String) },
+    });
+    // No token 401; another principal's investigation and an unknown id are the same 404; a malformed id 400.
+    expect((await fetch(url(`read-investigations/${started.investigation_id}`))).status).toBe(401);
+    const foreign = await resultOf(await mintToken(stack, "Owner", { oid: "oid-someone-else" }));
+    const unknown = await resultOf(tokens.Reader as string, `op-${"0".repeat(32)}`);
+    for (const res of [foreign, unknown]) {
+      expect(res.status).toBe(404);
+      expect(await res.json()).toMatchObject({
+        detail: expect.stringMatching(/^no read investigation op-/),
+        request_id: expect.any(String),
+      });
+    }
+    expect((await resultOf(tokens.Reader as string, "op-nothex")).status).toBe(400);
     agents.es.close();
   }, 240_000);
 });
