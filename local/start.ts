@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { chmodSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -14,6 +14,8 @@ import { createFileDatabaseCatalog, publishDatabase } from "../shared/databases/
 import { startDevIdentityProvider } from "./dev-idp.js";
 import { POD_USER } from "../jobapi/executors/kubernetes-manifests.js";
 import { blastPoolNodes, type LocalCluster, prepareNodeFolder, startLocalCluster } from "./kube/cluster.js";
+import { azureStandIns } from "./kube/azure-stand-ins.js";
+import { API_TOKEN_SECRET } from "../shared/secrets/api-tokens.js";
 import { LOCAL_ARM_WORLD, startStackArm } from "./arm/stack-arm.js";
 import { DurableEngine } from "./durable/engine.js";
 import { createHostInvoker } from "./durable/host-invoker.js";
@@ -138,6 +140,15 @@ async function main(): Promise<void> {
     const kubeEnv: Record<string, string> = {};
     let kubeconfig: string | undefined;
     let localCluster: LocalCluster | undefined;
+    // A job API deployed from the dashboard is rendered for Azure: the kubelet gives it the stack's
+    // Azurite, token store and identity provider in place of Azure's (docs/cluster-deploy.md).
+    const standIns = azureStandIns({
+      storageConnectionString: azurite.connectionString,
+      tokenStoreDir: path.join(jobApiDir, "secrets"),
+      secretNames: [API_TOKEN_SECRET],
+      identityDiscoveryUrl: idp.discoveryUrl,
+      kubeconfig: () => readFileSync(kubeconfig ?? "", "utf8"),
+    });
     if (settings.executor === "kubernetes") {
       const namespace = settings.jobApiEnv.JOBAPI_K8S_NAMESPACE ?? "blastplane";
       // Shard pods run as the image's user (POD_USER), and fill and read the node's database cache.
@@ -159,6 +170,7 @@ async function main(): Promise<void> {
           settings.kube.nodeCpu ?? os.availableParallelism(),
         ),
         namespaces: [namespace],
+        supplement: standIns,
         // The job API image is this build: its WORKDIR is the project folder (dist/ inside).
         images: [
           {
@@ -190,6 +202,7 @@ async function main(): Promise<void> {
         nodes: [],
         namespaces: [settings.jobApiEnv.JOBAPI_K8S_NAMESPACE ?? "blastplane"],
         images: [],
+        supplement: standIns,
       });
       stops.push(() => cluster.stop());
       kubeconfig = cluster.kubeconfigPath;

@@ -12,6 +12,7 @@ import type { ConsoleConfig } from "../../shared/console/console-config.js";
 import { loadBreakGlassConfig } from "../../shared/console/break-glass/break-glass.js";
 import { createCoordinator } from "../../shared/console/coordinator/coordinator.js";
 import { buildNotifier, createSecretResolver } from "../../shared/notify/build-notifier.js";
+import { createDigestSources } from "../../shared/notify/digests/digest-sources.js";
 import { buildNarrator } from "../../shared/console/narrators/build-narrator.js";
 import { createIncidentNotices } from "../../shared/notify/emitters/incident-notices.js";
 import { createArmDeploymentsProvider } from "../../shared/console/providers/azure-deployments.js";
@@ -164,6 +165,16 @@ export function buildConsoleParts(settings: ConsoleSettings): ConsoleParts {
     // The kill switch holds A1 delivery at the router too (spec §8), whoever sends.
     a1Held: async () => (await killSwitch.status()).on,
     log: (message, fields) => appContext.logger.warn(message, fields),
+    // The scheduled digests read the product's own stores (spec §6 item 6).
+    digestSources: createDigestSources({
+      tables: source,
+      audit: appContext.audit,
+      events: appContext.events,
+      rules: ruleCatalog,
+      incidentWindowMs: consoleConfig.incidentWindowMs,
+      modeOf: actionModeOf,
+    }),
+    digestDirectRecipients: consoleConfig.breakGlass.owners,
   });
   const approvalStore = createApprovalStore(source);
   // A flip is announced (A2) to everyone who operates the console: the approvers and the break-glass Owners.

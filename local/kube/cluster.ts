@@ -10,7 +10,7 @@ import { writeFileDurablySync } from "../../shared/storage/durable-file.js";
 import { ApiServer, KUBE_VERSION } from "./api-server.js";
 import { DaemonSetController, DeploymentController, JobController } from "./controllers.js";
 import { Deleter } from "./deletion.js";
-import { Kubelet, type LocalImage } from "./kubelet.js";
+import { type ContainerSupplement, Kubelet, type LocalImage } from "./kubelet.js";
 import { admit, timestamp } from "./objects.js";
 import { findResource } from "./resources.js";
 import { nodeMismatch, Scheduler } from "./scheduler.js";
@@ -46,6 +46,8 @@ export interface LocalClusterOptions {
   /** First back-off before a Job replaces a failed pod (Kubernetes: 10 s). */
   podBackoffMs?: number;
   restartBackoffMs?: number;
+  /** What the kubelet supplies containers beyond their spec (the local stack's Azure stand-ins). */
+  supplement?: ContainerSupplement;
 }
 
 export interface LocalCluster {
@@ -261,6 +263,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
     images: options.images,
     memorySampleMs: options.memorySampleMs,
     restartBackoffMs: options.restartBackoffMs,
+    ...(options.supplement ? { supplement: options.supplement } : {}),
   });
   const scheduler = new Scheduler(store);
   const jobs = new JobController(store, deleter, { podBackoffMs: options.podBackoffMs ?? 1000 });

@@ -1,4 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import http from "node:http";
+import net, { type AddressInfo } from "node:net";
 import {
   accessSync,
   chmodSync,
@@ -67,7 +69,32 @@ export interface KubeletOptions {
   userPodsDir?: string;
   /** The kubelet's own user (default: this process's); tests pose as another. */
   user?: KubeletUser;
+  /**
+   * What the node supplies a container beyond its spec (the local stack: what AKS would supply a
+   * pod rendered for Azure, `local/kube/azure-stand-ins.ts`). Called before each start.
+   */
+  supplement?: ContainerSupplement;
 }
+
+/** What a {@link ContainerSupplement} is given: the container about to start, and a folder of its own. */
+export interface SupplementInput {
+  pod: KubeObject;
+  container: Any;
+  /** The container's environment as the kubelet built it from its spec. */
+  env: Readonly<Record<string, string>>;
+  /** Makes (once) and returns a folder for what the node supplies, owned by the container's user. */
+  dir: () => string;
+  /** The container's uid and volume group when it runs as another user than the kubelet's (files to chown). */
+  owner: { uid: number; gid: number } | undefined;
+}
+
+/**
+ * Supplies a container what the node would beyond its spec: its environment to start with instead
+ * (undefined: unchanged), and what to stop when the container ends.
+ */
+export type ContainerSupplement = (
+  input: SupplementInput,
+) => { env: Record<string, string>; stop?: () => void } | undefined;
 
 /** A container's output, bounded, with followers for `kubectl logs -f`. */
 export class LogBuffer {
@@ -111,6 +138,10 @@ interface Run {
   oom: boolean;
   sampler?: NodeJS.Timeout;
   killTimer?: NodeJS.Timeout;
+  /** The next readiness probe. */
+  probeTimer?: NodeJS.Timeout;
+  /** What the container's readiness probe last said (true from the start without a probe). */
+  ready: boolean;
   startedAt: string;
 }
 
@@ -124,6 +155,44 @@ interface PodState {
   restarts: number;
   /** The pod object is gone from the store: nothing more is written about it. */
   removed: boolean;
+  /** Stops what the node's supplement started for the container's current run. */
+  stopSupplement?: () => void;
+  /** Each container port's port on this machine (no network namespace: the kubelet gives each one a free port). */
+  hostPorts?: Map<number, number>;
+}
+
+/** How often a container not yet ready is probed (a real kubelet waits `periodSeconds`: see {@link Kubelet}). */
+const FIRST_READY_PROBE_MS = 1000;
+
+/** `count` free TCP ports on the loopback interface. */
+async function freeLoopbackPorts(count: number): Promise<number[]> {
+  const servers = await Promise.all(
+    Array.from(
+      { length: count },
+      () =>
+        new Promise<net.Server>((resolve, reject) => {
+          const server = net.createServer();
+          server.once("error", reject);
+          server.listen(0, "127.0.0.1", () => resolve(server));
+        }),
+    ),
+  );
+  const ports = servers.map((s) => (s.address() as AddressInfo).port);
+  await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
+  return ports;
+}
+
+/** One HTTP GET: undefined when answered 200-399 within `timeoutMs` (a probe's success), else why not, as a kubelet says it. */
+function httpProbe(url: string, timeoutMs: number): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    const req = http.get(url, { timeout: timeoutMs, headers: { "User-Agent": "kube-probe/1.31" } }, (res) => {
+      res.resume();
+      const code = res.statusCode ?? 0;
+      resolve(code >= 200 && code < 400 ? undefined : `HTTP probe failed with statuscode: ${code}`);
+    });
+    req.once("timeout", () => req.destroy(new Error("context deadline exceeded")));
+    req.once("error", (error) => resolve(`Get "${url}": ${error.message}`));
+  });
 }
 
 const SETPRIV = findOnPath("setpriv");
@@ -190,7 +259,13 @@ const READY_CONDITIONS = ["PodReadyToStartContainers", "Initialized", "Ready", "
  *   namespace, so a mount path inside the container's command, args, env values and working dir
  *   is rewritten to the folder it mounts.
  * - Env: values, `secretKeyRef` (a missing secret is CreateContainerConfigError) and `fieldRef`.
- *   Nothing of this process's own environment passes but `PATH`.
+ *   Nothing of this process's own environment passes but `PATH`. What the node supplies beyond the
+ *   spec comes from the {@link KubeletOptions.supplement} (the local stack's Azure stand-ins).
+ * - Network: no namespace; the pod's IP is 127.0.0.1 and each container port gets a free port of
+ *   this machine, kept while the pod lives. An env value that is a container port (`"8080"`) is
+ *   rewritten to that port, and `0.0.0.0` to 127.0.0.1, as mount paths are rewritten to folders.
+ * - Readiness: an `httpGet` readiness probe is run against that port (see `probeReadiness`); the
+ *   container is ready, and its pod Ready, only while it passes. Liveness probes are not run.
  * - Memory limits: the resident memory (RSS) of the container's whole process tree is measured
  *   every `memorySampleMs` (default 100 ms) from /proc; over the limit, the tree is SIGKILLed and
  *   the container terminates with reason OOMKilled, exit code 137 (a spike shorter than one
@@ -248,6 +323,7 @@ export class Kubelet {
       state.removed = true;
       clearTimeout(state.retry);
       this.kill(state, "SIGKILL");
+      state.stopSupplement?.();
     }
     // The folder of pods run as other users, when this kubelet made it.
     if (this.userPodsDir && !this.o.userPodsDir) rmSync(this.userPodsDir, { recursive: true, force: true });
@@ -358,6 +434,7 @@ export class Kubelet {
     state.removed = true;
     clearTimeout(state.retry);
     this.kill(state, "SIGKILL");
+    state.stopSupplement?.();
     this.pods.delete(uid);
     rmSync(path.join(this.o.rootDir, "pods", uid), { recursive: true, force: true });
     if (this.userPodsDir) rmSync(path.join(this.userPodsDir, uid), { recursive: true, force: true });
@@ -443,6 +520,19 @@ export class Kubelet {
       this.waiting(state, container, identity.reason, identity.message, false);
       return;
     }
+    // No network namespace: every container port gets a free port of this machine, kept for the pod's life.
+    const ports = ((container.ports as Any[]) ?? []).map((p) => Number(p.containerPort)).filter(Number.isInteger);
+    if (ports.length > 0 && !state.hostPorts) {
+      freeLoopbackPorts(ports.length).then(
+        (free) => {
+          state.hostPorts = new Map(ports.map((p, i) => [p, free[i] as number]));
+          this.start(state);
+        },
+        (error: Error) =>
+          this.waiting(state, container, "CreateContainerError", `no free port: ${error.message}`, true),
+      );
+      return;
+    }
     const podDir = this.podDir(state.uid, identity);
     // Volumes: where each mount path lives on this machine.
     const mounts: [string, string][] = [];
@@ -480,8 +570,16 @@ export class Kubelet {
       }
       return value;
     };
+    // The pod's address is this machine's loopback, its ports the ones given above: an env value that
+    // is a container port, or the any-address, names what the process listens on here.
+    const mapEnv = (value: string): string => {
+      const hostPort = /^\d+$/.test(value) ? state.hostPorts?.get(Number(value)) : undefined;
+      if (hostPort !== undefined) return String(hostPort);
+      if (value === "0.0.0.0") return "127.0.0.1";
+      return mapPath(value);
+    };
     const home = this.ownedDir(podDir, identity, "home");
-    const env: Record<string, string> = {
+    let env: Record<string, string> = {
       PATH: process.env.PATH ?? "/usr/bin:/bin",
       HOME: home,
       HOSTNAME: state.name,
@@ -489,7 +587,7 @@ export class Kubelet {
     };
     for (const e of (container.env as Any[]) ?? []) {
       const name = String(e.name);
-      if (typeof e.value === "string") env[name] = mapPath(e.value);
+      if (typeof e.value === "string") env[name] = mapEnv(e.value);
       else if (field(e, "valueFrom", "secretKeyRef")) {
         const ref = field<Any>(e, "valueFrom", "secretKeyRef") ?? {};
         const secret = this.o.store.get("secrets", state.namespace, String(ref.name));
@@ -521,6 +619,19 @@ export class Kubelet {
         };
         env[name] = String(values[fieldPath] ?? "");
       }
+    }
+    state.stopSupplement?.();
+    state.stopSupplement = undefined;
+    const supplied = this.o.supplement?.({
+      pod,
+      container,
+      env,
+      dir: () => this.ownedDir(podDir, identity, "node"),
+      owner: identity.switched ? { uid: identity.uid, gid: identity.volumeGid } : undefined,
+    });
+    if (supplied) {
+      env = supplied.env;
+      state.stopSupplement = supplied.stop;
     }
     const argv = [...((container.command as string[]) ?? image.cmd), ...((container.args as string[]) ?? [])].map(
       mapPath,
@@ -569,7 +680,8 @@ export class Kubelet {
     child.stdout?.on("data", (c: Buffer) => state.logs.push(c));
     child.stderr?.on("data", (c: Buffer) => state.logs.push(c));
     const limit = parseQuantity(field<string>(container, "resources", "limits", "memory"));
-    const run: Run = { child, oom: false, startedAt: timestamp() };
+    const probe = field<Any>(container, "readinessProbe");
+    const run: Run = { child, oom: false, ready: !probe, startedAt: timestamp() };
     if (limit !== undefined && child.pid !== undefined) {
       const pid = child.pid;
       run.sampler = setInterval(() => {
@@ -592,7 +704,13 @@ export class Kubelet {
       podIPs: [{ ip: "127.0.0.1" }],
       startTime: status.startTime ?? run.startedAt,
       conditions: READY_CONDITIONS.reduce(
-        (cs, type) => setCondition(cs, { type, status: "True" }),
+        (cs, type) =>
+          setCondition(
+            cs,
+            run.ready || (type !== "Ready" && type !== "ContainersReady")
+              ? { type, status: "True" }
+              : { type, status: "False", reason: "ContainersNotReady" },
+          ),
         field<Condition[]>(p, "status", "conditions"),
       ),
       containerStatuses: [
@@ -601,7 +719,7 @@ export class Kubelet {
           image: imageRef,
           imageID: `local://${imageRef}`,
           containerID: `local://${child.pid ?? 0}`,
-          ready: true,
+          ready: run.ready,
           started: true,
           restartCount: state.restarts,
           state: { running: { startedAt: run.startedAt } },
@@ -630,12 +748,75 @@ export class Kubelet {
       );
       recordEvent(this.o.store, started, "Normal", "Started", `Started container ${String(container.name)}`, "kubelet");
     }
+    if (probe) this.probeReadiness(state, run, container, probe);
+  }
+
+  /**
+   * The container's readiness probe (`httpGet` on one of its ports; other kinds count as passing):
+   * the first after `initialDelaySeconds`, then one every `periodSeconds` once the container has
+   * been ready — until then every second, so a container counts as ready about when it is rather
+   * than up to a period later (a real kubelet waits the period). `failureThreshold` failures in a
+   * row make a ready container unready; one success makes it ready. The pod's Ready condition and
+   * the container's `ready` follow (the Deployment's available replicas follow those).
+   */
+  private probeReadiness(state: PodState, run: Run, container: Any, probe: Any): void {
+    const get = field<Any>(probe, "httpGet");
+    const named = ((container.ports as Any[]) ?? []).find((p) => p.name === get?.port);
+    const hostPort = state.hostPorts?.get(Number(named ? named.containerPort : get?.port));
+    if (!get || hostPort === undefined) {
+      this.setReady(state, run, true);
+      return;
+    }
+    const url = `http://127.0.0.1:${hostPort}${String(get.path ?? "/")}`;
+    const periodMs = Number(probe.periodSeconds ?? 10) * 1000;
+    const timeoutMs = Number(probe.timeoutSeconds ?? 1) * 1000;
+    const failureThreshold = Number(probe.failureThreshold ?? 3);
+    let failures = 0;
+    let everReady = false;
+    let lastFailure: string | undefined;
+    const tick = async () => {
+      const failed = await httpProbe(url, timeoutMs);
+      if (state.run !== run) return;
+      const ok = failed === undefined;
+      failures = ok ? 0 : failures + 1;
+      if (ok && !run.ready) this.setReady(state, run, true);
+      else if (!ok && run.ready && failures >= failureThreshold) this.setReady(state, run, false);
+      // One event per distinct failure (a kubelet counts repeats of an event rather than adding more).
+      const pod = failed !== undefined && failed !== lastFailure ? this.podOf(state) : undefined;
+      if (pod) recordEvent(this.o.store, pod, "Warning", "Unhealthy", `Readiness probe failed: ${failed}`, "kubelet");
+      lastFailure = failed;
+      everReady ||= ok;
+      run.probeTimer = setTimeout(tick, everReady ? periodMs : Math.min(periodMs, FIRST_READY_PROBE_MS));
+      run.probeTimer.unref();
+    };
+    run.probeTimer = setTimeout(tick, Number(probe.initialDelaySeconds ?? 0) * 1000);
+    run.probeTimer.unref();
+  }
+
+  private setReady(state: PodState, run: Run, ready: boolean): void {
+    if (state.run !== run) return;
+    run.ready = ready;
+    const pod = this.setStatus(state, (status) => ({
+      ...status,
+      conditions: ["Ready", "ContainersReady"].reduce(
+        (cs, type) =>
+          setCondition(cs, ready ? { type, status: "True" } : { type, status: "False", reason: "ContainersNotReady" }),
+        field<Condition[]>(status, "conditions"),
+      ),
+      containerStatuses: ((status.containerStatuses as Any[]) ?? []).map((c, i) => (i === 0 ? { ...c, ready } : c)),
+    }));
+    if (pod) this.o.logger.debug("container readiness changed", { pod: state.name, ready });
   }
 
   private exited(state: PodState, run: Run, code: number | null, signal: NodeJS.Signals | null): void {
     clearInterval(run.sampler);
     clearTimeout(run.killTimer);
-    if (state.run === run) state.run = undefined;
+    clearTimeout(run.probeTimer);
+    if (state.run === run) {
+      state.run = undefined;
+      state.stopSupplement?.();
+      state.stopSupplement = undefined;
+    }
     const pod = this.podOf(state);
     if (!pod) return;
     if (pod.metadata.deletionTimestamp) {

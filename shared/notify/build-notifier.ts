@@ -12,7 +12,7 @@ import { createWebhookChannel } from "./channels/webhook.js";
 import { createDeliveryStore, type DeliveryStore } from "./delivery-store.js";
 import type { ChannelKind } from "./matrix.js";
 import type { NotifyConfig } from "./notify-config.js";
-import { createDigests, withLowSeverityDigests } from "./digests/digests.js";
+import { createDigests, type DigestSource, withLowSeverityDigests } from "./digests/digests.js";
 import { createDurableNotifier } from "./notify-queue.js";
 import { createOutboxRecorder } from "./outbox-notifier.js";
 import { type ChannelAdapter, createNotificationRouter } from "./router.js";
@@ -212,6 +212,10 @@ export function buildNotifier(
     sleep?: (ms: number) => Promise<void>;
     /** The notification queue's lease (tests; default from the matrix). */
     queueLeaseMs?: number;
+    /** The scheduled digests' sources by route (digests/digest-sources.ts). */
+    digestSources?: Readonly<Record<string, DigestSource>>;
+    /** Who a role-dm digest (the break-glass usage summary) is sent to: the break-glass Owners. */
+    digestDirectRecipients?: readonly string[];
   },
 ) {
   const resolve = createSecretResolver({ secrets: deps.secrets, env: deps.env, local: config.local });
@@ -249,6 +253,8 @@ export function buildNotifier(
     tables: deps.tables,
     matrix: config.matrix,
     notifier: durable,
+    ...(deps.digestSources ? { sources: deps.digestSources } : {}),
+    ...(deps.digestDirectRecipients ? { directRecipients: deps.digestDirectRecipients } : {}),
     ...(deps.log ? { log: deps.log } : {}),
   });
   return Object.assign(withLowSeverityDigests(durable, digests, config.matrix), {

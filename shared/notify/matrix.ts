@@ -177,6 +177,16 @@ const matrixSchema = z
       }
       if (route.audience === "role-dm" && routeName !== BREAK_GLASS_USAGE_ROUTE)
         problem(at("audience"), `role-dm is only for the break-glass usage summary (${BREAK_GLASS_USAGE_ROUTE})`);
+      // A direct message reaches one person: never a channel that posts to a shared audience.
+      if (route.audience === "role-dm")
+        [route.primary, ...route.fallback].forEach((id, i) => {
+          const channel = matrix.channels[id];
+          if (channel && !CHANNEL_KINDS[channel.kind].per_recipient)
+            problem(
+              i === 0 ? at("primary") : at("fallback", i - 1),
+              `${id} is a channel of kind ${channel.kind}, which posts to a shared audience; a role-dm route names only per-recipient channels (platform_a, platform_a_guest, local_inbox)`,
+            );
+        });
       if (route.audience === "mention-artifact-owner" && !route.metadata_fields?.length)
         problem(at("audience"), `mention-artifact-owner needs metadata_fields (${ARTIFACT_OWNER_FIELDS.join(", ")})`);
       if (route.low_severity_digest !== undefined) {

@@ -124,8 +124,10 @@ describe("the approvalRequest orchestration on the local stack", () => {
     const stack = await started({
       env: {
         SVC_CONSOLE_APPROVERS: APPROVERS,
-        SVC_APPROVAL_TTL_SECONDS: "5",
-        SVC_APPROVAL_REMINDER_OFFSETS_SECONDS: "3",
+        // The reminder is due 5 s after filing and 5 s before expiry: the orchestration schedules
+        // only reminders still ahead of its clock, so filing and planning must finish inside 5 s.
+        SVC_APPROVAL_TTL_SECONDS: "10",
+        SVC_APPROVAL_REMINDER_OFFSETS_SECONDS: "5",
       },
     });
     const filed = await chat(
@@ -155,7 +157,7 @@ describe("the approvalRequest orchestration on the local stack", () => {
     expect(
       (await audit.list({ action: "console.action_executed", limit: 1000 })).filter((e) => e.target === approvalId),
     ).toHaveLength(0);
-    // The one reminder went out 3 s before expiry, before the timeout.
+    // The one reminder went out 5 s before expiry, before the timeout.
     const reminders = (await audit.list({ action: "console.approval_reminder", limit: 1000 })).filter(
       (e) => e.target === approvalId,
     );

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { jobApiPidOf } from "../support/processes.js";
 import { eventually, startStack, type TestStack } from "../support/local-stack.js";
+import { jobApiPidOf } from "../support/processes.js";
 
 let stack: TestStack;
 
@@ -43,12 +43,16 @@ describe("the local stack supervises the job API", () => {
     const down = await fetch(`${stack.info.functions_url}/api/health/ready`);
     expect(down.status).toBe(503);
     const body = (await down.json()) as { detail: string; request_id: string };
-    expect(body.detail).toBe("not ready: job API unreachable");
+    // The job API is named; on a loaded machine a slow storage probe may be named beside it.
+    expect(body.detail).toMatch(/^not ready: (.+ and )?job API unreachable$/);
     expect(body.request_id).toEqual(expect.any(String));
 
     await eventually(async () => (countLines("job API restarted") > restartsBefore ? true : undefined), 30_000);
-    const back = await fetch(`${stack.info.functions_url}/api/health/ready`);
-    expect(back.status).toBe(200);
+    // "Restarted" means listening; its first readiness check (storage, BLAST+, token) may still run.
+    const back = await eventually(async () => {
+      const answer = await fetch(`${stack.info.functions_url}/api/health/ready`);
+      return answer.status === 200 ? answer : void (await answer.body?.cancel());
+    }, 30_000);
     expect(await back.json()).toMatchObject({ status: "ready", checks: { job_api: "ok" } });
     // Same address as before: the dashboard and the stack file still point at it.
     expect((await fetch(`${stack.info.jobapi_url}/v1/health`)).status).toBe(200);

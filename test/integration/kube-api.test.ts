@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -320,9 +320,13 @@ describe("local Kubernetes API", () => {
     expect(podsOf("fg")).toHaveLength(0);
 
     // A node lost: its pods are deleted; the Job counts the failure and starts a replacement elsewhere.
+    // The pod runs until the test has removed its node (a file the test writes after), so the node
+    // is always lost mid-run; the replacement finds the file and ends at once.
+    const nodeGone = path.join(dataDir, "survivor-node-gone");
+    const untilNodeGone = `setInterval(() => require("node:fs").existsSync(${JSON.stringify(nodeGone)}) && process.exit(0), 50)`;
     await batch.createNamespacedJob({
       namespace: NS,
-      body: nodeJob("survivor", "setTimeout(() => {}, 1500)", { spec: { backoffLimit: 1 } }),
+      body: nodeJob("survivor", untilNodeGone, { spec: { backoffLimit: 1 } }),
     });
     const first = await eventually(async () =>
       podsOf("survivor").find((p) => (p.status as { phase: string }).phase === "Running"),
@@ -330,6 +334,7 @@ describe("local Kubernetes API", () => {
     const lost = String((first.spec as { nodeName: string }).nodeName);
     await core.deleteNode({ name: lost });
     expect(await kubectl("get", "nodes")).not.toContain(lost);
+    writeFileSync(nodeGone, "");
     await finished("survivor", "Complete");
     const pods = podsOf("survivor");
     expect(pods.map((p) => (p.spec as { nodeName: string }).nodeName)).not.toContain(lost);

@@ -1,10 +1,11 @@
 import { execFile } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { AppsV1Api, CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { azureStandIns } from "../../local/kube/azure-stand-ins.js";
 import { BLAST_POOL, blastPoolNodes, type LocalCluster, startLocalCluster } from "../../local/kube/cluster.js";
 import {
   ApplyConflictError,
@@ -14,16 +15,40 @@ import {
 } from "../../shared/cluster/job-api-deploy.js";
 import { deploymentOf, type JobApiValues, renderJobApiManifests } from "../../shared/cluster/job-api-manifests.js";
 import { createLogger } from "../../shared/logging/logger.js";
+import { API_TOKEN_SECRET } from "../../shared/secrets/api-tokens.js";
 import { eventually } from "../support/local-stack.js";
 
 const run = promisify(execFile);
+const AZURITE =
+  "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=a2V5;BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;";
 const MiB = 1024 ** 2;
 /** A bound on waiting for the controllers and the kubelet (the machine is shared; this is not a timing assertion). */
 const SETTLE_MS = 60_000;
 const digest = (c: string) => `sha256:${c.repeat(64)}`;
-/** The digest the local kubelet maps to a process that stays up; `b…` to one that exits 3; anything else is not pullable. */
+/**
+ * The digest the local kubelet maps to a process that stays up; `b…` to one that exits 3; `d…` to
+ * one that serves but never answers its readiness probe 200; anything else is not pullable.
+ */
 const RUNS = digest("a");
 const CRASHES = digest("b");
+const NEVER_READY = digest("d");
+const FIRST_TOKEN = '{"current":{"value":"first"}}';
+
+/**
+ * A stand-in for the job API: says at start what it was given, serves `/v1/ready` on the port its
+ * env names (200 once the token store holds the API token, as the job API's readiness asks), and
+ * says each token it reads (the dashboard's rotations reach it).
+ */
+const STAND_IN = `
+const fs = require("node:fs"); const e = process.env;
+const readable = (f) => { try { fs.readFileSync(f); return true; } catch { return false; } };
+const token = () => { try { return fs.readFileSync(e.JOBAPI_SECRETS_DIR + "/jobapi-api-token", "utf8"); } catch { return ""; } };
+console.log("given " + JSON.stringify({ port: e.JOBAPI_PORT, host: e.JOBAPI_HOST, storage: e.JOBAPI_STORAGE_CONNECTION_STRING,
+  account: e.JOBAPI_STORAGE_ACCOUNT_NAME ?? null, vault: e.JOBAPI_KEY_VAULT_URL ?? null, discovery: e.JOBAPI_AUTH_DISCOVERY_URL,
+  kubeconfig: readable(e.KUBECONFIG), secrets: fs.readdirSync(e.JOBAPI_SECRETS_DIR), uid: process.getuid() }));
+let last = ""; setInterval(() => { const t = token(); if (t !== last) { last = t; console.log("token " + t); } }, 100);
+require("node:http").createServer((q, s) => { s.statusCode = q.url === "/v1/ready" && token() ? 200 : 503; s.end(); })
+  .listen(Number(e.JOBAPI_PORT), e.JOBAPI_HOST);`;
 
 const values = (namespace: string, image_digest: string): JobApiValues => ({
   namespace,
@@ -43,6 +68,7 @@ const values = (namespace: string, image_digest: string): JobApiValues => ({
 describe("server-side apply on the local Kubernetes API, and the job API's rollout", { timeout: 120_000 }, () => {
   let cluster: LocalCluster;
   let dataDir: string;
+  let tokenStoreDir: string;
   let kc: KubeConfig;
   const replicasOf = (namespace: string) =>
     (cluster.store.get("deployments", namespace, "blastplane-jobapi")?.spec as { replicas?: number } | undefined)
@@ -52,6 +78,11 @@ describe("server-side apply on the local Kubernetes API, and the job API's rollo
 
   beforeAll(async () => {
     dataDir = mkdtempSync(path.join(tmpdir(), "bp-ssa-"));
+    // The stack's token store (0700, the kubelet's user alone), holding the API token.
+    tokenStoreDir = path.join(dataDir, "secrets");
+    mkdirSync(tokenStoreDir, { mode: 0o700 });
+    writeFileSync(path.join(tokenStoreDir, API_TOKEN_SECRET), FIRST_TOKEN, { mode: 0o600 });
+    writeFileSync(path.join(tokenStoreDir, "other-secret"), "not for the pod", { mode: 0o600 });
     cluster = await startLocalCluster({
       logger: createLogger({ level: "warn" }),
       dataDir,
@@ -59,10 +90,15 @@ describe("server-side apply on the local Kubernetes API, and the job API's rollo
       nodes: blastPoolNodes(1, 16 * 1024 * MiB, 8),
       // The job API's pod runs as uid 1000 (root's kubelet switches to it): its working folder is one it may enter.
       images: [
+        { pattern: new RegExp(`@${RUNS}$`), workingDir: tmpdir(), cmd: ["node", "-e", STAND_IN] },
         {
-          pattern: new RegExp(`@${RUNS}$`),
+          pattern: new RegExp(`@${NEVER_READY}$`),
           workingDir: tmpdir(),
-          cmd: ["node", "-e", "setInterval(() => {}, 1 << 30)"],
+          cmd: [
+            "node",
+            "-e",
+            "require('node:http').createServer((q, s) => { s.statusCode = 503; s.end(); }).listen(Number(process.env.JOBAPI_PORT), process.env.JOBAPI_HOST)",
+          ],
         },
         {
           pattern: new RegExp(`@${CRASHES}$`),
@@ -71,6 +107,14 @@ describe("server-side apply on the local Kubernetes API, and the job API's rollo
         },
       ],
       restartBackoffMs: 100,
+      // The local stack's stand-ins for what AKS gives a pod rendered for Azure.
+      supplement: azureStandIns({
+        storageConnectionString: AZURITE,
+        tokenStoreDir,
+        secretNames: [API_TOKEN_SECRET],
+        identityDiscoveryUrl: "http://127.0.0.1:1/tenant/v2.0/.well-known/openid-configuration",
+        kubeconfig: () => readFileSync(cluster.kubeconfigPath, "utf8"),
+      }),
     });
     kc = new KubeConfig();
     kc.loadFromFile(cluster.kubeconfigPath);
@@ -115,6 +159,54 @@ describe("server-side apply on the local Kubernetes API, and the job API's rollo
     const rv = cluster.store.get("deployments", "bp-one", "blastplane-jobapi")?.metadata.resourceVersion;
     await applyManifests(kc, objects, { force: false });
     expect(cluster.store.get("deployments", "bp-one", "blastplane-jobapi")?.metadata.resourceVersion).toBe(rv);
+  });
+
+  it("B-027 a job API rendered for Azure runs on the local cluster with the stack's stand-ins in place of Azure's, on a port of its own, ready once its probe passes", async () => {
+    // bp-one's pod, from the test above: the manifests exactly as rendered for AKS.
+    const core = kc.makeApiClient(CoreV1Api);
+    const [pod] = (await core.listNamespacedPod({ namespace: "bp-one" })).items;
+    const name = pod?.metadata?.name ?? "";
+    const log = () => core.readNamespacedPodLog({ name, namespace: "bp-one" });
+    const given = JSON.parse(
+      /^given (.*)$/m.exec(
+        await eventually(async () => ((await log()).includes("given") ? log() : undefined), SETTLE_MS),
+      )?.[1] ?? "{}",
+    );
+    expect(given).toEqual({
+      // Azure's workload identity, Key Vault and Entra, as the local stack has them.
+      storage: AZURITE,
+      account: null,
+      vault: null,
+      discovery: "http://127.0.0.1:1/tenant/v2.0/.well-known/openid-configuration",
+      kubeconfig: true,
+      secrets: [API_TOKEN_SECRET],
+      // No network namespace: container port 8080 is a free port of this machine, on its loopback.
+      port: expect.not.stringMatching(/^8080$/),
+      host: "127.0.0.1",
+      // Root's kubelet runs the pod as the image's user, who reads the copies it was given.
+      uid: process.getuid?.() === 0 ? 1000 : process.getuid?.(),
+    });
+    expect(pod?.status?.conditions?.find((c) => c.type === "Ready")?.status).toBe("True");
+    // The dashboard rotates the token: the pod's copy follows.
+    writeFileSync(path.join(tokenStoreDir, API_TOKEN_SECRET), '{"current":{"value":"second"}}', { mode: 0o600 });
+    await eventually(
+      async () => ((await log()).includes('token {"current":{"value":"second"}}') ? true : undefined),
+      SETTLE_MS,
+    );
+  });
+
+  it("B-027 a job API pod whose readiness probe fails runs but is not available, and the rollout never completes", async () => {
+    await applyManifests(kc, renderJobApiManifests(values("bp-unready", NEVER_READY)), { force: false });
+    const core = kc.makeApiClient(CoreV1Api);
+    // The kubelet's event for the failed probe (what `kubectl describe pod` shows).
+    const event = await eventually(async () => {
+      const events = await core.listNamespacedEvent({ namespace: "bp-unready" });
+      return events.items.find((e) => e.reason === "Unhealthy" && e.message?.includes("statuscode"));
+    }, SETTLE_MS);
+    expect(event.message).toBe("Readiness probe failed: HTTP probe failed with statuscode: 503");
+    const view = await readRollout(kc, "bp-unready", "blastplane-jobapi");
+    expect(view).toMatchObject({ state: "progressing", available_replicas: 0 });
+    expect(view.pods).toEqual([expect.objectContaining({ phase: "Running", ready: false })]);
   });
 
   it("an apply that would change a field another manager set is a 409 naming the manager and the field, unless forced", async () => {

@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -20,6 +20,7 @@ describe("local stack: kill -9 mid-orchestration, then restart", () => {
   it("resumes the instance from its history, keeps finished activity results and re-runs the interrupted one", async () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), "bp-restart-"));
     const log = path.join(dataDir, "activity.log");
+    const release = path.join(dataDir, "release-step-2");
     const env = {
       BLASTPLANE_FUNCTIONS_ENTRY: DURABLE_TEST_APP,
       DURABLE_TEST_LOG: log,
@@ -33,7 +34,8 @@ describe("local stack: kill -9 mid-orchestration, then restart", () => {
     const res = await fetch(`${first.info.durable_rpc_url}orchestrators/longRunning`, {
       method: "POST",
       headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ ms: 1500 }),
+      // Step 2 holds until `release` exists, which the test creates only after the restart.
+      body: JSON.stringify({ ms: 300, hold: { step: 2, until: release } }),
     });
     const { id } = (await res.json()) as { id: string };
     // Kill while the second activity runs: the first has a recorded result, the second none.
@@ -48,6 +50,7 @@ describe("local stack: kill -9 mid-orchestration, then restart", () => {
 
     const second = await startStack({ dataDir, inMemory: false, env });
     stacks.push(second);
+    writeFileSync(release, "");
     const done = await eventually(async () => {
       const s = (await (await fetch(`${second.info.durable_rpc_url}instances/${id}`)).json()) as {
         runtimeStatus: string;

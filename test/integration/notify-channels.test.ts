@@ -15,10 +15,12 @@ import { createWebhookChannel } from "../../shared/notify/channels/webhook.js";
 import { createDeliveryStore, type DeliveryStore } from "../../shared/notify/delivery-store.js";
 import { createIncidentNotices } from "../../shared/notify/emitters/incident-notices.js";
 import { parseNotificationMatrix } from "../../shared/notify/matrix.js";
-import { createDigests, withLowSeverityDigests } from "../../shared/notify/digests/digests.js";
+import { createDigestSources } from "../../shared/notify/digests/digest-sources.js";
+import { createDigests, periodAt, withLowSeverityDigests } from "../../shared/notify/digests/digests.js";
 import { createDurableNotifier } from "../../shared/notify/notify-queue.js";
 import { type ChannelAdapter, createNotificationRouter } from "../../shared/notify/router.js";
 import type { Notification } from "../../shared/notify/types.js";
+import { createActionOutcomeStore } from "../../shared/ops/actions/action-outcomes.js";
 import { type AuditLog, createAuditLog } from "../../shared/ops/audit.js";
 import { createEventLog } from "../../shared/ops/events.js";
 import { createOpsLoop } from "../../shared/ops/ops-loop.js";
@@ -1096,5 +1098,223 @@ describe("digests (A4, spec §6 item 6) on a controlled clock", () => {
     expect(await digests.flush()).toMatchObject([{ outcome: "suppressed", period_start: "2026-12-01T00:00:00.000Z" }]);
     expect(slack.requests).toHaveLength(1);
     expect(asked).toEqual(["2026-11-01T00:00:00.000Z", "2026-12-01T00:00:00.000Z"]);
+  });
+});
+
+describe("the scheduled digests read the product's stores (spec §6 item 6)", () => {
+  const SOURCE_MATRIX = `matrix:
+  version: 1
+  default_route: operational_alert
+  channels:
+    slack: { kind: platform_b, categories: [A2, A4] }
+    inbox: { kind: local_inbox, categories: [A1, A2, A4] }
+  routes:
+    operational_alert: { trust_tier: a2_operational_alert, primary: slack }
+    digest_shadow_accuracy_daily: { trust_tier: a4_digest, primary: slack }
+    digest_override_retro_weekly: { trust_tier: a4_digest, primary: slack }
+    digest_enforce_promotion_weekly: { trust_tier: a4_digest, primary: slack }
+    digest_governance_pr_aging_weekly: { trust_tier: a4_digest, primary: slack }
+    digest_exemption_expiry_weekly: { trust_tier: a4_digest, primary: slack }
+    digest_kpi_cost_monthly: { trust_tier: a4_digest, primary: slack }
+    digest_break_glass_usage: { trust_tier: a4_digest, period: weekly, audience: role-dm, primary: inbox }
+`;
+  const matrix = parseNotificationMatrix("m.yaml", SOURCE_MATRIX);
+  const today = periodAt("daily", new Date());
+  const week = periodAt("weekly", new Date());
+  const month = periodAt("monthly", new Date());
+  const hours = (h: number) => new Date(today.start.getTime() + h * 3_600_000).toISOString();
+
+  /** Digests over one world's tables with every source, sending to a notifier that records what it is given. */
+  function digestWorld() {
+    const w = world();
+    const sent: Notification[] = [];
+    let clock = Date.now();
+    const events = createEventLog(w.tables);
+    const digests = createDigests({
+      tables: w.tables,
+      matrix,
+      notifier: {
+        send: async (m) => {
+          sent.push(m);
+          return {
+            delivery_id: m.idempotency_key,
+            confirmed: true,
+            channel: "slack",
+            at: new Date(clock).toISOString(),
+          };
+        },
+      },
+      now: () => new Date(clock),
+      directRecipients: ["oid-owner-1", "oid-owner-2"],
+      sources: createDigestSources({
+        tables: w.tables,
+        audit: w.audit,
+        events,
+        rules,
+        incidentWindowMs: 1_800_000,
+        modeOf: (type) => (type === "redeploy_job_api" ? "enforce" : "shadow"),
+      }),
+    });
+    const flushAt = async (end: Date) => {
+      clock = end.getTime() + 3_600_000;
+      return digests.flush();
+    };
+    /** The bodies sent on `route`, the latest period's first. */
+    const bodyOf = (route: string) =>
+      sent
+        .filter((m) => m.route === route)
+        .map((m) => m.body_markdown)
+        .reverse();
+    return { w, sent, events, flushAt, bodyOf };
+  }
+
+  const outcome = (
+    key: string,
+    action_type: string,
+    mode: "shadow" | "enforce",
+    state: "done" | "refused",
+    at: string,
+  ) => ({
+    idempotency_key: key,
+    action_hash: "h",
+    action_type,
+    target: `blast_job/${key}`,
+    state,
+    mode,
+    plan: null,
+    result: null,
+    at,
+  });
+
+  it("C-472 C-474 C-477 C-480 C-481 shadow accuracy, promotion candidates and the month's KPIs come from the action outcomes and the event log; a digest states nothing else", async () => {
+    const d = digestWorld();
+    const store = createActionOutcomeStore(d.w.tables);
+    for (let i = 0; i < 5; i++)
+      await store.insert(outcome(`retry-${i}`, "retry_job", "shadow", "done", hours(1 + i / 10)));
+    await store.insert(outcome("rewarm-1", "rewarm_database", "shadow", "done", hours(2)));
+    await store.insert(outcome("rewarm-2", "rewarm_database", "shadow", "refused", hours(3)));
+    await store.insert(outcome("redeploy-1", "redeploy_job_api", "enforce", "done", hours(4)));
+    await store.insert(outcome("apr_0123456789abcdef01234567", "redeploy_job_api", "enforce", "done", hours(5)));
+    // Yesterday's outcome is not today's.
+    await store.insert(outcome("retry-old", "retry_job", "shadow", "done", hours(-20)));
+    for (const [key, type] of [
+      ["s1", "preflight.failed"],
+      ["s2", "cluster.unhealthy"],
+    ] as const)
+      await d.events.record({
+        idempotency_key: `${key}-${++counter}`,
+        source: "dashboard.submit",
+        event_type: type,
+        correlation_id: "c",
+        resource_ref: type === "cluster.unhealthy" ? "cluster/aks-1" : `blast_job/j-src-${counter}`,
+      });
+
+    await d.flushAt(today.end);
+    const [shadow] = d.bodyOf("digest_shadow_accuracy_daily");
+    expect(shadow).toContain("Shadow outcomes (recorded what the action would do): 6.");
+    expect(shadow).toContain("- rewarm_database: 1 recorded, 1 refused");
+    expect(shadow).toContain("- retry_job: 5 recorded, 0 refused");
+    expect(shadow).toContain("Shadow proposals refused because the target had changed: 1.");
+    expect(shadow).not.toMatch(/Incidents|Cost|Actions:/);
+
+    await d.flushAt(week.end);
+    const [promotion] = d.bodyOf("digest_enforce_promotion_weekly");
+    // retry_job: 5 clean shadow outcomes (the old one is in the week too when the week began before yesterday).
+    expect(promotion).toMatch(/- retry_job: [56] shadow outcomes, none refused/);
+    // A refusal disqualifies; an action already enforced is no candidate.
+    expect(promotion).not.toMatch(/rewarm_database|redeploy_job_api/);
+
+    await d.flushAt(month.end);
+    const [kpi] = d.bodyOf("digest_kpi_cost_monthly");
+    expect(kpi).toMatch(/Incidents: 2 \(critical 1, low 1\)\./);
+    expect(kpi).toMatch(/Actions: \d+ — auto 1, human-approved 1, rolled back 0, observation only [67]\./);
+    // No cost store: the wrap-up says nothing about cost rather than a made-up figure.
+    expect(kpi).not.toMatch(/Cost|Forecast/);
+  });
+
+  it("C-473 C-475 C-476 overrides filed, drafts aging and exemptions about to expire come from the /svc drafts", async () => {
+    const d = digestWorld();
+    const drafts = d.w.tables("channeldrafts");
+    await drafts.createTable().catch(() => undefined);
+    const draft = async (id: string, kind: string, created: Date, params: Record<string, string>) =>
+      drafts.createEntity({
+        partitionKey: kind,
+        rowKey: id,
+        doc: JSON.stringify({
+          draft_id: id,
+          kind,
+          summary: kind,
+          params,
+          trailer: "Requested-by: oid-x",
+          requested_by: "oid-x",
+          created_at: created.toISOString(),
+        }),
+      });
+    const inWeek = new Date(week.start.getTime() + 3_600_000);
+    await draft("d-ovr-1", "override", inWeek, { rule: "R-JOB-001", mode: "enforce" });
+    await draft("d-ovr-old", "override", new Date(week.start.getTime() - 10 * 86_400_000), {
+      rule: "R-DB-001",
+      mode: "shadow",
+    });
+    await draft("d-exm-soon", "exemption", inWeek, {
+      rule: "R-JOB-001",
+      target: "blast_job/j-9",
+      until: new Date(week.end.getTime() + 2 * 86_400_000).toISOString(),
+    });
+    await draft("d-exm-later", "exemption", inWeek, {
+      rule: "R-JOB-001",
+      target: "blast_job/j-8",
+      until: new Date(week.end.getTime() + 30 * 86_400_000).toISOString(),
+    });
+
+    await d.flushAt(week.end);
+    const [overrides] = d.bodyOf("digest_override_retro_weekly");
+    expect(overrides).toContain("Override drafts filed: 1.");
+    expect(overrides).toContain("- d-ovr-1: rule R-JOB-001 → enforce");
+    expect(overrides).not.toContain("d-ovr-old");
+    const [aging] = d.bodyOf("digest_governance_pr_aging_weekly");
+    expect(aging).toContain("Drafts on record: 4.");
+    expect(aging).toContain("Drafts older than 7 days: 1.");
+    expect(aging).toMatch(/- d-ovr-old \(override\): 1[67] days/);
+    const [expiring] = d.bodyOf("digest_exemption_expiry_weekly");
+    expect(expiring).toMatch(/Exemptions expiring by \d{4}-\d\d-\d\d: 1\./);
+    expect(expiring).toContain("d-exm-soon: rule R-JOB-001 on blast_job/j-9");
+    expect(expiring).not.toContain("d-exm-later");
+    // Nobody's identity leaves in a digest.
+    for (const m of d.sent) expect(m.body_markdown).not.toContain("oid-x");
+  });
+
+  it("C-478 C-520 the break-glass usage summary goes as a direct message to each Owner, from the audit of grants and denials; a week without any sends nothing", async () => {
+    const d = digestWorld();
+    const activate = (confirmed: boolean) =>
+      activateBreakGlass(
+        {
+          config: { owners: ["oid-owner-1"], max_ttl_seconds: 3600 },
+          notifier: {
+            send: async () => ({ delivery_id: "p", confirmed, channel: "pager", at: new Date().toISOString() }),
+          },
+          audit: d.w.audit,
+        },
+        {
+          actor: { oid: "oid-op", name: "Operator" },
+          reason: "prod outage",
+          requestId: `bg-${++counter}`,
+          now: new Date(),
+        },
+      ).catch(() => undefined);
+    await activate(true);
+    await activate(false);
+    await d.flushAt(week.end);
+    const dms = d.sent.filter((m) => m.route === "digest_break_glass_usage");
+    expect(dms.map((m) => m.recipient)).toEqual(["oid-owner-1", "oid-owner-2"]);
+    expect(new Set(dms.map((m) => m.idempotency_key)).size).toBe(2);
+    expect(dms[0]?.body_markdown).toContain("Break-glass activations granted: 1.");
+    expect(dms[0]?.body_markdown).toContain("Break-glass activations denied (no Owner page confirmed): 1.");
+    expect(dms[0]?.body_markdown).not.toMatch(/Operator|oid-op|prod outage/);
+    // The next week had no break-glass: suppressed, nothing sent.
+    const before = d.sent.length;
+    const next = await d.flushAt(new Date(week.end.getTime() + 7 * 86_400_000));
+    expect(next.find((r) => r.route === "digest_break_glass_usage")).toMatchObject({ outcome: "suppressed" });
+    expect(d.sent.slice(before).filter((m) => m.route === "digest_break_glass_usage")).toEqual([]);
   });
 });

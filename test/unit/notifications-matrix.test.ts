@@ -127,8 +127,24 @@ describe("config/notifications-matrix.yaml (spec §2.5, §8 special routing rule
     expect(refusal(text).message).toBe(
       `notifications-matrix.yaml:${lineOf(text, "audience: role-dm")}: matrix.routes.digest_weekly.audience: role-dm is only for the break-glass usage summary (digest_break_glass_usage)`,
     );
-    const ok = text.replace("digest_weekly", "digest_break_glass_usage");
+    const dm = text.replace("digest_weekly", "digest_break_glass_usage");
+    const ok = dm
+      .replace("categories: [A1, A2]", "categories: [A1, A2, A4]")
+      .replace("primary: email\n      audience", "primary: teams\n      audience");
     expect(parseNotificationMatrix("m.yaml", ok).routes.digest_break_glass_usage?.audience).toBe("role-dm");
+  });
+
+  it("C-478 C-520 a role-dm route names only per-recipient channels: a direct message never posts to a shared audience", () => {
+    const text = `${base.replace("categories: [A1, A2]", "categories: [A1, A2, A4]")}    digest_break_glass_usage:
+      trust_tier: a4_digest
+      period: weekly
+      audience: role-dm
+      primary: teams
+      fallback: [email]
+`;
+    expect(refusal(text).message).toBe(
+      `notifications-matrix.yaml:${lineOf(text, "fallback: [email]")}: matrix.routes.digest_break_glass_usage.fallback.0: email is a channel of kind email, which posts to a shared audience; a role-dm route names only per-recipient channels (platform_a, platform_a_guest, local_inbox)`,
+    );
   });
 
   it("C-521 mention-artifact-owner needs its metadata fields, and only the four listed ones", () => {

@@ -1,7 +1,12 @@
+import { readFileSync } from "node:fs";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { type BriefingInput, composeBriefing } from "../../shared/notify/digests/briefing.js";
-import { periodAt } from "../../shared/notify/digests/digests.js";
+import { type Digests, mayBatch, periodAt, withLowSeverityDigests } from "../../shared/notify/digests/digests.js";
+import { createIncidentNotices } from "../../shared/notify/emitters/incident-notices.js";
 import { digestPeriodOf, parseNotificationMatrix } from "../../shared/notify/matrix.js";
+import type { Notification } from "../../shared/notify/types.js";
+import type { Incident } from "../../shared/ops/incidents/incidents.js";
 
 const period = { from: "2026-11-23T00:00:00.000Z", to: "2026-11-30T00:00:00.000Z" };
 const base: BriefingInput = { title: "Weekly override retrospective", period };
@@ -153,5 +158,101 @@ describe("digest periods (UTC)", () => {
       /matrix\.routes\.ops\.low_severity_digest: digest_undated is not an a4_digest route with a period/,
     );
     expect(() => parseNotificationMatrix("m.yaml", text("nowhere"))).toThrow(/nowhere is not an a4_digest route/);
+  });
+});
+
+describe("what may wait for a digest (batchable)", () => {
+  const shipped = parseNotificationMatrix(
+    "config/notifications-matrix.yaml",
+    readFileSync(path.join(import.meta.dirname, "../../config/notifications-matrix.yaml"), "utf8"),
+  );
+  const incident = (severity: Incident["severity"], history: Incident["severity"][] = [severity]): Incident => ({
+    incident_id: "INC-000000000001",
+    resource_ref: "blast_job/j-1",
+    correlation_key: "blast_job",
+    state: "open",
+    severity,
+    opened_at: "2026-11-26T09:00:00.000Z",
+    last_event_at: "2026-11-26T09:00:00.000Z",
+    member_event_ids: history.map((_, i) => `e-${i}`),
+    rule_ids: ["R-JOB-002"],
+    severity_history: history.map((s, i) => ({ severity: s, at: "2026-11-26T09:00:00.000Z", event_id: `e-${i}` })),
+  });
+
+  /** The incident emitter over the shipped matrix's low-severity batching: what was batched, what was sent. */
+  function emitterWorld() {
+    const batched: string[] = [];
+    const sent: Notification[] = [];
+    const digests = {
+      add: async (n: { route: string; template_key: string }) => {
+        batched.push(`${n.route}:${n.template_key}`);
+        return "batched" as const;
+      },
+      flush: async () => [],
+    } as unknown as Digests;
+    const notifier = withLowSeverityDigests(
+      {
+        send: async (m: Notification) => {
+          sent.push(m);
+          return { delivery_id: m.idempotency_key, confirmed: true, channel: "email", at: "2026-11-26T09:00:00Z" };
+        },
+      },
+      digests,
+      shipped,
+    );
+    return { batched, sent, notices: createIncidentNotices({ notifier, incidentOpenRoute: "incident_open" }) };
+  }
+
+  it("C-218 C-472 the opening notice of a low or info incident waits for the day's notices digest; a medium one is mailed at once", async () => {
+    const w = emitterWorld();
+    await w.notices([incident("low"), { ...incident("info"), incident_id: "INC-000000000002" }], []);
+    expect(w.batched).toEqual(["digest_ops_notices_daily:incident.open", "digest_ops_notices_daily:incident.open"]);
+    expect(w.sent).toEqual([]);
+    await w.notices([{ ...incident("medium"), incident_id: "INC-000000000003" }], []);
+    expect(w.sent.map((m) => [m.template_key, m.batchable])).toEqual([["incident.open", false]]);
+  });
+
+  it("C-218 an incident opened low that has since risen gets its opening notice at once, with the severity it opened at", async () => {
+    const w = emitterWorld();
+    await w.notices([incident("high", ["low", "high"])], []);
+    expect(w.batched).toEqual([]);
+    expect(w.sent.map((m) => [m.template_key, m.severity, m.params?.severity])).toEqual([
+      ["incident.open", "low", "low"],
+    ]);
+  });
+
+  it("C-453 C-455 a severity_changed notice is never batched, even a rise to low (spec §6 item 3: immediate delivery)", async () => {
+    const w = emitterWorld();
+    await w.notices(
+      [],
+      [{ incident_id: "INC-000000000001", from: "info", to: "low", at: "2026-11-26T09:00:00Z", audit_id: "sev-1" }],
+    );
+    expect(w.batched).toEqual([]);
+    expect(w.sent.map((m) => [m.template_key, m.batchable, m.audit_id])).toEqual([
+      ["incident.severity_changed", false, "sev-1"],
+    ]);
+  });
+
+  it("C-012 the router batches only an A2 low/info notice an emitter marked batchable, never a fan-out page, an A1 request or anything above low", () => {
+    const base: Notification = {
+      category: "A2",
+      template_key: "ops.notice",
+      recipient: "operational",
+      title: "t",
+      body_markdown: "b",
+      correlation_id: "c",
+      idempotency_key: "k",
+      severity: "low",
+      batchable: true,
+    };
+    expect(mayBatch(base)).toBe(true);
+    expect(mayBatch({ ...base, severity: "info" })).toBe(true);
+    expect(mayBatch({ ...base, batchable: undefined })).toBe(false);
+    expect(mayBatch({ ...base, severity: "medium" })).toBe(false);
+    expect(mayBatch({ ...base, severity: undefined })).toBe(false);
+    // The kill switch's announcement and break-glass pages go to every channel at once.
+    expect(mayBatch({ ...base, fan_out: "all" })).toBe(false);
+    expect(mayBatch({ ...base, category: "A1" })).toBe(false);
+    expect(mayBatch({ ...base, category: "A4" })).toBe(false);
   });
 });

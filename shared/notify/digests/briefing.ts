@@ -18,6 +18,13 @@ export interface DigestNotice {
   at: string;
 }
 
+/** A count a digest's source read from the product's stores, with the items behind it (at most 20 listed). */
+export interface BriefingFact {
+  label: string;
+  count: number;
+  items?: string[];
+}
+
 export interface BriefingInput {
   /** The digest's title (`Daily shadow-accuracy report`, …). */
   title: string;
@@ -33,6 +40,8 @@ export interface BriefingInput {
   guard_breaches?: { metric: string; value: number; threshold: number }[];
   /** Low-severity notices batched into this digest. */
   notices?: DigestNotice[];
+  /** What the digest's source counted (`Override drafts filed: 3.`); a fact above zero is significant. */
+  facts?: BriefingFact[];
 }
 
 export interface Briefing {
@@ -111,6 +120,14 @@ export function composeBriefing(input: BriefingInput): Briefing {
       for (const n of notices.slice(0, 20)) lines.push(`- [${n.severity}] ${n.title}`);
       if (notices.length > 20) lines.push(`- … and ${count(notices.length - 20, "more notice")}`);
     }
+  }
+  for (const fact of input.facts ?? []) {
+    const n = Math.max(0, Math.trunc(fact.count));
+    if (n > 0) significant = true;
+    lines.push(`${fact.label}: ${n}.`);
+    const items = fact.items ?? [];
+    for (const item of items.slice(0, 20)) lines.push(`- ${item}`);
+    if (items.length > 20) lines.push(`- … and ${items.length - 20} more`);
   }
   const headline = significant
     ? `${input.title}: ${input.period.from.slice(0, 10)} to ${input.period.to.slice(0, 10)}${

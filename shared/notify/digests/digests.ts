@@ -28,6 +28,7 @@ export const DIGEST_TITLES: Readonly<Record<string, string>> = {
   digest_governance_pr_aging_weekly: "Weekly governance PR aging",
   digest_exemption_expiry_weekly: "Weekly exemption-expiry lookahead",
   digest_kpi_cost_monthly: "Monthly KPI and cost wrap-up",
+  digest_break_glass_usage: "Break-glass usage summary",
 };
 
 const DAY_MS = 86_400_000;
@@ -76,6 +77,11 @@ export interface DigestDependencies {
   notifier: Notifier;
   /** Sources by route: a route with one is flushed every period, notices or not. */
   sources?: Readonly<Record<string, DigestSource>>;
+  /**
+   * Who a `role-dm` digest route (the break-glass usage summary) reaches: one direct message each
+   * (the configured break-glass Owners). With none, such a digest is suppressed.
+   */
+  directRecipients?: readonly string[];
   now?: () => Date;
   log?: (message: string, fields: Record<string, unknown>) => void;
 }
@@ -123,21 +129,33 @@ export function createDigests(deps: DigestDependencies) {
       ...(notices.length > 0 ? { notices } : {}),
     });
     let result: DigestFlushResult = { route, period_start: start.toISOString(), outcome: "suppressed" };
-    if (briefing.has_significant_activity) {
+    const direct = deps.matrix.routes[route]?.audience === "role-dm";
+    const recipients = direct ? [...new Set(deps.directRecipients ?? [])] : ["operational"];
+    if (briefing.has_significant_activity && recipients.length > 0) {
       const id = `digest/${route}/${start.toISOString()}`;
-      const receipt = await deps.notifier.send({
-        category: "A4",
-        route,
-        template_key: `digest.${route}`,
-        recipient: "operational",
-        title: briefing.headline,
-        body_markdown: briefingMarkdown(briefing),
-        correlation_id: id,
-        audit_id: id,
-        idempotency_key: id,
-      });
-      result = { ...result, outcome: "sent", receipt };
-    } else deps.log?.("digest suppressed: no significant activity", { route, period_start: start.toISOString() });
+      let receipt: DeliveryReceipt | undefined;
+      for (const recipient of recipients) {
+        const sent = await deps.notifier.send({
+          category: "A4",
+          route,
+          template_key: `digest.${route}`,
+          recipient,
+          title: briefing.headline,
+          body_markdown: briefingMarkdown(briefing),
+          correlation_id: id,
+          audit_id: id,
+          idempotency_key: direct ? `${id}/${recipient}` : id,
+        });
+        if (!receipt || (sent.confirmed && !receipt.confirmed)) receipt = sent;
+      }
+      result = { ...result, outcome: "sent", ...(receipt ? { receipt } : {}) };
+    } else
+      deps.log?.(
+        briefing.has_significant_activity
+          ? "digest suppressed: a role-dm digest with no recipients"
+          : "digest suppressed: no significant activity",
+        { route, period_start: start.toISOString() },
+      );
     await t
       .createEntity({ partitionKey: DONE, rowKey: key, outcome: result.outcome, at: now().toISOString() })
       .catch((error: unknown) => {
@@ -217,10 +235,30 @@ export function createDigests(deps: DigestDependencies) {
 export type Digests = ReturnType<typeof createDigests>;
 
 /**
- * The notifier with low-severity batching: a `batchable` A2 message of severity low or info whose
- * route names a `low_severity_digest` is batched into that digest (its receipt says so: not
+ * The notifier with low-severity batching: a message that {@link mayBatch} whose route names a
+ * `low_severity_digest` is batched into that digest (its receipt says so: not
  * confirmed, channel `digest:<route>`); every other message goes to `notifier` unchanged.
  */
+/** Severities a notice may have and still wait for a digest: anything above is sent at once. */
+export const BATCHABLE_SEVERITIES: readonly Severity[] = ["low", "info"];
+
+/**
+ * Whether `message` may wait for its route's low-severity digest instead of going out now: the
+ * emitter marked it `batchable`, it is an A2 notice of severity low or info, and it is not a
+ * fan-out to every channel (a break-glass page, the kill switch's announcement). A1 requests,
+ * digests themselves and anything of severity medium and above are always sent at once, whatever
+ * the emitter says (docs/notifications.md "What may wait for a digest").
+ */
+export function mayBatch(message: Notification): boolean {
+  return (
+    message.batchable === true &&
+    message.category === "A2" &&
+    message.fan_out !== "all" &&
+    message.severity !== undefined &&
+    BATCHABLE_SEVERITIES.includes(message.severity)
+  );
+}
+
 export function withLowSeverityDigests<N extends Notifier>(
   notifier: N,
   digests: Digests,
@@ -230,13 +268,7 @@ export function withLowSeverityDigests<N extends Notifier>(
   const send = async (message: Notification): Promise<DeliveryReceipt> => {
     const route = matrix.routes[message.route ?? defaultRouteFor(matrix, message.category)];
     const digest = route?.low_severity_digest;
-    if (
-      !digest ||
-      message.batchable !== true ||
-      message.category !== "A2" ||
-      (message.severity !== "low" && message.severity !== "info")
-    )
-      return notifier.send(message);
+    if (!digest || !mayBatch(message) || !message.severity) return notifier.send(message);
     await digests.add({
       route: digest,
       severity: message.severity,

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import type { Incident, SeverityChanged } from "../../ops/incidents/incidents.js";
+import { BATCHABLE_SEVERITIES } from "../digests/digests.js";
 import type { Notifier } from "../types.js";
 
 /** The fixed audit id of an incident's opening notice: the same incident always has the same id. */
@@ -12,6 +13,13 @@ export function incidentOpenAuditId(incidentId: string): string {
  * each open incident gets one incident-open message (route `incident_open` when the matrix has it),
  * each committed severity rise one A2 notice. Both carry fixed audit ids, so the router's
  * idempotent send drops the repeats of later passes, other hosts and start-up replay.
+ *
+ * What may wait for a digest (`batchable`, honoured where the route names a `low_severity_digest`):
+ * the opening notice of an incident whose severity is still low or info — a pre-flight refusal,
+ * a recorded token rotation — goes into the day's notices digest instead of a message of its own.
+ * Once the incident rises, a later pass finds it no longer batchable and the opening notice goes
+ * out at once (it was never sent on its own, so the router sends it now). A `severity_changed`
+ * notice is never batched: spec §6 item 3 has it delivered immediately.
  */
 export function createIncidentNotices(deps: { notifier: Notifier; incidentOpenRoute?: string }) {
   return async (incidents: readonly Incident[], changes: readonly SeverityChanged[]): Promise<void> => {
@@ -29,6 +37,7 @@ export function createIncidentNotices(deps: { notifier: Notifier; incidentOpenRo
         audit_id,
         idempotency_key: `incident.open/${incident.incident_id}`,
         severity: opening,
+        batchable: BATCHABLE_SEVERITIES.includes(incident.severity),
         ...(deps.incidentOpenRoute ? { route: deps.incidentOpenRoute } : {}),
         params: {
           incident_id: incident.incident_id,
@@ -53,6 +62,7 @@ export function createIncidentNotices(deps: { notifier: Notifier; incidentOpenRo
         audit_id: change.audit_id,
         idempotency_key: `incident.severity_changed/${change.audit_id}`,
         severity: change.to,
+        batchable: false,
       });
   };
 }

@@ -8,6 +8,8 @@ const TERMINAL = new Set(["succeeded", "failed", "cancelled"]);
 const DIGEST = /^sha256:[0-9a-f]{64}$/;
 /** The role floor of provisioning, builds and deploys (functions/aks.ts, functions/cluster.ts). */
 const ACTION_ROLE = "Contributor";
+/** How often the job API's deployment is re-read while one exists. */
+const DEPLOYMENT_POLL_MS = 3000;
 
 type StepState = "done" | "missing" | "unknown" | "in progress" | "stopped";
 
@@ -151,6 +153,12 @@ export function ClusterPage() {
           : "unknown";
   const clusterProgress = clusterOp.current?.progress as ClusterProgress | undefined;
   const rollout = deployment.data?.rollout;
+  // A deployed job API's state changes without an operation (a pod becomes ready, crashes, is
+  // rescheduled): re-read it while it is there and no deploy is being followed.
+  usePolling(
+    async () => deployment.reload(),
+    rollout && rollout.state !== "missing" && !deployOp.following ? DEPLOYMENT_POLL_MS : undefined,
+  );
   const warm = (databases.data?.databases ?? []).filter((d) => d.warm_state === "warm");
   const deployProgress = deployOp.current?.progress as { step?: string } | undefined;
   const validDigest = DIGEST.test(digest.trim());

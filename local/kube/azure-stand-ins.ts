@@ -1,0 +1,130 @@
+import {
+  chownSync,
+  copyFileSync,
+  existsSync,
+  type FSWatcher,
+  mkdirSync,
+  renameSync,
+  rmSync,
+  watch,
+  writeFileSync,
+} from "node:fs";
+import path from "node:path";
+import type { ContainerSupplement } from "./kubelet.js";
+import { field } from "./objects.js";
+
+/** The label AKS's workload identity webhook acts on: the pod was rendered for Azure. */
+export const WORKLOAD_IDENTITY_USE = "azure.workload.identity/use";
+
+/** What the local stack has in place of what AKS and Azure give a pod. */
+export interface AzureStandInOptions {
+  /** The embedded Azurite: the storage account the pod's identity would reach. */
+  storageConnectionString: string;
+  /** The stack's token store (the folder `SECRETS_DIR` names): the Key Vault the pod's identity would read. */
+  tokenStoreDir: string;
+  /** The secrets of the token store the pod may read (the job API's token). */
+  secretNames: readonly string[];
+  /** The local identity provider's OpenID discovery document: the Entra tenant's, here. */
+  identityDiscoveryUrl: string;
+  /** A kubeconfig for the local Kubernetes API: the pod's service account token and the in-cluster address. */
+  kubeconfig: () => string;
+}
+
+/**
+ * What the local kubelet supplies a pod rendered for Azure (labelled `azure.workload.identity/use`,
+ * as `infra/k8s/jobapi.yaml`'s job API is) in place of what AKS and Azure supply it — the one place
+ * where a deploy to the local cluster differs from one to AKS. The manifests are rendered and
+ * applied exactly as for Azure; only the container's environment changes when it starts:
+ *
+ * | The pod has (Azure) | The local kubelet gives it instead |
+ * |---|---|
+ * | `<P>_STORAGE_ACCOUNT_NAME` (Blob and Table storage reached with the workload identity) | `<P>_STORAGE_CONNECTION_STRING`: the stack's Azurite (its account key is the identity's access) |
+ * | `<P>_KEY_VAULT_URL` (the API token read from Key Vault with the workload identity) | `<P>_SECRETS_DIR`: a copy of the stack's token store (only `secretNames`), kept current as the dashboard rotates the token |
+ * | `<P>_AUTH_TENANT_ID` (the browser terminal checks Entra tokens) | `<P>_AUTH_DISCOVERY_URL`: the local identity provider |
+ * | the service account token and `KUBERNETES_SERVICE_HOST` (in-cluster Kubernetes access) | `KUBECONFIG`: a copy of the local API's kubeconfig |
+ *
+ * The copies live in the container's own folder (owned by its user) and go with it.
+ */
+export function azureStandIns(options: AzureStandInOptions): ContainerSupplement {
+  return ({ pod, env, dir, owner }) => {
+    if (pod.metadata.labels?.[WORKLOAD_IDENTITY_USE] !== "true") return undefined;
+    const out: Record<string, string> = { ...env };
+    const stops: (() => void)[] = [];
+    const own = (file: string) => {
+      if (owner) chownSync(file, owner.uid, owner.gid);
+    };
+    for (const name of Object.keys(env)) {
+      const prefix = /^(.*)_STORAGE_ACCOUNT_NAME$/.exec(name)?.[1];
+      if (prefix !== undefined) {
+        delete out[name];
+        out[`${prefix}_STORAGE_CONNECTION_STRING`] = options.storageConnectionString;
+      }
+      const vault = /^(.*)_KEY_VAULT_URL$/.exec(name)?.[1];
+      if (vault !== undefined) {
+        delete out[name];
+        const secrets = path.join(dir(), "secrets");
+        const mirror = mirrorSecrets(options.tokenStoreDir, secrets, options.secretNames, own);
+        stops.push(() => mirror.close());
+        out[`${vault}_SECRETS_DIR`] = secrets;
+      }
+      const tenant = /^(.*)_AUTH_TENANT_ID$/.exec(name)?.[1];
+      if (tenant !== undefined && env[`${tenant}_AUTH_DISCOVERY_URL`] === undefined)
+        out[`${tenant}_AUTH_DISCOVERY_URL`] = options.identityDiscoveryUrl;
+    }
+    const automount = field(pod, "spec", "automountServiceAccountToken") !== false;
+    if (automount && out.KUBECONFIG === undefined) {
+      const kubeconfig = path.join(dir(), "kubeconfig");
+      writeFileSync(kubeconfig, options.kubeconfig(), { mode: 0o600 });
+      own(kubeconfig);
+      out.KUBECONFIG = kubeconfig;
+    }
+    return {
+      env: out,
+      stop: () => {
+        for (const stop of stops) stop();
+      },
+    };
+  };
+}
+
+/**
+ * Keeps `names` of the folder `from` copied into `to` (made here), each copy replaced whole (a
+ * reader never sees half a file) when the original changes, removed when it goes.
+ */
+function mirrorSecrets(
+  from: string,
+  to: string,
+  names: readonly string[],
+  own: (file: string) => void,
+): { close(): void } {
+  mkdirSync(to, { recursive: true, mode: 0o700 });
+  own(to);
+  const copy = (name: string) => {
+    const source = path.join(from, name);
+    const target = path.join(to, name);
+    try {
+      if (!existsSync(source)) {
+        rmSync(target, { force: true });
+        return;
+      }
+      const staged = `${target}.${process.pid}.tmp`;
+      copyFileSync(source, staged);
+      own(staged);
+      renameSync(staged, target);
+    } catch {
+      // The original moved while being read: the watch's next event copies it again.
+    }
+  };
+  for (const name of names) copy(name);
+  mkdirSync(from, { recursive: true, mode: 0o700 });
+  let watcher: FSWatcher | undefined;
+  try {
+    watcher = watch(from, (_event, file) => {
+      for (const name of names) if (!file || String(file).startsWith(name)) copy(name);
+    });
+    watcher.on("error", () => undefined);
+  } catch {
+    // No watch on this file system: the copy made at start stands.
+  }
+  return { close: () => watcher?.close() };
+}

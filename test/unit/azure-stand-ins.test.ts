@@ -1,0 +1,98 @@
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { azureStandIns } from "../../local/kube/azure-stand-ins.js";
+import type { KubeObject } from "../../local/kube/selectors.js";
+import { deploymentOf, renderJobApiManifests } from "../../shared/cluster/job-api-manifests.js";
+import { API_TOKEN_SECRET } from "../../shared/secrets/api-tokens.js";
+
+/*
+ * The one place a job API deployed to the local cluster differs from one deployed to AKS: the
+ * manifests are rendered for Azure (and stay so), and the local kubelet swaps what Azure would
+ * supply the container for what the local stack has.
+ */
+const root = mkdtempSync(path.join(tmpdir(), "bp-stand-ins-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+const AZURITE = "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=a2V5;";
+const DISCOVERY = "http://127.0.0.1:9/tenant/v2.0/.well-known/openid-configuration";
+
+/** The job API's pod as rendered for AKS, and its container's literal env. */
+function renderedPod(): { pod: KubeObject; container: Record<string, unknown>; env: Record<string, string> } {
+  const deployment = deploymentOf(
+    renderJobApiManifests({
+      namespace: "blastplane",
+      registry: "blastplanecr.azurecr.io",
+      image_digest: `sha256:${"a".repeat(64)}`,
+      workload_identity_client_id: "22222222-2222-4222-8222-222222222222",
+      key_vault_url: "https://blastplane-kv.vault.azure.net/",
+      storage_account_name: "blastplanedata",
+      app_subnet_cidr: "10.1.0.0/24",
+      auth_client_id: "00000000-0000-4000-8000-000000000001",
+      auth_tenant_id: "00000000-0000-4000-8000-000000000000",
+      web_app_origin: "",
+    }),
+  );
+  const template = (
+    deployment.spec as { template: { metadata: KubeObject["metadata"]; spec: Record<string, unknown> } }
+  ).template;
+  const pod = { apiVersion: "v1", kind: "Pod", metadata: { ...template.metadata, name: "p" }, spec: template.spec };
+  const container = (template.spec.containers as Record<string, unknown>[])[0] as Record<string, unknown>;
+  const env = Object.fromEntries((container.env as { name: string; value: string }[]).map((e) => [e.name, e.value]));
+  return { pod: pod as KubeObject, container, env };
+}
+
+describe("the local stack's stand-ins for what AKS gives a pod", () => {
+  const store = path.join(root, "secrets");
+  mkdirSync(store, { recursive: true });
+  writeFileSync(path.join(store, API_TOKEN_SECRET), '{"current":{"value":"t"}}');
+  writeFileSync(path.join(store, "webhook-secret"), "not the pod's");
+  const supplement = azureStandIns({
+    storageConnectionString: AZURITE,
+    tokenStoreDir: store,
+    secretNames: [API_TOKEN_SECRET],
+    identityDiscoveryUrl: DISCOVERY,
+    kubeconfig: () => "apiVersion: v1\nkind: Config\n",
+  });
+
+  it("B-027 the job API rendered for Azure gets Azurite for its storage account, the token store for Key Vault, the local identity provider and a kubeconfig; nothing else changes", () => {
+    const { pod, container, env } = renderedPod();
+    // The Azure rendering, unchanged: workload identity, Key Vault, the account name.
+    expect(pod.metadata.labels?.["azure.workload.identity/use"]).toBe("true");
+    expect(env).toMatchObject({
+      JOBAPI_STORAGE_ACCOUNT_NAME: "blastplanedata",
+      JOBAPI_KEY_VAULT_URL: "https://blastplane-kv.vault.azure.net/",
+    });
+    const dir = path.join(root, "pod-1");
+    const supplied = supplement({
+      pod,
+      container,
+      env,
+      dir: () => {
+        mkdirSync(dir, { recursive: true });
+        return dir;
+      },
+      owner: undefined,
+    });
+    const { JOBAPI_STORAGE_ACCOUNT_NAME, JOBAPI_KEY_VAULT_URL, ...kept } = env;
+    expect(supplied?.env).toEqual({
+      ...kept,
+      JOBAPI_STORAGE_CONNECTION_STRING: AZURITE,
+      JOBAPI_SECRETS_DIR: path.join(dir, "secrets"),
+      JOBAPI_AUTH_DISCOVERY_URL: DISCOVERY,
+      KUBECONFIG: path.join(dir, "kubeconfig"),
+    });
+    // Only the API token is copied, not the store's other secrets.
+    expect(readdirSync(path.join(dir, "secrets"))).toEqual([API_TOKEN_SECRET]);
+    expect(readFileSync(path.join(dir, "secrets", API_TOKEN_SECRET), "utf8")).toBe('{"current":{"value":"t"}}');
+    expect(readFileSync(path.join(dir, "kubeconfig"), "utf8")).toContain("kind: Config");
+    supplied?.stop?.();
+  });
+
+  it("a pod not rendered for Azure (a shard Job's) is left as it is", () => {
+    const { pod, container, env } = renderedPod();
+    delete pod.metadata.labels?.["azure.workload.identity/use"];
+    expect(supplement({ pod, container, env, dir: () => root, owner: undefined })).toBeUndefined();
+  });
+});
