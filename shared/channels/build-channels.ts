@@ -99,6 +99,7 @@ export function buildInboundChannels(
         botAppId: a.inbound.botAppId,
         tenantId: a.inbound.tenantId,
         clientSecret: () => deps.resolve(a.clientSecretRef),
+        ...(a.inbound.authorityHost ? { authorityHost: a.inbound.authorityHost } : {}),
       }),
     );
 

@@ -39,6 +39,16 @@ export const teamsInboundSettingsSchema = z.object({
   SVC_PLATFORM_A_TOKEN_ISSUER: https.default(BOT_SERVICE_ISSUER),
   /** Guest tenants whose users may use A2–A4 (never A1); comma-separated tenant ids. */
   SVC_PLATFORM_A_GUEST_TENANT_IDS: guidList.optional(),
+  /**
+   * The Entra authority host the bot's app token for replies comes from (HTTPS origin, the tenant is
+   * appended); unset, the Agents SDK's default (`https://login.microsoftonline.com`).
+   */
+  SVC_PLATFORM_A_AUTHORITY_HOST: https
+    .refine((u) => !URL.canParse(u) || (new URL(u).pathname === "/" && !new URL(u).search && !new URL(u).hash), {
+      message: "must be an origin (https://host[:port]) without a path: the tenant is appended",
+    })
+    .transform((u) => new URL(u).origin)
+    .optional(),
 });
 
 /** Every inbound Teams setting (the Functions app's `local.settings.sample.json` lists them). */
@@ -52,6 +62,8 @@ export interface TeamsInboundConfig {
   readonly guestTenantIds: readonly string[];
   readonly metadataUrl: string;
   readonly issuer: string;
+  /** The Entra authority host of the reply token (an origin); undefined: the Agents SDK's default. */
+  readonly authorityHost?: string | undefined;
   /** Normalized Teams object id → normalized canonical principal. */
   readonly bindings: ReadonlyMap<string, string>;
 }
@@ -143,6 +155,7 @@ export function loadTeamsInboundConfig(env: Env): TeamsInboundConfig | undefined
     guestTenantIds: guests,
     metadataUrl: c.SVC_PLATFORM_A_OPENID_METADATA_URL,
     issuer: c.SVC_PLATFORM_A_TOKEN_ISSUER,
+    authorityHost: c.SVC_PLATFORM_A_AUTHORITY_HOST,
     bindings,
   };
 }
