@@ -18,7 +18,7 @@
 // run, so a drift in the machine's speed (it moves by ±20% within minutes here) favours neither.
 // A MISS is reported, not fatal: the process exits 0 unless the benchmark itself breaks.
 // BENCH_RUNS (default 7) sets the measured runs per metric; BENCH_XML_MB (default 1024) the size
-// of the streamed result; BENCH_ONLY (default "a,b,c,d,e,f,g") the metrics to run (d, e, f and g alone need
+// of the streamed result; BENCH_ONLY (default "a,b,c,d,e,f,g,h") the metrics to run (d, e, f, g and h alone need
 // neither the standard stack nor its data); BENCH_STACK_LOG a file to keep the local stack's log in.
 //   (f) a sharded job of 8 shards through the Kubernetes executor on the local cluster, vs the same
 //       8 partition searches run bare side by side; and the API calls per shard (bench/kube.mjs;
@@ -26,6 +26,10 @@
 //   (g) what durable storage writes cost: submit latency (job API, dashboard), a burst of submits
 //       and a small job end to end, with Azurite's durable writes on vs off, two stacks side by
 //       side (bench/durability.mjs). (a) and (b) with them off: BLASTPLANE_AZURITE_DURABLE=0.
+//   (h) 1,000 A2 events in a burst over 200 correlation ids through the notification router to
+//       local vendor servers (PagerDuty Events v2 over HTTPS, a Standard Webhooks receiver): the
+//       messages delivered (exactly 200), p50/p99 from event to vendor receipt, CPU per event
+//       (bench/notify-burst.ts, bundled here; needs neither the stack nor its data)
 import { spawn } from "node:child_process";
 import {
   copyFileSync,
@@ -69,7 +73,7 @@ import {
 } from "./stack.mjs";
 
 const RUNS = Math.max(1, Number(process.env.BENCH_RUNS ?? 7));
-const ONLY = new Set((process.env.BENCH_ONLY ?? "a,b,c,d,e,f,g").split(",").map((x) => x.trim()));
+const ONLY = new Set((process.env.BENCH_ONLY ?? "a,b,c,d,e,f,g,h").split(",").map((x) => x.trim()));
 /** Whether a metric that needs the standard stack and the generated data runs. */
 const NEEDS_STACK = ["a", "b", "c"].some((metric) => ONLY.has(metric));
 const IMPORT_RUNS = Math.max(1, Number(process.env.BENCH_IMPORT_RUNS ?? 10));
@@ -262,6 +266,21 @@ async function main(tmp) {
   }
   // (e) runs a stack of its own (the demo database, a queue limit of 100).
   if (ONLY.has("e")) results.load = await benchLoad({ tmp, log });
+  // (h) the notification router under a burst: its own Azurite and vendor servers.
+  if (ONLY.has("h")) {
+    const burstModule = path.join(ROOT, "node_modules/.cache/blastplane-bench/notify-burst.mjs");
+    await build({
+      entryPoints: [path.join(ROOT, "bench/notify-burst.ts")],
+      bundle: true,
+      platform: "node",
+      format: "esm",
+      packages: "external",
+      outfile: burstModule,
+      logLevel: "warning",
+    });
+    const { runNotifyBurst } = await import(burstModule);
+    results.notify = await runNotifyBurst({ root: ROOT, log });
+  }
   // (d), (e) and (f) alone need neither the standard stack nor its data.
   if (!NEEDS_STACK) {
     if (ONLY.has("f")) results.kubernetes = await benchKubernetes({ tmp, runs: RUNS, log });
@@ -813,6 +832,17 @@ function report(r) {
       ],
     );
   }
+  if (r.notify) {
+    const h = r.notify;
+    rows.push([
+      `(h) ${h.events} A2 events, ${h.correlation_ids} correlation ids → vendors`,
+      `${h.delivered} delivered (${h.duplicates_same_vendor} twice; ${h.fallback_after_ambiguous} also on the fallback)`,
+      "-",
+      "-",
+      `= ${h.correlation_ids}, none twice on a vendor`,
+      h.pass,
+    ]);
+  }
   if (r.durability) {
     const g = r.durability;
     const pass = (added) => added <= g.target_added_submit_ms;
@@ -859,6 +889,7 @@ function report(r) {
     ["(e)", r.load],
     ["(f)", r.kubernetes],
     ["(g)", r.durability],
+    ["(h)", r.notify],
   ].filter(([, m]) => m);
   const foreignRuns = metrics.flatMap(([, m]) => m.runs_foreign_load_cores ?? []);
   const foreignMax = Math.max(0, ...foreignRuns);
@@ -905,6 +936,12 @@ function report(r) {
           `job-API submit runs ms on ${r.durability.job_api_submit_ms.runs_on.join(" ")} / off ${r.durability.job_api_submit_ms.runs_off.join(" ")}`,
       ]
     : [];
+  const notifyLines = r.notify
+    ? [
+        `(h) event → vendor receipt p50 ${r.notify.p50_ms} ms, p99 ${r.notify.p99_ms} ms; burst ${r.notify.burst_ms} ms; ` +
+          `process CPU ${r.notify.cpu_ms_per_event} ms per event, ${r.notify.cpu_ms_per_delivered} ms per delivered message (router, storage client and the in-process vendor servers)`,
+      ]
+    : [];
   const foreignLines = [
     `CPU used by other processes on the machine, cores per run (* over ${DISTURBED_CORES}: disturbed): ${metrics.map(([name, m]) => `${name} ${formatForeignLoad(m.runs_foreign_load_cores ?? [])}`).join("; ")}`,
     ...(foreignMax > DISTURBED_CORES
@@ -924,6 +961,7 @@ function report(r) {
         "",
         ...coldStartLines,
         ...durabilityLines,
+        ...notifyLines,
         ...foreignLines,
         `bench took ${r.bench_seconds} s`,
         "",
@@ -952,6 +990,7 @@ function report(r) {
       : []),
     ...coldStartLines,
     ...durabilityLines,
+    ...notifyLines,
     `after-BLAST steps in-process, ms: ${JSON.stringify(r.after_blast_probe_ms)}; idle stack CPU: ${r.idle_stack_cpu_cores} cores`,
     `median of per-run ratios (each pair measured back to back): ${perMetric((m) => `${m.median_pair_ratio} (runs ${m.pair_ratio_range.join("–")})`)}`,
     `overhead over the baseline, median ms (follows the result size, not the database size): ${perMetric((m) => m.overhead_ms ?? "-")}`,

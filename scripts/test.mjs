@@ -1,11 +1,12 @@
 // `npm test`: typecheck, lint, then every unit, integration and end-to-end test (real Azurite,
 // real BLAST+, Debian's Chromium),
-// ending with one summary line "N passed, N failed". Exits non-zero if any step fails.
+// ending with the 15 slowest test files and one summary line "N passed, N failed". Exits non-zero if any step fails.
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { slowestFiles, slowestFilesLines } from "./test-report.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const bin = (name) => path.join(root, "node_modules", ".bin", name);
@@ -35,6 +36,7 @@ const tests = step("unit, integration and end-to-end tests", bin("vitest"), [
 let passed = 0;
 let failed = 0;
 let skipped = 0;
+let slowest = [];
 try {
   const json = JSON.parse(readFileSync(report, "utf8"));
   passed = json.numPassedTests ?? 0;
@@ -42,12 +44,19 @@ try {
   failed = json.numFailedTests ?? 0;
   if (failed === 0) failed = json.numFailedTestSuites ?? 0;
   skipped = (json.numPendingTests ?? 0) + (json.numTodoTests ?? 0);
+  try {
+    slowest = slowestFilesLines(slowestFiles(json, root));
+  } catch {
+    // Only a report of the times: it never changes the counts or the exit code.
+  }
 } catch {
   failed += 1;
 }
 rmSync(reportDir, { recursive: true, force: true });
 if (!typecheck) failed += 1;
 if (!lint) failed += 1;
+// Where the time went (CI budget: 15 minutes), just above the summary.
+if (slowest.length > 0) process.stdout.write(`\n${slowest.join("\n")}\n`);
 process.stdout.write(`\ntypecheck ${typecheck ? "ok" : "FAILED"}, lint ${lint ? "ok" : "FAILED"}\n`);
 process.stdout.write(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ""}\n`);
 process.exit(typecheck && lint && tests && failed === 0 && passed > 0 ? 0 : 1);

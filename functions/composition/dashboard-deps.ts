@@ -12,6 +12,7 @@ import {
   type NodeMemory,
 } from "../../shared/databases/database-service.js";
 import { DatabaseStateStore } from "../../shared/databases/database-state.js";
+import { DatabaseNameClaims } from "../../shared/databases/name-claims.js";
 import { createDatabaseUploadStore, type DatabaseUploadStore } from "../../shared/databases/upload-store.js";
 import { createReadinessCheck } from "../../shared/http/readiness.js";
 import { probeJobApiReady } from "../../shared/jobs/job-api-readiness.js";
@@ -53,6 +54,14 @@ let uploads: DatabaseUploadStore | undefined;
 export function databaseUploads(): DatabaseUploadStore {
   uploads ??= createDatabaseUploadStore(appContext.config.storage);
   return uploads;
+}
+
+let claims: DatabaseNameClaims | undefined;
+
+/** Names being added from uploads (insert-only claims in the platform storage account); created on first use. */
+export function databaseClaims(): DatabaseNameClaims {
+  claims ??= new DatabaseNameClaims(appContext.config.storage);
+  return claims;
 }
 
 let nodeMemoryCache: { at: number; value: Promise<NodeMemory | null> } | undefined;
@@ -97,6 +106,7 @@ export function databaseService(scope: ServiceScope): DatabaseService {
     sourceConfigured: config.databaseSourceUrl !== undefined,
     partitions: config.databasePartitions,
     uploads: databaseUploads(),
+    claims: databaseClaims(),
     uploadMaxBytes: config.databaseUploadMaxBytes,
     nodeMemory,
   });

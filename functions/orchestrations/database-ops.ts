@@ -13,6 +13,7 @@ import {
   createWarmDatabaseActivity,
   type DatabaseActivityDependencies,
 } from "../../shared/databases/database-activities.js";
+import { sweepStaleClaims } from "../../shared/databases/name-claims.js";
 import { createNcbiSource } from "../../shared/databases/ncbi-source.js";
 import { ConflictError } from "../../shared/errors.js";
 import type { ClusterWarmup } from "../../shared/jobs/cluster-warmup.js";
@@ -20,7 +21,8 @@ import { reportMissingRoles } from "../../shared/ops/emitters/signal-events.js";
 import { newOperationId } from "../../shared/orchestrations/operations.js";
 import { Orchestrations } from "../../shared/orchestrations/queue-labels.js";
 import { appContext } from "../composition/app-context.js";
-import { databaseCatalog, databaseState, databaseUploads } from "../composition/dashboard-deps.js";
+import { databaseCatalog, databaseClaims, databaseState, databaseUploads } from "../composition/dashboard-deps.js";
+import { orchestrationClient } from "../composition/http-route.js";
 
 export const DatabaseActivities = {
   prepare: "prepareDatabaseRelease",
@@ -52,6 +54,7 @@ const activityDependencies = (): DatabaseActivityDependencies => ({
   events: appContext.events,
   logger: appContext.logger,
   uploads: databaseUploads,
+  claims: databaseClaims,
   // The catalog's own cache root: a release built here is already where this machine reads it.
   buildRoot: () => appContext.config.databasesDir ?? path.join(os.tmpdir(), "blastplane-databases"),
 });
@@ -185,5 +188,24 @@ app.timer("databaseUpdateCheckTimer", {
       .getClient(context)
       .startNew(Orchestrations.checkDatabaseUpdates, { instanceId: newOperationId() });
     appContext.logger.info("database update check started", { operation_id: instanceId, past_due: timer.isPastDue });
+  },
+});
+
+/**
+ * The sweep of database uploads a crash left behind (a claim untouched for ten minutes whose build
+ * never started or has ended, and stored uploads no claim records): both are removed, so the name
+ * is free again and no file waits forever (shared/databases/name-claims.ts).
+ */
+app.timer("databaseUploadSweepTimer", {
+  schedule: appContext.config.dbUploadSweepSchedule,
+  extraInputs: [df.input.durableClient()],
+  handler: async (_timer, context) => {
+    const swept = await sweepStaleClaims({
+      claims: databaseClaims(),
+      uploads: databaseUploads(),
+      orchestrations: orchestrationClient(context),
+      logger: appContext.logger,
+    });
+    if (swept.claims + swept.uploads > 0) appContext.logger.info("database uploads swept", { ...swept });
   },
 });

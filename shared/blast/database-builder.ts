@@ -85,7 +85,12 @@ export interface BuildDatabaseOptions {
   now?: () => Date;
   /** Aborting stops the running BLAST+ tool; the partly built folder is removed. */
   abortSignal?: AbortSignal;
+  /** Told when the whole database's makeblastdb and the partitions' builds start and end (an operation's steps). */
+  onStep?: BuildStepListener;
 }
+
+/** Hears a build's steps start and end: makeblastdb of the whole database, then the partitions (when any). */
+export type BuildStepListener = (step: "makeblastdb" | "partitions", phase: "started" | "done") => Promise<void>;
 
 interface DbInfo {
   letters: number;
@@ -354,6 +359,8 @@ export async function buildDatabase(options: BuildDatabaseOptions): Promise<Data
       throw new DatabaseBuildError(`cannot split ${scan.records} sequences into ${partitionCount} partitions`);
     }
 
+    const onStep = options.onStep ?? (async () => undefined);
+    await onStep("makeblastdb", "started");
     let parseSeqids = true;
     try {
       await makeDb(outDir, fastaPath, fullPath, name, type, true, signal);
@@ -371,9 +378,11 @@ export async function buildDatabase(options: BuildDatabaseOptions): Promise<Data
       await makeDb(outDir, fastaPath, fullPath, name, type, false, signal);
     }
     const whole = await dbInfo(outDir, fullPath, type, signal);
+    await onStep("makeblastdb", "done");
 
     const partitions: PartitionInfo[] = [];
     if (scan) {
+      await onStep("partitions", "started");
       const fastas = await splitFasta(fastaPath, outDir, name, partitionCount, scan);
       for (const [i, fasta] of fastas.entries()) {
         const index = i + 1;
@@ -403,6 +412,7 @@ export async function buildDatabase(options: BuildDatabaseOptions): Promise<Data
           `partitions hold ${sequences} sequences / ${letters} letters, the full database ${whole.sequences} / ${whole.letters}`,
         );
       }
+      await onStep("partitions", "done");
     }
 
     const files = await filesUnder(outDir);

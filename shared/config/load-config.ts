@@ -32,6 +32,8 @@ const TASK_HUB_NAME = /^[A-Za-z][A-Za-z0-9]{2,44}$/;
 
 /** Daily at 03:00 UTC: the update check's schedule when `SVC_DB_UPDATE_CHECK_SCHEDULE` is unset. */
 export const DEFAULT_DB_UPDATE_CHECK_SCHEDULE = "0 0 3 * * *";
+/** Every ten minutes: the sweep of abandoned database uploads when `SVC_DB_UPLOAD_SWEEP_SCHEDULE` is unset. */
+export const DEFAULT_DB_UPLOAD_SWEEP_SCHEDULE = "0 */10 * * * *";
 
 /** The Functions app's settings (environment names), read by {@link loadConfig} and the configuration reference. */
 export const appSettingsSchema = z
@@ -118,6 +120,9 @@ export const appSettingsSchema = z
     SVC_DB_UPDATE_CHECK_SCHEDULE: envParsed((text) => parseNcrontab(text).expression).default(
       DEFAULT_DB_UPDATE_CHECK_SCHEDULE,
     ),
+    SVC_DB_UPLOAD_SWEEP_SCHEDULE: envParsed((text) => parseNcrontab(text).expression).default(
+      DEFAULT_DB_UPLOAD_SWEEP_SCHEDULE,
+    ),
     // The narrator (shared/config/narrator-settings.ts; docs/narrator.md).
     ...narratorSettingsShape,
   })
@@ -179,6 +184,8 @@ export interface AppConfig {
   readonly databaseUploadMaxBytes: number;
   /** When the database update check runs; the timer trigger registers with exactly this. */
   readonly dbUpdateCheckSchedule: string;
+  /** The sweep of abandoned database uploads' schedule (NCRONTAB). */
+  readonly dbUploadSweepSchedule: string;
   /** The console's narrator: none, or an OpenAI-compatible endpoint (docs/narrator.md). */
   readonly narrator: NarratorSettings;
   /** Cluster provisioning and discovery through Resource Manager. */
@@ -256,6 +263,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
       databasePartitions: c.DATABASE_PARTITIONS,
       databaseUploadMaxBytes: c.DATABASE_UPLOAD_MAX_BYTES,
       dbUpdateCheckSchedule: c.SVC_DB_UPDATE_CHECK_SCHEDULE,
+      dbUploadSweepSchedule: c.SVC_DB_UPLOAD_SWEEP_SCHEDULE,
       narrator,
       cluster: {
         armEndpoint: c.ARM_ENDPOINT?.replace(/\/+$/, ""),

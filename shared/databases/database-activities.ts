@@ -8,6 +8,8 @@ import { publishDatabase } from "./database-catalog.js";
 import type { DatabaseState } from "./database-state.js";
 import type { NcbiSource } from "./ncbi-source.js";
 import { checkForUpdates, prepareDatabaseRelease } from "./prepare.js";
+import { type AddStep, addStepTracker, initialAddSteps } from "./build-steps.js";
+import type { DatabaseNameClaims } from "./name-claims.js";
 import type { DatabaseUploadStore } from "./upload-store.js";
 import { warmDatabaseFiles } from "./warmup.js";
 
@@ -29,6 +31,8 @@ export interface DatabaseActivityDependencies {
   now?: () => Date;
   /** Uploaded FASTA files (the add activity reads and then removes its upload). */
   uploads?: () => DatabaseUploadStore;
+  /** Names being added from uploads: the add activity lets its name go when its build ends. */
+  claims?: () => DatabaseNameClaims;
   /** Where this machine builds releases from uploads (`DATABASES_DIR`, else a temporary folder). */
   buildRoot?: () => string;
 }
@@ -162,15 +166,40 @@ export interface AddDatabaseInput {
   upload: string;
 }
 
+/** What the add activity answers: the release it made current, or why the build failed; its steps either way. */
+export type AddDatabaseResult =
+  | ({ outcome: "succeeded"; steps: AddStep[] } & PreparedRelease)
+  | { outcome: "failed"; error: string; steps: AddStep[] };
+
 /**
  * Builds a database from an uploaded FASTA (makeblastdb, partitions with the whole database's
- * statistics), publishes it and makes it current; the upload is removed either way. A failed
- * build leaves nothing registered: `buildDatabase` removes its folder and nothing was published.
+ * statistics), publishes it and makes it current; the upload and its name's claim are removed
+ * either way. A failed build leaves nothing registered: `buildDatabase` removes its folder and
+ * nothing was published. Each step (upload checked, makeblastdb, partitions, published) is
+ * recorded in the name's claim as it starts and ends, so the operation reports it while it runs,
+ * and answered at the end.
  */
 export function createAddDatabaseActivity(dependencies: DatabaseActivityDependencies) {
-  return async (input: AddDatabaseInput): Promise<PreparedRelease> => {
+  return async (input: AddDatabaseInput): Promise<AddDatabaseResult> => {
     const uploads = dependencies.uploads?.();
     if (!uploads || !dependencies.buildRoot) throw new Error("uploads are not configured");
+    const claims = dependencies.claims?.();
+    const held = await claims?.get(input.name);
+    const tracker = addStepTracker(
+      held?.upload === input.upload && held.steps
+        ? held.steps
+        : initialAddSteps(input.partitions >= 2, clock(dependencies).toISOString()),
+      async (steps) => {
+        // A step report lost (storage hiccup) must not fail the build: the result carries the steps.
+        await claims?.recordSteps(input.name, input.upload, steps).catch((error: unknown) =>
+          dependencies.logger.warn("database build step not recorded", {
+            name: input.name,
+            error: failureText(error),
+          }),
+        );
+      },
+      () => clock(dependencies),
+    );
     const root = dependencies.buildRoot();
     const staging = path.join(root, ".uploads");
     await mkdir(staging, { recursive: true });
@@ -182,14 +211,22 @@ export function createAddDatabaseActivity(dependencies: DatabaseActivityDependen
         root,
         { name: input.name, fastaPath, type: input.type, partitions: input.partitions },
         dependencies.publisher?.(),
+        { onStep: (step, phase) => (phase === "started" ? tracker.start(step) : tracker.succeed(step)) },
       );
       await dependencies.state.patch(input.name, { update_available: false, warm_state: "cold", warmed_version: null });
       const { manifest } = entry;
       dependencies.logger.info("database added from an upload", { name: manifest.name, version: manifest.version });
-      return releaseSummary(manifest);
+      return { outcome: "succeeded", ...releaseSummary(manifest), steps: tracker.steps };
+    } catch (error) {
+      // The reason alone (a tool's first line), as the operation shows it.
+      const reason = (error instanceof Error ? (error.message.split("\n")[0] ?? "") : String(error)).trim();
+      await tracker.fail(reason);
+      return { outcome: "failed", error: reason || "the build failed", steps: tracker.steps };
     } finally {
       await rm(fastaPath, { force: true });
       await uploads.delete(input.upload);
+      // Published (the catalog now refuses the name) or failed (the name is free again).
+      await claims?.releaseUpload(input.name, input.upload);
     }
   };
 }

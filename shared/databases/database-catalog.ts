@@ -77,22 +77,28 @@ export function createFileDatabaseCatalog(root: string): DatabaseCatalog {
  * Builds a database release from a FASTA file into `<root>/<name>/<version>/` and makes it the
  * current one (the pointer is swapped by an atomic rename, so searches never see half a release).
  * With a `publisher` (the table catalog), the release is first published to the workload storage
- * account and made current there, so the job API and the Functions app see it.
+ * account and made current there, so the job API and the Functions app see it. `onStep` hears
+ * makeblastdb, the partitions and the publication start and end.
  */
 export async function publishDatabase(
   root: string,
   input: { name: string; fastaPath: string; type: "nucl" | "prot"; partitions: number },
   publisher?: ReleasePublisher,
+  options: {
+    onStep?: (step: "makeblastdb" | "partitions" | "published", phase: "started" | "done") => Promise<void>;
+  } = {},
 ): Promise<DatabaseEntry> {
   if (!DATABASE_NAME.test(input.name)) throw new Error(`invalid database name '${input.name}'`);
   const version = formatVersion(new Date());
   const dir = path.join(root, input.name, version);
   await mkdir(path.dirname(dir), { recursive: true });
-  const manifest = await buildDatabase({ ...input, outDir: dir, version });
+  const manifest = await buildDatabase({ ...input, outDir: dir, version, onStep: options.onStep });
+  await options.onStep?.("published", "started");
   // The pointer must never survive a power cut that the release's files did not.
   await syncTree(dir);
   await publisher?.publish(dir, manifest);
   await swapCurrent(path.join(root, input.name), manifest.version);
+  await options.onStep?.("published", "done");
   // Older releases beyond the kept few are freed; a failure there must not fail the publish.
   await pruneReleases(path.join(root, input.name)).catch(() => []);
   return { manifest, root: dir, location: `local://databases/${input.name}/${manifest.version}` };

@@ -9,7 +9,9 @@ import { Orchestrations } from "../orchestrations/queue-labels.js";
 import type { DatabaseCatalog, DatabaseEntry } from "./catalog-types.js";
 import { databaseSummary } from "./database-catalog.js";
 import type { DatabaseState, DatabaseStateStore } from "./database-state.js";
+import { initialAddSteps } from "./build-steps.js";
 import { FastaUploadCheck, type FastaUploadSummary, UploadTooLargeError } from "./fasta-upload.js";
+import { collectIfAbandoned, type DatabaseNameClaims, type HeldClaim, keepAlive } from "./name-claims.js";
 import type { DatabaseUploadStore } from "./upload-store.js";
 
 /** What the dashboard's database service is built from. */
@@ -29,6 +31,8 @@ export interface DatabaseServiceDependencies {
   partitions: number;
   /** Where uploaded FASTA files wait for their build; undefined when uploads are not offered. */
   uploads?: DatabaseUploadStore;
+  /** Names being added from uploads: makes a name's claim atomic (required with `uploads`). */
+  claims?: DatabaseNameClaims;
   /** Largest FASTA upload, in bytes (`DATABASE_UPLOAD_MAX_BYTES`). */
   uploadMaxBytes?: number;
   /** Memory of a search node and what a search may use of it (the job API's view); null when unknown. */
@@ -128,6 +132,21 @@ export function createDatabaseService(dependencies: DatabaseServiceDependencies)
     });
   }
 
+  /** A 409 for a name a prepared database has. */
+  async function refuseExisting(name: string): Promise<void> {
+    if (await catalog().get(name))
+      throw new ConflictError(
+        `a database named '${name}' exists already; choose another name (a prepared database gets new releases with Prepare)`,
+      );
+  }
+
+  /** The 409 for a name another upload holds. */
+  function beingAdded(name: string, held: HeldClaim): ConflictError {
+    return new ConflictError(
+      `a database named '${name}' is being added by another upload (operation ${held.operation_id}); wait for it to finish or choose another name`,
+    );
+  }
+
   /** A release as listed: its summary and the state of the release now serving. */
   async function listing(entry: DatabaseEntry): Promise<DatabaseListing> {
     const state = await states.get(entry.manifest.name);
@@ -179,7 +198,7 @@ export function createDatabaseService(dependencies: DatabaseServiceDependencies)
       });
       const uploadReason = !dependencies.catalog
         ? "no database store is configured (DATABASES_DIR)"
-        : !dependencies.uploads
+        : !dependencies.uploads || !dependencies.claims
           ? "uploads are not configured"
           : null;
       return {
@@ -203,50 +222,82 @@ export function createDatabaseService(dependencies: DatabaseServiceDependencies)
       body: AsyncIterable<Uint8Array> | null,
       options: DatabaseActOptions & { declaredBytes?: number },
     ): Promise<UploadStarted> {
-      const uploads = dependencies.uploads;
-      if (!uploads) throw new DependencyUnavailableError("uploads are not configured");
+      const { uploads, claims } = dependencies;
+      if (!uploads || !claims) throw new DependencyUnavailableError("uploads are not configured");
       const maxBytes = dependencies.uploadMaxBytes ?? 0;
       if (options.declaredBytes !== undefined && options.declaredBytes > maxBytes)
         throw new UploadTooLargeError(maxBytes);
-      if (await catalog().get(request.name))
-        throw new ConflictError(
-          `a database named '${request.name}' exists already; choose another name (a prepared database gets new releases with Prepare)`,
-        );
-      const check = new FastaUploadCheck(request.type, maxBytes);
-      let summary: FastaUploadSummary | undefined;
+      await refuseExisting(request.name);
       const operationId = options.operationId ?? newOperationId();
       const blob = `${operationId}.fa`;
-      await uploads.write(
-        blob,
-        (async function* () {
-          if (body) {
-            for await (const chunk of body) {
-              check.push(chunk);
-              yield chunk;
-            }
-          }
-          summary = check.finish();
-        })(),
-      );
-      if (!summary) throw new Error("the upload ended without its check");
-      if (request.partitions > summary.sequences) {
-        await uploads.delete(blob);
-        throw new InvalidFieldError(
-          ["query", "partitions"],
-          `cannot split ${summary.sequences} sequences into ${request.partitions} partitions: choose at most ${summary.sequences}`,
-        );
-      }
-      logger.info("database upload stored", { name: request.name, bytes: summary.bytes, oid: caller.oid });
+      // The name is claimed before a byte is stored: of simultaneous uploads of one name, one wins.
+      const owner = { operation_id: operationId, upload: blob };
+      let claimed = await claims.claim(request.name, owner);
+      if ("held" in claimed && (await collectIfAbandoned(claimed.held, { claims, uploads, orchestrations, logger })))
+        claimed = await claims.claim(request.name, owner);
+      if ("held" in claimed) throw beingAdded(request.name, claimed.held);
+      const { claim } = claimed;
       try {
-        const operation = await startOperation(
-          caller,
-          Orchestrations.addDatabase,
-          { name: request.name, type: request.type, partitions: request.partitions, upload: blob },
-          { ...options, operationId },
-        );
-        return { operation, upload: summary };
+        // A database published (and its claim let go) between the first check and the claim.
+        await refuseExisting(request.name);
+        const check = new FastaUploadCheck(request.type, maxBytes);
+        let summary: FastaUploadSummary | undefined;
+        const alive = keepAlive(claim);
+        let stillHeld = false;
+        try {
+          await uploads.write(
+            blob,
+            (async function* () {
+              if (body) {
+                for await (const chunk of body) {
+                  check.push(chunk);
+                  yield chunk;
+                }
+              }
+              summary = check.finish();
+            })(),
+          );
+        } finally {
+          stillHeld = await alive.stop();
+        }
+        if (!summary) throw new Error("the upload ended without its check");
+        if (request.partitions > summary.sequences) {
+          await uploads.delete(blob);
+          throw new InvalidFieldError(
+            ["query", "partitions"],
+            `cannot split ${summary.sequences} sequences into ${request.partitions} partitions: choose at most ${summary.sequences}`,
+          );
+        }
+        // Still the name's claim (not swept as abandoned) right before its build starts; the claim
+        // now shows the build's steps, the upload's check done.
+        const steps = initialAddSteps(request.partitions >= 2, new Date().toISOString());
+        if (!stillHeld || !(await claim.touch(steps))) {
+          await uploads.delete(blob);
+          throw new ConflictError(
+            `the upload of '${request.name}' stopped showing it was alive and its name was given up; upload it again`,
+          );
+        }
+        logger.info("database upload stored", { name: request.name, bytes: summary.bytes, oid: caller.oid });
+        try {
+          const operation = await startOperation(
+            caller,
+            Orchestrations.addDatabase,
+            { name: request.name, type: request.type, partitions: request.partitions, upload: blob },
+            { ...options, operationId },
+          );
+          return { operation, upload: summary };
+        } catch (error) {
+          await uploads.delete(blob).catch(() => undefined);
+          throw error;
+        }
       } catch (error) {
-        await uploads.delete(blob).catch(() => undefined);
+        // Refused or failed before its build started: the name is free again (the build lets it go otherwise).
+        await claim.release().catch((releaseError: unknown) =>
+          logger.warn("database name claim not released", {
+            name: request.name,
+            error: releaseError instanceof Error ? releaseError.message : String(releaseError),
+          }),
+        );
         throw error;
       }
     },

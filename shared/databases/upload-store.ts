@@ -23,6 +23,8 @@ export interface DatabaseUploadStore {
   downloadToFile(name: string, file: string): Promise<void>;
   /** Removes the upload; absent is fine. */
   delete(name: string): Promise<void>;
+  /** The stored uploads (committed blobs) and when each was stored, for the sweep of abandoned ones. */
+  list(): Promise<{ name: string; lastModified: Date }[]>;
 }
 
 function checked(name: string): string {
@@ -79,6 +81,14 @@ export function createDatabaseUploadStore(storage: StorageTarget): DatabaseUploa
     },
     async delete(name) {
       await (await container()).getBlockBlobClient(checked(name)).deleteIfExists();
+    },
+    async list() {
+      const stored: { name: string; lastModified: Date }[] = [];
+      for await (const blob of (await container()).listBlobsFlat()) {
+        // Only the store's own names: anything else in the container is not an upload to collect.
+        if (UPLOAD_NAME.test(blob.name)) stored.push({ name: blob.name, lastModified: blob.properties.lastModified });
+      }
+      return stored;
     },
   };
 }

@@ -104,6 +104,27 @@ export function buildChannelAdapters(
         }),
       ),
     );
+  const { emailAcs } = config;
+  if (emailAcs) {
+    const { credential } = options;
+    out.set(
+      "email",
+      // The ACS SDK loads on the first send, not at the app's start.
+      lazyAdapter("email", "emails.send", async () => {
+        const key = emailAcs.keyRef ? await resolve(emailAcs.keyRef) : undefined;
+        if (!key && !credential) throw new Error("cloud mail signs in with the app's identity, and there is none");
+        const { createAcsEmailChannel } = await import("./channels/email-acs.js");
+        return createAcsEmailChannel({
+          endpoint: emailAcs.endpoint,
+          from: emailAcs.from,
+          to: emailAcs.to,
+          credential: key ? { key } : (credential as TokenCredential),
+          ...(config.consoleBaseUrl ? { consoleBaseUrl: config.consoleBaseUrl } : {}),
+          ...ca,
+        });
+      }),
+    );
+  }
   if (webhook)
     out.set(
       "webhook",

@@ -48,6 +48,13 @@ export const notifySettingsSchema = z.object({
     .optional(),
   /** The SMTP login: a secret whose value is `user:password` (or JSON `{"user","pass"}`). */
   SVC_SMTP_CREDENTIAL_REF: secretRef.optional(),
+  /**
+   * Cloud mail instead of SMTP: the Azure Communication Services resource endpoint
+   * (`https://<resource>.communication.azure.com`); sends through `@azure/communication-email`.
+   */
+  SVC_EMAIL_ACS_ENDPOINT: httpUrl.optional(),
+  /** An ACS access key (HMAC-signed requests); unset, cloud mail signs in with the app's identity. */
+  SVC_EMAIL_ACS_KEY_REF: secretRef.optional(),
   SVC_EMAIL_FROM: emailAddress.optional(),
   /** Operational recipients, comma-separated. */
   SVC_EMAIL_TO: emailList.optional(),
@@ -136,6 +143,14 @@ export interface NotifyConfig {
     readonly from: string;
     readonly to: readonly string[];
   };
+  /** Cloud mail (the email kind through Azure Communication Services) instead of `email` over SMTP. */
+  readonly emailAcs?: {
+    readonly endpoint: string;
+    /** An access key reference (HMAC); unset, the app's identity. */
+    readonly keyRef: string | undefined;
+    readonly from: string;
+    readonly to: readonly string[];
+  };
   readonly webhook?: { readonly url: string; readonly secretRef: string };
   readonly paging?: { readonly eventsUrl: string; readonly routingKeyRef: string };
   readonly platformB?: { readonly apiUrl: string; readonly tokenRef: string; readonly channel: string };
@@ -175,11 +190,20 @@ export function loadNotifyConfig(
       problems.push(`${missing.join(", ")}: ${missing.length === 1 ? "is" : "are"} required for the ${kind} channel`);
     return missing.length === 0;
   };
+  if (c.SVC_SMTP_URL && c.SVC_EMAIL_ACS_ENDPOINT)
+    problems.push(
+      "SVC_SMTP_URL, SVC_EMAIL_ACS_ENDPOINT: set one of them (mail goes over SMTP or through ACS, not both)",
+    );
+  if (c.SVC_EMAIL_ACS_KEY_REF && !c.SVC_EMAIL_ACS_ENDPOINT)
+    problems.push("SVC_EMAIL_ACS_KEY_REF: is only used with SVC_EMAIL_ACS_ENDPOINT");
   const hasEmail = need("email", [
-    ["SVC_SMTP_URL", c.SVC_SMTP_URL],
+    [c.SVC_EMAIL_ACS_ENDPOINT ? "SVC_EMAIL_ACS_ENDPOINT" : "SVC_SMTP_URL", c.SVC_EMAIL_ACS_ENDPOINT ?? c.SVC_SMTP_URL],
     ["SVC_EMAIL_FROM", c.SVC_EMAIL_FROM],
     ["SVC_EMAIL_TO", c.SVC_EMAIL_TO],
   ]);
+  // ACS gets the identity's bearer token (or HMAC-signed requests): only over TLS, locally too.
+  if (c.SVC_EMAIL_ACS_ENDPOINT?.startsWith("http://"))
+    problems.push("SVC_EMAIL_ACS_ENDPOINT: must be https:// (the identity's token is sent to it)");
   const hasWebhook = need("webhook", [
     ["SVC_WEBHOOK_URL", c.SVC_WEBHOOK_URL],
     ["SVC_WEBHOOK_SECRET_REF", c.SVC_WEBHOOK_SECRET_REF],
@@ -249,6 +273,16 @@ export function loadNotifyConfig(
           email: {
             url: c.SVC_SMTP_URL,
             credentialRef: c.SVC_SMTP_CREDENTIAL_REF,
+            from: c.SVC_EMAIL_FROM,
+            to: c.SVC_EMAIL_TO,
+          },
+        }
+      : {}),
+    ...(hasEmail && c.SVC_EMAIL_ACS_ENDPOINT && c.SVC_EMAIL_FROM && c.SVC_EMAIL_TO
+      ? {
+          emailAcs: {
+            endpoint: c.SVC_EMAIL_ACS_ENDPOINT,
+            keyRef: c.SVC_EMAIL_ACS_KEY_REF,
             from: c.SVC_EMAIL_FROM,
             to: c.SVC_EMAIL_TO,
           },

@@ -289,6 +289,8 @@ export function createNotificationRouter(deps: RouterDependencies): Notification
         redactions,
       });
     const visited = new Set<string>();
+    /** Another sender has this very message on a channel right now: it, not this duplicate, falls back if that fails. */
+    let inFlightElsewhere = false;
     let routeName: string | undefined = message.route ?? defaultRouteFor(deps.matrix, message.category);
     while (routeName !== undefined && !visited.has(routeName)) {
       visited.add(routeName);
@@ -311,8 +313,12 @@ export function createNotificationRouter(deps: RouterDependencies): Notification
         );
         receipts.push(r);
         if (r.state === "delivered" && fanOut === "first") break;
+        if (r.reason === "in_flight_elsewhere" && fanOut === "first") {
+          inFlightElsewhere = true;
+          break;
+        }
       }
-      if (receipts.some((r) => r.state === "delivered")) break;
+      if (inFlightElsewhere || receipts.some((r) => r.state === "delivered")) break;
       routeName = route.on_all_fail;
     }
     const state = overall(receipts);

@@ -1,5 +1,5 @@
 import { type FieldIssue, NotFoundError } from "../errors.js";
-import type { OrchestrationClient } from "./orchestration-client.js";
+import type { OrchestrationClient, OrchestrationInstance } from "./orchestration-client.js";
 import { Orchestrations } from "./queue-labels.js";
 
 /** Operation types the dashboard reports, by the orchestration that carries them out. */
@@ -127,6 +127,12 @@ function stepProgress(customStatus: unknown, output: unknown): Record<string, un
 export interface DescribeOperationOptions {
   /** What a running operation tells its caller to wait before polling again. */
   pollAfterSeconds: number;
+  /**
+   * Progress an operation's activity records outside the task hub while it runs (a database
+   * build's steps, kept with its name's claim); asked only for an unfinished operation that
+   * reports none itself.
+   */
+  liveProgress?: (instance: OrchestrationInstance) => Promise<Record<string, unknown> | undefined>;
 }
 
 /**
@@ -162,16 +168,19 @@ export async function describeOperation(
   const nodes = (instance.customStatus as { nodes?: unknown } | null | undefined)?.nodes ?? output?.nodes;
   // A cluster operation reports its steps (and the role-assignment commands) while it runs and when it ends.
   const steps = (instance.customStatus as { steps?: unknown } | null | undefined)?.steps ?? output?.steps;
-  const progress =
+  const state = operationState(instance.runtimeStatus, instance.output);
+  const reported =
     operationType === OPERATION_TYPES[Orchestrations.warmDatabase] && Array.isArray(nodes)
       ? { nodes }
-      : cluster && Array.isArray(steps)
+      : (cluster || instance.name === Orchestrations.addDatabase) && Array.isArray(steps)
         ? { steps, ...(output?.cluster ? { cluster: output.cluster } : {}) }
         : operationType === OPERATION_TYPES[Orchestrations.deployJobApi]
           ? stepProgress(instance.customStatus, instance.output)
           : instance.name === Orchestrations.buildImages
             ? buildProgress(instance.customStatus, instance.output)
             : undefined;
+  const progress =
+    reported ?? (state === "queued" || state === "running" ? await options.liveProgress?.(instance) : undefined);
   const build =
     instance.name === Orchestrations.buildImages
       ? (instance.input as { registry?: { name?: string }; repository?: string } | null)
@@ -201,7 +210,7 @@ export async function describeOperation(
   return operationView({
     operationId,
     operationType,
-    state: operationState(instance.runtimeStatus, instance.output),
+    state,
     createdAt: instance.createdAt.toISOString(),
     updatedAt: instance.lastUpdatedAt.toISOString(),
     pollAfterSeconds: options.pollAfterSeconds,

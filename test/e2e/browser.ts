@@ -11,6 +11,12 @@ export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 /** Where the tests write their screenshots (git-ignored); a few are copied to docs/screenshots by hand. */
 export const SCREENSHOT_DIR = path.join(ROOT, "test-output", "screenshots");
 
+/**
+ * `E2E_SCREENSHOTS=1` photographs each checked page at each width. Off in `npm test`: a screenshot
+ * asserts nothing, and two full-page ones per check cost the suite ~20 s (docs/test-deep-runs.md).
+ */
+export const SCREENSHOTS = process.env.E2E_SCREENSHOTS === "1";
+
 /** The widths every page is checked and photographed at: a phone and a laptop. */
 export const WIDTHS = [390, 1280] as const;
 
@@ -47,7 +53,9 @@ interface Violation {
 /** Runs axe-core on the page as it is; serious and critical violations fail the test, naming each. */
 export async function expectAccessible(page: Page, label: string): Promise<void> {
   // Evaluated through the DevTools protocol, so the app's CSP (script-src 'self') does not apply.
-  await page.evaluate(AXE_SOURCE);
+  // Once per document: a check after an in-app navigation or at the other width reuses it.
+  const loaded = await page.evaluate(() => typeof (window as { axe?: { run?: unknown } }).axe?.run === "function");
+  if (!loaded) await page.evaluate(AXE_SOURCE);
   const violations = await page.evaluate(async () => {
     const axe = (
       window as unknown as {
@@ -74,11 +82,12 @@ export async function expectAccessible(page: Page, label: string): Promise<void>
 }
 
 /**
- * Checks the page with axe and photographs it at each width (full page), then returns to the
- * laptop width. `name` becomes `<name>-<width>.png`.
+ * Checks the page with axe and for sideways scrolling at each width (axe again at each: contrast,
+ * target sizes and scrollable regions follow the layout), photographs it there (full page) with
+ * `E2E_SCREENSHOTS=1`, then returns to the laptop width. `name` becomes `<name>-<width>.png`.
  */
 export async function checkPage(page: Page, name: string): Promise<void> {
-  mkdirSync(SCREENSHOT_DIR, { recursive: true });
+  if (SCREENSHOTS) mkdirSync(SCREENSHOT_DIR, { recursive: true });
   for (const width of WIDTHS) {
     await page.setViewportSize({ width, height: 900 });
     // One frame for the layout to follow the new width.
@@ -88,7 +97,7 @@ export async function checkPage(page: Page, name: string): Promise<void> {
       () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
     );
     expect(overflow, `${name} at ${width} px scrolls sideways`).toBeLessThanOrEqual(0);
-    await page.screenshot({ path: path.join(SCREENSHOT_DIR, `${name}-${width}.png`), fullPage: true });
+    if (SCREENSHOTS) await page.screenshot({ path: path.join(SCREENSHOT_DIR, `${name}-${width}.png`), fullPage: true });
   }
   await page.setViewportSize({ width: 1280, height: 900 });
 }

@@ -545,6 +545,9 @@ describe("the dashboard web app in Chromium", () => {
 
   it("the jobs list updates live: a search submitted elsewhere appears and completes without a reload", async () => {
     const { page } = contributor;
+    // The page's own clock, so the test need not sit through the idle poll (10 s, every job
+    // finished): it runs at its real pace and is moved on once, as after a laptop's sleep.
+    await page.clock.install();
     await page.getByRole("link", { name: "Jobs", exact: true }).click();
     await page.getByRole("link", { name: "Demo search" }).waitFor();
     let navigations = 0;
@@ -564,6 +567,8 @@ describe("the dashboard web app in Chromium", () => {
     });
     expect(res.status).toBe(200);
     const row = page.getByRole("row").filter({ has: page.getByRole("link", { name: "Submitted elsewhere" }) });
+    // The idle poll falls due (no reload, no click); while the job moves, the page polls every 2 s.
+    await page.clock.fastForward(10_000);
     await row.waitFor({ timeout: 30_000 });
     await row.locator(".badge", { hasText: "completed" }).waitFor({ timeout: 60_000 });
     expect(navigations).toBe(0);
@@ -698,6 +703,15 @@ describe("the dashboard web app in Chromium", () => {
     await page.getByRole("button", { name: "Add nucleotide database" }).click();
     const adding = page.getByRole("list", { name: "Operations" }).getByRole("listitem").filter({ hasText: "Adding" });
     await adding.locator(".badge", { hasText: "succeeded" }).waitFor({ timeout: 60_000 });
+    // The build's steps, each with its outcome (issue 23): no partitions were asked for.
+    expect(
+      await adding.getByRole("list", { name: "Steps adding my16s" }).getByRole("listitem").allInnerTexts(),
+    ).toEqual([
+      expect.stringMatching(/^Upload checked: succeeded \(.+\)$/),
+      expect.stringMatching(/^makeblastdb: succeeded \(.+\)$/),
+      "Partitions: skipped (not partitioned)",
+      expect.stringMatching(/^Published: succeeded \(.+\)$/),
+    ]);
     await page.getByRole("row", { name: /my16s/ }).waitFor();
     // The file went to the app's own API, never to storage.
     const sent = requests.find((r) => r.method === "POST" && r.url.includes("/api/databases/uploads"));

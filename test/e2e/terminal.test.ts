@@ -1,9 +1,10 @@
+import path from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_ACCOUNT, DEV_ACCOUNT_KEY } from "../../local/azurite.js";
 import { createAuditLog } from "../../shared/ops/audit.js";
 import { eventually, startStack, type TestStack } from "../support/local-stack.js";
-import { launchChromium } from "./browser.js";
+import { launchChromium, SCREENSHOT_DIR, SCREENSHOTS } from "./browser.js";
 
 /*
  * The browser terminal as a person uses it (issue 30): real Chromium, the real local stack (the
@@ -54,7 +55,7 @@ describe("the Terminal page", () => {
     await expect
       .poll(async () => (await rows.textContent()) ?? "", { timeout: 30_000 })
       .toMatch(/No resources found in blastplane namespace|NAME\s+READY\s+STATUS/);
-    await page.screenshot({ path: "test-output/screenshots/terminal-1280.png" });
+    if (SCREENSHOTS) await page.screenshot({ path: path.join(SCREENSHOT_DIR, "terminal-1280.png") });
 
     const opened = await eventually(async () =>
       (await audit().list({ action: "terminal.session_open" })).find(

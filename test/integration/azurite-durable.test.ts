@@ -9,6 +9,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { AZURITE_DURABLE_PRELOAD, type RunningAzurite, startAzurite } from "../../local/azurite.js";
 import { createLogger } from "../../shared/logging/logger.js";
 import { alive } from "../support/processes.js";
+import { testAzuriteStartMs } from "../support/service-fakes.js";
 
 const root = path.resolve(import.meta.dirname, "../..");
 const started: RunningAzurite[] = [];
@@ -30,6 +31,7 @@ async function persistentAzurite(location: string, compactBytes?: number): Promi
     tablePort: 0,
     logger: createLogger({ level: "error" }),
     watchdogPath: path.join(root, "local/parent-watchdog.cjs"),
+    startTimeoutMs: testAzuriteStartMs(),
   });
   started.push(azurite);
   return azurite;

@@ -68,6 +68,8 @@ beforeAll(async () => {
       DATABASE_SOURCE_URL: server.url,
       SVC_DB_UPDATE_CHECK_SCHEDULE: "*/2 * * * * *",
       DATABASE_UPLOAD_MAX_BYTES: String(UPLOAD_MAX_BYTES),
+      // The sweep of abandoned uploads runs every two seconds here (ten minutes by default).
+      SVC_DB_UPLOAD_SWEEP_SCHEDULE: "*/2 * * * * *",
     },
   });
   token = await mintToken(stack, "Contributor");
@@ -273,8 +275,34 @@ describe("dashboard databases: adding one from an uploaded FASTA (issue 23, item
     expect(body.upload).toMatchObject({ bytes: Buffer.byteLength(fasta), sequences: 12, detected_type: "nucl" });
     expect(body.meta.request_id).toEqual(expect.any(String));
 
-    const op = await follow(body.operation.operation_id);
+    // The build reports its steps while it runs (from the name's claim) and when it ends (issue 23).
+    const seen: { state: string; progress?: { steps?: { name: string; state: string; at?: string }[] } }[] = [];
+    const op = await eventually(
+      async () => {
+        const o = (await (await call("GET", `/operations/${body.operation.operation_id}`)).json()) as Record<
+          string,
+          unknown
+        >;
+        seen.push(o as (typeof seen)[number]);
+        return ["succeeded", "failed", "cancelled"].includes(String(o.state)) ? o : undefined;
+      },
+      60_000,
+      100,
+    );
     expect(op).toMatchObject({ state: "succeeded", target: { resource_type: "blast_database", name: "uploaded_16s" } });
+    const steps = (op.progress as { steps: { name: string; state: string; at?: string }[] }).steps;
+    expect(steps.map((s) => [s.name, s.state])).toEqual([
+      ["upload_checked", "succeeded"],
+      ["makeblastdb", "succeeded"],
+      ["partitions", "succeeded"],
+      ["published", "succeeded"],
+    ]);
+    const times = steps.map((s) => Date.parse(String(s.at)));
+    expect(times.every(Number.isFinite)).toBe(true);
+    expect([...times].sort((a, b) => a - b)).toEqual(times);
+    // Every unfinished view had the steps too, the upload already checked.
+    for (const view of seen.filter((v) => v.state === "queued" || v.state === "running"))
+      expect(view.progress?.steps?.[0]).toMatchObject({ name: "upload_checked", state: "succeeded" });
     expect(await database("uploaded_16s")).toMatchObject({ sequences: 12, partitions: 2, warm_state: "cold" });
     // The upload was removed once built.
     expect(await storedUploads()).toEqual([]);
@@ -307,7 +335,7 @@ describe("dashboard databases: adding one from an uploaded FASTA (issue 23, item
       detail: expect.stringContaining("exists already"),
       request_id: expect.any(String),
     });
-  });
+  }, 120_000);
 
   it("B-125 B-126 refuses bad files and bad fields with 422 naming them, a file past the limit with 413 (declared or streamed), and leaves nothing stored or registered", async () => {
     const ok = release(2, 0);
@@ -384,9 +412,116 @@ describe("dashboard databases: adding one from an uploaded FASTA (issue 23, item
     const op = await follow(operation.operation_id);
     expect(op.state).toBe("failed");
     expect(String((op.error as { detail: string }).detail)).toContain("unique FASTA ids");
+    // The step that failed says so, with the reason; the ones after it never ran.
+    expect((op.progress as { steps: unknown[] }).steps).toEqual([
+      expect.objectContaining({ name: "upload_checked", state: "succeeded" }),
+      expect.objectContaining({
+        name: "makeblastdb",
+        state: "failed",
+        error: expect.stringContaining("unique FASTA ids"),
+      }),
+      expect.objectContaining({ name: "partitions", state: "pending" }),
+      expect.objectContaining({ name: "published", state: "pending" }),
+    ]);
     expect(await database("dup_ids")).toBeUndefined();
     expect(await storedUploads()).toEqual([]);
   });
+
+  const tableConnection = () =>
+    `DefaultEndpointsProtocol=http;AccountName=${DEV_ACCOUNT};AccountKey=${DEV_ACCOUNT_KEY};TableEndpoint=${stack.info.table_endpoint};`;
+
+  it("B-023 of ten simultaneous uploads of one name exactly one becomes the database; the others are refused with 409 and nothing of theirs stays", async () => {
+    const fasta = release(4, 80);
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, () => upload({ name: "raced_16s", type: "nucl" }, fasta)),
+    );
+    const bodies = await Promise.all(answers.map(async (res) => ({ status: res.status, body: await res.json() })));
+    const won = bodies.filter((a) => a.status === 200);
+    const refused = bodies.filter((a) => a.status !== 200);
+    expect(won).toHaveLength(1);
+    expect(refused).toHaveLength(9);
+    for (const { status, body } of refused) {
+      expect(status).toBe(409);
+      // Refused while the winner builds, or (on a slow machine) after it published.
+      expect(body).toEqual({
+        detail: expect.stringMatching(/is being added|exists already/),
+        request_id: expect.any(String),
+      });
+    }
+    const [winner] = won as { body: { operation: { operation_id: string } } }[];
+    const op = await follow(String(winner?.body.operation.operation_id));
+    expect(op.state).toBe("succeeded");
+    expect(await database("raced_16s")).toMatchObject({ sequences: 4 });
+    // One release published, not ten.
+    const catalog = TableClient.fromConnectionString(tableConnection(), "databasecatalog", {
+      allowInsecureConnection: true,
+    });
+    const releases: string[] = [];
+    for await (const row of catalog.listEntities({ queryOptions: { filter: "PartitionKey eq 'release-raced_16s'" } }))
+      releases.push(String(row.rowKey));
+    expect(releases).toHaveLength(1);
+    // The losers stored nothing, and the build let the name's claim go.
+    expect(await storedUploads()).toEqual([]);
+    const claims = TableClient.fromConnectionString(tableConnection(), "databaseclaims", {
+      allowInsecureConnection: true,
+    });
+    await expect(claims.getEntity("claim", "raced_16s")).rejects.toMatchObject({ statusCode: 404 });
+  }, 120_000);
+
+  it("an upload a crash left before its build started is collected, and its name is free again; a live upload's claim is kept", async () => {
+    const claims = TableClient.fromConnectionString(tableConnection(), "databaseclaims", {
+      allowInsecureConnection: true,
+    });
+    await claims.createTable();
+    const container = new ContainerClient(
+      `${stack.info.blob_endpoint}/database-uploads`,
+      new StorageSharedKeyCredential(DEV_ACCOUNT, DEV_ACCOUNT_KEY),
+    );
+    await container.createIfNotExists();
+    // What the upload route leaves when its process dies after storing the file, before starting the build:
+    // the name's claim (last touched an hour ago) and the stored FASTA; no orchestration.
+    const crashedOp = `op-${"c".repeat(32)}`;
+    const anHourAgo = new Date(Date.now() - 3600_000).toISOString();
+    await claims.createEntity({
+      partitionKey: "claim",
+      rowKey: "crashed_16s",
+      operation_id: crashedOp,
+      upload: `${crashedOp}.fa`,
+      claimed_at: anHourAgo,
+      touched_at: anHourAgo,
+    });
+    const fasta = release(3, 90);
+    await container.getBlockBlobClient(`${crashedOp}.fa`).upload(fasta, Buffer.byteLength(fasta));
+    // An upload still streaming (touched just now; its build not started yet) holds its name.
+    const liveOp = `op-${"d".repeat(32)}`;
+    const now = new Date().toISOString();
+    await claims.createEntity({
+      partitionKey: "claim",
+      rowKey: "streaming_16s",
+      operation_id: liveOp,
+      upload: `${liveOp}.fa`,
+      claimed_at: now,
+      touched_at: now,
+    });
+
+    await eventually(async () => ((await storedUploads()).length === 0 ? true : undefined), 60_000, 250);
+    await expect(claims.getEntity("claim", "crashed_16s")).rejects.toMatchObject({ statusCode: 404 });
+    expect(await claims.getEntity("claim", "streaming_16s")).toMatchObject({ operation_id: liveOp });
+
+    const busy = await upload({ name: "streaming_16s", type: "nucl" }, fasta);
+    expect(busy.status).toBe(409);
+    expect(await busy.json()).toEqual({
+      detail: expect.stringContaining(`is being added by another upload (operation ${liveOp})`),
+      request_id: expect.any(String),
+    });
+    await claims.deleteEntity("claim", "streaming_16s");
+
+    const again = await upload({ name: "crashed_16s", type: "nucl" }, fasta);
+    expect(again.status).toBe(200);
+    const { operation } = (await again.json()) as { operation: { operation_id: string } };
+    expect((await follow(operation.operation_id)).state).toBe("succeeded");
+    expect(await database("crashed_16s")).toMatchObject({ sequences: 3 });
+  }, 120_000);
 
   it("a Reader may not upload (403 before any byte is read)", async () => {
     const reader = await mintToken(stack, "Reader");

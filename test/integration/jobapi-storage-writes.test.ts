@@ -20,6 +20,7 @@ import { ApiTokenService, createFileSecretStore } from "../../shared/secrets/api
 import { demoQueries } from "../support/jobapi-client.js";
 import { type LossyProxy, startLossyProxy } from "../support/lossy-proxy.js";
 import { idleDispatcher } from "../support/idle-dispatcher.js";
+import { testAzuriteStartMs } from "../support/service-fakes.js";
 
 const root = path.resolve(import.meta.dirname, "../..");
 const logger = createLogger({ level: "error" });
@@ -33,6 +34,7 @@ beforeAll(async () => {
     tablePort: 0,
     logger,
     watchdogPath: path.join(root, "local/parent-watchdog.cjs"),
+    startTimeoutMs: testAzuriteStartMs(),
   });
   const table = new URL(azurite.tableEndpoint);
   proxy = await startLossyProxy({ host: table.hostname, port: Number(table.port) });

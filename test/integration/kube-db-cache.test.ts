@@ -31,6 +31,7 @@ import { newJobId } from "../../shared/jobs/model.js";
 import { createLogger } from "../../shared/logging/logger.js";
 import { demoQueries } from "../support/jobapi-client.js";
 import { eventually, ROOT } from "../support/local-stack.js";
+import { testAzuriteStartMs } from "../support/service-fakes.js";
 
 const NS = "blastplane";
 const GiB = 1024 ** 3;
@@ -63,6 +64,7 @@ async function startFixture(prefix: string, database: string, nodes: number) {
     tablePort: 0,
     logger,
     watchdogPath: path.join(ROOT, "local/parent-watchdog.cjs"),
+    startTimeoutMs: testAzuriteStartMs(),
   });
   const storage = openDatabaseStorage(azurite.connectionString);
   const catalog = createTableDatabaseCatalog({ ...storage, cacheRoot: path.join(work, "build") });

@@ -23,6 +23,7 @@ import { newJobId } from "../../shared/jobs/model.js";
 import { createLogger } from "../../shared/logging/logger.js";
 import { demoQueries } from "../support/jobapi-client.js";
 import { eventually, ROOT } from "../support/local-stack.js";
+import { testAzuriteStartMs } from "../support/service-fakes.js";
 
 const NS = "blastplane";
 const GiB = 1024 ** 3;
@@ -121,6 +122,7 @@ describe("Kubernetes executor on the local cluster", () => {
       tablePort: 0,
       logger,
       watchdogPath: path.join(ROOT, "local/parent-watchdog.cjs"),
+      startTimeoutMs: testAzuriteStartMs(),
     });
     artifacts = ArtifactStore.fromConnectionString(azurite.connectionString);
     await artifacts.init();

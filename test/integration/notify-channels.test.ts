@@ -539,6 +539,42 @@ describe("the router (spec §5 item 6, §7 item 9, §8)", () => {
     expect(hook.requests).toHaveLength(2);
   });
 
+  it("C-527 a duplicate of a message another host is sending right now stops there: it never falls through to the fallbacks", async () => {
+    clear();
+    smtp.messages.length = 0;
+    const w = world();
+    // The pager holds the first send until the test lets it answer.
+    let entered: () => void = () => undefined;
+    const inPager = new Promise<void>((resolve) => {
+      entered = resolve;
+    });
+    let release: () => void = () => undefined;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    w.adapters.set("pager", {
+      kind: "paging",
+      operation: "events.enqueue",
+      send: async () => {
+        entered();
+        await released;
+        return { outcome: "acknowledged", vendor_message_id: "dedup-held" };
+      },
+    });
+    const message = alert({ route: "operational_alert" });
+    const first = w.send(message);
+    await inPager;
+    const duplicate = await w.otherHost().send(message);
+    expect(duplicate.confirmed).toBe(false);
+    expect(duplicate.channels?.map((c) => [c.channel, c.state, c.reason])).toEqual([
+      ["pager", "ambiguous", "in_flight_elsewhere"],
+    ]);
+    // Neither the route's fallbacks nor its on_all_fail route saw the duplicate.
+    expect([slack.requests.length, hook.requests.length, smtp.messages.length]).toEqual([0, 0, 0]);
+    release();
+    expect(await first).toMatchObject({ confirmed: true, channel: "pager" });
+  });
+
   it("C-295 a send a crashed host left claimed is recorded ambiguous and never sent again", async () => {
     clear();
     const w = world();

@@ -20,6 +20,7 @@ import { createLogger } from "../../shared/logging/logger.js";
 import { type AuditEntry, createAuditLog } from "../../shared/ops/audit.js";
 import { createTerminalTicketStore, type TerminalTicketStore } from "../../shared/terminal/terminal-tickets.js";
 import { eventually, ROOT } from "../support/local-stack.js";
+import { testAzuriteStartMs } from "../support/service-fakes.js";
 
 // One Azurite, one identity provider and one daemon process for the file; each test starts the
 // gateways (cheap, in-process) with the limits it needs. The daemon is the built entry point, as
@@ -88,8 +89,7 @@ beforeAll(async () => {
     blobPort: 0,
     queuePort: 0,
     tablePort: 0,
-    // A machine shared with other heavy work may take longer than the default 30 s.
-    startTimeoutMs: Number(process.env.STACK_START_TIMEOUT_SECONDS ?? 45) * 1000,
+    startTimeoutMs: testAzuriteStartMs(),
     logger,
     watchdogPath: path.join(ROOT, "local/parent-watchdog.cjs"),
   });

@@ -15,6 +15,7 @@ export { testCertificate };
  */
 
 export interface Recorded {
+  method?: string;
   path: string;
   headers: http.IncomingHttpHeaders;
   body: string;
@@ -50,7 +51,12 @@ export async function serve(
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
-      const r: Recorded = { path: req.url ?? "", headers: req.headers, body: Buffer.concat(chunks).toString("utf8") };
+      const r: Recorded = {
+        method: req.method ?? "",
+        path: req.url ?? "",
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString("utf8"),
+      };
       fake.requests.push(r);
       fake.onRequest?.(r);
       const b = fake.script.shift() ?? "ok";

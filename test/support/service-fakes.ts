@@ -3,6 +3,7 @@ import path from "node:path";
 import { TableClient } from "@azure/data-tables";
 import { afterAll, beforeAll } from "vitest";
 import { type AzuriteOptions, type RunningAzurite, startAzurite } from "../../local/azurite.js";
+import { localStackSettingsSchema } from "../../local/settings.js";
 import type { JobApiClient } from "../../shared/dashboard/job-api-client.js";
 import { createLogger, type LogFields, type Logger } from "../../shared/logging/logger.js";
 import type {
@@ -14,6 +15,16 @@ import type { TableClientFactory } from "../../shared/storage/table-source.js";
 
 const root = path.resolve(import.meta.dirname, "../..");
 
+/**
+ * How long a test's own Azurite may take to listen: BLASTPLANE_AZURITE_START_SECONDS, read as the
+ * local stack reads it (default 30 s), so one setting serves a loaded machine for stacks and tests alike.
+ */
+export function testAzuriteStartMs(env: NodeJS.ProcessEnv = process.env): number {
+  return (
+    localStackSettingsSchema.shape.BLASTPLANE_AZURITE_START_SECONDS.parse(env.BLASTPLANE_AZURITE_START_SECONDS) * 1000
+  );
+}
+
 /** Real Azurite (in memory) for the unit tests of services whose stores are Table and Blob storage; `oauth` serves HTTPS with bearer tokens. */
 export function startTestAzurite(options: Pick<AzuriteOptions, "oauth"> = {}): Promise<RunningAzurite> {
   return startAzurite({
@@ -22,6 +33,7 @@ export function startTestAzurite(options: Pick<AzuriteOptions, "oauth"> = {}): P
     tablePort: 0,
     logger: createLogger({ level: "error" }),
     watchdogPath: path.join(root, "local/parent-watchdog.cjs"),
+    startTimeoutMs: testAzuriteStartMs(),
     ...options,
   });
 }

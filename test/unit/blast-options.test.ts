@@ -660,21 +660,23 @@ describe("toBlastArgs", () => {
 // ---------------------------------------------------------------------------------------------
 // Real BLAST+ 2.12: every flag we emit is one BLAST accepts, and our refusals match BLAST's.
 //
-// The gap-cost grids: BLAST's own verdict on each cell (does it run with that gapopen/gapextend?)
-// is recorded in the tables below, and our verdict is checked against the table on every cell
-// (~700 cells, no process). BLAST itself then runs on a seeded sample and must give the recorded
-// verdict (= ours) on each cell of it: in every task or matrix, `BLAST_GRID_SAMPLE` (0.2 in
-// `npm test`) of the cells BLAST accepts and of those it refuses, at least one of each (for the
-// matrices, drawn from the pairs BLAST accepts and the spread of probes, the ~300 cells this test
-// ran BLAST on before it sampled). A run costs ~0.2 CPU-s, nearly all of it BLAST's process start.
+// The gap-cost grids and the word_size cells: BLAST's own verdict on each cell (does it run with
+// that gapopen/gapextend, that word_size?) is recorded in the tables below, and our verdict is
+// checked against the table on every cell (~750 cells, no process). BLAST itself then runs on a
+// seeded sample and must give the recorded verdict (= ours) on each cell of it: in every task or
+// matrix (for word_size, every program), `BLAST_GRID_SAMPLE` (0.2 in `npm test`) of the cells
+// BLAST accepts and of those it refuses, at least one of each (for the matrices, drawn from the
+// pairs BLAST accepts and the spread of probes, the ~300 cells this test ran BLAST on before it
+// sampled). A run costs ~0.2 CPU-s, nearly all of it BLAST's process start; a protein word of 7
+// (tblastx: 5) costs seconds more, for its lookup table.
 // `BLAST_GRID_SEED` replays a run's sample (the test titles name it; a fresh one each run, so runs
-// cover different cells). `BLAST_GRID_SAMPLE=1` runs BLAST on every cell of both grids and prints
+// cover different cells). `BLAST_GRID_SAMPLE=1` runs BLAST on every cell of the grids and prints
 // its verdicts in the tables' format: the way to re-record them (e.g. after a BLAST+ upgrade).
 // ---------------------------------------------------------------------------------------------
 
 const GRID_SAMPLE = Math.min(1, Math.max(0, Number(process.env.BLAST_GRID_SAMPLE ?? 0.2)));
 const GRID_SEED = Number(process.env.BLAST_GRID_SEED ?? Date.now() % 1_000_000);
-/** The sampled grids run ~40 BLAST processes each; every cell, ~170 and ~540. */
+/** The sampled grids run ~40 BLAST processes each; every cell, ~170 and ~540 (the word_size cells: ~14 of 44). */
 const GRID_TIMEOUT = GRID_SAMPLE === 1 ? 1_800_000 : 120_000;
 const sampleWords = GRID_SAMPLE === 1 ? "every cell" : `a ${GRID_SAMPLE} sample (by verdict, per task or matrix)`;
 
@@ -700,6 +702,43 @@ const PROTEIN_GAP_GRID = {
   PAM30: { accepted: "8/1 5/2 6/2 7/2 9/1 10/1 13/3 14/1 14/2 15/3" },
   PAM70: { accepted: "6/2 7/2 8/2 9/1 10/1 11/1 11/2 12/3" },
   PAM250: { accepted: "14/3 11/3 12/3 13/2 13/3 14/2 15/2 15/3 16/2 17/1 17/2 18/1 19/1 20/1 21/1" },
+};
+
+/**
+ * The word sizes and option pairs BLAST+ 2.12 ran with, among the cells of the word_size test
+ * (recorded, BLAST_GRID_SAMPLE=1); it refused every other cell there.
+ */
+const WORD_SIZE_ACCEPTED = {
+  blastn: [
+    '{"task":"megablast","word_size":4}',
+    '{"task":"megablast","word_size":64}',
+    '{"task":"blastn","word_size":4}',
+    '{"task":"blastn","word_size":64}',
+    '{"task":"blastn-short","word_size":4}',
+    '{"task":"blastn-short","word_size":64}',
+    '{"task":"dc-megablast","word_size":11}',
+    '{"task":"dc-megablast","word_size":12}',
+  ],
+  blastp: [
+    '{"word_size":7}',
+    '{"task":"blastp","word_size":2}',
+    '{"task":"blastp-short","word_size":2}',
+    '{"task":"blastp-fast","word_size":2}',
+    '{"ungapped":true,"comp_based_stats":0}',
+  ],
+  blastx: [
+    '{"word_size":7}',
+    '{"task":"blastx","word_size":2}',
+    '{"task":"blastx-fast","word_size":2}',
+    '{"ungapped":true,"comp_based_stats":0}',
+  ],
+  tblastn: [
+    '{"word_size":7}',
+    '{"task":"tblastn","word_size":2}',
+    '{"task":"tblastn-fast","word_size":2}',
+    '{"ungapped":true,"comp_based_stats":0}',
+  ],
+  tblastx: ['{"word_size":2}', '{"word_size":3}', '{"word_size":4}', '{"word_size":5}'],
 };
 
 type Cell = [BlastProgram, BlastOptions];
@@ -1084,7 +1123,6 @@ describe("BLAST+ 2.12 accepts every flag toBlastArgs emits", () => {
     cases.flatMap((cell, i) =>
       accepts(...cell) === blast[i] ? [] : [`${cellName(cell)}: ours=${accepts(...cell)} blast=${blast[i]}`],
     );
-  const verdicts = async (cases: Cell[]): Promise<string[]> => mismatches(cases, await blastRuns(cases));
 
   /**
    * Our verdict against the recorded table on every cell, then against BLAST's on the sample (at
@@ -1097,13 +1135,14 @@ describe("BLAST+ 2.12 accepts every flag toBlastArgs emits", () => {
     recorded: (cell: Cell) => boolean,
     always: Cell[] = [],
     eligible?: (cell: Cell) => boolean,
+    table: (ran: Cell[], blast: boolean[]) => string = (ran, blast) => recordedTable(ran, blast, group),
   ) {
     const probed = [...gridSample(cases, group, recorded, eligible), ...always];
     process.stdout.write(
       `${name}: BLAST runs ${probed.length} of ${cases.length + always.length} cells (seed ${GRID_SEED})\n`,
     );
     const blast = await blastRuns(probed);
-    if (GRID_SAMPLE === 1) process.stdout.write(recordedTable(cases, blast, group));
+    if (GRID_SAMPLE === 1) process.stdout.write(table(cases, blast));
     expect(againstTable(cases, recorded)).toEqual([]);
     expect(mismatches(probed, blast)).toEqual([]);
   }
@@ -1169,30 +1208,45 @@ describe("BLAST+ 2.12 accepts every flag toBlastArgs emits", () => {
     GRID_TIMEOUT,
   );
 
-  it("word_size ranges and the incompatible combinations: our verdict equals BLAST's", async () => {
-    const cases: [BlastProgram, BlastOptions][] = [];
-    for (const task of ["megablast", "blastn", "blastn-short"] as const) {
-      for (const word_size of [3, 4, 64]) cases.push(["blastn", { task, word_size }]);
-    }
-    for (const word_size of [4, 10, 11, 12, 13]) cases.push(["blastn", { task: "dc-megablast", word_size }]);
-    // The largest protein words build big lookup tables (seconds each), so the upper bound is
-    // probed once per program; every task is probed at 2 and 8.
-    for (const program of ["blastp", "blastx", "tblastn"] as const) {
-      cases.push([program, { word_size: 7 }]);
-      for (const task of BLAST_TASKS[program]) {
-        for (const word_size of [2, 8]) cases.push([program, { task, word_size }]);
+  it(
+    `word_size ranges and the incompatible combinations: our verdict equals BLAST's recorded one on every cell and BLAST's own on ${sampleWords} (seed ${GRID_SEED})`,
+    async () => {
+      const cases: Cell[] = [];
+      for (const task of ["megablast", "blastn", "blastn-short"] as const) {
+        for (const word_size of [3, 4, 64]) cases.push(["blastn", { task, word_size }]);
       }
-    }
-    for (const word_size of [2, 5, 6, 7]) cases.push(["tblastx", { word_size }]);
-    cases.push(["blastn", { max_target_seqs: 10, num_alignments: 10 }]);
-    for (const program of ["blastp", "blastx", "tblastn"] as const) {
-      cases.push(
-        [program, { ungapped: true, comp_based_stats: 2 }],
-        [program, { ungapped: true, comp_based_stats: 0 }],
-      );
-    }
-    expect(await verdicts(cases)).toEqual([]);
-  }, 120_000);
+      for (const word_size of [4, 10, 11, 12, 13]) cases.push(["blastn", { task: "dc-megablast", word_size }]);
+      // The largest protein words build big lookup tables (seconds each, most of this test's time
+      // when BLAST runs them), so the upper bound is probed once per program; every task at 2 and 8.
+      for (const program of ["blastp", "blastx", "tblastn"] as const) {
+        cases.push([program, { word_size: 7 }]);
+        for (const task of BLAST_TASKS[program]) {
+          for (const word_size of [2, 8]) cases.push([program, { task, word_size }]);
+        }
+      }
+      for (const word_size of [2, 3, 4, 5, 6, 7]) cases.push(["tblastx", { word_size }]);
+      cases.push(["blastn", { max_target_seqs: 10, num_alignments: 10 }]);
+      for (const program of ["blastp", "blastx", "tblastn"] as const) {
+        cases.push(
+          [program, { ungapped: true, comp_based_stats: 2 }],
+          [program, { ungapped: true, comp_based_stats: 0 }],
+        );
+      }
+      const recorded = ([program, options]: Cell) =>
+        (WORD_SIZE_ACCEPTED[program] as readonly string[]).includes(JSON.stringify(options));
+      // Sampled per program and verdict: each draw of an upper bound is one of four or five cells.
+      const table = (ran: Cell[], blast: boolean[]) =>
+        BLAST_PROGRAMS.map(
+          (program) =>
+            `  ${program}: [${ran
+              .filter((cell, i) => cell[0] === program && blast[i])
+              .map(([, o]) => `'${JSON.stringify(o)}'`)
+              .join(", ")}],\n`,
+        ).join("");
+      await checkGrid("word_size and option pairs", cases, ([program]) => program, recorded, [], undefined, table);
+    },
+    GRID_TIMEOUT,
+  );
 
   it("BLAST itself fails on what the schema refuses or normalises: num_alignments 0, a lower-case matrix, ungapped without comp_based_stats 0", async () => {
     const nucl = fixedArgs("blastn", file("x0.xml"));

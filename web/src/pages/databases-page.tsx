@@ -1,7 +1,7 @@
 import { useState } from "preact/hooks";
 import type { Operation } from "../api.js";
 import { formatBytes, formatCount, formatTime } from "../format.js";
-import { warmupNodeLines } from "./database-words.js";
+import { addStepLines, warmupNodeLines } from "./database-words.js";
 import {
   ErrorNotice,
   LiveText,
@@ -89,6 +89,13 @@ export function DatabasesPage() {
                 <span class="field-error"> — {t.operation.error.detail}</span>
               ) : null}
               <span class="muted"> · operation {t.operation.operation_id}</span>
+              {t.kind === "add" && addStepLines(t.operation.progress).length > 0 ? (
+                <ol class="hint" aria-label={`Steps adding ${t.name}`}>
+                  {addStepLines(t.operation.progress).map((line) => (
+                    <li key={line}>{line}</li>
+                  ))}
+                </ol>
+              ) : null}
               {t.kind === "warm-up" && warmupNodeLines(t.operation.progress).length > 0 ? (
                 <ul class="hint" aria-label={`Nodes warming ${t.name}`}>
                   {warmupNodeLines(t.operation.progress).map((line) => (

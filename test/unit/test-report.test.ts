@@ -1,0 +1,49 @@
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { slowestFiles, slowestFilesLines } from "../../scripts/test-report.mjs";
+
+/*
+ * `npm test` ends with the slowest test files, read from vitest's JSON report, so each CI log shows
+ * where the 15-minute budget went.
+ */
+const root = path.resolve("/repo");
+const file = (name: string, startTime: number, endTime: number) => ({
+  name: path.join(root, name),
+  startTime,
+  endTime,
+  status: "passed",
+  assertionResults: [],
+});
+
+describe("the slowest test files npm test prints", () => {
+  it("lists the 15 slowest files of the report, slowest first, with seconds and paths relative to the project", () => {
+    const report = {
+      numPassedTests: 20,
+      testResults: [
+        ...Array.from({ length: 18 }, (_, i) => file(`test/unit/u${i}.test.ts`, 1_000, 1_000 + i * 100)),
+        file("test/e2e/dashboard.test.ts", 5_000, 115_200),
+        file("test/integration/notify-channels.test.ts", 0, 22_040),
+      ],
+    };
+    const slowest = slowestFiles(report, root);
+    expect(slowest).toHaveLength(15);
+    expect(slowest.slice(0, 3)).toEqual([
+      { file: "test/e2e/dashboard.test.ts", seconds: 110.2 },
+      { file: "test/integration/notify-channels.test.ts", seconds: 22.04 },
+      { file: "test/unit/u17.test.ts", seconds: 1.7 },
+    ]);
+    expect(slowest.at(-1)).toEqual({ file: "test/unit/u5.test.ts", seconds: 0.5 });
+    expect(slowestFilesLines(slowest.slice(0, 3))).toEqual([
+      "slowest 3 test files:",
+      "  110.2 s  test/e2e/dashboard.test.ts",
+      "   22.0 s  test/integration/notify-channels.test.ts",
+      "    1.7 s  test/unit/u17.test.ts",
+    ]);
+  });
+
+  it("prints nothing for a report without file times (a run that failed before any file ran)", () => {
+    expect(slowestFiles({ numFailedTestSuites: 1 }, root)).toEqual([]);
+    expect(slowestFiles({ testResults: [{ name: "x.test.ts" }] }, root)).toEqual([]);
+    expect(slowestFilesLines([])).toEqual([]);
+  });
+});
