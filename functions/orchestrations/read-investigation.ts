@@ -1,6 +1,8 @@
 import * as df from "durable-functions";
 import type { OrchestrationContext, OrchestrationHandler } from "durable-functions";
 import {
+  type InvestigationView,
+  investigationView,
   type ReadInvestigationInput,
   recordInvestigation,
   runInvestigation,
@@ -14,6 +16,11 @@ export interface ReadInvestigationOutput {
   outcome: "succeeded" | "failed";
   audit_id: string;
   error?: string;
+  /**
+   * The reads' result as a direct answer carries it: what `GET /api/read-investigations/{id}`
+   * returns to the principal that started it (the operation view shows only the outcome).
+   */
+  result?: InvestigationView;
 }
 
 export const RUN_READ_INVESTIGATION_ACTIVITY = "runReadInvestigation";
@@ -35,11 +42,13 @@ const runReadInvestigation = df.app.activity(RUN_READ_INVESTIGATION_ACTIVITY, {
       choice: input.choice,
       result,
     });
+    const view = investigationView(result, entry.audit_id);
     return result.outcome === "answered"
-      ? { outcome: "succeeded", audit_id: entry.audit_id }
+      ? { outcome: "succeeded", audit_id: entry.audit_id, result: view }
       : {
           outcome: "failed",
           audit_id: entry.audit_id,
+          result: view,
           // The operation view is Reader-visible: no tool error text, only where the evidence is.
           error: `a read failed or was unavailable; the rest were not run (audit entry ${entry.audit_id})`,
         };

@@ -301,6 +301,19 @@ export async function recordInvestigation(
   });
 }
 
+/** The result as every answer carries it: the reads' result and, last, the investigation's own audit entry. */
+export function investigationView(result: InvestigationResult, auditId: string) {
+  return {
+    outcome: result.outcome,
+    text: result.text,
+    activities: result.activities,
+    tool_results: result.tool_results,
+    evidence_refs: result.evidence_refs,
+    audit_ids: [...result.audit_ids, auditId],
+  };
+}
+export type InvestigationView = ReturnType<typeof investigationView>;
+
 /** The input of a detached read investigation (the plan was checked, and the caller authorized, by the route). */
 export interface ReadInvestigationInput {
   investigation_id: string;
