@@ -1,7 +1,9 @@
 import type { HttpRequest } from "@azure/functions";
 import { z } from "zod";
+import { sameObjectId } from "../shared/auth/object-id.js";
 import type { Role } from "../shared/auth/roles.js";
 import { agentActivity, agentFramesOf } from "../shared/console/activity.js";
+import { approvalIdSchema } from "../shared/console/approvals/approval-store.js";
 import { streamChatTurn } from "../shared/console/chat-stream.js";
 import type { LiveCursor } from "../shared/console/live-feed.js";
 import { followAudit, LIVE_EVENT_ID, parseCursor, relayAudit, relayLive } from "../shared/console/live-feed.js";
@@ -11,12 +13,11 @@ import {
   investigationView,
   planInvestigation,
   type ReadInvestigationInput,
+  type ReadInvestigationOutput,
   readInvestigationBody,
   recordInvestigation,
   runInvestigation,
 } from "../shared/console/read-investigations.js";
-import { sameObjectId } from "../shared/auth/object-id.js";
-import { approvalIdSchema } from "../shared/console/approvals/approval-store.js";
 import { pendingApprovalView } from "../shared/console/tools/approval-tools.js";
 import { effectiveRole, meetsFloor, ToolError } from "../shared/console/tools/tool.js";
 import {
@@ -41,7 +42,6 @@ import { getOperation, newOperationId } from "../shared/orchestrations/operation
 import { Orchestrations } from "../shared/orchestrations/queue-labels.js";
 import { appContext } from "./composition/app-context.js";
 import { approvalHooks } from "./composition/approval-hooks.js";
-import type { ReadInvestigationOutput } from "./orchestrations/read-investigation.js";
 import { consoleParts } from "./composition/console-deps.js";
 import { callerOf, type RouteScope, route } from "./composition/http-route.js";
 

@@ -1,27 +1,15 @@
-import * as df from "durable-functions";
 import type { OrchestrationContext, OrchestrationHandler } from "durable-functions";
+import * as df from "durable-functions";
 import {
-  type InvestigationView,
   investigationView,
   type ReadInvestigationInput,
+  type ReadInvestigationOutput,
   recordInvestigation,
   runInvestigation,
 } from "../../shared/console/read-investigations.js";
 import { Orchestrations } from "../../shared/orchestrations/queue-labels.js";
 import { appContext } from "../composition/app-context.js";
 import { consoleParts } from "../composition/console-deps.js";
-
-/** What a detached investigation reports: the operation's outcome and the audit entry that holds its evidence. */
-export interface ReadInvestigationOutput {
-  outcome: "succeeded" | "failed";
-  audit_id: string;
-  error?: string;
-  /**
-   * The reads' result as a direct answer carries it: what `GET /api/read-investigations/{id}`
-   * returns to the principal that started it (the operation view shows only the outcome).
-   */
-  result?: InvestigationView;
-}
 
 export const RUN_READ_INVESTIGATION_ACTIVITY = "runReadInvestigation";
 

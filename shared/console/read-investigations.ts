@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { Caller, Role } from "../auth/roles.js";
 import { canonicalJson } from "../canonical-json.js";
-import { ForbiddenError, type FieldIssue, ValidationError } from "../errors.js";
+import { type FieldIssue, ForbiddenError, ValidationError } from "../errors.js";
 import { type AuditEntry, type AuditLog, atLeastRole } from "../ops/audit.js";
 import type { OutboundResponse } from "./coordinator/coordinator.js";
 import { UNVERIFIED_ABSTENTION } from "./coordinator/narrator-rules.js";
@@ -321,4 +321,16 @@ export interface ReadInvestigationInput {
   caller: Caller;
   plan: InvestigationPlan;
   choice: Pick<ExecutionChoice, "mode" | "estimate_ms" | "reason">;
+}
+
+/** What a detached investigation reports: the operation's outcome and the audit entry that holds its evidence. */
+export interface ReadInvestigationOutput {
+  outcome: "succeeded" | "failed";
+  audit_id: string;
+  error?: string;
+  /**
+   * The reads' result as a direct answer carries it: what `GET /api/read-investigations/{id}`
+   * returns to the principal that started it (the operation view shows only the outcome).
+   */
+  result?: InvestigationView;
 }
