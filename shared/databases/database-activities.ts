@@ -174,8 +174,8 @@ export type AddDatabaseResult =
 
 /**
  * Builds a database from an uploaded FASTA (makeblastdb, partitions with the whole database's
- * statistics), publishes it and makes it current; the upload and its name's claim are removed
- * either way. A failed build leaves nothing registered: `buildDatabase` removes its folder and
+ * statistics), publishes it and makes it current; the upload is removed either way (the name's
+ * claim by {@link createReleaseAddClaimActivity}). A failed build leaves nothing registered: `buildDatabase` removes its folder and
  * nothing was published. Each step (upload checked, makeblastdb, partitions, published) is
  * recorded in the name's claim as it starts and ends, so the operation reports it while it runs,
  * and answered at the end.
@@ -234,8 +234,17 @@ export function createAddDatabaseActivity(dependencies: DatabaseActivityDependen
     } finally {
       await rm(fastaPath, { force: true });
       await uploads.delete(input.upload);
-      // Published (the catalog now refuses the name) or failed (the name is free again).
-      await claims?.releaseUpload(input.name, input.upload);
     }
+  };
+}
+
+/**
+ * Lets the name's claim go once its build ended, published (the catalog now refuses the name) or
+ * failed (the name is free again). A separate activity, run after the orchestration took the
+ * build's steps into its own status, so the operation shows them without a gap.
+ */
+export function createReleaseAddClaimActivity(dependencies: DatabaseActivityDependencies) {
+  return async (input: AddDatabaseInput): Promise<void> => {
+    await dependencies.claims?.().releaseUpload(input.name, input.upload);
   };
 }
