@@ -1,5 +1,6 @@
 import { mkdir, rm } from "node:fs/promises";
 import path from "node:path";
+import { describeCloudAuthorizationError } from "../auth/cloud-authorization.js";
 import type { Logger } from "../logging/logger.js";
 import { failureText, recordSignal, warmupFailedEvent } from "../ops/emitters/signal-events.js";
 import type { EventLog } from "../ops/events.js";
@@ -184,7 +185,8 @@ export function createAddDatabaseActivity(dependencies: DatabaseActivityDependen
     const uploads = dependencies.uploads?.();
     if (!uploads || !dependencies.buildRoot) throw new Error("uploads are not configured");
     const claims = dependencies.claims?.();
-    const held = await claims?.get(input.name);
+    // The claim only carries the steps so far: unreadable, the build starts its steps afresh.
+    const held = await claims?.get(input.name).catch(() => undefined);
     const tracker = addStepTracker(
       held?.upload === input.upload && held.steps
         ? held.steps
@@ -218,6 +220,13 @@ export function createAddDatabaseActivity(dependencies: DatabaseActivityDependen
       dependencies.logger.info("database added from an upload", { name: manifest.name, version: manifest.version });
       return { outcome: "succeeded", ...releaseSummary(manifest), steps: tracker.steps };
     } catch (error) {
+      // A missing Azure role is thrown on, so the activity's wrapper reports it (the
+      // role_assignment.missing event) and the operation names the role to assign.
+      const refusal = describeCloudAuthorizationError(error);
+      if (refusal) {
+        await tracker.fail(refusal.message);
+        throw error;
+      }
       // The reason alone (a tool's first line), as the operation shows it.
       const reason = (error instanceof Error ? (error.message.split("\n")[0] ?? "") : String(error)).trim();
       await tracker.fail(reason);
