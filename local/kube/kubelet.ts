@@ -287,8 +287,9 @@ const READY_CONDITIONS = ["PodReadyToStartContainers", "Initialized", "Ready", "
  *   Nothing of this process's own environment passes but `PATH`. What the node supplies beyond the
  *   spec comes from the {@link KubeletOptions.supplement} (the local stack's Azure stand-ins).
  * - Network: no namespace; the pod's IP is 127.0.0.1 and each container port gets a free port of
- *   this machine, kept while the pod lives. An env value that is a container port (`"8080"`) is
- *   rewritten to that port, and `0.0.0.0` to 127.0.0.1, as mount paths are rewritten to folders.
+ *   this machine, kept while the pod lives. A listen variable ({@link listenEnvKind}: `*_PORT`
+ *   whose value is a container port, `*_HOST` whose value is `0.0.0.0`) is rewritten to that port
+ *   or to 127.0.0.1, as mount paths are rewritten to folders; any other value is left alone.
  * - Readiness: an `httpGet` readiness probe is run against that port (see `probeReadiness`); the
  *   container is ready, and its pod Ready, only while it passes. Liveness probes are not run.
  * - Memory limits: the resident memory (RSS) of the container's whole process tree is measured
@@ -613,8 +614,8 @@ export class Kubelet {
       }
       return value;
     };
-    // The pod's address is this machine's loopback, its ports the ones given above: an env value that
-    // is a container port, or the any-address, names what the process listens on here.
+    // The pod's address is this machine's loopback, its ports the ones given above: a variable that
+    // names what the process listens on (its port, its bind address) is rewritten to what it is here.
     const mapEnv = (name: string, value: string): string => {
       const kind = listenEnvKind(name);
       const hostPort = kind === "port" && /^\d+$/.test(value) ? state.hostPorts?.get(Number(value)) : undefined;
