@@ -1,26 +1,43 @@
 import type { HttpRequest } from "@azure/functions";
 import { z } from "zod";
+import { sameObjectId } from "../shared/auth/object-id.js";
 import type { Role } from "../shared/auth/roles.js";
 import { agentActivity, agentFramesOf } from "../shared/console/activity.js";
+import { approvalIdSchema } from "../shared/console/approvals/approval-store.js";
 import { streamChatTurn } from "../shared/console/chat-stream.js";
 import type { LiveCursor } from "../shared/console/live-feed.js";
 import { followAudit, LIVE_EVENT_ID, parseCursor, relayAudit, relayLive } from "../shared/console/live-feed.js";
 import {
   chooseFromHistory,
   type InvestigationResult,
+  investigationView,
   planInvestigation,
   type ReadInvestigationInput,
+  type ReadInvestigationOutput,
   readInvestigationBody,
   recordInvestigation,
   runInvestigation,
 } from "../shared/console/read-investigations.js";
 import { pendingApprovalView } from "../shared/console/tools/approval-tools.js";
-import { effectiveRole, meetsFloor } from "../shared/console/tools/tool.js";
-import { ForbiddenError, NotFoundError, ValidationError } from "../shared/errors.js";
+import { effectiveRole, meetsFloor, ToolError } from "../shared/console/tools/tool.js";
+import {
+  ConflictError,
+  ForbiddenError,
+  NotFoundError,
+  ReauthenticationRequiredError,
+  ValidationError,
+} from "../shared/errors.js";
 import { errorResult, jsonResult } from "../shared/http/envelope.js";
-import { errorResponse, jsonBodyOf, ok, refusedBeforeRouting, validationFailed } from "../shared/http/openapi.js";
+import {
+  errorResponse,
+  jsonBodyOf,
+  ok,
+  parametersOf,
+  refusedBeforeRouting,
+  validationFailed,
+} from "../shared/http/openapi.js";
 import { createSseStream, SSE_HEADERS, type SseChannel } from "../shared/http/sse.js";
-import { parseJsonBody, zodIssues } from "../shared/http/validation.js";
+import { parseJsonBody, parsePath, zodIssues } from "../shared/http/validation.js";
 import { getOperation, newOperationId } from "../shared/orchestrations/operations.js";
 import { Orchestrations } from "../shared/orchestrations/queue-labels.js";
 import { appContext } from "./composition/app-context.js";
@@ -262,18 +279,6 @@ const INVESTIGATION_BODY_LIMIT_BYTES = 16 * 1024;
 /** A streamed investigation a client leaves unread beyond this is dropped (its reads stop). */
 const INVESTIGATION_MAX_BACKLOG_BYTES = 1024 * 1024;
 
-/** What every investigation answer carries besides its result: the id and the decision with its evidence. */
-function investigationView(result: InvestigationResult, auditId: string) {
-  return {
-    outcome: result.outcome,
-    text: result.text,
-    activities: result.activities,
-    tool_results: result.tool_results,
-    evidence_refs: result.evidence_refs,
-    audit_ids: [...result.audit_ids, auditId],
-  };
-}
-
 route(
   "readInvestigations",
   {
@@ -380,6 +385,70 @@ route(
   },
 );
 
+/** A detached investigation's id (an operation id). */
+const investigationPath = z.strictObject({
+  investigation_id: z.string().regex(/^op-[0-9a-f]{32}$/, "an investigation id (op- and 32 hex digits)"),
+});
+
+route(
+  "readInvestigationResult",
+  {
+    methods: ["GET"],
+    route: "read-investigations/{investigation_id}",
+    role: "Reader",
+    durable: true,
+    openapi: {
+      summary: "The result of a detached read investigation, for the principal that started it",
+      description:
+        "`status` is `running` until the durable operation ends, then `succeeded` (every read answered) or `failed` (a read failed or was unavailable: `result.outcome` is `abstained`, the deterministic unverified abstention) with `result` as a direct answer carries it (`outcome`, `text`, `activities`, `tool_results`, `evidence_refs`, `audit_ids` ending with the investigation's own `console.read_investigation` entry). Only the principal that started it reads it, and only while its role still holds the plan's highest tool floor (403 naming it); an unknown id and another principal's investigation are both 404, so ids reveal nothing. See docs/web-chat.md.",
+      parameters: parametersOf(investigationPath, "path"),
+      responses: {
+        ...ok("the investigation's status and, when it ended, its result", "ReadInvestigationResult"),
+        "400": errorResponse("malformed investigation id"),
+        "404": errorResponse("no such investigation of the caller"),
+      },
+    },
+  },
+  async (request, scope) => {
+    const { investigation_id: investigationId } = parsePath(request, investigationPath);
+    const caller = callerOf(scope);
+    const role = effectiveRole(caller);
+    if (!role) throw new ForbiddenError("this action needs the Reader role or higher");
+    const instance = await scope.durable().getInstance(investigationId);
+    const input = instance?.input as ReadInvestigationInput | undefined;
+    // Another principal's investigation is indistinguishable from none.
+    if (instance?.name !== Orchestrations.readInvestigation || !input || !sameObjectId(input.caller.oid, caller.oid))
+      throw new NotFoundError(`no read investigation ${investigationId}`);
+    const floor = input.plan.visibilityFloor;
+    if (!meetsFloor(role, floor))
+      throw new ForbiddenError(`this investigation's reads need the ${floor} role; your current role is ${role}`);
+    const output = instance.output as ReadInvestigationOutput | undefined;
+    const runtime = instance.runtimeStatus;
+    const status =
+      runtime === "Completed" && output
+        ? output.outcome
+        : runtime === "Failed" || runtime === "Terminated"
+          ? "failed"
+          : "running";
+    const operation = await getOperation(scope.durable(), investigationId, {
+      pollAfterSeconds: appContext.config.jobPollIntervalSeconds,
+    });
+    return jsonResult(
+      200,
+      {
+        investigation_id: investigationId,
+        mode: "detached",
+        status,
+        started_at: instance.createdAt.toISOString(),
+        ...(output?.result ? { result: output.result } : {}),
+        operation_status_url: operation.links.self,
+        meta: { request_id: scope.requestId },
+      },
+      scope.requestId,
+    );
+  },
+);
+
 // Spec §4 projections this product has no model for (docs/decisions/0021): a typed unavailable
 // answer (§7 item 1: optional projections treat 501 as unavailable), after the Reader check. Not in
 // the OpenAPI description: an operation with no success answer has nothing for a client to call.
@@ -441,7 +510,7 @@ route(
     openapi: {
       summary: "The pending approvals queue as the caller may see it",
       description:
-        'Readers get only the existence and count of queued approvals (spec §2.2). Approvers and Owners get each pending item (target, proposed action, requester, reason, severity, times and `action_hash`, which a decision presents) with `may_decide` and, when false, why (`no_self_approval`, `decider_role_below_action_floor`) and the role it needs — the approval authority\'s answer, which `approve_hil` checks again. Decide with `POST /api/chat` `approve_hil approval_id=… decision=approve|reject justification="…" action_hash=…`. See docs/web-chat.md.',
+        "Readers get only the existence and count of queued approvals (spec §2.2). Approvers and Owners get each pending item (target, proposed action, requester, reason, severity, times and `action_hash`, which a decision presents) with `may_decide` and, when false, why (`no_self_approval`, `decider_role_below_action_floor`) and the role it needs — the approval authority's answer, which `approve_hil` checks again. Decide with `POST /api/approvals/{approval_id}/decision` after a fresh sign-in (or `approve_hil … action_hash=…` through `POST /api/chat`, which needs the same fresh sign-in). See docs/web-chat.md.",
       responses: ok("the queue", "ApprovalsQueue"),
     },
   },
@@ -468,6 +537,94 @@ route(
       };
     });
     return jsonResult(200, { role, count: pending.length, details: "full", items }, scope.requestId);
+  },
+);
+
+/** A decision from the console's approvals queue: the item's `action_hash` is required here. */
+const decisionPath = z.strictObject({ approval_id: approvalIdSchema });
+const decisionBody = z.strictObject({
+  decision: z.enum(["approve", "reject"]),
+  justification: z.string().trim().min(3, "give a short justification").max(500),
+  action_hash: z.string().regex(/^[0-9a-f]{64}$/, "the item's action_hash (64 hex digits)"),
+});
+
+/** The HTTP answer of a tool refusal of `approve_hil` (the same invariants, in the spec's envelopes). */
+function decisionRefusal(error: ToolError): Error {
+  switch (error.type) {
+    case "reauthentication_required":
+      return new ReauthenticationRequiredError(Number(error.details?.max_age_seconds), error.message);
+    case "not_found":
+      return new NotFoundError(error.message);
+    case "self_approval":
+    case "forbidden":
+      return new ForbiddenError(error.message);
+    case "conflict":
+    case "verifier_abstained":
+    case "verifier_denied":
+      return new ConflictError(error.message);
+    default:
+      return error;
+  }
+}
+
+route(
+  "approvalDecision",
+  {
+    methods: ["POST"],
+    route: "approvals/{approval_id}/decision",
+    role: "Approver",
+    durable: true,
+    openapi: {
+      summary: "Decide one queued approval, with a fresh sign-in and the item's action_hash",
+      description:
+        "The console's approvals queue decides through this route (spec §5 item 5: the authenticated round trip re-authenticates and re-validates `action_hash`). The bearer token's `auth_time` (the last interactive sign-in) must be at most `SVC_APPROVAL_REAUTH_MAX_AGE_SECONDS` old (default 300): otherwise 401 with `WWW-Authenticate: Bearer error=\"insufficient_user_authentication\", max_age=…` (RFC 9470) and nothing is decided; the web app then signs in again with `prompt=login`. The same invariants as `approve_hil`: self-approval and a role below the action's floor 403, an unknown id 404, a different `action_hash` or a verifier that no longer finds the action eligible 409; a decision after expiry answers the existing timeout, the same decider and decision again the existing evidence. See docs/web-chat.md.",
+      parameters: parametersOf(decisionPath, "path"),
+      requestBody: jsonBodyOf(decisionBody),
+      responses: {
+        ...ok("the decision as recorded", "ApprovalDecision"),
+        "400": errorResponse("malformed JSON or approval id"),
+        "404": errorResponse("no such approval"),
+        "409": errorResponse("the action_hash differs, or the verifier no longer finds the action eligible"),
+        ...validationFailed,
+      },
+    },
+  },
+  async (request, scope) => {
+    const { approval_id: approvalId } = parsePath(request, decisionPath);
+    const body = await parseJsonBody(request, decisionBody, 16 * 1024);
+    const caller = callerOf(scope);
+    const { approvals } = await consoleParts();
+    let result: Awaited<ReturnType<typeof approvals.decide>>;
+    try {
+      result = await approvals.decide({
+        approvalId,
+        actor: { oid: caller.oid, name: caller.name },
+        role: effectiveRole(caller),
+        decision: body.decision,
+        justification: body.justification,
+        actionHash: body.action_hash,
+        requestId: scope.requestId,
+        now: new Date(),
+        // A bearer token without the claim is never fresh.
+        authTime: caller.auth_time ?? null,
+      });
+    } catch (error) {
+      throw error instanceof ToolError ? decisionRefusal(error) : error;
+    }
+    const i = result.item;
+    return jsonResult(
+      200,
+      {
+        outcome: result.outcome,
+        approval_id: i.approval_id,
+        state: i.state,
+        decision: i.decision ?? null,
+        execution: i.execution ?? null,
+        timed_out_at: i.timed_out_at ?? null,
+        meta: { request_id: scope.requestId },
+      },
+      scope.requestId,
+    );
   },
 );
 

@@ -139,7 +139,7 @@ route(
       },
       responses: {
         ...ok("the upload is stored and its build started", "DatabaseUploadStarted"),
-        "409": errorResponse("a database of that name exists already"),
+        "409": errorResponse("a database of that name exists already, or another upload of that name is in progress"),
         "413": errorResponse("the FASTA file is larger than DATABASE_UPLOAD_MAX_BYTES"),
         ...validationFailed,
         "503": retryLater("no database store or upload store is configured"),

@@ -16,7 +16,7 @@ route(
     },
   },
   async (request, { requestId }) => {
-    const caller = await appContext.validator.validate(request.headers.get("authorization"));
-    return jsonResult(200, { caller }, requestId);
+    const { oid, name, tenant_id, roles } = await appContext.validator.validate(request.headers.get("authorization"));
+    return jsonResult(200, { caller: { oid, name, tenant_id, roles } }, requestId);
   },
 );

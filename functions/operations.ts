@@ -1,12 +1,11 @@
-import { errorResponse, ok, parametersOf } from "../shared/http/openapi.js";
 import { z } from "zod";
-import { getOperation, OPERATION_ID } from "../shared/orchestrations/operations.js";
 import { jsonResult } from "../shared/http/envelope.js";
+import { errorResponse, ok, parametersOf } from "../shared/http/openapi.js";
 import { parsePath } from "../shared/http/validation.js";
+import { getOperation, OPERATION_ID } from "../shared/orchestrations/operations.js";
 import { appContext } from "./composition/app-context.js";
+import { liveOperationProgress } from "./composition/dashboard-deps.js";
 import { route } from "./composition/http-route.js";
-import { databaseClaims } from "./composition/dashboard-deps.js";
-import { addProgressFromClaim } from "../shared/databases/build-steps.js";
 
 const operationPath = z.object({ operation_id: z.string().regex(OPERATION_ID, "malformed operation id") });
 
@@ -31,8 +30,7 @@ route(
     const { operation_id } = parsePath(request, operationPath);
     const operation = await getOperation(scope.durable(), operation_id, {
       pollAfterSeconds: appContext.config.jobPollIntervalSeconds,
-      // A database build records its steps with its name's claim while it runs.
-      liveProgress: (instance) => addProgressFromClaim(databaseClaims(), instance),
+      liveProgress: liveOperationProgress(),
     });
     return jsonResult(200, { ...operation, meta: { request_id: scope.requestId } }, scope.requestId);
   },

@@ -57,6 +57,8 @@ export interface DevTokenClaims {
   name?: string;
   /** Lifetime in seconds, 60..86400. Default 3600. */
   ttlSeconds?: number;
+  /** How long ago the user signed in interactively (the `auth_time` claim), 0..86400 s. Default 0: minting is a sign-in. */
+  authAgeSeconds?: number;
 }
 
 /** A running development identity provider. */
@@ -109,6 +111,8 @@ const tokenRequestSchema = z.strictObject({
   oid: z.string().min(1).max(200).optional(),
   name: z.string().max(200).optional(),
   ttl_seconds: z.number().int().min(60).max(86_400).optional(),
+  /** `auth_time` = now minus this (tests of re-authentication mint a stale sign-in). */
+  auth_age_seconds: z.number().int().min(0).max(86_400).optional(),
 });
 
 const storedKeySchema = z.object({
@@ -190,6 +194,8 @@ export async function startDevIdentityProvider(opts: DevIdentityProviderOptions)
       tid: opts.tenantId,
       roles: [claims.role],
       scp: "user_impersonation",
+      // When the user last signed in interactively (OpenID Connect Core §2); Entra emits it as an optional claim.
+      auth_time: now - (claims.auth_age_seconds ?? 0),
       ...extra,
     })
       .setProtectedHeader({ alg: "RS256", typ: "JWT", kid: key.kid })
@@ -259,7 +265,11 @@ export async function startDevIdentityProvider(opts: DevIdentityProviderOptions)
     clientId: opts.clientId,
     requiredScope: `${audience}/user_impersonation`,
     issue: async (grant: CodeGrant) => {
-      const { token, ttl } = await mintToken({ role: grant.role, name: grant.name }, { azp: grant.clientId });
+      const { token, ttl } = await mintToken(
+        { role: grant.role, name: grant.name },
+        // The sign-in page was submitted when the code was issued: that is the interactive sign-in.
+        { azp: grant.clientId, auth_time: grant.authTime },
+      );
       return { accessToken: token, idToken: await mintIdToken(grant, ttl), expiresInSeconds: ttl };
     },
   });
@@ -273,6 +283,7 @@ export async function startDevIdentityProvider(opts: DevIdentityProviderOptions)
       name: grant.name,
       tid: opts.tenantId,
       preferred_username: grant.name,
+      auth_time: grant.authTime,
       ...(grant.nonce ? { nonce: grant.nonce } : {}),
     })
       .setProtectedHeader({ alg: "RS256", typ: "JWT", kid: key.kid })
@@ -363,6 +374,7 @@ export async function startDevIdentityProvider(opts: DevIdentityProviderOptions)
         oid: claims.oid,
         name: claims.name,
         ttl_seconds: claims.ttlSeconds,
+        auth_age_seconds: claims.authAgeSeconds,
       });
       if (!parsed.success) throw new TypeError(describeIssues(parsed.error));
       return (await mintToken(parsed.data)).token;

@@ -18,6 +18,8 @@ export interface CodeGrant {
   name: string;
   nonce: string | undefined;
   scope: string;
+  /** When the user submitted the sign-in page (seconds since the epoch): the tokens' `auth_time`. */
+  authTime: number;
 }
 
 /** The tokens of a successful exchange (RFC 6749 §5.1 fields). */
@@ -227,6 +229,7 @@ export function createCodeFlow(options: CodeFlowOptions): CodeFlow {
         name: chosen.data.name,
         nonce: request.nonce,
         scope: scopes.join(" "),
+        authTime: Math.floor(now() / 1000),
       },
       client.redirectUri,
       request.code_challenge,

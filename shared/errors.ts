@@ -27,6 +27,20 @@ export class UnauthorizedError extends DomainError {
   }
 }
 
+/**
+ * The token is valid, but the act needs a recent interactive sign-in and the token's `auth_time`
+ * is older than `maxAgeSeconds` (or missing). HTTP: 401 with the RFC 9470 step-up challenge
+ * (`WWW-Authenticate: Bearer error="insufficient_user_authentication", max_age=…`).
+ */
+export class ReauthenticationRequiredError extends UnauthorizedError {
+  constructor(
+    readonly maxAgeSeconds: number,
+    message = `re-authentication required: sign in again (within the last ${maxAgeSeconds} s)`,
+  ) {
+    super(message);
+  }
+}
+
 /** Authenticated, but the caller's role is below what the act needs. */
 export class ForbiddenError extends DomainError {}
 

@@ -55,9 +55,29 @@ export const loadStandardWebhooks = once(async () => {
   return exportsOf("standardwebhooks", loaded, ["Webhook"]);
 });
 
+/**
+ * The Microsoft 365 Agents SDK (the inbound Teams channel's replies): `CloudAdapter`. A CommonJS
+ * package: in the bundle its exports arrive under `default` only, so a plain
+ * `(await import(…)).CloudAdapter` is undefined there (the full-stack reply test found it).
+ */
+export const loadAgentsHosting = once(async () => {
+  const loaded = (await import("@microsoft/agents-hosting")) as Loaded<typeof import("@microsoft/agents-hosting")>;
+  return exportsOf("@microsoft/agents-hosting", loaded, ["CloudAdapter"]);
+});
+
+/**
+ * `@azure/identity`'s `ClientSecretCredential` (the Teams replies' app token from a configured
+ * authority host). Not in {@link LAZY_SDKS}: the bundle test of every `await import` checks it.
+ */
+export const loadClientSecretCredential = once(async () => {
+  const loaded = (await import("@azure/identity")) as Loaded<typeof import("@azure/identity")>;
+  return exportsOf("@azure/identity", loaded, ["ClientSecretCredential"]);
+});
+
 /** Every loader, by package: what the bundle tests load one by one. */
 export const LAZY_SDKS = {
   nodemailer: loadNodemailer,
   "@slack/web-api": loadSlackWebApi,
   standardwebhooks: loadStandardWebhooks,
+  "@microsoft/agents-hosting": loadAgentsHosting,
 } as const;

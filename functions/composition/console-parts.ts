@@ -241,6 +241,7 @@ export function buildConsoleParts(settings: ConsoleSettings): ConsoleParts {
     actionTypes,
     approvers: consoleConfig.approvers,
     ttlSeconds: consoleConfig.approvalTtlSeconds,
+    reauthMaxAgeSeconds: consoleConfig.approvalReauthMaxAgeSeconds,
     reminderOffsetsSeconds: consoleConfig.reminderOffsetsSeconds,
     loadPolicy: consoleConfig.loadPolicy,
   });

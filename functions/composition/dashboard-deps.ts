@@ -1,3 +1,5 @@
+import { addProgressFromClaim } from "../../shared/databases/build-steps.js";
+import type { OrchestrationInstance } from "../../shared/orchestrations/orchestration-client.js";
 /**
  * The composition of the dashboard's services over the app's one context: stores are created on
  * first use; services that need the invocation's durable client are built per request.
@@ -62,6 +64,13 @@ let claims: DatabaseNameClaims | undefined;
 export function databaseClaims(): DatabaseNameClaims {
   claims ??= new DatabaseNameClaims(appContext.config.storage);
   return claims;
+}
+
+/** Progress of a running operation that lives outside its orchestration: a database build records its steps with its name's claim. */
+export function liveOperationProgress(): (
+  instance: OrchestrationInstance,
+) => Promise<Record<string, unknown> | undefined> {
+  return (instance) => addProgressFromClaim(databaseClaims(), instance);
 }
 
 let nodeMemoryCache: { at: number; value: Promise<NodeMemory | null> } | undefined;

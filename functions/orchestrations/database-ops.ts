@@ -10,6 +10,7 @@ import {
   createAddDatabaseActivity,
   createCheckDatabaseUpdatesActivity,
   createPrepareDatabaseActivity,
+  createReleaseAddClaimActivity,
   createWarmDatabaseActivity,
   type DatabaseActivityDependencies,
 } from "../../shared/databases/database-activities.js";
@@ -27,6 +28,7 @@ import { orchestrationClient } from "../composition/http-route.js";
 export const DatabaseActivities = {
   prepare: "prepareDatabaseRelease",
   add: "addDatabaseFromUpload",
+  releaseClaim: "releaseDatabaseNameClaim",
   warm: "warmDatabaseRelease",
   startClusterWarm: "startClusterWarmupActivity",
   readClusterWarm: "readClusterWarmupActivity",
@@ -72,6 +74,9 @@ const prepareReleaseActivity = df.app.activity(DatabaseActivities.prepare, {
 });
 const addDatabaseActivity = df.app.activity(DatabaseActivities.add, {
   handler: explained((input: AddDatabaseInput) => createAddDatabaseActivity(activityDependencies())(input)),
+});
+const releaseClaimActivity = df.app.activity(DatabaseActivities.releaseClaim, {
+  handler: explained((input: AddDatabaseInput) => createReleaseAddClaimActivity(activityDependencies())(input)),
 });
 const warmReleaseActivity = df.app.activity(DatabaseActivities.warm, {
   handler: explained((input: WarmupInput) => createWarmDatabaseActivity(activityDependencies())(input)),
@@ -138,7 +143,32 @@ function singleActivityOperation(activity: RegisteredActivity, phase: string): O
 }
 
 const prepareDatabase = singleActivityOperation(prepareReleaseActivity, "preparing");
-const addDatabase = singleActivityOperation(addDatabaseActivity, "building");
+/**
+ * Adding a database from an upload: the build (its steps recorded with the name's claim while it
+ * runs), then the claim let go — after the orchestration took the steps into its own status, so
+ * the operation reports them throughout.
+ */
+const addDatabase: OrchestrationHandler = function* (context: OrchestrationContext) {
+  const input = context.df.getInput<AddDatabaseInput>();
+  context.df.setCustomStatus({ phase: "building", ...input });
+  let result: { outcome: string; error?: string; steps?: unknown };
+  try {
+    result = yield addDatabaseActivity(input);
+  } catch (error) {
+    // The library words an activity failure as "<reason> \n <details>": keep the reason alone.
+    result = {
+      outcome: "failed",
+      error: error instanceof Error ? (error.message.split("\n")[0] ?? "").trim() : String(error),
+    };
+  }
+  context.df.setCustomStatus({ phase: "releasing", ...input, ...(result.steps ? { steps: result.steps } : {}) });
+  try {
+    yield releaseClaimActivity(input);
+  } catch {
+    // A claim not let go is collected by the upload sweep once its operation has ended.
+  }
+  return result;
+};
 /**
  * Warm-up: on a cluster, one Job per node fills that node's cache (the job API runs them); the
  * operation reports each node's progress (custom status) until every node is done. With the local

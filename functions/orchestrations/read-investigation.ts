@@ -1,20 +1,15 @@
-import * as df from "durable-functions";
 import type { OrchestrationContext, OrchestrationHandler } from "durable-functions";
+import * as df from "durable-functions";
 import {
+  investigationView,
   type ReadInvestigationInput,
+  type ReadInvestigationOutput,
   recordInvestigation,
   runInvestigation,
 } from "../../shared/console/read-investigations.js";
 import { Orchestrations } from "../../shared/orchestrations/queue-labels.js";
 import { appContext } from "../composition/app-context.js";
 import { consoleParts } from "../composition/console-deps.js";
-
-/** What a detached investigation reports: the operation's outcome and the audit entry that holds its evidence. */
-export interface ReadInvestigationOutput {
-  outcome: "succeeded" | "failed";
-  audit_id: string;
-  error?: string;
-}
 
 export const RUN_READ_INVESTIGATION_ACTIVITY = "runReadInvestigation";
 
@@ -35,11 +30,13 @@ const runReadInvestigation = df.app.activity(RUN_READ_INVESTIGATION_ACTIVITY, {
       choice: input.choice,
       result,
     });
+    const view = investigationView(result, entry.audit_id);
     return result.outcome === "answered"
-      ? { outcome: "succeeded", audit_id: entry.audit_id }
+      ? { outcome: "succeeded", audit_id: entry.audit_id, result: view }
       : {
           outcome: "failed",
           audit_id: entry.audit_id,
+          result: view,
           // The operation view is Reader-visible: no tool error text, only where the evidence is.
           error: `a read failed or was unavailable; the rest were not run (audit entry ${entry.audit_id})`,
         };

@@ -151,7 +151,7 @@ function isAccessTokenForApi(payload: JWTPayload, requiredScope: string): boolea
 }
 
 function toCaller(payload: JWTPayload): Caller {
-  const { oid, name, preferred_username: preferredUsername, tid, roles } = payload;
+  const { oid, name, preferred_username: preferredUsername, tid, roles, auth_time: authTime } = payload;
   if (typeof oid !== "string" || oid.length === 0) throw new UnauthorizedError("invalid bearer token");
   const known: Role[] = Array.isArray(roles) ? roles.filter(isRole) : [];
   return {
@@ -159,6 +159,7 @@ function toCaller(payload: JWTPayload): Caller {
     name: typeof name === "string" ? name : typeof preferredUsername === "string" ? preferredUsername : "",
     tenant_id: typeof tid === "string" ? tid : "",
     roles: [...new Set(known)],
+    auth_time: typeof authTime === "number" && Number.isFinite(authTime) ? authTime : null,
   };
 }
 

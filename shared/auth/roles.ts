@@ -38,4 +38,11 @@ export interface Caller {
   tenant_id: string;
   /** Known application roles granted to the caller; unknown role strings are dropped. */
   roles: Role[];
+  /**
+   * When the user last signed in interactively (the token's `auth_time`, seconds since the epoch):
+   * null when a bearer token carries none; undefined for callers not authenticated by a bearer
+   * token here (a channel turn, whose A1 trust is the channel's). Approval decisions need it
+   * recent (`shared/auth/fresh-authentication.ts`). Not part of `GET /api/me`.
+   */
+  auth_time?: number | null;
 }

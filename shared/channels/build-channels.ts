@@ -61,11 +61,12 @@ export function buildInboundChannels(
   const senders = createSenderAccess({
     tables: deps.tables,
     policies: {
-      // Teams senders are bound or refused (403) before the queue; sender access resolves the binding.
+      // Teams: with allowlist (or disabled) access an unbound sender is refused (403) before the queue;
+      // with pairing it reaches sender access, which challenges it (SVC_PLATFORM_A_SENDER_ACCESS).
       ...(a
         ? {
             platform_a: {
-              mode: "allowlist" as const,
+              mode: a.inbound.senderAccess,
               bindings: a.inbound.bindings,
               pendingLimit: config.pairingPendingLimit,
             },
@@ -99,6 +100,7 @@ export function buildInboundChannels(
         botAppId: a.inbound.botAppId,
         tenantId: a.inbound.tenantId,
         clientSecret: () => deps.resolve(a.clientSecretRef),
+        ...(a.inbound.authorityHost ? { authorityHost: a.inbound.authorityHost } : {}),
       }),
     );
 

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { DEFAULT_REAUTH_MAX_AGE_SECONDS } from "../auth/fresh-authentication.js";
 import { type Env, envInt, envParsed, parseEnv } from "../config/env.js";
 import { parseNcrontab } from "../config/ncrontab.js";
 import { catalogPath } from "../ops/actions/action-types.js";
@@ -31,6 +32,8 @@ export const consoleSettingsSchema = z
     /** Above 14,400 refuses to load (spec §2.3). */
     SVC_BREAK_GLASS_MAX_TTL_SECONDS: envInt(60, BREAK_GLASS_MAX_TTL_SECONDS).default(BREAK_GLASS_MAX_TTL_SECONDS),
     SVC_APPROVAL_TTL_SECONDS: envInt(5, 7 * 86_400).default(86_400),
+    /** An approval decision through the API needs an interactive sign-in (the token's `auth_time`) at most this many seconds old. */
+    SVC_APPROVAL_REAUTH_MAX_AGE_SECONDS: envInt(30, 3600).default(DEFAULT_REAUTH_MAX_AGE_SECONDS),
     /** The approval-load policy file (default `config/approval-load.yaml` of the catalog directory); the three settings below override it. */
     SVC_APPROVAL_LOAD_POLICY: z.string().min(1).optional(),
     /** Seconds before expiry at which reminders go out (unset: the load policy's). */
@@ -146,6 +149,8 @@ export interface ConsoleConfig {
   readonly approvers: readonly string[];
   readonly breakGlass: { readonly owners: readonly string[]; readonly max_ttl_seconds: number };
   readonly approvalTtlSeconds: number;
+  /** How recent the interactive sign-in of an API approval decision must be. */
+  readonly approvalReauthMaxAgeSeconds: number;
   readonly reminderOffsetsSeconds: readonly number[];
   readonly incidentWindowMs: number;
   readonly loadPolicy: LoadPolicy;
@@ -199,6 +204,7 @@ export function loadConsoleConfig(env: Env = process.env, shippedCatalogDir?: st
       approvers: c.SVC_CONSOLE_APPROVERS,
       breakGlass: { owners: c.SVC_BREAK_GLASS_OWNERS, max_ttl_seconds: c.SVC_BREAK_GLASS_MAX_TTL_SECONDS },
       approvalTtlSeconds: c.SVC_APPROVAL_TTL_SECONDS,
+      approvalReauthMaxAgeSeconds: c.SVC_APPROVAL_REAUTH_MAX_AGE_SECONDS,
       reminderOffsetsSeconds: c.SVC_APPROVAL_REMINDER_OFFSETS_SECONDS ?? file.reminder_offsets_seconds,
       incidentWindowMs: c.SVC_INCIDENT_WINDOW_SECONDS * 1000,
       opsLoopSchedule: c.SVC_OPS_LOOP_SCHEDULE,

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { Caller, Role } from "../auth/roles.js";
 import { canonicalJson } from "../canonical-json.js";
-import { ForbiddenError, type FieldIssue, ValidationError } from "../errors.js";
+import { type FieldIssue, ForbiddenError, ValidationError } from "../errors.js";
 import { type AuditEntry, type AuditLog, atLeastRole } from "../ops/audit.js";
 import type { OutboundResponse } from "./coordinator/coordinator.js";
 import { UNVERIFIED_ABSTENTION } from "./coordinator/narrator-rules.js";
@@ -301,6 +301,19 @@ export async function recordInvestigation(
   });
 }
 
+/** The result as every answer carries it: the reads' result and, last, the investigation's own audit entry. */
+export function investigationView(result: InvestigationResult, auditId: string) {
+  return {
+    outcome: result.outcome,
+    text: result.text,
+    activities: result.activities,
+    tool_results: result.tool_results,
+    evidence_refs: result.evidence_refs,
+    audit_ids: [...result.audit_ids, auditId],
+  };
+}
+export type InvestigationView = ReturnType<typeof investigationView>;
+
 /** The input of a detached read investigation (the plan was checked, and the caller authorized, by the route). */
 export interface ReadInvestigationInput {
   investigation_id: string;
@@ -308,4 +321,16 @@ export interface ReadInvestigationInput {
   caller: Caller;
   plan: InvestigationPlan;
   choice: Pick<ExecutionChoice, "mode" | "estimate_ms" | "reason">;
+}
+
+/** What a detached investigation reports: the operation's outcome and the audit entry that holds its evidence. */
+export interface ReadInvestigationOutput {
+  outcome: "succeeded" | "failed";
+  audit_id: string;
+  error?: string;
+  /**
+   * The reads' result as a direct answer carries it: what `GET /api/read-investigations/{id}`
+   * returns to the principal that started it (the operation view shows only the outcome).
+   */
+  result?: InvestigationView;
 }

@@ -330,6 +330,27 @@ export const readInvestigationSchema = z.object({
   meta: z.object({ request_id: z.string() }),
 });
 
+/** `GET /api/read-investigations/{investigation_id}`: a detached investigation's status and result. */
+export const readInvestigationResultSchema = z.object({
+  investigation_id: z.string(),
+  mode: z.literal("detached"),
+  status: z.enum(["running", "succeeded", "failed"]),
+  started_at: timestamp,
+  result: z
+    .object({
+      outcome: z.enum(["answered", "abstained"]),
+      text: z.string(),
+      activities: z.array(z.record(z.string(), z.unknown())),
+      tool_results: z.array(z.record(z.string(), z.unknown())),
+      evidence_refs: z.array(z.string()),
+      audit_ids: z.array(z.string()),
+    })
+    .optional()
+    .describe("once the operation ended"),
+  operation_status_url: z.string(),
+  meta: z.object({ request_id: z.string() }),
+});
+
 /** `GET /api/approvals`: the count for everyone; the items from Approver up. */
 export const approvalsQueueSchema = z.object({
   role: z.enum(ROLES),
@@ -352,6 +373,19 @@ export const approvalsQueueSchema = z.object({
       refusal: z.enum(["no_self_approval", "decider_role_below_action_floor"]).optional(),
     }),
   ),
+});
+
+/** `POST /api/approvals/{approval_id}/decision`: the decision as recorded (or the existing one, or the timeout). */
+export const approvalDecisionSchema = z.object({
+  outcome: z
+    .enum(["recorded", "existing", "timeout"])
+    .describe("existing: the same decider and decision were recorded before; timeout: it expired first"),
+  approval_id: z.string(),
+  state: z.string(),
+  decision: z.record(z.string(), z.unknown()).nullable(),
+  execution: z.record(z.string(), z.unknown()).nullable(),
+  timed_out_at: z.string().nullable(),
+  meta: z.object({ request_id: z.string() }),
 });
 
 export const rpcResponseSchema = z.object({

@@ -1,5 +1,6 @@
 import { mkdir, rm } from "node:fs/promises";
 import path from "node:path";
+import { describeCloudAuthorizationError } from "../auth/cloud-authorization.js";
 import type { Logger } from "../logging/logger.js";
 import { failureText, recordSignal, warmupFailedEvent } from "../ops/emitters/signal-events.js";
 import type { EventLog } from "../ops/events.js";
@@ -173,8 +174,8 @@ export type AddDatabaseResult =
 
 /**
  * Builds a database from an uploaded FASTA (makeblastdb, partitions with the whole database's
- * statistics), publishes it and makes it current; the upload and its name's claim are removed
- * either way. A failed build leaves nothing registered: `buildDatabase` removes its folder and
+ * statistics), publishes it and makes it current; the upload is removed either way (the name's
+ * claim by {@link createReleaseAddClaimActivity}). A failed build leaves nothing registered: `buildDatabase` removes its folder and
  * nothing was published. Each step (upload checked, makeblastdb, partitions, published) is
  * recorded in the name's claim as it starts and ends, so the operation reports it while it runs,
  * and answered at the end.
@@ -184,7 +185,8 @@ export function createAddDatabaseActivity(dependencies: DatabaseActivityDependen
     const uploads = dependencies.uploads?.();
     if (!uploads || !dependencies.buildRoot) throw new Error("uploads are not configured");
     const claims = dependencies.claims?.();
-    const held = await claims?.get(input.name);
+    // The claim only carries the steps so far: unreadable, the build starts its steps afresh.
+    const held = await claims?.get(input.name).catch(() => undefined);
     const tracker = addStepTracker(
       held?.upload === input.upload && held.steps
         ? held.steps
@@ -218,6 +220,13 @@ export function createAddDatabaseActivity(dependencies: DatabaseActivityDependen
       dependencies.logger.info("database added from an upload", { name: manifest.name, version: manifest.version });
       return { outcome: "succeeded", ...releaseSummary(manifest), steps: tracker.steps };
     } catch (error) {
+      // A missing Azure role is thrown on, so the activity's wrapper reports it (the
+      // role_assignment.missing event) and the operation names the role to assign.
+      const refusal = describeCloudAuthorizationError(error);
+      if (refusal) {
+        await tracker.fail(refusal.message);
+        throw error;
+      }
       // The reason alone (a tool's first line), as the operation shows it.
       const reason = (error instanceof Error ? (error.message.split("\n")[0] ?? "") : String(error)).trim();
       await tracker.fail(reason);
@@ -225,8 +234,17 @@ export function createAddDatabaseActivity(dependencies: DatabaseActivityDependen
     } finally {
       await rm(fastaPath, { force: true });
       await uploads.delete(input.upload);
-      // Published (the catalog now refuses the name) or failed (the name is free again).
-      await claims?.releaseUpload(input.name, input.upload);
     }
+  };
+}
+
+/**
+ * Lets the name's claim go once its build ended, published (the catalog now refuses the name) or
+ * failed (the name is free again). A separate activity, run after the orchestration took the
+ * build's steps into its own status, so the operation shows them without a gap.
+ */
+export function createReleaseAddClaimActivity(dependencies: DatabaseActivityDependencies) {
+  return async (input: AddDatabaseInput): Promise<void> => {
+    await dependencies.claims?.().releaseUpload(input.name, input.upload);
   };
 }

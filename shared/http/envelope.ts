@@ -12,6 +12,7 @@ import {
   PreconditionFailedError,
   PreconditionRequiredError,
   QueueFullError,
+  ReauthenticationRequiredError,
   UnauthorizedError,
   ValidationError,
 } from "../errors.js";
@@ -62,6 +63,15 @@ const HTTP_ERROR_MAPPINGS: readonly [
   (error: never) => HttpErrorMapping,
 ][] = [
   [InvalidRequestError, () => ({ status: 400 })],
+  [
+    ReauthenticationRequiredError,
+    (e: ReauthenticationRequiredError) => ({
+      status: 401,
+      headers: {
+        "WWW-Authenticate": `Bearer error="insufficient_user_authentication", error_description="a recent sign-in is required", max_age="${e.maxAgeSeconds}"`,
+      },
+    }),
+  ],
   [UnauthorizedError, () => ({ status: 401 })],
   [ForbiddenError, () => ({ status: 403 })],
   [NotFoundError, () => ({ status: 404 })],

@@ -179,8 +179,12 @@ export async function describeOperation(
           : instance.name === Orchestrations.buildImages
             ? buildProgress(instance.customStatus, instance.output)
             : undefined;
+  // Live progress only decorates the answer: a store that cannot be read leaves it out, never fails the poll.
   const progress =
-    reported ?? (state === "queued" || state === "running" ? await options.liveProgress?.(instance) : undefined);
+    reported ??
+    (state === "queued" || state === "running"
+      ? await options.liveProgress?.(instance).catch(() => undefined)
+      : undefined);
   const build =
     instance.name === Orchestrations.buildImages
       ? (instance.input as { registry?: { name?: string }; repository?: string } | null)

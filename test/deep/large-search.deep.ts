@@ -91,7 +91,7 @@ afterAll(async () => {
   stack?.cleanup();
 });
 
-describe(`issue 23 done-when: a ${QUERIES}-query search (${PROFILE}) at full size`, () => {
+describe(`issue 23 done-when: a ${QUERIES}-query search (${PROFILE}), 1,440 by default`, () => {
   it(
     "completes, and reports the result's size",
     async () => {

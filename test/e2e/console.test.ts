@@ -167,7 +167,7 @@ describe("the console web chat in Chromium", () => {
     expect(reasons.filter((d) => !d.shown)).toEqual([expect.objectContaining({ reason: "same_tag" })]);
   }, 180_000);
 
-  it("C-348 C-349 C-183 C-188: the approvals queue: the server decides who may decide (an Approver not for a kill switch, nobody their own); an Owner rejects; break-glass shows its TTL", async () => {
+  it("C-348 C-349 C-372 C-183 C-188: the approvals queue: the server decides who may decide (an Approver not for a kill switch, nobody their own); an Owner signs in again and rejects; break-glass shows its TTL", async () => {
     const filed = { approval_id: await pendingApproval() };
     const item = (p: Page) => p.locator(`.approval-item[data-approval-id="${filed.approval_id}"]`);
 
@@ -178,12 +178,18 @@ describe("the console web chat in Chromium", () => {
     await item(approver).getByText("Deciding it needs the Owner role.").waitFor();
     expect(await item(approver).getByRole("button", { name: "Reject" }).count()).toBe(0);
 
-    // A second user, an Owner, decides it: the approve_hil round trip with the item's action_hash.
+    // A second user, an Owner, decides it: first a fresh sign-in (prompt=login, C-372), then the
+    // round trip with that sign-in's token and the item's action_hash.
     const ownerContext = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     contexts.push(ownerContext);
     const owner = await signIn(ownerContext, "Owner", "E2E Queue Owner");
     await item(owner).getByLabel(`Justification for ${filed.approval_id}`).fill("not during the run");
     await item(owner).getByRole("button", { name: "Reject" }).click();
+    await owner.waitForURL(/\/oauth2\/v2\.0\/authorize/);
+    expect(new URL(owner.url()).searchParams.get("prompt")).toBe("login");
+    await owner.getByLabel("Your name").fill("E2E Queue Owner");
+    await owner.getByRole("radio", { name: /^Owner/ }).check();
+    await owner.getByRole("button", { name: "Sign in" }).click();
     await owner
       .getByRole("status")
       .filter({ hasText: filed.approval_id })

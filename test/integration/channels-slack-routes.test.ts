@@ -6,9 +6,9 @@ import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_ACCOUNT, DEV_ACCOUNT_KEY } from "../../local/azurite.js";
 import { slackSignature } from "../../shared/channels/platform-b/signature.js";
-import { mintToken, startStack, type TestStack } from "../support/local-stack.js";
+import { eventually, mintToken, startStack, type TestStack } from "../support/local-stack.js";
 import { postedArgs, startPlatformBFake } from "../support/notify-vendors.js";
-import { startBotServiceIssuer } from "../support/teams-fakes.js";
+import { startBotConnectorFake, startBotServiceIssuer, startEntraFake } from "../support/teams-fakes.js";
 import { testCertificate } from "../support/test-certificate.js";
 
 /**
@@ -16,8 +16,8 @@ import { testCertificate } from "../support/test-certificate.js";
  * one signed `/svc status` slash command end to end, and the transport's refusals (401, 413, 400,
  * the envelope). Teams (`POST /api/messages`, one stack for both): the route is registered,
  * verifies real Bot Service tokens from a local issuer inside the host, and refuses in the
- * envelope; the reply through the Agents SDK is tested below the trigger
- * (teams-inbound-auth.test.ts), where Entra can be routed to a local server.
+ * envelope; a message is answered through the Agents SDK to a local Bot Connector, its app token
+ * from a local Entra over HTTPS that `SVC_PLATFORM_A_AUTHORITY_HOST` names.
  */
 
 const SECRET = "local-signing-secret-0123456789";
@@ -33,12 +33,18 @@ const WEBHOOK_SECRET = `whsec_${Buffer.from("route-test-webhook-secret-0123456")
 let stack: TestStack;
 let slackApi: Awaited<ReturnType<typeof startPlatformBFake>>;
 let issuer: Awaited<ReturnType<typeof startBotServiceIssuer>>;
+let entra: Awaited<ReturnType<typeof startEntraFake>>;
+let connector: Awaited<ReturnType<typeof startBotConnectorFake>>;
+const TEAMS_CLIENT_SECRET = "local-bot-client-secret";
 
 beforeAll(async () => {
   slackApi = await startPlatformBFake(TOKEN);
   // The local Bot Service issuer serves its key set over HTTPS with a test certificate the host trusts.
   const tls = testCertificate();
   issuer = await startBotServiceIssuer(tls);
+  // Entra for the reply's app token, over HTTPS with the same certificate (an MSAL authority is HTTPS only).
+  entra = await startEntraFake({ tenantId: TENANT, clientId: BOT_APP_ID, clientSecret: TEAMS_CLIENT_SECRET, tls });
+  connector = await startBotConnectorFake((t) => entra.verify(t, "https://api.botframework.com"));
   const caFile = path.join(mkdtempSync(path.join(tmpdir(), "bp-teams-ca-")), "ca.pem");
   writeFileSync(caFile, tls.cert);
   stack = await startStack({
@@ -63,7 +69,8 @@ beforeAll(async () => {
       SVC_PLATFORM_A_BOT_APP_ID: BOT_APP_ID,
       SVC_PLATFORM_A_TENANT_ID: TENANT,
       SVC_PLATFORM_A_CLIENT_SECRET_REF: "env:TEAMS_TEST_CLIENT_SECRET",
-      TEAMS_TEST_CLIENT_SECRET: "local-bot-client-secret",
+      TEAMS_TEST_CLIENT_SECRET: TEAMS_CLIENT_SECRET,
+      SVC_PLATFORM_A_AUTHORITY_HOST: entra.url,
       SVC_PLATFORM_A_OPENID_METADATA_URL: issuer.metadataUrl,
       SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON: JSON.stringify({ [TEAMS_USER]: READER }),
       SLACK_TEST_SIGNING_SECRET: SECRET,
@@ -78,12 +85,14 @@ beforeAll(async () => {
       SVC_CHANNEL_PRINCIPAL_ROLES_JSON: JSON.stringify({ [READER]: { name: "Rita", roles: ["Reader"] } }),
     },
   });
-});
+}, 300_000);
 afterAll(async () => {
   await stack?.stop();
   stack?.cleanup();
   await slackApi?.close();
   await issuer?.close();
+  await connector?.close();
+  await entra?.close();
 });
 
 function post(path: string, body: string, contentType: string, headers: Record<string, string> = {}) {
@@ -197,6 +206,39 @@ describe("Teams route on the local stack (POST /api/messages)", () => {
       }),
     ]);
   });
+});
+
+describe("Teams reply on the full local stack (issue 26: SVC_PLATFORM_A_AUTHORITY_HOST)", () => {
+  it("C-002 C-392 C-504 a bound sender's message is answered through the Agents SDK: the app token from the configured authority, the reply to Bot Connector as the activity's reply", async () => {
+    const serviceUrl = `${connector.url}/`;
+    const id = `1700${Date.now()}`;
+    const message = {
+      type: "message",
+      id,
+      channelId: "msteams",
+      serviceUrl,
+      text: "<at>blastplane</at> explore_catalog query=R-JOB-001",
+      from: { id: "29:1abc", aadObjectId: TEAMS_USER },
+      recipient: { id: `28:${BOT_APP_ID}` },
+      conversation: { id: "a:1personal-reply", conversationType: "personal", tenantId: TENANT },
+      channelData: { tenant: { id: TENANT } },
+    };
+    const token = await issuer.token({}, { audience: BOT_APP_ID, serviceUrl });
+    const res = await post("messages", JSON.stringify(message), "application/json", {
+      authorization: `Bearer ${token}`,
+    });
+    expect(res.status).toBe(200);
+    const reply = await eventually(
+      async () => connector.requests.find((r) => r.path === `/v3/conversations/a:1personal-reply/activities/${id}`),
+      60_000,
+    );
+    // Bot Connector accepted the bearer only as the Entra fake's app token for Bot Connector.
+    expect(entra.issued).toContain("https://api.botframework.com/.default");
+    expect(entra.requests.some((r) => r.path === `/${TENANT}/v2.0/.well-known/openid-configuration`)).toBe(true);
+    const activity = JSON.parse(reply.body) as Record<string, unknown>;
+    expect(activity).toMatchObject({ type: "message", replyToId: id, from: { id: `28:${BOT_APP_ID}` } });
+    expect(String(activity.text).replace(/\\(.)/g, "$1")).toContain("explore_catalog: ok");
+  }, 120_000);
 });
 
 describe("inbound generic webhook route on the local stack (POST /api/channels/webhooks/{source})", () => {

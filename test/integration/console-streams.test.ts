@@ -168,7 +168,12 @@ async function chatAs(token: string, text: string) {
     body: JSON.stringify({ text }),
   });
   expect(res.status).toBe(200);
-  return (await res.json()) as { kind: string; approval_id?: string; text: string };
+  return (await res.json()) as {
+    kind: string;
+    approval_id?: string;
+    text: string;
+    tool_results?: { status: string; error?: { type: string } }[];
+  };
 }
 
 describe("GET /api/live/stream on the local stack", () => {
@@ -201,8 +206,9 @@ describe("GET /api/live/stream on the local stack", () => {
     );
     expect(needed.id).toMatch(/^\d{4}-\d{2}-\d{2}T.*Z~[0-9a-f-]+$/);
 
+    // A decision needs a fresh sign-in (C-372): a token minted now, not the one from the start of the file.
     const rejected = await chatAs(
-      tokens.Owner as string,
+      await mintToken(stack, "Owner"),
       `approve_hil approval_id=${filed.approval_id} decision=reject justification="not tonight"`,
     );
     expect(rejected.kind).toBe("tool_result");
@@ -469,6 +475,38 @@ describe("GET /api/agents/stream and POST /api/read-investigations on the local 
       outcome: "answered",
       steps: [{ tool: "explore_catalog", status: "ok", evidence_ref: "catalog:rules@1,action_types@1" }],
     });
+
+    // C-324: the detached result is retrievable by the principal that started it, as a direct answer carries it.
+    const resultOf = (token: string, id = started.investigation_id) =>
+      fetch(url(`read-investigations/${id}`), { headers: { Authorization: `Bearer ${token}` } });
+    const fetched = await resultOf(tokens.Reader as string);
+    expect(fetched.status).toBe(200);
+    expect(await fetched.json()).toMatchObject({
+      investigation_id: started.investigation_id,
+      mode: "detached",
+      status: "succeeded",
+      operation_status_url: started.operation_status_url,
+      result: {
+        outcome: "answered",
+        evidence_refs: ["catalog:rules@1,action_types@1"],
+        activities: [{ index: 0, tool: "explore_catalog", input_kind: "query", status: "ok" }],
+        tool_results: [{ status: "ok", tool: "explore_catalog" }],
+        audit_ids: expect.arrayContaining([entry?.audit_id]),
+      },
+      meta: { request_id: expect.any(String) },
+    });
+    // No token 401; another principal's investigation and an unknown id are the same 404; a malformed id 400.
+    expect((await fetch(url(`read-investigations/${started.investigation_id}`))).status).toBe(401);
+    const foreign = await resultOf(await mintToken(stack, "Owner", { oid: "oid-someone-else" }));
+    const unknown = await resultOf(tokens.Reader as string, `op-${"0".repeat(32)}`);
+    for (const res of [foreign, unknown]) {
+      expect(res.status).toBe(404);
+      expect(await res.json()).toMatchObject({
+        detail: expect.stringMatching(/^no read investigation op-/),
+        request_id: expect.any(String),
+      });
+    }
+    expect((await resultOf(tokens.Reader as string, "op-nothex")).status).toBe(400);
     agents.es.close();
   }, 240_000);
 });
@@ -522,10 +560,82 @@ describe("GET /api/approvals on the local stack", () => {
 
     // The decision the page sends: approve_hil with the item's action_hash; the item leaves the queue.
     const decided = await chatAs(
-      tokens.Owner as string,
+      await mintToken(stack, "Owner"),
       `approve_hil approval_id=${filed.approval_id} decision=reject justification="not tonight" action_hash=${ownerItem?.action_hash}`,
     );
     expect(decided.kind).toBe("tool_result");
     expect((await queue(tokens.Owner as string)).items.some((i) => i.approval_id === filed.approval_id)).toBe(false);
+  });
+
+  it("C-372 C-374: POST /api/approvals/{id}/decision needs a fresh sign-in (401 step-up challenge, nothing decided) and the item's action_hash; approve_hil in the chat refuses the same stale token", async () => {
+    const filed = await chatAs(
+      tokens.Contributor as string,
+      'run_runbook name=kill_switch params={"on":true} dry_run=false',
+    );
+    expect(filed.kind).toBe("approval_filed");
+    const approvalId = filed.approval_id as string;
+    const item = async () => {
+      const res = await fetch(url("approvals"), {
+        headers: { Authorization: `Bearer ${await mintToken(stack, "Owner")}` },
+      });
+      return ((await res.json()) as { items: { approval_id: string; action_hash: string }[] }).items.find(
+        (i) => i.approval_id === approvalId,
+      );
+    };
+    const actionHash = (await item())?.action_hash as string;
+    const decide = (token: string, body: unknown, id = approvalId) =>
+      fetch(url(`approvals/${id}/decision`), {
+        method: "POST",
+        headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+        body: JSON.stringify(body),
+      });
+    const body = { decision: "reject", justification: "not during the run", action_hash: actionHash };
+
+    // Before anything: a token, then the Approver floor.
+    expect((await decide("", body)).status).toBe(401);
+    expect((await decide(tokens.Reader as string, body)).status).toBe(403);
+
+    // Signed in an hour ago: a valid token, but no recent sign-in. RFC 9470's challenge, the envelope, nothing decided.
+    const stale = await mintToken(stack, "Owner", { oid: "oid-olga", auth_age_seconds: 3600 });
+    const refused = await decide(stale, body);
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get("www-authenticate")).toBe(
+      'Bearer error="insufficient_user_authentication", error_description="a recent sign-in is required", max_age="300"',
+    );
+    const envelope = (await refused.json()) as { detail: string; request_id: string };
+    expect(envelope.detail).toMatch(/^re-authentication required: sign in again \(within the last 300 s\)/);
+    expect(envelope.request_id).toBe(refused.headers.get("x-request-id"));
+    const viaChat = await chatAs(
+      stale,
+      `approve_hil approval_id=${approvalId} decision=reject justification="not during the run" action_hash=${actionHash}`,
+    );
+    expect(viaChat.tool_results?.[0]).toMatchObject({ status: "error", error: { type: "reauthentication_required" } });
+    expect(await item()).toBeDefined();
+
+    // Fresh: malformed input is refused in the envelopes, a different action_hash is a conflict.
+    const fresh = await mintToken(stack, "Owner", { oid: "oid-olga" });
+    expect((await decide(fresh, body, "apr_nothex")).status).toBe(400);
+    const invalid = await decide(fresh, { decision: "maybe", justification: "x" });
+    expect(invalid.status).toBe(422);
+    expect(((await invalid.json()) as { detail: { loc: unknown[] }[] }).detail.map((i) => i.loc)).toEqual(
+      expect.arrayContaining([
+        ["body", "decision"],
+        ["body", "action_hash"],
+      ]),
+    );
+    expect((await decide(fresh, { ...body, action_hash: "0".repeat(64) })).status).toBe(409);
+    expect((await decide(fresh, body, "apr_000000000000000000000000")).status).toBe(404);
+
+    const decided = await decide(fresh, body);
+    expect(decided.status).toBe(200);
+    expect(await decided.json()).toMatchObject({
+      outcome: "recorded",
+      approval_id: approvalId,
+      state: "rejected",
+      decision: { decision: "reject", actor: { oid: "oid-olga" } },
+    });
+    expect(await item()).toBeUndefined();
+    // The same decider and decision again: the existing evidence.
+    expect(await (await decide(fresh, body)).json()).toMatchObject({ outcome: "existing", state: "rejected" });
   });
 });

@@ -4,6 +4,9 @@ import { ContainerClient, StorageSharedKeyCredential } from "@azure/storage-blob
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_ACCOUNT, DEV_ACCOUNT_KEY } from "../../local/azurite.js";
 import { DatabaseStateStore } from "../../shared/databases/database-state.js";
+import { DatabaseNameClaims, sweepStaleClaims } from "../../shared/databases/name-claims.js";
+import { createDatabaseUploadStore } from "../../shared/databases/upload-store.js";
+import { createLogger } from "../../shared/logging/logger.js";
 import { createAuditLog } from "../../shared/ops/audit.js";
 import { type FakeNcbiServer, startFakeNcbiServer } from "../fakes/ncbi-server.js";
 import { DEMO_DB, demoQueries, jobApi, readApiToken } from "../support/jobapi-client.js";
@@ -521,6 +524,27 @@ describe("dashboard databases: adding one from an uploaded FASTA (issue 23, item
     const { operation } = (await again.json()) as { operation: { operation_id: string } };
     expect((await follow(operation.operation_id)).state).toBe("succeeded");
     expect(await database("crashed_16s")).toMatchObject({ sequences: 3 });
+
+    // A stored upload no claim records (its claim went, its removal did not) is removed once it is
+    // older than the claims' staleness; a fresh one stays (its claim may be on its way).
+    const storage = `${tableConnection()}BlobEndpoint=${stack.info.blob_endpoint};`;
+    const orphan = `op-${"e".repeat(32)}.fa`;
+    await container.getBlockBlobClient(orphan).upload(fasta, Buffer.byteLength(fasta));
+    const sweep = (minutesLater: number) =>
+      sweepStaleClaims({
+        claims: new DatabaseNameClaims(storage),
+        uploads: createDatabaseUploadStore(storage),
+        // No claim is left to ask about: the task hub is not consulted.
+        orchestrations: {
+          getInstance: () => Promise.reject(new Error("no claim should be looked up")),
+        },
+        logger: createLogger({ write: () => undefined }),
+        now: () => new Date(Date.now() + minutesLater * 60_000),
+      });
+    expect(await sweep(0)).toEqual({ claims: 0, uploads: 0 });
+    expect(await storedUploads()).toEqual([orphan]);
+    expect(await sweep(11)).toEqual({ claims: 0, uploads: 1 });
+    expect(await storedUploads()).toEqual([]);
   }, 120_000);
 
   it("a Reader may not upload (403 before any byte is read)", async () => {

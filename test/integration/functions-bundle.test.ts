@@ -140,11 +140,13 @@ describe("the Functions bundle, built for cold starts", () => {
       const hook = new Webhook("whsec_" + Buffer.from("0123456789abcdef0123456789abcdef").toString("base64"));
       const now = new Date();
       const headers = { "webhook-id": "msg_1", "webhook-timestamp": String(Math.floor(now / 1000)), "webhook-signature": hook.sign("msg_1", now, '{"a":1}') };
+      const { CloudAdapter } = await LAZY_SDKS["@microsoft/agents-hosting"]();
       console.log(JSON.stringify({
         loaded: Object.keys(LAZY_SDKS),
         email: JSON.parse(info.message).subject,
         slack: typeof client.chat.postMessage,
         webhook: hook.verify('{"a":1}', headers),
+        teams: typeof new CloudAdapter({ clientId: "00000000-0000-0000-0000-000000000001", clientSecret: "x", tenantId: "00000000-0000-0000-0000-000000000002" }).continueConversation,
       }));`;
     const { stdout } = await promisify(execFile)(process.execPath, ["--input-type=module", "-e", script], {
       cwd: out,
@@ -155,6 +157,7 @@ describe("the Functions bundle, built for cold starts", () => {
       email: "s",
       slack: "function",
       webhook: { a: 1 },
+      teams: "function",
     });
   });
 
@@ -198,7 +201,7 @@ describe("the Functions bundle, built for cold starts", () => {
       "@azure/arm-authorization": ["AuthorizationManagementClient"],
       "@azure/core-client": ["ServiceClient"],
       "@azure/core-rest-pipeline": ["createPipelineFromOptions", "createDefaultHttpClient", "createPipelineRequest"],
-      "@azure/identity": ["getBearerTokenProvider"],
+      "@azure/identity": ["getBearerTokenProvider", "ClientSecretCredential"],
       "@azure/monitor-query-logs": ["LogsQueryResultStatus"],
     };
     // The sources still import exactly these packages on first use (a new one is added here).

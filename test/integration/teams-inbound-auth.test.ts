@@ -44,6 +44,7 @@ function world(overrides: Partial<TeamsInboundConfig> = {}) {
     issuer: issuer.issuer,
     // Bound in upper case with braces: compared like every object id (sameObjectId).
     bindings: new Map([[TEAMS_USER, PRINCIPAL]]),
+    senderAccess: "allowlist",
     ...overrides,
   };
   const keys = createBotServiceKeySet({ metadataUrl: config.metadataUrl, ca: tls.cert });
@@ -217,6 +218,34 @@ describe("chat platform A inbound: the activity against the verified identity", 
       expect(res.status, name).toBe(403);
     }
     expect(w.accepted).toHaveLength(0);
+  });
+
+  it("C-394 C-395 C-396 SVC_PLATFORM_A_SENDER_ACCESS: disabled refuses even a bound sender (403); pairing lets an unbound sender of an accepted tenant on without a principal (sender access challenges it), still refusing other tenants and senders without an object id", async () => {
+    const t = await token();
+    const unboundSender = { from: { id: "29:2", aadObjectId: "bbbbbbbb-2222-4222-8222-222222222222" } };
+    const disabled = world({ senderAccess: "disabled" });
+    expect((await disabled.post(JSON.stringify(activity()), `Bearer ${t}`)).status).toBe(403);
+    expect(disabled.accepted).toHaveLength(0);
+
+    const pairing = world({ senderAccess: "pairing", bindings: new Map() });
+    expect((await pairing.post(JSON.stringify(activity(unboundSender)), `Bearer ${t}`)).status).toBe(202);
+    expect(pairing.accepted).toHaveLength(1);
+    expect(pairing.accepted[0]).toMatchObject({ principal: undefined, trust: "same_tenant" });
+    const other = "12121212-3434-4565-8787-909090909090";
+    for (const a of [
+      activity({
+        ...unboundSender,
+        conversation: { id: "a:1", tenantId: other },
+        channelData: { tenant: { id: other } },
+      }),
+      activity({ from: { id: "29:2" } }),
+    ])
+      expect((await pairing.post(JSON.stringify(a), `Bearer ${t}`)).status).toBe(403);
+    expect(pairing.accepted).toHaveLength(1);
+    // With pairing, a bound sender still resolves to its binding.
+    const bound = world({ senderAccess: "pairing" });
+    expect((await bound.post(JSON.stringify(activity()), `Bearer ${t}`)).status).toBe(202);
+    expect(bound.accepted[0]?.principal).toBe(PRINCIPAL);
   });
 
   it("C-353 C-354 C-355 a bound sender of a configured guest tenant is accepted for A2–A4 only", async () => {

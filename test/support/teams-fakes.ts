@@ -77,10 +77,30 @@ const json = (res: http.ServerResponse, status: number, body: unknown, headers: 
  * the client id and secret and answers an RS256 access token for the requested `.default` scope, or
  * Entra's error body (`invalid_client`, AADSTS7000215) with 401.
  */
-export async function startEntraFake(options: { tenantId: string; clientId: string; clientSecret: string }) {
+export async function startEntraFake(options: {
+  tenantId: string;
+  clientId: string;
+  clientSecret: string;
+  /** Serve over HTTPS with this certificate (an MSAL authority must be HTTPS); default HTTP. */
+  tls?: { key: string; cert: string };
+}) {
   const { privateKey, publicKey } = await generateKeyPair("RS256");
   const issued: string[] = [];
-  const fake = await serve(http.createServer(), "http", async (r, res) => {
+  const tenantPath = `/${options.tenantId}`;
+  const handler = async (r: Recorded, res: http.ServerResponse): Promise<void> => {
+    // The tenant's OpenID metadata: what MSAL reads first when the authority is this host.
+    if (r.method === "GET" && r.path.split("?")[0] === `${tenantPath}/v2.0/.well-known/openid-configuration`)
+      return json(res, 200, {
+        issuer: `${fake.url}${tenantPath}/v2.0`,
+        authorization_endpoint: `${fake.url}${tenantPath}/oauth2/v2.0/authorize`,
+        token_endpoint: `${fake.url}${tenantPath}/oauth2/v2.0/token`,
+        jwks_uri: `${fake.url}${tenantPath}/discovery/v2.0/keys`,
+        end_session_endpoint: `${fake.url}${tenantPath}/oauth2/v2.0/logout`,
+        response_types_supported: ["code", "id_token", "token"],
+        subject_types_supported: ["pairwise"],
+        id_token_signing_alg_values_supported: ["RS256"],
+        token_endpoint_auth_methods_supported: ["client_secret_post", "private_key_jwt", "client_secret_basic"],
+      });
     const form = new URLSearchParams(r.body);
     if (r.method !== "POST" || !r.path.startsWith(`/${options.tenantId}/oauth2/v2.0/token`))
       return json(res, 404, { error: "invalid_request", error_description: "AADSTS90002: Tenant not found." });
@@ -104,7 +124,10 @@ export async function startEntraFake(options: { tenantId: string; clientId: stri
       .sign(privateKey);
     issued.push(scope);
     json(res, 200, { token_type: "Bearer", expires_in: 3599, ext_expires_in: 3599, access_token: token });
-  });
+  };
+  const fake: Fake = options.tls
+    ? await serve(https.createServer(options.tls), "https", handler)
+    : await serve(http.createServer(), "http", handler);
   return {
     ...fake,
     /** The scopes tokens were issued for, in order. */

@@ -676,7 +676,7 @@ describe("toBlastArgs", () => {
 
 const GRID_SAMPLE = Math.min(1, Math.max(0, Number(process.env.BLAST_GRID_SAMPLE ?? 0.2)));
 const GRID_SEED = Number(process.env.BLAST_GRID_SEED ?? Date.now() % 1_000_000);
-/** The sampled grids run ~40 BLAST processes each; every cell, ~170 and ~540 (the word_size cells: ~14 of 44). */
+/** The sampled grids run ~40 BLAST processes each; every cell, ~170 and ~540 (the word_size cells: ~12 of 44). */
 const GRID_TIMEOUT = GRID_SAMPLE === 1 ? 1_800_000 : 120_000;
 const sampleWords = GRID_SAMPLE === 1 ? "every cell" : `a ${GRID_SAMPLE} sample (by verdict, per task or matrix)`;
 

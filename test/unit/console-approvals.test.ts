@@ -364,4 +364,57 @@ describe("human approvals", () => {
       expect(m.body_markdown).not.toMatch(/approve_hil|decision=|redeploy|job_api|https?:/);
     }
   });
+
+  it("C-372: a bearer caller decides only with a fresh sign-in: an auth_time past the window (or none) is refused and audited, nothing decided; a fresh one decides; a channel caller keeps its channel's trust", async () => {
+    const h = harness();
+    const id = await fileFor(h, callerWith("Owner", "oid-olga"));
+    const nowSeconds = Math.floor(h.clock.now.getTime() / 1000);
+    const approverSignedIn = (secondsAgo: number | null) => ({
+      ...callerWith("Owner", "oid-abe"),
+      auth_time: secondsAgo === null ? null : nowSeconds - secondsAgo,
+    });
+
+    for (const [secondsAgo, freshness] of [
+      [301, "stale"],
+      [null, "no_auth_time"],
+    ] as const) {
+      const refused = await decide(h, approverSignedIn(secondsAgo), id, "approve", `stale-${freshness}`);
+      expect(refused).toMatchObject({
+        status: "error",
+        error: {
+          type: "reauthentication_required",
+          message: expect.stringMatching(/sign in again \(within the last 300 s\).*Nothing was decided/),
+          details: { max_age_seconds: 300 },
+        },
+      });
+      const entry = (await h.audit.list()).find(
+        (e) => e.request_id === `stale-${freshness}` && e.action === "console.approve_hil",
+      );
+      expect(entry).toMatchObject({
+        outcome: "denied",
+        target: id,
+        details: { reason: "reauthentication_required", freshness, max_age_seconds: 300 },
+      });
+    }
+    expect((await h.approvalStore.get(id))?.state).toBe("pending");
+    expect(h.executed).toEqual([]);
+
+    // Signed in 300 s ago: still inside the window.
+    expect(await decide(h, approverSignedIn(300), id)).toMatchObject({
+      status: "ok",
+      data: { outcome: "recorded", state: "approved" },
+    });
+    expect(h.executed.map((e) => e.idempotencyKey)).toEqual([id]);
+
+    // A channel turn's caller (no bearer token here: Teams SSO established the A1 trust) is not asked for auth_time.
+    const other = await fileFor(
+      h,
+      callerWith("Owner", "oid-olga"),
+      'run_runbook name=scale_node_pool params={"pool":"blast","node_count":3} dry_run=false',
+    );
+    expect(await decide(h, callerWith("Owner", "oid-abe"), other, "reject")).toMatchObject({
+      status: "ok",
+      data: { state: "rejected" },
+    });
+  });
 });

@@ -1,4 +1,8 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { type CloudAuthorizationFailure, explainCloudAuthorization } from "../../shared/auth/cloud-authorization.js";
 import {
   type AddStep,
   addProgressFromClaim,
@@ -6,6 +10,10 @@ import {
   initialAddSteps,
   parseAddSteps,
 } from "../../shared/databases/build-steps.js";
+import { createAddDatabaseActivity } from "../../shared/databases/database-activities.js";
+import type { DatabaseNameClaims } from "../../shared/databases/name-claims.js";
+import type { DatabaseUploadStore } from "../../shared/databases/upload-store.js";
+import { createLogger } from "../../shared/logging/logger.js";
 import { describeOperation } from "../../shared/orchestrations/operations.js";
 import type { OrchestrationClient, OrchestrationInstance } from "../../shared/orchestrations/orchestration-client.js";
 import { Orchestrations } from "../../shared/orchestrations/queue-labels.js";
@@ -121,6 +129,16 @@ describe("adding a database reports its steps (issue 23)", () => {
     expect(done).toMatchObject({ state: "succeeded", progress: { steps: finalSteps } });
     expect(asked).toBe(false);
 
+    // The claims table unreadable: the poll still answers the operation, without live steps.
+    const unreadable = await describeOperation(oneInstance(building({})), "op-add", {
+      pollAfterSeconds: 5,
+      liveProgress: async () => {
+        throw new Error("table unavailable");
+      },
+    });
+    expect(unreadable).toMatchObject({ operation_type: "database.add", state: "running" });
+    expect(unreadable?.progress).toBeUndefined();
+
     // Other operations are not read from claims.
     expect(await addProgressFromClaim(claims, building({ name: Orchestrations.warmDatabase }))).toBeUndefined();
   });
@@ -142,5 +160,55 @@ describe("adding a database reports its steps (issue 23)", () => {
       `Published: failed (${formatTime(T0)}) — no space left`,
     ]);
     expect(addStepLines(undefined)).toEqual([]);
+  });
+});
+
+describe("a database build refused by Azure for a missing role (issue 23, review)", () => {
+  it("(R-RBAC-001) is thrown on so the activity's wrapper reports the role to assign; the upload is removed (the orchestration then lets the name's claim go)", async () => {
+    const deleted: string[] = [];
+    const refusal = Object.assign(
+      new Error("This request is not authorized to perform this operation using this permission."),
+      {
+        statusCode: 403,
+        code: "AuthorizationPermissionMismatch",
+        request: { url: "https://workload.blob.core.windows.net/uploads/op-add.fa" },
+      },
+    );
+    const activity = createAddDatabaseActivity({
+      databasesDir: () => "/nonexistent",
+      source: () => {
+        throw new Error("not used");
+      },
+      catalog: () => {
+        throw new Error("not used");
+      },
+      state: { patch: async () => undefined },
+      events: { record: async () => ({}) as never },
+      logger: createLogger({ level: "error", write: () => undefined }),
+      now: () => at,
+      buildRoot: () => mkdtempSync(path.join(tmpdir(), "bp-add-refused-")),
+      uploads: () =>
+        ({
+          downloadToFile: async () => {
+            throw refusal;
+          },
+          delete: async (name: string) => {
+            deleted.push(name);
+          },
+        }) as unknown as DatabaseUploadStore,
+      claims: () =>
+        ({
+          get: async () => undefined,
+          recordSteps: async () => undefined,
+        }) as unknown as DatabaseNameClaims,
+    });
+    const reported: CloudAuthorizationFailure[] = [];
+    const wrapped = explainCloudAuthorization(activity, async (failure) => {
+      reported.push(failure);
+    });
+    const input = { name: "my16s", type: "nucl" as const, partitions: 1, upload: "op-add.fa" };
+    await expect(wrapped(input)).rejects.toThrow(/assign it the Storage Blob Data Contributor role/);
+    expect(reported.map((r) => r.role)).toEqual(["Storage Blob Data Contributor"]);
+    expect(deleted).toEqual(["op-add.fa"]);
   });
 });

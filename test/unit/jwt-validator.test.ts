@@ -120,7 +120,22 @@ describe("createJwtValidator against the dev identity provider", () => {
   it("B-185 accepts a minted token and maps oid, name, tenant_id, roles", async () => {
     const token = await idp.mint({ role: "Approver", oid: "user-oid-1", name: "Ada Lovelace" });
     const caller = await validator.validate(`Bearer ${token}`);
-    expect(caller).toEqual({ oid: "user-oid-1", name: "Ada Lovelace", tenant_id: TENANT_ID, roles: ["Approver"] });
+    expect(caller).toEqual({
+      oid: "user-oid-1",
+      name: "Ada Lovelace",
+      tenant_id: TENANT_ID,
+      roles: ["Approver"],
+      auth_time: expect.any(Number),
+    });
+  });
+
+  it("C-372: carries the token's auth_time (the last interactive sign-in) for approval decisions; null when the token has none", async () => {
+    const before = Math.floor(Date.now() / 1000);
+    const token = await idp.mint({ role: "Approver", authAgeSeconds: 600 });
+    const { auth_time: authTime } = await validator.validate(`Bearer ${token}`);
+    expect(authTime).toBeGreaterThanOrEqual(before - 600);
+    expect(authTime).toBeLessThanOrEqual(Math.floor(Date.now() / 1000) - 600);
+    expect((await validator.validate(`Bearer ${await signWithIdpKey({})}`)).auth_time).toBeNull();
   });
 
   it("B-185 accepts a lower-case bearer scheme", async () => {
@@ -144,6 +159,7 @@ describe("createJwtValidator against the dev identity provider", () => {
       name: "ada@example.test",
       tenant_id: "",
       roles: ["Owner"],
+      auth_time: null,
     });
   });
 
@@ -523,6 +539,7 @@ describe("dev identity provider", () => {
       name: "Dev",
       tenant_id: TENANT_ID,
       roles: ["Owner"],
+      auth_time: expect.any(Number),
     });
   });
 

@@ -111,6 +111,8 @@ describe("the development identity provider's authorization code flow with PKCE"
       `Bearer ${tokens.access_token}`,
     );
     expect(caller).toMatchObject({ name: "Ada Lovelace", tenant_id: TENANT_ID, roles: ["Owner"] });
+    // The sign-in page was just submitted: auth_time is that moment (what an approval decision checks, C-372).
+    expect(Math.abs((caller.auth_time ?? 0) - Date.now() / 1000)).toBeLessThan(120);
     const id = decodeJwt(tokens.id_token);
     expect(id).toMatchObject({
       aud: CLIENT_ID,

@@ -122,6 +122,38 @@ describe("chat platform A inbound settings (issue 26; spec §2.6, §7 item 8, §
     });
   });
 
+  it("C-394 C-395 C-396 SVC_PLATFORM_A_SENDER_ACCESS: allowlist by default (bindings required); pairing and disabled need no bindings but still check any given; another value refuses to start", () => {
+    expect(loadTeamsInboundConfig({ ...base, SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON: bindings(1) })?.senderAccess).toBe(
+      "allowlist",
+    );
+    expect(inboundProblems({ ...base, SVC_PLATFORM_A_SENDER_ACCESS: "allowlist" })).toMatch(
+      /SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON: is required/,
+    );
+    for (const mode of ["pairing", "disabled"]) {
+      const config = loadTeamsInboundConfig({ ...base, SVC_PLATFORM_A_SENDER_ACCESS: mode });
+      expect(config).toMatchObject({ senderAccess: mode });
+      expect(config?.bindings.size).toBe(0);
+      expect(
+        inboundProblems({ ...base, SVC_PLATFORM_A_SENDER_ACCESS: mode, SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON: "{}" }),
+      ).toMatch(/must not be empty/);
+    }
+    expect(inboundProblems({ ...base, SVC_PLATFORM_A_SENDER_ACCESS: "open" })).toMatch(/SVC_PLATFORM_A_SENDER_ACCESS/);
+  });
+
+  it("SVC_PLATFORM_A_AUTHORITY_HOST: unset keeps the Agents SDK's default; an HTTPS origin is taken (trailing slash dropped); http, a path or credentials refuse to start", () => {
+    const ok = { ...base, SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON: bindings(1) };
+    expect(loadTeamsInboundConfig(ok)?.authorityHost).toBeUndefined();
+    expect(
+      loadTeamsInboundConfig({ ...ok, SVC_PLATFORM_A_AUTHORITY_HOST: "https://login.microsoftonline.us/" })
+        ?.authorityHost,
+    ).toBe("https://login.microsoftonline.us");
+    expect(
+      loadTeamsInboundConfig({ ...ok, SVC_PLATFORM_A_AUTHORITY_HOST: "https://127.0.0.1:8443" })?.authorityHost,
+    ).toBe("https://127.0.0.1:8443");
+    for (const bad of ["http://127.0.0.1:8443", "https://login.microsoftonline.com/tenant", "https://u:p@host", "nope"])
+      expect(inboundProblems({ ...ok, SVC_PLATFORM_A_AUTHORITY_HOST: bad })).toMatch(/SVC_PLATFORM_A_AUTHORITY_HOST/);
+  });
+
   it("C-254 the Functions app's channel settings read the Teams channel: its replies need the bot's client secret reference, env: only locally", () => {
     const ok = { ...base, SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON: bindings(1) };
     const channelProblems = (env: Record<string, string>, local: boolean) => {

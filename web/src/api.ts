@@ -120,6 +120,23 @@ export interface PendingApproval {
   refusal?: "no_self_approval" | "decider_role_below_action_floor";
 }
 
+/** The body of `POST /api/approvals/{approval_id}/decision`. */
+export interface ApprovalDecisionRequest {
+  decision: "approve" | "reject";
+  justification: string;
+  action_hash: string;
+}
+
+/** A recorded decision (`POST /api/approvals/{approval_id}/decision`, declared in functions/console.ts). */
+export interface ApprovalDecision {
+  outcome: "recorded" | "existing" | "timeout";
+  approval_id: string;
+  state: string;
+  decision: Record<string, unknown> | null;
+  execution: Record<string, unknown> | null;
+  timed_out_at: string | null;
+}
+
 /** `GET /api/approvals` (declared in functions/console.ts). */
 export interface ApprovalsQueue {
   role: string;
@@ -174,6 +191,8 @@ interface RequestOptions {
   signal?: AbortSignal;
   /** Unauthenticated routes (health, diagnostics) send no token. */
   anonymous?: boolean;
+  /** This token instead of the session's current one (a decision sends the fresh token of a re-authentication). */
+  bearer?: string;
 }
 
 /** A JSON answer and the headers that matter to callers. */
@@ -195,7 +214,7 @@ export function createApiClient(options: {
 }) {
   async function send(path: string, opts: RequestOptions = {}): Promise<Response> {
     const headers: Record<string, string> = { Accept: "application/json", ...opts.headers };
-    if (!opts.anonymous) headers.Authorization = `Bearer ${await options.accessToken()}`;
+    if (!opts.anonymous) headers.Authorization = `Bearer ${opts.bearer ?? (await options.accessToken())}`;
     let body: string | Blob | undefined = opts.raw;
     if (opts.raw !== undefined) headers["Content-Type"] = "text/plain";
     if (opts.body !== undefined) {
@@ -324,6 +343,16 @@ export function createApiClient(options: {
       }),
     /** One console turn as one JSON reply (`POST /api/chat`): how the page decides approvals and asks for break-glass. */
     chat: (text: string) => data<ChatReply>("/api/chat", { method: "POST", body: { text } }),
+    /**
+     * Decides one approval (`POST /api/approvals/{id}/decision`) with `accessToken`, the fresh
+     * token of a re-authentication: the server refuses a sign-in older than its window (401).
+     */
+    decideApproval: (approvalId: string, decision: ApprovalDecisionRequest, accessToken: string) =>
+      data<ApprovalDecision>(`/api/approvals/${encodeURIComponent(approvalId)}/decision`, {
+        method: "POST",
+        body: decision,
+        bearer: accessToken,
+      }),
     /** The pending approvals as the caller may see them (`GET /api/approvals`). */
     approvals: (signal?: AbortSignal) => data<ApprovalsQueue>("/api/approvals", { signal }),
     /** One console turn as server-sent events (`POST /api/chat/stream`); aborting `signal` closes it. */

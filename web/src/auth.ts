@@ -21,7 +21,21 @@ export interface Auth {
    * provider needs the user again, redirects to sign in (and never resolves).
    */
   accessToken(): Promise<string>;
+  /**
+   * Signs the user in again interactively (`prompt=login`: a full-page redirect to the identity
+   * provider, which asks for the user whatever session it keeps) and comes back to this page;
+   * `state` comes back with the fresh token through {@link takeReauthentication}. Never resolves.
+   */
+  reauthenticate(state: string): Promise<void>;
+  /**
+   * The fresh access token of a re-authentication this page load completed, and its `state`, once:
+   * a second call returns undefined.
+   */
+  takeReauthentication(): { state: string; accessToken: string } | undefined;
 }
+
+/** The prefix of the `state` of a re-authentication (what {@link Auth.takeReauthentication} reports). */
+const REAUTH_STATE_PREFIX = "reauth:";
 
 /**
  * Creates MSAL (authorization code with PKCE; tokens in session storage, MSAL's default for
@@ -49,6 +63,10 @@ export async function createAuth(config: WebConfig["auth"]): Promise<Auth> {
   await msal.initialize();
   const result = await msal.handleRedirectPromise();
   if (result?.account) msal.setActiveAccount(result.account);
+  let reauthenticated =
+    result?.state?.startsWith(REAUTH_STATE_PREFIX) && result.accessToken
+      ? { state: result.state.slice(REAUTH_STATE_PREFIX.length), accessToken: result.accessToken }
+      : undefined;
   const account = (): AccountInfo | undefined => msal.getActiveAccount() ?? msal.getAllAccounts()[0] ?? undefined;
   const scopes = config.scopes;
 
@@ -62,6 +80,22 @@ export async function createAuth(config: WebConfig["auth"]): Promise<Auth> {
     async signOut() {
       const current = account();
       await msal.logoutRedirect(current ? { account: current } : {});
+    },
+    async reauthenticate(state) {
+      const current = account();
+      await msal.acquireTokenRedirect({
+        scopes,
+        prompt: "login",
+        state: `${REAUTH_STATE_PREFIX}${state}`,
+        redirectStartPage: window.location.href,
+        ...(current ? { account: current, loginHint: current.username || undefined } : {}),
+      });
+      return new Promise<void>(() => undefined);
+    },
+    takeReauthentication() {
+      const taken = reauthenticated;
+      reauthenticated = undefined;
+      return taken;
     },
     async accessToken() {
       const current = account();

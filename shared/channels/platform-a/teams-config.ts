@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { normalizeObjectId } from "../../auth/object-id.js";
-import { ConfigError, type Env, envFlag, parseEnv } from "../../config/env.js";
+import { ConfigError, type Env, envEnum, envFlag, parseEnv } from "../../config/env.js";
+import { SENDER_ACCESS_MODES, type SenderAccessMode } from "../inbound/types.js";
 import { BOT_SERVICE_ISSUER, BOT_SERVICE_OPENID_METADATA_URL } from "./bot-service-keys.js";
 
 /**
@@ -33,12 +34,28 @@ export const teamsInboundSettingsSchema = z.object({
   SVC_PLATFORM_A_CHANNEL_ENABLED: envFlag().default(false),
   /** Teams user object id (`from.aadObjectId`) → canonical principal object id; JSON, 1–1000 entries. */
   SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON: z.string().optional(),
+  /**
+   * Who may talk to the bot (spec §5 item 8): `allowlist` (default) only bound senders; `pairing`
+   * also unbound senders of an accepted tenant, who get a pairing challenge and nothing else until
+   * an approver pairs them; `disabled` nobody.
+   */
+  SVC_PLATFORM_A_SENDER_ACCESS: envEnum(SENDER_ACCESS_MODES).default("allowlist"),
   /** Bot Service's OpenID metadata, whose `jwks_uri` is the key set (HTTPS; overridable for tests). */
   SVC_PLATFORM_A_OPENID_METADATA_URL: https.default(BOT_SERVICE_OPENID_METADATA_URL),
   /** The issuer Bot Service tokens must carry (HTTPS). */
   SVC_PLATFORM_A_TOKEN_ISSUER: https.default(BOT_SERVICE_ISSUER),
   /** Guest tenants whose users may use A2–A4 (never A1); comma-separated tenant ids. */
   SVC_PLATFORM_A_GUEST_TENANT_IDS: guidList.optional(),
+  /**
+   * The Entra authority host the bot's app token for replies comes from (HTTPS origin, the tenant is
+   * appended); unset, the Agents SDK's default (`https://login.microsoftonline.com`).
+   */
+  SVC_PLATFORM_A_AUTHORITY_HOST: https
+    .refine((u) => !URL.canParse(u) || (new URL(u).pathname === "/" && !new URL(u).search && !new URL(u).hash), {
+      message: "must be an origin (https://host[:port]) without a path: the tenant is appended",
+    })
+    .transform((u) => new URL(u).origin)
+    .optional(),
 });
 
 /** Every inbound Teams setting (the Functions app's `local.settings.sample.json` lists them). */
@@ -52,8 +69,12 @@ export interface TeamsInboundConfig {
   readonly guestTenantIds: readonly string[];
   readonly metadataUrl: string;
   readonly issuer: string;
+  /** The Entra authority host of the reply token (an origin); undefined: the Agents SDK's default. */
+  readonly authorityHost?: string | undefined;
   /** Normalized Teams object id → normalized canonical principal. */
   readonly bindings: ReadonlyMap<string, string>;
+  /** `allowlist`: bound senders only; `pairing`: unbound senders reach the pairing challenge; `disabled`: nobody. */
+  readonly senderAccess: SenderAccessMode;
 }
 
 /**
@@ -129,7 +150,12 @@ export function loadTeamsInboundConfig(env: Env): TeamsInboundConfig | undefined
     problems.push(
       "SVC_PLATFORM_A_TENANT_ID: the tenant id GUID is required when the chat platform A channel is enabled",
     );
-  const { bindings, problems: bindingProblems } = parsePrincipalBindings(c.SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON);
+  // Bindings are what an allowlist is; with pairing or disabled access they are optional.
+  const bindingsRequired = c.SVC_PLATFORM_A_SENDER_ACCESS === "allowlist";
+  const { bindings, problems: bindingProblems } =
+    bindingsRequired || c.SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON !== undefined
+      ? parsePrincipalBindings(c.SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON)
+      : { bindings: new Map<string, string>(), problems: [] };
   problems.push(...bindingProblems);
   const guests = c.SVC_PLATFORM_A_GUEST_TENANT_IDS ?? [];
   if (guests.includes(tenantId))
@@ -143,6 +169,8 @@ export function loadTeamsInboundConfig(env: Env): TeamsInboundConfig | undefined
     guestTenantIds: guests,
     metadataUrl: c.SVC_PLATFORM_A_OPENID_METADATA_URL,
     issuer: c.SVC_PLATFORM_A_TOKEN_ISSUER,
+    authorityHost: c.SVC_PLATFORM_A_AUTHORITY_HOST,
     bindings,
+    senderAccess: c.SVC_PLATFORM_A_SENDER_ACCESS,
   };
 }

@@ -66,7 +66,8 @@ export function createTeamsInbound(deps: {
         accept: async (verified) => {
           const at = now();
           const reference = conversationReferenceOf(verified);
-          if (reference) await deps.conversations.save(verified.principal, reference);
+          // An unbound (pairing) sender has no principal to notify yet.
+          if (reference && verified.principal) await deps.conversations.save(verified.principal, reference);
           const turn = teamsInboundTurn(verified, at);
           // conversationUpdate, typing, reactions…: acknowledged, nothing to answer.
           if (!turn) return { status: 200, jsonBody: {} };

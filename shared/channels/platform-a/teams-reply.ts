@@ -1,4 +1,11 @@
-import type { CloudAdapter, TurnContext } from "@microsoft/agents-hosting";
+import type {
+  AuthConfiguration,
+  AuthProvider,
+  CloudAdapter,
+  Connections,
+  TurnContext,
+} from "@microsoft/agents-hosting";
+import { loadAgentsHosting, loadClientSecretCredential } from "../../lazy-sdks.js";
 import { CHANNEL_TRUNCATED, UPSTREAM_TRUNCATED } from "../../notify/output-markers.js";
 import type { ChannelDeliveryReceipt, ChannelInboundTurn, ChannelOutboundResponse } from "../inbound/types.js";
 import { TEAMS_CHANNEL_ID } from "./teams-verifier.js";
@@ -63,6 +70,46 @@ export function teamsReplyActivity(response: ChannelOutboundResponse): {
   };
 }
 
+/** A token source the way the reply needs one: `getToken` of `@azure/identity`'s credentials. */
+interface AppTokenCredential {
+  getToken(scope: string): Promise<{ token: string } | null>;
+}
+
+/**
+ * The Agents SDK's connections (its public `Connections` interface) answered by one app-token
+ * credential: how replies get their token from a configured authority host. The SDK's own MSAL
+ * client cannot be given one: MSAL trusts a host that is not one of Microsoft's only after asking
+ * `login.microsoftonline.com`'s instance discovery, and the SDK passes it no `knownAuthorities`.
+ * Only the bot's own app token is served; the agentic and on-behalf-of flows this bot does not use
+ * refuse.
+ */
+function credentialConnections(credential: AppTokenCredential, settings: AuthConfiguration): Connections {
+  const unsupported = async (): Promise<string> => {
+    throw new Error("not supported by this bot's token provider (app tokens only)");
+  };
+  const provider: AuthProvider = {
+    connectionSettings: settings,
+    async getAccessToken(authConfigOrScope: AuthConfiguration | string, maybeScope?: string): Promise<string> {
+      const scope = typeof authConfigOrScope === "string" ? authConfigOrScope : maybeScope;
+      if (!scope) throw new Error("no scope for the app token");
+      const token = await credential.getToken(scope.endsWith("/.default") ? scope : `${scope}/.default`);
+      if (!token) throw new Error("no app token");
+      return token.token;
+    },
+    getAgenticApplicationToken: unsupported,
+    getAgenticInstanceToken: unsupported,
+    getAgenticUserToken: unsupported,
+    acquireTokenOnBehalfOf: unsupported,
+  } as AuthProvider;
+  return {
+    getConnection: () => provider,
+    getDefaultConnection: () => provider,
+    getTokenProvider: () => provider,
+    getTokenProviderFromActivity: () => provider,
+    getDefaultConnectionConfiguration: () => settings,
+  };
+}
+
 interface HttpErrorLike {
   response?: { status?: number };
 }
@@ -77,13 +124,35 @@ export function createTeamsReplier(options: {
   botAppId: string;
   tenantId: string;
   clientSecret: () => Promise<string>;
+  /**
+   * The Entra authority host of the app token (`SVC_PLATFORM_A_AUTHORITY_HOST`, an HTTPS origin):
+   * a sovereign cloud, or the local stack's Entra stand-in. Unset: the SDK's own MSAL client and
+   * its default authority. Set: `@azure/identity`'s `ClientSecretCredential` (MSAL under it) with
+   * that host and no instance discovery, through the SDK's `Connections` interface.
+   */
+  authorityHost?: string;
 }) {
   const operation = "continueConversation.sendActivity";
   let adapter: Promise<CloudAdapter> | undefined;
   const adapterOf = () => {
-    adapter ??= Promise.all([import("@microsoft/agents-hosting"), options.clientSecret()]).then(
-      ([sdk, clientSecret]) => {
-        const a = new sdk.CloudAdapter({ clientId: options.botAppId, clientSecret, tenantId: options.tenantId });
+    adapter ??= Promise.all([loadAgentsHosting(), options.clientSecret()]).then(
+      async ([sdk, clientSecret]) => {
+        const settings = {
+          clientId: options.botAppId,
+          clientSecret,
+          tenantId: options.tenantId,
+          ...(options.authorityHost ? { authority: options.authorityHost } : {}),
+        };
+        const a = new sdk.CloudAdapter(settings);
+        if (options.authorityHost) {
+          const { ClientSecretCredential } = await loadClientSecretCredential();
+          const credential = new ClientSecretCredential(options.tenantId, options.botAppId, clientSecret, {
+            authorityHost: options.authorityHost,
+            // The host is the configured one, not one Entra's instance discovery must vouch for.
+            disableInstanceDiscovery: true,
+          });
+          a.connectionManager = credentialConnections(credential, settings);
+        }
         // The SDK's default turn-error handler posts its own message into the conversation.
         a.onTurnError = async () => undefined;
         return a;

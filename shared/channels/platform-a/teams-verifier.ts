@@ -67,8 +67,13 @@ export type TeamsActivity = z.output<typeof teamsActivitySchema>;
 export interface VerifiedTeamsActivity {
   activity: TeamsActivity;
   identity: BotServiceIdentity;
-  /** The canonical principal (object id) the sender is bound to; the vendor id is not used past here. */
-  principal: string;
+  /**
+   * The canonical principal (object id) the sender is bound to; the vendor id is not used past
+   * here. Undefined only with `SVC_PLATFORM_A_SENDER_ACCESS=pairing`: an unbound sender, whom the
+   * channel's sender access answers with a pairing challenge (or its approved pairing) and who never
+   * reaches the coordinator otherwise.
+   */
+  principal: string | undefined;
   /** `same_tenant`: A1–A4; `guest`: A2–A4 (spec §5 item 4). */
   trust: "same_tenant" | "guest";
   categories: readonly NotificationCategory[];
@@ -186,9 +191,12 @@ export function createTeamsVerifier(
         ? "guest"
         : undefined;
     if (!trust) throw new ForbiddenError("the activity's tenant is not accepted");
+    if (config.senderAccess === "disabled") throw new ForbiddenError("sender access to this channel is disabled");
     const sender = activity.from.aadObjectId;
     const principal = sender ? config.bindings.get(normalizeObjectId(sender)) : undefined;
-    if (!principal) throw new ForbiddenError("the sender has no principal binding");
+    // Pairing: an unbound sender with a directory object id goes on, to be challenged (spec §5 item 8).
+    if (!principal && !(config.senderAccess === "pairing" && sender))
+      throw new ForbiddenError("the sender has no principal binding");
     return {
       activity,
       identity,

@@ -1,4 +1,9 @@
 import { createHash } from "node:crypto";
+import {
+  authenticationFreshness,
+  DEFAULT_REAUTH_MAX_AGE_SECONDS,
+  reauthenticationText,
+} from "../../auth/fresh-authentication.js";
 import { sameObjectId } from "../../auth/object-id.js";
 import type { Role } from "../../auth/roles.js";
 import type { ActionTypeCatalog } from "../../ops/actions/action-types.js";
@@ -34,6 +39,11 @@ export interface ApprovalServiceDependencies {
   /** Object ids of the approvers A1 requests go to. */
   approvers: readonly string[];
   ttlSeconds: number;
+  /**
+   * A decider authenticated by a bearer token must have signed in interactively at most this long
+   * ago (`auth_time`); default {@link DEFAULT_REAUTH_MAX_AGE_SECONDS}.
+   */
+  reauthMaxAgeSeconds?: number;
   /** Seconds before the original expiry at which reminders go out (each at most once). */
   reminderOffsetsSeconds: readonly number[];
   /** The load policy the orchestration planned with: it names each group's members. */
@@ -397,7 +407,37 @@ export function createApprovalService(deps: ApprovalServiceDependencies) {
       actionHash?: string;
       requestId: string;
       now: Date;
+      /**
+       * The decider's last interactive sign-in from its bearer token (`auth_time`; null: the token
+       * carries none). Undefined for a channel turn, whose A1 trust the channel established (Teams SSO).
+       */
+      authTime?: number | null;
     }): Promise<DecisionResult> {
+      // Spec §5 item 5: a decision re-authenticates. Checked before anything is read or decided.
+      if (input.authTime !== undefined) {
+        const maxAge = deps.reauthMaxAgeSeconds ?? DEFAULT_REAUTH_MAX_AGE_SECONDS;
+        const freshness = authenticationFreshness(input.authTime, input.now.getTime(), maxAge);
+        if (!freshness.fresh) {
+          await audit.record({
+            actor: input.actor,
+            action: "console.approve_hil",
+            target: input.approvalId,
+            outcome: "denied",
+            request_id: input.requestId,
+            details: {
+              reason: "reauthentication_required",
+              freshness: freshness.reason,
+              auth_age_seconds: freshness.age_seconds,
+              max_age_seconds: maxAge,
+              decision: input.decision,
+              side_effect_class: "approve",
+            },
+          });
+          throw new ToolError("reauthentication_required", reauthenticationText(maxAge), {
+            max_age_seconds: maxAge,
+          });
+        }
+      }
       const item = await store.get(input.approvalId);
       if (!item) throw new ToolError("not_found", `no approval ${input.approvalId}`);
       // A justification is free text: it is stored and shown only after the secret scanner.

@@ -55,6 +55,7 @@ export function approvalTools(deps: ConsoleToolDependencies): Tool[] {
         failure_modes: [
           "invalid_arguments",
           "not_found",
+          "reauthentication_required",
           "self_approval",
           "forbidden",
           "conflict",
@@ -81,6 +82,8 @@ export function approvalTools(deps: ConsoleToolDependencies): Tool[] {
           actionHash: args.action_hash,
           requestId: context.requestId,
           now: context.now(),
+          // A bearer caller's sign-in must be recent; a channel caller (undefined) keeps its channel's A1 trust.
+          ...(context.caller.auth_time !== undefined ? { authTime: context.caller.auth_time } : {}),
         });
         const i = result.item;
         return {

@@ -28,6 +28,7 @@ export const TOOL_ERROR_TYPES = [
   "unavailable",
   "forbidden",
   "self_approval",
+  "reauthentication_required",
   "conflict",
   "timeout",
   "verifier_denied",

@@ -1,5 +1,12 @@
-import { useState } from "preact/hooks";
-import type { ChatReply, PendingApproval } from "../api.js";
+import { useEffect, useState } from "preact/hooks";
+import {
+  type ApiClient,
+  ApiError,
+  type ApprovalDecisionRequest,
+  type ChatReply,
+  type PendingApproval,
+} from "../api.js";
+import type { Auth } from "../auth.js";
 import { formatTime } from "../format.js";
 import { ErrorNotice, useApp, useAsync, usePolling } from "../ui.js";
 
@@ -24,17 +31,80 @@ function outcomeOf(reply: ChatReply): { ok: boolean; data?: Record<string, unkno
   return { ok: false, text: reply.text };
 }
 
+/** Where a decision waits while its decider signs in again (the page reloads on the way back). */
+const PENDING_DECISION_KEY = "blastplane.pending-decision";
+
+interface PendingDecision extends ApprovalDecisionRequest {
+  approval_id: string;
+  /** Matches the `state` the re-authentication comes back with: only that sign-in sends it. */
+  nonce: string;
+}
+
+/**
+ * A decision re-authenticates (spec §5 item 5): the decision waits in session storage while the
+ * user signs in again with `prompt=login`; {@link resumeDecision} sends it with that sign-in's
+ * fresh token when the page comes back.
+ */
+async function decideWithReauthentication(auth: Auth, pending: Omit<PendingDecision, "nonce">): Promise<void> {
+  const nonce = crypto.randomUUID();
+  sessionStorage.setItem(PENDING_DECISION_KEY, JSON.stringify({ ...pending, nonce }));
+  await auth.reauthenticate(nonce);
+}
+
+/** Sends the decision a re-authentication was for, once, with its fresh token; undefined when there is none. */
+async function resumeDecision(
+  api: ApiClient,
+  auth: Auth,
+): Promise<{ approvalId: string; outcome: { ok: boolean; text: string } } | undefined> {
+  const fresh = auth.takeReauthentication();
+  const stored = sessionStorage.getItem(PENDING_DECISION_KEY);
+  if (!fresh || !stored) return undefined;
+  sessionStorage.removeItem(PENDING_DECISION_KEY);
+  let pending: PendingDecision;
+  try {
+    pending = JSON.parse(stored) as PendingDecision;
+  } catch {
+    return undefined;
+  }
+  if (pending.nonce !== fresh.state) return undefined;
+  const { approval_id: approvalId, decision, justification, action_hash } = pending;
+  try {
+    const recorded = await api.decideApproval(approvalId, { decision, justification, action_hash }, fresh.accessToken);
+    const verb = decision === "approve" ? "Approved" : "Rejected";
+    return {
+      approvalId,
+      outcome:
+        recorded.outcome === "timeout"
+          ? { ok: false, text: "Not decided: the approval had already timed out." }
+          : { ok: true, text: `${verb}: the decision is recorded (state ${recorded.state}).` },
+    };
+  } catch (error) {
+    const text =
+      error instanceof ApiError ? `Not decided: ${String(error.message)}` : "Not decided: the request failed.";
+    return { approvalId, outcome: { ok: false, text } };
+  }
+}
+
 /**
  * The approvals queue (spec §2.2, §5 item 3): Readers see only how many approvals wait; Approvers
  * and Owners see each item and decide those the server says they may (never their own). A
- * decision is the authenticated `approve_hil` round trip with the item's `action_hash`; what it
- * records (or why it refuses) is the server's answer, shown as such.
+ * decision signs the user in again (`prompt=login`), then makes the authenticated round trip with
+ * that fresh token and the item's `action_hash`; what it records (or why it refuses) is the
+ * server's answer, shown as such.
  */
 export function ApprovalsQueue() {
-  const { api } = useApp();
+  const { api, auth } = useApp();
   const queue = useAsync((signal) => api.approvals(signal), []);
   usePolling(async () => queue.reload(), QUEUE_REFRESH_MS);
   const [outcomes, setOutcomes] = useState<Record<string, { ok: boolean; text: string }>>({});
+  // Back from a re-authentication: send the decision it was for.
+  useEffect(() => {
+    void resumeDecision(api, auth).then((resumed) => {
+      if (!resumed) return;
+      setOutcomes((all) => ({ ...all, [resumed.approvalId]: resumed.outcome }));
+      queue.reload();
+    });
+  }, []);
   const data = queue.data;
   return (
     <section class="approvals" aria-labelledby="approvals-heading">
@@ -59,14 +129,7 @@ export function ApprovalsQueue() {
       {data?.items.length ? (
         <ul class="approval-items">
           {data.items.map((item) => (
-            <ApprovalItem
-              key={item.approval_id}
-              item={item}
-              onDecided={(outcome) => {
-                setOutcomes((all) => ({ ...all, [item.approval_id]: outcome }));
-                queue.reload();
-              }}
-            />
+            <ApprovalItem key={item.approval_id} item={item} />
           ))}
         </ul>
       ) : null}
@@ -74,8 +137,8 @@ export function ApprovalsQueue() {
   );
 }
 
-function ApprovalItem(props: { item: PendingApproval; onDecided: (outcome: { ok: boolean; text: string }) => void }) {
-  const { api } = useApp();
+function ApprovalItem(props: { item: PendingApproval }) {
+  const { auth } = useApp();
   const { item } = props;
   const [justification, setJustification] = useState("");
   const [busy, setBusy] = useState(false);
@@ -86,21 +149,14 @@ function ApprovalItem(props: { item: PendingApproval; onDecided: (outcome: { ok:
     setBusy(true);
     setError(undefined);
     try {
-      const reply = await api.chat(
-        `approve_hil approval_id=${item.approval_id} decision=${decision} justification=${quoted(justification.trim())} action_hash=${item.action_hash}`,
-      );
-      const outcome = outcomeOf(reply);
-      props.onDecided(
-        outcome.ok
-          ? {
-              ok: true,
-              text: `${decision === "approve" ? "Approved" : "Rejected"}: the decision is recorded (state ${String(outcome.data?.state)}).`,
-            }
-          : { ok: false, text: outcome.text },
-      );
+      await decideWithReauthentication(auth, {
+        approval_id: item.approval_id,
+        decision,
+        justification: justification.trim(),
+        action_hash: item.action_hash,
+      });
     } catch (e) {
       setError(e);
-    } finally {
       setBusy(false);
     }
   }
@@ -129,6 +185,9 @@ function ApprovalItem(props: { item: PendingApproval; onDecided: (outcome: { ok:
             value={justification}
             onInput={(event) => setJustification((event.target as HTMLInputElement).value)}
           />
+          <p class="approval-reauth">
+            Deciding asks you to sign in again first; the decision is sent with that sign-in.
+          </p>
           <div class="actions">
             <button
               type="button"
