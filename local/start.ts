@@ -15,6 +15,8 @@ import { startDevIdentityProvider } from "./dev-idp.js";
 import { POD_USER } from "../jobapi/executors/kubernetes-manifests.js";
 import { blastPoolNodes, type LocalCluster, prepareNodeFolder, startLocalCluster } from "./kube/cluster.js";
 import { azureStandIns } from "./kube/azure-stand-ins.js";
+import { jobApiServiceAccountName } from "../shared/cluster/job-api-manifests.js";
+import { actionSettingsShape } from "../shared/ops/actions/action-settings.js";
 import { API_TOKEN_SECRET } from "../shared/secrets/api-tokens.js";
 import { LOCAL_ARM_WORLD, startStackArm } from "./arm/stack-arm.js";
 import { DurableEngine } from "./durable/engine.js";
@@ -143,6 +145,9 @@ async function main(): Promise<void> {
     // A job API deployed from the dashboard is rendered for Azure: the kubelet gives it the stack's
     // Azurite, token store and identity provider in place of Azure's (docs/cluster-deploy.md).
     const standIns = azureStandIns({
+      // Only the job API the dashboard deploys (its namespace, its service account) is given them.
+      namespaces: [actionSettingsShape.SVC_JOB_API_NAMESPACE.parse(process.env.SVC_JOB_API_NAMESPACE)],
+      serviceAccountName: jobApiServiceAccountName(),
       storageConnectionString: azurite.connectionString,
       tokenStoreDir: path.join(jobApiDir, "secrets"),
       secretNames: [API_TOKEN_SECRET],

@@ -18,6 +18,17 @@ export const WORKLOAD_IDENTITY_USE = "azure.workload.identity/use";
 
 /** What the local stack has in place of what AKS and Azure give a pod. */
 export interface AzureStandInOptions {
+  /**
+   * The namespaces the job API is deployed into (the dashboard's `SVC_JOB_API_NAMESPACE`): only a
+   * pod there is given the stand-ins.
+   */
+  namespaces: readonly string[];
+  /**
+   * The job API's service account (`serviceAccountName` of `infra/k8s/jobapi.yaml`'s Deployment,
+   * {@link jobApiServiceAccountName}): on AKS only a pod running as the service account federated
+   * with the identity gets its token; here only such a pod gets the stand-ins.
+   */
+  serviceAccountName: string;
   /** The embedded Azurite: the storage account the pod's identity would reach. */
   storageConnectionString: string;
   /** The stack's token store (the folder `SECRETS_DIR` names): the Key Vault the pod's identity would read. */
@@ -32,7 +43,8 @@ export interface AzureStandInOptions {
 
 /**
  * What the local kubelet supplies a pod rendered for Azure (labelled `azure.workload.identity/use`,
- * as `infra/k8s/jobapi.yaml`'s job API is) in place of what AKS and Azure supply it — the one place
+ * as `infra/k8s/jobapi.yaml`'s job API is, in the job API's namespace and running as its service
+ * account) in place of what AKS and Azure supply it — the one place
  * where a deploy to the local cluster differs from one to AKS. The manifests are rendered and
  * applied exactly as for Azure; only the container's environment changes when it starts:
  *
@@ -48,6 +60,10 @@ export interface AzureStandInOptions {
 export function azureStandIns(options: AzureStandInOptions): ContainerSupplement {
   return ({ pod, env, dir, owner }) => {
     if (pod.metadata.labels?.[WORKLOAD_IDENTITY_USE] !== "true") return undefined;
+    // The Azurite key, the API token and the admin kubeconfig are the job API's alone: a pod
+    // elsewhere, or under another service account, gets nothing (on AKS it would get no token).
+    if (!options.namespaces.includes(String(pod.metadata.namespace))) return undefined;
+    if (field(pod, "spec", "serviceAccountName") !== options.serviceAccountName) return undefined;
     const out: Record<string, string> = { ...env };
     const stops: (() => void)[] = [];
     const own = (file: string) => {

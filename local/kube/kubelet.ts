@@ -185,14 +185,39 @@ async function freeLoopbackPorts(count: number): Promise<number[]> {
 /** One HTTP GET: undefined when answered 200-399 within `timeoutMs` (a probe's success), else why not, as a kubelet says it. */
 function httpProbe(url: string, timeoutMs: number): Promise<string | undefined> {
   return new Promise((resolve) => {
-    const req = http.get(url, { timeout: timeoutMs, headers: { "User-Agent": "kube-probe/1.31" } }, (res) => {
-      res.resume();
-      const code = res.statusCode ?? 0;
-      resolve(code >= 200 && code < 400 ? undefined : `HTTP probe failed with statuscode: ${code}`);
-    });
+    let req: http.ClientRequest;
+    try {
+      req = http.get(url, { timeout: timeoutMs, headers: { "User-Agent": "kube-probe/1.31" } }, (res) => {
+        res.resume();
+        const code = res.statusCode ?? 0;
+        resolve(code >= 200 && code < 400 ? undefined : `HTTP probe failed with statuscode: ${code}`);
+      });
+    } catch (error) {
+      // A URL http.get refuses (a path with characters it does not allow): a failed probe, not a crash.
+      resolve(`Get "${url}": ${(error as Error).message}`);
+      return;
+    }
     req.once("timeout", () => req.destroy(new Error("context deadline exceeded")));
     req.once("error", (error) => resolve(`Get "${url}": ${error.message}`));
   });
+}
+
+/** A probe's `httpGet.path` as a kubelet requests it: Kubernetes accepts a path without its leading `/`. */
+export function probePath(path: unknown): string {
+  const text = typeof path === "string" ? path : "";
+  return text.startsWith("/") ? text : `/${text}`;
+}
+
+/**
+ * Whether an env variable names what the container listens on, and so is rewritten to this machine's
+ * port or address: a name ending in `_PORT` (or `PORT`) whose value is a container port, a name
+ * ending in `_HOST` (or `HOST`) whose value is `0.0.0.0` — as the job API's `JOBAPI_PORT` and
+ * `JOBAPI_HOST` are. Any other value (a timeout or size that happens to equal a port) is left alone.
+ */
+export function listenEnvKind(name: string): "port" | "host" | undefined {
+  if (/(^|_)PORT$/.test(name)) return "port";
+  if (/(^|_)HOST$/.test(name)) return "host";
+  return undefined;
 }
 
 const SETPRIV = findOnPath("setpriv");
@@ -262,8 +287,9 @@ const READY_CONDITIONS = ["PodReadyToStartContainers", "Initialized", "Ready", "
  *   Nothing of this process's own environment passes but `PATH`. What the node supplies beyond the
  *   spec comes from the {@link KubeletOptions.supplement} (the local stack's Azure stand-ins).
  * - Network: no namespace; the pod's IP is 127.0.0.1 and each container port gets a free port of
- *   this machine, kept while the pod lives. An env value that is a container port (`"8080"`) is
- *   rewritten to that port, and `0.0.0.0` to 127.0.0.1, as mount paths are rewritten to folders.
+ *   this machine, kept while the pod lives. A listen variable ({@link listenEnvKind}: `*_PORT`
+ *   whose value is a container port, `*_HOST` whose value is `0.0.0.0`) is rewritten to that port
+ *   or to 127.0.0.1, as mount paths are rewritten to folders; any other value is left alone.
  * - Readiness: an `httpGet` readiness probe is run against that port (see `probeReadiness`); the
  *   container is ready, and its pod Ready, only while it passes. Liveness probes are not run.
  * - Memory limits: the resident memory (RSS) of the container's whole process tree is measured
@@ -486,7 +512,25 @@ export class Kubelet {
     }
   }
 
+  /**
+   * Starts the pod's container. Called from timers and promise callbacks: whatever fails in it
+   * leaves the container waiting (CreateContainerError, retried), never an exception that would end
+   * the process the kubelet runs in.
+   */
   private start(state: PodState): void {
+    try {
+      this.startContainer(state);
+    } catch (error) {
+      const container = (field<Any[]>(this.podOf(state), "spec", "containers") ?? [])[0] ?? {};
+      try {
+        this.waiting(state, container, "CreateContainerError", (error as Error).message, true);
+      } catch (again) {
+        this.o.logger.warn("container could not start", { pod: state.name, error: (again as Error).message });
+      }
+    }
+  }
+
+  private startContainer(state: PodState): void {
     const pod = this.podOf(state);
     if (!pod || pod.metadata.deletionTimestamp) return;
     const spec = (pod.spec as Any) ?? {};
@@ -570,12 +614,13 @@ export class Kubelet {
       }
       return value;
     };
-    // The pod's address is this machine's loopback, its ports the ones given above: an env value that
-    // is a container port, or the any-address, names what the process listens on here.
-    const mapEnv = (value: string): string => {
-      const hostPort = /^\d+$/.test(value) ? state.hostPorts?.get(Number(value)) : undefined;
+    // The pod's address is this machine's loopback, its ports the ones given above: a variable that
+    // names what the process listens on (its port, its bind address) is rewritten to what it is here.
+    const mapEnv = (name: string, value: string): string => {
+      const kind = listenEnvKind(name);
+      const hostPort = kind === "port" && /^\d+$/.test(value) ? state.hostPorts?.get(Number(value)) : undefined;
       if (hostPort !== undefined) return String(hostPort);
-      if (value === "0.0.0.0") return "127.0.0.1";
+      if (kind === "host" && value === "0.0.0.0") return "127.0.0.1";
       return mapPath(value);
     };
     const home = this.ownedDir(podDir, identity, "home");
@@ -587,7 +632,7 @@ export class Kubelet {
     };
     for (const e of (container.env as Any[]) ?? []) {
       const name = String(e.name);
-      if (typeof e.value === "string") env[name] = mapEnv(e.value);
+      if (typeof e.value === "string") env[name] = mapEnv(name, e.value);
       else if (field(e, "valueFrom", "secretKeyRef")) {
         const ref = field<Any>(e, "valueFrom", "secretKeyRef") ?? {};
         const secret = this.o.store.get("secrets", state.namespace, String(ref.name));
@@ -622,13 +667,21 @@ export class Kubelet {
     }
     state.stopSupplement?.();
     state.stopSupplement = undefined;
-    const supplied = this.o.supplement?.({
-      pod,
-      container,
-      env,
-      dir: () => this.ownedDir(podDir, identity, "node"),
-      owner: identity.switched ? { uid: identity.uid, gid: identity.volumeGid } : undefined,
-    });
+    let supplied: ReturnType<ContainerSupplement>;
+    try {
+      supplied = this.o.supplement?.({
+        pod,
+        container,
+        env,
+        dir: () => this.ownedDir(podDir, identity, "node"),
+        owner: identity.switched ? { uid: identity.uid, gid: identity.volumeGid } : undefined,
+      });
+    } catch (error) {
+      // What the node supplies could not be made (a chown refused, a file not readable): as a
+      // kubelet whose container config cannot be generated, the container waits and is retried.
+      this.waiting(state, container, "CreateContainerConfigError", (error as Error).message, true);
+      return;
+    }
     if (supplied) {
       env = supplied.env;
       state.stopSupplement = supplied.stop;
@@ -767,29 +820,41 @@ export class Kubelet {
       this.setReady(state, run, true);
       return;
     }
-    const url = `http://127.0.0.1:${hostPort}${String(get.path ?? "/")}`;
+    const url = `http://127.0.0.1:${hostPort}${probePath(get.path)}`;
     const periodMs = Number(probe.periodSeconds ?? 10) * 1000;
     const timeoutMs = Number(probe.timeoutSeconds ?? 1) * 1000;
     const failureThreshold = Number(probe.failureThreshold ?? 3);
     let failures = 0;
     let everReady = false;
     let lastFailure: string | undefined;
+    // Never rejects: a probe that cannot even be sent is a failed probe (an Unhealthy event), and
+    // the loop goes on; nothing a pod spec says may end the process the kubelet runs in.
     const tick = async () => {
-      const failed = await httpProbe(url, timeoutMs);
+      let failed: string | undefined;
+      try {
+        failed = await httpProbe(url, timeoutMs);
+      } catch (error) {
+        failed = `Get "${url}": ${(error as Error).message}`;
+      }
       if (state.run !== run) return;
-      const ok = failed === undefined;
-      failures = ok ? 0 : failures + 1;
-      if (ok && !run.ready) this.setReady(state, run, true);
-      else if (!ok && run.ready && failures >= failureThreshold) this.setReady(state, run, false);
-      // One event per distinct failure (a kubelet counts repeats of an event rather than adding more).
-      const pod = failed !== undefined && failed !== lastFailure ? this.podOf(state) : undefined;
-      if (pod) recordEvent(this.o.store, pod, "Warning", "Unhealthy", `Readiness probe failed: ${failed}`, "kubelet");
-      lastFailure = failed;
-      everReady ||= ok;
-      run.probeTimer = setTimeout(tick, everReady ? periodMs : Math.min(periodMs, FIRST_READY_PROBE_MS));
+      try {
+        const ok = failed === undefined;
+        failures = ok ? 0 : failures + 1;
+        if (ok && !run.ready) this.setReady(state, run, true);
+        else if (!ok && run.ready && failures >= failureThreshold) this.setReady(state, run, false);
+        // One event per distinct failure (a kubelet counts repeats of an event rather than adding more).
+        const pod = failed !== undefined && failed !== lastFailure ? this.podOf(state) : undefined;
+        if (pod) recordEvent(this.o.store, pod, "Warning", "Unhealthy", `Readiness probe failed: ${failed}`, "kubelet");
+        lastFailure = failed;
+        everReady ||= ok;
+      } catch (error) {
+        this.o.logger.warn("readiness probe bookkeeping failed", { pod: state.name, error: (error as Error).message });
+      }
+      run.probeTimer = setTimeout(probeTick, everReady ? periodMs : Math.min(periodMs, FIRST_READY_PROBE_MS));
       run.probeTimer.unref();
     };
-    run.probeTimer = setTimeout(tick, Number(probe.initialDelaySeconds ?? 0) * 1000);
+    const probeTick = () => void tick().catch(() => undefined);
+    run.probeTimer = setTimeout(probeTick, Number(probe.initialDelaySeconds ?? 0) * 1000);
     run.probeTimer.unref();
   }
 

@@ -156,6 +156,21 @@ function inNamespace(obj: KubeManifest, namespace: string): KubeManifest {
   return out;
 }
 
+/**
+ * The job API's service account: its Deployment's `serviceAccountName` in the manifest (the one
+ * federated with the workload identity). Read from the manifest, not repeated elsewhere.
+ */
+export function jobApiServiceAccountName(text = readFileSync(jobApiManifestPath(), "utf8")): string {
+  for (const doc of parseAllDocuments(text)) {
+    const obj = doc.toJS() as KubeManifest | null;
+    if (obj?.kind !== "Deployment") continue;
+    const name = (obj.spec as { template?: { spec?: { serviceAccountName?: unknown } } } | undefined)?.template?.spec
+      ?.serviceAccountName;
+    if (typeof name === "string" && name) return name;
+  }
+  throw new Error("the job API manifest's Deployment names no serviceAccountName");
+}
+
 /** The Deployment among the rendered objects (the one the rollout waits for). */
 export function deploymentOf(objects: readonly KubeManifest[]): KubeManifest {
   const deployment = objects.find((o) => o.kind === "Deployment");

@@ -13,7 +13,12 @@ import {
   readRollout,
   rolloutFailure,
 } from "../../shared/cluster/job-api-deploy.js";
-import { deploymentOf, type JobApiValues, renderJobApiManifests } from "../../shared/cluster/job-api-manifests.js";
+import {
+  deploymentOf,
+  type JobApiValues,
+  jobApiServiceAccountName,
+  renderJobApiManifests,
+} from "../../shared/cluster/job-api-manifests.js";
 import { createLogger } from "../../shared/logging/logger.js";
 import { API_TOKEN_SECRET } from "../../shared/secrets/api-tokens.js";
 import { eventually } from "../support/local-stack.js";
@@ -32,6 +37,10 @@ const digest = (c: string) => `sha256:${c.repeat(64)}`;
 const RUNS = digest("a");
 const CRASHES = digest("b");
 const NEVER_READY = digest("d");
+/** `e…`: a process that prints its env and answers 200 on every path of the port `APP_PORT` names. */
+const ECHO = digest("e");
+/** The namespaces this file deploys the job API into: the stand-ins' job API namespaces. */
+const JOB_API_NAMESPACES = ["bp-one", "bp-unready", "bp-two", "bp-pull", "bp-crash", "bp-nowhere", "bp-roll"];
 const FIRST_TOKEN = '{"current":{"value":"first"}}';
 
 /**
@@ -83,6 +92,15 @@ describe("server-side apply on the local Kubernetes API, and the job API's rollo
     mkdirSync(tokenStoreDir, { mode: 0o700 });
     writeFileSync(path.join(tokenStoreDir, API_TOKEN_SECRET), FIRST_TOKEN, { mode: 0o600 });
     writeFileSync(path.join(tokenStoreDir, "other-secret"), "not for the pod", { mode: 0o600 });
+    const standIns = azureStandIns({
+      namespaces: JOB_API_NAMESPACES,
+      serviceAccountName: jobApiServiceAccountName(),
+      storageConnectionString: AZURITE,
+      tokenStoreDir,
+      secretNames: [API_TOKEN_SECRET],
+      identityDiscoveryUrl: "http://127.0.0.1:1/tenant/v2.0/.well-known/openid-configuration",
+      kubeconfig: () => readFileSync(cluster.kubeconfigPath, "utf8"),
+    });
     cluster = await startLocalCluster({
       logger: createLogger({ level: "warn" }),
       dataDir,
@@ -101,6 +119,15 @@ describe("server-side apply on the local Kubernetes API, and the job API's rollo
           ],
         },
         {
+          pattern: new RegExp(`@${ECHO}$`),
+          workingDir: tmpdir(),
+          cmd: [
+            "node",
+            "-e",
+            "console.log('env ' + JSON.stringify(process.env)); require('node:http').createServer((q, s) => s.end(q.url)).listen(Number(process.env.APP_PORT), process.env.APP_HOST)",
+          ],
+        },
+        {
           pattern: new RegExp(`@${CRASHES}$`),
           workingDir: tmpdir(),
           cmd: ["node", "-e", "console.error('no storage'); process.exit(3)"],
@@ -108,13 +135,12 @@ describe("server-side apply on the local Kubernetes API, and the job API's rollo
       ],
       restartBackoffMs: 100,
       // The local stack's stand-ins for what AKS gives a pod rendered for Azure.
-      supplement: azureStandIns({
-        storageConnectionString: AZURITE,
-        tokenStoreDir,
-        secretNames: [API_TOKEN_SECRET],
-        identityDiscoveryUrl: "http://127.0.0.1:1/tenant/v2.0/.well-known/openid-configuration",
-        kubeconfig: () => readFileSync(cluster.kubeconfigPath, "utf8"),
-      }),
+      supplement: (input) => {
+        // A supplement that fails (as a chown refused to a non-root kubelet would).
+        if (input.pod.metadata.labels?.["test/supplement"] === "fails")
+          throw new Error("EPERM: operation not permitted, chown '/kubelet/pods/x/node/kubeconfig'");
+        return standIns(input);
+      },
     });
     kc = new KubeConfig();
     kc.loadFromFile(cluster.kubeconfigPath);
@@ -312,5 +338,85 @@ describe("server-side apply on the local Kubernetes API, and the job API's rollo
     expect(second.pods).toHaveLength(1);
     const read = await apps.readNamespacedDeployment({ name: "blastplane-jobapi", namespace: "bp-roll" });
     expect(read.status?.conditions?.find((c) => c.type === "Progressing")?.reason).toBe("NewReplicaSetAvailable");
+  });
+
+  /** A bare pod on the BLAST pool running `image`, with container port 8080. */
+  const barePod = (name: string, image: string, extra: { labels?: Record<string, string>; container?: object }) => ({
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name, labels: extra.labels },
+    spec: {
+      restartPolicy: "Always",
+      tolerations: [{ key: "blastplane.io/pool", operator: "Equal", value: "blast", effect: "NoSchedule" }],
+      terminationGracePeriodSeconds: 1,
+      containers: [
+        {
+          name: "main",
+          image: `blastplanelocal.azurecr.io/other@${image}`,
+          ports: [{ name: "http", containerPort: 8080 }],
+          resources: { requests: { memory: "64Mi", cpu: "100m" } },
+          ...extra.container,
+        },
+      ],
+    },
+  });
+
+  it("a readiness path without its leading / is probed as Kubernetes does (no crash); only the listen port and host variables are rewritten; a workload-identity pod outside the job API gets no stand-ins", async () => {
+    const ns = "bp-pods";
+    const core = kc.makeApiClient(CoreV1Api);
+    await core.createNamespace({ body: { metadata: { name: ns } } });
+    await core.createNamespacedPod({
+      namespace: ns,
+      body: barePod("echo", ECHO, {
+        // Labelled for the workload identity, but not the job API's namespace or service account.
+        labels: { "azure.workload.identity/use": "true" },
+        container: {
+          env: [
+            { name: "APP_PORT", value: "8080" },
+            { name: "APP_HOST", value: "0.0.0.0" },
+            // Values that merely equal the port or the any-address are left as they are.
+            { name: "APP_TIMEOUT_MS", value: "8080" },
+            { name: "APP_PEERS", value: "0.0.0.0" },
+            { name: "JOBAPI_STORAGE_ACCOUNT_NAME", value: "blastplanedata" },
+          ],
+          readinessProbe: { httpGet: { path: "v1/ready", port: "http" }, periodSeconds: 1 },
+        },
+      }),
+    });
+    const ready = await eventually(async () => {
+      const pod = await core.readNamespacedPod({ name: "echo", namespace: ns });
+      return pod.status?.conditions?.find((c) => c.type === "Ready")?.status === "True" ? pod : undefined;
+    }, SETTLE_MS);
+    expect(ready.status?.containerStatuses?.[0]?.ready).toBe(true);
+    const log = await core.readNamespacedPodLog({ name: "echo", namespace: ns });
+    const env = JSON.parse(/^env (.*)$/m.exec(log)?.[1] ?? "{}") as Record<string, string>;
+    expect(env).toMatchObject({
+      APP_PORT: expect.not.stringMatching(/^8080$/),
+      APP_HOST: "127.0.0.1",
+      APP_TIMEOUT_MS: "8080",
+      APP_PEERS: "0.0.0.0",
+      JOBAPI_STORAGE_ACCOUNT_NAME: "blastplanedata",
+    });
+    expect(env.JOBAPI_STORAGE_CONNECTION_STRING).toBeUndefined();
+    expect(env.KUBECONFIG).toBeUndefined();
+    // Any failed probe (before the process listened) asked for the path with its `/`.
+    const events = await core.listNamespacedEvent({ namespace: ns });
+    for (const e of events.items.filter((e) => e.reason === "Unhealthy"))
+      expect(e.message).toMatch(/127\.0\.0\.1:\d+\/v1\/ready"/);
+  });
+
+  it("a supplement that fails leaves the container waiting with CreateContainerConfigError and its message (the stack's process goes on)", async () => {
+    const ns = "bp-pods";
+    const core = kc.makeApiClient(CoreV1Api);
+    await core.createNamespacedPod({
+      namespace: ns,
+      body: barePod("refused", ECHO, { labels: { "test/supplement": "fails" } }),
+    });
+    const waiting = await eventually(async () => {
+      const pod = await core.readNamespacedPod({ name: "refused", namespace: ns });
+      const state = pod.status?.containerStatuses?.[0]?.state?.waiting;
+      return state?.reason === "CreateContainerConfigError" ? state : undefined;
+    }, SETTLE_MS);
+    expect(waiting.message).toBe("EPERM: operation not permitted, chown '/kubelet/pods/x/node/kubeconfig'");
   });
 });

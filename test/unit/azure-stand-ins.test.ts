@@ -4,7 +4,11 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { azureStandIns } from "../../local/kube/azure-stand-ins.js";
 import type { KubeObject } from "../../local/kube/selectors.js";
-import { deploymentOf, renderJobApiManifests } from "../../shared/cluster/job-api-manifests.js";
+import {
+  deploymentOf,
+  jobApiServiceAccountName,
+  renderJobApiManifests,
+} from "../../shared/cluster/job-api-manifests.js";
 import { API_TOKEN_SECRET } from "../../shared/secrets/api-tokens.js";
 
 /*
@@ -37,7 +41,12 @@ function renderedPod(): { pod: KubeObject; container: Record<string, unknown>; e
   const template = (
     deployment.spec as { template: { metadata: KubeObject["metadata"]; spec: Record<string, unknown> } }
   ).template;
-  const pod = { apiVersion: "v1", kind: "Pod", metadata: { ...template.metadata, name: "p" }, spec: template.spec };
+  const pod = {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { ...template.metadata, name: "p", namespace: "blastplane" },
+    spec: template.spec,
+  };
   const container = (template.spec.containers as Record<string, unknown>[])[0] as Record<string, unknown>;
   const env = Object.fromEntries((container.env as { name: string; value: string }[]).map((e) => [e.name, e.value]));
   return { pod: pod as KubeObject, container, env };
@@ -49,6 +58,8 @@ describe("the local stack's stand-ins for what AKS gives a pod", () => {
   writeFileSync(path.join(store, API_TOKEN_SECRET), '{"current":{"value":"t"}}');
   writeFileSync(path.join(store, "webhook-secret"), "not the pod's");
   const supplement = azureStandIns({
+    namespaces: ["blastplane"],
+    serviceAccountName: jobApiServiceAccountName(),
     storageConnectionString: AZURITE,
     tokenStoreDir: store,
     secretNames: [API_TOKEN_SECRET],
@@ -93,6 +104,38 @@ describe("the local stack's stand-ins for what AKS gives a pod", () => {
   it("a pod not rendered for Azure (a shard Job's) is left as it is", () => {
     const { pod, container, env } = renderedPod();
     delete pod.metadata.labels?.["azure.workload.identity/use"];
+    expect(supplement({ pod, container, env, dir: () => root, owner: undefined })).toBeUndefined();
+  });
+
+  it("the job API's service account is read from its manifest: the one the rendered Deployment runs as", () => {
+    const { pod } = renderedPod();
+    expect(jobApiServiceAccountName()).toBe("blastplane-jobapi");
+    expect((pod.spec as { serviceAccountName?: string }).serviceAccountName).toBe(jobApiServiceAccountName());
+  });
+
+  it("a pod labelled for the workload identity outside the job API's namespace gets no Azurite key, token or kubeconfig", () => {
+    const { pod, container, env } = renderedPod();
+    pod.metadata.namespace = "someone-else";
+    const dir = path.join(root, "pod-elsewhere");
+    const supplied = supplement({
+      pod,
+      container,
+      env,
+      dir: () => {
+        mkdirSync(dir, { recursive: true });
+        return dir;
+      },
+      owner: undefined,
+    });
+    expect(supplied).toBeUndefined();
+    expect(() => readdirSync(dir)).toThrow();
+  });
+
+  it("a pod labelled for the workload identity in the job API's namespace under another service account gets nothing", () => {
+    const { pod, container, env } = renderedPod();
+    (pod.spec as Record<string, unknown>).serviceAccountName = "default";
+    expect(supplement({ pod, container, env, dir: () => root, owner: undefined })).toBeUndefined();
+    delete (pod.spec as Record<string, unknown>).serviceAccountName;
     expect(supplement({ pod, container, env, dir: () => root, owner: undefined })).toBeUndefined();
   });
 });
