@@ -67,6 +67,11 @@ export function keepAlive(claim: OwnClaim, intervalMs = CLAIM_HEARTBEAT_MS): { s
   };
 }
 
+/** Whether a stored claim is the one this operation made for this upload. */
+function sameOwner(held: ClaimRecord, owner: { operation_id: string; upload: string }): boolean {
+  return held.operation_id === owner.operation_id && held.upload === owner.upload;
+}
+
 function recordOf(entity: Record<string, unknown>): HeldClaim {
   return {
     name: String(entity.rowKey),
@@ -118,6 +123,8 @@ export class DatabaseNameClaims {
       } catch (error) {
         if (!isStatus(error, 409)) throw error;
         const held = await this.get(name);
+        // Our own insert, answered 409 to the SDK's retry after its response was lost: ours.
+        if (held && sameOwner(held, owner)) return { claim: this.own(held, held.etag) };
         if (held) return { held };
       }
     }
@@ -126,28 +133,35 @@ export class DatabaseNameClaims {
 
   private own(record: ClaimRecord, firstEtag: string): OwnClaim {
     let etag = firstEtag;
+    const touch = async (steps?: AddStep[], again = true): Promise<boolean> => {
+      const table = await this.table();
+      try {
+        const updated = await table.updateEntity(
+          {
+            partitionKey: PARTITION,
+            rowKey: record.name,
+            touched_at: this.now().toISOString(),
+            ...(steps ? { steps: JSON.stringify(steps) } : {}),
+          },
+          "Merge",
+          { etag },
+        );
+        etag = String(updated.etag);
+        return true;
+      } catch (error) {
+        if (isStatus(error, 404)) return false;
+        if (!isStatus(error, 412)) throw error;
+        // Our own earlier touch, retried by the SDK after its response was lost, changed the etag:
+        // the claim is still ours while the row records this operation and upload.
+        const current = again ? await this.get(record.name) : undefined;
+        if (!current || !sameOwner(current, record)) return false;
+        etag = current.etag;
+        return touch(steps, false);
+      }
+    };
     return {
       record,
-      touch: async (steps) => {
-        const table = await this.table();
-        try {
-          const updated = await table.updateEntity(
-            {
-              partitionKey: PARTITION,
-              rowKey: record.name,
-              touched_at: this.now().toISOString(),
-              ...(steps ? { steps: JSON.stringify(steps) } : {}),
-            },
-            "Merge",
-            { etag },
-          );
-          etag = String(updated.etag);
-          return true;
-        } catch (error) {
-          if (isStatus(error, 404) || isStatus(error, 412)) return false;
-          throw error;
-        }
-      },
+      touch: (steps) => touch(steps),
       release: async () => {
         await this.releaseUpload(record.name, record.upload);
       },

@@ -6,14 +6,15 @@ import { createGunzip, gunzipSync } from "node:zlib";
 import { TableClient, type TableServiceClientOptions } from "@azure/data-tables";
 import { ContainerClient } from "@azure/storage-blob";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { RunningAzurite } from "../../local/azurite.js";
-import { DatabaseStateStore } from "../../shared/databases/database-state.js";
 import { ArtifactStore } from "../../jobapi/jobs/artifact-store.js";
 import { JobStore } from "../../jobapi/jobs/job-store.js";
+import type { RunningAzurite } from "../../local/azurite.js";
+import { DatabaseStateStore } from "../../shared/databases/database-state.js";
+import { DatabaseNameClaims } from "../../shared/databases/name-claims.js";
 import type { JobRecord } from "../../shared/jobs/model.js";
-import { jobRecordFixture } from "../support/helpers.js";
 import { createParallelGzip } from "../../shared/storage/parallel-gzip.js";
-import { startTestAzurite } from "../support/service-fakes.js";
+import { jobRecordFixture } from "../support/helpers.js";
+import { prefixedTables, startTestAzurite } from "../support/service-fakes.js";
 
 let azurite: RunningAzurite;
 
@@ -312,5 +313,36 @@ describe("database state: writers of different fields at the same time", () => {
         checked_at: "2026-01-03T00:00:00Z",
       });
     }
+  });
+});
+
+describe("database name claims (issue 23): a write retried after its response was lost", () => {
+  it("an insert retried by the SDK (409 on its own row) is the caller's claim, not another upload's; another upload is still refused", async () => {
+    const claims = new DatabaseNameClaims(prefixedTables(azurite.connectionString, `nc${Date.now().toString(36)}`));
+    const owner = { operation_id: "op-mine", upload: "op-mine.fa" };
+    const first = await claims.claim("db16s", owner);
+    expect("claim" in first).toBe(true);
+    // The retry of the same insert, as the SDK sends it when the first answer was lost.
+    const retried = await claims.claim("db16s", owner);
+    expect("claim" in retried && retried.claim.record).toMatchObject(owner);
+    const other = await claims.claim("db16s", { operation_id: "op-other", upload: "op-other.fa" });
+    expect("held" in other && other.held).toMatchObject(owner);
+  });
+
+  it("a touch after an earlier touch of the same claim changed its etag still holds it; a claim taken over or removed does not", async () => {
+    const claims = new DatabaseNameClaims(prefixedTables(azurite.connectionString, `nt${Date.now().toString(36)}`));
+    const owner = { operation_id: "op-mine", upload: "op-mine.fa" };
+    const made = await claims.claim("db16s", owner);
+    if (!("claim" in made)) throw new Error("not claimed");
+    // A second handle on the claim with the first etag stands for a touch whose answer was lost.
+    const retried = await claims.claim("db16s", owner);
+    if (!("claim" in retried)) throw new Error("not claimed");
+    expect(await made.claim.touch()).toBe(true);
+    expect(await retried.claim.touch()).toBe(true);
+    expect(await made.claim.touch()).toBe(true);
+    // Removed (swept) and taken by another upload: no longer ours.
+    await claims.releaseUpload("db16s", owner.upload);
+    expect("claim" in (await claims.claim("db16s", { operation_id: "op-next", upload: "op-next.fa" }))).toBe(true);
+    expect(await made.claim.touch()).toBe(false);
   });
 });
