@@ -1,10 +1,9 @@
 import { createHash } from "node:crypto";
 import { EmailClient, type EmailSendResponse } from "@azure/communication-email";
 import type { KeyCredential, TokenCredential } from "@azure/core-auth";
-import { isRestError } from "@azure/core-rest-pipeline";
 import type { AttemptOutcome, ChannelAdapter, OutboundMessage } from "../router.js";
 import { renderEmail } from "../templates.js";
-import { retryAfterMs } from "./http-post.js";
+import { acsRequestRefusal } from "./acs-refusal.js";
 
 /** A GUID derived from the router's message id: the same on every attempt of one message. */
 export function acsOperationId(messageId: string): string {
@@ -86,19 +85,8 @@ export function createAcsEmailChannel(options: {
             retryable: false,
             reason: /cancel/i.test(text) ? "acs_canceled" : "acs_failed",
           };
-        if (!accepted && isRestError(error) && error.statusCode !== undefined) {
-          const status = error.statusCode;
-          if (status >= 200 && status < 300) return { outcome: "ambiguous", reason: "malformed_acknowledgement" };
-          const after = retryAfterMs(error.response?.headers.get("retry-after") ?? undefined);
-          return {
-            outcome: "rejected",
-            retryable: status === 408 || status === 429 || status >= 500,
-            ...(after !== undefined ? { retry_after_ms: after } : {}),
-            reason: `http_${status}`,
-          };
-        }
-        if (!accepted && isRestError(error) && error.code === "ECONNREFUSED")
-          return { outcome: "rejected", retryable: true, reason: "not sent: ECONNREFUSED" };
+        const refused = accepted ? undefined : acsRequestRefusal(error);
+        if (refused) return refused;
         // Cut while sending, or after ACS accepted it while polling: the mail may go out.
         return { outcome: "ambiguous", reason: accepted ? "operation_unknown" : "transport_interrupted" };
       }

@@ -1,8 +1,7 @@
-import type { KeyCredential, TokenCredential } from "@azure/core-auth";
-import { isRestError } from "@azure/core-rest-pipeline";
 import { SmsClient } from "@azure/communication-sms";
+import type { KeyCredential, TokenCredential } from "@azure/core-auth";
 import type { AttemptOutcome, ChannelAdapter, OutboundMessage } from "../router.js";
-import { retryAfterMs } from "./http-post.js";
+import { acsRequestRefusal } from "./acs-refusal.js";
 
 /** One SMS segment of GSM-7 text: the message is kept to it, so a page is never split or reordered. */
 export const SMS_LIMIT = 160;
@@ -69,19 +68,8 @@ export function createSmsChannel(options: {
         return { outcome: "ambiguous", reason: "malformed_acknowledgement" };
       } catch (error) {
         if (signal.aborted) return { outcome: "ambiguous", reason: "timeout" };
-        if (isRestError(error) && error.statusCode !== undefined) {
-          const status = error.statusCode;
-          if (status >= 200 && status < 300) return { outcome: "ambiguous", reason: "malformed_acknowledgement" };
-          const after = retryAfterMs(error.response?.headers.get("retry-after") ?? undefined);
-          return {
-            outcome: "rejected",
-            retryable: status === 408 || status === 429 || status >= 500,
-            ...(after !== undefined ? { retry_after_ms: after } : {}),
-            reason: `http_${status}`,
-          };
-        }
-        if (isRestError(error) && error.code === "ECONNREFUSED")
-          return { outcome: "rejected", retryable: true, reason: "not sent: ECONNREFUSED" };
+        const refused = acsRequestRefusal(error);
+        if (refused) return refused;
         return { outcome: "ambiguous", reason: "transport_interrupted" };
       }
     },

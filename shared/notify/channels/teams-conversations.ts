@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
-import { isStatus } from "../../storage/table-text.js";
 import { type TableSource, tableOpener } from "../../storage/table-source.js";
+import { isStatus } from "../../storage/table-text.js";
 import type { ConversationReferenceLookup, TeamsConversationReference } from "./platform-a.js";
 
 export const TEAMS_CONVERSATION_TABLE = "teamsconversations";
