@@ -18,7 +18,7 @@ import {
   recordInvestigation,
   runInvestigation,
 } from "../shared/console/read-investigations.js";
-import { pendingApprovalView } from "../shared/console/tools/approval-tools.js";
+import { decisionView, pendingApprovalView } from "../shared/console/tools/approval-tools.js";
 import { effectiveRole, meetsFloor, ToolError } from "../shared/console/tools/tool.js";
 import {
   ConflictError,
@@ -611,20 +611,7 @@ route(
     } catch (error) {
       throw error instanceof ToolError ? decisionRefusal(error) : error;
     }
-    const i = result.item;
-    return jsonResult(
-      200,
-      {
-        outcome: result.outcome,
-        approval_id: i.approval_id,
-        state: i.state,
-        decision: i.decision ?? null,
-        execution: i.execution ?? null,
-        timed_out_at: i.timed_out_at ?? null,
-        meta: { request_id: scope.requestId },
-      },
-      scope.requestId,
-    );
+    return jsonResult(200, { ...decisionView(result), meta: { request_id: scope.requestId } }, scope.requestId);
   },
 );
 

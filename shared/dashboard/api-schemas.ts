@@ -303,6 +303,16 @@ export const agentActivitySchema = z.object({
   limit: z.number().int(),
 });
 
+/** A read investigation's answer, as a direct run returns it and a detached one once it ended. */
+const investigationAnswerSchema = z.object({
+  outcome: z.enum(["answered", "abstained"]),
+  text: z.string(),
+  activities: z.array(z.record(z.string(), z.unknown())),
+  tool_results: z.array(z.record(z.string(), z.unknown())),
+  evidence_refs: z.array(z.string()),
+  audit_ids: z.array(z.string()),
+});
+
 /** `POST /api/read-investigations` (direct or detached; streamed answers `text/event-stream`). */
 export const readInvestigationSchema = z.object({
   investigation_id: z.string(),
@@ -314,17 +324,7 @@ export const readInvestigationSchema = z.object({
     latency: z.array(z.object({ tool: z.string(), samples: z.number().int(), p90_ms: z.number().nullable() })),
     thresholds: z.object({ direct_max_ms: z.number().int(), streamed_max_ms: z.number().int() }),
   }),
-  result: z
-    .object({
-      outcome: z.enum(["answered", "abstained"]),
-      text: z.string(),
-      activities: z.array(z.record(z.string(), z.unknown())),
-      tool_results: z.array(z.record(z.string(), z.unknown())),
-      evidence_refs: z.array(z.string()),
-      audit_ids: z.array(z.string()),
-    })
-    .optional()
-    .describe("direct: the reads' result"),
+  result: investigationAnswerSchema.optional().describe("direct: the reads' result"),
   operation: z.record(z.string(), z.unknown()).optional().describe("detached: the operation running the reads"),
   operation_status_url: z.string().optional(),
   meta: z.object({ request_id: z.string() }),
@@ -336,17 +336,7 @@ export const readInvestigationResultSchema = z.object({
   mode: z.literal("detached"),
   status: z.enum(["running", "succeeded", "failed"]),
   started_at: timestamp,
-  result: z
-    .object({
-      outcome: z.enum(["answered", "abstained"]),
-      text: z.string(),
-      activities: z.array(z.record(z.string(), z.unknown())),
-      tool_results: z.array(z.record(z.string(), z.unknown())),
-      evidence_refs: z.array(z.string()),
-      audit_ids: z.array(z.string()),
-    })
-    .optional()
-    .describe("once the operation ended"),
+  result: investigationAnswerSchema.optional().describe("once the operation ended"),
   operation_status_url: z.string(),
   meta: z.object({ request_id: z.string() }),
 });

@@ -20,6 +20,19 @@ export function pendingApprovalView(i: ApprovalItem) {
 
 import { boundedText, defineTool, type Tool } from "./tool.js";
 
+/** What a decision answers (`approve_hil` and `POST /api/approvals/{id}/decision`): the outcome and the item's state after it. */
+export function decisionView(result: { outcome: string; item: ApprovalItem }) {
+  const i = result.item;
+  return {
+    outcome: result.outcome,
+    approval_id: i.approval_id,
+    state: i.state,
+    decision: i.decision ?? null,
+    execution: i.execution ?? null,
+    timed_out_at: i.timed_out_at ?? null,
+  };
+}
+
 /** list_hil and approve_hil over the durable approval queue. */
 export function approvalTools(deps: ConsoleToolDependencies): Tool[] {
   return [
@@ -85,17 +98,9 @@ export function approvalTools(deps: ConsoleToolDependencies): Tool[] {
           // A bearer caller's sign-in must be recent; a channel caller (undefined) keeps its channel's A1 trust.
           ...(context.caller.auth_time !== undefined ? { authTime: context.caller.auth_time } : {}),
         });
-        const i = result.item;
         return {
-          data: {
-            outcome: result.outcome,
-            approval_id: i.approval_id,
-            state: i.state,
-            decision: i.decision ?? null,
-            execution: i.execution ?? null,
-            timed_out_at: i.timed_out_at ?? null,
-          },
-          evidence_ref: `approval:${i.approval_id}`,
+          data: decisionView(result),
+          evidence_ref: `approval:${result.item.approval_id}`,
         };
       },
     }),
