@@ -140,6 +140,28 @@ interface World {
   otherHost(): ReturnType<typeof createNotificationRouter>;
 }
 
+/** Makes the world's pager hold each send until `release()`; `inPager` resolves once a send is held. */
+function holdPager(w: World, vendorMessageId: string): { inPager: Promise<void>; release: () => void } {
+  let entered: () => void = () => undefined;
+  const inPager = new Promise<void>((resolve) => {
+    entered = resolve;
+  });
+  let release: () => void = () => undefined;
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  w.adapters.set("pager", {
+    kind: "paging",
+    operation: "events.enqueue",
+    send: async () => {
+      entered();
+      await released;
+      return { outcome: "acknowledged", vendor_message_id: vendorMessageId };
+    },
+  });
+  return { inPager, release };
+}
+
 /** A router over fresh tables, the real adapters and the local vendor servers; waits are recorded, not slept. */
 function world(): World {
   const tables = prefixedTables(azurite.connectionString, `nch${++counter}x${Date.now().toString(36)}`);
@@ -544,23 +566,7 @@ describe("the router (spec §5 item 6, §7 item 9, §8)", () => {
     smtp.messages.length = 0;
     const w = world();
     // The pager holds the first send until the test lets it answer.
-    let entered: () => void = () => undefined;
-    const inPager = new Promise<void>((resolve) => {
-      entered = resolve;
-    });
-    let release: () => void = () => undefined;
-    const released = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    w.adapters.set("pager", {
-      kind: "paging",
-      operation: "events.enqueue",
-      send: async () => {
-        entered();
-        await released;
-        return { outcome: "acknowledged", vendor_message_id: "dedup-held" };
-      },
-    });
+    const { inPager, release } = holdPager(w, "dedup-held");
     const message = alert({ route: "operational_alert" });
     const first = w.send(message);
     await inPager;
@@ -578,23 +584,7 @@ describe("the router (spec §5 item 6, §7 item 9, §8)", () => {
   it("C-527 a duplicate fanned out to all channels, each in flight elsewhere, never reaches the route's on_all_fail", async () => {
     clear();
     const w = world();
-    let entered: () => void = () => undefined;
-    const inPager = new Promise<void>((resolve) => {
-      entered = resolve;
-    });
-    let release: () => void = () => undefined;
-    const released = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    w.adapters.set("pager", {
-      kind: "paging",
-      operation: "events.enqueue",
-      send: async () => {
-        entered();
-        await released;
-        return { outcome: "acknowledged", vendor_message_id: "dedup-held-all" };
-      },
-    });
+    const { inPager, release } = holdPager(w, "dedup-held-all");
     // The pager is the route's only channel here (the fallbacks are not configured); its
     // on_all_fail route mails.
     w.adapters.delete("slack");
