@@ -1,8 +1,7 @@
-import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { LineCounter, parseDocument } from "yaml";
 import type { z } from "zod";
-import { CatalogLoadError } from "../ops/catalog/json-catalog.js";
+import { CatalogLoadError, catalogDigest } from "../ops/catalog/json-catalog.js";
 
 /**
  * Suffix of the YAML file's parse made at build time: `<file>.yaml` ships with
@@ -13,9 +12,6 @@ export const PARSED_SUFFIX = ".parsed.json";
 
 /** The YAML parse options of every catalog, at build time and at start alike. */
 export const YAML_CATALOG_OPTIONS = { prettyErrors: false, uniqueKeys: true } as const;
-
-/** SHA-256 (hex) of a catalog's text, as the build records it beside its parse. */
-export const catalogDigest = (text: string) => createHash("sha256").update(text).digest("hex");
 
 /** The build-time parse of `file` when one lies beside it and was made from exactly `text`. */
 function parsedAtBuild(file: string, text: string): { value: unknown } | undefined {
