@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { z } from "zod";
+import { ONE_OFF_PARSE } from "../../config/env.js";
 
 /**
  * Suffix of a JSON catalog's validation made at build time: `<file>.json` ships with
@@ -206,7 +207,7 @@ export function validateCatalog<S extends z.ZodType>(file: string, text: string,
     const line = lineAt(text, firstBadOffset(text));
     throw new CatalogLoadError(file, line, `not valid JSON: ${message}`);
   }
-  const result = schema.safeParse(raw);
+  const result = schema.safeParse(raw, ONE_OFF_PARSE);
   if (!result.success) {
     const issue = result.error.issues[0];
     const where = issue ? issue.path.join(".") : "";
