@@ -94,11 +94,11 @@ for (const file of readdirSync(path.join(root, "config")).filter((name) => name.
 }
 // Each JSON catalog ships with its validation (`<file>.validated.json`: the SHA-256 of its text and
 // of what its validation depends on, and the validated value), made here with the loaders' own
-// schemas (shared/ops/catalog/shipped-catalogs.ts), so the app's start does not run zod over the
+// schemas (shared/shipped-catalogs.ts), so the app's start does not run zod over the
 // catalogs it ships; a file changed after the build no longer matches and is validated at start.
 const validatorFile = path.join(root, "dist/meta/shipped-catalogs.mjs");
 await build({
-  entryPoints: [path.join(root, "shared/ops/catalog/shipped-catalogs.ts")],
+  entryPoints: [path.join(root, "shared/shipped-catalogs.ts")],
   outfile: validatorFile,
   bundle: true,
   platform: "node",

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ONE_OFF_PARSE } from "../zod-options.js";
 
 /**
  * The one way a deployable reads its environment: a zod object of environment names parsed into a
@@ -8,11 +9,7 @@ import { z } from "zod";
  * each declare their settings with the field helpers below and call {@link parseEnv} once.
  */
 
-/**
- * Parse options of a schema parsed once per process (the settings, a catalog at start): without
- * zod's compiled fast path for objects, which costs far more to generate than one parse saves.
- */
-export const ONE_OFF_PARSE = { jitless: true } as const;
+export { ONE_OFF_PARSE };
 
 /** Environment variables as a process sees them. */
 export type Env = Readonly<Record<string, string | undefined>>;

@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { LineCounter, parseDocument } from "yaml";
 import type { z } from "zod";
 import { CatalogLoadError, catalogDigest } from "../ops/catalog/json-catalog.js";
-import { ONE_OFF_PARSE } from "./env.js";
+import { ONE_OFF_PARSE } from "../zod-options.js";
 
 /**
  * Suffix of the YAML file's parse made at build time: `<file>.yaml` ships with

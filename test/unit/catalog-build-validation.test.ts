@@ -6,7 +6,7 @@ import { loadBrowserEvidencePolicies } from "../../shared/console/providers/brow
 import { loadHealthMetricSet } from "../../shared/console/providers/health-metrics.js";
 import { loadActionTypes } from "../../shared/ops/actions/action-types.js";
 import { VALIDATED_SUFFIX } from "../../shared/ops/catalog/json-catalog.js";
-import { SHIPPED_JSON_CATALOGS, validateShippedCatalogs } from "../../shared/ops/catalog/shipped-catalogs.js";
+import { SHIPPED_JSON_CATALOGS, validateShippedCatalogs } from "../../shared/shipped-catalogs.js";
 import { loadRuleCatalog } from "../../shared/ops/rules/rule-catalog.js";
 import { loadConfigurationBaseline } from "../../shared/ops/snapshots/configuration-baseline.js";
 

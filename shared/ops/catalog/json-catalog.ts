@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { z } from "zod";
-import { ONE_OFF_PARSE } from "../../config/env.js";
+import { ONE_OFF_PARSE } from "../../zod-options.js";
 
 /**
  * Suffix of a JSON catalog's validation made at build time: `<file>.json` ships with

@@ -1,10 +1,10 @@
 import path from "node:path";
 import type { z } from "zod";
-import { browserEvidencePolicyCatalogSchema } from "../../console/providers/browser-evidence-policies.js";
-import { healthMetricSetSchema } from "../../console/providers/health-metrics.js";
-import { type ActionTypeCatalog, actionTypeCatalogSchema } from "../actions/action-types.js";
-import { ruleCatalogDependencies, ruleCatalogSchemaFor } from "../rules/rule-catalog.js";
-import { configurationBaselineSchema } from "../snapshots/configuration-baseline.js";
+import { browserEvidencePolicyCatalogSchema } from "./console/providers/browser-evidence-policies.js";
+import { healthMetricSetSchema } from "./console/providers/health-metrics.js";
+import { type ActionTypeCatalog, actionTypeCatalogSchema } from "./ops/actions/action-types.js";
+import { ruleCatalogDependencies, ruleCatalogSchemaFor } from "./ops/rules/rule-catalog.js";
+import { configurationBaselineSchema } from "./ops/snapshots/configuration-baseline.js";
 import {
   CatalogLoadError,
   type CatalogDependencies,
@@ -12,7 +12,7 @@ import {
   readCatalogText,
   type ValidatedCatalog,
   validateCatalog,
-} from "./json-catalog.js";
+} from "./ops/catalog/json-catalog.js";
 
 /**
  * The JSON catalogs the Functions app ships in `config/`, each with the schema its loader
