@@ -10,7 +10,7 @@ import { createTeamsMessagesHandler } from "../../shared/channels/platform-a/tea
 import { createTeamsVerifier, type VerifiedTeamsActivity } from "../../shared/channels/platform-a/teams-verifier.js";
 import { buildInboundChannels } from "../../shared/channels/build-channels.js";
 import { loadChannelConfig } from "../../shared/channels/channel-config.js";
-import { BOT_CONNECTOR_SCOPE } from "../../shared/notify/channels/platform-a.js";
+import { BOT_CONNECTOR_SCOPE, buildAdaptiveCard } from "../../shared/notify/channels/platform-a.js";
 import { createTeamsConversationStore } from "../../shared/notify/channels/teams-conversations.js";
 import { createJwtValidator } from "../../shared/auth/jwt-validator.js";
 import { consoleHarness } from "../support/console-harness.js";
@@ -463,7 +463,13 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
   /** The `adaptiveCard/action` invoke Teams posts for the A1 card's Action.Execute, with the SSO token when given. */
   const decideInvoke = (
     approvalId: string,
-    options: { sso?: string; from?: Record<string, unknown>; data?: Record<string, unknown>; guest?: boolean } = {},
+    options: {
+      sso?: string;
+      from?: Record<string, unknown>;
+      /** The card action's data (Teams merges the inputs into it). */
+      data?: Record<string, unknown> | undefined;
+      guest?: boolean;
+    } = {},
   ) =>
     message({
       type: "invoke",
@@ -501,8 +507,33 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
     const w = e2e({ sso: true });
     const item = await requested(w);
     const bot = `Bearer ${await connectorToken()}`;
+    // The A1 card the approver got in Teams: a decision form whose one Action.Execute carries only
+    // the opaque approval id (C-375); the decision and justification are the approver's inputs.
+    const { card } = buildAdaptiveCard(
+      {
+        category: "A1",
+        template_key: "approval.request",
+        recipient: PRINCIPAL,
+        title: "Approval requested",
+        body_markdown: `Approval ${item.approval_id} is waiting for a decision.`,
+        correlation_id: item.approval_id,
+        idempotency_key: `${item.approval_id}/request/${PRINCIPAL}`,
+        locale: "en",
+      },
+      undefined,
+      { ssoDecisions: true },
+    );
+    const actions = card.actions as { type: string; verb?: string; data?: Record<string, unknown> }[];
+    const execute = actions.find((a) => a.type === "Action.Execute");
+    expect(execute).toEqual({
+      type: "Action.Execute",
+      verb: "approval.decide",
+      title: expect.any(String),
+      data: { approval_id: item.approval_id },
+    });
+    expect(JSON.stringify(card)).not.toMatch(/Action\.Submit|Action\.OpenUrl/);
     // Teams' first invoke has no token: the Universal Actions SSO challenge for the API's resource.
-    const challenge = await w.post(decideInvoke(item.approval_id), bot);
+    const challenge = await w.post(decideInvoke(item.approval_id, { data: execute?.data }), bot);
     expect(challenge.status).toBe(200);
     expect(challenge.jsonBody).toMatchObject({
       statusCode: 401,

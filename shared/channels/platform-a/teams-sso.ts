@@ -9,6 +9,7 @@ import type { createApprovalService } from "../../console/approvals/approval-ser
 import { decisionView } from "../../console/tools/approval-tools.js";
 import { effectiveRole, ToolError } from "../../console/tools/tool.js";
 import type { AuditLog } from "../../ops/audit.js";
+import { APPROVAL_DECIDE_VERB } from "./approval-verb.js";
 import type { VerifiedTeamsActivity } from "./teams-verifier.js";
 
 /**
@@ -29,8 +30,7 @@ import type { VerifiedTeamsActivity } from "./teams-verifier.js";
  * domain refusal by the approvals domain (`console.approve_hil`).
  */
 
-/** The `Action.Execute` verb of the A1 card's decision buttons. */
-export const APPROVAL_DECIDE_VERB = "approval.decide";
+export { APPROVAL_DECIDE_VERB };
 /** The invoke Teams posts for an `Action.Execute` (Universal Actions). */
 export const ADAPTIVE_CARD_ACTION_INVOKE = "adaptiveCard/action";
 
