@@ -5,6 +5,7 @@
  * built on first use over the console's parts, from their own chunks.
  */
 
+import { apiAudience } from "../../shared/auth/jwt-validator.js";
 import type { InboundChannels } from "../../shared/channels/build-channels.js";
 import { loadChannelConfig } from "../../shared/channels/channel-config.js";
 import { isLocalProfile } from "../../shared/notify/notify-config.js";
@@ -45,6 +46,11 @@ export function inboundChannels(): Promise<InboundChannels> {
         svc,
         resolve: createSecretResolver({ secrets: appContext.secrets, env: process.env, local }),
         local,
+        teamsSso: {
+          validator: appContext.validator,
+          approvals: parts.approvals,
+          apiResource: apiAudience(appContext.config.auth.clientId),
+        },
         ...(notifyConfig.consoleBaseUrl ? { consoleBaseUrl: notifyConfig.consoleBaseUrl } : {}),
       });
     },

@@ -33,6 +33,7 @@ import { createRecurrentQueryWatch } from "../../shared/console/recurrent-query.
 import type { DatabaseService } from "../../shared/databases/database-service.js";
 import { createEvidenceStore, EVIDENCE_CONTAINER } from "../../shared/ops/evidence-store.js";
 import { createActionExecutors } from "./action-executors.js";
+import { channelConfig } from "./channels-deps.js";
 import { createActionOutcomeStore } from "../../shared/ops/actions/action-outcomes.js";
 import { createJobApiDeployment, type JobApiDeployment } from "../../shared/ops/actions/job-api-deployment-actions.js";
 import { type AksAgentPools, createAksAgentPools } from "../../shared/ops/actions/node-pool-actions.js";
@@ -165,6 +166,8 @@ export function buildConsoleParts(settings: ConsoleSettings): ConsoleParts {
     // The kill switch holds A1 delivery at the router too (spec §8), whoever sends.
     a1Held: async () => (await killSwitch.status()).on,
     log: (message, fields) => appContext.logger.warn(message, fields),
+    // Teams SSO configured: A1 cards carry the decision form (docs/channels-teams.md).
+    ...(channelConfig.platformA?.inbound.ssoConnectionName ? { teamsSsoDecisions: true } : {}),
     // The scheduled digests read the product's own stores (spec §6 item 6).
     digestSources: createDigestSources({
       tables: source,

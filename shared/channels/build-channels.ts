@@ -19,6 +19,7 @@ import { createTeamsConversationStore } from "../notify/channels/teams-conversat
 import { createBotServiceKeySet } from "./platform-a/bot-service-keys.js";
 import { type ConversationReferenceSink, createTeamsInbound } from "./platform-a/teams-inbound.js";
 import { createTeamsReplier } from "./platform-a/teams-reply.js";
+import { createTeamsSsoDecider, type TeamsSsoDependencies } from "./platform-a/teams-sso.js";
 import { createSlackInbound } from "./platform-b/slack-inbound.js";
 import { createWebhookInbound } from "./webhooks/webhook-inbound.js";
 import { createSlackReplier } from "./platform-b/slack-reply.js";
@@ -53,6 +54,11 @@ export function buildInboundChannels(
     events?: EventLog;
     /** Where Teams conversation references go (default: table `teamsconversations`). */
     teamsConversations?: ConversationReferenceSink;
+    /**
+     * Teams SSO for A1 (used when `SVC_PLATFORM_A_SSO_CONNECTION_NAME` is set): the dashboard's
+     * bearer validator, the approvals domain and the API's Application ID URI.
+     */
+    teamsSso?: Pick<TeamsSsoDependencies, "validator" | "approvals"> & { apiResource: string };
   },
 ) {
   const directory = deps.directory ?? configDirectory(config.roles);
@@ -146,6 +152,22 @@ export function buildInboundChannels(
         queue,
         process: processorWith(),
         conversations: deps.teamsConversations ?? createTeamsConversationStore(deps.tables),
+        ...(a.inbound.ssoConnectionName && deps.teamsSso
+          ? {
+              sso: createTeamsSsoDecider({
+                settings: {
+                  tenantId: a.inbound.tenantId,
+                  botAppId: a.inbound.botAppId,
+                  apiResource: deps.teamsSso.apiResource,
+                  connectionName: a.inbound.ssoConnectionName,
+                },
+                validator: deps.teamsSso.validator,
+                approvals: deps.teamsSso.approvals,
+                audit: deps.audit,
+                ...(deps.now ? { now: deps.now } : {}),
+              }),
+            }
+          : {}),
         ...(deps.local ? { allowLoopbackHttp: true } : {}),
         ...(deps.now ? { now: deps.now } : {}),
       })

@@ -83,6 +83,8 @@ export function buildChannelAdapters(
     credential?: TokenCredential;
     tables?: TableSource;
     teamsConversations?: TeamsConversationStore;
+    /** Teams SSO is configured: A1 cards carry the decision form (docs/channels-teams.md). */
+    teamsSsoDecisions?: boolean;
   } = {},
 ): Map<ChannelKind, ChannelAdapter> {
   const out = new Map<ChannelKind, ChannelAdapter>();
@@ -190,6 +192,7 @@ export function buildChannelAdapters(
         clientSecret: await resolve(platformA.clientSecretRef),
         conversations,
         ...(config.consoleBaseUrl ? { consoleBaseUrl: config.consoleBaseUrl } : {}),
+        ...(options.teamsSsoDecisions ? { ssoDecisions: true } : {}),
       }),
     );
     out.set("platform_a", teams);
@@ -237,12 +240,15 @@ export function buildNotifier(
     digestSources?: Readonly<Record<string, DigestSource>>;
     /** Who a role-dm digest (the break-glass usage summary) is sent to: the break-glass Owners. */
     digestDirectRecipients?: readonly string[];
+    /** Teams SSO is configured (`SVC_PLATFORM_A_SSO_CONNECTION_NAME`): A1 cards carry the decision form. */
+    teamsSsoDecisions?: boolean;
   },
 ) {
   const resolve = createSecretResolver({ secrets: deps.secrets, env: deps.env, local: config.local });
   const byKind = buildChannelAdapters(config, resolve, {
     ...(deps.ca ? { ca: deps.ca } : {}),
     ...(deps.credential ? { credential: deps.credential } : {}),
+    ...(deps.teamsSsoDecisions ? { teamsSsoDecisions: true } : {}),
     tables: deps.tables,
   });
   const channels = new Map<string, ChannelAdapter>();

@@ -180,6 +180,31 @@ describe("chat platform A outbound (Microsoft 365 Agents SDK → Bot Connector)"
     expect(JSON.stringify(short.card)).not.toContain("Omitted");
   });
 
+  it("C-375 with Teams SSO the A1 card is a decision form: one Action.Execute carrying only the opaque approval id, the decision and justification as the approver's inputs; other categories get no form", () => {
+    const a1 = { ...approval(), locale: "en" as const };
+    const { card } = buildAdaptiveCard(a1, "https://console.example", { ssoDecisions: true });
+    const actions = card.actions as Record<string, unknown>[];
+    expect(actions[0]).toEqual({
+      type: "Action.Execute",
+      verb: "approval.decide",
+      title: expect.any(String),
+      data: { approval_id: a1.correlation_id },
+    });
+    expect(actions[1]).toMatchObject({ type: "Action.OpenUrl" });
+    const inputs = (card.body as { type: string; id?: string; isRequired?: boolean }[]).filter((b) =>
+      b.type.startsWith("Input."),
+    );
+    expect(inputs.map((i) => [i.id, i.isRequired])).toEqual([
+      ["decision", true],
+      ["justification", true],
+    ]);
+    expect(JSON.stringify(card)).not.toMatch(/Action\.Submit|approve=/);
+    const a2 = buildAdaptiveCard({ ...alert(), locale: "en" as const }, "https://console.example", {
+      ssoDecisions: true,
+    });
+    expect(JSON.stringify(a2.card)).not.toMatch(/Action\.Execute|Input\./);
+  });
+
   it("an operational alert goes to the configured alert conversation; a recipient without a stored conversation is a definitive failure before any call", async () => {
     clear();
     const w = world();

@@ -10,8 +10,9 @@ import { createTeamsMessagesHandler } from "../../shared/channels/platform-a/tea
 import { createTeamsVerifier, type VerifiedTeamsActivity } from "../../shared/channels/platform-a/teams-verifier.js";
 import { buildInboundChannels } from "../../shared/channels/build-channels.js";
 import { loadChannelConfig } from "../../shared/channels/channel-config.js";
-import { BOT_CONNECTOR_SCOPE } from "../../shared/notify/channels/platform-a.js";
+import { BOT_CONNECTOR_SCOPE, buildAdaptiveCard } from "../../shared/notify/channels/platform-a.js";
 import { createTeamsConversationStore } from "../../shared/notify/channels/teams-conversations.js";
+import { createJwtValidator } from "../../shared/auth/jwt-validator.js";
 import { consoleHarness } from "../support/console-harness.js";
 import { azuriteTables } from "../support/service-fakes.js";
 import { routeEntraTo, startBotConnectorFake, startBotServiceIssuer, startEntraFake } from "../support/teams-fakes.js";
@@ -23,6 +24,11 @@ const GUEST_TENANT = "99999999-aaaa-4bbb-8ccc-dddddddddddd";
 const TEAMS_USER = "aaaaaaaa-1111-4111-8111-111111111111";
 const PRINCIPAL = "5a6b7c8d-0000-4000-8000-0000000000a1";
 const SERVICE_URL = "https://smba.trafficmanager.net/amer/";
+/** The API's Application ID URI: the resource of the Teams SSO token. */
+const API_AUDIENCE = "api://4b5c6d7e-2222-4333-8444-555566667777";
+const REQUESTER = "6b7c8d9e-0000-4000-8000-0000000000b2";
+const GUEST_USER = "bbbbbbbb-2222-4222-8222-222222222222";
+const GUEST_PRINCIPAL = "7c8d9e0f-0000-4000-8000-0000000000c3";
 
 let issuer: Awaited<ReturnType<typeof startBotServiceIssuer>>;
 let tls: { key: string; cert: string };
@@ -303,9 +309,9 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
     await entra?.close();
   });
 
-  function e2e() {
+  function e2e(options: { sso?: boolean } = {}) {
     const tables = azurite.tables();
-    const h = consoleHarness(tables);
+    const h = consoleHarness(tables, { approvers: [PRINCIPAL, REQUESTER] });
     const config = loadChannelConfig(
       {
         SVC_PLATFORM_A_CHANNEL_ENABLED: "true",
@@ -314,8 +320,12 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
         SVC_PLATFORM_A_CLIENT_SECRET_REF: "env:TEAMS_SECRET",
         SVC_PLATFORM_A_OPENID_METADATA_URL: issuer.metadataUrl,
         SVC_PLATFORM_A_GUEST_TENANT_IDS: GUEST_TENANT,
-        SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON: JSON.stringify({ [TEAMS_USER.toUpperCase()]: PRINCIPAL }),
+        SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON: JSON.stringify({
+          [TEAMS_USER.toUpperCase()]: PRINCIPAL,
+          [GUEST_USER]: GUEST_PRINCIPAL,
+        }),
         SVC_CHANNEL_PRINCIPAL_ROLES_JSON: JSON.stringify({ [PRINCIPAL]: { name: "Tess Teams", roles: ["Reader"] } }),
+        ...(options.sso ? { SVC_PLATFORM_A_SSO_CONNECTION_NAME: "blastplane-sso" } : {}),
       },
       { local: true },
     );
@@ -326,6 +336,12 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
       resolve: async (ref) => (ref === "env:TEAMS_SECRET" ? CLIENT_SECRET : ""),
       local: true,
       botServiceCa: tls.cert,
+      teamsSso: {
+        // The dashboard's validator, as the Functions app builds it: the tenant's discovery, the API audience.
+        validator: createJwtValidator({ discoveryUrl: entra.discoveryUrl, audience: API_AUDIENCE }),
+        approvals: h.approvals,
+        apiResource: API_AUDIENCE,
+      },
     });
     if (!channels.teams) throw new Error("teams not configured");
     const teams = channels.teams;
@@ -430,5 +446,213 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
     expect(connector.requests.slice(from)).toHaveLength(0);
     expect(await w.conversations.get(PRINCIPAL)).toBeUndefined();
     expect(await w.h.audit.list({ action: "console.tool_call" })).toHaveLength(0);
+  });
+  /** An approval requested in the console (by REQUESTER, or by `requester`), pending for the Teams approver. */
+  async function requested(w: ReturnType<typeof e2e>, requester = REQUESTER) {
+    return w.h.approvals.request({
+      action: { action_type: "retry_job", target: "blast_job/j-failed", params: { n: ++counter } },
+      requester: { oid: requester, name: "Console requester" },
+      reason: "verifier_abstained",
+      severity: "medium",
+      idempotencyKey: `sso-${counter}`,
+      requestId: `req-sso-${counter}`,
+      now: new Date(),
+    });
+  }
+
+  /** The `adaptiveCard/action` invoke Teams posts for the A1 card's Action.Execute, with the SSO token when given. */
+  const decideInvoke = (
+    approvalId: string,
+    options: {
+      sso?: string;
+      from?: Record<string, unknown>;
+      /** The card action's data (Teams merges the inputs into it). */
+      data?: Record<string, unknown> | undefined;
+      guest?: boolean;
+    } = {},
+  ) =>
+    message({
+      type: "invoke",
+      name: "adaptiveCard/action",
+      text: undefined,
+      ...(options.from ? { from: options.from } : {}),
+      ...(options.guest
+        ? {
+            conversation: { id: "a:1guest", conversationType: "personal", tenantId: GUEST_TENANT },
+            channelData: { tenant: { id: GUEST_TENANT } },
+          }
+        : {}),
+      value: {
+        action: {
+          type: "Action.Execute",
+          verb: "approval.decide",
+          data: { approval_id: approvalId, decision: "approve", justification: "checked in Teams", ...options.data },
+        },
+        ...(options.sso
+          ? { authentication: { id: "sso-1", connectionName: "blastplane-sso", token: options.sso } }
+          : {}),
+        trigger: "manual",
+      },
+    });
+  const ssoToken = (claims: Record<string, unknown> = {}, options: { audience?: string; expiresIn?: string } = {}) =>
+    entra.userToken(
+      { oid: TEAMS_USER, name: "Tess Teams", roles: ["Approver"], ...claims },
+      { audience: options.audience ?? API_AUDIENCE, ...(options.expiresIn ? { expiresIn: options.expiresIn } : {}) },
+    );
+  type InvokeAnswer = { statusCode: number; type: string; value: Record<string, unknown> };
+  const refusals = async (w: ReturnType<typeof e2e>) =>
+    (await w.h.audit.list({ action: "channel.a1_sso_refused" })).map((e) => e.details?.reason).reverse();
+
+  it("C-351 C-352 C-372 C-373 an approval requested in the console is decided from the Teams card by the same-tenant approver through SSO: the first invoke gets the SSO challenge, the one with the token decides once, a replay decides nothing more", async () => {
+    const w = e2e({ sso: true });
+    const item = await requested(w);
+    const bot = `Bearer ${await connectorToken()}`;
+    // The A1 card the approver got in Teams: a decision form whose one Action.Execute carries only
+    // the opaque approval id (C-375); the decision and justification are the approver's inputs.
+    const { card } = buildAdaptiveCard(
+      {
+        category: "A1",
+        template_key: "approval.request",
+        recipient: PRINCIPAL,
+        title: "Approval requested",
+        body_markdown: `Approval ${item.approval_id} is waiting for a decision.`,
+        correlation_id: item.approval_id,
+        idempotency_key: `${item.approval_id}/request/${PRINCIPAL}`,
+        locale: "en",
+      },
+      undefined,
+      { ssoDecisions: true },
+    );
+    const actions = card.actions as { type: string; verb?: string; data?: Record<string, unknown> }[];
+    const execute = actions.find((a) => a.type === "Action.Execute");
+    expect(execute).toEqual({
+      type: "Action.Execute",
+      verb: "approval.decide",
+      title: expect.any(String),
+      data: { approval_id: item.approval_id },
+    });
+    expect(JSON.stringify(card)).not.toMatch(/Action\.Submit|Action\.OpenUrl/);
+    // Teams' first invoke has no token: the Universal Actions SSO challenge for the API's resource.
+    const challenge = await w.post(decideInvoke(item.approval_id, { data: execute?.data }), bot);
+    expect(challenge.status).toBe(200);
+    expect(challenge.jsonBody).toMatchObject({
+      statusCode: 401,
+      type: "application/vnd.microsoft.activity.loginRequest",
+      value: { connectionName: "blastplane-sso", tokenExchangeResource: { id: BOT_APP_ID, uri: API_AUDIENCE } },
+    });
+    expect((await w.h.approvalStore.get(item.approval_id))?.state).toBe("pending");
+    // Teams repeats it with the user's SSO token for the API.
+    const invoke = decideInvoke(item.approval_id, { sso: await ssoToken() });
+    const decided = await w.post(invoke, bot);
+    expect(decided.status).toBe(200);
+    const answer = decided.jsonBody as InvokeAnswer;
+    expect(answer).toMatchObject({ statusCode: 200, type: "application/vnd.microsoft.card.adaptive" });
+    expect(JSON.stringify(answer.value)).toContain("approved");
+    const stored = await w.h.approvalStore.get(item.approval_id);
+    expect(stored?.state).toBe("approved");
+    // Decided as the bound principal through the approvals domain (its audit entry).
+    expect(stored?.decision?.actor.oid).toBe(PRINCIPAL);
+    expect(w.h.executed).toHaveLength(1);
+    // A replayed invoke (Bot Service retry, or a second click) decides nothing more.
+    const replay = await w.post(invoke, bot);
+    expect((replay.jsonBody as InvokeAnswer).statusCode).toBe(200);
+    expect(JSON.stringify((replay.jsonBody as InvokeAnswer).value)).toContain("existing");
+    expect(w.h.executed).toHaveLength(1);
+    const decisions = await w.h.audit.list({ action: "console.approve_hil" });
+    expect(decisions.filter((e) => e.outcome === "succeeded")).toHaveLength(1);
+    expect(await refusals(w)).toEqual(["sso_token_required"]);
+    // Answered in the HTTP response: nothing queued, nothing posted to Bot Connector.
+    expect(await w.channels.queue.depth()).toBe(0);
+  });
+
+  it("C-348 C-350 the requester cannot decide its own approval from Teams through SSO (self-approval, audited with the invariant)", async () => {
+    const w = e2e({ sso: true });
+    const item = await requested(w, PRINCIPAL);
+    const res = await w.post(
+      decideInvoke(item.approval_id, { sso: await ssoToken() }),
+      `Bearer ${await connectorToken()}`,
+    );
+    expect(res.jsonBody).toMatchObject({
+      statusCode: 403,
+      type: "application/vnd.microsoft.error",
+      value: { code: "self_approval" },
+    });
+    expect((await w.h.approvalStore.get(item.approval_id))?.state).toBe("pending");
+    const denied = await w.h.audit.list({ action: "console.approve_hil" });
+    expect(denied[0]).toMatchObject({ outcome: "denied", details: { invariant: "no_self_approval" } });
+    expect(w.h.executed).toHaveLength(0);
+  });
+
+  it("C-355 a guest cannot decide from Teams: a guest-tenant activity, and a home-tenant activity with a guest tenant's SSO token, are refused and audited", async () => {
+    const w = e2e({ sso: true });
+    const item = await requested(w);
+    const bot = `Bearer ${await connectorToken()}`;
+    const guestFrom = { id: "29:1guest", name: "Guest", aadObjectId: GUEST_USER };
+    const guest = await w.post(
+      decideInvoke(item.approval_id, {
+        guest: true,
+        from: guestFrom,
+        sso: await ssoToken({ oid: GUEST_USER, tid: GUEST_TENANT }),
+      }),
+      bot,
+    );
+    expect(guest.jsonBody).toMatchObject({ statusCode: 403, type: "application/vnd.microsoft.error" });
+    const foreignToken = await w.post(
+      decideInvoke(item.approval_id, { sso: await ssoToken({ tid: GUEST_TENANT }) }),
+      bot,
+    );
+    expect(foreignToken.jsonBody).toMatchObject({ statusCode: 403 });
+    expect((await w.h.approvalStore.get(item.approval_id))?.state).toBe("pending");
+    expect(await refusals(w)).toEqual(["guest_tenant", "guest_tenant"]);
+  });
+
+  it("C-372 expired, wrong-audience, stale-sign-in and another user's SSO tokens, and a decision without a token, decide nothing; each refusal is audited", async () => {
+    const w = e2e({ sso: true });
+    const item = await requested(w);
+    const bot = `Bearer ${await connectorToken()}`;
+    const { privateKey } = await generateKeyPair("RS256");
+    const forged = await new SignJWT({ oid: TEAMS_USER, tid: TENANT, scp: "user_impersonation", roles: ["Approver"] })
+      .setProtectedHeader({ alg: "RS256", kid: "entra-1" })
+      .setIssuer(`${entra.url}/${TENANT}/v2.0`)
+      .setAudience(API_AUDIENCE)
+      .setExpirationTime("1h")
+      .sign(privateKey);
+    const cases: [string, string | undefined, number][] = [
+      ["no token", undefined, 401],
+      ["expired", await ssoToken({}, { expiresIn: "-10m" }), 401],
+      ["wrong audience (the bot's own)", await ssoToken({}, { audience: `api://${BOT_APP_ID}` }), 401],
+      ["forged", forged, 401],
+      ["another user", await ssoToken({ oid: REQUESTER }), 403],
+      // The sign-in is older than SVC_APPROVAL_REAUTH_MAX_AGE_SECONDS (default 300 s): the domain refuses.
+      ["stale sign-in", await ssoToken({ auth_time: Math.floor(Date.now() / 1000) - 3600 }), 401],
+      ["no auth_time", await ssoToken({ auth_time: undefined }), 401],
+    ];
+    for (const [name, sso, status] of cases) {
+      const res = await w.post(decideInvoke(item.approval_id, sso ? { sso } : {}), bot);
+      expect(res.status, name).toBe(200);
+      expect((res.jsonBody as InvokeAnswer).statusCode, name).toBe(status);
+    }
+    expect((await w.h.approvalStore.get(item.approval_id))?.state).toBe("pending");
+    expect(await refusals(w)).toEqual([
+      "sso_token_required",
+      "sso_token_invalid",
+      "sso_token_invalid",
+      "sso_token_invalid",
+      "sso_user_mismatch",
+    ]);
+    const domain = await w.h.audit.list({ action: "console.approve_hil" });
+    expect(domain.map((e) => e.details?.reason)).toEqual(["reauthentication_required", "reauthentication_required"]);
+    expect(w.h.executed).toHaveLength(0);
+  });
+
+  it("without SVC_PLATFORM_A_SSO_CONNECTION_NAME a card invoke decides nothing (the console stays the way to decide)", async () => {
+    const w = e2e();
+    const item = await requested(w);
+    const res = await w.post(
+      decideInvoke(item.approval_id, { sso: await ssoToken() }),
+      `Bearer ${await connectorToken()}`,
+    );
+    expect(res.status).toBe(200);
+    expect((await w.h.approvalStore.get(item.approval_id))?.state).toBe("pending");
   });
 });

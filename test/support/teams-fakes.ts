@@ -101,6 +101,9 @@ export async function startEntraFake(options: {
         id_token_signing_alg_values_supported: ["RS256"],
         token_endpoint_auth_methods_supported: ["client_secret_post", "private_key_jwt", "client_secret_basic"],
       });
+    // The tenant's signing keys (a user's SSO token for the API is verified against them).
+    if (r.method === "GET" && r.path.split("?")[0] === `${tenantPath}/discovery/v2.0/keys`)
+      return json(res, 200, { keys: [{ ...(await exportJWK(publicKey)), kid: "entra-1", use: "sig", alg: "RS256" }] });
     const form = new URLSearchParams(r.body);
     if (r.method !== "POST" || !r.path.startsWith(`/${options.tenantId}/oauth2/v2.0/token`))
       return json(res, 404, { error: "invalid_request", error_description: "AADSTS90002: Tenant not found." });
@@ -132,6 +135,28 @@ export async function startEntraFake(options: {
     ...fake,
     /** The scopes tokens were issued for, in order. */
     issued,
+    /** The tenant's OpenID metadata URL (what the API's bearer validator discovers). */
+    get discoveryUrl() {
+      return `${fake.url}${tenantPath}/v2.0/.well-known/openid-configuration`;
+    },
+    /**
+     * A user's delegated access token for `audience` as Teams SSO obtains it for the API's resource
+     * (v2 issuer of this tenant, `scp`, `oid`, `tid`, `auth_time`); `claims` override.
+     */
+    async userToken(claims: Record<string, unknown>, token: { audience: string; expiresIn?: string }) {
+      return new SignJWT({
+        tid: options.tenantId,
+        scp: "user_impersonation",
+        auth_time: Math.floor(Date.now() / 1000) - 10,
+        ...claims,
+      })
+        .setProtectedHeader({ alg: "RS256", kid: "entra-1", typ: "JWT" })
+        .setIssuer(`${fake.url}${tenantPath}/v2.0`)
+        .setAudience(token.audience)
+        .setIssuedAt()
+        .setExpirationTime(token.expiresIn ?? "1h")
+        .sign(privateKey);
+    },
     /** Checks a bearer token this fake issued for `audience`. */
     async verify(token: string, audience: string) {
       return jwtVerify(token, publicKey, { audience, algorithms: ["RS256"] });

@@ -10,7 +10,7 @@ import type { AttachmentRef } from "./types.js";
  * attachment: nothing is handed on. The bytes are returned as data; nothing here reads them as
  * text or instructions.
  *
- * Not yet wired into the turn pipeline: the coordinator takes no attachments yet (issue 26 notes).
+ * The attachment gate (`attachment-gate.ts`) runs it first; what it blocks never reaches a tool.
  */
 
 /** Where the app's credential resolves a vendor file id to a download (Slack `files.info`, …). */

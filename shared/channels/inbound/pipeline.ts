@@ -5,6 +5,7 @@ import { leadingVerb } from "../../console/coordinator/verb-parser.js";
 import type { ToolResult } from "../../console/tools/tool.js";
 import type { AuditLog } from "../../ops/audit.js";
 import { scanSecrets } from "../../ops/secret-scanner.js";
+import type { AttachmentEvidence, GateOutcome } from "./attachment-gate.js";
 import {
   ACTIVITY_SEQUENCE_BUDGET,
   CHANNEL_TRUNCATED,
@@ -78,7 +79,8 @@ export type SvcHandler = (input: {
 export interface TurnCoordinator {
   handleTurn(
     caller: Caller,
-    inbound: { text: string },
+    /** The typed text, and the gated attachments' evidence (never their content as text). */
+    inbound: { text: string; attachments?: readonly AttachmentEvidence[] },
     requestId?: string,
     hooks?: TurnHooks,
   ): Promise<OutboundResponse>;
@@ -97,6 +99,11 @@ export interface InboundPipelineDependencies {
   hooks?: TurnHooks;
   /** The console's origin: an A1 decision from chat platform B bounces to `<origin>/approvals/<id>`. */
   consoleBaseUrl?: string;
+  /**
+   * The attachment gate (`attachment-gate.ts`): only admitted attachments reach the coordinator,
+   * as evidence. Without it a turn's attachments are not used (nothing is fetched).
+   */
+  attachments?: (refs: ChannelInboundTurn["attachments"]) => Promise<GateOutcome[]>;
   now?: () => Date;
 }
 
@@ -287,8 +294,35 @@ export function handleInboundTurn(deps: InboundPipelineDependencies) {
           })
         : plain(requestId, "unavailable", "The /svc commands are not available in this deployment.");
     } else {
-      const reply = await deps.coordinator.handleTurn(caller, { text: turn.text }, requestId, deps.hooks);
+      // Attachments pass the gate first; a blocked one never reaches a tool (spec §5 item 6′).
+      const gated = deps.attachments && turn.attachments.length > 0 ? await deps.attachments(turn.attachments) : [];
+      const admitted: AttachmentEvidence[] = [];
+      const refused: string[] = [];
+      for (const outcome of gated) {
+        if (outcome.status === "admitted") {
+          admitted.push(outcome.evidence);
+          continue;
+        }
+        await deps.audit.record({
+          actor,
+          action: "channel.attachment_blocked",
+          target: outcome.vendor_id.slice(0, 200),
+          outcome: "denied",
+          request_id: requestId,
+          details: { channel: turn.channel, reason: outcome.reason },
+        });
+        refused.push(`${outcome.name.slice(0, 100)} (${outcome.reason})`);
+      }
+      // The coordinator gets what the sender typed; attachments only as evidence, never as text.
+      const reply = await deps.coordinator.handleTurn(
+        caller,
+        { text: turn.text, ...(admitted.length > 0 ? { attachments: admitted } : {}) },
+        requestId,
+        deps.hooks,
+      );
       response = channelReplyOf(reply, at.toISOString());
+      if (refused.length > 0)
+        response = { ...response, text: `${response.text}\nAttachments not used: ${refused.join(", ")}.` };
     }
     return { status: "answered", request_id: requestId, response, receipt: await send(response) };
   };

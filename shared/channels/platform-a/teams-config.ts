@@ -56,6 +56,16 @@ export const teamsInboundSettingsSchema = z.object({
     })
     .transform((u) => new URL(u).origin)
     .optional(),
+  /**
+   * The Azure Bot resource's OAuth connection for Teams single sign-on (its scope the API's
+   * `user_impersonation`). Set, same-tenant approvers decide A1 from the Teams card through SSO
+   * (`teams-sso.ts`); unset, an A1 decision from Teams bounces to the console.
+   */
+  SVC_PLATFORM_A_SSO_CONNECTION_NAME: z
+    .string()
+    .trim()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9 ._-]{0,127}$/, "letters, digits, space, dot, underscore or hyphen; at most 128")
+    .optional(),
 });
 
 /** Every inbound Teams setting (the Functions app's `local.settings.sample.json` lists them). */
@@ -75,6 +85,8 @@ export interface TeamsInboundConfig {
   readonly bindings: ReadonlyMap<string, string>;
   /** `allowlist`: bound senders only; `pairing`: unbound senders reach the pairing challenge; `disabled`: nobody. */
   readonly senderAccess: SenderAccessMode;
+  /** The OAuth connection of Teams SSO; undefined: A1 from Teams bounces to the console. */
+  readonly ssoConnectionName?: string | undefined;
 }
 
 /**
@@ -172,5 +184,6 @@ export function loadTeamsInboundConfig(env: Env): TeamsInboundConfig | undefined
     authorityHost: c.SVC_PLATFORM_A_AUTHORITY_HOST,
     bindings,
     senderAccess: c.SVC_PLATFORM_A_SENDER_ACCESS,
+    ssoConnectionName: c.SVC_PLATFORM_A_SSO_CONNECTION_NAME,
   };
 }

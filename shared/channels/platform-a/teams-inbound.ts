@@ -6,6 +6,7 @@ import type { BotServiceKeySet } from "./bot-service-keys.js";
 import type { TeamsInboundConfig } from "./teams-config.js";
 import { createTeamsMessagesHandler } from "./teams-messages.js";
 import { teamsInboundTurn } from "./teams-turn.js";
+import type { TeamsSsoDecider } from "./teams-sso.js";
 import { createTeamsVerifier, type VerifiedTeamsActivity } from "./teams-verifier.js";
 
 /**
@@ -44,6 +45,11 @@ export function createTeamsInbound(deps: {
   queue: ChannelQueue;
   process: TurnProcessor;
   conversations: ConversationReferenceSink;
+  /**
+   * A1 decisions from the Teams card through SSO (`teams-sso.ts`): its `adaptiveCard/action`
+   * invokes are answered in the HTTP response, not queued. Without it they are acknowledged only.
+   */
+  sso?: TeamsSsoDecider;
   /** The local profile: a Bot Connector on `http://127.0.0.1` may be a service URL. */
   allowLoopbackHttp?: boolean;
   now?: () => Date;
@@ -68,6 +74,8 @@ export function createTeamsInbound(deps: {
           const reference = conversationReferenceOf(verified);
           // An unbound (pairing) sender has no principal to notify yet.
           if (reference && verified.principal) await deps.conversations.save(verified.principal, reference);
+          // An invoke is answered in this response (Teams waits for it), so it never goes through the queue.
+          if (deps.sso?.handles(verified)) return deps.sso.decide(verified);
           const turn = teamsInboundTurn(verified, at);
           // conversationUpdate, typing, reactions…: acknowledged, nothing to answer.
           if (!turn) return { status: 200, jsonBody: {} };

@@ -30,8 +30,8 @@ export function plainTeamsText(text: string): string {
  * (`handleInboundTurn`, shared/channels/inbound) takes. Only a message activity is a turn. An
  * adaptive-card submit carrying an approval id becomes `approve_hil approval_id=…` text, so the
  * core routes it by the channel's A1 path: a guest is refused, a same-tenant user is bounced to the
- * console (`browser`) until the Teams single sign-on exchange exists — never a decision taken from
- * a card payload (spec §5 item 5). Attachments keep bounded metadata only; their URLs are dropped.
+ * console (`browser`) — never a decision taken from a card payload (spec §5 item 5). A decision with
+ * the user's SSO token is the card's `Action.Execute` invoke, answered by `teams-sso.ts`. Attachments keep bounded metadata only; their URLs are dropped.
  */
 export function teamsInboundTurn(verified: VerifiedTeamsActivity, receivedAt: Date): ChannelInboundTurn | undefined {
   const { activity } = verified;

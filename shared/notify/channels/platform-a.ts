@@ -1,5 +1,6 @@
 import { CloudAdapter, type TurnContext } from "@microsoft/agents-hosting";
 import type { AttemptOutcome, ChannelAdapter, OutboundMessage } from "../router.js";
+import { APPROVAL_DECIDE_VERB } from "../../channels/platform-a/approval-verb.js";
 import { CHANNEL_TRUNCATED } from "./platform-b.js";
 
 /** A Teams card's serialized size limit (spec operator-console.md §8). */
@@ -40,6 +41,43 @@ export function approvalLink(baseUrl: string | undefined, approvalId: string): s
 }
 
 /**
+ * The A1 card's decision inputs: the decision and a justification are what the user enters; the
+ * card itself carries no decision (spec §5 item 5).
+ */
+const decisionForm = [
+  {
+    type: "Input.ChoiceSet",
+    id: "decision",
+    label: "Decision",
+    isRequired: true,
+    style: "expanded",
+    choices: [
+      { title: "Approve", value: "approve" },
+      { title: "Reject", value: "reject" },
+    ],
+  },
+  {
+    type: "Input.Text",
+    id: "justification",
+    label: "Justification",
+    isRequired: true,
+    maxLength: 500,
+    errorMessage: "Give a short justification.",
+  },
+];
+
+/**
+ * The card's one decision action: Universal Actions (`Action.Execute`), whose data is only the
+ * opaque approval id; Teams adds the inputs and, through single sign-on, the user's token.
+ */
+const decisionAction = (approvalId: string) => ({
+  type: "Action.Execute",
+  verb: APPROVAL_DECIDE_VERB,
+  title: "Decide (signs you in)",
+  data: { approval_id: approvalId },
+});
+
+/**
  * The Adaptive Card (1.5) of a message: a title, the answer block (≤ 4,000 characters), the
  * category, template and audit id, and for A1 only the opaque approval id with a link that opens
  * the approval in the web app — never a decision payload (spec §5 item 5). The serialized card stays
@@ -49,6 +87,7 @@ export function approvalLink(baseUrl: string | undefined, approvalId: string): s
 export function buildAdaptiveCard(
   message: OutboundMessage,
   consoleBaseUrl: string | undefined,
+  options: { ssoDecisions?: boolean } = {},
 ): { card: Record<string, unknown>; bytes: number; degraded: boolean } {
   const approvalId = message.category === "A1" ? message.correlation_id : undefined;
   const link = approvalId
@@ -56,6 +95,9 @@ export function buildAdaptiveCard(
     : message.console_url?.startsWith("https://")
       ? message.console_url
       : undefined;
+  // With Teams SSO, an approver decides on the card itself: the decision is the user's input, sent
+  // with the user's SSO token in Teams' `adaptiveCard/action` invoke (channels/platform-a/teams-sso.ts).
+  const decide = options.ssoDecisions === true && approvalId !== undefined;
   const render = (bodyLimit: number) => {
     const block = answerBlock(message.body_markdown, bodyLimit);
     const omitted = message.body_markdown.length - Math.min(message.body_markdown.length, bodyLimit);
@@ -75,15 +117,21 @@ export function buildAdaptiveCard(
         { type: "TextBlock", text: message.title.slice(0, 200), weight: "Bolder", size: "Medium", wrap: true },
         { type: "TextBlock", text: block.text, wrap: true },
         { type: "FactSet", facts },
+        ...(decide ? decisionForm : []),
       ],
-      ...(link
+      ...(link || decide
         ? {
             actions: [
-              {
-                type: "Action.OpenUrl",
-                title: approvalId ? "Open the approval in the console" : "Open in the console",
-                url: link,
-              },
+              ...(decide && approvalId ? [decisionAction(approvalId)] : []),
+              ...(link
+                ? [
+                    {
+                      type: "Action.OpenUrl",
+                      title: approvalId ? "Open the approval in the console" : "Open in the console",
+                      url: link,
+                    },
+                  ]
+                : []),
             ],
           }
         : {}),
@@ -139,6 +187,8 @@ export function createPlatformAChannel(options: {
   consoleBaseUrl?: string;
   /** The Entra authority (default `https://login.microsoftonline.com`); sovereign clouds differ. */
   authority?: string;
+  /** Teams SSO is configured: A1 cards carry the decision form and its `Action.Execute`. */
+  ssoDecisions?: boolean;
 }): ChannelAdapter {
   const adapter = new CloudAdapter({
     clientId: options.botAppId,
@@ -155,7 +205,9 @@ export function createPlatformAChannel(options: {
     async send(message, { signal }): Promise<AttemptOutcome> {
       const reference = await options.conversations.get(message.recipient);
       if (!reference) return { outcome: "rejected", retryable: false, reason: "no_conversation_reference" };
-      const { card, bytes, degraded } = buildAdaptiveCard(message, options.consoleBaseUrl);
+      const { card, bytes, degraded } = buildAdaptiveCard(message, options.consoleBaseUrl, {
+        ...(options.ssoDecisions ? { ssoDecisions: true } : {}),
+      });
       if (bytes > CARD_BYTE_LIMIT) return { outcome: "rejected", retryable: false, reason: "card_too_large" };
       const activity = {
         type: "message",
