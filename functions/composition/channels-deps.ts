@@ -1,19 +1,19 @@
 /**
  * The composition of the inbound conversation channels (issue 26, docs/channels.md). The settings
- * are loaded and checked when this module loads (with the channel routes, at app start), so bad
- * bindings or a half-configured channel stop start-up (spec §7 item 8); the channels themselves are
- * built on first use over the console's parts, from their own chunks.
+ * are checked at app start (`channel-settings.ts`); the channels themselves are built on first use
+ * over the console's parts, from their own chunks.
  */
 
 import { apiAudience } from "../../shared/auth/jwt-validator.js";
 import type { InboundChannels } from "../../shared/channels/build-channels.js";
-import { loadChannelConfig } from "../../shared/channels/channel-config.js";
 import { isLocalProfile } from "../../shared/notify/notify-config.js";
 import { appContext } from "./app-context.js";
 import { actionModeOf, actionTypes, consoleParts, notifyConfig, ruleCatalog } from "./console-deps.js";
 
+import { channelConfig } from "./channel-settings.js";
+
+export { channelConfig };
 const local = isLocalProfile(process.env);
-export const channelConfig = loadChannelConfig(process.env, { local });
 
 let channels: Promise<InboundChannels> | undefined;
 

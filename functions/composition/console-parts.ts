@@ -33,7 +33,7 @@ import { createRecurrentQueryWatch } from "../../shared/console/recurrent-query.
 import type { DatabaseService } from "../../shared/databases/database-service.js";
 import { createEvidenceStore, EVIDENCE_CONTAINER } from "../../shared/ops/evidence-store.js";
 import { createActionExecutors } from "./action-executors.js";
-import { channelConfig } from "./channels-deps.js";
+import { channelConfig } from "./channel-settings.js";
 import { createActionOutcomeStore } from "../../shared/ops/actions/action-outcomes.js";
 import { createJobApiDeployment, type JobApiDeployment } from "../../shared/ops/actions/job-api-deployment-actions.js";
 import { type AksAgentPools, createAksAgentPools } from "../../shared/ops/actions/node-pool-actions.js";

@@ -9,7 +9,7 @@ import type { createApprovalService } from "../../console/approvals/approval-ser
 import { decisionView } from "../../console/tools/approval-tools.js";
 import { effectiveRole, ToolError } from "../../console/tools/tool.js";
 import type { AuditLog } from "../../ops/audit.js";
-import { APPROVAL_DECIDE_VERB } from "./approval-verb.js";
+import { APPROVAL_DECIDE_VERB } from "../../notify/channels/platform-a.js";
 import type { VerifiedTeamsActivity } from "./teams-verifier.js";
 
 /**

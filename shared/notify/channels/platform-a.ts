@@ -1,7 +1,12 @@
 import { CloudAdapter, type TurnContext } from "@microsoft/agents-hosting";
 import type { AttemptOutcome, ChannelAdapter, OutboundMessage } from "../router.js";
-import { APPROVAL_DECIDE_VERB } from "../../channels/platform-a/approval-verb.js";
 import { CHANNEL_TRUNCATED } from "./platform-b.js";
+
+/**
+ * The `Action.Execute` verb of an A1 card's decision (Teams Universal Actions): this card sends it,
+ * the inbound channel's `teams-sso.ts` answers its invoke.
+ */
+export const APPROVAL_DECIDE_VERB = "approval.decide";
 
 /** A Teams card's serialized size limit (spec operator-console.md §8). */
 export const CARD_BYTE_LIMIT = 24_000;
