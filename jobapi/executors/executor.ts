@@ -45,6 +45,7 @@ export interface ShardExecutor {
    * by the next process, and {@link cancelJob} removes them). Failures may be a ShardFailedError.
    * A cluster executor resolves with what it saw of the shard's Job and when (its timings).
    */
+  // biome-ignore lint/suspicious/noConfusingVoidType: an executor that observes nothing (the local one, test stand-ins) returns nothing
   run(spec: ShardSpec, signal: AbortSignal): Promise<ObservedTimings | undefined | void>;
   /** Removes whatever still runs for a cancelled job (its cluster Jobs and their pods). */
   cancelJob?(jobId: string): Promise<void>;

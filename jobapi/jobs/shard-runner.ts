@@ -5,11 +5,11 @@ import type { DatabaseEntry } from "../../shared/databases/database-catalog.js";
 import { ShardFailedError } from "../../shared/errors.js";
 import type { JobRecord, Shard } from "../../shared/jobs/model.js";
 import { createParallelGzip } from "../../shared/storage/parallel-gzip.js";
-import { buildShardArgs, type createSemaphore } from "../executors/executor.js";
+import { buildShardArgs, type createSemaphore, type ShardExecutor } from "../executors/executor.js";
 import { shardArtifact } from "./artifact-store.js";
 import { GZIP_LEVEL, JobFailure, type RunContext, type ShardRun, setShard } from "./dispatch-context.js";
 import { shardMemoryNeed } from "./shard-plan.js";
-import { decodeWorkerTimings, type ObservedTimings, shardTimeline, TIMINGS_METADATA_KEY } from "./shard-timings.js";
+import { decodeWorkerTimings, shardTimeline, TIMINGS_METADATA_KEY } from "./shard-timings.js";
 
 // Running shards: each through the executor, retried up to the allowed attempts, its output stored.
 
@@ -48,7 +48,7 @@ export async function runShard(
       await ctx.advance(job.job_id, signal, (j) => setShard(j, shard.id, { state: "running", attempts: attempt }));
     try {
       const release = await room.acquire(signal);
-      let observed: ObservedTimings | undefined | void;
+      let observed: Awaited<ReturnType<ShardExecutor["run"]>>;
       try {
         observed = await ctx.o.executor.run(
           {
@@ -107,7 +107,7 @@ async function recordStored(
   ctx: RunContext,
   jobId: string,
   shardId: string,
-  observed: ObservedTimings | undefined | void,
+  observed: Awaited<ReturnType<ShardExecutor["run"]>>,
   signal: AbortSignal,
 ): Promise<void> {
   const stored = await ctx.o.artifacts.properties(jobId, shardArtifact(shardId));
