@@ -1,6 +1,5 @@
 import type { HttpRequest } from "@azure/functions";
 import { z } from "zod";
-import { sameObjectId } from "../shared/auth/object-id.js";
 import type { Role } from "../shared/auth/roles.js";
 import { agentActivity, agentFramesOf } from "../shared/console/activity.js";
 import { approvalIdSchema } from "../shared/console/approvals/approval-store.js";
@@ -9,11 +8,11 @@ import type { LiveCursor } from "../shared/console/live-feed.js";
 import { followAudit, LIVE_EVENT_ID, parseCursor, relayAudit, relayLive } from "../shared/console/live-feed.js";
 import {
   chooseFromHistory,
+  detachedInvestigationView,
   type InvestigationResult,
   investigationView,
   planInvestigation,
   type ReadInvestigationInput,
-  type ReadInvestigationOutput,
   readInvestigationBody,
   recordInvestigation,
   runInvestigation,
@@ -414,22 +413,12 @@ route(
     const caller = callerOf(scope);
     const role = effectiveRole(caller);
     if (!role) throw new ForbiddenError("this action needs the Reader role or higher");
-    const instance = await scope.durable().getInstance(investigationId);
-    const input = instance?.input as ReadInvestigationInput | undefined;
-    // Another principal's investigation is indistinguishable from none.
-    if (instance?.name !== Orchestrations.readInvestigation || !input || !sameObjectId(input.caller.oid, caller.oid))
-      throw new NotFoundError(`no read investigation ${investigationId}`);
-    const floor = input.plan.visibilityFloor;
-    if (!meetsFloor(role, floor))
-      throw new ForbiddenError(`this investigation's reads need the ${floor} role; your current role is ${role}`);
-    const output = instance.output as ReadInvestigationOutput | undefined;
-    const runtime = instance.runtimeStatus;
-    const status =
-      runtime === "Completed" && output
-        ? output.outcome
-        : runtime === "Failed" || runtime === "Terminated"
-          ? "failed"
-          : "running";
+    const view = detachedInvestigationView(
+      investigationId,
+      await scope.durable().getInstance(investigationId),
+      caller,
+      role,
+    );
     const operation = await getOperation(scope.durable(), investigationId, {
       pollAfterSeconds: appContext.config.jobPollIntervalSeconds,
     });
@@ -438,9 +427,7 @@ route(
       {
         investigation_id: investigationId,
         mode: "detached",
-        status,
-        started_at: instance.createdAt.toISOString(),
-        ...(output?.result ? { result: output.result } : {}),
+        ...view,
         operation_status_url: operation.links.self,
         meta: { request_id: scope.requestId },
       },

@@ -100,6 +100,16 @@ export function devManagedIdentityIssuer(tenantId: string): string {
 }
 
 const DEFAULT_NAME = "Local Developer";
+/**
+ * The local people approval requests go to when `SVC_CONSOLE_APPROVERS` is not set: a person
+ * signs in under one of these names (with the Approver or Owner role) to see and decide them.
+ */
+export const LOCAL_APPROVER_NAMES = ["Local Approver", "Local Owner"] as const;
+
+/** The object id this provider gives whoever signs in (or asks for a token) under `name`. */
+export function localObjectId(tenantId: string, name: string): string {
+  return nameBasedUuid(`${tenantId}\n${name}`);
+}
 const DEFAULT_TTL_SECONDS = 3600;
 const MAX_BODY_BYTES = 64 * 1024;
 /** Namespace for name-based default object ids; changing it changes every default oid. */
@@ -185,7 +195,7 @@ export async function startDevIdentityProvider(opts: DevIdentityProviderOptions)
     extra: Record<string, unknown> = {},
   ): Promise<{ token: string; ttl: number }> {
     const name = claims.name ?? DEFAULT_NAME;
-    const oid = claims.oid ?? nameBasedUuid(`${opts.tenantId}\n${name}`);
+    const oid = claims.oid ?? localObjectId(opts.tenantId, name);
     const ttl = claims.ttl_seconds ?? DEFAULT_TTL_SECONDS;
     const now = Math.floor(Date.now() / 1000);
     const token = await new SignJWT({
@@ -276,7 +286,7 @@ export async function startDevIdentityProvider(opts: DevIdentityProviderOptions)
 
   /** The OpenID Connect ID token of a browser sign-in: who signed in, for the app (not the API). */
   async function mintIdToken(grant: CodeGrant, ttl: number): Promise<string> {
-    const oid = nameBasedUuid(`${opts.tenantId}\n${grant.name}`);
+    const oid = localObjectId(opts.tenantId, grant.name);
     const now = Math.floor(Date.now() / 1000);
     return new SignJWT({
       oid,

@@ -11,7 +11,7 @@ import { startAzurite } from "./azurite.js";
 import { checkStackConsistency } from "./consistency-check.js";
 import { DashboardJobStore } from "../shared/dashboard/dashboard-jobs.js";
 import { createFileDatabaseCatalog, publishDatabase } from "../shared/databases/database-catalog.js";
-import { startDevIdentityProvider } from "./dev-idp.js";
+import { LOCAL_APPROVER_NAMES, localObjectId, startDevIdentityProvider } from "./dev-idp.js";
 import { POD_USER } from "../jobapi/executors/kubernetes-manifests.js";
 import { blastPoolNodes, type LocalCluster, prepareNodeFolder, startLocalCluster } from "./kube/cluster.js";
 import { azureStandIns } from "./kube/azure-stand-ins.js";
@@ -332,6 +332,16 @@ async function main(): Promise<void> {
     });
     stops.push(() => sinks.stop());
     Object.assign(process.env, sinks.env);
+    // Without approvers an approval filed from the console reaches no one: locally they are the
+    // people who sign in as "Local Approver" or "Local Owner" (their inbox folders are by oid).
+    if (!process.env.SVC_CONSOLE_APPROVERS) {
+      process.env.SVC_CONSOLE_APPROVERS = LOCAL_APPROVER_NAMES.map((n) => localObjectId(settings.tenantId, n)).join(
+        ",",
+      );
+      logger.info("approval requests go to the local approvers' inboxes (sign in under one of these names to decide)", {
+        approvers: LOCAL_APPROVER_NAMES.join(", "),
+      });
+    }
     if (!process.env.SVC_CONSOLE_BASE_URL && settings.port !== 0)
       process.env.SVC_CONSOLE_BASE_URL = `http://127.0.0.1:${settings.port}`;
 

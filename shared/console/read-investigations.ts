@@ -1,8 +1,10 @@
 import { z } from "zod";
+import { sameObjectId } from "../auth/object-id.js";
 import type { Caller, Role } from "../auth/roles.js";
 import { canonicalJson } from "../canonical-json.js";
-import { type FieldIssue, ForbiddenError, ValidationError } from "../errors.js";
+import { type FieldIssue, ForbiddenError, NotFoundError, ValidationError } from "../errors.js";
 import { type AuditEntry, type AuditLog, atLeastRole } from "../ops/audit.js";
+import { Orchestrations } from "../orchestrations/queue-labels.js";
 import type { OutboundResponse } from "./coordinator/coordinator.js";
 import { UNVERIFIED_ABSTENTION } from "./coordinator/narrator-rules.js";
 import { leadingVerb, parseCommand } from "./coordinator/verb-parser.js";
@@ -333,4 +335,51 @@ export interface ReadInvestigationOutput {
    * returns to the principal that started it (the operation view shows only the outcome).
    */
   result?: InvestigationView;
+}
+
+/** What the durable client reports of an instance (the fields a detached investigation's reader needs). */
+export interface InvestigationInstance {
+  name: string;
+  input: unknown;
+  output: unknown;
+  runtimeStatus: string;
+  createdAt: Date;
+}
+
+/**
+ * A detached investigation as `GET /api/read-investigations/{id}` shows it to `caller`, whose role
+ * now is `role`: only its starter reads it (another principal's and an unknown id are the same
+ * 404, so ids reveal nothing), and only while that role still holds the plan's highest tool floor
+ * (403 naming it). `running` until the operation ends.
+ */
+export function detachedInvestigationView(
+  investigationId: string,
+  instance: InvestigationInstance | undefined,
+  caller: Caller,
+  role: Role,
+): { status: "running" | "succeeded" | "failed"; started_at: string; result?: InvestigationView } {
+  const input = instance?.input as ReadInvestigationInput | undefined;
+  if (
+    !instance ||
+    instance.name !== Orchestrations.readInvestigation ||
+    !input ||
+    !sameObjectId(input.caller.oid, caller.oid)
+  )
+    throw new NotFoundError(`no read investigation ${investigationId}`);
+  const floor = input.plan.visibilityFloor;
+  if (!meetsFloor(role, floor))
+    throw new ForbiddenError(`this investigation's reads need the ${floor} role; your current role is ${role}`);
+  const output = instance.output as ReadInvestigationOutput | undefined;
+  const runtime = instance.runtimeStatus;
+  const status =
+    runtime === "Completed" && output
+      ? output.outcome
+      : runtime === "Failed" || runtime === "Terminated"
+        ? "failed"
+        : "running";
+  return {
+    status,
+    started_at: instance.createdAt.toISOString(),
+    ...(output?.result ? { result: output.result } : {}),
+  };
 }

@@ -507,6 +507,25 @@ describe("GET /api/agents/stream and POST /api/read-investigations on the local 
       });
     }
     expect((await resultOf(tokens.Reader as string, "op-nothex")).status).toBe(400);
+
+    // A list_hil investigation carries the Approver floor: its starter, now signed in as a Reader, is refused.
+    await seedLatency("list_hil", 45_000);
+    const approver = await mintToken(stack, "Approver", { oid: "oid-april" });
+    const approvals = (await (await investigate(approver, { commands: ["list_hil"] })).json()) as {
+      investigation_id: string;
+      mode: string;
+    };
+    expect(approvals.mode).toBe("detached");
+    await eventually(async () => {
+      const body = (await (await resultOf(approver, approvals.investigation_id)).json()) as { status: string };
+      return body.status === "running" ? undefined : body;
+    }, 120_000);
+    const demoted = await resultOf(await mintToken(stack, "Reader", { oid: "oid-april" }), approvals.investigation_id);
+    expect(demoted.status).toBe(403);
+    expect(await demoted.json()).toMatchObject({
+      detail: "this investigation's reads need the Approver role; your current role is Reader",
+      request_id: expect.any(String),
+    });
     agents.es.close();
   }, 240_000);
 });

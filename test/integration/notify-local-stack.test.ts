@@ -11,10 +11,14 @@ import { eventually, mintToken, ROOT, startStack, type TestStack } from "../supp
  * deliveries — and `blastplane notifications` listing the deliveries with channel, state and receipt.
  */
 let stack: TestStack;
+/** The `oid` claim of a token (the inbox folder of the person it names). */
+const objectIdOf = (token: string) =>
+  (JSON.parse(Buffer.from(token.split(".")[1] ?? "", "base64url").toString("utf8")) as { oid: string }).oid;
 const files = (dir: string) => (existsSync(dir) ? readdirSync(dir).filter((f) => !f.endsWith(".tmp")) : []);
 
 beforeAll(async () => {
-  stack = await startStack({ env: { SVC_CONSOLE_APPROVERS: "oid-approver-1" } });
+  // No SVC_CONSOLE_APPROVERS, as in `npm start`: the stack's default approvers must receive requests.
+  stack = await startStack();
 }, 90_000);
 afterAll(async () => {
   await stack?.stop();
@@ -36,7 +40,7 @@ describe("notifications on the local stack", () => {
     expect(stack.output()).not.toContain("notification_route_unavailable");
   });
 
-  it("an approval request is delivered to the approver's inbox as a file carrying only the opaque approval id (C-375)", async () => {
+  it('C-375: without SVC_CONSOLE_APPROVERS an approval filed from the console reaches the local approvers\' inboxes as a file carrying only the opaque approval id, and the one who signs in as "Local Approver" decides it', async () => {
     const res = await fetch(`${stack.info.functions_url}/api/chat`, {
       method: "POST",
       headers: {
@@ -47,12 +51,32 @@ describe("notifications on the local stack", () => {
     });
     const filed = (await res.json()) as { kind: string; approval_id?: string };
     expect(filed.kind).toBe("approval_filed");
-    const inbox = path.join(stack.dataDir, "notifications", "inbox", "oid-approver-1");
-    const [file] = await eventually(async () => (files(inbox).length > 0 ? files(inbox) : undefined), 30_000);
-    const text = readFileSync(path.join(inbox, file ?? ""), "utf8");
-    expect(text).toContain(`# Approval requested`);
-    expect(text).toContain(filed.approval_id ?? "missing");
-    expect(text).not.toMatch(/approve_hil|decision=/);
+    const approvalId = filed.approval_id ?? "missing";
+
+    // Who signs in under the local approvers' names (the sign-in page or a dev token: same oid).
+    const approver = await mintToken(stack, "Approver", { name: "Local Approver" });
+    const owner = await mintToken(stack, "Owner", { name: "Local Owner" });
+    for (const token of [approver, owner]) {
+      const inbox = path.join(stack.dataDir, "notifications", "inbox", objectIdOf(token));
+      const [file] = await eventually(async () => (files(inbox).length > 0 ? files(inbox) : undefined), 30_000);
+      const text = readFileSync(path.join(inbox, file ?? ""), "utf8");
+      expect(text).toContain(`# Approval requested`);
+      expect(text).toContain(approvalId);
+      expect(text).not.toMatch(/approve_hil|decision=/);
+    }
+    expect(stack.output()).toContain("Local Approver, Local Owner");
+
+    const items = (await (
+      await fetch(`${stack.info.functions_url}/api/approvals`, { headers: { Authorization: `Bearer ${approver}` } })
+    ).json()) as { items: { approval_id: string; action_hash: string }[] };
+    const item = items.items.find((i) => i.approval_id === approvalId);
+    const decided = await fetch(`${stack.info.functions_url}/api/approvals/${approvalId}/decision`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${owner}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ decision: "reject", justification: "not now", action_hash: item?.action_hash }),
+    });
+    expect(decided.status).toBe(200);
+    expect(await decided.json()).toMatchObject({ approval_id: approvalId, state: "rejected" });
   });
 
   it("POST /api/notifications/test (Owner) sends a marked A2 message to every local channel: a verified webhook delivery, an .eml file and the inbox", async () => {

@@ -4,6 +4,8 @@ import { agentFramesOf } from "../../shared/console/activity.js";
 import { followAudit, relayAudit } from "../../shared/console/live-feed.js";
 import {
   chooseExecution,
+  detachedInvestigationView,
+  type InvestigationInstance,
   type InvestigationRunner,
   latencyEvidence,
   planInvestigation,
@@ -11,9 +13,10 @@ import {
 } from "../../shared/console/read-investigations.js";
 import { createToolRegistry } from "../../shared/console/tools/registry.js";
 import { defineTool, type ToolResult } from "../../shared/console/tools/tool.js";
-import { ForbiddenError, ValidationError } from "../../shared/errors.js";
+import { ForbiddenError, NotFoundError, ValidationError } from "../../shared/errors.js";
 import { createSseStream } from "../../shared/http/sse.js";
 import type { AuditEntry, AuditLog } from "../../shared/ops/audit.js";
+import { Orchestrations } from "../../shared/orchestrations/queue-labels.js";
 
 const tool = (name: string, floor: "Reader" | "Approver", cls: "read" | "execute" = "read") =>
   defineTool({
@@ -248,5 +251,72 @@ describe("agent runtime-state frames (GET /api/agents/stream)", () => {
     await reader.cancel();
     await relay;
     expect(await channel.ended).toBe("client_closed");
+  });
+});
+
+describe("read investigations: a detached one's result, as GET /api/read-investigations/{id} shows it", () => {
+  const id = `op-${"a".repeat(32)}`;
+  const starter = { oid: "oid-april", name: "April", tenant_id: "t1", roles: ["Approver" as const] };
+  const result = {
+    outcome: "answered" as const,
+    text: "ok",
+    activities: [],
+    tool_results: [],
+    evidence_refs: ["approvals:none"],
+    audit_ids: ["a1"],
+  };
+  const instance = (over: Partial<InvestigationInstance> = {}): InvestigationInstance => ({
+    name: Orchestrations.readInvestigation,
+    input: {
+      investigation_id: id,
+      request_id: "r1",
+      caller: starter,
+      plan: planInvestigation(registry, "Approver", ["list_secret"]),
+      choice: { mode: "detached", estimate_ms: 45_000, reason: "slow_history" },
+    },
+    output: undefined,
+    runtimeStatus: "Running",
+    createdAt: new Date("2026-11-28T03:00:00Z"),
+    ...over,
+  });
+
+  it("C-324: `running` (no result) until the operation ends, whatever the runtime reports before that", () => {
+    for (const runtimeStatus of ["Pending", "Running", "ContinuedAsNew", "Suspended"])
+      expect(detachedInvestigationView(id, instance({ runtimeStatus }), starter, "Approver")).toEqual({
+        status: "running",
+        started_at: "2026-11-28T03:00:00.000Z",
+      });
+    // Completed, but its output not yet readable: still running, never a succeeded without a result.
+    expect(detachedInvestigationView(id, instance({ runtimeStatus: "Completed" }), starter, "Approver").status).toBe(
+      "running",
+    );
+  });
+
+  it("C-324: the orchestration's outcome and result once it ended; a failed or terminated instance is failed", () => {
+    expect(
+      detachedInvestigationView(
+        id,
+        instance({ runtimeStatus: "Completed", output: { outcome: "succeeded", audit_id: "a2", result } }),
+        starter,
+        "Approver",
+      ),
+    ).toEqual({ status: "succeeded", started_at: "2026-11-28T03:00:00.000Z", result });
+    for (const runtimeStatus of ["Failed", "Terminated"])
+      expect(detachedInvestigationView(id, instance({ runtimeStatus }), starter, "Approver").status).toBe("failed");
+  });
+
+  it("only its starter reads it, and only while the starter's role holds the plan's highest floor (403 naming both roles)", () => {
+    const ended = instance({ runtimeStatus: "Completed", output: { outcome: "succeeded", audit_id: "a2", result } });
+    expect(() => detachedInvestigationView(id, ended, starter, "Reader")).toThrow(
+      new ForbiddenError("this investigation's reads need the Approver role; your current role is Reader"),
+    );
+    expect(detachedInvestigationView(id, ended, { ...starter, oid: "OID-APRIL" }, "Owner").status).toBe("succeeded");
+    // Another principal's, another orchestration's and no instance at all: the same 404.
+    const notFound = new NotFoundError(`no read investigation ${id}`);
+    expect(() => detachedInvestigationView(id, ended, { ...starter, oid: "oid-other" }, "Owner")).toThrow(notFound);
+    expect(() => detachedInvestigationView(id, { ...ended, name: "provisionCluster" }, starter, "Owner")).toThrow(
+      notFound,
+    );
+    expect(() => detachedInvestigationView(id, undefined, starter, "Owner")).toThrow(notFound);
   });
 });
