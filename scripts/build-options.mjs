@@ -30,7 +30,7 @@ const builtins = new Set(builtinModules);
  * built-in makes Node read every export of it, and reading `node:http`'s loads its bundled
  * undici (~30 ms at start) that nothing here uses at that point.
  */
-export const builtinsThroughRequire = {
+const builtinsThroughRequire = {
   name: "builtins-through-require",
   setup(pluginBuild) {
     pluginBuild.onResolve({ filter: /^(node:)?[a-z0-9_/]+$/ }, (args) => {
@@ -113,7 +113,7 @@ export function lazyBuildOptions(name) {
  * bundler cannot drop what a namespace object reaches. Messages here are English (zod's default,
  * which zod imports on its own): `z.locales` keeps only `en`.
  */
-export const zodEnglishOnly = {
+const zodEnglishOnly = {
   name: "zod-english-only",
   setup(pluginBuild) {
     pluginBuild.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) => {
