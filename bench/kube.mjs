@@ -22,6 +22,48 @@ const median = (xs) => {
 const round = (x, digits = 3) => Number(x.toFixed(digits));
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/**
+ * The job API's `shard timings` lines of one job (jobapi/jobs/shard-timings.ts), from the stack's
+ * log: per shard, ms from its Job's creation to each phase and the phases' durations.
+ */
+function shardTimingsOf(logPath, jobId) {
+  const rows = [];
+  for (const line of readFileSync(logPath, "utf8").split("\n")) {
+    if (!line.includes('"shard timings"') || !line.includes(jobId)) continue;
+    try {
+      const entry = JSON.parse(line.slice(line.indexOf("{")));
+      if (entry.msg === "shard timings" && entry.job_id === jobId) rows.push(entry);
+    } catch {
+      // another line
+    }
+  }
+  return rows;
+}
+
+/** Phases of a shard's time, in order (shard-timings.ts), printed as medians over every shard of every measured run. */
+const PHASES = [
+  "pod_start_ms",
+  "import_ms",
+  "cache_ms",
+  "query_ms",
+  "blast_ms",
+  "upload_and_exit_ms",
+  "record_ms",
+  "overhead_ms",
+];
+const MARKS = [
+  "scheduled_ms",
+  "container_running_ms",
+  "worker_started_ms",
+  "worker_imported_ms",
+  "cache_ready_ms",
+  "blast_started_ms",
+  "blast_ended_ms",
+  "upload_started_ms",
+  "completed_observed_ms",
+  "recorded_ms",
+];
+
 /** GET on the local API server with the kubeconfig's CA and token. */
 function kubeGet(kubeconfig, p) {
   const cluster = kubeconfig.clusters[0].cluster;
@@ -95,9 +137,10 @@ export async function benchKubernetes({ tmp, runs, log, mbases = Number(process.
     queryPath,
   });
   const dataDir = path.join(tmp, "f-stack");
+  const stackLog = path.join(tmp, "f-stack.log");
   const stack = await startStack({
     dataDir,
-    logPath: path.join(tmp, "f-stack.log"),
+    logPath: stackLog,
     env: {
       BLASTPLANE_EXECUTOR: "kubernetes",
       BLASTPLANE_KUBE_NODES: String(SHARDS),
@@ -146,7 +189,13 @@ export async function benchKubernetes({ tmp, runs, log, mbases = Number(process.
       const args = pods[0].spec.containers[0].args;
       threads = Number(args[args.indexOf("-num_threads") + 1]);
       if (pods.length !== SHARDS) throw new Error(`expected ${SHARDS} shard pods, found ${pods.length}`);
-      return { wall, callsPerShard: calls / SHARDS };
+      // The stack's log is written through a pipe: its last lines may trail the job's completion by a moment.
+      let timings = shardTimingsOf(stackLog, accepted.job_id);
+      for (let i = 0; i < 20 && timings.length < SHARDS; i++) {
+        await sleep(100);
+        timings = shardTimingsOf(stackLog, accepted.job_id);
+      }
+      return { wall, callsPerShard: calls / SHARDS, timings };
     };
     const runBareShards = async () => {
       const started = performance.now();
@@ -176,6 +225,7 @@ export async function benchKubernetes({ tmp, runs, log, mbases = Number(process.
     const bare = [];
     const calls = [];
     const foreign = [];
+    const timings = [];
     for (let i = 0; i <= runs; i++) {
       const meter = foreignLoadMeter();
       let job;
@@ -196,9 +246,29 @@ export async function benchKubernetes({ tmp, runs, log, mbases = Number(process.
       ours.push(job.wall);
       bare.push(b);
       calls.push(job.callsPerShard);
+      timings.push(...job.timings);
       await sleep(100);
     }
     const ratios = ours.map((x, i) => x / bare[i]);
+    const medianOf = (names) =>
+      Object.fromEntries(
+        names
+          .map((n) => [n, timings.map((t) => t[n]).filter((x) => typeof x === "number")])
+          .filter(([, xs]) => xs.length > 0)
+          .map(([n, xs]) => [n, Math.round(median(xs))]),
+      );
+    const phases = medianOf(PHASES);
+    const marks = medianOf(MARKS);
+    log(
+      `  (f) per shard, median ms over ${timings.length} shards: ${Object.entries(phases)
+        .map(([n, x]) => `${n.replace(/_ms$/, "")} ${x}`)
+        .join(", ")}`,
+    );
+    log(
+      `  (f) per shard, median ms from the Job's creation: ${Object.entries(marks)
+        .map(([n, x]) => `${n.replace(/_ms$/, "")} ${x}`)
+        .join(", ")}`,
+    );
     return {
       shards: SHARDS,
       letters: gen.letters,
@@ -212,6 +282,8 @@ export async function benchKubernetes({ tmp, runs, log, mbases = Number(process.
       target: TARGET_RATIO,
       pass: median(ours) / median(bare) <= TARGET_RATIO,
       api_calls_per_shard: calls,
+      shard_phases_ms: phases,
+      shard_marks_ms: marks,
       runs_ours_s: ours.map((x) => round(x)),
       runs_baseline_s: bare.map((x) => round(x)),
       ...foreignLoadOf(foreign),

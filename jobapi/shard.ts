@@ -1,8 +1,8 @@
 import { createReadStream } from "node:fs";
 import { describeCloudAuthorizationError } from "../shared/auth/cloud-authorization.js";
 import { runBlastTool } from "../shared/blast/blast-tools.js";
-import { parseEnv } from "../shared/config/env.js";
 import { BLAST_PROGRAMS, type BlastProgram } from "../shared/blast/programs.js";
+import { parseEnv } from "../shared/config/env.js";
 import { fillReleaseCache } from "../shared/databases/node-cache.js";
 import { openDatabaseStorage } from "../shared/databases/table-catalog.js";
 import { createLogger } from "../shared/logging/logger.js";
@@ -11,6 +11,7 @@ import { SHARD_STORAGE_SETTINGS, storageConnectionFromSettings } from "../shared
 import { isStatus } from "../shared/storage/table-text.js";
 import { releaseFolder } from "./executors/kubernetes-manifests.js";
 import { ArtifactStore } from "./jobs/artifact-store.js";
+import { encodeWorkerTimings, TIMINGS_METADATA_KEY } from "./jobs/shard-timings.js";
 import { shardSettingsSchema } from "./pod-settings.js";
 
 /** As the dispatcher stores shard outputs: fast gzip, parallel 1 MiB members. */
@@ -34,6 +35,10 @@ function partitionOf(shardId: string): number {
  * stderr otherwise; SIGTERM stops BLAST.
  */
 async function main(): Promise<void> {
+  // Epoch ms; the process's start is Node's time origin (see shard-timings.ts).
+  const now = () => performance.timeOrigin + performance.now();
+  const started = performance.timeOrigin;
+  const imported = now();
   const e = parseEnv(shardSettingsSchema, process.env, (values) => ({
     ...values,
     storage: storageConnectionFromSettings(values, SHARD_STORAGE_SETTINGS),
@@ -69,19 +74,39 @@ async function main(): Promise<void> {
     waited: filled.waited,
     took_over: filled.tookOver,
   });
+  const cacheReady = now();
   await artifacts.downloadToFile(e.SHARD_JOB_ID, `batches/b${e.SHARD_BATCH}.fa`, e.SHARD_QUERY_FILE);
-  const started = performance.now();
+  const blastStarted = now();
   logger.info("running BLAST", { program });
   await runBlastTool(program as BlastProgram, args, { cwd, signal: stop.signal });
-  const blastMs = Math.round(performance.now() - started);
+  const blastEnded = now();
+  const blastMs = Math.round(blastEnded - blastStarted);
+  const timings = {
+    started,
+    imported,
+    cache_ready: cacheReady,
+    blast_started: blastStarted,
+    blast_ended: blastEnded,
+    upload_started: now(),
+  };
   try {
     const bytes = await artifacts.uploadStream(e.SHARD_JOB_ID, output, createReadStream(e.SHARD_OUTPUT_FILE), {
       through: createParallelGzip({ level: GZIP_LEVEL }),
       signal: stop.signal,
       ifNew: true,
       checksum: true,
+      // The job API reads them with the output's size: where this shard's time went (shard-timings.ts).
+      metadata: { [TIMINGS_METADATA_KEY]: encodeWorkerTimings(timings) },
     });
-    logger.info("shard output published", { bytes, blast_ms: blastMs });
+    const uploaded = now();
+    logger.info("shard output published", {
+      bytes,
+      blast_ms: blastMs,
+      import_ms: Math.round(imported - started),
+      cache_ms: Math.round(cacheReady - imported),
+      query_ms: Math.round(blastStarted - cacheReady),
+      upload_ms: Math.round(uploaded - timings.upload_started),
+    });
   } catch (error) {
     // Another pod of this shard published first: its output stands.
     if (isStatus(error, 409) || isStatus(error, 412)) {

@@ -1,3 +1,5 @@
+import type { ObservedTimings } from "../jobs/shard-timings.js";
+
 /** One shard as an executor runs it: fixed argv, files it reads and writes. */
 export interface ShardSpec {
   jobId: string;
@@ -41,8 +43,10 @@ export interface ShardExecutor {
    * Resolves when the shard's output is complete. Aborting `signal` stops waiting; whether the
    * shard itself stops is the executor's (locally it does; cluster Jobs keep running to be adopted
    * by the next process, and {@link cancelJob} removes them). Failures may be a ShardFailedError.
+   * A cluster executor resolves with what it saw of the shard's Job and when (its timings).
    */
-  run(spec: ShardSpec, signal: AbortSignal): Promise<void>;
+  // biome-ignore lint/suspicious/noConfusingVoidType: an executor that observes nothing (the local one, test stand-ins) returns nothing
+  run(spec: ShardSpec, signal: AbortSignal): Promise<ObservedTimings | undefined | void>;
   /** Removes whatever still runs for a cancelled job (its cluster Jobs and their pods). */
   cancelJob?(jobId: string): Promise<void>;
 }

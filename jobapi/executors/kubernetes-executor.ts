@@ -13,20 +13,21 @@ import { formatBytes, parseQuantity } from "../../shared/cluster/quantity.js";
 import { ShardFailedError } from "../../shared/errors.js";
 import type { Logger } from "../../shared/logging/logger.js";
 import type { HealthObservation } from "../../shared/ops/emitters/health-transitions.js";
+import type { StorageConnection } from "../../shared/storage/storage-connection.js";
 import type { ArtifactStore } from "../jobs/artifact-store.js";
 import { memoryRemedies } from "../jobs/shard-plan.js";
+import type { ObservedTimings } from "../jobs/shard-timings.js";
 import { createSemaphore, type ShardExecutor, type ShardSpec } from "./executor.js";
 import {
   buildShardJob,
   LABEL,
   MANAGED_BY,
   type ShardJobSettings,
+  STORAGE_SECRET,
   shardJobName,
   shardMemoryBytes,
-  STORAGE_SECRET,
 } from "./kubernetes-manifests.js";
 import { WatchCache } from "./kubernetes-watch.js";
-import type { StorageConnection } from "../../shared/storage/storage-connection.js";
 
 export interface KubernetesExecutorOptions {
   kubeConfig: KubeConfig;
@@ -286,7 +287,7 @@ export function createKubernetesExecutor(o: KubernetesExecutorOptions): Kubernet
   async function verdict(
     spec: ShardSpec,
     jobName: string,
-    state: { unschedulableChecked: boolean; seen: boolean },
+    state: { unschedulableChecked: boolean; seen: boolean; observed: Partial<ObservedTimings> },
   ): Promise<Verdict> {
     const job = caches?.jobs.get(jobName);
     const pods = (caches?.pods.values() ?? []).filter(
@@ -303,7 +304,15 @@ export function createKubernetesExecutor(o: KubernetesExecutorOptions): Kubernet
         ? { failed: new ShardFailedError(`${prefix} was deleted before it finished`, true), deleteJob: false }
         : undefined;
     state.seen = true;
-    if (condition(job, "Complete")) return { done: true };
+    // When each phase was first seen (the shard's timings; a phase passed between two events shows at the later one).
+    const seenAt = Date.now();
+    if (pods.some((p) => p.spec?.nodeName)) state.observed.scheduled ??= seenAt;
+    if (pods.some((p) => p.status?.phase === "Running" || p.status?.phase === "Succeeded"))
+      state.observed.running ??= seenAt;
+    if (condition(job, "Complete")) {
+      state.observed.completed = seenAt;
+      return { done: true };
+    }
     const byAge = [...pods].sort((a, b) =>
       String(a.metadata?.creationTimestamp).localeCompare(String(b.metadata?.creationTimestamp)),
     );
@@ -363,9 +372,14 @@ export function createKubernetesExecutor(o: KubernetesExecutorOptions): Kubernet
   }
 
   /** Waits for the Job's verdict, re-evaluated on each change the caches see. */
-  function waitFor(spec: ShardSpec, jobName: string, signal: AbortSignal): Promise<void> {
+  function waitFor(
+    spec: ShardSpec,
+    jobName: string,
+    signal: AbortSignal,
+    observed: Partial<ObservedTimings>,
+  ): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      const state = { unschedulableChecked: false, seen: false };
+      const state = { unschedulableChecked: false, seen: false, observed };
       let evaluating = false;
       let again = false;
       let settled = false;
@@ -442,7 +456,8 @@ export function createKubernetesExecutor(o: KubernetesExecutorOptions): Kubernet
       const release = await admit(spec.jobId, signal);
       try {
         const mine = jobsOf(spec.jobId, spec.shardId);
-        if (mine.some((j) => condition(j, "Complete"))) return;
+        if (mine.some((j) => condition(j, "Complete"))) return undefined;
+        const observed: Partial<ObservedTimings> = {};
         let target = mine.find((j) => !finished(j))?.metadata?.name;
         if (target) {
           o.logger.info("adopting the shard's cluster Job", {
@@ -458,6 +473,7 @@ export function createKubernetesExecutor(o: KubernetesExecutorOptions): Kubernet
             await o.artifacts.uploadFile(spec.jobId, batchName, spec.queryPath);
           target = shardJobName(spec.jobId, spec.shardId, spec.attempt);
           const body = buildShardJob(spec, o.settings);
+          observed.created = Date.now();
           try {
             await call("create job", () => batch.createNamespacedJob({ namespace, body }), signal);
           } catch (error) {
@@ -472,7 +488,8 @@ export function createKubernetesExecutor(o: KubernetesExecutorOptions): Kubernet
             }
           }
         }
-        await waitFor(spec, target, signal);
+        await waitFor(spec, target, signal, observed);
+        return { ...observed, completed: observed.completed ?? Date.now() };
       } finally {
         release();
       }

@@ -86,6 +86,7 @@ async function uploadChunks(
     await client.upload(data, data.length, {
       abortSignal,
       conditions,
+      metadata: write.metadata,
       blobHTTPHeaders: headers,
       transactionalContentMD5: md5(data),
     });
@@ -97,6 +98,7 @@ async function uploadChunks(
   await client.commitBlockList(blockIds, {
     abortSignal,
     conditions,
+    metadata: write.metadata,
     blobHTTPHeaders: whole ? { blobContentMD5: new Uint8Array(whole.digest()) } : undefined,
   });
   return total;
@@ -108,6 +110,8 @@ export interface WriteOptions {
   ifNew?: boolean;
   /** MD5 of every block, verified by storage on receipt, and of the whole blob as its Content-MD5. */
   checksum?: boolean;
+  /** Blob metadata stored with it (in the same request that makes the blob appear). */
+  metadata?: Record<string, string>;
 }
 
 /**
@@ -233,6 +237,20 @@ export class ArtifactStore {
   async size(jobId: string, name: string): Promise<number | undefined> {
     try {
       return (await this.blob(jobId, name).getProperties()).contentLength ?? 0;
+    } catch (error) {
+      if (isStatus(error, 404)) return undefined;
+      throw error;
+    }
+  }
+
+  /** The artifact's size and metadata (one request), or undefined when it does not exist. */
+  async properties(
+    jobId: string,
+    name: string,
+  ): Promise<{ bytes: number; metadata: Record<string, string> } | undefined> {
+    try {
+      const props = await this.blob(jobId, name).getProperties();
+      return { bytes: props.contentLength ?? 0, metadata: props.metadata ?? {} };
     } catch (error) {
       if (isStatus(error, 404)) return undefined;
       throw error;

@@ -5,10 +5,11 @@ import type { DatabaseEntry } from "../../shared/databases/database-catalog.js";
 import { ShardFailedError } from "../../shared/errors.js";
 import type { JobRecord, Shard } from "../../shared/jobs/model.js";
 import { createParallelGzip } from "../../shared/storage/parallel-gzip.js";
-import { buildShardArgs, type createSemaphore } from "../executors/executor.js";
+import { buildShardArgs, type createSemaphore, type ShardExecutor } from "../executors/executor.js";
 import { shardArtifact } from "./artifact-store.js";
 import { GZIP_LEVEL, JobFailure, type RunContext, type ShardRun, setShard } from "./dispatch-context.js";
 import { shardMemoryNeed } from "./shard-plan.js";
+import { decodeWorkerTimings, shardTimeline, TIMINGS_METADATA_KEY } from "./shard-timings.js";
 
 // Running shards: each through the executor, retried up to the allowed attempts, its output stored.
 
@@ -47,8 +48,9 @@ export async function runShard(
       await ctx.advance(job.job_id, signal, (j) => setShard(j, shard.id, { state: "running", attempts: attempt }));
     try {
       const release = await room.acquire(signal);
+      let observed: Awaited<ReturnType<ShardExecutor["run"]>>;
       try {
-        await ctx.o.executor.run(
+        observed = await ctx.o.executor.run(
           {
             jobId: job.job_id,
             shardId: shard.id,
@@ -73,7 +75,7 @@ export async function runShard(
       const stored = !options.store
         ? Promise.resolve()
         : ctx.o.executor.storesOutputs
-          ? recordStored(ctx, job.job_id, shard.id, signal)
+          ? recordStored(ctx, job.job_id, shard.id, observed, signal)
           : storeShard(ctx, job.job_id, shard.id, xml, signal);
       // Awaited by the caller; this only keeps an early failure from being reported as unhandled.
       stored.catch(() => {});
@@ -101,10 +103,23 @@ export async function runShard(
 }
 
 /** The shard stored its own output (a cluster shard worker): record it as succeeded with its size. */
-async function recordStored(ctx: RunContext, jobId: string, shardId: string, signal: AbortSignal): Promise<void> {
-  const bytes = await ctx.o.artifacts.size(jobId, shardArtifact(shardId));
-  if (bytes === undefined) throw new JobFailure(`shard ${shardId} finished without storing its output`);
-  await ctx.advance(jobId, signal, (j) => setShard(j, shardId, { state: "succeeded", output_bytes: bytes }));
+async function recordStored(
+  ctx: RunContext,
+  jobId: string,
+  shardId: string,
+  observed: Awaited<ReturnType<ShardExecutor["run"]>>,
+  signal: AbortSignal,
+): Promise<void> {
+  const stored = await ctx.o.artifacts.properties(jobId, shardArtifact(shardId));
+  if (stored === undefined) throw new JobFailure(`shard ${shardId} finished without storing its output`);
+  await ctx.advance(jobId, signal, (j) => setShard(j, shardId, { state: "succeeded", output_bytes: stored.bytes }));
+  // Where the shard's time went, from its Job's creation to this record (its worker's part rides on the output's metadata).
+  if (observed)
+    ctx.o.logger.info("shard timings", {
+      job_id: jobId,
+      shard: shardId,
+      ...shardTimeline(observed, decodeWorkerTimings(stored.metadata[TIMINGS_METADATA_KEY]), Date.now()),
+    });
 }
 
 async function storeShard(

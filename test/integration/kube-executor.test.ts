@@ -14,6 +14,13 @@ import {
 } from "../../jobapi/executors/kubernetes-executor.js";
 import { POD_USER, type ShardJobSettings } from "../../jobapi/executors/kubernetes-manifests.js";
 import { ArtifactStore } from "../../jobapi/jobs/artifact-store.js";
+import {
+  decodeWorkerTimings,
+  type ObservedTimings,
+  shardTimeline,
+  TIMINGS_METADATA_KEY,
+  type WorkerTimings,
+} from "../../jobapi/jobs/shard-timings.js";
 import { type RunningAzurite, startAzurite } from "../../local/azurite.js";
 import { blastPoolNodes, type LocalCluster, prepareNodeFolder, startLocalCluster } from "../../local/kube/cluster.js";
 import { type DatabaseEntry, publishDatabase } from "../../shared/databases/database-catalog.js";
@@ -171,7 +178,7 @@ describe("Kubernetes executor on the local cluster", () => {
   it("runs a shard as one Job whose worker publishes its output; API calls per shard do not grow with its duration; manifests pass the OpenAPI schemas", async () => {
     const ex = executor();
     const jobId = newJobId();
-    await ex.run(shard(jobId, 1), new AbortController().signal);
+    const observed = await ex.run(shard(jobId, 1), new AbortController().signal);
     const gz = await artifacts.open(jobId, "shards/b0-p1.out.gz");
     const chunks: Buffer[] = [];
     for await (const c of gz ?? []) chunks.push(c as Buffer);
@@ -179,6 +186,31 @@ describe("Kubernetes executor on the local cluster", () => {
     expect(xml).toContain("<BlastOutput_program>blastn</BlastOutput_program>");
     expect(xml.trimEnd().endsWith("</BlastOutput>")).toBe(true);
     expect(jobsOf(jobId).map((j) => j.metadata.name)).toEqual([`bp-${jobId}-b0-p1-a1`]);
+    // Where the shard's time went (issue 24): what the executor saw of its Job, in order, and the
+    // worker's own phases, stored with its output (read with the size the job API reads anyway).
+    expect(observed).toBeDefined();
+    const seen = observed as ObservedTimings;
+    expect([seen.created, seen.scheduled, seen.running].every((t) => typeof t === "number")).toBe(true);
+    expect(seen.created).toBeLessThanOrEqual(seen.scheduled as number);
+    expect(seen.scheduled).toBeLessThanOrEqual(seen.running as number);
+    expect(seen.running).toBeLessThanOrEqual(seen.completed);
+    const stored = await artifacts.properties(jobId, "shards/b0-p1.out.gz");
+    const worker = decodeWorkerTimings(stored?.metadata[TIMINGS_METADATA_KEY]);
+    expect(worker).toBeDefined();
+    const w = worker as WorkerTimings;
+    const order = [w.started, w.imported, w.cache_ready, w.blast_started, w.blast_ended, w.upload_started];
+    expect(order).toEqual([...order].sort((x, y) => x - y));
+    expect(w.upload_started).toBeLessThanOrEqual(seen.completed);
+    expect(Object.keys(shardTimeline(seen, w, Date.now()))).toEqual(
+      expect.arrayContaining([
+        "pod_start_ms",
+        "import_ms",
+        "cache_ms",
+        "blast_ms",
+        "upload_and_exit_ms",
+        "overhead_ms",
+      ]),
+    );
 
     // After the caches are up, a shard costs one call (its create), short or long.
     const before = ex.apiCalls();
