@@ -23,6 +23,8 @@ const WORKSPACE = {
 let stack: TestStack;
 let contributor: string;
 let reader: string;
+/** The forced deploy of the absent image, left to run out its rollout timeout behind the tests that follow it. */
+let forcedDeploy: string | undefined;
 
 async function post(token: string, body: unknown, contentType = "application/json"): Promise<Response> {
   return fetch(`${stack.info.functions_url}/api/jobapi/deploy`, {
@@ -32,13 +34,17 @@ async function post(token: string, body: unknown, contentType = "application/jso
   });
 }
 
+async function operationOf(operationId: string): Promise<Record<string, unknown> & { progress?: { step?: string } }> {
+  const res = await fetch(`${stack.info.functions_url}/api/operations/${operationId}`, {
+    headers: { Authorization: `Bearer ${contributor}` },
+  });
+  return (await res.json()) as Record<string, unknown>;
+}
+
 async function finished(operationId: string): Promise<Record<string, unknown>> {
   return eventually(
     async () => {
-      const res = await fetch(`${stack.info.functions_url}/api/operations/${operationId}`, {
-        headers: { Authorization: `Bearer ${contributor}` },
-      });
-      const o = (await res.json()) as Record<string, unknown>;
+      const o = await operationOf(operationId);
       return ["succeeded", "failed", "cancelled"].includes(String(o.state)) ? o : undefined;
     },
     120_000,
@@ -136,7 +142,14 @@ describe("POST /api/jobapi/deploy", { timeout: 180_000 }, () => {
     const forced = await post(contributor, { image_digest: ABSENT, force: true });
     expect(forced.status).toBe(200);
     const { operation } = (await forced.json()) as { operation: { operation_id: string } };
-    await finished(operation.operation_id);
+    // Applied once the operation reaches its rollout step. Its rollout of the absent image then runs
+    // out its 10 s while the tests below provision and build; the last one waits for its end first.
+    await eventually(
+      async () => ((await operationOf(operation.operation_id)).progress?.step === "rollout" ? true : undefined),
+      120_000,
+      250,
+    );
+    forcedDeploy = operation.operation_id;
     expect(await kubectl("get", "deploy", "blastplane-jobapi", "-o", "jsonpath={.spec.replicas}")).toBe("1");
   });
 });
@@ -220,6 +233,8 @@ describe("npm start's local Resource Manager: choices, then provisioning onto th
     expect(progress.image).toBe(`blastplanecr.azurecr.io/blastplane-jobapi@${progress.image_digest}`);
     expect(progress.log_tail).toContain(`Run ID: ${progress.run_id} was successful`);
     // The deploy of the built digest: the kubelet pulls it (no ImagePullBackOff, unlike the absent image above).
+    // A deploy still running would be answered instead of a new one: the forced one above ends first.
+    if (forcedDeploy) await finished(forcedDeploy);
     const deployed = await post(contributor, { image_digest: progress.image_digest, force: true });
     expect(deployed.status).toBe(200);
     const deploy = await finished(
