@@ -3,6 +3,7 @@ import * as df from "durable-functions";
 import { explainCloudAuthorization } from "../../shared/auth/cloud-authorization.js";
 import {
   type BuildImagesInput,
+  buildRunName,
   createImageBuildActivities,
   lastLines,
   type RunPoll,
@@ -51,7 +52,9 @@ function reasonOf(error: unknown): string {
  * tail of its log in the custom status. The result is the image pinned by digest (never a moving
  * tag), what `POST /api/jobapi/deploy` takes. A failed run fails the operation with the run's
  * error and its log's last lines. A host restart replays to where the orchestration was: the
- * upload and the run are not repeated once their results are in the history.
+ * upload and the run are not repeated once their results are in the history, and the run is
+ * scheduled under a name of this build's ({@link buildRunName}), so a schedule interrupted after
+ * the registry accepted it finds that run when it runs again.
  */
 export const buildImages: OrchestrationHandler = function* (context: OrchestrationContext) {
   const input = context.df.getInput<BuildImagesInput>();
@@ -75,6 +78,8 @@ export const buildImages: OrchestrationHandler = function* (context: Orchestrati
     run = yield context.df.callActivityWithRetry(BuildImagesActivities.schedule, BUILD_RETRY, {
       ...input,
       source_location: uploaded.source_location,
+      // One name per build: a schedule run again (a host killed before it was recorded) finds its run.
+      run_name: buildRunName(context.df.instanceId, new Date(started).toISOString(), uploaded.context_digest),
     });
   } catch (error) {
     return failed("schedule", `the registry refused the build run: ${reasonOf(error)}`, base);

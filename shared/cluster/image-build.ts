@@ -50,15 +50,22 @@ export function createImageBuildActivities(deps: {
       const { source_location } = await deps.registry().uploadContext(input.registry, context.bytes);
       return { source_location, context_digest: context.digest, files: context.files, bytes: context.bytes.length };
     },
-    /** Schedules the registry's Docker build run of the uploaded context. */
-    schedule(input: BuildImagesInput & { source_location: string }): Promise<{ run_id: string }> {
-      return deps.registry().scheduleRun(input.registry, {
+    /**
+     * Schedules the registry's Docker build run of the uploaded context under the build's run name
+     * ({@link buildRunName}): run again after the host died between the registry accepting the run
+     * and the orchestration recording it, it finds that run and answers it instead of a second.
+     */
+    async schedule(
+      input: BuildImagesInput & { source_location: string; run_name: string },
+    ): Promise<{ run_id: string }> {
+      const { run_id } = await deps.registry().scheduleNamedRun(input.registry, input.run_name, {
         source_location: input.source_location,
         dockerfile: input.dockerfile,
         // ACR fills in the run id: each build has its own tag, and the deploy pins the digest anyway.
         image_names: [`${input.repository}:{{.Run.ID}}`],
         timeout_seconds: input.timeout_seconds,
       });
+      return { run_id };
     },
     /** The run's state and its log's tail (the operation's progress). */
     async read(input: { registry: RegistryRef; run_id: string }): Promise<RunPoll> {
@@ -70,6 +77,15 @@ export function createImageBuildActivities(deps: {
       return { ...run, log_tail };
     },
   };
+}
+
+/**
+ * The name of one build's registry run (an ACR taskRun name: at most 50 letters, digits and `-`),
+ * derived from the build's operation, when that execution of it started and the build context's
+ * digest: the same on every replay and re-run of the schedule activity, another for another build.
+ */
+export function buildRunName(operationId: string, startedAt: string, contextDigest: string): string {
+  return `bp-${createHash("sha256").update(`${operationId}\n${startedAt}\n${contextDigest}`).digest("hex").slice(0, 40)}`;
 }
 
 /** The lines of a log tail worth putting in an error message. */

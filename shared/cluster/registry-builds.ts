@@ -97,7 +97,7 @@ export function createRegistryBuilds(connection: ArmConnection) {
 
   /** One Resource Manager request (a path under the endpoint, or a URL ARM gave, which must be on the endpoint). */
   async function send(
-    method: "GET" | "POST",
+    method: "GET" | "POST" | "PUT",
     target: string,
     body?: unknown,
   ): Promise<{ status: number; headers: { get(name: string): string | undefined }; body: Record<string, unknown> }> {
@@ -125,7 +125,7 @@ export function createRegistryBuilds(connection: ArmConnection) {
     return { status: response.status, headers: response.headers, body: parsed ?? {} };
   }
 
-  async function arm(method: "GET" | "POST", path: string, body?: unknown): Promise<Record<string, unknown>> {
+  async function arm(method: "GET" | "POST" | "PUT", path: string, body?: unknown): Promise<Record<string, unknown>> {
     return (await send(method, path, body)).body;
   }
 
@@ -134,9 +134,14 @@ export function createRegistryBuilds(connection: ArmConnection) {
    * `Location` and `Retry-After`, as ACR answers `scheduleRun`): polls the operation until it ends
    * (at most {@link SCHEDULE_WAIT_SECONDS}), then reads the result at `Location`. A 200 is the result.
    */
-  async function armAction(path: string, body: unknown): Promise<Record<string, unknown>> {
-    const first = await send("POST", path, body);
-    if (first.status !== 202) return first.body;
+  async function armAction(
+    path: string,
+    body: unknown,
+    method: "POST" | "PUT" = "POST",
+  ): Promise<Record<string, unknown>> {
+    const first = await send(method, path, body);
+    // A PUT answers 200/201 with the resource, its provisioning followed at Azure-AsyncOperation.
+    if (first.status !== 202 && !(method === "PUT" && first.headers.get("azure-asyncoperation"))) return first.body;
     const status = first.headers.get("azure-asyncoperation");
     const location = first.headers.get("location");
     let retry = first.headers.get("retry-after");
@@ -160,6 +165,7 @@ export function createRegistryBuilds(connection: ArmConnection) {
         retry = poll.headers.get("retry-after");
       }
     }
+    if (method === "PUT") return (await send("GET", path)).body;
     if (!location) return first.body;
     for (;;) {
       const result = await send("GET", location);
@@ -218,6 +224,52 @@ export function createRegistryBuilds(connection: ArmConnection) {
       const runId = String((run.properties as { runId?: unknown } | undefined)?.runId ?? run.name ?? "");
       if (!runId) throw new RegistryRequestError("the registry answered no run id", 502, "NoRunId");
       return { run_id: runId };
+    },
+
+    /**
+     * Schedules a Docker build run under a name of the caller's (ACR's `taskRuns`, whose PUT is
+     * idempotent by name): when a taskRun of that name exists already — the registry accepted it
+     * before the caller could record it — its run is answered, and no second run is scheduled.
+     */
+    async scheduleNamedRun(
+      registry: RegistryRef,
+      name: string,
+      request: { source_location: string; dockerfile: string; image_names: string[]; timeout_seconds: number },
+    ): Promise<{ run_id: string; reused: boolean }> {
+      const path = `${registryPath(registry)}/taskRuns/${encodeURIComponent(name)}`;
+      const runIdOf = (taskRun: Record<string, unknown>) =>
+        String(
+          (taskRun.properties as { runResult?: { properties?: { runId?: unknown }; name?: unknown } } | undefined)
+            ?.runResult?.properties?.runId ??
+            (taskRun.properties as { runResult?: { name?: unknown } } | undefined)?.runResult?.name ??
+            "",
+        );
+      const found = await arm("GET", path).catch((error: unknown) => {
+        if (error instanceof RegistryRequestError && error.statusCode === 404) return undefined;
+        throw error;
+      });
+      if (found && runIdOf(found)) return { run_id: runIdOf(found), reused: true };
+      const taskRun = await armAction(
+        path,
+        {
+          properties: {
+            runRequest: {
+              type: "DockerBuildRequest",
+              sourceLocation: request.source_location,
+              dockerFilePath: request.dockerfile,
+              imageNames: request.image_names,
+              isPushEnabled: true,
+              noCache: false,
+              platform: { os: "Linux", architecture: "amd64" },
+              timeout: request.timeout_seconds,
+            },
+          },
+        },
+        "PUT",
+      );
+      const runId = runIdOf(taskRun);
+      if (!runId) throw new RegistryRequestError("the registry answered no run id", 502, "NoRunId");
+      return { run_id: runId, reused: false };
     },
 
     /** The run's state, and its pushed image once it succeeded. */

@@ -267,17 +267,25 @@ describe("registry runs on the local Resource Manager (the image build's REST ca
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   });
 
-  it("B-004 uploads the context through the registry's upload URL, schedules the run (202, polled as ACR answers it), runs the build (Queued, Running, Succeeded) and reports the image by digest", async () => {
+  it("B-004 uploads the context through the registry's upload URL, schedules the run under its build's name (a taskRun: polled as ACR answers it; the same name again is the same run), runs the build (Queued, Running, Succeeded) and reports the image by digest", async () => {
     const dir = contextDir(true);
     const uploaded = await activities(dir).upload(input);
     // The context is the folder less what .dockerignore drops, packed the same way each time.
     expect(uploaded).toMatchObject({ files: 3, context_digest: (await packBuildContext(dir)).digest });
     expect(uploaded.source_location).toMatch(/^source\/\d{8}\/[0-9a-f-]+\.tar\.gz$/);
-    const { run_id } = await activities(dir).schedule({ ...input, source_location: uploaded.source_location });
-    // ACR answers scheduleRun as a long-running operation: 202, its status polled, the run read at Location.
-    const scheduled = world.arm.requests.filter((r) => /\/scheduleRun$/.test(r.path));
-    expect(scheduled.at(-1)?.status).toBe(202);
-    expect(world.arm.requests.filter((r) => /\/operationresults\//.test(r.path)).at(-1)?.status).toBe(200);
+    const scheduleInput = { ...input, source_location: uploaded.source_location, run_name: "bp-first-build" };
+    const { run_id } = await activities(dir).schedule(scheduleInput);
+    // A named run (ACR's taskRuns): its PUT a long-running operation (201 + Azure-AsyncOperation, polled).
+    const scheduled = world.arm.requests.filter(
+      (r) => r.method === "PUT" && /\/taskRuns\/bp-first-build$/.test(r.path),
+    );
+    expect(scheduled.map((r) => r.status)).toEqual([201]);
+    // B-004 Scheduled again under the same name (the host died before the run id was recorded): the
+    // same run, and no second one.
+    const runsBefore = world.arm.store.list("Microsoft.ContainerRegistry/registries/runs").length;
+    expect(await activities(dir).schedule(scheduleInput)).toEqual({ run_id });
+    expect(world.arm.store.list("Microsoft.ContainerRegistry/registries/runs")).toHaveLength(runsBefore);
+    expect(world.arm.requests.filter((r) => r.method === "PUT" && /\/taskRuns\//.test(r.path))).toHaveLength(1);
     const first = await activities(dir).read({ registry, run_id });
     expect(first).toMatchObject({ status: "Running", terminal: false });
     const done = await runToEnd(dir, run_id);
@@ -293,7 +301,11 @@ describe("registry runs on the local Resource Manager (the image build's REST ca
   it("a run whose context lacks the Dockerfile fails, and its log says why", async () => {
     const dir = contextDir(false);
     const uploaded = await activities(dir).upload(input);
-    const { run_id } = await activities(dir).schedule({ ...input, source_location: uploaded.source_location });
+    const { run_id } = await activities(dir).schedule({
+      ...input,
+      source_location: uploaded.source_location,
+      run_name: "bp-no-dockerfile",
+    });
     const done = await runToEnd(dir, run_id);
     expect(done).toMatchObject({ status: "Failed", terminal: true, error: "failed during run, err: exit status 1" });
     expect(done.output_image).toBeUndefined();

@@ -71,7 +71,7 @@ describe("local stack: kill -9 mid-orchestration, then restart", () => {
 });
 
 describe("local stack: kill -9 mid-provisioning, mid-build and mid-deploy, then restart", () => {
-  it("B-003 B-004 B-027 the provision, build and deploy operations resume after a restart and each ends succeeded once: one cluster, one registry run, one rollout", async () => {
+  it("B-003 B-004 B-027 the provision, build and deploy operations resume after a restart and each ends succeeded once: one cluster, one registry run (even when killed between the registry accepting it and the orchestration recording it), one rollout", async () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), "bp-restart-arm-"));
     const env = {
       BLASTPLANE_LOCAL_ARM: "1",
@@ -175,18 +175,24 @@ describe("local stack: kill -9 mid-provisioning, mid-build and mid-deploy, then 
     expect(built).toMatchObject({ state: "succeeded" });
     const digest = (built.progress as { image_digest: string }).image_digest;
     expect(runs()).toHaveLength(1);
-    // A second build, killed while it follows its registry run (runs move on only as the build polls them)…
-    const build = operationOf(await call(second, "POST", "images/build"));
     const stepOf = async (id: string) =>
       ((await call(second, "GET", `operations/${id}`)).body.progress as { step?: string } | undefined)?.step;
-    await eventually(async () => ((await stepOf(build)) === "run" ? true : undefined), 120_000, 50);
-    // …and a deploy of the first build's image, killed while it waits for the rollout.
+    // A deploy of the first build's image, killed while it waits for the rollout…
     const deploy = operationOf(await call(second, "POST", "jobapi/deploy", { image_digest: digest }));
     await eventually(async () => ((await stepOf(deploy)) === "rollout" ? true : undefined), 120_000, 50);
+    // …and a second build, killed the moment the registry has accepted its run, while the schedule
+    // activity still waits for the registry's scheduling operation (so the orchestration has not
+    // recorded the run): the resumed activity must find that run rather than schedule another.
+    const build = operationOf(await call(second, "POST", "images/build"));
+    await eventually(async () => (runs().length === 2 ? true : undefined), 120_000, 5);
     await second.kill();
+    const atSchedule = saved();
     expect(runs()).toHaveLength(2);
     const runAtKill = runs()[1] as unknown as { properties: { status?: string } };
-    expect(runAtKill.properties.status).not.toBe("Succeeded");
+    expect(runAtKill.properties.status).toBe("Queued");
+    expect(
+      atSchedule?.operations.filter((o) => o.status === "InProgress" && /\/registries\//i.test(o.resourceId)),
+    ).toHaveLength(1);
 
     // The restarted host's local cluster starts empty: the resumed deploy applies once more and rolls out.
     const third = await startStack({ dataDir, inMemory: false, env });
@@ -196,6 +202,7 @@ describe("local stack: kill -9 mid-provisioning, mid-build and mid-deploy, then 
       state: "succeeded",
       progress: { image_digest: expect.stringMatching(/^sha256:/) },
     });
+    // B-004 One registry run for the second build: the one accepted before the kill.
     expect(runs()).toHaveLength(2);
     expect(redeployed).toMatchObject({ state: "succeeded", progress: { step: "done", image_digest: digest } });
     const deployment = await call(third, "GET", "jobapi/deployment");

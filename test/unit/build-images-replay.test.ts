@@ -68,9 +68,18 @@ describe("buildImages replay", () => {
     expect(schedule.newActions).toEqual([
       expect.objectContaining({
         functionName: activities.schedule,
-        input: { ...INPUT, source_location: UPLOADED.source_location },
+        input: {
+          ...INPUT,
+          source_location: UPLOADED.source_location,
+          run_name: expect.stringMatching(/^bp-[0-9a-f]{40}$/),
+        },
       }),
     ]);
+    // B-004 The run's name is the same on every replay (a re-run schedule finds the run the registry accepted).
+    const again = await replayer.replay(uploaded);
+    expect((again.newActions[0] as unknown as { input: { run_name: string } }).input.run_name).toBe(
+      (schedule.newActions[0] as unknown as { input: { run_name: string } }).input.run_name,
+    );
     const history = scheduled();
     const waiting = await replayer.replay(history);
     expect(waiting.newActions).toEqual([

@@ -7,6 +7,7 @@ import { readRoutes, seedResource } from "./simple-routes.js";
 
 const NAMESPACE = "Microsoft.ContainerRegistry";
 const RUN = "Microsoft.ContainerRegistry/registries/runs";
+const TASK_RUN = "Microsoft.ContainerRegistry/registries/taskRuns";
 const REGISTRY_PATH =
   "/subscriptions/{subscriptionId}/resourceGroups/{resourceGroupName}/providers/Microsoft.ContainerRegistry/registries/{registryName}";
 
@@ -85,11 +86,94 @@ export function containerRegistryProvider(options: ContainerRegistryOptions = {}
       announce(done);
       arm.blobs.set(logName(run.name, r), Buffer.from(String(done.log ?? "")));
     };
+    /** A DockerBuildRequest accepted: its run, `Queued`, and what it will end as. */
+    const createRun = (r: StoredResource, request: unknown): StoredResource => {
+      const body = (request ?? {}) as {
+        type?: unknown;
+        sourceLocation?: unknown;
+        dockerFilePath?: unknown;
+        imageNames?: unknown;
+        platform?: { os?: unknown };
+      };
+      if (body.type !== "DockerBuildRequest")
+        throw new ArmError(400, "InvalidRequestContent", "Only DockerBuildRequest runs are supported here.");
+      if (typeof body.dockerFilePath !== "string" || !body.dockerFilePath)
+        throw new ArmError(400, "InvalidParameter", "The parameter dockerFilePath is required.");
+      if (typeof body.platform?.os !== "string")
+        throw new ArmError(400, "InvalidParameter", "The parameter platform.os is required.");
+      const names = Array.isArray(body.imageNames) ? body.imageNames.map(String) : [];
+      const source =
+        typeof body.sourceLocation === "string" ? arm.blobs.get(`${r.name}/${body.sourceLocation}`) : undefined;
+      if (!source)
+        throw new ArmError(
+          400,
+          "InvalidSourceLocation",
+          `The source location '${String(body.sourceLocation)}' could not be read.`,
+        );
+      runCounter += 1;
+      const runId = `ca${runCounter}`;
+      const loginServer = String(r.properties.loginServer);
+      const digest = `sha256:${createHash("sha256").update(source).digest("hex")}`;
+      let files: string[] = [];
+      try {
+        files = tarEntries(gunzipSync(source));
+      } catch {
+        files = [];
+      }
+      const [repository = "", tag] = (names[0] ?? "").replaceAll("{{.Run.ID}}", runId).split(":");
+      const planned = files.includes(body.dockerFilePath)
+        ? {
+            status: "Succeeded",
+            outputImages: [{ registry: loginServer, repository, ...(tag ? { tag } : {}), digest }],
+            log: [
+              `Queued a build with ID: ${runId}`,
+              "Waiting for an agent...",
+              `Sending context (${source.length} bytes) to registry: ${loginServer}...`,
+              `Step 1/1 : building ${body.dockerFilePath} (local registry: the context's digest is the image's)`,
+              `${loginServer}/${repository}@${digest} pushed`,
+              `Run ID: ${runId} was successful`,
+            ].join("\n"),
+          }
+        : {
+            status: "Failed",
+            runErrorMessage: "failed during run, err: exit status 1",
+            log: [
+              `Queued a build with ID: ${runId}`,
+              `Sending context (${source.length} bytes) to registry: ${loginServer}...`,
+              `failed to solve: failed to read dockerfile: open ${body.dockerFilePath}: no such file or directory`,
+              `Run ID: ${runId} failed after 2s. Error: failed during run, err: exit status 1`,
+            ].join("\n"),
+          };
+      const run = store.put({
+        id: `${r.id}/runs/${runId}`,
+        name: runId,
+        type: RUN,
+        properties: {
+          runId,
+          status: "Queued",
+          runType: "QuickRun",
+          createTime: new Date().toISOString(),
+          platform: { os: body.platform.os, architecture: "amd64" },
+          imageUpdateTrigger: null,
+          provisioningState: "Succeeded",
+          polls: 0,
+          planned,
+        },
+      });
+      arm.blobs.set(logName(runId, r), Buffer.from(`Queued a build with ID: ${runId}\n`));
+      return run;
+    };
     const runJson = (run: StoredResource) => {
       const { polls: _polls, planned: _planned, log: _log, ...properties } = run.properties;
       return { ...resourceJson(run), properties };
     };
     arm.views.set(RUN.toLowerCase(), runJson);
+    /** A taskRun as ACR answers it: its `runResult` is the run it scheduled, as that run is now. */
+    const taskRunJson = (taskRun: StoredResource) => {
+      const { runId, ...properties } = taskRun.properties as { runId?: string };
+      const run = runId ? store.get(`${taskRun.id.replace(/\/taskRuns\/[^/]+$/, "")}/runs/${runId}`) : undefined;
+      return { ...resourceJson(taskRun), properties: { ...properties, ...(run ? { runResult: runJson(run) } : {}) } };
+    };
 
     return {
       namespace: NAMESPACE,
@@ -119,81 +203,45 @@ export function containerRegistryProvider(options: ContainerRegistryOptions = {}
           scope: (req) => req.path.slice(0, -"/scheduleRun".length),
           handle: (req, ctx) => {
             const r = registry(req);
-            const body = req.body as {
-              type?: unknown;
-              sourceLocation?: unknown;
-              dockerFilePath?: unknown;
-              imageNames?: unknown;
-              platform?: { os?: unknown };
-            };
-            if (body.type !== "DockerBuildRequest")
-              throw new ArmError(400, "InvalidRequestContent", "Only DockerBuildRequest runs are supported here.");
-            if (typeof body.dockerFilePath !== "string" || !body.dockerFilePath)
-              throw new ArmError(400, "InvalidParameter", "The parameter dockerFilePath is required.");
-            if (typeof body.platform?.os !== "string")
-              throw new ArmError(400, "InvalidParameter", "The parameter platform.os is required.");
-            const names = Array.isArray(body.imageNames) ? body.imageNames.map(String) : [];
-            const source =
-              typeof body.sourceLocation === "string" ? arm.blobs.get(`${r.name}/${body.sourceLocation}`) : undefined;
-            if (!source)
-              throw new ArmError(
-                400,
-                "InvalidSourceLocation",
-                `The source location '${String(body.sourceLocation)}' could not be read.`,
-              );
-            runCounter += 1;
-            const runId = `ca${runCounter}`;
-            const loginServer = String(r.properties.loginServer);
-            const digest = `sha256:${createHash("sha256").update(source).digest("hex")}`;
-            let files: string[] = [];
-            try {
-              files = tarEntries(gunzipSync(source));
-            } catch {
-              files = [];
-            }
-            const [repository = "", tag] = (names[0] ?? "").replaceAll("{{.Run.ID}}", runId).split(":");
-            const planned = files.includes(body.dockerFilePath)
-              ? {
-                  status: "Succeeded",
-                  outputImages: [{ registry: loginServer, repository, ...(tag ? { tag } : {}), digest }],
-                  log: [
-                    `Queued a build with ID: ${runId}`,
-                    "Waiting for an agent...",
-                    `Sending context (${source.length} bytes) to registry: ${loginServer}...`,
-                    `Step 1/1 : building ${body.dockerFilePath} (local registry: the context's digest is the image's)`,
-                    `${loginServer}/${repository}@${digest} pushed`,
-                    `Run ID: ${runId} was successful`,
-                  ].join("\n"),
-                }
-              : {
-                  status: "Failed",
-                  runErrorMessage: "failed during run, err: exit status 1",
-                  log: [
-                    `Queued a build with ID: ${runId}`,
-                    `Sending context (${source.length} bytes) to registry: ${loginServer}...`,
-                    `failed to solve: failed to read dockerfile: open ${body.dockerFilePath}: no such file or directory`,
-                    `Run ID: ${runId} failed after 2s. Error: failed during run, err: exit status 1`,
-                  ].join("\n"),
-                };
-            const run = store.put({
-              id: `${r.id}/runs/${runId}`,
-              name: runId,
-              type: RUN,
-              properties: {
-                runId,
-                status: "Queued",
-                runType: "QuickRun",
-                createTime: new Date().toISOString(),
-                platform: { os: body.platform.os, architecture: "amd64" },
-                imageUpdateTrigger: null,
-                provisioningState: "Succeeded",
-                polls: 0,
-                planned,
-              },
-            });
-            arm.blobs.set(logName(runId, r), Buffer.from(`Queued a build with ID: ${runId}\n`));
+            const run = createRun(r, req.body);
             // As ACR answers: 202, the run at the operation's Location once it is scheduled.
             return ctx.actionWithOperation(req, run, NAMESPACE);
+          },
+        },
+        {
+          // A named run (ACR's taskRuns): PUT is idempotent by name — the run a taskRun's first PUT
+          // scheduled is answered again, never a second one — and the taskRun names its run.
+          method: "PUT",
+          pattern: `${REGISTRY_PATH}/taskRuns/{taskRunName}`,
+          action: "Microsoft.ContainerRegistry/registries/taskRuns/write",
+          handle: (req, ctx) => {
+            const r = registry(req);
+            const id = `${r.id}/taskRuns/${req.params.taskRunName}`;
+            const existing = store.get(id);
+            if (existing) return { status: 200, body: taskRunJson(existing) };
+            const body = req.body as { properties?: { runRequest?: unknown } } | undefined;
+            const run = createRun(r, body?.properties?.runRequest);
+            const answer = ctx.putWithOperation(req, {
+              id,
+              name: String(req.params.taskRunName),
+              type: TASK_RUN,
+              namespace: NAMESPACE,
+              location: r.location ?? "eastus",
+              properties: { runRequest: body?.properties?.runRequest, runId: run.name },
+            });
+            return { ...answer, body: taskRunJson(store.get(id) ?? run) };
+          },
+        },
+        {
+          method: "GET",
+          pattern: `${REGISTRY_PATH}/taskRuns/{taskRunName}`,
+          action: "Microsoft.ContainerRegistry/registries/taskRuns/read",
+          handle: (req) => {
+            const r = registry(req);
+            const taskRun = store.get(`${r.id}/taskRuns/${req.params.taskRunName}`);
+            if (!taskRun)
+              throw new ArmError(404, "ResourceNotFound", `The task run '${req.params.taskRunName}' was not found.`);
+            return { status: 200, body: taskRunJson(taskRun) };
           },
         },
         {
