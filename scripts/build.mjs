@@ -4,6 +4,7 @@
 import { createHash } from "node:crypto";
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { pathToFileURL } from "node:url";
 import { isDeepStrictEqual } from "node:util";
 import { gzipSync } from "node:zlib";
 import { build } from "esbuild";
@@ -90,6 +91,26 @@ for (const file of readdirSync(path.join(root, "config")).filter((name) => name.
   if (!isDeepStrictEqual(JSON.parse(JSON.stringify(value)), value)) continue;
   const sha256 = createHash("sha256").update(text).digest("hex");
   writeFileSync(path.join(root, "dist/functions/config", `${file}.parsed.json`), JSON.stringify({ sha256, value }));
+}
+// Each JSON catalog ships with its validation (`<file>.validated.json`: the SHA-256 of its text and
+// of what its validation depends on, and the validated value), made here with the loaders' own
+// schemas (shared/ops/catalog/shipped-catalogs.ts), so the app's start does not run zod over the
+// catalogs it ships; a file changed after the build no longer matches and is validated at start.
+const validatorFile = path.join(root, "dist/meta/shipped-catalogs.mjs");
+await build({
+  entryPoints: [path.join(root, "shared/ops/catalog/shipped-catalogs.ts")],
+  outfile: validatorFile,
+  bundle: true,
+  platform: "node",
+  format: "esm",
+  packages: "external",
+  logLevel: "warning",
+});
+const { validateShippedCatalogs } = await import(pathToFileURL(validatorFile).href);
+for (const [file, validated] of Object.entries(validateShippedCatalogs(path.join(root, "config")))) {
+  // Only what JSON carries as it is (a transform's Date or Set stays validated at start).
+  if (!isDeepStrictEqual(JSON.parse(JSON.stringify(validated.value)), validated.value)) continue;
+  writeFileSync(path.join(root, "dist/functions/config", `${file}.validated.json`), JSON.stringify(validated));
 }
 // The job API's manifests, which the deploy renders and applies (shared/cluster/job-api-manifests.ts finds them here).
 mkdirSync(path.join(root, "dist/functions/k8s"), { recursive: true });

@@ -538,7 +538,12 @@ export class ApiServer {
       throw notFound("pods", name);
     }
     const container = q.get("container") ?? String(field(pod, "spec", "containers", "0", "name"));
-    const buffer = this.o.kubelet.logs(String(pod.metadata.uid));
+    const named = (field<Record<string, unknown>[]>(pod, "spec", "containers") ?? []).some((c) => c.name === container);
+    if (!named) {
+      this.record("GET", label, 400);
+      throw new KubeStatusError(400, "BadRequest", `container ${container} is not valid for pod ${name}`);
+    }
+    const buffer = this.o.kubelet.logs(String(pod.metadata.uid), container);
     if (!buffer || (field(pod, "status", "phase") === "Pending" && buffer.text() === "")) {
       this.record("GET", label, 400);
       throw new KubeStatusError(

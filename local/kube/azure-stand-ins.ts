@@ -15,6 +15,8 @@ import { field } from "./objects.js";
 
 /** The label AKS's workload identity webhook acts on: the pod was rendered for Azure. */
 export const WORKLOAD_IDENTITY_USE = "azure.workload.identity/use";
+/** The annotation naming the containers (`;`-separated) the webhook leaves without the identity. */
+export const WORKLOAD_IDENTITY_SKIP_CONTAINERS = "azure.workload.identity/skip-containers";
 
 /** What the local stack has in place of what AKS and Azure give a pod. */
 export interface AzureStandInOptions {
@@ -58,8 +60,11 @@ export interface AzureStandInOptions {
  * The copies live in the container's own folder (owned by its user) and go with it.
  */
 export function azureStandIns(options: AzureStandInOptions): ContainerSupplement {
-  return ({ pod, env, dir, owner }) => {
+  return ({ pod, container, env, dir, owner }) => {
     if (pod.metadata.labels?.[WORKLOAD_IDENTITY_USE] !== "true") return undefined;
+    // A container the webhook skips (the terminal's shell) gets no Azure identity on AKS: nor here.
+    const skipped = String(pod.metadata.annotations?.[WORKLOAD_IDENTITY_SKIP_CONTAINERS] ?? "").split(";");
+    if (skipped.map((n) => n.trim()).includes(String(container.name))) return undefined;
     // The Azurite key, the API token and the admin kubeconfig are the job API's alone: a pod
     // elsewhere, or under another service account, gets nothing (on AKS it would get no token).
     if (!options.namespaces.includes(String(pod.metadata.namespace))) return undefined;

@@ -14,6 +14,7 @@ import {
   readFileSync,
   rmSync,
   statSync,
+  writeFileSync,
 } from "node:fs";
 import { constants as osConstants, tmpdir } from "node:os";
 import path from "node:path";
@@ -145,20 +146,33 @@ interface Run {
   startedAt: string;
 }
 
-interface PodState {
-  uid: string;
-  namespace: string;
+/** One container of a pod: its own process, log, restarts and readiness. */
+interface ContainerState {
+  /** Its place in the pod's `spec.containers` (and `status.containerStatuses`). */
+  index: number;
   name: string;
   logs: LogBuffer;
   run?: Run;
   retry?: NodeJS.Timeout;
   restarts: number;
-  /** The pod object is gone from the store: nothing more is written about it. */
-  removed: boolean;
   /** Stops what the node's supplement started for the container's current run. */
   stopSupplement?: () => void;
-  /** Each container port's port on this machine (no network namespace: the kubelet gives each one a free port). */
+}
+
+interface PodState {
+  uid: string;
+  namespace: string;
+  name: string;
+  containers: ContainerState[];
+  /** The pod object is gone from the store: nothing more is written about it. */
+  removed: boolean;
+  /**
+   * Each port the pod listens on, and its port on this machine (no network namespace: the kubelet
+   * gives each one a free port, shared by the pod's containers as their network namespace is).
+   */
   hostPorts?: Map<number, number>;
+  /** Free ports are being found for the pod: its containers start once they are. */
+  portsPending?: boolean;
 }
 
 /** How often a container not yet ready is probed (a real kubelet waits `periodSeconds`: see {@link Kubelet}). */
@@ -276,18 +290,23 @@ export function treeRssBytes(pid: number): number {
 const READY_CONDITIONS = ["PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady"];
 
 /**
- * The kubelet of every simulated node: runs each bound pod's container as a local process.
+ * The kubelet of every simulated node: runs each container of a bound pod as a local process of
+ * its own (its own log, restarts per the pod's `restartPolicy`, CrashLoopBackOff and readiness);
+ * the pod is Ready while all of its containers are (`kubectl get pods` READY 2/2), Succeeded or
+ * Failed once all have ended for good.
  *
  * - The image maps to this machine ({@link LocalImage}): its WORKDIR is the project folder and
  *   `node` is this Node binary; an unknown image is ErrImagePull, then ImagePullBackOff.
- * - Volumes: a `hostPath` is that folder, an `emptyDir` a fresh folder per pod. There is no mount
+ * - Volumes: a `hostPath` is that folder, an `emptyDir` a fresh folder per pod, a `secret` a
+ *   folder of the pod holding the Secret's keys as files (a missing Secret: the container waits). There is no mount
  *   namespace, so a mount path inside the container's command, args, env values and working dir
  *   is rewritten to the folder it mounts.
  * - Env: values, `secretKeyRef` (a missing secret is CreateContainerConfigError) and `fieldRef`.
  *   Nothing of this process's own environment passes but `PATH`. What the node supplies beyond the
  *   spec comes from the {@link KubeletOptions.supplement} (the local stack's Azure stand-ins).
- * - Network: no namespace; the pod's IP is 127.0.0.1 and each container port gets a free port of
- *   this machine, kept while the pod lives. A listen variable ({@link listenEnvKind}: `*_PORT`
+ * - Network: no namespace; the pod's IP is 127.0.0.1 and each port the pod listens on (every
+ *   container's ports, and a listen variable's port a container does not declare) gets a free port
+ *   of this machine, kept while the pod lives and the same for all of its containers. A listen variable ({@link listenEnvKind}: `*_PORT`
  *   whose value is a container port, `*_HOST` whose value is `0.0.0.0`) is rewritten to that port
  *   or to 127.0.0.1, as mount paths are rewritten to folders; any other value is left alone.
  * - Readiness: an `httpGet` readiness probe is run against that port (see `probeReadiness`); the
@@ -337,9 +356,10 @@ export class Kubelet {
     });
   }
 
-  /** The log of a pod's container (undefined when the kubelet never ran it). */
-  logs(uid: string): LogBuffer | undefined {
-    return this.pods.get(uid)?.logs;
+  /** The log of a pod's container, the first when none is named (undefined when the kubelet never ran it). */
+  logs(uid: string, container?: string): LogBuffer | undefined {
+    const containers = this.pods.get(uid)?.containers ?? [];
+    return container === undefined ? containers[0]?.logs : containers.find((c) => c.name === container)?.logs;
   }
 
   /** Kills every container at once (the cluster is stopping). */
@@ -347,9 +367,11 @@ export class Kubelet {
     this.unsubscribe();
     for (const state of this.pods.values()) {
       state.removed = true;
-      clearTimeout(state.retry);
-      this.kill(state, "SIGKILL");
-      state.stopSupplement?.();
+      for (const c of state.containers) {
+        clearTimeout(c.retry);
+        this.kill(c, "SIGKILL");
+        c.stopSupplement?.();
+      }
     }
     // The folder of pods run as other users, when this kubelet made it.
     if (this.userPodsDir && !this.o.userPodsDir) rmSync(this.userPodsDir, { recursive: true, force: true });
@@ -434,23 +456,28 @@ export class Kubelet {
     if (!current || current.metadata.uid !== uid) return;
     let state = this.pods.get(uid);
     if (current.metadata.deletionTimestamp) {
-      if (state?.run) this.terminate(state, current);
+      if (state?.containers.some((c) => c.run)) this.terminate(state, current);
       else this.o.store.remove("pods", current.metadata.namespace, current.metadata.name);
       return;
     }
     const phase = String(field(current, "status", "phase") ?? "Pending");
     if (phase === "Succeeded" || phase === "Failed") return;
     if (!state) {
+      const specs = field<Any[]>(current, "spec", "containers") ?? [];
       state = {
         uid,
         namespace: String(current.metadata.namespace),
         name: current.metadata.name,
-        logs: new LogBuffer(this.logLimit),
-        restarts: 0,
+        containers: specs.map((spec, index) => ({
+          index,
+          name: String(spec.name),
+          logs: new LogBuffer(this.logLimit),
+          restarts: 0,
+        })),
         removed: false,
       };
       this.pods.set(uid, state);
-      this.start(state);
+      for (const c of state.containers) this.start(state, c);
     }
   }
 
@@ -458,9 +485,11 @@ export class Kubelet {
     const state = this.pods.get(uid);
     if (!state) return;
     state.removed = true;
-    clearTimeout(state.retry);
-    this.kill(state, "SIGKILL");
-    state.stopSupplement?.();
+    for (const c of state.containers) {
+      clearTimeout(c.retry);
+      this.kill(c, "SIGKILL");
+      c.stopSupplement?.();
+    }
     this.pods.delete(uid);
     rmSync(path.join(this.o.rootDir, "pods", uid), { recursive: true, force: true });
     if (this.userPodsDir) rmSync(path.join(this.userPodsDir, uid), { recursive: true, force: true });
@@ -481,21 +510,83 @@ export class Kubelet {
     }));
   }
 
-  private waiting(state: PodState, container: Any, reason: string, message: string, retry: boolean): void {
-    const pod = this.setStatus(state, (status) => ({
-      ...status,
-      phase: "Pending",
-      containerStatuses: [
-        {
-          name: container.name,
-          image: container.image,
-          imageID: "",
-          ready: false,
-          started: false,
-          restartCount: state.restarts,
-          state: { waiting: { reason, message } },
-        },
-      ],
+  /**
+   * Writes one container's status (`entry`, or its readiness alone) and what follows for the pod
+   * from all of its containers' statuses: its phase (Pending until every container has started;
+   * Succeeded or Failed once every one has terminated for good; Running between) and its Ready
+   * and ContainersReady conditions (True only while every container is ready).
+   */
+  private setContainerStatus(state: PodState, c: ContainerState, entry: (previous: Any | undefined) => Any) {
+    return this.setStatus(state, (status, p) => {
+      const specs = field<Any[]>(p, "spec", "containers") ?? [];
+      const previous = (status.containerStatuses as Any[] | undefined) ?? [];
+      const statuses = specs.map((spec, i) => {
+        const had = previous.find((s) => s.name === spec.name);
+        if (i === c.index) return entry(had);
+        return (
+          had ?? {
+            name: spec.name,
+            image: spec.image,
+            imageID: "",
+            ready: false,
+            started: false,
+            restartCount: 0,
+            state: { waiting: { reason: "ContainerCreating" } },
+          }
+        );
+      });
+      const terminated = (s: Any) => field(s, "state", "terminated") !== undefined;
+      const phase = statuses.every(terminated)
+        ? statuses.every((s) => field(s, "state", "terminated", "exitCode") === 0)
+          ? "Succeeded"
+          : "Failed"
+        : statuses.every((s) => field(s, "state", "running") || field(s, "lastState", "terminated") || terminated(s))
+          ? "Running"
+          : "Pending";
+      let conditions = field<Condition[]>(status, "conditions");
+      if (phase === "Succeeded" || phase === "Failed") {
+        conditions = ["Ready", "ContainersReady", "PodReadyToStartContainers"].reduce(
+          (cs, type) =>
+            setCondition(cs, {
+              type,
+              status: "False",
+              ...(type === "PodReadyToStartContainers" ? {} : { reason: "PodCompleted" }),
+            }),
+          conditions,
+        );
+      } else {
+        const ready = statuses.every((s) => s.ready === true);
+        const started = statuses.some((s) => field(s, "state", "running") || field(s, "lastState", "terminated"));
+        conditions = READY_CONDITIONS.reduce((cs, type) => {
+          if (type === "Ready" || type === "ContainersReady")
+            return setCondition(
+              cs,
+              ready ? { type, status: "True" } : { type, status: "False", reason: "ContainersNotReady" },
+            );
+          return started ? setCondition(cs, { type, status: "True" }) : cs;
+        }, conditions);
+      }
+      return { ...status, phase, conditions, containerStatuses: statuses };
+    });
+  }
+
+  private waiting(
+    state: PodState,
+    c: ContainerState,
+    container: Any,
+    reason: string,
+    message: string,
+    retry: boolean,
+  ): void {
+    const pod = this.setContainerStatus(state, c, (previous) => ({
+      name: container.name,
+      image: container.image,
+      imageID: "",
+      ready: false,
+      started: false,
+      restartCount: c.restarts,
+      state: { waiting: { reason, message } },
+      ...(previous?.lastState ? { lastState: previous.lastState } : {}),
     }));
     if (pod)
       recordEvent(
@@ -507,75 +598,128 @@ export class Kubelet {
         "kubelet",
       );
     if (retry) {
-      state.retry = setTimeout(() => this.start(state), Math.max(this.backoffMs, 1000));
-      state.retry.unref();
+      c.retry = setTimeout(() => this.start(state, c), Math.max(this.backoffMs, 1000));
+      c.retry.unref();
     }
   }
 
   /**
-   * Starts the pod's container. Called from timers and promise callbacks: whatever fails in it
+   * Starts one container of the pod. Called from timers and promise callbacks: whatever fails in it
    * leaves the container waiting (CreateContainerError, retried), never an exception that would end
    * the process the kubelet runs in.
    */
-  private start(state: PodState): void {
+  private start(state: PodState, c: ContainerState): void {
     try {
-      this.startContainer(state);
+      this.startContainer(state, c);
     } catch (error) {
-      const container = (field<Any[]>(this.podOf(state), "spec", "containers") ?? [])[0] ?? {};
+      const container = (field<Any[]>(this.podOf(state), "spec", "containers") ?? [])[c.index] ?? {};
       try {
-        this.waiting(state, container, "CreateContainerError", (error as Error).message, true);
+        this.waiting(state, c, container, "CreateContainerError", (error as Error).message, true);
       } catch (again) {
-        this.o.logger.warn("container could not start", { pod: state.name, error: (again as Error).message });
+        this.o.logger.warn("container could not start", {
+          pod: state.name,
+          container: c.name,
+          error: (again as Error).message,
+        });
       }
     }
   }
 
-  private startContainer(state: PodState): void {
+  /**
+   * The ports the pod listens on: every container's `containerPort`s and the value of each listen
+   * variable ({@link listenEnvKind} `port`) a container names without declaring it as a port (the
+   * terminal daemon's `JOBAPI_TERMINAL_DAEMON_PORT`, reached over the pod's loopback only).
+   */
+  private podPorts(containers: Any[]): number[] {
+    const ports = new Set<number>();
+    for (const container of containers) {
+      for (const p of (container.ports as Any[]) ?? [])
+        if (Number.isInteger(Number(p.containerPort))) ports.add(Number(p.containerPort));
+      for (const e of (container.env as Any[]) ?? []) {
+        if (listenEnvKind(String(e.name)) === "port" && typeof e.value === "string" && /^\d+$/.test(e.value))
+          ports.add(Number(e.value));
+      }
+    }
+    return [...ports];
+  }
+
+  /** A `secret` volume: the Secret's keys as files (mode `defaultMode`, 0644 by default) in a folder of the pod. */
+  private secretVolume(state: PodState, podDir: string, identity: ContainerIdentity, volume: Any): string | Error {
+    const ref = field<Any>(volume, "secret") ?? {};
+    const secret = this.o.store.get("secrets", state.namespace, String(ref.secretName));
+    if (!secret && ref.optional !== true)
+      return new Error(
+        `MountVolume.SetUp failed for volume "${String(volume.name)}" : secret "${String(ref.secretName)}" not found`,
+      );
+    const dir = this.ownedDir(podDir, identity, "volumes", String(volume.name));
+    const mode = Number.isInteger(ref.defaultMode) ? Number(ref.defaultMode) & 0o777 : 0o644;
+    for (const [key, value] of Object.entries(
+      (field<Record<string, string>>(secret, "data") ?? {}) as Record<string, string>,
+    )) {
+      if (!/^[\w.-]+$/.test(key) || key === "." || key === "..") continue;
+      const file = path.join(dir, key);
+      writeFileSync(file, Buffer.from(String(value), "base64"), { mode });
+      chmodSync(file, mode);
+      if (identity.switched) chownSync(file, identity.uid, identity.volumeGid);
+    }
+    return dir;
+  }
+
+  private startContainer(state: PodState, c: ContainerState): void {
     const pod = this.podOf(state);
     if (!pod || pod.metadata.deletionTimestamp) return;
     const spec = (pod.spec as Any) ?? {};
     const containers = (spec.containers as Any[]) ?? [];
-    const container = containers[0] as Any;
+    const container = containers[c.index] as Any;
+    if (!container || container.name !== c.name) return;
     const imageRef = String(container.image);
     const image = this.o.images.find((i) => i.pattern.test(imageRef));
     if (!image) {
-      const pulled = field(pod, "status", "containerStatuses", "0", "state", "waiting", "reason");
+      const pulled = field(
+        ((field<Any[]>(pod, "status", "containerStatuses") ?? []) as Any[]).find((s) => s.name === c.name),
+        "state",
+        "waiting",
+        "reason",
+      );
       const reason = pulled === "ErrImagePull" || pulled === "ImagePullBackOff" ? "ImagePullBackOff" : "ErrImagePull";
       const message =
         reason === "ErrImagePull"
           ? `Failed to pull image "${imageRef}": the local kubelet runs only images it maps to this machine's build`
           : `Back-off pulling image "${imageRef}"`;
-      this.waiting(state, container, reason, message, true);
-      return;
-    }
-    if (containers.length !== 1) {
-      this.waiting(
-        state,
-        container,
-        "CreateContainerConfigError",
-        "the local kubelet runs pods of exactly one container",
-        false,
-      );
+      this.waiting(state, c, container, reason, message, true);
       return;
     }
     const where = `(pod: "${state.name}_${state.namespace}(${state.uid})", container: ${String(container.name)})`;
     const identity = containerIdentity(pod, container, this.user, where);
     if (isRefusal(identity)) {
-      this.waiting(state, container, identity.reason, identity.message, false);
+      this.waiting(state, c, container, identity.reason, identity.message, false);
       return;
     }
-    // No network namespace: every container port gets a free port of this machine, kept for the pod's life.
-    const ports = ((container.ports as Any[]) ?? []).map((p) => Number(p.containerPort)).filter(Number.isInteger);
-    if (ports.length > 0 && !state.hostPorts) {
-      freeLoopbackPorts(ports.length).then(
-        (free) => {
-          state.hostPorts = new Map(ports.map((p, i) => [p, free[i] as number]));
-          this.start(state);
-        },
-        (error: Error) =>
-          this.waiting(state, container, "CreateContainerError", `no free port: ${error.message}`, true),
-      );
-      return;
+    // No network namespace: every port the pod listens on gets a free port of this machine, kept
+    // for the pod's life and shared by its containers (the first container to start finds them).
+    if (!state.hostPorts) {
+      const ports = this.podPorts(containers);
+      if (ports.length > 0) {
+        if (state.portsPending) {
+          c.retry = setTimeout(() => this.start(state, c), 50);
+          c.retry.unref();
+          return;
+        }
+        state.portsPending = true;
+        freeLoopbackPorts(ports.length).then(
+          (free) => {
+            state.hostPorts = new Map(ports.map((p, i) => [p, free[i] as number]));
+            state.portsPending = false;
+            this.start(state, c);
+          },
+          (error: Error) => {
+            state.portsPending = false;
+            this.waiting(state, c, container, "CreateContainerError", `no free port: ${error.message}`, true);
+          },
+        );
+        return;
+      }
+      state.hostPorts = new Map();
     }
     const podDir = this.podDir(state.uid, identity);
     // Volumes: where each mount path lives on this machine.
@@ -585,12 +729,21 @@ export class Kubelet {
       let host: string | undefined;
       if (volume?.hostPath) host = String(field(volume, "hostPath", "path"));
       else if (volume?.emptyDir) host = this.ownedDir(podDir, identity, "volumes", String(m.name));
+      else if (volume?.secret) {
+        const made = this.secretVolume(state, podDir, identity, volume);
+        if (made instanceof Error) {
+          this.waiting(state, c, container, "CreateContainerConfigError", made.message, true);
+          return;
+        }
+        host = made;
+      }
       if (!host) {
         this.waiting(
           state,
+          c,
           container,
           "CreateContainerConfigError",
-          `volume "${String(m.name)}" is not a hostPath or emptyDir volume`,
+          `volume "${String(m.name)}" is not a hostPath, emptyDir or secret volume`,
           false,
         );
         return;
@@ -598,6 +751,7 @@ export class Kubelet {
       if (identity.switched && !permits(identity, host, m.readOnly === true ? "rx" : "rwx")) {
         this.waiting(
           state,
+          c,
           container,
           "CreateContainerError",
           `volume "${String(m.name)}": ${host} is not ${m.readOnly === true ? "readable" : "writable"} by uid ${identity.uid} gid ${identity.gid} ${where}`,
@@ -641,6 +795,7 @@ export class Kubelet {
           if (ref.optional === true) continue;
           this.waiting(
             state,
+            c,
             container,
             "CreateContainerConfigError",
             secret
@@ -665,8 +820,8 @@ export class Kubelet {
         env[name] = String(values[fieldPath] ?? "");
       }
     }
-    state.stopSupplement?.();
-    state.stopSupplement = undefined;
+    c.stopSupplement?.();
+    c.stopSupplement = undefined;
     let supplied: ReturnType<ContainerSupplement>;
     try {
       supplied = this.o.supplement?.({
@@ -679,12 +834,12 @@ export class Kubelet {
     } catch (error) {
       // What the node supplies could not be made (a chown refused, a file not readable): as a
       // kubelet whose container config cannot be generated, the container waits and is retried.
-      this.waiting(state, container, "CreateContainerConfigError", (error as Error).message, true);
+      this.waiting(state, c, container, "CreateContainerConfigError", (error as Error).message, true);
       return;
     }
     if (supplied) {
       env = supplied.env;
-      state.stopSupplement = supplied.stop;
+      c.stopSupplement = supplied.stop;
     }
     const argv = [...((container.command as string[]) ?? image.cmd), ...((container.args as string[]) ?? [])].map(
       mapPath,
@@ -692,6 +847,7 @@ export class Kubelet {
     if (argv[0] !== "node") {
       this.waiting(
         state,
+        c,
         container,
         "CreateContainerError",
         `exec: "${argv[0] ?? ""}": executable file not found in $PATH`,
@@ -711,6 +867,7 @@ export class Kubelet {
         if (permits(identity, file, mode)) continue;
         this.waiting(
           state,
+          c,
           container,
           "CreateContainerError",
           `the ${what} ${file} is not open to uid ${identity.uid} gid ${identity.gid} ${where}`,
@@ -730,8 +887,8 @@ export class Kubelet {
       // Without setpriv the runtime switches the user itself (and the process keeps no supplementary group).
       ...(identity.switched && !SETPRIV ? { uid: identity.uid, gid: identity.gid } : {}),
     });
-    child.stdout?.on("data", (c: Buffer) => state.logs.push(c));
-    child.stderr?.on("data", (c: Buffer) => state.logs.push(c));
+    child.stdout?.on("data", (chunk: Buffer) => c.logs.push(chunk));
+    child.stderr?.on("data", (chunk: Buffer) => c.logs.push(chunk));
     const limit = parseQuantity(field<string>(container, "resources", "limits", "memory"));
     const probe = field<Any>(container, "readinessProbe");
     const run: Run = { child, oom: false, ready: !probe, startedAt: timestamp() };
@@ -740,49 +897,38 @@ export class Kubelet {
       run.sampler = setInterval(() => {
         if (run.oom || treeRssBytes(pid) <= limit) return;
         run.oom = true;
-        this.o.logger.info("container exceeded its memory limit", { pod: state.name, limit_bytes: limit });
-        this.kill(state, "SIGKILL");
+        this.o.logger.info("container exceeded its memory limit", {
+          pod: state.name,
+          container: c.name,
+          limit_bytes: limit,
+        });
+        this.kill(c, "SIGKILL");
       }, this.sampleMs);
       run.sampler.unref();
     }
-    state.run = run;
-    child.once("error", (error) => state.logs.push(Buffer.from(`${error.message}\n`)));
-    child.once("close", (code, signal) => this.exited(state, run, code, signal));
-    const started = this.setStatus(state, (status, p) => ({
+    c.run = run;
+    child.once("error", (error) => c.logs.push(Buffer.from(`${error.message}\n`)));
+    child.once("close", (code, signal) => this.exited(state, c, run, code, signal));
+    this.setStatus(state, (status) => ({
       ...status,
-      phase: "Running",
       hostIP: "127.0.0.1",
       hostIPs: [{ ip: "127.0.0.1" }],
       podIP: "127.0.0.1",
       podIPs: [{ ip: "127.0.0.1" }],
       startTime: status.startTime ?? run.startedAt,
-      conditions: READY_CONDITIONS.reduce(
-        (cs, type) =>
-          setCondition(
-            cs,
-            run.ready || (type !== "Ready" && type !== "ContainersReady")
-              ? { type, status: "True" }
-              : { type, status: "False", reason: "ContainersNotReady" },
-          ),
-        field<Condition[]>(p, "status", "conditions"),
-      ),
-      containerStatuses: [
-        {
-          name: container.name,
-          image: imageRef,
-          imageID: `local://${imageRef}`,
-          containerID: `local://${child.pid ?? 0}`,
-          ready: run.ready,
-          started: true,
-          restartCount: state.restarts,
-          state: { running: { startedAt: run.startedAt } },
-          ...(field(status, "containerStatuses", "0", "lastState")
-            ? { lastState: field(status, "containerStatuses", "0", "lastState") }
-            : {}),
-        },
-      ],
     }));
-    if (started && state.restarts === 0) {
+    const started = this.setContainerStatus(state, c, (previous) => ({
+      name: container.name,
+      image: imageRef,
+      imageID: `local://${imageRef}`,
+      containerID: `local://${child.pid ?? 0}`,
+      ready: run.ready,
+      started: true,
+      restartCount: c.restarts,
+      state: { running: { startedAt: run.startedAt } },
+      ...(previous?.lastState ? { lastState: previous.lastState } : {}),
+    }));
+    if (started && c.restarts === 0) {
       recordEvent(
         this.o.store,
         started,
@@ -801,7 +947,7 @@ export class Kubelet {
       );
       recordEvent(this.o.store, started, "Normal", "Started", `Started container ${String(container.name)}`, "kubelet");
     }
-    if (probe) this.probeReadiness(state, run, container, probe);
+    if (probe) this.probeReadiness(state, c, run, container, probe);
   }
 
   /**
@@ -812,12 +958,12 @@ export class Kubelet {
    * row make a ready container unready; one success makes it ready. The pod's Ready condition and
    * the container's `ready` follow (the Deployment's available replicas follow those).
    */
-  private probeReadiness(state: PodState, run: Run, container: Any, probe: Any): void {
+  private probeReadiness(state: PodState, c: ContainerState, run: Run, container: Any, probe: Any): void {
     const get = field<Any>(probe, "httpGet");
     const named = ((container.ports as Any[]) ?? []).find((p) => p.name === get?.port);
     const hostPort = state.hostPorts?.get(Number(named ? named.containerPort : get?.port));
     if (!get || hostPort === undefined) {
-      this.setReady(state, run, true);
+      this.setReady(state, c, run, true);
       return;
     }
     const url = `http://127.0.0.1:${hostPort}${probePath(get.path)}`;
@@ -836,12 +982,12 @@ export class Kubelet {
       } catch (error) {
         failed = `Get "${url}": ${(error as Error).message}`;
       }
-      if (state.run !== run) return;
+      if (c.run !== run) return;
       try {
         const ok = failed === undefined;
         failures = ok ? 0 : failures + 1;
-        if (ok && !run.ready) this.setReady(state, run, true);
-        else if (!ok && run.ready && failures >= failureThreshold) this.setReady(state, run, false);
+        if (ok && !run.ready) this.setReady(state, c, run, true);
+        else if (!ok && run.ready && failures >= failureThreshold) this.setReady(state, c, run, false);
         // One event per distinct failure (a kubelet counts repeats of an event rather than adding more).
         const pod = failed !== undefined && failed !== lastFailure ? this.podOf(state) : undefined;
         if (pod) recordEvent(this.o.store, pod, "Warning", "Unhealthy", `Readiness probe failed: ${failed}`, "kubelet");
@@ -858,44 +1004,43 @@ export class Kubelet {
     run.probeTimer.unref();
   }
 
-  private setReady(state: PodState, run: Run, ready: boolean): void {
-    if (state.run !== run) return;
+  private setReady(state: PodState, c: ContainerState, run: Run, ready: boolean): void {
+    if (c.run !== run) return;
     run.ready = ready;
-    const pod = this.setStatus(state, (status) => ({
-      ...status,
-      conditions: ["Ready", "ContainersReady"].reduce(
-        (cs, type) =>
-          setCondition(cs, ready ? { type, status: "True" } : { type, status: "False", reason: "ContainersNotReady" }),
-        field<Condition[]>(status, "conditions"),
-      ),
-      containerStatuses: ((status.containerStatuses as Any[]) ?? []).map((c, i) => (i === 0 ? { ...c, ready } : c)),
-    }));
-    if (pod) this.o.logger.debug("container readiness changed", { pod: state.name, ready });
+    const pod = this.setContainerStatus(state, c, (previous) => ({ ...(previous ?? { name: c.name }), ready }));
+    if (pod) this.o.logger.debug("container readiness changed", { pod: state.name, container: c.name, ready });
   }
 
-  private exited(state: PodState, run: Run, code: number | null, signal: NodeJS.Signals | null): void {
+  private exited(
+    state: PodState,
+    c: ContainerState,
+    run: Run,
+    code: number | null,
+    signal: NodeJS.Signals | null,
+  ): void {
     clearInterval(run.sampler);
     clearTimeout(run.killTimer);
     clearTimeout(run.probeTimer);
-    if (state.run === run) {
-      state.run = undefined;
-      state.stopSupplement?.();
-      state.stopSupplement = undefined;
+    if (c.run === run) {
+      c.run = undefined;
+      c.stopSupplement?.();
+      c.stopSupplement = undefined;
     }
     const pod = this.podOf(state);
     if (!pod) return;
     if (pod.metadata.deletionTimestamp) {
-      state.logs.end();
-      this.o.store.remove("pods", state.namespace, state.name);
+      c.logs.end();
+      // The pod goes once the last of its containers has stopped.
+      if (!state.containers.some((other) => other.run)) this.o.store.remove("pods", state.namespace, state.name);
       return;
     }
     const spec = (pod.spec as Any) ?? {};
-    const container = ((spec.containers as Any[]) ?? [])[0] ?? {};
+    const container = ((spec.containers as Any[]) ?? [])[c.index] ?? {};
     const exitCode = run.oom ? 137 : (code ?? 128 + (signal ? (osConstants.signals[signal] ?? 9) : 9));
     const reason = run.oom ? "OOMKilled" : exitCode === 0 ? "Completed" : "Error";
     let message: string | undefined;
     if (exitCode !== 0 && container.terminationMessagePolicy === "FallbackToLogsOnError") {
-      message = state.logs.text().split("\n").slice(-81).join("\n").slice(-2048);
+      message = c.logs.text().split("\n").slice(-81).join("\n").slice(-2048);
     }
     const terminated = {
       exitCode,
@@ -905,90 +1050,60 @@ export class Kubelet {
       containerID: `local://${run.child.pid ?? 0}`,
       ...(message ? { message } : {}),
     };
+    // The pod's restart policy applies to each container on its own.
     const policy = String(spec.restartPolicy ?? "Always");
     const restart = policy === "Always" || (policy === "OnFailure" && exitCode !== 0);
     if (restart) {
-      state.restarts++;
-      this.setStatus(state, (status) => ({
-        ...status,
-        conditions: setCondition(
-          setCondition(field<Condition[]>(status, "conditions"), {
-            type: "Ready",
-            status: "False",
-            reason: "ContainersNotReady",
-          }),
-          { type: "ContainersReady", status: "False", reason: "ContainersNotReady" },
-        ),
-        containerStatuses: [
-          {
-            name: container.name,
-            image: container.image,
-            imageID: `local://${String(container.image)}`,
-            ready: false,
-            started: false,
-            restartCount: state.restarts,
-            lastState: { terminated },
-            state: {
-              waiting: {
-                reason: exitCode === 0 ? "Completed" : "CrashLoopBackOff",
-                message: `back-off restarting failed container ${String(container.name)}`,
-              },
-            },
+      c.restarts++;
+      this.setContainerStatus(state, c, () => ({
+        name: container.name,
+        image: container.image,
+        imageID: `local://${String(container.image)}`,
+        ready: false,
+        started: false,
+        restartCount: c.restarts,
+        lastState: { terminated },
+        state: {
+          waiting: {
+            reason: exitCode === 0 ? "Completed" : "CrashLoopBackOff",
+            message: `back-off restarting failed container ${String(container.name)}`,
           },
-        ],
+        },
       }));
-      state.retry = setTimeout(() => this.start(state), this.backoffMs);
-      state.retry.unref();
+      c.retry = setTimeout(() => this.start(state, c), this.backoffMs);
+      c.retry.unref();
       return;
     }
-    state.logs.end();
-    this.setStatus(state, (status) => ({
-      ...status,
-      phase: exitCode === 0 ? "Succeeded" : "Failed",
-      conditions: ["Ready", "ContainersReady", "PodReadyToStartContainers"].reduce(
-        (cs, type) =>
-          setCondition(cs, {
-            type,
-            status: "False",
-            ...(type === "PodReadyToStartContainers" ? {} : { reason: "PodCompleted" }),
-          }),
-        field<Condition[]>(status, "conditions"),
-      ),
-      containerStatuses: [
-        {
-          name: container.name,
-          image: container.image,
-          imageID: `local://${String(container.image)}`,
-          containerID: terminated.containerID,
-          ready: false,
-          started: false,
-          restartCount: state.restarts,
-          state: { terminated },
-        },
-      ],
+    c.logs.end();
+    this.setContainerStatus(state, c, () => ({
+      name: container.name,
+      image: container.image,
+      imageID: `local://${String(container.image)}`,
+      containerID: terminated.containerID,
+      ready: false,
+      started: false,
+      restartCount: c.restarts,
+      state: { terminated },
     }));
   }
 
-  /** Graceful stop of a pod being deleted: SIGTERM now, SIGKILL when its grace period ends. */
+  /** Graceful stop of a pod being deleted: each running container SIGTERM now, SIGKILL when the grace period ends. */
   private terminate(state: PodState, pod: KubeObject): void {
-    const run = state.run;
-    if (!run || run.killTimer) return;
-    recordEvent(
-      this.o.store,
-      pod,
-      "Normal",
-      "Killing",
-      `Stopping container ${String(field(pod, "spec", "containers", "0", "name"))}`,
-      "kubelet",
-    );
-    this.kill(state, "SIGTERM");
     const grace = Number(pod.metadata.deletionGracePeriodSeconds ?? 30);
-    run.killTimer = setTimeout(() => this.kill(state, "SIGKILL"), grace * 1000);
-    run.killTimer.unref();
+    for (const c of state.containers) {
+      // A container waiting to restart does not.
+      clearTimeout(c.retry);
+      const run = c.run;
+      if (!run || run.killTimer) continue;
+      recordEvent(this.o.store, pod, "Normal", "Killing", `Stopping container ${c.name}`, "kubelet");
+      this.kill(c, "SIGTERM");
+      run.killTimer = setTimeout(() => this.kill(c, "SIGKILL"), grace * 1000);
+      run.killTimer.unref();
+    }
   }
 
-  private kill(state: PodState, signal: NodeJS.Signals): void {
-    const pid = state.run?.child.pid;
+  private kill(c: ContainerState, signal: NodeJS.Signals): void {
+    const pid = c.run?.child.pid;
     if (pid === undefined) return;
     try {
       // The whole process group: the container's process and everything it started.

@@ -1,8 +1,8 @@
-import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { LineCounter, parseDocument } from "yaml";
 import type { z } from "zod";
-import { CatalogLoadError } from "../ops/catalog/json-catalog.js";
+import { CatalogLoadError, catalogDigest } from "../ops/catalog/json-catalog.js";
+import { ONE_OFF_PARSE } from "./env.js";
 
 /**
  * Suffix of the YAML file's parse made at build time: `<file>.yaml` ships with
@@ -13,9 +13,6 @@ export const PARSED_SUFFIX = ".parsed.json";
 
 /** The YAML parse options of every catalog, at build time and at start alike. */
 export const YAML_CATALOG_OPTIONS = { prettyErrors: false, uniqueKeys: true } as const;
-
-/** SHA-256 (hex) of a catalog's text, as the build records it beside its parse. */
-export const catalogDigest = (text: string) => createHash("sha256").update(text).digest("hex");
 
 /** The build-time parse of `file` when one lies beside it and was made from exactly `text`. */
 function parsedAtBuild(file: string, text: string): { value: unknown } | undefined {
@@ -38,7 +35,7 @@ function parsedAtBuild(file: string, text: string): { value: unknown } | undefin
 export function parseYamlCatalog<S extends z.ZodType>(file: string, text: string, schema: S): z.output<S> {
   const shipped = parsedAtBuild(file, text);
   if (shipped) {
-    const result = schema.safeParse(shipped.value ?? {});
+    const result = schema.safeParse(shipped.value ?? {}, ONE_OFF_PARSE);
     if (result.success) return result.data;
     // A shipped file the schema refuses: parsed again below, for the line of the problem.
   }
@@ -48,7 +45,7 @@ export function parseYamlCatalog<S extends z.ZodType>(file: string, text: string
   const yamlError = doc.errors[0];
   if (yamlError)
     throw new CatalogLoadError(file, lineOf(yamlError.pos[0]), `not valid YAML: ${yamlError.message.split("\n")[0]}`);
-  const result = schema.safeParse(doc.toJS() ?? {});
+  const result = schema.safeParse(doc.toJS() ?? {}, ONE_OFF_PARSE);
   if (result.success) return result.data;
   const issue = result.error.issues[0];
   const path = (issue?.path ?? []).map((p) => (typeof p === "symbol" ? String(p) : p));

@@ -70,6 +70,37 @@ describe("the Functions package carries its catalogs", () => {
     });
   });
 
+  it("ships each JSON catalog with its build-time validation, and catalogs changed after the build are validated at start", async () => {
+    const app = deployedCopy("changed-json");
+    const config = path.join(app, "dist/functions/config");
+    for (const file of [
+      "action-types.json",
+      "ops-rules.json",
+      "health-metrics.json",
+      "configuration-baseline.json",
+      "browser-evidence-policies.json",
+    ]) {
+      const shipped = JSON.parse(readFileSync(path.join(config, `${file}.validated.json`), "utf8")) as {
+        value: unknown;
+      };
+      expect(shipped.value, file).toMatchObject(JSON.parse(readFileSync(path.join(ROOT, "config", file), "utf8")));
+    }
+    // retry_job taken out of the action types in place: the rule catalog that proposes it, shipped
+    // validated against the build's action types, is validated again at start and refused.
+    const actionTypes = path.join(config, "action-types.json");
+    const catalog = JSON.parse(readFileSync(actionTypes, "utf8")) as { action_types: { id: string }[] };
+    catalog.action_types = catalog.action_types.filter((a) => a.id !== "retry_job");
+    writeFileSync(actionTypes, JSON.stringify(catalog, null, 2));
+    const rules = path.join(config, "ops-rules.json");
+    const line =
+      readFileSync(rules, "utf8")
+        .split("\n")
+        .findIndex((l) => l.includes('"retry_job"')) + 1;
+    await expect(importApp(app)).rejects.toMatchObject({
+      stderr: expect.stringContaining(`${rules}:${line}: rules.0.proposed_action: unknown action type retry_job`),
+    });
+  });
+
   it("ships each YAML file with its build-time parse, and a file changed after the build is parsed and validated at start", async () => {
     const app = deployedCopy("changed-yaml");
     const config = path.join(app, "dist/functions/config");

@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -40,7 +40,30 @@ const NEVER_READY = digest("d");
 /** `e…`: a process that prints its env and answers 200 on every path of the port `APP_PORT` names. */
 const ECHO = digest("e");
 /** The namespaces this file deploys the job API into: the stand-ins' job API namespaces. */
-const JOB_API_NAMESPACES = ["bp-one", "bp-unready", "bp-two", "bp-pull", "bp-crash", "bp-nowhere", "bp-roll"];
+const JOB_API_NAMESPACES = [
+  "bp-one",
+  "bp-unready",
+  "bp-two",
+  "bp-pull",
+  "bp-crash",
+  "bp-nowhere",
+  "bp-roll",
+  "bp-term",
+];
+/** `f…`: the job API stand-in, with a terminal daemon stand-in at the image's `dist/jobapi/terminal-daemon.js`. */
+const WITH_TERMINAL = digest("f");
+/**
+ * A stand-in for the terminal daemon: exits 2 the first time it starts in a pod (a count kept in
+ * its HOME, the pod's emptyDir), then says what it was given and listens on its port.
+ */
+const TERMINAL_STAND_IN = `
+const fs = require("node:fs"); const e = process.env; const count = e.HOME + "/starts";
+const n = (fs.existsSync(count) ? Number(fs.readFileSync(count, "utf8")) : 0) + 1; fs.writeFileSync(count, String(n));
+if (n === 1) { console.error("first start fails"); process.exit(2); }
+console.log("terminal " + JSON.stringify({ port: e.JOBAPI_TERMINAL_DAEMON_PORT, home: e.HOME,
+  kubeconfig: e.KUBECONFIG ?? null, storage: e.JOBAPI_STORAGE_CONNECTION_STRING ?? null }));
+require("node:net").createServer((c) => c.end()).listen(Number(e.JOBAPI_TERMINAL_DAEMON_PORT), "127.0.0.1");
+`;
 const FIRST_TOKEN = '{"current":{"value":"first"}}';
 
 /**
@@ -69,8 +92,8 @@ const values = (namespace: string, image_digest: string): JobApiValues => ({
   app_subnet_cidr: "10.1.0.0/24",
   auth_client_id: "00000000-0000-4000-8000-000000000001",
   auth_tenant_id: "00000000-0000-4000-8000-000000000000",
-  // No origin may open the browser terminal, so its daemon is not deployed: the local kubelet runs
-  // pods of one container (the two-container pod is checked by test/unit/job-api-deploy-service.test.ts).
+  // No origin may open the browser terminal, so its daemon is not deployed (the two-container pod:
+  // the test "the job API's pod with the terminal's container" below).
   web_app_origin: "",
 });
 
@@ -78,6 +101,7 @@ describe("server-side apply on the local Kubernetes API, and the job API's rollo
   let cluster: LocalCluster;
   let dataDir: string;
   let tokenStoreDir: string;
+  let imageDir: string;
   let kc: KubeConfig;
   const replicasOf = (namespace: string) =>
     (cluster.store.get("deployments", namespace, "blastplane-jobapi")?.spec as { replicas?: number } | undefined)
@@ -92,6 +116,12 @@ describe("server-side apply on the local Kubernetes API, and the job API's rollo
     mkdirSync(tokenStoreDir, { mode: 0o700 });
     writeFileSync(path.join(tokenStoreDir, API_TOKEN_SECRET), FIRST_TOKEN, { mode: 0o600 });
     writeFileSync(path.join(tokenStoreDir, "other-secret"), "not for the pod", { mode: 0o600 });
+    // The image of WITH_TERMINAL: open to the pod's user (uid 1000 under root's kubelet).
+    imageDir = mkdtempSync(path.join(tmpdir(), "bp-ssa-image-"));
+    mkdirSync(path.join(imageDir, "dist", "jobapi"), { recursive: true, mode: 0o755 });
+    writeFileSync(path.join(imageDir, "dist", "jobapi", "terminal-daemon.js"), TERMINAL_STAND_IN, { mode: 0o644 });
+    for (const dir of [imageDir, path.join(imageDir, "dist"), path.join(imageDir, "dist", "jobapi")])
+      chmodSync(dir, 0o755);
     const standIns = azureStandIns({
       namespaces: JOB_API_NAMESPACES,
       serviceAccountName: jobApiServiceAccountName(),
@@ -109,6 +139,7 @@ describe("server-side apply on the local Kubernetes API, and the job API's rollo
       // The job API's pod runs as uid 1000 (root's kubelet switches to it): its working folder is one it may enter.
       images: [
         { pattern: new RegExp(`@${RUNS}$`), workingDir: tmpdir(), cmd: ["node", "-e", STAND_IN] },
+        { pattern: new RegExp(`@${WITH_TERMINAL}$`), workingDir: imageDir, cmd: ["node", "-e", STAND_IN] },
         {
           pattern: new RegExp(`@${NEVER_READY}$`),
           workingDir: tmpdir(),
@@ -149,6 +180,7 @@ describe("server-side apply on the local Kubernetes API, and the job API's rollo
   afterAll(async () => {
     await cluster?.stop();
     rmSync(dataDir, { recursive: true, force: true });
+    if (imageDir) rmSync(imageDir, { recursive: true, force: true });
   });
 
   it("B-027 applies the rendered manifests as field manager blastplane and the rollout completes; a second apply changes nothing", async () => {
@@ -233,6 +265,66 @@ describe("server-side apply on the local Kubernetes API, and the job API's rollo
     const view = await readRollout(kc, "bp-unready", "blastplane-jobapi");
     expect(view).toMatchObject({ state: "progressing", available_replicas: 0 });
     expect(view.pods).toEqual([expect.objectContaining({ phase: "Running", ready: false })]);
+  });
+
+  it("B-027 the job API's pod with the terminal's container runs both, each its own process: the terminal waits for its token Secret, restarts on its own, gets no Azure stand-ins and a port of its own; the pod is Ready 2/2 once both are", async () => {
+    const ns = "bp-term";
+    const core = kc.makeApiClient(CoreV1Api);
+    // A web app origin: the terminal's container is deployed with the job API's (infra/k8s/jobapi.yaml).
+    const objects = renderJobApiManifests({ ...values(ns, WITH_TERMINAL), web_app_origin: "https://console.example" });
+    const podSpec = (deploymentOf(objects).spec as { template: { spec: { containers: { name: string }[] } } }).template
+      .spec;
+    expect(podSpec.containers.map((c) => c.name)).toEqual(["jobapi", "terminal"]);
+    await applyManifests(kc, objects, { force: false });
+    const podName = async () => (await core.listNamespacedPod({ namespace: ns })).items[0]?.metadata?.name;
+    const statusOf = async (container: string) => {
+      const name = await podName();
+      if (!name) return undefined;
+      const pod = await core.readNamespacedPod({ name, namespace: ns });
+      return { pod, status: pod.status?.containerStatuses?.find((c) => c.name === container) };
+    };
+    // Its token Secret (infra/k8s/terminal.yaml) is not there yet: the terminal waits, the job API runs, the pod is not Ready.
+    const waiting = await eventually(async () => {
+      const [jobapi, terminal] = [await statusOf("jobapi"), await statusOf("terminal")];
+      return jobapi?.status?.ready && terminal?.status?.state?.waiting?.reason === "CreateContainerConfigError"
+        ? terminal
+        : undefined;
+    }, SETTLE_MS);
+    expect(waiting.status?.state?.waiting?.message).toContain('secret "blastplane-terminal-token" not found');
+    expect(waiting.pod.status?.conditions?.find((c) => c.type === "Ready")).toMatchObject({ status: "False" });
+    expect((await readRollout(kc, ns, "blastplane-jobapi")).state).toBe("progressing");
+    // An administrator applies the terminal's token Secret: the terminal starts, fails once, restarts by itself.
+    await core.createNamespacedSecret({
+      namespace: ns,
+      body: {
+        metadata: { name: "blastplane-terminal-token" },
+        type: "Opaque",
+        data: { token: Buffer.from("terminal-token").toString("base64") },
+      },
+    });
+    const view = await eventually(async () => {
+      const v = await readRollout(kc, ns, "blastplane-jobapi");
+      return v.state === "complete" ? v : undefined;
+    }, SETTLE_MS);
+    expect(view.pods).toEqual([expect.objectContaining({ phase: "Running", ready: true })]);
+    const terminal = (await statusOf("terminal"))?.status;
+    expect(terminal).toMatchObject({ ready: true, restartCount: 1, state: { running: expect.anything() } });
+    expect(terminal?.lastState?.terminated).toMatchObject({ exitCode: 2, reason: "Error" });
+    expect((await statusOf("jobapi"))?.status).toMatchObject({ ready: true, restartCount: 0 });
+    // kubectl, the independent client: READY 2/2, and each container's log on its own.
+    expect(await kubectl(ns, "get", "pods")).toMatch(/blastplane-jobapi-\S+\s+2\/2\s+Running\s+1\b/);
+    const name = (await podName()) ?? "";
+    const terminalLog = await kubectl(ns, "logs", name, "-c", "terminal");
+    expect(terminalLog).toContain("first start fails");
+    const given = JSON.parse(/^terminal (.*)$/m.exec(terminalLog)?.[1] ?? "{}");
+    // The webhook skips the terminal (azure.workload.identity/skip-containers): no stand-ins for it.
+    expect(given).toMatchObject({ kubeconfig: null, storage: null, port: expect.not.stringMatching(/^7681$/) });
+    expect(await kubectl(ns, "logs", name, "-c", "jobapi")).toMatch(/^given /m);
+    const jobApiGiven = JSON.parse(/^given (.*)$/m.exec(await kubectl(ns, "logs", name, "-c", "jobapi"))?.[1] ?? "{}");
+    expect(jobApiGiven).toMatchObject({ storage: AZURITE, kubeconfig: true });
+    // The pod's two listen ports are two ports of this machine.
+    expect(given.port).not.toBe(jobApiGiven.port);
+    await expect(kubectl(ns, "logs", name, "-c", "nosuch")).rejects.toThrow(/container nosuch is not valid/);
   });
 
   it("an apply that would change a field another manager set is a 409 naming the manager and the field, unless forced", async () => {

@@ -39,15 +39,15 @@ const policySchema = z.strictObject({
 });
 export type BrowserEvidencePolicy = z.infer<typeof policySchema>;
 
-const catalogSchema = z
+export const browserEvidencePolicyCatalogSchema = z
   .strictObject({ version: z.number().int().min(1), policies: z.array(policySchema).max(100) })
   .refine((c) => new Set(c.policies.map((p) => p.id)).size === c.policies.length, {
     message: "policy ids are unique (one current version each)",
     path: ["policies"],
   });
-export type BrowserEvidencePolicyCatalog = z.infer<typeof catalogSchema>;
+export type BrowserEvidencePolicyCatalog = z.infer<typeof browserEvidencePolicyCatalogSchema>;
 
 /** Loads and validates `config/browser-evidence-policies.json`; a bad file throws naming the file and line. */
 export function loadBrowserEvidencePolicies(file: string): BrowserEvidencePolicyCatalog {
-  return loadCatalogFile(file, catalogSchema);
+  return loadCatalogFile(file, browserEvidencePolicyCatalogSchema);
 }

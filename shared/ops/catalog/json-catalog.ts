@@ -1,5 +1,60 @@
+import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { z } from "zod";
+import { ONE_OFF_PARSE } from "../../config/env.js";
+
+/**
+ * Suffix of a JSON catalog's validation made at build time: `<file>.json` ships with
+ * `<file>.json.validated.json` (`{ sha256, dependencies, value }`, scripts/build.mjs), so the
+ * app's start does not run zod over the catalogs it ships (decision 0016).
+ */
+export const VALIDATED_SUFFIX = ".validated.json";
+
+/** SHA-256 (hex) of a catalog's text, or of what it depends on, as the build records it. */
+export const catalogDigest = (text: string) => createHash("sha256").update(text).digest("hex");
+
+/**
+ * What a catalog's validation depends on beyond its own text, by name: the digest of each
+ * (e.g. the rule catalog's proposed actions are checked against the action-type catalog, so it
+ * depends on that catalog's validated content, {@link dependencyDigest}).
+ */
+export type CatalogDependencies = Readonly<Record<string, string>>;
+
+/** The digest of a catalog another one depends on: of its validated content, however it was loaded. */
+export const dependencyDigest = (value: unknown) => catalogDigest(JSON.stringify(value));
+
+/** What the build writes beside a shipped catalog: the digests it was validated from and the result. */
+export interface ValidatedCatalog {
+  sha256: string;
+  dependencies: CatalogDependencies;
+  value: unknown;
+}
+
+function sameDependencies(recorded: unknown, now: CatalogDependencies): boolean {
+  if (recorded === null || typeof recorded !== "object") return false;
+  const names = Object.keys(now);
+  const was = recorded as Record<string, unknown>;
+  return Object.keys(was).length === names.length && names.every((name) => was[name] === now[name]);
+}
+
+/**
+ * The build-time validation of `file` when one lies beside it, made from exactly `text` and
+ * exactly `dependencies`; otherwise undefined (the catalog is then validated at start).
+ */
+function validatedAtBuild(
+  file: string,
+  text: string,
+  dependencies: CatalogDependencies,
+): { value: unknown } | undefined {
+  let shipped: Partial<ValidatedCatalog>;
+  try {
+    shipped = JSON.parse(readFileSync(`${file}${VALIDATED_SUFFIX}`, "utf8")) as Partial<ValidatedCatalog>;
+  } catch {
+    return undefined;
+  }
+  if (shipped.sha256 !== catalogDigest(text) || !sameDependencies(shipped.dependencies, dependencies)) return undefined;
+  return "value" in shipped ? { value: shipped.value } : undefined;
+}
 
 /** A catalog file that cannot be used: names the file and the 1-based line of the first problem. */
 export class CatalogLoadError extends Error {
@@ -127,9 +182,23 @@ function offsetOfPath(text: string, path: readonly PropertyKey[]): number {
 /**
  * Parses a versioned JSON catalog and validates it with `schema`. Any problem — unreadable JSON or a
  * field failing its rule — is a {@link CatalogLoadError} naming the file and line, so a bad catalog
- * stops start-up with a message an operator can act on.
+ * stops start-up with a message an operator can act on. A catalog as the build shipped it (its
+ * text and `dependencies` have the digests recorded beside it) is taken from the build's
+ * validation; any other (changed after the build, another folder's) is validated here.
  */
-export function parseCatalog<S extends z.ZodType>(file: string, text: string, schema: S): z.output<S> {
+export function parseCatalog<S extends z.ZodType>(
+  file: string,
+  text: string,
+  schema: S,
+  dependencies: CatalogDependencies = {},
+): z.output<S> {
+  const shipped = validatedAtBuild(file, text, dependencies);
+  if (shipped) return shipped.value as z.output<S>;
+  return validateCatalog(file, text, schema);
+}
+
+/** {@link parseCatalog} without the build's validation: always parses and validates `text`. */
+export function validateCatalog<S extends z.ZodType>(file: string, text: string, schema: S): z.output<S> {
   let raw: unknown;
   try {
     raw = JSON.parse(text);
@@ -138,7 +207,7 @@ export function parseCatalog<S extends z.ZodType>(file: string, text: string, sc
     const line = lineAt(text, firstBadOffset(text));
     throw new CatalogLoadError(file, line, `not valid JSON: ${message}`);
   }
-  const result = schema.safeParse(raw);
+  const result = schema.safeParse(raw, ONE_OFF_PARSE);
   if (!result.success) {
     const issue = result.error.issues[0];
     const where = issue ? issue.path.join(".") : "";
@@ -151,13 +220,20 @@ export function parseCatalog<S extends z.ZodType>(file: string, text: string, sc
   return result.data;
 }
 
-/** Reads and validates a catalog file (see {@link parseCatalog}). */
-export function loadCatalogFile<S extends z.ZodType>(file: string, schema: S): z.output<S> {
-  let text: string;
+/** Reads a catalog file; one that cannot be read is a {@link CatalogLoadError} at line 1. */
+export function readCatalogText(file: string): string {
   try {
-    text = readFileSync(file, "utf8");
+    return readFileSync(file, "utf8");
   } catch (error) {
     throw new CatalogLoadError(file, 1, `cannot be read: ${error instanceof Error ? error.message : String(error)}`);
   }
-  return parseCatalog(file, text, schema);
+}
+
+/** Reads and validates a catalog file (see {@link parseCatalog}). */
+export function loadCatalogFile<S extends z.ZodType>(
+  file: string,
+  schema: S,
+  dependencies: CatalogDependencies = {},
+): z.output<S> {
+  return parseCatalog(file, readCatalogText(file), schema, dependencies);
 }

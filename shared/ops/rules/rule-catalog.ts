@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { ActionTypeCatalog } from "../actions/action-types.js";
 import { catalogPath, RESOURCE_TYPES } from "../actions/action-types.js";
-import { loadCatalogFile } from "../catalog/json-catalog.js";
+import { dependencyDigest, loadCatalogFile } from "../catalog/json-catalog.js";
 
 /** Severity of a verdict and of an incident, lowest first; the order is what "rises" means. */
 export const SEVERITIES = ["info", "low", "medium", "high", "critical"] as const;
@@ -86,13 +86,10 @@ export function evaluateRules(catalog: RuleCatalog, event: { event_type: string;
   };
 }
 
-/**
- * Loads `config/ops-rules.json` and checks each proposed action against the action-type catalog;
- * any problem throws a `CatalogLoadError` naming the file and line.
- */
-export function loadRuleCatalog(actions: ActionTypeCatalog, file = catalogPath("ops-rules.json")): RuleCatalog {
+/** The rule catalog's schema over an action-type catalog: each proposed action must be one of its types. */
+export function ruleCatalogSchemaFor(actions: ActionTypeCatalog) {
   const known = new Set(actions.action_types.map((a) => a.id));
-  const schema = ruleCatalogSchema.superRefine((catalog, ctx) => {
+  return ruleCatalogSchema.superRefine((catalog, ctx) => {
     catalog.rules.forEach((rule, index) => {
       if (rule.proposed_action !== undefined && !known.has(rule.proposed_action))
         ctx.addIssue({
@@ -102,5 +99,17 @@ export function loadRuleCatalog(actions: ActionTypeCatalog, file = catalogPath("
         });
     });
   });
-  return loadCatalogFile(file, schema);
+}
+
+/** What the rule catalog's validation depends on beyond its text: the action types it was checked against. */
+export const ruleCatalogDependencies = (actions: ActionTypeCatalog) => ({
+  "action-types.json": dependencyDigest(actions),
+});
+
+/**
+ * Loads `config/ops-rules.json` and checks each proposed action against the action-type catalog;
+ * any problem throws a `CatalogLoadError` naming the file and line.
+ */
+export function loadRuleCatalog(actions: ActionTypeCatalog, file = catalogPath("ops-rules.json")): RuleCatalog {
+  return loadCatalogFile(file, ruleCatalogSchemaFor(actions), ruleCatalogDependencies(actions));
 }
