@@ -139,6 +139,21 @@ describe("the Cluster page", { timeout: 240_000 }, () => {
     await step(page, "Workspace saved").getByText("done").waitFor();
     await page.getByLabel("Image digest").fill(ABSENT);
     await page.getByRole("button", { name: "Deploy the job API" }).click();
+    // While that rollout runs out its 30 s, the cluster is provisioned and the image built from this
+    // page (neither waits for a deploy); the next test follows both to their end.
+    const cluster = step(page, "Cluster running");
+    // The pools the backend plans: the system pool, and the BLAST pool the workspace names.
+    await expect
+      .poll(() => cluster.getByRole("list", { name: "Node pools" }).textContent(), { timeout: 60_000 })
+      .toMatch(/System pool: 1 × Standard_D2s_v5.*BLAST pool: 1 × Standard_E8s_v5 \(64 GiB, 8 vCPUs each\)/);
+    await cluster.getByText("The cluster does not exist yet.").waitFor();
+    await cluster.getByText("missing").waitFor();
+    await cluster.getByRole("button", { name: "Provision the cluster" }).click();
+    await page.getByLabel("Cluster operation").waitFor();
+    await step(page, "Job API image present in the registry")
+      .getByRole("button", { name: "Build the job API image" })
+      .click();
+    await page.getByLabel("Build operation").waitFor();
     const operation = page.getByLabel("Deploy operation");
     await operation.getByText("failed").waitFor({ timeout: 120_000 });
     await expect
@@ -154,14 +169,7 @@ describe("the Cluster page", { timeout: 240_000 }, () => {
     const page = await signIn("Contributor");
     await page.getByRole("link", { name: "Cluster" }).click();
     const cluster = step(page, "Cluster running");
-    // The pools the backend plans: the system pool, and the BLAST pool the workspace names.
-    await expect
-      .poll(() => cluster.getByRole("list", { name: "Node pools" }).textContent(), { timeout: 60_000 })
-      .toMatch(/System pool: 1 × Standard_D2s_v5.*BLAST pool: 1 × Standard_E8s_v5 \(64 GiB, 8 vCPUs each\)/);
-    await cluster.getByText("The cluster does not exist yet.").waitFor();
-    await cluster.getByText("missing").waitFor();
-
-    await cluster.getByRole("button", { name: "Provision the cluster" }).click();
+    // The provision and the build started by the test above, each followed to its end.
     // Each operation's first line: its state badge, then what it is.
     const headline = (label: string) => page.getByLabel(label).locator("p").first();
     await expect
@@ -176,7 +184,6 @@ describe("the Cluster page", { timeout: 240_000 }, () => {
     await cluster.locator("h2").getByText("done").waitFor();
 
     const image = step(page, "Job API image present in the registry");
-    await image.getByRole("button", { name: "Build the job API image" }).click();
     await expect
       .poll(() => headline("Build operation").textContent(), { timeout: 180_000, interval: 500 })
       .toMatch(/^succeeded Build/);

@@ -132,6 +132,9 @@ describe("local stack: kill -9 mid-provisioning, mid-build and mid-deploy, then 
 
     const second = await startStack({ dataDir, inMemory: false, env });
     stacks.push(second);
+    // The image build needs only the saved workspace: it runs while the provision resumes (below).
+    const firstBuild = await call(second, "POST", "images/build");
+    expect(firstBuild.status).toBe(200);
     const done = await eventually(
       async () => {
         const { body } = await call(second, "GET", `operations/${operationId}`);
@@ -171,7 +174,7 @@ describe("local stack: kill -9 mid-provisioning, mid-build and mid-deploy, then 
       );
     const runs = () =>
       (saved()?.resources ?? []).filter((r) => r.type === "Microsoft.ContainerRegistry/registries/runs");
-    const built = await ended(second, operationOf(await call(second, "POST", "images/build")));
+    const built = await ended(second, operationOf(firstBuild));
     expect(built).toMatchObject({ state: "succeeded" });
     const digest = (built.progress as { image_digest: string }).image_digest;
     expect(runs()).toHaveLength(1);
