@@ -63,7 +63,7 @@ describe("read investigations: the plan (shared/console/read-investigations.ts)"
     expect(planInvestigation(registry, "Owner", ["list_secret"]).visibilityFloor).toBe("Approver");
     const invalid = (() => {
       try {
-        planInvestigation(registry, "Reader", ["nope", "do_thing", "read_a id=" + "x".repeat(30), "read_b", "read_b"]);
+        planInvestigation(registry, "Reader", ["nope", "do_thing", `read_a id=${"x".repeat(30)}`, "read_b", "read_b"]);
       } catch (error) {
         return error;
       }
