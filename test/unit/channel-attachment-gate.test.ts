@@ -102,7 +102,7 @@ describe("the attachment gate (spec §5 item 6′)", () => {
       fetch: (r) =>
         fetchAttachment(r, {
           source: {
-            open: async (id) => {
+            open: async () => {
               source.opened++;
               return source.open();
             },
