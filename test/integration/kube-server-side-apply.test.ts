@@ -302,12 +302,17 @@ describe("server-side apply on the local Kubernetes API, and the job API's rollo
         data: { token: Buffer.from("terminal-token").toString("base64") },
       },
     });
+    // Without a readiness probe the terminal counts as ready while its first start runs, so the pod
+    // can be Ready for a moment before that start fails: wait for the restart, then for the rollout.
+    const terminal = await eventually(async () => {
+      const status = (await statusOf("terminal"))?.status;
+      return status?.ready && (status.restartCount ?? 0) >= 1 ? status : undefined;
+    }, SETTLE_MS);
     const view = await eventually(async () => {
       const v = await readRollout(kc, ns, "blastplane-jobapi");
       return v.state === "complete" ? v : undefined;
     }, SETTLE_MS);
     expect(view.pods).toEqual([expect.objectContaining({ phase: "Running", ready: true })]);
-    const terminal = (await statusOf("terminal"))?.status;
     expect(terminal).toMatchObject({ ready: true, restartCount: 1, state: { running: expect.anything() } });
     expect(terminal?.lastState?.terminated).toMatchObject({ exitCode: 2, reason: "Error" });
     expect((await statusOf("jobapi"))?.status).toMatchObject({ ready: true, restartCount: 0 });
