@@ -39,10 +39,8 @@ const decideData = z.looseObject({
   approval_id: approvalIdSchema,
   decision: z.enum(["approve", "reject"]),
   justification: z.string().trim().min(3, "give a short justification").max(500),
-  action_hash: z
-    .string()
-    .regex(/^[0-9a-f]{64}$/)
-    .optional(),
+  // The item's action_hash the card carries: the round trip re-validates it (spec §5 item 5).
+  action_hash: z.string().regex(/^[0-9a-f]{64}$/),
 });
 
 /** An `adaptiveCard/action` invoke's value (Teams Universal Actions, with the SSO `authentication`). */
@@ -193,7 +191,11 @@ export function createTeamsSsoDecider(deps: TeamsSsoDependencies) {
         return refuse(
           "invalid_decision_data",
           "platform_a",
-          errorOf(400, "BadRequest", "The decision needs an approval id, a decision and a short justification."),
+          errorOf(
+            400,
+            "BadRequest",
+            "The decision needs an approval id, its action hash, a decision and a short justification.",
+          ),
         );
       const { approval_id: approvalId } = data.data;
       // A guest of another tenant never decides A1 (spec §5 item 4), whatever token it brings.
@@ -235,6 +237,19 @@ export function createTeamsSsoDecider(deps: TeamsSsoDependencies) {
           approvalId,
           errorOf(403, "Forbidden", "The signed-in user is not the sender. Nothing was decided."),
         );
+      // The signed-in identity must be the bound principal itself: were a binding to map the Teams user
+      // to another principal, a requester could approve its own request under the other id and the
+      // approvals domain's self-approval check would not see it (spec §5 item 8).
+      if (!sameObjectId(caller.oid, verified.principal))
+        return refuse(
+          "identity_mismatch",
+          approvalId,
+          errorOf(
+            403,
+            "Forbidden",
+            "The signed-in user is bound to a different principal; decide in the web console. Nothing was decided.",
+          ),
+        );
       try {
         const result = await deps.approvals.decide({
           approvalId,
@@ -242,7 +257,7 @@ export function createTeamsSsoDecider(deps: TeamsSsoDependencies) {
           role: effectiveRole(caller),
           decision: data.data.decision,
           justification: data.data.justification,
-          ...(data.data.action_hash ? { actionHash: data.data.action_hash } : {}),
+          actionHash: data.data.action_hash,
           requestId,
           now: at,
           // A token without the claim is never fresh (the decision route's rule).
