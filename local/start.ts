@@ -334,7 +334,8 @@ async function main(): Promise<void> {
     Object.assign(process.env, sinks.env);
     // Without approvers an approval filed from the console reaches no one: locally they are the
     // people who sign in as "Local Approver" or "Local Owner" (their inbox folders are by oid).
-    if (!process.env.SVC_CONSOLE_APPROVERS) {
+    // Set but empty means "no approvers" on purpose; only an unset setting gets the local default.
+    if (process.env.SVC_CONSOLE_APPROVERS === undefined) {
       process.env.SVC_CONSOLE_APPROVERS = LOCAL_APPROVER_NAMES.map((n) => localObjectId(settings.tenantId, n)).join(
         ",",
       );
