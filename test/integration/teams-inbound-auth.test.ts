@@ -311,7 +311,7 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
     await entra?.close();
   });
 
-  function e2e(options: { sso?: boolean } = {}) {
+  function e2e(options: { sso?: boolean; discoveryUrl?: string } = {}) {
     const tables = azurite.tables();
     const h = consoleHarness(tables, { approvers: [PRINCIPAL, REQUESTER, SSO_USER] });
     const config = loadChannelConfig(
@@ -341,7 +341,10 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
       botServiceCa: tls.cert,
       teamsSso: {
         // The dashboard's validator, as the Functions app builds it: the tenant's discovery, the API audience.
-        validator: createJwtValidator({ discoveryUrl: entra.discoveryUrl, audience: API_AUDIENCE }),
+        validator: createJwtValidator({
+          discoveryUrl: options.discoveryUrl ?? entra.discoveryUrl,
+          audience: API_AUDIENCE,
+        }),
         approvals: h.approvals,
         apiResource: API_AUDIENCE,
       },
@@ -661,10 +664,21 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
       ["stale sign-in", await ssoToken({ auth_time: Math.floor(Date.now() / 1000) - 3600 }), 401],
       ["no auth_time", await ssoToken({ auth_time: undefined }), 401],
     ];
+    const answers: Record<string, InvokeAnswer> = {};
     for (const [name, sso, status] of cases) {
       const res = await w.post(decideInvoke(item, sso ? { sso } : {}), bot);
       expect(res.status, name).toBe(200);
       expect((res.jsonBody as InvokeAnswer).statusCode, name).toBe(status);
+      answers[name] = res.jsonBody as InvokeAnswer;
+    }
+    // A sign-in hours old is not answered with another SSO challenge (Teams' silent SSO would bring
+    // back the same auth_time, a loop): the answer says a fresh sign-in is needed and points to the console.
+    for (const name of ["stale sign-in", "no auth_time"]) {
+      expect(answers[name], name).toMatchObject({
+        type: "application/vnd.microsoft.error",
+        value: { code: "reauthentication_required" },
+      });
+      expect(String(answers[name]?.value.message), name).toMatch(/fresh sign-in.*console/);
     }
     expect((await w.h.approvalStore.get(item.approval_id))?.state).toBe("pending");
     expect(await refusals(w)).toEqual([
@@ -677,6 +691,16 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
     const domain = await w.h.audit.list({ action: "console.approve_hil" });
     expect(domain.map((e) => e.details?.reason)).toEqual(["reauthentication_required", "reauthentication_required"]);
     expect(w.h.executed).toHaveLength(0);
+  });
+
+  it("an unreachable identity provider (discovery or keys) is a retryable 503, not a sign-in prompt, audited as identity_provider_unavailable", async () => {
+    // Nothing listens on port 9 of the loopback: the discovery document cannot be fetched.
+    const w = e2e({ sso: true, discoveryUrl: "http://127.0.0.1:9/tenant/v2.0/.well-known/openid-configuration" });
+    const item = await requested(w);
+    const res = await w.post(decideInvoke(item, { sso: await ssoToken() }), `Bearer ${await connectorToken()}`);
+    expect(res.jsonBody).toMatchObject({ statusCode: 503, type: "application/vnd.microsoft.error" });
+    expect((await w.h.approvalStore.get(item.approval_id))?.state).toBe("pending");
+    expect(await refusals(w)).toEqual(["identity_provider_unavailable"]);
   });
 
   it("without SVC_PLATFORM_A_SSO_CONNECTION_NAME a card invoke decides nothing (the console stays the way to decide)", async () => {

@@ -3,6 +3,7 @@ import { z } from "zod";
 import type { JwtValidator } from "../../auth/jwt-validator.js";
 import { sameObjectId } from "../../auth/object-id.js";
 import type { Caller } from "../../auth/roles.js";
+import { DependencyUnavailableError } from "../../errors.js";
 import type { HttpResult } from "../../http/envelope.js";
 import { approvalIdSchema } from "../../console/approvals/approval-store.js";
 import type { createApprovalService } from "../../console/approvals/approval-service.js";
@@ -216,6 +217,18 @@ export function createTeamsSsoDecider(deps: TeamsSsoDependencies) {
       try {
         caller = await deps.validator.validate(`Bearer ${token}`);
       } catch (error) {
+        // The identity provider's discovery or keys are unreachable: the token may be fine, so no
+        // re-prompt (Teams would only loop on it); a retryable answer instead.
+        if (error instanceof DependencyUnavailableError)
+          return refuse(
+            "identity_provider_unavailable",
+            approvalId,
+            errorOf(
+              503,
+              "ServiceUnavailable",
+              "The sign-in service is unreachable right now; try again in a minute. Nothing was decided.",
+            ),
+          );
         return refuse(
           "sso_token_invalid",
           approvalId,
@@ -271,7 +284,14 @@ export function createTeamsSsoDecider(deps: TeamsSsoDependencies) {
       } catch (error) {
         if (!(error instanceof ToolError)) throw error;
         // The approvals domain audited its refusal; the answer carries its sentence.
-        if (error.type === "reauthentication_required") return loginRequest(error.message);
+        // A stale sign-in: Teams' silent SSO would only bring back a token with the same old
+        // auth_time (a loop), so the answer says a fresh sign-in is needed and where to decide.
+        if (error.type === "reauthentication_required")
+          return errorOf(
+            401,
+            "reauthentication_required",
+            'A fresh sign-in is needed to decide this approval: sign in again and decide it in the web console ("Open the approval in the console" on the card). Nothing was decided.',
+          );
         return errorOf(refusalStatus(error), error.type, error.message.slice(0, 500));
       }
     },
