@@ -89,6 +89,9 @@ function world(options: { secret?: string } = {}) {
   return { send: router.send, conversations, waits, teams, audit };
 }
 
+/** The approval item's action_hash, as the approval service puts it in the request's params. */
+const ACTION_HASH = "ab".repeat(32);
+
 const approval = (overrides: Partial<Notification> = {}): Notification => {
   const id = `apr-${++counter}`;
   return {
@@ -97,6 +100,7 @@ const approval = (overrides: Partial<Notification> = {}): Notification => {
     recipient: APPROVER,
     title: "Approval requested",
     body_markdown: `Approval ${id} is waiting for a decision before 2026-11-27T18:00:00Z.`,
+    params: { approval_id: id, expires_at: "2026-11-27T18:00:00Z", action_hash: ACTION_HASH },
     correlation_id: id,
     idempotency_key: `${id}/request/${APPROVER}`,
     ...overrides,
@@ -188,7 +192,7 @@ describe("chat platform A outbound (Microsoft 365 Agents SDK → Bot Connector)"
       type: "Action.Execute",
       verb: "approval.decide",
       title: expect.any(String),
-      data: { approval_id: a1.correlation_id },
+      data: { approval_id: a1.correlation_id, action_hash: ACTION_HASH },
     });
     expect(actions[1]).toMatchObject({ type: "Action.OpenUrl" });
     const inputs = (card.body as { type: string; id?: string; isRequired?: boolean }[]).filter((b) =>
@@ -203,6 +207,15 @@ describe("chat platform A outbound (Microsoft 365 Agents SDK → Bot Connector)"
       ssoDecisions: true,
     });
     expect(JSON.stringify(a2.card)).not.toMatch(/Action\.Execute|Input\./);
+    // Without the item's action_hash there is no form (the invoke would be refused): the console link stays.
+    const unhashed = buildAdaptiveCard(
+      { ...a1, params: { approval_id: a1.correlation_id } },
+      "https://console.example",
+      {
+        ssoDecisions: true,
+      },
+    );
+    expect(JSON.stringify(unhashed.card)).not.toMatch(/Action\.Execute|Input\./);
   });
 
   it("an operational alert goes to the configured alert conversation; a recipient without a stored conversation is a definitive failure before any call", async () => {

@@ -29,6 +29,8 @@ const API_AUDIENCE = "api://4b5c6d7e-2222-4333-8444-555566667777";
 const REQUESTER = "6b7c8d9e-0000-4000-8000-0000000000b2";
 const GUEST_USER = "bbbbbbbb-2222-4222-8222-222222222222";
 const GUEST_PRINCIPAL = "7c8d9e0f-0000-4000-8000-0000000000c3";
+/** A Teams user whose binding names its own identity: the one that decides A1 through SSO. */
+const SSO_USER = "cccccccc-3333-4333-8333-333333333333";
 
 let issuer: Awaited<ReturnType<typeof startBotServiceIssuer>>;
 let tls: { key: string; cert: string };
@@ -309,9 +311,9 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
     await entra?.close();
   });
 
-  function e2e(options: { sso?: boolean } = {}) {
+  function e2e(options: { sso?: boolean; discoveryUrl?: string } = {}) {
     const tables = azurite.tables();
-    const h = consoleHarness(tables, { approvers: [PRINCIPAL, REQUESTER] });
+    const h = consoleHarness(tables, { approvers: [PRINCIPAL, REQUESTER, SSO_USER] });
     const config = loadChannelConfig(
       {
         SVC_PLATFORM_A_CHANNEL_ENABLED: "true",
@@ -323,6 +325,7 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
         SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON: JSON.stringify({
           [TEAMS_USER.toUpperCase()]: PRINCIPAL,
           [GUEST_USER]: GUEST_PRINCIPAL,
+          [SSO_USER]: SSO_USER,
         }),
         SVC_CHANNEL_PRINCIPAL_ROLES_JSON: JSON.stringify({ [PRINCIPAL]: { name: "Tess Teams", roles: ["Reader"] } }),
         ...(options.sso ? { SVC_PLATFORM_A_SSO_CONNECTION_NAME: "blastplane-sso" } : {}),
@@ -338,7 +341,10 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
       botServiceCa: tls.cert,
       teamsSso: {
         // The dashboard's validator, as the Functions app builds it: the tenant's discovery, the API audience.
-        validator: createJwtValidator({ discoveryUrl: entra.discoveryUrl, audience: API_AUDIENCE }),
+        validator: createJwtValidator({
+          discoveryUrl: options.discoveryUrl ?? entra.discoveryUrl,
+          audience: API_AUDIENCE,
+        }),
         approvals: h.approvals,
         apiResource: API_AUDIENCE,
       },
@@ -462,7 +468,7 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
 
   /** The `adaptiveCard/action` invoke Teams posts for the A1 card's Action.Execute, with the SSO token when given. */
   const decideInvoke = (
-    approvalId: string,
+    item: { approval_id: string; action_hash: string },
     options: {
       sso?: string;
       from?: Record<string, unknown>;
@@ -475,7 +481,7 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
       type: "invoke",
       name: "adaptiveCard/action",
       text: undefined,
-      ...(options.from ? { from: options.from } : {}),
+      from: options.from ?? { id: "29:1sso", name: "Sam Sso", aadObjectId: SSO_USER },
       ...(options.guest
         ? {
             conversation: { id: "a:1guest", conversationType: "personal", tenantId: GUEST_TENANT },
@@ -486,7 +492,13 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
         action: {
           type: "Action.Execute",
           verb: "approval.decide",
-          data: { approval_id: approvalId, decision: "approve", justification: "checked in Teams", ...options.data },
+          data: {
+            approval_id: item.approval_id,
+            action_hash: item.action_hash,
+            decision: "approve",
+            justification: "checked in Teams",
+            ...options.data,
+          },
         },
         ...(options.sso
           ? { authentication: { id: "sso-1", connectionName: "blastplane-sso", token: options.sso } }
@@ -496,7 +508,7 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
     });
   const ssoToken = (claims: Record<string, unknown> = {}, options: { audience?: string; expiresIn?: string } = {}) =>
     entra.userToken(
-      { oid: TEAMS_USER, name: "Tess Teams", roles: ["Approver"], ...claims },
+      { oid: SSO_USER, name: "Sam Sso", roles: ["Approver"], ...claims },
       { audience: options.audience ?? API_AUDIENCE, ...(options.expiresIn ? { expiresIn: options.expiresIn } : {}) },
     );
   type InvokeAnswer = { statusCode: number; type: string; value: Record<string, unknown> };
@@ -509,31 +521,25 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
     const bot = `Bearer ${await connectorToken()}`;
     // The A1 card the approver got in Teams: a decision form whose one Action.Execute carries only
     // the opaque approval id (C-375); the decision and justification are the approver's inputs.
-    const { card } = buildAdaptiveCard(
-      {
-        category: "A1",
-        template_key: "approval.request",
-        recipient: PRINCIPAL,
-        title: "Approval requested",
-        body_markdown: `Approval ${item.approval_id} is waiting for a decision.`,
-        correlation_id: item.approval_id,
-        idempotency_key: `${item.approval_id}/request/${PRINCIPAL}`,
-        locale: "en",
-      },
-      undefined,
-      { ssoDecisions: true },
+    // The request notification the approval service sent this approver (its params carry the action_hash).
+    expect(await w.h.approvals.deliverRequest(item.approval_id, "req-deliver", new Date())).toBe("sent");
+    const sent = (await w.h.notifier.list()).find(
+      (m) => m.correlation_id === item.approval_id && m.recipient === SSO_USER,
     );
+    expect(sent?.params).toMatchObject({ approval_id: item.approval_id, action_hash: item.action_hash });
+    if (!sent) throw new Error("no request notification");
+    const { card } = buildAdaptiveCard({ ...sent, locale: "en" }, undefined, { ssoDecisions: true });
     const actions = card.actions as { type: string; verb?: string; data?: Record<string, unknown> }[];
     const execute = actions.find((a) => a.type === "Action.Execute");
     expect(execute).toEqual({
       type: "Action.Execute",
       verb: "approval.decide",
       title: expect.any(String),
-      data: { approval_id: item.approval_id },
+      data: { approval_id: item.approval_id, action_hash: item.action_hash },
     });
     expect(JSON.stringify(card)).not.toMatch(/Action\.Submit|Action\.OpenUrl/);
     // Teams' first invoke has no token: the Universal Actions SSO challenge for the API's resource.
-    const challenge = await w.post(decideInvoke(item.approval_id, { data: execute?.data }), bot);
+    const challenge = await w.post(decideInvoke(item, { data: execute?.data }), bot);
     expect(challenge.status).toBe(200);
     expect(challenge.jsonBody).toMatchObject({
       statusCode: 401,
@@ -542,7 +548,7 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
     });
     expect((await w.h.approvalStore.get(item.approval_id))?.state).toBe("pending");
     // Teams repeats it with the user's SSO token for the API.
-    const invoke = decideInvoke(item.approval_id, { sso: await ssoToken() });
+    const invoke = decideInvoke(item, { sso: await ssoToken() });
     const decided = await w.post(invoke, bot);
     expect(decided.status).toBe(200);
     const answer = decided.jsonBody as InvokeAnswer;
@@ -551,7 +557,7 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
     const stored = await w.h.approvalStore.get(item.approval_id);
     expect(stored?.state).toBe("approved");
     // Decided as the bound principal through the approvals domain (its audit entry).
-    expect(stored?.decision?.actor.oid).toBe(PRINCIPAL);
+    expect(stored?.decision?.actor.oid).toBe(SSO_USER);
     expect(w.h.executed).toHaveLength(1);
     // A replayed invoke (Bot Service retry, or a second click) decides nothing more.
     const replay = await w.post(invoke, bot);
@@ -567,11 +573,8 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
 
   it("C-348 C-350 the requester cannot decide its own approval from Teams through SSO (self-approval, audited with the invariant)", async () => {
     const w = e2e({ sso: true });
-    const item = await requested(w, PRINCIPAL);
-    const res = await w.post(
-      decideInvoke(item.approval_id, { sso: await ssoToken() }),
-      `Bearer ${await connectorToken()}`,
-    );
+    const item = await requested(w, SSO_USER);
+    const res = await w.post(decideInvoke(item, { sso: await ssoToken() }), `Bearer ${await connectorToken()}`);
     expect(res.jsonBody).toMatchObject({
       statusCode: 403,
       type: "application/vnd.microsoft.error",
@@ -583,13 +586,50 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
     expect(w.h.executed).toHaveLength(0);
   });
 
+  it("C-348 C-350 a Teams user bound to another principal cannot decide from Teams: who requested as the Teams identity in the console cannot approve as the bound principal", async () => {
+    const w = e2e({ sso: true });
+    // TEAMS_USER filed the request in the web console under its own identity; its binding maps it to PRINCIPAL.
+    const item = await requested(w, TEAMS_USER);
+    const res = await w.post(
+      decideInvoke(item, {
+        from: { id: "29:1abc", name: "Ops Person", aadObjectId: TEAMS_USER.toUpperCase() },
+        sso: await ssoToken({ oid: TEAMS_USER }),
+      }),
+      `Bearer ${await connectorToken()}`,
+    );
+    expect(res.jsonBody).toMatchObject({ statusCode: 403, type: "application/vnd.microsoft.error" });
+    expect((await w.h.approvalStore.get(item.approval_id))?.state).toBe("pending");
+    expect(await refusals(w)).toEqual(["identity_mismatch"]);
+    expect(w.h.executed).toHaveLength(0);
+  });
+
+  it("C-351 spec §5 item 5: the invoke must carry the item's action_hash; a missing or different one decides nothing (a different one is the decision route's 409)", async () => {
+    const w = e2e({ sso: true });
+    const item = await requested(w);
+    const bot = `Bearer ${await connectorToken()}`;
+    const sso = await ssoToken();
+    const missing = await w.post(decideInvoke(item, { sso, data: { action_hash: undefined } }), bot);
+    expect(missing.jsonBody).toMatchObject({ statusCode: 400, type: "application/vnd.microsoft.error" });
+    const other = await w.post(decideInvoke(item, { sso, data: { action_hash: "0".repeat(64) } }), bot);
+    expect(other.jsonBody).toMatchObject({
+      statusCode: 409,
+      type: "application/vnd.microsoft.error",
+      value: { code: "conflict" },
+    });
+    expect((await w.h.approvalStore.get(item.approval_id))?.state).toBe("pending");
+    expect(await refusals(w)).toEqual(["invalid_decision_data"]);
+    const domain = await w.h.audit.list({ action: "console.approve_hil" });
+    expect(domain.map((e) => e.details?.reason)).toEqual(["action_hash_mismatch"]);
+    expect(w.h.executed).toHaveLength(0);
+  });
+
   it("C-355 a guest cannot decide from Teams: a guest-tenant activity, and a home-tenant activity with a guest tenant's SSO token, are refused and audited", async () => {
     const w = e2e({ sso: true });
     const item = await requested(w);
     const bot = `Bearer ${await connectorToken()}`;
     const guestFrom = { id: "29:1guest", name: "Guest", aadObjectId: GUEST_USER };
     const guest = await w.post(
-      decideInvoke(item.approval_id, {
+      decideInvoke(item, {
         guest: true,
         from: guestFrom,
         sso: await ssoToken({ oid: GUEST_USER, tid: GUEST_TENANT }),
@@ -597,10 +637,7 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
       bot,
     );
     expect(guest.jsonBody).toMatchObject({ statusCode: 403, type: "application/vnd.microsoft.error" });
-    const foreignToken = await w.post(
-      decideInvoke(item.approval_id, { sso: await ssoToken({ tid: GUEST_TENANT }) }),
-      bot,
-    );
+    const foreignToken = await w.post(decideInvoke(item, { sso: await ssoToken({ tid: GUEST_TENANT }) }), bot);
     expect(foreignToken.jsonBody).toMatchObject({ statusCode: 403 });
     expect((await w.h.approvalStore.get(item.approval_id))?.state).toBe("pending");
     expect(await refusals(w)).toEqual(["guest_tenant", "guest_tenant"]);
@@ -627,10 +664,21 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
       ["stale sign-in", await ssoToken({ auth_time: Math.floor(Date.now() / 1000) - 3600 }), 401],
       ["no auth_time", await ssoToken({ auth_time: undefined }), 401],
     ];
+    const answers: Record<string, InvokeAnswer> = {};
     for (const [name, sso, status] of cases) {
-      const res = await w.post(decideInvoke(item.approval_id, sso ? { sso } : {}), bot);
+      const res = await w.post(decideInvoke(item, sso ? { sso } : {}), bot);
       expect(res.status, name).toBe(200);
       expect((res.jsonBody as InvokeAnswer).statusCode, name).toBe(status);
+      answers[name] = res.jsonBody as InvokeAnswer;
+    }
+    // A sign-in hours old is not answered with another SSO challenge (Teams' silent SSO would bring
+    // back the same auth_time, a loop): the answer says a fresh sign-in is needed and points to the console.
+    for (const name of ["stale sign-in", "no auth_time"]) {
+      expect(answers[name], name).toMatchObject({
+        type: "application/vnd.microsoft.error",
+        value: { code: "reauthentication_required" },
+      });
+      expect(String(answers[name]?.value.message), name).toMatch(/fresh sign-in.*console/);
     }
     expect((await w.h.approvalStore.get(item.approval_id))?.state).toBe("pending");
     expect(await refusals(w)).toEqual([
@@ -645,13 +693,20 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
     expect(w.h.executed).toHaveLength(0);
   });
 
+  it("an unreachable identity provider (discovery or keys) is a retryable 503, not a sign-in prompt, audited as identity_provider_unavailable", async () => {
+    // Nothing listens on port 9 of the loopback: the discovery document cannot be fetched.
+    const w = e2e({ sso: true, discoveryUrl: "http://127.0.0.1:9/tenant/v2.0/.well-known/openid-configuration" });
+    const item = await requested(w);
+    const res = await w.post(decideInvoke(item, { sso: await ssoToken() }), `Bearer ${await connectorToken()}`);
+    expect(res.jsonBody).toMatchObject({ statusCode: 503, type: "application/vnd.microsoft.error" });
+    expect((await w.h.approvalStore.get(item.approval_id))?.state).toBe("pending");
+    expect(await refusals(w)).toEqual(["identity_provider_unavailable"]);
+  });
+
   it("without SVC_PLATFORM_A_SSO_CONNECTION_NAME a card invoke decides nothing (the console stays the way to decide)", async () => {
     const w = e2e();
     const item = await requested(w);
-    const res = await w.post(
-      decideInvoke(item.approval_id, { sso: await ssoToken() }),
-      `Bearer ${await connectorToken()}`,
-    );
+    const res = await w.post(decideInvoke(item, { sso: await ssoToken() }), `Bearer ${await connectorToken()}`);
     expect(res.status).toBe(200);
     expect((await w.h.approvalStore.get(item.approval_id))?.state).toBe("pending");
   });

@@ -24,6 +24,8 @@ const PNG = Buffer.concat([
 ]);
 const PDF = Buffer.from("%PDF-1.7\n1 0 obj<<>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF");
 const ENCRYPTED_PDF = Buffer.from("%PDF-1.7\n1 0 obj<<>>endobj\ntrailer<</Root 1 0 R/Encrypt 2 0 R>>\n%%EOF");
+/** The same trailer with the name written with a `#xx` escape (`y` = #79), which PDF readers decode. */
+const ESCAPED_ENCRYPTED_PDF = Buffer.from("%PDF-1.7\n1 0 obj<<>>endobj\ntrailer<</Root 1 0 R/Encr#79pt 2 0 R>>\n%%EOF");
 const IRM_DOCX = Buffer.concat([
   Buffer.from([0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1]),
   Buffer.from("E\0n\0c\0r\0y\0p\0t\0e\0d\0P\0a\0c\0k\0a\0g\0e"),
@@ -80,13 +82,18 @@ describe("the attachment gate (spec §5 item 6′)", () => {
       [
         ref("T0ENC", "application/pdf", ENCRYPTED_PDF),
         ref("T0IRM", "application/vnd.openxmlformats-officedocument.wordprocessingml.document", IRM_DOCX),
+        ref("T0IRMX", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", IRM_DOCX),
+        ref("T0ESC", "application/pdf", ESCAPED_ENCRYPTED_PDF),
       ],
       { fetch: verified, scanner: s },
     );
-    expect(out.map((o) => o.status === "blocked" && o.reason)).toEqual(["unknown_protection", "malformed"]);
-    // An IRM-protected document is a compound file, not the OOXML zip it claims: malformed first; as octet data it is protection.
+    // An IRM-protected docx/xlsx is a compound file, not the OOXML zip it claims: reported as protection.
+    expect(out.map((o) => o.status === "blocked" && o.reason)).toEqual(Array(4).fill("unknown_protection"));
     expect(hasUnknownProtection(IRM_DOCX, "application/octet-stream")).toBe(true);
     expect(hasUnknownProtection(PDF, "application/pdf")).toBe(false);
+    expect(
+      hasUnknownProtection(Buffer.from("%PDF-1.7\ntrailer<</Root 1 0 R/EncryptMetadata false>>"), "application/pdf"),
+    ).toBe(false);
     expect(s.scanned).toEqual([]);
   });
 

@@ -238,7 +238,13 @@ describe("the channel-neutral inbound pipeline", () => {
     })(
       turnOf("explore_catalog query=job.failed", {
         attachments: ["F0IMG", "F0held", "F0infected", "F0unknown_protection", "F0oversized", "F0malformed"].map(
-          (vendor_id) => ({ vendor_id, name: `${vendor_id}.png`, media_type: "image/png", size_bytes: 10 }),
+          (vendor_id) => ({
+            vendor_id,
+            // A sender-chosen file name carrying a credential: echoed only through the secret scanner.
+            name: vendor_id === "F0held" ? "bpt_leakedtoken123456.png" : `${vendor_id}.png`,
+            media_type: "image/png",
+            size_bytes: 10,
+          }),
         ),
       }),
     );
@@ -248,6 +254,8 @@ describe("the channel-neutral inbound pipeline", () => {
     expect(inbound.text).toBe("explore_catalog query=job.failed");
     expect(inbound.attachments?.map((a) => a.vendor_id)).toEqual(["F0IMG"]);
     expect(outcome.response?.text).toContain("Attachments not used:");
+    expect(outcome.response?.text).not.toContain("bpt_leakedtoken123456");
+    expect(outcome.response?.text).toContain("F0malformed.png (malformed)");
     const blocked = await w.h.audit.list({ action: "channel.attachment_blocked" });
     expect(blocked.map((e) => e.details?.reason).sort()).toEqual(
       ["held", "infected", "malformed", "oversized", "unknown_protection"].sort(),

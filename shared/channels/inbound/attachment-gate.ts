@@ -99,13 +99,28 @@ export function isWellFormed(bytes: Buffer, mediaType: string): boolean {
  */
 export function hasUnknownProtection(bytes: Buffer, mediaType: string): boolean {
   if (startsWith(bytes, CFB_MAGIC)) return true;
-  if (baseType(mediaType) === "application/pdf") return bytes.includes("/Encrypt");
+  if (baseType(mediaType) === "application/pdf") return hasPdfName(bytes, "/Encrypt");
   return false;
 }
 
 /**
- * Gates one turn's attachments, in order: the fetcher's verdict, then the media check, the
- * protection check and the malware scan. Without a scanner every attachment is held (fail closed).
+ * Whether a PDF holds the name exactly (`/Encrypt`, not `/EncryptMetadata`), also when written with
+ * `#xx` escapes (`/Encr#79pt`, PDF 1.2+ names): each name token is decoded before it is compared.
+ */
+function hasPdfName(bytes: Buffer, name: string): boolean {
+  const text = bytes.toString("latin1");
+  for (const match of text.matchAll(/\/(?:[A-Za-z0-9]|#[0-9A-Fa-f]{2})+/g)) {
+    const decoded = match[0].replace(/#([0-9A-Fa-f]{2})/g, (_, hex: string) =>
+      String.fromCharCode(Number.parseInt(hex, 16)),
+    );
+    if (decoded === name) return true;
+  }
+  return false;
+}
+
+/**
+ * Gates one turn's attachments, in order: the fetcher's verdict, then the protection check, the
+ * media check and the malware scan. Without a scanner every attachment is held (fail closed).
  */
 export async function gateAttachments(
   refs: readonly AttachmentRef[],
@@ -124,12 +139,14 @@ export async function gateAttachments(
       out.push(blocked(fetched.reason));
       continue;
     }
-    if (!isWellFormed(fetched.bytes, ref.media_type)) {
-      out.push(blocked("malformed"));
-      continue;
-    }
+    // Protection first: an IRM-protected docx/xlsx is a compound file, not the zip its type names,
+    // and must be reported as protection, not as malformed.
     if (hasUnknownProtection(fetched.bytes, ref.media_type)) {
       out.push(blocked("unknown_protection"));
+      continue;
+    }
+    if (!isWellFormed(fetched.bytes, ref.media_type)) {
+      out.push(blocked("malformed"));
       continue;
     }
     const verdict: ScanVerdict = deps.scanner

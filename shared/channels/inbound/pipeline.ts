@@ -322,7 +322,11 @@ export function handleInboundTurn(deps: InboundPipelineDependencies) {
       );
       response = channelReplyOf(reply, at.toISOString());
       if (refused.length > 0)
-        response = { ...response, text: `${response.text}\nAttachments not used: ${refused.join(", ")}.` };
+        // The names are the sender's: scanned like the reply's text before they are echoed.
+        response = {
+          ...response,
+          text: `${response.text}\n${scanSecrets(`Attachments not used: ${refused.join(", ")}.`).text}`,
+        };
     }
     return { status: "answered", request_id: requestId, response, receipt: await send(response) };
   };

@@ -3,6 +3,7 @@ import { z } from "zod";
 import type { JwtValidator } from "../../auth/jwt-validator.js";
 import { sameObjectId } from "../../auth/object-id.js";
 import type { Caller } from "../../auth/roles.js";
+import { DependencyUnavailableError } from "../../errors.js";
 import type { HttpResult } from "../../http/envelope.js";
 import { approvalIdSchema } from "../../console/approvals/approval-store.js";
 import type { createApprovalService } from "../../console/approvals/approval-service.js";
@@ -39,10 +40,8 @@ const decideData = z.looseObject({
   approval_id: approvalIdSchema,
   decision: z.enum(["approve", "reject"]),
   justification: z.string().trim().min(3, "give a short justification").max(500),
-  action_hash: z
-    .string()
-    .regex(/^[0-9a-f]{64}$/)
-    .optional(),
+  // The item's action_hash the card carries: the round trip re-validates it (spec §5 item 5).
+  action_hash: z.string().regex(/^[0-9a-f]{64}$/),
 });
 
 /** An `adaptiveCard/action` invoke's value (Teams Universal Actions, with the SSO `authentication`). */
@@ -193,7 +192,11 @@ export function createTeamsSsoDecider(deps: TeamsSsoDependencies) {
         return refuse(
           "invalid_decision_data",
           "platform_a",
-          errorOf(400, "BadRequest", "The decision needs an approval id, a decision and a short justification."),
+          errorOf(
+            400,
+            "BadRequest",
+            "The decision needs an approval id, its action hash, a decision and a short justification.",
+          ),
         );
       const { approval_id: approvalId } = data.data;
       // A guest of another tenant never decides A1 (spec §5 item 4), whatever token it brings.
@@ -214,6 +217,18 @@ export function createTeamsSsoDecider(deps: TeamsSsoDependencies) {
       try {
         caller = await deps.validator.validate(`Bearer ${token}`);
       } catch (error) {
+        // The identity provider's discovery or keys are unreachable: the token may be fine, so no
+        // re-prompt (Teams would only loop on it); a retryable answer instead.
+        if (error instanceof DependencyUnavailableError)
+          return refuse(
+            "identity_provider_unavailable",
+            approvalId,
+            errorOf(
+              503,
+              "ServiceUnavailable",
+              "The sign-in service is unreachable right now; try again in a minute. Nothing was decided.",
+            ),
+          );
         return refuse(
           "sso_token_invalid",
           approvalId,
@@ -235,6 +250,19 @@ export function createTeamsSsoDecider(deps: TeamsSsoDependencies) {
           approvalId,
           errorOf(403, "Forbidden", "The signed-in user is not the sender. Nothing was decided."),
         );
+      // The signed-in identity must be the bound principal itself: were a binding to map the Teams user
+      // to another principal, a requester could approve its own request under the other id and the
+      // approvals domain's self-approval check would not see it (spec §5 item 8).
+      if (!sameObjectId(caller.oid, verified.principal))
+        return refuse(
+          "identity_mismatch",
+          approvalId,
+          errorOf(
+            403,
+            "Forbidden",
+            "The signed-in user is bound to a different principal; decide in the web console. Nothing was decided.",
+          ),
+        );
       try {
         const result = await deps.approvals.decide({
           approvalId,
@@ -242,7 +270,7 @@ export function createTeamsSsoDecider(deps: TeamsSsoDependencies) {
           role: effectiveRole(caller),
           decision: data.data.decision,
           justification: data.data.justification,
-          ...(data.data.action_hash ? { actionHash: data.data.action_hash } : {}),
+          actionHash: data.data.action_hash,
           requestId,
           now: at,
           // A token without the claim is never fresh (the decision route's rule).
@@ -256,7 +284,14 @@ export function createTeamsSsoDecider(deps: TeamsSsoDependencies) {
       } catch (error) {
         if (!(error instanceof ToolError)) throw error;
         // The approvals domain audited its refusal; the answer carries its sentence.
-        if (error.type === "reauthentication_required") return loginRequest(error.message);
+        // A stale sign-in: Teams' silent SSO would only bring back a token with the same old
+        // auth_time (a loop), so the answer says a fresh sign-in is needed and where to decide.
+        if (error.type === "reauthentication_required")
+          return errorOf(
+            401,
+            "reauthentication_required",
+            'A fresh sign-in is needed to decide this approval: sign in again and decide it in the web console ("Open the approval in the console" on the card). Nothing was decided.',
+          );
         return errorOf(refusalStatus(error), error.type, error.message.slice(0, 500));
       }
     },

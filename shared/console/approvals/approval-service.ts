@@ -117,7 +117,8 @@ export function createApprovalService(deps: ApprovalServiceDependencies) {
         title: kind === "request" ? "Approval requested" : "Approval reminder",
         // Only the opaque id: the decision is made through the authenticated API, never by a link.
         body_markdown: `Approval ${item.approval_id} is waiting for a decision before ${item.expires_at}.`,
-        params: { approval_id: item.approval_id, expires_at: item.expires_at },
+        // The action_hash lets a Teams SSO decision re-validate the exact action (spec §5 item 5).
+        params: { approval_id: item.approval_id, expires_at: item.expires_at, action_hash: item.action_hash },
         correlation_id: item.approval_id,
         idempotency_key: `${item.approval_id}/${step}/${approver}`,
       });

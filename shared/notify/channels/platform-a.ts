@@ -75,12 +75,18 @@ const decisionForm = [
  * The card's one decision action: Universal Actions (`Action.Execute`), whose data is only the
  * opaque approval id; Teams adds the inputs and, through single sign-on, the user's token.
  */
-const decisionAction = (approvalId: string) => ({
+const decisionAction = (approvalId: string, actionHash: string) => ({
   type: "Action.Execute",
   verb: APPROVAL_DECIDE_VERB,
   title: "Decide (signs you in)",
-  data: { approval_id: approvalId },
+  data: { approval_id: approvalId, action_hash: actionHash },
 });
+
+/** The item's `action_hash` from the request's params (not a decision payload: the round trip re-validates it). */
+const actionHashOf = (message: OutboundMessage): string | undefined => {
+  const hash = message.params?.action_hash;
+  return typeof hash === "string" && /^[0-9a-f]{64}$/.test(hash) ? hash : undefined;
+};
 
 /**
  * The Adaptive Card (1.5) of a message: a title, the answer block (≤ 4,000 characters), the
@@ -102,7 +108,9 @@ export function buildAdaptiveCard(
       : undefined;
   // With Teams SSO, an approver decides on the card itself: the decision is the user's input, sent
   // with the user's SSO token in Teams' `adaptiveCard/action` invoke (channels/platform-a/teams-sso.ts).
-  const decide = options.ssoDecisions === true && approvalId !== undefined;
+  // Without the item's action_hash there is no form: the invoke would be refused anyway.
+  const hash = actionHashOf(message);
+  const decide = options.ssoDecisions === true && approvalId !== undefined && hash !== undefined;
   const render = (bodyLimit: number) => {
     const block = answerBlock(message.body_markdown, bodyLimit);
     const omitted = message.body_markdown.length - Math.min(message.body_markdown.length, bodyLimit);
@@ -127,7 +135,7 @@ export function buildAdaptiveCard(
       ...(link || decide
         ? {
             actions: [
-              ...(decide && approvalId ? [decisionAction(approvalId)] : []),
+              ...(decide && approvalId && hash ? [decisionAction(approvalId, hash)] : []),
               ...(link
                 ? [
                     {
