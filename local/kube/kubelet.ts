@@ -5,23 +5,28 @@ import {
   accessSync,
   chmodSync,
   chownSync,
+  closeSync,
   constants,
   copyFileSync,
+  fchmodSync,
+  fchownSync,
   linkSync,
+  lstatSync,
   mkdirSync,
   mkdtempSync,
+  openSync,
   readdirSync,
   readFileSync,
   rmSync,
   statSync,
-  writeFileSync,
+  writeSync,
 } from "node:fs";
 import { constants as osConstants, tmpdir } from "node:os";
 import path from "node:path";
 import { parseQuantity } from "../../shared/cluster/quantity.js";
 import type { Logger } from "../../shared/logging/logger.js";
 import type { Deleter } from "./deletion.js";
-import { type Any, type Condition, field, recordEvent, setCondition, timestamp } from "./objects.js";
+import { type Any, type Condition, DNS_LABEL, field, recordEvent, setCondition, timestamp } from "./objects.js";
 import type { KubeObject } from "./selectors.js";
 import {
   type ContainerIdentity,
@@ -157,6 +162,8 @@ interface ContainerState {
   restarts: number;
   /** Stops what the node's supplement started for the container's current run. */
   stopSupplement?: () => void;
+  /** The folders its secret volumes were last materialised in (removed when it starts again). */
+  secretDirs?: string[];
 }
 
 interface PodState {
@@ -379,8 +386,11 @@ export class Kubelet {
 
   /**
    * A pod's own folder: under the kubelet's root for pods that run as the kubelet's user; for a
-   * pod run as another user, a folder it owns (0700) outside the kubelet's 0700 data folder, under a
-   * parent it may search but not list (0711).
+   * pod run as another user, a folder of the kubelet's (0711: the pod may search it, not list or
+   * change it) outside the kubelet's 0700 data folder, under a parent it may search but not list
+   * (0711). What the pod may write is in folders of its own below ({@link ownedDir}); its secret
+   * volumes are in folders of the kubelet's ({@link secretVolume}), so no path the kubelet writes or
+   * chowns through, as root, is one the pod could swap for a symlink.
    */
   private ensureUserPodsDir(): void {
     if (this.userPodsDir) return;
@@ -398,8 +408,7 @@ export class Kubelet {
     this.ensureUserPodsDir();
     const dir = path.join(this.userPodsDir as string, podUid);
     mkdirSync(dir, { recursive: true });
-    chmodSync(dir, 0o700);
-    chownSync(dir, identity.uid, identity.volumeGid);
+    chmodSync(dir, 0o711);
     return dir;
   }
 
@@ -436,17 +445,34 @@ export class Kubelet {
     return result;
   }
 
-  /** A folder under the pod's folder, owned by the pod's user and volume group (setgid with `fsGroup`). */
+  /**
+   * A folder under the pod's folder, owned by the pod's user and volume group (setgid with
+   * `fsGroup`). The folders on the way to it (`volumes` of `volumes/<name>`) stay the kubelet's
+   * (0711 for a pod of another user): the pod cannot put a symlink in the place of the folder, which
+   * would make the kubelet chown a folder of the host to it when the container starts again.
+   */
   private ownedDir(podDir: string, identity: ContainerIdentity, ...parts: string[]): string {
     let dir = podDir;
-    for (const part of parts) {
+    parts.forEach((part, i) => {
+      if (!DNS_LABEL.test(part)) throw new Error(`invalid folder name ${JSON.stringify(part)} in the pod's folder`);
       dir = path.join(dir, part);
-      mkdirSync(dir, { recursive: true });
-      if (identity.switched) {
-        chownSync(dir, identity.uid, identity.volumeGid);
-        chmodSync(dir, identity.volumeGid === identity.gid ? 0o700 : 0o2770);
+      if (!identity.switched) {
+        mkdirSync(dir, { recursive: true });
+        return;
       }
-    }
+      try {
+        mkdirSync(dir, { mode: 0o700 });
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      }
+      if (!lstatSync(dir).isDirectory()) throw new Error(`${dir} is not a folder`);
+      if (i < parts.length - 1) {
+        chmodSync(dir, 0o711);
+        return;
+      }
+      chownSync(dir, identity.uid, identity.volumeGid);
+      chmodSync(dir, identity.volumeGid === identity.gid ? 0o700 : 0o2770);
+    });
     return dir;
   }
 
@@ -643,24 +669,43 @@ export class Kubelet {
     return [...ports];
   }
 
-  /** A `secret` volume: the Secret's keys as files (mode `defaultMode`, 0644 by default) in a folder of the pod. */
-  private secretVolume(state: PodState, podDir: string, identity: ContainerIdentity, volume: Any): string | Error {
+  /**
+   * A `secret` volume: the Secret's keys as files (mode `defaultMode`, 0644 by default, owned by the
+   * pod's user and volume group) in a fresh folder of the kubelet's in the pod's folder (0750, group
+   * the pod's volume group: the pod reads it, cannot change it), made anew at each start of the
+   * container, the previous one removed. Files are created exclusively and changed through their
+   * descriptor: nothing the kubelet writes follows a symlink.
+   */
+  private secretVolume(
+    c: ContainerState,
+    state: PodState,
+    podDir: string,
+    identity: ContainerIdentity,
+    volume: Any,
+  ): string | Error {
     const ref = field<Any>(volume, "secret") ?? {};
     const secret = this.o.store.get("secrets", state.namespace, String(ref.secretName));
     if (!secret && ref.optional !== true)
       return new Error(
         `MountVolume.SetUp failed for volume "${String(volume.name)}" : secret "${String(ref.secretName)}" not found`,
       );
-    const dir = this.ownedDir(podDir, identity, "volumes", String(volume.name));
+    const dir = mkdtempSync(path.join(podDir, `secret-${String(volume.name)}-`));
+    c.secretDirs = [...(c.secretDirs ?? []), dir];
+    chmodSync(dir, 0o750);
+    if (identity.switched) chownSync(dir, -1, identity.volumeGid);
     const mode = Number.isInteger(ref.defaultMode) ? Number(ref.defaultMode) & 0o777 : 0o644;
     for (const [key, value] of Object.entries(
       (field<Record<string, string>>(secret, "data") ?? {}) as Record<string, string>,
     )) {
       if (!/^[\w.-]+$/.test(key) || key === "." || key === "..") continue;
-      const file = path.join(dir, key);
-      writeFileSync(file, Buffer.from(String(value), "base64"), { mode });
-      chmodSync(file, mode);
-      if (identity.switched) chownSync(file, identity.uid, identity.volumeGid);
+      const fd = openSync(path.join(dir, key), "wx", mode);
+      try {
+        writeSync(fd, Buffer.from(String(value), "base64"));
+        fchmodSync(fd, mode);
+        if (identity.switched) fchownSync(fd, identity.uid, identity.volumeGid);
+      } finally {
+        closeSync(fd);
+      }
     }
     return dir;
   }
@@ -722,15 +767,30 @@ export class Kubelet {
       state.hostPorts = new Map();
     }
     const podDir = this.podDir(state.uid, identity);
+    // The secret volumes of its previous start are not in use (the container is not running).
+    for (const dir of c.secretDirs ?? []) rmSync(dir, { recursive: true, force: true });
+    c.secretDirs = [];
     // Volumes: where each mount path lives on this machine.
     const mounts: [string, string][] = [];
     for (const m of (container.volumeMounts as Any[]) ?? []) {
       const volume = ((spec.volumes as Any[]) ?? []).find((v) => v.name === m.name);
+      // The API refuses other names; a name is part of a path on this machine, so checked again here.
+      if (volume && (typeof volume.name !== "string" || !DNS_LABEL.test(volume.name))) {
+        this.waiting(
+          state,
+          c,
+          container,
+          "CreateContainerConfigError",
+          `invalid volume name ${JSON.stringify(volume.name)}: must be a DNS label`,
+          false,
+        );
+        return;
+      }
       let host: string | undefined;
       if (volume?.hostPath) host = String(field(volume, "hostPath", "path"));
       else if (volume?.emptyDir) host = this.ownedDir(podDir, identity, "volumes", String(m.name));
       else if (volume?.secret) {
-        const made = this.secretVolume(state, podDir, identity, volume);
+        const made = this.secretVolume(c, state, podDir, identity, volume);
         if (made instanceof Error) {
           this.waiting(state, c, container, "CreateContainerConfigError", made.message, true);
           return;
@@ -748,13 +808,15 @@ export class Kubelet {
         );
         return;
       }
-      if (identity.switched && !permits(identity, host, m.readOnly === true ? "rx" : "rwx")) {
+      // A secret volume is read-only, as Kubernetes mounts it.
+      const readOnly = m.readOnly === true || Boolean(volume?.secret);
+      if (identity.switched && !permits(identity, host, readOnly ? "rx" : "rwx")) {
         this.waiting(
           state,
           c,
           container,
           "CreateContainerError",
-          `volume "${String(m.name)}": ${host} is not ${m.readOnly === true ? "readable" : "writable"} by uid ${identity.uid} gid ${identity.gid} ${where}`,
+          `volume "${String(m.name)}": ${host} is not ${readOnly ? "readable" : "writable"} by uid ${identity.uid} gid ${identity.gid} ${where}`,
           false,
         );
         return;

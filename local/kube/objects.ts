@@ -102,7 +102,8 @@ export function recordEvent(
 }
 
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+/** A DNS-1123 label: names of containers and volumes (a volume's is part of a path on the node). */
+export const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 const LABEL_NAME = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
 
@@ -128,6 +129,19 @@ function invalid(def: ResourceDef, name: string, causes: Cause[]): KubeStatusErr
 }
 
 function checkContainers(spec: unknown, at: string, causes: Cause[]): void {
+  // A volume's name is part of a path on the node (the kubelet's emptyDir and secret folders).
+  const volumes = field<unknown>(spec, "volumes");
+  if (volumes !== undefined && !Array.isArray(volumes))
+    causes.push({ field: `${at}.volumes`, message: "Invalid value: must be a list", reason: "FieldValueTypeInvalid" });
+  (Array.isArray(volumes) ? volumes : []).forEach((v, i) => {
+    const name = (v as Any | null)?.name;
+    if (typeof name !== "string" || name.length > 63 || !DNS_LABEL.test(name))
+      causes.push({
+        field: `${at}.volumes[${i}].name`,
+        message: `Invalid value: ${JSON.stringify(name) ?? String(name)}: a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character`,
+        reason: "FieldValueInvalid",
+      });
+  });
   const containers = field<Any[]>(spec, "containers");
   if (!Array.isArray(containers) || containers.length === 0) {
     causes.push({ field: `${at}.containers`, message: "Required value", reason: "FieldValueRequired" });

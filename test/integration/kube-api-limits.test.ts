@@ -3,7 +3,7 @@
  * case, command and args only as lists of strings, a watch that does not read is dropped instead of
  * growing this process, and the change history is bounded by bytes as well as by count.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:https";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -134,6 +134,65 @@ describe("local Kubernetes API limits", () => {
     expect(JSON.stringify(job.json.details)).toContain("spec.template.spec.containers[0].command");
     expect(cluster.store.list("pods", NS, () => true)).toEqual([]);
     expect(cluster.store.get("jobs", NS, "bad-command")).toBeUndefined();
+  });
+
+  it("refuses a volume name that is not a DNS label with a 422 Invalid Status naming the field; the kubelet refuses one that reaches it anyway, making no folder outside the pod's", async () => {
+    const auth = `Bearer ${cluster.token}`;
+    // Where a kubelet joining the name to its pod folder would land: this file's data folder.
+    const escaping = "../".repeat(40) + path.join(dataDir, "escaped").slice(1);
+    const spec = (name: string) => ({
+      restartPolicy: "Never",
+      containers: [
+        {
+          name: "main",
+          image: "node:22",
+          command: ["node", "-e", "console.log('ran')"],
+          volumeMounts: [{ name, mountPath: "/scratch" }],
+        },
+      ],
+      volumes: [{ name, emptyDir: {} }],
+    });
+    for (const name of ["../x", escaping, "Data", "a/b", "", "x".repeat(64)]) {
+      const res = await call("POST", `/api/v1/namespaces/${NS}/pods`, auth, {
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: "bad-volume" },
+        spec: spec(name),
+      });
+      expect(res.status, name).toBe(422);
+      expect(res.json).toMatchObject({ kind: "Status", status: "Failure", reason: "Invalid", code: 422 });
+      expect(JSON.stringify(res.json.details)).toContain("spec.volumes[0].name");
+    }
+    const job = await call("POST", `/apis/batch/v1/namespaces/${NS}/jobs`, auth, {
+      apiVersion: "batch/v1",
+      kind: "Job",
+      metadata: { name: "bad-volume" },
+      spec: { template: { spec: spec("../x") } },
+    });
+    expect(job.status).toBe(422);
+    expect(JSON.stringify(job.json.details)).toContain("spec.template.spec.volumes[0].name");
+    expect(cluster.store.get("pods", NS, "bad-volume")).toBeUndefined();
+    // A pod that skipped admission (written to the store directly): the kubelet refuses it before any path is made.
+    cluster.store.create("pods", {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "bad-volume", namespace: NS },
+      spec: { ...spec(escaping), nodeName: "local-blast-0" },
+    });
+    const waiting = await eventually(
+      async () =>
+        (
+          cluster.store.get("pods", NS, "bad-volume")?.status as
+            | { containerStatuses?: { state?: { waiting?: { reason: string; message: string } } }[] }
+            | undefined
+        )?.containerStatuses?.[0]?.state?.waiting,
+    );
+    expect(waiting).toEqual({
+      reason: "CreateContainerConfigError",
+      message: expect.stringContaining("invalid volume name"),
+    });
+    expect(existsSync(path.join(dataDir, "escaped"))).toBe(false);
+    await call("DELETE", `/api/v1/namespaces/${NS}/pods/bad-volume?gracePeriodSeconds=0`, auth);
   });
 
   it("refuses to start a container that runAsNonRoot would have run as root, with Kubernetes' reason", async () => {

@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -54,14 +54,23 @@ const JOB_API_NAMESPACES = [
 const WITH_TERMINAL = digest("f");
 /**
  * A stand-in for the terminal daemon: exits 2 the first time it starts in a pod (a count kept in
- * its HOME, the pod's emptyDir), then says what it was given and listens on its port.
+ * its HOME, the pod's emptyDir), then says what it was given and listens on its port. Before that
+ * first exit it tries what a hostile container would: to put a symlink to the host file `VICTIM`
+ * in the place of its token file in its secret volume (`TOKEN_DIR`), and in the place of the
+ * token the kubelet once wrote next to its HOME's folder (`volumes/<volume>`), for the kubelet to
+ * write through as root when the container starts again.
  */
 const TERMINAL_STAND_IN = `
-const fs = require("node:fs"); const e = process.env; const count = e.HOME + "/starts";
+const fs = require("node:fs"); const path = require("node:path"); const e = process.env; const count = e.HOME + "/starts";
 const n = (fs.existsSync(count) ? Number(fs.readFileSync(count, "utf8")) : 0) + 1; fs.writeFileSync(count, String(n));
-if (n === 1) { console.error("first start fails"); process.exit(2); }
+const plant = (where, dir) => { try { fs.mkdirSync(dir, { recursive: true }); fs.rmSync(path.join(dir, "token"), { force: true });
+  fs.symlinkSync(e.VICTIM, path.join(dir, "token")); console.error("plant " + where + " ok"); }
+  catch (error) { console.error("plant " + where + " " + error.code); } };
+if (n === 1) { plant("mounted", e.TOKEN_DIR); plant("old", path.join(path.dirname(e.HOME), "terminal-token"));
+  console.error("first start fails " + e.TOKEN_DIR); process.exit(2); }
 console.log("terminal " + JSON.stringify({ port: e.JOBAPI_TERMINAL_DAEMON_PORT, home: e.HOME,
-  kubeconfig: e.KUBECONFIG ?? null, storage: e.JOBAPI_STORAGE_CONNECTION_STRING ?? null }));
+  kubeconfig: e.KUBECONFIG ?? null, storage: e.JOBAPI_STORAGE_CONNECTION_STRING ?? null,
+  tokenDir: e.TOKEN_DIR, token: fs.readFileSync(path.join(e.TOKEN_DIR, "token"), "utf8") }));
 require("node:net").createServer((c) => c.end()).listen(Number(e.JOBAPI_TERMINAL_DAEMON_PORT), "127.0.0.1");
 `;
 const FIRST_TOKEN = '{"current":{"value":"first"}}';
@@ -275,6 +284,13 @@ describe("server-side apply on the local Kubernetes API, and the job API's rollo
     const podSpec = (deploymentOf(objects).spec as { template: { spec: { containers: { name: string }[] } } }).template
       .spec;
     expect(podSpec.containers.map((c) => c.name)).toEqual(["jobapi", "terminal"]);
+    // For the stand-in (TERMINAL_STAND_IN): where its token is mounted, and a host file of root's it must not reach.
+    const victim = path.join(dataDir, "victim");
+    writeFileSync(victim, "host file", { mode: 0o600 });
+    (podSpec.containers[1] as unknown as { env: { name: string; value: string }[] }).env.push(
+      { name: "TOKEN_DIR", value: "/var/run/secrets/kubernetes.io/serviceaccount" },
+      { name: "VICTIM", value: victim },
+    );
     await applyManifests(kc, objects, { force: false });
     const podName = async () => (await core.listNamespacedPod({ namespace: ns })).items[0]?.metadata?.name;
     const statusOf = async (container: string) => {
@@ -322,6 +338,37 @@ describe("server-side apply on the local Kubernetes API, and the job API's rollo
     const terminalLog = await kubectl(ns, "logs", name, "-c", "terminal");
     expect(terminalLog).toContain("first start fails");
     const given = JSON.parse(/^terminal (.*)$/m.exec(terminalLog)?.[1] ?? "{}");
+    // Its secret volume: the Secret's key, readable by the container, in a folder it cannot change,
+    // made anew by the kubelet at each start (the previous one removed), below folders it cannot
+    // change either; the symlinks it tried to plant were refused, and the host file is untouched.
+    expect(given.token).toBe("terminal-token");
+    const firstTokenDir = /^first start fails (.*)$/m.exec(terminalLog)?.[1];
+    expect(firstTokenDir).toBeTruthy();
+    expect(given.tokenDir).not.toBe(firstTokenDir);
+    expect(existsSync(firstTokenDir as string)).toBe(false);
+    expect(terminalLog).toMatch(/^plant mounted E[A-Z]+$/m);
+    expect(terminalLog).toMatch(/^plant old E[A-Z]+$/m);
+    expect(readFileSync(victim, "utf8")).toBe("host file");
+    expect(statSync(victim)).toMatchObject({ uid: process.getuid?.(), mode: 0o100600 });
+    const tokenDir = statSync(given.tokenDir);
+    // Owned by the kubelet's user, group the pod's fsGroup (1000), 0750.
+    expect({ uid: tokenDir.uid, gid: tokenDir.gid, mode: tokenDir.mode & 0o7777 }).toEqual({
+      uid: process.getuid?.(),
+      gid: 1000,
+      mode: 0o750,
+    });
+    for (
+      let dir = path.dirname(given.tokenDir);
+      dir !== tmpdir() && dir !== path.dirname(dir);
+      dir = path.dirname(dir)
+    ) {
+      const st = statSync(dir);
+      expect({ dir, uid: st.uid, writableByOthers: (st.mode & 0o022) !== 0 }).toEqual({
+        dir,
+        uid: process.getuid?.(),
+        writableByOthers: false,
+      });
+    }
     // The webhook skips the terminal (azure.workload.identity/skip-containers): no stand-ins for it.
     expect(given).toMatchObject({ kubeconfig: null, storage: null, port: expect.not.stringMatching(/^7681$/) });
     expect(await kubectl(ns, "logs", name, "-c", "jobapi")).toMatch(/^given /m);
