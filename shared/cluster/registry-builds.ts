@@ -211,16 +211,7 @@ export function createRegistryBuilds(connection: ArmConnection) {
       registry: RegistryRef,
       request: { source_location: string; dockerfile: string; image_names: string[]; timeout_seconds: number },
     ): Promise<{ run_id: string }> {
-      const run = await armAction(`${registryPath(registry)}/scheduleRun`, {
-        type: "DockerBuildRequest",
-        sourceLocation: request.source_location,
-        dockerFilePath: request.dockerfile,
-        imageNames: request.image_names,
-        isPushEnabled: true,
-        noCache: false,
-        platform: { os: "Linux", architecture: "amd64" },
-        timeout: request.timeout_seconds,
-      });
+      const run = await armAction(`${registryPath(registry)}/scheduleRun`, dockerBuildRequest(request));
       const runId = String((run.properties as { runId?: unknown } | undefined)?.runId ?? run.name ?? "");
       if (!runId) throw new RegistryRequestError("the registry answered no run id", 502, "NoRunId");
       return { run_id: runId };
@@ -253,16 +244,7 @@ export function createRegistryBuilds(connection: ArmConnection) {
         path,
         {
           properties: {
-            runRequest: {
-              type: "DockerBuildRequest",
-              sourceLocation: request.source_location,
-              dockerFilePath: request.dockerfile,
-              imageNames: request.image_names,
-              isPushEnabled: true,
-              noCache: false,
-              platform: { os: "Linux", architecture: "amd64" },
-              timeout: request.timeout_seconds,
-            },
+            runRequest: dockerBuildRequest(request),
           },
         },
         "PUT",
@@ -320,4 +302,23 @@ function safeJson(text: string): unknown {
   } catch {
     return undefined;
   }
+}
+
+/** The Docker build ACR runs for a context (the body of `scheduleRun`, a taskRun's `runRequest`). */
+function dockerBuildRequest(request: {
+  source_location: string;
+  dockerfile: string;
+  image_names: string[];
+  timeout_seconds: number;
+}): Record<string, unknown> {
+  return {
+    type: "DockerBuildRequest",
+    sourceLocation: request.source_location,
+    dockerFilePath: request.dockerfile,
+    imageNames: request.image_names,
+    isPushEnabled: true,
+    noCache: false,
+    platform: { os: "Linux", architecture: "amd64" },
+    timeout: request.timeout_seconds,
+  };
 }
