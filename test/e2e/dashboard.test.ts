@@ -451,6 +451,8 @@ describe("the dashboard web app in Chromium", () => {
     expect(await queryNav.getByRole("listitem").count()).toBe(10);
     await queryNav.getByRole("navigation", { name: "Query list pages" }).getByRole("button", { name: "Next" }).click();
     await queryNav.getByText("Queries 11–12 of 12").waitFor();
+    // The range line can render before the list does: wait for the second page's first query.
+    await queryNav.getByRole("button", { name: "q11 copy of example 1" }).waitFor();
     expect(await queryNav.getByRole("listitem").allInnerTexts()).toEqual([
       expect.stringMatching(/^q11 copy of example 1\s+1,231 letters, 60 hits, best e-value 0\.0$/),
       expect.stringMatching(/^q12 copy of example 2\s+1,471 letters, 60 hits, best e-value 0\.0$/),
