@@ -10,6 +10,8 @@ export default defineConfig({
   test: {
     include: ["test/deep/**/*.deep.ts"],
     globalSetup: ["test/support/global-setup.ts"],
+    // The global set-up builds in the background: wait for it.
+    setupFiles: ["test/support/wait-for-build.ts"],
     pool: "forks",
     testTimeout: 30_000,
     hookTimeout: 300_000,
