@@ -624,6 +624,7 @@ export class Kubelet {
         "kubelet",
       );
     if (retry) {
+      clearTimeout(c.retry);
       c.retry = setTimeout(() => this.start(state, c), Math.max(this.backoffMs, 1000));
       c.retry.unref();
     }
@@ -635,6 +636,8 @@ export class Kubelet {
    * the process the kubelet runs in.
    */
   private start(state: PodState, c: ContainerState): void {
+    // A container runs once at a time (a retry pending from before it started does not start it again).
+    if (c.run) return;
     try {
       this.startContainer(state, c);
     } catch (error) {
