@@ -152,6 +152,7 @@ export function buildInboundChannels(
         queue,
         process: processorWith(),
         conversations: deps.teamsConversations ?? createTeamsConversationStore(deps.tables),
+        pairedPrincipal: (vendorUserId) => senders.principalOf("platform_a", vendorUserId),
         ...(a.inbound.ssoConnectionName && deps.teamsSso
           ? {
               sso: createTeamsSsoDecider({
