@@ -28,6 +28,9 @@ const BOT_APP_ID = "0d1e2f3a-1111-4222-8333-944455566677";
 const TENANT = "7c1d2f3a-4b5c-4d6e-8f90-a1b2c3d4e5f6";
 const TEAMS_USER = "aaaaaaaa-1111-4111-8111-111111111111";
 const TEAMS_SERVICE_URL = "https://smba.trafficmanager.net/amer/";
+/** An unbound Teams user (pairing mode) and the existing principal an approver pairs it with. */
+const UNBOUND_TEAMS_USER = "dddddddd-4444-4444-8444-444444444444";
+const PAIRED = "55555555-5555-4555-8555-555555555555";
 const WEBHOOK_SECRET = `whsec_${Buffer.from("route-test-webhook-secret-0123456").toString("base64")}`;
 
 let stack: TestStack;
@@ -73,6 +76,8 @@ beforeAll(async () => {
       SVC_PLATFORM_A_AUTHORITY_HOST: entra.url,
       SVC_PLATFORM_A_OPENID_METADATA_URL: issuer.metadataUrl,
       SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON: JSON.stringify({ [TEAMS_USER]: READER }),
+      // Bound senders as before; an unbound one is challenged (pairing) instead of refused.
+      SVC_PLATFORM_A_SENDER_ACCESS: "pairing",
       SLACK_TEST_SIGNING_SECRET: SECRET,
       SLACK_TEST_BOT_TOKEN: TOKEN,
       SVC_PLATFORM_B_CHANNEL_ENABLED: "true",
@@ -82,7 +87,10 @@ beforeAll(async () => {
       // The bot token is shared with the outbound channel, which then needs its alert channel too.
       SVC_PLATFORM_B_ALERT_CHANNEL: "C0ALERTS",
       SVC_PLATFORM_B_PRINCIPAL_BINDINGS_JSON: JSON.stringify({ UREADER: READER }),
-      SVC_CHANNEL_PRINCIPAL_ROLES_JSON: JSON.stringify({ [READER]: { name: "Rita", roles: ["Reader"] } }),
+      SVC_CHANNEL_PRINCIPAL_ROLES_JSON: JSON.stringify({
+        [READER]: { name: "Rita", roles: ["Reader"] },
+        [PAIRED]: { name: "Pat", roles: ["Reader"] },
+      }),
     },
   });
 }, 300_000);
@@ -239,6 +247,61 @@ describe("Teams reply on the full local stack (issue 26: SVC_PLATFORM_A_AUTHORIT
     expect(activity).toMatchObject({ type: "message", replyToId: id, from: { id: `28:${BOT_APP_ID}` } });
     expect(String(activity.text).replace(/\\(.)/g, "$1")).toContain("explore_catalog: ok");
   }, 120_000);
+});
+
+describe("Teams pairing on the full local stack (SVC_PLATFORM_A_SENDER_ACCESS=pairing)", () => {
+  it("C-396 C-291 C-292 C-393 §5 item 8: an unbound Teams sender's pairing challenge reaches Bot Connector; an approver pairs it with POST /api/channels/pairing; its next message is answered as the mapped principal", async () => {
+    const serviceUrl = `${connector.url}/`;
+    const conversation = "a:1personal-pairing";
+    const send = async (text: string) => {
+      const id = `1800${Date.now()}`;
+      const message = {
+        type: "message",
+        id,
+        channelId: "msteams",
+        serviceUrl,
+        text,
+        from: { id: "29:1new", aadObjectId: UNBOUND_TEAMS_USER },
+        recipient: { id: `28:${BOT_APP_ID}` },
+        conversation: { id: conversation, conversationType: "personal", tenantId: TENANT },
+        channelData: { tenant: { id: TENANT } },
+      };
+      const token = await issuer.token({}, { audience: BOT_APP_ID, serviceUrl });
+      const res = await post("messages", JSON.stringify(message), "application/json", {
+        authorization: `Bearer ${token}`,
+      });
+      expect(res.status).toBe(200);
+      const reply = await eventually(
+        async () => connector.requests.find((r) => r.path === `/v3/conversations/${conversation}/activities/${id}`),
+        60_000,
+      );
+      return String((JSON.parse(reply.body) as { text?: unknown }).text).replace(/\\(.)/g, "$1");
+    };
+    const challenge = await send("explore_catalog query=R-JOB-001");
+    const code = /code[^:]*: ([A-Z0-9]{8}) /.exec(challenge)?.[1];
+    expect(code).toMatch(/^[A-Z0-9]{8}$/);
+    expect(challenge).not.toContain("explore_catalog: ok");
+
+    const approver = await mintToken(stack, "Approver");
+    const pairing = (body: Record<string, unknown>) =>
+      post("channels/pairing", JSON.stringify(body), "application/json", { authorization: `Bearer ${approver}` });
+    const wrong = await pairing({
+      channel: "platform_a",
+      sender_id: UNBOUND_TEAMS_USER,
+      code: code === "AAAAAAAA" ? "BBBBBBBB" : "AAAAAAAA",
+      principal_oid: PAIRED,
+    });
+    expect(wrong.status).toBe(409);
+    const res = await pairing({ channel: "platform_a", sender_id: UNBOUND_TEAMS_USER, code, principal_oid: PAIRED });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({
+      channel: "platform_a",
+      vendor_user_id: UNBOUND_TEAMS_USER,
+      principal_oid: PAIRED,
+    });
+
+    expect(await send("explore_catalog query=R-JOB-001")).toContain("explore_catalog: ok");
+  }, 180_000);
 });
 
 describe("inbound generic webhook route on the local stack (POST /api/channels/webhooks/{source})", () => {
