@@ -25,9 +25,18 @@ export function inboundChannels(): Promise<InboundChannels> {
     import("../../shared/channels/build-channels.js"),
     import("../../shared/channels/inbound/svc-commands.js"),
     import("../../shared/notify/build-notifier.js"),
+    import("../../shared/channels/inbound/git-drafts.js"),
   ]).then(
-    ([parts, { buildInboundChannels }, { createSvcCommands }, { createSecretResolver }]) => {
+    ([
+      parts,
+      { buildInboundChannels },
+      { createSvcCommands },
+      { createSecretResolver },
+      { createGitDraftPublisher },
+    ]) => {
       const source = appContext.config.storage;
+      const resolve = createSecretResolver({ secrets: appContext.secrets, env: process.env, local });
+      const gitHost = channelConfig.gitHost;
       const svc = createSvcCommands({
         tables: source,
         audit: appContext.audit,
@@ -37,6 +46,10 @@ export function inboundChannels(): Promise<InboundChannels> {
         actionTypes,
         rules: ruleCatalog,
         modeOf: actionModeOf,
+        // A configured Git host: each /svc draft also becomes a draft pull request (docs/channels.md).
+        ...(gitHost
+          ? { git: createGitDraftPublisher({ settings: gitHost, token: () => resolve(gitHost.tokenRef) }) }
+          : {}),
       });
       return buildInboundChannels(channelConfig, {
         tables: source,
@@ -44,7 +57,7 @@ export function inboundChannels(): Promise<InboundChannels> {
         events: appContext.events,
         coordinator: parts.coordinator,
         svc,
-        resolve: createSecretResolver({ secrets: appContext.secrets, env: process.env, local }),
+        resolve,
         local,
         teamsSso: {
           validator: appContext.validator,
