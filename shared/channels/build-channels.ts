@@ -107,6 +107,7 @@ export function buildInboundChannels(
         tenantId: a.inbound.tenantId,
         clientSecret: () => deps.resolve(a.clientSecretRef),
         ...(a.inbound.authorityHost ? { authorityHost: a.inbound.authorityHost } : {}),
+        ...(a.inbound.localAnonymous && deps.local ? { localAnonymous: true } : {}),
       }),
     );
 

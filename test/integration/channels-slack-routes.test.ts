@@ -8,7 +8,7 @@ import { DEV_ACCOUNT, DEV_ACCOUNT_KEY } from "../../local/azurite.js";
 import { slackSignature } from "../../shared/channels/platform-b/signature.js";
 import { eventually, mintToken, startStack, type TestStack } from "../support/local-stack.js";
 import { postedArgs, startPlatformBFake } from "../support/notify-vendors.js";
-import { startBotConnectorFake, startBotServiceIssuer, startEntraFake } from "../support/teams-fakes.js";
+import { startBotConnectorFake, startEntraFake } from "../support/teams-fakes.js";
 import { testCertificate } from "../support/test-certificate.js";
 
 /**
@@ -35,17 +35,15 @@ const WEBHOOK_SECRET = `whsec_${Buffer.from("route-test-webhook-secret-0123456")
 
 let stack: TestStack;
 let slackApi: Awaited<ReturnType<typeof startPlatformBFake>>;
-let issuer: Awaited<ReturnType<typeof startBotServiceIssuer>>;
 let entra: Awaited<ReturnType<typeof startEntraFake>>;
 let connector: Awaited<ReturnType<typeof startBotConnectorFake>>;
 const TEAMS_CLIENT_SECRET = "local-bot-client-secret";
 
 beforeAll(async () => {
   slackApi = await startPlatformBFake(TOKEN);
-  // The local Bot Service issuer serves its key set over HTTPS with a test certificate the host trusts.
+  // Entra for the reply's app token, over HTTPS with a test certificate the host trusts (an MSAL
+  // authority is HTTPS only). The Bot Service tokens come from the stack's own issuer (npm start).
   const tls = testCertificate();
-  issuer = await startBotServiceIssuer(tls);
-  // Entra for the reply's app token, over HTTPS with the same certificate (an MSAL authority is HTTPS only).
   entra = await startEntraFake({ tenantId: TENANT, clientId: BOT_APP_ID, clientSecret: TEAMS_CLIENT_SECRET, tls });
   connector = await startBotConnectorFake((t) => entra.verify(t, "https://api.botframework.com"));
   const caFile = path.join(mkdtempSync(path.join(tmpdir(), "bp-teams-ca-")), "ca.pem");
@@ -74,7 +72,6 @@ beforeAll(async () => {
       SVC_PLATFORM_A_CLIENT_SECRET_REF: "env:TEAMS_TEST_CLIENT_SECRET",
       TEAMS_TEST_CLIENT_SECRET: TEAMS_CLIENT_SECRET,
       SVC_PLATFORM_A_AUTHORITY_HOST: entra.url,
-      SVC_PLATFORM_A_OPENID_METADATA_URL: issuer.metadataUrl,
       SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON: JSON.stringify({ [TEAMS_USER]: READER }),
       // Bound senders as before; an unbound one is challenged (pairing) instead of refused.
       SVC_PLATFORM_A_SENDER_ACCESS: "pairing",
@@ -98,7 +95,6 @@ afterAll(async () => {
   await stack?.stop();
   stack?.cleanup();
   await slackApi?.close();
-  await issuer?.close();
   await connector?.close();
   await entra?.close();
 });
@@ -109,6 +105,21 @@ function post(path: string, body: string, contentType: string, headers: Record<s
     headers: { "content-type": contentType, ...headers },
     body,
   });
+}
+
+/**
+ * A Bot Service token from the local stack's own Bot Service–shaped issuer (`npm start`: the
+ * identity provider's `POST /dev/bot-service-token`; the key set on its HTTPS port, which the app
+ * trusts through SVC_PLATFORM_A_OPENID_CA_FILE, both set by the stack).
+ */
+async function botServiceToken(serviceUrl: string, audience?: string): Promise<string> {
+  const res = await fetch(`${stack.info.idp_url}/dev/bot-service-token`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ service_url: serviceUrl, ...(audience ? { audience } : {}) }),
+  });
+  if (res.status !== 200) throw new Error(`bot service token: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { access_token: string }).access_token;
 }
 
 function signedHeaders(body: string) {
@@ -180,7 +191,7 @@ describe("Teams route on the local stack (POST /api/messages)", () => {
   });
   const teams = (body: unknown, authorization?: string) =>
     post("messages", JSON.stringify(body), "application/json", authorization ? { authorization } : {});
-  const token = (audience = BOT_APP_ID) => issuer.token({}, { audience, serviceUrl: TEAMS_SERVICE_URL });
+  const token = (audience?: string) => botServiceToken(TEAMS_SERVICE_URL, audience);
 
   it("C-390 C-391 C-388 C-257 no token, a wrong audience and an unknown tenant are refused in the envelope before the queue", async () => {
     const none = await teams(activity());
@@ -231,7 +242,7 @@ describe("Teams reply on the full local stack (issue 26: SVC_PLATFORM_A_AUTHORIT
       conversation: { id: "a:1personal-reply", conversationType: "personal", tenantId: TENANT },
       channelData: { tenant: { id: TENANT } },
     };
-    const token = await issuer.token({}, { audience: BOT_APP_ID, serviceUrl });
+    const token = await botServiceToken(serviceUrl);
     const res = await post("messages", JSON.stringify(message), "application/json", {
       authorization: `Bearer ${token}`,
     });
@@ -266,7 +277,7 @@ describe("Teams pairing on the full local stack (SVC_PLATFORM_A_SENDER_ACCESS=pa
         conversation: { id: conversation, conversationType: "personal", tenantId: TENANT },
         channelData: { tenant: { id: TENANT } },
       };
-      const token = await issuer.token({}, { audience: BOT_APP_ID, serviceUrl });
+      const token = await botServiceToken(serviceUrl);
       const res = await post("messages", JSON.stringify(message), "application/json", {
         authorization: `Bearer ${token}`,
       });

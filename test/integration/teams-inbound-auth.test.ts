@@ -322,7 +322,15 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
     await entra?.close();
   });
 
-  function e2e(options: { sso?: boolean; discoveryUrl?: string; pairing?: boolean; pendingLimit?: number } = {}) {
+  function e2e(
+    options: {
+      sso?: boolean;
+      discoveryUrl?: string;
+      pairing?: boolean;
+      pendingLimit?: number;
+      anonymous?: boolean;
+    } = {},
+  ) {
     const tables = azurite.tables();
     const h = consoleHarness(tables, { approvers: [PRINCIPAL, REQUESTER, SSO_USER] });
     const config = loadChannelConfig(
@@ -344,6 +352,7 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
         }),
         ...(options.sso ? { SVC_PLATFORM_A_SSO_CONNECTION_NAME: "blastplane-sso" } : {}),
         ...(options.pairing ? { SVC_PLATFORM_A_SENDER_ACCESS: "pairing" } : {}),
+        ...(options.anonymous ? { SVC_PLATFORM_A_LOCAL_ANONYMOUS: "true" } : {}),
         ...(options.pendingLimit ? { SVC_CHANNEL_PAIRING_PENDING_LIMIT: String(options.pendingLimit) } : {}),
       },
       { local: true },
@@ -368,12 +377,20 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
     if (!channels.teams) throw new Error("teams not configured");
     const teams = channels.teams;
     const logger = createLogger({ level: "error", write: () => undefined });
-    const post = async (body: unknown, authorization?: string): Promise<HttpResult> => {
+    const post = async (
+      body: unknown,
+      authorization?: string,
+      headers: Record<string, string> = {},
+    ): Promise<HttpResult> => {
       const text = typeof body === "string" ? body : JSON.stringify(body);
       const request: HttpRequestLike = {
         method: "POST",
         url: "http://127.0.0.1/api/messages",
-        headers: new Headers({ "content-type": "application/json", ...(authorization ? { authorization } : {}) }),
+        headers: new Headers({
+          "content-type": "application/json",
+          ...(authorization ? { authorization } : {}),
+          ...headers,
+        }),
         query: new URLSearchParams(),
         params: {},
         text: async () => text,
@@ -592,6 +609,69 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
       (r) => r.path === `/v3/conversations/a:1personal-third/activities/${third.id}`,
     );
     expect(String((JSON.parse(wait?.body ?? "{}") as { text?: unknown }).text)).toContain("Too many pairing requests");
+  });
+
+  describe("SVC_PLATFORM_A_LOCAL_ANONYMOUS: the Microsoft 365 Agents Playground (no Bot Service token), local and loopback only", () => {
+    let playground: Awaited<ReturnType<typeof startBotConnectorFake>>;
+    beforeAll(async () => {
+      // The Playground's own Bot Connector (`/_connector`) accepts replies without a token.
+      playground = await startBotConnectorFake(async () => undefined, { anonymous: true });
+    });
+    afterAll(async () => {
+      await playground?.close();
+    });
+    // What the local Functions host hands the app: the peer appended to X-Forwarded-For, the Host.
+    const local = { "x-forwarded-for": "127.0.0.1", host: "127.0.0.1:7071" };
+    const fromPlayground = (overrides: Record<string, unknown> = {}) =>
+      message({ serviceUrl: `${playground.url}/_connector`, text: "explore_catalog query=job.failed", ...overrides });
+
+    it("C-390 §5 item 7 a token-less activity from this machine to a loopback Bot Connector reaches the coordinator as the bound principal; its reply goes without an app token and its conversation is not kept", async () => {
+      const w = e2e({ anonymous: true });
+      const a = fromPlayground();
+      const res = await w.post(a, undefined, local);
+      expect(res.status).toBe(200);
+      const reply = playground.requests.find(
+        (r) => r.path === `/_connector/v3/conversations/a:1personal/activities/${a.id}`,
+      );
+      expect(reply?.headers.authorization).toBeUndefined();
+      expect(String((JSON.parse(reply?.body ?? "{}") as { text?: unknown }).text).replace(/\\(.)/g, "$1")).toContain(
+        "explore_catalog: ok",
+      );
+      const calls = await w.h.audit.list({ action: "console.tool_call" });
+      expect(calls.map((c) => c.actor.oid)).toEqual([PRINCIPAL]);
+      expect(await w.conversations.get(PRINCIPAL)).toBeUndefined();
+      // The tenant and sender checks stay: an unbound sender or another tenant is refused.
+      const unbound = await w.post(
+        fromPlayground({ from: { id: "29:x", aadObjectId: "12345678-1234-4234-8234-123456789012" } }),
+        undefined,
+        local,
+      );
+      expect(unbound.status).toBe(403);
+    });
+
+    it("C-390 C-391 the route refuses a token-less activity from another machine, with a non-loopback Host, or naming a Bot Connector elsewhere (401, nothing queued or answered); without the setting a token is always required", async () => {
+      const w = e2e({ anonymous: true });
+      const before = playground.requests.length + connector.requests.length;
+      const cases: [string, Record<string, unknown>, Record<string, string>][] = [
+        ["remote caller", fromPlayground(), { ...local, "x-forwarded-for": "203.0.113.7" }],
+        ["forged hop before the peer", fromPlayground(), { ...local, "x-forwarded-for": "127.0.0.1, 203.0.113.7" }],
+        ["no caller address", fromPlayground(), { host: "127.0.0.1:7071" }],
+        ["DNS rebinding Host", fromPlayground(), { ...local, host: "evil.example:7071" }],
+        ["foreign connector", fromPlayground({ serviceUrl: "https://smba.trafficmanager.net/amer/" }), local],
+      ];
+      for (const [name, a, headers] of cases) {
+        const res = await w.post(a, undefined, headers);
+        expect(res.status, name).toBe(401);
+        expect(res.jsonBody, name).toEqual({ detail: expect.any(String), request_id: "req-e2e" });
+        expect(await w.channels.queue.stateOf({ channel: "platform_a", turn_id: String(a.id) }), name).toBeUndefined();
+      }
+      const off = e2e();
+      const a = fromPlayground();
+      expect((await off.post(a, undefined, local)).status).toBe(401);
+      expect(await off.channels.queue.stateOf({ channel: "platform_a", turn_id: String(a.id) })).toBeUndefined();
+      expect(playground.requests.length + connector.requests.length).toBe(before);
+      expect(await w.h.audit.list({ action: "console.tool_call" })).toHaveLength(0);
+    });
   });
 
   /** An approval requested in the console (by REQUESTER, or by `requester`), pending for the Teams approver. */

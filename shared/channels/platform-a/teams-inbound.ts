@@ -83,12 +83,15 @@ export function createTeamsInbound(deps: {
     handle(request: HttpRequestLike, processor: TurnProcessor = deps.process): Promise<HttpResult> {
       return createTeamsMessagesHandler({
         verifier,
+        // Local profile only (start-up refuses the setting elsewhere; checked here again).
+        ...(deps.config.localAnonymous && deps.allowLoopbackHttp ? { localAnonymous: true } : {}),
         accept: async (verified) => {
           const at = now();
           const reference = conversationReferenceOf(verified);
           // A bound sender's principal, or the one an approver paired it with; an unpaired sender
           // (pairing mode, waiting for an approver) has no principal to notify yet.
-          const principal = reference ? await principalOf(verified) : undefined;
+          // A token-less local activity proves nothing about its conversation: never kept.
+          const principal = reference && !verified.anonymous ? await principalOf(verified) : undefined;
           if (reference && principal) await deps.conversations.save(principal, reference);
           // An invoke is answered in this response (Teams waits for it), so it never goes through the queue.
           if (deps.sso?.handles(verified)) return deps.sso.decide(verified);
