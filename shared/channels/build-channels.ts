@@ -116,6 +116,7 @@ export function buildInboundChannels(
       tenantId: a.inbound.tenantId,
       clientSecret: () => deps.resolve(a.clientSecretRef),
       ...(a.inbound.authorityHost ? { authorityHost: a.inbound.authorityHost } : {}),
+      ...(a.inbound.localAnonymous && deps.local ? { localAnonymous: true } : {}),
     });
     delivers.set("platform_a", teamsReplier);
     progresses.set("platform_a", teamsReplier.progress);
@@ -178,6 +179,7 @@ export function buildInboundChannels(
         queue,
         process: processorWith(),
         conversations: deps.teamsConversations ?? createTeamsConversationStore(deps.tables),
+        pairedPrincipal: (vendorUserId) => senders.principalOf("platform_a", vendorUserId),
         ...(a.inbound.ssoConnectionName && deps.teamsSso
           ? {
               sso: createTeamsSsoDecider({

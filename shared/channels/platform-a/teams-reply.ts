@@ -137,8 +137,32 @@ export function createTeamsReplier(options: {
    * that host and no instance discovery, through the SDK's `Connections` interface.
    */
   authorityHost?: string;
+  /**
+   * `SVC_PLATFORM_A_LOCAL_ANONYMOUS` (local profile): a token-less local activity's reply
+   * (`reply_context.anonymous`) goes to its loopback Bot Connector — the Agents Playground's, which
+   * accepts no app token — without one; no client secret is read for it.
+   */
+  localAnonymous?: boolean;
 }) {
   const operation = "continueConversation.sendActivity";
+  let anonymousAdapter: Promise<CloudAdapter> | undefined;
+  const anonymousAdapterOf = () => {
+    anonymousAdapter ??= loadAgentsHosting().then(
+      (sdk) => {
+        const settings = { clientId: options.botAppId, tenantId: options.tenantId };
+        const a = new sdk.CloudAdapter(settings);
+        // An empty token: the SDK's connector client then sends no Authorization header.
+        a.connectionManager = credentialConnections({ getToken: async () => ({ token: "" }) }, settings);
+        a.onTurnError = async () => undefined;
+        return a;
+      },
+      (error: unknown) => {
+        anonymousAdapter = undefined;
+        throw error;
+      },
+    );
+    return anonymousAdapter;
+  };
   let adapter: Promise<CloudAdapter> | undefined;
   const adapterOf = () => {
     adapter ??= Promise.all([loadAgentsHosting(), options.clientSecret()]).then(
@@ -189,7 +213,12 @@ export function createTeamsReplier(options: {
     let ack: string | undefined;
     let failure: unknown;
     try {
-      const a = await adapterOf();
+      const anonymous =
+        options.localAnonymous === true &&
+        ctx.anonymous === "local" &&
+        URL.canParse(ctx.service_url) &&
+        ["127.0.0.1", "localhost", "[::1]"].includes(new URL(ctx.service_url).hostname);
+      const a = await (anonymous ? anonymousAdapterOf() : adapterOf());
       await a.continueConversation(
         options.botAppId,
         {
