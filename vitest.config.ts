@@ -1,8 +1,16 @@
 import { readdirSync } from "node:fs";
 import { configDefaults, defineConfig } from "vitest/config";
 
-/** Unit test files that read the build's output (dist/): they run with the files that wait for it. */
-const UNIT_FILES_USING_THE_BUILD = ["test/unit/jobapi-image.test.ts"];
+/**
+ * Unit test files that run after the build, with the files that wait for it: one reads the build's
+ * output (dist/); two run BLAST+ for seconds within a test's time limit, and beside the build (which
+ * takes most of both cores for its first minute) a tblastn run took over 30 s instead of ~7 s.
+ */
+const UNIT_FILES_AFTER_THE_BUILD = [
+  "test/unit/jobapi-image.test.ts",
+  "test/unit/blast-options.test.ts",
+  "test/unit/fasta.test.ts",
+];
 /**
  * Unit test files that need a fresh module graph of their own: they register Functions triggers or
  * orchestrations on import (replays, the app's route registry), set process.env, or replace a global
@@ -52,7 +60,7 @@ export default defineConfig({
         test: {
           name: "unit",
           include: ["test/unit/**/*.test.ts"],
-          exclude: [...configDefaults.exclude, ...UNIT_FILES_USING_THE_BUILD, ...UNIT_FILES_NEEDING_ISOLATION],
+          exclude: [...configDefaults.exclude, ...UNIT_FILES_AFTER_THE_BUILD, ...UNIT_FILES_NEEDING_ISOLATION],
           // A worker runs one file after another without starting afresh (~0.4 s a file) and keeps
           // the modules it loaded (zod schemas, the shared domain) for the next file.
           isolate: false,
@@ -72,7 +80,7 @@ export default defineConfig({
           include: ["test/**/*.test.ts"],
           exclude: [
             ...configDefaults.exclude,
-            ...UNIT_FILES.filter((file) => !UNIT_FILES_USING_THE_BUILD.includes(file)),
+            ...UNIT_FILES.filter((file) => !UNIT_FILES_AFTER_THE_BUILD.includes(file)),
           ],
           setupFiles: ["test/support/wait-for-build.ts"],
         },
