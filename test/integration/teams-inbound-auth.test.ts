@@ -329,6 +329,7 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
       pairing?: boolean;
       pendingLimit?: number;
       anonymous?: boolean;
+      progressStartAfterMs?: number;
     } = {},
   ) {
     const tables = azurite.tables();
@@ -364,6 +365,7 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
       resolve: async (ref) => (ref === "env:TEAMS_SECRET" ? CLIENT_SECRET : ""),
       local: true,
       botServiceCa: tls.cert,
+      ...(options.progressStartAfterMs !== undefined ? { progressStartAfterMs: options.progressStartAfterMs } : {}),
       teamsSso: {
         // The dashboard's validator, as the Functions app builds it: the tenant's discovery, the API audience.
         validator: createJwtValidator({
@@ -436,6 +438,49 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
       tenantId: TENANT,
       userId: "29:1abc",
     });
+  });
+
+  it("C-205 C-206 C-297 a long turn's progress is a reply activity that the Agents SDK's updateActivity edits in place, and the final reply replaces it", async () => {
+    // Progress from the first activity on (the default waits 5 s before a turn counts as long).
+    const w = e2e({ progressStartAfterMs: 0 });
+    const from = connector.requests.length;
+    const a = message({ text: "explore_catalog query=job.failed" });
+    expect((await w.post(a, `Bearer ${await connectorToken()}`)).status).toBe(200);
+    const exchanged = connector.requests.slice(from);
+    expect(exchanged.map((r) => r.method)).toEqual(["POST", "PUT"]);
+    // Revision 0: a reply to the inbound activity, a cumulative snapshot of the activities so far.
+    expect(exchanged[0]?.path).toBe(`/v3/conversations/a:1personal/activities/${a.id}`);
+    const progress = JSON.parse(exchanged[0]?.body ?? "{}") as Record<string, unknown>;
+    expect(String(progress.text).replace(/\\(.)/g, "$1")).toMatch(
+      /Working on it… 1 step\(s\) so far\.\nquery explore_catalog: ok/,
+    );
+    // The final reply updates that activity (its id from Bot Connector's 201), with Entra's app token.
+    const [update] = connector.updates().slice(-1);
+    expect(update?.conversation).toBe("a:1personal");
+    expect(update?.activityId).toMatch(/^1:a:1personal-\d+$/);
+    expect(update?.activity).toMatchObject({ type: "message", id: update?.activityId });
+    expect(String(update?.activity.text).replace(/\\(.)/g, "$1")).toContain("explore_catalog: ok");
+    expect(String(update?.activity.text)).not.toContain("Working on it");
+    expect(exchanged[1]?.headers.authorization).toMatch(/^Bearer /);
+    expect(await w.channels.queue.stateOf({ channel: "platform_a", turn_id: String(a.id) })).toBe("done");
+  });
+
+  it("a failed progress update never loses the final reply: Bot Connector refuses the update and the reply is posted as a new activity", async () => {
+    const w = e2e({ progressStartAfterMs: 0 });
+    const from = connector.requests.length;
+    // Revision 0 is created; the final update is refused (the activity was deleted meanwhile).
+    connector.script.push("ok", {
+      status: 404,
+      body: JSON.stringify({ error: { code: "ActivityNotFoundInConversation", message: "Activity not found" } }),
+    });
+    const a = message({ text: "explore_catalog query=job.failed" });
+    expect((await w.post(a, `Bearer ${await connectorToken()}`)).status).toBe(200);
+    const exchanged = connector.requests.slice(from);
+    expect(exchanged.map((r) => r.method)).toEqual(["POST", "PUT", "POST"]);
+    const final = JSON.parse(exchanged[2]?.body ?? "{}") as Record<string, unknown>;
+    expect(final).toMatchObject({ type: "message", replyToId: a.id });
+    expect(String(final.text).replace(/\\(.)/g, "$1")).toContain("explore_catalog: ok");
+    expect(await w.channels.queue.stateOf({ channel: "platform_a", turn_id: String(a.id) })).toBe("done");
   });
 
   it("a Bot Service retry of the same activity is answered once; a channel conversation leaves no notification reference", async () => {

@@ -187,9 +187,10 @@ export function routeEntraTo(fakeUrl: string, host = "login.microsoftonline.com"
 
 /**
  * Bot Connector's REST API (`POST /v3/conversations/{conversationId}/activities`, and
- * `…/activities/{activityId}` for a reply, the Agents SDK's proactive path): the bearer must
- * be an app token for `https://api.botframework.com` from the Entra fake; answers 201 with the
- * created activity's `{id}`, or Bot Connector's error body (`{error: {code, message}}`).
+ * `…/activities/{activityId}` for a reply, the Agents SDK's proactive path; `PUT
+ * …/activities/{activityId}` updates an activity it created): the bearer must be an app token for
+ * `https://api.botframework.com` from the Entra fake; answers 201 with the created activity's
+ * `{id}` (200 `{id}` for an update), or Bot Connector's error body (`{error: {code, message}}`).
  */
 export async function startBotConnectorFake(
   verify: (token: string) => Promise<unknown>,
@@ -197,9 +198,12 @@ export async function startBotConnectorFake(
   options: { anonymous?: boolean } = {},
 ) {
   let next = 1;
+  /** Created activity ids, by conversation. */
+  const created = new Set<string>();
   const fake = await serve(http.createServer(), "http", async (r, res) => {
-    const m = /^\/v3\/conversations\/([^/]+)\/activities(?:\/[^/]+)?\/?$/.exec(r.path.split("?")[0] ?? "");
-    if (r.method !== "POST" || !m)
+    const m = /^\/v3\/conversations\/([^/]+)\/activities(?:\/([^/]+))?\/?$/.exec(r.path.split("?")[0] ?? "");
+    const update = r.method === "PUT" && m?.[2] !== undefined;
+    if ((r.method !== "POST" && !update) || !m)
       return json(res, 404, { error: { code: "NotFound", message: "The requested resource was not found" } });
     const token = /^Bearer (.+)$/.exec(r.headers.authorization ?? "")?.[1];
     try {
@@ -208,10 +212,31 @@ export async function startBotConnectorFake(
     } catch {
       return json(res, 401, { message: "Authorization has been denied for this request." });
     }
-    json(res, 201, { id: `1:${decodeURIComponent(m[1] ?? "")}-${next++}` });
+    const conversation = decodeURIComponent(m[1] ?? "");
+    if (update) {
+      const id = decodeURIComponent(m[2] ?? "");
+      if (!created.has(`${conversation}/${id}`))
+        return json(res, 404, { error: { code: "ActivityNotFoundInConversation", message: "Activity not found" } });
+      return json(res, 200, { id });
+    }
+    const id = `1:${conversation}-${next++}`;
+    created.add(`${conversation}/${id}`);
+    json(res, 201, { id });
   });
   return {
     ...fake,
+    /** The activity updates (PUT), parsed, with the conversation and activity id of their path. */
+    updates: () =>
+      fake.requests
+        .filter((r) => r.method === "PUT")
+        .map((r) => {
+          const m = /^\/v3\/conversations\/([^/]+)\/activities\/([^/?]+)/.exec(r.path);
+          return {
+            conversation: decodeURIComponent(m?.[1] ?? ""),
+            activityId: decodeURIComponent(m?.[2] ?? ""),
+            activity: JSON.parse(r.body) as Record<string, unknown>,
+          };
+        }),
     /** The activities posted, parsed, with the conversation id of their path. */
     activities: () =>
       fake.requests
