@@ -4,6 +4,7 @@
  * over the console's parts, from their own chunks.
  */
 
+import { readFileSync } from "node:fs";
 import { apiAudience } from "../../shared/auth/jwt-validator.js";
 import type { InboundChannels } from "../../shared/channels/build-channels.js";
 import { isLocalProfile } from "../../shared/notify/notify-config.js";
@@ -59,6 +60,10 @@ export function inboundChannels(): Promise<InboundChannels> {
         svc,
         resolve,
         local,
+        // The local stack's own Bot Service–shaped issuer serves its key set with its own certificate.
+        ...(channelConfig.platformA?.inbound.openIdCaFile
+          ? { botServiceCa: readFileSync(channelConfig.platformA.inbound.openIdCaFile, "utf8") }
+          : {}),
         teamsSso: {
           validator: appContext.validator,
           approvals: parts.approvals,

@@ -176,10 +176,14 @@ export function prepareNodeFolder(dir: string, owner: { uid: number; gid: number
 /**
  * The API server's TLS certificate (self-signed, for 127.0.0.1 and localhost), made once with
  * openssl and kept in `dir`. kubectl sends a bearer token only over TLS, as a real cluster serves.
+ * Other local HTTPS servers (the Bot Service–shaped issuer) name their own `file` and `commonName`.
  */
-export function servingCertificate(dir: string): { key: string; cert: string } {
-  const keyFile = path.join(dir, "apiserver.key");
-  const certFile = path.join(dir, "apiserver.crt");
+export function servingCertificate(
+  dir: string,
+  names: { file: string; commonName: string } = { file: "apiserver", commonName: "blastplane-local-apiserver" },
+): { key: string; cert: string; certFile: string } {
+  const keyFile = path.join(dir, `${names.file}.key`);
+  const certFile = path.join(dir, `${names.file}.crt`);
   if (!existsSync(keyFile) || !existsSync(certFile)) {
     mkdirSync(dir, { recursive: true });
     execFileSync(
@@ -195,7 +199,7 @@ export function servingCertificate(dir: string): { key: string; cert: string } {
         "-days",
         "3650",
         "-subj",
-        "/CN=blastplane-local-apiserver",
+        `/CN=${names.commonName}`,
         "-addext",
         "subjectAltName=IP:127.0.0.1,DNS:localhost",
         "-addext",
@@ -212,7 +216,7 @@ export function servingCertificate(dir: string): { key: string; cert: string } {
       { stdio: "ignore" },
     );
   }
-  return { key: readFileSync(keyFile, "utf8"), cert: readFileSync(certFile, "utf8") };
+  return { key: readFileSync(keyFile, "utf8"), cert: readFileSync(certFile, "utf8"), certFile };
 }
 
 /** A kubeconfig naming this cluster (and the CA of its certificate), its bearer token and a context using `namespace`. */

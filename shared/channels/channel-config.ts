@@ -174,7 +174,7 @@ export function loadChannelConfig(env: Env, options: { local: boolean }): Channe
   }
   let teams: TeamsInboundConfig | undefined;
   try {
-    teams = loadTeamsInboundConfig(env);
+    teams = loadTeamsInboundConfig(env, { local: options.local });
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     problems.push(...error.problems);

@@ -41,7 +41,11 @@ afterAll(async () => {
   await slackApi.close();
 });
 
-function world(env: Record<string, string> = {}, extra: Pick<SvcDependencies, "git"> = {}) {
+function world(
+  env: Record<string, string> = {},
+  extra: Pick<SvcDependencies, "git"> & { progressStartAfterMs?: number } = {},
+) {
+  const { progressStartAfterMs, ...svcExtra } = extra;
   const tables = azurite.tables();
   const h = consoleHarness(tables);
   const config = loadChannelConfig(
@@ -69,7 +73,7 @@ function world(env: Record<string, string> = {}, extra: Pick<SvcDependencies, "g
     actionTypes: actions,
     rules,
     modeOf: actionModes(actions, {}),
-    ...extra,
+    ...svcExtra,
   });
   const secrets: Record<string, string> = { SLACK_SECRET: SECRET, SLACK_TOKEN: TOKEN };
   const channels = buildInboundChannels(config, {
@@ -79,6 +83,7 @@ function world(env: Record<string, string> = {}, extra: Pick<SvcDependencies, "g
     svc,
     resolve: async (ref) => secrets[ref.slice(4)] ?? "",
     consoleBaseUrl: "https://console.example",
+    ...(progressStartAfterMs !== undefined ? { progressStartAfterMs } : {}),
   });
   if (!channels.slack) throw new Error("slack not configured");
   return { h, channels, slack: channels.slack, svc, tables };
@@ -198,6 +203,40 @@ describe("chat platform B (Slack) inbound", () => {
     expect(await channels.queue.stateOf({ channel: "platform_b", turn_id: event.event_id })).toBe("done");
     const calls = await h.audit.list({ action: "console.tool_call" });
     expect(calls[0]?.actor).toMatchObject({ oid: READER, name: "Rita Reader" });
+  });
+
+  it("C-205 C-206 C-297 a long turn's progress is posted in the thread, edited with chat.update on that ts, and the final reply replaces it", async () => {
+    // Progress from the first activity on (the default waits 5 s before a turn counts as long).
+    const { slack, channels } = world({}, { progressStartAfterMs: 0 });
+    const from = slackApi.requests.length;
+    const body = dmEvent("UREADER", "explore_catalog query=job.failed");
+    expect(await slack.handle("events", signed(body, "application/json"))).toEqual({ status: 200 });
+    const calls = slackApi.requests.slice(from);
+    expect(calls.map((r) => r.path.split("/").at(-1))).toEqual(["chat.postMessage", "chat.update"]);
+    const [progress, final] = calls.map(postedArgs);
+    expect(progress).toMatchObject({ channel: "D0DM", thread_ts: expect.stringMatching(/^\d+\.\d+$/) });
+    // Revision 0: a snapshot of the activities so far.
+    expect(JSON.stringify(progress?.blocks)).toContain("Working on it… 1 step(s) so far.");
+    expect(JSON.stringify(progress?.blocks)).toContain("query explore_catalog: ok");
+    // The update edits the progress message with the final reply's blocks (the fake accepts only a
+    // ts it posted in that channel; a refused update would have been followed by a new post).
+    expect(final).toMatchObject({ channel: "D0DM", ts: expect.stringMatching(/^\d+\.\d+$/) });
+    expect(JSON.stringify(final?.blocks)).toContain("explore_catalog");
+    expect(JSON.stringify(final?.blocks)).not.toContain("Working on it");
+    const event = JSON.parse(body) as { event_id: string };
+    expect(await channels.queue.stateOf({ channel: "platform_b", turn_id: event.event_id })).toBe("done");
+  });
+
+  it("a failed chat.update never loses the final reply: it is posted as a new message in the thread", async () => {
+    const { slack } = world({}, { progressStartAfterMs: 0 });
+    const from = slackApi.requests.length;
+    slackApi.script.push("ok", { status: 500, body: "" });
+    await slack.handle("events", signed(dmEvent("UREADER", "explore_catalog query=job.failed"), "application/json"));
+    const calls = slackApi.requests.slice(from);
+    expect(calls.map((r) => r.path.split("/").at(-1))).toEqual(["chat.postMessage", "chat.update", "chat.postMessage"]);
+    const final = postedArgs(calls[2] as (typeof calls)[number]);
+    expect(final).toMatchObject({ channel: "D0DM", thread_ts: expect.stringMatching(/^\d+\.\d+$/) });
+    expect(JSON.stringify(final.blocks)).toContain("explore_catalog");
   });
 
   it("a Slack retry of the same event is answered once", async () => {
@@ -442,10 +481,11 @@ describe("/svc drafts as draft pull requests on a configured Git host (@octokit/
   afterAll(async () => {
     await git.close();
   });
-  const publisher = (apiUrl = `${git.url}/api/v3`) =>
+  const publisher = (apiUrl = `${git.url}/api/v3`, timeoutMs?: number) =>
     createGitDraftPublisher({
       settings: { apiUrl, owner: git.owner, repo: git.repo, tokenRef: "env:GIT_TOKEN", baseBranch: "main" },
       token: async () => GIT_TOKEN,
+      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
     });
   const command = (slack: ReturnType<typeof world>["slack"], user: string, text: string) =>
     slack.handle("commands", signed(commandForm(user, text), "application/x-www-form-urlencoded"));
@@ -524,7 +564,7 @@ describe("/svc drafts as draft pull requests on a configured Git host (@octokit/
     expect(await w.h.killSwitch.isOn()).toBe(false);
   });
 
-  it("a Git host failure (an error answer, no answer) keeps the draft record and tells the user; the host's message is not echoed", async () => {
+  it("a Git host failure (an error answer, no host, no answer) keeps the draft record and tells the user; the host's message is not echoed", async () => {
     const w = world({}, { git: publisher() });
     const from = slackApi.requests.length;
     // The base ref, the branch and the file succeed; the pull request is refused with a message naming the token.
@@ -541,6 +581,13 @@ describe("/svc drafts as draft pull requests on a configured Git host (@octokit/
     expect(failed?.git_failure).toBe("http_502");
     expect(failed?.pull_request).toBeUndefined();
     expect((await down.svc.drafts("override"))[0]?.git_failure).toBe("unreachable");
+    // A host that never answers the pull request: the exchange's time limit (shortened here) ends it.
+    const slow = world({}, { git: publisher(undefined, 300) });
+    git.script.push("ok", "ok", "ok", "hang");
+    expect(await command(slow.slack, "UCONTRIB", "override draft rule=R-JOB-001 mode=enforce")).toEqual({
+      status: 200,
+    });
+    expect((await slow.svc.drafts("override"))[0]?.git_failure).toBe("timeout");
     const replies = postsSince(from).map((p) => JSON.stringify(p.blocks));
     expect(replies[0]).toContain("could not open its draft pull request (http_502); the draft is kept as a record");
     expect(replies[1]).toContain("(unreachable)");
