@@ -12,6 +12,7 @@ import { type CryptoKey, type JWK, SignJWT, calculateJwkThumbprint, exportJWK, g
 import { z } from "zod";
 import { ROLES, type Role } from "../shared/auth/roles.js";
 import { isLoopbackBind, isLoopbackHostHeader } from "../shared/http/loopback-host.js";
+import { startBotServiceIssuer } from "./bot-service-issuer.js";
 import { syncDirectory, syncFile } from "../shared/storage/durable-file.js";
 import { type CodeGrant, createCodeFlow } from "./oauth-code-flow.js";
 
@@ -31,6 +32,12 @@ export interface DevIdentityProviderOptions {
   clientId: string;
   /** Tenant id; appears in the issuer, the endpoint paths and the `tid` claim. */
   tenantId: string;
+  /**
+   * Also run a Bot Service–shaped issuer (`bot-service-issuer.ts`: OpenID metadata + JWKS over
+   * HTTPS with `tls`) for the Teams bot endpoint, and mint its tokens at `POST /dev/bot-service-token`.
+   * `botAppId` is the default audience (`SVC_PLATFORM_A_BOT_APP_ID`).
+   */
+  botService?: { tls: { key: string; cert: string }; botAppId?: string };
 }
 
 /**
@@ -90,6 +97,15 @@ export interface DevIdentityProvider {
    * resource (`aud` = the resource), signed with this provider's key, `oid` = `objectId`.
    */
   managedIdentity: { endpoint: string; identityHeader: string; objectId: string; clientId: string };
+  /**
+   * The Bot Service–shaped issuer, when started (`botService` option): its metadata URL is what
+   * `SVC_PLATFORM_A_OPENID_METADATA_URL` names; `mint` signs a Bot Service token for the bot endpoint.
+   */
+  botService?: {
+    metadataUrl: string;
+    issuer: string;
+    mint(request: { serviceUrl: string; audience?: string; ttlSeconds?: number }): Promise<string>;
+  };
   /** Stops listening and drops open connections. Safe to call more than once. */
   close(): Promise<void>;
 }
@@ -125,6 +141,19 @@ const tokenRequestSchema = z.strictObject({
   auth_age_seconds: z.number().int().min(0).max(86_400).optional(),
 });
 
+const GUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+/** `POST /dev/bot-service-token`: what Bot Service would send the bot for one Bot Connector. */
+const botServiceTokenSchema = z.strictObject({
+  /** The Bot Connector the replies go to (the token's `serviceurl` claim = the activity's `serviceUrl`). */
+  service_url: z
+    .string()
+    .max(2048)
+    .refine((v) => URL.canParse(v) && /^https?:$/.test(new URL(v).protocol), "must be an http(s) URL"),
+  /** The bot's app id; default `SVC_PLATFORM_A_BOT_APP_ID` of the stack. */
+  audience: z.string().regex(GUID, "must be the bot's app id (a GUID)").optional(),
+  ttl_seconds: z.number().int().min(60).max(86_400).optional(),
+});
+
 const storedKeySchema = z.object({
   kty: z.literal("RSA"),
   n: z.string().min(1),
@@ -157,6 +186,8 @@ class HttpError extends Error {
  * Starts the development identity provider. Endpoints:
  * `GET /{tenantId}/v2.0/.well-known/openid-configuration`, `GET /{tenantId}/discovery/v2.0/keys`,
  * `POST /dev/token` (`{role, oid?, name?, ttl_seconds?}` → `{access_token, token_type, expires_in}`),
+ * with the `botService` option `POST /dev/bot-service-token` (`{service_url, audience?, ttl_seconds?}`
+ * → a Bot Service token for `POST /api/messages`; its key set on the issuer's own HTTPS port),
  * and the browser sign-in under `/{tenantId}/oauth2/v2.0/`: `authorize`, `token`, `logout` (see
  * `oauth-code-flow.ts`).
  * When bound to loopback it also refuses requests whose Host header is not a loopback name, which
@@ -172,6 +203,18 @@ export async function startDevIdentityProvider(opts: DevIdentityProviderOptions)
   const keysPath = `/${opts.tenantId}/discovery/v2.0/keys`;
   const counts = new Map<string, number>();
   const enforceLoopbackHost = isLoopbackBind(host);
+  const botIssuer = opts.botService
+    ? await startBotServiceIssuer({ tls: opts.botService.tls, host: host === "0.0.0.0" ? "127.0.0.1" : host })
+    : undefined;
+  const mintBotServiceToken = async (request: z.infer<typeof botServiceTokenSchema>): Promise<string> => {
+    if (!botIssuer) throw new HttpError(404, "the Bot Service issuer is not running");
+    const audience = request.audience ?? opts.botService?.botAppId;
+    if (!audience) throw new HttpError(422, "audience: required (SVC_PLATFORM_A_BOT_APP_ID is not set)");
+    return botIssuer.token(
+      {},
+      { audience, serviceUrl: request.service_url, expiresIn: `${request.ttl_seconds ?? DEFAULT_TTL_SECONDS}s` },
+    );
+  };
 
   const server = createServer();
   await new Promise<void>((resolve, reject) => {
@@ -330,6 +373,13 @@ export async function startDevIdentityProvider(opts: DevIdentityProviderOptions)
       sendJson(res, 200, await managedIdentityToken(requestUrl, req), { "cache-control": "no-store" });
       return;
     }
+    if (req.method === "POST" && path === "/dev/bot-service-token") {
+      const parsed = botServiceTokenSchema.safeParse(await readJsonBody(req));
+      if (!parsed.success) throw new HttpError(422, describeIssues(parsed.error));
+      const token = await mintBotServiceToken(parsed.data);
+      sendJson(res, 200, { access_token: token, token_type: "Bearer" }, { "cache-control": "no-store" });
+      return;
+    }
     if (req.method === "POST" && path === "/dev/token") {
       const body = await readJsonBody(req);
       const parsed = tokenRequestSchema.safeParse(body);
@@ -392,11 +442,31 @@ export async function startDevIdentityProvider(opts: DevIdentityProviderOptions)
     requestCount(path) {
       return counts.get(path) ?? 0;
     },
+    ...(botIssuer
+      ? {
+          botService: {
+            metadataUrl: botIssuer.metadataUrl,
+            issuer: botIssuer.issuer,
+            async mint(request) {
+              const parsed = botServiceTokenSchema.safeParse({
+                service_url: request.serviceUrl,
+                audience: request.audience,
+                ttl_seconds: request.ttlSeconds,
+              });
+              if (!parsed.success) throw new TypeError(describeIssues(parsed.error));
+              return mintBotServiceToken(parsed.data);
+            },
+          },
+        }
+      : {}),
     close() {
-      closing ??= new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
+      closing ??= Promise.all([
+        new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeAllConnections();
+        }),
+        botIssuer?.close(),
+      ]).then(() => undefined);
       return closing;
     },
   };

@@ -13,7 +13,13 @@ import { DashboardJobStore } from "../shared/dashboard/dashboard-jobs.js";
 import { createFileDatabaseCatalog, publishDatabase } from "../shared/databases/database-catalog.js";
 import { LOCAL_APPROVER_NAMES, localObjectId, startDevIdentityProvider } from "./dev-idp.js";
 import { POD_USER } from "../jobapi/executors/kubernetes-manifests.js";
-import { blastPoolNodes, type LocalCluster, prepareNodeFolder, startLocalCluster } from "./kube/cluster.js";
+import {
+  blastPoolNodes,
+  type LocalCluster,
+  prepareNodeFolder,
+  servingCertificate,
+  startLocalCluster,
+} from "./kube/cluster.js";
 import { azureStandIns } from "./kube/azure-stand-ins.js";
 import { jobApiServiceAccountName } from "../shared/cluster/job-api-manifests.js";
 import { actionSettingsShape } from "../shared/ops/actions/action-settings.js";
@@ -108,13 +114,29 @@ async function main(): Promise<void> {
     });
     stops.push(() => azurite.stop());
 
+    // The Bot Service–shaped issuer of the Teams bot endpoint serves its key set over HTTPS (as
+    // Bot Framework's does) with a certificate of the data folder (docs/channels-teams.md).
+    const botServiceTls = servingCertificate(path.join(settings.dataDir, "bot-service"), {
+      file: "issuer",
+      commonName: "blastplane-local-bot-service",
+    });
     const idp = await startDevIdentityProvider({
       port: settings.idpPort,
       keyFile: path.join(settings.dataDir, "idp-signing-key.json"),
       clientId: settings.clientId,
       tenantId: settings.tenantId,
+      botService: {
+        tls: botServiceTls,
+        ...(process.env.SVC_PLATFORM_A_BOT_APP_ID ? { botAppId: process.env.SVC_PLATFORM_A_BOT_APP_ID } : {}),
+      },
     });
     stops.push(() => idp.close());
+    // POST /api/messages verifies the local issuer's tokens unless told to trust another key set
+    // (a real Azure Bot through a tunnel: SVC_PLATFORM_A_OPENID_METADATA_URL=Bot Framework's).
+    if (idp.botService && !process.env.SVC_PLATFORM_A_OPENID_METADATA_URL) {
+      process.env.SVC_PLATFORM_A_OPENID_METADATA_URL = idp.botService.metadataUrl;
+      process.env.SVC_PLATFORM_A_OPENID_CA_FILE ||= botServiceTls.certFile;
+    }
 
     // The app reads its configuration from app settings, as on Azure.
     Object.assign(process.env, {
@@ -467,6 +489,7 @@ async function main(): Promise<void> {
         `  Functions (dashboard API)  ${functionsUrl}/api/health`,
         `  Job API                    ${jobApi.url}/docs`,
         `  Identity provider          ${idp.discoveryUrl}`,
+        ...(idp.botService ? [`  Bot Service issuer (Teams) ${idp.botService.metadataUrl}`] : []),
         ...(armUrl ? [`  Resource Manager (local)   ${armUrl} (subscription ${LOCAL_ARM_WORLD.subscriptionId})`] : []),
         `  Data folder                ${settings.inMemory ? "(in memory)" : settings.dataDir}`,
         ...(kubeconfig

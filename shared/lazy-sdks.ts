@@ -74,10 +74,17 @@ export const loadClientSecretCredential = once(async () => {
   return exportsOf("@azure/identity", loaded, ["ClientSecretCredential"]);
 });
 
+/** `@octokit/rest` (the `/svc` draft pull requests on a configured Git host): `Octokit`. */
+export const loadOctokit = once(async () => {
+  const loaded = (await import("@octokit/rest")) as Loaded<typeof import("@octokit/rest")>;
+  return exportsOf("@octokit/rest", loaded, ["Octokit"]);
+});
+
 /** Every loader, by package: what the bundle tests load one by one. */
 export const LAZY_SDKS = {
   nodemailer: loadNodemailer,
   "@slack/web-api": loadSlackWebApi,
   standardwebhooks: loadStandardWebhooks,
   "@microsoft/agents-hosting": loadAgentsHosting,
+  "@octokit/rest": loadOctokit,
 } as const;

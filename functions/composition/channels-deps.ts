@@ -4,6 +4,7 @@
  * over the console's parts, from their own chunks.
  */
 
+import { readFileSync } from "node:fs";
 import { apiAudience } from "../../shared/auth/jwt-validator.js";
 import type { InboundChannels } from "../../shared/channels/build-channels.js";
 import { isLocalProfile } from "../../shared/notify/notify-config.js";
@@ -25,9 +26,18 @@ export function inboundChannels(): Promise<InboundChannels> {
     import("../../shared/channels/build-channels.js"),
     import("../../shared/channels/inbound/svc-commands.js"),
     import("../../shared/notify/build-notifier.js"),
+    import("../../shared/channels/inbound/git-drafts.js"),
   ]).then(
-    ([parts, { buildInboundChannels }, { createSvcCommands }, { createSecretResolver }]) => {
+    ([
+      parts,
+      { buildInboundChannels },
+      { createSvcCommands },
+      { createSecretResolver },
+      { createGitDraftPublisher },
+    ]) => {
       const source = appContext.config.storage;
+      const resolve = createSecretResolver({ secrets: appContext.secrets, env: process.env, local });
+      const gitHost = channelConfig.gitHost;
       const svc = createSvcCommands({
         tables: source,
         audit: appContext.audit,
@@ -37,6 +47,10 @@ export function inboundChannels(): Promise<InboundChannels> {
         actionTypes,
         rules: ruleCatalog,
         modeOf: actionModeOf,
+        // A configured Git host: each /svc draft also becomes a draft pull request (docs/channels.md).
+        ...(gitHost
+          ? { git: createGitDraftPublisher({ settings: gitHost, token: () => resolve(gitHost.tokenRef) }) }
+          : {}),
       });
       return buildInboundChannels(channelConfig, {
         tables: source,
@@ -44,8 +58,12 @@ export function inboundChannels(): Promise<InboundChannels> {
         events: appContext.events,
         coordinator: parts.coordinator,
         svc,
-        resolve: createSecretResolver({ secrets: appContext.secrets, env: process.env, local }),
+        resolve,
         local,
+        // The local stack's own Bot Service–shaped issuer serves its key set with its own certificate.
+        ...(channelConfig.platformA?.inbound.openIdCaFile
+          ? { botServiceCa: readFileSync(channelConfig.platformA.inbound.openIdCaFile, "utf8") }
+          : {}),
         teamsSso: {
           validator: appContext.validator,
           approvals: parts.approvals,

@@ -1,16 +1,6 @@
-import {
-  chownSync,
-  copyFileSync,
-  existsSync,
-  type FSWatcher,
-  mkdirSync,
-  renameSync,
-  rmSync,
-  watch,
-  writeFileSync,
-} from "node:fs";
+import { chmodSync, chownSync, type FSWatcher, mkdirSync, readFileSync, renameSync, rmSync, watch } from "node:fs";
 import path from "node:path";
-import type { ContainerSupplement } from "./kubelet.js";
+import { type ContainerSupplement, writeNewFile } from "./kubelet.js";
 import { field } from "./objects.js";
 
 /** The label AKS's workload identity webhook acts on: the pod was rendered for Azure. */
@@ -63,7 +53,11 @@ export interface AzureStandInOptions {
  * | the service account token and `KUBERNETES_SERVICE_HOST` (in-cluster Kubernetes access) | `KUBECONFIG`: a copy of the local API's kubeconfig |
  * | the node folder its shard and warm-up pods cache databases in (a hostPath, `JOBAPI_K8S_DB_CACHE_DIR`) | `JOBAPI_K8S_DB_CACHE_DIR`: the stack's node cache folder (`nodeCacheDir`) |
  *
- * The copies live in the container's own folder (owned by its user) and go with it.
+ * The copies live in a folder the kubelet makes for each start of the container (its own, 0750,
+ * group the pod's volume group: the container reads them, owned by its user, and cannot change the
+ * folder) and go with it. The kubelet runs as root: were the folder the container's, it could put
+ * a symlink in the place of the kubeconfig or of the token's folder and have root write or chown a
+ * host file through it when the container starts again or the token is rotated.
  */
 export function azureStandIns(options: AzureStandInOptions): ContainerSupplement {
   return ({ pod, container, env, dir, owner }) => {
@@ -77,9 +71,6 @@ export function azureStandIns(options: AzureStandInOptions): ContainerSupplement
     if (field(pod, "spec", "serviceAccountName") !== options.serviceAccountName) return undefined;
     const out: Record<string, string> = { ...env };
     const stops: (() => void)[] = [];
-    const own = (file: string) => {
-      if (owner) chownSync(file, owner.uid, owner.gid);
-    };
     for (const name of Object.keys(env)) {
       const prefix = /^(.*)_STORAGE_ACCOUNT_NAME$/.exec(name)?.[1];
       if (prefix !== undefined) {
@@ -90,7 +81,7 @@ export function azureStandIns(options: AzureStandInOptions): ContainerSupplement
       if (vault !== undefined) {
         delete out[name];
         const secrets = path.join(dir(), "secrets");
-        const mirror = mirrorSecrets(options.tokenStoreDir, secrets, options.secretNames, own);
+        const mirror = mirrorSecrets(options.tokenStoreDir, secrets, options.secretNames, owner);
         stops.push(() => mirror.close());
         out[`${vault}_SECRETS_DIR`] = secrets;
       }
@@ -105,8 +96,7 @@ export function azureStandIns(options: AzureStandInOptions): ContainerSupplement
     const automount = field(pod, "spec", "automountServiceAccountToken") !== false;
     if (automount && out.KUBECONFIG === undefined) {
       const kubeconfig = path.join(dir(), "kubeconfig");
-      writeFileSync(kubeconfig, options.kubeconfig(), { mode: 0o600 });
-      own(kubeconfig);
+      writeNewFile(kubeconfig, options.kubeconfig(), 0o600, owner);
       out.KUBECONFIG = kubeconfig;
     }
     return {
@@ -119,31 +109,38 @@ export function azureStandIns(options: AzureStandInOptions): ContainerSupplement
 }
 
 /**
- * Keeps `names` of the folder `from` copied into `to` (made here), each copy replaced whole (a
- * reader never sees half a file) when the original changes, removed when it goes.
+ * Keeps `names` of the folder `from` copied into `to` (made here, in the kubelet's folder for the
+ * container: the container reads it, cannot change it), each copy (0600, owned by `owner`) written
+ * anew and renamed over the previous one (a reader never sees half a file) when the original
+ * changes, removed when it goes.
  */
 function mirrorSecrets(
   from: string,
   to: string,
   names: readonly string[],
-  own: (file: string) => void,
+  owner: { uid: number; gid: number } | undefined,
 ): { close(): void } {
-  mkdirSync(to, { recursive: true, mode: 0o700 });
-  own(to);
+  mkdirSync(to, { mode: 0o750 });
+  chmodSync(to, 0o750);
+  if (owner) chownSync(to, -1, owner.gid);
+  let copies = 0;
   const copy = (name: string) => {
-    const source = path.join(from, name);
     const target = path.join(to, name);
+    let staged: string | undefined;
     try {
-      if (!existsSync(source)) {
-        rmSync(target, { force: true });
+      let data: Buffer;
+      try {
+        data = readFileSync(path.join(from, name));
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === "ENOENT") rmSync(target, { force: true });
         return;
       }
-      const staged = `${target}.${process.pid}.tmp`;
-      copyFileSync(source, staged);
-      own(staged);
+      staged = path.join(to, `.${name}.${++copies}.tmp`);
+      writeNewFile(staged, data, 0o600, owner);
       renameSync(staged, target);
     } catch {
       // The original moved while being read: the watch's next event copies it again.
+      if (staged) rmSync(staged, { force: true });
     }
   };
   for (const name of names) copy(name);

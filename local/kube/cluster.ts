@@ -8,7 +8,12 @@ import { cpuQuantity, memoryQuantity } from "../../shared/cluster/quantity.js";
 import type { Logger } from "../../shared/logging/logger.js";
 import { writeFileDurablySync } from "../../shared/storage/durable-file.js";
 import { ApiServer, KUBE_VERSION } from "./api-server.js";
-import { DaemonSetController, DeploymentController, JobController } from "./controllers.js";
+import {
+  DaemonSetController,
+  DeploymentController,
+  JobController,
+  ServiceAccountTokenController,
+} from "./controllers.js";
 import { Deleter } from "./deletion.js";
 import { type ContainerSupplement, Kubelet, type LocalImage } from "./kubelet.js";
 import { admit, timestamp } from "./objects.js";
@@ -171,10 +176,14 @@ export function prepareNodeFolder(dir: string, owner: { uid: number; gid: number
 /**
  * The API server's TLS certificate (self-signed, for 127.0.0.1 and localhost), made once with
  * openssl and kept in `dir`. kubectl sends a bearer token only over TLS, as a real cluster serves.
+ * Other local HTTPS servers (the Bot Service–shaped issuer) name their own `file` and `commonName`.
  */
-export function servingCertificate(dir: string): { key: string; cert: string } {
-  const keyFile = path.join(dir, "apiserver.key");
-  const certFile = path.join(dir, "apiserver.crt");
+export function servingCertificate(
+  dir: string,
+  names: { file: string; commonName: string } = { file: "apiserver", commonName: "blastplane-local-apiserver" },
+): { key: string; cert: string; certFile: string } {
+  const keyFile = path.join(dir, `${names.file}.key`);
+  const certFile = path.join(dir, `${names.file}.crt`);
   if (!existsSync(keyFile) || !existsSync(certFile)) {
     mkdirSync(dir, { recursive: true });
     execFileSync(
@@ -190,7 +199,7 @@ export function servingCertificate(dir: string): { key: string; cert: string } {
         "-days",
         "3650",
         "-subj",
-        "/CN=blastplane-local-apiserver",
+        `/CN=${names.commonName}`,
         "-addext",
         "subjectAltName=IP:127.0.0.1,DNS:localhost",
         "-addext",
@@ -207,7 +216,7 @@ export function servingCertificate(dir: string): { key: string; cert: string } {
       { stdio: "ignore" },
     );
   }
-  return { key: readFileSync(keyFile, "utf8"), cert: readFileSync(certFile, "utf8") };
+  return { key: readFileSync(keyFile, "utf8"), cert: readFileSync(certFile, "utf8"), certFile };
 }
 
 /** A kubeconfig naming this cluster (and the CA of its certificate), its bearer token and a context using `namespace`. */
@@ -236,7 +245,7 @@ export function kubeconfigText(url: string, caCert: string, token: string, names
 
 /**
  * Starts the local Kubernetes-compatible cluster: API server on loopback (TLS, bearer token), store,
- * scheduler, Job and DaemonSet controllers, garbage collection, and one kubelet for all simulated
+ * scheduler, Job, DaemonSet, Deployment and service-account token controllers, garbage collection, and one kubelet for all simulated
  * nodes; writes a kubeconfig (mode 600) whose context uses the first extra namespace.
  */
 export async function startLocalCluster(options: LocalClusterOptions): Promise<LocalCluster> {
@@ -287,6 +296,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
     ...(options.watchBufferLimitBytes === undefined ? {} : { watchBufferLimitBytes: options.watchBufferLimitBytes }),
   });
   const tls = servingCertificate(path.join(options.dataDir, "kube-pki"));
+  const tokens = new ServiceAccountTokenController(store, tls.cert);
   const server = https.createServer({ key: tls.key, cert: tls.cert }, api.handle);
   server.requestTimeout = 0;
   const host = options.host ?? "127.0.0.1";
@@ -320,6 +330,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
       jobs.stop();
       daemonSets.stop();
       deployments.stop();
+      tokens.stop();
       scheduler.stop();
       kubelet.stop();
       api.closeWatches();

@@ -88,7 +88,11 @@ export interface SupplementInput {
   container: Any;
   /** The container's environment as the kubelet built it from its spec. */
   env: Readonly<Record<string, string>>;
-  /** Makes (once) and returns a folder for what the node supplies, owned by the container's user. */
+  /**
+   * Makes (once per start of the container) and returns a folder for what the node supplies: a
+   * fresh folder of the kubelet's (0750, group the container's volume group: the container reads
+   * it, cannot change it), the previous start's removed. Write into it with {@link writeNewFile}.
+   */
   dir: () => string;
   /** The container's uid and volume group when it runs as another user than the kubelet's (files to chown). */
   owner: { uid: number; gid: number } | undefined;
@@ -162,8 +166,11 @@ interface ContainerState {
   restarts: number;
   /** Stops what the node's supplement started for the container's current run. */
   stopSupplement?: () => void;
-  /** The folders its secret volumes were last materialised in (removed when it starts again). */
-  secretDirs?: string[];
+  /**
+   * The kubelet's folders made for its last start (its secret volumes, what the node supplied):
+   * removed when it starts again.
+   */
+  kubeletDirs?: string[];
 }
 
 interface PodState {
@@ -632,6 +639,7 @@ export class Kubelet {
         "kubelet",
       );
     if (retry) {
+      clearTimeout(c.retry);
       c.retry = setTimeout(() => this.start(state, c), Math.max(this.backoffMs, 1000));
       c.retry.unref();
     }
@@ -643,6 +651,8 @@ export class Kubelet {
    * the process the kubelet runs in.
    */
   private start(state: PodState, c: ContainerState): void {
+    // A container runs once at a time (a retry pending from before it started does not start it again).
+    if (c.run) return;
     try {
       this.startContainer(state, c);
     } catch (error) {
@@ -697,24 +707,32 @@ export class Kubelet {
       return new Error(
         `MountVolume.SetUp failed for volume "${String(volume.name)}" : secret "${String(ref.secretName)}" not found`,
       );
-    const dir = mkdtempSync(path.join(podDir, `secret-${String(volume.name)}-`));
-    c.secretDirs = [...(c.secretDirs ?? []), dir];
-    chmodSync(dir, 0o750);
-    if (identity.switched) chownSync(dir, -1, identity.volumeGid);
+    const dir = this.kubeletDir(c, podDir, identity, `secret-${String(volume.name)}-`);
     const mode = Number.isInteger(ref.defaultMode) ? Number(ref.defaultMode) & 0o777 : 0o644;
     for (const [key, value] of Object.entries(
       (field<Record<string, string>>(secret, "data") ?? {}) as Record<string, string>,
     )) {
       if (!/^[\w.-]+$/.test(key) || key === "." || key === "..") continue;
-      const fd = openSync(path.join(dir, key), "wx", mode);
-      try {
-        writeSync(fd, Buffer.from(String(value), "base64"));
-        fchmodSync(fd, mode);
-        if (identity.switched) fchownSync(fd, identity.uid, identity.volumeGid);
-      } finally {
-        closeSync(fd);
-      }
+      writeNewFile(
+        path.join(dir, key),
+        Buffer.from(String(value), "base64"),
+        mode,
+        identity.switched ? { uid: identity.uid, gid: identity.volumeGid } : undefined,
+      );
     }
+    return dir;
+  }
+
+  /**
+   * A fresh folder of the kubelet's in the pod's folder for one start of the container (0750,
+   * group the pod's volume group: the pod reads it, cannot change it; its parents are the
+   * kubelet's too), removed when the container starts again.
+   */
+  private kubeletDir(c: ContainerState, podDir: string, identity: ContainerIdentity, prefix: string): string {
+    const dir = mkdtempSync(path.join(podDir, prefix));
+    c.kubeletDirs = [...(c.kubeletDirs ?? []), dir];
+    chmodSync(dir, 0o750);
+    if (identity.switched) chownSync(dir, -1, identity.volumeGid);
     return dir;
   }
 
@@ -775,9 +793,11 @@ export class Kubelet {
       state.hostPorts = new Map();
     }
     const podDir = this.podDir(state.uid, identity);
-    // The secret volumes of its previous start are not in use (the container is not running).
-    for (const dir of c.secretDirs ?? []) rmSync(dir, { recursive: true, force: true });
-    c.secretDirs = [];
+    // What the kubelet made for its previous start is not in use (the container is not running).
+    c.stopSupplement?.();
+    c.stopSupplement = undefined;
+    for (const dir of c.kubeletDirs ?? []) rmSync(dir, { recursive: true, force: true });
+    c.kubeletDirs = [];
     // Volumes: where each mount path lives on this machine.
     const mounts: [string, string][] = [];
     for (const m of (container.volumeMounts as Any[]) ?? []) {
@@ -890,15 +910,19 @@ export class Kubelet {
         env[name] = String(values[fieldPath] ?? "");
       }
     }
-    c.stopSupplement?.();
-    c.stopSupplement = undefined;
     let supplied: ReturnType<ContainerSupplement>;
+    let nodeDir: string | undefined;
     try {
       supplied = this.o.supplement?.({
         pod,
         container,
         env,
-        dir: () => this.ownedDir(podDir, identity, "node"),
+        // The kubelet's, not the container's: it writes there as root, so the container may not
+        // put a symlink in the place of a file or folder it writes (a host file written or chowned).
+        dir: () => {
+          nodeDir ??= this.kubeletDir(c, podDir, identity, "node-");
+          return nodeDir;
+        },
         owner: identity.switched ? { uid: identity.uid, gid: identity.volumeGid } : undefined,
       });
     } catch (error) {
@@ -1212,5 +1236,27 @@ function openFolders(dir: string): void {
   chmodSync(dir, 0o755);
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     if (entry.isDirectory()) openFolders(path.join(dir, entry.name));
+  }
+}
+
+/**
+ * Writes a new file (`wx` and `O_NOFOLLOW`: refused when anything, a symlink too, is already at
+ * `file`), its mode and owner set through its descriptor. For what the kubelet, as root, writes
+ * for a pod: nothing it writes follows a path the pod could have changed.
+ */
+export function writeNewFile(
+  file: string,
+  data: string | Buffer,
+  mode: number,
+  owner: { uid: number; gid: number } | undefined,
+): void {
+  const fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
+  try {
+    const bytes = typeof data === "string" ? Buffer.from(data) : data;
+    for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at, bytes.length - at);
+    fchmodSync(fd, mode);
+    if (owner) fchownSync(fd, owner.uid, owner.gid);
+  } finally {
+    closeSync(fd);
   }
 }

@@ -13,6 +13,7 @@ import {
   type SvcHandler,
   type TurnCoordinator,
 } from "./inbound/pipeline.js";
+import type { ChannelProgressSender } from "./inbound/progress-stream.js";
 import { createSenderAccess } from "./inbound/sender-access.js";
 import type { ChannelKind } from "./inbound/types.js";
 import { createTeamsConversationStore } from "../notify/channels/teams-conversations.js";
@@ -50,6 +51,8 @@ export function buildInboundChannels(
     local?: boolean;
     /** A certificate authority the Bot Service key set is fetched with (tests' own issuer). */
     botServiceCa?: string;
+    /** How long a turn runs before its progress is shown (default 5 s; 0: at its first activity). */
+    progressStartAfterMs?: number;
     /** The operations core's event log (inbound generic webhooks publish into it). */
     events?: EventLog;
     /** Where Teams conversation references go (default: table `teamsconversations`). */
@@ -85,9 +88,11 @@ export function buildInboundChannels(
   });
   const queue = createChannelQueue({ tables: deps.tables, capacity: config.queueCapacity });
   const delivers = new Map<ChannelKind, InboundPipelineDependencies["deliver"]>();
+  /** Each channel's progress transport (spec §3 progress stream). */
+  const progresses = new Map<ChannelKind, ChannelProgressSender>();
   if (b) {
     let replier: Promise<ReturnType<typeof createSlackReplier>> | undefined;
-    delivers.set("platform_b", async (turn, response) => {
+    const slackReplier = () => {
       replier ??= deps.resolve(b.botTokenRef).then(
         (token) => createSlackReplier({ apiUrl: b.apiUrl, token }),
         (error: unknown) => {
@@ -95,20 +100,27 @@ export function buildInboundChannels(
           throw error;
         },
       );
-      return (await replier)(turn, response);
+      return replier;
+    };
+    delivers.set("platform_b", async (turn, response) => (await slackReplier())(turn, response));
+    progresses.set("platform_b", {
+      post: async (turn, update) => (await slackReplier()).progress.post(turn, update),
+      update: async (turn, ts, update) => (await slackReplier()).progress.update(turn, ts, update),
+      replace: async (turn, ts, response) => (await slackReplier()).progress.replace(turn, ts, response),
     });
   }
 
-  if (a)
-    delivers.set(
-      "platform_a",
-      createTeamsReplier({
-        botAppId: a.inbound.botAppId,
-        tenantId: a.inbound.tenantId,
-        clientSecret: () => deps.resolve(a.clientSecretRef),
-        ...(a.inbound.authorityHost ? { authorityHost: a.inbound.authorityHost } : {}),
-      }),
-    );
+  if (a) {
+    const teamsReplier = createTeamsReplier({
+      botAppId: a.inbound.botAppId,
+      tenantId: a.inbound.tenantId,
+      clientSecret: () => deps.resolve(a.clientSecretRef),
+      ...(a.inbound.authorityHost ? { authorityHost: a.inbound.authorityHost } : {}),
+      ...(a.inbound.localAnonymous && deps.local ? { localAnonymous: true } : {}),
+    });
+    delivers.set("platform_a", teamsReplier);
+    progresses.set("platform_a", teamsReplier.progress);
+  }
 
   /** The queue's processor: the pipeline, with the reply marked `delivering` before it is posted. */
   const processorWith =
@@ -116,6 +128,7 @@ export function buildInboundChannels(
     async (turn, guard) => {
       const deliver = delivers.get(turn.channel);
       if (!deliver) throw new Error(`no reply sender for ${turn.channel}`);
+      const progress = progresses.get(turn.channel);
       await handleInboundTurn({
         access: senders.access,
         directory,
@@ -126,6 +139,20 @@ export function buildInboundChannels(
           await guard.beforeDeliver();
           return deliver(t, r);
         },
+        // Progress is not the reply: only the final replacement marks the turn `delivering`.
+        ...(progress
+          ? {
+              progress: {
+                post: progress.post,
+                update: progress.update,
+                replace: async (t, id, r) => {
+                  await guard.beforeDeliver();
+                  return progress.replace(t, id, r);
+                },
+              },
+            }
+          : {}),
+        ...(deps.progressStartAfterMs !== undefined ? { progressStartAfterMs: deps.progressStartAfterMs } : {}),
         ...(hooks ? { hooks } : {}),
         ...(deps.consoleBaseUrl ? { consoleBaseUrl: deps.consoleBaseUrl } : {}),
         ...(deps.now ? { now: deps.now } : {}),
@@ -152,6 +179,7 @@ export function buildInboundChannels(
         queue,
         process: processorWith(),
         conversations: deps.teamsConversations ?? createTeamsConversationStore(deps.tables),
+        pairedPrincipal: (vendorUserId) => senders.principalOf("platform_a", vendorUserId),
         ...(a.inbound.ssoConnectionName && deps.teamsSso
           ? {
               sso: createTeamsSsoDecider({
@@ -193,9 +221,15 @@ export function buildInboundChannels(
     teams,
     webhooks,
     processorWith,
-    /** Registers a channel's reply sender (chat platform A's adapter). */
-    registerDeliver(kind: ChannelKind, deliver: InboundPipelineDependencies["deliver"]) {
+    /** Registers a channel's reply sender (chat platform A's adapter), and its progress transport (none: no progress). */
+    registerDeliver(
+      kind: ChannelKind,
+      deliver: InboundPipelineDependencies["deliver"],
+      progress?: ChannelProgressSender,
+    ) {
       delivers.set(kind, deliver);
+      if (progress) progresses.set(kind, progress);
+      else progresses.delete(kind);
     },
   };
 }

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { isRole, type Role } from "../auth/roles.js";
-import { ConfigError, type Env, envEnum, envFlag, envInt, envParsed, parseEnv } from "../config/env.js";
+import { ConfigError, type Env, envEnum, envFlag, envInt, envParsed, envUrl, parseEnv } from "../config/env.js";
+import type { GitHostSettings } from "./inbound/git-drafts.js";
 import { SENDER_ACCESS_MODES, type SenderAccessMode } from "./inbound/types.js";
 import {
   loadTeamsInboundConfig,
@@ -98,6 +99,22 @@ export const channelOwnedSettingsSchema = z.object({
    * and agents, and each opted-in source's secret reference and TypedWebhookMapping (JSON).
    */
   SVC_CHANNEL_WEBHOOKS_JSON: envParsed(parseWebhookSettings).optional(),
+  /**
+   * The `/svc` write commands' Git host (docs/channels.md "Draft pull requests"): its REST API base
+   * URL (`https://api.github.com`, or `https://<host>/api/v3`), the repository (`owner/name`), a
+   * secret reference to its token, and the base branch. All three of URL, repository and token
+   * set: each draft becomes a draft pull request; none: drafts stay records.
+   */
+  SVC_GIT_HOST_API_URL: envUrl().optional(),
+  SVC_GIT_REPOSITORY: z
+    .string()
+    .regex(/^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})\/[A-Za-z0-9._-]{1,100}$/, "must be owner/name")
+    .optional(),
+  SVC_GIT_TOKEN_REF: secretRef.optional(),
+  SVC_GIT_BASE_BRANCH: z
+    .string()
+    .regex(/^(?!.*\.\.)(?!\/)[A-Za-z0-9._/-]{1,200}(?<![/.])$/, "must be a branch name")
+    .default("main"),
 });
 
 /** Everything the inbound channels read: their own settings and the two shared with the outbound channel (issue 25). */
@@ -123,6 +140,8 @@ export interface ChannelConfig {
   readonly platformA?: { readonly inbound: TeamsInboundConfig; readonly clientSecretRef: string };
   /** Inbound generic webhooks: the allow-list and the opted-in sources. */
   readonly webhooks?: WebhookSettings;
+  /** The Git host the `/svc` drafts become draft pull requests on (unset: drafts stay records). */
+  readonly gitHost?: GitHostSettings;
   readonly platformB?: {
     readonly signingSecretRef: string;
     readonly botTokenRef: string;
@@ -155,7 +174,7 @@ export function loadChannelConfig(env: Env, options: { local: boolean }): Channe
   }
   let teams: TeamsInboundConfig | undefined;
   try {
-    teams = loadTeamsInboundConfig(env);
+    teams = loadTeamsInboundConfig(env, { local: options.local });
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     problems.push(...error.problems);
@@ -178,8 +197,32 @@ export function loadChannelConfig(env: Env, options: { local: boolean }): Channe
         problems.push(
           `SVC_CHANNEL_WEBHOOKS_JSON: sources.${name}.secret_ref: env: references are for the local profile only (use kv:<secret name>)`,
         );
+  const gitNames = ["SVC_GIT_HOST_API_URL", "SVC_GIT_REPOSITORY", "SVC_GIT_TOKEN_REF"] as const;
+  const gitSet = gitNames.filter((name) => c[name] !== undefined && c[name] !== "");
+  if (gitSet.length > 0 && gitSet.length < gitNames.length)
+    problems.push(
+      `${gitNames.filter((n) => !gitSet.includes(n)).join(", ")}: required when ${gitSet.join(", ")} ${gitSet.length === 1 ? "is" : "are"} set (a Git host needs its API URL, repository and token reference)`,
+    );
+  if (!options.local) {
+    if (c.SVC_GIT_TOKEN_REF?.startsWith("env:"))
+      problems.push("SVC_GIT_TOKEN_REF: env: references are for the local profile only (use kv:<secret name>)");
+    if (c.SVC_GIT_HOST_API_URL?.startsWith("http://"))
+      problems.push("SVC_GIT_HOST_API_URL: must be https:// outside the local profile");
+  }
+  const [owner, repo] = (c.SVC_GIT_REPOSITORY ?? "").split("/");
+  const gitHost: GitHostSettings | undefined =
+    c.SVC_GIT_HOST_API_URL && c.SVC_GIT_TOKEN_REF && owner && repo
+      ? {
+          apiUrl: c.SVC_GIT_HOST_API_URL,
+          owner,
+          repo,
+          tokenRef: c.SVC_GIT_TOKEN_REF,
+          baseBranch: c.SVC_GIT_BASE_BRANCH,
+        }
+      : undefined;
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({
+    ...(gitHost ? { gitHost } : {}),
     queueCapacity: c.SVC_CHANNEL_QUEUE_CAPACITY,
     pairingPendingLimit: c.SVC_CHANNEL_PAIRING_PENDING_LIMIT,
     roles: c.SVC_CHANNEL_PRINCIPAL_ROLES_JSON ?? new Map(),

@@ -8,7 +8,7 @@ import { DEV_ACCOUNT, DEV_ACCOUNT_KEY } from "../../local/azurite.js";
 import { slackSignature } from "../../shared/channels/platform-b/signature.js";
 import { eventually, mintToken, startStack, type TestStack } from "../support/local-stack.js";
 import { postedArgs, startPlatformBFake } from "../support/notify-vendors.js";
-import { startBotConnectorFake, startBotServiceIssuer, startEntraFake } from "../support/teams-fakes.js";
+import { startBotConnectorFake, startEntraFake } from "../support/teams-fakes.js";
 import { testCertificate } from "../support/test-certificate.js";
 
 /**
@@ -28,21 +28,22 @@ const BOT_APP_ID = "0d1e2f3a-1111-4222-8333-944455566677";
 const TENANT = "7c1d2f3a-4b5c-4d6e-8f90-a1b2c3d4e5f6";
 const TEAMS_USER = "aaaaaaaa-1111-4111-8111-111111111111";
 const TEAMS_SERVICE_URL = "https://smba.trafficmanager.net/amer/";
+/** An unbound Teams user (pairing mode) and the existing principal an approver pairs it with. */
+const UNBOUND_TEAMS_USER = "dddddddd-4444-4444-8444-444444444444";
+const PAIRED = "55555555-5555-4555-8555-555555555555";
 const WEBHOOK_SECRET = `whsec_${Buffer.from("route-test-webhook-secret-0123456").toString("base64")}`;
 
 let stack: TestStack;
 let slackApi: Awaited<ReturnType<typeof startPlatformBFake>>;
-let issuer: Awaited<ReturnType<typeof startBotServiceIssuer>>;
 let entra: Awaited<ReturnType<typeof startEntraFake>>;
 let connector: Awaited<ReturnType<typeof startBotConnectorFake>>;
 const TEAMS_CLIENT_SECRET = "local-bot-client-secret";
 
 beforeAll(async () => {
   slackApi = await startPlatformBFake(TOKEN);
-  // The local Bot Service issuer serves its key set over HTTPS with a test certificate the host trusts.
+  // Entra for the reply's app token, over HTTPS with a test certificate the host trusts (an MSAL
+  // authority is HTTPS only). The Bot Service tokens come from the stack's own issuer (npm start).
   const tls = testCertificate();
-  issuer = await startBotServiceIssuer(tls);
-  // Entra for the reply's app token, over HTTPS with the same certificate (an MSAL authority is HTTPS only).
   entra = await startEntraFake({ tenantId: TENANT, clientId: BOT_APP_ID, clientSecret: TEAMS_CLIENT_SECRET, tls });
   connector = await startBotConnectorFake((t) => entra.verify(t, "https://api.botframework.com"));
   const caFile = path.join(mkdtempSync(path.join(tmpdir(), "bp-teams-ca-")), "ca.pem");
@@ -71,8 +72,9 @@ beforeAll(async () => {
       SVC_PLATFORM_A_CLIENT_SECRET_REF: "env:TEAMS_TEST_CLIENT_SECRET",
       TEAMS_TEST_CLIENT_SECRET: TEAMS_CLIENT_SECRET,
       SVC_PLATFORM_A_AUTHORITY_HOST: entra.url,
-      SVC_PLATFORM_A_OPENID_METADATA_URL: issuer.metadataUrl,
       SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON: JSON.stringify({ [TEAMS_USER]: READER }),
+      // Bound senders as before; an unbound one is challenged (pairing) instead of refused.
+      SVC_PLATFORM_A_SENDER_ACCESS: "pairing",
       SLACK_TEST_SIGNING_SECRET: SECRET,
       SLACK_TEST_BOT_TOKEN: TOKEN,
       SVC_PLATFORM_B_CHANNEL_ENABLED: "true",
@@ -82,7 +84,10 @@ beforeAll(async () => {
       // The bot token is shared with the outbound channel, which then needs its alert channel too.
       SVC_PLATFORM_B_ALERT_CHANNEL: "C0ALERTS",
       SVC_PLATFORM_B_PRINCIPAL_BINDINGS_JSON: JSON.stringify({ UREADER: READER }),
-      SVC_CHANNEL_PRINCIPAL_ROLES_JSON: JSON.stringify({ [READER]: { name: "Rita", roles: ["Reader"] } }),
+      SVC_CHANNEL_PRINCIPAL_ROLES_JSON: JSON.stringify({
+        [READER]: { name: "Rita", roles: ["Reader"] },
+        [PAIRED]: { name: "Pat", roles: ["Reader"] },
+      }),
     },
   });
 }, 300_000);
@@ -90,7 +95,6 @@ afterAll(async () => {
   await stack?.stop();
   stack?.cleanup();
   await slackApi?.close();
-  await issuer?.close();
   await connector?.close();
   await entra?.close();
 });
@@ -101,6 +105,21 @@ function post(path: string, body: string, contentType: string, headers: Record<s
     headers: { "content-type": contentType, ...headers },
     body,
   });
+}
+
+/**
+ * A Bot Service token from the local stack's own Bot Service–shaped issuer (`npm start`: the
+ * identity provider's `POST /dev/bot-service-token`; the key set on its HTTPS port, which the app
+ * trusts through SVC_PLATFORM_A_OPENID_CA_FILE, both set by the stack).
+ */
+async function botServiceToken(serviceUrl: string, audience?: string): Promise<string> {
+  const res = await fetch(`${stack.info.idp_url}/dev/bot-service-token`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ service_url: serviceUrl, ...(audience ? { audience } : {}) }),
+  });
+  if (res.status !== 200) throw new Error(`bot service token: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { access_token: string }).access_token;
 }
 
 function signedHeaders(body: string) {
@@ -172,7 +191,7 @@ describe("Teams route on the local stack (POST /api/messages)", () => {
   });
   const teams = (body: unknown, authorization?: string) =>
     post("messages", JSON.stringify(body), "application/json", authorization ? { authorization } : {});
-  const token = (audience = BOT_APP_ID) => issuer.token({}, { audience, serviceUrl: TEAMS_SERVICE_URL });
+  const token = (audience?: string) => botServiceToken(TEAMS_SERVICE_URL, audience);
 
   it("C-390 C-391 C-388 C-257 no token, a wrong audience and an unknown tenant are refused in the envelope before the queue", async () => {
     const none = await teams(activity());
@@ -223,7 +242,7 @@ describe("Teams reply on the full local stack (issue 26: SVC_PLATFORM_A_AUTHORIT
       conversation: { id: "a:1personal-reply", conversationType: "personal", tenantId: TENANT },
       channelData: { tenant: { id: TENANT } },
     };
-    const token = await issuer.token({}, { audience: BOT_APP_ID, serviceUrl });
+    const token = await botServiceToken(serviceUrl);
     const res = await post("messages", JSON.stringify(message), "application/json", {
       authorization: `Bearer ${token}`,
     });
@@ -239,6 +258,61 @@ describe("Teams reply on the full local stack (issue 26: SVC_PLATFORM_A_AUTHORIT
     expect(activity).toMatchObject({ type: "message", replyToId: id, from: { id: `28:${BOT_APP_ID}` } });
     expect(String(activity.text).replace(/\\(.)/g, "$1")).toContain("explore_catalog: ok");
   }, 120_000);
+});
+
+describe("Teams pairing on the full local stack (SVC_PLATFORM_A_SENDER_ACCESS=pairing)", () => {
+  it("C-396 C-291 C-292 C-393 §5 item 8: an unbound Teams sender's pairing challenge reaches Bot Connector; an approver pairs it with POST /api/channels/pairing; its next message is answered as the mapped principal", async () => {
+    const serviceUrl = `${connector.url}/`;
+    const conversation = "a:1personal-pairing";
+    const send = async (text: string) => {
+      const id = `1800${Date.now()}`;
+      const message = {
+        type: "message",
+        id,
+        channelId: "msteams",
+        serviceUrl,
+        text,
+        from: { id: "29:1new", aadObjectId: UNBOUND_TEAMS_USER },
+        recipient: { id: `28:${BOT_APP_ID}` },
+        conversation: { id: conversation, conversationType: "personal", tenantId: TENANT },
+        channelData: { tenant: { id: TENANT } },
+      };
+      const token = await botServiceToken(serviceUrl);
+      const res = await post("messages", JSON.stringify(message), "application/json", {
+        authorization: `Bearer ${token}`,
+      });
+      expect(res.status).toBe(200);
+      const reply = await eventually(
+        async () => connector.requests.find((r) => r.path === `/v3/conversations/${conversation}/activities/${id}`),
+        60_000,
+      );
+      return String((JSON.parse(reply.body) as { text?: unknown }).text).replace(/\\(.)/g, "$1");
+    };
+    const challenge = await send("explore_catalog query=R-JOB-001");
+    const code = /code[^:]*: ([A-Z0-9]{8}) /.exec(challenge)?.[1];
+    expect(code).toMatch(/^[A-Z0-9]{8}$/);
+    expect(challenge).not.toContain("explore_catalog: ok");
+
+    const approver = await mintToken(stack, "Approver");
+    const pairing = (body: Record<string, unknown>) =>
+      post("channels/pairing", JSON.stringify(body), "application/json", { authorization: `Bearer ${approver}` });
+    const wrong = await pairing({
+      channel: "platform_a",
+      sender_id: UNBOUND_TEAMS_USER,
+      code: code === "AAAAAAAA" ? "BBBBBBBB" : "AAAAAAAA",
+      principal_oid: PAIRED,
+    });
+    expect(wrong.status).toBe(409);
+    const res = await pairing({ channel: "platform_a", sender_id: UNBOUND_TEAMS_USER, code, principal_oid: PAIRED });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({
+      channel: "platform_a",
+      vendor_user_id: UNBOUND_TEAMS_USER,
+      principal_oid: PAIRED,
+    });
+
+    expect(await send("explore_catalog query=R-JOB-001")).toContain("explore_catalog: ok");
+  }, 180_000);
 });
 
 describe("inbound generic webhook route on the local stack (POST /api/channels/webhooks/{source})", () => {

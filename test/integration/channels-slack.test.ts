@@ -1,14 +1,18 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readFileSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { loadChannelConfig, PRINCIPAL_BINDINGS_LIMIT } from "../../shared/channels/channel-config.js";
 import { buildInboundChannels } from "../../shared/channels/build-channels.js";
-import { createSvcCommands } from "../../shared/channels/inbound/svc-commands.js";
+import { createGitDraftPublisher, proposalLocation } from "../../shared/channels/inbound/git-drafts.js";
+import { createSvcCommands, type SvcDependencies } from "../../shared/channels/inbound/svc-commands.js";
 import { slackSignature, verifySlackSignature } from "../../shared/channels/platform-b/signature.js";
 import { parseSlackEvent } from "../../shared/channels/platform-b/slack-wire.js";
 import { ConfigError } from "../../shared/config/env.js";
 import { UnauthorizedError } from "../../shared/errors.js";
 import { actionModes } from "../../shared/ops/actions/action-settings.js";
 import { actions, consoleHarness, rules } from "../support/console-harness.js";
-import { postedArgs, startPlatformBFake } from "../support/notify-vendors.js";
+import { startGitHostFake } from "../support/git-host-fake.js";
+import { postedArgs, serve, startPlatformBFake } from "../support/notify-vendors.js";
+import http from "node:http";
 import { Webhook } from "standardwebhooks";
 import { CHANNEL_REPLAY_TABLE } from "../../shared/channels/platform-b/slack-inbound.js";
 import { pruneChannelRows } from "../../shared/channels/inbound/channel-prune.js";
@@ -37,7 +41,11 @@ afterAll(async () => {
   await slackApi.close();
 });
 
-function world(env: Record<string, string> = {}) {
+function world(
+  env: Record<string, string> = {},
+  extra: Pick<SvcDependencies, "git"> & { progressStartAfterMs?: number } = {},
+) {
+  const { progressStartAfterMs, ...svcExtra } = extra;
   const tables = azurite.tables();
   const h = consoleHarness(tables);
   const config = loadChannelConfig(
@@ -65,6 +73,7 @@ function world(env: Record<string, string> = {}) {
     actionTypes: actions,
     rules,
     modeOf: actionModes(actions, {}),
+    ...svcExtra,
   });
   const secrets: Record<string, string> = { SLACK_SECRET: SECRET, SLACK_TOKEN: TOKEN };
   const channels = buildInboundChannels(config, {
@@ -74,6 +83,7 @@ function world(env: Record<string, string> = {}) {
     svc,
     resolve: async (ref) => secrets[ref.slice(4)] ?? "",
     consoleBaseUrl: "https://console.example",
+    ...(progressStartAfterMs !== undefined ? { progressStartAfterMs } : {}),
   });
   if (!channels.slack) throw new Error("slack not configured");
   return { h, channels, slack: channels.slack, svc, tables };
@@ -193,6 +203,40 @@ describe("chat platform B (Slack) inbound", () => {
     expect(await channels.queue.stateOf({ channel: "platform_b", turn_id: event.event_id })).toBe("done");
     const calls = await h.audit.list({ action: "console.tool_call" });
     expect(calls[0]?.actor).toMatchObject({ oid: READER, name: "Rita Reader" });
+  });
+
+  it("C-205 C-206 C-297 a long turn's progress is posted in the thread, edited with chat.update on that ts, and the final reply replaces it", async () => {
+    // Progress from the first activity on (the default waits 5 s before a turn counts as long).
+    const { slack, channels } = world({}, { progressStartAfterMs: 0 });
+    const from = slackApi.requests.length;
+    const body = dmEvent("UREADER", "explore_catalog query=job.failed");
+    expect(await slack.handle("events", signed(body, "application/json"))).toEqual({ status: 200 });
+    const calls = slackApi.requests.slice(from);
+    expect(calls.map((r) => r.path.split("/").at(-1))).toEqual(["chat.postMessage", "chat.update"]);
+    const [progress, final] = calls.map(postedArgs);
+    expect(progress).toMatchObject({ channel: "D0DM", thread_ts: expect.stringMatching(/^\d+\.\d+$/) });
+    // Revision 0: a snapshot of the activities so far.
+    expect(JSON.stringify(progress?.blocks)).toContain("Working on it… 1 step(s) so far.");
+    expect(JSON.stringify(progress?.blocks)).toContain("query explore_catalog: ok");
+    // The update edits the progress message with the final reply's blocks (the fake accepts only a
+    // ts it posted in that channel; a refused update would have been followed by a new post).
+    expect(final).toMatchObject({ channel: "D0DM", ts: expect.stringMatching(/^\d+\.\d+$/) });
+    expect(JSON.stringify(final?.blocks)).toContain("explore_catalog");
+    expect(JSON.stringify(final?.blocks)).not.toContain("Working on it");
+    const event = JSON.parse(body) as { event_id: string };
+    expect(await channels.queue.stateOf({ channel: "platform_b", turn_id: event.event_id })).toBe("done");
+  });
+
+  it("a failed chat.update never loses the final reply: it is posted as a new message in the thread", async () => {
+    const { slack } = world({}, { progressStartAfterMs: 0 });
+    const from = slackApi.requests.length;
+    slackApi.script.push("ok", { status: 500, body: "" });
+    await slack.handle("events", signed(dmEvent("UREADER", "explore_catalog query=job.failed"), "application/json"));
+    const calls = slackApi.requests.slice(from);
+    expect(calls.map((r) => r.path.split("/").at(-1))).toEqual(["chat.postMessage", "chat.update", "chat.postMessage"]);
+    const final = postedArgs(calls[2] as (typeof calls)[number]);
+    expect(final).toMatchObject({ channel: "D0DM", thread_ts: expect.stringMatching(/^\d+\.\d+$/) });
+    expect(JSON.stringify(final.blocks)).toContain("explore_catalog");
   });
 
   it("a Slack retry of the same event is answered once", async () => {
@@ -424,6 +468,155 @@ describe("chat platform B (Slack) inbound", () => {
   });
 });
 
+describe("/svc drafts as draft pull requests on a configured Git host (@octokit/rest against a local GitHub REST server)", () => {
+  const GIT_TOKEN = "ghp_svcDraftsTestToken0123456789abcdefABCD";
+  const catalog = {
+    "config/ops-rules.json": readFileSync("config/ops-rules.json", "utf8"),
+    "config/action-types.json": readFileSync("config/action-types.json", "utf8"),
+  };
+  let git: Awaited<ReturnType<typeof startGitHostFake>>;
+  beforeAll(async () => {
+    git = await startGitHostFake({ token: GIT_TOKEN, files: catalog });
+  });
+  afterAll(async () => {
+    await git.close();
+  });
+  const publisher = (apiUrl = `${git.url}/api/v3`, timeoutMs?: number) =>
+    createGitDraftPublisher({
+      settings: { apiUrl, owner: git.owner, repo: git.repo, tokenRef: "env:GIT_TOKEN", baseBranch: "main" },
+      token: async () => GIT_TOKEN,
+      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+    });
+  const command = (slack: ReturnType<typeof world>["slack"], user: string, text: string) =>
+    slack.handle("commands", signed(commandForm(user, text), "application/x-www-form-urlencoded"));
+  /** Everything a person or an operator could see of the exchange: replies, audit, records, console output. */
+  const everythingShown = async (w: ReturnType<typeof world>, from: number, logged: string) =>
+    JSON.stringify([slackApi.requests.slice(from), await w.h.audit.list({}), await w.svc.drafts(), logged]);
+
+  it("C-418 C-419 C-420 C-423 override draft, exemption draft and param-tune each open a DRAFT pull request that changes only its proposal file on a new branch, the invoker's object id in the commit trailer; the live catalog is unchanged", async () => {
+    const w = world({}, { git: publisher() });
+    const modeBefore = actionModes(actions, {})("retry_job");
+    const consoleOut = vi.spyOn(process.stdout, "write");
+    const consoleErr = vi.spyOn(process.stderr, "write");
+    const from = slackApi.requests.length;
+    const firstPull = git.pulls.length;
+    try {
+      await command(w.slack, "UCONTRIB", "override draft rule=R-JOB-001 mode=enforce");
+      await command(w.slack, "UCONTRIB", "exemption draft rule=R-JOB-001 target=job-api until=2026-12-31T00:00:00Z");
+      await command(w.slack, "UCONTRIB", "assignment param-tune action=retry_job max_attempts=5");
+    } finally {
+      consoleOut.mockRestore();
+      consoleErr.mockRestore();
+    }
+    const logged = [...consoleOut.mock.calls, ...consoleErr.mock.calls].map((c) => String(c[0])).join("");
+    const pulls = git.pulls.slice(firstPull);
+    expect(pulls).toHaveLength(3);
+    const drafts = [
+      ...(await w.svc.drafts("override")),
+      ...(await w.svc.drafts("exemption")),
+      ...(await w.svc.drafts("param_tune")),
+    ];
+    expect(drafts).toHaveLength(3);
+    for (const draft of drafts) {
+      const { branch, path } = proposalLocation(draft);
+      const pull = pulls.find((p) => p.head === branch);
+      // A draft pull request from the draft's own branch into the base branch.
+      expect(pull).toMatchObject({ base: "main", draft: true });
+      expect(draft.pull_request).toMatchObject({ number: pull?.number, branch, path, draft: true });
+      // The branch differs from the base by the proposal file alone, in one commit whose trailer names the invoker.
+      const onBranch = git.filesOf(branch);
+      const changed = Object.keys(onBranch).filter((f) => onBranch[f] !== git.filesOf("main")[f]);
+      expect(changed).toEqual([path]);
+      expect(path).toMatch(/^proposals\/svc\//);
+      expect(JSON.parse(onBranch[path] ?? "{}")).toMatchObject({
+        draft_id: draft.draft_id,
+        params: draft.params,
+        requested_by: CONTRIBUTOR,
+      });
+      const commit = git.commits.get(git.refs.get(branch) ?? "");
+      expect(commit?.message.trimEnd().split("\n").at(-1)).toBe(`Requested-by: ${CONTRIBUTOR}`);
+      expect(pull?.body).toContain(`Requested-by: ${CONTRIBUTOR}`);
+    }
+    // The live catalog: the base branch still has exactly its files, and the running modes are unchanged.
+    expect(git.filesOf("main")).toEqual(catalog);
+    expect(actionModes(actions, {})("retry_job")).toBe(modeBefore);
+    // The reply names the pull request.
+    const replies = postsSince(from).map((p) => JSON.stringify(p.blocks));
+    expect(replies[0]).toMatch(/Draft pull request #\d+ opened on branch svc\/override\/drf_/);
+    // The token went to the Git host on every request, and nowhere else was it shown or logged.
+    const gitRequests = git.requests.filter((r) => r.method !== undefined);
+    expect(gitRequests.length).toBeGreaterThanOrEqual(12);
+    for (const r of gitRequests) expect(r.headers.authorization).toBe(`token ${GIT_TOKEN}`);
+    expect(await everythingShown(w, from, logged)).not.toContain(GIT_TOKEN);
+  });
+
+  it("C-422 kill-switch on by an Owner: a draft pull request plus the A1 approval; the switch stays off", async () => {
+    const w = world({}, { git: publisher() });
+    const firstPull = git.pulls.length;
+    await command(w.slack, "UOWNER", "kill-switch on");
+    const [draft] = await w.svc.drafts("kill_switch");
+    expect(draft?.approval_id).toMatch(/^apr_/);
+    const [pull] = git.pulls.slice(firstPull);
+    expect(pull).toMatchObject({ draft: true, head: proposalLocation(draft ?? { kind: "", draft_id: "" }).branch });
+    expect(pull?.body).toContain(String(draft?.approval_id));
+    expect(pull?.body).toContain(`Requested-by: ${OWNER}`);
+    expect((await w.h.approvalStore.listPending()).map((p) => p.action.action_type)).toEqual(["kill_switch"]);
+    expect(await w.h.killSwitch.isOn()).toBe(false);
+  });
+
+  it("a Git host failure (an error answer, no host, no answer) keeps the draft record and tells the user; the host's message is not echoed", async () => {
+    const w = world({}, { git: publisher() });
+    const from = slackApi.requests.length;
+    // The base ref, the branch and the file succeed; the pull request is refused with a message naming the token.
+    git.script.push("ok", "ok", "ok", {
+      status: 502,
+      body: JSON.stringify({ message: `upstream echoed ${GIT_TOKEN}` }),
+    });
+    expect(await command(w.slack, "UCONTRIB", "override draft rule=R-JOB-001 mode=shadow")).toEqual({ status: 200 });
+    const closed = await serve(http.createServer(), "http", () => undefined);
+    await closed.close();
+    const down = world({}, { git: publisher(closed.url) });
+    expect(await command(down.slack, "UCONTRIB", "override draft rule=R-JOB-002 mode=shadow")).toEqual({ status: 200 });
+    const [failed] = await w.svc.drafts("override");
+    expect(failed?.git_failure).toBe("http_502");
+    expect(failed?.pull_request).toBeUndefined();
+    expect((await down.svc.drafts("override"))[0]?.git_failure).toBe("unreachable");
+    // A host that never answers the pull request: the exchange's time limit (shortened here) ends it.
+    const slow = world({}, { git: publisher(undefined, 300) });
+    git.script.push("ok", "ok", "ok", "hang");
+    expect(await command(slow.slack, "UCONTRIB", "override draft rule=R-JOB-001 mode=enforce")).toEqual({
+      status: 200,
+    });
+    expect((await slow.svc.drafts("override"))[0]?.git_failure).toBe("timeout");
+    const replies = postsSince(from).map((p) => JSON.stringify(p.blocks));
+    expect(replies[0]).toContain("could not open its draft pull request (http_502); the draft is kept as a record");
+    expect(replies[1]).toContain("(unreachable)");
+    const audited = await w.h.audit.list({ action: "channel.svc_command" });
+    expect(audited[0]).toMatchObject({ outcome: "succeeded", details: { git_failure: "http_502" } });
+    expect(await everythingShown(w, from, "")).not.toContain(GIT_TOKEN);
+  });
+
+  it("a redirect from the Git host is not followed: the token and the request go to the configured host only", async () => {
+    const elsewhere = await serve(http.createServer(), "http", (_r, res) => {
+      res.writeHead(201, { "content-type": "application/json" });
+      res.end(JSON.stringify({ number: 99, html_url: "https://elsewhere.example/pull/99", draft: true }));
+    });
+    try {
+      const w = world({}, { git: publisher() });
+      git.script.push("ok", "ok", "ok", {
+        status: 307,
+        headers: { location: `${elsewhere.url}/repos/${git.owner}/${git.repo}/pulls` },
+      });
+      await command(w.slack, "UCONTRIB", "override draft rule=R-JOB-001 mode=enforce");
+      expect(elsewhere.requests).toEqual([]);
+      const [draft] = await w.svc.drafts("override");
+      expect(draft?.git_failure).toBe("unreachable");
+    } finally {
+      await elsewhere.close();
+    }
+  });
+});
+
 describe("inbound channel settings", () => {
   const base = {
     SVC_PLATFORM_B_CHANNEL_ENABLED: "true",
@@ -460,6 +653,38 @@ describe("inbound channel settings", () => {
     expect(problem({ ...base, SVC_PLATFORM_B_PRINCIPAL_BINDINGS_JSON: "{" })).toMatch(/JSON object/);
     expect(problem({ ...base, SVC_PLATFORM_B_PRINCIPAL_BINDINGS_JSON: '{"U1":"admin"}' })).toMatch(/GUID/);
     expect(problem({ ...base, SVC_CHANNEL_PRINCIPAL_ROLES_JSON: `{"${READER}":["Root"]}` })).toMatch(/roles must be/);
+  });
+
+  it("the /svc Git host: all of URL, repository and token reference, or none; https and kv: outside the local profile", () => {
+    const gitEnv = {
+      SVC_GIT_HOST_API_URL: "https://git.example/api/v3",
+      SVC_GIT_REPOSITORY: "contoso/blastplane-config",
+      SVC_GIT_TOKEN_REF: "kv:git-token",
+    };
+    expect(loadChannelConfig({}, { local: false }).gitHost).toBeUndefined();
+    expect(loadChannelConfig(gitEnv, { local: false }).gitHost).toEqual({
+      apiUrl: "https://git.example/api/v3",
+      owner: "contoso",
+      repo: "blastplane-config",
+      tokenRef: "kv:git-token",
+      baseBranch: "main",
+    });
+    expect(
+      loadChannelConfig({ ...gitEnv, SVC_GIT_BASE_BRANCH: "release/2026" }, { local: false }).gitHost?.baseBranch,
+    ).toBe("release/2026");
+    expect(problem({ ...gitEnv, SVC_GIT_TOKEN_REF: "" })).toMatch(/SVC_GIT_TOKEN_REF: required when/);
+    expect(problem({ ...gitEnv, SVC_GIT_TOKEN_REF: "ghp_literalToken" })).toMatch(
+      /SVC_GIT_TOKEN_REF: must be a secret reference/,
+    );
+    expect(problem({ ...gitEnv, SVC_GIT_TOKEN_REF: "env:GIT_TOKEN" })).toMatch(/local profile only/);
+    expect(problem({ ...gitEnv, SVC_GIT_HOST_API_URL: "http://git.example/api/v3" })).toMatch(/must be https/);
+    expect(problem({ ...gitEnv, SVC_GIT_REPOSITORY: "contoso" })).toMatch(/SVC_GIT_REPOSITORY: must be owner\/name/);
+    expect(problem({ ...gitEnv, SVC_GIT_BASE_BRANCH: "../main" })).toMatch(
+      /SVC_GIT_BASE_BRANCH: must be a branch name/,
+    );
+    expect(
+      loadChannelConfig({ ...gitEnv, SVC_GIT_TOKEN_REF: "env:GIT_TOKEN" }, { local: true }).gitHost?.tokenRef,
+    ).toBe("env:GIT_TOKEN");
   });
 });
 

@@ -81,6 +81,7 @@ const LOADED_ON_FIRST_USE = [
   "@slack/web-api",
   "standardwebhooks",
   "@microsoft/agents-hosting",
+  "@octokit/rest",
   "openai",
   "@kubernetes/client-node",
   "@azure/communication-sms",
@@ -141,12 +142,14 @@ describe("the Functions bundle, built for cold starts", () => {
       const now = new Date();
       const headers = { "webhook-id": "msg_1", "webhook-timestamp": String(Math.floor(now / 1000)), "webhook-signature": hook.sign("msg_1", now, '{"a":1}') };
       const { CloudAdapter } = await LAZY_SDKS["@microsoft/agents-hosting"]();
+      const { Octokit } = await LAZY_SDKS["@octokit/rest"]();
       console.log(JSON.stringify({
         loaded: Object.keys(LAZY_SDKS),
         email: JSON.parse(info.message).subject,
         slack: typeof client.chat.postMessage,
         webhook: hook.verify('{"a":1}', headers),
         teams: typeof new CloudAdapter({ clientId: "00000000-0000-0000-0000-000000000001", clientSecret: "x", tenantId: "00000000-0000-0000-0000-000000000002" }).continueConversation,
+        git: typeof new Octokit({ baseUrl: "http://127.0.0.1:9" }).rest.pulls.create,
       }));`;
     const { stdout } = await promisify(execFile)(process.execPath, ["--input-type=module", "-e", script], {
       cwd: out,
@@ -158,6 +161,7 @@ describe("the Functions bundle, built for cold starts", () => {
       slack: "function",
       webhook: { a: 1 },
       teams: "function",
+      git: "function",
     });
   });
 

@@ -1,5 +1,15 @@
 import { execFile } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -79,10 +89,21 @@ const FIRST_TOKEN = '{"current":{"value":"first"}}';
 /**
  * A stand-in for the job API: says at start what it was given, serves `/v1/ready` on the port its
  * env names (200 once the token store holds the API token, as the job API's readiness asks), and
- * says each token it reads (the dashboard's rotations reach it).
+ * says each token it reads (the dashboard's rotations reach it). Given `VICTIM` (a host file) and
+ * `VICTIM_DIR` (a host folder) it first tries what a hostile container would, at each start: to put
+ * symlinks to them in the place of the kubeconfig and of the token's folder the node supplied it,
+ * for the kubelet to write or chown through as root at its next start or the next rotation; and
+ * its first start fails (exit 2), so that there is a next start.
  */
 const STAND_IN = `
-const fs = require("node:fs"); const e = process.env;
+const fs = require("node:fs"); const path = require("node:path"); const e = process.env;
+if (e.VICTIM) { const count = e.HOME + "/jobapi-starts";
+  const n = (fs.existsSync(count) ? Number(fs.readFileSync(count, "utf8")) : 0) + 1; fs.writeFileSync(count, String(n));
+  const plant = (what, file, target) => { try { fs.rmSync(file, { recursive: true, force: true }); fs.symlinkSync(target, file);
+    console.error("plant " + what + " " + n + " ok"); } catch (error) { console.error("plant " + what + " " + n + " " + error.code); } };
+  console.error("node " + n + " " + path.dirname(e.KUBECONFIG));
+  plant("kubeconfig", e.KUBECONFIG, e.VICTIM); plant("secrets", e.JOBAPI_SECRETS_DIR, e.VICTIM_DIR);
+  if (n === 1) { console.error("first start fails " + path.dirname(e.KUBECONFIG)); process.exit(2); } }
 const readable = (f) => { try { fs.readFileSync(f); return true; } catch { return false; } };
 const token = () => { try { return fs.readFileSync(e.JOBAPI_SECRETS_DIR + "/jobapi-api-token", "utf8"); } catch { return ""; } };
 console.log("given " + JSON.stringify({ port: e.JOBAPI_PORT, host: e.JOBAPI_HOST, storage: e.JOBAPI_STORAGE_CONNECTION_STRING,
@@ -294,7 +315,7 @@ describe("server-side apply on the local Kubernetes API, and the job API's rollo
     expect((await through("no-such-namespace")).status).toBe(404);
   });
 
-  it("B-027 the job API's pod with the terminal's container runs both, each its own process: the terminal waits for its token Secret, restarts on its own, gets no Azure stand-ins and a port of its own; the pod is Ready 2/2 once both are", async () => {
+  it("B-027 the job API's pod with the terminal's container runs both, each its own process: the deploy applies the terminal's account, token Secret and admission policy (without them the terminal waits), the terminal restarts on its own, gets no Azure stand-ins and a port of its own; the pod is Ready 2/2 once both are", async () => {
     const ns = "bp-term";
     const core = kc.makeApiClient(CoreV1Api);
     // A web app origin: the terminal's container is deployed with the job API's (infra/k8s/jobapi.yaml).
@@ -302,14 +323,41 @@ describe("server-side apply on the local Kubernetes API, and the job API's rollo
     const podSpec = (deploymentOf(objects).spec as { template: { spec: { containers: { name: string }[] } } }).template
       .spec;
     expect(podSpec.containers.map((c) => c.name)).toEqual(["jobapi", "terminal"]);
-    // For the stand-in (TERMINAL_STAND_IN): where its token is mounted, and a host file of root's it must not reach.
+    // For the stand-ins (TERMINAL_STAND_IN, STAND_IN): where the terminal's token is mounted, and a
+    // host file and folder of root's they must not reach.
     const victim = path.join(dataDir, "victim");
     writeFileSync(victim, "host file", { mode: 0o600 });
-    (podSpec.containers[1] as unknown as { env: { name: string; value: string }[] }).env.push(
+    const victimDir = path.join(dataDir, "victim-dir");
+    mkdirSync(victimDir, { mode: 0o700 });
+    const [jobApiEnv, terminalEnv] = podSpec.containers.map(
+      (c) => (c as unknown as { env: { name: string; value: string }[] }).env,
+    );
+    terminalEnv?.push(
       { name: "TOKEN_DIR", value: "/var/run/secrets/kubernetes.io/serviceaccount" },
       { name: "VICTIM", value: victim },
     );
-    await applyManifests(kc, objects, { force: false });
+    jobApiEnv?.push({ name: "VICTIM", value: victim }, { name: "VICTIM_DIR", value: victimDir });
+    // B-027 the deploy renders the terminal's objects (infra/k8s/terminal.yaml) with the container,
+    // in the workspace's namespace, before the Deployment: its account, that account's token Secret,
+    // Role, RoleBinding, and the admission policy (with its binding) keeping its exec to shard pods.
+    const deploymentAt = objects.findIndex((o) => o.kind === "Deployment");
+    expect(objects.map((o) => `${o.kind}/${o.metadata.name}`).slice(deploymentAt - 6, deploymentAt + 1)).toEqual([
+      "ServiceAccount/blastplane-terminal",
+      "Secret/blastplane-terminal-token",
+      "Role/blastplane-terminal",
+      "RoleBinding/blastplane-terminal",
+      "ValidatingAdmissionPolicy/blastplane-terminal-exec",
+      "ValidatingAdmissionPolicyBinding/blastplane-terminal-exec",
+      "Deployment/blastplane-jobapi",
+    ]);
+    // First as the deploy applied them before it applied the terminal's objects: the pod's container
+    // waits for a Secret nobody made (on AKS too: ContainerCreating until the rollout timed out).
+    const terminalObject = (o: (typeof objects)[number]) => o.metadata.name.startsWith("blastplane-terminal");
+    await applyManifests(
+      kc,
+      objects.filter((o) => !terminalObject(o)),
+      { force: false },
+    );
     const podName = async () => (await core.listNamespacedPod({ namespace: ns })).items[0]?.metadata?.name;
     const statusOf = async (container: string) => {
       const name = await podName();
@@ -327,19 +375,46 @@ describe("server-side apply on the local Kubernetes API, and the job API's rollo
     expect(waiting.status?.state?.waiting?.message).toContain('secret "blastplane-terminal-token" not found');
     expect(waiting.pod.status?.conditions?.find((c) => c.type === "Ready")).toMatchObject({ status: "False" });
     expect((await readRollout(kc, ns, "blastplane-jobapi")).state).toBe("progressing");
-    // An administrator applies the terminal's token Secret: the terminal starts, fails once, restarts by itself.
-    await core.createNamespacedSecret({
-      namespace: ns,
-      body: {
-        metadata: { name: "blastplane-terminal-token" },
-        type: "Opaque",
-        data: { token: Buffer.from("terminal-token").toString("base64") },
-      },
-    });
+    // The deploy as it is: everything rendered, server-side applied as blastplane. The token
+    // controller fills the account's token into the Secret; the terminal starts, fails once,
+    // restarts by itself.
+    await applyManifests(kc, objects, { force: false });
+    expect(
+      (await kubectl(ns, "get", "serviceaccount,secret,role,rolebinding", "-o", "name")).split("\n").filter(Boolean),
+    ).toEqual(
+      expect.arrayContaining([
+        "serviceaccount/blastplane-terminal",
+        "secret/blastplane-terminal-token",
+        "role.rbac.authorization.k8s.io/blastplane-terminal",
+        "rolebinding.rbac.authorization.k8s.io/blastplane-terminal",
+      ]),
+    );
+    const policy = JSON.parse(
+      await kubectl(ns, "get", "validatingadmissionpolicy", "blastplane-terminal-exec", "-o", "json"),
+    ) as { spec: { matchConditions: { expression: string }[]; validations: { expression: string }[] } };
+    // The policy names the workspace's namespace, in its match and in its rule.
+    expect(policy.spec.matchConditions[0]?.expression).toContain(`system:serviceaccount:${ns}:blastplane-terminal`);
+    expect(policy.spec.validations[0]?.expression).toContain(`request.namespace == "${ns}"`);
+    expect(
+      await kubectl(ns, "get", "validatingadmissionpolicybinding", "blastplane-terminal-exec", "-o", "name"),
+    ).toContain("blastplane-terminal-exec");
+    const tokenSecret = await eventually(async () => {
+      const secret = await core.readNamespacedSecret({ name: "blastplane-terminal-token", namespace: ns });
+      return secret.data?.token ? secret : undefined;
+    }, SETTLE_MS);
+    expect(tokenSecret.type).toBe("kubernetes.io/service-account-token");
+    expect(tokenSecret.metadata?.managedFields?.find((m) => m.operation === "Apply")?.manager).toBe("blastplane");
+    expect(Buffer.from(tokenSecret.data?.namespace ?? "", "base64").toString()).toBe(ns);
+    const terminalToken = Buffer.from(tokenSecret.data?.token ?? "", "base64").toString();
     // Without a readiness probe the terminal counts as ready while its first start runs, so the pod
     // can be Ready for a moment before that start fails: wait for the restart, then for the rollout.
     const terminal = await eventually(async () => {
       const status = (await statusOf("terminal"))?.status;
+      return status?.ready && (status.restartCount ?? 0) >= 1 ? status : undefined;
+    }, SETTLE_MS);
+    // The job API's container restarted too (its first start failed after its plants).
+    const jobApi = await eventually(async () => {
+      const status = (await statusOf("jobapi"))?.status;
       return status?.ready && (status.restartCount ?? 0) >= 1 ? status : undefined;
     }, SETTLE_MS);
     const view = await eventually(async () => {
@@ -349,9 +424,10 @@ describe("server-side apply on the local Kubernetes API, and the job API's rollo
     expect(view.pods).toEqual([expect.objectContaining({ phase: "Running", ready: true })]);
     expect(terminal).toMatchObject({ ready: true, restartCount: 1, state: { running: expect.anything() } });
     expect(terminal?.lastState?.terminated).toMatchObject({ exitCode: 2, reason: "Error" });
-    expect((await statusOf("jobapi"))?.status).toMatchObject({ ready: true, restartCount: 0 });
-    // kubectl, the independent client: READY 2/2, and each container's log on its own.
-    expect(await kubectl(ns, "get", "pods")).toMatch(/blastplane-jobapi-\S+\s+2\/2\s+Running\s+1\b/);
+    expect(jobApi).toMatchObject({ ready: true, restartCount: 1 });
+    expect(jobApi?.lastState?.terminated).toMatchObject({ exitCode: 2, reason: "Error" });
+    // kubectl, the independent client: READY 2/2 (RESTARTS: both containers'), and each container's log on its own.
+    expect(await kubectl(ns, "get", "pods")).toMatch(/blastplane-jobapi-\S+\s+2\/2\s+Running\s+2\b/);
     const name = (await podName()) ?? "";
     const terminalLog = await kubectl(ns, "logs", name, "-c", "terminal");
     expect(terminalLog).toContain("first start fails");
@@ -359,7 +435,7 @@ describe("server-side apply on the local Kubernetes API, and the job API's rollo
     // Its secret volume: the Secret's key, readable by the container, in a folder it cannot change,
     // made anew by the kubelet at each start (the previous one removed), below folders it cannot
     // change either; the symlinks it tried to plant were refused, and the host file is untouched.
-    expect(given.token).toBe("terminal-token");
+    expect(given.token).toBe(terminalToken);
     const firstTokenDir = /^first start fails (.*)$/m.exec(terminalLog)?.[1];
     expect(firstTokenDir).toBeTruthy();
     expect(given.tokenDir).not.toBe(firstTokenDir);
@@ -389,12 +465,52 @@ describe("server-side apply on the local Kubernetes API, and the job API's rollo
     }
     // The webhook skips the terminal (azure.workload.identity/skip-containers): no stand-ins for it.
     expect(given).toMatchObject({ kubeconfig: null, storage: null, port: expect.not.stringMatching(/^7681$/) });
-    expect(await kubectl(ns, "logs", name, "-c", "jobapi")).toMatch(/^given /m);
-    const jobApiGiven = JSON.parse(/^given (.*)$/m.exec(await kubectl(ns, "logs", name, "-c", "jobapi"))?.[1] ?? "{}");
-    expect(jobApiGiven).toMatchObject({ storage: AZURITE, kubeconfig: true });
+    const jobApiLog = await kubectl(ns, "logs", name, "-c", "jobapi");
+    const jobApiGiven = JSON.parse(/^given (.*)$/m.exec(jobApiLog)?.[1] ?? "{}");
+    expect(jobApiGiven).toMatchObject({ storage: AZURITE, kubeconfig: true, secrets: [API_TOKEN_SECRET] });
+    // B-027 what the node supplied the job API (its kubeconfig, its copy of the token store) is in a
+    // folder of the kubelet's made anew at each start: the symlinks it tried to plant there, on
+    // either start, were refused; the host file and folder are as they were (owner, mode, content).
+    expect(jobApiLog).toMatch(/^plant kubeconfig 1 E[A-Z]+$/m);
+    expect(jobApiLog).toMatch(/^plant secrets 1 E[A-Z]+$/m);
+    expect(jobApiLog).toMatch(/^plant kubeconfig 2 E[A-Z]+$/m);
+    expect(jobApiLog).toMatch(/^plant secrets 2 E[A-Z]+$/m);
+    const firstNodeDir = /^first start fails (.*)$/m.exec(jobApiLog)?.[1];
+    expect(firstNodeDir).toBeTruthy();
+    expect(existsSync(firstNodeDir as string)).toBe(false);
+    const nodeDir = /^node 2 (.*)$/m.exec(jobApiLog)?.[1] as string;
+    expect(nodeDir).not.toBe(firstNodeDir);
+    const owned = (file: string) => {
+      const st = statSync(file);
+      return { uid: st.uid, gid: st.gid, mode: st.mode & 0o7777 };
+    };
+    // The kubelet's folder (group the pod's fsGroup 1000, 0750), the job API's files in it (uid 1000, 0600).
+    const kubelet = process.getuid?.() ?? 0;
+    expect(owned(nodeDir)).toEqual({ uid: kubelet, gid: 1000, mode: 0o750 });
+    expect(owned(path.join(nodeDir, "secrets"))).toEqual({ uid: kubelet, gid: 1000, mode: 0o750 });
+    expect(owned(path.join(nodeDir, "kubeconfig"))).toEqual({ uid: 1000, gid: 1000, mode: 0o600 });
+    expect(owned(path.join(nodeDir, "secrets", API_TOKEN_SECRET))).toEqual({ uid: 1000, gid: 1000, mode: 0o600 });
+    // The dashboard rotates the token while the job API runs: its copy follows, through no symlink.
+    writeFileSync(path.join(tokenStoreDir, API_TOKEN_SECRET), '{"current":{"value":"third"}}', { mode: 0o600 });
+    await eventually(
+      async () =>
+        (await kubectl(ns, "logs", name, "-c", "jobapi")).includes('token {"current":{"value":"third"}}')
+          ? true
+          : undefined,
+      SETTLE_MS,
+    );
+    expect(readFileSync(victim, "utf8")).toBe("host file");
+    expect(statSync(victim)).toMatchObject({ uid: process.getuid?.(), mode: 0o100600 });
+    expect(readdirSync(victimDir)).toEqual([]);
+    expect(statSync(victimDir)).toMatchObject({ uid: process.getuid?.(), mode: 0o40700 });
     // The pod's two listen ports are two ports of this machine.
     expect(given.port).not.toBe(jobApiGiven.port);
     await expect(kubectl(ns, "logs", name, "-c", "nosuch")).rejects.toThrow(/container nosuch is not valid/);
+    // A deploy again (the same values) leaves the token the controller filled in place.
+    await applyManifests(kc, objects, { force: false });
+    expect((await core.readNamespacedSecret({ name: "blastplane-terminal-token", namespace: ns })).data?.token).toBe(
+      tokenSecret.data?.token,
+    );
   });
 
   it("an apply that would change a field another manager set is a 409 naming the manager and the field, unless forced", async () => {

@@ -10,7 +10,11 @@ import { createTeamsMessagesHandler } from "../../shared/channels/platform-a/tea
 import { createTeamsVerifier, type VerifiedTeamsActivity } from "../../shared/channels/platform-a/teams-verifier.js";
 import { buildInboundChannels } from "../../shared/channels/build-channels.js";
 import { loadChannelConfig } from "../../shared/channels/channel-config.js";
-import { BOT_CONNECTOR_SCOPE, buildAdaptiveCard } from "../../shared/notify/channels/platform-a.js";
+import {
+  BOT_CONNECTOR_SCOPE,
+  buildAdaptiveCard,
+  createPlatformAChannel,
+} from "../../shared/notify/channels/platform-a.js";
 import { createTeamsConversationStore } from "../../shared/notify/channels/teams-conversations.js";
 import { createJwtValidator } from "../../shared/auth/jwt-validator.js";
 import { consoleHarness } from "../support/console-harness.js";
@@ -29,6 +33,13 @@ const API_AUDIENCE = "api://4b5c6d7e-2222-4333-8444-555566667777";
 const REQUESTER = "6b7c8d9e-0000-4000-8000-0000000000b2";
 const GUEST_USER = "bbbbbbbb-2222-4222-8222-222222222222";
 const GUEST_PRINCIPAL = "7c8d9e0f-0000-4000-8000-0000000000c3";
+/** A principal an unbound Teams sender is paired with (pairing mode), and the approver who pairs it. */
+const PAIRED_PRINCIPAL = "8d9e0f1a-0000-4000-8000-0000000000d4";
+const PAIRING_APPROVER = {
+  oid: "9e0f1a2b-0000-4000-8000-0000000000e5",
+  name: "Ann Approver",
+  role: "Approver" as const,
+};
 /** A Teams user whose binding names its own identity: the one that decides A1 through SSO. */
 const SSO_USER = "cccccccc-3333-4333-8333-333333333333";
 
@@ -311,7 +322,16 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
     await entra?.close();
   });
 
-  function e2e(options: { sso?: boolean; discoveryUrl?: string } = {}) {
+  function e2e(
+    options: {
+      sso?: boolean;
+      discoveryUrl?: string;
+      pairing?: boolean;
+      pendingLimit?: number;
+      anonymous?: boolean;
+      progressStartAfterMs?: number;
+    } = {},
+  ) {
     const tables = azurite.tables();
     const h = consoleHarness(tables, { approvers: [PRINCIPAL, REQUESTER, SSO_USER] });
     const config = loadChannelConfig(
@@ -327,8 +347,14 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
           [GUEST_USER]: GUEST_PRINCIPAL,
           [SSO_USER]: SSO_USER,
         }),
-        SVC_CHANNEL_PRINCIPAL_ROLES_JSON: JSON.stringify({ [PRINCIPAL]: { name: "Tess Teams", roles: ["Reader"] } }),
+        SVC_CHANNEL_PRINCIPAL_ROLES_JSON: JSON.stringify({
+          [PRINCIPAL]: { name: "Tess Teams", roles: ["Reader"] },
+          [PAIRED_PRINCIPAL]: { name: "Pat Paired", roles: ["Reader"] },
+        }),
         ...(options.sso ? { SVC_PLATFORM_A_SSO_CONNECTION_NAME: "blastplane-sso" } : {}),
+        ...(options.pairing ? { SVC_PLATFORM_A_SENDER_ACCESS: "pairing" } : {}),
+        ...(options.anonymous ? { SVC_PLATFORM_A_LOCAL_ANONYMOUS: "true" } : {}),
+        ...(options.pendingLimit ? { SVC_CHANNEL_PAIRING_PENDING_LIMIT: String(options.pendingLimit) } : {}),
       },
       { local: true },
     );
@@ -339,6 +365,7 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
       resolve: async (ref) => (ref === "env:TEAMS_SECRET" ? CLIENT_SECRET : ""),
       local: true,
       botServiceCa: tls.cert,
+      ...(options.progressStartAfterMs !== undefined ? { progressStartAfterMs: options.progressStartAfterMs } : {}),
       teamsSso: {
         // The dashboard's validator, as the Functions app builds it: the tenant's discovery, the API audience.
         validator: createJwtValidator({
@@ -352,12 +379,20 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
     if (!channels.teams) throw new Error("teams not configured");
     const teams = channels.teams;
     const logger = createLogger({ level: "error", write: () => undefined });
-    const post = async (body: unknown, authorization?: string): Promise<HttpResult> => {
+    const post = async (
+      body: unknown,
+      authorization?: string,
+      headers: Record<string, string> = {},
+    ): Promise<HttpResult> => {
       const text = typeof body === "string" ? body : JSON.stringify(body);
       const request: HttpRequestLike = {
         method: "POST",
         url: "http://127.0.0.1/api/messages",
-        headers: new Headers({ "content-type": "application/json", ...(authorization ? { authorization } : {}) }),
+        headers: new Headers({
+          "content-type": "application/json",
+          ...(authorization ? { authorization } : {}),
+          ...headers,
+        }),
         query: new URLSearchParams(),
         params: {},
         text: async () => text,
@@ -403,6 +438,49 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
       tenantId: TENANT,
       userId: "29:1abc",
     });
+  });
+
+  it("C-205 C-206 C-297 a long turn's progress is a reply activity that the Agents SDK's updateActivity edits in place, and the final reply replaces it", async () => {
+    // Progress from the first activity on (the default waits 5 s before a turn counts as long).
+    const w = e2e({ progressStartAfterMs: 0 });
+    const from = connector.requests.length;
+    const a = message({ text: "explore_catalog query=job.failed" });
+    expect((await w.post(a, `Bearer ${await connectorToken()}`)).status).toBe(200);
+    const exchanged = connector.requests.slice(from);
+    expect(exchanged.map((r) => r.method)).toEqual(["POST", "PUT"]);
+    // Revision 0: a reply to the inbound activity, a cumulative snapshot of the activities so far.
+    expect(exchanged[0]?.path).toBe(`/v3/conversations/a:1personal/activities/${a.id}`);
+    const progress = JSON.parse(exchanged[0]?.body ?? "{}") as Record<string, unknown>;
+    expect(String(progress.text).replace(/\\(.)/g, "$1")).toMatch(
+      /Working on it… 1 step\(s\) so far\.\nquery explore_catalog: ok/,
+    );
+    // The final reply updates that activity (its id from Bot Connector's 201), with Entra's app token.
+    const [update] = connector.updates().slice(-1);
+    expect(update?.conversation).toBe("a:1personal");
+    expect(update?.activityId).toMatch(/^1:a:1personal-\d+$/);
+    expect(update?.activity).toMatchObject({ type: "message", id: update?.activityId });
+    expect(String(update?.activity.text).replace(/\\(.)/g, "$1")).toContain("explore_catalog: ok");
+    expect(String(update?.activity.text)).not.toContain("Working on it");
+    expect(exchanged[1]?.headers.authorization).toMatch(/^Bearer /);
+    expect(await w.channels.queue.stateOf({ channel: "platform_a", turn_id: String(a.id) })).toBe("done");
+  });
+
+  it("a failed progress update never loses the final reply: Bot Connector refuses the update and the reply is posted as a new activity", async () => {
+    const w = e2e({ progressStartAfterMs: 0 });
+    const from = connector.requests.length;
+    // Revision 0 is created; the final update is refused (the activity was deleted meanwhile).
+    connector.script.push("ok", {
+      status: 404,
+      body: JSON.stringify({ error: { code: "ActivityNotFoundInConversation", message: "Activity not found" } }),
+    });
+    const a = message({ text: "explore_catalog query=job.failed" });
+    expect((await w.post(a, `Bearer ${await connectorToken()}`)).status).toBe(200);
+    const exchanged = connector.requests.slice(from);
+    expect(exchanged.map((r) => r.method)).toEqual(["POST", "PUT", "POST"]);
+    const final = JSON.parse(exchanged[2]?.body ?? "{}") as Record<string, unknown>;
+    expect(final).toMatchObject({ type: "message", replyToId: a.id });
+    expect(String(final.text).replace(/\\(.)/g, "$1")).toContain("explore_catalog: ok");
+    expect(await w.channels.queue.stateOf({ channel: "platform_a", turn_id: String(a.id) })).toBe("done");
   });
 
   it("a Bot Service retry of the same activity is answered once; a channel conversation leaves no notification reference", async () => {
@@ -453,6 +531,194 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
     expect(await w.conversations.get(PRINCIPAL)).toBeUndefined();
     expect(await w.h.audit.list({ action: "console.tool_call" })).toHaveLength(0);
   });
+  /** The pairing reply's one-time code (Teams markdown escaping undone). */
+  const codeIn = (text: unknown) => /code[^:]*: ([A-Z0-9]{8}) /.exec(String(text).replace(/\\(.)/g, "$1"))?.[1];
+  const pendingChallenges = async (w: ReturnType<typeof e2e>) => {
+    const rows: Record<string, unknown>[] = [];
+    for await (const row of w.tables("channelsenders").listEntities({
+      queryOptions: { filter: "PartitionKey eq 'pend_platform_a'" },
+    }))
+      rows.push(row);
+    return rows;
+  };
+  const unboundMessage = (user: string, conversation: string, overrides: Record<string, unknown> = {}) =>
+    message({
+      from: { id: `29:${conversation}`, name: "New Person", aadObjectId: user },
+      conversation: { id: conversation, conversationType: "personal", tenantId: TENANT },
+      ...overrides,
+    });
+
+  it("C-396 C-397 C-291 C-292 C-393 §5 item 8 pairing over Teams: an unbound sender's challenge goes back through the Agents SDK to Bot Connector; once an approver pairs it, its next message reaches the coordinator as the mapped principal; C-002 its personal conversation is kept and a notification for that principal reaches it in Teams", async () => {
+    const w = e2e({ pairing: true });
+    const user = "dddddddd-4444-4444-8444-444444444444";
+    const from = connector.requests.length;
+    const first = unboundMessage(user, "a:1personal-pair", { text: "explore_catalog query=job.failed" });
+    expect((await w.post(first, `Bearer ${await connectorToken()}`)).status).toBe(200);
+    // The challenge: a reply to the sender's activity, through Bot Connector, with the one-time code.
+    const challenge = connector.requests.slice(from);
+    expect(challenge.map((r) => r.path)).toEqual([`/v3/conversations/a:1personal-pair/activities/${first.id}`]);
+    const code = codeIn((JSON.parse(challenge[0]?.body ?? "{}") as { text?: unknown }).text);
+    expect(code).toMatch(/^[A-Z0-9]{8}$/);
+    // C-398: only its digest is kept; C-396: the unbound sender reached no tool and left no notification address.
+    expect(JSON.stringify(await pendingChallenges(w))).not.toContain(String(code));
+    expect(await w.h.audit.list({ action: "console.tool_call" })).toHaveLength(0);
+    expect(await w.conversations.get(PAIRED_PRINCIPAL)).toBeUndefined();
+
+    // The approver pairs the sender (what POST /api/channels/pairing calls) with an existing principal.
+    const paired = await w.channels.senders.approvePairing({
+      channel: "platform_a",
+      vendorUserId: user,
+      code: String(code),
+      principalOid: PAIRED_PRINCIPAL,
+      approver: PAIRING_APPROVER,
+      requestId: "req-pair",
+      now: new Date(),
+    });
+    expect(paired).toEqual({ channel: "platform_a", vendor_user_id: user, principal_oid: PAIRED_PRINCIPAL });
+    expect(await pendingChallenges(w)).toHaveLength(0);
+
+    const next = unboundMessage(user, "a:1personal-pair", { text: "explore_catalog query=job.failed" });
+    expect((await w.post(next, `Bearer ${await connectorToken()}`)).status).toBe(200);
+    const answer = connector.requests.find(
+      (r) => r.path === `/v3/conversations/a:1personal-pair/activities/${next.id}`,
+    );
+    expect(String((JSON.parse(answer?.body ?? "{}") as { text?: unknown }).text).replace(/\\(.)/g, "$1")).toContain(
+      "explore_catalog: ok",
+    );
+    // The coordinator saw the mapped principal (its roles from the directory, none from the pairing).
+    const calls = await w.h.audit.list({ action: "console.tool_call" });
+    expect(calls.map((c) => c.actor)).toEqual([expect.objectContaining({ oid: PAIRED_PRINCIPAL, name: "Pat Paired" })]);
+
+    // §5 items 8–9 and the outbound channel: the paired sender's personal conversation is kept for its principal...
+    const reference = {
+      serviceUrl: `${connector.url}/`,
+      conversationId: "a:1personal-pair",
+      tenantId: TENANT,
+      userId: "29:a:1personal-pair",
+    };
+    expect(await w.conversations.get(PAIRED_PRINCIPAL.toUpperCase())).toEqual(reference);
+    // ...so a notification addressed to that principal reaches them in Teams (the outbound Teams channel).
+    const teams = createPlatformAChannel({
+      botAppId: BOT_APP_ID,
+      tenantId: TENANT,
+      clientSecret: CLIENT_SECRET,
+      conversations: w.conversations,
+    });
+    const before = connector.requests.length;
+    const outcome = await teams.send(
+      {
+        category: "A2",
+        template_key: "ops.alert",
+        recipient: PAIRED_PRINCIPAL,
+        title: "Queue saturated",
+        body_markdown: "The BLAST queue has been saturated for 10 minutes.",
+        correlation_id: "corr-paired",
+        idempotency_key: "ops.alert/paired",
+        locale: "en",
+      },
+      { signal: new AbortController().signal, attempt: 1, messageId: "m-paired" },
+    );
+    expect(outcome).toMatchObject({ outcome: "acknowledged" });
+    const notified = connector.requests.slice(before);
+    expect(notified).toHaveLength(1);
+    expect(notified[0]?.path).toMatch(/^\/v3\/conversations\/a:1personal-pair\/activities/);
+    expect(notified[0]?.body).toContain("Queue saturated");
+  });
+
+  it("C-293 C-399 §3 pairing delivery failure: a challenge whose reply Bot Connector refuses is deleted with its digest, so the channel's one slot takes the next sender's challenge", async () => {
+    const w = e2e({ pairing: true, pendingLimit: 1 });
+    const from = connector.requests.length;
+    connector.script.push({
+      status: 403,
+      body: JSON.stringify({
+        error: { code: "BotNotInConversationRoster", message: "The bot is not part of the conversation roster." },
+      }),
+    });
+    const lost = unboundMessage("eeeeeeee-5555-4555-8555-555555555555", "a:1personal-lost");
+    expect((await w.post(lost, `Bearer ${await connectorToken()}`)).status).toBe(200);
+    // The one attempt was refused: the sender never saw the code, so nothing of the challenge is left.
+    expect(connector.requests.slice(from)).toHaveLength(1);
+    expect(await pendingChallenges(w)).toHaveLength(0);
+    // The slot is free: another sender gets a challenge, not "too many pairing requests".
+    const other = unboundMessage("ffffffff-6666-4666-8666-666666666666", "a:1personal-other");
+    expect((await w.post(other, `Bearer ${await connectorToken()}`)).status).toBe(200);
+    const reply = connector.requests.find(
+      (r) => r.path === `/v3/conversations/a:1personal-other/activities/${other.id}`,
+    );
+    expect(codeIn((JSON.parse(reply?.body ?? "{}") as { text?: unknown }).text)).toMatch(/^[A-Z0-9]{8}$/);
+    expect(await pendingChallenges(w)).toHaveLength(1);
+    // With the slot taken, a third sender is told to wait (the bound, C-399).
+    const third = unboundMessage("abababab-7777-4777-8777-777777777777", "a:1personal-third");
+    expect((await w.post(third, `Bearer ${await connectorToken()}`)).status).toBe(200);
+    const wait = connector.requests.find(
+      (r) => r.path === `/v3/conversations/a:1personal-third/activities/${third.id}`,
+    );
+    expect(String((JSON.parse(wait?.body ?? "{}") as { text?: unknown }).text)).toContain("Too many pairing requests");
+  });
+
+  describe("SVC_PLATFORM_A_LOCAL_ANONYMOUS: the Microsoft 365 Agents Playground (no Bot Service token), local and loopback only", () => {
+    let playground: Awaited<ReturnType<typeof startBotConnectorFake>>;
+    beforeAll(async () => {
+      // The Playground's own Bot Connector (`/_connector`) accepts replies without a token.
+      playground = await startBotConnectorFake(async () => undefined, { anonymous: true });
+    });
+    afterAll(async () => {
+      await playground?.close();
+    });
+    // What the local Functions host hands the app: the peer appended to X-Forwarded-For, the Host.
+    const local = { "x-forwarded-for": "127.0.0.1", host: "127.0.0.1:7071" };
+    const fromPlayground = (overrides: Record<string, unknown> = {}) =>
+      message({ serviceUrl: `${playground.url}/_connector`, text: "explore_catalog query=job.failed", ...overrides });
+
+    it("C-390 §5 item 7 a token-less activity from this machine to a loopback Bot Connector reaches the coordinator as the bound principal; its reply goes without an app token and its conversation is not kept", async () => {
+      const w = e2e({ anonymous: true });
+      const a = fromPlayground();
+      const res = await w.post(a, undefined, local);
+      expect(res.status).toBe(200);
+      const reply = playground.requests.find(
+        (r) => r.path === `/_connector/v3/conversations/a:1personal/activities/${a.id}`,
+      );
+      expect(reply?.headers.authorization).toBeUndefined();
+      expect(String((JSON.parse(reply?.body ?? "{}") as { text?: unknown }).text).replace(/\\(.)/g, "$1")).toContain(
+        "explore_catalog: ok",
+      );
+      const calls = await w.h.audit.list({ action: "console.tool_call" });
+      expect(calls.map((c) => c.actor.oid)).toEqual([PRINCIPAL]);
+      expect(await w.conversations.get(PRINCIPAL)).toBeUndefined();
+      // The tenant and sender checks stay: an unbound sender or another tenant is refused.
+      const unbound = await w.post(
+        fromPlayground({ from: { id: "29:x", aadObjectId: "12345678-1234-4234-8234-123456789012" } }),
+        undefined,
+        local,
+      );
+      expect(unbound.status).toBe(403);
+    });
+
+    it("C-390 C-391 the route refuses a token-less activity from another machine, with a non-loopback Host, or naming a Bot Connector elsewhere (401, nothing queued or answered); without the setting a token is always required", async () => {
+      const w = e2e({ anonymous: true });
+      const before = playground.requests.length + connector.requests.length;
+      const cases: [string, Record<string, unknown>, Record<string, string>][] = [
+        ["remote caller", fromPlayground(), { ...local, "x-forwarded-for": "203.0.113.7" }],
+        ["forged hop before the peer", fromPlayground(), { ...local, "x-forwarded-for": "127.0.0.1, 203.0.113.7" }],
+        ["no caller address", fromPlayground(), { host: "127.0.0.1:7071" }],
+        ["DNS rebinding Host", fromPlayground(), { ...local, host: "evil.example:7071" }],
+        ["foreign connector", fromPlayground({ serviceUrl: "https://smba.trafficmanager.net/amer/" }), local],
+      ];
+      for (const [name, a, headers] of cases) {
+        const res = await w.post(a, undefined, headers);
+        expect(res.status, name).toBe(401);
+        expect(res.jsonBody, name).toEqual({ detail: expect.any(String), request_id: "req-e2e" });
+        expect(await w.channels.queue.stateOf({ channel: "platform_a", turn_id: String(a.id) }), name).toBeUndefined();
+      }
+      const off = e2e();
+      const a = fromPlayground();
+      expect((await off.post(a, undefined, local)).status).toBe(401);
+      expect(await off.channels.queue.stateOf({ channel: "platform_a", turn_id: String(a.id) })).toBeUndefined();
+      expect(playground.requests.length + connector.requests.length).toBe(before);
+      expect(await w.h.audit.list({ action: "console.tool_call" })).toHaveLength(0);
+    });
+  });
+
   /** An approval requested in the console (by REQUESTER, or by `requester`), pending for the Teams approver. */
   async function requested(w: ReturnType<typeof e2e>, requester = REQUESTER) {
     return w.h.approvals.request({

@@ -120,22 +120,30 @@ export function startPagingFake(tls: { key: string; cert: string }) {
 }
 
 /**
- * Slack's Web API `chat.postMessage`: the bot token as a bearer, the form or JSON body the SDK
- * sends, `{ok: true, channel, ts, message}` on success, `{ok: false, error}` on a platform error,
+ * Slack's Web API `chat.postMessage` and `chat.update` (of a message it posted): the bot token as a
+ * bearer, the form or JSON body the SDK sends, `{ok: true, channel, ts, message}` on success, `{ok: false, error}` on a platform error,
  * 429 with Retry-After when rate limited.
  */
 export function startPlatformBFake(token: string) {
   let ts = 1_700_000_000;
+  /** Posted message ts → its channel (what `chat.update` may edit). */
+  const posted = new Map<string, string>();
   return serve(http.createServer(), "http", (r, res) => {
     const answer = (body: unknown) => {
       res.writeHead(200, { "content-type": "application/json" });
       res.end(JSON.stringify(body));
     };
     if (r.headers.authorization !== `Bearer ${token}`) return answer({ ok: false, error: "invalid_auth" });
-    if (!r.path.endsWith("/chat.postMessage")) return answer({ ok: false, error: "unknown_method" });
     const args = postedArgs(r);
+    if (r.path.endsWith("/chat.update")) {
+      // Edits a message this fake posted, in the channel it was posted to.
+      if (posted.get(String(args.ts)) !== args.channel) return answer({ ok: false, error: "message_not_found" });
+      return answer({ ok: true, channel: args.channel, ts: args.ts, text: args.text, message: { text: args.text } });
+    }
+    if (!r.path.endsWith("/chat.postMessage")) return answer({ ok: false, error: "unknown_method" });
     if (!args.channel) return answer({ ok: false, error: "channel_not_found" });
     ts++;
+    posted.set(`${ts}.000100`, String(args.channel));
     answer({ ok: true, channel: args.channel, ts: `${ts}.000100`, message: { text: args.text } });
   });
 }

@@ -2,6 +2,7 @@ import http from "node:http";
 import https from "node:https";
 import type { AddressInfo } from "node:net";
 import { exportJWK, generateKeyPair, jwtVerify, SignJWT } from "jose";
+import { startBotServiceIssuer as startLocalBotServiceIssuer } from "../../local/bot-service-issuer.js";
 
 /**
  * Local servers speaking Microsoft Teams' wire formats, so the Microsoft 365 Agents SDK's real
@@ -186,27 +187,56 @@ export function routeEntraTo(fakeUrl: string, host = "login.microsoftonline.com"
 
 /**
  * Bot Connector's REST API (`POST /v3/conversations/{conversationId}/activities`, and
- * `…/activities/{activityId}` for a reply, the Agents SDK's proactive path): the bearer must
- * be an app token for `https://api.botframework.com` from the Entra fake; answers 201 with the
- * created activity's `{id}`, or Bot Connector's error body (`{error: {code, message}}`).
+ * `…/activities/{activityId}` for a reply, the Agents SDK's proactive path; `PUT
+ * …/activities/{activityId}` updates an activity it created): the bearer must be an app token for
+ * `https://api.botframework.com` from the Entra fake; answers 201 with the created activity's
+ * `{id}` (200 `{id}` for an update), or Bot Connector's error body (`{error: {code, message}}`).
  */
-export async function startBotConnectorFake(verify: (token: string) => Promise<unknown>) {
+export async function startBotConnectorFake(
+  verify: (token: string) => Promise<unknown>,
+  /** `anonymous`: also accepts requests without a token, as the Agents Playground's connector does without auth settings. */
+  options: { anonymous?: boolean } = {},
+) {
   let next = 1;
+  /** Created activity ids, by conversation. */
+  const created = new Set<string>();
   const fake = await serve(http.createServer(), "http", async (r, res) => {
-    const m = /^\/v3\/conversations\/([^/]+)\/activities(?:\/[^/]+)?\/?$/.exec(r.path.split("?")[0] ?? "");
-    if (r.method !== "POST" || !m)
+    const m = /^\/v3\/conversations\/([^/]+)\/activities(?:\/([^/]+))?\/?$/.exec(r.path.split("?")[0] ?? "");
+    const update = r.method === "PUT" && m?.[2] !== undefined;
+    if ((r.method !== "POST" && !update) || !m)
       return json(res, 404, { error: { code: "NotFound", message: "The requested resource was not found" } });
     const token = /^Bearer (.+)$/.exec(r.headers.authorization ?? "")?.[1];
     try {
-      if (!token) throw new Error("no token");
-      await verify(token);
+      if (!token && !options.anonymous) throw new Error("no token");
+      if (token) await verify(token);
     } catch {
       return json(res, 401, { message: "Authorization has been denied for this request." });
     }
-    json(res, 201, { id: `1:${decodeURIComponent(m[1] ?? "")}-${next++}` });
+    const conversation = decodeURIComponent(m[1] ?? "");
+    if (update) {
+      const id = decodeURIComponent(m[2] ?? "");
+      if (!created.has(`${conversation}/${id}`))
+        return json(res, 404, { error: { code: "ActivityNotFoundInConversation", message: "Activity not found" } });
+      return json(res, 200, { id });
+    }
+    const id = `1:${conversation}-${next++}`;
+    created.add(`${conversation}/${id}`);
+    json(res, 201, { id });
   });
   return {
     ...fake,
+    /** The activity updates (PUT), parsed, with the conversation and activity id of their path. */
+    updates: () =>
+      fake.requests
+        .filter((r) => r.method === "PUT")
+        .map((r) => {
+          const m = /^\/v3\/conversations\/([^/]+)\/activities\/([^/?]+)/.exec(r.path);
+          return {
+            conversation: decodeURIComponent(m?.[1] ?? ""),
+            activityId: decodeURIComponent(m?.[2] ?? ""),
+            activity: JSON.parse(r.body) as Record<string, unknown>,
+          };
+        }),
     /** The activities posted, parsed, with the conversation id of their path. */
     activities: () =>
       fake.requests
@@ -218,52 +248,10 @@ export async function startBotConnectorFake(verify: (token: string) => Promise<u
   };
 }
 
-/** The signing keys and metadata of a Bot Service–shaped issuer (OpenID metadata + JWKS) over HTTPS. */
-export async function startBotServiceIssuer(
-  tls: { key: string; cert: string },
-  issuer = "https://api.botframework.com",
-) {
-  const { privateKey, publicKey } = await generateKeyPair("RS256");
-  const jwk = { ...(await exportJWK(publicKey)), kid: "bs-key-1", use: "sig", alg: "RS256", endorsements: ["msteams"] };
-  const fake = await serve(https.createServer(tls), "https", (r, res) => {
-    if (r.path === "/v1/.well-known/openidconfiguration")
-      return json(res, 200, {
-        issuer,
-        authorization_endpoint: "https://invalid.botframework.com",
-        jwks_uri: `${fake.url}/v1/.well-known/keys`,
-        id_token_signing_alg_values_supported: ["RS256"],
-        token_endpoint_auth_methods_supported: ["private_key_jwt"],
-      });
-    if (r.path === "/v1/.well-known/keys") return json(res, 200, { keys: [jwk] });
-    json(res, 404, {});
-  });
-  return {
-    ...fake,
-    issuer,
-    metadataUrl: `${fake.url}/v1/.well-known/openidconfiguration`,
-    privateKey,
-    /** The public signing key as published in the key set. */
-    jwk,
-    /** Signs a Bot Service token like the service (RS256, kid of the key set); `claims` override. */
-    async token(
-      claims: Record<string, unknown>,
-      options: {
-        audience: string;
-        serviceUrl?: string;
-        expiresIn?: string;
-        notBefore?: string;
-        kid?: string;
-        issuer?: string;
-      },
-    ) {
-      const jwt = new SignJWT({ ...(options.serviceUrl ? { serviceurl: options.serviceUrl } : {}), ...claims })
-        .setProtectedHeader({ alg: "RS256", kid: options.kid ?? "bs-key-1", typ: "JWT" })
-        .setIssuer(options.issuer ?? issuer)
-        .setAudience(options.audience)
-        .setIssuedAt()
-        .setExpirationTime(options.expiresIn ?? "1h");
-      if (options.notBefore) jwt.setNotBefore(options.notBefore);
-      return jwt.sign(privateKey);
-    },
-  };
+/**
+ * The signing keys and metadata of a Bot Service–shaped issuer (OpenID metadata + JWKS) over HTTPS:
+ * the local stack's own (`local/bot-service-issuer.ts`, what `npm start` runs), on a free port.
+ */
+export function startBotServiceIssuer(tls: { key: string; cert: string }, issuer = "https://api.botframework.com") {
+  return startLocalBotServiceIssuer({ tls, issuer });
 }

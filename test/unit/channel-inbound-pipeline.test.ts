@@ -105,6 +105,49 @@ describe("the channel-neutral inbound pipeline", () => {
     expect(outcome.receipt).toMatchObject({ outcome: "acknowledged", vendor_message_id: "1.1" });
   });
 
+  it("C-205 C-208 a long coordinator turn streams its activities as revisions; the narrator's provisional text is never shown, and the outcome lists the revisions with the last confirmed", async () => {
+    const w = world(resolved, ["Reader"]);
+    const PROVISIONAL = "Provisional rendering the validator has not seen";
+    const wire: { op: string; text: string }[] = [];
+    const outcome = await handleInboundTurn({
+      ...w.deps,
+      progressStartAfterMs: 0,
+      // The real coordinator runs the tool; a narrator's first delta is played in before it.
+      coordinator: {
+        handleTurn: (caller, inbound, requestId, hooks) => {
+          hooks?.onDelta?.(PROVISIONAL);
+          return w.h.coordinator.handleTurn(caller, inbound, requestId, hooks);
+        },
+      },
+      progress: {
+        post: async (_t, update) => {
+          wire.push({ op: "post", text: update.text });
+          return { outcome: "acknowledged", operation: "post", vendor_message_id: "p-1", text_degraded: false };
+        },
+        update: async (_t, id, update) => {
+          wire.push({ op: `update ${id}`, text: update.text });
+          return { outcome: "acknowledged", operation: "update", vendor_message_id: id, text_degraded: false };
+        },
+        replace: async (_t, id, response) => {
+          wire.push({ op: `replace ${id}`, text: response.text });
+          return { outcome: "acknowledged", operation: "replace", vendor_message_id: id, text_degraded: false };
+        },
+      },
+    })(turnOf("explore_catalog query=job.failed"));
+    expect(wire.map((c) => c.op)).toEqual(["post", "update p-1", "replace p-1"]);
+    expect(wire[0]?.text).toContain("Composing the answer");
+    expect(wire[1]?.text).toContain("query explore_catalog: ok");
+    expect(JSON.stringify(wire)).not.toContain(PROVISIONAL);
+    // The reply went out as the replacement, not as a second message.
+    expect(w.sent).toEqual([]);
+    expect(outcome.receipt).toMatchObject({ outcome: "acknowledged", vendor_message_id: "p-1" });
+    expect(outcome.progress?.map((r) => [r.revision, r.activity_count, r.confirmed])).toEqual([
+      [0, 0, false],
+      [1, 1, false],
+      [2, 1, true],
+    ]);
+  });
+
   it("C-404 a resolved principal the directory gives no role is blocked by the coordinator", async () => {
     const w = world({ status: "resolved", principal: { oid: "oid-unroled", tenant_id: "tenant" } });
     const outcome = await handleInboundTurn(w.deps)(turnOf("explore_catalog query=job"));

@@ -3,6 +3,7 @@ import type { Role } from "../../shared/auth/roles.js";
 import {
   createSenderAccess,
   APPROVER_MAX_FAILURES,
+  MAX_PAIRED_SENDERS,
   PAIRING_MAX_FAILURES,
   PairingRefusedError,
   pairingCodeDigest,
@@ -125,6 +126,22 @@ describe("sender access and pairing (spec §5 item 8)", () => {
     await challenge(svc, "U3");
     // One pending request per sender.
     expect(await svc.access.resolve(turnOf("U3"), NOW)).toMatchObject({ reason: "pairing_pending" });
+  });
+
+  it("C-292 a channel keeps at most 1,000 pairings (like the bindings, spec §8): a valid code past the bound maps nothing", async () => {
+    const { svc, tables } = service("pairing");
+    const c = await challenge(svc, "U1");
+    const t = tables("channelsenders");
+    for (let batch = 0; batch < 10; batch++)
+      await t.submitTransaction(
+        Array.from({ length: 100 }, (_, i) => [
+          "create" as const,
+          { partitionKey: "map_platform_b", rowKey: `filler${batch * 100 + i}`, principal_oid: PRINCIPAL },
+        ]),
+      );
+    expect(MAX_PAIRED_SENDERS).toBe(1000);
+    expect(await refusal(approve(svc, { code: c.code }))).toBe("too_many_pairings");
+    expect(await svc.access.resolve(turnOf("U1"), NOW)).toMatchObject({ reason: "pairing_pending" });
   });
 
   it("C-400 the principal being mapped cannot approve its own pairing; a Reader cannot approve", async () => {

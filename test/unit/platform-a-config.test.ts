@@ -154,6 +154,38 @@ describe("chat platform A inbound settings (issue 26; spec §2.6, §7 item 8, §
       expect(inboundProblems({ ...ok, SVC_PLATFORM_A_AUTHORITY_HOST: bad })).toMatch(/SVC_PLATFORM_A_AUTHORITY_HOST/);
   });
 
+  it("SVC_PLATFORM_A_LOCAL_ANONYMOUS and SVC_PLATFORM_A_OPENID_CA_FILE (the Agents Playground, the local issuer's certificate) refuse to start outside the local profile, whether the channel is on or off; locally they load", () => {
+    const ok = {
+      ...base,
+      SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON: bindings(1),
+      SVC_PLATFORM_A_CLIENT_SECRET_REF: "env:S",
+    };
+    const local = {
+      SVC_PLATFORM_A_LOCAL_ANONYMOUS: "true",
+      SVC_PLATFORM_A_OPENID_CA_FILE: "/data/bot-service/issuer.crt",
+    };
+    const refused = (env: Record<string, string>) => {
+      try {
+        loadChannelConfig(env, { local: false });
+      } catch (error) {
+        if (error instanceof ConfigError) return error.problems.join("\n");
+        throw error;
+      }
+      return "";
+    };
+    for (const env of [local, { ...ok, SVC_PLATFORM_A_CLIENT_SECRET_REF: "kv:s", ...local }]) {
+      const problems = refused(env);
+      expect(problems).toMatch(/SVC_PLATFORM_A_LOCAL_ANONYMOUS: token-less activities are for the local profile only/);
+      expect(problems).toMatch(/SVC_PLATFORM_A_OPENID_CA_FILE: .* local profile only/);
+    }
+    expect(refused({ SVC_PLATFORM_A_LOCAL_ANONYMOUS: "false" })).toBe("");
+    expect(loadChannelConfig({ ...ok, ...local }, { local: true }).platformA?.inbound).toMatchObject({
+      localAnonymous: true,
+      openIdCaFile: "/data/bot-service/issuer.crt",
+    });
+    expect(loadChannelConfig(ok, { local: true }).platformA?.inbound.localAnonymous).toBe(false);
+  });
+
   it("C-254 the Functions app's channel settings read the Teams channel: its replies need the bot's client secret reference, env: only locally", () => {
     const ok = { ...base, SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON: bindings(1) };
     const channelProblems = (env: Record<string, string>, local: boolean) => {

@@ -1,19 +1,20 @@
 import { randomUUID } from "node:crypto";
 import type { Caller, Role } from "../../auth/roles.js";
 import type { OutboundResponse, TurnHooks } from "../../console/coordinator/coordinator.js";
-import { leadingVerb } from "../../console/coordinator/verb-parser.js";
 import type { ToolResult } from "../../console/tools/tool.js";
+import { leadingVerb } from "../../console/coordinator/verb-parser.js";
 import type { AuditLog } from "../../ops/audit.js";
 import { scanSecrets } from "../../ops/secret-scanner.js";
 import type { AttachmentEvidence, GateOutcome } from "./attachment-gate.js";
+import { activitiesOf } from "./activities.js";
+import { type ChannelProgressSender, createProgressStream } from "./progress-stream.js";
 import {
-  ACTIVITY_SEQUENCE_BUDGET,
   CHANNEL_TRUNCATED,
-  type ChannelActivity,
   type ChannelDeliveryReceipt,
   type ChannelInboundTurn,
   type ChannelKind,
   type ChannelOutboundResponse,
+  type ChannelProgressUpdate,
 } from "./types.js";
 
 /**
@@ -104,6 +105,16 @@ export interface InboundPipelineDependencies {
    * as evidence. Without it a turn's attachments are not used (nothing is fetched).
    */
   attachments?: (refs: ChannelInboundTurn["attachments"]) => Promise<GateOutcome[]>;
+  /**
+   * The channel's progress transport (`progress-stream.ts`): a coordinator turn's activities are
+   * posted as cumulative revisions of one message, which the final reply replaces. Without it the
+   * reply is posted once at the end.
+   */
+  progress?: ChannelProgressSender;
+  /** Updates after revision 0 per turn (default `PROGRESS_UPDATE_LIMIT`). */
+  progressLimit?: number;
+  /** How long a turn runs before its progress is shown (default `PROGRESS_START_AFTER_MS`; 0: at once). */
+  progressStartAfterMs?: number;
   now?: () => Date;
 }
 
@@ -113,48 +124,14 @@ export interface InboundOutcome {
   request_id: string;
   response?: ChannelOutboundResponse;
   receipt?: ChannelDeliveryReceipt;
+  /** The progress revisions the channel acknowledged, in order (a coordinator turn with progress). */
+  progress?: ChannelProgressUpdate[];
 }
 
 /** The text of a turn without a `/svc` prefix, or undefined when it is not a `/svc` command. */
 export function svcArguments(text: string): string | undefined {
   const match = /^\s*\/svc(?:\s+([\s\S]*))?$/i.exec(text);
   return match ? (match[1] ?? "").trim() : undefined;
-}
-
-const SUMMARY_LIMIT = 500;
-
-/**
- * The activity sequence of a coordinator reply: one observed query per tool result (spec §2.4
- * rule 1: canonical server queries are `query`, no argv or exit code is made up), every field
- * through the secret scanner (rule 3), within the 48,000-character budget (rule 4). Entries past
- * the budget are dropped and the reply says so (`[CHANNEL OUTPUT TRUNCATED]`, rule 5).
- */
-export function activitiesOf(
-  results: readonly ToolResult[],
-  at: string,
-): { activities: ChannelActivity[]; clipped: boolean } {
-  const activities: ChannelActivity[] = [];
-  let used = 0;
-  for (const result of results) {
-    const summary =
-      result.status === "ok"
-        ? `ok; evidence ${result.evidence_ref}`
-        : `error ${result.error.type}: ${result.error.message}`;
-    const entry: ChannelActivity = {
-      kind: "observed_execution",
-      input_kind: "query",
-      command: scanSecrets(result.tool).text,
-      result_summary: scanSecrets(summary).text.slice(0, SUMMARY_LIMIT),
-      status: result.status,
-      authority: "read",
-      started_at: at,
-    };
-    const size = JSON.stringify(entry).length;
-    if (used + size > ACTIVITY_SEQUENCE_BUDGET) return { activities, clipped: true };
-    used += size;
-    activities.push(entry);
-  }
-  return { activities, clipped: false };
 }
 
 /** A channel reply from the coordinator's reply. */
@@ -181,6 +158,8 @@ const plain = (requestId: string, kind: string, text: string, audit_ids: string[
   request_id: requestId,
   audit_ids,
 });
+
+export { activitiesOf };
 
 const APPROVAL_ID = /\bapproval_id\s*=\s*"?(apr_[0-9a-f]{24})\b/;
 
@@ -313,13 +292,41 @@ export function handleInboundTurn(deps: InboundPipelineDependencies) {
         });
         refused.push(`${outcome.name.slice(0, 100)} (${outcome.reason})`);
       }
+      const stream = deps.progress
+        ? createProgressStream({
+            sender: deps.progress,
+            turn,
+            ...(deps.progressLimit !== undefined ? { limit: deps.progressLimit } : {}),
+            ...(deps.progressStartAfterMs !== undefined ? { startAfterMs: deps.progressStartAfterMs } : {}),
+            now,
+          })
+        : undefined;
+      const outer = deps.hooks;
+      const hooks = stream
+        ? {
+            ...outer,
+            onToolResult: (result: ToolResult) => {
+              outer?.onToolResult?.(result);
+              stream.activity(result);
+            },
+            onDelta: (text: string) => {
+              outer?.onDelta?.(text);
+              stream.composing();
+            },
+          }
+        : outer;
       // The coordinator gets what the sender typed; attachments only as evidence, never as text.
-      const reply = await deps.coordinator.handleTurn(
-        caller,
-        { text: turn.text, ...(admitted.length > 0 ? { attachments: admitted } : {}) },
-        requestId,
-        deps.hooks,
-      );
+      const reply = await deps.coordinator
+        .handleTurn(
+          caller,
+          { text: turn.text, ...(admitted.length > 0 ? { attachments: admitted } : {}) },
+          requestId,
+          hooks,
+        )
+        .catch((error: unknown) => {
+          stream?.cancel();
+          throw error;
+        });
       response = channelReplyOf(reply, at.toISOString());
       if (refused.length > 0)
         // The names are the sender's: scanned like the reply's text before they are echoed.
@@ -327,6 +334,10 @@ export function handleInboundTurn(deps: InboundPipelineDependencies) {
           ...response,
           text: `${response.text}\n${scanSecrets(`Attachments not used: ${refused.join(", ")}.`).text}`,
         };
+      if (stream) {
+        const { receipt, revisions } = await stream.finish(response, send);
+        return { status: "answered", request_id: requestId, response, receipt, progress: revisions };
+      }
     }
     return { status: "answered", request_id: requestId, response, receipt: await send(response) };
   };

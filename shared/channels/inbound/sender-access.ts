@@ -42,6 +42,12 @@ const CODE_ALPHABET = "ABCDEFGHJKMNPQRSTVWXYZ0123456789";
 const CODE_LENGTH = 8;
 
 export const CHANNEL_SENDERS_TABLE = "channelsenders";
+/**
+ * Approved pairings one channel holds at most: like the configured principal bindings (spec §8,
+ * ≤ 1000), so what a paired sender leaves behind (its mapping, its Teams conversation reference
+ * for notifications, one per principal) stays bounded.
+ */
+export const MAX_PAIRED_SENDERS = 1000;
 
 /** A configured binding map: vendor user id → directory object id (≤ 1000 entries, checked at start). */
 export type PrincipalBindings = ReadonlyMap<string, string>;
@@ -65,7 +71,8 @@ export class PairingRefusedError extends Error {
       | "same_channel_kind"
       | "endpoint_not_paired"
       | "different_principals"
-      | "too_many_attempts",
+      | "too_many_attempts"
+      | "too_many_pairings",
     message: string,
   ) {
     super(message);
@@ -146,6 +153,16 @@ export function createSenderAccess(deps: SenderAccessDependencies) {
 
   async function mappingOf(channel: ChannelKind, vendorUserId: string): Promise<MappingRow | undefined> {
     return getRow<MappingRow>(await table(), mapPartition(channel), senderKey(vendorUserId));
+  }
+
+  /** How many pairings `channel` holds (stops counting at {@link MAX_PAIRED_SENDERS}). */
+  async function pairedCount(channel: ChannelKind): Promise<number> {
+    let count = 0;
+    for await (const _ of (await table()).listEntities({
+      queryOptions: { filter: `PartitionKey eq '${mapPartition(channel)}'`, select: ["RowKey"] },
+    }))
+      if (++count >= MAX_PAIRED_SENDERS) break;
+    return count;
   }
 
   async function pendingSlots(channel: ChannelKind): Promise<(PendingRow & { rowKey: string; etag: string })[]> {
@@ -347,6 +364,11 @@ export function createSenderAccess(deps: SenderAccessDependencies) {
           if (slot) await countWrongCode(t, channel, slot.rowKey, slot.challenge_id);
           throw new PairingRefusedError("invalid_or_expired_code", "no pending pairing matches that sender and code");
         }
+        if ((await pairedCount(channel)) >= MAX_PAIRED_SENDERS)
+          throw new PairingRefusedError(
+            "too_many_pairings",
+            `this channel holds ${MAX_PAIRED_SENDERS} pairings, the most it keeps`,
+          );
         const mapping: MappingRow = {
           vendor_user_id: vendorUserId,
           principal_oid: input.principalOid,

@@ -10,6 +10,7 @@ import type { RuleCatalog } from "../../ops/rules/rule-catalog.js";
 import { scanSecrets } from "../../ops/secret-scanner.js";
 import { isStatus } from "../../storage/table-text.js";
 import { type TableSource, tableOpener } from "../../storage/table-source.js";
+import type { DraftPullRequest, GitDraftPublisher } from "./git-drafts.js";
 import type { SvcHandler } from "./pipeline.js";
 import type { ChannelOutboundResponse } from "./types.js";
 
@@ -26,8 +27,11 @@ import type { ChannelOutboundResponse } from "./types.js";
  * floor before the handler runs; a missing role is a `403` reply in the channel and a `denied`
  * audit entry. Writes create a draft only — a record carrying the invoker's object id in its
  * trailer (`Requested-by: <oid>`), listed by `override list` / `exemption list` — and never change
- * the live catalog. `kill-switch on|off` files the draft and an A1 approval through the existing
- * approval service; the switch flips only when a separate approver decides it.
+ * the live catalog. Where a Git host is configured (`git-drafts.ts`), the draft also becomes a DRAFT
+ * pull request that changes only its proposal file on a new branch, the trailer in its commit; a
+ * Git host failure keeps the record and the reply says so. `kill-switch on|off` files the draft
+ * and an A1 approval through the existing approval service; the switch flips only when a separate
+ * approver decides it.
  */
 
 export const CHANNEL_DRAFTS_TABLE = "channeldrafts";
@@ -45,6 +49,10 @@ export interface Draft {
   requested_by: string;
   created_at: string;
   approval_id?: string;
+  /** The draft pull request on the configured Git host. */
+  pull_request?: DraftPullRequest;
+  /** Why the Git host did not open one (`http_<status>`, `unreachable`, `timeout`). */
+  git_failure?: string;
 }
 
 export interface SvcDependencies {
@@ -58,6 +66,8 @@ export interface SvcDependencies {
   rules: RuleCatalog;
   modeOf(actionType: string): "shadow" | "enforce";
   hooks?: TurnHooks;
+  /** Opens a draft pull request per draft (a Git host is configured); without it drafts stay records. */
+  git?: GitDraftPublisher;
 }
 
 interface Command {
@@ -121,6 +131,33 @@ export function createSvcCommands(deps: SvcDependencies): SvcHandler & { drafts(
     }
   }
 
+  /**
+   * The record is saved first; then, with a Git host, the draft pull request, and the record
+   * learns its number (or why there is none). Answers the reply's sentence about it.
+   */
+  async function fileDraft(draft: Draft): Promise<{ text: string; audit: Record<string, unknown> }> {
+    await saveDraft(draft);
+    if (!deps.git) return { text: "", audit: {} };
+    const outcome = await deps.git(draft);
+    const updated: Draft =
+      outcome.status === "opened"
+        ? { ...draft, pull_request: outcome.pull_request }
+        : { ...draft, git_failure: outcome.reason };
+    await (await table()).upsertEntity(
+      { partitionKey: draft.kind, rowKey: draft.draft_id, doc: JSON.stringify(updated) },
+      "Replace",
+    );
+    return outcome.status === "opened"
+      ? {
+          text: ` Draft pull request #${outcome.pull_request.number} opened on branch ${outcome.pull_request.branch}${outcome.pull_request.url ? `: ${outcome.pull_request.url}` : ""}.`,
+          audit: { pull_request: outcome.pull_request.number, branch: outcome.pull_request.branch },
+        }
+      : {
+          text: ` The Git host could not open its draft pull request (${outcome.reason}); the draft is kept as a record here.`,
+          audit: { git_failure: outcome.reason },
+        };
+  }
+
   function draftOf(
     kind: DraftKind,
     summary: string,
@@ -154,10 +191,10 @@ export function createSvcCommands(deps: SvcDependencies): SvcHandler & { drafts(
       const problem = check(params);
       if (problem) return { text: `${label}: ${problem}. Nothing was drafted.`, audit: { refused: problem } };
       const draft = draftOf(kind, label, params, oid, requestId, now);
-      await saveDraft(draft);
+      const filed = await fileDraft(draft);
       return {
-        text: `Draft ${draft.draft_id} created (${label}); it changes nothing until it is reviewed and merged. Trailer: ${draft.trailer}`,
-        audit: { draft_id: draft.draft_id, kind },
+        text: `Draft ${draft.draft_id} created (${label}); it changes nothing until it is reviewed and merged. Trailer: ${draft.trailer}${filed.text}`,
+        audit: { draft_id: draft.draft_id, kind, ...filed.audit },
       };
     };
 
@@ -175,12 +212,12 @@ export function createSvcCommands(deps: SvcDependencies): SvcHandler & { drafts(
         requestId,
         now,
       });
-      await saveDraft({ ...draft, approval_id: item.approval_id });
+      const filed = await fileDraft({ ...draft, approval_id: item.approval_id });
       await hooks?.approvalFiled?.(item.approval_id, requestId);
       return {
-        text: `Draft ${draft.draft_id} and approval ${item.approval_id} filed: the kill switch turns ${on ? "on" : "off"} only when a separate approver decides it in the console. Trailer: ${draft.trailer}`,
+        text: `Draft ${draft.draft_id} and approval ${item.approval_id} filed: the kill switch turns ${on ? "on" : "off"} only when a separate approver decides it in the console. Trailer: ${draft.trailer}${filed.text}`,
         approval_id: item.approval_id,
-        audit: { draft_id: draft.draft_id, approval_id: item.approval_id },
+        audit: { draft_id: draft.draft_id, approval_id: item.approval_id, ...filed.audit },
       };
     };
 
@@ -198,7 +235,7 @@ export function createSvcCommands(deps: SvcDependencies): SvcHandler & { drafts(
                   (d) =>
                     `${d.draft_id} ${d.created_at} ${Object.entries(d.params)
                       .map(([k, v]) => `${k}=${v}`)
-                      .join(" ")} (${d.trailer})`,
+                      .join(" ")} (${d.trailer})${d.pull_request ? ` PR #${d.pull_request.number}` : ""}`,
                 )
                 .join("\n")}`,
       };

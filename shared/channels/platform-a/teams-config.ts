@@ -57,6 +57,19 @@ export const teamsInboundSettingsSchema = z.object({
     .transform((u) => new URL(u).origin)
     .optional(),
   /**
+   * The local profile only: a PEM file of the certificate authority the Bot Service key set is
+   * fetched with (`npm start` sets it for its own Bot Service–shaped issuer's certificate).
+   */
+  SVC_PLATFORM_A_OPENID_CA_FILE: z.string().trim().min(1).max(1024).optional(),
+  /**
+   * The local profile only: `POST /api/messages` also accepts an activity without a Bot Service
+   * token when the caller is this machine (loopback address and Host) and the activity's
+   * `serviceUrl` is a loopback Bot Connector — the Microsoft 365 Agents Playground, which cannot
+   * send a Bot Service token. The tenant and sender checks stay; replies to that connector carry no
+   * app token. Start-up refuses it outside the local profile.
+   */
+  SVC_PLATFORM_A_LOCAL_ANONYMOUS: envFlag().default(false),
+  /**
    * The Azure Bot resource's OAuth connection for Teams single sign-on (its scope the API's
    * `user_impersonation`). Set, same-tenant approvers decide A1 from the Teams card through SSO
    * (`teams-sso.ts`); unset, an A1 decision from Teams bounces to the console.
@@ -87,6 +100,10 @@ export interface TeamsInboundConfig {
   readonly senderAccess: SenderAccessMode;
   /** The OAuth connection of Teams SSO; undefined: A1 from Teams bounces to the console. */
   readonly ssoConnectionName?: string | undefined;
+  /** The local profile: the CA file the Bot Service key set is fetched with. */
+  readonly openIdCaFile?: string | undefined;
+  /** The local profile: token-less activities from this machine to a loopback Bot Connector (the Agents Playground). */
+  readonly localAnonymous?: boolean;
 }
 
 /**
@@ -148,10 +165,22 @@ export function parsePrincipalBindings(text: string | undefined): {
  * `SVC_PLATFORM_A_TENANT_ID`) and valid bindings are required, or a {@link ConfigError} lists every
  * problem.
  */
-export function loadTeamsInboundConfig(env: Env): TeamsInboundConfig | undefined {
+export function loadTeamsInboundConfig(env: Env, options: { local?: boolean } = {}): TeamsInboundConfig | undefined {
   const c = parseEnv(teamsInboundSettingsSchema, env, (v) => v);
-  if (!c.SVC_PLATFORM_A_CHANNEL_ENABLED) return undefined;
   const problems: string[] = [];
+  // Local conveniences that would weaken a deployment: refused outside the local profile, enabled or not.
+  if (!options.local) {
+    if (c.SVC_PLATFORM_A_LOCAL_ANONYMOUS)
+      problems.push(
+        "SVC_PLATFORM_A_LOCAL_ANONYMOUS: token-less activities are for the local profile only (npm start); every deployed activity carries a Bot Service token",
+      );
+    if (c.SVC_PLATFORM_A_OPENID_CA_FILE)
+      problems.push(
+        "SVC_PLATFORM_A_OPENID_CA_FILE: a private certificate authority for the Bot Service key set is for the local profile only",
+      );
+    if (problems.length > 0) throw new ConfigError(problems);
+  }
+  if (!c.SVC_PLATFORM_A_CHANNEL_ENABLED) return undefined;
   const botAppId = normalizeObjectId(env.SVC_PLATFORM_A_BOT_APP_ID ?? "");
   const tenantId = normalizeObjectId(env.SVC_PLATFORM_A_TENANT_ID ?? "");
   if (!GUID.test(botAppId))
@@ -185,5 +214,7 @@ export function loadTeamsInboundConfig(env: Env): TeamsInboundConfig | undefined
     bindings,
     senderAccess: c.SVC_PLATFORM_A_SENDER_ACCESS,
     ssoConnectionName: c.SVC_PLATFORM_A_SSO_CONNECTION_NAME,
+    openIdCaFile: c.SVC_PLATFORM_A_OPENID_CA_FILE,
+    localAnonymous: c.SVC_PLATFORM_A_LOCAL_ANONYMOUS,
   };
 }

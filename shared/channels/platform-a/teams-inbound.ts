@@ -1,3 +1,4 @@
+import { normalizeObjectId } from "../../auth/object-id.js";
 import type { HttpResult } from "../../http/envelope.js";
 import type { HttpRequestLike } from "../../http/validation.js";
 import type { TeamsConversationReference } from "../../notify/channels/platform-a.js";
@@ -46,6 +47,12 @@ export function createTeamsInbound(deps: {
   process: TurnProcessor;
   conversations: ConversationReferenceSink;
   /**
+   * The principal an approver paired an unbound sender with (`SVC_PLATFORM_A_SENDER_ACCESS=pairing`;
+   * sender access's `principalOf`), so a paired sender's personal conversation is kept like a bound
+   * one's and notifications for that principal reach them in Teams. Without it only bound senders'.
+   */
+  pairedPrincipal?: (vendorUserId: string) => Promise<string | undefined>;
+  /**
    * A1 decisions from the Teams card through SSO (`teams-sso.ts`): its `adaptiveCard/action`
    * invokes are answered in the HTTP response, not queued. Without it they are acknowledged only.
    */
@@ -61,6 +68,13 @@ export function createTeamsInbound(deps: {
     ...(deps.allowLoopbackHttp ? { allowLoopbackHttp: true } : {}),
   });
 
+  /** The canonical principal of a verified sender: its binding, else its approved pairing. */
+  const principalOf = async (verified: VerifiedTeamsActivity): Promise<string | undefined> => {
+    if (verified.principal) return verified.principal;
+    const sender = verified.activity.from.aadObjectId;
+    return sender && deps.pairedPrincipal ? deps.pairedPrincipal(normalizeObjectId(sender)) : undefined;
+  };
+
   return {
     /**
      * Handles one request. Throws the domain errors the transport maps: 401 (token, service URL,
@@ -69,11 +83,16 @@ export function createTeamsInbound(deps: {
     handle(request: HttpRequestLike, processor: TurnProcessor = deps.process): Promise<HttpResult> {
       return createTeamsMessagesHandler({
         verifier,
+        // Local profile only (start-up refuses the setting elsewhere; checked here again).
+        ...(deps.config.localAnonymous && deps.allowLoopbackHttp ? { localAnonymous: true } : {}),
         accept: async (verified) => {
           const at = now();
           const reference = conversationReferenceOf(verified);
-          // An unbound (pairing) sender has no principal to notify yet.
-          if (reference && verified.principal) await deps.conversations.save(verified.principal, reference);
+          // A bound sender's principal, or the one an approver paired it with; an unpaired sender
+          // (pairing mode, waiting for an approver) has no principal to notify yet.
+          // A token-less local activity proves nothing about its conversation: never kept.
+          const principal = reference && !verified.anonymous ? await principalOf(verified) : undefined;
+          if (reference && principal) await deps.conversations.save(principal, reference);
           // An invoke is answered in this response (Teams waits for it), so it never goes through the queue.
           if (deps.sso?.handles(verified)) return deps.sso.decide(verified);
           const turn = teamsInboundTurn(verified, at);

@@ -7,7 +7,13 @@ import type {
 } from "@microsoft/agents-hosting";
 import { loadAgentsHosting, loadClientSecretCredential } from "../../lazy-sdks.js";
 import { CHANNEL_TRUNCATED, UPSTREAM_TRUNCATED } from "../../notify/output-markers.js";
-import type { ChannelDeliveryReceipt, ChannelInboundTurn, ChannelOutboundResponse } from "../inbound/types.js";
+import type { ChannelProgressSender } from "../inbound/progress-stream.js";
+import type {
+  ChannelDeliveryReceipt,
+  ChannelInboundTurn,
+  ChannelOutboundResponse,
+  ChannelProgressUpdate,
+} from "../inbound/types.js";
 import { TEAMS_CHANNEL_ID } from "./teams-verifier.js";
 
 /**
@@ -131,8 +137,32 @@ export function createTeamsReplier(options: {
    * that host and no instance discovery, through the SDK's `Connections` interface.
    */
   authorityHost?: string;
+  /**
+   * `SVC_PLATFORM_A_LOCAL_ANONYMOUS` (local profile): a token-less local activity's reply
+   * (`reply_context.anonymous`) goes to its loopback Bot Connector — the Agents Playground's, which
+   * accepts no app token — without one; no client secret is read for it.
+   */
+  localAnonymous?: boolean;
 }) {
   const operation = "continueConversation.sendActivity";
+  let anonymousAdapter: Promise<CloudAdapter> | undefined;
+  const anonymousAdapterOf = () => {
+    anonymousAdapter ??= loadAgentsHosting().then(
+      (sdk) => {
+        const settings = { clientId: options.botAppId, tenantId: options.tenantId };
+        const a = new sdk.CloudAdapter(settings);
+        // An empty token: the SDK's connector client then sends no Authorization header.
+        a.connectionManager = credentialConnections({ getToken: async () => ({ token: "" }) }, settings);
+        a.onTurnError = async () => undefined;
+        return a;
+      },
+      (error: unknown) => {
+        anonymousAdapter = undefined;
+        throw error;
+      },
+    );
+    return anonymousAdapter;
+  };
   let adapter: Promise<CloudAdapter> | undefined;
   const adapterOf = () => {
     adapter ??= Promise.all([loadAgentsHosting(), options.clientSecret()]).then(
@@ -165,19 +195,30 @@ export function createTeamsReplier(options: {
     return adapter;
   };
 
-  return async function deliver(
+  /**
+   * One exchange with Bot Connector inside `continueConversation` (the verified reference of the
+   * turn): `act` sends or updates and answers the acknowledged activity id.
+   */
+  async function exchange(
     turn: ChannelInboundTurn,
-    response: ChannelOutboundResponse,
+    operation: string,
+    asReply: boolean,
+    degraded: boolean,
+    act: (context: TurnContext) => Promise<string | undefined>,
   ): Promise<ChannelDeliveryReceipt> {
     const ctx = turn.reply_context;
     if (!ctx.service_url || !ctx.conversation_id)
       return { outcome: "rejected", operation, retryable: false, reason: "no_reply_context" };
-    const { activity, degraded } = teamsReplyActivity(response);
     let posted = false;
     let ack: string | undefined;
     let failure: unknown;
     try {
-      const a = await adapterOf();
+      const anonymous =
+        options.localAnonymous === true &&
+        ctx.anonymous === "local" &&
+        URL.canParse(ctx.service_url) &&
+        ["127.0.0.1", "localhost", "[::1]"].includes(new URL(ctx.service_url).hostname);
+      const a = await (anonymous ? anonymousAdapterOf() : adapterOf());
       await a.continueConversation(
         options.botAppId,
         {
@@ -186,14 +227,14 @@ export function createTeamsReplier(options: {
           conversation: { id: ctx.conversation_id, ...(ctx.tenant_id ? { tenantId: ctx.tenant_id } : {}) },
           agent: { id: `28:${options.botAppId}` },
           user: { id: ctx.user_id ?? "unknown" },
-          ...(response.thread_intent !== "in_conversation" && ctx.activity_id ? { activityId: ctx.activity_id } : {}),
+          ...(asReply && ctx.activity_id ? { activityId: ctx.activity_id } : {}),
         } as Parameters<CloudAdapter["continueConversation"]>[1],
         async (context) => {
           posted = true;
           // Caught here: a throw would reach the adapter's turn-error handler.
           try {
-            const sent = await context.sendActivity(activity as unknown as Parameters<TurnContext["sendActivity"]>[0]);
-            if (typeof sent?.id === "string" && sent.id.length > 0) ack = sent.id;
+            const id = await act(context);
+            if (typeof id === "string" && id.length > 0) ack = id;
           } catch (error) {
             failure = error;
           }
@@ -215,5 +256,61 @@ export function createTeamsReplier(options: {
       if (!posted) return { outcome: "rejected", operation, retryable: true, reason: "token_unavailable" };
       return { outcome: "ambiguous", operation, reason: "transport_interrupted" };
     }
+  }
+
+  type Sendable = Parameters<TurnContext["sendActivity"]>[0];
+  type Updatable = Parameters<TurnContext["updateActivity"]>[0];
+
+  const deliver = (turn: ChannelInboundTurn, response: ChannelOutboundResponse): Promise<ChannelDeliveryReceipt> => {
+    const { activity, degraded } = teamsReplyActivity(response);
+    return exchange(turn, operation, response.thread_intent !== "in_conversation", degraded, async (context) => {
+      const sent = await context.sendActivity(activity as unknown as Sendable);
+      return sent?.id;
+    });
   };
+
+  /**
+   * Progress (spec §3 last row): revision 0 is a reply activity; later revisions and the final reply
+   * update that activity in place (`TurnContext.updateActivity`, Bot Connector's
+   * `PUT /v3/conversations/{id}/activities/{activityId}`). An update's acknowledgement is Bot
+   * Connector's 2xx for that activity id.
+   */
+  const updateTo =
+    (activity: Record<string, unknown>) =>
+    async (context: TurnContext, activityId: string): Promise<string> => {
+      await context.updateActivity({ ...activity, id: activityId } as unknown as Updatable);
+      return activityId;
+    };
+  const progress: ChannelProgressSender = {
+    post: (turn, update) => {
+      const { activity, degraded } = teamsProgressActivity(update);
+      return exchange(turn, "progress.sendActivity", true, degraded, async (context) => {
+        const sent = await context.sendActivity(activity as unknown as Sendable);
+        return sent?.id;
+      });
+    },
+    update: (turn, activityId, update) => {
+      const { activity, degraded } = teamsProgressActivity(update);
+      return exchange(turn, "updateActivity", true, degraded, (context) => updateTo(activity)(context, activityId));
+    },
+    replace: (turn, activityId, response) => {
+      const { activity, degraded } = teamsReplyActivity(response);
+      return exchange(turn, "updateActivity", true, degraded, (context) => updateTo(activity)(context, activityId));
+    },
+  };
+
+  return Object.assign(deliver, { progress });
+}
+
+/** A progress revision as a Teams message activity (plain text, clipped like a reply). */
+export function teamsProgressActivity(update: ChannelProgressUpdate): {
+  activity: Record<string, unknown>;
+  degraded: boolean;
+} {
+  const full = escapeMarkdown(update.text);
+  const degraded = full.length > TEAMS_REPLY_TEXT_LIMIT;
+  const text = degraded
+    ? `${full.slice(0, TEAMS_REPLY_TEXT_LIMIT - CHANNEL_TRUNCATED.length - 1)}\n${CHANNEL_TRUNCATED}`
+    : full;
+  return { activity: { type: "message", textFormat: "markdown", text }, degraded };
 }

@@ -92,6 +92,8 @@ export function teamsInboundTurn(verified: VerifiedTeamsActivity, receivedAt: Da
       tenant_id: verified.tenantId,
       user_id: activity.from.id.slice(0, 512),
       ...(activity.id ? { activity_id: activity.id.slice(0, 256) } : {}),
+      // A token-less local activity (the Agents Playground): its reply goes without an app token.
+      ...(verified.anonymous ? { anonymous: "local" } : {}),
     },
   };
 }

@@ -76,6 +76,12 @@ export interface VerifiedTeamsActivity {
   principal: string | undefined;
   /** `same_tenant`: A1–A4; `guest`: A2–A4 (spec §5 item 4). */
   trust: "same_tenant" | "guest";
+  /**
+   * Accepted without a Bot Service token (`SVC_PLATFORM_A_LOCAL_ANONYMOUS`, local profile, a caller
+   * on this machine, a loopback Bot Connector): its reply carries no app token and its conversation
+   * is never kept for notifications.
+   */
+  anonymous?: true;
   categories: readonly NotificationCategory[];
   tenantId: string;
 }
@@ -207,5 +213,23 @@ export function createTeamsVerifier(
     };
   }
 
-  return { verifyToken, verifyActivity };
+  /**
+   * A token-less activity (`SVC_PLATFORM_A_LOCAL_ANONYMOUS`; the caller is checked by the route):
+   * its `serviceUrl` must be a Bot Connector on this machine — so the reply cannot be sent anywhere
+   * else — then the same activity, tenant and sender checks as a verified one.
+   */
+  function verifyLocalAnonymousActivity(body: unknown): VerifiedTeamsActivity {
+    const serviceUrl = (body as { serviceUrl?: unknown } | null)?.serviceUrl;
+    if (typeof serviceUrl !== "string" || !URL.canParse(serviceUrl) || !LOOPBACK.has(new URL(serviceUrl).hostname))
+      throw new UnauthorizedError("a token-less activity must name a Bot Connector on this machine (loopback)");
+    const identity: BotServiceIdentity = {
+      serviceUrl,
+      issuer: "local-anonymous",
+      audience: config.botAppId,
+      claims: {},
+    };
+    return { ...verifyActivity(identity, body), anonymous: true };
+  }
+
+  return { verifyToken, verifyActivity, verifyLocalAnonymousActivity };
 }

@@ -1,6 +1,7 @@
 import type { WebClient } from "@slack/web-api";
 import { loadSlackWebApi } from "../../lazy-sdks.js";
 import { escapeMrkdwn, sectionText, slackClientOptions } from "../../notify/channels/platform-b.js";
+import type { ChannelProgressSender } from "../inbound/progress-stream.js";
 import type { ChannelDeliveryReceipt, ChannelInboundTurn, ChannelOutboundResponse } from "../inbound/types.js";
 import { APPROVAL_ACTION_ID } from "./slack-wire.js";
 
@@ -59,25 +60,17 @@ export function replyBlocks(response: ChannelOutboundResponse): { blocks: unknow
 export function createSlackReplier(options: { apiUrl: string; token: string }) {
   // The SDK loads on the first reply (shared/lazy-sdks.ts); the client is made once.
   let client: WebClient | undefined;
-  const operation = "chat.postMessage";
-  return async function deliver(
-    turn: ChannelInboundTurn,
-    response: ChannelOutboundResponse,
+
+  /** One Web API call; `ok: true` with a `ts` is the acknowledgement. */
+  async function call(
+    operation: string,
+    degraded: boolean,
+    send: (client: WebClient) => Promise<{ ok?: boolean; ts?: string }>,
   ): Promise<ChannelDeliveryReceipt> {
-    const { blocks, degraded } = replyBlocks(response);
     const slack = await loadSlackWebApi();
     client ??= new slack.WebClient(options.token, slackClientOptions(options.apiUrl));
     try {
-      const result = await client.chat.postMessage({
-        channel: turn.conversation.id,
-        ...(response.thread_intent !== "in_conversation" && turn.conversation.thread_id
-          ? { thread_ts: turn.conversation.thread_id }
-          : {}),
-        text: escapeMrkdwn(response.text).slice(0, 3000),
-        blocks: blocks as never,
-        unfurl_links: false,
-        unfurl_media: false,
-      });
+      const result = await send(client);
       if (result.ok === true && typeof result.ts === "string" && result.ts.length > 0)
         return { outcome: "acknowledged", operation, vendor_message_id: result.ts, text_degraded: degraded };
       return { outcome: "ambiguous", operation, reason: "malformed_acknowledgement" };
@@ -99,5 +92,66 @@ export function createSlackReplier(options: { apiUrl: string; token: string }) {
         };
       return { outcome: "ambiguous", operation, reason: "transport_or_malformed_response" };
     }
+  }
+
+  const thread = (turn: ChannelInboundTurn, intent: ChannelOutboundResponse["thread_intent"]) =>
+    intent !== "in_conversation" && turn.conversation.thread_id ? { thread_ts: turn.conversation.thread_id } : {};
+
+  const deliver = (turn: ChannelInboundTurn, response: ChannelOutboundResponse): Promise<ChannelDeliveryReceipt> => {
+    const { blocks, degraded } = replyBlocks(response);
+    return call("chat.postMessage", degraded, (c) =>
+      c.chat.postMessage({
+        channel: turn.conversation.id,
+        ...thread(turn, response.thread_intent),
+        text: escapeMrkdwn(response.text).slice(0, 3000),
+        blocks: blocks as never,
+        unfurl_links: false,
+        unfurl_media: false,
+      }),
+    );
   };
+
+  /**
+   * Progress (spec §3 last row): revision 0 is a message in the sender's thread; later revisions
+   * and the final reply edit it with `chat.update` on its `ts`.
+   */
+  const progress: ChannelProgressSender = {
+    post: (turn, update) => {
+      const section = sectionText(update.text);
+      return call("chat.postMessage", section.degraded, (c) =>
+        c.chat.postMessage({
+          channel: turn.conversation.id,
+          ...thread(turn, "in_thread"),
+          text: escapeMrkdwn(update.text).slice(0, 3000),
+          blocks: [{ type: "section", text: { type: "mrkdwn", text: section.text } }],
+          unfurl_links: false,
+          unfurl_media: false,
+        }),
+      );
+    },
+    update: (turn, ts, update) => {
+      const section = sectionText(update.text);
+      return call("chat.update", section.degraded, (c) =>
+        c.chat.update({
+          channel: turn.conversation.id,
+          ts,
+          text: escapeMrkdwn(update.text).slice(0, 3000),
+          blocks: [{ type: "section", text: { type: "mrkdwn", text: section.text } }],
+        }),
+      );
+    },
+    replace: (turn, ts, response) => {
+      const { blocks, degraded } = replyBlocks(response);
+      return call("chat.update", degraded, (c) =>
+        c.chat.update({
+          channel: turn.conversation.id,
+          ts,
+          text: escapeMrkdwn(response.text).slice(0, 3000),
+          blocks: blocks as never,
+        }),
+      );
+    },
+  };
+
+  return Object.assign(deliver, { progress });
 }

@@ -88,6 +88,11 @@ export interface TurnHooks {
    */
   onDelta?(text: string): void;
   /**
+   * Each tool result as soon as its call finished (and was audited), before the reply is composed:
+   * a channel's progress stream shows the activities of a long turn as they happen.
+   */
+  onToolResult?(result: ToolResult): void;
+  /**
    * Leave the presentation pass (rule 2) to the transport, which calls `coordinator.present`
    * later; the reply keeps the deterministic preview (`presentation.status: deferred`).
    */
@@ -379,6 +384,7 @@ export function createCoordinator(deps: CoordinatorDependencies) {
       });
       auditIds.push(entry.audit_id);
     }
+    hooks.onToolResult?.(result);
     if (result.status === "ok" && descriptor.side_effect_class === "approve") {
       const decided = (result.data as { approval_id?: unknown }).approval_id;
       if (typeof decided === "string") await hooks.approvalDecided?.(decided);

@@ -17,8 +17,10 @@ const rowKey = (recipient: string) => createHash("sha256").update(recipient.trim
 /**
  * Conversation references in Table storage (table `teamsconversations`), with the configured
  * alert conversation (`SVC_PLATFORM_A_ALERT_CONVERSATION_ID` on `SVC_PLATFORM_A_SERVICE_URL`) as
- * the `operational` recipient. A reference is written only from a verified activity of a bound
- * principal, so a proactive message never goes to a conversation an unverified sender named.
+ * the `operational` recipient. A reference is written only from a verified activity of a bound or
+ * paired principal (one row per principal, replaced by the newest; bindings and pairings are each
+ * at most 1,000 per channel), so a proactive message never goes to a conversation an unverified
+ * sender named.
  */
 export function createTeamsConversationStore(
   source: TableSource,

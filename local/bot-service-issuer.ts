@@ -1,0 +1,123 @@
+import https from "node:https";
+import type { AddressInfo } from "node:net";
+import { type CryptoKey, exportJWK, generateKeyPair, type JWK, SignJWT } from "jose";
+import { BOT_SERVICE_ISSUER } from "../shared/channels/platform-a/bot-service-keys.js";
+import { isLoopbackBind, isLoopbackHostHeader } from "../shared/http/loopback-host.js";
+
+/**
+ * A Bot Service–shaped token issuer: Bot Framework's OpenID metadata and signing keys (JWKS, RS256,
+ * with the `msteams` endorsement) over HTTPS, and the tokens Bot Service sends a bot (issuer
+ * `https://api.botframework.com`, audience = the bot's app id, a `serviceurl` claim). The local
+ * stack's identity provider starts one (`npm start`, docs/channels-teams.md) and the tests use the
+ * same one (`test/support/teams-fakes.ts`), so `POST /api/messages` verifies real tokens against a
+ * real key set — only the metadata URL (`SVC_PLATFORM_A_OPENID_METADATA_URL`) differs from Azure.
+ */
+
+/** Where Bot Framework serves its OpenID metadata and keys (the paths of `login.botframework.com`). */
+export const BOT_SERVICE_METADATA_PATH = "/v1/.well-known/openidconfiguration";
+export const BOT_SERVICE_KEYS_PATH = "/v1/.well-known/keys";
+const DEFAULT_KID = "bs-key-1";
+
+/** How a Bot Service token is signed; each field overrides what Bot Service would send. */
+export interface BotServiceTokenOptions {
+  /** The bot's app id (`aud`). */
+  audience: string;
+  /** The `serviceurl` claim: the Bot Connector the bot's replies go to. */
+  serviceUrl?: string;
+  /** Lifetime (`jose` time span, e.g. `"1h"`, `"-10m"` for an expired token). Default 1 h. */
+  expiresIn?: string;
+  notBefore?: string;
+  kid?: string;
+  issuer?: string;
+}
+
+export interface BotServiceIssuer {
+  /** `https://127.0.0.1:PORT`. */
+  url: string;
+  issuer: string;
+  /** The OpenID metadata URL: the value of `SVC_PLATFORM_A_OPENID_METADATA_URL`. */
+  metadataUrl: string;
+  privateKey: CryptoKey;
+  /** The public signing key as published in the key set. */
+  jwk: JWK & { kid: string; endorsements: string[] };
+  /** Signs a Bot Service token (RS256, kid of the key set); `claims` are added to the payload. */
+  token(claims: Record<string, unknown>, options: BotServiceTokenOptions): Promise<string>;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the issuer on `host:port` (default `127.0.0.1`, a free port) over HTTPS with `tls`. Bound to
+ * loopback, it answers only requests whose Host names loopback (DNS rebinding). Its key lives in
+ * memory: a restart publishes a new key, and tokens minted before it no longer verify.
+ */
+export async function startBotServiceIssuer(options: {
+  tls: { key: string; cert: string };
+  issuer?: string;
+  host?: string;
+  port?: number;
+}): Promise<BotServiceIssuer> {
+  const issuer = options.issuer ?? BOT_SERVICE_ISSUER;
+  const host = options.host ?? "127.0.0.1";
+  const { privateKey, publicKey } = await generateKeyPair("RS256");
+  const jwk = {
+    ...(await exportJWK(publicKey)),
+    kid: DEFAULT_KID,
+    use: "sig",
+    alg: "RS256",
+    endorsements: ["msteams"],
+  };
+  const loopbackOnly = isLoopbackBind(host);
+  let url = "";
+  const server = https.createServer(options.tls, (req, res) => {
+    const path = (req.url ?? "").split("?")[0];
+    const send = (status: number, body: unknown) => {
+      res.writeHead(status, { "content-type": "application/json; charset=utf-8" });
+      res.end(JSON.stringify(body));
+    };
+    if (loopbackOnly && !isLoopbackHostHeader(req.headers.host))
+      return send(421, { detail: "host header must name a loopback address" });
+    if (req.method === "GET" && path === BOT_SERVICE_METADATA_PATH)
+      return send(200, {
+        issuer,
+        authorization_endpoint: "https://invalid.botframework.com",
+        jwks_uri: `${url}${BOT_SERVICE_KEYS_PATH}`,
+        id_token_signing_alg_values_supported: ["RS256"],
+        token_endpoint_auth_methods_supported: ["private_key_jwt"],
+      });
+    if (req.method === "GET" && path === BOT_SERVICE_KEYS_PATH) return send(200, { keys: [jwk] });
+    send(404, { detail: "not found" });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port ?? 0, host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  url = `https://${host.includes(":") ? `[${host}]` : host}:${(server.address() as AddressInfo).port}`;
+  let closing: Promise<void> | undefined;
+  return {
+    url,
+    issuer,
+    metadataUrl: `${url}${BOT_SERVICE_METADATA_PATH}`,
+    privateKey,
+    jwk,
+    async token(claims, token) {
+      const jwt = new SignJWT({ ...(token.serviceUrl ? { serviceurl: token.serviceUrl } : {}), ...claims })
+        .setProtectedHeader({ alg: "RS256", kid: token.kid ?? DEFAULT_KID, typ: "JWT" })
+        .setIssuer(token.issuer ?? issuer)
+        .setAudience(token.audience)
+        .setIssuedAt()
+        .setExpirationTime(token.expiresIn ?? "1h");
+      if (token.notBefore) jwt.setNotBefore(token.notBefore);
+      return jwt.sign(privateKey);
+    },
+    close() {
+      closing ??= new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      return closing;
+    },
+  };
+}
