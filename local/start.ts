@@ -5,6 +5,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { normalizeObjectId } from "../shared/auth/object-id.js";
 import { isLoopbackBind } from "../shared/http/loopback-host.js";
 import { createLogger } from "../shared/logging/logger.js";
 import { startAzurite } from "./azurite.js";
@@ -114,6 +115,11 @@ async function main(): Promise<void> {
     });
     stops.push(() => azurite.stop());
 
+    // The bot's client secret when it is a local `env:` reference (a `kv:` one stays in Key Vault).
+    const secretVariable = /^env:([A-Za-z_][A-Za-z0-9_]*)$/.exec(
+      process.env.SVC_PLATFORM_A_CLIENT_SECRET_REF ?? "",
+    )?.[1];
+    const localBotSecret = secretVariable ? process.env[secretVariable] : undefined;
     // The Bot Service–shaped issuer of the Teams bot endpoint serves its key set over HTTPS (as
     // Bot Framework's does) with a certificate of the data folder (docs/channels-teams.md).
     const botServiceTls = servingCertificate(path.join(settings.dataDir, "bot-service"), {
@@ -128,9 +134,22 @@ async function main(): Promise<void> {
       botService: {
         tls: botServiceTls,
         ...(process.env.SVC_PLATFORM_A_BOT_APP_ID ? { botAppId: process.env.SVC_PLATFORM_A_BOT_APP_ID } : {}),
+        // The bot's app token for its replies, unless an Entra is named (SVC_PLATFORM_A_AUTHORITY_HOST).
+        ...(localBotSecret && process.env.SVC_PLATFORM_A_TENANT_ID && !process.env.SVC_PLATFORM_A_AUTHORITY_HOST
+          ? {
+              entra: {
+                tenantId: normalizeObjectId(process.env.SVC_PLATFORM_A_TENANT_ID),
+                clientSecret: localBotSecret,
+              },
+            }
+          : {}),
       },
     });
     stops.push(() => idp.close());
+    if (idp.botService?.authorityHost) {
+      process.env.SVC_PLATFORM_A_AUTHORITY_HOST = idp.botService.authorityHost;
+      process.env.SVC_PLATFORM_A_AUTHORITY_CA_FILE ||= botServiceTls.certFile;
+    }
     // POST /api/messages verifies the local issuer's tokens unless told to trust another key set
     // (a real Azure Bot through a tunnel: SVC_PLATFORM_A_OPENID_METADATA_URL=Bot Framework's).
     if (idp.botService && !process.env.SVC_PLATFORM_A_OPENID_METADATA_URL) {
@@ -474,6 +493,7 @@ async function main(): Promise<void> {
       table_endpoint: azurite.tableEndpoint,
       ...(kubeconfig ? { kubeconfig } : {}),
       ...(armUrl ? { arm_url: armUrl } : {}),
+      ...(idp.botService ? { bot_service_url: new URL(idp.botService.metadataUrl).origin } : {}),
     });
     logger.info("local stack ready", {
       functions_url: functionsUrl,

@@ -1,7 +1,8 @@
 import https from "node:https";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DevIdentityProvider, startDevIdentityProvider } from "../../local/dev-idp.js";
-import { createBotServiceKeySet } from "../../shared/channels/platform-a/bot-service-keys.js";
+import { createLocalJWKSet, type JWK, jwtVerify } from "jose";
+import { createBotServiceKeySet, getHttpsJson } from "../../shared/channels/platform-a/bot-service-keys.js";
 import { createTeamsVerifier } from "../../shared/channels/platform-a/teams-verifier.js";
 import { UnauthorizedError } from "../../shared/errors.js";
 import { testCertificate } from "../support/test-certificate.js";
@@ -123,6 +124,56 @@ describe("the local Bot Service–shaped issuer (npm start, issue 26)", () => {
       expect(await res.json()).toEqual({ detail: expect.stringContaining("audience") });
     } finally {
       await bare.close();
+    }
+  });
+
+  it("with the bot's secret it stands in for Entra: client credentials for the bot's app id answer an RS256 app token for the resource; a wrong secret or client is invalid_client (401)", async () => {
+    const tenant = "7c1d2f3a-4b5c-4d6e-8f90-a1b2c3d4e5f6";
+    const withEntra = await startDevIdentityProvider({
+      port: 0,
+      clientId: "c",
+      tenantId: "t",
+      botService: { tls, botAppId: BOT_APP_ID, entra: { tenantId: tenant, clientSecret: "s3cret" } },
+    });
+    try {
+      const host = withEntra.botService?.authorityHost;
+      expect(host).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
+      const token = (form: Record<string, string>) =>
+        new Promise<{ status: number; body: Record<string, unknown> }>((resolve, reject) => {
+          const body = new URLSearchParams(form).toString();
+          const req = https.request(
+            `${host}/${tenant}/oauth2/v2.0/token`,
+            { method: "POST", ca: tls.cert, headers: { "content-type": "application/x-www-form-urlencoded" } },
+            (res) => {
+              const chunks: Buffer[] = [];
+              res.on("data", (c: Buffer) => chunks.push(c));
+              res.on("end", () =>
+                resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString("utf8")) }),
+              );
+            },
+          );
+          req.on("error", reject);
+          req.end(body);
+        });
+      const form = {
+        grant_type: "client_credentials",
+        client_id: BOT_APP_ID,
+        client_secret: "s3cret",
+        scope: "https://api.botframework.com/.default",
+      };
+      const ok = await token(form);
+      expect(ok.status).toBe(200);
+      const keys = (await getHttpsJson(`${host}/${tenant}/discovery/v2.0/keys`, { ca: tls.cert })) as { keys: JWK[] };
+      const { payload } = await jwtVerify(String(ok.body.access_token), createLocalJWKSet({ keys: keys.keys }), {
+        algorithms: ["RS256"],
+        issuer: `https://sts.windows.net/${tenant}/`,
+        audience: "https://api.botframework.com",
+      });
+      expect(payload).toMatchObject({ appid: BOT_APP_ID, tid: tenant });
+      expect((await token({ ...form, client_secret: "wrong" })).body).toMatchObject({ error: "invalid_client" });
+      expect((await token({ ...form, client_id: "11111111-2222-4333-8444-555555555555" })).status).toBe(401);
+    } finally {
+      await withEntra.close();
     }
   });
 });
