@@ -183,9 +183,20 @@ async function main(): Promise<void> {
     const kubeEnv: Record<string, string> = {};
     let kubeconfig: string | undefined;
     let localCluster: LocalCluster | undefined;
+    // Shard pods run as the image's user (POD_USER), and fill and read the node's database cache.
+    // Run as root, the kubelet switches to that user, who cannot enter the 0700 data folder: the
+    // nodes' cache is then a folder of its own (filled from storage), removed with the stack.
+    let nodeCache = databasesDir;
+    if (process.getuid?.() === 0) {
+      const dir = mkdtempSync(path.join(os.tmpdir(), "blastplane-node-cache-"));
+      nodeCache = prepareNodeFolder(dir, POD_USER);
+      stops.push(async () => rmSync(dir, { recursive: true, force: true }));
+    }
     // A job API deployed from the dashboard is rendered for Azure: the kubelet gives it the stack's
     // Azurite, token store and identity provider in place of Azure's (docs/cluster-deploy.md).
     const standIns = azureStandIns({
+      // Its shard and warm-up pods use the nodes' cache, as the stack's own job API's do.
+      nodeCacheDir: nodeCache,
       // Only the job API the dashboard deploys (its namespace, its service account) is given them.
       namespaces: [actionSettingsShape.SVC_JOB_API_NAMESPACE.parse(process.env.SVC_JOB_API_NAMESPACE)],
       serviceAccountName: jobApiServiceAccountName(),
@@ -197,15 +208,6 @@ async function main(): Promise<void> {
     });
     if (settings.executor === "kubernetes") {
       const namespace = settings.jobApiEnv.JOBAPI_K8S_NAMESPACE ?? "blastplane";
-      // Shard pods run as the image's user (POD_USER), and fill and read the node's database cache.
-      // Run as root, the kubelet switches to that user, who cannot enter the 0700 data folder: the
-      // nodes' cache is then a folder of its own (filled from storage), removed with the stack.
-      let nodeCache = databasesDir;
-      if (process.getuid?.() === 0) {
-        const dir = mkdtempSync(path.join(os.tmpdir(), "blastplane-node-cache-"));
-        nodeCache = prepareNodeFolder(dir, POD_USER);
-        stops.push(async () => rmSync(dir, { recursive: true, force: true }));
-      }
       const cluster = await startLocalCluster({
         logger: logger.child({ component: "local-kube" }),
         dataDir: settings.dataDir,

@@ -16,6 +16,7 @@ import { promisify } from "node:util";
 import { AppsV1Api, CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { azureStandIns } from "../../local/kube/azure-stand-ins.js";
+import { kubeFetch, serviceProxyUrl } from "../../shared/cluster/deployed-job-api.js";
 import { BLAST_POOL, blastPoolNodes, type LocalCluster, startLocalCluster } from "../../local/kube/cluster.js";
 import {
   ApplyConflictError,
@@ -295,6 +296,23 @@ describe("server-side apply on the local Kubernetes API, and the job API's rollo
     const view = await readRollout(kc, "bp-unready", "blastplane-jobapi");
     expect(view).toMatchObject({ state: "progressing", available_replicas: 0 });
     expect(view.pods).toEqual([expect.objectContaining({ phase: "Running", ready: false })]);
+  });
+
+  it("B-027 the dashboard reaches a deployed job API through the API server's Service proxy: its Ready pod answers; with none Ready, 503 no endpoints", async () => {
+    // bp-one's job API (ready) and bp-unready's (its probe fails), from the tests above.
+    const through = (namespace: string) =>
+      kubeFetch(kc)(`${serviceProxyUrl(cluster.url, namespace)}/v1/ready`, { headers: { "X-SVC-API-Token": "t" } });
+    expect((await through("bp-one")).status).toBe(200);
+    // kubectl, the independent client, takes the same path.
+    await kubectl("bp-one", "get", "--raw", "/api/v1/namespaces/bp-one/services/blastplane-jobapi:http/proxy/v1/ready");
+    const none = await through("bp-unready");
+    expect(none.status).toBe(503);
+    expect(await none.json()).toMatchObject({
+      kind: "Status",
+      reason: "ServiceUnavailable",
+      message: 'no endpoints available for service "blastplane-jobapi"',
+    });
+    expect((await through("no-such-namespace")).status).toBe(404);
   });
 
   it("B-027 the job API's pod with the terminal's container runs both, each its own process: the deploy applies the terminal's account, token Secret and admission policy (without them the terminal waits), the terminal restarts on its own, gets no Azure stand-ins and a port of its own; the pod is Ready 2/2 once both are", async () => {
