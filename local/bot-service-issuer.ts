@@ -1,3 +1,4 @@
+import { createHash, timingSafeEqual } from "node:crypto";
 import https from "node:https";
 import type { AddressInfo } from "node:net";
 import { type CryptoKey, exportJWK, generateKeyPair, type JWK, SignJWT } from "jose";
@@ -37,6 +38,8 @@ export interface BotServiceIssuer {
   issuer: string;
   /** The OpenID metadata URL: the value of `SVC_PLATFORM_A_OPENID_METADATA_URL`. */
   metadataUrl: string;
+  /** With the `entra` option: the authority host of the bot's app token (`SVC_PLATFORM_A_AUTHORITY_HOST`). */
+  authorityHost?: string;
   privateKey: CryptoKey;
   /** The public signing key as published in the key set. */
   jwk: JWK & { kid: string; endorsements: string[] };
@@ -55,6 +58,12 @@ export async function startBotServiceIssuer(options: {
   issuer?: string;
   host?: string;
   port?: number;
+  /**
+   * Also stand in for Entra for the bot's own app token (the replies' `SVC_PLATFORM_A_AUTHORITY_HOST`):
+   * the tenant's OpenID metadata and key set, and client credentials for `clientId` with its secret
+   * (`POST /{tenantId}/oauth2/v2.0/token`, scope `<resource>/.default`).
+   */
+  entra?: { tenantId: string; clientId: string; clientSecret: string };
 }): Promise<BotServiceIssuer> {
   const issuer = options.issuer ?? BOT_SERVICE_ISSUER;
   const host = options.host ?? "127.0.0.1";
@@ -85,6 +94,58 @@ export async function startBotServiceIssuer(options: {
         token_endpoint_auth_methods_supported: ["private_key_jwt"],
       });
     if (req.method === "GET" && path === BOT_SERVICE_KEYS_PATH) return send(200, { keys: [jwk] });
+    const entra = options.entra;
+    const tenant = entra ? `/${entra.tenantId}` : undefined;
+    if (entra && req.method === "GET" && path === `${tenant}/v2.0/.well-known/openid-configuration`)
+      return send(200, {
+        issuer: `${url}${tenant}/v2.0`,
+        authorization_endpoint: `${url}${tenant}/oauth2/v2.0/authorize`,
+        token_endpoint: `${url}${tenant}/oauth2/v2.0/token`,
+        jwks_uri: `${url}${tenant}/discovery/v2.0/keys`,
+        response_types_supported: ["token"],
+        subject_types_supported: ["pairwise"],
+        id_token_signing_alg_values_supported: ["RS256"],
+        token_endpoint_auth_methods_supported: ["client_secret_post"],
+      });
+    if (entra && req.method === "GET" && path === `${tenant}/discovery/v2.0/keys`) return send(200, { keys: [jwk] });
+    if (entra && req.method === "POST" && path === `${tenant}/oauth2/v2.0/token`) {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      req.on("data", (c: Buffer) => {
+        size += c.length;
+        if (size <= 16 * 1024) chunks.push(c);
+      });
+      req.on("end", () => {
+        if (size > 16 * 1024) return send(413, { error: "invalid_request" });
+        const form = new URLSearchParams(Buffer.concat(chunks).toString("utf8"));
+        const digest = (v: string) => createHash("sha256").update(v).digest();
+        const secretOk = timingSafeEqual(digest(form.get("client_secret") ?? ""), digest(entra.clientSecret));
+        if (form.get("grant_type") !== "client_credentials" || form.get("client_id") !== entra.clientId || !secretOk)
+          return send(401, {
+            error: "invalid_client",
+            error_description: "AADSTS7000215: Invalid client secret provided.",
+          });
+        const resource = /^(\S+)\/\.default$/.exec(form.get("scope") ?? "")?.[1];
+        if (!resource)
+          return send(400, {
+            error: "invalid_scope",
+            error_description: "AADSTS1002012: scope must be <resource>/.default",
+          });
+        new SignJWT({ appid: entra.clientId, tid: entra.tenantId, idtyp: "app", roles: [] })
+          .setProtectedHeader({ alg: "RS256", kid: DEFAULT_KID, typ: "JWT" })
+          .setIssuer(`https://sts.windows.net/${entra.tenantId}/`)
+          .setAudience(resource)
+          .setSubject(entra.clientId)
+          .setIssuedAt()
+          .setExpirationTime("1h")
+          .sign(privateKey)
+          .then(
+            (token) => send(200, { token_type: "Bearer", expires_in: 3599, ext_expires_in: 3599, access_token: token }),
+            () => send(500, { error: "server_error" }),
+          );
+      });
+      return;
+    }
     send(404, { detail: "not found" });
   });
   await new Promise<void>((resolve, reject) => {
@@ -100,6 +161,7 @@ export async function startBotServiceIssuer(options: {
     url,
     issuer,
     metadataUrl: `${url}${BOT_SERVICE_METADATA_PATH}`,
+    ...(options.entra ? { authorityHost: url } : {}),
     privateKey,
     jwk,
     async token(claims, token) {

@@ -35,9 +35,14 @@ export interface DevIdentityProviderOptions {
   /**
    * Also run a Bot Service–shaped issuer (`bot-service-issuer.ts`: OpenID metadata + JWKS over
    * HTTPS with `tls`) for the Teams bot endpoint, and mint its tokens at `POST /dev/bot-service-token`.
-   * `botAppId` is the default audience (`SVC_PLATFORM_A_BOT_APP_ID`).
+   * `botAppId` is the default audience (`SVC_PLATFORM_A_BOT_APP_ID`). With `entra` (the bot's
+   * tenant and client secret) it also stands in for Entra for the bot's app token (the replies).
    */
-  botService?: { tls: { key: string; cert: string }; botAppId?: string };
+  botService?: {
+    tls: { key: string; cert: string };
+    botAppId?: string;
+    entra?: { tenantId: string; clientSecret: string };
+  };
 }
 
 /**
@@ -104,6 +109,8 @@ export interface DevIdentityProvider {
   botService?: {
     metadataUrl: string;
     issuer: string;
+    /** With the `entra` option: the authority host of the bot's app token. */
+    authorityHost?: string;
     mint(request: { serviceUrl: string; audience?: string; ttlSeconds?: number }): Promise<string>;
   };
   /** Stops listening and drops open connections. Safe to call more than once. */
@@ -204,7 +211,13 @@ export async function startDevIdentityProvider(opts: DevIdentityProviderOptions)
   const counts = new Map<string, number>();
   const enforceLoopbackHost = isLoopbackBind(host);
   const botIssuer = opts.botService
-    ? await startBotServiceIssuer({ tls: opts.botService.tls, host: host === "0.0.0.0" ? "127.0.0.1" : host })
+    ? await startBotServiceIssuer({
+        tls: opts.botService.tls,
+        host: host === "0.0.0.0" ? "127.0.0.1" : host,
+        ...(opts.botService.entra && opts.botService.botAppId
+          ? { entra: { ...opts.botService.entra, clientId: opts.botService.botAppId } }
+          : {}),
+      })
     : undefined;
   const mintBotServiceToken = async (request: z.infer<typeof botServiceTokenSchema>): Promise<string> => {
     if (!botIssuer) throw new HttpError(404, "the Bot Service issuer is not running");
@@ -447,6 +460,7 @@ export async function startDevIdentityProvider(opts: DevIdentityProviderOptions)
           botService: {
             metadataUrl: botIssuer.metadataUrl,
             issuer: botIssuer.issuer,
+            ...(botIssuer.authorityHost ? { authorityHost: botIssuer.authorityHost } : {}),
             async mint(request) {
               const parsed = botServiceTokenSchema.safeParse({
                 service_url: request.serviceUrl,

@@ -21,6 +21,8 @@ export interface StackFile {
   kubeconfig?: string;
   /** With the local Resource Manager (BLASTPLANE_LOCAL_ARM, on by default): its URL. */
   arm_url?: string;
+  /** The Bot Service–shaped issuer of the Teams bot endpoint (and the bot's Entra stand-in): its HTTPS origin. */
+  bot_service_url?: string;
 }
 
 export function stackFilePath(dataDir: string): string {

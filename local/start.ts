@@ -5,6 +5,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { normalizeObjectId } from "../shared/auth/object-id.js";
 import { isLoopbackBind } from "../shared/http/loopback-host.js";
 import { createLogger } from "../shared/logging/logger.js";
 import { startAzurite } from "./azurite.js";
@@ -114,6 +115,11 @@ async function main(): Promise<void> {
     });
     stops.push(() => azurite.stop());
 
+    // The bot's client secret when it is a local `env:` reference (a `kv:` one stays in Key Vault).
+    const secretVariable = /^env:([A-Za-z_][A-Za-z0-9_]*)$/.exec(
+      process.env.SVC_PLATFORM_A_CLIENT_SECRET_REF ?? "",
+    )?.[1];
+    const localBotSecret = secretVariable ? process.env[secretVariable] : undefined;
     // The Bot Service–shaped issuer of the Teams bot endpoint serves its key set over HTTPS (as
     // Bot Framework's does) with a certificate of the data folder (docs/channels-teams.md).
     const botServiceTls = servingCertificate(path.join(settings.dataDir, "bot-service"), {
@@ -128,9 +134,22 @@ async function main(): Promise<void> {
       botService: {
         tls: botServiceTls,
         ...(process.env.SVC_PLATFORM_A_BOT_APP_ID ? { botAppId: process.env.SVC_PLATFORM_A_BOT_APP_ID } : {}),
+        // The bot's app token for its replies, unless an Entra is named (SVC_PLATFORM_A_AUTHORITY_HOST).
+        ...(localBotSecret && process.env.SVC_PLATFORM_A_TENANT_ID && !process.env.SVC_PLATFORM_A_AUTHORITY_HOST
+          ? {
+              entra: {
+                tenantId: normalizeObjectId(process.env.SVC_PLATFORM_A_TENANT_ID),
+                clientSecret: localBotSecret,
+              },
+            }
+          : {}),
       },
     });
     stops.push(() => idp.close());
+    if (idp.botService?.authorityHost) {
+      process.env.SVC_PLATFORM_A_AUTHORITY_HOST = idp.botService.authorityHost;
+      process.env.SVC_PLATFORM_A_AUTHORITY_CA_FILE ||= botServiceTls.certFile;
+    }
     // POST /api/messages verifies the local issuer's tokens unless told to trust another key set
     // (a real Azure Bot through a tunnel: SVC_PLATFORM_A_OPENID_METADATA_URL=Bot Framework's).
     if (idp.botService && !process.env.SVC_PLATFORM_A_OPENID_METADATA_URL) {
@@ -164,9 +183,20 @@ async function main(): Promise<void> {
     const kubeEnv: Record<string, string> = {};
     let kubeconfig: string | undefined;
     let localCluster: LocalCluster | undefined;
+    // Shard pods run as the image's user (POD_USER), and fill and read the node's database cache.
+    // Run as root, the kubelet switches to that user, who cannot enter the 0700 data folder: the
+    // nodes' cache is then a folder of its own (filled from storage), removed with the stack.
+    let nodeCache = databasesDir;
+    if (process.getuid?.() === 0) {
+      const dir = mkdtempSync(path.join(os.tmpdir(), "blastplane-node-cache-"));
+      nodeCache = prepareNodeFolder(dir, POD_USER);
+      stops.push(async () => rmSync(dir, { recursive: true, force: true }));
+    }
     // A job API deployed from the dashboard is rendered for Azure: the kubelet gives it the stack's
     // Azurite, token store and identity provider in place of Azure's (docs/cluster-deploy.md).
     const standIns = azureStandIns({
+      // Its shard and warm-up pods use the nodes' cache, as the stack's own job API's do.
+      nodeCacheDir: nodeCache,
       // Only the job API the dashboard deploys (its namespace, its service account) is given them.
       namespaces: [actionSettingsShape.SVC_JOB_API_NAMESPACE.parse(process.env.SVC_JOB_API_NAMESPACE)],
       serviceAccountName: jobApiServiceAccountName(),
@@ -178,15 +208,6 @@ async function main(): Promise<void> {
     });
     if (settings.executor === "kubernetes") {
       const namespace = settings.jobApiEnv.JOBAPI_K8S_NAMESPACE ?? "blastplane";
-      // Shard pods run as the image's user (POD_USER), and fill and read the node's database cache.
-      // Run as root, the kubelet switches to that user, who cannot enter the 0700 data folder: the
-      // nodes' cache is then a folder of its own (filled from storage), removed with the stack.
-      let nodeCache = databasesDir;
-      if (process.getuid?.() === 0) {
-        const dir = mkdtempSync(path.join(os.tmpdir(), "blastplane-node-cache-"));
-        nodeCache = prepareNodeFolder(dir, POD_USER);
-        stops.push(async () => rmSync(dir, { recursive: true, force: true }));
-      }
       const cluster = await startLocalCluster({
         logger: logger.child({ component: "local-kube" }),
         dataDir: settings.dataDir,
@@ -472,6 +493,7 @@ async function main(): Promise<void> {
       table_endpoint: azurite.tableEndpoint,
       ...(kubeconfig ? { kubeconfig } : {}),
       ...(armUrl ? { arm_url: armUrl } : {}),
+      ...(idp.botService ? { bot_service_url: new URL(idp.botService.metadataUrl).origin } : {}),
     });
     logger.info("local stack ready", {
       functions_url: functionsUrl,

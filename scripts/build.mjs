@@ -114,7 +114,8 @@ for (const [file, validated] of Object.entries(validateShippedCatalogs(path.join
 }
 // The job API's manifests, which the deploy renders and applies (shared/cluster/job-api-manifests.ts finds them here).
 mkdirSync(path.join(root, "dist/functions/k8s"), { recursive: true });
-copyFileSync(path.join(root, "infra/k8s/jobapi.yaml"), path.join(root, "dist/functions/k8s/jobapi.yaml"));
+for (const file of ["jobapi.yaml", "terminal.yaml"])
+  copyFileSync(path.join(root, "infra/k8s", file), path.join(root, "dist/functions/k8s", file));
 mkdirSync(path.join(root, "dist/local"), { recursive: true });
 copyFileSync(path.join(root, "local/parent-watchdog.cjs"), path.join(root, "dist/local/parent-watchdog.cjs"));
 copyFileSync(path.join(root, "local/azurite-durable.cjs"), path.join(root, "dist/local/azurite-durable.cjs"));

@@ -4,7 +4,17 @@ import { azureCredential } from "../../shared/auth/azure-credential.js";
 import { DependencyUnavailableError } from "../../shared/errors.js";
 import { apiAudience, createJwtValidator, entraDiscoveryUrl } from "../../shared/auth/jwt-validator.js";
 import { type AppConfig, loadConfig } from "../../shared/config/load-config.js";
+import {
+  createJobApiTargets,
+  deployedJobApiVerdict,
+  type JobApiTargets,
+  type JobApiTargetsDependencies,
+  kubeFetch,
+  readJobApiDeployment,
+  serviceProxyUrl,
+} from "../../shared/cluster/deployed-job-api.js";
 import { createJobApiClient, type JobApiClient } from "../../shared/dashboard/job-api-client.js";
+import { createWorkspaceStore } from "../../shared/workspace/workspace.js";
 import { createLogger, type Logger } from "../../shared/logging/logger.js";
 import { ApiTokenService, type SecretStore } from "../../shared/secrets/api-tokens.js";
 import { selectSecretStore } from "../../shared/secrets/key-vault-secret-store.js";
@@ -12,6 +22,7 @@ import { type AuditLog, createAuditLog } from "../../shared/ops/audit.js";
 import { createEventLog, type EventLog } from "../../shared/ops/events.js";
 import { createPerClientLimiter } from "../../shared/http/rate-limiter.js";
 import { openTableServiceClient } from "../../shared/storage/storage-connection.js";
+import { clusterConfigured, clusterKubeConfig, jobApiNamespace } from "./cluster-kube.js";
 
 /**
  * The app's dependencies, built once from the one validated configuration when the app loads, so
@@ -33,6 +44,11 @@ export interface AppContext {
   events: EventLog;
   /** The dashboard's one client of the job API (the results route and the submit activities). */
   jobApi: JobApiClient;
+  /**
+   * Which job API {@link jobApi} calls, looked up per call (cached): the workspace's deployed one
+   * once available, else `JOBAPI_URL`. The deploy invalidates it when its rollout completes.
+   */
+  jobApiTargets: JobApiTargets;
   /**
    * The app's Azure identity (the storage connection's user-assigned identity, else `AZURE_CLIENT_ID`):
    * the process's one cached credential, shared by storage, Key Vault and the console's providers.
@@ -63,13 +79,40 @@ function secretStore(config: AppConfig): SecretStore {
   };
 }
 
+/**
+ * The saved workspace's job API on the cluster (`SVC_KUBECONFIG`), if the Cluster page's deploy
+ * made it available: reached through the cluster's API server (the Service proxy of the job API's
+ * Service), with the kubeconfig's credentials (on AKS, an Entra token of the managed identity).
+ */
+function deployedJobApiLookup(config: AppConfig): JobApiTargetsDependencies["lookUpDeployed"] {
+  if (!clusterConfigured()) return undefined;
+  const workspaces = createWorkspaceStore(config.storage);
+  return async () => {
+    const saved = await workspaces.get();
+    if (!saved) return { why: "no workspace saved" };
+    const kc = await clusterKubeConfig();
+    const namespace = jobApiNamespace();
+    const verdict = deployedJobApiVerdict(await readJobApiDeployment(kc, namespace), saved.workspace);
+    if (!verdict.use) return { why: verdict.why };
+    const server = kc.getCurrentCluster()?.server;
+    if (!server) return { why: "the kubeconfig names no cluster server" };
+    return { target: { source: "deployed", baseUrl: serviceProxyUrl(server, namespace), fetch: kubeFetch(kc) } };
+  };
+}
+
 function build(): AppContext {
   const config = loadConfig(process.env);
   const logger = createLogger({ level: config.logLevel, base: { service: "functions" } });
   const secrets = secretStore(config);
   const credential = azureCredential(config.storage.kind === "identity" ? config.storage.clientId : undefined);
   const apiTokens = new ApiTokenService(secrets);
+  const jobApiTargets = createJobApiTargets({
+    configuredUrl: config.jobApiUrl,
+    lookUpDeployed: deployedJobApiLookup(config),
+    logger,
+  });
   return {
+    jobApiTargets,
     secrets,
     apiTokens,
     credential,
@@ -86,6 +129,7 @@ function build(): AppContext {
     noopLimiter: createPerClientLimiter(config.noopRateLimitPerMinute, 60_000),
     jobApi: createJobApiClient({
       baseUrl: config.jobApiUrl,
+      targets: jobApiTargets,
       token: async () => {
         const state = await apiTokens.state();
         if (!state) throw new DependencyUnavailableError("no job API token is configured");

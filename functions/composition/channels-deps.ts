@@ -64,6 +64,10 @@ export function inboundChannels(): Promise<InboundChannels> {
         ...(channelConfig.platformA?.inbound.openIdCaFile
           ? { botServiceCa: readFileSync(channelConfig.platformA.inbound.openIdCaFile, "utf8") }
           : {}),
+        // ...and its Entra stand-in the bot's app token (SVC_PLATFORM_A_AUTHORITY_HOST).
+        ...(channelConfig.platformA?.inbound.authorityCaFile
+          ? { teamsAuthorityCa: readFileSync(channelConfig.platformA.inbound.authorityCaFile, "utf8") }
+          : {}),
         teamsSso: {
           validator: appContext.validator,
           approvals: parts.approvals,

@@ -1,4 +1,3 @@
-import type { KubeConfig } from "@kubernetes/client-node";
 import { explainCloudAuthorization } from "../../shared/auth/cloud-authorization.js";
 import { applyManifests, readRollout } from "../../shared/cluster/job-api-deploy.js";
 import { createJobApiDeployService, type JobApiDeployService } from "../../shared/cluster/job-api-deploy-service.js";
@@ -7,26 +6,11 @@ import { DependencyUnavailableError, DomainError } from "../../shared/errors.js"
 import { reportMissingRoles } from "../../shared/ops/emitters/signal-events.js";
 import { createWorkspaceStore } from "../../shared/workspace/workspace.js";
 import { appContext } from "./app-context.js";
-import { consoleConfig, notifyConfig } from "./console-deps.js";
+import { clusterKubeConfig, jobApiNamespace } from "./cluster-kube.js";
+import { notifyConfig } from "./console-deps.js";
 import type { ServiceScope } from "./dashboard-deps.js";
 
-/**
- * The cluster's client configuration for the deploy: the kubeconfig `SVC_KUBECONFIG` names (the
- * local stack writes one for its local cluster). Without one there is no cluster to deploy to.
- */
-export async function clusterKubeConfig(): Promise<KubeConfig> {
-  const target = consoleConfig.actions.jobApiDeployment;
-  if (!target) throw new DependencyUnavailableError("no cluster is configured (SVC_KUBECONFIG)");
-  const { KubeConfig } = await import("@kubernetes/client-node");
-  const kc = new KubeConfig();
-  kc.loadFromFile(target.kubeconfigPath);
-  return kc;
-}
-
-/** The namespace the job API is deployed into (`SVC_JOB_API_NAMESPACE`). */
-export function jobApiNamespace(): string {
-  return consoleConfig.actions.jobApiDeployment?.namespace ?? "blastplane";
-}
+export { clusterKubeConfig, jobApiNamespace };
 
 /** The job API deploy service for one request. */
 export function jobApiDeployService(scope: Pick<ServiceScope, "logger" | "durable">): JobApiDeployService {

@@ -30,7 +30,12 @@ const applyJobApi = df.app.activity(DeployJobApiActivities.apply, {
 });
 // Called by name with retries (`callActivityWithRetry`), so its handle is not kept.
 df.app.activity(DeployJobApiActivities.readRollout, {
-  handler: explained((input: { namespace: string; name: string }) => createReadJobApiRolloutActivity(deps())(input)),
+  handler: explained(async (input: { namespace: string; name: string }) => {
+    const view = await createReadJobApiRolloutActivity(deps())(input);
+    // The rollout done, the dashboard's next job-API call looks for the deployed job API again.
+    if (view.state === "complete") appContext.jobApiTargets.invalidate();
+    return view;
+  }),
 });
 
 /** Reads of the rollout retried on a transient failure (an API server restarting, a 429). */

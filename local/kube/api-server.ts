@@ -1,5 +1,5 @@
 import { timingSafeEqual } from "node:crypto";
-import type { IncomingMessage, ServerResponse } from "node:http";
+import { type IncomingMessage, request as httpRequest, type ServerResponse } from "node:http";
 import { parse as parseYaml } from "yaml";
 import type { Logger } from "../../shared/logging/logger.js";
 import { applyConfiguration, checkFieldManager, recordUpdate, updateManager } from "./apply.js";
@@ -288,6 +288,8 @@ export class ApiServer {
       const discovery = this.discovery(url.pathname, segments);
       if (discovery) return sendJson(res, 200, discovery);
     }
+    if (segments[0] === "api" && segments[2] === "namespaces" && segments[4] === "services" && segments[6] === "proxy")
+      return this.serviceProxy(req, res, url, segments);
     const r = route(segments);
     if (!r) throw new KubeStatusError(404, "NotFound", "the server could not find the requested resource");
     try {
@@ -517,6 +519,90 @@ export class ApiServer {
     };
     if (dryRun) return respond("APPLY", 200, change(current));
     return respond("APPLY", 200, this.o.store.update(def.plural, namespace, name, change));
+  }
+
+  /**
+   * The Service proxy (`/api/v1/namespaces/{ns}/services/{name}[:{port}]/proxy/{path}`), as
+   * `kubectl proxy` and the API server's clients use it: the request goes to a Ready pod the
+   * Service selects, on the pod's port its `targetPort` names, and the answer streams back. As the
+   * API server does, the caller's `Authorization` (which authenticated it here) is not passed on.
+   * No Ready pod: 503 `no endpoints available for service "…"`; the pod refusing the connection:
+   * 503 `error trying to reach service: …`.
+   */
+  private serviceProxy(req: IncomingMessage, res: ServerResponse, url: URL, segments: string[]): void {
+    const method = req.method ?? "GET";
+    const label = "services/proxy";
+    const namespace = segments[3] ?? "";
+    // `name`, `name:port` or `scheme:name:port` (only http is served here).
+    const parts = decodeURIComponent(segments[5] ?? "").split(":");
+    const [name, portRef] = parts.length === 3 ? [parts[1] ?? "", parts[2]] : [parts[0] ?? "", parts[1]];
+    const refusal = (code: number, reason: string, message: string) => {
+      this.record(method, label, code);
+      return new KubeStatusError(code, reason, message);
+    };
+    const service = this.o.store.get("services", namespace, name);
+    if (!service) throw refusal(404, "NotFound", `services "${name}" not found`);
+    const ports = field<Any[]>(service, "spec", "ports") ?? [];
+    const port =
+      portRef === undefined || portRef === ""
+        ? ports.length === 1
+          ? ports[0]
+          : undefined
+        : ports.find((p) => p.name === portRef || String(p.port) === portRef);
+    if (!port) throw refusal(503, "ServiceUnavailable", `no endpoints available for service "${name}"`);
+    const selector = field<Record<string, string>>(service, "spec", "selector") ?? {};
+    const selected = (o: KubeObject) =>
+      Object.keys(selector).length > 0 &&
+      Object.entries(selector).every(([k, v]) => o.metadata.labels?.[k] === v) &&
+      (field<{ type: string; status: string }[]>(o, "status", "conditions") ?? []).some(
+        (c) => c.type === "Ready" && c.status === "True",
+      );
+    const endpoints = this.o.store.list("pods", namespace, selected).flatMap((pod) => {
+      const target = port.targetPort ?? port.port;
+      const containerPort =
+        typeof target === "number"
+          ? target
+          : (field<Any[]>(pod, "spec", "containers") ?? [])
+              .flatMap((c) => (c.ports as Any[] | undefined) ?? [])
+              .find((p) => p.name === target)?.containerPort;
+      const hostPort =
+        containerPort === undefined
+          ? undefined
+          : this.o.kubelet.hostPort(String(pod.metadata.uid), Number(containerPort));
+      return hostPort === undefined ? [] : [hostPort];
+    });
+    const hostPort = endpoints[0];
+    if (hostPort === undefined)
+      throw refusal(503, "ServiceUnavailable", `no endpoints available for service "${name}"`);
+    const headers = { ...req.headers };
+    delete headers.authorization;
+    delete headers.host;
+    const upstream = httpRequest(
+      {
+        host: "127.0.0.1",
+        port: hostPort,
+        method,
+        path: `/${segments.slice(7).join("/")}${url.pathname.endsWith("/") && segments.length > 7 ? "/" : ""}${url.search}`,
+        headers,
+      },
+      (answer) => {
+        this.record(method, label, answer.statusCode ?? 502);
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    upstream.once("error", (error) => {
+      if (res.headersSent) {
+        res.destroy(error);
+        return;
+      }
+      this.record(method, label, 503);
+      sendJson(res, 503, statusBody(503, "ServiceUnavailable", `error trying to reach service: ${error.message}`));
+    });
+    res.once("close", () => {
+      if (!res.writableFinished) upstream.destroy();
+    });
+    req.pipe(upstream);
   }
 
   private selector(q: URLSearchParams, namespace: string | undefined): Selector {

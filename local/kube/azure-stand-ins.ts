@@ -31,6 +31,11 @@ export interface AzureStandInOptions {
   identityDiscoveryUrl: string;
   /** A kubeconfig for the local Kubernetes API: the pod's service account token and the in-cluster address. */
   kubeconfig: () => string;
+  /**
+   * The nodes' database cache folder (the one the stack's own job API gives its shard pods): what a
+   * node's provisioning prepares on AKS at the hostPath `JOBAPI_K8S_DB_CACHE_DIR` names.
+   */
+  nodeCacheDir?: string;
 }
 
 /**
@@ -46,6 +51,7 @@ export interface AzureStandInOptions {
  * | `<P>_KEY_VAULT_URL` (the API token read from Key Vault with the workload identity) | `<P>_SECRETS_DIR`: a copy of the stack's token store (only `secretNames`), kept current as the dashboard rotates the token |
  * | `<P>_AUTH_TENANT_ID` (the browser terminal checks Entra tokens) | `<P>_AUTH_DISCOVERY_URL`: the local identity provider |
  * | the service account token and `KUBERNETES_SERVICE_HOST` (in-cluster Kubernetes access) | `KUBECONFIG`: a copy of the local API's kubeconfig |
+ * | the node folder its shard and warm-up pods cache databases in (a hostPath, `JOBAPI_K8S_DB_CACHE_DIR`) | `JOBAPI_K8S_DB_CACHE_DIR`: the stack's node cache folder (`nodeCacheDir`) |
  *
  * The copies live in a folder the kubelet makes for each start of the container (its own, 0750,
  * group the pod's volume group: the container reads them, owned by its user, and cannot change the
@@ -83,6 +89,10 @@ export function azureStandIns(options: AzureStandInOptions): ContainerSupplement
       if (tenant !== undefined && env[`${tenant}_AUTH_DISCOVERY_URL`] === undefined)
         out[`${tenant}_AUTH_DISCOVERY_URL`] = options.identityDiscoveryUrl;
     }
+    // Its shard and warm-up pods' hostPath: a folder of this machine they may use (the pod's own
+    // data folder, the default, is not open to other pods).
+    if (options.nodeCacheDir && env.JOBAPI_EXECUTOR === "kubernetes" && env.JOBAPI_K8S_DB_CACHE_DIR === undefined)
+      out.JOBAPI_K8S_DB_CACHE_DIR = options.nodeCacheDir;
     const automount = field(pod, "spec", "automountServiceAccountToken") !== false;
     if (automount && out.KUBECONFIG === undefined) {
       const kubeconfig = path.join(dir(), "kubeconfig");

@@ -8,7 +8,12 @@ import { cpuQuantity, memoryQuantity } from "../../shared/cluster/quantity.js";
 import type { Logger } from "../../shared/logging/logger.js";
 import { writeFileDurablySync } from "../../shared/storage/durable-file.js";
 import { ApiServer, KUBE_VERSION } from "./api-server.js";
-import { DaemonSetController, DeploymentController, JobController } from "./controllers.js";
+import {
+  DaemonSetController,
+  DeploymentController,
+  JobController,
+  ServiceAccountTokenController,
+} from "./controllers.js";
 import { Deleter } from "./deletion.js";
 import { type ContainerSupplement, Kubelet, type LocalImage } from "./kubelet.js";
 import { admit, timestamp } from "./objects.js";
@@ -240,7 +245,7 @@ export function kubeconfigText(url: string, caCert: string, token: string, names
 
 /**
  * Starts the local Kubernetes-compatible cluster: API server on loopback (TLS, bearer token), store,
- * scheduler, Job and DaemonSet controllers, garbage collection, and one kubelet for all simulated
+ * scheduler, Job, DaemonSet, Deployment and service-account token controllers, garbage collection, and one kubelet for all simulated
  * nodes; writes a kubeconfig (mode 600) whose context uses the first extra namespace.
  */
 export async function startLocalCluster(options: LocalClusterOptions): Promise<LocalCluster> {
@@ -291,6 +296,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
     ...(options.watchBufferLimitBytes === undefined ? {} : { watchBufferLimitBytes: options.watchBufferLimitBytes }),
   });
   const tls = servingCertificate(path.join(options.dataDir, "kube-pki"));
+  const tokens = new ServiceAccountTokenController(store, tls.cert);
   const server = https.createServer({ key: tls.key, cert: tls.cert }, api.handle);
   server.requestTimeout = 0;
   const host = options.host ?? "127.0.0.1";
@@ -324,6 +330,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
       jobs.stop();
       daemonSets.stop();
       deployments.stop();
+      tokens.stop();
       scheduler.stop();
       kubelet.stop();
       api.closeWatches();

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import type { Deleter } from "./deletion.js";
 import {
   type Any,
@@ -557,4 +557,76 @@ export class DeploymentController {
     );
     return pod;
   }
+}
+
+/** The type of a Secret the token controller fills with its service account's token. */
+export const SERVICE_ACCOUNT_TOKEN_TYPE = "kubernetes.io/service-account-token";
+const SERVICE_ACCOUNT_NAME = "kubernetes.io/service-account.name";
+const SERVICE_ACCOUNT_UID = "kubernetes.io/service-account.uid";
+
+/**
+ * The token controller's part for long-lived tokens: a Secret of type
+ * `kubernetes.io/service-account-token` annotated with an existing service account's name gets
+ * `token`, `namespace` and `ca.crt` (and the account's uid annotation), as Kubernetes fills it —
+ * infra/k8s/terminal.yaml's `blastplane-terminal-token`, which the terminal's container mounts.
+ * The local API server knows one bearer token (the kubeconfig's) and no RBAC, so the token put here
+ * is a random one it does not accept: a container gets its files where it expects them, not the
+ * account's rights.
+ */
+export class ServiceAccountTokenController {
+  private readonly queue = new WorkQueue((key) => this.reconcile(key));
+  private readonly unsubscribe: () => void;
+
+  constructor(
+    private readonly store: ObjectStore,
+    private readonly caCert: string,
+  ) {
+    this.unsubscribe = store.subscribe((event) => {
+      if (event.type === "DELETED") return;
+      if (event.resource === "secrets" && field(event.object, "type") === SERVICE_ACCOUNT_TOKEN_TYPE)
+        this.queue.add(nsKey(event.object));
+      else if (event.resource === "serviceaccounts") {
+        const { namespace, name } = event.object.metadata;
+        for (const secret of store.list("secrets", namespace, (s) => tokenAccount(s) === name))
+          this.queue.add(nsKey(secret));
+      }
+    });
+    for (const secret of store.list("secrets", undefined, (s) => tokenAccount(s) !== undefined))
+      this.queue.add(nsKey(secret));
+  }
+
+  stop(): void {
+    this.unsubscribe();
+    this.queue.stop();
+  }
+
+  private reconcile(key: string): void {
+    const { namespace, name } = splitKey(key);
+    const secret = this.store.get("secrets", namespace, name);
+    const account = secret && tokenAccount(secret);
+    if (!secret || !account || secret.metadata.deletionTimestamp) return;
+    const sa = this.store.get("serviceaccounts", namespace, account);
+    if (!sa || field(secret, "data", "token")) return;
+    const b64 = (text: string) => Buffer.from(text).toString("base64");
+    this.store.update("secrets", namespace, name, (s) => ({
+      ...s,
+      metadata: {
+        ...s.metadata,
+        annotations: { ...(s.metadata.annotations ?? {}), [SERVICE_ACCOUNT_UID]: String(sa.metadata.uid) },
+      },
+      data: {
+        ...((s.data as Record<string, string> | undefined) ?? {}),
+        token: b64(randomBytes(32).toString("base64url")),
+        namespace: b64(namespace),
+        "ca.crt": b64(this.caCert),
+      },
+    }));
+  }
+}
+
+/** The service account a token Secret is for (undefined: not a token Secret). */
+function tokenAccount(secret: KubeObject): string | undefined {
+  if (field(secret, "type") !== SERVICE_ACCOUNT_TOKEN_TYPE) return undefined;
+  const name = secret.metadata.annotations?.[SERVICE_ACCOUNT_NAME];
+  return typeof name === "string" && name ? name : undefined;
 }

@@ -376,6 +376,14 @@ export class Kubelet {
     return container === undefined ? containers[0]?.logs : containers.find((c) => c.name === container)?.logs;
   }
 
+  /**
+   * The port of this machine a pod's `containerPort` listens on (no network namespace here: see
+   * `startContainer`); undefined until one of its containers has started, or for a port it does not have.
+   */
+  hostPort(uid: string, containerPort: number): number | undefined {
+    return this.pods.get(uid)?.hostPorts?.get(containerPort);
+  }
+
   /** Kills every container at once (the cluster is stopping). */
   stop(): void {
     this.unsubscribe();

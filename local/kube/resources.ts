@@ -106,6 +106,24 @@ export const RESOURCES: readonly ResourceDef[] = [
       ["networkpolicies", "networkpolicy", "NetworkPolicy", "networking.k8s.io", true, ["netpol"]],
       // Stored only (no controller routes anything locally): the terminal's Ingress applies as on AKS.
       ["ingresses", "ingress", "Ingress", "networking.k8s.io", true, ["ing"]],
+      // Stored only, not enforced (the local API serves no exec or attach for a policy to refuse):
+      // infra/k8s/terminal.yaml's policy keeping the browser terminal's exec to shard pods.
+      [
+        "validatingadmissionpolicies",
+        "validatingadmissionpolicy",
+        "ValidatingAdmissionPolicy",
+        "admissionregistration.k8s.io",
+        false,
+        [],
+      ],
+      [
+        "validatingadmissionpolicybindings",
+        "validatingadmissionpolicybinding",
+        "ValidatingAdmissionPolicyBinding",
+        "admissionregistration.k8s.io",
+        false,
+        [],
+      ],
     ] as const
   ).map(
     ([plural, singular, kind, group, namespaced, shortNames]): ResourceDef => ({

@@ -51,6 +51,8 @@ export function buildInboundChannels(
     local?: boolean;
     /** A certificate authority the Bot Service key set is fetched with (tests' own issuer). */
     botServiceCa?: string;
+    /** A certificate authority the replies' app token is requested with (the local Entra stand-in). */
+    teamsAuthorityCa?: string;
     /** How long a turn runs before its progress is shown (default 5 s; 0: at its first activity). */
     progressStartAfterMs?: number;
     /** The operations core's event log (inbound generic webhooks publish into it). */
@@ -116,6 +118,7 @@ export function buildInboundChannels(
       tenantId: a.inbound.tenantId,
       clientSecret: () => deps.resolve(a.clientSecretRef),
       ...(a.inbound.authorityHost ? { authorityHost: a.inbound.authorityHost } : {}),
+      ...(deps.teamsAuthorityCa ? { authorityCa: deps.teamsAuthorityCa } : {}),
       ...(a.inbound.localAnonymous && deps.local ? { localAnonymous: true } : {}),
     });
     delivers.set("platform_a", teamsReplier);

@@ -80,40 +80,76 @@ const MANIFEST_NAMESPACE = "blastplane";
  * Where `jobapi.yaml` is: `k8s/` beside the bundle (the build copies it into `dist/functions/k8s/`),
  * a folder or two up (a chunk's, the sources' `shared/cluster/`), else the repository's `infra/k8s/`.
  */
-export function jobApiManifestPath(moduleDir = import.meta.dirname): string {
+export function jobApiManifestPath(moduleDir = import.meta.dirname, file = "jobapi.yaml"): string {
   const candidates = [
     path.join(moduleDir, "k8s"),
     path.join(path.dirname(moduleDir), "k8s"),
     path.join(path.dirname(path.dirname(moduleDir)), "infra", "k8s"),
     path.resolve("infra", "k8s"),
-  ].map((dir) => path.join(dir, "jobapi.yaml"));
-  return candidates.find((file) => existsSync(file)) ?? (candidates.at(-1) as string);
+  ].map((dir) => path.join(dir, file));
+  return candidates.find((candidate) => existsSync(candidate)) ?? (candidates.at(-1) as string);
+}
+
+/** Where `terminal.yaml` (the browser terminal's account, token Secret, Role and admission policy) is: beside `jobapi.yaml`. */
+export function terminalManifestPath(moduleDir = import.meta.dirname): string {
+  return jobApiManifestPath(moduleDir, "terminal.yaml");
 }
 
 /**
  * The job API's objects, rendered: every `${NAME}` placeholder filled (an unknown one is an error,
  * not a literal left on the cluster), namespaced objects moved into `values.namespace`, in the
- * manifest's order (the Namespace first, the objects that use it after).
+ * manifest's order (the Namespace first, the objects that use it after). When the pod runs the
+ * browser terminal's container (a web app origin is set), the terminal's objects
+ * (`infra/k8s/terminal.yaml`: its service account, that account's token Secret the container
+ * mounts, its Role and RoleBinding, the admission policy keeping its exec to shard pods) come just
+ * before the Deployment: the Secret exists when the pod starts (else the container would wait in
+ * ContainerCreating and the rollout time out), the policy before the shell does.
  */
 export function renderJobApiManifests(
   values: JobApiValues,
   text = readFileSync(jobApiManifestPath(), "utf8"),
+  terminalText: () => string = () => readFileSync(terminalManifestPath(), "utf8"),
 ): KubeManifest[] {
-  const filled = text.replace(/\$\{([A-Z_]+)\}/g, (_, name: string) => {
+  const objects: KubeManifest[] = [];
+  for (const obj of parseManifests(fillPlaceholders(text, values), "job API")) {
+    if (obj.kind === "Ingress" && obj.metadata.name === TERMINAL_INGRESS && !terminalIngressWanted(values)) continue;
+    objects.push(withoutUnusedTerminal(inNamespace(obj, values.namespace), values));
+  }
+  if (!runsTerminal(objects)) return objects;
+  const terminal = parseManifests(fillPlaceholders(terminalText(), values), "terminal").map((obj) =>
+    inNamespace(obj, values.namespace),
+  );
+  const at = objects.findIndex((o) => o.kind === "Deployment");
+  objects.splice(at < 0 ? objects.length : at, 0, ...terminal);
+  return objects;
+}
+
+function fillPlaceholders(text: string, values: JobApiValues): string {
+  return text.replace(/\$\{([A-Z_]+)\}/g, (_, name: string) => {
     const fill = PLACEHOLDERS[name];
     if (!fill) throw new Error(`the job API manifest names an unknown placeholder \${${name}}`);
     // Every value is a quoted YAML scalar in the manifest; the schema admits no quote or newline.
     return fill(values);
   });
+}
+
+function parseManifests(text: string, what: string): KubeManifest[] {
   const objects: KubeManifest[] = [];
-  for (const doc of parseAllDocuments(filled)) {
-    if (doc.errors.length > 0) throw new Error(`the job API manifest is not valid YAML: ${doc.errors[0]?.message}`);
+  for (const doc of parseAllDocuments(text)) {
+    if (doc.errors.length > 0) throw new Error(`the ${what} manifest is not valid YAML: ${doc.errors[0]?.message}`);
     const obj = doc.toJS() as KubeManifest | null;
-    if (!obj) continue;
-    if (obj.kind === "Ingress" && obj.metadata.name === TERMINAL_INGRESS && !terminalIngressWanted(values)) continue;
-    objects.push(withoutUnusedTerminal(inNamespace(obj, values.namespace), values));
+    if (obj) objects.push(obj);
   }
   return objects;
+}
+
+/** Whether the rendered Deployment's pod runs the browser terminal's container. */
+function runsTerminal(objects: readonly KubeManifest[]): boolean {
+  const pod = (objects.find((o) => o.kind === "Deployment")?.spec as { template?: { spec?: { containers?: unknown } } })
+    ?.template?.spec;
+  return (
+    Array.isArray(pod?.containers) && pod.containers.some((c) => (c as { name?: unknown }).name === TERMINAL_CONTAINER)
+  );
 }
 
 /** The Ingress that exposes `/v1/terminal` only (decision 0022). */
@@ -152,6 +188,17 @@ function inNamespace(obj: KubeManifest, namespace: string): KubeManifest {
   // Bindings name their service accounts by namespace too.
   for (const subject of (out.subjects as { namespace?: string }[] | undefined) ?? []) {
     if (subject.namespace === MANIFEST_NAMESPACE) subject.namespace = namespace;
+  }
+  // An admission policy's CEL names the namespace as a string and in service account user names.
+  if (out.kind === "ValidatingAdmissionPolicy") {
+    const spec = out.spec as { matchConditions?: { expression?: string }[]; validations?: { expression?: string }[] };
+    for (const entry of [...(spec?.matchConditions ?? []), ...(spec?.validations ?? [])]) {
+      if (typeof entry.expression !== "string") continue;
+      // A namespace name is a DNS label: nothing in it can end the CEL string.
+      entry.expression = entry.expression
+        .replaceAll(`"${MANIFEST_NAMESPACE}"`, `"${namespace}"`)
+        .replaceAll(`system:serviceaccount:${MANIFEST_NAMESPACE}:`, `system:serviceaccount:${namespace}:`);
+    }
   }
   return out;
 }

@@ -1,3 +1,4 @@
+import type { JobApiTarget } from "../cluster/deployed-job-api.js";
 import {
   ConflictError,
   DependencyFailedError,
@@ -47,6 +48,12 @@ export interface JobApiResults {
 export interface JobApiClientOptions {
   /** The job API's base URL; undefined when it is not configured (every call is then unavailable). */
   baseUrl: string | undefined;
+  /**
+   * The job API chosen per call (the workspace's deployed one, else the configured one), replacing
+   * `baseUrl` when given. A deployed one that cannot be reached (or answers 502/503/504) is
+   * `invalidate`d, so the next call looks again.
+   */
+  targets?: { resolve(): Promise<JobApiTarget>; invalidate(): void };
   /** The shared job-API token (`X-SVC-API-Token`), read per call so a rotation takes effect. */
   token: () => Promise<string>;
   /**
@@ -153,8 +160,9 @@ function retryAfterSeconds(response: Response): number {
  * 504: try again after its Retry-After), or it failed in a way this service cannot use.
  */
 async function answerError(response: Response): Promise<DomainError> {
-  const body = (await response.json().catch(() => ({}))) as { detail?: unknown };
-  const detail = detailText(body.detail);
+  const body = (await response.json().catch(() => ({}))) as { detail?: unknown; message?: unknown };
+  // A Kubernetes `Status` (the cluster's API server answering for a deployed job API) says `message`.
+  const detail = detailText(body.detail ?? (typeof body.message === "string" ? body.message : undefined));
   const answered = `job API answered ${response.status}${detail ? `: ${detail}` : ""}`;
   switch (response.status) {
     case 400:
@@ -208,7 +216,16 @@ export function createJobApiClient(options: JobApiClientOptions) {
    * download is never cut at a fixed time, and a body that breaks off is an error, not a short one.
    */
   async function call(path: string, init: RequestInit, callOptions: JobApiCallOptions = {}): Promise<Response> {
-    if (!options.baseUrl) throw new DependencyUnavailableError("the job API is not configured (JOBAPI_URL)");
+    const target: JobApiTarget | undefined = options.targets
+      ? await options.targets.resolve()
+      : options.baseUrl
+        ? { source: "configured", baseUrl: options.baseUrl }
+        : undefined;
+    if (!target) throw new DependencyUnavailableError("the job API is not configured (JOBAPI_URL)");
+    const fetchTarget = target.fetch ?? fetchJobApi;
+    const forgetDeployed = () => {
+      if (target.source === "deployed") options.targets?.invalidate();
+    };
     const headers = new Headers(init.headers);
     headers.set("X-SVC-API-Token", await token());
     const { abortSignal } = callOptions;
@@ -220,13 +237,14 @@ export function createJobApiClient(options: JobApiClientOptions) {
     }, options.timeoutMs);
     let response: Response;
     try {
-      response = await fetchJobApi(`${options.baseUrl}${path}`, {
+      response = await fetchTarget(`${target.baseUrl}${path}`, {
         ...init,
         headers,
         signal: abortSignal ? AbortSignal.any([abortSignal, controller.signal]) : controller.signal,
       });
     } catch (error) {
       if (abortSignal?.aborted) throw abortSignal.reason;
+      forgetDeployed();
       const reason = timedOut
         ? `no answer within ${options.timeoutMs} ms`
         : error instanceof Error
@@ -238,6 +256,7 @@ export function createJobApiClient(options: JobApiClientOptions) {
     } finally {
       clearTimeout(headersTimer);
     }
+    if ([502, 503, 504].includes(response.status)) forgetDeployed();
     if (!response.body) return response;
     return new Response(
       withIdleTimeout(response.body, options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS, (reason) =>

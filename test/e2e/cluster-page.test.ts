@@ -269,6 +269,13 @@ describe("the Cluster page", { timeout: 240_000 }, () => {
     // kubectl shows the cluster the walk made: the job API deployed and available, and the search's
     // shards run as Jobs on the provisioned BLAST pool's node.
     expect(await kubectl("get", "deploy/blastplane-jobapi", "-o", "jsonpath={.status.availableReplicas}")).toBe("1");
+    // The search went through the job API the page deployed (the dashboard reaches it through the
+    // cluster's Service), not the one the stack supervises: the deployed pod's log has the submit.
+    const served = (await kubectl("logs", "deploy/blastplane-jobapi", "-c", "jobapi"))
+      .split("\n")
+      .filter((line) => line.includes('"msg":"request"'))
+      .map((line) => JSON.parse(line) as { method: string; path: string; status: number });
+    expect(served).toContainEqual(expect.objectContaining({ method: "POST", path: "/v1/jobs", status: 202 }));
     const shardNodes = await kubectl(
       "get",
       "pods",

@@ -1,15 +1,15 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { TableClient } from "@azure/data-tables";
+import { createLocalJWKSet, type JWK, jwtVerify } from "jose";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_ACCOUNT, DEV_ACCOUNT_KEY } from "../../local/azurite.js";
 import { slackSignature } from "../../shared/channels/platform-b/signature.js";
 import { eventually, mintToken, startStack, type TestStack } from "../support/local-stack.js";
 import { postedArgs, startPlatformBFake } from "../support/notify-vendors.js";
-import { startBotConnectorFake, startEntraFake } from "../support/teams-fakes.js";
-import { testCertificate } from "../support/test-certificate.js";
+import { getHttpsJson } from "../../shared/channels/platform-a/bot-service-keys.js";
+import { startBotConnectorFake } from "../support/teams-fakes.js";
 
 /**
  * The conversation channels' routes on the local stack (the Functions host, real Azurite). Slack:
@@ -17,7 +17,8 @@ import { testCertificate } from "../support/test-certificate.js";
  * the envelope). Teams (`POST /api/messages`, one stack for both): the route is registered,
  * verifies real Bot Service tokens from a local issuer inside the host, and refuses in the
  * envelope; a message is answered through the Agents SDK to a local Bot Connector, its app token
- * from a local Entra over HTTPS that `SVC_PLATFORM_A_AUTHORITY_HOST` names.
+ * from the stack's own Entra stand-in over HTTPS (`SVC_PLATFORM_A_AUTHORITY_HOST` and its CA file,
+ * both set by the stack).
  */
 
 const SECRET = "local-signing-secret-0123456789";
@@ -35,22 +36,35 @@ const WEBHOOK_SECRET = `whsec_${Buffer.from("route-test-webhook-secret-0123456")
 
 let stack: TestStack;
 let slackApi: Awaited<ReturnType<typeof startPlatformBFake>>;
-let entra: Awaited<ReturnType<typeof startEntraFake>>;
 let connector: Awaited<ReturnType<typeof startBotConnectorFake>>;
 const TEAMS_CLIENT_SECRET = "local-bot-client-secret";
 
+/**
+ * Bot Connector accepts only the bot's app token from the stack's own Entra stand-in: RS256 with
+ * the key it publishes for the bot's tenant, Entra's v1 issuer, audience Bot Connector, the bot's app id.
+ */
+async function stackAppToken(token: string): Promise<void> {
+  const base = stack.info.bot_service_url;
+  if (!base) throw new Error("the stack runs no Bot Service issuer");
+  const ca = readFileSync(path.join(stack.dataDir, "bot-service", "issuer.crt"), "utf8");
+  const keys = (await getHttpsJson(`${base}/${TENANT}/discovery/v2.0/keys`, { ca })) as { keys: JWK[] };
+  const { payload } = await jwtVerify(token, createLocalJWKSet({ keys: keys.keys }), {
+    algorithms: ["RS256"],
+    issuer: `https://sts.windows.net/${TENANT}/`,
+    audience: "https://api.botframework.com",
+  });
+  if (payload.appid !== BOT_APP_ID) throw new Error("not the bot's token");
+  entraIssued.push(String(payload.aud));
+}
+const entraIssued: string[] = [];
+
 beforeAll(async () => {
   slackApi = await startPlatformBFake(TOKEN);
-  // Entra for the reply's app token, over HTTPS with a test certificate the host trusts (an MSAL
-  // authority is HTTPS only). The Bot Service tokens come from the stack's own issuer (npm start).
-  const tls = testCertificate();
-  entra = await startEntraFake({ tenantId: TENANT, clientId: BOT_APP_ID, clientSecret: TEAMS_CLIENT_SECRET, tls });
-  connector = await startBotConnectorFake((t) => entra.verify(t, "https://api.botframework.com"));
-  const caFile = path.join(mkdtempSync(path.join(tmpdir(), "bp-teams-ca-")), "ca.pem");
-  writeFileSync(caFile, tls.cert);
+  // The Bot Service tokens and the bot's app token for its replies both come from the stack's own
+  // Bot Service–shaped issuer (npm start; its Entra stand-in because the client secret is an env: reference).
+  connector = await startBotConnectorFake(stackAppToken);
   stack = await startStack({
     env: {
-      NODE_EXTRA_CA_CERTS: caFile,
       WEBHOOK_TEST_SECRET: WEBHOOK_SECRET,
       SVC_CHANNEL_WEBHOOKS_JSON: JSON.stringify({
         allow: { event_types: ["monitor.alert_fired"], agents: ["ops"] },
@@ -71,7 +85,6 @@ beforeAll(async () => {
       SVC_PLATFORM_A_TENANT_ID: TENANT,
       SVC_PLATFORM_A_CLIENT_SECRET_REF: "env:TEAMS_TEST_CLIENT_SECRET",
       TEAMS_TEST_CLIENT_SECRET: TEAMS_CLIENT_SECRET,
-      SVC_PLATFORM_A_AUTHORITY_HOST: entra.url,
       SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON: JSON.stringify({ [TEAMS_USER]: READER }),
       // Bound senders as before; an unbound one is challenged (pairing) instead of refused.
       SVC_PLATFORM_A_SENDER_ACCESS: "pairing",
@@ -96,7 +109,6 @@ afterAll(async () => {
   stack?.cleanup();
   await slackApi?.close();
   await connector?.close();
-  await entra?.close();
 });
 
 function post(path: string, body: string, contentType: string, headers: Record<string, string> = {}) {
@@ -251,9 +263,8 @@ describe("Teams reply on the full local stack (issue 26: SVC_PLATFORM_A_AUTHORIT
       async () => connector.requests.find((r) => r.path === `/v3/conversations/a:1personal-reply/activities/${id}`),
       60_000,
     );
-    // Bot Connector accepted the bearer only as the Entra fake's app token for Bot Connector.
-    expect(entra.issued).toContain("https://api.botframework.com/.default");
-    expect(entra.requests.some((r) => r.path === `/${TENANT}/v2.0/.well-known/openid-configuration`)).toBe(true);
+    // Bot Connector accepted the bearer only as the stack's Entra stand-in's app token for Bot Connector.
+    expect(entraIssued).toContain("https://api.botframework.com");
     const activity = JSON.parse(reply.body) as Record<string, unknown>;
     expect(activity).toMatchObject({ type: "message", replyToId: id, from: { id: `28:${BOT_APP_ID}` } });
     expect(String(activity.text).replace(/\\(.)/g, "$1")).toContain("explore_catalog: ok");

@@ -481,10 +481,11 @@ describe("/svc drafts as draft pull requests on a configured Git host (@octokit/
   afterAll(async () => {
     await git.close();
   });
-  const publisher = (apiUrl = `${git.url}/api/v3`) =>
+  const publisher = (apiUrl = `${git.url}/api/v3`, timeoutMs?: number) =>
     createGitDraftPublisher({
       settings: { apiUrl, owner: git.owner, repo: git.repo, tokenRef: "env:GIT_TOKEN", baseBranch: "main" },
       token: async () => GIT_TOKEN,
+      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
     });
   const command = (slack: ReturnType<typeof world>["slack"], user: string, text: string) =>
     slack.handle("commands", signed(commandForm(user, text), "application/x-www-form-urlencoded"));
@@ -563,7 +564,7 @@ describe("/svc drafts as draft pull requests on a configured Git host (@octokit/
     expect(await w.h.killSwitch.isOn()).toBe(false);
   });
 
-  it("a Git host failure (an error answer, no answer) keeps the draft record and tells the user; the host's message is not echoed", async () => {
+  it("a Git host failure (an error answer, no host, no answer) keeps the draft record and tells the user; the host's message is not echoed", async () => {
     const w = world({}, { git: publisher() });
     const from = slackApi.requests.length;
     // The base ref, the branch and the file succeed; the pull request is refused with a message naming the token.
@@ -580,6 +581,13 @@ describe("/svc drafts as draft pull requests on a configured Git host (@octokit/
     expect(failed?.git_failure).toBe("http_502");
     expect(failed?.pull_request).toBeUndefined();
     expect((await down.svc.drafts("override"))[0]?.git_failure).toBe("unreachable");
+    // A host that never answers the pull request: the exchange's time limit (shortened here) ends it.
+    const slow = world({}, { git: publisher(undefined, 300) });
+    git.script.push("ok", "ok", "ok", "hang");
+    expect(await command(slow.slack, "UCONTRIB", "override draft rule=R-JOB-001 mode=enforce")).toEqual({
+      status: 200,
+    });
+    expect((await slow.svc.drafts("override"))[0]?.git_failure).toBe("timeout");
     const replies = postsSince(from).map((p) => JSON.stringify(p.blocks));
     expect(replies[0]).toContain("could not open its draft pull request (http_502); the draft is kept as a record");
     expect(replies[1]).toContain("(unreachable)");

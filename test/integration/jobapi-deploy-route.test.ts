@@ -3,6 +3,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LOCAL_ARM_WORLD } from "../../local/arm/stack-arm.js";
+import { DEMO_DB, demoQueries } from "../support/jobapi-client.js";
 import { eventually, mintToken, startStack, type TestStack } from "../support/local-stack.js";
 
 const run = promisify(execFile);
@@ -59,7 +60,6 @@ beforeAll(async () => {
   stack = await startStack({
     env: {
       BLASTPLANE_EXECUTOR: "kubernetes",
-      BLASTPLANE_SKIP_DEMO_DB: "1",
       BLASTPLANE_KUBE_NODES: "1",
       JOBAPI_WORKLOAD_IDENTITY_CLIENT_ID: "22222222-2222-4222-8222-222222222222",
       JOBAPI_APP_SUBNET_CIDR: "10.1.0.0/24",
@@ -241,5 +241,43 @@ describe("npm start's local Resource Manager: choices, then provisioning onto th
       ((await deployed.json()) as { operation: { operation_id: string } }).operation.operation_id,
     );
     expect(JSON.stringify(deploy)).not.toMatch(/ImagePullBackOff|ErrImagePull/);
+  });
+
+  it("B-026 once deployed, a search submitted through the dashboard is served by the deployed job API (through the cluster's Service), not the one JOBAPI_URL names", async () => {
+    // The deployed job API available (its rollout may outlast the operation's 10 s on a busy machine).
+    await kubectl("rollout", "status", "deploy/blastplane-jobapi", "--timeout=150s");
+    const submitted = await fetch(`${stack.info.functions_url}/api/blast/jobs`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${contributor}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ program: "blastn", db: DEMO_DB, query_fasta: demoQueries(1) }),
+    });
+    expect(submitted.status).toBe(200);
+    const { job_id } = (await submitted.json()) as { job_id: string };
+    const job = await eventually(
+      async () => {
+        const res = await fetch(`${stack.info.functions_url}/api/blast/jobs/${job_id}`, {
+          headers: { Authorization: `Bearer ${contributor}` },
+        });
+        const body = (await res.json()) as { status: string; openapi_job_id: string | null };
+        return ["completed", "failed", "cancelled"].includes(body.status) ? body : undefined;
+      },
+      180_000,
+      1000,
+    );
+    expect(job.status).toBe("completed");
+    // The deployed pod's own log has the submit and the status polls of this job; the dashboard
+    // said which job API it chose.
+    const podLog = await kubectl("logs", "deploy/blastplane-jobapi", "-c", "jobapi");
+    const requests = podLog
+      .split("\n")
+      .filter((line) => line.includes('"msg":"request"'))
+      .map((line) => JSON.parse(line) as { method: string; path: string; status: number });
+    expect(requests).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ method: "POST", path: "/v1/jobs", status: 202 }),
+        expect.objectContaining({ method: "GET", path: `/v1/jobs/${job.openapi_job_id}/status`, status: 200 }),
+      ]),
+    );
+    expect(stack.output()).toMatch(/"msg":"job API selected".*"source":"deployed"/);
   });
 });

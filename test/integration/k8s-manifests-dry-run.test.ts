@@ -69,4 +69,30 @@ describe("infra/k8s/ against the local Kubernetes API (kubectl apply --dry-run=s
     );
     expect(annotations).not.toContain("last-applied-configuration");
   });
+
+  it("every object of terminal.yaml is accepted by the API server (its admission policy and binding too) and nothing is stored", async () => {
+    const { stdout } = await kubectl(
+      "apply",
+      "--dry-run=server",
+      "--validate=false",
+      "-f",
+      path.join(ROOT, "infra/k8s/terminal.yaml"),
+    );
+    expect(stdout.trim().split("\n")).toEqual([
+      "serviceaccount/blastplane-terminal created (server dry run)",
+      "secret/blastplane-terminal-token created (server dry run)",
+      "role.rbac.authorization.k8s.io/blastplane-terminal created (server dry run)",
+      "rolebinding.rbac.authorization.k8s.io/blastplane-terminal created (server dry run)",
+      "validatingadmissionpolicy.admissionregistration.k8s.io/blastplane-terminal-exec created (server dry run)",
+      "validatingadmissionpolicybinding.admissionregistration.k8s.io/blastplane-terminal-exec created (server dry run)",
+    ]);
+    const { stdout: after } = await kubectl(
+      "get",
+      "secrets,validatingadmissionpolicies,validatingadmissionpolicybindings",
+      "-A",
+      "-o",
+      "name",
+    );
+    expect(after.trim()).toBe("");
+  });
 });

@@ -16,6 +16,7 @@ import { promisify } from "node:util";
 import { AppsV1Api, CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { azureStandIns } from "../../local/kube/azure-stand-ins.js";
+import { kubeFetch, serviceProxyUrl } from "../../shared/cluster/deployed-job-api.js";
 import { BLAST_POOL, blastPoolNodes, type LocalCluster, startLocalCluster } from "../../local/kube/cluster.js";
 import {
   ApplyConflictError,
@@ -297,7 +298,24 @@ describe("server-side apply on the local Kubernetes API, and the job API's rollo
     expect(view.pods).toEqual([expect.objectContaining({ phase: "Running", ready: false })]);
   });
 
-  it("B-027 the job API's pod with the terminal's container runs both, each its own process: the terminal waits for its token Secret, restarts on its own, gets no Azure stand-ins and a port of its own; the pod is Ready 2/2 once both are", async () => {
+  it("B-027 the dashboard reaches a deployed job API through the API server's Service proxy: its Ready pod answers; with none Ready, 503 no endpoints", async () => {
+    // bp-one's job API (ready) and bp-unready's (its probe fails), from the tests above.
+    const through = (namespace: string) =>
+      kubeFetch(kc)(`${serviceProxyUrl(cluster.url, namespace)}/v1/ready`, { headers: { "X-SVC-API-Token": "t" } });
+    expect((await through("bp-one")).status).toBe(200);
+    // kubectl, the independent client, takes the same path.
+    await kubectl("bp-one", "get", "--raw", "/api/v1/namespaces/bp-one/services/blastplane-jobapi:http/proxy/v1/ready");
+    const none = await through("bp-unready");
+    expect(none.status).toBe(503);
+    expect(await none.json()).toMatchObject({
+      kind: "Status",
+      reason: "ServiceUnavailable",
+      message: 'no endpoints available for service "blastplane-jobapi"',
+    });
+    expect((await through("no-such-namespace")).status).toBe(404);
+  });
+
+  it("B-027 the job API's pod with the terminal's container runs both, each its own process: the deploy applies the terminal's account, token Secret and admission policy (without them the terminal waits), the terminal restarts on its own, gets no Azure stand-ins and a port of its own; the pod is Ready 2/2 once both are", async () => {
     const ns = "bp-term";
     const core = kc.makeApiClient(CoreV1Api);
     // A web app origin: the terminal's container is deployed with the job API's (infra/k8s/jobapi.yaml).
@@ -319,7 +337,27 @@ describe("server-side apply on the local Kubernetes API, and the job API's rollo
       { name: "VICTIM", value: victim },
     );
     jobApiEnv?.push({ name: "VICTIM", value: victim }, { name: "VICTIM_DIR", value: victimDir });
-    await applyManifests(kc, objects, { force: false });
+    // B-027 the deploy renders the terminal's objects (infra/k8s/terminal.yaml) with the container,
+    // in the workspace's namespace, before the Deployment: its account, that account's token Secret,
+    // Role, RoleBinding, and the admission policy (with its binding) keeping its exec to shard pods.
+    const deploymentAt = objects.findIndex((o) => o.kind === "Deployment");
+    expect(objects.map((o) => `${o.kind}/${o.metadata.name}`).slice(deploymentAt - 6, deploymentAt + 1)).toEqual([
+      "ServiceAccount/blastplane-terminal",
+      "Secret/blastplane-terminal-token",
+      "Role/blastplane-terminal",
+      "RoleBinding/blastplane-terminal",
+      "ValidatingAdmissionPolicy/blastplane-terminal-exec",
+      "ValidatingAdmissionPolicyBinding/blastplane-terminal-exec",
+      "Deployment/blastplane-jobapi",
+    ]);
+    // First as the deploy applied them before it applied the terminal's objects: the pod's container
+    // waits for a Secret nobody made (on AKS too: ContainerCreating until the rollout timed out).
+    const terminalObject = (o: (typeof objects)[number]) => o.metadata.name.startsWith("blastplane-terminal");
+    await applyManifests(
+      kc,
+      objects.filter((o) => !terminalObject(o)),
+      { force: false },
+    );
     const podName = async () => (await core.listNamespacedPod({ namespace: ns })).items[0]?.metadata?.name;
     const statusOf = async (container: string) => {
       const name = await podName();
@@ -337,15 +375,37 @@ describe("server-side apply on the local Kubernetes API, and the job API's rollo
     expect(waiting.status?.state?.waiting?.message).toContain('secret "blastplane-terminal-token" not found');
     expect(waiting.pod.status?.conditions?.find((c) => c.type === "Ready")).toMatchObject({ status: "False" });
     expect((await readRollout(kc, ns, "blastplane-jobapi")).state).toBe("progressing");
-    // An administrator applies the terminal's token Secret: the terminal starts, fails once, restarts by itself.
-    await core.createNamespacedSecret({
-      namespace: ns,
-      body: {
-        metadata: { name: "blastplane-terminal-token" },
-        type: "Opaque",
-        data: { token: Buffer.from("terminal-token").toString("base64") },
-      },
-    });
+    // The deploy as it is: everything rendered, server-side applied as blastplane. The token
+    // controller fills the account's token into the Secret; the terminal starts, fails once,
+    // restarts by itself.
+    await applyManifests(kc, objects, { force: false });
+    expect(
+      (await kubectl(ns, "get", "serviceaccount,secret,role,rolebinding", "-o", "name")).split("\n").filter(Boolean),
+    ).toEqual(
+      expect.arrayContaining([
+        "serviceaccount/blastplane-terminal",
+        "secret/blastplane-terminal-token",
+        "role.rbac.authorization.k8s.io/blastplane-terminal",
+        "rolebinding.rbac.authorization.k8s.io/blastplane-terminal",
+      ]),
+    );
+    const policy = JSON.parse(
+      await kubectl(ns, "get", "validatingadmissionpolicy", "blastplane-terminal-exec", "-o", "json"),
+    ) as { spec: { matchConditions: { expression: string }[]; validations: { expression: string }[] } };
+    // The policy names the workspace's namespace, in its match and in its rule.
+    expect(policy.spec.matchConditions[0]?.expression).toContain(`system:serviceaccount:${ns}:blastplane-terminal`);
+    expect(policy.spec.validations[0]?.expression).toContain(`request.namespace == "${ns}"`);
+    expect(
+      await kubectl(ns, "get", "validatingadmissionpolicybinding", "blastplane-terminal-exec", "-o", "name"),
+    ).toContain("blastplane-terminal-exec");
+    const tokenSecret = await eventually(async () => {
+      const secret = await core.readNamespacedSecret({ name: "blastplane-terminal-token", namespace: ns });
+      return secret.data?.token ? secret : undefined;
+    }, SETTLE_MS);
+    expect(tokenSecret.type).toBe("kubernetes.io/service-account-token");
+    expect(tokenSecret.metadata?.managedFields?.find((m) => m.operation === "Apply")?.manager).toBe("blastplane");
+    expect(Buffer.from(tokenSecret.data?.namespace ?? "", "base64").toString()).toBe(ns);
+    const terminalToken = Buffer.from(tokenSecret.data?.token ?? "", "base64").toString();
     // Without a readiness probe the terminal counts as ready while its first start runs, so the pod
     // can be Ready for a moment before that start fails: wait for the restart, then for the rollout.
     const terminal = await eventually(async () => {
@@ -375,7 +435,7 @@ describe("server-side apply on the local Kubernetes API, and the job API's rollo
     // Its secret volume: the Secret's key, readable by the container, in a folder it cannot change,
     // made anew by the kubelet at each start (the previous one removed), below folders it cannot
     // change either; the symlinks it tried to plant were refused, and the host file is untouched.
-    expect(given.token).toBe("terminal-token");
+    expect(given.token).toBe(terminalToken);
     const firstTokenDir = /^first start fails (.*)$/m.exec(terminalLog)?.[1];
     expect(firstTokenDir).toBeTruthy();
     expect(given.tokenDir).not.toBe(firstTokenDir);
@@ -446,6 +506,11 @@ describe("server-side apply on the local Kubernetes API, and the job API's rollo
     // The pod's two listen ports are two ports of this machine.
     expect(given.port).not.toBe(jobApiGiven.port);
     await expect(kubectl(ns, "logs", name, "-c", "nosuch")).rejects.toThrow(/container nosuch is not valid/);
+    // A deploy again (the same values) leaves the token the controller filled in place.
+    await applyManifests(kc, objects, { force: false });
+    expect((await core.readNamespacedSecret({ name: "blastplane-terminal-token", namespace: ns })).data?.token).toBe(
+      tokenSecret.data?.token,
+    );
   });
 
   it("an apply that would change a field another manager set is a 409 naming the manager and the field, unless forced", async () => {

@@ -29,6 +29,8 @@ export interface StackInfo {
   /** With BLASTPLANE_LOCAL_ARM=1: the local Resource Manager. */
   arm_url?: string;
   kubeconfig?: string;
+  /** The Bot Service–shaped issuer (and the bot's Entra stand-in) of the Teams bot endpoint. */
+  bot_service_url?: string;
 }
 
 export interface TestStack {

@@ -65,6 +65,7 @@ describe("the local stack's stand-ins for what AKS gives a pod", () => {
     secretNames: [API_TOKEN_SECRET],
     identityDiscoveryUrl: DISCOVERY,
     kubeconfig: () => "apiVersion: v1\nkind: Config\n",
+    nodeCacheDir: "/var/cache/blastplane-nodes",
   });
 
   it("B-027 the job API rendered for Azure gets Azurite for its storage account, the token store for Key Vault, the local identity provider and a kubeconfig; nothing else changes", () => {
@@ -74,7 +75,10 @@ describe("the local stack's stand-ins for what AKS gives a pod", () => {
     expect(env).toMatchObject({
       JOBAPI_STORAGE_ACCOUNT_NAME: "blastplanedata",
       JOBAPI_KEY_VAULT_URL: "https://blastplane-kv.vault.azure.net/",
+      // Its shard and warm-up pods run the image it runs, pinned by the same digest.
+      JOBAPI_K8S_IMAGE: (container as { image: string }).image,
     });
+    expect(env.JOBAPI_K8S_IMAGE).toMatch(/\/blastplane-jobapi@sha256:[0-9a-f]{64}$/);
     const dir = path.join(root, "pod-1");
     const supplied = supplement({
       pod,
@@ -93,6 +97,8 @@ describe("the local stack's stand-ins for what AKS gives a pod", () => {
       JOBAPI_SECRETS_DIR: path.join(dir, "secrets"),
       JOBAPI_AUTH_DISCOVERY_URL: DISCOVERY,
       KUBECONFIG: path.join(dir, "kubeconfig"),
+      // The nodes' database cache (a hostPath its shard pods mount), as the stack's own job API has it.
+      JOBAPI_K8S_DB_CACHE_DIR: "/var/cache/blastplane-nodes",
     });
     // Only the API token is copied, not the store's other secrets.
     expect(readdirSync(path.join(dir, "secrets"))).toEqual([API_TOKEN_SECRET]);

@@ -203,7 +203,9 @@ describe("the job API manifests", () => {
   it("move every namespaced object and binding subject into the workspace's namespace", () => {
     const objects = renderJobApiManifests(values);
     expect(objects[0]).toMatchObject({ kind: "Namespace", metadata: { name: "team-a" } });
-    for (const o of objects.slice(1)) if (!o.kind.startsWith("Cluster")) expect(o.metadata.namespace).toBe("team-a");
+    // Cluster-scoped: the ClusterRole and its binding, the terminal's admission policy and its binding.
+    const clusterScoped = (kind: string) => kind.startsWith("Cluster") || kind.startsWith("ValidatingAdmissionPolicy");
+    for (const o of objects.slice(1)) if (!clusterScoped(o.kind)) expect(o.metadata.namespace).toBe("team-a");
     const binding = objects.find((o) => o.kind === "ClusterRoleBinding") as unknown as {
       subjects: { namespace: string }[];
     };

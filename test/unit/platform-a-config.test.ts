@@ -154,7 +154,7 @@ describe("chat platform A inbound settings (issue 26; spec §2.6, §7 item 8, §
       expect(inboundProblems({ ...ok, SVC_PLATFORM_A_AUTHORITY_HOST: bad })).toMatch(/SVC_PLATFORM_A_AUTHORITY_HOST/);
   });
 
-  it("SVC_PLATFORM_A_LOCAL_ANONYMOUS and SVC_PLATFORM_A_OPENID_CA_FILE (the Agents Playground, the local issuer's certificate) refuse to start outside the local profile, whether the channel is on or off; locally they load", () => {
+  it("SVC_PLATFORM_A_LOCAL_ANONYMOUS, SVC_PLATFORM_A_OPENID_CA_FILE and SVC_PLATFORM_A_AUTHORITY_CA_FILE (the Agents Playground, the local issuer's certificate) refuse to start outside the local profile, whether the channel is on or off; locally they load", () => {
     const ok = {
       ...base,
       SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON: bindings(1),
@@ -163,6 +163,7 @@ describe("chat platform A inbound settings (issue 26; spec §2.6, §7 item 8, §
     const local = {
       SVC_PLATFORM_A_LOCAL_ANONYMOUS: "true",
       SVC_PLATFORM_A_OPENID_CA_FILE: "/data/bot-service/issuer.crt",
+      SVC_PLATFORM_A_AUTHORITY_CA_FILE: "/data/bot-service/issuer.crt",
     };
     const refused = (env: Record<string, string>) => {
       try {
@@ -177,11 +178,13 @@ describe("chat platform A inbound settings (issue 26; spec §2.6, §7 item 8, §
       const problems = refused(env);
       expect(problems).toMatch(/SVC_PLATFORM_A_LOCAL_ANONYMOUS: token-less activities are for the local profile only/);
       expect(problems).toMatch(/SVC_PLATFORM_A_OPENID_CA_FILE: .* local profile only/);
+      expect(problems).toMatch(/SVC_PLATFORM_A_AUTHORITY_CA_FILE: .* local profile only/);
     }
     expect(refused({ SVC_PLATFORM_A_LOCAL_ANONYMOUS: "false" })).toBe("");
     expect(loadChannelConfig({ ...ok, ...local }, { local: true }).platformA?.inbound).toMatchObject({
       localAnonymous: true,
       openIdCaFile: "/data/bot-service/issuer.crt",
+      authorityCaFile: "/data/bot-service/issuer.crt",
     });
     expect(loadChannelConfig(ok, { local: true }).platformA?.inbound.localAnonymous).toBe(false);
   });

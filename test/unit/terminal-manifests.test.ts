@@ -8,6 +8,7 @@ import { Role, RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v
 import { Secret, ServiceAccount } from "kubernetes-models/v1";
 import { describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
+import { type JobApiValues, renderJobApiManifests } from "../../shared/cluster/job-api-manifests.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const load = (file: string) =>
@@ -98,5 +99,57 @@ describe("the terminal daemon's container in the job-API pod (infra/k8s/jobapi.y
     expect(names).toEqual(
       expect.arrayContaining(["JOBAPI_AUTH_CLIENT_ID", "JOBAPI_AUTH_TENANT_ID", "JOBAPI_TERMINAL_ALLOWED_ORIGINS"]),
     );
+  });
+});
+
+describe("the deploy renders the terminal's objects with its container (shared/cluster/job-api-manifests.ts)", () => {
+  const values: JobApiValues = {
+    namespace: "team-a",
+    registry: "blastplanecr.azurecr.io",
+    image_digest: `sha256:${"a".repeat(64)}`,
+    workload_identity_client_id: "22222222-2222-4222-8222-222222222222",
+    key_vault_url: "https://blastplane-kv.vault.azure.net/",
+    storage_account_name: "blastplanedata",
+    app_subnet_cidr: "10.1.0.0/24",
+    auth_client_id: "00000000-0000-4000-8000-000000000001",
+    auth_tenant_id: "00000000-0000-4000-8000-000000000000",
+    web_app_origin: "https://console.example",
+  };
+  const named = (objects: { kind: string; metadata: { name: string; namespace?: string } }[]) =>
+    objects.map((o) => `${o.kind}/${o.metadata.name}${o.metadata.namespace ? `@${o.metadata.namespace}` : ""}`);
+
+  it("B-027 puts every object of terminal.yaml, in the workspace's namespace, before the Deployment that mounts its token Secret", () => {
+    const objects = renderJobApiManifests(values);
+    const at = objects.findIndex((o) => o.kind === "Deployment");
+    expect(named(objects.slice(at - terminal.length, at))).toEqual([
+      "ServiceAccount/blastplane-terminal@team-a",
+      "Secret/blastplane-terminal-token@team-a",
+      "Role/blastplane-terminal@team-a",
+      "RoleBinding/blastplane-terminal@team-a",
+      "ValidatingAdmissionPolicy/blastplane-terminal-exec",
+      "ValidatingAdmissionPolicyBinding/blastplane-terminal-exec",
+    ]);
+    const byName = (kind: string) => objects.find((o) => o.kind === kind && o.metadata.name.includes("terminal"));
+    expect(byName("RoleBinding")?.subjects).toEqual([
+      { kind: "ServiceAccount", name: "blastplane-terminal", namespace: "team-a" },
+    ]);
+    const policy = byName("ValidatingAdmissionPolicy")?.spec as {
+      matchConditions: { expression: string }[];
+      validations: { expression: string }[];
+    };
+    expect(policy.matchConditions[0]?.expression).toBe(
+      'request.userInfo.username == "system:serviceaccount:team-a:blastplane-terminal"',
+    );
+    expect(policy.validations[0]?.expression).toBe(
+      'request.namespace == "team-a" && request.name.startsWith("bp-") && request.subResource != "portforward"',
+    );
+    // Nothing else of the file changed on the way (the blastplane namespace, as written, renders as it is).
+    const asWritten = renderJobApiManifests({ ...values, namespace: "blastplane" });
+    expect(asWritten.slice(at - terminal.length, at)).toEqual(terminal);
+  });
+
+  it("renders none of them when the terminal's container does not run (no web app origin)", () => {
+    const objects = renderJobApiManifests({ ...values, web_app_origin: "" });
+    expect(named(objects).filter((n) => n.includes("blastplane-terminal"))).toEqual([]);
   });
 });

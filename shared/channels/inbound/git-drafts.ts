@@ -78,7 +78,10 @@ export function proposalCommitMessage(draft: DraftProposal): string {
 function reasonOf(error: unknown): string {
   const status = (error as { status?: unknown }).status;
   const name = (error as { name?: unknown }).name;
-  if (name === "AbortError" || name === "TimeoutError") return "timeout";
+  // @octokit/request keeps fetch's own error as the cause (a DOMException `TimeoutError` for AbortSignal.timeout).
+  const cause = (error as { cause?: { name?: unknown } }).cause?.name;
+  if (name === "AbortError" || name === "TimeoutError" || cause === "TimeoutError" || cause === "AbortError")
+    return "timeout";
   // @octokit/request reports a transport failure (refused connection, refused redirect) as status 500.
   if (typeof status === "number" && status !== 500) return `http_${status}`;
   if (typeof status === "number" && (error as { response?: unknown }).response !== undefined) return "http_500";
@@ -91,7 +94,12 @@ const quiet = { debug() {}, info() {}, warn() {}, error() {} };
  * Builds the publisher: `publish(draft)` opens the draft pull request and answers what happened;
  * it never throws (a Git host failure leaves the draft record and the user is told).
  */
-export function createGitDraftPublisher(options: { settings: GitHostSettings; token: () => Promise<string> }) {
+export function createGitDraftPublisher(options: {
+  settings: GitHostSettings;
+  token: () => Promise<string>;
+  /** The whole exchange's limit (default {@link GIT_HOST_TIMEOUT_MS}). */
+  timeoutMs?: number;
+}) {
   const { settings } = options;
   let client: Promise<Octokit> | undefined;
   const clientOf = () => {
@@ -117,7 +125,7 @@ export function createGitDraftPublisher(options: { settings: GitHostSettings; to
     const { branch, path } = proposalLocation(draft);
     const owner = settings.owner;
     const repo = settings.repo;
-    const signal = AbortSignal.timeout(GIT_HOST_TIMEOUT_MS);
+    const signal = AbortSignal.timeout(options.timeoutMs ?? GIT_HOST_TIMEOUT_MS);
     try {
       const octokit = await clientOf();
       const base = await octokit.rest.git.getRef({

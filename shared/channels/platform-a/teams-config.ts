@@ -62,6 +62,12 @@ export const teamsInboundSettingsSchema = z.object({
    */
   SVC_PLATFORM_A_OPENID_CA_FILE: z.string().trim().min(1).max(1024).optional(),
   /**
+   * The local profile only: a PEM file of the certificate authority the replies' app token is
+   * requested with from `SVC_PLATFORM_A_AUTHORITY_HOST` (`npm start` sets both for its own Entra
+   * stand-in).
+   */
+  SVC_PLATFORM_A_AUTHORITY_CA_FILE: z.string().trim().min(1).max(1024).optional(),
+  /**
    * The local profile only: `POST /api/messages` also accepts an activity without a Bot Service
    * token when the caller is this machine (loopback address and Host) and the activity's
    * `serviceUrl` is a loopback Bot Connector — the Microsoft 365 Agents Playground, which cannot
@@ -102,6 +108,8 @@ export interface TeamsInboundConfig {
   readonly ssoConnectionName?: string | undefined;
   /** The local profile: the CA file the Bot Service key set is fetched with. */
   readonly openIdCaFile?: string | undefined;
+  /** The local profile: the CA file the replies' app token is requested with. */
+  readonly authorityCaFile?: string | undefined;
   /** The local profile: token-less activities from this machine to a loopback Bot Connector (the Agents Playground). */
   readonly localAnonymous?: boolean;
 }
@@ -178,6 +186,10 @@ export function loadTeamsInboundConfig(env: Env, options: { local?: boolean } = 
       problems.push(
         "SVC_PLATFORM_A_OPENID_CA_FILE: a private certificate authority for the Bot Service key set is for the local profile only",
       );
+    if (c.SVC_PLATFORM_A_AUTHORITY_CA_FILE)
+      problems.push(
+        "SVC_PLATFORM_A_AUTHORITY_CA_FILE: a private certificate authority for the bot's app token is for the local profile only",
+      );
     if (problems.length > 0) throw new ConfigError(problems);
   }
   if (!c.SVC_PLATFORM_A_CHANNEL_ENABLED) return undefined;
@@ -215,6 +227,7 @@ export function loadTeamsInboundConfig(env: Env, options: { local?: boolean } = 
     senderAccess: c.SVC_PLATFORM_A_SENDER_ACCESS,
     ssoConnectionName: c.SVC_PLATFORM_A_SSO_CONNECTION_NAME,
     openIdCaFile: c.SVC_PLATFORM_A_OPENID_CA_FILE,
+    authorityCaFile: c.SVC_PLATFORM_A_AUTHORITY_CA_FILE,
     localAnonymous: c.SVC_PLATFORM_A_LOCAL_ANONYMOUS,
   };
 }

@@ -137,6 +137,8 @@ export function createTeamsReplier(options: {
    * that host and no instance discovery, through the SDK's `Connections` interface.
    */
   authorityHost?: string;
+  /** A certificate authority (PEM) the authority host is trusted with (the local stack's Entra stand-in). */
+  authorityCa?: string;
   /**
    * `SVC_PLATFORM_A_LOCAL_ANONYMOUS` (local profile): a token-less local activity's reply
    * (`reply_context.anonymous`) goes to its loopback Bot Connector — the Agents Playground's, which
@@ -180,6 +182,7 @@ export function createTeamsReplier(options: {
             authorityHost: options.authorityHost,
             // The host is the configured one, not one Entra's instance discovery must vouch for.
             disableInstanceDiscovery: true,
+            ...(options.authorityCa ? { tlsOptions: { ca: options.authorityCa } } : {}),
           });
           a.connectionManager = credentialConnections(credential, settings);
         }
