@@ -444,7 +444,9 @@ export class JobDispatcher implements RunContext {
         path.join(dir, "out", `${only.id}.xml`),
         signal,
         storingProgress,
+        timings,
       );
+      timings.published_ms = ms(blastedAt);
       await storingProgress.settle();
       await this.advance(jobId, signal, (j) =>
         touch({

@@ -99,6 +99,10 @@ export class JobService {
   private queuedSnapshot: { jobs: Map<string, JobRecord>; at: number } | undefined;
   /** Jobs that left the queue while the queue is being listed (the listing may still have them as queued). */
   private leftDuringListing: Set<string> | undefined;
+  /** The queue listing for positions that callers are joining (not started yet); see {@link queueOrder}. */
+  private nextQueueOrder: Promise<Map<string, number>> | undefined;
+  /** The queue listing for positions running now (settled when none runs). */
+  private queueOrderRunning: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly o: JobServiceOptions) {
     // A job dispatched, cancelled or deleted by this process is no longer waiting: a submit's
@@ -310,11 +314,29 @@ export class JobService {
   /** 1-based position among queued jobs in dispatch order; null once the job left the queue. */
   async queuePosition(job: JobRecord): Promise<number | null> {
     if (job.status !== "queued") return null;
-    const queued: JobRecord[] = [];
-    for await (const j of this.o.jobs.list(["queued"])) queued.push(j);
-    queued.sort(compareForDispatch);
-    const i = queued.findIndex((j) => j.job_id === job.job_id);
-    return i < 0 ? 1 : i + 1;
+    return (await this.queueOrder()).get(job.job_id) ?? 1;
+  }
+
+  /**
+   * The queued jobs' 1-based positions in dispatch order, from one listing shared by every caller
+   * that asked before it started (a page of 100 queued jobs, or hundreds of long polls rechecking
+   * at once, read the queue once instead of once each: each read parses every queued record on the
+   * event loop). At most one listing runs at a time; a caller that asks while one runs waits for
+   * the next, since a listing started before the call may predate the caller's own job.
+   */
+  private queueOrder(): Promise<Map<string, number>> {
+    if (this.nextQueueOrder) return this.nextQueueOrder;
+    const next = this.queueOrderRunning.then(async () => {
+      // Started now: later callers wait for the listing after this one.
+      this.nextQueueOrder = undefined;
+      const queued: JobRecord[] = [];
+      for await (const j of this.o.jobs.list(["queued"])) queued.push(j);
+      queued.sort(compareForDispatch);
+      return new Map(queued.map((j, i) => [j.job_id, i + 1]));
+    });
+    this.nextQueueOrder = next;
+    this.queueOrderRunning = next.catch(() => {});
+    return next;
   }
 
   /**

@@ -219,7 +219,8 @@ export async function mergeAndPublish(
  * so the body is gzipped once and stored twice, under BLAST's header as the shard output and under
  * the merged header as `merged_results.out.gz` (each header its own gzip member). The output is
  * still read through the BLAST XML reader meanwhile, so a truncated or malformed one fails the job
- * as the merge would.
+ * as the merge would. `steps` receives when (ms from the call) the output proved valid, the
+ * compression ended and each store was acknowledged: the "job completed" log line shows them.
  */
 export async function publishSingleShard(
   ctx: RunContext,
@@ -228,8 +229,13 @@ export async function publishSingleShard(
   xml: string,
   signal: AbortSignal,
   storing?: StoringReporter,
+  steps: Record<string, number> = {},
 ): Promise<MergedResult & { shardBytes: number }> {
   ctx.ensureDispatching(signal);
+  const began = performance.now();
+  const mark = (name: string) => {
+    steps[name] = Math.round(performance.now() - began);
+  };
   const events = readIterations(xml);
   let header: string;
   try {
@@ -246,6 +252,7 @@ export async function publishSingleShard(
   signal.addEventListener("abort", onAbort, { once: true });
   const validated = (async () => {
     for await (const _ of events) stop.signal.throwIfAborted();
+    mark("validated_ms");
   })();
   validated.catch((error: unknown) => stop.abort(error));
   const mergedHeader = namedDatabaseHeader(header, job.db_name);
@@ -280,6 +287,7 @@ export async function publishSingleShard(
       for await (const member of members as AsyncIterable<Buffer>)
         await writeEach([shardCopy, mergedCopy], member, stop.signal);
       // Neither blob is committed before the document proved valid (an upload commits at its end).
+      mark("gzipped_ms");
       await validated;
       shardCopy.end();
       mergedCopy.end();
@@ -293,14 +301,27 @@ export async function publishSingleShard(
     ctx.o.artifacts.uploadStream(job.job_id, shardArtifact(shard.id), shardCopy, { signal: stop.signal }),
     ctx.o.artifacts.uploadStream(job.job_id, MERGED_ARTIFACT, mergedCopy, { signal: stop.signal }),
   ];
-  const [read, compressed, ...stored] = await Promise.allSettled([validated, body, ...uploads]);
+  // When each store was acknowledged, for the "job completed" log line (where the time after BLAST goes).
+  for (const [i, upload] of uploads.entries())
+    upload.then(
+      () => mark(i === 0 ? "shard_stored_ms" : "merged_stored_ms"),
+      () => {},
+    );
+  // The index is complete once the body is compressed (its member table too): stored while the two
+  // uploads are, not after them (one round trip and one storage commit fewer on the job's path).
+  const indexed = body.then(
+    () => publishIndex(ctx, job, indexer, table.members, signal).then(() => mark("index_stored_ms")),
+    () => undefined,
+  );
+  const [read, compressed, index, ...stored] = await Promise.allSettled([validated, body, indexed, ...uploads]);
   signal.removeEventListener("abort", onAbort);
   if (signal.aborted) throw signal.reason;
   if (read.status === "rejected") throw ctx.failures.invalidOutput(job.job_id, read.reason);
   const failed = [compressed, ...stored].find((o): o is PromiseRejectedResult => o.status === "rejected");
   if (failed) throw ctx.failures.storageFailure(job.job_id, "the merged result", failed.reason);
+  // Only an abort fails the index's store (handled above); anything else was logged there.
+  if (index.status === "rejected") throw index.reason;
   const [shardBytes, mergedBytes] = stored.map((o) => (o as PromiseFulfilledResult<number>).value) as [number, number];
-  await publishIndex(ctx, job, indexer, table.members, signal);
   return { shardBytes, mergedBytes, xmlBytes: mergedHeader.length + blastBytes - header.length };
 }
 

@@ -147,3 +147,46 @@ describe("queue_position at submit", () => {
     }
   });
 });
+
+describe("queue_position in status reads", () => {
+  it("B-074 status reads at once share one queue listing, each position exact, and a job queued while a listing runs is counted", async () => {
+    const { jobs, dispatcher, service } = await jobApiParts();
+    try {
+      // Nothing is dispatched here: every job stays queued. Submits reuse the first one's listing.
+      vi.spyOn(Date, "now").mockReturnValue(Date.now());
+      const a = await service.submit(search(7));
+      const b = await service.submit(search(8));
+      // The first queue listing from here on is held until released; each listing is counted.
+      const list = jobs.list.bind(jobs);
+      let listings = 0;
+      let release: () => void = () => {};
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      let markListing: () => void = () => {};
+      const listing = new Promise<void>((resolve) => {
+        markListing = resolve;
+      });
+      vi.spyOn(jobs, "list").mockImplementation(async function* (statuses) {
+        listings++;
+        if (listings === 1) {
+          markListing();
+          await held;
+        }
+        yield* list(statuses);
+      });
+      const firstRead = service.queuePosition(a.job);
+      await listing;
+      // Queued while that listing runs: the listing may not hold it, so its reads wait for the next.
+      const c = await service.submit(search(9));
+      const reads = Promise.all([a, b, c].map((o) => service.queuePosition(o.job)));
+      release();
+      expect(await firstRead).toBe(1);
+      expect(await reads).toEqual([1, 2, 3]);
+      // One listing for the first read, one shared by the three reads made while it ran (was one each).
+      expect(listings).toBe(2);
+    } finally {
+      await dispatcher.stop();
+    }
+  });
+});
