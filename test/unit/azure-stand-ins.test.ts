@@ -10,6 +10,7 @@ import {
   renderJobApiManifests,
 } from "../../shared/cluster/job-api-manifests.js";
 import { API_TOKEN_SECRET } from "../../shared/secrets/api-tokens.js";
+import { sampleJobApiValues } from "../support/job-api-values.js";
 
 /*
  * The one place a job API deployed to the local cluster differs from one deployed to AKS: the
@@ -24,20 +25,7 @@ const DISCOVERY = "http://127.0.0.1:9/tenant/v2.0/.well-known/openid-configurati
 
 /** The job API's pod as rendered for AKS, and its container's literal env. */
 function renderedPod(): { pod: KubeObject; container: Record<string, unknown>; env: Record<string, string> } {
-  const deployment = deploymentOf(
-    renderJobApiManifests({
-      namespace: "blastplane",
-      registry: "blastplanecr.azurecr.io",
-      image_digest: `sha256:${"a".repeat(64)}`,
-      workload_identity_client_id: "22222222-2222-4222-8222-222222222222",
-      key_vault_url: "https://blastplane-kv.vault.azure.net/",
-      storage_account_name: "blastplanedata",
-      app_subnet_cidr: "10.1.0.0/24",
-      auth_client_id: "00000000-0000-4000-8000-000000000001",
-      auth_tenant_id: "00000000-0000-4000-8000-000000000000",
-      web_app_origin: "",
-    }),
-  );
+  const deployment = deploymentOf(renderJobApiManifests(sampleJobApiValues()));
   const template = (
     deployment.spec as { template: { metadata: KubeObject["metadata"]; spec: Record<string, unknown> } }
   ).template;

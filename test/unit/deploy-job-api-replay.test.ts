@@ -1,7 +1,8 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import type { DeployJobApiInput } from "../../shared/cluster/job-api-deploy-activities.js";
 import type { RolloutView } from "../../shared/cluster/job-api-deploy.js";
+import type { DeployJobApiInput } from "../../shared/cluster/job-api-deploy-activities.js";
 import { Orchestrations } from "../../shared/orchestrations/queue-labels.js";
+import { sampleJobApiValues } from "../support/job-api-values.js";
 import {
   ActionType,
   loadOrchestrations,
@@ -17,18 +18,7 @@ const MODULE = "functions/orchestrations/deploy-job-api.ts";
 const START = new Date("2026-01-05T10:00:00.000Z");
 const DIGEST = `sha256:${"a".repeat(64)}`;
 const INPUT: DeployJobApiInput = {
-  values: {
-    namespace: "blastplane",
-    registry: "blastplanecr.azurecr.io",
-    image_digest: DIGEST,
-    workload_identity_client_id: "22222222-2222-4222-8222-222222222222",
-    key_vault_url: "https://blastplane-kv.vault.azure.net/",
-    storage_account_name: "blastplanedata",
-    app_subnet_cidr: "10.1.0.0/24",
-    auth_client_id: "00000000-0000-4000-8000-000000000001",
-    auth_tenant_id: "00000000-0000-4000-8000-000000000000",
-    web_app_origin: "https://portal.example",
-  },
+  values: sampleJobApiValues({ image_digest: DIGEST, web_app_origin: "https://portal.example" }),
   force: false,
   rollout_timeout_seconds: 60,
   poll_seconds: 10,

@@ -8,7 +8,8 @@ import { Role, RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v
 import { Secret, ServiceAccount } from "kubernetes-models/v1";
 import { describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
-import { type JobApiValues, renderJobApiManifests } from "../../shared/cluster/job-api-manifests.js";
+import { renderJobApiManifests } from "../../shared/cluster/job-api-manifests.js";
+import { sampleJobApiValues } from "../support/job-api-values.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const load = (file: string) =>
@@ -103,18 +104,7 @@ describe("the terminal daemon's container in the job-API pod (infra/k8s/jobapi.y
 });
 
 describe("the deploy renders the terminal's objects with its container (shared/cluster/job-api-manifests.ts)", () => {
-  const values: JobApiValues = {
-    namespace: "team-a",
-    registry: "blastplanecr.azurecr.io",
-    image_digest: `sha256:${"a".repeat(64)}`,
-    workload_identity_client_id: "22222222-2222-4222-8222-222222222222",
-    key_vault_url: "https://blastplane-kv.vault.azure.net/",
-    storage_account_name: "blastplanedata",
-    app_subnet_cidr: "10.1.0.0/24",
-    auth_client_id: "00000000-0000-4000-8000-000000000001",
-    auth_tenant_id: "00000000-0000-4000-8000-000000000000",
-    web_app_origin: "https://console.example",
-  };
+  const values = sampleJobApiValues({ namespace: "team-a", web_app_origin: "https://console.example" });
   const named = (objects: { kind: string; metadata: { name: string; namespace?: string } }[]) =>
     objects.map((o) => `${o.kind}/${o.metadata.name}${o.metadata.namespace ? `@${o.metadata.namespace}` : ""}`);
 

@@ -39,6 +39,7 @@ export interface DraftProposal {
   kind: string;
   summary: string;
   params: Record<string, string>;
+  /** The proposal's trailer: names the invoker's object id (`Requested-by: <oid>`). */
   trailer: string;
   requested_by: string;
   created_at: string;

@@ -10,7 +10,7 @@ import type { RuleCatalog } from "../../ops/rules/rule-catalog.js";
 import { scanSecrets } from "../../ops/secret-scanner.js";
 import { isStatus } from "../../storage/table-text.js";
 import { type TableSource, tableOpener } from "../../storage/table-source.js";
-import type { DraftPullRequest, GitDraftPublisher } from "./git-drafts.js";
+import type { DraftProposal, DraftPullRequest, GitDraftPublisher } from "./git-drafts.js";
 import type { SvcHandler } from "./pipeline.js";
 import type { ChannelOutboundResponse } from "./types.js";
 
@@ -38,17 +38,9 @@ export const CHANNEL_DRAFTS_TABLE = "channeldrafts";
 
 export type DraftKind = "override" | "exemption" | "param_tune" | "kill_switch";
 
-/** A drafted change: a proposal record, never applied by the channel. */
-export interface Draft {
-  draft_id: string;
+/** A drafted change: a proposal record (the proposal file's fields), never applied by the channel. */
+export interface Draft extends DraftProposal {
   kind: DraftKind;
-  summary: string;
-  params: Record<string, string>;
-  /** The proposal's trailer: names the invoker's object id. */
-  trailer: string;
-  requested_by: string;
-  created_at: string;
-  approval_id?: string;
   /** The draft pull request on the configured Git host. */
   pull_request?: DraftPullRequest;
   /** Why the Git host did not open one (`http_<status>`, `unreachable`, `timeout`). */
