@@ -3,7 +3,7 @@ import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import path from "node:path";
 import { PassThrough, Transform } from "node:stream";
-import { pipeline } from "node:stream/promises";
+import { finished, pipeline } from "node:stream/promises";
 import { gzipSync } from "node:zlib";
 import type { BlastOptions } from "../../shared/blast/options.js";
 import {
@@ -104,8 +104,9 @@ function memberTable(): { members: [number, number][]; onMember: (c: number, u: 
 }
 
 /**
- * Stores the result index after the merged result. The index only speeds up reading: a failure
- * is logged and the job still completes (its result pages then say the index is missing).
+ * Stores the result index, once the merged result's compression has ended (beside its upload). The
+ * index only speeds up reading: a failure is logged and the job still completes (its result pages
+ * then say the index is missing).
  */
 async function publishIndex(
   ctx: RunContext,
@@ -176,10 +177,15 @@ export async function mergeAndPublish(
     },
   });
   // Cancelling the job (or stopping the job API) ends the upload, and with it the merge.
-  const uploaded = ctx.o.artifacts.uploadStream(job.job_id, MERGED_ARTIFACT, xml, {
-    through: createParallelGzip({ level: GZIP_LEVEL, onMember: table.onMember }),
-    signal,
-  });
+  const gzip = createParallelGzip({ level: GZIP_LEVEL, onMember: table.onMember });
+  const uploaded = ctx.o.artifacts.uploadStream(job.job_id, MERGED_ARTIFACT, xml, { through: gzip, signal });
+  // The index is complete once the last member is compressed: stored beside the merged result's
+  // upload, not after it (one round trip and one storage commit fewer on the job's path).
+  const indexed = finished(gzip).then(
+    () => publishIndex(ctx, job, indexer, table.members, signal),
+    () => undefined,
+  );
+  indexed.catch(() => {});
   // A failed upload must end the merge at once (its writer stops on the destroyed stream).
   uploaded.catch((error: unknown) => xml.destroy(error as Error));
   const options = job.blast_options as BlastOptions;
@@ -215,7 +221,8 @@ export async function mergeAndPublish(
     if (signal.aborted) throw signal.reason;
     throw ctx.failures.storageFailure(job.job_id, "the merged result", error);
   }
-  await publishIndex(ctx, job, indexer, table.members, signal);
+  // Only an abort fails the index's store; anything else was logged there.
+  await indexed;
   return { mergedBytes, xmlBytes };
 }
 
