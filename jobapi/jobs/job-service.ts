@@ -7,6 +7,7 @@ import { ConflictError, DependencyUnavailableError, NotFoundError, QueueFullErro
 import { requestFingerprint } from "../../shared/http/idempotency.js";
 import { longPoll } from "../../shared/http/long-poll.js";
 import {
+  fleetOf,
   type JobRecord,
   type JobStatus,
   newJobId,
@@ -35,7 +36,8 @@ export interface JobServiceOptions {
   jobs: JobStore;
   artifacts: ArtifactStore;
   catalog: DatabaseCatalog;
-  dispatcher: Pick<JobDispatcher, "submitted" | "cancel">;
+  /** Its `fleet` (when it has one) is stamped on each accepted job: only that fleet runs it. */
+  dispatcher: Pick<JobDispatcher, "submitted" | "cancel"> & Partial<Pick<JobDispatcher, "fleet">>;
   logger: Logger;
   blastVersion: () => Promise<string>;
   /** Jobs waiting as `queued` beyond which submits get 429. */
@@ -157,6 +159,7 @@ export class JobService {
             fingerprint: fp,
             query_count: records.length,
             query_letters: records.reduce((n, r) => n + r.sequence.length, 0),
+            ...(this.o.dispatcher.fleet === undefined ? {} : { fleet: this.o.dispatcher.fleet }),
           },
           admittedAt,
         ),
@@ -176,6 +179,7 @@ export class JobService {
         db: job.db_name,
         queries: job.query_count,
         source: s.source,
+        fleet: fleetOf(job),
       });
       // Its place among the jobs queued at admission: no second listing on the submit path.
       return { job, replayed: false, queuePosition: 1 + queued.filter((j) => compareForDispatch(j, job) < 0).length };

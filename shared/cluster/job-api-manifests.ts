@@ -82,7 +82,17 @@ const PLACEHOLDERS: Record<string, (v: JobApiValues) => string> = {
   TERMINAL_TLS_CERT_URI: (v) => v.terminal_tls_cert_uri ?? "",
   DB_CACHE_DIR: () => NODE_DB_CACHE_DIR,
   DB_CACHE_PARENT: () => NODE_DB_CACHE_PARENT,
+  DISPATCH_FLEET: (v) => deployedFleet(v.namespace),
 };
+
+/**
+ * The dispatch fleet of the job API deployed into `namespace` (`JOBAPI_DISPATCH_FLEET`): its jobs
+ * are dispatched by it alone, never by another job API sharing the storage account (`npm start`'s
+ * own, fleet `default`). Stable across redeploys, so a job queued before one runs after it.
+ */
+export function deployedFleet(namespace: string): string {
+  return `cluster-${namespace}`.slice(0, 63).replace(/-+$/, "");
+}
 
 /** The manifest's namespace as written; the workspace's namespace replaces it. */
 const MANIFEST_NAMESPACE = "blastplane";
