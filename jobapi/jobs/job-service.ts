@@ -7,6 +7,7 @@ import { ConflictError, DependencyUnavailableError, NotFoundError, QueueFullErro
 import { requestFingerprint } from "../../shared/http/idempotency.js";
 import { longPoll } from "../../shared/http/long-poll.js";
 import {
+  DEFAULT_FLEET,
   fleetOf,
   type JobRecord,
   type JobStatus,
@@ -159,7 +160,10 @@ export class JobService {
             fingerprint: fp,
             query_count: records.length,
             query_letters: records.reduce((n, r) => n + r.sequence.length, 0),
-            ...(this.o.dispatcher.fleet === undefined ? {} : { fleet: this.o.dispatcher.fleet }),
+            // The default fleet's jobs carry none, as every record stored before fleets.
+            ...(this.o.dispatcher.fleet === undefined || this.o.dispatcher.fleet === DEFAULT_FLEET
+              ? {}
+              : { fleet: this.o.dispatcher.fleet }),
           },
           admittedAt,
         ),

@@ -61,8 +61,8 @@ export interface JobRecord {
   storing?: StoringProgress | null;
   /**
    * The dispatch fleet of the job API that accepted it (`JOBAPI_DISPATCH_FLEET`): only that fleet's
-   * lease holder runs it, even when other job APIs share the storage account. A record stored
-   * before fleets existed has none and belongs to {@link DEFAULT_FLEET}.
+   * lease holder runs it, even when other job APIs share the storage account. The default fleet's
+   * records (and every record stored before fleets existed) have none: {@link DEFAULT_FLEET}.
    */
   fleet?: string;
 }
