@@ -182,11 +182,12 @@ export async function benchLoad({ tmp, log }) {
     };
     result.ratio_p99 =
       Math.round((result.ready_under_load.p99_ms / Math.max(0.1, result.ready_idle.p99_ms)) * 100) / 100;
+    // Accepted submits are not bounded by the queue limit: jobs complete during the burst and free
+    // their places, so the bound that matters is the most ever queued at once.
     result.pass =
       result.ready_under_load.p99_ms < TARGET_P99_MS &&
       result.ready_under_load.not_ready === 0 &&
       maxQueued <= MAX_QUEUED &&
-      result.accepted <= MAX_QUEUED + 1 &&
       result.other_answers.length === 0;
     log(
       `  ready p99 ${result.ready_under_load.p99_ms} ms under load (idle ${result.ready_idle.p99_ms} ms), max queued ${maxQueued}/${MAX_QUEUED}, ${result.accepted} accepted, ${result.refused_429} refused, foreign load ${foreignCores.toFixed(2)} cores`,

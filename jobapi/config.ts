@@ -55,7 +55,7 @@ export interface JobApiConfig {
   readonly bodyLimitBytes: number;
   /** How long the dispatch lease outlives its holder's last renewal (see DispatchLease). */
   readonly dispatchLeaseSeconds: number;
-  /** The jobs this job API runs: those a job API of its fleet accepted (docs/decisions/0025-dispatch-fleets.md). */
+  /** The jobs this job API runs: those a job API of its fleet accepted (docs/decisions/0026-dispatch-fleets.md). */
   readonly dispatchFleet: string;
   readonly logLevel: LogLevel;
   /** The browser terminal (decision 0020); off (503) without `auth`. */

@@ -26,7 +26,7 @@ export interface DispatcherOptions {
   lease?: Pick<DispatchLease, "start" | "stop" | "isHeld">;
   /**
    * This job API's dispatch fleet (`JOBAPI_DISPATCH_FLEET`, default `default`): it runs
-   * only the jobs a job API of its fleet accepted, and its lease is its fleet's (docs/decisions/0025-dispatch-fleets.md).
+   * only the jobs a job API of its fleet accepted, and its lease is its fleet's (docs/decisions/0026-dispatch-fleets.md).
    */
   fleet?: string;
   /** Jobs dispatched at once; more wait as `queued`. */

@@ -280,7 +280,7 @@ describe("npm start's local Resource Manager: choices, then provisioning onto th
       ]),
     );
     expect(stack.output()).toMatch(/"msg":"job API selected".*"source":"deployed"/);
-    // It also ran the search (decision 0025): accepted into its own fleet, dispatched and completed
+    // It also ran the search (decision 0026): accepted into its own fleet, dispatched and completed
     // by it (its shards as Jobs on the cluster), while the stack's own job API, on the same
     // Azurite, took no part in it.
     const logged = (text: string, msg: string) =>
