@@ -79,7 +79,7 @@ describe("job API warm-up routes", () => {
         const warmup = createKubernetesWarmup({
           kubeConfig,
           catalog: { get: async () => ({ manifest: { version: "2026-01-01-00-00-00" } }) as never },
-          logger: createLogger({ level: "fatal" }),
+          logger: createLogger({ level: "error" }),
           storage: { kind: "connection-string", connectionString: "UseDevelopmentStorage=true" },
           settings: {
             namespace: "blastplane",
