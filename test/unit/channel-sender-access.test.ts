@@ -152,7 +152,7 @@ describe("sender access and pairing (spec §5 item 8)", () => {
     const parties = 5;
     let armed = false;
     let arrived = 0;
-    let open = () => undefined as void;
+    let open: () => void = () => undefined;
     const gate = new Promise<void>((resolve) => {
       open = resolve;
     });
