@@ -119,7 +119,9 @@ export function buildInboundChannels(
       clientSecret: () => deps.resolve(a.clientSecretRef),
       ...(a.inbound.authorityHost ? { authorityHost: a.inbound.authorityHost } : {}),
       ...(deps.teamsAuthorityCa ? { authorityCa: deps.teamsAuthorityCa } : {}),
-      ...(a.inbound.localAnonymous && deps.local ? { localAnonymous: true } : {}),
+      ...(a.inbound.localAnonymous && deps.local
+        ? { localAnonymous: true, localAnonymousConnectorPort: a.inbound.localAnonymousConnectorPort }
+        : {}),
     });
     delivers.set("platform_a", teamsReplier);
     progresses.set("platform_a", teamsReplier.progress);

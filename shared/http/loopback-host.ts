@@ -8,9 +8,26 @@
 /** Host names (without port) that name this machine's loopback interface. */
 export const LOOPBACK_HOST_NAMES: ReadonlySet<string> = new Set(["127.0.0.1", "localhost", "::1", "[::1]"]);
 
+const LOOPBACK_V4 = /^127(\.\d{1,3}){3}$/;
+
+/** Whether a host name (a bind host, `URL.hostname`, a `Host` header's name) names this machine: `localhost`, 127.0.0.0/8, ::1. */
+export function isLoopbackHostname(name: string): boolean {
+  return LOOPBACK_HOST_NAMES.has(name.toLowerCase()) || LOOPBACK_V4.test(name);
+}
+
 /** Whether a listener bound to `bindHost` is reachable only from this machine (so Host is checked). */
 export function isLoopbackBind(bindHost: string): boolean {
-  return LOOPBACK_HOST_NAMES.has(bindHost) || /^127(\.\d{1,3}){3}$/.test(bindHost);
+  return isLoopbackHostname(bindHost);
+}
+
+/** Whether a peer address (as `clientAddress` gives it) is this machine's loopback: 127.0.0.0/8 (also IPv4-mapped, `::ffff:127.0.0.1`) or ::1. */
+export function isLoopbackAddress(address: string): boolean {
+  return LOOPBACK_V4.test(address.replace(/^::ffff:/i, "")) || address === "::1";
+}
+
+/** Whether a URL's host is loopback (`http://localhost:…`, `http://127.0.0.1:…`, `http://[::1]:…`). */
+export function isLoopbackUrl(url: URL): boolean {
+  return isLoopbackHostname(url.hostname);
 }
 
 /** The host name of a `Host` header value (`name:port`, `[v6]:port`), lower case; "" when absent or malformed. */
@@ -25,6 +42,5 @@ export function hostnameOf(hostHeader: string | undefined): string {
 
 /** Whether a request's `Host` header names loopback (`localhost`, `127.0.0.1`, `[::1]`, any port). */
 export function isLoopbackHostHeader(hostHeader: string | undefined): boolean {
-  const name = hostnameOf(hostHeader);
-  return LOOPBACK_HOST_NAMES.has(name) || /^127(\.\d{1,3}){3}$/.test(name);
+  return isLoopbackHostname(hostnameOf(hostHeader));
 }

@@ -5,6 +5,7 @@ import { gunzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
 import type { ShardExecutor, ShardSpec } from "../../jobapi/executors/executor.js";
 import { JobDispatcher } from "../../jobapi/jobs/dispatcher.js";
+import { statusView } from "../../jobapi/routes/job-views.js";
 import { mergeBlastXml } from "../../shared/blast/xml-merge.js";
 import { type JobRecord, newJobId } from "../../shared/jobs/model.js";
 import { createLogger } from "../../shared/logging/logger.js";
@@ -25,7 +26,11 @@ const TRUNCATED = () => {
   return file;
 };
 
-function setup(outputFor: (spec: ShardSpec) => string, partitions = 0) {
+function setup(
+  outputFor: (spec: ShardSpec) => string,
+  partitions = 0,
+  beforeOutput: (spec: ShardSpec) => Promise<void> = async () => {},
+) {
   const logged: string[] = [];
   const logger = createLogger({ level: "error", write: (line) => logged.push(line) });
   const prefix = `d${newJobId().slice(0, 6)}`;
@@ -37,6 +42,7 @@ function setup(outputFor: (spec: ShardSpec) => string, partitions = 0) {
     name: "fixture",
     oneNode: true,
     async run(spec) {
+      await beforeOutput(spec);
       copyFileSync(outputFor(spec), spec.outputPath);
     },
   };
@@ -77,6 +83,7 @@ function setup(outputFor: (spec: ShardSpec) => string, partitions = 0) {
     return Buffer.concat(chunks);
   };
   return {
+    jobs,
     artifacts,
     dispatcher,
     submit,
@@ -156,6 +163,74 @@ describe("dispatcher: publishing what BLAST wrote", () => {
       // The intact partition's output is kept (content=full serves it).
       expect(await t.artifacts.size(jobId, "shards/b0-p1.out.gz")).toBeGreaterThan(0);
     } finally {
+      await t.dispatcher.stop();
+    }
+  });
+
+  it("B-144 B-145 B-146 B-147 a sharded job goes queued → dispatching → submitting → running → completed, and its kubernetes.summary counts shards as they start and finish", async () => {
+    // Each shard's output is held until the test releases it, so every state is observed, never raced.
+    const started: string[] = [];
+    const release = new Map<string, () => void>();
+    const t = setup(
+      () => fixture.blastXml,
+      2,
+      (spec) =>
+        new Promise<void>((resolve) => {
+          started.push(spec.shardId);
+          release.set(spec.shardId, resolve);
+        }),
+    );
+    await t.init();
+    await t.dispatcher.start();
+    try {
+      const seen: { status: string; summary: ReturnType<typeof statusView>["kubernetes"]["summary"] }[] = [];
+      const record = (job: JobRecord | undefined) => {
+        if (!job) return;
+        const view = statusView(job, null);
+        const last = seen.at(-1);
+        if (last?.status !== view.status || JSON.stringify(last.summary) !== JSON.stringify(view.kubernetes.summary))
+          seen.push({ status: view.status, summary: view.kubernetes.summary });
+      };
+      const jobId = await submitDemoJob(
+        fixture,
+        { jobs: t.jobs, artifacts: t.artifacts },
+        demoDatabase(fixture, 2).entry,
+        "sharded",
+      );
+      record(await t.jobs.get(jobId));
+      const unsubscribe = t.jobs.onChange(jobId, record);
+      t.dispatcher.wake();
+
+      // Both shards are marked running when the job starts; the executor may run them one after
+      // the other (its slots), so each is released as it starts.
+      await eventually(async () => started.length >= 1 || undefined, 30_000, 20);
+      const summaryNow = async () => statusView((await t.jobs.get(jobId)) as JobRecord, null).kubernetes.summary;
+      expect((await t.jobs.get(jobId))?.status).toBe("running");
+      expect(await summaryNow()).toEqual({ total: 2, succeeded: 0, failed: 0, active: 2 });
+      release.get(started[0] ?? "")?.();
+      await eventually(
+        async () => ((await summaryNow()).succeeded === 1 && started.length === 2) || undefined,
+        30_000,
+        20,
+      );
+      expect(statusView((await t.jobs.get(jobId)) as JobRecord, null)).toMatchObject({
+        status: "running",
+        kubernetes: { summary: { total: 2, succeeded: 1, failed: 0, active: 1 } },
+      });
+      release.get(started[1] ?? "")?.();
+      const done = await t.finished(jobId);
+      unsubscribe();
+      expect(done.status).toBe("completed");
+
+      // The order of states as written, each once; and the counters' path through the run.
+      const statuses = seen.map((s) => s.status).filter((s, i, all) => s !== all[i - 1]);
+      expect(statuses).toEqual(["queued", "dispatching", "submitting", "running", "completed"]);
+      const counters = seen.filter((s) => s.status === "running" || s.status === "completed").map((s) => s.summary);
+      expect(counters[0]).toEqual({ total: 2, succeeded: 0, failed: 0, active: 2 });
+      expect(counters).toContainEqual({ total: 2, succeeded: 1, failed: 0, active: 1 });
+      expect(counters.at(-1)).toEqual({ total: 2, succeeded: 2, failed: 0, active: 0 });
+    } finally {
+      for (const free of release.values()) free();
       await t.dispatcher.stop();
     }
   });

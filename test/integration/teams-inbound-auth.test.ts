@@ -42,6 +42,9 @@ const PAIRING_APPROVER = {
 };
 /** A Teams user whose binding names its own identity: the one that decides A1 through SSO. */
 const SSO_USER = "cccccccc-3333-4333-8333-333333333333";
+/** A Teams user bound to an Owner: a token-less (Playground) activity must never act as it. */
+const OWNER_USER = "edededed-8888-4888-8888-888888888888";
+const OWNER_PRINCIPAL = "0a1b2c3d-0000-4000-8000-0000000000f6";
 
 let issuer: Awaited<ReturnType<typeof startBotServiceIssuer>>;
 let tls: { key: string; cert: string };
@@ -328,7 +331,8 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
       discoveryUrl?: string;
       pairing?: boolean;
       pendingLimit?: number;
-      anonymous?: boolean;
+      /** `SVC_PLATFORM_A_LOCAL_ANONYMOUS` with the Playground's connector port (and its one local user, TEAMS_USER). */
+      anonymous?: { port: number };
       progressStartAfterMs?: number;
     } = {},
   ) {
@@ -346,14 +350,22 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
           [TEAMS_USER.toUpperCase()]: PRINCIPAL,
           [GUEST_USER]: GUEST_PRINCIPAL,
           [SSO_USER]: SSO_USER,
+          [OWNER_USER]: OWNER_PRINCIPAL,
         }),
         SVC_CHANNEL_PRINCIPAL_ROLES_JSON: JSON.stringify({
           [PRINCIPAL]: { name: "Tess Teams", roles: ["Reader"] },
           [PAIRED_PRINCIPAL]: { name: "Pat Paired", roles: ["Reader"] },
+          [OWNER_PRINCIPAL]: { name: "Olga Owner", roles: ["Owner"] },
         }),
         ...(options.sso ? { SVC_PLATFORM_A_SSO_CONNECTION_NAME: "blastplane-sso" } : {}),
         ...(options.pairing ? { SVC_PLATFORM_A_SENDER_ACCESS: "pairing" } : {}),
-        ...(options.anonymous ? { SVC_PLATFORM_A_LOCAL_ANONYMOUS: "true" } : {}),
+        ...(options.anonymous
+          ? {
+              SVC_PLATFORM_A_LOCAL_ANONYMOUS: "true",
+              SVC_PLATFORM_A_LOCAL_ANONYMOUS_USER: TEAMS_USER,
+              SVC_PLATFORM_A_LOCAL_ANONYMOUS_CONNECTOR_PORT: String(options.anonymous.port),
+            }
+          : {}),
         ...(options.pendingLimit ? { SVC_CHANNEL_PAIRING_PENDING_LIMIT: String(options.pendingLimit) } : {}),
       },
       { local: true },
@@ -670,8 +682,10 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
     const fromPlayground = (overrides: Record<string, unknown> = {}) =>
       message({ serviceUrl: `${playground.url}/_connector`, text: "explore_catalog query=job.failed", ...overrides });
 
-    it("C-390 §5 item 7 a token-less activity from this machine to a loopback Bot Connector reaches the coordinator as the bound principal; its reply goes without an app token and its conversation is not kept", async () => {
-      const w = e2e({ anonymous: true });
+    const port = () => ({ port: Number(new URL(playground.url).port) });
+
+    it("C-390 §5 item 7 a token-less activity of the one local user (SVC_PLATFORM_A_LOCAL_ANONYMOUS_USER) from this machine to the Playground's connector reaches the coordinator as that user's bound principal; its reply goes without an app token and its conversation is not kept", async () => {
+      const w = e2e({ anonymous: port() });
       const a = fromPlayground();
       const res = await w.post(a, undefined, local);
       expect(res.status).toBe(200);
@@ -685,17 +699,58 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
       const calls = await w.h.audit.list({ action: "console.tool_call" });
       expect(calls.map((c) => c.actor.oid)).toEqual([PRINCIPAL]);
       expect(await w.conversations.get(PRINCIPAL)).toBeUndefined();
-      // The tenant and sender checks stay: an unbound sender or another tenant is refused.
-      const unbound = await w.post(
-        fromPlayground({ from: { id: "29:x", aadObjectId: "12345678-1234-4234-8234-123456789012" } }),
+      // The tenant check stays: the local user in another tenant is refused.
+      const foreign = await w.post(
+        fromPlayground({
+          conversation: {
+            id: "a:1personal",
+            conversationType: "personal",
+            tenantId: "12345678-1234-4234-8234-123456789012",
+          },
+          channelData: { tenant: { id: "12345678-1234-4234-8234-123456789012" } },
+        }),
         undefined,
         local,
       );
-      expect(unbound.status).toBe(403);
+      expect(foreign.status).toBe(403);
     });
 
-    it("C-390 C-391 the route refuses a token-less activity from another machine, with a non-loopback Host, or naming a Bot Connector elsewhere (401, nothing queued or answered); without the setting a token is always required", async () => {
-      const w = e2e({ anonymous: true });
+    it("C-390 C-391 C-395 a token-less activity cannot act as another principal: naming an Owner's bound Teams user, another bound user or an unbound user (also with pairing on, where it would get a challenge) is 401; nothing is queued, answered or run", async () => {
+      const w = e2e({ anonymous: port() });
+      const pairing = e2e({ anonymous: port(), pairing: true });
+      const before = playground.requests.length + connector.requests.length;
+      const cases: [string, ReturnType<typeof e2e>, Record<string, unknown>][] = [
+        ["an Owner's bound user", w, { id: "29:owner", aadObjectId: OWNER_USER }],
+        ["the Owner's user in another spelling", w, { id: "29:owner", aadObjectId: `{${OWNER_USER.toUpperCase()}}` }],
+        ["another bound user", w, { id: "29:sso", aadObjectId: SSO_USER }],
+        ["no object id", w, { id: "29:local-user" }],
+        ["an unbound user, pairing on", pairing, { id: "29:new", aadObjectId: "12345678-1234-4234-8234-123456789012" }],
+      ];
+      for (const [name, world, from] of cases) {
+        const a = fromPlayground({ from, text: "/svc kill-switch status" });
+        const res = await world.post(a, undefined, local);
+        expect(res.status, name).toBe(401);
+        expect(res.jsonBody, name).toEqual({ detail: expect.any(String), request_id: "req-e2e" });
+        expect(
+          await world.channels.queue.stateOf({ channel: "platform_a", turn_id: String(a.id) }),
+          name,
+        ).toBeUndefined();
+      }
+      expect(playground.requests.length + connector.requests.length).toBe(before);
+      expect(await w.h.audit.list({ action: "console.tool_call" })).toHaveLength(0);
+      // The same Owner-bound user with a real Bot Service token is accepted: only the token-less door is narrowed.
+      const signed = message({
+        from: { id: "29:owner", aadObjectId: OWNER_USER },
+        text: "explore_catalog query=job.failed",
+      });
+      expect((await w.post(signed, `Bearer ${await connectorToken()}`)).status).toBe(200);
+      expect((await w.h.audit.list({ action: "console.tool_call" })).map((c) => c.actor.oid)).toEqual([
+        OWNER_PRINCIPAL,
+      ]);
+    });
+
+    it("C-390 C-391 the route refuses a token-less activity from another machine, with a non-loopback Host, or naming a Bot Connector elsewhere — another host, or another loopback port than SVC_PLATFORM_A_LOCAL_ANONYMOUS_CONNECTOR_PORT (401, nothing queued or answered); without the setting a token is always required", async () => {
+      const w = e2e({ anonymous: port() });
       const before = playground.requests.length + connector.requests.length;
       const cases: [string, Record<string, unknown>, Record<string, string>][] = [
         ["remote caller", fromPlayground(), { ...local, "x-forwarded-for": "203.0.113.7" }],
@@ -703,6 +758,8 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
         ["no caller address", fromPlayground(), { host: "127.0.0.1:7071" }],
         ["DNS rebinding Host", fromPlayground(), { ...local, host: "evil.example:7071" }],
         ["foreign connector", fromPlayground({ serviceUrl: "https://smba.trafficmanager.net/amer/" }), local],
+        ["another loopback port", fromPlayground({ serviceUrl: `${connector.url}/` }), local],
+        ["the port's default", fromPlayground({ serviceUrl: "http://localhost/_connector" }), local],
       ];
       for (const [name, a, headers] of cases) {
         const res = await w.post(a, undefined, headers);

@@ -309,7 +309,8 @@ describe("parseQueryFasta: limits", () => {
     expect(msg).toContain(`'>${"x".repeat(60)}…'`);
   });
 
-  it("runs in linear time on large and adversarial inputs", () => {
+  // Their running time (linear) is measured in bench/parsers.ts, not here (no timing assertions in tests).
+  it("parses large and adversarial inputs", () => {
     const cases = [
       // 9 sequences of 1,000,000 letters in 60-letter lines (~9.2 MB).
       Array.from({ length: 9 }, (_, i) => `>s${i}\n${"ACGTN".repeat(200_000).replace(/(.{60})/g, "$1\n")}`).join("\n"),
@@ -319,11 +320,7 @@ describe("parseQueryFasta: limits", () => {
       `>a\n${" \n".repeat(2_000_000)}A`,
       `>a\n${"A  \t".repeat(900_000)}`,
     ];
-    for (const text of cases) {
-      const started = performance.now();
-      expect(nucl(text).length).toBeGreaterThan(0);
-      expect(performance.now() - started).toBeLessThan(3_000);
-    }
+    for (const text of cases) expect(nucl(text).length).toBeGreaterThan(0);
   });
 });
 

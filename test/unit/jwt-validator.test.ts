@@ -364,6 +364,30 @@ describe("createJwtValidator against the dev identity provider", () => {
   });
 });
 
+describe("B-192 B-193 the bearer token identifies the caller only", () => {
+  it("B-192 B-193 validation asks the identity provider only for discovery and signing keys (no token request, so no on-behalf-of exchange) and the caller keeps no part of the token", async () => {
+    const provider = await startDevIdentityProvider({ port: 0, clientId: CLIENT_ID, tenantId: TENANT_ID });
+    try {
+      const { fetchImpl, calls } = countingFetch();
+      const own = createJwtValidator({ discoveryUrl: provider.discoveryUrl, audience: provider.audience, fetchImpl });
+      const token = await provider.mint({ role: "Contributor", oid: "user-oid-9", name: "Grace Hopper" });
+      const caller = await own.validate(`Bearer ${token}`);
+      expect(caller.oid).toBe("user-oid-9");
+      expect(calls.map((url) => new URL(url).pathname)).toEqual([
+        new URL(provider.discoveryUrl).pathname,
+        keysPathOf(provider),
+      ]);
+      const tokenPath = `/${TENANT_ID}/oauth2/v2.0/token`;
+      expect(provider.requestCount(tokenPath)).toBe(0);
+      // What handlers receive holds none of the token's three parts, so none can be forwarded.
+      const held = JSON.stringify(caller);
+      for (const part of token.split(".")) expect(held).not.toContain(part);
+    } finally {
+      await provider.close();
+    }
+  });
+});
+
 describe("B-187 discovery and signing-key caching", () => {
   it("B-187 fetches discovery and keys once for many validations", async () => {
     const provider = await startDevIdentityProvider({ port: 0, clientId: CLIENT_ID, tenantId: TENANT_ID });

@@ -197,23 +197,21 @@ describe("parseNcrontab: months, month ends and years", () => {
     expect(next("0 0 0 1 1 *", "2026-06-01T00:00:00Z")).toBe("2027-01-01T00:00:00.000Z");
   });
 
-  it("finds 29 February in the next leap year quickly", () => {
-    const started = performance.now();
+  // The running time of these two (a small multiple of a daily schedule's) is measured in
+  // bench/parsers.ts, not here (no timing assertions in tests).
+  it("finds 29 February in the next leap year", () => {
     expect(next("0 0 0 29 2 *", "2025-01-01T00:00:00Z")).toBe("2028-02-29T00:00:00.000Z");
     expect(next("0 0 0 29 2 *", "2028-02-29T00:00:00Z")).toBe("2032-02-29T00:00:00.000Z");
     // 2100 is not a leap year, so the gap is eight years.
     expect(next("0 0 0 29 2 *", "2096-03-01T00:00:00Z")).toBe("2104-02-29T00:00:00.000Z");
-    expect(performance.now() - started).toBeLessThan(100);
   });
 
-  it("computes many consecutive occurrences efficiently", () => {
+  it("computes many consecutive occurrences", () => {
     const schedule = parseNcrontab("0 0 0 29 2 *");
-    const started = performance.now();
     let t = new Date("2000-01-01T00:00:00Z");
     for (let i = 0; i < 100; i++) t = schedule.next(t);
     // 2000–2400 hold 98 leap years (2100, 2200 and 2300 are not), so the 100th is 2408.
     expect(t.toISOString()).toBe("2408-02-29T00:00:00.000Z");
-    expect(performance.now() - started).toBeLessThan(500);
   });
 
   it("rejects an invalid date passed to next()", () => {

@@ -162,6 +162,8 @@ describe("chat platform A inbound settings (issue 26; spec §2.6, §7 item 8, §
     };
     const local = {
       SVC_PLATFORM_A_LOCAL_ANONYMOUS: "true",
+      SVC_PLATFORM_A_LOCAL_ANONYMOUS_USER: "aaaaaaaa-1111-4111-8111-111111111111",
+      SVC_PLATFORM_A_LOCAL_ANONYMOUS_CONNECTOR_PORT: "56151",
       SVC_PLATFORM_A_OPENID_CA_FILE: "/data/bot-service/issuer.crt",
       SVC_PLATFORM_A_AUTHORITY_CA_FILE: "/data/bot-service/issuer.crt",
     };
@@ -177,16 +179,53 @@ describe("chat platform A inbound settings (issue 26; spec §2.6, §7 item 8, §
     for (const env of [local, { ...ok, SVC_PLATFORM_A_CLIENT_SECRET_REF: "kv:s", ...local }]) {
       const problems = refused(env);
       expect(problems).toMatch(/SVC_PLATFORM_A_LOCAL_ANONYMOUS: token-less activities are for the local profile only/);
+      expect(problems).toMatch(/SVC_PLATFORM_A_LOCAL_ANONYMOUS_USER: .* local profile only/);
+      expect(problems).toMatch(/SVC_PLATFORM_A_LOCAL_ANONYMOUS_CONNECTOR_PORT: .* local profile only/);
       expect(problems).toMatch(/SVC_PLATFORM_A_OPENID_CA_FILE: .* local profile only/);
       expect(problems).toMatch(/SVC_PLATFORM_A_AUTHORITY_CA_FILE: .* local profile only/);
     }
     expect(refused({ SVC_PLATFORM_A_LOCAL_ANONYMOUS: "false" })).toBe("");
     expect(loadChannelConfig({ ...ok, ...local }, { local: true }).platformA?.inbound).toMatchObject({
       localAnonymous: true,
+      localAnonymousUser: "aaaaaaaa-1111-4111-8111-111111111111",
+      localAnonymousConnectorPort: 56151,
       openIdCaFile: "/data/bot-service/issuer.crt",
       authorityCaFile: "/data/bot-service/issuer.crt",
     });
     expect(loadChannelConfig(ok, { local: true }).platformA?.inbound.localAnonymous).toBe(false);
+  });
+
+  it("SVC_PLATFORM_A_LOCAL_ANONYMOUS acts as exactly one configured Teams user: without SVC_PLATFORM_A_LOCAL_ANONYMOUS_USER (a GUID) it refuses to start; the connector port defaults to the Playground's 56150", () => {
+    const ok = {
+      ...base,
+      SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON: bindings(1),
+      SVC_PLATFORM_A_CLIENT_SECRET_REF: "env:S",
+      SVC_PLATFORM_A_LOCAL_ANONYMOUS: "true",
+    };
+    const problems = (env: Record<string, string>) => {
+      try {
+        loadChannelConfig(env, { local: true });
+      } catch (error) {
+        if (error instanceof ConfigError) return error.problems.join("\n");
+        throw error;
+      }
+      return "";
+    };
+    expect(problems(ok)).toMatch(/SVC_PLATFORM_A_LOCAL_ANONYMOUS_USER: .* is required/);
+    expect(problems({ ...ok, SVC_PLATFORM_A_LOCAL_ANONYMOUS_USER: "29:local-user" })).toMatch(
+      /SVC_PLATFORM_A_LOCAL_ANONYMOUS_USER/,
+    );
+    expect(
+      problems({ ...ok, SVC_PLATFORM_A_LOCAL_ANONYMOUS_USER: "X", SVC_PLATFORM_A_LOCAL_ANONYMOUS_CONNECTOR_PORT: "0" }),
+    ).toMatch(/SVC_PLATFORM_A_LOCAL_ANONYMOUS_CONNECTOR_PORT/);
+    const user = "{AAAAAAAA-1111-4111-8111-111111111111}";
+    expect(
+      loadChannelConfig({ ...ok, SVC_PLATFORM_A_LOCAL_ANONYMOUS_USER: user }, { local: true }).platformA?.inbound,
+    ).toMatchObject({
+      localAnonymous: true,
+      localAnonymousUser: "aaaaaaaa-1111-4111-8111-111111111111",
+      localAnonymousConnectorPort: 56150,
+    });
   });
 
   it("C-254 the Functions app's channel settings read the Teams channel: its replies need the bot's client secret reference, env: only locally", () => {

@@ -323,8 +323,9 @@ export function handleInboundTurn(deps: InboundPipelineDependencies) {
           requestId,
           hooks,
         )
-        .catch((error: unknown) => {
-          stream?.cancel();
+        .catch(async (error: unknown) => {
+          // A progress message already shown says that this attempt failed (never "Working on it…" forever).
+          await stream?.cancel();
           throw error;
         });
       response = channelReplyOf(reply, at.toISOString());

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { normalizeObjectId } from "../../auth/object-id.js";
-import { ConfigError, type Env, envEnum, envFlag, parseEnv } from "../../config/env.js";
+import { ConfigError, type Env, envEnum, envFlag, envInt, parseEnv } from "../../config/env.js";
 import { SENDER_ACCESS_MODES, type SenderAccessMode } from "../inbound/types.js";
 import { BOT_SERVICE_ISSUER, BOT_SERVICE_OPENID_METADATA_URL } from "./bot-service-keys.js";
 
@@ -69,12 +69,25 @@ export const teamsInboundSettingsSchema = z.object({
   SVC_PLATFORM_A_AUTHORITY_CA_FILE: z.string().trim().min(1).max(1024).optional(),
   /**
    * The local profile only: `POST /api/messages` also accepts an activity without a Bot Service
-   * token when the caller is this machine (loopback address and Host) and the activity's
-   * `serviceUrl` is a loopback Bot Connector — the Microsoft 365 Agents Playground, which cannot
-   * send a Bot Service token. The tenant and sender checks stay; replies to that connector carry no
-   * app token. Start-up refuses it outside the local profile.
+   * token when the caller is this machine (loopback address and Host), the activity's
+   * `serviceUrl` is the loopback Bot Connector on `SVC_PLATFORM_A_LOCAL_ANONYMOUS_CONNECTOR_PORT`
+   * and its sender is `SVC_PLATFORM_A_LOCAL_ANONYMOUS_USER` — the Microsoft 365 Agents Playground,
+   * which cannot send a Bot Service token. The tenant and sender checks stay; replies to that
+   * connector carry no app token. Start-up refuses it outside the local profile.
    */
   SVC_PLATFORM_A_LOCAL_ANONYMOUS: envFlag().default(false),
+  /**
+   * The local profile only, required with `SVC_PLATFORM_A_LOCAL_ANONYMOUS`: the one Teams user
+   * object id (`from.aadObjectId`) a token-less activity may come from — the Playground's current
+   * user. Its principal is what its binding (or, with pairing, its own pairing) gives; a token-less
+   * activity naming any other sender is refused (401).
+   */
+  SVC_PLATFORM_A_LOCAL_ANONYMOUS_USER: z.string().trim().max(64).optional(),
+  /**
+   * The local profile only: the loopback port of the Bot Connector a token-less activity's reply
+   * may go to (the Agents Playground's, default 56150); any other port is refused (401).
+   */
+  SVC_PLATFORM_A_LOCAL_ANONYMOUS_CONNECTOR_PORT: envInt(1, 65_535).optional(),
   /**
    * The Azure Bot resource's OAuth connection for Teams single sign-on (its scope the API's
    * `user_impersonation`). Set, same-tenant approvers decide A1 from the Teams card through SSO
@@ -112,7 +125,14 @@ export interface TeamsInboundConfig {
   readonly authorityCaFile?: string | undefined;
   /** The local profile: token-less activities from this machine to a loopback Bot Connector (the Agents Playground). */
   readonly localAnonymous?: boolean;
+  /** With {@link localAnonymous}: the only Teams user object id (normalized) a token-less activity may come from. */
+  readonly localAnonymousUser?: string | undefined;
+  /** With {@link localAnonymous}: the only loopback port a token-less activity's Bot Connector may listen on. */
+  readonly localAnonymousConnectorPort?: number | undefined;
 }
+
+/** The Agents Playground's default port (`-p`, its Bot Connector `http://localhost:56150/_connector`). */
+export const PLAYGROUND_DEFAULT_PORT = 56_150;
 
 /**
  * Parses `SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON`: a non-empty JSON object of at most 1000 entries,
@@ -182,6 +202,14 @@ export function loadTeamsInboundConfig(env: Env, options: { local?: boolean } = 
       problems.push(
         "SVC_PLATFORM_A_LOCAL_ANONYMOUS: token-less activities are for the local profile only (npm start); every deployed activity carries a Bot Service token",
       );
+    if (c.SVC_PLATFORM_A_LOCAL_ANONYMOUS_USER)
+      problems.push(
+        "SVC_PLATFORM_A_LOCAL_ANONYMOUS_USER: the token-less Playground user is for the local profile only",
+      );
+    if (c.SVC_PLATFORM_A_LOCAL_ANONYMOUS_CONNECTOR_PORT !== undefined)
+      problems.push(
+        "SVC_PLATFORM_A_LOCAL_ANONYMOUS_CONNECTOR_PORT: the token-less Playground's connector is for the local profile only",
+      );
     if (c.SVC_PLATFORM_A_OPENID_CA_FILE)
       problems.push(
         "SVC_PLATFORM_A_OPENID_CA_FILE: a private certificate authority for the Bot Service key set is for the local profile only",
@@ -210,6 +238,12 @@ export function loadTeamsInboundConfig(env: Env, options: { local?: boolean } = 
       ? parsePrincipalBindings(c.SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON)
       : { bindings: new Map<string, string>(), problems: [] };
   problems.push(...bindingProblems);
+  // Token-less activities act as exactly one configured Teams user, never as whoever the body names.
+  const anonymousUser = normalizeObjectId(c.SVC_PLATFORM_A_LOCAL_ANONYMOUS_USER ?? "");
+  if (c.SVC_PLATFORM_A_LOCAL_ANONYMOUS && !GUID.test(anonymousUser))
+    problems.push(
+      "SVC_PLATFORM_A_LOCAL_ANONYMOUS_USER: with SVC_PLATFORM_A_LOCAL_ANONYMOUS, the one Teams user object id GUID token-less activities may come from (the Playground's currentUser.aadObjectId) is required",
+    );
   const guests = c.SVC_PLATFORM_A_GUEST_TENANT_IDS ?? [];
   if (guests.includes(tenantId))
     problems.push(
@@ -229,5 +263,11 @@ export function loadTeamsInboundConfig(env: Env, options: { local?: boolean } = 
     openIdCaFile: c.SVC_PLATFORM_A_OPENID_CA_FILE,
     authorityCaFile: c.SVC_PLATFORM_A_AUTHORITY_CA_FILE,
     localAnonymous: c.SVC_PLATFORM_A_LOCAL_ANONYMOUS,
+    ...(c.SVC_PLATFORM_A_LOCAL_ANONYMOUS
+      ? {
+          localAnonymousUser: anonymousUser,
+          localAnonymousConnectorPort: c.SVC_PLATFORM_A_LOCAL_ANONYMOUS_CONNECTOR_PORT ?? PLAYGROUND_DEFAULT_PORT,
+        }
+      : {}),
   };
 }

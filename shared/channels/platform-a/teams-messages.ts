@@ -2,7 +2,7 @@ import { z } from "zod";
 import type { HttpResult } from "../../http/envelope.js";
 import { UnauthorizedError } from "../../errors.js";
 import { clientAddress } from "../../http/client-address.js";
-import { isLoopbackHostHeader } from "../../http/loopback-host.js";
+import { isLoopbackAddress, isLoopbackHostHeader } from "../../http/loopback-host.js";
 import { type HttpRequestLike, parseJsonBody } from "../../http/validation.js";
 import { ACTIVITY_BODY_LIMIT_BYTES, type createTeamsVerifier, type VerifiedTeamsActivity } from "./teams-verifier.js";
 
@@ -43,10 +43,4 @@ export function createTeamsMessagesHandler(deps: {
     const verified = deps.verifier.verifyActivity(identity, body);
     return (await deps.accept(verified, body)) ?? { status: 202 };
   };
-}
-
-/** Whether an address (as {@link clientAddress} gives it) is this machine's loopback: 127.0.0.0/8 or ::1. */
-export function isLoopbackAddress(address: string): boolean {
-  const v4 = address.replace(/^::ffff:/i, "");
-  return /^127(\.\d{1,3}){3}$/.test(v4) || address === "::1";
 }

@@ -6,6 +6,7 @@ import type {
   TurnContext,
 } from "@microsoft/agents-hosting";
 import { loadAgentsHosting, loadClientSecretCredential } from "../../lazy-sdks.js";
+import { isLoopbackUrl } from "../../http/loopback-host.js";
 import { CHANNEL_TRUNCATED, UPSTREAM_TRUNCATED } from "../../notify/output-markers.js";
 import type { ChannelProgressSender } from "../inbound/progress-stream.js";
 import type {
@@ -145,7 +146,20 @@ export function createTeamsReplier(options: {
    * accepts no app token — without one; no client secret is read for it.
    */
   localAnonymous?: boolean;
+  /**
+   * With {@link localAnonymous}: the only port that connector may listen on
+   * (`SVC_PLATFORM_A_LOCAL_ANONYMOUS_CONNECTOR_PORT`). A token-less turn naming any other place is
+   * not answered (and never with the app token).
+   */
+  localAnonymousConnectorPort?: number;
 }) {
+  /** Whether a token-less turn's reply may go to `serviceUrl`: the configured loopback connector only. */
+  const localConnector = (serviceUrl: string) => {
+    if (options.localAnonymous !== true || !URL.canParse(serviceUrl)) return false;
+    const u = new URL(serviceUrl);
+    const port = Number(u.port || (u.protocol === "https:" ? 443 : 80));
+    return isLoopbackUrl(u) && port === options.localAnonymousConnectorPort;
+  };
   const operation = "continueConversation.sendActivity";
   let anonymousAdapter: Promise<CloudAdapter> | undefined;
   const anonymousAdapterOf = () => {
@@ -216,11 +230,10 @@ export function createTeamsReplier(options: {
     let ack: string | undefined;
     let failure: unknown;
     try {
-      const anonymous =
-        options.localAnonymous === true &&
-        ctx.anonymous === "local" &&
-        URL.canParse(ctx.service_url) &&
-        ["127.0.0.1", "localhost", "[::1]"].includes(new URL(ctx.service_url).hostname);
+      // A token-less turn is answered only at the configured local connector, and never with the app token.
+      const anonymous = ctx.anonymous === "local";
+      if (anonymous && !localConnector(ctx.service_url))
+        return { outcome: "rejected", operation, retryable: false, reason: "local_connector_refused" };
       const a = await (anonymous ? anonymousAdapterOf() : adapterOf());
       await a.continueConversation(
         options.botAppId,

@@ -2,6 +2,7 @@ import { decodeProtectedHeader, importJWK, type JWTPayload, jwtVerify } from "jo
 import { z } from "zod";
 import { normalizeObjectId, sameObjectId } from "../../auth/object-id.js";
 import { ForbiddenError, UnauthorizedError, ValidationError } from "../../errors.js";
+import { isLoopbackUrl } from "../../http/loopback-host.js";
 import { zodIssues } from "../../http/validation.js";
 import type { NotificationCategory } from "../../notify/types.js";
 import type { BotServiceKeySet } from "./bot-service-keys.js";
@@ -107,8 +108,6 @@ function sameServiceUrl(a: string, b: string): boolean {
   return norm(new URL(a)) === norm(new URL(b));
 }
 
-const LOOPBACK = new Set(["127.0.0.1", "localhost", "[::1]"]);
-
 /**
  * The Bot Service token and activity verifier. `allowLoopbackHttp` (the local profile only) lets a
  * local Bot Connector on `http://127.0.0.1` be a service URL; everywhere else it must be HTTPS.
@@ -164,7 +163,7 @@ export function createTeamsVerifier(
     if (typeof serviceUrl !== "string" || !URL.canParse(serviceUrl))
       throw new UnauthorizedError("the Bot Service token carries no service URL");
     const u = new URL(serviceUrl);
-    if (u.protocol !== "https:" && !(deps.allowLoopbackHttp && u.protocol === "http:" && LOOPBACK.has(u.hostname)))
+    if (u.protocol !== "https:" && !(deps.allowLoopbackHttp && u.protocol === "http:" && isLoopbackUrl(u)))
       throw new UnauthorizedError("the Bot Service token's service URL is not HTTPS");
     return { serviceUrl, issuer: String(payload.iss), audience, claims: payload };
   }
@@ -215,15 +214,40 @@ export function createTeamsVerifier(
 
   /**
    * A token-less activity (`SVC_PLATFORM_A_LOCAL_ANONYMOUS`; the caller is checked by the route):
-   * its `serviceUrl` must be a Bot Connector on this machine — so the reply cannot be sent anywhere
-   * else — then the same activity, tenant and sender checks as a verified one.
+   * its `serviceUrl` must be the configured Bot Connector port on this machine (the Playground's),
+   * so the reply cannot be sent anywhere else, and its sender must be the one configured local
+   * user (`SVC_PLATFORM_A_LOCAL_ANONYMOUS_USER`) — a token-less body cannot name its way into any
+   * other binding or pairing. Then the same activity, tenant and sender checks as a verified one.
    */
   function verifyLocalAnonymousActivity(body: unknown): VerifiedTeamsActivity {
-    const serviceUrl = (body as { serviceUrl?: unknown } | null)?.serviceUrl;
-    if (typeof serviceUrl !== "string" || !URL.canParse(serviceUrl) || !LOOPBACK.has(new URL(serviceUrl).hostname))
-      throw new UnauthorizedError("a token-less activity must name a Bot Connector on this machine (loopback)");
+    const raw = (typeof body === "object" && body !== null ? body : {}) as {
+      serviceUrl?: unknown;
+      from?: { aadObjectId?: unknown } | null;
+    };
+    const serviceUrl = raw.serviceUrl;
+    const connector = typeof serviceUrl === "string" && URL.canParse(serviceUrl) ? new URL(serviceUrl) : undefined;
+    const port = connector ? Number(connector.port || (connector.protocol === "https:" ? 443 : 80)) : undefined;
+    if (
+      !connector ||
+      !["http:", "https:"].includes(connector.protocol) ||
+      !isLoopbackUrl(connector) ||
+      config.localAnonymousConnectorPort === undefined ||
+      port !== config.localAnonymousConnectorPort
+    )
+      throw new UnauthorizedError(
+        "a token-less activity must name the local Bot Connector (loopback, SVC_PLATFORM_A_LOCAL_ANONYMOUS_CONNECTOR_PORT)",
+      );
+    const sender = raw.from?.aadObjectId;
+    if (
+      config.localAnonymousUser === undefined ||
+      typeof sender !== "string" ||
+      !sameObjectId(sender, config.localAnonymousUser)
+    )
+      throw new UnauthorizedError(
+        "a token-less activity may come only from the local user (SVC_PLATFORM_A_LOCAL_ANONYMOUS_USER); any other sender needs a Bot Service token",
+      );
     const identity: BotServiceIdentity = {
-      serviceUrl,
+      serviceUrl: serviceUrl as string,
       issuer: "local-anonymous",
       audience: config.botAppId,
       claims: {},
