@@ -639,11 +639,14 @@ describe("dev identity provider", () => {
     expect(status).toBe(421);
   });
 
-  it("counts requests per path", async () => {
-    const before = idp.requestCount("/nowhere");
-    await (await fetch(`${idp.url}/nowhere?x=1`)).text();
-    await (await fetch(`${idp.url}/nowhere`)).text();
-    expect(idp.requestCount("/nowhere")).toBe(before + 2);
+  it("counts requests per path, its own paths only (made-up paths grow nothing)", async () => {
+    const keysPath = new URL(idp.jwksUrl).pathname;
+    const before = idp.requestCount(keysPath);
+    await (await fetch(`${idp.jwksUrl}?x=1`)).text();
+    await (await fetch(idp.jwksUrl)).text();
+    expect(idp.requestCount(keysPath)).toBe(before + 2);
+    for (let i = 0; i < 3; i++) await (await fetch(`${idp.url}/nowhere-${i}`)).text();
+    expect([0, 1, 2].map((i) => idp.requestCount(`/nowhere-${i}`))).toEqual([0, 0, 0]);
   });
 });
 
