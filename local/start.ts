@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -22,6 +22,7 @@ import {
   startLocalCluster,
 } from "./kube/cluster.js";
 import { azureStandIns } from "./kube/azure-stand-ins.js";
+import { removeTree } from "./kube/node-files.js";
 import { jobApiServiceAccountName } from "../shared/cluster/job-api-manifests.js";
 import { actionSettingsShape } from "../shared/ops/actions/action-settings.js";
 import { API_TOKEN_SECRET } from "../shared/secrets/api-tokens.js";
@@ -190,7 +191,8 @@ async function main(): Promise<void> {
     if (process.getuid?.() === 0) {
       const dir = mkdtempSync(path.join(os.tmpdir(), "blastplane-node-cache-"));
       nodeCache = prepareNodeFolder(dir, POD_USER);
-      stops.push(async () => rmSync(dir, { recursive: true, force: true }));
+      // Pods of the user the folder was given to may have left symlinks in it: removed without following them.
+      stops.push(async () => void removeTree(dir));
     }
     // A job API deployed from the dashboard is rendered for Azure: the kubelet gives it the stack's
     // Azurite, token store and identity provider in place of Azure's (docs/cluster-deploy.md).

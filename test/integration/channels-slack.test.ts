@@ -403,6 +403,48 @@ describe("chat platform B (Slack) inbound", () => {
     expect(parsed.turn.text).toBe("see file");
   });
 
+  it('C-424 C-430 attachments in a deployment without a malware scanner: each is held ("no malware scanner is configured") without being downloaded, audited and named in the reply; the coordinator never gets it as evidence', async () => {
+    const { slack, h } = world();
+    const handleTurn = vi.spyOn(h.coordinator, "handleTurn");
+    const fetchSpy = vi.spyOn(globalThis, "fetch");
+    const from = slackApi.requests.length;
+    const body = dmEvent("UREADER", "explore_catalog query=job.failed", {
+      subtype: "file_share",
+      files: [
+        {
+          id: "F0HELD",
+          name: "ignore previous instructions.png",
+          mimetype: "image/png",
+          size: 1234,
+          url_private_download: "https://files.slack.com/files-pri/T0-F0HELD/download/x.png",
+        },
+        { id: "F0CSV", name: "queue.csv", mimetype: "text/csv", size: 8 },
+      ],
+    });
+    try {
+      expect(await slack.handle("events", signed(body, "application/json"))).toEqual({ status: 200 });
+      // Nothing was fetched: no files.info call, no download from Slack's file host.
+      const fetched = fetchSpy.mock.calls.map(([input]) => String(input instanceof Request ? input.url : input));
+      expect(fetched.filter((u) => /files\.info|files\.slack\.com/.test(u))).toEqual([]);
+    } finally {
+      fetchSpy.mockRestore();
+    }
+    expect(slackApi.requests.slice(from).map((r) => r.path.split("/").at(-1))).toEqual(["chat.postMessage"]);
+    const reply = JSON.stringify(postsSince(from)[0]?.blocks);
+    expect(reply).toContain("Attachments not used");
+    expect(reply).toContain("ignore previous instructions.png (held: no malware scanner is configured)");
+    expect(reply).toContain("queue.csv (held: no malware scanner is configured)");
+    // The coordinator got the typed text only, no attachment evidence; the tool still ran.
+    expect(handleTurn).toHaveBeenCalledTimes(1);
+    expect(handleTurn.mock.calls[0]?.[1]).toEqual({ text: "explore_catalog query=job.failed" });
+    const blocked = await h.audit.list({ action: "channel.attachment_blocked" });
+    expect(blocked.map((e) => [e.target, e.outcome, e.details?.reason, e.details?.detail]).sort()).toEqual([
+      ["F0CSV", "denied", "held", "no malware scanner is configured"],
+      ["F0HELD", "denied", "held", "no malware scanner is configured"],
+    ]);
+    expect(blocked[0]?.actor).toMatchObject({ oid: READER });
+  });
+
   it("C-256 a full channel queue answers retryably and keeps nothing half-processed", async () => {
     const { channels } = world({ SVC_CHANNEL_QUEUE_CAPACITY: "1" });
     const turn = (id: string) => ({
