@@ -26,6 +26,10 @@
 //   (g) what durable storage writes cost: submit latency (job API, dashboard), a burst of submits
 //       and a small job end to end, with Azurite's durable writes on vs off, two stacks side by
 //       side (bench/durability.mjs). (a) and (b) with them off: BLASTPLANE_AZURITE_DURABLE=0.
+// BENCH_COMPARE=<another checkout, built> runs that build's stack beside this one for (a) and (b):
+// each run then measures this build's job, the other build's job and bare BLAST back to back
+// (which build goes first alternates), so the two builds are compared pair by pair on a machine
+// whose speed drifts; the report adds each build's `job completed` steps from its log.
 //   (h) 1,000 A2 events in a burst over 200 correlation ids through the notification router to
 //       local vendor servers (PagerDuty Events v2 over HTTPS, a Standard Webhooks receiver): the
 //       messages delivered (exactly 200), p50/p99 from event to vendor receipt, CPU per event
@@ -76,6 +80,7 @@ const RUNS = Math.max(1, Number(process.env.BENCH_RUNS ?? 7));
 const ONLY = new Set((process.env.BENCH_ONLY ?? "a,b,c,d,e,f,g,h").split(",").map((x) => x.trim()));
 /** Whether a metric that needs the standard stack and the generated data runs. */
 const NEEDS_STACK = ["a", "b", "c"].some((metric) => ONLY.has(metric));
+const COMPARE = process.env.BENCH_COMPARE ? path.resolve(process.env.BENCH_COMPARE) : undefined;
 const IMPORT_RUNS = Math.max(1, Number(process.env.BENCH_IMPORT_RUNS ?? 10));
 const XML_TARGET_BYTES = Number(process.env.BENCH_XML_MB ?? 1024) * 1024 * 1024;
 /**
@@ -319,6 +324,27 @@ async function main(tmp) {
     `  ${cli(dataDir, ["db", "add", DB_NAME, dbFasta, "--type", "nucl", "--partitions", String(PARTITIONS)]).trim()}`,
   );
   results.generation.db_add_seconds = round((performance.now() - t) / 1000, 1);
+  const ourSide = { name: "ours", api, readRecord, jobApiPid, logPath: path.join(tmp, "stack.log"), jobIds: [] };
+  let compareSide;
+  if (COMPARE && (ONLY.has("a") || ONLY.has("b"))) {
+    log(`starting the compared build's stack (${COMPARE})`);
+    const compareDir = path.join(tmp, "stack-compare");
+    const compareLog = path.join(tmp, "stack-compare.log");
+    const compareStack = await startStack({ dataDir: compareDir, logPath: compareLog, root: COMPARE });
+    state.compare = compareStack;
+    log(
+      `  ${cli(compareDir, ["db", "add", DB_NAME, dbFasta, "--type", "nucl", "--partitions", String(PARTITIONS)], COMPARE).trim()}`,
+    );
+    compareSide = {
+      name: "compare",
+      api: jobApiClient(compareStack),
+      readRecord: jobRecordReader(compareStack),
+      jobApiPid: findJobApiPid(compareStack.info.pid),
+      logPath: compareLog,
+      jobIds: [],
+    };
+    results.compare_build = COMPARE;
+  }
   rmSync(dbFasta);
   const dbDir = path.join(dataDir, "jobapi", "databases", DB_NAME);
   const version = readFileSync(path.join(dbDir, "current"), "utf8").trim();
@@ -370,7 +396,9 @@ async function main(tmp) {
       `(a) facade submit → success → merged XML, vs bare blastn with the job's -num_threads (1 warm-up + ${RUNS} runs each)`,
     );
     const facade = { ours: [], baseline: [], phases: [], foreign: [], blastArgv: undefined };
-    const runFacadeJob = async () => {
+    const other = { ours: [], phases: [] };
+    const runFacadeJob = async (side = ourSide) => {
+      const { api, readRecord, jobApiPid } = side;
       const watcher = watchBlastProcesses(jobApiPid);
       const t0 = Date.now();
       const started = performance.now();
@@ -400,6 +428,7 @@ async function main(tmp) {
         throw new Error(`no -num_threads in the job's BLAST command: ${facade.blastArgv?.join(" ")}`);
       facade.threads = jobThreads;
       return {
+        jobId: accepted.job_id,
         wall,
         polled,
         p: phases({ t0, acceptedAt, record, blasts, shardsDoneAt: polled.shardsDoneAt, seenAt: polled.seenAt, doneAt }),
@@ -411,11 +440,14 @@ async function main(tmp) {
       // job). Which side runs first alternates, so a drift in the machine's speed favours neither.
       let bare;
       let job;
+      let theirs;
       if (i % 2 === 1) {
         bare = await runBareBlast(bareArgs(facade.threads, bareOut1), release);
+        if (compareSide) theirs = await runFacadeJob(compareSide);
         job = await runFacadeJob();
       } else {
         job = await runFacadeJob();
+        if (compareSide) theirs = await runFacadeJob(compareSide);
         bare = await runBareBlast(bareArgs(facade.threads, bareOut1), release);
       }
       const { wall, polled, p } = job;
@@ -424,7 +456,17 @@ async function main(tmp) {
         `  ${i === 0 ? "warm-up" : `run ${i}`}: bare ${bare.toFixed(2)} s, facade ${wall.toFixed(2)} s (${polled.polls} polls), ` +
           `foreign load ${foreignCores.toFixed(2)} cores; phases ms ${JSON.stringify(p)}`,
       );
+      if (theirs)
+        log(
+          `    compared build: facade ${theirs.wall.toFixed(2)} s, this/compared ${(wall / theirs.wall).toFixed(3)}; phases ms ${JSON.stringify(theirs.p)}`,
+        );
       if (i === 0) continue;
+      ourSide.jobIds.push(job.jobId);
+      if (theirs) {
+        compareSide.jobIds.push(theirs.jobId);
+        other.ours.push(theirs.wall);
+        other.phases.push(theirs.p);
+      }
       facade.foreign.push(round(foreignCores, 2));
       facade.ours.push(wall);
       facade.baseline.push(bare);
@@ -449,6 +491,8 @@ async function main(tmp) {
       merged_xml_bytes: readFileSync(facadeOut).length,
     };
     results.facade.pass = results.facade.ratio <= TARGETS.facadeRatio;
+    results.facade.publish_steps_ms = completedSteps(ourSide, 1);
+    if (compareSide) results.facade.compare = compared(facade.ours, other, facade.baseline, compareSide, 1);
   }
 
   // ---- (b) sharded vs blastn -num_threads 2 ---------------------------------------------------
@@ -476,7 +520,9 @@ async function main(tmp) {
     // learnt from its BLAST processes; the bare partition searches repeat that arrangement.
     let shardThreads;
     let oneAfterAnother = false;
-    const runShardedJob = async () => {
+    const other = { ours: [], phases: [] };
+    const runShardedJob = async (side = ourSide) => {
+      const { api, readRecord, jobApiPid } = side;
       const watcher = watchBlastProcesses(jobApiPid);
       const t0 = Date.now();
       const started = performance.now();
@@ -525,14 +571,18 @@ async function main(tmp) {
       let bare;
       let job;
       let bareParts;
+      let theirs;
+      // With a compared build, its job takes the bare partitions' place (their search is the same in both).
       if (i % 2 === 1) {
-        bareParts = await runBarePartitions();
+        bareParts = compareSide ? Number.NaN : await runBarePartitions();
+        if (compareSide) theirs = await runShardedJob(compareSide);
         job = await runShardedJob();
         bare = await runBareBlast(bareArgs(2, bareOut2), release);
       } else {
         bare = await runBareBlast(bareArgs(2, bareOut2), release);
         job = await runShardedJob();
-        bareParts = await runBarePartitions();
+        if (compareSide) theirs = await runShardedJob(compareSide);
+        bareParts = compareSide ? Number.NaN : await runBarePartitions();
       }
       const { wall, perShard, p } = job;
       const foreignCores = foreign();
@@ -540,14 +590,24 @@ async function main(tmp) {
         `  ${i === 0 ? "warm-up" : `run ${i}`}: bare ${bare.toFixed(2)} s, sharded ${wall.toFixed(2)} s, shard blastn ${perShard.join(" / ")} s, ` +
           `bare partitions ${bareParts.toFixed(2)} s, foreign load ${foreignCores.toFixed(2)} cores; phases ms ${JSON.stringify(p)}`,
       );
+      if (theirs)
+        log(
+          `    compared build: sharded ${theirs.wall.toFixed(2)} s, this/compared ${(wall / theirs.wall).toFixed(3)}; phases ms ${JSON.stringify(theirs.p)}`,
+        );
       shardedJobId = job.jobId;
       if (i === 0) continue;
+      ourSide.jobIds.push(job.jobId);
+      if (theirs) {
+        compareSide.jobIds.push(theirs.jobId);
+        other.ours.push(theirs.wall);
+        other.phases.push(theirs.p);
+      }
       sharded.foreign.push(round(foreignCores, 2));
       sharded.ours.push(wall);
       sharded.baseline.push(bare);
       sharded.phases.push(p);
       sharded.shardBlast.push(perShard);
-      sharded.bareParts.push(bareParts);
+      if (!Number.isNaN(bareParts)) sharded.bareParts.push(bareParts);
     }
     const shardedXml = path.join(work, "sharded.xml");
     await pipeline(await api.stream(`/v1/jobs/${shardedJobId}/results?content=xml`), createWriteStream(shardedXml));
@@ -574,6 +634,8 @@ async function main(tmp) {
         normalizeXml(readFileSync(shardedXml, "latin1")) === normalizeXml(readFileSync(bareOut2, "latin1")),
     };
     results.sharded.pass = results.sharded.ratio <= TARGETS.shardedRatio;
+    results.sharded.publish_steps_ms = completedSteps(ourSide, PARTITIONS);
+    if (compareSide) results.sharded.compare = compared(sharded.ours, other, sharded.baseline, compareSide, PARTITIONS);
   }
 
   // ---- (c) XML streaming ---------------------------------------------------------------------
@@ -693,6 +755,44 @@ async function main(tmp) {
  * from the source) into a gzipped merged result; and cheaper variants of both, to show what they
  * would save. Storage round trips are not included.
  */
+/**
+ * The `job completed` steps (ms after BLAST) the job API logged for a side's measured jobs of
+ * `shards` shards, as medians: where the time after BLAST went (validated_ms, gzipped_ms, …).
+ */
+function completedSteps(side, shards) {
+  const wanted = new Set(side.jobIds);
+  const lines = [];
+  for (const line of readFileSync(side.logPath, "utf8").split("\n")) {
+    if (!line.includes('"job completed"')) continue;
+    try {
+      const entry = JSON.parse(line.slice(line.indexOf("{")));
+      if (wanted.has(entry.job_id) && entry.shards === shards) lines.push(entry);
+    } catch {
+      // another process's line
+    }
+  }
+  const keys = [...new Set(lines.flatMap((l) => Object.keys(l).filter((k) => k.endsWith("_ms"))))];
+  return {
+    jobs: lines.length,
+    ...Object.fromEntries(keys.map((k) => [k, median(lines.map((l) => l[k]).filter((v) => v !== undefined))])),
+  };
+}
+
+/** This build against the compared one, pair by pair (each pair measured back to back). */
+function compared(ours, other, baseline, side, shards) {
+  const ratios = ours.map((x, i) => x / other.ours[i]);
+  return {
+    build: COMPARE,
+    compare_s: round(median(other.ours)),
+    compare_overhead_ms: Math.round((median(other.ours) - median(baseline)) * 1000),
+    runs_compare_s: other.ours.map((x) => round(x)),
+    this_over_compare_pairs: ratios.map((x) => round(x)),
+    median_this_over_compare: round(median(ratios)),
+    median_phases_ms: medianPhases(other.phases),
+    publish_steps_ms: completedSteps(side, shards),
+  };
+}
+
 async function probeAfterBlast(shardXml, work, manifest) {
   const shardGz = path.join(work, "probe-shard.out.gz");
   let t = performance.now();
@@ -736,6 +836,15 @@ async function probeAfterBlast(shardXml, work, manifest) {
     merge_gz_in_plain_out: await mergeTo(shardGz, new PassThrough()),
     merge_plain_in_plain_out: await mergeTo(shardXml, new PassThrough()),
   };
+}
+
+/** The compared build's figures (BENCH_COMPARE) for one metric. */
+function compareLines(metric, c) {
+  if (!c) return [];
+  return [
+    `${metric} compared build ${c.build}: ${c.compare_s} s (overhead ${c.compare_overhead_ms} ms); this/compared per pair ${c.this_over_compare_pairs.join(" ")}, median ${c.median_this_over_compare}`,
+    `${metric} compared build: phases, median ms ${JSON.stringify(c.median_phases_ms)}; job completed steps ${JSON.stringify(c.publish_steps_ms)}`,
+  ];
 }
 
 function report(r) {
@@ -980,12 +1089,24 @@ function report(r) {
     line(widths.map((w) => "-".repeat(w))),
     ...cells.map(line),
     "",
-    ...(r.facade ? [`(a) phases, median ms: ${JSON.stringify(r.facade.median_phases_ms)}`] : []),
+    ...(r.facade
+      ? [
+          `(a) phases, median ms: ${JSON.stringify(r.facade.median_phases_ms)}`,
+          `(a) job completed steps, median ms after BLAST: ${JSON.stringify(r.facade.publish_steps_ms)}`,
+          ...compareLines("(a)", r.facade.compare),
+        ]
+      : []),
     ...(r.sharded
       ? [
           `(b) phases, median ms: ${JSON.stringify(r.sharded.median_phases_ms)}; shard blastn s: ${JSON.stringify(r.sharded.shard_blast_s)}`,
-          `(b) the same ${PARTITIONS} partition searches run bare (${r.sharded.partition_arrangement}, as the job ran them): ${r.sharded.bare_partitions_s.toFixed(2)} s, ${r.sharded.bare_partitions_vs_blastn}× blastn -num_threads 2 ` +
-            `(what partitioning costs BLAST on this machine); the sharded job is ${r.sharded.ratio_vs_bare_partitions}× those bare partition searches`,
+          `(b) job completed steps, median ms after BLAST: ${JSON.stringify(r.sharded.publish_steps_ms)}`,
+          ...(r.sharded.bare_partitions_s === null
+            ? []
+            : [
+                `(b) the same ${PARTITIONS} partition searches run bare (${r.sharded.partition_arrangement}, as the job ran them): ${r.sharded.bare_partitions_s.toFixed(2)} s, ${r.sharded.bare_partitions_vs_blastn}× blastn -num_threads 2 ` +
+                  `(what partitioning costs BLAST on this machine); the sharded job is ${r.sharded.ratio_vs_bare_partitions}× those bare partition searches`,
+              ]),
+          ...compareLines("(b)", r.sharded.compare),
         ]
       : []),
     ...coldStartLines,
@@ -1005,7 +1126,7 @@ function report(r) {
 }
 
 /** What clean-up needs, filled in as the run goes. */
-const state = { stack: undefined };
+const state = { stack: undefined, compare: undefined };
 const tmp = mkdtempSync(path.join(os.tmpdir(), "blastplane-bench-"));
 const FAILED_LOG = path.join(os.tmpdir(), "blastplane-bench-failed-stack.log");
 let cleaned = false;
@@ -1013,6 +1134,10 @@ async function cleanup(keepLog) {
   if (cleaned) return;
   cleaned = true;
   if (state.stack) await state.stack.stop().catch((e) => process.stderr.write(`stopping the stack failed: ${e}\n`));
+  if (state.compare)
+    await state.compare.stop().catch((e) => process.stderr.write(`stopping the compared stack failed: ${e}\n`));
+  if (process.env.BENCH_STACK_LOG && state.compare)
+    copyFileSync(path.join(tmp, "stack-compare.log"), `${process.env.BENCH_STACK_LOG}.compare`);
   if (process.env.BENCH_STACK_LOG && state.stack)
     copyFileSync(path.join(tmp, "stack.log"), process.env.BENCH_STACK_LOG);
   if (keepLog && state.stack) {

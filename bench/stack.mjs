@@ -19,10 +19,17 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
  * Starts the local stack on free ports with its data in `dataDir` and persistent Azurite (a 1 GB
  * blob would sit in the memory of an in-memory Azurite). Its output goes to `logPath`.
  */
-export async function startStack({ dataDir, logPath, env = {} }) {
+/** How long a stack may take to say it is ready (BENCH_STACK_START_SECONDS, default 60). */
+const STACK_START_SECONDS = Number(process.env.BENCH_STACK_START_SECONDS ?? 60);
+
+/**
+ * Starts the local stack built in `root` (this checkout by default; BENCH_COMPARE names another
+ * checkout's build to run beside it).
+ */
+export async function startStack({ dataDir, logPath, env = {}, root = ROOT }) {
   const log = createWriteStream(logPath);
-  const child = spawn(process.execPath, [path.join(ROOT, "dist/local/start.js")], {
-    cwd: ROOT,
+  const child = spawn(process.execPath, [path.join(root, "dist/local/start.js")], {
+    cwd: root,
     env: {
       ...process.env,
       PORT: "0",
@@ -53,12 +60,12 @@ export async function startStack({ dataDir, logPath, env = {} }) {
     if (!stopRequested)
       unexpectedExit = `the stack (pid ${child.pid}) exited at ${new Date().toISOString()} with ${signal ?? `code ${code}`} before the benchmark stopped it`;
   });
-  const deadline = Date.now() + 60_000;
+  const deadline = Date.now() + STACK_START_SECONDS * 1000;
   while (!ready) {
     if (child.exitCode !== null) throw new Error(`stack exited with ${child.exitCode} before it was ready:\n${tail}`);
     if (Date.now() > deadline) {
       child.kill("SIGTERM");
-      throw new Error(`stack did not start in 60 s:\n${tail}`);
+      throw new Error(`stack did not start in ${STACK_START_SECONDS} s:\n${tail}`);
     }
     await sleep(50);
   }
@@ -91,9 +98,9 @@ export async function startStack({ dataDir, logPath, env = {} }) {
 }
 
 /** Runs the blastplane CLI against the stack in `dataDir`; throws with its output on failure. */
-export function cli(dataDir, args) {
-  const r = spawnSync(process.execPath, [path.join(ROOT, "bin/blastplane.mjs"), ...args], {
-    cwd: ROOT,
+export function cli(dataDir, args, root = ROOT) {
+  const r = spawnSync(process.execPath, [path.join(root, "bin/blastplane.mjs"), ...args], {
+    cwd: root,
     env: { ...process.env, BLASTPLANE_DATA_DIR: dataDir },
     encoding: "utf8",
   });

@@ -2,6 +2,7 @@ import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
 import { entraDiscoveryUrl } from "../shared/auth/jwt-validator.js";
+import { DEFAULT_FLEET, FLEET_PATTERN } from "../shared/jobs/model.js";
 import {
   type Env,
   envEnum,
@@ -54,6 +55,8 @@ export interface JobApiConfig {
   readonly bodyLimitBytes: number;
   /** How long the dispatch lease outlives its holder's last renewal (see DispatchLease). */
   readonly dispatchLeaseSeconds: number;
+  /** The jobs this job API runs: those a job API of its fleet accepted (docs/decisions/0026-dispatch-fleets.md). */
+  readonly dispatchFleet: string;
   readonly logLevel: LogLevel;
   /** The browser terminal (decision 0020); off (503) without `auth`. */
   readonly terminal: TerminalSettings;
@@ -193,6 +196,10 @@ export const jobApiSettingsSchema = z
     JOBAPI_MEMORY_MARGIN_BYTES: envInt(0, Number.MAX_SAFE_INTEGER).default(2 * 1024 ** 3),
     JOBAPI_BODY_LIMIT_BYTES: envInt(1024, 64 * 1024 * 1024).default(12 * 1024 * 1024),
     JOBAPI_DISPATCH_LEASE_SECONDS: envInt(2, 3600).default(60),
+    JOBAPI_DISPATCH_FLEET: z
+      .string()
+      .regex(FLEET_PATTERN, "must be a DNS label (lowercase letters, digits and '-', at most 63)")
+      .default(DEFAULT_FLEET),
     LOG_LEVEL: envEnum(LOG_LEVELS).default("info"),
     // The browser terminal: the dashboard's app registration, to validate the browser's token.
     JOBAPI_AUTH_CLIENT_ID: z.string().min(1).optional(),
@@ -250,6 +257,7 @@ export function loadJobApiConfig(env: Env, cwd = process.cwd()): JobApiConfig {
       memoryMarginBytes: c.JOBAPI_MEMORY_MARGIN_BYTES,
       bodyLimitBytes: c.JOBAPI_BODY_LIMIT_BYTES,
       dispatchLeaseSeconds: c.JOBAPI_DISPATCH_LEASE_SECONDS,
+      dispatchFleet: c.JOBAPI_DISPATCH_FLEET,
       logLevel: c.LOG_LEVEL,
       terminal: {
         auth:

@@ -42,6 +42,7 @@ async function main(): Promise<void> {
   const artifacts = ArtifactStore.fromConnectionString(config.storage);
   const lease = DispatchLease.fromConnectionString(config.storage, {
     leaseDurationMs: config.dispatchLeaseSeconds * 1000,
+    fleet: config.dispatchFleet,
     logger,
   });
   await Promise.all([jobs.init(), artifacts.init(), lease.init()]);
@@ -108,6 +109,7 @@ async function main(): Promise<void> {
     shardSlots: config.shardConcurrency,
     shardAttempts: config.shardAttempts,
     lease,
+    fleet: config.dispatchFleet,
     onRoleRefusal: (failure) => void reportRefusal(failure),
   });
   // 429 streaks become `queue.saturated` events in the events table the Functions app's operations loop reads.

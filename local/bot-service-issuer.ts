@@ -3,7 +3,7 @@ import https from "node:https";
 import type { AddressInfo } from "node:net";
 import { type CryptoKey, exportJWK, generateKeyPair, type JWK, SignJWT } from "jose";
 import { BOT_SERVICE_ISSUER } from "../shared/channels/platform-a/bot-service-keys.js";
-import { isLoopbackBind, isLoopbackHostHeader } from "../shared/http/loopback-host.js";
+import { isLoopbackBind, isLoopbackHostHeader, isLoopbackUrl } from "../shared/http/loopback-host.js";
 
 /**
  * A Bot Service–shaped token issuer: Bot Framework's OpenID metadata and signing keys (JWKS, RS256,
@@ -46,6 +46,43 @@ export interface BotServiceIssuer {
   /** Signs a Bot Service token (RS256, kid of the key set); `claims` are added to the payload. */
   token(claims: Record<string, unknown>, options: BotServiceTokenOptions): Promise<string>;
   close(): Promise<void>;
+}
+
+/** What decides whether `npm start` may trust its own Bot Service issuer for `POST /api/messages`. */
+export interface LocalIssuerTrustInput {
+  /** `SVC_PLATFORM_A_OPENID_METADATA_URL` as the user set it (undefined: unset). */
+  metadataUrl: string | undefined;
+  /** `SVC_PLATFORM_A_CLIENT_SECRET_REF` (undefined: the replies carry no app token). */
+  clientSecretRef: string | undefined;
+  /** `SVC_PLATFORM_A_AUTHORITY_HOST` after start-up (the local Entra stand-in's, when it stands in). */
+  authorityHost: string | undefined;
+}
+
+/**
+ * Whether the local Bot Service issuer may be trusted: only while the replies' app token is also a
+ * local one (no secret, or an authority host on loopback: the stack's Entra stand-in). Otherwise the
+ * replies carry a real Bot Framework token, and any local process that mints itself an activity
+ * token could name the service URL that real token is sent to (and, through the stored
+ * conversation reference, where the principal's notifications go). `trust`: set the metadata URL to
+ * the local issuer; `keep`: leave the setting as it is (unset: Bot Framework's); `refuse`: start-up
+ * stops with the reason (a loopback metadata URL set by hand alongside a real token).
+ */
+export function localIssuerTrust(
+  input: LocalIssuerTrustInput,
+): { action: "trust" } | { action: "keep" } | { action: "refuse"; reason: string } {
+  const authority = input.authorityHost && URL.canParse(input.authorityHost) ? new URL(input.authorityHost) : undefined;
+  const replyTokenLocal = !input.clientSecretRef || (authority !== undefined && isLoopbackUrl(authority));
+  if (replyTokenLocal) return input.metadataUrl ? { action: "keep" } : { action: "trust" };
+  if (input.metadataUrl && URL.canParse(input.metadataUrl) && isLoopbackUrl(new URL(input.metadataUrl)))
+    return {
+      action: "refuse",
+      reason:
+        "SVC_PLATFORM_A_OPENID_METADATA_URL names a local issuer while the bot's replies use a real app token " +
+        "(a kv: SVC_PLATFORM_A_CLIENT_SECRET_REF or a non-local SVC_PLATFORM_A_AUTHORITY_HOST): any local process " +
+        "could then send that token to a URL of its choosing. Set it to Bot Framework's metadata URL (or leave it " +
+        "unset), or use an env: secret without SVC_PLATFORM_A_AUTHORITY_HOST for the local stand-ins.",
+    };
+  return { action: "keep" };
 }
 
 /**

@@ -11,7 +11,8 @@ import { dirname } from "node:path";
 import { type CryptoKey, type JWK, SignJWT, calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK } from "jose";
 import { z } from "zod";
 import { ROLES, type Role } from "../shared/auth/roles.js";
-import { isLoopbackBind, isLoopbackHostHeader } from "../shared/http/loopback-host.js";
+import { isLoopbackBind, isLoopbackHostHeader, isLoopbackUrl } from "../shared/http/loopback-host.js";
+import { secretsEqual } from "../shared/secrets/api-tokens.js";
 import { startBotServiceIssuer } from "./bot-service-issuer.js";
 import { syncDirectory, syncFile } from "../shared/storage/durable-file.js";
 import { type CodeGrant, createCodeFlow } from "./oauth-code-flow.js";
@@ -92,7 +93,10 @@ export interface DevIdentityProvider {
    * origin is then also admitted by CORS on the discovery document and the token endpoint.
    */
   allowRedirectUri(uri: string): void;
-  /** Number of requests received so far whose URL path is exactly `path` (query ignored). */
+  /**
+   * Number of requests received so far whose URL path is exactly `path` (query ignored); only the
+   * provider's own paths are counted (any other is 0).
+   */
   requestCount(path: string): number;
   /** The JWKS URL: verifies every token this provider signs (API tokens and managed-identity tokens). */
   jwksUrl: string;
@@ -151,11 +155,19 @@ const tokenRequestSchema = z.strictObject({
 const GUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 /** `POST /dev/bot-service-token`: what Bot Service would send the bot for one Bot Connector. */
 const botServiceTokenSchema = z.strictObject({
-  /** The Bot Connector the replies go to (the token's `serviceurl` claim = the activity's `serviceUrl`). */
+  /**
+   * The Bot Connector the replies go to (the token's `serviceurl` claim = the activity's
+   * `serviceUrl`): a loopback one only, so a local process cannot have the bot's replies (with
+   * their bearer) sent to a host of its choosing.
+   */
   service_url: z
     .string()
     .max(2048)
-    .refine((v) => URL.canParse(v) && /^https?:$/.test(new URL(v).protocol), "must be an http(s) URL"),
+    .refine((v) => URL.canParse(v) && /^https?:$/.test(new URL(v).protocol), "must be an http(s) URL")
+    .refine(
+      (v) => !URL.canParse(v) || isLoopbackUrl(new URL(v)),
+      "must be a loopback URL (localhost, 127.0.0.0/8, [::1]): the local issuer mints for local connectors only",
+    ),
   /** The bot's app id; default `SVC_PLATFORM_A_BOT_APP_ID` of the stack. */
   audience: z.string().regex(GUID, "must be the bot's app id (a GUID)").optional(),
   ttl_seconds: z.number().int().min(60).max(86_400).optional(),
@@ -282,7 +294,8 @@ export async function startDevIdentityProvider(opts: DevIdentityProviderOptions)
 
   /** A managed-identity token (App Service protocol 2019-08-01) for `resource`. */
   async function managedIdentityToken(requestUrl: URL, req: IncomingMessage): Promise<Record<string, unknown>> {
-    if (req.headers["x-identity-header"] !== identityHeader)
+    const presented = req.headers["x-identity-header"];
+    if (typeof presented !== "string" || !secretsEqual(presented, identityHeader))
       throw new HttpError(401, "X-IDENTITY-HEADER is missing or wrong");
     const resource = requestUrl.searchParams.get("resource");
     if (!resource || resource.length > 400) throw new HttpError(400, "resource is required");
@@ -362,10 +375,23 @@ export async function startDevIdentityProvider(opts: DevIdentityProviderOptions)
       .sign(key.privateKey);
   }
 
+  const ownPaths = new Set([
+    discoveryPath,
+    keysPath,
+    `${oauthPath}/authorize`,
+    `${oauthPath}/token`,
+    `${oauthPath}/logout`,
+    "/msi/token",
+    "/dev/token",
+    "/dev/bot-service-token",
+  ]);
+  const ownPath = (path: string) => ownPaths.has(path);
+
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const requestUrl = new URL(req.url ?? "/", "http://placeholder");
     const path = requestUrl.pathname;
-    counts.set(path, (counts.get(path) ?? 0) + 1);
+    // The provider's own paths only: a local process asking for made-up paths grows nothing.
+    if (ownPath(path)) counts.set(path, (counts.get(path) ?? 0) + 1);
     if (enforceLoopbackHost && !isLoopbackHostHeader(req.headers.host)) {
       throw new HttpError(421, "host header must name a loopback address");
     }

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -9,6 +9,7 @@ import { normalizeObjectId } from "../shared/auth/object-id.js";
 import { isLoopbackBind } from "../shared/http/loopback-host.js";
 import { createLogger } from "../shared/logging/logger.js";
 import { startAzurite } from "./azurite.js";
+import { localIssuerTrust } from "./bot-service-issuer.js";
 import { checkStackConsistency } from "./consistency-check.js";
 import { DashboardJobStore } from "../shared/dashboard/dashboard-jobs.js";
 import { createFileDatabaseCatalog, publishDatabase } from "../shared/databases/database-catalog.js";
@@ -22,6 +23,7 @@ import {
   startLocalCluster,
 } from "./kube/cluster.js";
 import { azureStandIns } from "./kube/azure-stand-ins.js";
+import { removeTree } from "./kube/node-files.js";
 import { jobApiServiceAccountName } from "../shared/cluster/job-api-manifests.js";
 import { actionSettingsShape } from "../shared/ops/actions/action-settings.js";
 import { API_TOKEN_SECRET } from "../shared/secrets/api-tokens.js";
@@ -151,10 +153,20 @@ async function main(): Promise<void> {
       process.env.SVC_PLATFORM_A_AUTHORITY_CA_FILE ||= botServiceTls.certFile;
     }
     // POST /api/messages verifies the local issuer's tokens unless told to trust another key set
-    // (a real Azure Bot through a tunnel: SVC_PLATFORM_A_OPENID_METADATA_URL=Bot Framework's).
-    if (idp.botService && !process.env.SVC_PLATFORM_A_OPENID_METADATA_URL) {
+    // (a real Azure Bot through a tunnel: SVC_PLATFORM_A_OPENID_METADATA_URL=Bot Framework's), and
+    // only while the replies' app token is local too: with a real one (a kv: secret, a real
+    // authority) a locally minted activity could name where that token is sent.
+    const trust = localIssuerTrust({
+      metadataUrl: process.env.SVC_PLATFORM_A_OPENID_METADATA_URL || undefined,
+      clientSecretRef: process.env.SVC_PLATFORM_A_CLIENT_SECRET_REF || undefined,
+      authorityHost: process.env.SVC_PLATFORM_A_AUTHORITY_HOST || undefined,
+    });
+    if (trust.action === "refuse") throw new Error(trust.reason);
+    if (idp.botService && trust.action === "trust") {
       process.env.SVC_PLATFORM_A_OPENID_METADATA_URL = idp.botService.metadataUrl;
       process.env.SVC_PLATFORM_A_OPENID_CA_FILE ||= botServiceTls.certFile;
+    } else if (!process.env.SVC_PLATFORM_A_OPENID_METADATA_URL && process.env.SVC_PLATFORM_A_CLIENT_SECRET_REF) {
+      logger.info("the bot's replies use a real app token: POST /api/messages trusts Bot Framework's keys only");
     }
 
     // The app reads its configuration from app settings, as on Azure.
@@ -190,7 +202,8 @@ async function main(): Promise<void> {
     if (process.getuid?.() === 0) {
       const dir = mkdtempSync(path.join(os.tmpdir(), "blastplane-node-cache-"));
       nodeCache = prepareNodeFolder(dir, POD_USER);
-      stops.push(async () => rmSync(dir, { recursive: true, force: true }));
+      // Pods of the user the folder was given to may have left symlinks in it: removed without following them.
+      stops.push(async () => void removeTree(dir));
     }
     // A job API deployed from the dashboard is rendered for Azure: the kubelet gives it the stack's
     // Azurite, token store and identity provider in place of Azure's (docs/cluster-deploy.md).

@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { slowestFiles, slowestFilesLines } from "./test-report.mjs";
+import { fileOccupancy, fileOccupancyLines, slowestFiles, slowestFilesLines } from "./test-report.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const bin = (name) => path.join(root, "node_modules", ".bin", name);
@@ -45,7 +45,7 @@ try {
   if (failed === 0) failed = json.numFailedTestSuites ?? 0;
   skipped = (json.numPendingTests ?? 0) + (json.numTodoTests ?? 0);
   try {
-    slowest = slowestFilesLines(slowestFiles(json, root));
+    slowest = [...slowestFilesLines(slowestFiles(json, root)), ...fileOccupancyLines(fileOccupancy(json))];
   } catch {
     // Only a report of the times: it never changes the counts or the exit code.
   }

@@ -5,13 +5,10 @@ import { DependencyUnavailableError } from "../../shared/errors.js";
 import { apiAudience, createJwtValidator, entraDiscoveryUrl } from "../../shared/auth/jwt-validator.js";
 import { type AppConfig, loadConfig } from "../../shared/config/load-config.js";
 import {
+  createDeployedJobApiLookup,
   createJobApiTargets,
-  deployedJobApiVerdict,
   type JobApiTargets,
   type JobApiTargetsDependencies,
-  kubeFetch,
-  readJobApiDeployment,
-  serviceProxyUrl,
 } from "../../shared/cluster/deployed-job-api.js";
 import { createJobApiClient, type JobApiClient } from "../../shared/dashboard/job-api-client.js";
 import { createWorkspaceStore } from "../../shared/workspace/workspace.js";
@@ -79,25 +76,15 @@ function secretStore(config: AppConfig): SecretStore {
   };
 }
 
-/**
- * The saved workspace's job API on the cluster (`SVC_KUBECONFIG`), if the Cluster page's deploy
- * made it available: reached through the cluster's API server (the Service proxy of the job API's
- * Service), with the kubeconfig's credentials (on AKS, an Entra token of the managed identity).
- */
+/** The saved workspace's job API on the cluster (`SVC_KUBECONFIG`); none without a cluster. */
 function deployedJobApiLookup(config: AppConfig): JobApiTargetsDependencies["lookUpDeployed"] {
   if (!clusterConfigured()) return undefined;
   const workspaces = createWorkspaceStore(config.storage);
-  return async () => {
-    const saved = await workspaces.get();
-    if (!saved) return { why: "no workspace saved" };
-    const kc = await clusterKubeConfig();
-    const namespace = jobApiNamespace();
-    const verdict = deployedJobApiVerdict(await readJobApiDeployment(kc, namespace), saved.workspace);
-    if (!verdict.use) return { why: verdict.why };
-    const server = kc.getCurrentCluster()?.server;
-    if (!server) return { why: "the kubeconfig names no cluster server" };
-    return { target: { source: "deployed", baseUrl: serviceProxyUrl(server, namespace), fetch: kubeFetch(kc) } };
-  };
+  return createDeployedJobApiLookup({
+    savedWorkspace: async () => (await workspaces.get())?.workspace,
+    kubeConfig: clusterKubeConfig,
+    namespace: jobApiNamespace(),
+  });
 }
 
 function build(): AppContext {
@@ -109,6 +96,8 @@ function build(): AppContext {
   const jobApiTargets = createJobApiTargets({
     configuredUrl: config.jobApiUrl,
     lookUpDeployed: deployedJobApiLookup(config),
+    // The lookup precedes each job-API call: it gets no longer than the call's own timeout.
+    lookupTimeoutMs: Math.min(config.jobApiTimeoutMs, 5_000),
     logger,
   });
   return {

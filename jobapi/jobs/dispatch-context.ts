@@ -24,6 +24,11 @@ export interface DispatcherOptions {
    * the dispatcher runs jobs from `start()` on (a single process, or tests).
    */
   lease?: Pick<DispatchLease, "start" | "stop" | "isHeld">;
+  /**
+   * This job API's dispatch fleet (`JOBAPI_DISPATCH_FLEET`, default `default`): it runs
+   * only the jobs a job API of its fleet accepted, and its lease is its fleet's (docs/decisions/0026-dispatch-fleets.md).
+   */
+  fleet?: string;
   /** Jobs dispatched at once; more wait as `queued`. */
   maxActiveJobs: number;
   /** Memory of the node a shard runs on, for the pre-flight. */

@@ -5,13 +5,22 @@ import type { Logger } from "../../shared/logging/logger.js";
 import { openTableClient, type StorageTarget } from "../../shared/storage/storage-connection.js";
 import { isStatus } from "../../shared/storage/table-text.js";
 import { processAlive } from "../../shared/process-alive.js";
+import { DEFAULT_FLEET } from "../../shared/jobs/model.js";
 
 const PARTITION = "lease";
+/** The lease row of the default fleet (the only row before fleets existed). */
 const ROW = "dispatch";
 
+/** The lease row of a dispatch fleet: each fleet's job APIs compete for their own lease only. */
+export function leaseRowOf(fleet: string): string {
+  return fleet === DEFAULT_FLEET ? ROW : `${ROW}-${fleet}`;
+}
+
 export interface DispatchLeaseOptions {
-  /** The table holding the lease row (one row for every job-API process on the storage account). */
+  /** The table holding the lease row (one row per dispatch fleet on the storage account). */
   table: TableClient;
+  /** The fleet whose lease this is (default {@link DEFAULT_FLEET}: the row `dispatch`). */
+  fleet?: string;
   /**
    * How long a holder that stops renewing keeps the lease, as others see it. The holder renews
    * every quarter of it and stops dispatching on its own after two thirds without a renewal, so it
@@ -55,6 +64,8 @@ interface LeaseRow {
 export class DispatchLease {
   /** This process's identity in the lease row. */
   readonly instanceId = randomUUID();
+  /** Its fleet's lease row. */
+  private readonly rowKey: string;
   private readonly now: () => number;
   private readonly host: string;
   private readonly pid: number;
@@ -73,6 +84,7 @@ export class DispatchLease {
 
   constructor(private readonly o: DispatchLeaseOptions) {
     this.now = o.now ?? (() => performance.now());
+    this.rowKey = leaseRowOf(o.fleet ?? DEFAULT_FLEET);
     this.host = o.host ?? os.hostname();
     this.pid = o.pid ?? process.pid;
   }
@@ -118,7 +130,7 @@ export class DispatchLease {
     const etag = this.etag;
     this.setLost();
     if (etag === undefined) return;
-    await this.o.table.deleteEntity(PARTITION, ROW, { etag }).catch((error: unknown) => {
+    await this.o.table.deleteEntity(PARTITION, this.rowKey, { etag }).catch((error: unknown) => {
       if (!isStatus(error, 404) && !isStatus(error, 412))
         this.o.logger.warn("could not give up the dispatch lease", { error });
     });
@@ -161,7 +173,7 @@ export class DispatchLease {
 
   private async read(): Promise<(LeaseRow & { etag: string }) | undefined> {
     try {
-      const e = await this.o.table.getEntity<LeaseRow>(PARTITION, ROW);
+      const e = await this.o.table.getEntity<LeaseRow>(PARTITION, this.rowKey);
       return {
         holder: e.holder,
         host: e.host,
@@ -194,7 +206,7 @@ export class DispatchLease {
     try {
       etag = (
         await this.o.table.updateEntity(
-          { partitionKey: PARTITION, rowKey: ROW, ...this.row(writeId, this.acquiredAt) },
+          { partitionKey: PARTITION, rowKey: this.rowKey, ...this.row(writeId, this.acquiredAt) },
           "Replace",
           { etag: previous },
         )
@@ -223,7 +235,7 @@ export class DispatchLease {
       try {
         const created = await this.o.table.createEntity({
           partitionKey: PARTITION,
-          rowKey: ROW,
+          rowKey: this.rowKey,
           ...this.row(writeId, acquiredAt),
         });
         return this.hold(created.etag as string, sentAt, acquiredAt);
@@ -237,7 +249,7 @@ export class DispatchLease {
     if (current.holder !== this.instanceId && !this.expired(current)) return;
     try {
       const updated = await this.o.table.updateEntity(
-        { partitionKey: PARTITION, rowKey: ROW, ...this.row(writeId, acquiredAt) },
+        { partitionKey: PARTITION, rowKey: this.rowKey, ...this.row(writeId, acquiredAt) },
         "Replace",
         { etag: current.etag },
       );

@@ -5,7 +5,7 @@ import { batchQueries, parseQueryFasta, toFasta } from "../../shared/blast/fasta
 import { type BlastOptions, toBlastArgs } from "../../shared/blast/options.js";
 import { type BlastProgram, QUERY_BATCH_LETTERS, queryMolecule } from "../../shared/blast/programs.js";
 import type { DatabaseEntry } from "../../shared/databases/database-catalog.js";
-import { ACTIVE_STATUSES, type JobRecord } from "../../shared/jobs/model.js";
+import { ACTIVE_STATUSES, DEFAULT_FLEET, fleetOf, type JobRecord } from "../../shared/jobs/model.js";
 import { shardArtifact } from "./artifact-store.js";
 import { createSemaphore, shardThreads } from "../executors/executor.js";
 import {
@@ -52,6 +52,8 @@ export class JobDispatcher implements RunContext {
   /** This dispatcher's scratch folder: two processes on one data folder never share one. */
   readonly scratchDir: string;
   readonly failures: JobFailures;
+  /** The fleet whose jobs this dispatcher runs (and whose lease it holds): see {@link DispatcherOptions.fleet}. */
+  readonly fleet: string;
   /** Query FASTA of jobs submitted through this process, so dispatching need not read it back. */
   private readonly handedOver = new Map<string, string>();
   private handedOverBytes = 0;
@@ -59,6 +61,16 @@ export class JobDispatcher implements RunContext {
   constructor(readonly o: DispatcherOptions) {
     this.failures = new JobFailures(o);
     this.scratchDir = path.join(o.workDir, `dispatcher-${randomUUID()}`);
+    this.fleet = o.fleet ?? DEFAULT_FLEET;
+  }
+
+  /**
+   * Whether a job is this dispatcher's to run: one a job API of its fleet accepted. Job APIs of
+   * other fleets on the same storage account (another deployment, `npm start`'s own beside the one
+   * deployed to its cluster) run theirs; none takes another's, queued or orphaned.
+   */
+  private ours(job: JobRecord): boolean {
+    return fleetOf(job) === this.fleet;
   }
 
   /**
@@ -137,6 +149,7 @@ export class JobDispatcher implements RunContext {
   private async holdQueuedReleases(): Promise<void> {
     try {
       for await (const job of this.o.jobs.list(["queued"])) {
+        if (!this.ours(job)) continue;
         await this.o.catalog.hold(job.db_name, job.db_version, job.job_id).catch((error: unknown) => {
           this.o.logger.warn("could not mark the database release in use", { job_id: job.job_id, error });
         });
@@ -213,7 +226,7 @@ export class JobDispatcher implements RunContext {
       const activeIds = new Set<string>();
       for await (const job of this.o.jobs.list([...ACTIVE_STATUSES])) {
         activeIds.add(job.job_id);
-        if (!this.running.has(job.job_id) && this.dispatching()) {
+        if (!this.running.has(job.job_id) && this.dispatching() && this.ours(job)) {
           this.o.logger.info("resuming orphaned job", { job_id: job.job_id, status: job.status });
           this.launch(job.job_id);
         }
@@ -228,12 +241,12 @@ export class JobDispatcher implements RunContext {
     }
     if (this.running.size >= this.o.maxActiveJobs) return;
     const queued: JobRecord[] = [];
-    for await (const job of this.o.jobs.list(["queued"])) queued.push(job);
+    for await (const job of this.o.jobs.list(["queued"])) if (this.ours(job)) queued.push(job);
     queued.sort(compareForDispatch);
     for (const job of queued) {
       if (this.running.size >= this.o.maxActiveJobs || !this.dispatching()) return;
       const claimed = await this.o.jobs.update(job.job_id, (j) =>
-        j.status === "queued" ? touch({ ...j, status: "dispatching" }) : undefined,
+        j.status === "queued" && this.ours(j) ? touch({ ...j, status: "dispatching" }) : undefined,
       );
       if (claimed?.status === "dispatching" && !this.running.has(job.job_id)) this.launch(job.job_id, claimed);
     }

@@ -7,6 +7,8 @@ import { ConflictError, DependencyUnavailableError, NotFoundError, QueueFullErro
 import { requestFingerprint } from "../../shared/http/idempotency.js";
 import { longPoll } from "../../shared/http/long-poll.js";
 import {
+  DEFAULT_FLEET,
+  fleetOf,
   type JobRecord,
   type JobStatus,
   newJobId,
@@ -35,7 +37,8 @@ export interface JobServiceOptions {
   jobs: JobStore;
   artifacts: ArtifactStore;
   catalog: DatabaseCatalog;
-  dispatcher: Pick<JobDispatcher, "submitted" | "cancel">;
+  /** Its `fleet` (when it has one) is stamped on each accepted job: only that fleet runs it. */
+  dispatcher: Pick<JobDispatcher, "submitted" | "cancel"> & Partial<Pick<JobDispatcher, "fleet">>;
   logger: Logger;
   blastVersion: () => Promise<string>;
   /** Jobs waiting as `queued` beyond which submits get 429. */
@@ -157,6 +160,10 @@ export class JobService {
             fingerprint: fp,
             query_count: records.length,
             query_letters: records.reduce((n, r) => n + r.sequence.length, 0),
+            // The default fleet's jobs carry none, as every record stored before fleets.
+            ...(this.o.dispatcher.fleet === undefined || this.o.dispatcher.fleet === DEFAULT_FLEET
+              ? {}
+              : { fleet: this.o.dispatcher.fleet }),
           },
           admittedAt,
         ),
@@ -176,6 +183,7 @@ export class JobService {
         db: job.db_name,
         queries: job.query_count,
         source: s.source,
+        fleet: fleetOf(job),
       });
       // Its place among the jobs queued at admission: no second listing on the submit path.
       return { job, replayed: false, queuePosition: 1 + queued.filter((j) => compareForDispatch(j, job) < 0).length };

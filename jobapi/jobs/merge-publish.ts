@@ -3,10 +3,16 @@ import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import path from "node:path";
 import { PassThrough, Transform } from "node:stream";
-import { pipeline } from "node:stream/promises";
+import { finished, pipeline } from "node:stream/promises";
 import { gzipSync } from "node:zlib";
 import type { BlastOptions } from "../../shared/blast/options.js";
-import { BlastXmlError, mergeBlastXml, namedDatabaseHeader, readIterations } from "../../shared/blast/xml-merge.js";
+import {
+  BlastXmlError,
+  mergeBlastXml,
+  namedDatabaseHeader,
+  readBlastXml,
+  readIterations,
+} from "../../shared/blast/xml-merge.js";
 import type { DatabaseEntry } from "../../shared/databases/database-catalog.js";
 import type { JobRecord, Shard, StoringProgress } from "../../shared/jobs/model.js";
 import { createParallelGzip } from "../../shared/storage/parallel-gzip.js";
@@ -98,8 +104,9 @@ function memberTable(): { members: [number, number][]; onMember: (c: number, u: 
 }
 
 /**
- * Stores the result index after the merged result. The index only speeds up reading: a failure
- * is logged and the job still completes (its result pages then say the index is missing).
+ * Stores the result index, once the merged result's compression has ended (beside its upload). The
+ * index only speeds up reading: a failure is logged and the job still completes (its result pages
+ * then say the index is missing).
  */
 async function publishIndex(
   ctx: RunContext,
@@ -170,10 +177,15 @@ export async function mergeAndPublish(
     },
   });
   // Cancelling the job (or stopping the job API) ends the upload, and with it the merge.
-  const uploaded = ctx.o.artifacts.uploadStream(job.job_id, MERGED_ARTIFACT, xml, {
-    through: createParallelGzip({ level: GZIP_LEVEL, onMember: table.onMember }),
-    signal,
-  });
+  const gzip = createParallelGzip({ level: GZIP_LEVEL, onMember: table.onMember });
+  const uploaded = ctx.o.artifacts.uploadStream(job.job_id, MERGED_ARTIFACT, xml, { through: gzip, signal });
+  // The index is complete once the last member is compressed: stored beside the merged result's
+  // upload, not after it (one round trip and one storage commit fewer on the job's path).
+  const indexed = finished(gzip).then(
+    () => publishIndex(ctx, job, indexer, table.members, signal),
+    () => undefined,
+  );
+  indexed.catch(() => {});
   // A failed upload must end the merge at once (its writer stops on the destroyed stream).
   uploaded.catch((error: unknown) => xml.destroy(error as Error));
   const options = job.blast_options as BlastOptions;
@@ -209,7 +221,8 @@ export async function mergeAndPublish(
     if (signal.aborted) throw signal.reason;
     throw ctx.failures.storageFailure(job.job_id, "the merged result", error);
   }
-  await publishIndex(ctx, job, indexer, table.members, signal);
+  // Only an abort fails the index's store; anything else was logged there.
+  await indexed;
   return { mergedBytes, xmlBytes };
 }
 
@@ -236,6 +249,7 @@ export async function publishSingleShard(
   const mark = (name: string) => {
     steps[name] = Math.round(performance.now() - began);
   };
+  // The header only (the reader's first event); the whole output is validated in the one read below.
   const events = readIterations(xml);
   let header: string;
   try {
@@ -243,15 +257,21 @@ export async function publishSingleShard(
     if (first.done || first.value.type !== "header") throw new BlastXmlError("no BLAST XML header");
     header = first.value.header.raw;
   } catch (error) {
-    await events.return(undefined);
     throw ctx.failures.invalidOutput(job.job_id, error);
+  } finally {
+    await events.return(undefined);
   }
   // An output that turns out invalid stops the uploads too.
   const stop = new AbortController();
   const onAbort = () => stop.abort(signal.reason);
   signal.addEventListener("abort", onAbort, { once: true });
+  // One read of the output: the bytes that are indexed and compressed also go through the BLAST XML
+  // reader (`checked`), so a truncated or malformed output fails the job as the merge would, without
+  // reading and decoding the file a second time. At most `CHECK_AHEAD_BYTES` wait for the reader.
+  const checked = new PassThrough({ highWaterMark: CHECK_AHEAD_BYTES });
+  checked.write(Buffer.from(header, "latin1"));
   const validated = (async () => {
-    for await (const _ of events) stop.signal.throwIfAborted();
+    for await (const _ of readBlastXml(checked)) stop.signal.throwIfAborted();
     mark("validated_ms");
   })();
   validated.catch((error: unknown) => stop.abort(error));
@@ -279,7 +299,11 @@ export async function publishSingleShard(
         indexer.write(chunk);
         written += chunk.length;
         storing?.written(written);
-        callback(null, chunk);
+        feed(checked, chunk).then(() => callback(null, chunk), callback);
+      },
+      flush(callback) {
+        checked.end();
+        callback();
       },
     }),
     createParallelGzip({ level: GZIP_LEVEL, onMember: table.onMember }),
@@ -294,6 +318,8 @@ export async function publishSingleShard(
     },
   );
   body.catch((error: unknown) => {
+    // The reader then stops with the body's error: the read failed, not the document.
+    checked.destroy(error as Error);
     shardCopy.destroy(error as Error);
     mergedCopy.destroy(error as Error);
   });
@@ -316,13 +342,36 @@ export async function publishSingleShard(
   const [read, compressed, index, ...stored] = await Promise.allSettled([validated, body, indexed, ...uploads]);
   signal.removeEventListener("abort", onAbort);
   if (signal.aborted) throw signal.reason;
-  if (read.status === "rejected") throw ctx.failures.invalidOutput(job.job_id, read.reason);
+  // The reader fails with the body's own error when reading the output failed (a storage failure).
+  const readFailed =
+    compressed.status === "rejected" && read.status === "rejected" && read.reason === compressed.reason;
+  if (read.status === "rejected" && !readFailed) throw ctx.failures.invalidOutput(job.job_id, read.reason);
   const failed = [compressed, ...stored].find((o): o is PromiseRejectedResult => o.status === "rejected");
   if (failed) throw ctx.failures.storageFailure(job.job_id, "the merged result", failed.reason);
   // Only an abort fails the index's store (handled above); anything else was logged there.
   if (index.status === "rejected") throw index.reason;
   const [shardBytes, mergedBytes] = stored.map((o) => (o as PromiseFulfilledResult<number>).value) as [number, number];
   return { shardBytes, mergedBytes, xmlBytes: mergedHeader.length + blastBytes - header.length };
+}
+
+/** Bytes of a one-shard output read ahead of the BLAST XML reader that checks it. */
+const CHECK_AHEAD_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Hands `chunk` to the reader that checks the output, waiting while it is `CHECK_AHEAD_BYTES`
+ * behind. A reader that has stopped (its failure stops the uploads) takes nothing more.
+ */
+async function feed(checked: PassThrough, chunk: Buffer): Promise<void> {
+  if (checked.destroyed || checked.write(chunk)) return;
+  await new Promise<void>((resolve) => {
+    const done = () => {
+      checked.off("drain", done);
+      checked.off("close", done);
+      resolve();
+    };
+    checked.on("drain", done);
+    checked.on("close", done);
+  });
 }
 
 /** Writes `chunk` to each stream, waiting while one is full; fails once one has closed early. */

@@ -534,12 +534,19 @@ export class ApiServer {
     const label = "services/proxy";
     const namespace = segments[3] ?? "";
     // `name`, `name:port` or `scheme:name:port` (only http is served here).
-    const parts = decodeURIComponent(segments[5] ?? "").split(":");
-    const [name, portRef] = parts.length === 3 ? [parts[1] ?? "", parts[2]] : [parts[0] ?? "", parts[1]];
     const refusal = (code: number, reason: string, message: string) => {
       this.record(method, label, code);
       return new KubeStatusError(code, reason, message);
     };
+    let reference: string;
+    try {
+      reference = decodeURIComponent(segments[5] ?? "");
+    } catch {
+      // A malformed escape in the name is the caller's mistake (400), never a server fault.
+      throw refusal(400, "BadRequest", "the service name in the proxy path is not a valid escaped segment");
+    }
+    const parts = reference.split(":");
+    const [name, portRef] = parts.length === 3 ? [parts[1] ?? "", parts[2]] : [parts[0] ?? "", parts[1]];
     const service = this.o.store.get("services", namespace, name);
     if (!service) throw refusal(404, "NotFound", `services "${name}" not found`);
     const ports = field<Any[]>(service, "spec", "ports") ?? [];

@@ -33,7 +33,7 @@ export interface AzureStandInOptions {
   kubeconfig: () => string;
   /**
    * The nodes' database cache folder (the one the stack's own job API gives its shard pods): what a
-   * node's provisioning prepares on AKS at the hostPath `JOBAPI_K8S_DB_CACHE_DIR` names.
+   * node-prep DaemonSet prepares on AKS at the hostPath `JOBAPI_K8S_DB_CACHE_DIR` names (infra/k8s/jobapi.yaml).
    */
   nodeCacheDir?: string;
 }
@@ -89,9 +89,10 @@ export function azureStandIns(options: AzureStandInOptions): ContainerSupplement
       if (tenant !== undefined && env[`${tenant}_AUTH_DISCOVERY_URL`] === undefined)
         out[`${tenant}_AUTH_DISCOVERY_URL`] = options.identityDiscoveryUrl;
     }
-    // Its shard and warm-up pods' hostPath: a folder of this machine they may use (the pod's own
-    // data folder, the default, is not open to other pods).
-    if (options.nodeCacheDir && env.JOBAPI_EXECUTOR === "kubernetes" && env.JOBAPI_K8S_DB_CACHE_DIR === undefined)
+    // Its shard and warm-up pods' hostPath: a folder of this machine they may use, in place of the
+    // AKS node's folder the manifest names (the pod's own data folder, the default, is not open to
+    // other pods).
+    if (options.nodeCacheDir && env.JOBAPI_EXECUTOR === "kubernetes")
       out.JOBAPI_K8S_DB_CACHE_DIR = options.nodeCacheDir;
     const automount = field(pod, "spec", "automountServiceAccountToken") !== false;
     if (automount && out.KUBECONFIG === undefined) {

@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { chmodSync, existsSync, lchownSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync } from "node:fs";
 import https from "node:https";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
@@ -16,6 +16,7 @@ import {
 } from "./controllers.js";
 import { Deleter } from "./deletion.js";
 import { type ContainerSupplement, Kubelet, type LocalImage } from "./kubelet.js";
+import { giveTree } from "./node-files.js";
 import { admit, timestamp } from "./objects.js";
 import { findResource } from "./resources.js";
 import { nodeMismatch, Scheduler } from "./scheduler.js";
@@ -162,13 +163,9 @@ export function nodeObject(spec: LocalNodeSpec): KubeObject {
 export function prepareNodeFolder(dir: string, owner: { uid: number; gid: number }): string {
   mkdirSync(dir, { recursive: true });
   if (process.getuid?.() !== 0) return dir;
-  const give = (file: string, isDir: boolean) => {
-    lchownSync(file, owner.uid, owner.gid);
-    if (!isDir) return;
-    for (const entry of readdirSync(file, { withFileTypes: true }))
-      give(path.join(file, entry.name), entry.isDirectory());
-  };
-  give(dir, true);
+  if (!lstatSync(dir).isDirectory()) throw new Error(`${dir} is not a folder`);
+  // What a previous stack's pods left in it: given without following a symlink they planted.
+  giveTree(dir, owner);
   chmodSync(dir, 0o700);
   return dir;
 }

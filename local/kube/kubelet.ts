@@ -17,7 +17,6 @@ import {
   openSync,
   readdirSync,
   readFileSync,
-  rmSync,
   statSync,
   writeSync,
 } from "node:fs";
@@ -26,6 +25,7 @@ import path from "node:path";
 import { parseQuantity } from "../../shared/cluster/quantity.js";
 import type { Logger } from "../../shared/logging/logger.js";
 import type { Deleter } from "./deletion.js";
+import { removeTree } from "./node-files.js";
 import { type Any, type Condition, DNS_LABEL, field, recordEvent, setCondition, timestamp } from "./objects.js";
 import type { KubeObject } from "./selectors.js";
 import {
@@ -396,7 +396,7 @@ export class Kubelet {
       }
     }
     // The folder of pods run as other users, when this kubelet made it.
-    if (this.userPodsDir && !this.o.userPodsDir) rmSync(this.userPodsDir, { recursive: true, force: true });
+    if (this.userPodsDir && !this.o.userPodsDir) this.remove(this.userPodsDir);
   }
 
   /**
@@ -532,8 +532,17 @@ export class Kubelet {
       c.stopSupplement?.();
     }
     this.pods.delete(uid);
-    rmSync(path.join(this.o.rootDir, "pods", uid), { recursive: true, force: true });
-    if (this.userPodsDir) rmSync(path.join(this.userPodsDir, uid), { recursive: true, force: true });
+    this.remove(path.join(this.o.rootDir, "pods", uid));
+    if (this.userPodsDir) this.remove(path.join(this.userPodsDir, uid));
+  }
+
+  /**
+   * Removes a pod's folder (or the kubelet's) as root while a pod process that left its process
+   * group may still change it: never through a symlink ({@link removeTree}).
+   */
+  private remove(dir: string): void {
+    const problem = removeTree(dir);
+    if (problem) this.o.logger.warn("kubelet folder not fully removed", { folder: dir, error: problem });
   }
 
   private podOf(state: PodState): KubeObject | undefined {
@@ -796,7 +805,7 @@ export class Kubelet {
     // What the kubelet made for its previous start is not in use (the container is not running).
     c.stopSupplement?.();
     c.stopSupplement = undefined;
-    for (const dir of c.kubeletDirs ?? []) rmSync(dir, { recursive: true, force: true });
+    for (const dir of c.kubeletDirs ?? []) this.remove(dir);
     c.kubeletDirs = [];
     // Volumes: where each mount path lives on this machine.
     const mounts: [string, string][] = [];

@@ -14,6 +14,7 @@ import {
   type TurnCoordinator,
 } from "./inbound/pipeline.js";
 import type { ChannelProgressSender } from "./inbound/progress-stream.js";
+import { holdWithoutScanner } from "./inbound/attachment-gate.js";
 import { createSenderAccess } from "./inbound/sender-access.js";
 import type { ChannelKind } from "./inbound/types.js";
 import { createTeamsConversationStore } from "../notify/channels/teams-conversations.js";
@@ -64,6 +65,11 @@ export function buildInboundChannels(
      * bearer validator, the approvals domain and the API's Application ID URI.
      */
     teamsSso?: Pick<TeamsSsoDependencies, "validator" | "approvals"> & { apiResource: string };
+    /**
+     * The attachment gate (`attachment-gate.ts`). Default: no malware scanner is part of this
+     * product, so every attachment is held, named in the reply and audited, never downloaded.
+     */
+    attachments?: InboundPipelineDependencies["attachments"];
   },
 ) {
   const directory = deps.directory ?? configDirectory(config.roles);
@@ -140,6 +146,7 @@ export function buildInboundChannels(
         coordinator: deps.coordinator,
         ...(deps.svc ? { svc: deps.svc } : {}),
         audit: deps.audit,
+        attachments: deps.attachments ?? holdWithoutScanner,
         deliver: async (t, r) => {
           await guard.beforeDeliver();
           return deliver(t, r);

@@ -58,6 +58,15 @@ export const jobApiValuesSchema = z
   });
 export type JobApiValues = z.infer<typeof jobApiValuesSchema>;
 
+/**
+ * The node folder (a hostPath) the deployed job API's shard and warm-up pods cache databases in,
+ * on every BLAST node: the manifest's node-prep DaemonSet makes it (0700, the pods' user's) in its
+ * parent, which the kubelet makes when missing. Fixed, not a workspace value: one blastplane per
+ * cluster (as the cluster-scoped objects already assume).
+ */
+export const NODE_DB_CACHE_PARENT = "/var/lib/blastplane";
+export const NODE_DB_CACHE_DIR = `${NODE_DB_CACHE_PARENT}/databases`;
+
 /** The manifest's placeholders, by the value that fills each. */
 const PLACEHOLDERS: Record<string, (v: JobApiValues) => string> = {
   WORKLOAD_IDENTITY_CLIENT_ID: (v) => v.workload_identity_client_id,
@@ -71,7 +80,19 @@ const PLACEHOLDERS: Record<string, (v: JobApiValues) => string> = {
   WEB_APP_ORIGIN: (v) => v.web_app_origin,
   TERMINAL_HOST: (v) => v.terminal_host ?? "",
   TERMINAL_TLS_CERT_URI: (v) => v.terminal_tls_cert_uri ?? "",
+  DB_CACHE_DIR: () => NODE_DB_CACHE_DIR,
+  DB_CACHE_PARENT: () => NODE_DB_CACHE_PARENT,
+  DISPATCH_FLEET: (v) => deployedFleet(v.namespace),
 };
+
+/**
+ * The dispatch fleet of the job API deployed into `namespace` (`JOBAPI_DISPATCH_FLEET`): its jobs
+ * are dispatched by it alone, never by another job API sharing the storage account (`npm start`'s
+ * own, fleet `default`). Stable across redeploys, so a job queued before one runs after it.
+ */
+export function deployedFleet(namespace: string): string {
+  return `cluster-${namespace}`.slice(0, 63).replace(/-+$/, "");
+}
 
 /** The manifest's namespace as written; the workspace's namespace replaces it. */
 const MANIFEST_NAMESPACE = "blastplane";

@@ -53,7 +53,7 @@ export interface JobApiClientOptions {
    * `baseUrl` when given. A deployed one that cannot be reached (or answers 502/503/504) is
    * `invalidate`d, so the next call looks again.
    */
-  targets?: { resolve(): Promise<JobApiTarget>; invalidate(): void };
+  targets?: { resolve(options?: { signal?: AbortSignal }): Promise<JobApiTarget>; invalidate(): void };
   /** The shared job-API token (`X-SVC-API-Token`), read per call so a rotation takes effect. */
   token: () => Promise<string>;
   /**
@@ -217,7 +217,7 @@ export function createJobApiClient(options: JobApiClientOptions) {
    */
   async function call(path: string, init: RequestInit, callOptions: JobApiCallOptions = {}): Promise<Response> {
     const target: JobApiTarget | undefined = options.targets
-      ? await options.targets.resolve()
+      ? await options.targets.resolve({ ...(callOptions.abortSignal ? { signal: callOptions.abortSignal } : {}) })
       : options.baseUrl
         ? { source: "configured", baseUrl: options.baseUrl }
         : undefined;

@@ -59,6 +59,23 @@ export interface JobRecord {
   cancel_requested: boolean;
   /** While BLAST has finished and the results are merged and stored (running, not yet completed). */
   storing?: StoringProgress | null;
+  /**
+   * The dispatch fleet of the job API that accepted it (`JOBAPI_DISPATCH_FLEET`): only that fleet's
+   * lease holder runs it, even when other job APIs share the storage account. The default fleet's
+   * records (and every record stored before fleets existed) have none: {@link DEFAULT_FLEET}.
+   */
+  fleet?: string;
+}
+
+/** The fleet of a job API that names none, and of jobs stored before fleets existed. */
+export const DEFAULT_FLEET = "default";
+
+/** A fleet name: a DNS label (it is part of the lease row's key). */
+export const FLEET_PATTERN = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+/** The fleet a job belongs to. */
+export function fleetOf(job: Pick<JobRecord, "fleet">): string {
+  return job.fleet ?? DEFAULT_FLEET;
 }
 
 /**
@@ -95,7 +112,8 @@ export type NewJob = Pick<
   | "fingerprint"
   | "query_count"
   | "query_letters"
->;
+> &
+  Partial<Pick<JobRecord, "fleet">>;
 
 /** A queued job as it is first stored: no progress, no shards, no results yet. */
 export function newJobRecord(job: NewJob, now = new Date()): JobRecord {

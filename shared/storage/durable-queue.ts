@@ -19,6 +19,9 @@ import { isStatus, packText, unpackText } from "./table-text.js";
  *   marked `delivering` (its guard) and found in that state again is closed `abandoned`, never
  *   processed twice; so is one past `maxAttempts` (then `onAbandon` runs, so nothing is dropped
  *   silently). Closing records the final state and frees the slot in one transaction.
+ * - With `renewLease` the lease is renewed while the processor runs and checked (ETag) before the
+ *   item is marked `delivering`: a long item is never run by two workers at once, and a worker
+ *   that lost its claim does not deliver.
  */
 
 export type QueueItemState = "queued" | "processing" | "delivering" | "done" | "abandoned";
@@ -34,7 +37,11 @@ interface SlotRow {
 export interface QueueClaim {
   /** 1 on the first claim; more when a previous holder's lease ran out or its attempt threw. */
   attempt: number;
-  /** Marks the item `delivering`: a crash after this closes it `abandoned` instead of running it again. */
+  /**
+   * Marks the item `delivering`: a crash after this closes it `abandoned` instead of running it
+   * again. With `renewLease`, it first checks that this worker still holds the claim and throws
+   * {@link LeaseLostError} when another worker took the item over (then nothing may be delivered).
+   */
   beforeDeliver(): Promise<void>;
 }
 
@@ -47,6 +54,12 @@ export interface DurableQueueOptions<T> {
   capacity: number;
   /** How long a claim holds before another worker may take the item over (default 60 s). */
   leaseMs?: number;
+  /**
+   * Renew the claim's lease every `leaseMs / 3` while the processor runs, and check it before the
+   * item is marked `delivering` (a fencing check): an item whose processing outlives one lease is
+   * not claimed again by another worker, and a worker that lost its lease never delivers.
+   */
+  renewLease?: boolean;
   /** Claims after which an item is abandoned (default 3). */
   maxAttempts?: number;
   /** The item's identity: a second item with the same id is a duplicate. */
@@ -55,6 +68,14 @@ export interface DurableQueueOptions<T> {
   name: string;
   /** Runs when an item is abandoned after `maxAttempts` claims (not for one abandoned while delivering). */
   onAbandon?: (item: T) => Promise<void>;
+}
+
+/** The claim was taken over by another worker (its lease ran out): this worker must not deliver. */
+export class LeaseLostError extends Error {
+  constructor() {
+    super("the queue item's lease was taken over by another worker");
+    this.name = "LeaseLostError";
+  }
 }
 
 /** One partition holds both kinds of row, so admitting and closing are each one atomic transaction. */
@@ -172,18 +193,22 @@ export function createDurableQueue<T>(options: DurableQueueOptions<T>) {
         const at = now();
         if (slot.state === "processing" && Date.parse(slot.lease_until) > at.getTime()) continue;
         const attempts = Number(slot.attempts) + 1;
+        /** The claim's current ETag: every renewal is checked against it (fencing). */
+        let etag: string;
         try {
-          await t.updateEntity(
-            {
-              partitionKey: PARTITION,
-              rowKey: slot.rowKey,
-              state: "processing",
-              lease_until: new Date(at.getTime() + leaseMs).toISOString(),
-              attempts,
-            },
-            "Merge",
-            { etag: slot.etag },
-          );
+          etag = (
+            await t.updateEntity(
+              {
+                partitionKey: PARTITION,
+                rowKey: slot.rowKey,
+                state: "processing",
+                lease_until: new Date(at.getTime() + leaseMs).toISOString(),
+                attempts,
+              },
+              "Merge",
+              { etag: slot.etag },
+            )
+          ).etag as string;
         } catch (error) {
           // Another worker claimed it first.
           if (isStatus(error, 412) || isStatus(error, 404)) continue;
@@ -209,15 +234,57 @@ export function createDurableQueue<T>(options: DurableQueueOptions<T>) {
           continue;
         }
         await setSeen(t, slot.seen_key, "processing", at);
+        /** Extends the lease from now, ETag-checked and one at a time; `lost` once another worker holds the claim. */
+        let lost = false;
+        /** A delivery the fence refused: the processor may have swallowed the error, the item is not done. */
+        let fenced = false;
+        let renewing: Promise<boolean> = Promise.resolve(true);
+        const renew = () => {
+          renewing = renewing.then(async () => {
+            if (lost) return false;
+            try {
+              const answer = await t.updateEntity(
+                {
+                  partitionKey: PARTITION,
+                  rowKey: slot.rowKey,
+                  lease_until: new Date(now().getTime() + leaseMs).toISOString(),
+                },
+                "Merge",
+                { etag },
+              );
+              etag = answer.etag as string;
+              return true;
+            } catch (error) {
+              // Another worker claimed the item (412), or closed it (404): this claim is over.
+              if (isStatus(error, 412) || isStatus(error, 404)) lost = true;
+              // Anything else (storage unreachable): not renewed; the heartbeat tries again.
+              return false;
+            }
+          });
+          return renewing;
+        };
+        const heartbeat = options.renewLease ? setInterval(() => void renew(), Math.max(1, leaseMs / 3)) : undefined;
+        heartbeat?.unref?.();
         try {
           await process(item, {
             attempt: attempts,
-            beforeDeliver: () => setSeen(t, slot.seen_key, "delivering", now()).then(() => undefined),
+            beforeDeliver: async () => {
+              // Not renewed: lost, or not known to be held — either way nothing is delivered now.
+              if (options.renewLease && !(await renew())) {
+                fenced = true;
+                throw new LeaseLostError();
+              }
+              await setSeen(t, slot.seen_key, "delivering", now());
+            },
           });
         } catch {
           // Left claimed: the lease runs out and a later drain retries it (or abandons it if it was delivering).
           continue;
+        } finally {
+          clearInterval(heartbeat);
         }
+        // A worker that lost its claim (or could not confirm it) leaves the item to the holder or a later drain.
+        if (lost || fenced) continue;
         await close("done");
       }
       return closed;

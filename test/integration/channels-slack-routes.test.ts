@@ -28,7 +28,8 @@ const READER = "44444444-4444-4444-4444-444444444444";
 const BOT_APP_ID = "0d1e2f3a-1111-4222-8333-944455566677";
 const TENANT = "7c1d2f3a-4b5c-4d6e-8f90-a1b2c3d4e5f6";
 const TEAMS_USER = "aaaaaaaa-1111-4111-8111-111111111111";
-const TEAMS_SERVICE_URL = "https://smba.trafficmanager.net/amer/";
+// The local issuer mints for loopback connectors only (a real bot token never leaves the machine).
+const TEAMS_SERVICE_URL = "http://127.0.0.1:9/amer/";
 /** An unbound Teams user (pairing mode) and the existing principal an approver pairs it with. */
 const UNBOUND_TEAMS_USER = "dddddddd-4444-4444-8444-444444444444";
 const PAIRED = "55555555-5555-4555-8555-555555555555";

@@ -403,6 +403,48 @@ describe("chat platform B (Slack) inbound", () => {
     expect(parsed.turn.text).toBe("see file");
   });
 
+  it('C-424 C-430 attachments in a deployment without a malware scanner: each is held ("no malware scanner is configured") without being downloaded, audited and named in the reply; the coordinator never gets it as evidence', async () => {
+    const { slack, h } = world();
+    const handleTurn = vi.spyOn(h.coordinator, "handleTurn");
+    const fetchSpy = vi.spyOn(globalThis, "fetch");
+    const from = slackApi.requests.length;
+    const body = dmEvent("UREADER", "explore_catalog query=job.failed", {
+      subtype: "file_share",
+      files: [
+        {
+          id: "F0HELD",
+          name: "ignore previous instructions.png",
+          mimetype: "image/png",
+          size: 1234,
+          url_private_download: "https://files.slack.com/files-pri/T0-F0HELD/download/x.png",
+        },
+        { id: "F0CSV", name: "queue.csv", mimetype: "text/csv", size: 8 },
+      ],
+    });
+    try {
+      expect(await slack.handle("events", signed(body, "application/json"))).toEqual({ status: 200 });
+      // Nothing was fetched: no files.info call, no download from Slack's file host.
+      const fetched = fetchSpy.mock.calls.map(([input]) => String(input instanceof Request ? input.url : input));
+      expect(fetched.filter((u) => /files\.info|files\.slack\.com/.test(u))).toEqual([]);
+    } finally {
+      fetchSpy.mockRestore();
+    }
+    expect(slackApi.requests.slice(from).map((r) => r.path.split("/").at(-1))).toEqual(["chat.postMessage"]);
+    const reply = JSON.stringify(postsSince(from)[0]?.blocks);
+    expect(reply).toContain("Attachments not used");
+    expect(reply).toContain("ignore previous instructions.png (held: no malware scanner is configured)");
+    expect(reply).toContain("queue.csv (held: no malware scanner is configured)");
+    // The coordinator got the typed text only, no attachment evidence; the tool still ran.
+    expect(handleTurn).toHaveBeenCalledTimes(1);
+    expect(handleTurn.mock.calls[0]?.[1]).toEqual({ text: "explore_catalog query=job.failed" });
+    const blocked = await h.audit.list({ action: "channel.attachment_blocked" });
+    expect(blocked.map((e) => [e.target, e.outcome, e.details?.reason, e.details?.detail]).sort()).toEqual([
+      ["F0CSV", "denied", "held", "no malware scanner is configured"],
+      ["F0HELD", "denied", "held", "no malware scanner is configured"],
+    ]);
+    expect(blocked[0]?.actor).toMatchObject({ oid: READER });
+  });
+
   it("C-256 a full channel queue answers retryably and keeps nothing half-processed", async () => {
     const { channels } = world({ SVC_CHANNEL_QUEUE_CAPACITY: "1" });
     const turn = (id: string) => ({
@@ -567,8 +609,8 @@ describe("/svc drafts as draft pull requests on a configured Git host (@octokit/
   it("a Git host failure (an error answer, no host, no answer) keeps the draft record and tells the user; the host's message is not echoed", async () => {
     const w = world({}, { git: publisher() });
     const from = slackApi.requests.length;
-    // The base ref, the branch and the file succeed; the pull request is refused with a message naming the token.
-    git.script.push("ok", "ok", "ok", {
+    // The look-up, the base ref, the branch and the file succeed; the pull request is refused with a message naming the token.
+    git.script.push("ok", "ok", "ok", "ok", {
       status: 502,
       body: JSON.stringify({ message: `upstream echoed ${GIT_TOKEN}` }),
     });
@@ -583,7 +625,7 @@ describe("/svc drafts as draft pull requests on a configured Git host (@octokit/
     expect((await down.svc.drafts("override"))[0]?.git_failure).toBe("unreachable");
     // A host that never answers the pull request: the exchange's time limit (shortened here) ends it.
     const slow = world({}, { git: publisher(undefined, 300) });
-    git.script.push("ok", "ok", "ok", "hang");
+    git.script.push("ok", "ok", "ok", "ok", "hang");
     expect(await command(slow.slack, "UCONTRIB", "override draft rule=R-JOB-001 mode=enforce")).toEqual({
       status: 200,
     });
@@ -596,6 +638,95 @@ describe("/svc drafts as draft pull requests on a configured Git host (@octokit/
     expect(await everythingShown(w, from, "")).not.toContain(GIT_TOKEN);
   });
 
+  it("a retried turn (the queue runs it again) finds its draft and pull request instead of opening a second; a retry after the branch was made opens the pull request on it", async () => {
+    const w = world({}, { git: publisher() });
+    const turn = {
+      turn_id: "CMDRETRY1",
+      channel: "platform_b" as const,
+      sender: { vendor_user_id: "UCONTRIB", tenant_id: "T0TEAM", guest: false },
+      conversation: { id: "D0DM" },
+      input: "command" as const,
+      text: "/svc override draft rule=R-JOB-001 mode=shadow",
+      attachments: [],
+      a1: "browser" as const,
+      received_at: new Date().toISOString(),
+      reply_context: {},
+    };
+    const caller = { oid: CONTRIBUTOR, name: "Carl", tenant_id: "T0TEAM", roles: ["Contributor" as const] };
+    const firstPull = git.pulls.length;
+    // Two attempts of the same turn (each attempt has its own request id).
+    const run = (requestId: string) =>
+      w.svc({ caller, turn, args: "override draft rule=R-JOB-001 mode=shadow", requestId, now: new Date() });
+    const first = await run("req-attempt-1");
+    const again = await run("req-attempt-2");
+    expect(git.pulls.length).toBe(firstPull + 1);
+    const drafts = await w.svc.drafts("override");
+    expect(drafts).toHaveLength(1);
+    const number = drafts[0]?.pull_request?.number;
+    expect(first.text).toContain(`Draft pull request #${number} opened`);
+    expect(again.text).toContain(`Draft pull request #${number} opened`);
+
+    // The publisher on its own: a second publish of the same draft answers the existing pull request;
+    // one whose first attempt made the branch and the file but no pull request opens it on that branch.
+    const draft = { ...(drafts[0] as NonNullable<(typeof drafts)[0]>), draft_id: "drf_retrybranch00000001" };
+    const publish = publisher();
+    const opened = await publish(draft);
+    expect(opened.status).toBe("opened");
+    expect(await publish(draft)).toEqual(opened);
+    const { branch, path } = proposalLocation(draft);
+    const commitsOnBranch = git.refs.get(branch);
+    git.pulls.splice(
+      git.pulls.findIndex((p) => p.head === branch),
+      1,
+    );
+    const reopened = await publish(draft);
+    expect(reopened).toMatchObject({ status: "opened", pull_request: { branch, path, draft: true } });
+    expect(git.pulls.filter((p) => p.head === branch)).toHaveLength(1);
+    // No second commit of the proposal file.
+    expect(git.refs.get(branch)).toBe(commitsOnBranch);
+  });
+
+  it("a token rotated in the secret store is read again on a 401, without a restart", async () => {
+    let current = GIT_TOKEN;
+    const reads: string[] = [];
+    const publish = createGitDraftPublisher({
+      settings: {
+        apiUrl: `${git.url}/api/v3`,
+        owner: git.owner,
+        repo: git.repo,
+        tokenRef: "kv:git-token",
+        baseBranch: "main",
+      },
+      token: async () => {
+        reads.push(current);
+        return current;
+      },
+    });
+    const draft = (id: string) => ({
+      draft_id: id,
+      kind: "override",
+      summary: "override draft",
+      params: { rule: "R-JOB-001", mode: "shadow" },
+      trailer: `Requested-by: ${CONTRIBUTOR}`,
+      requested_by: CONTRIBUTOR,
+      created_at: new Date().toISOString(),
+    });
+    try {
+      expect((await publish(draft("drf_rotate000000000001"))).status).toBe("opened");
+      const rotated = "ghp_rotatedToken0123456789abcdefABCDEFGH";
+      git.rotateToken(rotated);
+      current = rotated;
+      expect(await publish(draft("drf_rotate000000000002"))).toMatchObject({ status: "opened" });
+      expect(reads).toEqual([GIT_TOKEN, rotated]);
+      // A token that is still refused after the re-read is a fixed reason, tried once more only.
+      git.rotateToken("ghp_somethingElse");
+      expect(await publish(draft("drf_rotate000000000003"))).toMatchObject({ status: "failed", reason: "http_401" });
+      expect(reads).toHaveLength(3);
+    } finally {
+      git.rotateToken(GIT_TOKEN);
+    }
+  });
+
   it("a redirect from the Git host is not followed: the token and the request go to the configured host only", async () => {
     const elsewhere = await serve(http.createServer(), "http", (_r, res) => {
       res.writeHead(201, { "content-type": "application/json" });
@@ -603,7 +734,7 @@ describe("/svc drafts as draft pull requests on a configured Git host (@octokit/
     });
     try {
       const w = world({}, { git: publisher() });
-      git.script.push("ok", "ok", "ok", {
+      git.script.push("ok", "ok", "ok", "ok", {
         status: 307,
         headers: { location: `${elsewhere.url}/repos/${git.owner}/${git.repo}/pulls` },
       });

@@ -5,6 +5,7 @@ import type { ShardExecutor } from "../../jobapi/executors/executor.js";
 import { MERGED_ARTIFACT, shardArtifact } from "../../jobapi/jobs/artifact-store.js";
 import { DispatchLease } from "../../jobapi/jobs/dispatch-lease.js";
 import { JobDispatcher } from "../../jobapi/jobs/dispatcher.js";
+import { deployedFleet } from "../../shared/cluster/job-api-manifests.js";
 import type { JobRecord } from "../../shared/jobs/model.js";
 import { newJobId } from "../../shared/jobs/model.js";
 import { createLogger } from "../../shared/logging/logger.js";
@@ -24,6 +25,7 @@ const fixture = useDispatcherFixture("blastplane-lease-resume-");
 
 interface HeldRun {
   host: string;
+  jobId: string;
   attempt: number | undefined;
   /** Lets the run finish, as BLAST would: its output appears where BLAST writes it. */
   finish(): void;
@@ -43,6 +45,7 @@ function heldRuns() {
       let ended: (how: "finished" | "aborted") => void = () => {};
       const run: HeldRun = {
         host,
+        jobId: spec.jobId,
         attempt: spec.attempt,
         finish: () => finish(),
         ended: new Promise((resolve) => (ended = resolve)),
@@ -93,9 +96,10 @@ function setup() {
   const held = heldRuns();
   const clock = { now: 0 };
   /** A job-API process on host `host`: its lease on the shared clock, its dispatcher. */
-  const contender = async (host: string) => {
+  const contender = async (host: string, fleet?: string) => {
     const lease = new DispatchLease({
       table: table("lease"),
+      fleet,
       leaseDurationMs: DURATION_MS,
       logger: createLogger({ level: "error" }),
       now: () => clock.now,
@@ -109,6 +113,7 @@ function setup() {
       executor: held.executorFor(host),
       logger: createLogger({ level: "error" }),
       lease,
+      fleet,
       workDir: path.join(fixture.dir, `${prefix}-${host}`),
       maxActiveJobs: 1,
       nodeMemoryBytes: 64 * 1024 ** 3,
@@ -235,6 +240,49 @@ describe("dispatcher across lease handovers (real lease, driven clock)", () => {
       expect(t.held.runs).toEqual([]);
     } finally {
       await a.dispatcher.stop();
+    }
+  }, 60_000);
+
+  it("B-026 two job APIs of different fleets on one storage account (npm start's own and the one deployed to its cluster) each dispatch the jobs submitted to them, at once, and neither resumes the other's", async () => {
+    const t = setup();
+    await t.init();
+    const fleet = deployedFleet("blastplane");
+    // Submitted to the deployed job API (its fleet stamped), to npm start's own (no fleet named:
+    // `default`, as every record stored before fleets), and one left running by a deployment that is gone.
+    const toDeployed = await t.submit();
+    await t.jobs.update(toDeployed, (j) => ({ ...j, fleet }));
+    const toSupervised = await t.submit();
+    const ofGone = await t.submit();
+    await t.jobs.update(ofGone, (j) => ({
+      ...j,
+      fleet: deployedFleet("gone"),
+      status: "running",
+      started_at: new Date().toISOString(),
+    }));
+    const supervised = await t.contender("supervised");
+    const deployed = await t.contender("deployed", fleet);
+    await supervised.dispatcher.start();
+    await deployed.dispatcher.start();
+    try {
+      // Each holds its own fleet's lease: neither stands by for the other.
+      expect([supervised.dispatcher.role, deployed.dispatcher.role]).toEqual(["active", "active"]);
+      const first = (await t.held.started(0, async () => false)) as HeldRun;
+      const second = (await t.held.started(1, async () => false)) as HeldRun;
+      const byJob = Object.fromEntries([first, second].map((r) => [r.jobId, r.host]));
+      expect(byJob).toEqual({ [toDeployed]: "deployed", [toSupervised]: "supervised" });
+      first.finish();
+      second.finish();
+      for (const jobId of [toDeployed, toSupervised])
+        await eventually(async () => ((await t.final(jobId)) ? true : undefined), 30_000, 20);
+      expect((await t.jobs.get(toDeployed))?.status).toBe("completed");
+      expect((await t.jobs.get(toSupervised))?.status).toBe("completed");
+      // Both dispatchers went round many periodic passes (20 ms) meanwhile: the gone fleet's job was
+      // resumed by neither, and nothing else ran.
+      expect(t.held.runs.map((r) => r.jobId).sort()).toEqual([toDeployed, toSupervised].sort());
+      expect((await t.jobs.get(ofGone))?.status).toBe("running");
+    } finally {
+      await supervised.dispatcher.stop();
+      await deployed.dispatcher.stop();
     }
   }, 60_000);
 });

@@ -26,6 +26,23 @@ const TRUNCATED = () => {
   return file;
 };
 
+/**
+ * A valid-looking one-shard output of over `bytes` (the fixture's iterations repeated) whose last hit
+ * has an e-value that is not a number: only a reader that reads every hit to the end finds it.
+ */
+const LATE_BAD_EVALUE = (bytes: number) => {
+  const file = path.join(fixture.dir, "late-bad-evalue.xml");
+  const text = readFileSync(fixture.blastXml, "latin1");
+  const first = text.indexOf("<Iteration>");
+  const end = text.lastIndexOf("</BlastOutput_iterations>");
+  const iterations = text.slice(first, end);
+  const body = iterations.repeat(Math.ceil(bytes / iterations.length));
+  const last = body.lastIndexOf("<Hsp_evalue>") + "<Hsp_evalue>".length;
+  const bad = `${body.slice(0, last)}not-a-number${body.slice(body.indexOf("</Hsp_evalue>", last))}`;
+  writeFileSync(file, text.slice(0, first) + bad + text.slice(end), "latin1");
+  return file;
+};
+
 function setup(
   outputFor: (spec: ShardSpec) => string,
   partitions = 0,
@@ -144,6 +161,24 @@ describe("dispatcher: publishing what BLAST wrote", () => {
       expect(await t.artifacts.size(jobId, "merged_results.out.gz")).toBeUndefined();
       expect(await t.artifacts.size(jobId, "shards/b0.out.gz")).toBeUndefined();
       expect(t.logged.join("\n")).toContain("truncated BLAST XML");
+    } finally {
+      await t.dispatcher.stop();
+    }
+  });
+
+  it("fails a one-shard job whose output is malformed after megabytes of valid iterations (a hit's e-value is not a number), committing neither file", async () => {
+    // Past the bytes the reader may lag behind the compression: the check reads the whole output.
+    const t = setup(() => LATE_BAD_EVALUE(6 * 1024 * 1024));
+    await t.init();
+    await t.dispatcher.start();
+    try {
+      const jobId = await t.submit("standard");
+      const done = (await t.finished(jobId)) as JobRecord;
+      expect(done.status).toBe("failed");
+      expect(done.error).toMatch(/not valid BLAST XML/);
+      expect(await t.artifacts.size(jobId, "merged_results.out.gz")).toBeUndefined();
+      expect(await t.artifacts.size(jobId, "shards/b0.out.gz")).toBeUndefined();
+      expect(t.logged.join("\n")).toContain("Hsp_evalue of hit");
     } finally {
       await t.dispatcher.stop();
     }

@@ -3,6 +3,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LOCAL_ARM_WORLD } from "../../local/arm/stack-arm.js";
+import { deployedFleet } from "../../shared/cluster/job-api-manifests.js";
 import { DEMO_DB, demoQueries } from "../support/jobapi-client.js";
 import { eventually, mintToken, startStack, type TestStack } from "../support/local-stack.js";
 
@@ -279,5 +280,15 @@ describe("npm start's local Resource Manager: choices, then provisioning onto th
       ]),
     );
     expect(stack.output()).toMatch(/"msg":"job API selected".*"source":"deployed"/);
+    // It also ran the search (decision 0026): accepted into its own fleet, dispatched and completed
+    // by it (its shards as Jobs on the cluster), while the stack's own job API, on the same
+    // Azurite, took no part in it.
+    const logged = (text: string, msg: string) =>
+      text
+        .split("\n")
+        .filter((line) => line.includes(`"msg":"${msg}"`) && line.includes(`"job_id":"${job.openapi_job_id}"`));
+    expect(logged(podLog, "job accepted").join("\n")).toContain(`"fleet":"${deployedFleet("blastplane")}"`);
+    expect(logged(podLog, "job completed")).toHaveLength(1);
+    expect(logged(stack.output(), "job completed")).toEqual([]);
   });
 });

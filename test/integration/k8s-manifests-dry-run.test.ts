@@ -50,13 +50,17 @@ describe("infra/k8s/ against the local Kubernetes API (kubectl apply --dry-run=s
         "clusterrole.rbac.authorization.k8s.io/blastplane-jobapi-nodes created (server dry run)",
         "clusterrolebinding.rbac.authorization.k8s.io/blastplane-jobapi-nodes created (server dry run)",
         "deployment.apps/blastplane-jobapi created (server dry run)",
+        // The node-prep DaemonSet (the database cache folder on every BLAST node) and the pods' admission policy.
+        "daemonset.apps/blastplane-node-prep created (server dry run)",
+        "validatingadmissionpolicy.admissionregistration.k8s.io/blastplane-pods created (server dry run)",
+        "validatingadmissionpolicybinding.admissionregistration.k8s.io/blastplane-pods created (server dry run)",
         "service/blastplane-jobapi created (server dry run)",
         "poddisruptionbudget.policy/blastplane-jobapi created (server dry run)",
         "networkpolicy.networking.k8s.io/blastplane-jobapi-ingress created (server dry run)",
         "ingress.networking.k8s.io/blastplane-terminal created (server dry run)",
       ]),
     );
-    expect(lines).toHaveLength(12);
+    expect(lines).toHaveLength(15);
     const { stdout: after } = await kubectl("get", "deployments,serviceaccounts", "-n", "blastplane", "-o", "name");
     expect(after.trim()).toBe("");
     // The existing namespace was patched in a dry run only: kubectl's last-applied annotation is not on it.

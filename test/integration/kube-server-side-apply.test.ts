@@ -226,6 +226,9 @@ describe("server-side apply on the local Kubernetes API, and the job API's rollo
       "ClusterRole",
       "ClusterRoleBinding",
       "Deployment",
+      "DaemonSet",
+      "ValidatingAdmissionPolicy",
+      "ValidatingAdmissionPolicyBinding",
       "Service",
       "PodDisruptionBudget",
       "NetworkPolicy",
@@ -313,6 +316,10 @@ describe("server-side apply on the local Kubernetes API, and the job API's rollo
       message: 'no endpoints available for service "blastplane-jobapi"',
     });
     expect((await through("no-such-namespace")).status).toBe(404);
+    // A malformed escape in the service's name is refused as the caller's mistake, not a 500.
+    const malformed = await kubeFetch(kc)(`${cluster.url}/api/v1/namespaces/bp-one/services/%ZZ/proxy/v1/ready`, {});
+    expect(malformed.status).toBe(400);
+    expect(await malformed.json()).toMatchObject({ kind: "Status", reason: "BadRequest" });
   });
 
   it("B-027 the job API's pod with the terminal's container runs both, each its own process: the deploy applies the terminal's account, token Secret and admission policy (without them the terminal waits), the terminal restarts on its own, gets no Azure stand-ins and a port of its own; the pod is Ready 2/2 once both are", async () => {

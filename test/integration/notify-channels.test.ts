@@ -24,7 +24,7 @@ import { createActionOutcomeStore } from "../../shared/ops/actions/action-outcom
 import { type AuditLog, createAuditLog } from "../../shared/ops/audit.js";
 import { createEventLog } from "../../shared/ops/events.js";
 import { createOpsLoop } from "../../shared/ops/ops-loop.js";
-import { createDurableQueue } from "../../shared/storage/durable-queue.js";
+import { createDurableQueue, type DurableQueueOptions } from "../../shared/storage/durable-queue.js";
 import { actions, rules } from "../support/console-harness.js";
 import { prng } from "../support/helpers.js";
 import type { KillChildConfig } from "../support/notify-kill-child.js";
@@ -917,6 +917,91 @@ describe("durable delivery: the notification queue (router item 3)", () => {
     expect(seen.sort()).toEqual([1, 2]);
     expect(await queue.enqueue({ n: 3 }, at)).toBe("accepted");
     expect(await queue.enqueue({ n: 1 }, at)).toBe("duplicate");
+  });
+
+  it("C-295 a long item's lease is renewed while it runs (the channel queue's turns): a drain past the first lease does not run it a second time", async () => {
+    const w = world();
+    const options: DurableQueueOptions<{ n: number }> = {
+      tables: w.tables,
+      table: "dqlease",
+      capacity: 2,
+      leaseMs: 1_500,
+      renewLease: true,
+      idOf: (item) => `n/${item.n}`,
+      name: "test queue",
+    };
+    const queue = createDurableQueue(options);
+    const leaseUntil = async () => {
+      for await (const row of w.tables("dqlease").listEntities<{ lease_until: string }>({
+        queryOptions: { filter: "PartitionKey eq 'q' and RowKey ge 'slot_' and RowKey le 'slot_99999'" },
+      }))
+        return Date.parse(row.lease_until);
+      return 0;
+    };
+    await queue.enqueue({ n: 1 }, new Date());
+    const runs: string[] = [];
+    let otherClosed = -1;
+    const closed = await queue.drain(
+      async (_item, claim) => {
+        runs.push(`first ${claim.attempt}`);
+        const firstLease = await leaseUntil();
+        // The item runs past its first lease: the heartbeat (every 500 ms) extends it.
+        await expect.poll(leaseUntil, { timeout: 20_000, interval: 100 }).toBeGreaterThan(firstLease);
+        // Another host's worker timer drains after the first lease ran out: nothing to take over.
+        otherClosed = await createDurableQueue(options).drain(
+          async () => void runs.push("again"),
+          () => new Date(firstLease + 1),
+        );
+        await claim.beforeDeliver();
+      },
+      () => new Date(),
+    );
+    expect(otherClosed).toBe(0);
+    expect(closed).toBe(1);
+    expect(runs).toEqual(["first 1"]);
+    expect(await queue.stateOf("n/1")).toBe("done");
+  });
+
+  it("C-295 a worker that lost its claim (another took the item over after the lease ran out) delivers nothing: the fence refuses it", async () => {
+    const w = world();
+    const clock = Date.parse("2026-11-28T10:00:00Z");
+    const options: DurableQueueOptions<{ n: number }> = {
+      tables: w.tables,
+      table: "dqfence",
+      capacity: 2,
+      leaseMs: 600_000,
+      renewLease: true,
+      idOf: (item) => `n/${item.n}`,
+      name: "test queue",
+    };
+    const queue = createDurableQueue(options);
+    await queue.enqueue({ n: 1 }, new Date(clock));
+    const delivered: string[] = [];
+    let taken = -1;
+    let refused: unknown;
+    await queue.drain(
+      async (_item, claim) => {
+        // This worker stalls past its lease; another one claims the item and answers it.
+        taken = await createDurableQueue(options).drain(
+          async (_again, second) => {
+            await second.beforeDeliver();
+            delivered.push("second worker");
+          },
+          () => new Date(clock + 601_000),
+        );
+        await claim.beforeDeliver().catch((error: unknown) => {
+          refused = error;
+          throw error;
+        });
+        delivered.push("stalled worker");
+      },
+      () => new Date(clock),
+    );
+    expect(taken).toBe(1);
+    expect(refused).toMatchObject({ name: "LeaseLostError" });
+    expect(delivered).toEqual(["second worker"]);
+    expect(await queue.stateOf("n/1")).toBe("done");
+    expect(await queue.depth()).toBe(0);
   });
 
   it(`C-527 C-295 C-290 SIGKILL a notifying host ${KILL_ROUNDS} times, at every kill point (seed ${KILL_SEED}): every accepted message reaches each channel by at most one vendor call, acknowledged or recorded ambiguous, none lost`, async () => {

@@ -637,6 +637,55 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
     expect(notified[0]?.body).toContain("Queue saturated");
   });
 
+  it("C-002 C-355 a paired sender never takes over the notification conversation of the principal's bound sender: a guest-tenant sender paired to the same principal writes after it, and the principal's notifications still go to the bound sender's conversation", async () => {
+    const w = e2e({ pairing: true });
+    const bound = message({ text: "explore_catalog query=job.failed" });
+    expect((await w.post(bound, `Bearer ${await connectorToken()}`)).status).toBe(200);
+    const boundReference = {
+      serviceUrl: `${connector.url}/`,
+      conversationId: "a:1personal",
+      tenantId: TENANT,
+      userId: "29:1abc",
+    };
+    expect(await w.conversations.get(PRINCIPAL)).toEqual(boundReference);
+
+    // A guest-tenant sender, unbound: its challenge, then an approver pairs it with the same principal.
+    const guest = "12121212-9999-4999-8999-999999999999";
+    const guestMessage = (text: string) =>
+      unboundMessage(guest, "a:1personal-guest", {
+        text,
+        conversation: { id: "a:1personal-guest", conversationType: "personal", tenantId: GUEST_TENANT },
+        channelData: { tenant: { id: GUEST_TENANT } },
+      });
+    const first = guestMessage("hello");
+    expect((await w.post(first, `Bearer ${await connectorToken()}`)).status).toBe(200);
+    const challenge = connector.requests.find(
+      (r) => r.path === `/v3/conversations/a:1personal-guest/activities/${first.id}`,
+    );
+    const code = codeIn((JSON.parse(challenge?.body ?? "{}") as { text?: unknown }).text);
+    await w.channels.senders.approvePairing({
+      channel: "platform_a",
+      vendorUserId: guest,
+      code: String(code),
+      principalOid: PRINCIPAL,
+      approver: PAIRING_APPROVER,
+      requestId: "req-pair-guest",
+      now: new Date(),
+    });
+    // The paired guest now writes (and is answered as the principal)...
+    const next = guestMessage("explore_catalog query=job.failed");
+    expect((await w.post(next, `Bearer ${await connectorToken()}`)).status).toBe(200);
+    expect(connector.requests.some((r) => r.path === `/v3/conversations/a:1personal-guest/activities/${next.id}`)).toBe(
+      true,
+    );
+    // ...but the principal's conversation for notifications stays the bound sender's.
+    expect(await w.conversations.get(PRINCIPAL)).toEqual(boundReference);
+    // The bound sender moving to a new personal conversation still moves it.
+    const moved = message({ conversation: { id: "a:1personal-new", conversationType: "personal", tenantId: TENANT } });
+    expect((await w.post(moved, `Bearer ${await connectorToken()}`)).status).toBe(200);
+    expect(await w.conversations.get(PRINCIPAL)).toEqual({ ...boundReference, conversationId: "a:1personal-new" });
+  });
+
   it("C-293 C-399 §3 pairing delivery failure: a challenge whose reply Bot Connector refuses is deleted with its digest, so the channel's one slot takes the next sender's challenge", async () => {
     const w = e2e({ pairing: true, pendingLimit: 1 });
     const from = connector.requests.length;

@@ -11,9 +11,12 @@ import { type FakeServer, serve } from "./notify-vendors.js";
  * - `POST /repos/{owner}/{repo}/git/refs` `{ref, sha}` → 201, 422 `Reference already exists`;
  * - `PUT /repos/{owner}/{repo}/contents/{path}` `{message, content (base64), branch, sha?}` → 201
  *   `{content, commit}`: a new commit on the branch with the file; 409 when the branch is absent;
- * - `POST /repos/{owner}/{repo}/pulls` `{title, head, base, body, draft}` → 201 `{number, html_url, draft, state, head, base}`.
+ * - `POST /repos/{owner}/{repo}/pulls` `{title, head, base, body, draft}` → 201 `{number, html_url, draft, state, head, base}`;
+ * - `GET /repos/{owner}/{repo}/pulls?head={owner}:{branch}&state=all` → 200, the pulls of that head (maybe `[]`);
+ * - `GET /repos/{owner}/{repo}/contents/{path}?ref={branch}` → 200 `{type: "file", path, sha, content}`, 404 when absent.
  *
- * A request without `Authorization: token <token>` (or `Bearer`) is 401 `Bad credentials`.
+ * A request without `Authorization: token <token>` (or `Bearer`) is 401 `Bad credentials`;
+ * {@link GitHostFake.rotateToken} changes the token the host accepts (a rotation).
  */
 
 export interface FakeCommit {
@@ -42,6 +45,8 @@ export interface GitHostFake extends FakeServer {
   pulls: FakePull[];
   /** The files of a branch (every commit from the root), path → content. */
   filesOf(branch: string): Record<string, string>;
+  /** From now on only `token` is accepted. */
+  rotateToken(token: string): void;
 }
 
 const sha1 = (text: string) => createHash("sha1").update(text).digest("hex");
@@ -60,6 +65,7 @@ export async function startGitHostFake(options: {
   const refs = new Map<string, string>([["main", root.sha]]);
   const pulls: FakePull[] = [];
   let origin = "";
+  let token = options.token;
 
   const filesAt = (sha: string): Record<string, string> => {
     const chain: FakeCommit[] = [];
@@ -73,9 +79,10 @@ export async function startGitHostFake(options: {
       res.end(JSON.stringify(body));
     };
     const auth = String(r.headers.authorization ?? "");
-    if (auth !== `token ${options.token}` && auth !== `Bearer ${options.token}`)
+    if (auth !== `token ${token}` && auth !== `Bearer ${token}`)
       return answer(401, { message: "Bad credentials", documentation_url: "https://docs.github.com/rest" });
     const path = decodeURIComponent(r.path.replace(/^\/api\/v3/, "").split("?")[0] ?? "");
+    const query = new URLSearchParams(r.path.split("?")[1] ?? "");
     const prefix = `/repos/${owner}/${repo}`;
     if (!path.startsWith(`${prefix}/`)) return answer(404, { message: "Not Found" });
     const rest = path.slice(prefix.length);
@@ -131,6 +138,34 @@ export async function startGitHostFake(options: {
         commit: { sha: commit.sha, message: commit.message, parents: [{ sha: parent }] },
       });
     }
+    if (r.method === "GET" && rest === "/pulls") {
+      const head = (query.get("head") ?? "").replace(`${owner}:`, "");
+      return answer(
+        200,
+        pulls
+          .filter((p) => p.head === head)
+          .map((p) => ({
+            number: p.number,
+            html_url: `https://git.example/${owner}/${repo}/pull/${p.number}`,
+            state: "open",
+            draft: p.draft,
+            title: p.title,
+            head: { ref: p.head },
+            base: { ref: p.base },
+          })),
+      );
+    }
+    if (r.method === "GET" && contents?.[1]) {
+      const text = filesAt(refs.get(query.get("ref") ?? "main") ?? "")[contents[1]];
+      if (text === undefined) return answer(404, { message: "Not Found" });
+      return answer(200, {
+        type: "file",
+        path: contents[1],
+        sha: sha1(text),
+        encoding: "base64",
+        content: Buffer.from(text).toString("base64"),
+      });
+    }
     if (r.method === "POST" && rest === "/pulls") {
       const head = String(body.head ?? "");
       const base = String(body.base ?? "");
@@ -164,6 +199,9 @@ export async function startGitHostFake(options: {
     refs,
     commits,
     pulls,
+    rotateToken: (next: string) => {
+      token = next;
+    },
     filesOf: (branch: string) => {
       const sha = refs.get(branch);
       return sha ? filesAt(sha) : {};

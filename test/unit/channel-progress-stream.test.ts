@@ -2,6 +2,8 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import {
   type ChannelProgressSender,
   createProgressStream,
+  PROGRESS_CALL_TIMEOUT_MS,
+  PROGRESS_FAILED_TEXT,
   PROGRESS_UPDATE_LIMIT,
 } from "../../shared/channels/inbound/progress-stream.js";
 import type {
@@ -228,5 +230,71 @@ describe("the channel progress stream", () => {
     long.activity(result(0));
     vi.advanceTimersByTime(5000);
     expect((await s.next()).update).toMatchObject({ revision: 0, activity_count: 1 });
+  });
+
+  it("C-295 an ambiguous replacement (no or a malformed acknowledgement, a cut transport) is not followed by a new post: the reply may already show", async () => {
+    for (const settle of [
+      (c: Call) => c.answer({ outcome: "ambiguous", operation: "chat.update", reason: "malformed_acknowledgement" }),
+      (c: Call) => c.fail(new Error("socket hang up")),
+    ]) {
+      const s = scripted();
+      const stream = createProgressStream({ sender: s.sender, turn, startAfterMs: 0 });
+      stream.activity(result(0));
+      (await s.next()).answer(ack("m-1"));
+      const finished = stream.finish(reply("Final.", 1), s.deliver);
+      const replace = await s.next();
+      expect(replace.op).toBe("replace");
+      settle(replace);
+      const { receipt, revisions } = await finished;
+      expect(receipt.outcome).toBe("ambiguous");
+      expect(revisions.map((r) => r.revision)).toEqual([0]);
+      expect(s.calls.map((c) => c.op)).toEqual(["post", "replace"]);
+    }
+  });
+
+  it('a failed turn replaces its progress message with a failure note instead of leaving "Working on it…"', async () => {
+    const s = scripted();
+    const stream = createProgressStream({ sender: s.sender, turn, startAfterMs: 0 });
+    stream.activity(result(0));
+    (await s.next()).answer(ack("m-1"));
+    stream.activity(result(1));
+    // The turn fails while an update is in flight: that update settles first, then the note.
+    const update = await s.next();
+    const cancelled = stream.cancel();
+    update.answer(ack("m-1"));
+    const note = await s.next();
+    expect(note).toMatchObject({ op: "update", messageId: "m-1", update: { revision: 2, text: PROGRESS_FAILED_TEXT } });
+    expect(note.update?.activity_count).toBe(2);
+    note.answer(ack("m-1"));
+    await cancelled;
+    // Nothing more after the note, whatever the turn still signals.
+    stream.activity(result(2));
+    expect(s.calls.map((c) => c.op)).toEqual(["post", "update", "update"]);
+
+    // A turn that fails before its progress message exists posts nothing.
+    const quiet = scripted();
+    const early = createProgressStream({ sender: quiet.sender, turn, startAfterMs: 0 });
+    await early.cancel();
+    early.activity(result(0));
+    expect(quiet.calls).toEqual([]);
+  });
+
+  it(`every progress call is bounded (${PROGRESS_CALL_TIMEOUT_MS} ms): a hung update or replacement never holds the final reply`, async () => {
+    vi.useFakeTimers();
+    const s = scripted();
+    const stream = createProgressStream({ sender: s.sender, turn, startAfterMs: 0 });
+    stream.activity(result(0));
+    (await s.next()).answer(ack("m-1"));
+    stream.activity(result(1));
+    // The update never answers.
+    expect((await s.next()).op).toBe("update");
+    const finished = stream.finish(reply("Final.", 2), s.deliver);
+    await vi.advanceTimersByTimeAsync(PROGRESS_CALL_TIMEOUT_MS);
+    // The replacement never answers either: ambiguous after the bound, and not posted anew.
+    expect((await s.next()).op).toBe("replace");
+    await vi.advanceTimersByTimeAsync(PROGRESS_CALL_TIMEOUT_MS);
+    const { receipt } = await finished;
+    expect(receipt).toMatchObject({ outcome: "ambiguous", reason: "timeout" });
+    expect(s.calls.map((c) => c.op)).toEqual(["post", "update", "replace"]);
   });
 });

@@ -1,3 +1,4 @@
+import type { TableClient } from "@azure/data-tables";
 import { describe, expect, it } from "vitest";
 import type { Role } from "../../shared/auth/roles.js";
 import {
@@ -142,6 +143,86 @@ describe("sender access and pairing (spec §5 item 8)", () => {
     expect(MAX_PAIRED_SENDERS).toBe(1000);
     expect(await refusal(approve(svc, { code: c.code }))).toBe("too_many_pairings");
     expect(await svc.access.resolve(turnOf("U1"), NOW)).toMatchObject({ reason: "pairing_pending" });
+  });
+
+  it("C-292 the 1,000-pairing bound holds under concurrent approvals: with one place left, five approvals that each read the count before any writes map exactly one sender", async () => {
+    const base = azurite.tables();
+    // A barrier in front of the mapping writes: once armed, no approval writes its mapping until all
+    // five have reached that point (each having read the count), so the race is certain, not likely.
+    const parties = 5;
+    let armed = false;
+    let arrived = 0;
+    let open: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    const held = async (entity: { partitionKey?: string } | undefined) => {
+      if (!armed || entity?.partitionKey !== "map_platform_b" || arrived >= parties) return;
+      if (++arrived === parties) open();
+      await gate;
+    };
+    const tables = (name: string): TableClient => {
+      const client = base(name);
+      return new Proxy(client, {
+        get(target, prop) {
+          if (prop === "createEntity")
+            return async (...args: Parameters<TableClient["createEntity"]>) => {
+              await held(args[0]);
+              return target.createEntity(...args);
+            };
+          if (prop === "submitTransaction")
+            return async (...args: Parameters<TableClient["submitTransaction"]>) => {
+              await held(args[0][0]?.[1]);
+              return target.submitTransaction(...args);
+            };
+          const value = Reflect.get(target, prop, target) as unknown;
+          return typeof value === "function" ? value.bind(target) : value;
+        },
+      });
+    };
+    const svc = createSenderAccess({
+      tables,
+      policies: { platform_b: { mode: "pairing", bindings: new Map(), pendingLimit: 6 } },
+      directory: {
+        lookup: async (oid) => (oid.toLowerCase() === PRINCIPAL ? { name: "Known", roles: [] } : undefined),
+      },
+      audit: createAuditLog(base),
+    });
+    const users = ["U0", "U1", "U2", "U3", "U4", "U5"];
+    const codes = new Map<string, string>();
+    for (const user of users) codes.set(user, (await challenge(svc, user)).code);
+    const t = base("channelsenders");
+    // 998 pairings made before the channel's counter existed (it starts from a listing)...
+    for (let batch = 0; batch < 10; batch++)
+      await t.submitTransaction(
+        Array.from({ length: batch < 9 ? 100 : 98 }, (_, i) => [
+          "create" as const,
+          { partitionKey: "map_platform_b", rowKey: `filler${batch * 100 + i}`, principal_oid: PRINCIPAL },
+        ]),
+      );
+    // ...then the 999th, alone; then five at once for the last place.
+    await approve(svc, { vendorUserId: "U0", code: String(codes.get("U0")) });
+    armed = true;
+    const outcomes = await Promise.all(
+      users.slice(1).map((user) =>
+        approve(svc, { vendorUserId: user, code: String(codes.get(user)) }).then(
+          () => "paired",
+          (e: unknown) => (e instanceof PairingRefusedError ? e.reason : String(e)),
+        ),
+      ),
+    );
+    expect(arrived).toBe(parties);
+    expect(outcomes.filter((o) => o === "paired")).toHaveLength(1);
+    expect(outcomes.filter((o) => o === "too_many_pairings")).toHaveLength(4);
+    let rows = 0;
+    for await (const row of t.listEntities({ queryOptions: { filter: "PartitionKey eq 'map_platform_b'" } }))
+      if (String(row.rowKey) !== "paired_count") rows++;
+    expect(rows).toBe(MAX_PAIRED_SENDERS);
+    const resolved = [];
+    for (const user of users)
+      if ((await svc.access.resolve(turnOf(user), NOW)).status === "resolved") resolved.push(user);
+    expect(resolved).toHaveLength(2);
+    expect(resolved[0]).toBe("U0");
   });
 
   it("C-400 the principal being mapped cannot approve its own pairing; a Reader cannot approve", async () => {

@@ -1,5 +1,6 @@
 import https from "node:https";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { localIssuerTrust } from "../../local/bot-service-issuer.js";
 import { type DevIdentityProvider, startDevIdentityProvider } from "../../local/dev-idp.js";
 import { createLocalJWKSet, type JWK, jwtVerify } from "jose";
 import { createBotServiceKeySet, getHttpsJson } from "../../shared/channels/platform-a/bot-service-keys.js";
@@ -105,6 +106,76 @@ describe("the local Bot Service–shaped issuer (npm start, issue 26)", () => {
       req.on("error", reject);
     });
     expect(status).toBe(421);
+  });
+
+  it("mints for loopback service URLs only: a token naming another host (where the replies and their bearer would go) is refused (422)", async () => {
+    for (const service_url of [
+      "https://attacker.example/",
+      "https://smba.trafficmanager.net/amer/",
+      "http://10.0.0.5:8080/",
+    ]) {
+      const res = await mint({ service_url });
+      expect(res.status, service_url).toBe(422);
+      expect(await res.json()).toEqual({ detail: expect.stringContaining("loopback") });
+    }
+    await expect(idp.botService?.mint({ serviceUrl: "https://attacker.example/" })).rejects.toBeInstanceOf(TypeError);
+    for (const service_url of ["http://localhost:56150/_connector", "https://127.0.0.2:9/x", "http://[::1]:3978/"])
+      expect((await mint({ service_url })).status, service_url).toBe(200);
+  });
+
+  it("is trusted by npm start only while the replies' app token is local too; a local metadata URL beside a real token stops start-up", () => {
+    const local = "https://127.0.0.1:40123/v1/.well-known/openidconfiguration";
+    const botFramework = "https://login.botframework.com/v1/.well-known/openidconfiguration";
+    const standIn = "https://127.0.0.1:40123";
+    const cases: [string, Parameters<typeof localIssuerTrust>[0], string][] = [
+      [
+        "no secret: no app token",
+        { metadataUrl: undefined, clientSecretRef: undefined, authorityHost: undefined },
+        "trust",
+      ],
+      [
+        "env: secret, the local Entra stand-in",
+        { metadataUrl: undefined, clientSecretRef: "env:S", authorityHost: standIn },
+        "trust",
+      ],
+      [
+        "kv: secret: a real token",
+        { metadataUrl: undefined, clientSecretRef: "kv:bot-secret", authorityHost: undefined },
+        "keep",
+      ],
+      [
+        "env: secret with a real authority",
+        { metadataUrl: undefined, clientSecretRef: "env:S", authorityHost: "https://login.microsoftonline.us" },
+        "keep",
+      ],
+      [
+        "Bot Framework's, set by hand",
+        { metadataUrl: botFramework, clientSecretRef: "kv:bot-secret", authorityHost: undefined },
+        "keep",
+      ],
+      [
+        "a local issuer beside a real token",
+        { metadataUrl: local, clientSecretRef: "kv:bot-secret", authorityHost: undefined },
+        "refuse",
+      ],
+      [
+        "a local issuer with the local stand-in",
+        { metadataUrl: local, clientSecretRef: "env:S", authorityHost: standIn },
+        "keep",
+      ],
+    ];
+    for (const [what, input, action] of cases) expect(localIssuerTrust(input).action, what).toBe(action);
+    expect(
+      localIssuerTrust({ metadataUrl: local, clientSecretRef: "kv:bot-secret", authorityHost: undefined }),
+    ).toMatchObject({ reason: expect.stringContaining("SVC_PLATFORM_A_OPENID_METADATA_URL") });
+  });
+
+  it("the managed-identity endpoint answers only the stack's X-IDENTITY-HEADER (compared in constant time)", async () => {
+    const endpoint = `${idp.managedIdentity.endpoint}?api-version=2019-08-01&resource=https://storage.azure.com`;
+    expect((await fetch(endpoint)).status).toBe(401);
+    expect((await fetch(endpoint, { headers: { "x-identity-header": "wrong" } })).status).toBe(401);
+    const ok = await fetch(endpoint, { headers: { "x-identity-header": idp.managedIdentity.identityHeader } });
+    expect(ok.status).toBe(200);
   });
 
   it("without an app id to default to, the audience is required", async () => {

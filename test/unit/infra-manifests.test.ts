@@ -51,7 +51,11 @@ describe("job API Kubernetes manifest: the workload identity, never a storage ke
         name,
         String(value).replace(
           /\$\{[A-Z_]+\}/g,
-          name === "JOBAPI_STORAGE_ACCOUNT_NAME" ? "blastplanework" : "https://kv.vault.azure.net",
+          name === "JOBAPI_STORAGE_ACCOUNT_NAME"
+            ? "blastplanework"
+            : name === "JOBAPI_DISPATCH_FLEET"
+              ? "cluster-blastplane"
+              : "https://kv.vault.azure.net",
         ),
       ]),
     );

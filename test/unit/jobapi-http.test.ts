@@ -391,4 +391,34 @@ describe("job API OpenAPI document", () => {
     const fixture = path.resolve(import.meta.dirname, "../fixtures/jobapi-openapi.json");
     expect(buildOpenApiDocument(routes)).toEqual(JSON.parse(readFileSync(fixture, "utf8")));
   });
+
+  it("B-224 the job API takes no callback: a submit naming one is refused (422, extra_forbidden) and the description declares no callbacks or webhooks", async () => {
+    // The real route definitions; a refused body never reaches the service, so none is needed.
+    const routes = createJobApiRoutes({ config: { bodyLimitBytes: LIMIT } } as unknown as JobApiDeps);
+    const { app } = transport(routes);
+    const body = { program: "blastn", db: "demo", query_fasta: ">q\nACGT" };
+    for (const [url, field] of [
+      ["/v1/jobs", "callback_url"],
+      ["/v1/jobs", "webhook_url"],
+      ["/api/v1/facade/submit", "callback_url"],
+      ["/api/v1/facade/submit", "notify_url"],
+    ] as const) {
+      const res = await app.request(url, {
+        method: "POST",
+        headers: { "X-SVC-API-Token": "good", "Content-Type": "application/json" },
+        body: JSON.stringify({ ...body, [field]: "https://client.example/hook" }),
+      });
+      expect(res.status, `${url} ${field}`).toBe(422);
+      expect(((await res.json()) as { detail: unknown }).detail).toEqual([
+        { loc: ["body", field], msg: `unknown field '${field}'`, type: "extra_forbidden" },
+      ]);
+    }
+    // Progress is read by polling: the status routes are the only way the description offers.
+    const document = buildOpenApiDocument(routes) as { webhooks?: unknown; paths: Record<string, object> };
+    expect(document.webhooks).toBeUndefined();
+    expect(JSON.stringify(document.paths)).not.toMatch(/"callbacks"/);
+    expect(Object.keys(document.paths)).toEqual(
+      expect.arrayContaining(["/v1/jobs/{job_id}/status", "/api/v1/facade/jobs/{job_id}"]),
+    );
+  });
 });

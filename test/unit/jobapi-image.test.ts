@@ -1,7 +1,11 @@
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { DockerfileParser } from "dockerfile-ast";
-import { Deployment } from "kubernetes-models/apps/v1";
+import {
+  ValidatingAdmissionPolicy,
+  ValidatingAdmissionPolicyBinding,
+} from "kubernetes-models/admissionregistration.k8s.io/v1";
+import { DaemonSet, Deployment } from "kubernetes-models/apps/v1";
 import { Ingress, NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
 import { ClusterRole, ClusterRoleBinding, Role, RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
@@ -127,9 +131,12 @@ describe("infra/k8s/jobapi.yaml against the Kubernetes schemas", () => {
     ClusterRole,
     ClusterRoleBinding,
     Deployment,
+    DaemonSet,
     PodDisruptionBudget,
     NetworkPolicy,
     Ingress,
+    ValidatingAdmissionPolicy,
+    ValidatingAdmissionPolicyBinding,
   };
 
   it("every object validates against its schema (kubernetes-models)", () => {

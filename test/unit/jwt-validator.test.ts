@@ -364,6 +364,30 @@ describe("createJwtValidator against the dev identity provider", () => {
   });
 });
 
+describe("B-192 B-193 the bearer token identifies the caller only", () => {
+  it("B-192 B-193 validation asks the identity provider only for discovery and signing keys (no token request, so no on-behalf-of exchange) and the caller keeps no part of the token", async () => {
+    const provider = await startDevIdentityProvider({ port: 0, clientId: CLIENT_ID, tenantId: TENANT_ID });
+    try {
+      const { fetchImpl, calls } = countingFetch();
+      const own = createJwtValidator({ discoveryUrl: provider.discoveryUrl, audience: provider.audience, fetchImpl });
+      const token = await provider.mint({ role: "Contributor", oid: "user-oid-9", name: "Grace Hopper" });
+      const caller = await own.validate(`Bearer ${token}`);
+      expect(caller.oid).toBe("user-oid-9");
+      expect(calls.map((url) => new URL(url).pathname)).toEqual([
+        new URL(provider.discoveryUrl).pathname,
+        keysPathOf(provider),
+      ]);
+      const tokenPath = `/${TENANT_ID}/oauth2/v2.0/token`;
+      expect(provider.requestCount(tokenPath)).toBe(0);
+      // What handlers receive holds none of the token's three parts, so none can be forwarded.
+      const held = JSON.stringify(caller);
+      for (const part of token.split(".")) expect(held).not.toContain(part);
+    } finally {
+      await provider.close();
+    }
+  });
+});
+
 describe("B-187 discovery and signing-key caching", () => {
   it("B-187 fetches discovery and keys once for many validations", async () => {
     const provider = await startDevIdentityProvider({ port: 0, clientId: CLIENT_ID, tenantId: TENANT_ID });
@@ -615,11 +639,14 @@ describe("dev identity provider", () => {
     expect(status).toBe(421);
   });
 
-  it("counts requests per path", async () => {
-    const before = idp.requestCount("/nowhere");
-    await (await fetch(`${idp.url}/nowhere?x=1`)).text();
-    await (await fetch(`${idp.url}/nowhere`)).text();
-    expect(idp.requestCount("/nowhere")).toBe(before + 2);
+  it("counts requests per path, its own paths only (made-up paths grow nothing)", async () => {
+    const keysPath = new URL(idp.jwksUrl).pathname;
+    const before = idp.requestCount(keysPath);
+    await (await fetch(`${idp.jwksUrl}?x=1`)).text();
+    await (await fetch(idp.jwksUrl)).text();
+    expect(idp.requestCount(keysPath)).toBe(before + 2);
+    for (let i = 0; i < 3; i++) await (await fetch(`${idp.url}/nowhere-${i}`)).text();
+    expect([0, 1, 2].map((i) => idp.requestCount(`/nowhere-${i}`))).toEqual([0, 0, 0]);
   });
 });
 

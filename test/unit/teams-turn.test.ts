@@ -4,6 +4,7 @@ import {
   type ChannelOutboundResponse,
   UPSTREAM_TRUNCATED,
 } from "../../shared/channels/inbound/types.js";
+import { replacesReference } from "../../shared/channels/platform-a/teams-inbound.js";
 import { TEAMS_REPLY_TEXT_LIMIT, teamsReplyActivity } from "../../shared/channels/platform-a/teams-reply.js";
 import { teamsInboundTurn } from "../../shared/channels/platform-a/teams-turn.js";
 import type { VerifiedTeamsActivity } from "../../shared/channels/platform-a/teams-verifier.js";
@@ -132,5 +133,34 @@ describe("a reply as a Teams activity (teamsReplyActivity)", () => {
     const card = JSON.stringify(activity.attachments);
     expect(card).toContain("Action.OpenUrl");
     expect(card).not.toMatch(/Action\.(Submit|Execute)|"decision"/);
+  });
+});
+
+describe("whose conversation a principal's Teams notifications use (replacesReference)", () => {
+  const P = "5a6b7c8d-0000-4000-8000-0000000000a1";
+  const BOUND = "aaaaaaaa-1111-4111-8111-111111111111";
+  const bindings = new Map([[BOUND, P]]);
+  const claim = (sender: string, source: "binding" | "pairing", trust: "same_tenant" | "guest") => ({
+    sender,
+    source,
+    trust,
+  });
+  const boundHome = claim(BOUND, "binding", "same_tenant");
+  const pairedGuest = claim("bbbbbbbb-2222-4222-8222-222222222222", "pairing", "guest");
+  const pairedHome = claim("cccccccc-3333-4333-8333-333333333333", "pairing", "same_tenant");
+
+  it("C-002 a paired sender (a guest's above all) never replaces a bound sender's conversation while the binding holds; the bound sender and equal or stronger senders do", () => {
+    expect(replacesReference(pairedGuest, boundHome, bindings, P)).toBe(false);
+    expect(replacesReference(pairedHome, boundHome, bindings, P)).toBe(false);
+    // A paired home-tenant sender over a paired guest, not the other way round.
+    expect(replacesReference(pairedHome, pairedGuest, bindings, P)).toBe(true);
+    expect(replacesReference(pairedGuest, pairedHome, bindings, P)).toBe(false);
+    // The same sender always moves its own conversation; nothing stored, or a row without a claim: replaced.
+    expect(replacesReference(pairedGuest, { ...pairedGuest, trust: "same_tenant" }, bindings, P)).toBe(true);
+    expect(replacesReference(boundHome, boundHome, bindings, P)).toBe(true);
+    expect(replacesReference(pairedGuest, undefined, bindings, P)).toBe(true);
+    // A binding that no longer maps that sender to this principal no longer holds the conversation.
+    expect(replacesReference(pairedGuest, boundHome, new Map(), P)).toBe(true);
+    expect(replacesReference(pairedGuest, boundHome, new Map([[BOUND, pairedHome.sender]]), P)).toBe(true);
   });
 });

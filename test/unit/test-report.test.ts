@@ -1,6 +1,6 @@
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { slowestFiles, slowestFilesLines } from "../../scripts/test-report.mjs";
+import { fileOccupancy, fileOccupancyLines, slowestFiles, slowestFilesLines } from "../../scripts/test-report.mjs";
 
 /*
  * `npm test` ends with the slowest test files, read from vitest's JSON report, so each CI log shows
@@ -45,5 +45,41 @@ describe("the slowest test files npm test prints", () => {
     expect(slowestFiles({ numFailedTestSuites: 1 }, root)).toEqual([]);
     expect(slowestFiles({ testResults: [{ name: "x.test.ts" }] }, root)).toEqual([]);
     expect(slowestFilesLines([])).toEqual([]);
+  });
+
+  it("says how busy the workers were: file time, the most files at once, the time fewer ran and the tail after the last start", () => {
+    // Two workers: a: 0–10 s; b: 0–4, 4.1–6, then the last file 6–20 s. From 10 s on only one ran.
+    const report = {
+      startTime: 0,
+      testResults: [
+        file("test/integration/a.test.ts", 0, 10_000),
+        file("test/unit/b.test.ts", 0, 4_000),
+        file("test/unit/c.test.ts", 4_100, 6_000),
+        file("test/e2e/late.test.ts", 6_000, 20_000),
+      ],
+    };
+    const occupancy = fileOccupancy(report);
+    expect(occupancy).toEqual({
+      run_seconds: 20,
+      file_seconds: 29.9,
+      most_at_once: 2,
+      under_seconds: 10.1,
+      tail_seconds: 10,
+    });
+    expect(fileOccupancyLines(occupancy)).toEqual([
+      "test files: 29.9 s of file time in 20.0 s, at most 2 at once; fewer ran for 10.1 s, of it 10.0 s at the tail (a worker with no file left to start)",
+    ]);
+    // The slow file first: no tail, the workers busy to the end.
+    const balanced = fileOccupancy({
+      startTime: 0,
+      testResults: [
+        file("test/e2e/late.test.ts", 0, 14_000),
+        file("test/integration/a.test.ts", 0, 10_000),
+        file("test/unit/b.test.ts", 10_000, 14_000),
+      ],
+    });
+    expect(balanced).toMatchObject({ run_seconds: 14, most_at_once: 2, under_seconds: 0, tail_seconds: 0 });
+    expect(fileOccupancy({ numFailedTestSuites: 1 })).toBeNull();
+    expect(fileOccupancyLines(null)).toEqual([]);
   });
 });

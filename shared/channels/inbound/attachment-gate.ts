@@ -37,7 +37,32 @@ export interface AttachmentEvidence {
 
 export type GateOutcome =
   | { status: "admitted"; evidence: AttachmentEvidence }
-  | { status: "blocked"; vendor_id: string; name: string; reason: AttachmentBlockReason };
+  | {
+      status: "blocked";
+      vendor_id: string;
+      name: string;
+      reason: AttachmentBlockReason;
+      /** Why, in words, when the reason alone does not say it (e.g. {@link NO_SCANNER_DETAIL}). */
+      detail?: string;
+    };
+
+/** Why every attachment is held in a deployment without a malware scanner. */
+export const NO_SCANNER_DETAIL = "no malware scanner is configured";
+
+/**
+ * The gate of a deployment without a malware scanner (none is part of this product yet): every
+ * attachment is `held` (C-430) **without being downloaded** — fetching bytes that can never be
+ * admitted would only spend the vendor's quota and hold unscanned content in memory.
+ */
+export async function holdWithoutScanner(refs: readonly AttachmentRef[]): Promise<GateOutcome[]> {
+  return refs.map((ref) => ({
+    status: "blocked",
+    vendor_id: ref.vendor_id,
+    name: ref.name,
+    reason: "held",
+    detail: NO_SCANNER_DETAIL,
+  }));
+}
 
 /** The media types the service accepts, each with the signature its bytes must start with. */
 const SIGNATURES: Record<string, { kind: AttachmentEvidence["kind"]; magic?: number[] }> = {

@@ -15,6 +15,8 @@ import type { ChannelInboundTurn } from "./types.js";
  *   claimed again. Before the reply is posted the turn is marked `delivering`: a turn found in that
  *   state after a crash is not posted again (the post may exist: ambiguous, never retried
  *   automatically — spec §3 reply delivery) but closed as `abandoned`.
+ * - A running turn's lease is renewed (every 20 s of the 60 s lease) and checked before the reply:
+ *   a turn longer than one lease is not claimed again, and a host that lost its claim posts nothing.
  * - Attempts that fail before delivery are retried up to {@link MAX_ATTEMPTS} times.
  */
 
@@ -35,6 +37,9 @@ export function createChannelQueue(options: { tables: TableSource; capacity: num
     capacity: options.capacity,
     ...(options.leaseMs !== undefined ? { leaseMs: options.leaseMs } : {}),
     maxAttempts: MAX_ATTEMPTS,
+    // A turn may outlive one lease (tools, the narrator up to SVC_NARRATOR_TIMEOUT_MS): renewed while
+    // it runs, so the worker timer never runs it a second time, and fenced before the reply.
+    renewLease: true,
     idOf,
     name: "channel queue",
   });

@@ -8,14 +8,20 @@ import { loadOctokit } from "../../lazy-sdks.js";
  * DRAFT pull request through the host's REST API with `@octokit/rest` (GitHub or GitHub Enterprise
  * Server wire format):
  *
+ * 0. `GET /repos/{owner}/{repo}/pulls?head={owner}:svc/<kind>/<draft id>&state=all` — a pull
+ *    request a previous attempt of the same turn opened is answered as is (the draft id comes
+ *    from the turn, so a retried turn never opens a second one);
  * 1. `GET /repos/{owner}/{repo}/git/ref/heads/{base}` — the base branch's head commit;
- * 2. `POST /repos/{owner}/{repo}/git/refs` — a new branch `svc/<kind>/<draft id>` at that commit;
+ * 2. `POST /repos/{owner}/{repo}/git/refs` — a new branch `svc/<kind>/<draft id>` at that commit
+ *    (422 "already exists": a previous attempt made it; then the file is looked up with `GET contents`);
  * 3. `PUT /repos/{owner}/{repo}/contents/proposals/svc/<kind>/<draft id>.json` on that branch — the
  *    proposal file only (never a live catalog file), committed with the invoker's object id as
  *    the commit trailer (`Requested-by: <oid>`);
  * 4. `POST /repos/{owner}/{repo}/pulls` with `draft: true`.
  *
- * The token (a secret reference resolved on use) is sent only to the configured API origin:
+ * The token (a secret reference resolved on use, inside the 20 s limit) is cached with the client;
+ * an `http_401` drops both and the exchange is tried once more with the token read again (a token
+ * rotated in Key Vault works without a restart). The token is sent only to the configured API origin:
  * redirects are refused (a redirect would carry the token elsewhere), there are no client retries,
  * nothing is logged, and a failure is reported by a fixed reason (`http_<status>`, `unreachable`,
  * `timeout`) — never the host's message or the request, which could name the token.
@@ -122,19 +128,50 @@ export function createGitDraftPublisher(options: {
     return client;
   };
 
-  return async function publish(draft: DraftProposal): Promise<GitDraftOutcome> {
+  /** Settles with `promise`, or rejects with the signal's reason once it aborts. */
+  const within = <V>(promise: Promise<V>, signal: AbortSignal): Promise<V> =>
+    new Promise<V>((resolve, reject) => {
+      if (signal.aborted) return reject(signal.reason);
+      const onAbort = () => reject(signal.reason);
+      signal.addEventListener("abort", onAbort, { once: true });
+      promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+    });
+
+  const statusOf = (error: unknown) => (error as { status?: unknown }).status;
+
+  async function exchange(draft: DraftProposal, signal: AbortSignal): Promise<GitDraftOutcome> {
     const { branch, path } = proposalLocation(draft);
     const owner = settings.owner;
     const repo = settings.repo;
-    const signal = AbortSignal.timeout(options.timeoutMs ?? GIT_HOST_TIMEOUT_MS);
+    // The token is read inside the exchange's limit.
+    const octokit = await within(clientOf(), signal);
+    const opened = (data: { number?: unknown; html_url?: unknown; draft?: unknown }): GitDraftOutcome => {
+      const url = typeof data.html_url === "string" && URL.canParse(data.html_url) ? data.html_url : "";
+      if (typeof data.number !== "number") return { status: "failed", reason: "malformed_answer", branch };
+      return {
+        status: "opened",
+        pull_request: { number: data.number, url: url.slice(0, 500), branch, path, draft: data.draft === true },
+      };
+    };
+    // A retried turn (the same draft id, so the same branch) finds what its first attempt made.
+    const existing = await octokit.rest.pulls.list({
+      owner,
+      repo,
+      head: `${owner}:${branch}`,
+      state: "all",
+      per_page: 1,
+      request: { signal },
+    });
+    const found = Array.isArray(existing.data) ? existing.data[0] : undefined;
+    if (found) return opened(found);
+    const base = await octokit.rest.git.getRef({
+      owner,
+      repo,
+      ref: `heads/${settings.baseBranch}`,
+      request: { signal },
+    });
+    let branchExisted = false;
     try {
-      const octokit = await clientOf();
-      const base = await octokit.rest.git.getRef({
-        owner,
-        repo,
-        ref: `heads/${settings.baseBranch}`,
-        request: { signal },
-      });
       await octokit.rest.git.createRef({
         owner,
         repo,
@@ -142,6 +179,20 @@ export function createGitDraftPublisher(options: {
         sha: base.data.object.sha,
         request: { signal },
       });
+    } catch (error) {
+      // 422 "Reference already exists": a previous attempt made the branch.
+      if (statusOf(error) !== 422) throw error;
+      branchExisted = true;
+    }
+    let fileExists = false;
+    if (branchExisted)
+      try {
+        await octokit.rest.repos.getContent({ owner, repo, path, ref: branch, request: { signal } });
+        fileExists = true;
+      } catch (error) {
+        if (statusOf(error) !== 404) throw error;
+      }
+    if (!fileExists) {
       const proposal = { ...draft, proposal_version: 1 };
       await octokit.rest.repos.createOrUpdateFileContents({
         owner,
@@ -152,30 +203,35 @@ export function createGitDraftPublisher(options: {
         content: Buffer.from(`${JSON.stringify(proposal, null, 2)}\n`, "utf8").toString("base64"),
         request: { signal },
       });
-      const pull = await octokit.rest.pulls.create({
-        owner,
-        repo,
-        title: `[draft] ${draft.summary} (${draft.draft_id})`.slice(0, 200),
-        head: branch,
-        base: settings.baseBranch,
-        body: `Drafted from a chat channel with \`/svc ${draft.summary}\`. It changes only \`${path}\`; nothing applies until a reviewer merges it.${draft.approval_id ? `\n\nA1 approval: ${draft.approval_id}` : ""}\n\n${draft.trailer}`,
-        draft: true,
-        request: { signal },
-      });
-      const url = typeof pull.data.html_url === "string" && URL.canParse(pull.data.html_url) ? pull.data.html_url : "";
-      if (typeof pull.data.number !== "number") return { status: "failed", reason: "malformed_answer", branch };
-      return {
-        status: "opened",
-        pull_request: {
-          number: pull.data.number,
-          url: url.slice(0, 500),
-          branch,
-          path,
-          draft: pull.data.draft === true,
-        },
-      };
-    } catch (error) {
-      return { status: "failed", reason: reasonOf(error), branch };
+    }
+    const pull = await octokit.rest.pulls.create({
+      owner,
+      repo,
+      title: `[draft] ${draft.summary} (${draft.draft_id})`.slice(0, 200),
+      head: branch,
+      base: settings.baseBranch,
+      body: `Drafted from a chat channel with \`/svc ${draft.summary}\`. It changes only \`${path}\`; nothing applies until a reviewer merges it.${draft.approval_id ? `\n\nA1 approval: ${draft.approval_id}` : ""}\n\n${draft.trailer}`,
+      draft: true,
+      request: { signal },
+    });
+    return opened(pull.data);
+  }
+
+  return async function publish(draft: DraftProposal): Promise<GitDraftOutcome> {
+    const signal = AbortSignal.timeout(options.timeoutMs ?? GIT_HOST_TIMEOUT_MS);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await exchange(draft, signal);
+      } catch (error) {
+        const reason = reasonOf(error);
+        // A token rotated in the secret store: the cached client is dropped and the token read
+        // again, once (the exchange looks up what the first try made, so nothing is made twice).
+        if (reason === "http_401" && attempt === 1) {
+          client = undefined;
+          continue;
+        }
+        return { status: "failed", reason, branch: proposalLocation(draft).branch };
+      }
     }
   };
 }

@@ -288,9 +288,13 @@ export function handleInboundTurn(deps: InboundPipelineDependencies) {
           target: outcome.vendor_id.slice(0, 200),
           outcome: "denied",
           request_id: requestId,
-          details: { channel: turn.channel, reason: outcome.reason },
+          details: {
+            channel: turn.channel,
+            reason: outcome.reason,
+            ...(outcome.detail ? { detail: outcome.detail } : {}),
+          },
         });
-        refused.push(`${outcome.name.slice(0, 100)} (${outcome.reason})`);
+        refused.push(`${outcome.name.slice(0, 100)} (${outcome.reason}${outcome.detail ? `: ${outcome.detail}` : ""})`);
       }
       const stream = deps.progress
         ? createProgressStream({
@@ -323,8 +327,9 @@ export function handleInboundTurn(deps: InboundPipelineDependencies) {
           requestId,
           hooks,
         )
-        .catch((error: unknown) => {
-          stream?.cancel();
+        .catch(async (error: unknown) => {
+          // A progress message already shown says that this attempt failed (never "Working on it…" forever).
+          await stream?.cancel();
           throw error;
         });
       response = channelReplyOf(reply, at.toISOString());

@@ -23,8 +23,12 @@ import type {
  *   per turn. An update that fails stops the updates (the final reply still comes).
  * - The final reply replaces the progress message (the last revision, `confirmed` only when the
  *   vendor acknowledged it undegraded and its text and activity count equal the persisted reply).
- *   If that replacement is not acknowledged — or there is no progress message — the final reply is
- *   posted as a new message: a failed update never loses the final reply.
+ *   If that replacement is rejected — or there is no progress message — the final reply is posted
+ *   as a new message: a failed update never loses the final reply. An ambiguous replacement (a
+ *   cut transport, no or a malformed acknowledgement, no answer within the call bound) is not
+ *   followed by a new post: it may have been applied (spec §3 reply delivery).
+ * - Every progress call is bounded ({@link PROGRESS_CALL_TIMEOUT_MS}); a turn that fails replaces
+ *   its progress message with a short failure note ({@link PROGRESS_FAILED_TEXT}).
  *
  * The narrator's provisional text is not shown: it has not passed the rendering validator (rule 3)
  * and a channel is shared. Progress shows the activities (the same sanitized, secret-scanned lines
@@ -35,6 +39,10 @@ import type {
 export const PROGRESS_UPDATE_LIMIT = 8;
 /** A turn running longer than this gets a progress message. */
 export const PROGRESS_START_AFTER_MS = 5000;
+/** One progress call (post, update, replace) not answered within this is ambiguous: the turn moves on. */
+export const PROGRESS_CALL_TIMEOUT_MS = 10_000;
+/** What a failed turn's progress message is replaced with, so it never says "Working on it…" forever. */
+export const PROGRESS_FAILED_TEXT = "This request failed before an answer was ready; nothing more will be posted here.";
 
 /** A channel's progress transport (the adapter's vendor calls). */
 export interface ChannelProgressSender {
@@ -56,18 +64,43 @@ const failed = (operation: string, error: unknown): ChannelDeliveryReceipt => ({
   reason: error instanceof Error ? error.message.slice(0, 200) : "failed",
 });
 
+/**
+ * One progress call, bounded: a call not answered within `ms` is ambiguous (the vendor may still
+ * apply it), a throw is ambiguous too; the turn never waits on a hung vendor call.
+ */
+function bounded(
+  operation: string,
+  ms: number,
+  call: () => Promise<ChannelDeliveryReceipt>,
+): Promise<ChannelDeliveryReceipt> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const expired = new Promise<ChannelDeliveryReceipt>((resolve) => {
+    timer = setTimeout(() => resolve({ outcome: "ambiguous", operation, reason: "timeout" }), ms);
+    timer.unref?.();
+  });
+  return Promise.race([
+    Promise.resolve()
+      .then(call)
+      .catch((e: unknown) => failed(operation, e)),
+    expired,
+  ]).finally(() => clearTimeout(timer));
+}
+
 export function createProgressStream(options: {
   sender: ChannelProgressSender;
   turn: ChannelInboundTurn;
   limit?: number;
   /** 0: revision 0 at the first progress signal. */
   startAfterMs?: number;
+  /** The bound of each progress call (default {@link PROGRESS_CALL_TIMEOUT_MS}). */
+  callTimeoutMs?: number;
   now?: () => Date;
 }) {
   const { sender, turn } = options;
   const limit = options.limit ?? PROGRESS_UPDATE_LIMIT;
   const startAfterMs = options.startAfterMs ?? PROGRESS_START_AFTER_MS;
   const now = options.now ?? (() => new Date());
+  const callTimeoutMs = options.callTimeoutMs ?? PROGRESS_CALL_TIMEOUT_MS;
   const results: ToolResult[] = [];
   let composing = false;
   /** Acknowledged revisions, in order. */
@@ -100,7 +133,7 @@ export function createProgressStream(options: {
       dirty = false;
       const update = snapshot();
       if (messageId === undefined) {
-        const receipt = await sender.post(turn, update).catch((e: unknown) => failed("progress.post", e));
+        const receipt = await bounded("progress.post", callTimeoutMs, () => sender.post(turn, update));
         if (receipt.outcome !== "acknowledged") {
           stopped = true;
           return;
@@ -111,7 +144,8 @@ export function createProgressStream(options: {
       }
       if (updates >= limit) return;
       updates++;
-      const receipt = await sender.update(turn, messageId, update).catch((e: unknown) => failed("progress.update", e));
+      const id = messageId;
+      const receipt = await bounded("progress.update", callTimeoutMs, () => sender.update(turn, id, update));
       if (receipt.outcome !== "acknowledged") {
         stopped = true;
         return;
@@ -149,11 +183,27 @@ export function createProgressStream(options: {
       composing = true;
       signal();
     },
-    /** The turn failed: no progress after this. */
-    cancel() {
+    /**
+     * The turn failed: no progress after this, and a progress message already posted is edited to
+     * a short failure note (it would otherwise say "Working on it…" forever). Never throws.
+     */
+    async cancel(): Promise<void> {
       clearTimeout(timer);
-      stopped = true;
       dirty = false;
+      const settling = inFlight;
+      stopped = true;
+      await settling;
+      if (messageId === undefined) return;
+      const last = sent.at(-1);
+      const note: ChannelProgressUpdate = {
+        revision: sent.length,
+        activity_count: last?.activity_count ?? 0,
+        text: PROGRESS_FAILED_TEXT,
+        confirmed: false,
+      };
+      const id = messageId;
+      const receipt = await bounded("progress.update", callTimeoutMs, () => sender.update(turn, id, note));
+      if (receipt.outcome === "acknowledged") sent.push(note);
     },
     /**
      * The final reply: replaces the progress message, or is posted with `deliver` when there is
@@ -171,10 +221,13 @@ export function createProgressStream(options: {
       stopped = true;
       await settling;
       if (messageId === undefined) return { receipt: await deliver(response), revisions: [...sent] };
-      const receipt = await sender
-        .replace(turn, messageId, response)
-        .catch((e: unknown) => failed("progress.replace", e));
-      if (receipt.outcome !== "acknowledged") return { receipt: await deliver(response), revisions: [...sent] };
+      const id = messageId;
+      const receipt = await bounded("progress.replace", callTimeoutMs, () => sender.replace(turn, id, response));
+      // Only a definite rejection posts the reply anew: an ambiguous replacement may have been
+      // applied, and posting again would show the reply twice (spec §3 reply delivery: ambiguous,
+      // not retried automatically).
+      if (receipt.outcome === "rejected") return { receipt: await deliver(response), revisions: [...sent] };
+      if (receipt.outcome !== "acknowledged") return { receipt, revisions: [...sent] };
       const activity_count = response.activities?.length ?? 0;
       const last: ChannelProgressUpdate = {
         revision: sent.length,

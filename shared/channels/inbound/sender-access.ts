@@ -48,6 +48,10 @@ export const CHANNEL_SENDERS_TABLE = "channelsenders";
  * for notifications, one per principal) stays bounded.
  */
 export const MAX_PAIRED_SENDERS = 1000;
+/** The row (in each channel's mapping partition) counting its pairings; mapping rows are SHA-256 hex keys. */
+const PAIRED_COUNTER_ROW = "paired_count";
+/** Tries of the counted insert before concurrent approvals give up (each loss means another approval counted). */
+const MAX_COUNTER_ATTEMPTS = 50;
 
 /** A configured binding map: vendor user id → directory object id (≤ 1000 entries, checked at start). */
 export type PrincipalBindings = ReadonlyMap<string, string>;
@@ -155,14 +159,53 @@ export function createSenderAccess(deps: SenderAccessDependencies) {
     return getRow<MappingRow>(await table(), mapPartition(channel), senderKey(vendorUserId));
   }
 
-  /** How many pairings `channel` holds (stops counting at {@link MAX_PAIRED_SENDERS}). */
-  async function pairedCount(channel: ChannelKind): Promise<number> {
+  /**
+   * How many mapping rows `channel` holds, counted by listing (stops at {@link MAX_PAIRED_SENDERS}):
+   * only to start the counter of a channel paired before the counter existed.
+   */
+  async function listedPairings(channel: ChannelKind): Promise<number> {
     let count = 0;
     for await (const _ of (await table()).listEntities({
-      queryOptions: { filter: `PartitionKey eq '${mapPartition(channel)}'`, select: ["RowKey"] },
+      queryOptions: {
+        filter: `PartitionKey eq '${mapPartition(channel)}' and RowKey ne '${PAIRED_COUNTER_ROW}'`,
+        select: ["RowKey"],
+      },
     }))
       if (++count >= MAX_PAIRED_SENDERS) break;
     return count;
+  }
+
+  /**
+   * Inserts a mapping and counts it in one transaction with the channel's counter row (same
+   * partition; created, or replaced under its ETag), so the {@link MAX_PAIRED_SENDERS} bound holds
+   * when approvals run at once: of two approvals that read the same count, one transaction fails
+   * (409/412) and reads the count again. Nothing is left half-done by a crash.
+   */
+  async function insertMapping(t: TableClient, channel: ChannelKind, vendorUserId: string, mapping: MappingRow) {
+    const partitionKey = mapPartition(channel);
+    for (let attempt = 0; attempt < MAX_COUNTER_ATTEMPTS; attempt++) {
+      const counter = await getRow<{ paired: number }>(t, partitionKey, PAIRED_COUNTER_ROW);
+      const paired = counter ? Number(counter.paired) : await listedPairings(channel);
+      if (paired >= MAX_PAIRED_SENDERS)
+        throw new PairingRefusedError(
+          "too_many_pairings",
+          `this channel holds ${MAX_PAIRED_SENDERS} pairings, the most it keeps`,
+        );
+      const next = { partitionKey, rowKey: PAIRED_COUNTER_ROW, paired: paired + 1 };
+      try {
+        await t.submitTransaction([
+          ["create", { partitionKey, rowKey: senderKey(vendorUserId), ...mapping }],
+          counter ? ["update", next, "Replace", { etag: counter.etag }] : ["create", next],
+        ]);
+        return;
+      } catch (error) {
+        if (!isStatus(error, 409) && !isStatus(error, 412)) throw error;
+        // The sender was mapped meanwhile, or another approval counted first: read the count again.
+        if (await mappingOf(channel, vendorUserId))
+          throw new PairingRefusedError("already_mapped", "this sender is already mapped; a mapping is never replaced");
+      }
+    }
+    throw new PairingRefusedError("too_many_attempts", "too many pairings are being approved at once; try again");
   }
 
   async function pendingSlots(channel: ChannelKind): Promise<(PendingRow & { rowKey: string; etag: string })[]> {
@@ -364,11 +407,6 @@ export function createSenderAccess(deps: SenderAccessDependencies) {
           if (slot) await countWrongCode(t, channel, slot.rowKey, slot.challenge_id);
           throw new PairingRefusedError("invalid_or_expired_code", "no pending pairing matches that sender and code");
         }
-        if ((await pairedCount(channel)) >= MAX_PAIRED_SENDERS)
-          throw new PairingRefusedError(
-            "too_many_pairings",
-            `this channel holds ${MAX_PAIRED_SENDERS} pairings, the most it keeps`,
-          );
         const mapping: MappingRow = {
           vendor_user_id: vendorUserId,
           principal_oid: input.principalOid,
@@ -376,16 +414,7 @@ export function createSenderAccess(deps: SenderAccessDependencies) {
           approved_by: input.approver.oid,
           approved_at: now.toISOString(),
         };
-        try {
-          await t.createEntity({ partitionKey: mapPartition(channel), rowKey: senderKey(vendorUserId), ...mapping });
-        } catch (error) {
-          if (isStatus(error, 409))
-            throw new PairingRefusedError(
-              "already_mapped",
-              "this sender is already mapped; a mapping is never replaced",
-            );
-          throw error;
-        }
+        await insertMapping(t, channel, vendorUserId, mapping);
         await t.deleteEntity(pendPartition(channel), slot.rowKey).catch((error: unknown) => {
           if (!isStatus(error, 404)) throw error;
         });

@@ -71,6 +71,8 @@ interface Command {
     oid: string;
     name: string;
     requestId: string;
+    /** The turn's vendor identity (`<channel>/<vendor message id>`): a retried turn drafts the same id. */
+    turnKey: string;
     now: Date;
     hooks: TurnHooks | undefined;
   }): Promise<{
@@ -80,9 +82,14 @@ interface Command {
   }>;
 }
 
-const draftIdOf = (kind: DraftKind, oid: string, params: Record<string, string>, requestId: string) =>
+/**
+ * The draft's id, from the turn's vendor identity (not the attempt's request id): a turn the
+ * channel queue runs again (its first attempt failed after the Git host opened the pull request)
+ * finds the same record, branch and pull request instead of opening a second one.
+ */
+const draftIdOf = (kind: DraftKind, oid: string, params: Record<string, string>, turnKey: string) =>
   `drf_${createHash("sha256")
-    .update(JSON.stringify([kind, oid, params, requestId]))
+    .update(JSON.stringify([kind, oid, params, turnKey]))
     .digest("hex")
     .slice(0, 20)}`;
 
@@ -111,15 +118,18 @@ export function createSvcCommands(deps: SvcDependencies): SvcHandler & { drafts(
     return out.sort((a, b) => a.created_at.localeCompare(b.created_at));
   }
 
-  async function saveDraft(draft: Draft) {
+  /** Saves the record; answers the one a previous attempt of the same turn saved, if any. */
+  async function saveDraft(draft: Draft): Promise<Draft | undefined> {
     try {
       await (await table()).createEntity({
         partitionKey: draft.kind,
         rowKey: draft.draft_id,
         doc: JSON.stringify(draft),
       });
+      return undefined;
     } catch (error) {
       if (!isStatus(error, 409)) throw error;
+      return JSON.parse((await (await table()).getEntity<{ doc: string }>(draft.kind, draft.draft_id)).doc) as Draft;
     }
   }
 
@@ -128,9 +138,12 @@ export function createSvcCommands(deps: SvcDependencies): SvcHandler & { drafts(
    * learns its number (or why there is none). Answers the reply's sentence about it.
    */
   async function fileDraft(draft: Draft): Promise<{ text: string; audit: Record<string, unknown> }> {
-    await saveDraft(draft);
+    const earlier = await saveDraft(draft);
     if (!deps.git) return { text: "", audit: {} };
-    const outcome = await deps.git(draft);
+    // A retried turn whose first attempt recorded its pull request does not ask the host again.
+    const outcome: Awaited<ReturnType<GitDraftPublisher>> = earlier?.pull_request
+      ? { status: "opened", pull_request: earlier.pull_request }
+      : await deps.git(earlier ? { ...draft, created_at: earlier.created_at } : draft);
     const updated: Draft =
       outcome.status === "opened"
         ? { ...draft, pull_request: outcome.pull_request }
@@ -155,11 +168,11 @@ export function createSvcCommands(deps: SvcDependencies): SvcHandler & { drafts(
     summary: string,
     params: Record<string, string>,
     oid: string,
-    requestId: string,
+    turnKey: string,
     now: Date,
   ): Draft {
     return {
-      draft_id: draftIdOf(kind, oid, params, requestId),
+      draft_id: draftIdOf(kind, oid, params, turnKey),
       kind,
       summary,
       params,
@@ -178,11 +191,11 @@ export function createSvcCommands(deps: SvcDependencies): SvcHandler & { drafts(
       label: string,
       check: (p: Record<string, string>) => string | undefined,
     ): Command["run"] =>
-    async ({ words, oid, requestId, now }) => {
+    async ({ words, oid, turnKey, now }) => {
       const params = keyValues(words);
       const problem = check(params);
       if (problem) return { text: `${label}: ${problem}. Nothing was drafted.`, audit: { refused: problem } };
-      const draft = draftOf(kind, label, params, oid, requestId, now);
+      const draft = draftOf(kind, label, params, oid, turnKey, now);
       const filed = await fileDraft(draft);
       return {
         text: `Draft ${draft.draft_id} created (${label}); it changes nothing until it is reviewed and merged. Trailer: ${draft.trailer}${filed.text}`,
@@ -192,9 +205,9 @@ export function createSvcCommands(deps: SvcDependencies): SvcHandler & { drafts(
 
   const killSwitchWrite =
     (on: boolean): Command["run"] =>
-    async ({ oid, name, requestId, now, hooks }) => {
+    async ({ oid, name, requestId, turnKey, now, hooks }) => {
       const params = { on: String(on) };
-      const draft = draftOf("kill_switch", `kill-switch ${on ? "on" : "off"}`, params, oid, requestId, now);
+      const draft = draftOf("kill_switch", `kill-switch ${on ? "on" : "off"}`, params, oid, turnKey, now);
       const item = await deps.approvals.request({
         action: { action_type: "kill_switch", target: "control_plane", params: { on } },
         requester: { oid, name },
@@ -314,7 +327,7 @@ export function createSvcCommands(deps: SvcDependencies): SvcHandler & { drafts(
   // Longest names first, so "kill-switch status" is not read as "kill-switch".
   const byLength = [...commands].sort((a, b) => b.name.length - a.name.length);
 
-  const handler: SvcHandler = async ({ caller, args, requestId, now, hooks }) => {
+  const handler: SvcHandler = async ({ caller, turn, args, requestId, now, hooks }) => {
     const words = args.split(/\s+/).filter(Boolean);
     const lower = words.map((w) => w.toLowerCase());
     const command = byLength.find((c) => {
@@ -359,6 +372,7 @@ export function createSvcCommands(deps: SvcDependencies): SvcHandler & { drafts(
       oid: caller.oid,
       name: caller.name,
       requestId,
+      turnKey: `${turn.channel}/${turn.turn_id}`,
       now,
       hooks: hooks ?? deps.hooks,
     });

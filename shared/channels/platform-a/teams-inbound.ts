@@ -1,7 +1,8 @@
-import { normalizeObjectId } from "../../auth/object-id.js";
+import { normalizeObjectId, sameObjectId } from "../../auth/object-id.js";
 import type { HttpResult } from "../../http/envelope.js";
 import type { HttpRequestLike } from "../../http/validation.js";
 import type { TeamsConversationReference } from "../../notify/channels/platform-a.js";
+import type { ReferenceClaim, TeamsConversationStore } from "../../notify/channels/teams-conversations.js";
 import type { ChannelQueue, TurnProcessor } from "../inbound/channel-queue.js";
 import type { BotServiceKeySet } from "./bot-service-keys.js";
 import type { TeamsInboundConfig } from "./teams-config.js";
@@ -20,8 +21,30 @@ import { createTeamsVerifier, type VerifiedTeamsActivity } from "./teams-verifie
  */
 
 /** Where the conversation references of verified senders are kept (`createTeamsConversationStore`). */
-export interface ConversationReferenceSink {
-  save(principal: string, reference: TeamsConversationReference): Promise<void>;
+export type ConversationReferenceSink = Pick<TeamsConversationStore, "save">;
+
+/** How much a sender's reference counts: a configured binding over a pairing, then the home tenant over a guest. */
+const claimRank = (claim: ReferenceClaim) =>
+  (claim.source === "binding" ? 2 : 0) + (claim.trust === "same_tenant" ? 1 : 0);
+
+/**
+ * Whether `incoming` may replace the principal's stored reference (`stored`): the same sender
+ * always (its newest conversation), otherwise only a sender that counts at least as much — a paired
+ * sender (a guest's above all) never takes over the conversation of a sender the configuration binds
+ * to the principal, while that binding still holds (`bindings`). A row without a claim (kept before
+ * claims were) is replaced.
+ */
+export function replacesReference(
+  incoming: ReferenceClaim,
+  stored: ReferenceClaim | undefined,
+  bindings: ReadonlyMap<string, string>,
+  principal: string,
+): boolean {
+  if (!stored || sameObjectId(stored.sender, incoming.sender)) return true;
+  const storedBound =
+    stored.source === "binding" && sameObjectId(bindings.get(normalizeObjectId(stored.sender)), principal);
+  if (stored.source === "binding" && !storedBound) return true;
+  return claimRank(incoming) >= claimRank(stored);
 }
 
 /**
@@ -92,7 +115,18 @@ export function createTeamsInbound(deps: {
           // (pairing mode, waiting for an approver) has no principal to notify yet.
           // A token-less local activity proves nothing about its conversation: never kept.
           const principal = reference && !verified.anonymous ? await principalOf(verified) : undefined;
-          if (reference && principal) await deps.conversations.save(principal, reference);
+          const sender = verified.activity.from.aadObjectId;
+          if (reference && principal && sender) {
+            // A principal's notifications go to its bound sender's conversation before a paired one's.
+            const claim: ReferenceClaim = {
+              sender: normalizeObjectId(sender),
+              source: verified.principal ? "binding" : "pairing",
+              trust: verified.trust,
+            };
+            await deps.conversations.save(principal, reference, claim, (stored) =>
+              replacesReference(claim, stored, deps.config.bindings, principal),
+            );
+          }
           // An invoke is answered in this response (Teams waits for it), so it never goes through the queue.
           if (deps.sso?.handles(verified)) return deps.sso.decide(verified);
           const turn = teamsInboundTurn(verified, at);

@@ -23,11 +23,16 @@ export function sectionText(text: string, limit = SECTION_LIMIT): { text: string
   return { text: `${cut}\n${CHANNEL_TRUNCATED}`, degraded: true };
 }
 
-/** The SDK client's settings for chat platform B, outbound and replies alike: no client retries (the budget is the matrix's), no absolute URLs. */
+/** The Slack Web API client's per-request time limit. */
+export const SLACK_CALL_TIMEOUT_MS = 10_000;
+
+/** The SDK client's settings for chat platform B, outbound and replies alike: no client retries (the budget is the matrix's), a per-request time limit, no absolute URLs. */
 export function slackClientOptions(apiUrl: string) {
   return {
     slackApiUrl: apiUrl.endsWith("/") ? apiUrl : `${apiUrl}/`,
     retryConfig: { retries: 0 },
+    // A hung call ends (ambiguous) rather than holding the reply, the progress stream or the queue's lease.
+    timeout: SLACK_CALL_TIMEOUT_MS,
     rejectRateLimitedCalls: true,
     allowAbsoluteUrls: false,
   };

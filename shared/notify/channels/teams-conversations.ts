@@ -5,10 +5,38 @@ import type { ConversationReferenceLookup, TeamsConversationReference } from "./
 
 export const TEAMS_CONVERSATION_TABLE = "teamsconversations";
 
+/** Who left a stored reference: the Teams sender, how it maps to the principal, and its tenant's trust. */
+export interface ReferenceClaim {
+  /** The Teams sender's object id (normalized). */
+  sender: string;
+  /** `binding`: `SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON` maps it to the principal; `pairing`: an approver paired it. */
+  source: "binding" | "pairing";
+  trust: "same_tenant" | "guest";
+}
+
 /** The stored conversation references of chat platform A, by recipient (a canonical directory object id). */
 export interface TeamsConversationStore extends ConversationReferenceLookup {
-  /** Keeps the reference a verified inbound activity of `principal` left behind (the newest wins). */
-  save(principal: string, reference: TeamsConversationReference): Promise<void>;
+  /**
+   * Keeps the reference a verified inbound activity of `principal` left behind. Without `claim` the
+   * newest wins. With it, the stored reference is replaced only when `replaces` says so for the
+   * stored row's claim (undefined: a row without one); the read and the write are ETag-checked, so
+   * two senders writing at once cannot both pass.
+   */
+  save(
+    principal: string,
+    reference: TeamsConversationReference,
+    claim?: ReferenceClaim,
+    replaces?: (stored: ReferenceClaim | undefined) => boolean,
+  ): Promise<void>;
+}
+
+/** The claim a stored row carries (rows written before claims were kept have none). */
+function claimOf(row: Record<string, unknown>): ReferenceClaim | undefined {
+  const { sender, source, trust } = row;
+  if (typeof sender !== "string") return undefined;
+  if (source !== "binding" && source !== "pairing") return undefined;
+  if (trust !== "same_tenant" && trust !== "guest") return undefined;
+  return { sender, source, trust };
 }
 
 /** Object ids compare case-insensitively (`sameObjectId`): the row key is the digest of the lower-cased id. */
@@ -44,19 +72,40 @@ export function createTeamsConversationStore(
         throw error;
       }
     },
-    async save(principal, reference) {
-      await (await table()).upsertEntity(
-        {
-          partitionKey: "r",
-          rowKey: rowKey(principal),
-          service_url: reference.serviceUrl,
-          conversation_id: reference.conversationId,
-          ...(reference.tenantId ? { tenant_id: reference.tenantId } : {}),
-          ...(reference.userId ? { user_id: reference.userId } : {}),
-          saved_at: new Date().toISOString(),
-        },
-        "Replace",
-      );
+    async save(principal, reference, claim, replaces) {
+      const t = await table();
+      const entity = {
+        partitionKey: "r",
+        rowKey: rowKey(principal),
+        service_url: reference.serviceUrl,
+        conversation_id: reference.conversationId,
+        ...(reference.tenantId ? { tenant_id: reference.tenantId } : {}),
+        ...(reference.userId ? { user_id: reference.userId } : {}),
+        ...(claim ? { sender: claim.sender, source: claim.source, trust: claim.trust } : {}),
+        saved_at: new Date().toISOString(),
+      };
+      if (!claim || !replaces) {
+        await t.upsertEntity(entity, "Replace");
+        return;
+      }
+      for (let attempt = 0; attempt < 10; attempt++) {
+        let stored: (Record<string, unknown> & { etag: string }) | undefined;
+        try {
+          stored = (await t.getEntity<Record<string, unknown>>("r", entity.rowKey)) as Record<string, unknown> & {
+            etag: string;
+          };
+        } catch (error) {
+          if (!isStatus(error, 404)) throw error;
+        }
+        try {
+          if (!stored) await t.createEntity(entity);
+          else if (replaces(claimOf(stored))) await t.updateEntity(entity, "Replace", { etag: stored.etag });
+          return;
+        } catch (error) {
+          // Another activity of the principal wrote first: decide again against what it wrote.
+          if (!isStatus(error, 409) && !isStatus(error, 412)) throw error;
+        }
+      }
     },
   };
 }
