@@ -1,4 +1,5 @@
 import { app } from "@azure/functions";
+import * as df from "durable-functions";
 import { z } from "zod";
 import { pruneChannelRows } from "../shared/channels/inbound/channel-prune.js";
 import { PairingRefusedError } from "../shared/channels/inbound/sender-access.js";
@@ -28,7 +29,8 @@ import { WEBHOOK_BODY_LIMIT_BYTES } from "../shared/channels/webhooks/webhook-in
 import { appContext } from "./composition/app-context.js";
 import { approvalHooks } from "./composition/approval-hooks.js";
 import { channelConfig, inboundChannels } from "./composition/channels-deps.js";
-import { callerOf, route } from "./composition/http-route.js";
+import { callerOf, orchestrationClient, route } from "./composition/http-route.js";
+import { withInvocationDurable } from "./composition/invocation-durable.js";
 
 /**
  * The inbound conversation channels' routes (issue 26, docs/channels.md). Chat platform B's three
@@ -58,7 +60,7 @@ for (const [name, path, endpoint, summary] of slackRoutes)
       openapi: {
         summary,
         description:
-          "Chat platform B (Slack). Verified with Slack's v0 signature (X-Slack-Signature, X-Slack-Request-Timestamp; five-minute window; a signature is accepted once) before the body is parsed; the turn goes through the channel queue to the coordinator and the reply is posted with chat.postMessage. 404 when SVC_PLATFORM_B_CHANNEL_ENABLED is off.",
+          "Chat platform B (Slack). Verified with Slack's v0 signature (X-Slack-Signature, X-Slack-Request-Timestamp; five-minute window; a signature is accepted once) before the body is parsed; the request is answered once the turn is durably in the channel queue (Slack's 3 s), then the turn goes to the coordinator and the reply is posted with chat.postMessage, never in this response. 404 when SVC_PLATFORM_B_CHANNEL_ENABLED is off.",
         security: [],
         responses: {
           ...ok("accepted (empty), or the url_verification challenge", "SlackAck"),
@@ -97,7 +99,7 @@ route(
     openapi: {
       summary: "Microsoft Teams bot endpoint (Bot Framework activities)",
       description:
-        "Chat platform A (Teams), the Bot Framework convention. The Bot Service token (Authorization: Bearer, RS256 against the cached key set of SVC_PLATFORM_A_OPENID_METADATA_URL, issuer, audience = SVC_PLATFORM_A_BOT_APP_ID, exp/nbf, a service URL claim) is checked before the body is read; then the activity's serviceUrl and channelId (msteams) against the token, the tenant (SVC_PLATFORM_A_TENANT_ID or a guest tenant) and the sender's binding (SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON). A verified message goes through the channel queue to the coordinator as the bound principal; the reply is posted through the Microsoft 365 Agents SDK to Bot Connector. With SVC_PLATFORM_A_SENDER_ACCESS=pairing an unbound sender gets a pairing challenge instead. Local profile only (npm start; start-up refuses it elsewhere): with SVC_PLATFORM_A_LOCAL_ANONYMOUS a request without Authorization (the Microsoft 365 Agents Playground) is accepted when the caller's address and Host are loopback, the activity's serviceUrl is the loopback Bot Connector on SVC_PLATFORM_A_LOCAL_ANONYMOUS_CONNECTOR_PORT and its sender (from.aadObjectId) is SVC_PLATFORM_A_LOCAL_ANONYMOUS_USER, else 401; its reply carries no app token and its conversation is not kept for notifications. 404 when SVC_PLATFORM_A_CHANNEL_ENABLED is off.",
+        "Chat platform A (Teams), the Bot Framework convention. The Bot Service token (Authorization: Bearer, RS256 against the cached key set of SVC_PLATFORM_A_OPENID_METADATA_URL, issuer, audience = SVC_PLATFORM_A_BOT_APP_ID, exp/nbf, a service URL claim) is checked before the body is read; then the activity's serviceUrl and channelId (msteams) against the token, the tenant (SVC_PLATFORM_A_TENANT_ID or a guest tenant) and the sender's binding (SVC_PLATFORM_A_PRINCIPAL_BINDINGS_JSON). A verified message is answered once it is durably in the channel queue (Bot Service waits at most 15 s); then it goes to the coordinator as the bound principal and the reply is posted through the Microsoft 365 Agents SDK to Bot Connector, never in this response (an SSO card invoke is answered in the response). With SVC_PLATFORM_A_SENDER_ACCESS=pairing an unbound sender gets a pairing challenge instead. Local profile only (npm start; start-up refuses it elsewhere): with SVC_PLATFORM_A_LOCAL_ANONYMOUS a request without Authorization (the Microsoft 365 Agents Playground) is accepted when the caller's address and Host are loopback, the activity's serviceUrl is the loopback Bot Connector on SVC_PLATFORM_A_LOCAL_ANONYMOUS_CONNECTOR_PORT and its sender (from.aadObjectId) is SVC_PLATFORM_A_LOCAL_ANONYMOUS_USER, else 401; its reply carries no app token and its conversation is not kept for notifications. 404 when SVC_PLATFORM_A_CHANNEL_ENABLED is off.",
       security: [],
       responses: {
         ...ok("accepted (the reply goes out through Bot Connector)", "TeamsAck"),
@@ -270,14 +272,18 @@ route(
 
 /**
  * The channel queue's worker: turns a crashed host left behind (a lease that ran out) are answered,
- * or closed as abandoned when the crash came while posting.
+ * or closed as abandoned when the crash came while posting. Its durable client gives such a turn
+ * what the routes give theirs: an approval it files starts its orchestration.
  */
 app.timer("channelQueueTimer", {
   schedule: "0 * * * * *",
-  handler: async () => {
+  extraInputs: [df.input.durableClient()],
+  handler: async (_timer, context) => {
     const channels = await inboundChannels();
     if (!channels.slack && !channels.teams) return;
-    const closed = await channels.queue.drain(channels.processorWith(), () => new Date());
+    const durable = orchestrationClient(context);
+    const processor = channels.processorWith(approvalHooks({ durable: () => durable, logger: appContext.logger }));
+    const closed = await withInvocationDurable(durable, () => channels.queue.drain(processor, () => new Date()));
     if (closed > 0) appContext.logger.info("channel queue drained", { closed });
   },
 });

@@ -74,6 +74,10 @@ export function inboundChannels(): Promise<InboundChannels> {
           apiResource: apiAudience(appContext.config.auth.clientId),
         },
         ...(notifyConfig.consoleBaseUrl ? { consoleBaseUrl: notifyConfig.consoleBaseUrl } : {}),
+        // A turn runs after its request was answered: a failure the queue could not record (storage
+        // down) is logged here; the queue's timer runs the turn again once its lease runs out.
+        onBackgroundError: (error) =>
+          appContext.logger.error("channel turn failed after its request was answered", { error }),
       });
     },
     (error: unknown) => {

@@ -5,6 +5,7 @@ import type { AuditLog } from "../ops/audit.js";
 import type { EventLog } from "../ops/events.js";
 import type { TableSource } from "../storage/table-source.js";
 import type { ChannelConfig } from "./channel-config.js";
+import { createBackgroundTurns } from "./inbound/background-turns.js";
 import { createChannelQueue, type TurnProcessor } from "./inbound/channel-queue.js";
 import {
   handleInboundTurn,
@@ -70,6 +71,8 @@ export function buildInboundChannels(
      * product, so every attachment is held, named in the reply and audited, never downloaded.
      */
     attachments?: InboundPipelineDependencies["attachments"];
+    /** Told about a turn that failed outside the queue's own handling after its request was answered (storage down). */
+    onBackgroundError?: (error: unknown) => void;
   },
 ) {
   const directory = deps.directory ?? configDirectory(config.roles);
@@ -95,6 +98,8 @@ export function buildInboundChannels(
     audit: deps.audit,
   });
   const queue = createChannelQueue({ tables: deps.tables, capacity: config.queueCapacity });
+  /** The turns the routes admitted and answered, still running (the replies go out through the vendors' APIs). */
+  const background = createBackgroundTurns(deps.onBackgroundError ? { onError: deps.onBackgroundError } : {});
   const delivers = new Map<ChannelKind, InboundPipelineDependencies["deliver"]>();
   /** Each channel's progress transport (spec §3 progress stream). */
   const progresses = new Map<ChannelKind, ChannelProgressSender>();
@@ -176,6 +181,7 @@ export function buildInboundChannels(
         signingSecret: () => deps.resolve(b.signingSecretRef),
         queue,
         process: processorWith(),
+        background,
         tables: deps.tables,
         ...(deps.now ? { now: deps.now } : {}),
       })
@@ -190,6 +196,7 @@ export function buildInboundChannels(
         }),
         queue,
         process: processorWith(),
+        background,
         conversations: deps.teamsConversations ?? createTeamsConversationStore(deps.tables),
         pairedPrincipal: (vendorUserId) => senders.principalOf("platform_a", vendorUserId),
         ...(a.inbound.ssoConnectionName && deps.teamsSso
@@ -233,6 +240,7 @@ export function buildInboundChannels(
     teams,
     webhooks,
     processorWith,
+    background,
     /** Registers a channel's reply sender (chat platform A's adapter), and its progress transport (none: no progress). */
     registerDeliver(
       kind: ChannelKind,

@@ -215,6 +215,23 @@ export function createDurableQueue<T>(options: DurableQueueOptions<T>) {
           throw error;
         }
         const close = async (state: "done" | "abandoned") => {
+          // Only the holder closes (a transaction's delete takes no ETag): the claim is confirmed
+          // first under its ETag, with a fresh lease, so no other worker can claim it meanwhile.
+          try {
+            await t.updateEntity(
+              {
+                partitionKey: PARTITION,
+                rowKey: slot.rowKey,
+                lease_until: new Date(now().getTime() + leaseMs).toISOString(),
+              },
+              "Merge",
+              { etag },
+            );
+          } catch (error) {
+            // Another worker claimed the slot since (this one's lease ran out), or closed it: the holder closes it.
+            if (isStatus(error, 412) || isStatus(error, 404)) return;
+            throw error;
+          }
           await closeSlot(t, slot.seen_key, slot.rowKey, state, now());
           closed++;
         };
@@ -283,6 +300,8 @@ export function createDurableQueue<T>(options: DurableQueueOptions<T>) {
         } finally {
           clearInterval(heartbeat);
         }
+        // A renewal still in flight moves the claim's ETag: the close below must use the newest.
+        await renewing;
         // A worker that lost its claim (or could not confirm it) leaves the item to the holder or a later drain.
         if (lost || fenced) continue;
         await close("done");

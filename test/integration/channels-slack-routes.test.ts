@@ -154,6 +154,9 @@ describe("Slack routes on the local stack", () => {
     const from = slackApi.requests.length;
     const res = await post("channels/slack/commands", body, "application/x-www-form-urlencoded", signedHeaders(body));
     expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({});
+    // The answer comes once the turn is queued; the reply follows through the Web API.
+    await eventually(async () => (slackApi.requests.length > from ? true : undefined), 30_000);
     const posts = slackApi.requests.slice(from).map(postedArgs);
     expect(posts).toHaveLength(1);
     expect(posts[0]?.channel).toBe("C0OPS");

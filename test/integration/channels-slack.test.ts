@@ -9,7 +9,8 @@ import { parseSlackEvent } from "../../shared/channels/platform-b/slack-wire.js"
 import { ConfigError } from "../../shared/config/env.js";
 import { UnauthorizedError } from "../../shared/errors.js";
 import { actionModes } from "../../shared/ops/actions/action-settings.js";
-import { actions, consoleHarness, rules } from "../support/console-harness.js";
+import { actions, consoleHarness, turnGate, rules } from "../support/console-harness.js";
+import type { TurnCoordinator } from "../../shared/channels/inbound/pipeline.js";
 import { startGitHostFake } from "../support/git-host-fake.js";
 import { postedArgs, serve, startPlatformBFake } from "../support/notify-vendors.js";
 import http from "node:http";
@@ -27,6 +28,7 @@ import { azuriteTables } from "../support/service-fakes.js";
  */
 
 const azurite = azuriteTables("chsl");
+type ConsoleHarness = ReturnType<typeof consoleHarness>;
 const SECRET = "8f742231b10e8888abcd99yyyzzz85a5";
 const TOKEN = "xoxb-test-token";
 const READER = "11111111-1111-1111-1111-111111111111";
@@ -43,9 +45,13 @@ afterAll(async () => {
 
 function world(
   env: Record<string, string> = {},
-  extra: Pick<SvcDependencies, "git"> & { progressStartAfterMs?: number } = {},
+  extra: Pick<SvcDependencies, "git"> & {
+    progressStartAfterMs?: number;
+    /** Wraps the harness's coordinator (e.g. `turnGate().wrap`). */
+    coordinator?: (inner: ConsoleHarness["coordinator"]) => TurnCoordinator;
+  } = {},
 ) {
-  const { progressStartAfterMs, ...svcExtra } = extra;
+  const { progressStartAfterMs, coordinator, ...svcExtra } = extra;
   const tables = azurite.tables();
   const h = consoleHarness(tables);
   const config = loadChannelConfig(
@@ -79,14 +85,23 @@ function world(
   const channels = buildInboundChannels(config, {
     tables,
     audit: h.audit,
-    coordinator: h.coordinator,
+    coordinator: coordinator ? coordinator(h.coordinator) : h.coordinator,
     svc,
     resolve: async (ref) => secrets[ref.slice(4)] ?? "",
     consoleBaseUrl: "https://console.example",
     ...(progressStartAfterMs !== undefined ? { progressStartAfterMs } : {}),
   });
-  if (!channels.slack) throw new Error("slack not configured");
-  return { h, channels, slack: channels.slack, svc, tables };
+  const inbound = channels.slack;
+  if (!inbound) throw new Error("slack not configured");
+  /** The route's call, then the turn it started (which runs after the answer, as on the host). */
+  const slack: typeof inbound = {
+    async handle(...args) {
+      const answer = await inbound.handle(...args);
+      await channels.background.idle();
+      return answer;
+    },
+  };
+  return { h, channels, slack, svc, tables };
 }
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
@@ -203,6 +218,28 @@ describe("chat platform B (Slack) inbound", () => {
     expect(await channels.queue.stateOf({ channel: "platform_b", turn_id: event.event_id })).toBe("done");
     const calls = await h.audit.list({ action: "console.tool_call" });
     expect(calls[0]?.actor).toMatchObject({ oid: READER, name: "Rita Reader" });
+  });
+
+  it("C-003 C-503 the request is answered as soon as the turn is queued (Slack wants it within 3 s): the turn runs after the answer and its reply is posted through the Web API", async () => {
+    const held = turnGate();
+    const { channels } = world({}, { coordinator: held.wrap });
+    const from = slackApi.requests.length;
+    const body = dmEvent("UREADER", "explore_catalog query=job.failed");
+    const event = JSON.parse(body) as { event_id: string };
+    const turn = { channel: "platform_b" as const, turn_id: event.event_id };
+    // The route's own call: it returns while the coordinator has not even been asked.
+    expect(await channels.slack?.handle("events", signed(body, "application/json"))).toEqual({ status: 200 });
+    expect(["queued", "processing"]).toContain(await channels.queue.stateOf(turn));
+    await held.started;
+    expect(channels.background.running).toBe(1);
+    expect(postsSince(from)).toHaveLength(0);
+    held.release();
+    await channels.background.idle();
+    const posts = postsSince(from);
+    expect(posts).toHaveLength(1);
+    expect(posts[0]).toMatchObject({ channel: "D0DM", thread_ts: expect.stringMatching(/^\d+\.\d+$/) });
+    expect(JSON.stringify(posts[0]?.blocks)).toContain("explore_catalog");
+    expect(await channels.queue.stateOf(turn)).toBe("done");
   });
 
   it("C-205 C-206 C-297 a long turn's progress is posted in the thread, edited with chat.update on that ts, and the final reply replaces it", async () => {

@@ -1004,6 +1004,51 @@ describe("durable delivery: the notification queue (router item 3)", () => {
     expect(await queue.depth()).toBe(0);
   });
 
+  it("C-295 a worker whose lease ran out never closes the slot another worker holds now: the holder closes it, once", async () => {
+    const w = world();
+    const clock = Date.parse("2026-11-28T10:00:00Z");
+    const options: DurableQueueOptions<{ n: number }> = {
+      tables: w.tables,
+      table: "dqclose",
+      capacity: 2,
+      leaseMs: 600_000,
+      idOf: (item) => `n/${item.n}`,
+      name: "test queue",
+    };
+    const queue = createDurableQueue(options);
+    await queue.enqueue({ n: 1 }, new Date(clock));
+    let release = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let entered = () => {};
+    const secondRunning = new Promise<void>((resolve) => {
+      entered = resolve;
+    });
+    let second: Promise<number> | undefined;
+    const firstClosed = await queue.drain(
+      async () => {
+        // This worker stalls past its lease; another claims the item and is still running it when this one ends.
+        second = createDurableQueue(options).drain(
+          async () => {
+            entered();
+            await released;
+          },
+          () => new Date(clock + 601_000),
+        );
+        await secondRunning;
+      },
+      () => new Date(clock),
+    );
+    expect(firstClosed).toBe(0);
+    expect(await queue.depth()).toBe(1);
+    expect(await queue.stateOf("n/1")).toBe("processing");
+    release();
+    expect(await second).toBe(1);
+    expect(await queue.depth()).toBe(0);
+    expect(await queue.stateOf("n/1")).toBe("done");
+  });
+
   it(`C-527 C-295 C-290 SIGKILL a notifying host ${KILL_ROUNDS} times, at every kill point (seed ${KILL_SEED}): every accepted message reaches each channel by at most one vendor call, acknowledged or recorded ambiguous, none lost`, async () => {
     clear();
     const root = path.resolve(import.meta.dirname, "../..");

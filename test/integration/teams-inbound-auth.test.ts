@@ -17,7 +17,8 @@ import {
 } from "../../shared/notify/channels/platform-a.js";
 import { createTeamsConversationStore } from "../../shared/notify/channels/teams-conversations.js";
 import { createJwtValidator } from "../../shared/auth/jwt-validator.js";
-import { consoleHarness } from "../support/console-harness.js";
+import type { TurnCoordinator } from "../../shared/channels/inbound/pipeline.js";
+import { consoleHarness, turnGate } from "../support/console-harness.js";
 import { azuriteTables } from "../support/service-fakes.js";
 import { routeEntraTo, startBotConnectorFake, startBotServiceIssuer, startEntraFake } from "../support/teams-fakes.js";
 import { testCertificate } from "../support/test-certificate.js";
@@ -334,6 +335,8 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
       /** `SVC_PLATFORM_A_LOCAL_ANONYMOUS` with the Playground's connector port (and its one local user, TEAMS_USER). */
       anonymous?: { port: number };
       progressStartAfterMs?: number;
+      /** Wraps the harness's coordinator (e.g. `turnGate().wrap`). */
+      coordinator?: (inner: ReturnType<typeof consoleHarness>["coordinator"]) => TurnCoordinator;
     } = {},
   ) {
     const tables = azurite.tables();
@@ -373,7 +376,7 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
     const channels = buildInboundChannels(config, {
       tables,
       audit: h.audit,
-      coordinator: h.coordinator,
+      coordinator: options.coordinator ? options.coordinator(h.coordinator) : h.coordinator,
       resolve: async (ref) => (ref === "env:TEAMS_SECRET" ? CLIENT_SECRET : ""),
       local: true,
       botServiceCa: tls.cert,
@@ -391,10 +394,12 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
     if (!channels.teams) throw new Error("teams not configured");
     const teams = channels.teams;
     const logger = createLogger({ level: "error", write: () => undefined });
+    /** The route's answer, by default once the turn it admitted has run too (`{ turn: false }`: the answer alone). */
     const post = async (
       body: unknown,
       authorization?: string,
       headers: Record<string, string> = {},
+      { turn = true }: { turn?: boolean } = {},
     ): Promise<HttpResult> => {
       const text = typeof body === "string" ? body : JSON.stringify(body);
       const request: HttpRequestLike = {
@@ -410,7 +415,10 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
         text: async () => text,
       };
       try {
-        return await teams.handle(request);
+        const answer = await teams.handle(request);
+        // The turn the request admitted runs after the answer (as on the host): its reply, then the assertions.
+        if (turn) await channels.background.idle();
+        return answer;
       } catch (error) {
         return mapErrorToResult(error, "req-e2e", logger);
       }
@@ -450,6 +458,29 @@ describe("chat platform A inbound end to end (POST /api/messages below the trigg
       tenantId: TENANT,
       userId: "29:1abc",
     });
+  });
+
+  it("C-504 an activity is answered as soon as its turn is queued (Bot Service waits at most 15 s): the turn runs after the answer and its reply reaches Bot Connector", async () => {
+    const held = turnGate();
+    const w = e2e({ coordinator: held.wrap });
+    const from = connector.requests.length;
+    const a = message({ text: "explore_catalog query=job.failed" });
+    const turn = { channel: "platform_a" as const, turn_id: String(a.id) };
+    const res = await w.post(a, `Bearer ${await connectorToken()}`, {}, { turn: false });
+    expect(res).toMatchObject({ status: 200 });
+    expect(["queued", "processing"]).toContain(await w.channels.queue.stateOf(turn));
+    await held.started;
+    expect(w.channels.background.running).toBe(1);
+    expect(connector.requests.length).toBe(from);
+    held.release();
+    await w.channels.background.idle();
+    const posted = connector.requests.slice(from);
+    expect(posted).toHaveLength(1);
+    expect(posted[0]?.path).toBe(`/v3/conversations/a:1personal/activities/${a.id}`);
+    expect(String((JSON.parse(posted[0]?.body ?? "{}") as { text?: string }).text).replace(/\\(.)/g, "$1")).toContain(
+      "explore_catalog: ok",
+    );
+    expect(await w.channels.queue.stateOf(turn)).toBe("done");
   });
 
   it("C-205 C-206 C-297 a long turn's progress is a reply activity that the Agents SDK's updateActivity edits in place, and the final reply replaces it", async () => {

@@ -175,3 +175,28 @@ export function consoleHarness(
     coordinator,
   };
 }
+
+/**
+ * Holds coordinator turns until `release()`: `wrap` gives a coordinator whose turns wait, `started`
+ * resolves once one is waiting. For tests of what happens while a turn runs (the channel routes
+ * answer before it ends).
+ */
+export function turnGate() {
+  let release = () => {};
+  let entered = () => {};
+  const started = new Promise<void>((resolve) => {
+    entered = resolve;
+  });
+  const until = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const wrap = <C extends { handleTurn: (...args: never[]) => Promise<unknown> }>(coordinator: C) =>
+    ({
+      handleTurn: async (...args: Parameters<C["handleTurn"]>) => {
+        entered();
+        await until;
+        return coordinator.handleTurn(...args);
+      },
+    }) as Pick<C, "handleTurn">;
+  return { wrap, started, release };
+}

@@ -279,22 +279,51 @@ describe("the channel progress stream", () => {
     expect(quiet.calls).toEqual([]);
   });
 
-  it(`every progress call is bounded (${PROGRESS_CALL_TIMEOUT_MS} ms): a hung update or replacement never holds the final reply`, async () => {
+  it(`every progress call is bounded (${PROGRESS_CALL_TIMEOUT_MS} ms): a hung replacement never holds the final reply, and is not posted anew`, async () => {
+    vi.useFakeTimers();
+    const s = scripted();
+    const stream = createProgressStream({ sender: s.sender, turn, startAfterMs: 0 });
+    stream.activity(result(0));
+    (await s.next()).answer(ack("m-1"));
+    const finished = stream.finish(reply("Final.", 1), s.deliver);
+    // The replacement never answers: ambiguous after the bound, and not posted anew (it may show).
+    expect((await s.next()).op).toBe("replace");
+    await vi.advanceTimersByTimeAsync(PROGRESS_CALL_TIMEOUT_MS);
+    const { receipt } = await finished;
+    expect(receipt).toMatchObject({ outcome: "ambiguous", reason: "timeout" });
+    expect(s.calls.map((c) => c.op)).toEqual(["post", "replace"]);
+  });
+
+  it("a hung update may still land after anything sent later: the final reply is then its own message, never a replacement the late update would overwrite; a failed turn sends no note after it", async () => {
     vi.useFakeTimers();
     const s = scripted();
     const stream = createProgressStream({ sender: s.sender, turn, startAfterMs: 0 });
     stream.activity(result(0));
     (await s.next()).answer(ack("m-1"));
     stream.activity(result(1));
-    // The update never answers.
-    expect((await s.next()).op).toBe("update");
+    // The update never answers within the bound.
+    const update = await s.next();
+    expect(update.op).toBe("update");
+    await vi.advanceTimersByTimeAsync(PROGRESS_CALL_TIMEOUT_MS);
     const finished = stream.finish(reply("Final.", 2), s.deliver);
+    const deliver = await s.next();
+    expect(deliver).toMatchObject({ op: "deliver", response: { text: "Final." } });
+    deliver.answer(ack("m-2"));
+    // The vendor applies the late update now: the reply is a message of its own and stays.
+    update.answer(ack("m-1"));
+    const { receipt, revisions } = await finished;
+    expect(receipt).toMatchObject({ outcome: "acknowledged", vendor_message_id: "m-2" });
+    expect(revisions.map((r) => r.revision)).toEqual([0]);
+    expect(s.calls.map((c) => c.op)).toEqual(["post", "update", "deliver"]);
+
+    const failing = scripted();
+    const cancelled = createProgressStream({ sender: failing.sender, turn, startAfterMs: 0 });
+    cancelled.activity(result(0));
+    (await failing.next()).answer(ack("m-1"));
+    cancelled.activity(result(1));
+    expect((await failing.next()).op).toBe("update");
     await vi.advanceTimersByTimeAsync(PROGRESS_CALL_TIMEOUT_MS);
-    // The replacement never answers either: ambiguous after the bound, and not posted anew.
-    expect((await s.next()).op).toBe("replace");
-    await vi.advanceTimersByTimeAsync(PROGRESS_CALL_TIMEOUT_MS);
-    const { receipt } = await finished;
-    expect(receipt).toMatchObject({ outcome: "ambiguous", reason: "timeout" });
-    expect(s.calls.map((c) => c.op)).toEqual(["post", "update", "replace"]);
+    await cancelled.cancel();
+    expect(failing.calls.map((c) => c.op)).toEqual(["post", "update"]);
   });
 });

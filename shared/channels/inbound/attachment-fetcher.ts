@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import type { AttachmentRef } from "./types.js";
+import { isLoopbackUrl } from "../../http/loopback-host.js";
 
 /**
  * The server-owned attachment fetcher (spec operator-console.md §5 item 6′; ledger C-427–C-429,
@@ -46,8 +47,7 @@ export async function fetchAttachment(
   }
   if (!target || !URL.canParse(target.url)) return blocked("unavailable");
   const url = new URL(target.url);
-  const loopback = url.hostname === "127.0.0.1" || url.hostname === "localhost";
-  if (url.protocol !== "https:" && !(deps.allowLoopbackHttp && url.protocol === "http:" && loopback))
+  if (url.protocol !== "https:" && !(deps.allowLoopbackHttp && url.protocol === "http:" && isLoopbackUrl(url)))
     return blocked("unavailable");
   let response: Response;
   try {

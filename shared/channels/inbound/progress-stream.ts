@@ -108,6 +108,11 @@ export function createProgressStream(options: {
   let messageId: string | undefined;
   /** No more progress (revision 0 or an update was not acknowledged, or the turn finished). */
   let stopped = false;
+  /**
+   * An update gave up on its bound while the vendor had not answered: it may still be applied after
+   * anything sent later, so nothing later goes into the progress message.
+   */
+  let lateUpdate = false;
   let updates = 0;
   let dirty = false;
   let inFlight: Promise<void> | undefined;
@@ -148,6 +153,7 @@ export function createProgressStream(options: {
       const receipt = await bounded("progress.update", callTimeoutMs, () => sender.update(turn, id, update));
       if (receipt.outcome !== "acknowledged") {
         stopped = true;
+        if (receipt.reason === "timeout") lateUpdate = true;
         return;
       }
       sent.push(update);
@@ -193,7 +199,8 @@ export function createProgressStream(options: {
       const settling = inFlight;
       stopped = true;
       await settling;
-      if (messageId === undefined) return;
+      // A late update could land after the note: the message stays as the vendor has it.
+      if (messageId === undefined || lateUpdate) return;
       const last = sent.at(-1);
       const note: ChannelProgressUpdate = {
         revision: sent.length,
@@ -220,7 +227,9 @@ export function createProgressStream(options: {
       const settling = inFlight;
       stopped = true;
       await settling;
-      if (messageId === undefined) return { receipt: await deliver(response), revisions: [...sent] };
+      // No progress message, or one a timed-out update may still overwrite (it would hide the reply):
+      // the reply is its own message.
+      if (messageId === undefined || lateUpdate) return { receipt: await deliver(response), revisions: [...sent] };
       const id = messageId;
       const receipt = await bounded("progress.replace", callTimeoutMs, () => sender.replace(turn, id, response));
       // Only a definite rejection posts the reply anew: an ambiguous replacement may have been

@@ -3,6 +3,7 @@ import type { HttpResult } from "../../http/envelope.js";
 import type { HttpRequestLike } from "../../http/validation.js";
 import type { TeamsConversationReference } from "../../notify/channels/platform-a.js";
 import type { ReferenceClaim, TeamsConversationStore } from "../../notify/channels/teams-conversations.js";
+import type { BackgroundTurns } from "../inbound/background-turns.js";
 import type { ChannelQueue, TurnProcessor } from "../inbound/channel-queue.js";
 import type { BotServiceKeySet } from "./bot-service-keys.js";
 import type { TeamsInboundConfig } from "./teams-config.js";
@@ -15,9 +16,11 @@ import { createTeamsVerifier, type VerifiedTeamsActivity } from "./teams-verifie
  * Chat platform A's inbound endpoint (`POST /api/messages`), transport-agnostic: the verifier
  * (token before body, then activity, tenant, sender; `teams-verifier.ts`), then the conversation
  * reference is kept for proactive notifications (table `teamsconversations`, read by the outbound
- * Teams channel), then a message activity becomes a turn in the channel queue and is processed
- * inline like Slack's (the queue's worker timer picks up whatever a crash leaves behind). The
- * reply goes out through the Agents SDK (`teams-reply.ts`), registered as the channel's deliver.
+ * Teams channel), then a message activity becomes a turn in the channel queue. The request is
+ * answered once the turn is durably queued (Bot Service waits at most 15 s); the turn then runs in
+ * the background like Slack's (the queue's worker timer picks up whatever a crash leaves behind), and
+ * its reply goes out through the Agents SDK (`teams-reply.ts`), registered as the channel's deliver.
+ * Only an SSO invoke is answered in the response itself (Teams waits for its result).
  */
 
 /** Where the conversation references of verified senders are kept (`createTeamsConversationStore`). */
@@ -68,6 +71,8 @@ export function createTeamsInbound(deps: {
   keys: BotServiceKeySet;
   queue: ChannelQueue;
   process: TurnProcessor;
+  /** Where an admitted turn runs after the request is answered. */
+  background: BackgroundTurns;
   conversations: ConversationReferenceSink;
   /**
    * The principal an approver paired an unbound sender with (`SVC_PLATFORM_A_SENDER_ACCESS=pairing`;
@@ -133,7 +138,8 @@ export function createTeamsInbound(deps: {
           // conversationUpdate, typing, reactions…: acknowledged, nothing to answer.
           if (!turn) return { status: 200, jsonBody: {} };
           const admitted = await deps.queue.enqueue(turn, at);
-          if (admitted === "accepted") await deps.queue.drain(processor, now, turn);
+          // Answered now; the turn runs after the answer and replies through Bot Connector.
+          if (admitted === "accepted") deps.background.run(() => deps.queue.drain(processor, now, turn));
           return { status: 200, jsonBody: {} };
         },
       })(request);

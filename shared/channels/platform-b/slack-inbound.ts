@@ -4,6 +4,7 @@ import { InvalidRequestError, UnauthorizedError, ValidationError } from "../../e
 import { zodIssues } from "../../http/validation.js";
 import { isStatus } from "../../storage/table-text.js";
 import { type TableSource, tableOpener } from "../../storage/table-source.js";
+import type { BackgroundTurns } from "../inbound/background-turns.js";
 import type { ChannelQueue, TurnProcessor } from "../inbound/channel-queue.js";
 import { SIGNATURE_WINDOW_SECONDS, verifySlackSignature } from "./signature.js";
 import { parseSlackCommand, parseSlackEvent, parseSlackInteraction, type SlackInbound } from "./slack-wire.js";
@@ -12,8 +13,9 @@ import { parseSlackCommand, parseSlackEvent, parseSlackInteraction, type SlackIn
  * Chat platform B's inbound endpoint, transport-agnostic (the Functions triggers in
  * `functions/channels.ts` only read the body and map the answer): signature first, on the raw
  * bytes and before any parsing; then a replay check of the signature itself; then the wire
- * format; then the channel queue; then the turn is processed inline (the queue's worker timer
- * picks up whatever a crash leaves behind).
+ * format; then the channel queue. The request is answered once the turn is durably queued (Slack
+ * wants its answer within 3 s); the turn then runs in the background and its reply goes out with
+ * chat.postMessage (the queue's worker timer picks up whatever a crash leaves behind).
  */
 
 /** Slack's payloads are small; a larger body is refused before it is verified or parsed (413). */
@@ -29,6 +31,8 @@ export interface SlackInboundDependencies {
   signingSecret(): Promise<string>;
   queue: ChannelQueue;
   process: TurnProcessor;
+  /** Where an admitted turn runs after the request is answered. */
+  background: BackgroundTurns;
   /** Where used signatures are remembered for the signature window (replay guard). */
   tables: TableSource;
   now?: () => Date;
@@ -138,7 +142,8 @@ export function createSlackInbound(deps: SlackInboundDependencies) {
       if (inbound.kind === "url_verification") return { status: 200, body: { challenge: inbound.challenge } };
       if (inbound.kind === "ignored") return { status: 200 };
       const admitted = await deps.queue.enqueue(inbound.turn, at);
-      if (admitted === "accepted") await deps.queue.drain(processor, now, inbound.turn);
+      // Answered now; the turn runs after the answer and replies through the Web API.
+      if (admitted === "accepted") deps.background.run(() => deps.queue.drain(processor, now, inbound.turn));
       return { status: 200 };
     },
   };
