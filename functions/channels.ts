@@ -27,10 +27,8 @@ import { readBodyText } from "../shared/http/read-body.js";
 import { parseJsonBody, parsePath } from "../shared/http/validation.js";
 import { WEBHOOK_BODY_LIMIT_BYTES } from "../shared/channels/webhooks/webhook-inbound.js";
 import { appContext } from "./composition/app-context.js";
-import { approvalHooks } from "./composition/approval-hooks.js";
-import { channelConfig, inboundChannels } from "./composition/channels-deps.js";
+import { channelConfig, channelTurnStarter, inboundChannels, runChannelTurns } from "./composition/channels-deps.js";
 import { callerOf, orchestrationClient, route } from "./composition/http-route.js";
-import { withInvocationDurable } from "./composition/invocation-durable.js";
 
 /**
  * The inbound conversation channels' routes (issue 26, docs/channels.md). Chat platform B's three
@@ -80,12 +78,7 @@ for (const [name, path, endpoint, summary] of slackRoutes)
       if (declared > SLACK_BODY_LIMIT_BYTES) throw new PayloadTooLargeError(SLACK_BODY_LIMIT_BYTES);
       const body = await readBodyText(request.body, SLACK_BODY_LIMIT_BYTES);
       if (Buffer.byteLength(body) > SLACK_BODY_LIMIT_BYTES) throw new PayloadTooLargeError(SLACK_BODY_LIMIT_BYTES);
-      const channels = await inboundChannels();
-      const answer = await slack.handle(
-        endpoint,
-        { headers: request.headers, body },
-        channels.processorWith(approvalHooks(scope)),
-      );
+      const answer = await slack.handle(endpoint, { headers: request.headers, body }, channelTurnStarter(scope));
       return jsonResult(answer.status, answer.body ?? {}, scope.requestId);
     },
   );
@@ -116,7 +109,7 @@ route(
   async (request, scope) => {
     const channels = await inboundChannels();
     if (!channels.teams) throw new NotFoundError("chat platform A is not enabled");
-    const answer = await channels.teams.handle(request, channels.processorWith(approvalHooks(scope)));
+    const answer = await channels.teams.handle(request, channelTurnStarter(scope));
     return jsonResult(answer.status, answer.jsonBody ?? {}, scope.requestId);
   },
 );
@@ -281,9 +274,7 @@ app.timer("channelQueueTimer", {
   handler: async (_timer, context) => {
     const channels = await inboundChannels();
     if (!channels.slack && !channels.teams) return;
-    const durable = orchestrationClient(context);
-    const processor = channels.processorWith(approvalHooks({ durable: () => durable, logger: appContext.logger }));
-    const closed = await withInvocationDurable(durable, () => channels.queue.drain(processor, () => new Date()));
+    const closed = await runChannelTurns(orchestrationClient(context));
     if (closed > 0) appContext.logger.info("channel queue drained", { closed });
   },
 });

@@ -23,6 +23,7 @@ import "./api-token.js";
 import "./terminal.js";
 import "./console.js";
 import "./channels.js";
+import "./orchestrations/channel-turn.js";
 import "./notifications.js";
 import "./orchestrations/approval-request.js";
 import "./orchestrations/read-investigation.js";

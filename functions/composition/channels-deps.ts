@@ -7,8 +7,18 @@
 import { readFileSync } from "node:fs";
 import { apiAudience } from "../../shared/auth/jwt-validator.js";
 import type { InboundChannels } from "../../shared/channels/build-channels.js";
+import {
+  type ChannelTurnRef,
+  channelTurnInstanceId,
+  type TurnStarter,
+} from "../../shared/channels/inbound/channel-queue.js";
+import type { OrchestrationClient } from "../../shared/orchestrations/orchestration-client.js";
+import { Orchestrations } from "../../shared/orchestrations/queue-labels.js";
 import { isLocalProfile } from "../../shared/notify/notify-config.js";
 import { appContext } from "./app-context.js";
+import { approvalHooks } from "./approval-hooks.js";
+import type { RouteScope } from "./http-route.js";
+import { withInvocationDurable } from "./invocation-durable.js";
 import { actionModeOf, actionTypes, consoleParts, notifyConfig, ruleCatalog } from "./console-deps.js";
 
 import { channelConfig } from "./channel-settings.js";
@@ -74,10 +84,8 @@ export function inboundChannels(): Promise<InboundChannels> {
           apiResource: apiAudience(appContext.config.auth.clientId),
         },
         ...(notifyConfig.consoleBaseUrl ? { consoleBaseUrl: notifyConfig.consoleBaseUrl } : {}),
-        // A turn runs after its request was answered: a failure the queue could not record (storage
-        // down) is logged here; the queue's timer runs the turn again once its lease runs out.
-        onBackgroundError: (error) =>
-          appContext.logger.error("channel turn failed after its request was answered", { error }),
+        // Turns run after their request was answered: their failures are reported here.
+        logger: appContext.logger,
       });
     },
     (error: unknown) => {
@@ -86,4 +94,35 @@ export function inboundChannels(): Promise<InboundChannels> {
     },
   );
   return channels;
+}
+
+/**
+ * How a channel route starts the turn it admitted (issue 26): as its own `channelTurn` orchestration,
+ * so the turn runs inside an activity invocation the host keeps alive after the route's answer. If
+ * the orchestration cannot be started, the turn runs in this process after the answer (it is in the
+ * queue either way; the queue's timer is the last resort).
+ */
+export function channelTurnStarter(scope: Pick<RouteScope, "durable" | "logger">): TurnStarter {
+  return async (turn) => {
+    try {
+      await scope.durable().startNew(Orchestrations.channelTurn, {
+        instanceId: channelTurnInstanceId(turn),
+        input: { channel: turn.channel, turn_id: turn.turn_id },
+      });
+    } catch (error) {
+      scope.logger.warn("channel turn orchestration not started; the turn runs in this process", { error });
+      await (await inboundChannels()).runHere(approvalHooks(scope))(turn);
+    }
+  };
+}
+
+/**
+ * Runs queued turns with `durable` as the invocation's client (a turn that files an approval starts
+ * its orchestration): the one `only` names (the `channelTurn` activity), or every claimable one (the
+ * queue's timer). Returns how many turns were closed.
+ */
+export async function runChannelTurns(durable: OrchestrationClient, only?: ChannelTurnRef): Promise<number> {
+  const channels = await inboundChannels();
+  const processor = channels.processorWith(approvalHooks({ durable: () => durable, logger: appContext.logger }));
+  return withInvocationDurable(durable, () => channels.queue.drain(processor, () => new Date(), only));
 }

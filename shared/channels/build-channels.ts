@@ -1,12 +1,13 @@
 import { normalizeObjectId } from "../auth/object-id.js";
 import type { Role } from "../auth/roles.js";
 import type { TurnHooks } from "../console/coordinator/coordinator.js";
+import type { Logger } from "../logging/logger.js";
 import type { AuditLog } from "../ops/audit.js";
 import type { EventLog } from "../ops/events.js";
 import type { TableSource } from "../storage/table-source.js";
 import type { ChannelConfig } from "./channel-config.js";
 import { createBackgroundTurns } from "./inbound/background-turns.js";
-import { createChannelQueue, type TurnProcessor } from "./inbound/channel-queue.js";
+import { createChannelQueue, type TurnProcessor, type TurnStarter } from "./inbound/channel-queue.js";
 import {
   handleInboundTurn,
   type InboundPipelineDependencies,
@@ -71,8 +72,8 @@ export function buildInboundChannels(
      * product, so every attachment is held, named in the reply and audited, never downloaded.
      */
     attachments?: InboundPipelineDependencies["attachments"];
-    /** Told about a turn that failed outside the queue's own handling after its request was answered (storage down). */
-    onBackgroundError?: (error: unknown) => void;
+    /** Where failed and abandoned turns are reported (their vendor identity, never their text). */
+    logger?: Logger;
   },
 ) {
   const directory = deps.directory ?? configDirectory(config.roles);
@@ -97,9 +98,16 @@ export function buildInboundChannels(
     directory,
     audit: deps.audit,
   });
-  const queue = createChannelQueue({ tables: deps.tables, capacity: config.queueCapacity });
-  /** The turns the routes admitted and answered, still running (the replies go out through the vendors' APIs). */
-  const background = createBackgroundTurns(deps.onBackgroundError ? { onError: deps.onBackgroundError } : {});
+  const queue = createChannelQueue({
+    tables: deps.tables,
+    capacity: config.queueCapacity,
+    ...(deps.logger ? { logger: deps.logger } : {}),
+  });
+  /** The turns started in this process (`runHere`), still running. */
+  const logger = deps.logger;
+  const background = createBackgroundTurns(
+    logger ? { onError: (error) => logger.error("channel turn failed after its request was answered", { error }) } : {},
+  );
   const delivers = new Map<ChannelKind, InboundPipelineDependencies["deliver"]>();
   /** Each channel's progress transport (spec §3 progress stream). */
   const progresses = new Map<ChannelKind, ChannelProgressSender>();
@@ -176,12 +184,20 @@ export function buildInboundChannels(
       })(turn);
     };
 
+  /**
+   * Runs an admitted turn in this process after the answer: the tests' way, and the routes' fallback
+   * when their orchestration cannot start (the turn is queued either way; the timer is the last resort).
+   */
+  const runHere =
+    (hooks?: TurnHooks): TurnStarter =>
+    async (turn) =>
+      background.run(() => queue.drain(processorWith(hooks), deps.now ?? (() => new Date()), turn));
+
   const slack = b
     ? createSlackInbound({
         signingSecret: () => deps.resolve(b.signingSecretRef),
         queue,
-        process: processorWith(),
-        background,
+        start: runHere(),
         tables: deps.tables,
         ...(deps.now ? { now: deps.now } : {}),
       })
@@ -195,8 +211,7 @@ export function buildInboundChannels(
           ...(deps.botServiceCa ? { ca: deps.botServiceCa } : {}),
         }),
         queue,
-        process: processorWith(),
-        background,
+        start: runHere(),
         conversations: deps.teamsConversations ?? createTeamsConversationStore(deps.tables),
         pairedPrincipal: (vendorUserId) => senders.principalOf("platform_a", vendorUserId),
         ...(a.inbound.ssoConnectionName && deps.teamsSso
@@ -240,6 +255,8 @@ export function buildInboundChannels(
     teams,
     webhooks,
     processorWith,
+    runHere,
+    /** The turns started with {@link runHere}, still running. */
     background,
     /** Registers a channel's reply sender (chat platform A's adapter), and its progress transport (none: no progress). */
     registerDeliver(

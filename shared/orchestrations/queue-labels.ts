@@ -24,6 +24,7 @@ export const Orchestrations = {
   checkDatabaseUpdates: "checkDatabaseUpdates",
   approvalRequest: "approvalRequest",
   readInvestigation: "readInvestigation",
+  channelTurn: "channelTurn",
 } as const;
 
 /** The external event `submitBlastJob` waits for: `DELETE /api/blast/jobs/{uuid}` raises it. */
@@ -41,6 +42,7 @@ export const ORCHESTRATION_QUEUES: Readonly<Record<string, QueueName>> = Object.
   [Orchestrations.checkDatabaseUpdates]: "default",
   [Orchestrations.approvalRequest]: "default",
   [Orchestrations.readInvestigation]: "default",
+  [Orchestrations.channelTurn]: "default",
 });
 
 /** The queue label of an orchestration, or `fallback` when it has none. */

@@ -68,6 +68,10 @@ export interface DurableQueueOptions<T> {
   name: string;
   /** Runs when an item is abandoned after `maxAttempts` claims (not for one abandoned while delivering). */
   onAbandon?: (item: T) => Promise<void>;
+  /** Told when processing an item failed (it stays claimed: a later drain retries it once the lease runs out). */
+  onError?: (error: unknown, item: T, attempt: number) => void;
+  /** Told when an item is closed `abandoned` because a crash came while it was being delivered. */
+  onAbandonedWhileDelivering?: (item: T) => void;
 }
 
 /** The claim was taken over by another worker (its lease ran out): this worker must not deliver. */
@@ -214,30 +218,51 @@ export function createDurableQueue<T>(options: DurableQueueOptions<T>) {
           if (isStatus(error, 412) || isStatus(error, 404)) continue;
           throw error;
         }
+        /**
+         * Extends the claim's lease under its ETag: `held`, or `lost` when another worker claimed the
+         * slot since (this one's lease ran out) or it was closed. A 412 can also be this worker's own
+         * earlier write whose answer was lost (the ETag moved on without it): every claim bumps
+         * `attempts`, so an unchanged count means the claim is still this one's — its fresh ETag is
+         * taken and the extension tried once more.
+         */
+        const extend = async (): Promise<"held" | "lost"> => {
+          for (let tries = 0; tries < 2; tries++) {
+            try {
+              const answer = await t.updateEntity(
+                {
+                  partitionKey: PARTITION,
+                  rowKey: slot.rowKey,
+                  lease_until: new Date(now().getTime() + leaseMs).toISOString(),
+                },
+                "Merge",
+                { etag },
+              );
+              etag = answer.etag as string;
+              return "held";
+            } catch (error) {
+              if (isStatus(error, 404)) return "lost";
+              if (!isStatus(error, 412)) throw error;
+              const current = await t.getEntity<SlotRow>(PARTITION, slot.rowKey).catch((e: unknown) => {
+                if (isStatus(e, 404)) return undefined;
+                throw e;
+              });
+              if (!current || Number(current.attempts) !== attempts || current.state !== "processing") return "lost";
+              etag = current.etag as string;
+            }
+          }
+          return "lost";
+        };
         const close = async (state: "done" | "abandoned") => {
           // Only the holder closes (a transaction's delete takes no ETag): the claim is confirmed
-          // first under its ETag, with a fresh lease, so no other worker can claim it meanwhile.
-          try {
-            await t.updateEntity(
-              {
-                partitionKey: PARTITION,
-                rowKey: slot.rowKey,
-                lease_until: new Date(now().getTime() + leaseMs).toISOString(),
-              },
-              "Merge",
-              { etag },
-            );
-          } catch (error) {
-            // Another worker claimed the slot since (this one's lease ran out), or closed it: the holder closes it.
-            if (isStatus(error, 412) || isStatus(error, 404)) return;
-            throw error;
-          }
+          // first, with a fresh lease, so no other worker can claim it meanwhile.
+          if ((await extend()) === "lost") return;
           await closeSlot(t, slot.seen_key, slot.rowKey, state, now());
           closed++;
         };
         const item = itemOf(slot);
         const seen = await seenState(t, slot.seen_key);
         if (seen === "delivering" || seen === "abandoned") {
+          if (seen === "delivering") options.onAbandonedWhileDelivering?.(item);
           await close("abandoned");
           continue;
         }
@@ -260,20 +285,11 @@ export function createDurableQueue<T>(options: DurableQueueOptions<T>) {
           renewing = renewing.then(async () => {
             if (lost) return false;
             try {
-              const answer = await t.updateEntity(
-                {
-                  partitionKey: PARTITION,
-                  rowKey: slot.rowKey,
-                  lease_until: new Date(now().getTime() + leaseMs).toISOString(),
-                },
-                "Merge",
-                { etag },
-              );
-              etag = answer.etag as string;
-              return true;
-            } catch (error) {
-              // Another worker claimed the item (412), or closed it (404): this claim is over.
-              if (isStatus(error, 412) || isStatus(error, 404)) lost = true;
+              if ((await extend()) === "held") return true;
+              // Another worker claimed the item, or closed it: this claim is over.
+              lost = true;
+              return false;
+            } catch {
               // Anything else (storage unreachable): not renewed; the heartbeat tries again.
               return false;
             }
@@ -294,8 +310,9 @@ export function createDurableQueue<T>(options: DurableQueueOptions<T>) {
               await setSeen(t, slot.seen_key, "delivering", now());
             },
           });
-        } catch {
+        } catch (error) {
           // Left claimed: the lease runs out and a later drain retries it (or abandons it if it was delivering).
+          options.onError?.(error, item, attempts);
           continue;
         } finally {
           clearInterval(heartbeat);

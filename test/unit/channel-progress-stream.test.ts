@@ -186,8 +186,8 @@ describe("the channel progress stream", () => {
     stream.activity(result(0));
     (await s.next()).answer(ack("m-1"));
     stream.activity(result(1));
-    // The update throws (a cut transport): no more updates.
-    (await s.next()).fail(new Error("socket hang up"));
+    // The update is refused (a definite answer: not applied): no more updates.
+    (await s.next()).answer(rejected);
     stream.activity(result(2));
     const finished = stream.finish(reply("Final.", 3), s.deliver);
     const replace = await s.next();
@@ -294,7 +294,7 @@ describe("the channel progress stream", () => {
     expect(s.calls.map((c) => c.op)).toEqual(["post", "replace"]);
   });
 
-  it("a hung update may still land after anything sent later: the final reply is then its own message, never a replacement the late update would overwrite; a failed turn sends no note after it", async () => {
+  it("C-295 an update of unknown outcome (no answer within its bound, a cut transport) may still land after anything sent later: the final reply is then its own message, never a replacement the late update would overwrite; a failed turn sends no note after it", async () => {
     vi.useFakeTimers();
     const s = scripted();
     const stream = createProgressStream({ sender: s.sender, turn, startAfterMs: 0 });
@@ -315,6 +315,20 @@ describe("the channel progress stream", () => {
     expect(receipt).toMatchObject({ outcome: "acknowledged", vendor_message_id: "m-2" });
     expect(revisions.map((r) => r.revision)).toEqual([0]);
     expect(s.calls.map((c) => c.op)).toEqual(["post", "update", "deliver"]);
+
+    // An update whose transport was cut may have been applied, and may still be: the same.
+    const cut = scripted();
+    const cutStream = createProgressStream({ sender: cut.sender, turn, startAfterMs: 0 });
+    cutStream.activity(result(0));
+    (await cut.next()).answer(ack("m-1"));
+    cutStream.activity(result(1));
+    (await cut.next()).fail(new Error("socket hang up"));
+    const cutFinished = cutStream.finish(reply("Final.", 2), cut.deliver);
+    const cutDeliver = await cut.next();
+    expect(cutDeliver).toMatchObject({ op: "deliver", response: { text: "Final." } });
+    cutDeliver.answer(ack("m-3"));
+    expect((await cutFinished).receipt).toMatchObject({ outcome: "acknowledged", vendor_message_id: "m-3" });
+    expect(cut.calls.map((c) => c.op)).toEqual(["post", "update", "deliver"]);
 
     const failing = scripted();
     const cancelled = createProgressStream({ sender: failing.sender, turn, startAfterMs: 0 });

@@ -1,11 +1,11 @@
 /**
- * Turns run after the vendor's request is answered (issue 26, M4). Slack retries a request it has
- * not seen answered within 3 s (and shows the user `operation_timeout`), Bot Service gives up after
- * 15 s; a coordinator turn, a narrator call or a `/svc` draft on a Git host takes longer. So a channel
- * route answers as soon as the turn is durably in the channel queue, and the turn runs here; its
- * reply goes out through the vendor's API (chat.postMessage, Bot Connector), never in the response.
+ * Turns run in this process after the vendor's request is answered (issue 26). A channel route
+ * answers as soon as the turn is durably in the channel queue (Slack wants its answer within 3 s,
+ * Bot Service within 15 s) and starts the turn's `channelTurn` orchestration, whose activity runs it
+ * inside an invocation; only when that cannot start — and in the tests below the trigger — does the
+ * turn run here instead. Its reply goes out through the vendor's API either way.
  *
- * Nothing is lost when the host stops before a turn finishes: the turn stays claimed in the queue
+ * Nothing is lost when the process stops before a turn finishes: the turn stays claimed in the queue
  * and the queue's timer (`channelQueueTimer`) runs it again once its lease runs out.
  */
 

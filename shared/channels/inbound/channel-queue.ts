@@ -1,4 +1,6 @@
+import { createHash } from "node:crypto";
 import { createDurableQueue, type QueueItemState, type QueueProcessor } from "../../storage/durable-queue.js";
+import type { Logger } from "../../logging/logger.js";
 import type { TableSource } from "../../storage/table-source.js";
 import type { ChannelInboundTurn } from "./types.js";
 
@@ -28,9 +30,35 @@ export type TurnState = QueueItemState;
 /** Runs one turn; calls `beforeDeliver` right before posting the reply. */
 export type TurnProcessor = QueueProcessor<ChannelInboundTurn>;
 
-const idOf = (turn: Pick<ChannelInboundTurn, "channel" | "turn_id">) => `turn/${turn.channel}/${turn.turn_id}`;
+/** A turn by its vendor identity: all a route hands on once the turn is queued (never its text). */
+export type ChannelTurnRef = Pick<ChannelInboundTurn, "channel" | "turn_id">;
 
-export function createChannelQueue(options: { tables: TableSource; capacity: number; leaseMs?: number }) {
+const idOf = (turn: ChannelTurnRef) => `turn/${turn.channel}/${turn.turn_id}`;
+
+/**
+ * Starts an admitted turn after the route's answer (issue 26: Slack wants its answer within 3 s,
+ * Bot Service within 15 s). On the Functions host: the `channelTurn` orchestration, whose activity
+ * runs the turn inside an invocation the host keeps alive; in tests and as the fallback: this
+ * process (`background-turns.ts`). Either way the queued turn is what runs, by its id.
+ */
+export type TurnStarter = (turn: ChannelTurnRef) => Promise<void>;
+
+/** The activity of the `channelTurn` orchestration: drains the one turn it is given. */
+export const CHANNEL_TURN_ACTIVITY = "runChannelTurn";
+
+/** The `channelTurn` orchestration's instance id of a turn: one per turn, no vendor id in it. */
+export const channelTurnInstanceId = (turn: ChannelTurnRef): string =>
+  `turn-${createHash("sha256").update(idOf(turn)).digest("hex").slice(0, 40)}`;
+
+export function createChannelQueue(options: {
+  tables: TableSource;
+  capacity: number;
+  leaseMs?: number;
+  /** Where a turn that failed, or was given up, is reported (its vendor identity only, never its text). */
+  logger?: Logger;
+}) {
+  const ref = (turn: ChannelInboundTurn) => ({ channel: turn.channel, turn_id: turn.turn_id });
+  const logger = options.logger;
   const queue = createDurableQueue<ChannelInboundTurn>({
     tables: options.tables,
     table: CHANNEL_TURNS_TABLE,
@@ -42,13 +70,33 @@ export function createChannelQueue(options: { tables: TableSource; capacity: num
     renewLease: true,
     idOf,
     name: "channel queue",
+    ...(logger
+      ? {
+          onError: (error: unknown, turn: ChannelInboundTurn, attempt: number) =>
+            logger.warn("channel turn failed; it runs again once its lease runs out", {
+              ...ref(turn),
+              attempt,
+              error,
+            }),
+          onAbandon: async (turn: ChannelInboundTurn) =>
+            logger.error("channel turn given up after its last attempt; the sender got no answer", {
+              ...ref(turn),
+              attempts: MAX_ATTEMPTS,
+            }),
+          onAbandonedWhileDelivering: (turn: ChannelInboundTurn) =>
+            logger.warn(
+              "channel turn closed: its host stopped while posting the reply, which may not have arrived",
+              ref(turn),
+            ),
+        }
+      : {}),
   });
   return {
     capacity: queue.capacity,
     /** Admits a turn durably; `duplicate` when its vendor id was admitted before. */
     enqueue: (turn: ChannelInboundTurn, now: Date) => queue.enqueue(turn, now),
     /** The turn's state by its vendor id (undefined: never admitted). */
-    stateOf: (turn: Pick<ChannelInboundTurn, "channel" | "turn_id">) => queue.stateOf(idOf(turn)),
+    stateOf: (turn: ChannelTurnRef) => queue.stateOf(idOf(turn)),
     /** Turns waiting or in progress. */
     depth: () => queue.depth(),
     /**
@@ -56,7 +104,7 @@ export function createChannelQueue(options: { tables: TableSource; capacity: num
      * first; `only` restricts it to one turn (the route that just admitted it). Returns how many
      * turns were closed.
      */
-    drain: (process: TurnProcessor, now: () => Date, only?: Pick<ChannelInboundTurn, "channel" | "turn_id">) =>
+    drain: (process: TurnProcessor, now: () => Date, only?: ChannelTurnRef) =>
       queue.drain(process, now, only ? idOf(only) : undefined),
   };
 }

@@ -42,7 +42,8 @@ export const PROGRESS_START_AFTER_MS = 5000;
 /** One progress call (post, update, replace) not answered within this is ambiguous: the turn moves on. */
 export const PROGRESS_CALL_TIMEOUT_MS = 10_000;
 /** What a failed turn's progress message is replaced with, so it never says "Working on it…" forever. */
-export const PROGRESS_FAILED_TEXT = "This request failed before an answer was ready; nothing more will be posted here.";
+export const PROGRESS_FAILED_TEXT =
+  "This attempt failed before an answer was ready. If it is tried again, the answer comes as a new message.";
 
 /** A channel's progress transport (the adapter's vendor calls). */
 export interface ChannelProgressSender {
@@ -109,8 +110,9 @@ export function createProgressStream(options: {
   /** No more progress (revision 0 or an update was not acknowledged, or the turn finished). */
   let stopped = false;
   /**
-   * An update gave up on its bound while the vendor had not answered: it may still be applied after
-   * anything sent later, so nothing later goes into the progress message.
+   * An update's outcome is unknown (no answer within its bound, a cut transport, a malformed
+   * acknowledgement): the vendor may still apply it after anything sent later, so nothing later goes
+   * into the progress message.
    */
   let lateUpdate = false;
   let updates = 0;
@@ -153,7 +155,7 @@ export function createProgressStream(options: {
       const receipt = await bounded("progress.update", callTimeoutMs, () => sender.update(turn, id, update));
       if (receipt.outcome !== "acknowledged") {
         stopped = true;
-        if (receipt.reason === "timeout") lateUpdate = true;
+        if (receipt.outcome === "ambiguous") lateUpdate = true;
         return;
       }
       sent.push(update);
@@ -227,7 +229,7 @@ export function createProgressStream(options: {
       const settling = inFlight;
       stopped = true;
       await settling;
-      // No progress message, or one a timed-out update may still overwrite (it would hide the reply):
+      // No progress message, or one an update of unknown outcome may still overwrite (hiding the reply):
       // the reply is its own message.
       if (messageId === undefined || lateUpdate) return { receipt: await deliver(response), revisions: [...sent] };
       const id = messageId;

@@ -3,8 +3,7 @@ import type { HttpResult } from "../../http/envelope.js";
 import type { HttpRequestLike } from "../../http/validation.js";
 import type { TeamsConversationReference } from "../../notify/channels/platform-a.js";
 import type { ReferenceClaim, TeamsConversationStore } from "../../notify/channels/teams-conversations.js";
-import type { BackgroundTurns } from "../inbound/background-turns.js";
-import type { ChannelQueue, TurnProcessor } from "../inbound/channel-queue.js";
+import type { ChannelQueue, TurnStarter } from "../inbound/channel-queue.js";
 import type { BotServiceKeySet } from "./bot-service-keys.js";
 import type { TeamsInboundConfig } from "./teams-config.js";
 import { createTeamsMessagesHandler } from "./teams-messages.js";
@@ -70,9 +69,8 @@ export function createTeamsInbound(deps: {
   config: TeamsInboundConfig;
   keys: BotServiceKeySet;
   queue: ChannelQueue;
-  process: TurnProcessor;
-  /** Where an admitted turn runs after the request is answered. */
-  background: BackgroundTurns;
+  /** Starts an admitted turn after the answer, unless the route passes its own. */
+  start: TurnStarter;
   conversations: ConversationReferenceSink;
   /**
    * The principal an approver paired an unbound sender with (`SVC_PLATFORM_A_SENDER_ACCESS=pairing`;
@@ -108,7 +106,7 @@ export function createTeamsInbound(deps: {
      * Handles one request. Throws the domain errors the transport maps: 401 (token, service URL,
      * channel), 403 (tenant, sender), 400/413/422 (body), 429 (queue full: Bot Service retries).
      */
-    handle(request: HttpRequestLike, processor: TurnProcessor = deps.process): Promise<HttpResult> {
+    handle(request: HttpRequestLike, start: TurnStarter = deps.start): Promise<HttpResult> {
       return createTeamsMessagesHandler({
         verifier,
         // Local profile only (start-up refuses the setting elsewhere; checked here again).
@@ -139,7 +137,7 @@ export function createTeamsInbound(deps: {
           if (!turn) return { status: 200, jsonBody: {} };
           const admitted = await deps.queue.enqueue(turn, at);
           // Answered now; the turn runs after the answer and replies through Bot Connector.
-          if (admitted === "accepted") deps.background.run(() => deps.queue.drain(processor, now, turn));
+          if (admitted === "accepted") await start(turn);
           return { status: 200, jsonBody: {} };
         },
       })(request);

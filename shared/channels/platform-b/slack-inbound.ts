@@ -4,8 +4,7 @@ import { InvalidRequestError, UnauthorizedError, ValidationError } from "../../e
 import { zodIssues } from "../../http/validation.js";
 import { isStatus } from "../../storage/table-text.js";
 import { type TableSource, tableOpener } from "../../storage/table-source.js";
-import type { BackgroundTurns } from "../inbound/background-turns.js";
-import type { ChannelQueue, TurnProcessor } from "../inbound/channel-queue.js";
+import type { ChannelQueue, TurnStarter } from "../inbound/channel-queue.js";
 import { SIGNATURE_WINDOW_SECONDS, verifySlackSignature } from "./signature.js";
 import { parseSlackCommand, parseSlackEvent, parseSlackInteraction, type SlackInbound } from "./slack-wire.js";
 
@@ -13,9 +12,9 @@ import { parseSlackCommand, parseSlackEvent, parseSlackInteraction, type SlackIn
  * Chat platform B's inbound endpoint, transport-agnostic (the Functions triggers in
  * `functions/channels.ts` only read the body and map the answer): signature first, on the raw
  * bytes and before any parsing; then a replay check of the signature itself; then the wire
- * format; then the channel queue. The request is answered once the turn is durably queued (Slack
- * wants its answer within 3 s); the turn then runs in the background and its reply goes out with
- * chat.postMessage (the queue's worker timer picks up whatever a crash leaves behind).
+ * format; then the channel queue. The request is answered once the turn is durably queued and
+ * started (Slack wants its answer within 3 s); the turn runs after the answer and its reply goes
+ * out with chat.postMessage (the queue's worker timer picks up whatever a crash leaves behind).
  */
 
 /** Slack's payloads are small; a larger body is refused before it is verified or parsed (413). */
@@ -30,9 +29,8 @@ export type SlackEndpoint = "events" | "commands" | "interactions";
 export interface SlackInboundDependencies {
   signingSecret(): Promise<string>;
   queue: ChannelQueue;
-  process: TurnProcessor;
-  /** Where an admitted turn runs after the request is answered. */
-  background: BackgroundTurns;
+  /** Starts an admitted turn after the answer, unless the route passes its own. */
+  start: TurnStarter;
   /** Where used signatures are remembered for the signature window (replay guard). */
   tables: TableSource;
   now?: () => Date;
@@ -123,8 +121,8 @@ export function createSlackInbound(deps: SlackInboundDependencies) {
     async handle(
       endpoint: SlackEndpoint,
       request: { headers: Headers; body: string },
-      /** The processor for this request (the route passes one with its durable hooks). */
-      processor: TurnProcessor = deps.process,
+      /** How this request's admitted turn starts (the route: its own orchestration). */
+      start: TurnStarter = deps.start,
     ): Promise<SlackAnswer> {
       const at = now();
       const signature = request.headers.get("x-slack-signature");
@@ -143,7 +141,7 @@ export function createSlackInbound(deps: SlackInboundDependencies) {
       if (inbound.kind === "ignored") return { status: 200 };
       const admitted = await deps.queue.enqueue(inbound.turn, at);
       // Answered now; the turn runs after the answer and replies through the Web API.
-      if (admitted === "accepted") deps.background.run(() => deps.queue.drain(processor, now, inbound.turn));
+      if (admitted === "accepted") await start(inbound.turn);
       return { status: 200 };
     },
   };
