@@ -102,8 +102,12 @@ describe("Azurite persists every acknowledged write before acknowledging it (iss
     expect(journals().length).toBeLessThan(6);
     await cutPower(first);
 
-    // A cut in the middle of an append: half a frame (a header promising more bytes than follow).
-    const last = journals().sort().at(-1) as string;
+    // A cut in the middle of an append: half a frame (a header promising more bytes than follow), at
+    // the end of the newest generation — or of the next one, when the last compaction had covered
+    // every commit and deleted its generations (then no journal file is left).
+    const generations = journals().map((f) => Number(f.slice(f.lastIndexOf(".") + 1)));
+    const newest = generations.length > 0 ? Math.max(...generations) : 1;
+    const last = `__blastplane_journal__.${String(newest).padStart(12, "0")}`;
     const torn = Buffer.alloc(20);
     torn.writeUInt32LE(5000, 0);
     appendFileSync(path.join(location, last), torn);

@@ -48,7 +48,10 @@ const digest = (c: string) => `sha256:${c.repeat(64)}`;
 const RUNS = digest("a");
 const CRASHES = digest("b");
 const NEVER_READY = digest("d");
-/** `e…`: a process that prints its env and answers 200 on every path of the port `APP_PORT` names. */
+/**
+ * `e…`: a process that prints its env and answers 200 on every path of the port `APP_PORT` names
+ * (with the path; on `/headers` with the request's headers as JSON).
+ */
 const ECHO = digest("e");
 /** The namespaces this file deploys the job API into: the stand-ins' job API namespaces. */
 const JOB_API_NAMESPACES = [
@@ -186,7 +189,7 @@ describe("server-side apply on the local Kubernetes API, and the job API's rollo
           cmd: [
             "node",
             "-e",
-            "console.log('env ' + JSON.stringify(process.env)); require('node:http').createServer((q, s) => s.end(q.url)).listen(Number(process.env.APP_PORT), process.env.APP_HOST)",
+            "console.log('env ' + JSON.stringify(process.env)); require('node:http').createServer((q, s) => s.end(q.url === '/headers' ? JSON.stringify(q.headers) : q.url)).listen(Number(process.env.APP_PORT), process.env.APP_HOST)",
           ],
         },
         {
@@ -688,6 +691,33 @@ describe("server-side apply on the local Kubernetes API, and the job API's rollo
     const events = await core.listNamespacedEvent({ namespace: ns });
     for (const e of events.items.filter((e) => e.reason === "Unhealthy"))
       expect(e.message).toMatch(/127\.0\.0\.1:\d+\/v1\/ready"/);
+  });
+
+  it("B-027 the Service proxy does not pass the caller's Authorization on to the pod (it authenticated the caller to the API server); other headers and the path go through", async () => {
+    const ns = "bp-pods";
+    const core = kc.makeApiClient(CoreV1Api);
+    // The echo pod of the test above (Ready), behind a Service that selects it by its one label.
+    await core.createNamespacedService({
+      namespace: ns,
+      body: {
+        metadata: { name: "echo" },
+        spec: {
+          selector: { "azure.workload.identity/use": "true" },
+          ports: [{ name: "http", port: 80, targetPort: "http" }],
+        },
+      },
+    });
+    const res = await kubeFetch(kc)(`${cluster.url}/api/v1/namespaces/${ns}/services/echo:http/proxy/headers`, {
+      headers: { "X-SVC-API-Token": "t" },
+    });
+    expect(res.status).toBe(200);
+    const seen = (await res.json()) as Record<string, string>;
+    expect(seen["x-svc-api-token"]).toBe("t");
+    expect(seen.authorization).toBeUndefined();
+    // The caller did authenticate with a bearer credential: without it the API server refuses.
+    const options: { headers?: Record<string, unknown> } = {};
+    await kc.applyToHTTPSOptions(options as never);
+    expect(String(options.headers?.Authorization ?? options.headers?.authorization ?? "")).toMatch(/^Bearer \S+/);
   });
 
   it("a supplement that fails leaves the container waiting with CreateContainerConfigError and its message (the stack's process goes on)", async () => {

@@ -48,7 +48,9 @@ describe("local stack: kill -9 mid-orchestration, then restart", () => {
     // The Azurite child notices its parent is gone and shuts down cleanly on its own.
     await eventually(async () => (children.every((pid) => !alive(pid)) ? true : undefined), 15_000);
 
-    const second = await startStack({ dataDir, inMemory: false, env });
+    // The deploy started on this host reads its rollout at once and then every 30 s (its input keeps
+    // the interval): the host is killed within that window, before the rollout can be seen complete.
+    const second = await startStack({ dataDir, inMemory: false, env: { ...env, JOB_POLL_INTERVAL_SECONDS: "30" } });
     stacks.push(second);
     writeFileSync(release, "");
     const done = await eventually(async () => {
@@ -130,7 +132,9 @@ describe("local stack: kill -9 mid-provisioning, mid-build and mid-deploy, then 
     expect(atKill?.resources.find((r) => r.id === clusterId)?.properties.provisioningState).toBe("Creating");
     expect(atKill?.operations.filter((o) => o.resourceId === clusterId).map((o) => o.status)).toEqual(["InProgress"]);
 
-    const second = await startStack({ dataDir, inMemory: false, env });
+    // The deploy started on this host reads its rollout at once and then every 30 s (its input keeps
+    // the interval): the host is killed within that window, before the rollout can be seen complete.
+    const second = await startStack({ dataDir, inMemory: false, env: { ...env, JOB_POLL_INTERVAL_SECONDS: "30" } });
     stacks.push(second);
     // The image build needs only the saved workspace: it runs while the provision resumes (below).
     const firstBuild = await call(second, "POST", "images/build");
@@ -188,6 +192,8 @@ describe("local stack: kill -9 mid-provisioning, mid-build and mid-deploy, then 
     // recorded the run): the resumed activity must find that run rather than schedule another.
     const build = operationOf(await call(second, "POST", "images/build"));
     await eventually(async () => (runs().length === 2 ? true : undefined), 120_000, 5);
+    // The premise of what follows: the deploy is still waiting for its rollout when the host dies.
+    expect(await stepOf(deploy)).toBe("rollout");
     await second.kill();
     const atSchedule = saved();
     expect(runs()).toHaveLength(2);
