@@ -296,48 +296,48 @@ describe("the channel progress stream", () => {
 
   it("C-295 an update of unknown outcome (no answer within its bound, a cut transport) may still land after anything sent later: the final reply is then its own message, never a replacement the late update would overwrite; a failed turn sends no note after it", async () => {
     vi.useFakeTimers();
-    const s = scripted();
-    const stream = createProgressStream({ sender: s.sender, turn, startAfterMs: 0 });
-    stream.activity(result(0));
-    (await s.next()).answer(ack("m-1"));
-    stream.activity(result(1));
+    /** A stream whose revision 0 was acknowledged, and the update of its second activity, not yet answered. */
+    const updating = async () => {
+      const s = scripted();
+      const stream = createProgressStream({ sender: s.sender, turn, startAfterMs: 0 });
+      stream.activity(result(0));
+      (await s.next()).answer(ack("m-1"));
+      stream.activity(result(1));
+      const update = await s.next();
+      expect(update.op).toBe("update");
+      return { s, stream, update };
+    };
+    /** Finishes the stream: the reply must be posted as a new message (no replace), acknowledged as `id`. */
+    const finishedAsOwnMessage = async ({ s, stream }: Awaited<ReturnType<typeof updating>>, id: string) => {
+      const finished = stream.finish(reply("Final.", 2), s.deliver);
+      const deliver = await s.next();
+      expect(deliver).toMatchObject({ op: "deliver", response: { text: "Final." } });
+      deliver.answer(ack(id));
+      return finished;
+    };
+
     // The update never answers within the bound.
-    const update = await s.next();
-    expect(update.op).toBe("update");
+    const late = await updating();
     await vi.advanceTimersByTimeAsync(PROGRESS_CALL_TIMEOUT_MS);
-    const finished = stream.finish(reply("Final.", 2), s.deliver);
-    const deliver = await s.next();
-    expect(deliver).toMatchObject({ op: "deliver", response: { text: "Final." } });
-    deliver.answer(ack("m-2"));
+    const finished = finishedAsOwnMessage(late, "m-2");
     // The vendor applies the late update now: the reply is a message of its own and stays.
-    update.answer(ack("m-1"));
+    await vi.waitFor(() => expect(late.s.calls.at(-1)?.op).toBe("deliver"));
+    late.update.answer(ack("m-1"));
     const { receipt, revisions } = await finished;
     expect(receipt).toMatchObject({ outcome: "acknowledged", vendor_message_id: "m-2" });
     expect(revisions.map((r) => r.revision)).toEqual([0]);
-    expect(s.calls.map((c) => c.op)).toEqual(["post", "update", "deliver"]);
+    expect(late.s.calls.map((c) => c.op)).toEqual(["post", "update", "deliver"]);
 
     // An update whose transport was cut may have been applied, and may still be: the same.
-    const cut = scripted();
-    const cutStream = createProgressStream({ sender: cut.sender, turn, startAfterMs: 0 });
-    cutStream.activity(result(0));
-    (await cut.next()).answer(ack("m-1"));
-    cutStream.activity(result(1));
-    (await cut.next()).fail(new Error("socket hang up"));
-    const cutFinished = cutStream.finish(reply("Final.", 2), cut.deliver);
-    const cutDeliver = await cut.next();
-    expect(cutDeliver).toMatchObject({ op: "deliver", response: { text: "Final." } });
-    cutDeliver.answer(ack("m-3"));
-    expect((await cutFinished).receipt).toMatchObject({ outcome: "acknowledged", vendor_message_id: "m-3" });
-    expect(cut.calls.map((c) => c.op)).toEqual(["post", "update", "deliver"]);
+    const cut = await updating();
+    cut.update.fail(new Error("socket hang up"));
+    expect((await finishedAsOwnMessage(cut, "m-3")).receipt).toMatchObject({ vendor_message_id: "m-3" });
+    expect(cut.s.calls.map((c) => c.op)).toEqual(["post", "update", "deliver"]);
 
-    const failing = scripted();
-    const cancelled = createProgressStream({ sender: failing.sender, turn, startAfterMs: 0 });
-    cancelled.activity(result(0));
-    (await failing.next()).answer(ack("m-1"));
-    cancelled.activity(result(1));
-    expect((await failing.next()).op).toBe("update");
+    // A failed turn after a late update: no failure note that the update could overwrite.
+    const failing = await updating();
     await vi.advanceTimersByTimeAsync(PROGRESS_CALL_TIMEOUT_MS);
-    await cancelled.cancel();
-    expect(failing.calls.map((c) => c.op)).toEqual(["post", "update"]);
+    await failing.stream.cancel();
+    expect(failing.s.calls.map((c) => c.op)).toEqual(["post", "update"]);
   });
 });
