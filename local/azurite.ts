@@ -33,9 +33,16 @@ export interface AzuriteOptions {
   durableWrites?: boolean;
   /** How long Azurite may take to listen (default 30 s; a heavily loaded machine needs longer). */
   startTimeoutMs?: number;
+  /**
+   * The storage accounts it serves instead of the development account (`AZURITE_ACCOUNTS`; keys
+   * base64). The test suite shares one Azurite among its files, one account each.
+   */
+  accounts?: { name: string; key: string }[];
 }
 
 export interface RunningAzurite {
+  /** Each service's origin, without an account (`http://127.0.0.1:PORT`). */
+  serviceUrls: { blob: string; queue: string; table: string };
   blobEndpoint: string;
   queueEndpoint: string;
   tableEndpoint: string;
@@ -90,7 +97,17 @@ export async function startAzurite(options: AzuriteOptions): Promise<RunningAzur
   } else {
     args.push("--inMemoryPersistence");
   }
-  const child: ChildProcess = spawn(process.execPath, args, { stdio: ["pipe", "pipe", "pipe"] });
+  const child: ChildProcess = spawn(process.execPath, args, {
+    stdio: ["pipe", "pipe", "pipe"],
+    ...(options.accounts
+      ? {
+          env: {
+            ...process.env,
+            AZURITE_ACCOUNTS: options.accounts.map((a) => `${a.name}:${a.key}`).join(";"),
+          },
+        }
+      : {}),
+  });
   const endpoints: Record<string, string> = {};
   let durableOn = false;
   let output = "";
@@ -145,6 +162,7 @@ export async function startAzurite(options: AzuriteOptions): Promise<RunningAzur
     durable_writes: durable,
   });
   return {
+    serviceUrls: { blob: endpoints.blob as string, queue: endpoints.queue as string, table: endpoints.table as string },
     blobEndpoint,
     queueEndpoint,
     tableEndpoint,

@@ -7,14 +7,14 @@ import { AUDIT_INLINE_EVIDENCE_CHARS, auditEvidence } from "../../shared/ops/aud
 import { createEvidenceStore, type EvidenceStore } from "../../shared/ops/evidence-store.js";
 import { openBlobContainer } from "../../shared/storage/blob-container.js";
 import { callerWith, consoleHarness } from "../support/console-harness.js";
-import { prefixedTables, startTestAzurite } from "../support/service-fakes.js";
+import { prefixedTables, testAzurite } from "../support/service-fakes.js";
 
 let azurite: RunningAzurite;
 let store: EvidenceStore;
 let counter = 0;
 
 beforeAll(async () => {
-  azurite = await startTestAzurite();
+  azurite = await testAzurite();
   const container = `auditevidence${Date.now().toString(36)}`;
   store = createEvidenceStore(() => openBlobContainer(azurite.connectionString, container));
 });

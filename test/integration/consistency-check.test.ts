@@ -17,14 +17,14 @@ import { createLogger } from "../../shared/logging/logger.js";
 import { openBlobContainer } from "../../shared/storage/blob-container.js";
 import { jobRecordFixture } from "../support/helpers.js";
 import { DEMO_DB, demoQueries } from "../support/jobapi-client.js";
-import { captureLogger, startTestAzurite } from "../support/service-fakes.js";
+import { captureLogger, testAzurite } from "../support/service-fakes.js";
 
 let azurite: RunningAzurite;
 let dbRoot: string;
 let demoVersion: string;
 
 beforeAll(async () => {
-  azurite = await startTestAzurite();
+  azurite = await testAzurite();
   dbRoot = mkdtempSync(path.join(tmpdir(), "bp-consistency-db-"));
   const fasta = path.join(dbRoot, "q.fa");
   writeFileSync(fasta, demoQueries(4, 600));

@@ -8,7 +8,7 @@ import { createTableDatabaseCatalog, openDatabaseStorage } from "../../shared/da
 import { createLogger } from "../../shared/logging/logger.js";
 import { callerWith } from "../support/console-harness.js";
 import { ROOT } from "../support/local-stack.js";
-import { startTestAzurite } from "../support/service-fakes.js";
+import { testAzurite } from "../support/service-fakes.js";
 
 /**
  * The console as the Functions app builds it (`functions/composition/console-parts.ts`, in this
@@ -22,7 +22,7 @@ const saved = { ...process.env };
 let azurite: RunningAzurite;
 
 beforeAll(async () => {
-  azurite = await startTestAzurite();
+  azurite = await testAzurite();
   const build = await mkdtemp(path.join(tmpdir(), "bp-console-db-"));
   const catalog = createTableDatabaseCatalog({ ...openDatabaseStorage(azurite.connectionString), cacheRoot: build });
   await publishDatabase(

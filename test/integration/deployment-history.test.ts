@@ -12,7 +12,7 @@ import type { ConsoleProviders, DeploymentRecord } from "../../shared/console/pr
 import type { ToolResult } from "../../shared/console/tools/tool.js";
 import { type FakeArmDeployments, startFakeArmDeployments } from "../fakes/arm-deployments.js";
 import { callerWith, consoleHarness } from "../support/console-harness.js";
-import { prefixedTables, startTestAzurite } from "../support/service-fakes.js";
+import { prefixedTables, testAzurite } from "../support/service-fakes.js";
 
 const SUBSCRIPTION = "11111111-2222-4333-8444-555555555555";
 const HOUR = 3_600_000;
@@ -41,7 +41,7 @@ function commit(file: string, subject: string, at: string) {
 }
 
 beforeAll(async () => {
-  [azurite, arm] = await Promise.all([startTestAzurite(), startFakeArmDeployments(SUBSCRIPTION)]);
+  [azurite, arm] = await Promise.all([testAzurite(), startFakeArmDeployments(SUBSCRIPTION)]);
   repo = mkdtempSync(path.join(tmpdir(), "bp-deploy-repo-"));
   execFileSync("git", ["init", "-q", "-b", "main", repo]);
   commit("config/ops-rules.json", "config: older rule change", ago(30));

@@ -13,7 +13,7 @@ import { createFileDatabaseCatalog, publishDatabase } from "../../shared/databas
 import { createLogger } from "../../shared/logging/logger.js";
 import { ApiTokenService, createFileSecretStore } from "../../shared/secrets/api-tokens.js";
 import { demoQueries } from "../support/jobapi-client.js";
-import { captureLogger, startTestAzurite } from "../support/service-fakes.js";
+import { captureLogger, testAzurite } from "../support/service-fakes.js";
 import { idleDispatcher } from "../support/idle-dispatcher.js";
 
 const logger = createLogger({ level: "error" });
@@ -31,7 +31,7 @@ let logged: { app: ReturnType<typeof createJobApiApp>; logger: ReturnType<typeof
  * slots are all busy, so the queue limit is what a burst of submits meets.
  */
 beforeAll(async () => {
-  azurite = await startTestAzurite();
+  azurite = await testAzurite();
   dir = mkdtempSync(path.join(os.tmpdir(), "bp-hostile-"));
   const fasta = path.join(dir, "db.fa");
   writeFileSync(fasta, demoQueries(20, 800));

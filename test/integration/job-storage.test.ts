@@ -14,12 +14,12 @@ import { DatabaseNameClaims } from "../../shared/databases/name-claims.js";
 import type { JobRecord } from "../../shared/jobs/model.js";
 import { createParallelGzip } from "../../shared/storage/parallel-gzip.js";
 import { jobRecordFixture } from "../support/helpers.js";
-import { prefixedTables, startTestAzurite } from "../support/service-fakes.js";
+import { prefixedTables, testAzurite } from "../support/service-fakes.js";
 
 let azurite: RunningAzurite;
 
 beforeAll(async () => {
-  azurite = await startTestAzurite();
+  azurite = await testAzurite();
 });
 
 afterAll(async () => {

@@ -6,7 +6,7 @@ import { LOG_TEMPLATES } from "../../shared/console/tools/provider-tools.js";
 import type { OutboundResponse } from "../../shared/console/coordinator/coordinator.js";
 import { type FakeAzureApis, startFakeAzureApis } from "../fakes/azure-apis.js";
 import { callerWith, consoleHarness } from "../support/console-harness.js";
-import { prefixedTables, startTestAzurite } from "../support/service-fakes.js";
+import { prefixedTables, testAzurite } from "../support/service-fakes.js";
 
 let azurite: RunningAzurite;
 let fake: FakeAzureApis;
@@ -16,7 +16,7 @@ const now = Date.now();
 const at = (minutesAgo: number) => new Date(now - minutesAgo * MINUTE).toISOString();
 
 beforeAll(async () => {
-  [azurite, fake] = await Promise.all([startTestAzurite(), startFakeAzureApis()]);
+  [azurite, fake] = await Promise.all([testAzurite(), startFakeAzureApis()]);
 });
 afterAll(async () => {
   await Promise.all([azurite?.stop(), fake?.close()]);

@@ -16,7 +16,7 @@ import { parseNotificationMatrix } from "../../shared/notify/matrix.js";
 import { type ChannelAdapter, createNotificationRouter } from "../../shared/notify/router.js";
 import type { Notification } from "../../shared/notify/types.js";
 import { createAuditLog } from "../../shared/ops/audit.js";
-import { prefixedTables, startTestAzurite } from "../support/service-fakes.js";
+import { prefixedTables, testAzurite } from "../support/service-fakes.js";
 import { routeEntraTo, startBotConnectorFake, startEntraFake } from "../support/teams-fakes.js";
 
 const TENANT = "7c1d2f3a-4b5c-4d6e-8f90-a1b2c3d4e5f6";
@@ -56,7 +56,7 @@ beforeAll(async () => {
   entra = await startEntraFake({ tenantId: TENANT, clientId: BOT_APP_ID, clientSecret: SECRET });
   connector = await startBotConnectorFake((token) => entra.verify(token, BOT_CONNECTOR_SCOPE));
   restoreFetch = routeEntraTo(entra.url);
-  azurite = await startTestAzurite();
+  azurite = await testAzurite();
 }, 60_000);
 afterAll(async () => {
   restoreFetch?.();

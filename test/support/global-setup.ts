@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { build } from "esbuild";
 import type { TestProject } from "vitest/node";
+import { type SharedAzurite, startSharedAzurite } from "./shared-azurite.js";
 
 const root = path.resolve(import.meta.dirname, "../..");
 
@@ -13,6 +14,8 @@ declare module "vitest" {
     demoDatabaseTemplate: string;
     /** The file the build's outcome is written to when it ends (test/support/wait-for-build.ts). */
     buildOutcome: string;
+    /** The run's shared Azurite (test/support/shared-azurite.ts); undefined if it did not start. */
+    sharedAzurite: SharedAzurite | undefined;
   }
 }
 
@@ -99,8 +102,17 @@ export default async function setup(project: TestProject): Promise<() => Promise
     );
     return outcome;
   });
+  // The storage-only files share one Azurite, an account each; without it each starts its own.
+  const claims = path.join(scratch, "azurite-accounts");
+  mkdirSync(claims);
+  const shared = await startSharedAzurite(claims, root).catch((error: unknown) => {
+    process.stdout.write(`shared Azurite not started (each file starts its own): ${String(error)}\n`);
+    return undefined;
+  });
+  project.provide("sharedAzurite", shared?.shared);
   return async () => {
     const outcome = await built;
+    await shared?.stop();
     rmSync(scratch, { recursive: true, force: true });
     if (!outcome.ok) throw new Error(`the build failed:\n${outcome.output}`);
   };

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { TableClient } from "@azure/data-tables";
-import { afterAll, beforeAll } from "vitest";
+import { afterAll, beforeAll, inject } from "vitest";
 import { type AzuriteOptions, type RunningAzurite, startAzurite } from "../../local/azurite.js";
 import { localStackSettingsSchema } from "../../local/settings.js";
 import type { JobApiClient } from "../../shared/dashboard/job-api-client.js";
@@ -12,6 +12,7 @@ import type {
   StartOrchestrationOptions,
 } from "../../shared/orchestrations/orchestration-client.js";
 import type { TableClientFactory } from "../../shared/storage/table-source.js";
+import { claimSharedAccount } from "./shared-azurite.js";
 
 const root = path.resolve(import.meta.dirname, "../..");
 
@@ -36,6 +37,16 @@ export function startTestAzurite(options: Pick<AzuriteOptions, "oauth"> = {}): P
     startTimeoutMs: testAzuriteStartMs(),
     ...options,
   });
+}
+
+/**
+ * Storage for a file that only reads and writes it: an account of its own on the run's shared
+ * Azurite (test/support/shared-azurite.ts), else an Azurite of its own. `stop()` ends only an own one.
+ * A file that restarts, cuts or configures its Azurite uses {@link startTestAzurite}.
+ */
+export async function testAzurite(): Promise<RunningAzurite> {
+  const shared = inject("sharedAzurite");
+  return (shared ? claimSharedAccount(shared) : undefined) ?? startTestAzurite();
 }
 
 /** Table clients on `connectionString` whose table names carry `prefix`, so tests do not share tables. */
@@ -157,7 +168,7 @@ export function azuriteTables(prefix: string): { tables: () => TableClientFactor
   let azurite: RunningAzurite | undefined;
   let counter = 0;
   beforeAll(async () => {
-    azurite = await startTestAzurite();
+    azurite = await testAzurite();
   });
   afterAll(async () => {
     await azurite?.stop();

@@ -25,14 +25,14 @@ import {
   fakeJobApi,
   fakeOrchestrations,
   prefixedTables,
-  startTestAzurite,
+  testAzurite,
 } from "../support/service-fakes.js";
 
 let azurite: RunningAzurite;
 let counter = 0;
 
 beforeAll(async () => {
-  azurite = await startTestAzurite();
+  azurite = await testAzurite();
 });
 
 afterAll(async () => {

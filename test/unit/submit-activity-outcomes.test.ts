@@ -11,13 +11,13 @@ import {
 } from "../../shared/dashboard/submit-activities.js";
 import { DependencyUnavailableError, NotFoundError, QueueFullError, ValidationError } from "../../shared/errors.js";
 import { createEventLog } from "../../shared/ops/events.js";
-import { captureLogger, fakeJobApi, prefixedTables, startTestAzurite } from "../support/service-fakes.js";
+import { captureLogger, fakeJobApi, prefixedTables, testAzurite } from "../support/service-fakes.js";
 
 let azurite: RunningAzurite;
 let counter = 0;
 
 beforeAll(async () => {
-  azurite = await startTestAzurite();
+  azurite = await testAzurite();
 });
 
 afterAll(async () => {
