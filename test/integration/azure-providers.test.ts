@@ -11,7 +11,7 @@ import { LOG_TEMPLATES } from "../../shared/console/tools/provider-tools.js";
 import type { ToolResult } from "../../shared/console/tools/tool.js";
 import { type FakeAzureApis, sdkOptionsFor, startFakeAzureApis, staticTokenCredential } from "../fakes/azure-apis.js";
 import { consoleHarness, firstToolResult } from "../support/console-harness.js";
-import { prefixedTables, startTestAzurite } from "../support/service-fakes.js";
+import { prefixedTables, testAzurite } from "../support/service-fakes.js";
 
 let azurite: RunningAzurite;
 let fake: FakeAzureApis;
@@ -20,7 +20,7 @@ const SUBSCRIPTION = "11111111-2222-4333-8444-555555555555";
 const CLUSTER = `/subscriptions/${SUBSCRIPTION}/resourceGroups/rg-blast/providers/Microsoft.ContainerService/managedClusters/blast`;
 
 beforeAll(async () => {
-  [azurite, fake] = await Promise.all([startTestAzurite(), startFakeAzureApis()]);
+  [azurite, fake] = await Promise.all([testAzurite(), startFakeAzureApis()]);
 });
 afterAll(async () => {
   await Promise.all([azurite?.stop(), fake?.close()]);

@@ -17,7 +17,7 @@ import { openBlobContainer } from "../../shared/storage/blob-container.js";
 import { CHROMIUM } from "../e2e/browser.js";
 import { type EvidenceTarget, startEvidenceTarget } from "../fakes/evidence-target.js";
 import { callerWith, consoleHarness } from "../support/console-harness.js";
-import { prefixedTables, startTestAzurite } from "../support/service-fakes.js";
+import { prefixedTables, testAzurite } from "../support/service-fakes.js";
 
 let azurite: RunningAzurite;
 let target: EvidenceTarget;
@@ -31,7 +31,7 @@ let chromiumWrapper: string;
 let launchMarker: string;
 
 beforeAll(async () => {
-  [azurite, foreign] = await Promise.all([startTestAzurite(), startEvidenceTarget()]);
+  [azurite, foreign] = await Promise.all([testAzurite(), startEvidenceTarget()]);
   target = await startEvidenceTarget({ foreignOrigin: foreign.origin });
   dir = mkdtempSync(path.join(tmpdir(), "bp-evidence-"));
   launchMarker = path.join(dir, "launches");

@@ -17,7 +17,7 @@ import { createKeyVaultSecretStore } from "../../shared/secrets/key-vault-secret
 import { type Refusal, startRefusalServer } from "../fakes/azure-refusal-server.js";
 import { testJobRecord } from "../support/helpers.js";
 import { refusedShardDispatcher, refusingBlobService } from "../support/refused-shard-dispatcher.js";
-import { captureLogger, startTestAzurite } from "../support/service-fakes.js";
+import { captureLogger, testAzurite } from "../support/service-fakes.js";
 
 const PROPAGATION = "a new role assignment takes 1 to 5 minutes to take effect";
 
@@ -219,7 +219,7 @@ describe("a job whose shard storage refuses the identity fails with the role mes
   let dir: string;
 
   beforeAll(async () => {
-    azurite = await startTestAzurite();
+    azurite = await testAzurite();
     dir = mkdtempSync(path.join(os.tmpdir(), "blastplane-authz-"));
   });
 

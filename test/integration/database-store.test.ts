@@ -20,7 +20,7 @@ import { createNcbiSource } from "../../shared/databases/ncbi-source.js";
 import { prepareDatabaseRelease } from "../../shared/databases/prepare.js";
 import { startFakeNcbiServer } from "../fakes/ncbi-server.js";
 import { demoQueries } from "../support/jobapi-client.js";
-import { startTestAzurite } from "../support/service-fakes.js";
+import { testAzurite } from "../support/service-fakes.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const DEMO_FASTA = path.join(ROOT, "local/demo/16s-rrna-demo.fasta");
@@ -28,7 +28,7 @@ let azurite: RunningAzurite;
 let work: string;
 
 beforeAll(async () => {
-  azurite = await startTestAzurite();
+  azurite = await testAzurite();
   work = await mkdtemp(path.join(os.tmpdir(), "bp-dbstore-"));
 });
 

@@ -16,7 +16,7 @@ import {
 } from "../../shared/databases/database-catalog.js";
 import { createLogger } from "../../shared/logging/logger.js";
 import { demoQueries } from "../support/jobapi-client.js";
-import { startTestAzurite } from "../support/service-fakes.js";
+import { testAzurite } from "../support/service-fakes.js";
 
 const logger = createLogger({ level: "error" });
 const GIB = 1024 ** 3;
@@ -85,7 +85,7 @@ const search = (skip: number, priority?: Submission["priority"]): Submission => 
 });
 
 beforeAll(async () => {
-  azurite = await startTestAzurite();
+  azurite = await testAzurite();
   dir = mkdtempSync(path.join(os.tmpdir(), "bp-qpos-"));
   const fasta = path.join(dir, "db.fa");
   writeFileSync(fasta, demoQueries(20, 800));

@@ -26,14 +26,14 @@ import { createApiTokenSettings } from "../../shared/secrets/api-token-settings.
 import { ApiTokenService, createFileSecretStore } from "../../shared/secrets/api-tokens.js";
 import { createWorkspaceStore, type Workspace } from "../../shared/workspace/workspace.js";
 import { createWorkspaceService } from "../../shared/workspace/workspace-service.js";
-import { captureLogger, fakeOrchestrations, prefixedTables, startTestAzurite } from "../support/service-fakes.js";
+import { captureLogger, fakeOrchestrations, prefixedTables, testAzurite } from "../support/service-fakes.js";
 
 let azurite: RunningAzurite;
 let counter = 0;
 const folders: string[] = [];
 
 beforeAll(async () => {
-  azurite = await startTestAzurite();
+  azurite = await testAzurite();
 });
 
 afterAll(async () => {
