@@ -25,10 +25,14 @@ const typecheck = step("typecheck", bin("tsc"), ["-p", "tsconfig.json", "--noEmi
 const lint = step("lint", bin("biome"), ["lint", "."]) && step("format", bin("biome"), ["format", "."]);
 const reportDir = mkdtempSync(path.join(tmpdir(), "bp-test-report-"));
 const report = path.join(reportDir, "vitest.json");
+// Each file's whole time, hooks included (vitest's JSON report times its tests only).
+const fileTimes = path.join(reportDir, "file-times.json");
+process.env.BLASTPLANE_FILE_TIMES = fileTimes;
 const tests = step("unit, integration and end-to-end tests", bin("vitest"), [
   "run",
   "--reporter=default",
   "--reporter=json",
+  `--reporter=${path.join(root, "scripts/file-times-reporter.mjs")}`,
   `--outputFile.json=${report}`,
   ...process.argv.slice(2),
 ]);
@@ -45,7 +49,13 @@ try {
   if (failed === 0) failed = json.numFailedTestSuites ?? 0;
   skipped = (json.numPendingTests ?? 0) + (json.numTodoTests ?? 0);
   try {
-    slowest = [...slowestFilesLines(slowestFiles(json, root)), ...fileOccupancyLines(fileOccupancy(json))];
+    let times = json;
+    try {
+      times = JSON.parse(readFileSync(fileTimes, "utf8"));
+    } catch {
+      // No whole-file times (the reporter did not run): the JSON report's test times.
+    }
+    slowest = [...slowestFilesLines(slowestFiles(times, root)), ...fileOccupancyLines(fileOccupancy(times))];
   } catch {
     // Only a report of the times: it never changes the counts or the exit code.
   }

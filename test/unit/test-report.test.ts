@@ -1,5 +1,8 @@
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import FileTimesReporter, { busyMilliseconds } from "../../scripts/file-times-reporter.mjs";
 import { fileOccupancy, fileOccupancyLines, slowestFiles, slowestFilesLines } from "../../scripts/test-report.mjs";
 
 /*
@@ -81,5 +84,38 @@ describe("the slowest test files npm test prints", () => {
     expect(balanced).toMatchObject({ run_seconds: 14, most_at_once: 2, under_seconds: 0, tail_seconds: 0 });
     expect(fileOccupancy({ numFailedTestSuites: 1 })).toBeNull();
     expect(fileOccupancyLines(null)).toEqual([]);
+  });
+});
+
+describe("the whole-file times npm test reads (scripts/file-times-reporter.mjs)", () => {
+  it("times each file from its environment set-up to its last hook, not from its first test to its last: the stack a beforeAll starts counts", () => {
+    const output = path.join(mkdtempSync(path.join(tmpdir(), "bp-file-times-")), "times.json");
+    let clock = 1_000;
+    const reporter = new FileTimesReporter({ output, now: () => clock });
+    reporter.onTestRunStart();
+    // A file whose beforeAll started a stack for 20 s before 5 s of tests (vitest counts hooks in `duration`).
+    clock = 31_000;
+    reporter.onTestModuleEnd({
+      moduleId: path.join(root, "test/integration/stack.test.ts"),
+      diagnostic: () => ({
+        environmentSetupDuration: 100,
+        prepareDuration: 200,
+        setupDuration: 1_700,
+        collectDuration: 3_000,
+        duration: 25_000,
+        heap: undefined,
+        importDurations: {},
+      }),
+    });
+    reporter.onTestRunEnd();
+    const times = JSON.parse(readFileSync(output, "utf8"));
+    expect(times).toEqual({
+      startTime: 1_000,
+      testResults: [{ name: path.join(root, "test/integration/stack.test.ts"), startTime: 1_000, endTime: 31_000 }],
+    });
+    expect(slowestFiles(times, root)).toEqual([{ file: "test/integration/stack.test.ts", seconds: 30 }]);
+    expect(fileOccupancy(times)).toMatchObject({ run_seconds: 30, file_seconds: 30, under_seconds: 0 });
+    // A missing or malformed part counts as nothing.
+    expect(busyMilliseconds({ duration: 5, collectDuration: Number.NaN, setupDuration: -1 })).toBe(5);
   });
 });
