@@ -1,7 +1,7 @@
 // A vitest reporter for `npm test` (scripts/test.mjs): each test file's whole time — environment,
 // set-up files, import, tests and hooks (beforeAll/afterAll, where the stacks start and stop) — as
-// `{ startTime, testResults: [{ name, startTime, endTime }] }` in the file named by
-// BLASTPLANE_FILE_TIMES, the shape scripts/test-report.mjs reads. vitest's JSON report times a file
+// `{ startTime, testResults: [{ name, startTime, endTime }] }` next to the JSON report
+// (`<outputFile.json>.files.json`), the shape scripts/test-report.mjs reads. vitest's JSON report times a file
 // from its first test to its last only, which leaves the hooks out (docs/testing.md).
 import { writeFileSync } from "node:fs";
 
@@ -19,10 +19,17 @@ export function busyMilliseconds(diagnostic) {
 
 export default class FileTimesReporter {
   constructor(options = {}) {
-    this.output = options.output ?? process.env.BLASTPLANE_FILE_TIMES;
+    this.output = options.output;
     this.now = options.now ?? (() => Date.now());
     this.files = [];
     this.startTime = undefined;
+  }
+
+  /** Without an `output`, the file goes next to vitest's JSON report (`--outputFile.json`). */
+  onInit(vitest) {
+    const json = vitest?.config?.outputFile;
+    const reportFile = typeof json === "string" ? json : json?.json;
+    if (this.output === undefined && typeof reportFile === "string") this.output = `${reportFile}.files.json`;
   }
 
   onTestRunStart() {

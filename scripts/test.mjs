@@ -26,8 +26,7 @@ const lint = step("lint", bin("biome"), ["lint", "."]) && step("format", bin("bi
 const reportDir = mkdtempSync(path.join(tmpdir(), "bp-test-report-"));
 const report = path.join(reportDir, "vitest.json");
 // Each file's whole time, hooks included (vitest's JSON report times its tests only).
-const fileTimes = path.join(reportDir, "file-times.json");
-process.env.BLASTPLANE_FILE_TIMES = fileTimes;
+const fileTimes = `${report}.files.json`;
 const tests = step("unit, integration and end-to-end tests", bin("vitest"), [
   "run",
   "--reporter=default",
